@@ -1,0 +1,233 @@
+// Shared types of the pure Raft core. No I/O, no clocks: time is ticks, randomness is an injected Rng.
+// Indexes and terms are plain numbers: they count log entries and elections, and stay far below 2^53.
+// (Fencing tokens derived from indexes are widened to bigint at the lock layer and on the wire.)
+
+export type NodeId = string;
+
+/** 'noop' is the empty entry a new leader appends to commit entries of earlier terms (Raft §5.4.2, §8).
+ *  'config' carries a membership change (ConfState encoded by the application layer). */
+export type EntryKind = 'normal' | 'noop' | 'config';
+
+export interface Entry {
+  index: number;
+  term: number;
+  kind: EntryKind;
+  data: Uint8Array;
+}
+
+/** What must be durable before any message that depends on it leaves the node (Raft Figure 2). */
+export interface HardState {
+  term: number;
+  votedFor: NodeId | null;
+  commitIndex: number;
+}
+
+/** The voter set is data: it lives in snapshots (and later in config entries), never only in a config file. */
+export interface ConfState {
+  voters: NodeId[];
+}
+
+export interface SnapshotMeta {
+  index: number;
+  term: number;
+  conf: ConfState;
+}
+
+export interface Snapshot {
+  meta: SnapshotMeta;
+  data: Uint8Array;
+}
+
+/** Deterministic randomness injected into the core (seeded in tests and simulation). */
+export interface Rng {
+  /** A uniformly distributed integer in [0, n). */
+  int(n: number): number;
+}
+
+// ---- Messages: one-way, each carries from/to/term (etcd style), so drop/duplicate/reorder are trivial. ----
+
+interface MessageBase {
+  from: NodeId;
+  to: NodeId;
+  term: number;
+}
+
+export interface RequestVote extends MessageBase {
+  type: 'RequestVote';
+  /** Pre-Vote (Raft thesis §9.6): `term` is the term the candidate *would* use; nobody changes state. */
+  preVote: boolean;
+  lastLogIndex: number;
+  lastLogTerm: number;
+  /** Set when the election follows a TimeoutNow: voters must not ignore it because of leader stickiness. */
+  transfer: boolean;
+}
+
+export interface RequestVoteResponse extends MessageBase {
+  type: 'RequestVoteResponse';
+  preVote: boolean;
+  granted: boolean;
+}
+
+export interface AppendEntries extends MessageBase {
+  type: 'AppendEntries';
+  prevLogIndex: number;
+  prevLogTerm: number;
+  entries: Entry[];
+  leaderCommit: number;
+  /** Leader's heartbeat round; echoed in the response. Used to confirm leadership for ReadIndex. */
+  round: number;
+}
+
+export interface AppendEntriesResponse extends MessageBase {
+  type: 'AppendEntriesResponse';
+  success: boolean;
+  /** On success: the index of the last entry known to match the leader's log. */
+  matchIndex: number;
+  /** On rejection: hints for fast backtracking. conflictTerm is the follower's term at prevLogIndex
+   *  (0 when the follower's log is too short), conflictIndex the first index it holds of that term
+   *  (or its lastIndex + 1 when too short). */
+  conflictIndex: number;
+  conflictTerm: number;
+  round: number;
+}
+
+export interface InstallSnapshot extends MessageBase {
+  type: 'InstallSnapshot';
+  meta: SnapshotMeta;
+  /** Byte offset of this chunk within the snapshot data. */
+  offset: number;
+  chunk: Uint8Array;
+  done: boolean;
+  round: number;
+}
+
+export interface InstallSnapshotResponse extends MessageBase {
+  type: 'InstallSnapshotResponse';
+  /** Snapshot index this answers for; `nextOffset` tells the leader which chunk to send next. */
+  snapshotIndex: number;
+  nextOffset: number;
+  done: boolean;
+  success: boolean;
+  round: number;
+}
+
+/** Leadership transfer (Raft thesis §3.10): the target starts an election at once. */
+export interface TimeoutNow extends MessageBase {
+  type: 'TimeoutNow';
+}
+
+/** A follower asks the leader for a read index (Raft §8 / thesis §6.4). */
+export interface ReadIndexRequest extends MessageBase {
+  type: 'ReadIndexRequest';
+  ctx: string;
+}
+
+export interface ReadIndexResponse extends MessageBase {
+  type: 'ReadIndexResponse';
+  ctx: string;
+  /** 0 when the leader could not serve it (e.g. not yet committed an entry in its term). */
+  index: number;
+}
+
+export type Message =
+  | RequestVote
+  | RequestVoteResponse
+  | AppendEntries
+  | AppendEntriesResponse
+  | InstallSnapshot
+  | InstallSnapshotResponse
+  | TimeoutNow
+  | ReadIndexRequest
+  | ReadIndexResponse;
+
+export type MessageType = Message['type'];
+
+export type Role = 'follower' | 'pre-candidate' | 'candidate' | 'leader';
+
+/** A read that may be served once the local applied index reaches `index`. */
+export interface ReadState {
+  ctx: string;
+  index: number;
+}
+
+/** A ReadIndex that could not be served (no leader, leader lost, leader not ready). */
+export interface ReadFailure {
+  ctx: string;
+  reason: 'no-leader' | 'not-ready';
+}
+
+export interface SoftState {
+  role: Role;
+  leaderId: NodeId | null;
+  term: number;
+}
+
+/**
+ * One batch of work for the driver, in this order:
+ *   1. persist `snapshot` (if any), `entries` (replacing any stored entries with index >= entries[0].index)
+ *      and `hardState` (if any) in ONE atomic, synced write;
+ *   2. send `messages`;
+ *   3. restore the state machine from `snapshot` (if any), then apply `committedEntries`;
+ *   4. call `advance(ready)`.
+ */
+export interface Ready {
+  softState: SoftState | null;
+  hardState: HardState | null;
+  snapshot: Snapshot | null;
+  entries: Entry[];
+  messages: Message[];
+  committedEntries: Entry[];
+  readStates: ReadState[];
+  readFailures: ReadFailure[];
+}
+
+export interface RaftConfig {
+  id: NodeId;
+  /** Election timeout is randomized in [electionTicks, 2*electionTicks). */
+  electionTicks: number;
+  heartbeatTicks: number;
+  rng: Rng;
+  preVote: boolean;
+  checkQuorum: boolean;
+  /** Max AppendEntries messages in flight to one follower while it is replicating (pipelining). */
+  maxInflight: number;
+  /** Max entries in one AppendEntries. */
+  maxEntriesPerMessage: number;
+  /** Soft byte limit on the entry data in one AppendEntries. */
+  maxBytesPerMessage: number;
+  /** Snapshot chunk size for InstallSnapshot. */
+  snapshotChunkBytes: number;
+}
+
+/** What a node restarts from: loaded from storage by the driver. `snapshot` is always present
+ *  (a bootstrap snapshot at index 0 carries the initial voter set). */
+export interface RestoredState {
+  hardState: HardState;
+  snapshot: Snapshot;
+  /** Entries after snapshot.meta.index, contiguous. */
+  entries: Entry[];
+}
+
+export type ProposeResult =
+  | { ok: true; index: number; term: number }
+  | { ok: false; reason: 'not-leader' | 'transferring'; leaderId: NodeId | null };
+
+export interface Status {
+  id: NodeId;
+  role: Role;
+  term: number;
+  leaderId: NodeId | null;
+  commitIndex: number;
+  appliedIndex: number;
+  lastIndex: number;
+  firstIndex: number;
+  voters: NodeId[];
+}
+
+export function emptyHardState(): HardState {
+  return { term: 0, votedFor: null, commitIndex: 0 };
+}
+
+export function bootstrapSnapshot(voters: NodeId[]): Snapshot {
+  return { meta: { index: 0, term: 0, conf: { voters: [...voters].sort() } }, data: new Uint8Array(0) };
+}
