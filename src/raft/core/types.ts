@@ -81,7 +81,8 @@ export interface AppendEntries extends MessageBase {
 export interface AppendEntriesResponse extends MessageBase {
   type: 'AppendEntriesResponse';
   success: boolean;
-  /** On success: the index of the last entry known to match the leader's log. */
+  /** On success: the index of the last entry known to match the leader's log.
+   *  On rejection: the prevLogIndex that was rejected (lets the leader ignore stale rejections). */
   matchIndex: number;
   /** On rejection: hints for fast backtracking. conflictTerm is the follower's term at prevLogIndex
    *  (0 when the follower's log is too short), conflictIndex the first index it holds of that term
@@ -169,6 +170,7 @@ export interface SoftState {
  *   2. send `messages`;
  *   3. restore the state machine from `snapshot` (if any), then apply `committedEntries`;
  *   4. call `advance(ready)`.
+ * Do not call ready() again before advance(); step()/tick()/propose() in between are fine.
  */
 export interface Ready {
   softState: SoftState | null;

@@ -1,0 +1,170 @@
+// The in-memory view of one node's Raft log: the latest snapshot plus the entries after it.
+// `stableIndex` splits it into what is already durable and what the next Ready must persist.
+// PURE: no I/O. The driver loads the durable copy at start and persists each Ready's tail.
+import type { Entry, Snapshot } from './types.js';
+
+export class RaftLog {
+  snapshot: Snapshot;
+  /** Entries with index > snapshot.meta.index, contiguous. */
+  private entries: Entry[];
+  /** Highest index known to be durable (entries <= stableIndex were persisted, with these terms). */
+  stableIndex: number;
+  committed: number;
+  /** Highest index handed to the application (after advance). */
+  applied: number;
+  /** A snapshot received from the leader that the next Ready must persist and restore. */
+  pendingSnapshot: Snapshot | null = null;
+
+  constructor(snapshot: Snapshot, entries: Entry[], committed: number) {
+    this.snapshot = snapshot;
+    this.entries = [];
+    let expected = snapshot.meta.index + 1;
+    for (const e of entries) {
+      if (e.index !== expected) break; // a gap means the rest is unusable; storage should never give one
+      this.entries.push(e);
+      expected++;
+    }
+    this.stableIndex = this.lastIndex();
+    // Commit is persisted in the hard state; it can never exceed what we hold.
+    this.committed = Math.max(snapshot.meta.index, Math.min(committed, this.lastIndex()));
+    this.applied = snapshot.meta.index;
+  }
+
+  firstIndex(): number {
+    return this.snapshot.meta.index + 1;
+  }
+
+  lastIndex(): number {
+    return this.snapshot.meta.index + this.entries.length;
+  }
+
+  lastTerm(): number {
+    return this.term(this.lastIndex()) ?? 0;
+  }
+
+  /** Term of entry `index`, or undefined when it is compacted away or beyond the end. */
+  term(index: number): number | undefined {
+    const snapIndex = this.snapshot.meta.index;
+    if (index === snapIndex) return this.snapshot.meta.term;
+    if (index < snapIndex || index > this.lastIndex()) return undefined;
+    return this.entries[index - snapIndex - 1]!.term;
+  }
+
+  entry(index: number): Entry | undefined {
+    const snapIndex = this.snapshot.meta.index;
+    if (index <= snapIndex || index > this.lastIndex()) return undefined;
+    return this.entries[index - snapIndex - 1];
+  }
+
+  /** Entries in [lo, hi] (inclusive), at most maxCount of them and roughly maxBytes of data
+   *  (always at least one when the range is non-empty). lo must be >= firstIndex. */
+  slice(lo: number, hi: number, maxCount = Number.MAX_SAFE_INTEGER, maxBytes = Number.MAX_SAFE_INTEGER): Entry[] {
+    const snapIndex = this.snapshot.meta.index;
+    const out: Entry[] = [];
+    let bytes = 0;
+    for (let i = lo; i <= hi && out.length < maxCount; i++) {
+      const e = this.entries[i - snapIndex - 1];
+      if (e === undefined) break;
+      bytes += e.data.length;
+      if (out.length > 0 && bytes > maxBytes) break;
+      out.push(e);
+    }
+    return out;
+  }
+
+  /** Raft §5.3 log up-to-date comparison (§5.4.1): last term first, then last index. */
+  isUpToDate(lastLogIndex: number, lastLogTerm: number): boolean {
+    const myTerm = this.lastTerm();
+    return lastLogTerm > myTerm || (lastLogTerm === myTerm && lastLogIndex >= this.lastIndex());
+  }
+
+  matchTerm(index: number, term: number): boolean {
+    return this.term(index) === term;
+  }
+
+  /** Leader append: entries continue the log exactly. */
+  appendOwn(entry: Entry): void {
+    this.entries.push(entry);
+  }
+
+  /**
+   * Follower append (Raft §5.3): skip entries we already hold with the same term, truncate at the
+   * FIRST conflicting one only, then append the rest. Entries that already match are never removed —
+   * a stale or duplicated AppendEntries must not cut off entries we acknowledged.
+   */
+  appendFromLeader(entries: Entry[]): void {
+    for (let k = 0; k < entries.length; k++) {
+      const e = entries[k]!;
+      if (e.index <= this.snapshot.meta.index) continue; // covered by our snapshot: committed, matches
+      const have = this.term(e.index);
+      if (have === e.term) continue;
+      if (have !== undefined) {
+        // Conflict: everything from here on is replaced. Committed entries can never conflict.
+        if (e.index <= this.committed) {
+          throw new Error(`raft invariant: conflicting entry at committed index ${e.index}`);
+        }
+        this.truncateFrom(e.index);
+      }
+      for (let j = k; j < entries.length; j++) this.entries.push(entries[j]!);
+      return;
+    }
+  }
+
+  private truncateFrom(index: number): void {
+    this.entries.length = index - this.snapshot.meta.index - 1;
+    if (this.stableIndex >= index) this.stableIndex = index - 1;
+  }
+
+  /** Conflict hint for a rejected AppendEntries at prevLogIndex (fast backtracking, thesis §5.3). */
+  conflictHint(prevLogIndex: number): { conflictIndex: number; conflictTerm: number } {
+    const last = this.lastIndex();
+    if (prevLogIndex > last) return { conflictIndex: last + 1, conflictTerm: 0 };
+    const conflictTerm = this.term(prevLogIndex) ?? 0;
+    let first = prevLogIndex;
+    while (first - 1 >= this.firstIndex() && this.term(first - 1) === conflictTerm) first--;
+    return { conflictIndex: first, conflictTerm };
+  }
+
+  /** Last index in our log holding `term`, or 0. */
+  lastIndexOfTerm(term: number): number {
+    for (let i = this.lastIndex(); i >= this.snapshot.meta.index; i--) {
+      const t = this.term(i);
+      if (t === undefined) break;
+      if (t === term) return i;
+      if (t < term) break;
+    }
+    return 0;
+  }
+
+  unstableEntries(): Entry[] {
+    return this.slice(this.stableIndex + 1, this.lastIndex());
+  }
+
+  /** The persisted batch ended at (index, term): mark it stable unless the log changed under it. */
+  stableTo(index: number, term: number): void {
+    if (this.term(index) === term && index > this.stableIndex) this.stableIndex = index;
+  }
+
+  /** Replace the whole log with a snapshot from the leader. */
+  restore(snapshot: Snapshot): void {
+    this.snapshot = snapshot;
+    this.entries = [];
+    this.stableIndex = snapshot.meta.index;
+    this.committed = snapshot.meta.index;
+    this.applied = snapshot.meta.index;
+    this.pendingSnapshot = snapshot;
+  }
+
+  /** Application snapshot at `index` (<= applied): drop the log up to it. */
+  compact(snapshot: Snapshot): void {
+    const drop = snapshot.meta.index - this.snapshot.meta.index;
+    if (drop <= 0) return;
+    this.entries = this.entries.slice(drop);
+    this.snapshot = snapshot;
+  }
+
+  nextCommittedEntries(maxCount: number): Entry[] {
+    if (this.committed <= this.applied) return [];
+    return this.slice(this.applied + 1, this.committed, maxCount);
+  }
+}

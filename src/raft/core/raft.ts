@@ -1,0 +1,895 @@
+// The pure Raft state machine (etcd-io/raft style): input is a tick, a message or a proposal; output is
+// a Ready batch. No I/O, timers, clocks or ambient randomness — the driver (src/raft/node.ts) and the
+// simulator (test/sim) own all of that. Section numbers refer to the Raft paper / Ongaro's thesis.
+import { RaftLog } from './log.js';
+import { Progress } from './progress.js';
+import type {
+  AppendEntries,
+  AppendEntriesResponse,
+  ConfState,
+  Entry,
+  EntryKind,
+  HardState,
+  InstallSnapshot,
+  InstallSnapshotResponse,
+  Message,
+  NodeId,
+  ProposeResult,
+  RaftConfig,
+  ReadFailure,
+  ReadIndexRequest,
+  ReadIndexResponse,
+  ReadState,
+  Ready,
+  RequestVote,
+  RequestVoteResponse,
+  RestoredState,
+  Role,
+  Snapshot,
+  SoftState,
+  Status,
+} from './types.js';
+
+type Outgoing = Message extends infer M ? (M extends Message ? Omit<M, 'from' | 'term'> & { term?: number } : never) : never;
+
+interface PendingRead {
+  ctx: string;
+  index: number;
+  round: number;
+  acks: Set<NodeId>;
+  /** Who asked: this node, or a follower that forwarded a ReadIndexRequest. */
+  requester: NodeId;
+}
+
+interface IncomingSnapshot {
+  index: number;
+  term: number;
+  chunks: Uint8Array[];
+  offset: number;
+}
+
+export function defaultRaftConfig(id: NodeId, rng: RaftConfig['rng']): RaftConfig {
+  return {
+    id,
+    electionTicks: 10,
+    heartbeatTicks: 1,
+    rng,
+    preVote: true,
+    checkQuorum: true,
+    maxInflight: 64,
+    maxEntriesPerMessage: 256,
+    maxBytesPerMessage: 1 << 20,
+    snapshotChunkBytes: 1 << 20,
+  };
+}
+
+const MAX_COMMITTED_PER_READY = 1024;
+
+export class Raft {
+  readonly id: NodeId;
+  private readonly cfg: RaftConfig;
+  private readonly log: RaftLog;
+
+  term: number;
+  private votedFor: NodeId | null;
+  role: Role = 'follower';
+  leaderId: NodeId | null = null;
+  private voters: NodeId[];
+
+  private electionElapsed = 0;
+  private heartbeatElapsed = 0;
+  private randomizedElectionTimeout = 0;
+  private votes = new Map<NodeId, boolean>();
+
+  private progress = new Map<NodeId, Progress>();
+  private heartbeatRound = 0;
+  private needsBroadcast = false;
+  private pendingReads: PendingRead[] = [];
+  /** Reads that arrived before the leader committed an entry of its own term (§8: it must first). */
+  private readsAwaitingCommit: { ctx: string; requester: NodeId }[] = [];
+  private leadTransferee: NodeId | null = null;
+  private transferElapsed = 0;
+  private incomingSnapshot: IncomingSnapshot | null = null;
+
+  private msgs: Message[] = [];
+  private readStates: ReadState[] = [];
+  private readFailures: ReadFailure[] = [];
+  private persistedHardState: HardState;
+  private lastSoftState: SoftState;
+
+  constructor(cfg: RaftConfig, restored: RestoredState) {
+    this.cfg = cfg;
+    this.id = cfg.id;
+    this.log = new RaftLog(restored.snapshot, restored.entries, restored.hardState.commitIndex);
+    this.term = restored.hardState.term;
+    this.votedFor = restored.hardState.votedFor;
+    this.voters = [...restored.snapshot.meta.conf.voters];
+    this.persistedHardState = this.hardState();
+    this.lastSoftState = this.softState();
+    this.resetElectionTimeout();
+  }
+
+  // ------------------------------------------------------------------ public API
+
+  tick(): void {
+    if (this.role === 'leader') this.tickLeader();
+    else this.tickElection();
+  }
+
+  propose(data: Uint8Array, kind: EntryKind = 'normal'): ProposeResult {
+    if (this.role !== 'leader') return { ok: false, reason: 'not-leader', leaderId: this.leaderId };
+    if (this.leadTransferee !== null) return { ok: false, reason: 'transferring', leaderId: this.id };
+    const entry = this.appendEntry(kind, data);
+    return { ok: true, index: entry.index, term: entry.term };
+  }
+
+  /** Linearizable read (§8, thesis §6.4): the result arrives as a ReadState or a ReadFailure. */
+  readIndex(ctx: string): void {
+    if (this.role === 'leader') {
+      this.leaderReadIndex(ctx, this.id);
+    } else if (this.leaderId !== null) {
+      this.send({ type: 'ReadIndexRequest', to: this.leaderId, ctx });
+    } else {
+      this.readFailures.push({ ctx, reason: 'no-leader' });
+    }
+  }
+
+  /** Leadership transfer (thesis §3.10). Returns false when it cannot start. */
+  transferLeadership(to: NodeId): boolean {
+    if (this.role !== 'leader' || to === this.id || !this.voters.includes(to)) return false;
+    this.leadTransferee = to;
+    this.transferElapsed = 0;
+    const pr = this.progress.get(to)!;
+    if (pr.match === this.log.lastIndex()) this.send({ type: 'TimeoutNow', to });
+    else this.sendAppend(to, true);
+    return true;
+  }
+
+  hasReady(): boolean {
+    this.flushBroadcast();
+    return (
+      this.msgs.length > 0 ||
+      this.log.stableIndex < this.log.lastIndex() ||
+      this.log.pendingSnapshot !== null ||
+      this.log.committed > this.log.applied ||
+      this.readStates.length > 0 ||
+      this.readFailures.length > 0 ||
+      !sameHardState(this.hardState(), this.persistedHardState) ||
+      !sameSoftState(this.softState(), this.lastSoftState)
+    );
+  }
+
+  ready(): Ready {
+    this.flushBroadcast();
+    const hs = this.hardState();
+    const ss = this.softState();
+    const rd: Ready = {
+      softState: sameSoftState(ss, this.lastSoftState) ? null : ss,
+      hardState: sameHardState(hs, this.persistedHardState) ? null : hs,
+      snapshot: this.log.pendingSnapshot,
+      entries: this.log.unstableEntries(),
+      messages: this.msgs,
+      committedEntries: this.log.nextCommittedEntries(MAX_COMMITTED_PER_READY),
+      readStates: this.readStates,
+      readFailures: this.readFailures,
+    };
+    this.msgs = [];
+    this.readStates = [];
+    this.readFailures = [];
+    if (rd.softState) this.lastSoftState = rd.softState;
+    return rd;
+  }
+
+  advance(rd: Ready): void {
+    if (rd.hardState) this.persistedHardState = rd.hardState;
+    if (rd.snapshot && this.log.pendingSnapshot === rd.snapshot) this.log.pendingSnapshot = null;
+    const lastPersisted = rd.entries[rd.entries.length - 1];
+    if (lastPersisted) this.log.stableTo(lastPersisted.index, lastPersisted.term);
+    const lastApplied = rd.committedEntries[rd.committedEntries.length - 1];
+    if (lastApplied && lastApplied.index > this.log.applied) this.log.applied = lastApplied.index;
+    if (this.role === 'leader' && lastPersisted) {
+      // The leader's own vote in the commit quorum counts only once its entries are durable.
+      const self = this.progress.get(this.id);
+      if (self && self.maybeUpdate(this.log.stableIndex) && this.maybeCommit()) this.needsBroadcast = true;
+    }
+  }
+
+  /** The application snapshotted its state at applied index `index`; drop the log up to it. */
+  compact(index: number, data: Uint8Array): Snapshot {
+    if (index > this.log.applied) throw new Error(`compact(${index}) beyond applied index ${this.log.applied}`);
+    const term = this.log.term(index);
+    if (term === undefined) throw new Error(`compact(${index}): index is not in the log`);
+    const snapshot: Snapshot = { meta: { index, term, conf: this.confState() }, data };
+    this.log.compact(snapshot);
+    return snapshot;
+  }
+
+  status(): Status {
+    return {
+      id: this.id,
+      role: this.role,
+      term: this.term,
+      leaderId: this.leaderId,
+      commitIndex: this.log.committed,
+      appliedIndex: this.log.applied,
+      lastIndex: this.log.lastIndex(),
+      firstIndex: this.log.firstIndex(),
+      voters: [...this.voters],
+    };
+  }
+
+  /** Match index of each voter as the leader sees it (empty on followers). */
+  progressSnapshot(): Map<NodeId, { match: number; next: number; state: string }> {
+    const out = new Map<NodeId, { match: number; next: number; state: string }>();
+    for (const [id, pr] of this.progress) out.set(id, { match: pr.match, next: pr.next, state: pr.state });
+    return out;
+  }
+
+  step(m: Message): void {
+    if (m.to !== this.id) return;
+    if (m.term > this.term) {
+      if (m.type === 'RequestVote') {
+        // Leader stickiness (thesis §4.2.3 / CheckQuorum): while we hear from a live leader, ignore
+        // vote requests, so a partitioned node rejoining cannot depose a healthy leader.
+        const inLease =
+          this.cfg.checkQuorum && this.leaderId !== null && this.electionElapsed < this.cfg.electionTicks;
+        if (inLease && !m.transfer) return;
+      }
+      if (m.type === 'RequestVote' && m.preVote) {
+        // A pre-vote never changes our term.
+      } else if (m.type === 'RequestVoteResponse' && m.preVote && m.granted) {
+        // Granted pre-votes carry the term we would campaign with; not a reason to step down.
+      } else {
+        const leader =
+          m.type === 'AppendEntries' || m.type === 'InstallSnapshot' || m.type === 'TimeoutNow' ? m.from : null;
+        this.becomeFollower(m.term, leader);
+      }
+    } else if (m.term < this.term) {
+      if (m.type === 'AppendEntries' || m.type === 'InstallSnapshot') {
+        // A stale leader: tell it our term so it steps down (needed with CheckQuorum/Pre-Vote, where
+        // our higher term would otherwise never reach it).
+        this.send({
+          type: 'AppendEntriesResponse',
+          to: m.from,
+          success: false,
+          matchIndex: 0,
+          conflictIndex: 0,
+          conflictTerm: 0,
+          round: 0,
+        });
+      } else if (m.type === 'RequestVote' && m.preVote) {
+        this.send({ type: 'RequestVoteResponse', to: m.from, preVote: true, granted: false });
+      }
+      return;
+    }
+
+    switch (m.type) {
+      case 'RequestVote':
+        this.handleRequestVote(m);
+        return;
+      case 'ReadIndexRequest':
+        this.handleReadIndexRequest(m);
+        return;
+      case 'ReadIndexResponse':
+        this.handleReadIndexResponse(m);
+        return;
+    }
+    switch (this.role) {
+      case 'leader':
+        this.stepLeader(m);
+        return;
+      case 'candidate':
+      case 'pre-candidate':
+        this.stepCandidate(m);
+        return;
+      case 'follower':
+        this.stepFollower(m);
+        return;
+    }
+  }
+
+  // ------------------------------------------------------------------ roles
+
+  private becomeFollower(term: number, leaderId: NodeId | null): void {
+    const wasLeader = this.role === 'leader';
+    if (term !== this.term) {
+      this.term = term;
+      this.votedFor = null;
+    }
+    this.role = 'follower';
+    this.leaderId = leaderId;
+    this.reset();
+    if (wasLeader) this.failPendingReads('no-leader');
+  }
+
+  private becomePreCandidate(): void {
+    // Pre-Vote (thesis §9.6): ask whether we *could* win before bumping the term, so a node that was
+    // partitioned away cannot force elections by returning with an inflated term.
+    this.role = 'pre-candidate';
+    this.leaderId = null;
+    this.votes = new Map();
+    this.electionElapsed = 0;
+    this.resetElectionTimeout();
+  }
+
+  private becomeCandidate(): void {
+    this.term += 1;
+    this.votedFor = this.id;
+    this.role = 'candidate';
+    this.leaderId = null;
+    this.reset();
+  }
+
+  private becomeLeader(): void {
+    this.role = 'leader';
+    this.leaderId = this.id;
+    this.reset();
+    const last = this.log.lastIndex();
+    for (const id of this.voters) {
+      const pr = new Progress(id, last);
+      if (id === this.id) pr.match = this.log.stableIndex;
+      pr.recentActive = true;
+      this.progress.set(id, pr);
+    }
+    // §5.4.2 / §8: a leader commits entries of earlier terms only by committing one of its own.
+    this.appendEntry('noop', new Uint8Array(0));
+  }
+
+  private reset(): void {
+    this.electionElapsed = 0;
+    this.heartbeatElapsed = 0;
+    this.resetElectionTimeout();
+    this.votes = new Map();
+    this.progress = new Map();
+    this.leadTransferee = null;
+    this.needsBroadcast = false;
+    this.incomingSnapshot = null;
+  }
+
+  private resetElectionTimeout(): void {
+    // §5.2: randomized timeouts make split votes rare.
+    this.randomizedElectionTimeout = this.cfg.electionTicks + this.cfg.rng.int(this.cfg.electionTicks);
+  }
+
+  private promotable(): boolean {
+    return this.voters.includes(this.id) && this.log.pendingSnapshot === null;
+  }
+
+  private tickElection(): void {
+    this.electionElapsed++;
+    if (this.electionElapsed >= this.randomizedElectionTimeout && this.promotable()) {
+      this.electionElapsed = 0;
+      this.campaign(false);
+    }
+  }
+
+  private tickLeader(): void {
+    this.heartbeatElapsed++;
+    this.electionElapsed++;
+    if (this.electionElapsed >= this.cfg.electionTicks) {
+      this.electionElapsed = 0;
+      if (this.cfg.checkQuorum && !this.quorumActive()) {
+        // CheckQuorum: a leader cut off from a majority steps down, so a stale leader stops serving.
+        this.becomeFollower(this.term, null);
+        return;
+      }
+    }
+    if (this.leadTransferee !== null && ++this.transferElapsed >= this.cfg.electionTicks) {
+      this.leadTransferee = null; // the transfer timed out: keep leading and accept proposals again
+    }
+    if (this.heartbeatElapsed >= this.cfg.heartbeatTicks) {
+      this.heartbeatElapsed = 0;
+      this.broadcastHeartbeat();
+    }
+  }
+
+  private quorumActive(): boolean {
+    let active = 0;
+    for (const [id, pr] of this.progress) {
+      if (id === this.id || pr.recentActive) active++;
+      if (id !== this.id) pr.recentActive = false;
+    }
+    return active >= this.quorum();
+  }
+
+  private quorum(): number {
+    return Math.floor(this.voters.length / 2) + 1;
+  }
+
+  private campaign(transfer: boolean): void {
+    if (this.cfg.preVote && !transfer) {
+      this.becomePreCandidate();
+      this.requestVotes(true, this.term + 1, false);
+    } else {
+      this.becomeCandidate();
+      this.requestVotes(false, this.term, transfer);
+    }
+  }
+
+  private requestVotes(preVote: boolean, term: number, transfer: boolean): void {
+    this.recordVote(this.id, true);
+    if (this.tallyVotes() === 'won') {
+      this.onElectionWon(preVote);
+      return;
+    }
+    for (const id of this.voters) {
+      if (id === this.id) continue;
+      this.send({
+        type: 'RequestVote',
+        to: id,
+        term,
+        preVote,
+        lastLogIndex: this.log.lastIndex(),
+        lastLogTerm: this.log.lastTerm(),
+        transfer,
+      });
+    }
+  }
+
+  private recordVote(id: NodeId, granted: boolean): void {
+    if (!this.votes.has(id)) this.votes.set(id, granted);
+  }
+
+  private tallyVotes(): 'won' | 'lost' | 'pending' {
+    let granted = 0;
+    let rejected = 0;
+    for (const id of this.voters) {
+      const v = this.votes.get(id);
+      if (v === true) granted++;
+      else if (v === false) rejected++;
+    }
+    if (granted >= this.quorum()) return 'won';
+    if (rejected >= this.quorum()) return 'lost';
+    return 'pending';
+  }
+
+  private onElectionWon(preVote: boolean): void {
+    if (preVote) {
+      this.becomeCandidate();
+      this.requestVotes(false, this.term, false);
+    } else {
+      this.becomeLeader();
+    }
+  }
+
+  private handleRequestVote(m: RequestVote): void {
+    // §5.2: one vote per term (durable votedFor — the Ready persists it before this answer leaves);
+    // §5.4.1: only for a candidate whose log is at least as up to date as ours.
+    const canVote =
+      this.votedFor === m.from ||
+      (this.votedFor === null && this.leaderId === null) ||
+      (m.preVote && m.term > this.term);
+    const grant = canVote && this.log.isUpToDate(m.lastLogIndex, m.lastLogTerm);
+    if (grant && !m.preVote) {
+      this.votedFor = m.from;
+      this.electionElapsed = 0;
+    }
+    // A granted pre-vote answers with the candidate's prospective term; otherwise with ours.
+    this.send({
+      type: 'RequestVoteResponse',
+      to: m.from,
+      term: grant && m.preVote ? m.term : this.term,
+      preVote: m.preVote,
+      granted: grant,
+    });
+  }
+
+  private stepCandidate(m: Message): void {
+    switch (m.type) {
+      case 'AppendEntries':
+        this.becomeFollower(this.term, m.from);
+        this.handleAppendEntries(m);
+        return;
+      case 'InstallSnapshot':
+        this.becomeFollower(this.term, m.from);
+        this.handleInstallSnapshot(m);
+        return;
+      case 'RequestVoteResponse': {
+        if (m.preVote !== (this.role === 'pre-candidate')) return;
+        this.recordVote(m.from, m.granted);
+        const result = this.tallyVotes();
+        if (result === 'won') this.onElectionWon(m.preVote);
+        else if (result === 'lost') this.becomeFollower(this.term, null);
+        return;
+      }
+      case 'TimeoutNow':
+        return;
+      default:
+        return;
+    }
+  }
+
+  private stepFollower(m: Message): void {
+    switch (m.type) {
+      case 'AppendEntries':
+        this.electionElapsed = 0;
+        this.leaderId = m.from;
+        this.handleAppendEntries(m);
+        return;
+      case 'InstallSnapshot':
+        this.electionElapsed = 0;
+        this.leaderId = m.from;
+        this.handleInstallSnapshot(m);
+        return;
+      case 'TimeoutNow':
+        if (this.promotable()) this.campaign(true);
+        return;
+      default:
+        return;
+    }
+  }
+
+  // ------------------------------------------------------------------ follower: replication
+
+  private handleAppendEntries(m: AppendEntries): void {
+    const reply = (success: boolean, matchIndex: number, conflictIndex = 0, conflictTerm = 0) =>
+      this.send({ type: 'AppendEntriesResponse', to: m.from, success, matchIndex, conflictIndex, conflictTerm, round: m.round });
+
+    // Below our commit index the logs match by Leader Completeness (§5.4), so the consistency check is
+    // skipped there — it could not even be made once that prefix is compacted into a snapshot.
+    if (m.prevLogIndex >= this.log.committed && !this.log.matchTerm(m.prevLogIndex, m.prevLogTerm)) {
+      const hint = this.log.conflictHint(m.prevLogIndex);
+      reply(false, m.prevLogIndex, hint.conflictIndex, hint.conflictTerm);
+      return;
+    }
+    this.log.appendFromLeader(m.entries);
+    // §5.3: commitIndex = min(leaderCommit, index of last new entry). Entries beyond what this message
+    // proved to match may still be a stale leader's tail.
+    const lastNew = m.prevLogIndex + m.entries.length;
+    const newCommit = Math.min(m.leaderCommit, lastNew);
+    if (newCommit > this.log.committed) this.log.committed = newCommit;
+    reply(true, Math.max(lastNew, this.log.committed));
+  }
+
+  private handleInstallSnapshot(m: InstallSnapshot): void {
+    const reply = (success: boolean, nextOffset: number, done: boolean) =>
+      this.send({
+        type: 'InstallSnapshotResponse',
+        to: m.from,
+        snapshotIndex: m.meta.index,
+        nextOffset,
+        done,
+        success,
+        round: m.round,
+      });
+
+    if (m.meta.index <= this.log.committed) {
+      // Already have it all (a duplicate or late chunk): report done so the leader moves on.
+      reply(true, 0, true);
+      return;
+    }
+    let inc = this.incomingSnapshot;
+    if (inc === null || inc.index !== m.meta.index || inc.term !== m.meta.term) {
+      if (m.offset !== 0) {
+        reply(false, 0, false);
+        return;
+      }
+      inc = { index: m.meta.index, term: m.meta.term, chunks: [], offset: 0 };
+      this.incomingSnapshot = inc;
+    }
+    if (m.offset !== inc.offset) {
+      reply(false, inc.offset, false);
+      return;
+    }
+    inc.chunks.push(m.chunk);
+    inc.offset += m.chunk.length;
+    if (!m.done) {
+      reply(true, inc.offset, false);
+      return;
+    }
+    this.incomingSnapshot = null;
+    const data = concat(inc.chunks, inc.offset);
+    const snapshot: Snapshot = { meta: { index: m.meta.index, term: m.meta.term, conf: m.meta.conf }, data };
+    if (this.log.matchTerm(snapshot.meta.index, snapshot.meta.term)) {
+      // We hold the snapshot's last entry: our log already contains it; just commit up to there.
+      this.log.committed = Math.max(this.log.committed, snapshot.meta.index);
+    } else {
+      this.log.restore(snapshot);
+      this.voters = [...snapshot.meta.conf.voters];
+    }
+    reply(true, 0, true);
+  }
+
+  // ------------------------------------------------------------------ leader: replication
+
+  private stepLeader(m: Message): void {
+    const pr = this.progress.get(m.from);
+    switch (m.type) {
+      case 'AppendEntriesResponse':
+        if (!pr) return;
+        pr.recentActive = true;
+        this.handleAppendResponse(m, pr);
+        this.ackReads(m.from, m.round);
+        return;
+      case 'InstallSnapshotResponse':
+        if (!pr) return;
+        pr.recentActive = true;
+        this.handleSnapshotResponse(m, pr);
+        this.ackReads(m.from, m.round);
+        return;
+      case 'RequestVoteResponse':
+      case 'AppendEntries':
+      case 'InstallSnapshot':
+      case 'TimeoutNow':
+        return; // same-term AppendEntries from another leader cannot happen (one leader per term)
+      default:
+        return;
+    }
+  }
+
+  private handleAppendResponse(m: AppendEntriesResponse, pr: Progress): void {
+    if (!m.success) {
+      // A stale-term reply carries matchIndex 0 and was handled in step(); here: log mismatch.
+      if (m.matchIndex <= pr.match) return; // stale rejection of something already matched
+      if (pr.state === 'replicate' || (pr.state === 'probe' && m.matchIndex === pr.next - 1)) {
+        let next: number;
+        if (m.conflictTerm > 0) {
+          const last = this.log.lastIndexOfTerm(m.conflictTerm);
+          next = last > 0 ? last + 1 : m.conflictIndex;
+        } else {
+          next = m.conflictIndex;
+        }
+        pr.becomeProbe();
+        pr.next = Math.max(pr.match + 1, Math.min(next, m.matchIndex));
+        this.sendAppend(pr.id, true);
+      }
+      return;
+    }
+    const wasPaused = pr.isPaused(this.cfg.maxInflight);
+    if (pr.maybeUpdate(m.matchIndex)) {
+      if (pr.state === 'probe') pr.becomeReplicate();
+      if (this.maybeCommit()) this.needsBroadcast = true;
+      if (this.leadTransferee === pr.id && pr.match === this.log.lastIndex()) {
+        this.send({ type: 'TimeoutNow', to: pr.id });
+      }
+    }
+    if (wasPaused || pr.next <= this.log.lastIndex()) this.sendAppend(pr.id, false);
+  }
+
+  private handleSnapshotResponse(m: InstallSnapshotResponse, pr: Progress): void {
+    if (pr.state !== 'snapshot' || m.snapshotIndex !== pr.snapshotIndex) return;
+    if (m.done && m.success) {
+      pr.maybeUpdate(m.snapshotIndex);
+      pr.becomeProbe();
+      this.sendAppend(pr.id, true);
+      return;
+    }
+    pr.snapshotOffset = m.nextOffset;
+    this.sendSnapshotChunk(pr);
+  }
+
+  /** §5.3/§5.4.2: commit the highest index stored on a majority — only if it is from our term. */
+  private maybeCommit(): boolean {
+    const matches: number[] = [];
+    for (const id of this.voters) matches.push(this.progress.get(id)?.match ?? 0);
+    matches.sort((a, b) => b - a);
+    const quorumIndex = matches[this.quorum() - 1]!;
+    if (quorumIndex > this.log.committed && this.log.term(quorumIndex) === this.term) {
+      const hadCommitInTerm = this.log.term(this.log.committed) === this.term;
+      this.log.committed = quorumIndex;
+      if (!hadCommitInTerm) this.releaseReadsAwaitingCommit();
+      return true;
+    }
+    return false;
+  }
+
+  private appendEntry(kind: EntryKind, data: Uint8Array): Entry {
+    const entry: Entry = { index: this.log.lastIndex() + 1, term: this.term, kind, data };
+    this.log.appendOwn(entry);
+    this.needsBroadcast = true;
+    return entry;
+  }
+
+  /** Coalesce: many proposals between two Readys go out as one AppendEntries per follower. */
+  private flushBroadcast(): void {
+    if (!this.needsBroadcast || this.role !== 'leader') return;
+    this.needsBroadcast = false;
+    for (const id of this.voters) if (id !== this.id) this.sendAppend(id, true);
+    if (this.voters.length === 1 || this.progress.size === 1) this.maybeCommit();
+  }
+
+  /** Send what the follower is missing. `sendEmpty` also sends when there is nothing new (carries commit). */
+  private sendAppend(to: NodeId, sendEmpty: boolean): void {
+    const pr = this.progress.get(to);
+    if (!pr) return;
+    for (;;) {
+      if (pr.isPaused(this.cfg.maxInflight)) return;
+      const prevLogIndex = pr.next - 1;
+      const prevLogTerm = this.log.term(prevLogIndex);
+      if (prevLogTerm === undefined) {
+        // §7: the entries it needs are compacted away — stream the snapshot.
+        pr.becomeSnapshot(this.log.snapshot.meta.index);
+        this.sendSnapshotChunk(pr);
+        return;
+      }
+      const entries = this.log.slice(
+        pr.next,
+        this.log.lastIndex(),
+        pr.state === 'probe' ? 1 : this.cfg.maxEntriesPerMessage,
+        this.cfg.maxBytesPerMessage,
+      );
+      if (entries.length === 0 && !sendEmpty) return;
+      if (entries.length === 0 && pr.state === 'replicate') {
+        // Nothing new, only the commit index to carry: anchor at the match index so an in-flight
+        // (possibly reordered) append is not rejected and pipelining is not thrown back to probing.
+        this.sendHeartbeat(pr);
+        return;
+      }
+      this.send({
+        type: 'AppendEntries',
+        to,
+        prevLogIndex,
+        prevLogTerm,
+        entries,
+        leaderCommit: this.log.committed,
+        round: this.heartbeatRound,
+      });
+      if (entries.length > 0) pr.sentEntries(entries[entries.length - 1]!.index);
+      else if (pr.state === 'probe') pr.probeSent = true;
+      if (entries.length === 0 || pr.state !== 'replicate') return;
+      sendEmpty = false;
+    }
+  }
+
+  private sendSnapshotChunk(pr: Progress): void {
+    const snap = this.log.snapshot;
+    if (snap.meta.index !== pr.snapshotIndex) {
+      // We compacted again meanwhile: start over with the newer snapshot.
+      pr.snapshotIndex = snap.meta.index;
+      pr.snapshotOffset = 0;
+    }
+    const start = pr.snapshotOffset;
+    const end = Math.min(snap.data.length, start + this.cfg.snapshotChunkBytes);
+    this.send({
+      type: 'InstallSnapshot',
+      to: pr.id,
+      meta: snap.meta,
+      offset: start,
+      chunk: snap.data.subarray(start, end),
+      done: end >= snap.data.length,
+      round: this.heartbeatRound,
+    });
+  }
+
+  /** Heartbeats (§5.2) double as the leadership check for ReadIndex (round numbers). They are shaped
+   *  as AppendEntries anchored at the follower's match index, so they never disturb pipelining. */
+  private broadcastHeartbeat(): void {
+    this.heartbeatRound++;
+    for (const [id, pr] of this.progress) {
+      if (id === this.id) continue;
+      if (pr.state === 'snapshot') {
+        this.sendSnapshotChunk(pr); // also retransmits a lost chunk
+        continue;
+      }
+      if (pr.state === 'probe') pr.probeSent = false; // a lost probe must not stall the follower forever
+      if (!this.sendHeartbeat(pr)) {
+        this.sendAppend(id, true);
+        continue;
+      }
+      if (pr.state === 'probe' || pr.next <= this.log.lastIndex()) this.sendAppend(id, false);
+    }
+  }
+
+  /** An empty AppendEntries at the follower's match index; false when that entry is compacted. */
+  private sendHeartbeat(pr: Progress): boolean {
+    const prevLogTerm = this.log.term(pr.match);
+    if (prevLogTerm === undefined) return false;
+    this.send({
+      type: 'AppendEntries',
+      to: pr.id,
+      prevLogIndex: pr.match,
+      prevLogTerm,
+      entries: [],
+      // The follower is only known to match up to pr.match; never tell it to commit past that.
+      leaderCommit: Math.min(pr.match, this.log.committed),
+      round: this.heartbeatRound,
+    });
+    return true;
+  }
+
+  // ------------------------------------------------------------------ ReadIndex (§8, thesis §6.4)
+
+  private leaderReadIndex(ctx: string, requester: NodeId): void {
+    if (this.log.term(this.log.committed) !== this.term) {
+      // Until an entry of this term commits, our commit index may lag what earlier leaders committed.
+      this.readsAwaitingCommit.push({ ctx, requester });
+      return;
+    }
+    if (this.voters.length === 1) {
+      this.deliverRead(ctx, requester, this.log.committed);
+      return;
+    }
+    this.heartbeatRound++;
+    this.pendingReads.push({ ctx, index: this.log.committed, round: this.heartbeatRound, acks: new Set([this.id]), requester });
+    for (const id of this.voters) {
+      if (id === this.id) continue;
+      // Followers whose match is compacted (being snapshotted) confirm through the next chunk's answer.
+      this.sendHeartbeat(this.progress.get(id)!);
+    }
+  }
+
+  private ackReads(from: NodeId, round: number): void {
+    if (this.pendingReads.length === 0) return;
+    let lastConfirmed = -1;
+    for (let i = 0; i < this.pendingReads.length; i++) {
+      const r = this.pendingReads[i]!;
+      if (round >= r.round) r.acks.add(from);
+      if (r.acks.size >= this.quorum()) lastConfirmed = i;
+    }
+    if (lastConfirmed < 0) return;
+    // Leadership confirmed at a later round also confirms every earlier pending read.
+    const done = this.pendingReads.splice(0, lastConfirmed + 1);
+    for (const r of done) this.deliverRead(r.ctx, r.requester, r.index);
+  }
+
+  private deliverRead(ctx: string, requester: NodeId, index: number): void {
+    if (requester === this.id) this.readStates.push({ ctx, index });
+    else this.send({ type: 'ReadIndexResponse', to: requester, ctx, index });
+  }
+
+  private releaseReadsAwaitingCommit(): void {
+    const waiting = this.readsAwaitingCommit;
+    this.readsAwaitingCommit = [];
+    for (const r of waiting) this.leaderReadIndex(r.ctx, r.requester);
+  }
+
+  private failPendingReads(reason: ReadFailure['reason']): void {
+    const all = [...this.pendingReads.map((r) => ({ ctx: r.ctx, requester: r.requester })), ...this.readsAwaitingCommit];
+    this.pendingReads = [];
+    this.readsAwaitingCommit = [];
+    for (const r of all) {
+      if (r.requester === this.id) this.readFailures.push({ ctx: r.ctx, reason });
+      else this.send({ type: 'ReadIndexResponse', to: r.requester, ctx: r.ctx, index: 0 });
+    }
+  }
+
+  private handleReadIndexRequest(m: ReadIndexRequest): void {
+    if (this.role !== 'leader') {
+      this.send({ type: 'ReadIndexResponse', to: m.from, ctx: m.ctx, index: 0 });
+      return;
+    }
+    this.leaderReadIndex(m.ctx, m.from);
+  }
+
+  private handleReadIndexResponse(m: ReadIndexResponse): void {
+    if (m.index > 0) this.readStates.push({ ctx: m.ctx, index: m.index });
+    else this.readFailures.push({ ctx: m.ctx, reason: 'not-ready' });
+  }
+
+  // ------------------------------------------------------------------ helpers
+
+  private send(m: Outgoing): void {
+    this.msgs.push({ ...m, from: this.id, term: m.term ?? this.term } as Message);
+  }
+
+  private hardState(): HardState {
+    return { term: this.term, votedFor: this.votedFor, commitIndex: this.log.committed };
+  }
+
+  private softState(): SoftState {
+    return { role: this.role, leaderId: this.leaderId, term: this.term };
+  }
+
+  private confState(): ConfState {
+    return { voters: [...this.voters] };
+  }
+}
+
+function sameHardState(a: HardState, b: HardState): boolean {
+  return a.term === b.term && a.votedFor === b.votedFor && a.commitIndex === b.commitIndex;
+}
+
+function sameSoftState(a: SoftState, b: SoftState): boolean {
+  return a.role === b.role && a.leaderId === b.leaderId && a.term === b.term;
+}
+
+function concat(chunks: Uint8Array[], total: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
