@@ -1,0 +1,379 @@
+// The driver: the only part of Raft that touches time and I/O. It turns wall-clock time into ticks and
+// runs the loop   persist Ready (one synced batch) -> send messages -> apply committed -> advance.
+import { EventEmitter } from 'node:events';
+import { Raft, defaultRaftConfig } from './core/raft.js';
+import type { Entry, Message, NodeId, RaftConfig, Rng, SoftState, Status } from './core/types.js';
+import { bootstrapSnapshot, emptyHardState } from './core/types.js';
+import type { RaftStorage } from './storage/types.js';
+
+/** The replicated application (hashicorp/raft calls it FSM). Deterministic: same entries, same state. */
+export interface StateMachine<R = unknown> {
+  /** Apply one committed entry; its result goes back to whoever proposed it on this node. */
+  apply(entry: Entry): R;
+  snapshot(): Uint8Array;
+  restore(data: Uint8Array): void;
+}
+
+/** Outbound side of the peer transport. Sending never blocks and never throws: a dead peer drops. */
+export interface PeerSender {
+  send(messages: Message[]): void;
+}
+
+export interface RaftNodeOptions<R> {
+  id: NodeId;
+  voters: NodeId[];
+  storage: RaftStorage;
+  transport: PeerSender;
+  fsm: StateMachine<R>;
+  tickMs: number;
+  /** Take an application snapshot (and compact the log) every this many applied entries. */
+  snapshotEvery: number;
+  raft?: Partial<Omit<RaftConfig, 'id' | 'rng'>>;
+  logger?: NodeLogger;
+}
+
+export interface NodeLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+  debug(obj: object, msg: string): void;
+}
+
+const silentLogger: NodeLogger = { info() {}, warn() {}, error() {}, debug() {} };
+
+export class NotLeaderError extends Error {
+  constructor(readonly leaderId: NodeId | null, reason = 'not the leader') {
+    super(leaderId ? `${reason}; the leader is ${leaderId}` : `${reason}; no leader is known`);
+    this.name = 'NotLeaderError';
+  }
+}
+
+/** The proposal's entry was replaced by another leader's entry: it will never apply. */
+export class ProposalDroppedError extends Error {
+  constructor(index: number) {
+    super(`the proposal at index ${index} was superseded after a leader change; retry`);
+    this.name = 'ProposalDroppedError';
+  }
+}
+
+export class ProposalTimeoutError extends Error {
+  constructor(timeoutMs: number) {
+    super(`the write was not confirmed within ${timeoutMs} ms; its outcome is unknown — retry with the same request_id`);
+    this.name = 'ProposalTimeoutError';
+  }
+}
+
+export class ReadTimeoutError extends Error {
+  constructor(timeoutMs: number) {
+    super(`could not confirm leadership for a linearizable read within ${timeoutMs} ms (no quorum?)`);
+    this.name = 'ReadTimeoutError';
+  }
+}
+
+export class NodeStoppedError extends Error {
+  constructor() {
+    super('the node is shutting down');
+    this.name = 'NodeStoppedError';
+  }
+}
+
+interface PendingProposal<R> {
+  term: number;
+  resolve(v: { index: number; result: R }): void;
+  reject(e: Error): void;
+}
+
+interface PendingRead {
+  index: number | null;
+  resolve(index: number): void;
+  reject(e: Error): void;
+}
+
+/** Math.random is fine here: the driver is not part of the deterministic core. */
+const processRng: Rng = { int: (n) => Math.floor(Math.random() * n) };
+
+export class RaftNode<R = unknown> extends EventEmitter {
+  readonly id: NodeId;
+  private raft!: Raft;
+  private readonly opts: RaftNodeOptions<R>;
+  private readonly log: NodeLogger;
+  private timer: NodeJS.Timeout | null = null;
+  private scheduled = false;
+  private running = false;
+  private stopped = false;
+  private proposals = new Map<number, PendingProposal<R>>();
+  private reads = new Map<string, PendingRead>();
+  private readSeq = 0;
+  private appliedIndex = 0;
+  private lastSnapshotIndex = 0;
+  private soft: SoftState = { role: 'follower', leaderId: null, term: 0 };
+
+  private constructor(opts: RaftNodeOptions<R>) {
+    super();
+    this.opts = opts;
+    this.id = opts.id;
+    this.log = opts.logger ?? silentLogger;
+  }
+
+  static async start<R>(opts: RaftNodeOptions<R>): Promise<RaftNode<R>> {
+    const node = new RaftNode(opts);
+    await node.init();
+    return node;
+  }
+
+  private async init(): Promise<void> {
+    let restored = await this.opts.storage.load();
+    if (restored === null) {
+      // First boot: the initial voter set becomes data in a bootstrap snapshot at index 0.
+      restored = { hardState: emptyHardState(), snapshot: bootstrapSnapshot(this.opts.voters), entries: [] };
+      await this.opts.storage.save({ hardState: restored.hardState, snapshot: restored.snapshot, entries: [] });
+    }
+    this.opts.fsm.restore(restored.snapshot.data);
+    this.appliedIndex = restored.snapshot.meta.index;
+    this.lastSnapshotIndex = restored.snapshot.meta.index;
+    const cfg: RaftConfig = { ...defaultRaftConfig(this.id, processRng), ...this.opts.raft, id: this.id, rng: processRng };
+    this.raft = new Raft(cfg, restored);
+    this.soft = { role: 'follower', leaderId: null, term: restored.hardState.term };
+    this.log.info(
+      { nodeId: this.id, term: restored.hardState.term, snapshotIndex: restored.snapshot.meta.index, entries: restored.entries.length },
+      'raft node restored from storage',
+    );
+    this.timer = setInterval(() => {
+      this.raft.tick();
+      this.schedule();
+    }, this.opts.tickMs);
+    this.timer.unref?.();
+    this.schedule();
+  }
+
+  // ------------------------------------------------------------------ inputs
+
+  /** A message from a peer (called by the transport). */
+  receive(m: Message): void {
+    if (this.stopped) return;
+    this.raft.step(m);
+    this.schedule();
+  }
+
+  /** Propose `data`; resolves with the state machine's result once it is applied here. After
+   *  `timeoutMs` the promise rejects with ProposalTimeoutError: the outcome is then UNKNOWN (the entry
+   *  may still commit) — callers retry with the same request id and rely on dedup. */
+  propose(data: Uint8Array, timeoutMs: number): Promise<{ index: number; result: R }> {
+    if (this.stopped) return Promise.reject(new NodeStoppedError());
+    const r = this.raft.propose(data);
+    if (!r.ok) {
+      return Promise.reject(new NotLeaderError(r.leaderId, r.reason === 'transferring' ? 'leadership is being transferred' : 'not the leader'));
+    }
+    this.schedule();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        const p = this.proposals.get(r.index);
+        if (p && p.term === r.term) {
+          this.proposals.delete(r.index);
+          reject(new ProposalTimeoutError(timeoutMs));
+        }
+      }, timeoutMs);
+      timer.unref?.();
+      this.proposals.set(r.index, {
+        term: r.term,
+        resolve: (v) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+    });
+  }
+
+  /** Linearizable read barrier (ReadIndex): resolves once this node has applied everything that was
+   *  committed when it was called. Rejects after `timeoutMs` (a lost ReadIndex message, a dead leader). */
+  readBarrier(timeoutMs: number): Promise<number> {
+    if (this.stopped) return Promise.reject(new NodeStoppedError());
+    const ctx = `${this.id}:${++this.readSeq}`;
+    this.raft.readIndex(ctx);
+    this.schedule();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        if (this.reads.delete(ctx)) reject(new ReadTimeoutError(timeoutMs));
+      }, timeoutMs);
+      timer.unref?.();
+      this.reads.set(ctx, {
+        index: null,
+        resolve: (i) => {
+          clearTimeout(timer);
+          resolve(i);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+    });
+  }
+
+  transferLeadership(to: NodeId): boolean {
+    const ok = this.raft.transferLeadership(to);
+    this.schedule();
+    return ok;
+  }
+
+  status(): Status {
+    return { ...this.raft.status(), appliedIndex: this.appliedIndex };
+  }
+
+  get role(): SoftState['role'] {
+    return this.soft.role;
+  }
+
+  get leaderId(): NodeId | null {
+    return this.soft.leaderId;
+  }
+
+  get term(): number {
+    return this.soft.term;
+  }
+
+  isLeader(): boolean {
+    return this.soft.role === 'leader';
+  }
+
+  progress(): Map<NodeId, { match: number; next: number; state: string }> {
+    return this.raft.progressSnapshot();
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    while (this.running) await new Promise((r) => setTimeout(r, 5));
+    const err = new NodeStoppedError();
+    for (const p of this.proposals.values()) p.reject(err);
+    for (const r of this.reads.values()) r.reject(err);
+    this.proposals.clear();
+    this.reads.clear();
+  }
+
+  // ------------------------------------------------------------------ the loop
+
+  private schedule(): void {
+    if (this.scheduled || this.running || this.stopped) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.run();
+    });
+  }
+
+  private async run(): Promise<void> {
+    if (this.running || this.stopped) return;
+    this.running = true;
+    try {
+      while (!this.stopped && this.raft.hasReady()) {
+        const rd = this.raft.ready();
+        // 1. Persist before we speak: one atomic synced batch (group commit: every proposal and every
+        //    vote since the last Ready rides in it).
+        if (rd.hardState || rd.snapshot || rd.entries.length > 0) {
+          await this.opts.storage.save({ hardState: rd.hardState, snapshot: rd.snapshot, entries: rd.entries });
+        }
+        // 2. Send.
+        if (rd.messages.length > 0) this.opts.transport.send(rd.messages);
+        // 3. Apply.
+        if (rd.softState) this.onSoftState(rd.softState);
+        if (rd.snapshot) {
+          this.opts.fsm.restore(rd.snapshot.data);
+          this.appliedIndex = rd.snapshot.meta.index;
+          this.lastSnapshotIndex = rd.snapshot.meta.index;
+          this.log.info({ nodeId: this.id, index: rd.snapshot.meta.index, bytes: rd.snapshot.data.length }, 'installed snapshot from leader');
+          this.failProposalsUpTo(rd.snapshot.meta.index);
+        }
+        for (const e of rd.committedEntries) this.applyEntry(e);
+        for (const rs of rd.readStates) {
+          const r = this.reads.get(rs.ctx);
+          if (r) r.index = rs.index;
+        }
+        for (const rf of rd.readFailures) {
+          const r = this.reads.get(rf.ctx);
+          if (r) {
+            this.reads.delete(rf.ctx);
+            r.reject(new NotLeaderError(this.soft.leaderId, rf.reason === 'no-leader' ? 'no leader to confirm the read' : 'the leader could not confirm the read'));
+          }
+        }
+        this.raft.advance(rd);
+        this.releaseReads();
+        await this.maybeSnapshot();
+      }
+    } catch (err) {
+      // A storage failure means we can no longer promise durability: stop rather than lie.
+      this.log.error({ nodeId: this.id, err: String(err) }, 'raft loop failed; stopping the node');
+      this.emit('fatal', err);
+      this.stopped = true;
+      if (this.timer) clearInterval(this.timer);
+    } finally {
+      this.running = false;
+    }
+    if (!this.stopped && this.raft.hasReady()) this.schedule();
+  }
+
+  private applyEntry(e: Entry): void {
+    let result: R | undefined;
+    if (e.kind === 'normal') result = this.opts.fsm.apply(e);
+    else this.opts.fsm.apply(e); // noop/config entries still move the machine's applied index
+    this.appliedIndex = e.index;
+    const p = this.proposals.get(e.index);
+    if (p) {
+      this.proposals.delete(e.index);
+      if (p.term === e.term) p.resolve({ index: e.index, result: result as R });
+      else p.reject(new ProposalDroppedError(e.index));
+    }
+    this.emit('applied', e, result);
+  }
+
+  private failProposalsUpTo(index: number): void {
+    for (const [i, p] of this.proposals) {
+      if (i <= index) {
+        this.proposals.delete(i);
+        p.reject(new ProposalDroppedError(i));
+      }
+    }
+  }
+
+  private releaseReads(): void {
+    for (const [ctx, r] of this.reads) {
+      if (r.index !== null && r.index <= this.appliedIndex) {
+        this.reads.delete(ctx);
+        r.resolve(r.index);
+      }
+    }
+  }
+
+  private onSoftState(ss: SoftState): void {
+    const prev = this.soft;
+    this.soft = ss;
+    if (prev.role !== ss.role || prev.term !== ss.term || prev.leaderId !== ss.leaderId) {
+      this.log.info({ nodeId: this.id, role: ss.role, term: ss.term, leaderId: ss.leaderId }, 'raft role/term changed');
+      this.emit('softState', ss, prev);
+    }
+    if (prev.role === 'leader' && ss.role !== 'leader') {
+      // Reads queued on a deposed leader can no longer be confirmed.
+      for (const [ctx, r] of this.reads) {
+        if (r.index === null) {
+          this.reads.delete(ctx);
+          r.reject(new NotLeaderError(ss.leaderId, 'leadership lost'));
+        }
+      }
+    }
+  }
+
+  private async maybeSnapshot(): Promise<void> {
+    if (this.appliedIndex - this.lastSnapshotIndex < this.opts.snapshotEvery) return;
+    const index = this.appliedIndex;
+    const data = this.opts.fsm.snapshot();
+    const snapshot = this.raft.compact(index, data);
+    this.lastSnapshotIndex = index;
+    await this.opts.storage.compact(snapshot);
+    this.log.info({ nodeId: this.id, index, bytes: data.length }, 'snapshot taken, log compacted');
+  }
+}
