@@ -1,0 +1,261 @@
+// Binary records and LevelDB keys for the Raft store. Every value ends in a CRC32 of all bytes before it,
+// so a flipped bit or a truncated value is detected at load time instead of silently feeding the core a
+// wrong term, vote or command. Pure Uint8Array/DataView: no Buffer, no JSON per entry.
+import type { Entry, EntryKind, HardState, SnapshotMeta } from '../core/types.js';
+
+// ---- CRC32 (IEEE 802.3, reflected, poly 0xEDB88320) ----
+// Hand-written because node:zlib only exports crc32() from Node 22 on, and we support Node 20.
+
+const CRC_TABLE: Uint32Array = (() => {
+  const table = new Uint32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    table[n] = c >>> 0;
+  }
+  return table;
+})();
+
+export function crc32(bytes: Uint8Array, start = 0, end = bytes.length): number {
+  let c = 0xffffffff;
+  for (let i = start; i < end; i++) c = CRC_TABLE[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+// ---- Keys ----
+// Entry keys are 'e' + 8-byte big-endian index: LevelDB orders keys bytewise, so big-endian fixed width
+// makes iteration order equal index order (a decimal string would put 10 before 9).
+
+const TWO_POW_32 = 0x1_0000_0000; // declared before ENTRY_RANGE, which encodes a key at module load
+const ENTRY_PREFIX = 0x65; // 'e'
+export const ENTRY_KEY_LENGTH = 9;
+export const HARD_STATE_KEY: Uint8Array = new TextEncoder().encode('h');
+export const SNAPSHOT_META_KEY: Uint8Array = new TextEncoder().encode('s/meta');
+export const SNAPSHOT_DATA_KEY: Uint8Array = new TextEncoder().encode('s/data');
+/** Iterator bounds covering every entry key and nothing else. */
+export const ENTRY_RANGE = { gte: entryKey(0), lt: Uint8Array.of(ENTRY_PREFIX + 1) } as const;
+
+export function entryKey(index: number): Uint8Array {
+  const key = new Uint8Array(ENTRY_KEY_LENGTH);
+  key[0] = ENTRY_PREFIX;
+  writeU64(new DataView(key.buffer), 1, index);
+  return key;
+}
+
+/** The index in an entry key, or null when the key is not a well-formed entry key. */
+export function entryKeyIndex(key: Uint8Array): number | null {
+  if (key.length !== ENTRY_KEY_LENGTH || key[0] !== ENTRY_PREFIX) return null;
+  return readU64(new DataView(key.buffer, key.byteOffset, key.byteLength), 1);
+}
+
+// ---- Records ----
+
+/** A value that fails its CRC or does not parse. Callers decide whether that is fatal. */
+export class CorruptRecordError extends Error {
+  override readonly name = 'CorruptRecordError';
+}
+
+// One tag byte per record type; a new layout gets a new tag, so old data is never misread.
+const TAG_ENTRY = 0x45; // 'E' v1
+const TAG_HARD_STATE = 0x48; // 'H' v1
+const TAG_SNAPSHOT_META = 0x4d; // 'M' v1
+const TAG_SNAPSHOT_DATA = 0x44; // 'D' v1
+const CRC_BYTES = 4;
+const NULL_STRING = 0xffff; // u16 length marking votedFor = null
+const KINDS: readonly EntryKind[] = ['normal', 'noop', 'config'];
+
+export function encodeEntry(entry: Entry): Uint8Array {
+  const kind = KINDS.indexOf(entry.kind);
+  if (kind < 0) throw new RangeError(`unknown entry kind ${String(entry.kind)}`);
+  const w = new Writer(1 + 8 + 8 + 1 + entry.data.length);
+  w.u8(TAG_ENTRY).u64(entry.index).u64(entry.term).u8(kind).bytes(entry.data);
+  return w.finish();
+}
+
+/** The index is stored in the value too, so a value under the wrong key is caught, not trusted. */
+export function decodeEntry(value: Uint8Array): Entry {
+  const r = Reader.open(value, TAG_ENTRY, 'entry');
+  const index = r.u64();
+  const term = r.u64();
+  const kind = KINDS[r.u8()];
+  if (kind === undefined) throw new CorruptRecordError('entry record has an unknown kind');
+  return { index, term, kind, data: r.rest() };
+}
+
+export function encodeHardState(hs: HardState): Uint8Array {
+  const voted = hs.votedFor === null ? null : new TextEncoder().encode(hs.votedFor);
+  const w = new Writer(1 + 8 + 8 + 2 + (voted?.length ?? 0));
+  w.u8(TAG_HARD_STATE).u64(hs.term).u64(hs.commitIndex).str(voted);
+  return w.finish();
+}
+
+export function decodeHardState(value: Uint8Array): HardState {
+  const r = Reader.open(value, TAG_HARD_STATE, 'hard state');
+  const term = r.u64();
+  const commitIndex = r.u64();
+  const votedFor = r.str();
+  r.end();
+  return { term, votedFor, commitIndex };
+}
+
+export function encodeSnapshotMeta(meta: SnapshotMeta): Uint8Array {
+  const voters = meta.conf.voters.map((v) => new TextEncoder().encode(v));
+  if (voters.length >= 0xffff) throw new RangeError('too many voters for one snapshot');
+  const w = new Writer(1 + 8 + 8 + 2 + voters.reduce((n, v) => n + 2 + v.length, 0));
+  w.u8(TAG_SNAPSHOT_META).u64(meta.index).u64(meta.term).u16(voters.length);
+  for (const v of voters) w.str(v);
+  return w.finish();
+}
+
+export function decodeSnapshotMeta(value: Uint8Array): SnapshotMeta {
+  const r = Reader.open(value, TAG_SNAPSHOT_META, 'snapshot meta');
+  const index = r.u64();
+  const term = r.u64();
+  const count = r.u16();
+  const voters: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const v = r.str();
+    if (v === null) throw new CorruptRecordError('snapshot meta record has a null voter');
+    voters.push(v);
+  }
+  r.end();
+  return { index, term, conf: { voters } };
+}
+
+/** Snapshot data carries its snapshot index, so data and meta from different snapshots never pair up. */
+export function encodeSnapshotData(index: number, data: Uint8Array): Uint8Array {
+  const w = new Writer(1 + 8 + data.length);
+  w.u8(TAG_SNAPSHOT_DATA).u64(index).bytes(data);
+  return w.finish();
+}
+
+export function decodeSnapshotData(value: Uint8Array): { index: number; data: Uint8Array } {
+  const r = Reader.open(value, TAG_SNAPSHOT_DATA, 'snapshot data');
+  const index = r.u64();
+  return { index, data: r.rest() };
+}
+
+// ---- Fixed-width helpers ----
+
+/** u64 as two u32 halves: indexes and terms are safe integers (< 2^53), never bigint here. */
+function writeU64(view: DataView, offset: number, n: number): void {
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`not a non-negative safe integer: ${n}`);
+  view.setUint32(offset, Math.floor(n / TWO_POW_32));
+  view.setUint32(offset + 4, n >>> 0);
+}
+
+function readU64(view: DataView, offset: number): number {
+  const n = view.getUint32(offset) * TWO_POW_32 + view.getUint32(offset + 4);
+  if (!Number.isSafeInteger(n)) throw new CorruptRecordError(`u64 value beyond 2^53 at byte ${offset}`);
+  return n;
+}
+
+class Writer {
+  private readonly buf: Uint8Array;
+  private readonly view: DataView;
+  private pos = 0;
+
+  constructor(payloadLength: number) {
+    this.buf = new Uint8Array(payloadLength + CRC_BYTES);
+    this.view = new DataView(this.buf.buffer);
+  }
+  u8(n: number): this {
+    this.view.setUint8(this.pos, n);
+    this.pos += 1;
+    return this;
+  }
+  u16(n: number): this {
+    this.view.setUint16(this.pos, n);
+    this.pos += 2;
+    return this;
+  }
+  u64(n: number): this {
+    writeU64(this.view, this.pos, n);
+    this.pos += 8;
+    return this;
+  }
+  bytes(b: Uint8Array): this {
+    this.buf.set(b, this.pos);
+    this.pos += b.length;
+    return this;
+  }
+  /** u16 length + UTF-8 bytes; length 0xffff encodes null. */
+  str(b: Uint8Array | null): this {
+    if (b === null) return this.u16(NULL_STRING);
+    if (b.length >= NULL_STRING) throw new RangeError('string longer than 65534 bytes');
+    return this.u16(b.length).bytes(b);
+  }
+  finish(): Uint8Array {
+    this.view.setUint32(this.pos, crc32(this.buf, 0, this.pos));
+    return this.buf;
+  }
+}
+
+class Reader {
+  private pos = 1; // after the tag
+
+  private constructor(
+    private readonly buf: Uint8Array,
+    private readonly view: DataView,
+    private readonly end_: number,
+    private readonly what: string,
+  ) {}
+
+  /** Checks length, CRC and tag before any field is read. */
+  static open(value: Uint8Array, tag: number, what: string): Reader {
+    if (value.length < 1 + CRC_BYTES) throw new CorruptRecordError(`${what} record is truncated (${value.length} bytes)`);
+    const view = new DataView(value.buffer, value.byteOffset, value.byteLength);
+    const end = value.length - CRC_BYTES;
+    const stored = view.getUint32(end);
+    const actual = crc32(value, 0, end);
+    if (stored !== actual) {
+      throw new CorruptRecordError(`${what} record fails its CRC32 check (stored ${hex(stored)}, computed ${hex(actual)})`);
+    }
+    if (value[0] !== tag) throw new CorruptRecordError(`${what} record has tag ${hex(value[0]!)}, expected ${hex(tag)}`);
+    return new Reader(value, view, end, what);
+  }
+  private need(n: number): void {
+    if (this.pos + n > this.end_) throw new CorruptRecordError(`${this.what} record is shorter than its fields`);
+  }
+  u8(): number {
+    this.need(1);
+    return this.view.getUint8(this.pos++);
+  }
+  u16(): number {
+    this.need(2);
+    const n = this.view.getUint16(this.pos);
+    this.pos += 2;
+    return n;
+  }
+  u64(): number {
+    this.need(8);
+    const n = readU64(this.view, this.pos);
+    this.pos += 8;
+    return n;
+  }
+  str(): string | null {
+    const len = this.u16();
+    if (len === NULL_STRING) return null;
+    this.need(len);
+    const bytes = this.buf.subarray(this.pos, this.pos + len);
+    this.pos += len;
+    try {
+      return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch {
+      throw new CorruptRecordError(`${this.what} record holds a string that is not valid UTF-8`);
+    }
+  }
+  /** The remaining payload, copied into a plain Uint8Array: LevelDB hands out Buffers, whose slice() aliases. */
+  rest(): Uint8Array {
+    const out = new Uint8Array(this.buf.subarray(this.pos, this.end_));
+    this.pos = this.end_;
+    return out;
+  }
+  end(): void {
+    if (this.pos !== this.end_) throw new CorruptRecordError(`${this.what} record has ${this.end_ - this.pos} trailing bytes`);
+  }
+}
+
+function hex(n: number): string {
+  return '0x' + n.toString(16).padStart(n > 0xff ? 8 : 2, '0');
+}
