@@ -1,0 +1,92 @@
+// The table every settings key is validated against: its type, range and default. cluster.example.yaml
+// documents the same keys (a test keeps the two in step), and types.ts gives them their TypeScript shape
+// (the `satisfies` below makes a key missing from either side a compile error).
+import { LOG_LEVELS, type ClusterSettings } from './types.js';
+
+export interface IntRule {
+  readonly kind: 'int';
+  readonly default: number;
+  readonly min: number;
+  readonly max: number;
+}
+export interface BoolRule {
+  readonly kind: 'bool';
+  readonly default: boolean;
+}
+export interface EnumRule<T extends string = string> {
+  readonly kind: 'enum';
+  readonly default: T;
+  readonly values: readonly T[];
+}
+export type Rule = IntRule | BoolRule | EnumRule;
+
+const int = (def: number, min: number, max: number): IntRule => ({ kind: 'int', default: def, min, max });
+const bool = (def: boolean): BoolRule => ({ kind: 'bool', default: def });
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const MAX = Number.MAX_SAFE_INTEGER;
+
+/**
+ * Fixed caps of the lock command encoding (src/lock/commands.ts WIRE_LIMITS): a configured limit may be
+ * stricter, never looser, or a valid request could be refused by the log codec after it was accepted.
+ */
+export const LOCK_WIRE_CAPS = Object.freeze({ maxKeyBytes: 512, maxOwnerBytes: 256, maxTtlMs: 2 ** 40 });
+
+/** Room left in a gRPC message around a Raft payload (entry framing, header, snapshot meta). */
+export const MESSAGE_OVERHEAD_BYTES = 64 * KiB;
+
+type RulesFor<T> = { readonly [K in keyof T]: T[K] extends number ? IntRule : T[K] extends boolean ? BoolRule : EnumRule };
+
+export const SETTINGS_SCHEMA = {
+  raft: {
+    tickMs: int(100, 1, 60_000),
+    electionTicks: int(10, 2, 100_000),
+    heartbeatTicks: int(1, 1, 100_000),
+    preVote: bool(true),
+    checkQuorum: bool(true),
+    maxInflight: int(64, 1, 100_000),
+    maxEntriesPerMessage: int(256, 1, 1_000_000),
+    maxBytesPerMessage: int(1 * MiB, 1, 1024 * MiB),
+    snapshotEvery: int(10_000, 1, MAX),
+    snapshotChunkBytes: int(1 * MiB, 1, 1024 * MiB),
+  },
+  lock: {
+    minTtlMs: int(100, 1, LOCK_WIRE_CAPS.maxTtlMs),
+    maxTtlMs: int(3_600_000, 1, LOCK_WIRE_CAPS.maxTtlMs),
+    dedupWindowMs: int(600_000, 1, LOCK_WIRE_CAPS.maxTtlMs),
+    maxWaitMs: int(300_000, 0, LOCK_WIRE_CAPS.maxTtlMs),
+    checkpointIdleMs: int(1_000, 1, MAX),
+  },
+  limits: {
+    // gRPC message lengths are int32.
+    maxMessageBytes: int(4 * MiB, 2 * MESSAGE_OVERHEAD_BYTES, 2 ** 31 - 1),
+    peerQueueMessages: int(10_000, 1, 10_000_000),
+    maxKeyBytes: int(LOCK_WIRE_CAPS.maxKeyBytes, 1, LOCK_WIRE_CAPS.maxKeyBytes),
+    maxOwnerBytes: int(LOCK_WIRE_CAPS.maxOwnerBytes, 1, LOCK_WIRE_CAPS.maxOwnerBytes),
+  },
+  log: {
+    level: { kind: 'enum', default: 'info', values: LOG_LEVELS } satisfies EnumRule,
+  },
+} as const satisfies { readonly [S in keyof ClusterSettings]: RulesFor<ClusterSettings[S]> };
+
+export type SectionName = keyof ClusterSettings;
+export const SECTION_NAMES = Object.keys(SETTINGS_SCHEMA) as SectionName[];
+
+/** Keys of one node entry under `nodes:`; all required. */
+export const NODE_KEYS = ['id', 'address', 'dataDir'] as const;
+
+export const TOP_LEVEL_KEYS = ['nodes', ...SECTION_NAMES] as const;
+
+function defaultsOf<S extends SectionName>(section: S): ClusterSettings[S] {
+  const rules = SETTINGS_SCHEMA[section] as Record<string, Rule>;
+  return Object.freeze(Object.fromEntries(Object.entries(rules).map(([k, r]) => [k, r.default]))) as unknown as ClusterSettings[S];
+}
+
+/** Every setting at its default (what a file with only `nodes:` gets). */
+export const DEFAULT_SETTINGS: ClusterSettings = Object.freeze({
+  raft: defaultsOf('raft'),
+  lock: defaultsOf('lock'),
+  limits: defaultsOf('limits'),
+  log: defaultsOf('log'),
+});

@@ -1,0 +1,74 @@
+// The validated, defaulted cluster configuration (see cluster.example.yaml for every key and its meaning).
+// Produced only by parseConfig / loadConfig / devConfig, which validate everything, and deep-frozen.
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/** A pino level name. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface NodeConfig {
+  /** Unique node id, also the Raft member id. */
+  readonly id: string;
+  /** host:port of the node's gRPC endpoint (client and peer traffic share it). */
+  readonly address: string;
+  /** Absolute path of the node's LevelDB data (relative paths in a file resolve against its directory). */
+  readonly dataDir: string;
+}
+
+/** Raft timing and flow control. Field names match src/raft/core RaftConfig where they overlap. */
+export interface RaftSettings {
+  /** Wall-clock length of one logical tick. */
+  readonly tickMs: number;
+  /** Election timeout in ticks, randomized in [electionTicks, 2*electionTicks). */
+  readonly electionTicks: number;
+  /** Leader heartbeat interval in ticks; must be less than electionTicks. */
+  readonly heartbeatTicks: number;
+  readonly preVote: boolean;
+  readonly checkQuorum: boolean;
+  readonly maxInflight: number;
+  readonly maxEntriesPerMessage: number;
+  readonly maxBytesPerMessage: number;
+  /** Take a snapshot after this many applied entries since the last one. */
+  readonly snapshotEvery: number;
+  readonly snapshotChunkBytes: number;
+}
+
+/** Lock service behaviour. Must be identical on every node: some of it shapes replicated state. */
+export interface LockSettings {
+  readonly minTtlMs: number;
+  readonly maxTtlMs: number;
+  /** How long (log time) a request_id's outcome is remembered for safe retries. */
+  readonly dedupWindowMs: number;
+  /** Upper bound of AcquireRequest.wait_ms (0 disables waiting). */
+  readonly maxWaitMs: number;
+  /** While leases are live and nothing else is proposed, the leader checkpoints log time this often. */
+  readonly checkpointIdleMs: number;
+}
+
+export interface LimitSettings {
+  /** Largest gRPC message a node sends or accepts (client and peer). */
+  readonly maxMessageBytes: number;
+  /** Outbound Raft messages queued per unreachable peer before the oldest are dropped. */
+  readonly peerQueueMessages: number;
+  readonly maxKeyBytes: number;
+  readonly maxOwnerBytes: number;
+}
+
+export interface LogSettings {
+  readonly level: LogLevel;
+}
+
+export interface ClusterSettings {
+  readonly raft: RaftSettings;
+  readonly lock: LockSettings;
+  readonly limits: LimitSettings;
+  readonly log: LogSettings;
+}
+
+export interface ClusterConfig extends ClusterSettings {
+  readonly nodes: readonly NodeConfig[];
+  /** Where the config came from: the file path, or a label such as `<dev>`. */
+  readonly source: string;
+}
+
+/** Per-section overrides, e.g. `{ raft: { tickMs: 20 } }` (for devConfig and tests). */
+export type SettingsOverrides = { readonly [S in keyof ClusterSettings]?: Partial<ClusterSettings[S]> };

@@ -1,0 +1,339 @@
+// Validation of a raw config value (from YAML, or built in code by devConfig) against the schema table.
+// Collects every problem instead of stopping at the first, so one run of `leasehold serve` shows them all.
+import { isIPv4, isIPv6 } from 'node:net';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { ConfigError, type ConfigIssue } from './errors.js';
+import {
+  MESSAGE_OVERHEAD_BYTES,
+  NODE_KEYS,
+  SECTION_NAMES,
+  SETTINGS_SCHEMA,
+  TOP_LEVEL_KEYS,
+  type Rule,
+  type SectionName,
+} from './schema.js';
+import type { ClusterConfig, ClusterSettings, NodeConfig } from './types.js';
+
+export type PathSegment = string | number;
+
+export interface Position {
+  line: number;
+  column: number;
+}
+
+export interface ValidateContext {
+  /** Names the config in messages: a file path or a label. */
+  source: string;
+  /** Relative dataDir paths resolve against this directory. */
+  baseDir: string;
+  /** Where a key path sits in the source text, when there is one. */
+  locate?: (path: readonly PathSegment[]) => Position | undefined;
+}
+
+export function formatPath(path: readonly PathSegment[]): string {
+  let out = '';
+  for (const seg of path) out += typeof seg === 'number' ? `[${seg}]` : out === '' ? seg : `.${seg}`;
+  return out;
+}
+
+function describe(value: unknown): string {
+  if (value === null || value === undefined) return 'nothing';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  if (typeof value === 'string') return `string ${JSON.stringify(value)}`;
+  return `${typeof value} ${String(value)}`;
+}
+
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+// ---- "did you mean" ----
+
+function editDistance(a: string, b: string): number {
+  const prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let diag = prev[0]!;
+    prev[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const up = prev[j]!;
+      prev[j] = Math.min(up + 1, prev[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diag = up;
+    }
+  }
+  return prev[b.length]!;
+}
+
+const normalize = (s: string): string => s.toLowerCase().replace(/[-_\s]/g, '');
+
+/** The closest known key, if it is close enough to be a typo (or the same word in another case style). */
+export function closestKey(key: string, candidates: readonly string[]): string | undefined {
+  const k = normalize(key);
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const c of candidates) {
+    const d = editDistance(k, normalize(c));
+    if (d < bestDistance) {
+      best = c;
+      bestDistance = d;
+    }
+  }
+  const allowed = Math.max(1, Math.floor(k.length / 4));
+  return bestDistance <= allowed ? best : undefined;
+}
+
+/** Where else a misplaced key lives, e.g. `minTtlMs` under raft: -> `lock.minTtlMs`. */
+function elsewhere(key: string, except: SectionName | null): string | undefined {
+  for (const section of SECTION_NAMES) {
+    if (section === except) continue;
+    const match = closestKey(key, Object.keys(SETTINGS_SCHEMA[section]));
+    if (match !== undefined && normalize(match) === normalize(key)) return `${section}.${match}`;
+  }
+  return undefined;
+}
+
+function unknownKeyMessage(key: string, known: readonly string[], section: SectionName | null): string {
+  const close = closestKey(key, known);
+  if (close !== undefined) return `unknown key (did you mean ${close}?)`;
+  const other = elsewhere(key, section);
+  if (other !== undefined) return `unknown key here (did you mean ${other}?)`;
+  return `unknown key (expected one of: ${known.join(', ')})`;
+}
+
+// ---- addresses ----
+
+const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+export interface HostPort {
+  /** Without brackets for IPv6. */
+  host: string;
+  port: number;
+}
+
+/** Splits `host:port` (`[v6]:port` for IPv6). Returns a reason string when it is not a usable address. */
+export function parseAddress(address: string): HostPort | string {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):([0-9]+)$/.exec(address);
+  if (!m) {
+    return isIPv6(address)
+      ? `IPv6 addresses need brackets and a port, e.g. [${address}]:7001`
+      : `expected host:port (e.g. 127.0.0.1:7001), got ${JSON.stringify(address)}`;
+  }
+  const host = m[1] ?? m[2]!;
+  if (m[1] !== undefined && !isIPv6(host)) return `${JSON.stringify(host)} in brackets is not an IPv6 address`;
+  if (m[2] !== undefined && !isIPv4(host) && !HOSTNAME.test(host)) return `${JSON.stringify(host)} is not a valid host name or IP address`;
+  const port = Number(m[3]);
+  if (!(port >= 1 && port <= 65535)) return `port ${m[3]} is out of range 1-65535`;
+  return { host, port };
+}
+
+/** Hosts that certainly name the same machine compare equal (for the shared-dataDir check). */
+function machineOf(host: string): string {
+  const h = host.toLowerCase();
+  if (h === 'localhost' || h === '::1' || /^127\./.test(h)) return 'loopback';
+  return h;
+}
+
+const NODE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+function resolveDir(dir: string, baseDir: string): string {
+  if (dir === '~' || dir.startsWith('~/')) return join(homedir(), dir.slice(1));
+  return isAbsolute(dir) ? resolve(dir) : resolve(baseDir, dir);
+}
+
+// ---- the validator ----
+
+class Validator {
+  readonly issues: ConfigIssue[] = [];
+  constructor(private readonly ctx: ValidateContext) {}
+
+  report(path: readonly PathSegment[], message: string): void {
+    const pos = this.ctx.locate?.(path);
+    this.issues.push({ path: formatPath(path), message, ...(pos ? { line: pos.line, column: pos.column } : {}) });
+  }
+
+  checkKeys(value: Record<string, unknown>, path: readonly PathSegment[], known: readonly string[], section: SectionName | null): void {
+    for (const key of Object.keys(value)) {
+      if (!known.includes(key)) this.report([...path, key], unknownKeyMessage(key, known, section));
+    }
+  }
+
+  setting(section: SectionName, key: string, rule: Rule, value: unknown): unknown {
+    const path = [section, key];
+    if (value === undefined) return rule.default;
+    switch (rule.kind) {
+      case 'int':
+        if (typeof value !== 'number' || !Number.isInteger(value)) {
+          const hint = typeof value === 'string' && /^[0-9_]+$/.test(value) ? ' (write digits only, no quotes or _)' : '';
+          this.report(path, `expected an integer, got ${describe(value)}${hint}`);
+          return rule.default;
+        }
+        if (value < rule.min || value > rule.max) {
+          this.report(path, `must be between ${rule.min} and ${rule.max}, got ${value}`);
+          return rule.default;
+        }
+        return value;
+      case 'bool':
+        if (typeof value !== 'boolean') {
+          this.report(path, `expected true or false, got ${describe(value)}`);
+          return rule.default;
+        }
+        return value;
+      case 'enum':
+        if (typeof value !== 'string' || !rule.values.includes(value)) {
+          this.report(path, `expected one of ${rule.values.join(', ')}; got ${describe(value)}`);
+          return rule.default;
+        }
+        return value;
+    }
+  }
+
+  section<S extends SectionName>(name: S, value: unknown): ClusterSettings[S] {
+    const rules = SETTINGS_SCHEMA[name] as Record<string, Rule>;
+    const raw: Record<string, unknown> = {};
+    if (value === undefined || value === null) {
+      // `raft:` with nothing under it: every default.
+    } else if (!isMapping(value)) {
+      this.report([name], `expected a mapping of settings, got ${describe(value)}`);
+    } else {
+      this.checkKeys(value, [name], Object.keys(rules), name);
+      Object.assign(raw, value);
+    }
+    const out = Object.fromEntries(Object.entries(rules).map(([key, rule]) => [key, this.setting(name, key, rule, raw[key])]));
+    return Object.freeze(out) as unknown as ClusterSettings[S];
+  }
+
+  nodes(value: unknown): NodeConfig[] {
+    if (value === undefined) {
+      this.report(['nodes'], 'missing: the config must list the cluster members as `nodes:` entries of { id, address, dataDir }');
+      return [];
+    }
+    if (value === null || (Array.isArray(value) && value.length === 0)) {
+      this.report(['nodes'], 'the list is empty: a cluster needs at least one node (three or more to survive a failure)');
+      return [];
+    }
+    if (!Array.isArray(value)) {
+      this.report(['nodes'], `expected a list of { id, address, dataDir }, got ${describe(value)}`);
+      return [];
+    }
+    const nodes: NodeConfig[] = [];
+    const seenIds = new Map<string, number>();
+    const seenAddresses = new Map<string, number>();
+    const seenDirs = new Map<string, number>();
+    value.forEach((entry, i) => {
+      const path = ['nodes', i];
+      if (!isMapping(entry)) {
+        this.report(path, `expected a mapping { id, address, dataDir }, got ${describe(entry)}`);
+        return;
+      }
+      this.checkKeys(entry, path, NODE_KEYS, null);
+      const text = (key: string): string | undefined => {
+        const v = entry[key];
+        if (v === undefined || v === null) {
+          this.report([...path, key], 'missing required key');
+          return undefined;
+        }
+        if (typeof v !== 'string') {
+          const hint = typeof v === 'number' ? ` (quote it: "${v}")` : '';
+          this.report([...path, key], `expected a string, got ${describe(v)}${hint}`);
+          return undefined;
+        }
+        if (v.trim() === '') {
+          this.report([...path, key], 'must not be empty');
+          return undefined;
+        }
+        return v;
+      };
+      const id = text('id');
+      const address = text('address');
+      const dataDir = text('dataDir');
+
+      if (id !== undefined) {
+        if (!NODE_ID.test(id)) {
+          this.report([...path, 'id'], `${JSON.stringify(id)} is not a valid node id: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+        } else if (seenIds.has(id)) {
+          this.report([...path, 'id'], `duplicate id ${id} (also nodes[${seenIds.get(id)}])`);
+        } else {
+          seenIds.set(id, i);
+        }
+      }
+      let hostPort: HostPort | undefined;
+      if (address !== undefined) {
+        const parsed = parseAddress(address);
+        if (typeof parsed === 'string') {
+          this.report([...path, 'address'], parsed);
+        } else {
+          hostPort = parsed;
+          const canonical = `${parsed.host.toLowerCase()}:${parsed.port}`;
+          if (seenAddresses.has(canonical)) {
+            this.report([...path, 'address'], `duplicate address ${address} (also nodes[${seenAddresses.get(canonical)}])`);
+          } else {
+            seenAddresses.set(canonical, i);
+          }
+        }
+      }
+      let resolvedDir: string | undefined;
+      if (dataDir !== undefined) {
+        resolvedDir = resolveDir(dataDir, this.ctx.baseDir);
+        // Nodes on different machines may well use the same path; two nodes on one machine must not
+        // share a LevelDB directory (the second would fail to lock it, or worse, share a log).
+        if (hostPort !== undefined) {
+          const where = `${machineOf(hostPort.host)}\u0000${resolvedDir}`;
+          if (seenDirs.has(where)) {
+            this.report([...path, 'dataDir'], `${resolvedDir} is also the data directory of nodes[${seenDirs.get(where)}] on the same host`);
+          } else {
+            seenDirs.set(where, i);
+          }
+        }
+      }
+      if (id !== undefined && address !== undefined && resolvedDir !== undefined) {
+        nodes.push(Object.freeze({ id, address, dataDir: resolvedDir }));
+      }
+    });
+    return nodes;
+  }
+
+  /** Rules that involve two keys; reported at the key a user would change. */
+  crossChecks(s: ClusterSettings, raw: Record<string, unknown>): void {
+    const given = (section: SectionName, key: string): boolean => isMapping(raw[section]) && (raw[section] as Record<string, unknown>)[key] !== undefined;
+    if (s.raft.heartbeatTicks >= s.raft.electionTicks) {
+      const at: [SectionName, string] = given('raft', 'heartbeatTicks') ? ['raft', 'heartbeatTicks'] : ['raft', 'electionTicks'];
+      this.report(at, `raft.heartbeatTicks (${s.raft.heartbeatTicks}) must be less than raft.electionTicks (${s.raft.electionTicks}), or followers time out between heartbeats`);
+    }
+    if (s.lock.minTtlMs > s.lock.maxTtlMs) {
+      const at: [SectionName, string] = given('lock', 'minTtlMs') ? ['lock', 'minTtlMs'] : ['lock', 'maxTtlMs'];
+      this.report(at, `lock.minTtlMs (${s.lock.minTtlMs}) must not exceed lock.maxTtlMs (${s.lock.maxTtlMs})`);
+    }
+    for (const key of ['maxBytesPerMessage', 'snapshotChunkBytes'] as const) {
+      const limit = s.limits.maxMessageBytes - MESSAGE_OVERHEAD_BYTES;
+      if (s.raft[key] > limit) {
+        const at: [SectionName, string] = given('raft', key) ? ['raft', key] : ['limits', 'maxMessageBytes'];
+        this.report(
+          at,
+          `raft.${key} (${s.raft[key]}) must leave ${MESSAGE_OVERHEAD_BYTES} bytes of room below limits.maxMessageBytes (${s.limits.maxMessageBytes}), i.e. be at most ${limit}`,
+        );
+      }
+    }
+  }
+}
+
+/** Validates a raw config value (parsed YAML, or an object built in code) and applies the defaults. */
+export function validateConfig(raw: unknown, ctx: ValidateContext): ClusterConfig {
+  const v = new Validator(ctx);
+  if (!isMapping(raw)) {
+    const what = raw === null || raw === undefined ? 'an empty document' : describe(raw);
+    v.report([], `expected a mapping with a \`nodes:\` list at the top level, got ${what}`);
+    throw new ConfigError(ctx.source, v.issues);
+  }
+  v.checkKeys(raw, [], TOP_LEVEL_KEYS, null);
+  const nodes = v.nodes(raw['nodes']);
+  const settings: ClusterSettings = {
+    raft: v.section('raft', raw['raft']),
+    lock: v.section('lock', raw['lock']),
+    limits: v.section('limits', raw['limits']),
+    log: v.section('log', raw['log']),
+  };
+  v.crossChecks(settings, raw);
+  if (v.issues.length > 0) throw new ConfigError(ctx.source, v.issues);
+  return Object.freeze({ nodes: Object.freeze(nodes), ...settings, source: ctx.source });
+}

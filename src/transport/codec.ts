@@ -1,0 +1,432 @@
+// Conversion between the Raft core's messages (numbers, Uint8Array; src/raft/core/types.ts) and the
+// proto-loader object shape of leasehold.v1.RaftMessage (longs as decimal strings, bytes as Buffer).
+//
+// Everything arriving from a peer is untrusted: a buggy or newer peer, or a stray client on the peer
+// port, must never make the core see a NaN index, a negative term, an entry of unknown kind or a gap in
+// the log. So messageFromWire validates every field and throws a CodecError that names it; the transport
+// drops the message (or the stream) and the core never notices. Raft tolerates lost messages.
+import type {
+  AppendEntries,
+  AppendEntriesResponse,
+  Entry,
+  EntryKind,
+  InstallSnapshot,
+  InstallSnapshotResponse,
+  Message,
+  ReadIndexRequest,
+  ReadIndexResponse,
+  RequestVote,
+  RequestVoteResponse,
+  Role,
+  SnapshotMeta,
+  TimeoutNow,
+} from '../raft/core/types.js';
+import type {
+  WireEntry,
+  WireEntryKind,
+  WireLong,
+  WireRaftBodies,
+  WireRaftBodyName,
+  WireRaftMessage,
+  WireRole,
+  WireSnapshotMeta,
+} from './proto.js';
+
+/** A message (or a value) that cannot cross the wire: malformed input from a peer, or an out-of-range
+ *  value on the way out. `path` names the offending field, e.g. `append_entries.entries[2].index`. */
+export class CodecError extends Error {
+  override readonly name = 'CodecError';
+  constructor(
+    readonly path: string,
+    readonly detail: string,
+  ) {
+    super(path === '' ? detail : `${path}: ${detail}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Scalars
+// ---------------------------------------------------------------------------------------------------
+
+const DECIMAL = /^(0|[1-9][0-9]*)$/;
+const UINT64_MAX = (1n << 64n) - 1n;
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (value instanceof Uint8Array) return `${value.byteLength} bytes`;
+  if (typeof value === 'object') return 'an object';
+  return String(value);
+}
+
+/**
+ * A uint64 from the wire as a bigint (e.g. a fencing token). Accepts the decimal string proto-loader
+ * produces, a safe non-negative integer number, or a bigint; anything else throws CodecError.
+ */
+export function uint64FromWire(value: unknown, path: string): bigint {
+  let n: bigint;
+  if (typeof value === 'string' && DECIMAL.test(value)) n = BigInt(value);
+  else if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) n = BigInt(value);
+  else if (typeof value === 'bigint') n = value;
+  else throw new CodecError(path, `expected an unsigned 64-bit integer as a decimal string, got ${describe(value)}`);
+  if (n < 0n || n > UINT64_MAX) throw new CodecError(path, `${n} is outside the unsigned 64-bit range`);
+  return n;
+}
+
+/** A uint64 to the wire: a decimal string. Refuses negatives, fractions, NaN and unsafe numbers. */
+export function uint64ToWire(value: number | bigint, path: string): WireLong {
+  if (typeof value === 'number' && !(Number.isSafeInteger(value) && value >= 0)) {
+    throw new CodecError(path, `expected a non-negative safe integer, got ${describe(value)}`);
+  }
+  if (typeof value === 'bigint' && (value < 0n || value > UINT64_MAX)) {
+    throw new CodecError(path, `${value} is outside the unsigned 64-bit range`);
+  }
+  return String(value);
+}
+
+/**
+ * A Raft index, term, offset or round from the wire as a number. These count log entries, elections and
+ * bytes, and stay far below 2^53; a larger value can only be corruption, so it is refused rather than
+ * rounded.
+ */
+export function countFromWire(value: unknown, path: string): number {
+  const n = uint64FromWire(value, path);
+  if (n > BigInt(Number.MAX_SAFE_INTEGER)) {
+    throw new CodecError(path, `${n} exceeds ${Number.MAX_SAFE_INTEGER} (2^53-1), the largest count this node can hold`);
+  }
+  return Number(n);
+}
+
+function count(value: number, path: string): WireLong {
+  return uint64ToWire(value, path);
+}
+
+function requireObject(value: unknown, path: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof Uint8Array) {
+    throw new CodecError(path, `expected a message, got ${describe(value)}`);
+  }
+  return value as Record<string, unknown>;
+}
+
+function requireString(value: unknown, path: string): string {
+  if (typeof value !== 'string') throw new CodecError(path, `expected a string, got ${describe(value)}`);
+  return value;
+}
+
+function requireNodeId(value: unknown, path: string): string {
+  const id = requireString(value, path);
+  if (id === '') throw new CodecError(path, 'expected a node id, got an empty string');
+  return id;
+}
+
+function requireBool(value: unknown, path: string): boolean {
+  if (typeof value !== 'boolean') throw new CodecError(path, `expected a boolean, got ${describe(value)}`);
+  return value;
+}
+
+/** Bytes from the wire, copied into a plain Uint8Array: the decoded Buffer is a view into the whole
+ *  received message, and the core may keep an entry for a long time (unstable log, snapshots). */
+function bytesFromWire(value: unknown, path: string): Uint8Array {
+  if (!(value instanceof Uint8Array)) throw new CodecError(path, `expected bytes, got ${describe(value)}`);
+  return new Uint8Array(value);
+}
+
+/** Bytes to the wire: a Buffer view over the same memory (no copy; the serializer copies once). */
+function bytesToWire(value: Uint8Array, path: string): Buffer {
+  if (!(value instanceof Uint8Array)) throw new CodecError(path, `expected a Uint8Array, got ${describe(value)}`);
+  return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Enums
+// ---------------------------------------------------------------------------------------------------
+
+const ENTRY_KIND_TO_WIRE: Record<EntryKind, WireEntryKind> = {
+  normal: 'ENTRY_KIND_NORMAL',
+  noop: 'ENTRY_KIND_NOOP',
+  config: 'ENTRY_KIND_CONFIG',
+};
+
+const ENTRY_KIND_FROM_WIRE: ReadonlyMap<unknown, EntryKind> = new Map(
+  Object.entries(ENTRY_KIND_TO_WIRE).map(([kind, wire]) => [wire, kind as EntryKind]),
+);
+
+const ROLE_TO_WIRE: Record<Role, WireRole> = {
+  leader: 'LEADER',
+  follower: 'FOLLOWER',
+  // Pre-Vote's pre-candidate is campaigning without a known leader: outside, it is a candidate.
+  'pre-candidate': 'CANDIDATE',
+  candidate: 'CANDIDATE',
+};
+
+/** The core's role as the public Cluster.Status enum (SPEC: LEADER, FOLLOWER or CANDIDATE). */
+export function roleToWire(role: Role): WireRole {
+  return ROLE_TO_WIRE[role];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Composite values
+// ---------------------------------------------------------------------------------------------------
+
+function entryToWire(entry: Entry, path: string): WireEntry {
+  const kind = ENTRY_KIND_TO_WIRE[entry.kind];
+  if (kind === undefined) throw new CodecError(`${path}.kind`, `unknown entry kind ${describe(entry.kind)}`);
+  return {
+    index: count(entry.index, `${path}.index`),
+    term: count(entry.term, `${path}.term`),
+    kind,
+    data: bytesToWire(entry.data, `${path}.data`),
+  };
+}
+
+function entryFromWire(value: unknown, path: string): Entry {
+  const w = requireObject(value, path);
+  const kind = ENTRY_KIND_FROM_WIRE.get(w['kind']);
+  if (kind === undefined) {
+    throw new CodecError(`${path}.kind`, `expected ENTRY_KIND_NORMAL, ENTRY_KIND_NOOP or ENTRY_KIND_CONFIG, got ${describe(w['kind'])}`);
+  }
+  const index = countFromWire(w['index'], `${path}.index`);
+  const term = countFromWire(w['term'], `${path}.term`);
+  // Index 0 and term 0 belong to the bootstrap snapshot only; no real entry has them.
+  if (index === 0) throw new CodecError(`${path}.index`, 'log entries start at index 1');
+  if (term === 0) throw new CodecError(`${path}.term`, 'log entries have a term of at least 1');
+  return { index, term, kind, data: bytesFromWire(w['data'], `${path}.data`) };
+}
+
+function snapshotMetaToWire(meta: SnapshotMeta, path: string): WireSnapshotMeta {
+  return {
+    index: count(meta.index, `${path}.index`),
+    term: count(meta.term, `${path}.term`),
+    conf: { voters: meta.conf.voters.map((v, i) => requireNodeId(v, `${path}.conf.voters[${i}]`)) },
+  };
+}
+
+function snapshotMetaFromWire(value: unknown, path: string): SnapshotMeta {
+  if (value === null || value === undefined) throw new CodecError(path, 'missing snapshot metadata');
+  const w = requireObject(value, path);
+  if (w['conf'] === null || w['conf'] === undefined) throw new CodecError(`${path}.conf`, 'missing voter configuration');
+  const conf = requireObject(w['conf'], `${path}.conf`);
+  const voters = conf['voters'];
+  if (!Array.isArray(voters)) throw new CodecError(`${path}.conf.voters`, `expected a list, got ${describe(voters)}`);
+  return {
+    index: countFromWire(w['index'], `${path}.index`),
+    term: countFromWire(w['term'], `${path}.term`),
+    conf: { voters: voters.map((v, i) => requireNodeId(v, `${path}.conf.voters[${i}]`)) },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Messages
+// ---------------------------------------------------------------------------------------------------
+
+type Header = { from: string; to: string; term: number };
+type BodyCodec<M extends Message, B extends WireRaftBodyName> = {
+  body: B;
+  toWire(msg: M, path: string): WireRaftBodies[B];
+  fromWire(w: Record<string, unknown>, header: Header, path: string): M;
+};
+
+// One codec per core message type; `satisfies` makes a forgotten message type a compile error.
+const CODECS = {
+  RequestVote: {
+    body: 'request_vote',
+    toWire: (m, p) => ({
+      pre_vote: m.preVote,
+      last_log_index: count(m.lastLogIndex, `${p}.last_log_index`),
+      last_log_term: count(m.lastLogTerm, `${p}.last_log_term`),
+      transfer: m.transfer,
+    }),
+    fromWire: (w, h, p) => ({
+      type: 'RequestVote',
+      ...h,
+      preVote: requireBool(w['pre_vote'], `${p}.pre_vote`),
+      lastLogIndex: countFromWire(w['last_log_index'], `${p}.last_log_index`),
+      lastLogTerm: countFromWire(w['last_log_term'], `${p}.last_log_term`),
+      transfer: requireBool(w['transfer'], `${p}.transfer`),
+    }),
+  } satisfies BodyCodec<RequestVote, 'request_vote'>,
+
+  RequestVoteResponse: {
+    body: 'request_vote_response',
+    toWire: (m) => ({ pre_vote: m.preVote, granted: m.granted }),
+    fromWire: (w, h, p) => ({
+      type: 'RequestVoteResponse',
+      ...h,
+      preVote: requireBool(w['pre_vote'], `${p}.pre_vote`),
+      granted: requireBool(w['granted'], `${p}.granted`),
+    }),
+  } satisfies BodyCodec<RequestVoteResponse, 'request_vote_response'>,
+
+  AppendEntries: {
+    body: 'append_entries',
+    toWire: (m, p) => ({
+      prev_log_index: count(m.prevLogIndex, `${p}.prev_log_index`),
+      prev_log_term: count(m.prevLogTerm, `${p}.prev_log_term`),
+      entries: m.entries.map((e, i) => entryToWire(e, `${p}.entries[${i}]`)),
+      leader_commit: count(m.leaderCommit, `${p}.leader_commit`),
+      round: count(m.round, `${p}.round`),
+    }),
+    fromWire: (w, h, p) => {
+      const prevLogIndex = countFromWire(w['prev_log_index'], `${p}.prev_log_index`);
+      const prevLogTerm = countFromWire(w['prev_log_term'], `${p}.prev_log_term`);
+      const rawEntries = w['entries'];
+      if (!Array.isArray(rawEntries)) throw new CodecError(`${p}.entries`, `expected a list, got ${describe(rawEntries)}`);
+      const entries = rawEntries.map((e, i) => entryFromWire(e, `${p}.entries[${i}]`));
+      // The core appends these as one contiguous run after prevLogIndex; a gap or a term going backwards
+      // would break the Log Matching Property (Raft §5.3), so such a message is refused whole.
+      let expectedIndex = prevLogIndex + 1;
+      let previousTerm = prevLogTerm;
+      entries.forEach((e, i) => {
+        if (e.index !== expectedIndex) {
+          throw new CodecError(`${p}.entries[${i}].index`, `expected ${expectedIndex} (entries follow prev_log_index contiguously), got ${e.index}`);
+        }
+        if (e.term < previousTerm || e.term > h.term) {
+          throw new CodecError(`${p}.entries[${i}].term`, `term ${e.term} must lie between the previous entry's term ${previousTerm} and the message term ${h.term}`);
+        }
+        expectedIndex += 1;
+        previousTerm = e.term;
+      });
+      return {
+        type: 'AppendEntries',
+        ...h,
+        prevLogIndex,
+        prevLogTerm,
+        entries,
+        leaderCommit: countFromWire(w['leader_commit'], `${p}.leader_commit`),
+        round: countFromWire(w['round'], `${p}.round`),
+      };
+    },
+  } satisfies BodyCodec<AppendEntries, 'append_entries'>,
+
+  AppendEntriesResponse: {
+    body: 'append_entries_response',
+    toWire: (m, p) => ({
+      success: m.success,
+      match_index: count(m.matchIndex, `${p}.match_index`),
+      conflict_index: count(m.conflictIndex, `${p}.conflict_index`),
+      conflict_term: count(m.conflictTerm, `${p}.conflict_term`),
+      round: count(m.round, `${p}.round`),
+    }),
+    fromWire: (w, h, p) => ({
+      type: 'AppendEntriesResponse',
+      ...h,
+      success: requireBool(w['success'], `${p}.success`),
+      matchIndex: countFromWire(w['match_index'], `${p}.match_index`),
+      conflictIndex: countFromWire(w['conflict_index'], `${p}.conflict_index`),
+      conflictTerm: countFromWire(w['conflict_term'], `${p}.conflict_term`),
+      round: countFromWire(w['round'], `${p}.round`),
+    }),
+  } satisfies BodyCodec<AppendEntriesResponse, 'append_entries_response'>,
+
+  InstallSnapshot: {
+    body: 'install_snapshot',
+    toWire: (m, p) => ({
+      meta: snapshotMetaToWire(m.meta, `${p}.meta`),
+      offset: count(m.offset, `${p}.offset`),
+      chunk: bytesToWire(m.chunk, `${p}.chunk`),
+      done: m.done,
+      round: count(m.round, `${p}.round`),
+    }),
+    fromWire: (w, h, p) => ({
+      type: 'InstallSnapshot',
+      ...h,
+      meta: snapshotMetaFromWire(w['meta'], `${p}.meta`),
+      offset: countFromWire(w['offset'], `${p}.offset`),
+      chunk: bytesFromWire(w['chunk'], `${p}.chunk`),
+      done: requireBool(w['done'], `${p}.done`),
+      round: countFromWire(w['round'], `${p}.round`),
+    }),
+  } satisfies BodyCodec<InstallSnapshot, 'install_snapshot'>,
+
+  InstallSnapshotResponse: {
+    body: 'install_snapshot_response',
+    toWire: (m, p) => ({
+      snapshot_index: count(m.snapshotIndex, `${p}.snapshot_index`),
+      next_offset: count(m.nextOffset, `${p}.next_offset`),
+      done: m.done,
+      success: m.success,
+      round: count(m.round, `${p}.round`),
+    }),
+    fromWire: (w, h, p) => ({
+      type: 'InstallSnapshotResponse',
+      ...h,
+      snapshotIndex: countFromWire(w['snapshot_index'], `${p}.snapshot_index`),
+      nextOffset: countFromWire(w['next_offset'], `${p}.next_offset`),
+      done: requireBool(w['done'], `${p}.done`),
+      success: requireBool(w['success'], `${p}.success`),
+      round: countFromWire(w['round'], `${p}.round`),
+    }),
+  } satisfies BodyCodec<InstallSnapshotResponse, 'install_snapshot_response'>,
+
+  TimeoutNow: {
+    body: 'timeout_now',
+    toWire: () => ({}),
+    fromWire: (_w, h) => ({ type: 'TimeoutNow', ...h }),
+  } satisfies BodyCodec<TimeoutNow, 'timeout_now'>,
+
+  ReadIndexRequest: {
+    body: 'read_index_request',
+    toWire: (m, p) => ({ ctx: requireString(m.ctx, `${p}.ctx`) }),
+    fromWire: (w, h, p) => ({ type: 'ReadIndexRequest', ...h, ctx: requireString(w['ctx'], `${p}.ctx`) }),
+  } satisfies BodyCodec<ReadIndexRequest, 'read_index_request'>,
+
+  ReadIndexResponse: {
+    body: 'read_index_response',
+    toWire: (m, p) => ({ ctx: requireString(m.ctx, `${p}.ctx`), index: count(m.index, `${p}.index`) }),
+    fromWire: (w, h, p) => ({
+      type: 'ReadIndexResponse',
+      ...h,
+      ctx: requireString(w['ctx'], `${p}.ctx`),
+      index: countFromWire(w['index'], `${p}.index`),
+    }),
+  } satisfies BodyCodec<ReadIndexResponse, 'read_index_response'>,
+} satisfies { [T in Message['type']]: BodyCodec<Extract<Message, { type: T }>, WireRaftBodyName> };
+
+const CODEC_BY_BODY: ReadonlyMap<string, BodyCodec<Message, WireRaftBodyName>> = new Map(
+  Object.values(CODECS).map((c) => [c.body, c as unknown as BodyCodec<Message, WireRaftBodyName>]),
+);
+
+/** The body names the codec knows, in proto field order. */
+export const RAFT_BODY_NAMES: readonly WireRaftBodyName[] = Object.values(CODECS).map((c) => c.body);
+
+/** A core message as the proto-loader object for leasehold.v1.RaftMessage. Throws CodecError for a
+ *  value that cannot be encoded faithfully (negative or unsafe number, unknown entry kind). */
+export function messageToWire(msg: Message): WireRaftMessage {
+  const codec = (CODECS as Record<string, BodyCodec<Message, WireRaftBodyName> | undefined>)[msg.type];
+  if (codec === undefined) throw new CodecError('type', `unknown message type ${describe(msg.type)}`);
+  const body = codec.toWire(msg, codec.body);
+  return {
+    from: requireNodeId(msg.from, 'from'),
+    to: requireNodeId(msg.to, 'to'),
+    term: count(msg.term, 'term'),
+    body: codec.body,
+    [codec.body]: body,
+  } as unknown as WireRaftMessage;
+}
+
+/**
+ * A decoded leasehold.v1.RaftMessage (untrusted: from a peer) as a core message. Throws CodecError naming
+ * the first bad field: a missing or unknown body, an empty node id, a long that is not a non-negative
+ * decimal integer below 2^53, an unknown entry kind, a missing snapshot meta, non-contiguous entries.
+ */
+export function messageFromWire(w: unknown): Message {
+  const obj = requireObject(w, '');
+  const bodyName = obj['body'];
+  if (bodyName === undefined || bodyName === null || bodyName === '') {
+    throw new CodecError('body', 'no message body (the RaftMessage.body oneof is unset)');
+  }
+  const codec = typeof bodyName === 'string' ? CODEC_BY_BODY.get(bodyName) : undefined;
+  if (codec === undefined) throw new CodecError('body', `unknown message body ${describe(bodyName)}`);
+  const header: Header = {
+    from: requireNodeId(obj['from'], 'from'),
+    to: requireNodeId(obj['to'], 'to'),
+    term: countFromWire(obj['term'], 'term'),
+  };
+  const payload = obj[codec.body];
+  if (payload === undefined || payload === null) {
+    throw new CodecError(codec.body, `body names ${codec.body} but the field is not set`);
+  }
+  return codec.fromWire(requireObject(payload, codec.body), header, codec.body);
+}

@@ -1,0 +1,153 @@
+// One fully populated sample per request/response type of every service in proto/, typed with the
+// hand-written interfaces of src/transport/proto.ts. Each sample is checked twice in proto.test.ts:
+//   - by the compiler: an annotated object literal must have every field of its interface and no other;
+//   - at run time: its keys and value kinds against the loaded descriptor, and a serialize -> deserialize
+//     round trip must give it back exactly (so the shape is the one proto-loader really produces).
+// Together they pin interface == .proto. A new field in a .proto fails the coverage check until it is
+// added to the interface and to a sample here.
+import type {
+  AcquireRequest,
+  AcquireResponse,
+  GetRequest,
+  GetResponse,
+  ReleaseRequest,
+  ReleaseResponse,
+  RenewRequest,
+  RenewResponse,
+  StatusRequest,
+  StatusResponse,
+  WireRaftMessage,
+  WireStreamSummary,
+} from '../../../src/transport/proto.js';
+
+export interface WireSample {
+  /** Fully-qualified service name, e.g. leasehold.v1.Lock. */
+  service: string;
+  method: string;
+  side: 'request' | 'response';
+  value: object;
+}
+
+const UINT64_MAX = '18446744073709551615';
+const INT64_MIN = '-9223372036854775808';
+
+// ---- leasehold.v1.Lock ----
+const acquireRequest: AcquireRequest = {
+  key: 'orders/42',
+  owner: 'worker-7',
+  ttl_ms: '30000',
+  wait_ms: '5000',
+  request_id: 'req-1',
+};
+const acquireResponse: AcquireResponse = {
+  acquired: true,
+  token: UINT64_MAX,
+  ttl_ms: '30000',
+  expires_at_ms: '1732900000000',
+  holder_owner: 'worker-3',
+  holder_ttl_ms: '1200',
+};
+const renewRequest: RenewRequest = {
+  key: 'orders/42',
+  owner: 'worker-7',
+  token: '9007199254740993', // 2^53 + 1: not representable as a number
+  ttl_ms: '30000',
+  request_id: 'req-2',
+};
+const renewResponse: RenewResponse = { renewed: false, ttl_ms: '0', expires_at_ms: INT64_MIN, reason: 'EXPIRED' };
+const releaseRequest: ReleaseRequest = { key: 'orders/42', owner: 'worker-7', token: '17', request_id: 'req-3' };
+const releaseResponse: ReleaseResponse = { released: false, reason: 'WRONG_TOKEN' };
+const getRequest: GetRequest = { key: 'orders/42' };
+const getResponse: GetResponse = {
+  held: true,
+  owner: 'worker-7',
+  token: '17',
+  ttl_ms: '2500',
+  expires_at_ms: '1732900000000',
+  last_token: '17',
+};
+
+// ---- leasehold.v1.Cluster ----
+const statusRequest: StatusRequest = {};
+const statusResponse: StatusResponse = {
+  node_id: 'n1',
+  role: 'LEADER',
+  term: '7',
+  leader_id: 'n1',
+  commit_index: '120',
+  applied_index: '119',
+  members: [
+    { id: 'n1', address: '127.0.0.1:7001', voter: true, match_index: '120' },
+    { id: 'n2', address: '127.0.0.1:7002', voter: false, match_index: '0' },
+  ],
+};
+
+// ---- leasehold.v1.Raft: one RaftMessage per body ----
+const header = { from: 'n1', to: 'n2', term: '5' } as const;
+const raftMessages: WireRaftMessage[] = [
+  {
+    ...header,
+    body: 'request_vote',
+    request_vote: { pre_vote: true, last_log_index: '10', last_log_term: '4', transfer: true },
+  },
+  { ...header, body: 'request_vote_response', request_vote_response: { pre_vote: true, granted: true } },
+  {
+    ...header,
+    body: 'append_entries',
+    append_entries: {
+      prev_log_index: '10',
+      prev_log_term: '4',
+      entries: [
+        { index: '11', term: '5', kind: 'ENTRY_KIND_NOOP', data: Buffer.alloc(0) },
+        { index: '12', term: '5', kind: 'ENTRY_KIND_NORMAL', data: Buffer.from([1, 2, 3, 255]) },
+        { index: '13', term: '5', kind: 'ENTRY_KIND_CONFIG', data: Buffer.from('voters') },
+      ],
+      leader_commit: '11',
+      round: '3',
+    },
+  },
+  {
+    ...header,
+    body: 'append_entries_response',
+    append_entries_response: { success: false, match_index: '0', conflict_index: '8', conflict_term: '3', round: '3' },
+  },
+  {
+    ...header,
+    body: 'install_snapshot',
+    install_snapshot: {
+      meta: { index: '100', term: '4', conf: { voters: ['n1', 'n2', 'n3'] } },
+      offset: '1048576',
+      chunk: Buffer.from([9, 8, 7]),
+      done: true,
+      round: '2',
+    },
+  },
+  {
+    ...header,
+    body: 'install_snapshot_response',
+    install_snapshot_response: { snapshot_index: '100', next_offset: '1048579', done: true, success: true, round: '2' },
+  },
+  { ...header, body: 'timeout_now', timeout_now: {} },
+  { ...header, body: 'read_index_request', read_index_request: { ctx: 'read-1' } },
+  { ...header, body: 'read_index_response', read_index_response: { ctx: 'read-1', index: '120' } },
+];
+const streamSummary: WireStreamSummary = { received: '42' };
+
+function many(service: string, method: string, side: WireSample['side'], values: object[]): WireSample[] {
+  return values.map((value) => ({ service, method, side, value }));
+}
+
+export const WIRE_SAMPLES: readonly WireSample[] = [
+  ...many('leasehold.v1.Lock', 'Acquire', 'request', [acquireRequest]),
+  ...many('leasehold.v1.Lock', 'Acquire', 'response', [acquireResponse]),
+  ...many('leasehold.v1.Lock', 'Renew', 'request', [renewRequest]),
+  ...many('leasehold.v1.Lock', 'Renew', 'response', [renewResponse]),
+  ...many('leasehold.v1.Lock', 'Release', 'request', [releaseRequest]),
+  ...many('leasehold.v1.Lock', 'Release', 'response', [releaseResponse]),
+  ...many('leasehold.v1.Lock', 'Get', 'request', [getRequest]),
+  ...many('leasehold.v1.Lock', 'Get', 'response', [getResponse]),
+  ...many('leasehold.v1.Cluster', 'Status', 'request', [statusRequest]),
+  ...many('leasehold.v1.Cluster', 'Status', 'response', [statusResponse]),
+  ...many('leasehold.v1.Raft', 'Stream', 'request', raftMessages),
+  ...many('leasehold.v1.Raft', 'Stream', 'response', [streamSummary]),
+];
