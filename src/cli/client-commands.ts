@@ -1,0 +1,120 @@
+// Client commands of the `leasehold` CLI: acquire, renew, release, get, status.
+import type { Command } from 'commander';
+import { EndpointPool, newRequestId, RpcError } from '../client/rpc.js';
+import type { AcquireResponse, GetResponse, ReleaseResponse, RenewResponse, StatusResponse } from '../transport/proto.js';
+import { parseDuration } from './duration.js';
+
+const DEFAULT_ENDPOINTS = process.env['LEASEHOLD_ENDPOINTS'] ?? '127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003';
+
+interface CommonOpts {
+  endpoints: string;
+  json?: boolean;
+  timeout: number;
+}
+
+function withCommon(cmd: Command): Command {
+  return cmd
+    .option('--endpoints <list>', 'comma-separated host:port of cluster nodes (env LEASEHOLD_ENDPOINTS)', DEFAULT_ENDPOINTS)
+    .option('--json', 'print the response as JSON')
+    .option('--timeout <duration>', 'overall deadline, retries included (e.g. 5s)', (v) => parseDuration(v, '--timeout'), 10_000);
+}
+
+function pool(opts: CommonOpts): EndpointPool {
+  const endpoints = opts.endpoints.split(',').map((s) => s.trim()).filter(Boolean);
+  return new EndpointPool({ endpoints });
+}
+
+async function run<T>(opts: CommonOpts, fn: (p: EndpointPool, deadline: number) => Promise<T>, print: (r: T) => string, exitCodeOf: (r: T) => number = () => 0): Promise<void> {
+  const p = pool(opts);
+  try {
+    const result = await fn(p, Date.now() + opts.timeout);
+    process.stdout.write((opts.json ? JSON.stringify(result, null, 2) : print(result)) + '\n');
+    process.exitCode = exitCodeOf(result);
+  } catch (err) {
+    if (err instanceof RpcError) {
+      process.stderr.write(`leasehold: ${err.message}\n`);
+      process.exitCode = 2;
+    } else throw err;
+  } finally {
+    p.close();
+  }
+}
+
+export function clientCommands(program: Command): void {
+  withCommon(
+    program
+      .command('acquire <key>')
+      .description('acquire a lock; prints the fencing token (exit code 3 when the lock is held by someone else)')
+      .requiredOption('--owner <owner>', 'who holds the lock (1..256 bytes)')
+      .requiredOption('--ttl <duration>', 'lease length, e.g. 5000 or 10s', (v) => parseDuration(v, '--ttl'))
+      .option('--wait <duration>', 'wait in line up to this long for the lock (FIFO)', (v) => parseDuration(v, '--wait'), 0)
+      .option('--request-id <id>', 'idempotency key; a retry with the same id returns the first outcome'),
+  ).action(async (key: string, o: CommonOpts & { owner: string; ttl: number; wait: number; requestId?: string }) => {
+    const request = { key, owner: o.owner, ttl_ms: String(o.ttl), wait_ms: String(o.wait), request_id: o.requestId ?? newRequestId() };
+    await run(
+      { ...o, timeout: Math.max(o.timeout, o.wait + 5000) },
+      (p, deadline) => p.call<AcquireResponse>('Acquire', request, deadline),
+      (r) => (r.acquired ? `acquired ${key}: token ${r.token}, ttl ${r.ttl_ms} ms` : `not acquired: ${key} is held by ${r.holder_owner} for another ${r.holder_ttl_ms} ms`),
+      (r) => (r.acquired ? 0 : 3),
+    );
+  });
+
+  withCommon(
+    program
+      .command('renew <key>')
+      .description('extend a lease you hold (owner and token must match)')
+      .requiredOption('--owner <owner>', 'the holder')
+      .requiredOption('--token <token>', 'the fencing token from acquire')
+      .requiredOption('--ttl <duration>', 'new lease length from now', (v) => parseDuration(v, '--ttl'))
+      .option('--request-id <id>', 'idempotency key'),
+  ).action(async (key: string, o: CommonOpts & { owner: string; token: string; ttl: number; requestId?: string }) => {
+    const request = { key, owner: o.owner, token: o.token, ttl_ms: String(o.ttl), request_id: o.requestId ?? newRequestId() };
+    await run(o, (p, d) => p.call<RenewResponse>('Renew', request, d), (r) => (r.renewed ? `renewed ${key}: ttl ${r.ttl_ms} ms` : `not renewed: ${r.reason}`), (r) => (r.renewed ? 0 : 3));
+  });
+
+  withCommon(
+    program
+      .command('release <key>')
+      .description('release a lock you hold (owner and token must match)')
+      .requiredOption('--owner <owner>', 'the holder')
+      .requiredOption('--token <token>', 'the fencing token from acquire')
+      .option('--request-id <id>', 'idempotency key'),
+  ).action(async (key: string, o: CommonOpts & { owner: string; token: string; requestId?: string }) => {
+    const request = { key, owner: o.owner, token: o.token, request_id: o.requestId ?? newRequestId() };
+    await run(o, (p, d) => p.call<ReleaseResponse>('Release', request, d), (r) => (r.released ? `released ${key}` : `not released: ${r.reason}`), (r) => (r.released ? 0 : 3));
+  });
+
+  withCommon(program.command('get <key>').description('show who holds a lock (linearizable read)')).action(async (key: string, o: CommonOpts) => {
+    await run(
+      o,
+      (p, d) => p.call<GetResponse>('Get', { key }, d),
+      (r) => (r.held ? `${key}: held by ${r.owner}, token ${r.token}, ${r.ttl_ms} ms left (last token ${r.last_token})` : `${key}: free (last token ${r.last_token})`),
+    );
+  });
+
+  withCommon(program.command('status').description('show each node\'s role, term, leader and indexes')).action(async (o: CommonOpts) => {
+    const p = pool(o);
+    const deadline = Date.now() + Math.min(o.timeout, 3000);
+    const rows = await Promise.all(
+      p.endpoints.map(async (ep) => {
+        try {
+          return { endpoint: ep, status: await p.status(ep, deadline) };
+        } catch (err) {
+          return { endpoint: ep, error: (err as Error).message };
+        }
+      }),
+    );
+    p.close();
+    if (o.json) {
+      process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
+    } else {
+      for (const r of rows) {
+        if ('status' in r && r.status) {
+          const s: StatusResponse = r.status;
+          process.stdout.write(`${r.endpoint}  ${s.node_id}  ${s.role}  term ${s.term}  leader ${s.leader_id || '-'}  commit ${s.commit_index}  applied ${s.applied_index}\n`);
+        } else process.stdout.write(`${r.endpoint}  unreachable: ${(r as { error: string }).error}\n`);
+      }
+    }
+    process.exitCode = rows.some((r) => 'status' in r) ? 0 : 2;
+  });
+}

@@ -1,0 +1,56 @@
+// `leasehold dev`: a local 3-node cluster on loopback as child processes, data under ./data.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import { devConfigYaml } from '../config/dev.js';
+
+export function devCommand(program: Command): void {
+  program
+    .command('dev')
+    .description('start a local 3-node cluster on loopback (data under ./data; Ctrl-C stops all; a restart keeps the data)')
+    .option('--data <dir>', 'data directory', 'data')
+    .option('--base-port <port>', 'first of three consecutive ports', '7001')
+    .action(async (opts: { data: string; basePort: string }) => {
+      const dataDir = resolve(opts.data);
+      const basePort = Number(opts.basePort);
+      if (!Number.isInteger(basePort) || basePort < 1 || basePort > 65533) throw new Error(`--base-port: expected a port number, got ${opts.basePort}`);
+      mkdirSync(dataDir, { recursive: true });
+      const configPath = join(dataDir, 'cluster.yaml');
+      if (!existsSync(configPath)) writeFileSync(configPath, devConfigYaml(basePort));
+      const mainJs = join(dirname(fileURLToPath(import.meta.url)), 'main.js');
+      const ids = ['n1', 'n2', 'n3'];
+      const children = new Map<string, ChildProcess>();
+      for (const id of ids) {
+        const child = spawn(process.execPath, [mainJs, 'serve', '--config', configPath, '--id', id], { stdio: ['ignore', 'inherit', 'inherit'] });
+        children.set(id, child);
+        child.on('exit', (code, signal) => {
+          children.delete(id);
+          if (!stopping) process.stderr.write(`leasehold dev: node ${id} exited (${signal ?? code})\n`);
+          if (children.size === 0) process.exit(stopping ? 0 : 1);
+        });
+      }
+      const endpoints = ids.map((_, i) => `127.0.0.1:${basePort + i}`).join(',');
+      process.stdout.write(
+        `leasehold dev cluster: nodes ${ids.join(', ')} at ${endpoints}\n` +
+          `config: ${configPath}\n` +
+          `try:    npx leasehold acquire --endpoints ${endpoints} mykey --owner me --ttl 5000\n` +
+          `Ctrl-C stops all nodes.\n`,
+      );
+      let stopping = false;
+      const stopAll = () => {
+        if (stopping) {
+          for (const c of children.values()) c.kill('SIGKILL');
+          return;
+        }
+        stopping = true;
+        for (const c of children.values()) c.kill('SIGTERM');
+        setTimeout(() => {
+          for (const c of children.values()) c.kill('SIGKILL');
+        }, 5000).unref();
+      };
+      process.on('SIGINT', stopAll);
+      process.on('SIGTERM', stopAll);
+    });
+}

@@ -1,0 +1,30 @@
+import type { Command } from 'commander';
+import { loadConfig } from '../config/load.js';
+import { startNode } from '../server/runtime.js';
+
+export function serveCommand(program: Command): void {
+  program
+    .command('serve')
+    .description('run one node of the cluster described in a YAML config')
+    .requiredOption('--config <file>', 'cluster config (YAML); see cluster.example.yaml')
+    .requiredOption('--id <nodeId>', 'which node of the config this process is')
+    .action(async (opts: { config: string; id: string }) => {
+      const config = loadConfig(opts.config);
+      const running = await startNode(config, opts.id);
+      let signals = 0;
+      const stop = (signal: string) => {
+        signals++;
+        if (signals > 1) process.exit(1); // a second Ctrl-C: stop now (always safe: state is on disk)
+        running.logger.info({ nodeId: opts.id, signal }, 'shutting down');
+        running.shutdown().then(
+          () => process.exit(0),
+          (err: unknown) => {
+            running.logger.error({ err: String(err) }, 'shutdown failed');
+            process.exit(1);
+          },
+        );
+      };
+      process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
+    });
+}

@@ -1,0 +1,137 @@
+// Low-level calls with endpoint failover, shared by the CLI and the LockClient. A mutating call carries a
+// request_id and is retried with the SAME id on UNAVAILABLE / DEADLINE_EXCEEDED / connection errors until
+// the caller's deadline: the server's dedup table turns those retries into exactly-once.
+import { randomUUID } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import { ClusterClient, LockClient, type StatusResponse } from '../transport/proto.js';
+
+export type LockMethod = 'Acquire' | 'Renew' | 'Release' | 'Get';
+
+const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED, grpc.status.CANCELLED, grpc.status.RESOURCE_EXHAUSTED]);
+
+export class RpcError extends Error {
+  constructor(
+    readonly code: grpc.status,
+    readonly details: string,
+  ) {
+    super(`${grpc.status[code] ?? code}: ${details}`);
+    this.name = 'RpcError';
+  }
+}
+
+export interface EndpointPoolOptions {
+  endpoints: string[];
+  credentials?: grpc.ChannelCredentials;
+  /** Per-attempt timeout cap (ms); the overall deadline is given per call. */
+  attemptTimeoutMs?: number;
+}
+
+/** Channels to every endpoint, kept warm; remembers which endpoint answered last (likely the leader). */
+export class EndpointPool {
+  private readonly lock = new Map<string, LockClient>();
+  private readonly cluster = new Map<string, ClusterClient>();
+  private preferred = 0;
+  readonly endpoints: string[];
+  private readonly creds: grpc.ChannelCredentials;
+  private readonly attemptTimeoutMs: number;
+
+  constructor(opts: EndpointPoolOptions) {
+    if (opts.endpoints.length === 0) throw new Error('endpoints: give at least one host:port');
+    this.endpoints = opts.endpoints;
+    this.creds = opts.credentials ?? grpc.credentials.createInsecure();
+    this.attemptTimeoutMs = opts.attemptTimeoutMs ?? 3000;
+  }
+
+  private lockClient(ep: string): LockClient {
+    let c = this.lock.get(ep);
+    if (!c) {
+      c = new LockClient(ep, this.creds);
+      this.lock.set(ep, c);
+    }
+    return c;
+  }
+
+  private clusterClient(ep: string): ClusterClient {
+    let c = this.cluster.get(ep);
+    if (!c) {
+      c = new ClusterClient(ep, this.creds);
+      this.cluster.set(ep, c);
+    }
+    return c;
+  }
+
+  /** One call, retried across endpoints on retryable errors until `deadline` (epoch ms). */
+  async call<Res>(method: LockMethod, request: object, deadline: number, signal?: AbortSignal, retry = true): Promise<Res> {
+    let lastErr: RpcError | null = null;
+    let attempt = 0;
+    while (Date.now() < deadline) {
+      if (signal?.aborted) throw new RpcError(grpc.status.CANCELLED, 'cancelled by the caller');
+      const idx = (this.preferred + attempt) % this.endpoints.length;
+      const ep = this.endpoints[idx]!;
+      const attemptDeadline = Math.min(deadline, Date.now() + this.attemptTimeoutMs + waitMsOf(request));
+      try {
+        const res = await this.unary<Res>(this.lockClient(ep), method, request, attemptDeadline, signal);
+        this.preferred = idx;
+        return res;
+      } catch (err) {
+        const e = err instanceof RpcError ? err : new RpcError(grpc.status.UNKNOWN, String(err));
+        if (!retry || !RETRYABLE.has(e.code) || signal?.aborted) throw e;
+        lastErr = e;
+        attempt++;
+        // Back off a little once we have tried every endpoint: an election takes a few hundred ms.
+        if (attempt % this.endpoints.length === 0) await sleep(Math.min(50 * attempt, 300), signal);
+      }
+    }
+    throw lastErr ?? new RpcError(grpc.status.DEADLINE_EXCEEDED, 'deadline passed before any endpoint answered');
+  }
+
+  private unary<Res>(client: LockClient, method: LockMethod, request: object, deadline: number, signal?: AbortSignal): Promise<Res> {
+    return new Promise<Res>((resolve, reject) => {
+      const fn = client[method] as unknown as (req: object, opts: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, v?: Res) => void) => grpc.ClientUnaryCall;
+      const call = fn.call(client, request, { deadline: new Date(deadline) }, (err, value) => {
+        signal?.removeEventListener('abort', onAbort);
+        if (err) reject(new RpcError(err.code, err.details));
+        else resolve(value as Res);
+      });
+      const onAbort = () => call.cancel();
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Cluster.Status of one endpoint. */
+  status(endpoint: string, deadline: number): Promise<StatusResponse> {
+    return new Promise((resolve, reject) => {
+      this.clusterClient(endpoint).Status({}, { deadline: new Date(deadline) }, (err, value) => {
+        if (err) reject(new RpcError(err.code, err.details));
+        else resolve(value as StatusResponse);
+      });
+    });
+  }
+
+  close(): void {
+    for (const c of this.lock.values()) c.close();
+    for (const c of this.cluster.values()) c.close();
+    this.lock.clear();
+    this.cluster.clear();
+  }
+}
+
+function waitMsOf(request: object): number {
+  const w = Number((request as { wait_ms?: unknown }).wait_ms ?? 0);
+  return Number.isFinite(w) ? w : 0;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    }, { once: true });
+  });
+}
+
+/** A fresh request id: unique per logical operation, reused across its retries. */
+export function newRequestId(): string {
+  return randomUUID();
+}

@@ -1,0 +1,216 @@
+// The client-facing gRPC services of one node: Lock and Cluster, plus grpc.health.v1 and server
+// reflection, on the same port as the peer Raft service. Any node serves any call: a follower forwards
+// Lock calls to the leader with the caller's deadline (once — a forwarded call is never forwarded again).
+import * as grpc from '@grpc/grpc-js';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation } from 'grpc-health-check';
+import { validateAcquire, validateGet, validateRelease, validateRenew, type Validated } from '../lock/validate.js';
+import type { LockLimits } from '../lock/validate.js';
+import type { AcquireResult, LockView, ReleaseResult, RenewResult } from '../lock/types.js';
+import type { NodeLogger } from '../raft/node.js';
+import { roleToWire } from '../transport/codec.js';
+import {
+  ClusterClient,
+  LockClient,
+  packageDefinition,
+  type AcquireRequest,
+  type AcquireResponse,
+  type ClusterHandlers,
+  type GetRequest,
+  type GetResponse,
+  type LockHandlers,
+  type ReleaseRequest,
+  type ReleaseResponse,
+  type RenewRequest,
+  type RenewResponse,
+  type WireInput,
+} from '../transport/proto.js';
+import { strictRequestDeserializers } from './strict-decode.js';
+import { RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
+
+const FORWARDED = 'x-leasehold-forwarded';
+
+export interface ClientApiOptions {
+  service: LockService;
+  limits: LockLimits;
+  /** Node id -> client address, for forwarding to the leader and for Status members. */
+  members: Map<string, string>;
+  defaultTimeoutMs: number;
+  logger: NodeLogger;
+}
+
+type Reply<T> = (err: grpc.ServiceError | null, value?: WireInput<T>) => void;
+
+function statusError(code: grpc.status, details: string): grpc.ServiceError {
+  const e = new Error(details) as grpc.ServiceError;
+  e.code = code;
+  e.details = details;
+  e.metadata = new grpc.Metadata();
+  return e;
+}
+
+export class ClientApi {
+  private forwardClients = new Map<string, LockClient>();
+  readonly health = new HealthImplementation({ '': 'SERVING', 'leasehold.v1.Lock': 'SERVING', 'leasehold.v1.Cluster': 'SERVING' });
+
+  constructor(private readonly opts: ClientApiOptions) {}
+
+  register(server: grpc.Server): void {
+    server.addService(strictRequestDeserializers(LockClient.service), this.lockHandlers());
+    server.addService(ClusterClient.service, this.clusterHandlers());
+    this.health.addToServer(server);
+    new ReflectionService(packageDefinition, { services: ['leasehold.v1.Lock', 'leasehold.v1.Cluster', 'grpc.health.v1.Health'] }).addToServer(server);
+  }
+
+  close(): void {
+    for (const c of this.forwardClients.values()) c.close();
+    this.forwardClients.clear();
+  }
+
+  // ------------------------------------------------------------------ Lock
+
+  private lockHandlers(): LockHandlers {
+    return {
+      Acquire: (call, cb) => {
+        const v = validateAcquire({ key: call.request.key, owner: call.request.owner, ttlMs: call.request.ttl_ms, waitMs: call.request.wait_ms, requestId: call.request.request_id }, this.opts.limits);
+        this.run(call, cb as Reply<AcquireResponse>, v, 'Acquire', async (req, timeoutMs, signal) => acquireToWire(await this.opts.service.acquire(req, timeoutMs, signal)));
+      },
+      Renew: (call, cb) => {
+        const v = validateRenew({ key: call.request.key, owner: call.request.owner, token: call.request.token, ttlMs: call.request.ttl_ms, requestId: call.request.request_id }, this.opts.limits);
+        this.run(call, cb as Reply<RenewResponse>, v, 'Renew', async (req, timeoutMs) => renewToWire(await this.opts.service.renew(req, timeoutMs)));
+      },
+      Release: (call, cb) => {
+        const v = validateRelease({ key: call.request.key, owner: call.request.owner, token: call.request.token, requestId: call.request.request_id }, this.opts.limits);
+        this.run(call, cb as Reply<ReleaseResponse>, v, 'Release', async (req, timeoutMs) => releaseToWire(await this.opts.service.release(req, timeoutMs)));
+      },
+      Get: (call, cb) => {
+        const v = validateGet({ key: call.request.key }, this.opts.limits);
+        this.run(call, cb as Reply<GetResponse>, v, 'Get', async (req, timeoutMs) => viewToWire(await this.opts.service.get(req.key, timeoutMs)));
+      },
+    };
+  }
+
+  /** Validate, then serve here if leader, else forward to the leader once; map errors to gRPC codes. */
+  private run<V, Res>(
+    call: grpc.ServerUnaryCall<AcquireRequest | RenewRequest | ReleaseRequest | GetRequest, unknown>,
+    cb: Reply<Res>,
+    validated: Validated<V>,
+    method: 'Acquire' | 'Renew' | 'Release' | 'Get',
+    serve: (req: V, timeoutMs: number, signal: AbortSignal) => Promise<WireInput<Res>>,
+  ): void {
+    const decodeError = (call.request as { __invalid?: string }).__invalid;
+    if (decodeError) {
+      cb(statusError(grpc.status.INVALID_ARGUMENT, decodeError));
+      return;
+    }
+    if (!validated.ok) {
+      cb(statusError(grpc.status.INVALID_ARGUMENT, `${validated.error.field}: ${validated.error.message}`));
+      return;
+    }
+    const deadline = call.getDeadline();
+    const deadlineMs = deadline instanceof Date ? deadline.getTime() : Number.isFinite(deadline) ? Number(deadline) : Infinity;
+    const timeoutMs = Math.max(1, Math.min(this.opts.defaultTimeoutMs + waitOf(validated.value), deadlineMs - Date.now()));
+    const abort = new AbortController();
+    call.on('cancelled', () => abort.abort());
+    serve(validated.value, timeoutMs, abort.signal).then(
+      (res) => cb(null, res),
+      (err: unknown) => {
+        if (err instanceof UnavailableError && err.leaderId && call.metadata.get(FORWARDED).length === 0) {
+          this.forward(method, call.request, err.leaderId, deadlineMs, cb);
+          return;
+        }
+        cb(this.toStatus(err));
+      },
+    );
+  }
+
+  private forward<Res>(method: 'Acquire' | 'Renew' | 'Release' | 'Get', request: unknown, leaderId: string, deadlineMs: number, cb: Reply<Res>): void {
+    const address = this.opts.members.get(leaderId);
+    if (!address) {
+      cb(statusError(grpc.status.UNAVAILABLE, `the leader ${leaderId} has no known client address; retry`));
+      return;
+    }
+    let client = this.forwardClients.get(address);
+    if (!client) {
+      client = new LockClient(address, grpc.credentials.createInsecure());
+      this.forwardClients.set(address, client);
+    }
+    const md = new grpc.Metadata();
+    md.set(FORWARDED, '1');
+    const deadline = Number.isFinite(deadlineMs) ? new Date(deadlineMs) : new Date(Date.now() + this.opts.defaultTimeoutMs + 300_000);
+    const fn = client[method] as unknown as (req: unknown, md: grpc.Metadata, opts: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, v?: unknown) => void) => void;
+    fn.call(client, request, md, { deadline }, (err, value) => {
+      if (err) {
+        // Keep the leader's code and message; say it came through us.
+        cb(statusError(err.code, `${err.details} (forwarded to leader ${leaderId})`));
+      } else cb(null, value as WireInput<Res>);
+    });
+  }
+
+  private toStatus(err: unknown): grpc.ServiceError {
+    if (err instanceof UnavailableError) return statusError(grpc.status.UNAVAILABLE, err.message);
+    if (err instanceof RequestRejectedError) return statusError(grpc.status.FAILED_PRECONDITION, err.message);
+    this.opts.logger.error({ err: String(err) }, 'unexpected error serving a lock call');
+    return statusError(grpc.status.INTERNAL, `internal error: ${(err as Error)?.message ?? String(err)}`);
+  }
+
+  // ------------------------------------------------------------------ Cluster
+
+  private clusterHandlers(): ClusterHandlers {
+    return {
+      Status: (_call, cb) => {
+        const st = this.opts.service.node.status();
+        const progress = this.opts.service.node.progress();
+        cb(null, {
+          node_id: st.id,
+          role: roleToWire(st.role),
+          term: String(st.term),
+          leader_id: st.leaderId ?? '',
+          commit_index: String(st.commitIndex),
+          applied_index: String(st.appliedIndex),
+          members: [...this.opts.members].map(([id, address]) => ({
+            id,
+            address,
+            voter: st.voters.includes(id),
+            match_index: String(progress.get(id)?.match ?? 0),
+          })),
+        });
+      },
+    };
+  }
+}
+
+function waitOf(v: unknown): number {
+  const w = (v as { waitMs?: number }).waitMs;
+  return typeof w === 'number' ? w : 0;
+}
+
+function acquireToWire(r: AcquireResult): WireInput<AcquireResponse> {
+  return {
+    acquired: r.acquired,
+    token: r.token.toString(),
+    ttl_ms: String(r.ttlMs),
+    expires_at_ms: String(r.expiresAtMs),
+    holder_owner: r.holderOwner,
+    holder_ttl_ms: String(r.holderTtlMs),
+  };
+}
+
+function renewToWire(r: RenewResult): WireInput<RenewResponse> {
+  return { renewed: r.renewed, ttl_ms: String(r.ttlMs), expires_at_ms: String(r.expiresAtMs), reason: r.reason };
+}
+
+function releaseToWire(r: ReleaseResult): WireInput<ReleaseResponse> {
+  return { released: r.released, reason: r.reason };
+}
+
+function viewToWire(v: LockView): WireInput<GetResponse> {
+  return {
+    held: v.held,
+    owner: v.owner,
+    token: v.token.toString(),
+    ttl_ms: String(v.ttlMs),
+    expires_at_ms: String(v.expiresAtMs),
+    last_token: v.lastToken.toString(),
+  };
+}

@@ -1,0 +1,29 @@
+// Adapts the pure lock machine to the Raft driver's StateMachine interface. Restores replace the machine
+// wholesale, so callers reach it through `fsm.machine`, never a saved reference.
+import { LockMachine } from '../lock/machine.js';
+import type { LockMachineOptions, LockResult } from '../lock/types.js';
+import type { Entry } from '../raft/core/types.js';
+import type { StateMachine } from '../raft/node.js';
+
+export class LockFsm implements StateMachine<LockResult | null> {
+  machine: LockMachine;
+
+  constructor(private readonly options: Partial<LockMachineOptions> = {}) {
+    this.machine = new LockMachine(options);
+  }
+
+  apply(entry: Entry): LockResult | null {
+    if (entry.kind === 'normal') return this.machine.apply(entry.index, entry.term, entry.data);
+    // noop / config entries carry no lock command but still advance the applied index.
+    this.machine.skip(entry.index);
+    return null;
+  }
+
+  snapshot(): Uint8Array {
+    return this.machine.snapshot();
+  }
+
+  restore(data: Uint8Array): void {
+    this.machine = data.length === 0 ? new LockMachine(this.options) : LockMachine.restore(data, this.options);
+  }
+}

@@ -1,0 +1,184 @@
+// The peer transport over gRPC: one long-lived client stream per peer carries this node's one-way Raft
+// messages to it (see proto/leasehold/v1/raft.proto). Replies come back on the peer's own stream to us.
+// - A bounded outbound queue per peer: a dead peer costs at most `queueLimit` messages; when full, the
+//   oldest are dropped (Raft retransmits whatever matters).
+// - Reconnect with exponential backoff and jitter; HTTP/2 flow control pushes back through write().
+// - Incoming messages are validated by the codec; a malformed one ends that stream with INVALID_ARGUMENT
+//   and never reaches the core.
+import * as grpc from '@grpc/grpc-js';
+import type { Message, NodeId } from '../raft/core/types.js';
+import type { NodeLogger, PeerSender } from '../raft/node.js';
+import { messageFromWire, messageToWire } from './codec.js';
+import { RaftClient, type RaftHandlers, type WireRaftMessage } from './proto.js';
+
+export interface PeerTransportOptions {
+  selfId: NodeId;
+  peers: Map<NodeId, string>;
+  queueLimit: number;
+  maxMessageBytes: number;
+  logger: NodeLogger;
+  /** Per-message traffic logs (debug level); off unless the log level is debug. */
+  traceMessages: boolean;
+}
+
+const BACKOFF_MIN_MS = 50;
+const BACKOFF_MAX_MS = 2000;
+
+class PeerLink {
+  private client: RaftClient;
+  private stream: grpc.ClientWritableStream<unknown> | null = null;
+  private queue: Message[] = [];
+  private writable = true;
+  private backoffMs = BACKOFF_MIN_MS;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+  private connectedOnce = false;
+  dropped = 0;
+
+  constructor(
+    readonly peerId: NodeId,
+    readonly address: string,
+    private readonly opts: PeerTransportOptions,
+  ) {
+    this.client = new RaftClient(address, grpc.credentials.createInsecure(), {
+      'grpc.max_send_message_length': opts.maxMessageBytes,
+      'grpc.max_receive_message_length': opts.maxMessageBytes,
+      'grpc.keepalive_time_ms': 10_000,
+      'grpc.keepalive_timeout_ms': 5_000,
+      'grpc.initial_reconnect_backoff_ms': BACKOFF_MIN_MS,
+      'grpc.max_reconnect_backoff_ms': BACKOFF_MAX_MS,
+    });
+  }
+
+  enqueue(m: Message): void {
+    if (this.closed) return;
+    if (this.queue.length >= this.opts.queueLimit) {
+      this.queue.shift();
+      this.dropped++;
+    }
+    this.queue.push(m);
+    this.flush();
+  }
+
+  private open(): void {
+    if (this.stream || this.closed || this.reconnectTimer) return;
+    const stream = this.client.Stream((err) => {
+      // The stream ended (peer restarted, network cut, or it refused a message): reconnect later.
+      if (this.stream === stream) this.stream = null;
+      if (this.closed) return;
+      if (err && err.code !== grpc.status.CANCELLED) {
+        const level = this.connectedOnce ? 'info' : 'debug';
+        this.opts.logger[level]({ nodeId: this.opts.selfId, peer: this.peerId, code: err.code, err: err.details }, 'peer stream ended');
+      }
+      this.scheduleReconnect();
+    }) as grpc.ClientWritableStream<unknown>;
+    stream.on('error', () => {}); // reported through the callback above
+    stream.on('drain', () => {
+      this.writable = true;
+      this.flush();
+    });
+    this.stream = stream;
+    this.writable = true;
+  }
+
+  private scheduleReconnect(): void {
+    if (this.reconnectTimer || this.closed) return;
+    const delay = this.backoffMs / 2 + Math.random() * (this.backoffMs / 2);
+    this.backoffMs = Math.min(this.backoffMs * 2, BACKOFF_MAX_MS);
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      if (this.queue.length > 0) this.flush();
+    }, delay);
+    this.reconnectTimer.unref?.();
+  }
+
+  private flush(): void {
+    if (this.closed) return;
+    if (!this.stream) this.open();
+    const stream = this.stream;
+    if (!stream) return;
+    while (this.writable && this.queue.length > 0) {
+      const m = this.queue.shift()!;
+      this.writable = stream.write(messageToWire(m));
+    }
+    if (this.queue.length === 0 && !this.connectedOnce) {
+      this.connectedOnce = true;
+      this.backoffMs = BACKOFF_MIN_MS;
+    }
+  }
+
+  /** A reply arrived from this peer: the link works, so reset the backoff. */
+  markAlive(): void {
+    this.backoffMs = BACKOFF_MIN_MS;
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.stream?.end();
+    this.stream = null;
+    this.client.close();
+  }
+}
+
+export class PeerTransport implements PeerSender {
+  private links = new Map<NodeId, PeerLink>();
+
+  constructor(private readonly opts: PeerTransportOptions) {
+    for (const [id, address] of opts.peers) {
+      if (id !== opts.selfId) this.links.set(id, new PeerLink(id, address, opts));
+    }
+  }
+
+  send(messages: Message[]): void {
+    for (const m of messages) {
+      const link = this.links.get(m.to);
+      if (link) link.enqueue(m);
+      if (this.opts.traceMessages) this.opts.logger.debug({ nodeId: this.opts.selfId, to: m.to, type: m.type, term: m.term }, 'raft send');
+    }
+  }
+
+  /** Server side: the Raft service handlers feeding decoded messages to `deliver`. */
+  handlers(deliver: (m: Message) => void): RaftHandlers {
+    const selfId = this.opts.selfId;
+    return {
+      Stream: (call, callback) => {
+        let received = 0;
+        let failed = false;
+        call.on('data', (wire: WireRaftMessage) => {
+          if (failed) return;
+          let m: Message;
+          try {
+            m = messageFromWire(wire);
+          } catch (err) {
+            failed = true;
+            callback({ code: grpc.status.INVALID_ARGUMENT, details: `malformed raft message: ${(err as Error).message}` });
+            return;
+          }
+          if (m.to !== selfId) {
+            failed = true;
+            callback({ code: grpc.status.INVALID_ARGUMENT, details: `raft message for ${m.to} reached ${selfId}` });
+            return;
+          }
+          received++;
+          this.links.get(m.from)?.markAlive();
+          deliver(m);
+        });
+        call.on('end', () => {
+          if (!failed) callback(null, { received: String(received) });
+        });
+        call.on('error', () => {});
+      },
+    };
+  }
+
+  close(): void {
+    for (const link of this.links.values()) link.close();
+  }
+
+  droppedCounts(): Record<NodeId, number> {
+    const out: Record<NodeId, number> = {};
+    for (const [id, link] of this.links) out[id] = link.dropped;
+    return out;
+  }
+}

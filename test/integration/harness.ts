@@ -1,0 +1,161 @@
+// Real-process cluster harness: each node is `node dist/src/cli/main.js serve` with its own LevelDB dir.
+// Waits on conditions with deadlines, never fixed sleeps; every process is killed by PID in stop().
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync, createWriteStream, type WriteStream } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { EndpointPool, RpcError } from '../../src/client/rpc.js';
+import type { StatusResponse } from '../../src/transport/proto.js';
+
+export const MAIN_JS = resolve('dist/src/cli/main.js');
+
+export async function freePorts(n: number): Promise<number[]> {
+  const ports: number[] = [];
+  const servers = [];
+  for (let i = 0; i < n; i++) {
+    const s = createServer();
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+    ports.push((s.address() as { port: number }).port);
+    servers.push(s);
+  }
+  for (const s of servers) await new Promise<void>((r) => s.close(() => r()));
+  return ports;
+}
+
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false | null> | T | undefined | false | null, timeoutMs = 15_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastErr: unknown = null;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      lastErr = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${String(lastErr)})` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export interface ClusterOptions {
+  size?: number;
+  extraYaml?: string;
+}
+
+export class TestCluster {
+  readonly dir: string;
+  readonly ids: string[];
+  readonly ports: number[];
+  readonly configPath: string;
+  readonly procs = new Map<string, ChildProcess>();
+  private logs = new Map<string, WriteStream>();
+
+  private constructor(dir: string, ids: string[], ports: number[], extraYaml: string) {
+    this.dir = dir;
+    this.ids = ids;
+    this.ports = ports;
+    this.configPath = join(dir, 'cluster.yaml');
+    const nodes = ids.map((id, i) => `  - id: ${id}\n    address: 127.0.0.1:${ports[i]}\n    dataDir: ${id}\n`).join('');
+    writeFileSync(
+      this.configPath,
+      `nodes:\n${nodes}raft:\n  tickMs: 50\n  electionTicks: 6\n${extraYaml}`,
+    );
+  }
+
+  static async create(opts: ClusterOptions = {}): Promise<TestCluster> {
+    const size = opts.size ?? 3;
+    const dir = mkdtempSync(join(tmpdir(), 'leasehold-it-'));
+    const ids = Array.from({ length: size }, (_, i) => `n${i + 1}`);
+    return new TestCluster(dir, ids, await freePorts(size), opts.extraYaml ?? '');
+  }
+
+  endpoint(id: string): string {
+    return `127.0.0.1:${this.ports[this.ids.indexOf(id)]}`;
+  }
+
+  endpoints(ids = this.ids): string[] {
+    return ids.map((id) => this.endpoint(id));
+  }
+
+  start(id: string): void {
+    if (this.procs.has(id)) throw new Error(`${id} already running`);
+    const log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
+    this.logs.set(id, log);
+    const child = spawn(process.execPath, [MAIN_JS, 'serve', '--config', this.configPath, '--id', id], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout!.pipe(log, { end: false });
+    child.stderr!.pipe(log, { end: false });
+    this.procs.set(id, child);
+    child.on('exit', () => {
+      if (this.procs.get(id) === child) this.procs.delete(id);
+    });
+  }
+
+  startAll(): void {
+    for (const id of this.ids) this.start(id);
+  }
+
+  /** kill -9, and wait until the process is gone. */
+  async kill(id: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const child = this.procs.get(id);
+    if (!child) return;
+    const exited = new Promise<void>((r) => child.once('exit', () => r()));
+    child.kill(signal);
+    await exited;
+    this.procs.delete(id);
+  }
+
+  async status(id: string, timeoutMs = 1000): Promise<StatusResponse> {
+    const pool = new EndpointPool({ endpoints: [this.endpoint(id)] });
+    try {
+      return await pool.status(this.endpoint(id), Date.now() + timeoutMs);
+    } finally {
+      pool.close();
+    }
+  }
+
+  /** Waits until the given nodes agree on one leader (among them) and term; returns its id. */
+  async waitForLeader(among = [...this.procs.keys()], timeoutMs = 20_000): Promise<{ leader: string; term: string }> {
+    return waitFor(
+      `a leader agreed by ${among.join(',')}`,
+      async () => {
+        const sts = await Promise.all(among.map((id) => this.status(id).catch(() => null)));
+        if (sts.some((s) => s === null)) return null;
+        const leaders = new Set(sts.map((s) => s!.leader_id));
+        const terms = new Set(sts.map((s) => s!.term));
+        if (leaders.size !== 1 || terms.size !== 1) return null;
+        const leader = [...leaders][0]!;
+        if (!leader || !among.includes(leader)) return null;
+        const leaderStatus = sts.find((s) => s!.node_id === leader)!;
+        if (leaderStatus.role !== 'LEADER') return null;
+        return { leader, term: [...terms][0]! };
+      },
+      timeoutMs,
+    );
+  }
+
+  pool(ids = this.ids): EndpointPool {
+    return new EndpointPool({ endpoints: this.endpoints(ids), attemptTimeoutMs: 1500 });
+  }
+
+  /** One raw unary call against one node, no retries. */
+  async raw<Res>(id: string, method: 'Acquire' | 'Renew' | 'Release' | 'Get', request: object, timeoutMs = 3000): Promise<Res> {
+    const pool = new EndpointPool({ endpoints: [this.endpoint(id)], attemptTimeoutMs: timeoutMs });
+    try {
+      return await pool.call<Res>(method, request, Date.now() + timeoutMs, undefined, false);
+    } finally {
+      pool.close();
+    }
+  }
+
+  async stop(): Promise<void> {
+    for (const id of [...this.procs.keys()]) await this.kill(id);
+    for (const log of this.logs.values()) log.end();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export function isCode(err: unknown, code: grpc.status): boolean {
+  return err instanceof RpcError && err.code === code;
+}
