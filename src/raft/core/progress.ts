@@ -17,6 +17,8 @@ export class Progress {
   snapshotOffset = 0;
   /** Heard from since the last CheckQuorum round. */
   recentActive = false;
+  /** Leader ticks since `match` last advanced (detects appends lost in flight while pipelining). */
+  ticksWithoutProgress = 0;
 
   constructor(readonly id: NodeId, lastIndex: number) {
     this.next = lastIndex + 1;
@@ -51,6 +53,7 @@ export class Progress {
     let updated = false;
     if (matchIndex > this.match) {
       this.match = matchIndex;
+      this.ticksWithoutProgress = 0;
       updated = true;
     }
     if (this.next < matchIndex + 1) this.next = matchIndex + 1;

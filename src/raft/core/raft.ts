@@ -64,6 +64,8 @@ export function defaultRaftConfig(id: NodeId, rng: RaftConfig['rng']): RaftConfi
 }
 
 const MAX_COMMITTED_PER_READY = 1024;
+/** Leader ticks a replicating follower may go without progress (while behind) before we re-probe it. */
+const STALL_TICKS = 3;
 
 export class Raft {
   readonly id: NodeId;
@@ -365,6 +367,7 @@ export class Raft {
 
   private tickLeader(): void {
     this.heartbeatElapsed++;
+    for (const pr of this.progress.values()) pr.ticksWithoutProgress++;
     this.electionElapsed++;
     if (this.electionElapsed >= this.cfg.electionTicks) {
       this.electionElapsed = 0;
@@ -762,6 +765,12 @@ export class Raft {
         continue;
       }
       if (pr.state === 'probe') pr.probeSent = false; // a lost probe must not stall the follower forever
+      if (pr.state === 'replicate' && pr.match < this.log.lastIndex() && pr.ticksWithoutProgress > STALL_TICKS) {
+        // §5.3 "the leader retries AppendEntries indefinitely": pipelined appends (or their answers) were
+        // lost — heartbeats still succeed at pr.match but nothing moves. Fall back to probing from match.
+        pr.becomeProbe();
+        pr.ticksWithoutProgress = 0;
+      }
       if (!this.sendHeartbeat(pr)) {
         this.sendAppend(id, true);
         continue;
