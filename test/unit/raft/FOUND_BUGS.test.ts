@@ -1,0 +1,31 @@
+// Core bugs found by the per-rule tests that are still open. Each test here FAILS against the current
+// core on purpose; it names the rule, reproduces the bug minimally, and turns green once src/raft/core is
+// fixed. (Fixed bugs move to the per-rule files as regression tests: see "retries indefinitely" in
+// paper-5.3-replication.test.ts, fixed in d79a503.)
+import { describe, expect, it } from 'vitest';
+import { Network, enc, ofType } from './harness.js';
+
+describe('FOUND BUGS in src/raft/core (open)', () => {
+  // src/raft/core/raft.ts tickLeader (~line 370) increments pr.ticksWithoutProgress on EVERY leader tick,
+  // including ticks when the follower is fully caught up, and only Progress.maybeUpdate resets it. After any
+  // idle period the counter is already > STALL_TICKS, so the first heartbeat after a new proposal — while
+  // that append is merely in flight — takes the "appends were lost" branch in broadcastHeartbeat (~line 768):
+  // becomeProbe(), the in-flight entries are sent again, and pipelining is off (probe = 1 entry per
+  // message) until the ack comes back. The counter's own doc says "while behind"; it counts idle time too.
+  // Impact: performance only (duplicate sends, temporary loss of pipelining); no safety or liveness issue.
+  it('BUG §5.3 pipelining: after an idle period, an append still in flight is resent and the follower is thrown back to probing by the next heartbeat', () => {
+    const net = new Network(['a', 'b', 'c']);
+    net.elect('a');
+    net.tickAll(10); // idle: everyone caught up, nothing in flight
+    const a = net.node('a');
+    a.raft.propose(enc('x'));
+    const first = ofType(net.collect(), 'AppendEntries').filter((m) => m.to === 'b');
+    expect(first.map((m) => m.entries.map((e) => e.index))).toEqual([[2]]);
+    a.raft.tick(); // one heartbeat interval later, before b's answer arrived (it is only in flight)
+    const resent = ofType(net.collect(), 'AppendEntries').filter((m) => m.to === 'b' && m.entries.length > 0);
+    // Expected: b stays in replicate state and index 2 is not sent a second time.
+    // Actual: state 'probe' and a second AppendEntries carrying index 2.
+    expect(a.raft.progressSnapshot().get('b')!.state).toBe('replicate');
+    expect(resent).toEqual([]);
+  });
+});
