@@ -114,7 +114,17 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       await liveNode.stop();
       transport.close();
       api.close();
-      await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      // Peers keep their streams to us open; give in-flight calls a moment, then close the rest.
+      await new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 500);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
       await storage.close();
       logger.info({ nodeId: id }, 'leasehold node stopped');
     })();

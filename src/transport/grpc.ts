@@ -32,7 +32,6 @@ class PeerLink {
   private backoffMs = BACKOFF_MIN_MS;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private closed = false;
-  private connectedOnce = false;
   dropped = 0;
 
   constructor(
@@ -67,8 +66,8 @@ class PeerLink {
       if (this.stream === stream) this.stream = null;
       if (this.closed) return;
       if (err && err.code !== grpc.status.CANCELLED) {
-        const level = this.connectedOnce ? 'info' : 'debug';
-        this.opts.logger[level]({ nodeId: this.opts.selfId, peer: this.peerId, code: err.code, err: err.details }, 'peer stream ended');
+        this.opts.logger.debug({ nodeId: this.opts.selfId, peer: this.peerId, code: err.code, err: err.details }, 'peer stream ended');
+        this.markDown();
       }
       this.scheduleReconnect();
     }) as grpc.ClientWritableStream<unknown>;
@@ -101,15 +100,24 @@ class PeerLink {
       const m = this.queue.shift()!;
       this.writable = stream.write(messageToWire(m));
     }
-    if (this.queue.length === 0 && !this.connectedOnce) {
-      this.connectedOnce = true;
-      this.backoffMs = BACKOFF_MIN_MS;
+  }
+
+  private alive = false;
+
+  /** A message arrived from this peer: the link works, so reset the backoff. */
+  markAlive(): void {
+    this.backoffMs = BACKOFF_MIN_MS;
+    if (!this.alive) {
+      this.alive = true;
+      this.opts.logger.info({ nodeId: this.opts.selfId, peer: this.peerId, address: this.address }, 'peer connected');
     }
   }
 
-  /** A reply arrived from this peer: the link works, so reset the backoff. */
-  markAlive(): void {
-    this.backoffMs = BACKOFF_MIN_MS;
+  markDown(): void {
+    if (this.alive) {
+      this.alive = false;
+      this.opts.logger.info({ nodeId: this.opts.selfId, peer: this.peerId, address: this.address }, 'peer disconnected');
+    }
   }
 
   close(): void {

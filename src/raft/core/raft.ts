@@ -367,7 +367,9 @@ export class Raft {
 
   private tickLeader(): void {
     this.heartbeatElapsed++;
-    for (const pr of this.progress.values()) pr.ticksWithoutProgress++;
+    // Only a follower that is behind can be stalled; an idle, caught-up one is not.
+    const last = this.log.lastIndex();
+    for (const pr of this.progress.values()) pr.ticksWithoutProgress = pr.match < last ? pr.ticksWithoutProgress + 1 : 0;
     this.electionElapsed++;
     if (this.electionElapsed >= this.cfg.electionTicks) {
       this.electionElapsed = 0;

@@ -1,12 +1,11 @@
-// Core bugs found by the per-rule tests that are still open. Each test here FAILS against the current
-// core on purpose; it names the rule, reproduces the bug minimally, and turns green once src/raft/core is
-// fixed. (Fixed bugs move to the per-rule files as regression tests: see "retries indefinitely" in
-// paper-5.3-replication.test.ts, fixed in d79a503.)
+// Regression tests for core bugs found by the per-rule tests (each failed against the core before its
+// fix). See also "retries indefinitely" in paper-5.3-replication.test.ts, fixed in d79a503.
 import { describe, expect, it } from 'vitest';
 import { Network, enc, ofType } from './harness.js';
 
-describe('FOUND BUGS in src/raft/core (open)', () => {
-  // src/raft/core/raft.ts tickLeader (~line 370) increments pr.ticksWithoutProgress on EVERY leader tick,
+describe('regressions in src/raft/core', () => {
+  // Fixed: the stall counter now counts only while the follower is behind. Before the fix,
+  // src/raft/core/raft.ts tickLeader (~line 370) incremented pr.ticksWithoutProgress on EVERY leader tick,
   // including ticks when the follower is fully caught up, and only Progress.maybeUpdate resets it. After any
   // idle period the counter is already > STALL_TICKS, so the first heartbeat after a new proposal — while
   // that append is merely in flight — takes the "appends were lost" branch in broadcastHeartbeat (~line 768):
@@ -23,8 +22,7 @@ describe('FOUND BUGS in src/raft/core (open)', () => {
     expect(first.map((m) => m.entries.map((e) => e.index))).toEqual([[2]]);
     a.raft.tick(); // one heartbeat interval later, before b's answer arrived (it is only in flight)
     const resent = ofType(net.collect(), 'AppendEntries').filter((m) => m.to === 'b' && m.entries.length > 0);
-    // Expected: b stays in replicate state and index 2 is not sent a second time.
-    // Actual: state 'probe' and a second AppendEntries carrying index 2.
+    // b stays in replicate state and index 2 is not sent a second time (before the fix: 'probe' and a resend).
     expect(a.raft.progressSnapshot().get('b')!.state).toBe('replicate');
     expect(resent).toEqual([]);
   });
