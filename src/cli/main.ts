@@ -4,6 +4,7 @@ import { Command } from 'commander';
 import { serveCommand } from './serve.js';
 import { devCommand } from './dev.js';
 import { clientCommands } from './client-commands.js';
+import { runCommand } from './run.js';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -15,6 +16,7 @@ export function buildProgram(): Command {
   serveCommand(program);
   devCommand(program);
   clientCommands(program);
+  runCommand(program);
   return program;
 }
 

@@ -19,6 +19,19 @@ export class RpcError extends Error {
   }
 }
 
+/** Per-call knobs of EndpointPool.call (the boolean form `retry` is still accepted). */
+export interface CallOptions {
+  /** Retry retryable errors (UNAVAILABLE, DEADLINE_EXCEEDED, ...) on the next endpoint until the deadline. Default true. */
+  retry?: boolean;
+  /** Cap of one attempt (ms) for this call; default: the pool's attemptTimeoutMs (+ wait_ms of the request). */
+  attemptTimeoutMs?: number;
+  /** Told about every failed attempt that will be retried: the endpoint, the error, and how many attempts failed so far. */
+  onRetry?: (info: { endpoint: string; error: RpcError; attempt: number }) => void;
+}
+
+/** A request, or a function building it for each attempt (same request_id, e.g. a shrinking wait_ms). */
+export type RequestSource = object | ((attempt: number) => object);
+
 export interface EndpointPoolOptions {
   endpoints: string[];
   credentials?: grpc.ChannelCredentials;
@@ -60,17 +73,24 @@ export class EndpointPool {
     return c;
   }
 
-  /** One call, retried across endpoints on retryable errors until `deadline` (epoch ms). */
-  async call<Res>(method: LockMethod, request: object, deadline: number, signal?: AbortSignal, retry = true): Promise<Res> {
+  /**
+   * One call, retried across endpoints on retryable errors until `deadline` (epoch ms). `request` may be a
+   * function of the attempt number so a retry can adjust fields that are not part of the request's identity
+   * (wait_ms) while keeping its request_id.
+   */
+  async call<Res>(method: LockMethod, request: RequestSource, deadline: number, signal?: AbortSignal, options: boolean | CallOptions = true): Promise<Res> {
+    const opts: CallOptions = typeof options === 'boolean' ? { retry: options } : options;
+    const retry = opts.retry ?? true;
     let lastErr: RpcError | null = null;
     let attempt = 0;
     while (Date.now() < deadline) {
       if (signal?.aborted) throw new RpcError(grpc.status.CANCELLED, 'cancelled by the caller');
       const idx = (this.preferred + attempt) % this.endpoints.length;
       const ep = this.endpoints[idx]!;
-      const attemptDeadline = Math.min(deadline, Date.now() + this.attemptTimeoutMs + waitMsOf(request));
+      const req = typeof request === 'function' ? request(attempt) : request;
+      const attemptDeadline = Math.min(deadline, Date.now() + (opts.attemptTimeoutMs ?? this.attemptTimeoutMs) + waitMsOf(req));
       try {
-        const res = await this.unary<Res>(this.lockClient(ep), method, request, attemptDeadline, signal);
+        const res = await this.unary<Res>(this.lockClient(ep), method, req, attemptDeadline, signal);
         this.preferred = idx;
         return res;
       } catch (err) {
@@ -78,6 +98,7 @@ export class EndpointPool {
         if (!retry || !RETRYABLE.has(e.code) || signal?.aborted) throw e;
         lastErr = e;
         attempt++;
+        opts.onRetry?.({ endpoint: ep, error: e, attempt });
         // Back off a little once we have tried every endpoint: an election takes a few hundred ms.
         if (attempt % this.endpoints.length === 0) await sleep(Math.min(50 * attempt, 300), signal);
       }

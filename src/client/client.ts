@@ -1,0 +1,209 @@
+// The TypeScript client: `new LockClient({ endpoints })`, then `acquire`, `withLock`, `get`.
+//
+// Every mutating call carries a request_id and is retried with the SAME id on UNAVAILABLE,
+// DEADLINE_EXCEEDED and connection errors, across endpoints, until the caller's deadline: the server's
+// dedup table makes the retries exactly-once (a lost acquire response retried returns the same token).
+import './dispose.js';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import type * as grpc from '@grpc/grpc-js';
+import type { AcquireResponse, GetResponse } from '../transport/proto.js';
+import { LeaseholdError, LockLostError, LockNotAcquiredError, UnavailableError, fromRpcError } from './errors.js';
+import { LockHandle, type HandleContext, type LockRpc } from './handle.js';
+import { silentLogger, type ClientLogger } from './logger.js';
+import { EndpointPool, newRequestId } from './rpc.js';
+
+export interface LockClientOptions {
+  /** host:port of cluster nodes (any subset; followers forward to the leader), as a list or comma-separated. */
+  endpoints: readonly string[] | string;
+  /** Default: insecure (plaintext) channels. */
+  credentials?: grpc.ChannelCredentials;
+  /** pino-compatible; silent by default. */
+  logger?: ClientLogger;
+  /** Owner prefix of this client; default `<hostname>:<pid>:<random>`. */
+  clientId?: string;
+  /** Overall deadline (ms) of acquire (on top of waitMs), release and get, retries included. Default 10 s. */
+  timeoutMs?: number;
+  /** Cap of one attempt on one endpoint (ms). Default 3 s. */
+  attemptTimeoutMs?: number;
+  /** Fraction of the ttl the local lease deadline keeps in hand for clock-rate drift. Default 0.02. */
+  leaseSafetyFraction?: number;
+  /** @internal tests inject a pool double. */
+  rpc?: LockRpc & { close?: () => void };
+  /** @internal tests inject a clock. */
+  now?: () => number;
+}
+
+export interface AcquireOptions {
+  /** Lease length; renewed automatically about every ttl/3 while the handle is ACTIVE. */
+  ttlMs: number;
+  /** 0 (default): answer at once. > 0: queue in FIFO order up to this long for the lock. */
+  waitMs?: number;
+  /** Default: `<clientId>/<n>`, unique per acquire, so two acquires from one process exclude each other too. */
+  owner?: string;
+  /** Cancels the acquire (and any wait). A lease granted at the very moment of cancelling lapses after ttl. */
+  signal?: AbortSignal;
+  /** Overall deadline of the acquire, retries included; default waitMs + the client's timeoutMs. */
+  timeoutMs?: number;
+}
+
+export interface LockInfo {
+  key: string;
+  held: boolean;
+  owner: string;
+  token: bigint;
+  /** Remaining lease by the leader's clock when it answered. */
+  ttlMs: number;
+  /** The highest token ever issued for the key (0n if never); survives release. */
+  lastToken: bigint;
+}
+
+export class LockClient {
+  readonly clientId: string;
+  readonly endpoints: readonly string[];
+  private readonly rpc: LockRpc & { close?: () => void };
+  private readonly logger: ClientLogger;
+  private readonly timeoutMs: number;
+  private readonly ctx: HandleContext;
+  private readonly active = new Set<LockHandle>();
+  private ownerSeq = 0;
+  private closed = false;
+
+  constructor(opts: LockClientOptions) {
+    const endpoints = typeof opts.endpoints === 'string' ? opts.endpoints.split(',') : [...opts.endpoints];
+    this.endpoints = endpoints.map((e) => e.trim()).filter(Boolean);
+    if (this.endpoints.length === 0) throw new LeaseholdError('LockClient: give at least one endpoint (host:port of a leasehold node)');
+    this.logger = opts.logger ?? silentLogger;
+    this.timeoutMs = opts.timeoutMs ?? 10_000;
+    this.clientId = opts.clientId ?? `${hostname().slice(0, 180)}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    this.rpc =
+      opts.rpc ??
+      new EndpointPool({
+        endpoints: [...this.endpoints],
+        ...(opts.credentials ? { credentials: opts.credentials } : {}),
+        attemptTimeoutMs: opts.attemptTimeoutMs ?? 3000,
+      });
+    this.ctx = {
+      rpc: this.rpc,
+      logger: this.logger,
+      now: opts.now ?? (() => performance.now()),
+      onSettled: (h) => this.active.delete(h),
+      isClosed: () => this.closed,
+      releaseTimeoutMs: this.timeoutMs,
+      leaseSafetyFraction: opts.leaseSafetyFraction ?? 0.02,
+    };
+  }
+
+  /**
+   * Takes the lock on `key`. Resolves with an ACTIVE handle carrying the fencing token; rejects with
+   * LockNotAcquiredError (held by someone else), UnavailableError (no node answered in time; a lease it may
+   * have granted lapses by itself), InvalidRequestError (bad key/owner/ttl), or the signal's reason.
+   */
+  async acquire(key: string, opts: AcquireOptions): Promise<LockHandle> {
+    this.assertOpen();
+    if (typeof key !== 'string' || key === '') throw new LeaseholdError('acquire: key must be a non-empty string');
+    if (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs <= 0) throw new LeaseholdError(`acquire "${key}": ttlMs must be a positive integer of milliseconds (got ${opts.ttlMs})`);
+    const waitMs = opts.waitMs ?? 0;
+    if (!Number.isSafeInteger(waitMs) || waitMs < 0) throw new LeaseholdError(`acquire "${key}": waitMs must be a non-negative integer of milliseconds (got ${waitMs})`);
+    opts.signal?.throwIfAborted();
+
+    const owner = opts.owner ?? `${this.clientId}/${++this.ownerSeq}`;
+    const requestId = newRequestId();
+    const timeoutMs = opts.timeoutMs ?? waitMs + this.timeoutMs;
+    // Measured BEFORE the first send: the server's lease starts no earlier than this.
+    const sentAt = this.ctx.now();
+    const startedAtEpoch = Date.now();
+    // The same request_id on every attempt; only the remaining wait shrinks (not part of the request's identity).
+    const request = () => ({
+      key,
+      owner,
+      ttl_ms: String(opts.ttlMs),
+      wait_ms: String(Math.max(0, waitMs - (Date.now() - startedAtEpoch))),
+      request_id: requestId,
+    });
+    this.logger.debug({ key, owner, requestId, ttlMs: opts.ttlMs, waitMs }, 'acquire sent');
+    let res: AcquireResponse;
+    try {
+      res = await this.rpc.call<AcquireResponse>('Acquire', request, startedAtEpoch + timeoutMs, opts.signal, {
+        onRetry: (r) => this.logger.debug({ key, owner, requestId, endpoint: r.endpoint, attempt: r.attempt, code: r.error.code, error: r.error.details }, 'acquire retried with the same request_id'),
+      });
+    } catch (err) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      throw fromRpcError(err, `acquiring lock "${key}"`, this.endpoints, Date.now() - startedAtEpoch);
+    }
+    if (!res.acquired) {
+      throw new LockNotAcquiredError(key, res.holder_owner, Number(res.holder_ttl_ms), waitMs > 0 ? Date.now() - startedAtEpoch : 0);
+    }
+    const handle = new LockHandle(this.ctx, { key, owner, token: BigInt(res.token), ttlMs: Number(res.ttl_ms) || opts.ttlMs, sentAtMs: sentAt });
+    this.logger.debug({ key, owner, requestId, token: res.token }, 'acquired');
+    this.active.add(handle);
+    await handle.start();
+    if (this.closed) handle.closeByClient();
+    return handle;
+  }
+
+  /**
+   * Runs `fn` while holding the lock: `lock.signal` aborts the moment the lock is lost; the lock is released
+   * when `fn` settles (also when it throws). If the lock was lost while `fn` ran, rejects with LockLostError
+   * (its `cause` is fn's own error, if any) even if fn completed: its writes may have been refused by the
+   * fenced resource.
+   */
+  async withLock<T>(key: string, opts: AcquireOptions, fn: (lock: LockHandle) => Promise<T> | T): Promise<T> {
+    const lock = await this.acquire(key, opts);
+    let result: T;
+    try {
+      result = await fn(lock);
+    } catch (err) {
+      const lost = lock.lostReason;
+      await lock[Symbol.asyncDispose]();
+      if (lost && !(err instanceof LockLostError)) throw new LockLostError(lost.key, lost.token, lost.reason, `${lost.detail} while the critical section ran`, { cause: err });
+      throw err;
+    }
+    const lost = lock.lostReason;
+    await lock[Symbol.asyncDispose]();
+    if (lost) throw lost;
+    return result;
+  }
+
+  /** Linearizable read of who holds `key` (through the leader). */
+  async get(key: string, opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<LockInfo> {
+    this.assertOpen();
+    const started = Date.now();
+    let res: GetResponse;
+    try {
+      res = await this.rpc.call<GetResponse>('Get', { key }, started + (opts.timeoutMs ?? this.timeoutMs), opts.signal);
+    } catch (err) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      throw fromRpcError(err, `reading lock "${key}"`, this.endpoints, Date.now() - started);
+    }
+    return { key, held: res.held, owner: res.owner, token: BigInt(res.token), ttlMs: Number(res.ttl_ms), lastToken: BigInt(res.last_token) };
+  }
+
+  /** Handles this client holds right now. */
+  heldLocks(): LockHandle[] {
+    return [...this.active].filter((h) => h.isActive());
+  }
+
+  /**
+   * Stops everything: every ACTIVE handle turns LOST at once (its signal aborts) and channels close.
+   * Held leases are NOT released (they lapse after their ttl); release them first, or use `await using`.
+   */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const h of [...this.active]) h.closeByClient();
+    this.active.clear();
+    this.rpc.close?.();
+  }
+
+  /** `await using client = new LockClient(...)`: releases held locks (best effort), then closes. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await Promise.all([...this.active].map((h) => h[Symbol.asyncDispose]()));
+    this.close();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new UnavailableError('this LockClient is closed; create a new one');
+  }
+}

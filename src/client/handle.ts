@@ -1,0 +1,339 @@
+// A held lock on the client side: ACTIVE -> LOST | RELEASED, both final (SPEC "Client-side state").
+//
+// The handle keeps a conservative local lease deadline: (time the acquire/renew was SENT) + ttl - margin,
+// on the monotonic clock (performance.now). The server starts the lease when it orders the command in its
+// log, which is after we sent it, so our deadline falls no later than the moment the server may give the
+// key to someone else (LEASES.md, last section). The margin covers clock-rate drift between us and the leader.
+//
+// LOST is detected three ways, whichever comes first:
+//   - the server refuses a renew (NOT_HELD / WRONG_OWNER / WRONG_TOKEN / EXPIRED);
+//   - the local deadline passes without a confirmed renew (a timer, AND a synchronous check every time
+//     `state`, `signal`, `isActive()` or `assertActive()` is read — after a GC pause, a SIGSTOP or a blocked
+//     event loop the timer has not run yet, but the check sees the clock and turns the handle LOST before
+//     the caller can write);
+//   - the client is closed.
+import './dispose.js';
+import { EventEmitter } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import type { Reason, ReleaseResponse, RenewResponse } from '../transport/proto.js';
+import { LockLostError, LockReleasedError, UnavailableError, fromRpcError, type LostReason } from './errors.js';
+import type { ClientLogger } from './logger.js';
+import { newRequestId, type CallOptions, type LockMethod, type RequestSource } from './rpc.js';
+
+export type LockState = 'ACTIVE' | 'LOST' | 'RELEASED';
+
+/** What EndpointPool offers; a narrow interface so unit tests can script the server. */
+export interface LockRpc {
+  readonly endpoints: readonly string[];
+  call<Res>(method: LockMethod, request: RequestSource, deadline: number, signal?: AbortSignal, options?: boolean | CallOptions): Promise<Res>;
+}
+
+/** Shared by every handle of one LockClient. */
+export interface HandleContext {
+  rpc: LockRpc;
+  logger: ClientLogger;
+  /** Monotonic milliseconds; performance.now unless a test injects its own. */
+  now: () => number;
+  /** After LockClient.close() no call can be made. */
+  isClosed: () => boolean;
+  /** Called once when the handle leaves ACTIVE, so the client can forget it. */
+  onSettled: (handle: LockHandle) => void;
+  /** Default deadline of a release (ms). */
+  releaseTimeoutMs: number;
+  /** Fraction of the ttl kept as a safety margin against clock-rate drift. */
+  leaseSafetyFraction: number;
+}
+
+export interface ReleaseResult {
+  /**
+   * 'released': the server freed our lease (by this call or by an earlier attempt of it whose response was
+   * lost — the retry carries the same request_id).
+   * 'not-held': nobody holds the key: our lease lapsed, or was freed by an attempt whose outcome the server
+   * no longer remembers. Clean: there is nothing left to free.
+   * 'held-by-another': the lock had already moved on (a newer token exists); nothing was changed.
+   */
+  outcome: 'released' | 'not-held' | 'held-by-another';
+  /** The server's reason when it did not release ('UNSPECIFIED' when it did). */
+  reason: Reason;
+}
+
+export interface RenewedEvent {
+  /** Lease length the server granted. */
+  ttlMs: number;
+  /** What is left of the local (conservative) lease after this renew. */
+  remainingMs: number;
+}
+
+export interface LockHandleEvents {
+  lost: [LockLostError];
+  renewed: [RenewedEvent];
+}
+
+export interface HandleInit {
+  key: string;
+  owner: string;
+  token: bigint;
+  ttlMs: number;
+  /** Monotonic time at which the acquire that granted this token was first sent. */
+  sentAtMs: number;
+}
+
+export class LockHandle extends EventEmitter<LockHandleEvents> {
+  readonly key: string;
+  readonly owner: string;
+  /** The fencing token: pass it with every write to a protected resource. */
+  readonly token: bigint;
+  readonly ttlMs: number;
+  /** Renew about every ttl/3: two more tries fit before the lease would run out. */
+  readonly renewIntervalMs: number;
+
+  private current: LockState = 'ACTIVE';
+  private readonly abort = new AbortController();
+  private lostError: LockLostError | null = null;
+  /** Monotonic time the last confirmed acquire/renew was sent; the lease is measured from here. */
+  private anchorMs: number;
+  private leaseDeadlineMs: number;
+  private renewTimer: NodeJS.Timeout | null = null;
+  private deadlineTimer: NodeJS.Timeout | null = null;
+  private renewing: AbortController | null = null;
+  private readonly marginMs: number;
+  /** One request_id for this handle's release, reused by every retry and every release() call. */
+  private readonly releaseRequestId = newRequestId();
+  private releaseDone: ReleaseResult | null = null;
+  private releasing: Promise<ReleaseResult> | null = null;
+
+  /** @internal Use LockClient.acquire. */
+  constructor(
+    private readonly ctx: HandleContext,
+    init: HandleInit,
+  ) {
+    super();
+    this.key = init.key;
+    this.owner = init.owner;
+    this.token = init.token;
+    this.ttlMs = init.ttlMs;
+    this.renewIntervalMs = Math.max(1, Math.floor(init.ttlMs / 3));
+    this.marginMs = Math.ceil(init.ttlMs * ctx.leaseSafetyFraction);
+    this.anchorMs = init.sentAtMs;
+    this.leaseDeadlineMs = init.sentAtMs + init.ttlMs - this.marginMs;
+  }
+
+  /**
+   * @internal Arms the timers. When the grant may have happened well after the first send (the acquire
+   * waited in line, or was retried), the deadline measured from that send would be short or already past:
+   * re-anchor with one renew before handing the handle out. Throws LockLostError if that renew is refused.
+   */
+  async start(): Promise<void> {
+    if (this.ctx.now() - this.anchorMs >= this.renewIntervalMs) {
+      const sentAt = this.ctx.now();
+      let res: RenewResponse;
+      try {
+        res = await this.ctx.rpc.call<RenewResponse>('Renew', this.renewRequest(), Date.now() + this.ttlMs, undefined, { attemptTimeoutMs: this.attemptTimeoutMs() });
+      } catch (err) {
+        this.lostError = new LockLostError(this.key, this.token, 'DEADLINE', 'the lock was granted but could not be confirmed');
+        this.settle('LOST');
+        throw fromRpcError(err, `confirming lock "${this.key}" after a late grant`, this.ctx.rpc.endpoints, this.ttlMs);
+      }
+      if (!res.renewed) {
+        const lost = new LockLostError(this.key, this.token, res.reason as LostReason, `the lock was granted but ended before it could be confirmed (server says ${res.reason})`);
+        this.lostError = lost;
+        this.settle('LOST');
+        throw lost;
+      }
+      this.confirm(sentAt, Number(res.ttl_ms));
+    }
+    this.armDeadline();
+    this.scheduleRenew();
+  }
+
+  /** ACTIVE, LOST or RELEASED. Reading it checks the local deadline first. */
+  get state(): LockState {
+    this.checkDeadline();
+    return this.current;
+  }
+
+  /** Aborted the moment the lock is LOST (reason: the LockLostError) or released. Reading it checks the deadline. */
+  get signal(): AbortSignal {
+    this.checkDeadline();
+    return this.abort.signal;
+  }
+
+  /** Why the lock was lost, once it is. */
+  get lostReason(): LockLostError | null {
+    this.checkDeadline();
+    return this.lostError;
+  }
+
+  /** True only while the lock is ACTIVE: the single condition under which a write may be made. */
+  isActive(): boolean {
+    return this.state === 'ACTIVE';
+  }
+
+  /** Returns the token if ACTIVE; throws LockLostError / LockReleasedError otherwise. Call right before each write. */
+  assertActive(): bigint {
+    const s = this.state;
+    if (s === 'ACTIVE') return this.token;
+    if (s === 'LOST') throw this.lostError!;
+    throw new LockReleasedError(this.key, this.token);
+  }
+
+  /** Milliseconds left of the conservative local lease; 0 unless ACTIVE. */
+  remainingMs(): number {
+    if (this.state !== 'ACTIVE') return 0;
+    return Math.max(0, this.leaseDeadlineMs - this.ctx.now());
+  }
+
+  /**
+   * Gives the lock up. Safe to call again and to retry after an error: every call uses this handle's one
+   * request_id, so a retry after a lost response gets the first outcome back, and never frees a newer
+   * holder's lock (release checks owner AND token). Rejects only with UnavailableError (cluster
+   * unreachable until the deadline); the lease then lapses on the server by itself within its ttl.
+   */
+  release(opts: { timeoutMs?: number } = {}): Promise<ReleaseResult> {
+    if (this.releaseDone) return Promise.resolve(this.releaseDone);
+    if (this.releasing) return this.releasing;
+    this.checkDeadline();
+    if (this.current === 'ACTIVE') this.settle('RELEASED');
+    if (this.ctx.isClosed()) {
+      return Promise.reject(new UnavailableError(`releasing lock "${this.key}": the LockClient is closed; the lease lapses by itself within its ttl`));
+    }
+    const timeoutMs = opts.timeoutMs ?? this.ctx.releaseTimeoutMs;
+    const request = { key: this.key, owner: this.owner, token: this.token.toString(), request_id: this.releaseRequestId };
+    this.ctx.logger.debug({ key: this.key, token: String(this.token), requestId: this.releaseRequestId }, 'release sent');
+    this.releasing = this.ctx.rpc
+      .call<ReleaseResponse>('Release', request, Date.now() + timeoutMs, undefined, {
+        onRetry: (r) => this.ctx.logger.debug({ key: this.key, requestId: this.releaseRequestId, endpoint: r.endpoint, attempt: r.attempt, code: r.error.code }, 'release retried with the same request_id'),
+      })
+      .then(
+        (res) => {
+          const result: ReleaseResult = res.released
+            ? { outcome: 'released', reason: 'UNSPECIFIED' }
+            : res.reason === 'WRONG_OWNER' || res.reason === 'WRONG_TOKEN'
+              ? { outcome: 'held-by-another', reason: res.reason }
+              : { outcome: 'not-held', reason: res.reason };
+          this.releaseDone = result;
+          this.ctx.logger.debug({ key: this.key, token: String(this.token), ...result }, 'release answered');
+          return result;
+        },
+        (err: unknown) => {
+          throw fromRpcError(err, `releasing lock "${this.key}"`, this.ctx.rpc.endpoints, timeoutMs);
+        },
+      )
+      .finally(() => {
+        this.releasing = null;
+      });
+    return this.releasing;
+  }
+
+  /** `await using lock = await client.acquire(...)`: releases at the end of the scope; never throws. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    try {
+      await this.release();
+    } catch (err) {
+      this.ctx.logger.warn({ key: this.key, token: String(this.token), err: (err as Error).message }, 'release at dispose failed; the lease lapses by itself');
+    }
+  }
+
+  /** @internal LockClient.close(): the client can no longer renew, so the lock is LOST. */
+  closeByClient(): void {
+    this.markLost('CLIENT_CLOSED', 'the LockClient was closed while the lock was held');
+  }
+
+  // ------------------------------------------------------------------ renewing
+
+  private renewRequest(): object {
+    return { key: this.key, owner: this.owner, token: this.token.toString(), ttl_ms: String(this.ttlMs), request_id: newRequestId() };
+  }
+
+  private attemptTimeoutMs(): number {
+    // Short enough that a black-holed endpoint leaves time to try another before the lease runs out.
+    return Math.max(100, Math.min(3000, Math.floor(this.ttlMs / 4)));
+  }
+
+  private scheduleRenew(): void {
+    if (this.current !== 'ACTIVE') return;
+    const dueInMs = Math.max(0, this.anchorMs + this.renewIntervalMs - this.ctx.now());
+    this.renewTimer = setTimeout(() => void this.renewOnce(), dueInMs);
+    this.renewTimer.unref?.();
+  }
+
+  private armDeadline(): void {
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    if (this.current !== 'ACTIVE') return;
+    this.deadlineTimer = setTimeout(() => this.checkDeadline(), Math.max(0, this.leaseDeadlineMs - this.ctx.now()));
+    this.deadlineTimer.unref?.();
+  }
+
+  private async renewOnce(): Promise<void> {
+    this.renewTimer = null;
+    this.checkDeadline();
+    if (this.current !== 'ACTIVE') return;
+    const sentAt = this.ctx.now();
+    // One request_id per renew, reused by its retries: a retry after a lost response is applied once.
+    const request = this.renewRequest();
+    const ctl = new AbortController();
+    this.renewing = ctl;
+    // No point retrying past the local deadline: by then the lock is LOST whatever the server says.
+    const deadline = Date.now() + Math.max(0, this.leaseDeadlineMs - sentAt);
+    let res: RenewResponse;
+    try {
+      res = await this.ctx.rpc.call<RenewResponse>('Renew', request, deadline, ctl.signal, {
+        attemptTimeoutMs: this.attemptTimeoutMs(),
+        onRetry: (r) => this.ctx.logger.debug({ key: this.key, token: String(this.token), endpoint: r.endpoint, attempt: r.attempt, code: r.error.code }, 'renew retried with the same request_id'),
+      });
+    } catch (err) {
+      if (this.current !== 'ACTIVE') return;
+      const e = fromRpcError(err, `renewing lock "${this.key}"`, this.ctx.rpc.endpoints, Math.round(this.ctx.now() - sentAt));
+      if (e instanceof UnavailableError) this.markLost('DEADLINE', `no renew was confirmed before the local lease deadline (${e.message})`);
+      else this.markLost('RENEW_FAILED', e.message);
+      return;
+    } finally {
+      if (this.renewing === ctl) this.renewing = null;
+    }
+    // A confirmation that arrives after the deadline passed comes too late: the deadline wins.
+    this.checkDeadline();
+    if (this.current !== 'ACTIVE') return;
+    if (!res.renewed) {
+      this.markLost(res.reason as LostReason, `the server refused to renew it (${res.reason})`);
+      return;
+    }
+    this.confirm(sentAt, Number(res.ttl_ms));
+    this.armDeadline();
+    this.emit('renewed', { ttlMs: Number(res.ttl_ms) || this.ttlMs, remainingMs: Math.max(0, this.leaseDeadlineMs - this.ctx.now()) });
+    this.scheduleRenew();
+  }
+
+  private confirm(sentAtMs: number, grantedTtlMs: number): void {
+    const ttl = grantedTtlMs > 0 ? Math.min(grantedTtlMs, this.ttlMs) : this.ttlMs;
+    this.anchorMs = sentAtMs;
+    this.leaseDeadlineMs = sentAtMs + ttl - this.marginMs;
+  }
+
+  // ------------------------------------------------------------------ state changes
+
+  private checkDeadline(): void {
+    if (this.current === 'ACTIVE' && this.ctx.now() >= this.leaseDeadlineMs) {
+      this.markLost('DEADLINE', `no renew was confirmed within its ttl of ${this.ttlMs} ms (counted from when the last acquire/renew was sent)`);
+    }
+  }
+
+  private markLost(reason: LostReason, detail: string): void {
+    if (this.current !== 'ACTIVE') return;
+    const err = new LockLostError(this.key, this.token, reason, detail);
+    this.lostError = err;
+    this.settle('LOST');
+    this.ctx.logger.warn({ key: this.key, token: String(this.token), owner: this.owner, reason }, 'lock lost');
+    this.emit('lost', err);
+  }
+
+  private settle(state: 'LOST' | 'RELEASED'): void {
+    if (this.current !== 'ACTIVE') return;
+    this.current = state;
+    if (this.renewTimer) clearTimeout(this.renewTimer);
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    this.renewTimer = this.deadlineTimer = null;
+    this.renewing?.abort();
+    this.abort.abort(state === 'LOST' ? this.lostError : new LockReleasedError(this.key, this.token));
+    this.ctx.onSettled(this);
+  }
+}

@@ -1,0 +1,13 @@
+// Public surface of the leasehold TypeScript client.
+export { LockClient, type AcquireOptions, type LockClientOptions, type LockInfo } from './client.js';
+export { LockHandle, type LockState, type ReleaseResult, type RenewedEvent, type LockHandleEvents } from './handle.js';
+export {
+  LeaseholdError,
+  LockNotAcquiredError,
+  LockLostError,
+  LockReleasedError,
+  UnavailableError,
+  InvalidRequestError,
+  type LostReason,
+} from './errors.js';
+export type { ClientLogger } from './logger.js';
