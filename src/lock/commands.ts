@@ -1,0 +1,284 @@
+// Lock commands as they travel through the Raft log, and their binary encoding.
+//
+// Every command carries `timeMs`, stamped by the leader from its own clock when it proposed the entry.
+// Replicas never read a clock: log time is max(previous log time, timeMs) (see machine.ts).
+//
+// Wire format (one entry = one command):
+//   tag:u8  timeMs:uvarint  fields...
+//   1 acquire    key:str owner:str ttlMs:uvarint requestId:str
+//   2 renew      key:str owner:str token:uvarint64 ttlMs:uvarint requestId:str
+//   3 release    key:str owner:str token:uvarint64 requestId:str
+//   4 expire     key:str token:uvarint64
+//   5 termStart
+//   6 checkpoint
+// str = uvarint byte length + UTF-8. The tag doubles as the format version: a changed layout gets a new
+// tag, so old entries in the log keep decoding exactly as they did when they were first applied.
+import { ByteReader, ByteWriter, MAX_UINT64, utf8ByteLength } from './bytes.js';
+
+/** Limits enforced by the codec itself. Fixed in code (not config) so every replica judges alike;
+ *  the server's configurable limits (validate.ts) are at least as strict. */
+export const WIRE_LIMITS = Object.freeze({
+  maxKeyBytes: 512,
+  maxOwnerBytes: 256,
+  maxRequestIdBytes: 128,
+  /** ~34 years; keeps timeMs + ttlMs far below 2^53. */
+  maxTtlMs: 2 ** 40,
+  /** ~35,000 years after the epoch. */
+  maxTimeMs: 2 ** 50,
+});
+
+export interface AcquireCommand {
+  type: 'acquire';
+  timeMs: number;
+  key: string;
+  owner: string;
+  ttlMs: number;
+  /** '' = no request id (no dedup). */
+  requestId: string;
+}
+
+export interface RenewCommand {
+  type: 'renew';
+  timeMs: number;
+  key: string;
+  owner: string;
+  token: bigint;
+  ttlMs: number;
+  requestId: string;
+}
+
+export interface ReleaseCommand {
+  type: 'release';
+  timeMs: number;
+  key: string;
+  owner: string;
+  token: bigint;
+  requestId: string;
+}
+
+/** Proposed by the leader when it sees a lease deadline pass; applied only if still true in log time. */
+export interface ExpireCommand {
+  type: 'expire';
+  timeMs: number;
+  key: string;
+  token: bigint;
+}
+
+/** The new leader's first command in its term: starts a lease epoch (see LEASES.md). */
+export interface TermStartCommand {
+  type: 'termStart';
+  timeMs: number;
+}
+
+/** Only advances log time, so an idle term still records how much time it observed (see LEASES.md). */
+export interface CheckpointCommand {
+  type: 'checkpoint';
+  timeMs: number;
+}
+
+export type LockCommand =
+  | AcquireCommand
+  | RenewCommand
+  | ReleaseCommand
+  | ExpireCommand
+  | TermStartCommand
+  | CheckpointCommand;
+
+export type LockCommandType = LockCommand['type'];
+
+/** The entry bytes are not a valid command. The applier turns this into a no-op `error` result. */
+export class CommandDecodeError extends Error {
+  override readonly name = 'CommandDecodeError';
+  constructor(
+    message: string,
+    /** Byte offset where decoding failed. */
+    readonly offset: number,
+  ) {
+    super(`malformed lock command at byte ${offset}: ${message}`);
+  }
+}
+
+/** A command object breaks the wire limits; thrown by encodeCommand so a bad proposal never reaches the log. */
+export class CommandEncodeError extends Error {
+  override readonly name = 'CommandEncodeError';
+}
+
+const TAGS: Record<LockCommandType, number> = {
+  acquire: 1,
+  renew: 2,
+  release: 3,
+  expire: 4,
+  termStart: 5,
+  checkpoint: 6,
+};
+
+/** Why `command` breaks the wire limits, or null when it is encodable. Shared by encode and applyCommand. */
+export function wireLimitViolation(command: LockCommand): string | null {
+  if (!isIntegerIn(command.timeMs, 0, WIRE_LIMITS.maxTimeMs)) return `timeMs must be an integer in [0, 2^50], got ${command.timeMs}`;
+  switch (command.type) {
+    case 'termStart':
+    case 'checkpoint':
+      return null;
+    case 'expire':
+      return stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ?? tokenViolation(command.token);
+    case 'acquire':
+      return lockIdentityViolation(command) ?? ttlViolation(command.ttlMs) ?? requestIdViolation(command.requestId);
+    case 'renew':
+      return (
+        lockIdentityViolation(command) ??
+        tokenViolation(command.token) ??
+        ttlViolation(command.ttlMs) ??
+        requestIdViolation(command.requestId)
+      );
+    case 'release':
+      return lockIdentityViolation(command) ?? tokenViolation(command.token) ?? requestIdViolation(command.requestId);
+    default:
+      return `unknown command type ${String((command as { type: unknown }).type)}`;
+  }
+}
+
+export function encodeCommand(command: LockCommand): Uint8Array {
+  const violation = wireLimitViolation(command);
+  if (violation !== null) throw new CommandEncodeError(`cannot encode ${command.type}: ${violation}`);
+  const out = new ByteWriter(32 + ('key' in command ? command.key.length * 3 : 0));
+  out.byte(TAGS[command.type]);
+  out.uint(command.timeMs);
+  switch (command.type) {
+    case 'acquire':
+      out.string(command.key);
+      out.string(command.owner);
+      out.uint(command.ttlMs);
+      out.string(command.requestId);
+      break;
+    case 'renew':
+      out.string(command.key);
+      out.string(command.owner);
+      out.bigUint(command.token);
+      out.uint(command.ttlMs);
+      out.string(command.requestId);
+      break;
+    case 'release':
+      out.string(command.key);
+      out.string(command.owner);
+      out.bigUint(command.token);
+      out.string(command.requestId);
+      break;
+    case 'expire':
+      out.string(command.key);
+      out.bigUint(command.token);
+      break;
+    case 'termStart':
+    case 'checkpoint':
+      break;
+  }
+  return out.finish();
+}
+
+/** Decodes one entry. Total: returns a command that satisfies WIRE_LIMITS or throws CommandDecodeError. */
+export function decodeCommand(bytes: Uint8Array): LockCommand {
+  const input = new ByteReader(bytes, (message, offset) => new CommandDecodeError(message, offset));
+  const tag = input.byte();
+  const timeMs = input.uint();
+  if (timeMs > WIRE_LIMITS.maxTimeMs) input.fail(`timeMs ${timeMs} is beyond 2^50`);
+  let command: LockCommand;
+  switch (tag) {
+    case TAGS.acquire: {
+      const key = readKey(input);
+      const owner = readOwner(input);
+      const ttlMs = readTtl(input);
+      command = { type: 'acquire', timeMs, key, owner, ttlMs, requestId: readRequestId(input) };
+      break;
+    }
+    case TAGS.renew: {
+      const key = readKey(input);
+      const owner = readOwner(input);
+      const token = readToken(input);
+      const ttlMs = readTtl(input);
+      command = { type: 'renew', timeMs, key, owner, token, ttlMs, requestId: readRequestId(input) };
+      break;
+    }
+    case TAGS.release: {
+      const key = readKey(input);
+      const owner = readOwner(input);
+      const token = readToken(input);
+      command = { type: 'release', timeMs, key, owner, token, requestId: readRequestId(input) };
+      break;
+    }
+    case TAGS.expire: {
+      const key = readKey(input);
+      command = { type: 'expire', timeMs, key, token: readToken(input) };
+      break;
+    }
+    case TAGS.termStart:
+      command = { type: 'termStart', timeMs };
+      break;
+    case TAGS.checkpoint:
+      command = { type: 'checkpoint', timeMs };
+      break;
+    default:
+      // Offset 0: the tag byte itself is what is wrong.
+      throw new CommandDecodeError(`unknown command tag ${tag}`, 0);
+  }
+  input.end();
+  return command;
+}
+
+function readKey(input: ByteReader): string {
+  const key = input.string(WIRE_LIMITS.maxKeyBytes);
+  if (key.length === 0) input.fail('key is empty');
+  return key;
+}
+
+function readOwner(input: ByteReader): string {
+  const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
+  if (owner.length === 0) input.fail('owner is empty');
+  return owner;
+}
+
+function readRequestId(input: ByteReader): string {
+  return input.string(WIRE_LIMITS.maxRequestIdBytes);
+}
+
+function readTtl(input: ByteReader): number {
+  const ttlMs = input.uint();
+  if (ttlMs < 1 || ttlMs > WIRE_LIMITS.maxTtlMs) input.fail(`ttlMs ${ttlMs} is outside [1, 2^40]`);
+  return ttlMs;
+}
+
+function readToken(input: ByteReader): bigint {
+  const token = input.bigUint();
+  if (token === 0n) input.fail('token is 0');
+  return token;
+}
+
+function isIntegerIn(value: unknown, min: number, max: number): boolean {
+  return typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max;
+}
+
+function stringViolation(field: string, value: unknown, minBytes: number, maxBytes: number): string | null {
+  if (typeof value !== 'string') return `${field} must be a string`;
+  const bytes = utf8ByteLength(value);
+  if (bytes < 0) return `${field} is not well-formed Unicode (lone surrogate)`;
+  if (bytes < minBytes || bytes > maxBytes) return `${field} must be ${minBytes}..${maxBytes} bytes, got ${bytes}`;
+  return null;
+}
+
+function lockIdentityViolation(command: { key: unknown; owner: unknown }): string | null {
+  return (
+    stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ??
+    stringViolation('owner', command.owner, 1, WIRE_LIMITS.maxOwnerBytes)
+  );
+}
+
+function requestIdViolation(requestId: unknown): string | null {
+  return stringViolation('requestId', requestId, 0, WIRE_LIMITS.maxRequestIdBytes);
+}
+
+function ttlViolation(ttlMs: unknown): string | null {
+  return isIntegerIn(ttlMs, 1, WIRE_LIMITS.maxTtlMs) ? null : `ttlMs must be an integer in [1, 2^40], got ${String(ttlMs)}`;
+}
+
+function tokenViolation(token: unknown): string | null {
+  if (typeof token !== 'bigint') return 'token must be a bigint';
+  return token >= 1n && token <= MAX_UINT64 ? null : `token must be in [1, 2^64-1], got ${token}`;
+}

@@ -1,0 +1,63 @@
+// Public surface of the lock state machine (src/lock is PURE: no Node built-ins, clocks, timers or I/O).
+export { LockMachine, LockApplyOrderError } from './machine.js';
+export {
+  encodeCommand,
+  decodeCommand,
+  wireLimitViolation,
+  CommandDecodeError,
+  CommandEncodeError,
+  WIRE_LIMITS,
+} from './commands.js';
+export type {
+  LockCommand,
+  LockCommandType,
+  AcquireCommand,
+  RenewCommand,
+  ReleaseCommand,
+  ExpireCommand,
+  TermStartCommand,
+  CheckpointCommand,
+} from './commands.js';
+export {
+  validateAcquire,
+  validateRenew,
+  validateRelease,
+  validateGet,
+  ValidationError,
+  DEFAULT_LOCK_LIMITS,
+} from './validate.js';
+export type {
+  LockLimits,
+  LockFieldName,
+  Validated,
+  AcquireInput,
+  RenewInput,
+  ReleaseInput,
+  GetInput,
+  ValidAcquire,
+  ValidRenew,
+  ValidRelease,
+  ValidGet,
+} from './validate.js';
+export { SnapshotDecodeError } from './snapshot.js';
+export { fingerprint64 } from './digest.js';
+export { MAX_UINT64 } from './bytes.js';
+export { DEFAULT_LOCK_MACHINE_OPTIONS } from './types.js';
+export type {
+  RefusalReason,
+  LockErrorCode,
+  AcquireOutcome,
+  RenewOutcome,
+  ReleaseOutcome,
+  AcquireResult,
+  RenewResult,
+  ReleaseResult,
+  ExpireResult,
+  TermStartResult,
+  CheckpointResult,
+  ErrorResult,
+  LockResult,
+  LockView,
+  DueLease,
+  LockMachineOptions,
+} from './types.js';

@@ -1,0 +1,38 @@
+// One lease (a held lock), as the state machine keeps it. A class, not an object literal, so every lease
+// shares one hidden class (V8) and costs a fixed ~100 bytes plus its key and owner strings.
+
+export class Lease {
+  /** Position in the DeadlineHeap; maintained by the heap only (-1 = not in the heap). */
+  heapIndex = -1;
+
+  constructor(
+    readonly key: string,
+    public owner: string,
+    /**
+     * The fencing token: the raft index of the acquire entry. Held as a number (indexes stay below 2^53)
+     * and widened to bigint at the API boundary — a bigint per lease would cost another heap object.
+     */
+    public fencingToken: number,
+    public ttlMs: number,
+    /** Log time at which the lease ends; expired when leaseDeadlineMs <= log time. */
+    public leaseDeadlineMs: number,
+    /** Lease time already observed to have elapsed in completed terms since the last grant/renew. */
+    public observedMs: number,
+    /** Log time from which the current term observes this lease: max(grant/renew time, term start). */
+    public observeFromMs: number,
+  ) {}
+
+  /** (Re)grant at log time `nowMs`: a fresh TTL measured only by the current term from now on. */
+  grant(owner: string, fencingToken: number, ttlMs: number, nowMs: number): void {
+    this.owner = owner;
+    this.fencingToken = fencingToken;
+    this.ttlMs = ttlMs;
+    this.leaseDeadlineMs = nowMs + ttlMs;
+    this.observedMs = 0;
+    this.observeFromMs = nowMs;
+  }
+
+  isLiveAt(nowMs: number): boolean {
+    return this.leaseDeadlineMs > nowMs;
+  }
+}

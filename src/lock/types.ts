@@ -1,0 +1,138 @@
+// Results and views of the lock state machine. Plain objects with bigint fencing tokens (uint64 on the
+// wire; never a lossy number), so the server can map them field-for-field onto the proto responses.
+
+/** Why a renew or release was refused (proto enum `reason`). UNSPECIFIED = the operation succeeded. */
+export type RefusalReason = 'UNSPECIFIED' | 'NOT_HELD' | 'WRONG_OWNER' | 'WRONG_TOKEN' | 'EXPIRED';
+
+/** The outcome of an acquire, without the entry bookkeeping (this is what the dedup table remembers). */
+export interface AcquireOutcome {
+  acquired: boolean;
+  /** The new fencing token (= raft index of the acquire entry); 0n when refused. */
+  token: bigint;
+  /** The granted TTL; 0 when refused. */
+  ttlMs: number;
+  /** The lease deadline in log time; 0 when refused. */
+  expiresAtMs: number;
+  /** When refused: who holds the live lease; '' when acquired. */
+  holderOwner: string;
+  /** When refused: the holder's remaining lease time at this entry's log time; 0 when acquired. */
+  holderTtlMs: number;
+}
+
+export interface RenewOutcome {
+  renewed: boolean;
+  /** The new TTL; 0 when refused. */
+  ttlMs: number;
+  /** The new deadline in log time; 0 when refused. */
+  expiresAtMs: number;
+  reason: RefusalReason;
+}
+
+export interface ReleaseOutcome {
+  released: boolean;
+  reason: RefusalReason;
+}
+
+interface ResultBase {
+  /** Raft index of the entry that produced this result (so the proposer can match its proposal). */
+  index: number;
+}
+
+interface ReplayableResult extends ResultBase {
+  /** true when this is the remembered outcome of an earlier entry with the same (owner, request_id). */
+  replayed: boolean;
+}
+
+export interface AcquireResult extends ReplayableResult, AcquireOutcome {
+  type: 'acquire';
+}
+
+export interface RenewResult extends ReplayableResult, RenewOutcome {
+  type: 'renew';
+}
+
+export interface ReleaseResult extends ReplayableResult, ReleaseOutcome {
+  type: 'release';
+}
+
+export interface ExpireResult extends ResultBase {
+  type: 'expire';
+  /** false when the lease was already gone, had a newer token, or was renewed in the meantime. */
+  expired: boolean;
+}
+
+export interface TermStartResult extends ResultBase {
+  type: 'termStart';
+  /** Leases given at least a full TTL from the new leader's now at this entry (see LEASES.md). */
+  leasesExtended: number;
+  /** Leases that provably outlived their TTL across earlier terms and were ended instead. */
+  leasesEnded: number;
+}
+
+export interface CheckpointResult extends ResultBase {
+  type: 'checkpoint';
+}
+
+/**
+ * MALFORMED_COMMAND: the entry's bytes did not decode (or a command object broke the wire limits); the
+ * entry was a no-op on every replica. REQUEST_ID_REUSED: the (owner, request_id) pair was first used for a
+ * different operation (type, key or token), so its remembered outcome would be a lie; nothing changed.
+ */
+export type LockErrorCode = 'MALFORMED_COMMAND' | 'REQUEST_ID_REUSED';
+
+export interface ErrorResult extends ResultBase {
+  type: 'error';
+  code: LockErrorCode;
+  message: string;
+}
+
+export type LockResult =
+  | AcquireResult
+  | RenewResult
+  | ReleaseResult
+  | ExpireResult
+  | TermStartResult
+  | CheckpointResult
+  | ErrorResult;
+
+/** What `get` reports, judged at the machine's current log time (proto GetResponse). */
+export interface LockView {
+  held: boolean;
+  /** '' when not held. */
+  owner: string;
+  /** The live lease's fencing token; 0n when not held. */
+  token: bigint;
+  /** Remaining lease time at the current log time; 0 when not held. */
+  ttlMs: number;
+  /** The lease deadline in log time; 0 when not held. */
+  expiresAtMs: number;
+  /** Highest token ever issued for the key (0n if never); survives release and expiry. */
+  lastToken: bigint;
+}
+
+/** A lease whose deadline has passed, for the leader to propose `expire {key, token}`. */
+export interface DueLease {
+  key: string;
+  token: bigint;
+  deadlineMs: number;
+}
+
+/**
+ * Tunables of the replicated state machine. They change what apply() does, so every replica must use the
+ * same values (cluster-wide config, not per-node), or replicas diverge.
+ */
+export interface LockMachineOptions {
+  /** How long (log time) an (owner, request_id) outcome is remembered. Default 10 minutes. */
+  dedupWindowMs: number;
+  /**
+   * Hard cap on remembered outcomes; the oldest are forgotten first beyond it. A record costs ~400 bytes of
+   * heap (measured), so the default 250,000 bounds the table at ~100 MB. Forgetting early degrades safely:
+   * a late retried acquire by the same owner just gets a fresh token, a late retried release a refusal.
+   */
+  dedupMaxEntries: number;
+}
+
+export const DEFAULT_LOCK_MACHINE_OPTIONS: Readonly<LockMachineOptions> = Object.freeze({
+  dedupWindowMs: 10 * 60 * 1000,
+  dedupMaxEntries: 250_000,
+});

@@ -1,0 +1,205 @@
+// Input validation the server runs BEFORE proposing a command, so bad input gets INVALID_ARGUMENT with a
+// message naming the proto field, and never reaches the log. (The codec re-checks its own fixed wire limits;
+// these configurable limits are the stricter, user-facing ones.)
+//
+// Inputs are `unknown`-typed because they come straight off the wire (proto-loader objects, camelCase).
+// int64/uint64 fields are accepted as number (safe integers only), bigint, or a decimal string — load the
+// protos with `longs: String` so no value is ever rounded through a double before it gets here.
+import { MAX_UINT64, utf8ByteLength } from './bytes.js';
+import { WIRE_LIMITS } from './commands.js';
+
+export interface LockLimits {
+  minTtlMs: number;
+  maxTtlMs: number;
+  /** Upper bound of AcquireRequest.wait_ms (0 = answer at once). */
+  maxWaitMs: number;
+}
+
+export const DEFAULT_LOCK_LIMITS: Readonly<LockLimits> = Object.freeze({
+  minTtlMs: 100,
+  maxTtlMs: 3_600_000,
+  maxWaitMs: 300_000,
+});
+
+/** Proto field names, as users see them in the API. */
+export type LockFieldName = 'key' | 'owner' | 'ttl_ms' | 'token' | 'request_id' | 'wait_ms';
+
+export class ValidationError extends Error {
+  override readonly name = 'ValidationError';
+  constructor(
+    readonly field: LockFieldName,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export type Validated<T> = { ok: true; value: T } | { ok: false; error: ValidationError };
+
+export interface AcquireInput {
+  key?: unknown;
+  owner?: unknown;
+  ttlMs?: unknown;
+  waitMs?: unknown;
+  requestId?: unknown;
+}
+export interface RenewInput {
+  key?: unknown;
+  owner?: unknown;
+  token?: unknown;
+  ttlMs?: unknown;
+  requestId?: unknown;
+}
+export interface ReleaseInput {
+  key?: unknown;
+  owner?: unknown;
+  token?: unknown;
+  requestId?: unknown;
+}
+export interface GetInput {
+  key?: unknown;
+}
+
+export interface ValidAcquire {
+  key: string;
+  owner: string;
+  ttlMs: number;
+  waitMs: number;
+  /** '' when absent. */
+  requestId: string;
+}
+export interface ValidRenew {
+  key: string;
+  owner: string;
+  token: bigint;
+  ttlMs: number;
+  requestId: string;
+}
+export interface ValidRelease {
+  key: string;
+  owner: string;
+  token: bigint;
+  requestId: string;
+}
+export interface ValidGet {
+  key: string;
+}
+
+export function validateAcquire(input: AcquireInput, limits: LockLimits = DEFAULT_LOCK_LIMITS): Validated<ValidAcquire> {
+  return collect(() => ({
+    key: checkKey(input.key),
+    owner: checkOwner(input.owner),
+    ttlMs: checkTtl(input.ttlMs, limits),
+    waitMs: checkWait(input.waitMs, limits),
+    requestId: checkRequestId(input.requestId),
+  }));
+}
+
+export function validateRenew(input: RenewInput, limits: LockLimits = DEFAULT_LOCK_LIMITS): Validated<ValidRenew> {
+  return collect(() => ({
+    key: checkKey(input.key),
+    owner: checkOwner(input.owner),
+    token: checkToken(input.token),
+    ttlMs: checkTtl(input.ttlMs, limits),
+    requestId: checkRequestId(input.requestId),
+  }));
+}
+
+export function validateRelease(input: ReleaseInput, _limits: LockLimits = DEFAULT_LOCK_LIMITS): Validated<ValidRelease> {
+  return collect(() => ({
+    key: checkKey(input.key),
+    owner: checkOwner(input.owner),
+    token: checkToken(input.token),
+    requestId: checkRequestId(input.requestId),
+  }));
+}
+
+export function validateGet(input: GetInput, _limits: LockLimits = DEFAULT_LOCK_LIMITS): Validated<ValidGet> {
+  return collect(() => ({ key: checkKey(input.key) }));
+}
+
+// The checks throw ValidationError and `collect` turns the first one into a result: fields are checked in
+// proto order, so the error always names the first bad field.
+function collect<T>(build: () => T): Validated<T> {
+  try {
+    return { ok: true, value: build() };
+  } catch (error) {
+    if (error instanceof ValidationError) return { ok: false, error };
+    throw error;
+  }
+}
+
+function checkText(field: LockFieldName, value: unknown, minBytes: number, maxBytes: number): string {
+  if (value === undefined || value === null) value = '';
+  if (typeof value !== 'string') throw new ValidationError(field, `${field} must be a string, got ${typeof value}`);
+  const bytes = utf8ByteLength(value);
+  if (bytes < 0) throw new ValidationError(field, `${field} must be valid Unicode (it contains a lone surrogate)`);
+  if (bytes < minBytes || bytes > maxBytes) {
+    const what = minBytes > 0 ? `${minBytes}..${maxBytes} bytes of UTF-8` : `at most ${maxBytes} bytes of UTF-8`;
+    throw new ValidationError(field, `${field} must be ${what}, got ${bytes}`);
+  }
+  return value;
+}
+
+function checkKey(value: unknown): string {
+  return checkText('key', value, 1, WIRE_LIMITS.maxKeyBytes);
+}
+
+function checkOwner(value: unknown): string {
+  return checkText('owner', value, 1, WIRE_LIMITS.maxOwnerBytes);
+}
+
+function checkRequestId(value: unknown): string {
+  return checkText('request_id', value, 0, WIRE_LIMITS.maxRequestIdBytes);
+}
+
+function checkTtl(value: unknown, limits: LockLimits): number {
+  // Never let a configured limit exceed what the codec can carry.
+  const maxTtlMs = Math.min(limits.maxTtlMs, WIRE_LIMITS.maxTtlMs);
+  const ttlMs = toInteger('ttl_ms', value ?? 0);
+  if (ttlMs < BigInt(limits.minTtlMs) || ttlMs > BigInt(maxTtlMs)) {
+    throw new ValidationError('ttl_ms', `ttl_ms must be between ${limits.minTtlMs} and ${maxTtlMs}, got ${ttlMs}`);
+  }
+  return Number(ttlMs);
+}
+
+function checkWait(value: unknown, limits: LockLimits): number {
+  const waitMs = toInteger('wait_ms', value ?? 0);
+  if (waitMs < 0n || waitMs > BigInt(limits.maxWaitMs)) {
+    throw new ValidationError('wait_ms', `wait_ms must be between 0 and ${limits.maxWaitMs}, got ${waitMs}`);
+  }
+  return Number(waitMs);
+}
+
+function checkToken(value: unknown): bigint {
+  if (value === undefined || value === null) throw new ValidationError('token', 'token is required');
+  const token = toInteger('token', value);
+  if (token < 1n) throw new ValidationError('token', `token must be a positive integer, got ${token}`);
+  if (token > MAX_UINT64) throw new ValidationError('token', `token must be at most ${MAX_UINT64} (uint64), got ${token}`);
+  return token;
+}
+
+/** Longest decimal we parse: bounds BigInt() work on hostile input; anything longer is out of range anyway. */
+const MAX_DECIMAL_DIGITS = 40;
+
+/** Exact integer from number | bigint | decimal string; anything else (fractions, 1e3, hex, NaN) is rejected. */
+function toInteger(field: LockFieldName, value: unknown): bigint {
+  if (typeof value === 'bigint') return value;
+  if (typeof value === 'number') {
+    if (!Number.isInteger(value)) throw new ValidationError(field, `${field} must be an integer, got ${value}`);
+    // Above 2^53 a number may already have been rounded: we cannot know which integer the client meant.
+    if (!Number.isSafeInteger(value)) {
+      throw new ValidationError(field, `${field} ${value} is beyond 2^53 as a number; send it as a decimal string`);
+    }
+    return BigInt(value);
+  }
+  if (typeof value === 'string') {
+    const text = value;
+    if (!/^-?[0-9]+$/.test(text)) {
+      throw new ValidationError(field, `${field} must be a decimal integer, got ${JSON.stringify(value.slice(0, 40))}`);
+    }
+    if (text.length > MAX_DECIMAL_DIGITS) throw new ValidationError(field, `${field} is out of range (${text.length} digits)`);
+    return BigInt(text);
+  }
+  throw new ValidationError(field, `${field} must be an integer, got ${typeof value}`);
+}

@@ -1,0 +1,148 @@
+import { describe, expect, it } from 'vitest';
+import {
+  CommandDecodeError,
+  CommandEncodeError,
+  decodeCommand,
+  encodeCommand,
+  LockMachine,
+  MAX_UINT64,
+  WIRE_LIMITS,
+} from '../../../src/lock/index.js';
+import type { LockCommand } from '../../../src/lock/index.js';
+import { mulberry32 } from './feed.js';
+
+const NOW = 1_720_000_000_000;
+
+const samples: LockCommand[] = [
+  { type: 'acquire', timeMs: NOW, key: 'invoice:42', owner: 'worker-a', ttlMs: 10_000, requestId: 'r-1' },
+  { type: 'acquire', timeMs: 0, key: 'k', owner: 'o', ttlMs: 1, requestId: '' },
+  { type: 'renew', timeMs: NOW, key: 'ключ/🔒', owner: 'воркер', token: 41n, ttlMs: 30_000, requestId: '' },
+  { type: 'renew', timeMs: NOW, key: 'k', owner: 'o', token: MAX_UINT64, ttlMs: WIRE_LIMITS.maxTtlMs, requestId: 'x'.repeat(128) },
+  { type: 'release', timeMs: NOW, key: '\uFEFFbom-key', owner: 'o', token: 1n, requestId: 'rid' },
+  { type: 'expire', timeMs: NOW, key: 'k'.repeat(512), token: 2n ** 53n + 1n },
+  { type: 'termStart', timeMs: NOW },
+  { type: 'checkpoint', timeMs: WIRE_LIMITS.maxTimeMs },
+];
+
+function decodeFailure(bytes: Uint8Array): CommandDecodeError {
+  try {
+    decodeCommand(bytes);
+  } catch (error) {
+    if (error instanceof CommandDecodeError) return error;
+    throw error;
+  }
+  throw new Error(`expected ${Array.from(bytes)} to be rejected`);
+}
+
+describe('command codec', () => {
+  it.each(samples.map((command) => [command.type, command] as const))('round-trips %s exactly', (_type, command) => {
+    const bytes = encodeCommand(command);
+    expect(decodeCommand(bytes)).toEqual(command);
+    // Canonical: re-encoding the decoded command gives the same bytes.
+    expect(encodeCommand(decodeCommand(bytes))).toEqual(bytes);
+  });
+
+  it('is compact: a typical acquire is under 40 bytes, a checkpoint 7', () => {
+    const bytes = encodeCommand(samples[0]!);
+    expect(bytes.length).toBeLessThan(40);
+    expect(encodeCommand({ type: 'checkpoint', timeMs: NOW }).length).toBe(7);
+  });
+
+  it('rejects an empty entry, an unknown tag, truncation and trailing bytes with CommandDecodeError', () => {
+    expect(decodeFailure(new Uint8Array(0)).message).toMatch(/unexpected end/);
+    expect(decodeFailure(Uint8Array.of(99, 0)).message).toMatch(/unknown command tag 99/);
+    const acquire = encodeCommand(samples[0]!);
+    for (let cut = 1; cut < acquire.length; cut++) decodeFailure(acquire.subarray(0, cut));
+    expect(decodeFailure(Uint8Array.of(...acquire, 0)).message).toMatch(/trailing/);
+  });
+
+  it('rejects over-long varints, tokens above 2^64-1 and token 0', () => {
+    // checkpoint with timeMs 0 written as two bytes (0x80 0x00): not canonical.
+    expect(decodeFailure(Uint8Array.of(6, 0x80, 0x00)).message).toMatch(/over-long/);
+    const expireOf = (tokenBytes: number[]) => Uint8Array.of(4, 0, 1, 0x6b, ...tokenBytes);
+    expect(decodeCommand(expireOf([1]))).toEqual({ type: 'expire', timeMs: 0, key: 'k', token: 1n });
+    expect(decodeFailure(expireOf([0])).message).toMatch(/token is 0/);
+    // 2^64 as LEB128: nine 0x80 bytes then 0x02.
+    expect(decodeFailure(expireOf([0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02])).message).toMatch(/2\^64/);
+  });
+
+  it('rejects invalid UTF-8, empty key/owner and fields over their byte limits', () => {
+    // acquire, time 0, key = [0xff] (invalid UTF-8)
+    expect(decodeFailure(Uint8Array.of(1, 0, 1, 0xff, 1, 0x6f, 1, 0)).message).toMatch(/UTF-8/);
+    // CESU-style encoded lone surrogate U+D800 is not valid UTF-8 either
+    expect(decodeFailure(Uint8Array.of(1, 0, 3, 0xed, 0xa0, 0x80, 1, 0x6f, 1, 0)).message).toMatch(/UTF-8/);
+    expect(decodeFailure(Uint8Array.of(1, 0, 0, 1, 0x6f, 1, 0)).message).toMatch(/key is empty/);
+    expect(decodeFailure(Uint8Array.of(1, 0, 1, 0x6b, 0, 1, 0)).message).toMatch(/owner is empty/);
+    expect(decodeFailure(Uint8Array.of(1, 0, 1, 0x6b, 1, 0x6f, 0, 0)).message).toMatch(/ttlMs 0/);
+    const longKey = new Uint8Array(2 + 513);
+    longKey.set([0x81, 0x04]); // 513 as LEB128
+    expect(decodeFailure(Uint8Array.of(1, 0, ...longKey)).message).toMatch(/exceeds the limit of 512/);
+  });
+
+  it('refuses to encode a command that breaks the wire limits, naming the field', () => {
+    const base = samples[0] as Extract<LockCommand, { type: 'acquire' }>;
+    const bad: [Partial<typeof base>, RegExp][] = [
+      [{ key: '' }, /key/],
+      [{ key: 'k'.repeat(513) }, /key/],
+      [{ owner: '' }, /owner/],
+      [{ owner: '\uD800' }, /owner.*surrogate/],
+      [{ ttlMs: 0 }, /ttlMs/],
+      [{ ttlMs: 1.5 }, /ttlMs/],
+      [{ requestId: 'r'.repeat(129) }, /requestId/],
+      [{ timeMs: -1 }, /timeMs/],
+    ];
+    for (const [patch, message] of bad) {
+      expect(() => encodeCommand({ ...base, ...patch })).toThrow(CommandEncodeError);
+      expect(() => encodeCommand({ ...base, ...patch })).toThrow(message);
+    }
+    expect(() => encodeCommand({ type: 'release', timeMs: 0, key: 'k', owner: 'o', token: 0n, requestId: '' })).toThrow(/token/);
+    expect(() => encodeCommand({ type: 'expire', timeMs: 0, key: 'k', token: MAX_UINT64 + 1n })).toThrow(/token/);
+  });
+
+  it('never throws anything but CommandDecodeError on random bytes', () => {
+    const random = mulberry32(7);
+    let decoded = 0;
+    for (let i = 0; i < 5000; i++) {
+      const bytes = Uint8Array.from({ length: Math.floor(random() * 24) }, () => Math.floor(random() * 256));
+      if (random() < 0.5 && bytes.length > 0) bytes[0] = 1 + Math.floor(random() * 6); // valid tag half the time
+      try {
+        const command = decodeCommand(bytes);
+        expect(encodeCommand(command)).toEqual(bytes); // anything accepted is canonical
+        decoded++;
+      } catch (error) {
+        expect(error).toBeInstanceOf(CommandDecodeError);
+      }
+    }
+    expect(decoded).toBeGreaterThan(0);
+  });
+});
+
+describe('applying garbage', () => {
+  it('is a no-op error result, identical on two replicas, and the next entry applies normally', () => {
+    const replicas = [new LockMachine(), new LockMachine()];
+    const entries = [
+      encodeCommand({ type: 'acquire', timeMs: 1000, key: 'k', owner: 'a', ttlMs: 500, requestId: '' }),
+      Uint8Array.of(0xde, 0xad, 0xbe, 0xef),
+      new Uint8Array(0),
+      Uint8Array.of(1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), // huge timeMs varint
+      encodeCommand({ type: 'acquire', timeMs: 1100, key: 'k', owner: 'b', ttlMs: 500, requestId: '' }),
+    ];
+    const results = replicas.map((machine) => entries.map((data, i) => machine.apply(i + 1, 1, data)));
+    expect(results[0]).toEqual(results[1]);
+    expect(results[0]![1]).toMatchObject({ type: 'error', index: 2, code: 'MALFORMED_COMMAND' });
+    expect(results[0]![2]).toMatchObject({ type: 'error', index: 3, code: 'MALFORMED_COMMAND' });
+    expect(results[0]![3]).toMatchObject({ type: 'error', index: 4, code: 'MALFORMED_COMMAND' });
+    // Garbage neither moved time nor touched the lease: b is still refused at 1100 < 1500.
+    expect(results[0]![4]).toMatchObject({ type: 'acquire', acquired: false, holderOwner: 'a', holderTtlMs: 400 });
+    expect(replicas[0]!.appliedIndex).toBe(5);
+    expect(replicas[0]!.digest()).toBe(replicas[1]!.digest());
+  });
+
+  it('applyCommand checks the wire limits too', () => {
+    const machine = new LockMachine();
+    const result = machine.applyCommand(1, 1, { type: 'acquire', timeMs: 0, key: '', owner: 'o', ttlMs: 10, requestId: '' });
+    expect(result).toMatchObject({ type: 'error', code: 'MALFORMED_COMMAND' });
+    expect(machine.appliedIndex).toBe(1);
+    expect(machine.leaseCount).toBe(0);
+  });
+});
