@@ -293,7 +293,7 @@ export class LockMachine {
         holderTtlMs: 0,
       };
     }
-    this.remember(command, { type: 'acquire', outcome, token: 0n });
+    if (outcome.acquired) this.remember(command, { type: 'acquire', outcome, token: 0n });
     return { type: 'acquire', index, replayed: false, ...outcome };
   }
 
@@ -310,7 +310,7 @@ export class LockMachine {
       this.deadlines.update(lease);
       outcome = { renewed: true, ttlMs: command.ttlMs, expiresAtMs: lease.leaseDeadlineMs, reason };
     }
-    this.remember(command, { type: 'renew', outcome, token: command.token });
+    if (outcome.renewed) this.remember(command, { type: 'renew', outcome, token: command.token });
     return { type: 'renew', index, replayed: false, ...outcome };
   }
 
@@ -321,7 +321,7 @@ export class LockMachine {
     const reason = this.refusal(lease, command, false);
     if (lease !== undefined && reason === 'UNSPECIFIED') this.removeLease(lease);
     const outcome = { released: reason === 'UNSPECIFIED', reason };
-    this.remember(command, { type: 'release', outcome, token: command.token });
+    if (outcome.released) this.remember(command, { type: 'release', outcome, token: command.token });
     return { type: 'release', index, replayed: false, ...outcome };
   }
 
@@ -377,6 +377,11 @@ export class LockMachine {
     }
   }
 
+  /**
+   * Only outcomes that took effect (acquired / renewed / released) are remembered. A refusal changed
+   * nothing, so a retry of it is simply judged afresh — which is what a waiter needs (its first attempt
+   * was refused, the grant later reuses its request_id) and what a caller retrying after a timeout expects.
+   */
   private remember(
     command: { owner: string; requestId: string; key: string },
     result: Pick<DedupRecord, 'type' | 'outcome' | 'token'>,

@@ -33,7 +33,10 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   const self = config.nodes.find((n) => n.id === id);
   if (!self) throw new Error(`--id ${id}: no node with that id in the config (have: ${config.nodes.map((n) => n.id).join(', ')})`);
   const logger = options.logger ?? pino({ level: config.log.level, base: { pid: process.pid } });
-  const clock = options.clock ?? Date.now;
+  // Stamps come from a monotonic clock anchored to the wall clock once at start: an NTP step while we
+  // lead must not make leases look older (and expire early) or younger than they are.
+  const wallAtStart = Date.now() - performance.now();
+  const clock = options.clock ?? (() => Math.floor(wallAtStart + performance.now()));
 
   const storage = await LevelStorage.open(self.dataDir);
   const fsm = new LockFsm({ dedupWindowMs: config.lock.dedupWindowMs });

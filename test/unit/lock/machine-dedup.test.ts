@@ -21,15 +21,21 @@ describe('request_id dedup', () => {
     expect(feed.machine.get('k')).toMatchObject({ owner: 'b', token: b.token }); // nothing applied twice
   });
 
-  it('replays refusals and renew/release outcomes too (a lost release response is safe to retry)', () => {
+  it('does not remember refusals (they changed nothing; a retry is judged afresh) but replays effects (a lost release response is safe to retry)', () => {
     const feed = new Feed();
     const a = feed.at(0).acquire('k', 'a', 1000);
     const refused = feed.acquire('k', 'b', 1000, 'b-1');
+    expect(refused.acquired).toBe(false);
     feed.release('k', 'a', a.token, 'a-rel');
-    expect(feed.acquire('k', 'b', 1000, 'b-1')).toEqual({ ...refused, index: 4, replayed: true });
+    // The same request, retried once the lock is free, is granted (this is how a FIFO waiter is served).
+    const granted = feed.acquire('k', 'b', 1000, 'b-1');
+    expect(granted).toMatchObject({ acquired: true, replayed: false });
+    // ...and from then on that grant is what the request id replays.
+    expect(feed.acquire('k', 'b', 1000, 'b-1')).toMatchObject({ acquired: true, token: granted.token, replayed: true });
+    feed.release('k', 'b', granted.token, 'b-rel');
     const renewed = feed.renew('k', 'a', a.token, 1000, 'a-ren'); // NOT_HELD now
     expect(renewed.reason).toBe('NOT_HELD');
-    expect(feed.renew('k', 'a', a.token, 1000, 'a-ren')).toMatchObject({ reason: 'NOT_HELD', replayed: true });
+    expect(feed.renew('k', 'a', a.token, 1000, 'a-ren')).toMatchObject({ reason: 'NOT_HELD', replayed: false });
     // Retried release: reports the original success, and still changes nothing now.
     const c = feed.acquire('k', 'c', 1000);
     expect(feed.release('k', 'a', a.token, 'a-rel')).toMatchObject({ released: true, reason: 'UNSPECIFIED', replayed: true });
@@ -88,10 +94,11 @@ describe('request_id dedup', () => {
   it('stays exact over thousands of records (the FIFO compacts its forgotten prefix)', () => {
     const feed = Feed.withOptions({ dedupWindowMs: 1000 });
     const tokens: bigint[] = [];
-    for (let i = 0; i < 5000; i++) tokens.push(feed.at(i).acquire(`k${i % 7}`, `o${i % 3}`, 100, `r${i}`).token);
+    // Distinct keys, so every acquire takes effect and is remembered (refusals are not).
+    for (let i = 0; i < 5000; i++) tokens.push(feed.at(i).acquire(`k${i}`, `o${i % 3}`, 100, `r${i}`).token);
     expect(feed.machine.dedupSize).toBe(1000); // made at 4000..4999
-    expect(feed.acquire('k0', 'o0', 100, 'r3999')).toMatchObject({ replayed: false }); // forgotten
-    expect(feed.acquire(`k${4000 % 7}`, `o${4000 % 3}`, 100, 'r4000')).toMatchObject({ replayed: true, token: tokens[4000] });
+    expect(feed.acquire('k3999', 'o0', 100, 'r3999')).toMatchObject({ replayed: false }); // forgotten
+    expect(feed.acquire('k4000', `o${4000 % 3}`, 100, 'r4000')).toMatchObject({ replayed: true, token: tokens[4000] });
     const restored = LockMachine.restore(feed.machine.snapshot(), { dedupWindowMs: 1000 });
     expect(restored.snapshot()).toEqual(feed.machine.snapshot());
     const twin = new Feed(restored);
