@@ -133,9 +133,10 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
   if (killTimer) clearTimeout(killTimer);
 
   // Release even when LOST: if the server still has our lease (lost only by the local deadline) this frees
-  // the key at once instead of after the ttl; it never touches a newer holder's lock.
+  // the key at once instead of after the ttl; it never touches a newer holder's lock. Trying for longer
+  // than a ttl is pointless: by then the lease has lapsed on the server by itself.
   try {
-    const r = await lock.release({ timeoutMs: Math.min(o.timeout, 5000) });
+    const r = await lock.release({ timeoutMs: Math.min(o.timeout, o.ttl, 5000) });
     say(`released lock ${JSON.stringify(o.lock)} (${r.outcome})`);
   } catch (err) {
     say(`could not release lock ${JSON.stringify(o.lock)}: ${(err as Error).message}`);

@@ -1,0 +1,122 @@
+// `leasehold run` end to end: the real CLI process, a real cluster, and the fault proxy between them.
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LockClient } from '../../src/client/index.js';
+import { RUN_EXIT } from '../../src/cli/run.js';
+import { TestCluster } from '../integration/harness.js';
+import { FaultProxy } from './proxy.js';
+import { MAIN_JS } from './helpers.js';
+
+let c: TestCluster;
+let direct: LockClient;
+const proxies: FaultProxy[] = [];
+const procs: ReturnType<typeof spawn>[] = [];
+
+beforeAll(async () => {
+  c = await TestCluster.create();
+  c.startAll();
+  await c.waitForLeader();
+  direct = new LockClient({ endpoints: c.endpoints() });
+});
+
+afterAll(async () => {
+  for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+  direct?.close();
+  for (const p of proxies) await p.close();
+  await c?.stop();
+});
+
+interface RunResult {
+  code: number | null;
+  stdout: { line: string; at: number }[];
+  stderr: string[];
+}
+
+/** Starts `leasehold run ARGS`; `onLine` sees each stdout line (the child's, passed through) as it arrives. */
+function leaseholdRun(args: string[], onLine: (line: string) => void = () => {}): Promise<RunResult> {
+  const proc = spawn(process.execPath, [MAIN_JS, 'run', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  procs.push(proc);
+  const result: RunResult = { code: null, stdout: [], stderr: [] };
+  createInterface({ input: proc.stdout! }).on('line', (line) => {
+    result.stdout.push({ line, at: Date.now() });
+    onLine(line);
+  });
+  createInterface({ input: proc.stderr! }).on('line', (line) => result.stderr.push(line));
+  return new Promise((resolve) =>
+    proc.on('close', (code) => {
+      result.code = code;
+      resolve(result);
+    }),
+  );
+}
+
+/** A child that prints its lock env as JSON, then runs `body`. */
+const childScript = (body: string) =>
+  `console.log(JSON.stringify({ event: 'ready', key: process.env.LEASEHOLD_KEY, token: process.env.LEASEHOLD_TOKEN, owner: process.env.LEASEHOLD_OWNER })); ${body}`;
+
+describe('leasehold run', () => {
+  it('runs the command with LEASEHOLD_KEY/TOKEN, passes its exit code through, and releases the lock', async () => {
+    const key = 'run-ok';
+    const res = await leaseholdRun(['--lock', key, '--ttl', '2s', '--endpoints', c.endpoints().join(','), '--', process.execPath, '-e', childScript('process.exit(7)')]);
+    expect(res.code).toBe(7);
+    const ready = JSON.parse(res.stdout[0]!.line) as { key: string; token: string; owner: string };
+    expect(ready.key).toBe(key);
+    expect(BigInt(ready.token)).toBeGreaterThan(0n);
+    // Released at exit: free, and the token it ran with is the last one issued.
+    expect(await direct.get(key)).toMatchObject({ held: false, lastToken: BigInt(ready.token) });
+    expect(res.stderr.join('\n')).toMatch(/released lock "run-ok" \(released\)/);
+  });
+
+  it('renewals blocked: the child gets SIGTERM within ttl + one renew interval, SIGKILL after --grace; exit 77', async () => {
+    const key = 'run-lost';
+    const ttl = 1500;
+    const renewInterval = ttl / 3;
+    const grace = 500;
+    const proxy = await FaultProxy.start(c.endpoint(c.ids[0]!));
+    proxies.push(proxy);
+    let blockedAt = 0;
+    // The child ignores SIGTERM (it only records it), so the SIGKILL after the grace period is exercised too.
+    const script = childScript(
+      "process.on('SIGTERM', () => console.log(JSON.stringify({ event: 'sigterm', at: Date.now() }))); setInterval(() => {}, 1000);",
+    );
+    const done = leaseholdRun(['--lock', key, '--ttl', `${ttl}ms`, '--grace', `${grace}ms`, '--endpoints', proxy.address, '--', process.execPath, '-e', script], (line) => {
+      if (line.includes('"ready"')) {
+        // Cut the holder off from the cluster the moment its command runs.
+        proxy.setMode('block');
+        blockedAt = Date.now();
+      }
+    });
+    const res = await done;
+    const exitedAt = Date.now();
+    expect(res.code).toBe(RUN_EXIT.LOST);
+    const sigterm = res.stdout.map((l) => JSON.parse(l.line) as { event: string; at: number }).find((m) => m.event === 'sigterm');
+    expect(sigterm, `stderr: ${res.stderr.join('\n')}`).toBeDefined();
+    const lostAt = Number(/LOST at (\d+)/.exec(res.stderr.join('\n'))?.[1]);
+    const blockToSigtermMs = sigterm!.at - blockedAt;
+    const lostToSigtermMs = sigterm!.at - lostAt;
+    // The promise of the issue: SIGTERM within ttl + one renew interval of losing contact.
+    expect(blockToSigtermMs).toBeLessThanOrEqual(ttl + renewInterval);
+    expect(lostToSigtermMs).toBeGreaterThanOrEqual(0);
+    expect(lostToSigtermMs).toBeLessThan(200);
+    // SIGKILL only after the grace period.
+    expect(exitedAt - sigterm!.at).toBeGreaterThanOrEqual(grace - 20);
+    expect(res.stderr.join('\n')).toMatch(/still running after 500 ms; sending SIGKILL/);
+    console.info(`leasehold run: block -> SIGTERM ${blockToSigtermMs} ms (bound ${ttl + renewInterval} ms), LOST -> SIGTERM ${lostToSigtermMs} ms`);
+  });
+
+  it('never acquired: exit 75 without running the command; an unstartable command gives 127 and releases', async () => {
+    const key = 'run-busy';
+    const holder = await direct.acquire(key, { ttlMs: 5000 });
+    const res = await leaseholdRun(['--lock', key, '--ttl', '1s', '--endpoints', c.endpoints().join(','), '--', process.execPath, '-e', "console.log('ran')"]);
+    expect(res.code).toBe(RUN_EXIT.NOT_ACQUIRED);
+    expect(res.stdout).toHaveLength(0);
+    expect(res.stderr.join('\n')).toContain(`held by ${JSON.stringify(holder.owner)}`);
+    expect(await direct.get(key)).toMatchObject({ owner: holder.owner, token: holder.token });
+    await holder.release();
+
+    const missing = await leaseholdRun(['--lock', key, '--ttl', '1s', '--endpoints', c.endpoints().join(','), '--', '/nonexistent/command']);
+    expect(missing.code).toBe(RUN_EXIT.SPAWN_FAILED);
+    expect(await direct.get(key)).toMatchObject({ held: false });
+  });
+});
