@@ -1,0 +1,325 @@
+// Simulated clients: each runs one operation at a time — a write (propose) or a linearizable read
+// (ReadIndex) — against whichever node it believes is the leader, retrying on not-leader, failure or
+// timeout. A retried write re-proposes the same bytes, so a value may be applied twice; the invariants
+// only rely on what a client was told: a write is ACKNOWLEDGED when the node it proposed to applied its
+// entry at exactly the (index, term) that propose() returned.
+import type { Entry } from '../../src/raft/core/types.js';
+import type { SimCluster, SimNode } from './cluster.js';
+import { entryHash } from './machine.js';
+import { SimRng } from './rng.js';
+import type { Ack, HistoryEvent, ReadServe } from './workload.js';
+
+export interface ClientOp {
+  id: number;
+  clientId: number;
+  kind: 'write' | 'read';
+  data: Uint8Array;
+  invokedAt: number;
+  /** Acks recorded before this op was invoked (a read must see all of them). */
+  ackCountAtInvoke: number;
+  /** Highest index of any ack recorded before this op was invoked. */
+  maxAckIndexAtInvoke: number;
+  /** Highest index any node had applied (hence committed) before this op was invoked. */
+  maxCommittedAtInvoke: number;
+  attempts: number;
+}
+
+export interface Attempt {
+  id: number;
+  op: ClientOp;
+  client: Client;
+  node: number;
+  /** Filled when the proposal was accepted: the bytes, their hash, and where the leader put them. */
+  proposed: Uint8Array | null;
+  hash: number;
+  index: number;
+  term: number;
+  ctx: string;
+  settled: boolean;
+}
+
+export interface Client {
+  id: number;
+  /** Index of the node this client believes is the leader. */
+  guess: number;
+  /** This client's share of reads: some clients mostly read (and stick to a node that answers
+   *  them), some mostly write (and chase the current leader) — the shape that exposes stale reads. */
+  readRatio: number;
+  op: ClientOp | null;
+  attempt: Attempt | null;
+}
+
+export class ClientDriver {
+  readonly clients: Client[] = [];
+  readonly acks: Ack[] = [];
+  readonly history: HistoryEvent[] = [];
+  readonly rng: SimRng;
+  private maxAckIndex = 0;
+
+  private record(ev: HistoryEvent): void {
+    this.history.push(ev);
+    if (this.sim.workload.observe) this.sim.workload.observe(ev);
+  }
+  private nextOpId = 1;
+  private nextAttemptId = 1;
+
+  constructor(private readonly sim: SimCluster) {
+    this.rng = SimRng.derive(sim.seed, 'clients');
+  }
+
+  start(): void {
+    const n = this.sim.nodes.length;
+    for (let i = 0; i < this.sim.profile.clients; i++) {
+      const base = this.sim.workload.readRatio;
+      const mix = this.rng.int(3);
+      const readRatio = base <= 0 ? 0 : mix === 0 ? Math.max(base, 0.9) : mix === 1 ? Math.min(base, 0.1) : base;
+      const c: Client = { id: i, guess: this.rng.int(n), readRatio, op: null, attempt: null };
+      this.clients.push(c);
+      this.sim.schedule(this.rng.exp(this.sim.profile.thinkMeanMs) + 5, { kind: 'client', client: i, token: 0 });
+    }
+  }
+
+  // ------------------------------------------------------------------ client side
+
+  /** token 0: start the next op; token < 0: retry op -token after a backoff; else attempt `token` timed out. */
+  onTimer(clientId: number, token: number): void {
+    const c = this.clients[clientId]!;
+    if (token === 0) {
+      if (c.op === null && this.sim.phase === 'faults') this.startOp(c);
+      return;
+    }
+    if (token < 0) {
+      // end of a retry backoff for op -token
+      if (c.op !== null && c.op.id === -token && c.attempt === null) this.sendAttempt(c);
+      return;
+    }
+    const a = c.attempt;
+    if (a === null || a.id !== token || a.settled) return;
+    // No answer in time: the outcome is unknown. Try again elsewhere (same bytes for a write).
+    a.settled = true;
+    this.sim.trace.add(this.sim.now, '', `client${c.id} timeout`, `op${a.op.id} attempt${a.id} at n${a.node + 1}`);
+    c.guess = this.rng.int(this.sim.nodes.length);
+    this.retry(c, 0);
+  }
+
+  private startOp(c: Client): void {
+    const sim = this.sim;
+    const kind = this.rng.chance(c.readRatio) ? 'read' : 'write';
+    const id = this.nextOpId++;
+    const data = kind === 'write' ? sim.workload.nextWrite({ rng: this.rng, clientId: c.id, opId: id, now: sim.now }) : new Uint8Array(0);
+    c.op = {
+      id,
+      clientId: c.id,
+      kind,
+      data,
+      invokedAt: sim.now,
+      ackCountAtInvoke: this.acks.length,
+      maxAckIndexAtInvoke: this.maxAckIndex,
+      maxCommittedAtInvoke: sim.facts.maxCommitted,
+      attempts: 0,
+    };
+    this.record(kind === 'write' ? { type: 'invoke', opId: id, clientId: c.id, kind, time: sim.now, data } : { type: 'invoke', opId: id, clientId: c.id, kind, time: sim.now });
+    this.sendAttempt(c);
+  }
+
+  private sendAttempt(c: Client): void {
+    const op = c.op!;
+    op.attempts++;
+    const a: Attempt = {
+      id: this.nextAttemptId++,
+      op,
+      client: c,
+      node: c.guess,
+      proposed: null,
+      hash: 0,
+      index: 0,
+      term: 0,
+      ctx: '',
+      settled: false,
+    };
+    c.attempt = a;
+    this.sim.schedule(this.clientDelay(), { kind: 'request', node: a.node, attempt: a });
+    this.sim.schedule(this.sim.profile.clientTimeoutMs, { kind: 'client', client: c.id, token: a.id });
+  }
+
+  private retry(c: Client, backoffMs: number): void {
+    if (this.sim.phase !== 'faults') {
+      // The run is winding down: the op stays unknown (it may or may not have taken effect).
+      this.record({ type: 'info', opId: c.op!.id, clientId: c.id, kind: c.op!.kind, time: this.sim.now });
+      c.op = null;
+      c.attempt = null;
+      return;
+    }
+    c.attempt = null;
+    if (backoffMs <= 0) this.sendAttempt(c);
+    else this.sim.schedule(backoffMs, { kind: 'client', client: c.id, token: -c.op!.id });
+  }
+
+  onResponse(a: Attempt, outcome: 'ok' | 'redirect' | 'failed' | 'unknown', hint: number, result: unknown): void {
+    const c = a.client;
+    if (c.attempt !== a || a.settled) return; // a late answer to an attempt the client gave up on
+    a.settled = true;
+    const sim = this.sim;
+    if (outcome === 'ok') {
+      const op = a.op;
+      if (op.kind === 'write') {
+        const ack: Ack = {
+          opId: op.id,
+          clientId: c.id,
+          data: a.proposed!,
+          index: a.index,
+          term: a.term,
+          invokedAt: op.invokedAt,
+          ackedAt: sim.now,
+          result,
+        };
+        if (sim.facts.committedTermAt(a.index) !== a.term || sim.facts.committedHashAt(a.index) !== a.hash) {
+          throw sim.violation('acked-committed', `client${c.id} op${op.id} acknowledged at ${a.index}/t${a.term}, but the committed entry there is t${sim.facts.committedTermAt(a.index)}`);
+        }
+        this.acks.push(ack);
+        if (a.index > this.maxAckIndex) this.maxAckIndex = a.index;
+        sim.stats.acks++;
+        if (sim.workload.checkAck) sim.check(sim.workload.checkAck(ack, this.acks), 'workload-ack');
+      } else {
+        sim.stats.readsOk++;
+      }
+      this.record({ type: 'ok', opId: op.id, clientId: c.id, kind: op.kind, time: sim.now, index: a.index, term: a.term, result });
+      sim.trace.add(sim.now, '', `client${c.id} ok`, `op${op.id} ${op.kind} @${a.index}/t${a.term}`);
+      c.op = null;
+      c.attempt = null;
+      sim.schedule(this.rng.exp(sim.profile.thinkMeanMs), { kind: 'client', client: c.id, token: 0 });
+      return;
+    }
+    if (a.op.kind === 'read' && outcome === 'failed') sim.stats.readsFailed++;
+    if (outcome === 'redirect') {
+      c.guess = hint >= 0 ? hint : this.rng.int(sim.nodes.length);
+      this.retry(c, 1 + this.rng.float() * 4);
+    } else {
+      if (this.rng.chance(0.5)) c.guess = this.rng.int(sim.nodes.length);
+      this.retry(c, 2 + this.rng.float() * 20);
+    }
+  }
+
+  private clientDelay(): number {
+    return 0.05 + this.rng.float() * this.sim.profile.clientDelayMaxMs;
+  }
+
+  private respond(a: Attempt, outcome: 'ok' | 'redirect' | 'failed' | 'unknown', hint = -1, result: unknown = undefined): void {
+    if (this.rng.chance(this.sim.profile.clientLoss)) return; // lost response: the client will time out
+    this.sim.schedule(this.clientDelay(), { kind: 'response', attempt: a, outcome, hint, result });
+  }
+
+  // ------------------------------------------------------------------ server side (at a node)
+
+  onRequest(node: SimNode, a: Attempt): void {
+    const sim = this.sim;
+    if (!node.up) return; // connection refused: the client times out
+    const op = a.op;
+    if (op.kind === 'write') {
+      let data = op.data;
+      if (sim.workload.prepareProposal) {
+        data = sim.workload.prepareProposal(data, { node: node.id, nodeNow: sim.now + node.clockSkewMs, term: node.raft.status().term });
+      }
+      const r = node.raft.propose(data);
+      if (!r.ok) {
+        this.respond(a, 'redirect', r.leaderId === null ? -1 : sim.indexOf(r.leaderId));
+        return;
+      }
+      sim.stats.proposals++;
+      a.proposed = data;
+      a.hash = entryHash({ index: r.index, term: r.term, kind: 'normal', data });
+      a.index = r.index;
+      a.term = r.term;
+      const prev = node.waiters.get(r.index);
+      if (prev) this.respond(prev, 'failed'); // the index was reused: that proposal was overwritten
+      node.waiters.set(r.index, a);
+      sim.trace.add(sim.now, node.id, 'propose', `op${op.id} client${a.client.id} -> ${r.index}/t${r.term}`);
+    } else {
+      a.ctx = `r${a.id}`;
+      node.pendingReads.set(a.ctx, a);
+      sim.trace.add(sim.now, node.id, 'readIndex', `op${op.id} ${a.ctx}`);
+      node.raft.readIndex(a.ctx);
+    }
+  }
+
+  /** The node applied `e` and someone waits for that index. */
+  entryApplied(node: SimNode, e: Entry, hash: number, result: unknown): void {
+    const a = node.waiters.get(e.index);
+    if (a === undefined) return;
+    node.waiters.delete(e.index);
+    if (e.term !== a.term) {
+      this.respond(a, 'failed'); // a different leader's entry took the index: not ours
+      return;
+    }
+    if (hash !== a.hash) {
+      this.sim.fail('leader-append-only', node, `entry ${e.index}/t${e.term} applied with different content than the proposal that got that (index, term)`);
+    }
+    this.respond(a, 'ok', -1, result);
+  }
+
+  /** A snapshot jumped over waiting proposals: their fate is unknown here. */
+  snapshotRestored(node: SimNode, index: number): void {
+    for (const [i, a] of node.waiters) {
+      if (i <= index) {
+        node.waiters.delete(i);
+        this.respond(a, 'unknown');
+      }
+    }
+  }
+
+  nodeCrashed(_node: SimNode): void {
+    // Waiting clients simply time out, as they would against a dead server.
+  }
+
+  readState(node: SimNode, ctx: string, index: number): void {
+    const a = node.pendingReads.get(ctx);
+    if (a === undefined) return;
+    node.pendingReads.delete(ctx);
+    a.index = index;
+    node.servable.push({ attempt: a, index });
+  }
+
+  readFailure(node: SimNode, ctx: string, _reason: string): void {
+    const a = node.pendingReads.get(ctx);
+    if (a === undefined) return;
+    node.pendingReads.delete(ctx);
+    this.respond(a, 'failed');
+  }
+
+  /** Serve every ReadIndex read whose index the node has applied, checking linearizability. */
+  serveReads(node: SimNode): void {
+    const sim = this.sim;
+    const keep: { attempt: Attempt; index: number }[] = [];
+    for (const s of node.servable) {
+      if (s.index > node.applied) {
+        keep.push(s);
+        continue;
+      }
+      const op = s.attempt.op;
+      if (s.index < op.maxAckIndexAtInvoke) {
+        sim.fail('linearizable-read', node, `read op${op.id} got readIndex ${s.index}, but a write acknowledged before it was invoked sits at index ${op.maxAckIndexAtInvoke}`);
+      }
+      // Stricter than client-level linearizability, and still true of a correct ReadIndex: an entry
+      // applied anywhere before the read began is committed, and the confirmed leader's commit index
+      // (after it committed an entry of its own term, §8) covers every committed entry.
+      if (s.index < op.maxCommittedAtInvoke) {
+        sim.fail('read-index-fresh', node, `read op${op.id} got readIndex ${s.index}, but index ${op.maxCommittedAtInvoke} was already committed (applied by some node) when the read was invoked`);
+      }
+      if (sim.workload.checkRead) {
+        const serve: ReadServe = {
+          opId: op.id,
+          clientId: op.clientId,
+          node: node.id,
+          readIndex: s.index,
+          appliedIndex: node.applied,
+          invokedAt: op.invokedAt,
+        };
+        sim.check(sim.workload.checkRead(node.sm, serve, this.acks.slice(0, op.ackCountAtInvoke)), 'linearizable-read', node);
+      }
+      s.attempt.term = node.raft.status().term;
+      const value = sim.workload.readValue ? sim.workload.readValue(node.sm, { opId: op.id, clientId: op.clientId, node: node.id, readIndex: s.index, appliedIndex: node.applied, invokedAt: op.invokedAt }) : undefined;
+      this.respond(s.attempt, 'ok', -1, value);
+    }
+    node.servable = keep;
+  }
+}

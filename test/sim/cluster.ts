@@ -1,0 +1,383 @@
+// A seeded discrete-event simulation of a cluster of REAL Raft cores (TigerBeetle VOPR / FoundationDB
+// style). One seed drives everything random: tick jitter, network delay/loss/duplication/reordering,
+// partitions, disk latency, crashes (losing the unsynced Ready), restarts from the durable store only,
+// client traffic. Safety invariants are checked after every event; a violation throws a SimViolation
+// carrying the seed and the tail of the trace, and `SEED=<n> npm run test:sim` replays it exactly.
+import { Raft, defaultRaftConfig } from '../../src/raft/core/raft.js';
+import type { Message, NodeId } from '../../src/raft/core/types.js';
+import { ClientDriver, type Attempt } from './clients.js';
+import { DurableStore } from './durable.js';
+import { FaultInjector } from './faults.js';
+import { GlobalFacts } from './invariants.js';
+import { LivenessPhase } from './liveness.js';
+import { SimNode } from './node.js';
+import { ReadyPipeline } from './pipeline.js';
+import { profileFor, type SimProfile } from './profile.js';
+import { EventQueue, type Timed } from './queue.js';
+import { describeNode, runSummary, violationReport } from './report.js';
+import { SimRng } from './rng.js';
+import { Trace } from './trace.js';
+import { emptyStats, SimViolation, type CoreModule, type ExtraInvariant, type SimOptions, type SimResult, type SimStats } from './types.js';
+import { ValueWorkload, type SimWorkload } from './workload.js';
+
+// The public surface of the simulator, in one import.
+export * from './types.js';
+export { SimNode } from './node.js';
+export type { SimProfile } from './profile.js';
+export type { Ack, HistoryEvent, ReadServe, SimWorkload } from './workload.js';
+export type { StateMachine } from './machine.js';
+
+export const defaultCore: CoreModule = { Raft, defaultRaftConfig };
+
+type SimEvent = Timed &
+  (
+    | { kind: 'tick'; node: number; inc: number }
+    | { kind: 'deliver'; msg: Message; from: number; to: number; dup: boolean }
+    | { kind: 'persisted'; node: number; inc: number }
+    | { kind: 'crash'; node: number; inc: number; why: string }
+    | { kind: 'restart'; node: number; inc: number }
+    | { kind: 'fault' }
+    | { kind: 'heal'; epoch: number }
+    | { kind: 'client'; client: number; token: number }
+    | { kind: 'request'; node: number; attempt: Attempt }
+    | { kind: 'response'; attempt: Attempt; outcome: 'ok' | 'redirect' | 'failed' | 'unknown'; hint: number; result: unknown }
+    | { kind: 'check' }
+  );
+
+export class SimCluster {
+  readonly seed: number;
+  readonly profile: SimProfile;
+  readonly workload: SimWorkload<any>;
+  readonly nodes: SimNode[] = [];
+  readonly ids: NodeId[];
+  private readonly idIndex = new Map<NodeId, number>();
+  readonly facts = new GlobalFacts();
+  readonly trace: Trace;
+  readonly clients: ClientDriver;
+  readonly faults: FaultInjector;
+  private readonly pipeline: ReadyPipeline;
+  private readonly liveness: LivenessPhase;
+  readonly netRng: SimRng;
+  readonly diskRng: SimRng;
+  private readonly queue = new EventQueue<SimEvent>();
+  private readonly core: CoreModule;
+  private readonly extra: ExtraInvariant[];
+  private readonly traceLines: number;
+  now = 0;
+  phase: 'faults' | 'quiet' | 'done' = 'faults';
+  /** blocked[from * n + to]: the link from -> to drops everything (partitions, one-way cuts). */
+  readonly blocked: boolean[];
+  loss: number;
+  duplicate: number;
+  spikeChance: number;
+  /** A few old messages, kept to re-deliver much later (stale, duplicated AppendEntries & co). */
+  readonly reservoir: Message[] = [];
+  readonly stats: SimStats = emptyStats();
+
+  private readonly opts: SimOptions;
+
+  constructor(opts: SimOptions) {
+    this.opts = opts;
+    this.seed = opts.seed;
+    this.profile = profileFor(opts.seed, opts.profile);
+    this.workload = opts.workload ?? new ValueWorkload();
+    this.core = opts.core ?? defaultCore;
+    this.extra = opts.invariants ?? [];
+    this.traceLines = opts.traceLines ?? 60;
+    this.trace = new Trace(opts.fullTrace ? Infinity : Math.max(4 * this.traceLines, 240));
+    this.netRng = SimRng.derive(opts.seed, 'network');
+    this.diskRng = SimRng.derive(opts.seed, 'disk');
+    const n = this.profile.nodeCount;
+    this.ids = Array.from({ length: n }, (_, i) => `n${i + 1}`);
+    this.blocked = new Array<boolean>(n * n).fill(false);
+    this.loss = this.profile.loss;
+    this.duplicate = this.profile.duplicate;
+    this.spikeChance = this.profile.spikeChance;
+    const nodeRng = SimRng.derive(opts.seed, 'nodes');
+    for (let i = 0; i < n; i++) {
+      const id = this.ids[i]!;
+      this.idIndex.set(id, i);
+      const tickMs = this.profile.tickMs * (0.85 + 0.3 * nodeRng.float());
+      const skew = (nodeRng.float() * 2 - 1) * this.profile.clockSkewMs;
+      this.nodes.push(new SimNode(i, id, new DurableStore(this.ids), SimRng.derive(opts.seed, `core:${id}`), tickMs, skew));
+    }
+    this.clients = new ClientDriver(this);
+    this.faults = new FaultInjector(this);
+    this.pipeline = new ReadyPipeline(this);
+    this.liveness = new LivenessPhase(this);
+  }
+
+  // ------------------------------------------------------------------ scheduling
+
+  schedule(delayMs: number, ev: DistributiveOmit<SimEvent, 'time' | 'seq'>): void {
+    (ev as SimEvent).time = this.now + Math.max(0, delayMs);
+    this.queue.push(ev as SimEvent);
+  }
+
+  indexOf(id: NodeId): number {
+    const i = this.idIndex.get(id);
+    return i === undefined ? -1 : i;
+  }
+
+  /** Start (or restart) node i from its durable store only. */
+  boot(i: number): void {
+    const node = this.nodes[i]!;
+    const restored = node.durable.restoredState();
+    const cfg = { ...this.core.defaultRaftConfig(node.id, node.coreRng), ...this.profile.raft, id: node.id, rng: node.coreRng };
+    node.raft = new this.core.Raft(cfg, restored);
+    node.sm = this.workload.createStateMachine();
+    node.up = true;
+    node.inflight = null;
+    node.arm = null;
+    const snap = restored.snapshot;
+    node.applied = snap.meta.index;
+    if (snap.meta.index > 0) {
+      node.sm.restore(snap.data);
+      this.check(this.facts.noteSnapshotPoint(node.id, snap.meta.index, snap.meta.term), 'snapshot-restore', node);
+      this.check(this.facts.noteDigest(node.id, snap.meta.index, node.sm.digest()), 'replica-digest', node);
+    }
+    const st = node.raft.status();
+    node.lastTerm = st.term;
+    node.lastCommit = st.commitIndex;
+    this.schedule(node.tickMs * this.netRng.float(), { kind: 'tick', node: i, inc: node.incarnation });
+  }
+
+  crash(i: number, why: string): void {
+    const node = this.nodes[i]!;
+    if (!node.up) return;
+    if (node.inflight) this.stats.lostBatches++;
+    this.trace.add(this.now, node.id, `CRASH (${why})`, node.inflight ? 'lost unsynced' : undefined, node.inflight ?? undefined);
+    node.up = false;
+    node.incarnation++;
+    node.inflight = null;
+    node.arm = null;
+    this.clients.nodeCrashed(node);
+    node.waiters.clear();
+    node.pendingReads.clear();
+    node.servable = [];
+    this.stats.crashes++;
+  }
+
+  restart(i: number): void {
+    const node = this.nodes[i]!;
+    if (node.up) return;
+    this.trace.add(this.now, node.id, 'RESTART', {
+      term: node.durable.hardState.term,
+      vote: node.durable.hardState.votedFor ?? '-',
+      commit: node.durable.hardState.commitIndex,
+      snap: node.durable.snapIndex,
+      last: node.durable.lastIndex(),
+    });
+    this.stats.restarts++;
+    this.boot(i);
+    this.pipeline.afterNodeEvent(node);
+  }
+
+  upCount(): number {
+    let c = 0;
+    for (const n of this.nodes) if (n.up) c++;
+    return c;
+  }
+
+  /** The node that is leader in the highest term among live nodes, or null. */
+  currentLeader(): SimNode | null {
+    let best: SimNode | null = null;
+    let bestTerm = -1;
+    for (const n of this.nodes) {
+      if (!n.up) continue;
+      const st = n.raft.status();
+      if (st.role === 'leader' && st.term > bestTerm) {
+        best = n;
+        bestTerm = st.term;
+      }
+    }
+    return best;
+  }
+
+  // ------------------------------------------------------------------ network
+
+  send(from: number, msg: Message): void {
+    const to = this.idIndex.get(msg.to);
+    if (to === undefined) return;
+    this.stats.messagesSent++;
+    if (msg.type === 'InstallSnapshot') this.stats.snapshotsSent++;
+    const r = this.netRng;
+    if (this.profile.reservoirChance > 0 && r.chance(this.profile.reservoirChance)) {
+      if (this.reservoir.length < 32) this.reservoir.push(msg);
+      else this.reservoir[r.int(32)] = msg;
+    }
+    if (this.blocked[from * this.nodes.length + to]) {
+      this.stats.messagesDropped++;
+      this.trace.add(this.now, this.nodes[from]!.id, 'cut', msg);
+      return;
+    }
+    if (r.chance(this.loss)) {
+      this.stats.messagesDropped++;
+      this.trace.add(this.now, this.nodes[from]!.id, 'lost', msg);
+      return;
+    }
+    this.schedule(this.netDelay(), { kind: 'deliver', msg, from, to, dup: false });
+    if (this.duplicate > 0 && r.chance(this.duplicate)) {
+      this.stats.messagesDuplicated++;
+      this.schedule(this.netDelay(), { kind: 'deliver', msg, from, to, dup: true });
+    }
+  }
+
+  netDelay(): number {
+    const r = this.netRng;
+    const p = this.profile;
+    if (this.spikeChance > 0 && r.chance(this.spikeChance)) return p.netDelayMaxMs + r.float() * p.spikeMaxMs;
+    return p.netDelayMinMs + r.float() * (p.netDelayMaxMs - p.netDelayMinMs);
+  }
+
+  /** Re-deliver an old message as if it had been stuck in the network all along. */
+  replay(msg: Message): void {
+    const from = this.idIndex.get(msg.from);
+    const to = this.idIndex.get(msg.to);
+    if (from === undefined || to === undefined) return;
+    this.stats.messagesReplayed++;
+    this.schedule(this.netDelay(), { kind: 'deliver', msg, from, to, dup: true });
+  }
+
+  // ------------------------------------------------------------------ events
+
+  private dispatch(ev: SimEvent): void {
+    switch (ev.kind) {
+      case 'tick': {
+        const node = this.nodes[ev.node]!;
+        if (!node.up || node.incarnation !== ev.inc) return;
+        node.raft.tick();
+        this.schedule(node.tickMs * (0.95 + 0.1 * this.netRng.float()), ev);
+        this.pipeline.afterNodeEvent(node);
+        return;
+      }
+      case 'deliver': {
+        const node = this.nodes[ev.to]!;
+        if (!node.up || this.blocked[ev.from * this.nodes.length + ev.to]) {
+          this.stats.messagesDropped++;
+          return;
+        }
+        this.trace.add(this.now, node.id, ev.dup ? 'recv(dup)' : 'recv', ev.msg);
+        node.raft.step(ev.msg);
+        this.pipeline.afterNodeEvent(node);
+        return;
+      }
+      case 'persisted': {
+        const node = this.nodes[ev.node]!;
+        if (!node.up || node.incarnation !== ev.inc || node.inflight === null) return;
+        this.pipeline.persisted(node);
+        this.pipeline.afterNodeEvent(node);
+        return;
+      }
+      case 'crash': {
+        const node = this.nodes[ev.node]!;
+        // A crash armed before the quiet phase must not fire inside it (nobody would restart the node).
+        if (node.up && node.incarnation === ev.inc && this.phase === 'faults') this.crash(ev.node, ev.why);
+        return;
+      }
+      case 'restart': {
+        const node = this.nodes[ev.node]!;
+        if (!node.up && node.incarnation === ev.inc) this.restart(ev.node);
+        return;
+      }
+      case 'fault':
+        this.faults.onFault();
+        return;
+      case 'heal':
+        this.faults.onHeal(ev.epoch);
+        return;
+      case 'client':
+        this.clients.onTimer(ev.client, ev.token);
+        return;
+      case 'request': {
+        const node = this.nodes[ev.node]!;
+        this.clients.onRequest(node, ev.attempt);
+        if (node.up) this.pipeline.afterNodeEvent(node);
+        return;
+      }
+      case 'response':
+        this.clients.onResponse(ev.attempt, ev.outcome, ev.hint, ev.result);
+        return;
+      case 'check':
+        this.liveness.check();
+        return;
+    }
+  }
+
+  /** Entry point for clients and faults touching a node's core. */
+  touched(node: SimNode): void {
+    this.pipeline.afterNodeEvent(node);
+  }
+
+  // ------------------------------------------------------------------ run
+
+  /** Run the fault phase, then (unless disabled) the liveness phase; throws SimViolation. */
+  run(): SimStats {
+    const opts = this.opts;
+    const budget = opts.events ?? 2000;
+    try {
+      for (let i = 0; i < this.nodes.length; i++) this.boot(i);
+      this.clients.start();
+      this.faults.start();
+      while (this.phase === 'faults' && this.stats.events < budget) this.step();
+      this.stats.faultPhaseEvents = this.stats.events;
+      if (opts.liveness ?? true) {
+        this.liveness.enter(opts.quietMs);
+        while (this.phase === 'quiet') this.step();
+        this.liveness.finalChecks();
+      }
+    } catch (err) {
+      if (err instanceof SimViolation) throw err;
+      const e = err as Error;
+      throw this.violation('core-threw', `an exception escaped: ${e.stack ?? String(e)}`);
+    }
+    this.stats.virtualMs = this.now;
+    this.phase = 'done';
+    return this.stats;
+  }
+
+  private step(): void {
+    const ev = this.queue.pop();
+    if (ev === undefined) throw this.violation('liveness', 'the event queue ran dry');
+    this.now = ev.time;
+    this.stats.events++;
+    this.dispatch(ev);
+    for (const inv of this.extra) {
+      const msg = inv(this);
+      if (msg !== null) throw this.violation('extra-invariant', msg);
+    }
+  }
+
+  // ------------------------------------------------------------------ violations
+
+  check(msg: string | null, invariant: string, node?: SimNode): void {
+    if (msg !== null) throw this.violation(invariant, node ? `[${node.id}] ${msg}` : msg);
+  }
+
+  fail(invariant: string, node: SimNode, msg: string): never {
+    throw this.violation(invariant, `[${node.id}] ${msg}`);
+  }
+
+  violation(invariant: string, detail: string): SimViolation {
+    return new SimViolation(this.seed, invariant, violationReport(this, invariant, detail, this.traceLines));
+  }
+
+  describeNode(n: SimNode): string {
+    return describeNode(n);
+  }
+
+  /** A short multi-line account of the run (printed when replaying one seed). */
+  summary(): string {
+    return runSummary(this);
+  }
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/** Run one seed to completion; throws SimViolation on any broken invariant. */
+export function runSimulation(opts: SimOptions): SimResult {
+  const t0 = performance.now();
+  const sim = new SimCluster(opts);
+  const stats = sim.run();
+  return { seed: opts.seed, stats, summary: sim.summary(), wallMs: performance.now() - t0, cluster: sim };
+}

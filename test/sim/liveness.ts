@@ -1,0 +1,102 @@
+// The end of every run: heal the network, restart every node (sometimes all of them from disk), calm
+// the weather and clocks, stop new client operations, and require convergence within a deadline — one
+// leader, every node at the same commit/applied index and state digest. A core that deadlocks, livelocks
+// or leaves a replica behind fails here. Then whole-run checks on the final state.
+import type { Status } from '../../src/raft/core/types.js';
+import type { SimCluster } from './cluster.js';
+import { entryHash } from './machine.js';
+import type { SimNode } from './node.js';
+
+export class LivenessPhase {
+  private quietDeadline = 0;
+  private quietStart = 0;
+
+  constructor(private readonly sim: SimCluster) {}
+
+  enter(quietMs: number | undefined): void {
+    this.sim.phase = 'quiet';
+    this.sim.trace.add(this.sim.now, '', 'QUIET: heal all, restart all, calm network, nominal clocks');
+    this.sim.faults.healAll();
+    this.sim.loss = 0;
+    this.sim.duplicate = 0;
+    this.sim.spikeChance = 0;
+    const fullRestart = this.sim.faults.rng.chance(0.2);
+    for (let i = 0; i < this.sim.nodes.length; i++) {
+      const node = this.sim.nodes[i]!;
+      node.arm = null;
+      node.tickMs = node.baseTickMs;
+      if (fullRestart && node.up) this.sim.crash(i, 'full restart before quiet phase');
+      if (!node.up) this.sim.schedule(this.sim.faults.rng.float() * 20, { kind: 'restart', node: i, inc: node.incarnation });
+    }
+    const electionMs = (this.sim.profile.raft.electionTicks ?? 10) * this.sim.profile.tickMs;
+    this.quietDeadline = this.sim.now + (quietMs ?? 150 * electionMs + 2000);
+    this.quietStart = this.sim.now;
+    this.sim.schedule(this.sim.profile.tickMs * 2, { kind: 'check' });
+  }
+
+  check(): void {
+    const conv = this.convergence();
+    if (conv === null) {
+      this.sim.phase = 'done';
+      this.sim.stats.convergeMs = this.sim.now - this.quietStart;
+      return;
+    }
+    if (this.sim.now > this.quietDeadline) {
+      throw this.sim.violation('liveness', `no convergence ${(this.sim.now - this.quietStart).toFixed(0)}ms after healing everything: ${conv}`);
+    }
+    this.sim.schedule(this.sim.profile.tickMs * 2, { kind: 'check' });
+  }
+
+  /** null when converged, else why not. */
+  private convergence(): string | null {
+    let leader: SimNode | null = null;
+    let leaderSt: Status | null = null;
+    const sts: Status[] = [];
+    for (const n of this.sim.nodes) {
+      if (!n.up) return `${n.id} is down`;
+      const st = n.raft.status();
+      sts.push(st);
+      if (st.role === 'leader' && (leaderSt === null || st.term > leaderSt.term)) {
+        leader = n;
+        leaderSt = st;
+      }
+    }
+    if (leader === null || leaderSt === null) return 'no leader';
+    for (let i = 0; i < this.sim.nodes.length; i++) {
+      const n = this.sim.nodes[i]!;
+      const st = sts[i]!;
+      if (st.term !== leaderSt.term) return `${n.id} is in term ${st.term}, leader ${leader.id} in ${leaderSt.term}`;
+      if (n !== leader && st.role !== 'follower') return `${n.id} is ${st.role}`;
+      if (st.commitIndex !== leaderSt.lastIndex) return `${n.id} commit ${st.commitIndex} != leader last ${leaderSt.lastIndex}`;
+      if (n.applied !== leaderSt.lastIndex) return `${n.id} applied ${n.applied} != ${leaderSt.lastIndex}`;
+      if (n.inflight !== null) return `${n.id} is persisting`;
+    }
+    const d0 = leader.sm.digest();
+    for (const n of this.sim.nodes) if (n.sm.digest() !== d0) return `${n.id} digest ${String(n.sm.digest())} != leader ${String(d0)}`;
+    return null;
+  }
+
+  finalChecks(): void {
+    const wl = this.sim.workload;
+    for (const n of this.sim.nodes) {
+      if (wl.checkFinal) this.sim.check(wl.checkFinal(n.sm, this.sim.clients.acks), 'workload-final', n);
+      // Every durable log agrees with the committed history up to its commit index.
+      const d = n.durable;
+      const upTo = Math.min(d.lastIndex(), d.hardState.commitIndex);
+      for (let i = d.snapIndex + 1; i <= upTo; i++) {
+        const e = d.entry(i)!;
+        const t = this.sim.facts.committedTermAt(i);
+        if (t !== e.term || this.sim.facts.committedHashAt(i) !== entryHash(e)) {
+          this.sim.fail('state-machine-safety', n, `durable committed entry ${i}/t${e.term} differs from the committed history (t${t})`);
+        }
+      }
+    }
+    if (wl.checkHistory) this.sim.check(wl.checkHistory(this.sim.clients.history, this.sim.clients.acks), 'workload-history');
+    for (const ack of this.sim.clients.acks) {
+      if (this.sim.facts.committedTermAt(ack.index) !== ack.term) {
+        throw this.sim.violation('acked-durable', `acknowledged write op ${ack.opId} at ${ack.index}/t${ack.term} is not in the final committed log`);
+      }
+    }
+    this.sim.stats.finalCommit = this.sim.facts.maxCommitted;
+  }
+}

@@ -1,0 +1,229 @@
+// Planted bugs, to test the simulator itself ("a checker that cannot fail proves nothing"). Each mutant
+// wraps the real core and breaks one Raft rule — the classic bugs of the JavaScript Raft libraries
+// (DESIGN.md) and a few more. sim.test.ts asserts each is caught within `maxSeeds` seeds.
+//
+// Most mutants only rewrite messages and Readys at the API boundary. Two need to reach into the core
+// (its log's commit index and the leader's progress map); they say so and fail loudly if the fields
+// they need were renamed, rather than silently testing nothing.
+import type { Message, NodeId, ProposeResult, RaftConfig, Ready, ReadState, RestoredState, Snapshot, Status } from '../../src/raft/core/types.js';
+import type { CoreModule, RaftCore } from './cluster.js';
+import type { SimProfile } from './profile.js';
+import { ValueWorkload, type SimWorkload } from './workload.js';
+
+export interface Mutant {
+  name: string;
+  core(base: CoreModule): CoreModule;
+  /** Invariants that may legitimately report this bug. */
+  expect: string[];
+  maxSeeds: number;
+  profile?: Partial<SimProfile>;
+  workload?: SimWorkload<any>;
+  events?: number;
+  /** Caught only about once per thousand seeds: left to the sweep (sim.test.ts skips it unless
+   *  SIM_MUTANTS_ALL=1). */
+  sweepOnly?: boolean;
+}
+
+/** A pass-through core; mutants override the methods they break. */
+class WrappedCore implements RaftCore {
+  readonly inner: RaftCore;
+  constructor(base: CoreModule, cfg: RaftConfig, restored: RestoredState) {
+    this.inner = new base.Raft(cfg, restored);
+  }
+  tick(): void {
+    this.inner.tick();
+  }
+  step(msg: Message): void {
+    this.inner.step(msg);
+  }
+  propose(data: Uint8Array): ProposeResult {
+    return this.inner.propose(data);
+  }
+  readIndex(ctx: string): void {
+    this.inner.readIndex(ctx);
+  }
+  transferLeadership(to: NodeId): boolean {
+    return this.inner.transferLeadership(to);
+  }
+  hasReady(): boolean {
+    return this.inner.hasReady();
+  }
+  ready(): Ready {
+    return this.inner.ready();
+  }
+  advance(rd: Ready): void {
+    this.inner.advance(rd);
+  }
+  compact(index: number, data: Uint8Array): Snapshot {
+    return this.inner.compact(index, data);
+  }
+  status(): Status {
+    return this.inner.status();
+  }
+}
+
+function module(base: CoreModule, make: (cfg: RaftConfig, restored: RestoredState) => RaftCore): CoreModule {
+  return {
+    defaultRaftConfig: base.defaultRaftConfig,
+    Raft: function (cfg: RaftConfig, restored: RestoredState) {
+      return make(cfg, restored);
+    } as unknown as CoreModule['Raft'],
+  };
+}
+
+interface CoreInternals {
+  log: { committed: number; lastIndex(): number; term(i: number): number | undefined };
+  progress: Map<NodeId, { match: number }>;
+  voters: NodeId[];
+  term: number;
+  role: string;
+}
+
+function internals(core: RaftCore): CoreInternals {
+  const c = core as unknown as Partial<CoreInternals>;
+  if (!c.log || typeof c.log.committed !== 'number' || !(c.progress instanceof Map) || !Array.isArray(c.voters)) {
+    throw new Error('mutant needs Raft internals (log.committed, progress, voters): update test/sim/mutants.ts');
+  }
+  return c as CoreInternals;
+}
+
+export const MUTANTS: Mutant[] = [
+  {
+    // §5.4.1 election restriction removed: the candidate claims a last log term no voter can beat, so
+    // voters grant votes to candidates missing committed entries.
+    name: 'votes ignore the candidate log (election restriction §5.4.1)',
+    expect: ['state-machine-safety', 'acked-committed', 'acked-durable', 'linearizable-read', 'replica-digest', 'log-matching', 'committed-truncated', 'snapshot-restore', 'workload-final', 'core-threw', 'applied-index'],
+    maxSeeds: 150,
+    core: (base) =>
+      module(base, (cfg, restored) => {
+        const w = new WrappedCore(base, cfg, restored);
+        w.ready = () => {
+          const rd = w.inner.ready();
+          rd.messages = rd.messages.map((m) => (m.type === 'RequestVote' ? { ...m, lastLogTerm: m.term + 1000, lastLogIndex: m.lastLogIndex + 1000 } : m));
+          return rd;
+        };
+        return w;
+      }),
+  },
+  {
+    // votedFor is not reloaded after a restart (the "not persisting votedFor" bug, seen from disk).
+    name: 'votedFor forgotten on restart',
+    expect: ['one-vote-per-term', 'election-safety', 'state-machine-safety', 'log-matching'],
+    maxSeeds: 150,
+    core: (base) =>
+      module(base, (cfg, restored) => new WrappedCore(base, cfg, { ...restored, hardState: { ...restored.hardState, votedFor: null } })),
+  },
+  {
+    // §5.3 consistency check skipped: the follower appends whatever follows prevLogIndex without
+    // checking that its entry there has prevLogTerm. (Reads the follower's log term to fake a match.)
+    name: 'AppendEntries accepted without the prevLogTerm check (§5.3)',
+    expect: ['log-matching', 'state-machine-safety', 'committed-truncated', 'replica-digest', 'core-threw', 'acked-committed', 'snapshot-restore', 'persist-before-apply', 'workload-final'],
+    maxSeeds: 150,
+    core: (base) =>
+      module(base, (cfg, restored) => {
+        const w = new WrappedCore(base, cfg, restored);
+        w.step = (m) => {
+          if (m.type === 'AppendEntries' && m.entries.length > 0) {
+            const have = internals(w.inner).log.term(m.prevLogIndex);
+            if (have !== undefined && have !== m.prevLogTerm) {
+              w.inner.step({ ...m, prevLogTerm: have });
+              return;
+            }
+          }
+          w.inner.step(m);
+        };
+        return w;
+      }),
+  },
+  {
+    // Followers acknowledge appends before they are durable (the Ready's entries are never written).
+    name: 'follower acknowledges entries before persisting them',
+    expect: ['persist-before-speak', 'persist-before-apply', 'commit-in-log', 'log-contiguity'],
+    maxSeeds: 20,
+    core: (base) =>
+      module(base, (cfg, restored) => {
+        const w = new WrappedCore(base, cfg, restored);
+        w.ready = () => {
+          const rd = w.inner.ready();
+          if (w.inner.status().role !== 'leader' && rd.entries.length > 0) return { ...rd, entries: [] };
+          return rd;
+        };
+        return w;
+      }),
+  },
+  {
+    // A leader answers ReadIndex from its own commit index without confirming it is still leader
+    // (no heartbeat quorum round): a deposed leader behind a partition serves stale reads.
+    name: 'ReadIndex served without confirming leadership',
+    expect: ['linearizable-read', 'read-index-fresh'],
+    maxSeeds: 300,
+    profile: { raft: { checkQuorum: false }, faultMeanMs: 150 },
+    workload: new ValueWorkload(0.5),
+    events: 4000,
+    core: (base) =>
+      module(base, (cfg, restored) => {
+        const w = new WrappedCore(base, cfg, restored);
+        let local: ReadState[] = [];
+        w.readIndex = (ctx) => {
+          const st = w.inner.status();
+          if (st.role === 'leader') local.push({ ctx, index: st.commitIndex });
+          else w.inner.readIndex(ctx);
+        };
+        w.hasReady = () => local.length > 0 || w.inner.hasReady();
+        w.ready = () => {
+          const rd = w.inner.ready();
+          if (local.length > 0) {
+            rd.readStates = [...rd.readStates, ...local];
+            local = [];
+          }
+          return rd;
+        };
+        return w;
+      }),
+  },
+  {
+    // skiff/liferaft: commitIndex = leaderCommit without the min against the last new entry — a
+    // follower "commits" a stale tail it has not been shown to share with the leader. (Reaches into
+    // the core's log to emulate the bad assignment.)
+    name: 'follower sets commitIndex = leaderCommit (no min with last new entry)',
+    // Rare by the core's design: heartbeats carry min(match, commit) and fast backtracking lands on
+    // the first conflicting entry, so a matching AppendEntries that ends before a stale tail while
+    // carrying a higher leaderCommit needs an unusual interleaving (~1 seed in 1000).
+    sweepOnly: true,
+    expect: ['apply-matches-leader', 'state-machine-safety', 'replica-digest', 'committed-truncated', 'core-threw', 'acked-committed', 'snapshot-restore', 'commit-in-log', 'persist-before-apply'],
+    maxSeeds: 5000,
+    core: (base) =>
+      module(base, (cfg, restored) => {
+        const w = new WrappedCore(base, cfg, restored);
+        w.step = (m) => {
+          w.inner.step(m);
+          if (m.type !== 'AppendEntries') return;
+          const c = internals(w.inner);
+          if (c.role !== 'follower' || m.term !== c.term || c.log.term(m.prevLogIndex) !== m.prevLogTerm) return;
+          const target = Math.min(m.leaderCommit, c.log.lastIndex());
+          if (target > c.log.committed) c.log.committed = target;
+        };
+        return w;
+      }),
+  },
+  {
+    // §5.4.2 (Figure 8): a leader commits an entry of an earlier term by counting replicas.
+    name: 'leader commits earlier-term entries by counting replicas (Figure 8)',
+    expect: ['commit-rule', 'state-machine-safety', 'replica-digest', 'committed-truncated', 'acked-committed', 'acked-durable', 'snapshot-restore', 'workload-final', 'linearizable-read', 'applied-index', 'commit-in-log', 'persist-before-apply'],
+    maxSeeds: 100,
+    core: (base) =>
+      module(base, (cfg, restored) => {
+        const w = new WrappedCore(base, cfg, restored);
+        w.step = (m) => {
+          w.inner.step(m);
+          if (m.type !== 'AppendEntriesResponse') return;
+          const c = internals(w.inner);
+          if (c.role !== 'leader') return;
+          const matches = c.voters.map((id) => c.progress.get(id)?.match ?? 0).sort((a, b) => b - a);
+          const q = matches[Math.floor(c.voters.length / 2)]!;
+          if (q > c.log.committed) c.log.committed = q;
+        };
+        return w;
+      }),
+  },
+];

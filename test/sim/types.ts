@@ -1,0 +1,111 @@
+// Types shared by the simulator's files: the core API it drives, run options, crash arms, statistics.
+import type { Message, NodeId, ProposeResult, RaftConfig, Ready, RestoredState, Rng, Snapshot, Status } from '../../src/raft/core/types.js';
+import type { SimCluster } from './cluster.js';
+import type { SimProfile } from './profile.js';
+import type { SimWorkload } from './workload.js';
+
+/** The slice of the core's API the simulator drives (so a scratch copy with a planted bug plugs in). */
+export interface RaftCore {
+  tick(): void;
+  step(msg: Message): void;
+  propose(data: Uint8Array): ProposeResult;
+  readIndex(ctx: string): void;
+  transferLeadership(to: NodeId): boolean;
+  hasReady(): boolean;
+  ready(): Ready;
+  advance(rd: Ready): void;
+  compact(index: number, data: Uint8Array): Snapshot;
+  status(): Status;
+}
+
+export interface CoreModule {
+  Raft: new (cfg: RaftConfig, restored: RestoredState) => RaftCore;
+  defaultRaftConfig(id: NodeId, rng: Rng): RaftConfig;
+}
+
+/** An extra invariant run after every event; return a violation message or null. */
+export type ExtraInvariant = (sim: SimCluster) => string | null;
+
+export interface SimOptions {
+  seed: number;
+  /** Events in the fault phase (ticks, deliveries, persists, client and fault events all count). */
+  events?: number;
+  workload?: SimWorkload<any>;
+  invariants?: ExtraInvariant[];
+  core?: CoreModule;
+  /** Overrides of the per-seed profile (e.g. { nodeCount: 5 }). */
+  profile?: Partial<SimProfile>;
+  /** Trace lines printed with a violation (default 60). */
+  traceLines?: number;
+  /** Keep every trace line (memory grows with the run); default keeps a ring of 4 * traceLines. */
+  fullTrace?: boolean;
+  /** Run the final heal/restart/quiet liveness phase (default true). */
+  liveness?: boolean;
+  /** Max virtual ms the quiet phase may take to converge (default 150 election timeouts' worth). */
+  quietMs?: number;
+}
+
+export class SimViolation extends Error {
+  constructor(
+    readonly seed: number,
+    readonly invariant: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'SimViolation';
+  }
+}
+
+export type CrashPoint = 'mid-persist' | 'after-persist' | 'after-send';
+export type CrashFilter = 'any' | 'vote' | 'entries';
+
+export interface CrashArm {
+  point: CrashPoint;
+  filter: CrashFilter;
+}
+
+export interface SimStats {
+  events: number;
+  faultPhaseEvents: number;
+  virtualMs: number;
+  messagesSent: number;
+  messagesDropped: number;
+  messagesDuplicated: number;
+  messagesReplayed: number;
+  persists: number;
+  lostBatches: number;
+  crashes: number;
+  /** Crashes at a chosen pipeline point: mid-persist (batch lost), after-persist (before send), after-send. */
+  armedCrashes: number;
+  restarts: number;
+  powerLosses: number;
+  partitions: number;
+  snapshotsSent: number;
+  snapshotsInstalled: number;
+  compactions: number;
+  proposals: number;
+  acks: number;
+  readsOk: number;
+  readsFailed: number;
+  transfers: number;
+  maxTerm: number;
+  finalCommit: number;
+  convergeMs: number;
+}
+
+export function emptyStats(): SimStats {
+  return {
+    events: 0, faultPhaseEvents: 0, virtualMs: 0, messagesSent: 0, messagesDropped: 0, messagesDuplicated: 0,
+    messagesReplayed: 0, persists: 0, lostBatches: 0, crashes: 0, armedCrashes: 0, restarts: 0, powerLosses: 0,
+    partitions: 0, snapshotsSent: 0, snapshotsInstalled: 0, compactions: 0, proposals: 0, acks: 0, readsOk: 0,
+    readsFailed: 0, transfers: 0, maxTerm: 0, finalCommit: 0, convergeMs: 0,
+  };
+}
+
+export interface SimResult {
+  seed: number;
+  stats: SimStats;
+  summary: string;
+  wallMs: number;
+  cluster: SimCluster;
+}
