@@ -247,6 +247,7 @@ export class SimCluster {
         const node = this.nodes[ev.node]!;
         if (!node.up || node.incarnation !== ev.inc) return;
         node.raft.tick();
+        if (this.workload.leaderProposals) this.leaderProposals(node, 'tick');
         this.schedule(node.tickMs * (0.95 + 0.1 * this.netRng.float()), ev);
         this.pipeline.afterNodeEvent(node);
         return;
@@ -301,6 +302,18 @@ export class SimCluster {
       case 'check':
         this.liveness.check();
         return;
+    }
+  }
+
+  /** Let the workload's driver logic propose its own entries on a leader (see SimWorkload). */
+  leaderProposals(node: SimNode, reason: 'elected' | 'tick'): void {
+    const wl = this.workload;
+    if (!wl.leaderProposals || !node.up) return;
+    const st = node.raft.status();
+    if (st.role !== 'leader') return;
+    for (const data of wl.leaderProposals({ node: node.id, nodeNow: this.now + node.clockSkewMs, term: st.term, reason, sm: node.sm })) {
+      const r = node.raft.propose(data);
+      if (r.ok) this.trace.add(this.now, node.id, `propose (${reason})`, `${r.index}/t${r.term}`);
     }
   }
 

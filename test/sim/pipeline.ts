@@ -19,7 +19,10 @@ export class ReadyPipeline {
     while (node.up && node.inflight === null && node.raft.hasReady()) {
       if (++rounds > 1000) this.sim.fail('ready-progress', node, 'hasReady() is still true after 1000 consecutive Ready/advance rounds');
       const rd = node.raft.ready();
-      if (rd.softState) this.sim.trace.add(this.sim.now, node.id, 'soft', `${rd.softState.role} t${rd.softState.term} leader=${rd.softState.leaderId ?? '-'}`);
+      if (rd.softState) {
+        this.sim.trace.add(this.sim.now, node.id, 'soft', `${rd.softState.role} t${rd.softState.term} leader=${rd.softState.leaderId ?? '-'}`);
+        if (rd.softState.role === 'leader') this.sim.leaderProposals(node, 'elected');
+      }
       const needsDisk = rd.hardState !== null || rd.entries.length > 0 || rd.snapshot !== null;
       if (!needsDisk) {
         this.finishReady(node, rd);

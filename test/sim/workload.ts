@@ -54,6 +54,10 @@ export interface SimWorkload<M extends StateMachine = StateMachine> {
   nextWrite(ctx: WriteContext): Uint8Array;
   /** Optional: rewrite the command at the leader just before propose (e.g. stamp the leader's time). */
   prepareProposal?(data: Uint8Array, ctx: ProposeContext): Uint8Array;
+  /** Entries the node's driver proposes by itself while leader (not client commands): called once
+   *  when the node becomes leader ('elected', e.g. the lock machine's leader-epoch entry that extends
+   *  leases) and on every tick while leader ('tick', e.g. lease-expiry housekeeping). */
+  leaderProposals?(ctx: ProposeContext & { reason: 'elected' | 'tick'; sm: M }): Uint8Array[];
   /** A read served at `read.node` whose machine is `sm`: `ackedBefore` are the writes acknowledged
    *  before the read was invoked. Return a violation message or null. */
   checkRead?(sm: M, read: ReadServe, ackedBefore: readonly Ack[]): string | null;
