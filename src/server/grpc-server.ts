@@ -3,7 +3,8 @@
 // Lock calls to the leader with the caller's deadline (once — a forwarded call is never forwarded again).
 import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation } from 'grpc-health-check';
+import * as protoLoader from '@grpc/proto-loader';
+import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import { validateAcquire, validateGet, validateRelease, validateRenew, type Validated } from '../lock/validate.js';
 import type { LockLimits } from '../lock/validate.js';
 import type { AcquireResult, LockView, ReleaseResult, RenewResult } from '../lock/types.js';
@@ -59,7 +60,9 @@ export class ClientApi {
     server.addService(strictRequestDeserializers(LockClient.service), this.lockHandlers());
     server.addService(ClusterClient.service, this.clusterHandlers());
     this.health.addToServer(server);
-    new ReflectionService(packageDefinition, { services: ['leasehold.v1.Lock', 'leasehold.v1.Cluster', 'grpc.health.v1.Health'] }).addToServer(server);
+    // Reflection describes our services and the standard health service (grpcurl list / describe).
+    const healthDefinition = protoLoader.loadSync(healthProtoPath, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
+    new ReflectionService({ ...packageDefinition, ...healthDefinition }, { services: ['leasehold.v1.Lock', 'leasehold.v1.Cluster', 'grpc.health.v1.Health'] }).addToServer(server);
   }
 
   close(): void {
