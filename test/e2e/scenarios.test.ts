@@ -148,8 +148,9 @@ describe('the article’s scenarios against a real 3-node cluster', () => {
     expect(h.state).toBe('LOST');
     expect(h.signal.aborted).toBe(true);
     expect(h.signal.reason).toBe(lost);
-    // LOST no later than ttl after the hold began (the last confirmed renew was sent before it).
-    expect(lostAfterMs).toBeLessThanOrEqual(ttl + 50);
+    // LOST no later than ttl after the hold began (the last confirmed renew was sent before it), give or
+    // take timer slack on a loaded 2-core machine.
+    expect(lostAfterMs).toBeLessThanOrEqual(ttl + 250);
     await expect(writeWithLock(h, level, key, 'after loss')).rejects.toBeInstanceOf(LockLostError);
     // The server frees the key once the lease has really run out...
     await waitFor('the lease to run out on the server', async () => !(await direct.get(key)).held, 5000);
