@@ -12,7 +12,6 @@ import type { SimNode } from './node.js';
 export class ReadyPipeline {
   constructor(private readonly sim: SimCluster) {}
 
-
   /** After anything touched the core: hand its Ready to the disk, or finish it right away. */
   pump(node: SimNode): void {
     let rounds = 0;
