@@ -83,5 +83,3 @@ export class JsonChild {
     await this.exited;
   }
 }
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
