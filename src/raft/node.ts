@@ -373,6 +373,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
     const data = this.opts.fsm.snapshot();
     const snapshot = this.raft.compact(index, data);
     this.lastSnapshotIndex = index;
+    if (snapshot === null) return; // a newer snapshot from the leader already covers it
     await this.opts.storage.compact(snapshot);
     this.log.info({ nodeId: this.id, index, bytes: data.length }, 'snapshot taken, log compacted');
   }

@@ -54,7 +54,7 @@ class WrappedCore implements RaftCore {
   advance(rd: Ready): void {
     this.inner.advance(rd);
   }
-  compact(index: number, data: Uint8Array): Snapshot {
+  compact(index: number, data: Uint8Array): Snapshot | null {
     return this.inner.compact(index, data);
   }
   status(): Status {

@@ -210,6 +210,9 @@ export class ReadyPipeline {
     if (node.applied - node.durable.snapIndex < this.sim.profile.snapshotEvery) return;
     const data = node.sm.snapshot();
     const snap = node.raft.compact(node.applied, data);
+    // null: already compacted past `applied` (a snapshot from the leader is pending in the next Ready,
+    // which persists it) — nothing to store here.
+    if (snap === null) return;
     if (snap.meta.index < node.applied) this.sim.fail('compact', node, `compact(${node.applied}) returned an older snapshot at ${snap.meta.index}`);
     const committedTerm = this.sim.facts.committedTermAt(snap.meta.index);
     if (committedTerm !== undefined && snap.meta.term !== committedTerm) {

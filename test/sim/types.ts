@@ -14,7 +14,7 @@ export interface RaftCore {
   hasReady(): boolean;
   ready(): Ready;
   advance(rd: Ready): void;
-  compact(index: number, data: Uint8Array): Snapshot;
+  compact(index: number, data: Uint8Array): Snapshot | null;
   status(): Status;
 }
 

@@ -196,8 +196,11 @@ export class Raft {
     }
   }
 
-  /** The application snapshotted its state at applied index `index`; drop the log up to it. */
-  compact(index: number, data: Uint8Array): Snapshot {
+  /** The application snapshotted its state at applied index `index`; drop the log up to it. Returns null
+   *  when the log is already compacted past `index` — e.g. a leader's snapshot was installed while the
+   *  application was still applying older entries (etcd's ErrCompacted); the caller then persists nothing. */
+  compact(index: number, data: Uint8Array): Snapshot | null {
+    if (index <= this.log.snapshot.meta.index) return null;
     if (index > this.log.applied) throw new Error(`compact(${index}) beyond applied index ${this.log.applied}`);
     const term = this.log.term(index);
     if (term === undefined) throw new Error(`compact(${index}): index is not in the log`);

@@ -148,6 +148,7 @@ export class TestNode {
   /** The application snapshots at `index` (<= applied) and the log is compacted, durably. */
   compact(index: number, data: Uint8Array): Snapshot {
     const snap = this.raft.compact(index, data);
+    if (snap === null) throw new Error(`compact(${index}): the log is already compacted past it`);
     this.durable.snapshot = snap;
     this.durable.entries = this.durable.entries.filter((e) => e.index > index);
     return snap;

@@ -27,3 +27,27 @@ describe('regressions in src/raft/core', () => {
     expect(resent).toEqual([]);
   });
 });
+
+describe('regression: compaction racing a snapshot install (found by the simulator, seed 1177)', () => {
+  it('compact(i) after a leader snapshot beyond i was installed is a no-op (null), not a throw', async () => {
+    const { Raft, defaultRaftConfig } = await import('../../../src/raft/core/raft.js');
+    const { bootstrapSnapshot, emptyHardState } = await import('../../../src/raft/core/types.js');
+    const f = new Raft(defaultRaftConfig('b', { int: () => 0 }), { hardState: emptyHardState(), snapshot: bootstrapSnapshot(['a', 'b', 'c']), entries: [] });
+    // The application is still applying (say) entry 32 when the leader's snapshot at 33 arrives.
+    f.step({
+      type: 'InstallSnapshot',
+      from: 'a',
+      to: 'b',
+      term: 2,
+      meta: { index: 33, term: 2, conf: { voters: ['a', 'b', 'c'] } },
+      offset: 0,
+      chunk: new Uint8Array([1, 2, 3]),
+      done: true,
+      round: 1,
+    });
+    expect(f.status().firstIndex).toBe(34);
+    expect(f.compact(32, new Uint8Array([9]))).toBeNull();
+    expect(f.compact(33, new Uint8Array([9]))).toBeNull();
+    expect(f.status().firstIndex).toBe(34);
+  });
+});
