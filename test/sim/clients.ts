@@ -187,7 +187,8 @@ export class ClientDriver {
       sim.trace.add(sim.now, '', `client${c.id} ok`, `op${op.id} ${op.kind} @${a.index}/t${a.term}`);
       c.op = null;
       c.attempt = null;
-      sim.schedule(this.rng.exp(sim.profile.thinkMeanMs), { kind: 'client', client: c.id, token: 0 });
+      const think = sim.workload.nextOpDelayMs?.(c.id, sim.now);
+      sim.schedule(think === undefined ? this.rng.exp(sim.profile.thinkMeanMs) : think, { kind: 'client', client: c.id, token: 0 });
       return;
     }
     if (a.op.kind === 'read' && outcome === 'failed') sim.stats.readsFailed++;
@@ -218,7 +219,12 @@ export class ClientDriver {
     if (op.kind === 'write') {
       let data = op.data;
       if (sim.workload.prepareProposal) {
-        data = sim.workload.prepareProposal(data, { node: node.id, nodeNow: sim.now + node.clockSkewMs, term: node.raft.status().term });
+        const prepared = sim.workload.prepareProposal(data, { node: node.id, nodeNow: sim.now + node.clockSkewMs, term: node.raft.status().term });
+        if (prepared === null) {
+          this.respond(a, 'failed'); // the node refuses for now (e.g. a lock leader not ready yet): retry
+          return;
+        }
+        data = prepared;
       }
       const r = node.raft.propose(data);
       if (!r.ok) {

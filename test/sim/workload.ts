@@ -52,8 +52,14 @@ export interface SimWorkload<M extends StateMachine = StateMachine> {
   createStateMachine(): M;
   /** The command bytes of a new write operation (re-proposed unchanged on retries). */
   nextWrite(ctx: WriteContext): Uint8Array;
-  /** Optional: rewrite the command at the leader just before propose (e.g. stamp the leader's time). */
-  prepareProposal?(data: Uint8Array, ctx: ProposeContext): Uint8Array;
+  /** Optional: rewrite the command at the leader just before propose (e.g. stamp the leader's time).
+   *  null = the node refuses it for now (e.g. a new lock leader whose term-start entry has not applied
+   *  yet, like the lock service's ensureLeaderReady): the client sees a failure and retries. */
+  prepareProposal?(data: Uint8Array, ctx: ProposeContext): Uint8Array | null;
+  /** Optional: virtual ms before a client starts its next operation once one completed (default: random
+   *  with mean profile.thinkMeanMs; undefined = the default), e.g. a lock client renewing every ttl/3, or
+   *  one that stalls past its TTL. */
+  nextOpDelayMs?(clientId: number, now: number): number | undefined;
   /** Entries the node's driver proposes by itself while leader (not client commands): called once
    *  when the node becomes leader ('elected', e.g. the lock machine's leader-epoch entry that extends
    *  leases) and on every tick while leader ('tick', e.g. lease-expiry housekeeping). */
