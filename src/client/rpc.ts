@@ -7,6 +7,9 @@ import { ClusterClient, LockClient, type StatusResponse } from '../transport/pro
 
 export type LockMethod = 'Acquire' | 'Renew' | 'Release' | 'Get';
 
+/** Response metadata by which a node tells the client the current leader's address. */
+export const LEADER_METADATA = 'x-leasehold-leader';
+
 const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED, grpc.status.CANCELLED, grpc.status.RESOURCE_EXHAUSTED]);
 
 export class RpcError extends Error {
@@ -44,6 +47,8 @@ export class EndpointPool {
   private readonly lock = new Map<string, LockClient>();
   private readonly cluster = new Map<string, ClusterClient>();
   private preferred = 0;
+  /** The leader's address as the last answering node reported it (response metadata). */
+  private leaderHint: string | null = null;
   readonly endpoints: string[];
   private readonly creds: grpc.ChannelCredentials;
   private readonly attemptTimeoutMs: number;
@@ -92,6 +97,9 @@ export class EndpointPool {
       try {
         const res = await this.unary<Res>(this.lockClient(ep), method, req, attemptDeadline, signal);
         this.preferred = idx;
+        // The node named the leader: go there directly next time (saves the follower's forwarding hop).
+        const hinted = this.leaderHint === null ? -1 : this.endpoints.indexOf(this.leaderHint);
+        if (hinted >= 0) this.preferred = hinted;
         return res;
       } catch (err) {
         const e = err instanceof RpcError ? err : new RpcError(grpc.status.UNKNOWN, String(err));
@@ -113,6 +121,10 @@ export class EndpointPool {
         signal?.removeEventListener('abort', onAbort);
         if (err) reject(new RpcError(err.code, err.details));
         else resolve(value as Res);
+      });
+      call.on('metadata', (md: grpc.Metadata) => {
+        const leader = md.get(LEADER_METADATA)[0];
+        if (typeof leader === 'string' && leader !== '') this.leaderHint = leader;
       });
       const onAbort = () => call.cancel();
       signal?.addEventListener('abort', onAbort, { once: true });

@@ -273,13 +273,25 @@ export class RaftNode<R = unknown> extends EventEmitter {
     try {
       while (!this.stopped && this.raft.hasReady()) {
         const rd = this.raft.ready();
+        // 0. A leader's AppendEntries may leave BEFORE its own write (thesis §10.2.1): they promise nothing
+        //    about our disk — the leader counts itself toward a commit only once its entries are durable
+        //    (advance() updates its own match). This overlaps the leader's fsync with the followers'.
+        //    Everything else (votes, acknowledgements) waits for the write below.
+        let later = rd.messages;
+        if (rd.messages.length > 0 && (rd.hardState || rd.entries.length > 0)) {
+          const early = rd.messages.filter((m) => m.type === 'AppendEntries');
+          if (early.length > 0) {
+            later = rd.messages.filter((m) => m.type !== 'AppendEntries');
+            this.opts.transport.send(early);
+          }
+        }
         // 1. Persist before we speak: one atomic synced batch (group commit: every proposal and every
         //    vote since the last Ready rides in it).
         if (rd.hardState || rd.snapshot || rd.entries.length > 0) {
           await this.opts.storage.save({ hardState: rd.hardState, snapshot: rd.snapshot, entries: rd.entries });
         }
-        // 2. Send.
-        if (rd.messages.length > 0) this.opts.transport.send(rd.messages);
+        // 2. Send the rest.
+        if (later.length > 0) this.opts.transport.send(later);
         // 3. Apply.
         if (rd.softState) this.onSoftState(rd.softState);
         if (rd.snapshot) {

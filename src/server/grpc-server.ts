@@ -27,6 +27,7 @@ import {
   type WireInput,
 } from '../transport/proto.js';
 import { strictRequestDeserializers } from './strict-decode.js';
+import { LEADER_METADATA } from '../client/rpc.js';
 import { RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
 
 const FORWARDED = 'x-leasehold-forwarded';
@@ -116,10 +117,13 @@ export class ClientApi {
     const abort = new AbortController();
     call.on('cancelled', () => abort.abort());
     serve(validated.value, timeoutMs, abort.signal).then(
-      (res) => cb(null, res),
+      (res) => {
+        this.sendLeaderHint(call);
+        cb(null, res);
+      },
       (err: unknown) => {
         if (err instanceof UnavailableError && err.leaderId && call.metadata.get(FORWARDED).length === 0) {
-          this.forward(method, call.request, err.leaderId, deadlineMs, cb);
+          this.forward(call, method, call.request, err.leaderId, deadlineMs, cb);
           return;
         }
         cb(this.toStatus(err));
@@ -127,7 +131,17 @@ export class ClientApi {
     );
   }
 
-  private forward<Res>(method: 'Acquire' | 'Renew' | 'Release' | 'Get', request: unknown, leaderId: string, deadlineMs: number, cb: Reply<Res>): void {
+  /** Tell the client where the leader is, so it can skip the forwarding hop next time. */
+  private sendLeaderHint(call: grpc.ServerUnaryCall<unknown, unknown>): void {
+    const leaderId = this.opts.service.node.leaderId;
+    const address = leaderId ? this.opts.members.get(leaderId) : undefined;
+    if (!address) return;
+    const md = new grpc.Metadata();
+    md.set(LEADER_METADATA, address);
+    call.sendMetadata(md);
+  }
+
+  private forward<Res>(call: grpc.ServerUnaryCall<unknown, unknown>, method: 'Acquire' | 'Renew' | 'Release' | 'Get', request: unknown, leaderId: string, deadlineMs: number, cb: Reply<Res>): void {
     const address = this.opts.members.get(leaderId);
     if (!address) {
       cb(statusError(grpc.status.UNAVAILABLE, `the leader ${leaderId} has no known client address; retry`));
@@ -146,7 +160,10 @@ export class ClientApi {
       if (err) {
         // Keep the leader's code and message; say it came through us.
         cb(statusError(err.code, `${err.details} (forwarded to leader ${leaderId})`));
-      } else cb(null, value as WireInput<Res>);
+      } else {
+        this.sendLeaderHint(call);
+        cb(null, value as WireInput<Res>);
+      }
     });
   }
 
