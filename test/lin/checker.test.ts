@@ -1,0 +1,244 @@
+// The checker must accept correct histories — including ones full of unknown outcomes — and must reject each
+// kind of broken one. A checker that cannot fail is a defect (DESIGN "Tests"), so every rule has a bad history.
+import { describe, expect, it } from 'vitest';
+import { checkHistory, type AuditEntry, type ViolationKind } from './checker.js';
+import { HistoryBuilder } from './fixtures.js';
+import { historyFromJsonl, historyToJsonl, HistoryRecorder } from './history.js';
+
+const K = 'k';
+
+function kinds(h: HistoryBuilder, audit?: AuditEntry[]): ViolationKind[] {
+  const v = checkHistory(h.ops, audit ? { resourceAudit: audit } : {});
+  return [...new Set(v.violations.map((x) => x.kind))].sort();
+}
+
+/** A, then B after A released: the canonical clean run. */
+function cleanHandover(): HistoryBuilder {
+  const h = new HistoryBuilder();
+  h.acquired('A', K, 5n, [0, 10], [10, 50]);
+  h.write('A', K, 5n, [20, 22], true);
+  h.renew('A', K, 'A/5', 5n, [25, 30]);
+  h.release('A', K, 'A/5', 5n, [50, 60]);
+  h.acquired('B', K, 9n, [61, 70], [70, 120]);
+  h.write('B', K, 9n, [80, 81], true);
+  h.get('C', K, [90, 95], { held: true, owner: 'B/9', token: 9n });
+  h.release('B', K, 'B/9', 9n, [120, 125]);
+  h.get('C', K, [130, 135], { held: false, last: 9n });
+  return h;
+}
+
+describe('checker: valid histories pass', () => {
+  it('a clean handover, with writes, a renew and Gets', () => {
+    const v = checkHistory(cleanHandover().ops, { resourceAudit: [{ resourceId: K, token: 5n, seq: 0 }, { resourceId: K, token: 9n, seq: 1 }] });
+    expect(v.violations).toEqual([]);
+    expect(v.valid).toBe(true);
+    expect(v.windows).toBe(2);
+    expect(v.linearizability[K]).toBe('ok');
+  });
+
+  it('two concurrent acquires: one wins, the other is refused naming the winner (either order of answers)', () => {
+    const h = new HistoryBuilder();
+    h.refused('B', K, 'A/5', [0, 8]); // answered first, but linearized after A's grant
+    h.acquired('A', K, 5n, [0, 10]);
+    expect(checkHistory(h.ops).violations).toEqual([]);
+  });
+
+  it('a holder that lost its lease: a newer holder follows; the zombie write is accepted before the newer write and refused after it', () => {
+    const h = new HistoryBuilder();
+    h.acquired('A', K, 5n, [0, 10], [10, 100]); // window closed by its local deadline at 100
+    h.write('A', K, 5n, [20, 21], true);
+    h.get('C', K, [140, 141], { held: false, last: 5n }); // the lease expired on the server
+    h.acquired('B', K, 8n, [150, 160], [160, 300]);
+    h.write('A', K, 5n, [161, 162], true, { active: false }); // zombie, before B wrote: fencing allows it
+    h.write('B', K, 8n, [170, 171], true);
+    h.write('A', K, 5n, [180, 181], false, { active: false, resourceLast: 8n }); // zombie after B wrote: refused
+    h.renew('A', K, 'A/5', 5n, [182, 190], 'fail', 'WRONG_OWNER');
+    h.release('A', K, 'A/5', 5n, [191, 195], 'fail', 'WRONG_OWNER');
+    expect(checkHistory(h.ops, { resourceAudit: [{ resourceId: K, token: 5n, seq: 0 }, { resourceId: K, token: 5n, seq: 1 }, { resourceId: K, token: 8n, seq: 2 }] }).violations).toEqual([]);
+  });
+
+  it('an expired lease that no expire entry removed yet may still be released by its holder', () => {
+    const h = new HistoryBuilder();
+    h.acquired('A', K, 5n, [0, 10], [10, 100]);
+    h.get('C', K, [120, 121], { held: false, last: 5n });
+    h.release('A', K, 'A/5', 5n, [130, 135]);
+    h.acquired('B', K, 7n, [140, 150]);
+    expect(checkHistory(h.ops).violations).toEqual([]);
+  });
+
+  it("unknown outcomes ('info') are accepted either way", () => {
+    // An acquire that timed out but DID take effect (a Get shows its owner), one that did not, an unknown
+    // release that did not take effect (the holder still shows), and an unknown release that did.
+    const h = new HistoryBuilder();
+    h.acquireUnknown('A', K, 'A/x', [0, 3000]);
+    h.get('C', K, [100, 110], { held: true, owner: 'A/x', token: 4n });
+    h.refused('D', K, 'A/x', [120, 130]);
+    h.release('A', K, 'A/x', 4n, [140, 2000], 'info');
+    h.get('C', K, [200, 210], { held: true, owner: 'A/x', token: 4n });
+    h.get('C', K, [3100, 3110], { held: false, last: 4n });
+    h.acquireUnknown('B', K, 'B/y', [3200, 6000]); // never observed: may not have happened
+    h.acquired('E', K, 12n, [3300, 3400]);
+    h.release('E', K, 'E/12', 12n, [3500, 5000], 'info');
+    h.acquired('F', K, 15n, [5100, 5200]); // fine whether E's release took effect or its lease expired
+    const v = checkHistory(h.ops);
+    expect(v.violations).toEqual([]);
+    expect(v.counts['acquire']).toEqual({ ok: 2, fail: 1, info: 2 });
+  });
+
+  it('pending operations are closed as info, not failures', () => {
+    const rec = new HistoryRecorder(() => 5);
+    rec.invoke({ process: 'A', type: 'acquire', key: K, via: 'handle', owner: 'A/1' });
+    expect(rec.closePending()).toBe(1);
+    expect(rec.ops[0]!.outcome).toBe('info');
+    expect(checkHistory(rec.ops).valid).toBe(true);
+  });
+
+  it('a history survives a JSON-lines round trip with its bigints', () => {
+    const h = cleanHandover();
+    const back = historyFromJsonl(historyToJsonl(h.ops));
+    expect(back).toEqual(h.ops);
+    expect(checkHistory(back).valid).toBe(true);
+  });
+});
+
+describe('checker: broken histories fail', () => {
+  it('(c) overlapping holders: two windows on one key intersect', () => {
+    const h = new HistoryBuilder();
+    h.acquired('A', K, 5n, [0, 10], [10, 100]);
+    h.acquired('B', K, 9n, [60, 70], [70, 200]); // acknowledged while A's window is still open
+    expect(kinds(h)).toEqual(['overlap']);
+  });
+
+  it('(c) windows that only touch do not overlap; one that starts a millisecond early does', () => {
+    const ok = new HistoryBuilder();
+    ok.acquired('A', K, 5n, [0, 10], [10, 100]);
+    ok.acquired('B', K, 9n, [95, 100], [100, 200]);
+    expect(kinds(ok)).toEqual([]);
+    const bad = new HistoryBuilder();
+    bad.acquired('A', K, 5n, [0, 10], [10, 100]);
+    bad.acquired('B', K, 9n, [95, 99], [99, 200]);
+    expect(kinds(bad)).toEqual(['overlap']);
+  });
+
+  it('(a) token reuse: the same token granted twice', () => {
+    const h = new HistoryBuilder();
+    h.acquired('A', K, 5n, [0, 10], [10, 50]);
+    h.release('A', K, 'A/5', 5n, [50, 55]);
+    h.acquired('B', K, 5n, [60, 70], [70, 90], 'B/1');
+    expect(kinds(h)).toContain('token-reuse');
+  });
+
+  it('(a) a token lower than one acknowledged before', () => {
+    const h = new HistoryBuilder();
+    h.acquired('A', K, 9n, [0, 10], [10, 50]);
+    h.release('A', K, 'A/9', 9n, [50, 55]);
+    h.acquired('B', K, 5n, [60, 70], [70, 90]);
+    expect(kinds(h)).toEqual(['linearizability', 'token-order']);
+  });
+
+  it('(a) a Get that reads an older last_token than a token already acknowledged (stale read)', () => {
+    const h = new HistoryBuilder();
+    h.acquired('A', K, 5n, [0, 10], [10, 50]);
+    h.release('A', K, 'A/5', 5n, [50, 55]);
+    h.acquired('B', K, 9n, [60, 70], [70, 90]);
+    h.release('B', K, 'B/9', 9n, [90, 95]);
+    h.get('C', K, [100, 105], { held: false, last: 5n });
+    expect(kinds(h)).toEqual(['get-stale', 'linearizability']);
+  });
+
+  it('(b) the resource accepted a token lower than one it had accepted before (its own commit log)', () => {
+    const h = cleanHandover();
+    expect(kinds(h, [{ resourceId: K, token: 9n, seq: 0 }, { resourceId: K, token: 5n, seq: 1 }])).toEqual(['fence-regression']);
+  });
+
+  it('(b) a stale write accepted: an old token wrote after a newer token had written', () => {
+    const h = new HistoryBuilder();
+    h.acquired('A', K, 5n, [0, 10], [10, 50]);
+    h.acquired('B', K, 9n, [60, 70], [70, 200]);
+    h.write('B', K, 9n, [80, 81], true);
+    h.write('A', K, 5n, [90, 91], true, { active: false }); // the zombie's write must have been refused
+    expect(kinds(h)).toEqual(['stale-write-accepted']);
+  });
+
+  it('(b) a write rejected while its handle was ACTIVE, and a rejection the resource had no grounds for', () => {
+    const h = new HistoryBuilder();
+    h.acquired('A', K, 5n, [0, 10], [10, 50]);
+    h.write('A', K, 5n, [20, 21], false, { resourceLast: 3n });
+    expect(kinds(h)).toEqual(['active-write-rejected', 'fence-wrong-reject']);
+  });
+
+  it('(b) a write accepted with a token no acquire produced', () => {
+    const h = new HistoryBuilder();
+    h.acquired('A', K, 5n, [0, 10], [10, 50]);
+    h.write('X', K, 7n, [20, 21], true, { active: false });
+    expect(kinds(h)).toEqual(['unknown-token']);
+  });
+
+  it('(d) a release acknowledged for a token already superseded by a newer acquire', () => {
+    const h = new HistoryBuilder();
+    h.acquired('A', K, 5n, [0, 10], [10, 50]);
+    h.acquired('B', K, 9n, [100, 110], [110, 300]);
+    h.release('A', K, 'A/5', 5n, [120, 125]); // A's zombie release "succeeded": it freed B's lock
+    expect(kinds(h)).toEqual(['linearizability', 'non-holder-release']);
+  });
+
+  it('(d) a renew acknowledged after the release of that token', () => {
+    const h = new HistoryBuilder();
+    h.acquired('A', K, 5n, [0, 10], [10, 50]);
+    h.release('A', K, 'A/5', 5n, [50, 55]);
+    h.renew('A', K, 'A/5', 5n, [60, 65]);
+    expect(kinds(h)).toEqual(['linearizability', 'non-holder-renew']);
+  });
+
+  it('(d) a renew acknowledged for an owner+token no acquire produced', () => {
+    const h = new HistoryBuilder();
+    h.acquired('A', K, 5n, [0, 10], [10, 50]);
+    h.renew('A', K, 'A/5', 6n, [20, 25]);
+    expect(kinds(h)).toEqual(['linearizability', 'unknown-token']);
+  });
+
+  it('linearizability alone: a refusal naming a holder that had released, with nothing else wrong', () => {
+    const h = new HistoryBuilder();
+    h.acquired('A', K, 5n, [0, 10], [10, 50]);
+    h.release('A', K, 'A/5', 5n, [50, 55]);
+    h.refused('B', K, 'A/5', [60, 65]); // the key was free: wait_ms 0 must have won
+    const v = checkHistory(h.ops);
+    expect(v.violations.map((x) => x.kind)).toEqual(['linearizability']);
+    expect(v.violations[0]!.ops).toEqual([2]);
+  });
+
+  it('linearizability alone: a Get showing a live holder after another Get saw the lease expire', () => {
+    const h = new HistoryBuilder();
+    h.acquired('A', K, 5n, [0, 10], [10, 50]);
+    h.get('C', K, [100, 101], { held: false, last: 5n });
+    h.get('C', K, [110, 111], { held: true, owner: 'A/5', token: 5n }); // expiry is not undone
+    expect(kinds(h)).toEqual(['linearizability']);
+  });
+
+  it('a refused acquire that took effect later (a late duplicate of a retried request): its own kind, and the rest still checked', () => {
+    const h = new HistoryBuilder();
+    h.acquired('B', K, 3n, [0, 10], [10, 100]);
+    h.refused('A', K, 'B/3', [20, 600], 'A/1'); // one attempt was refused...
+    h.release('B', K, 'B/3', 3n, [100, 110]);
+    h.get('C', K, [800, 805], { held: true, owner: 'A/1', token: 6n }); // ...another, delivered late, was granted
+    h.refused('D', K, 'A/1', [810, 815]);
+    expect(kinds(h)).toEqual(['refused-took-effect']);
+    // A later, unrelated anomaly on the same key is still found by the linearizability search.
+    h.get('C', K, [900, 905], { held: false, last: 2n });
+    expect(kinds(h)).toEqual(['get-stale', 'linearizability', 'refused-took-effect']);
+  });
+
+  it('(e) an unknown acquire does not excuse a phantom holder: a refusal naming an owner that never asked', () => {
+    const h = new HistoryBuilder();
+    h.acquireUnknown('A', K, 'A/x', [0, 100]);
+    h.refused('B', K, 'Z/1', [10, 20]);
+    expect(kinds(h)).toEqual(['linearizability']);
+  });
+
+  it('(e) an unknown acquire cannot be observed before it was invoked', () => {
+    const h = new HistoryBuilder();
+    h.get('C', K, [0, 5], { held: true, owner: 'A/x', token: 4n });
+    h.acquireUnknown('A', K, 'A/x', [10, 100]);
+    expect(kinds(h)).toEqual(['linearizability', 'unknown-token']);
+  });
+});
