@@ -1,0 +1,146 @@
+// Clocks and per-seed knobs of the lock simulation.
+//
+// Time model. Simulation time t (virtual ms) is TRUE time. Every node and every client has its own clock
+//   reading(t) = offsetMs + t * rate,   rate = 1 + drift,   |drift| <= maxDrift
+// — an arbitrary offset (clocks disagree by any amount) and a bounded rate error, fixed per run (a node's
+// clock survives its crashes, like a hardware clock). Leaders stamp entries with floor(reading): integer ms,
+// as Date.now() does. Nothing else in the simulation reads these clocks, so code that uses the wrong clock
+// (the applying node's instead of the entry's stamp, a new leader's instead of the lease's own term) shows
+// up as a replica divergence or as a lease ending early in true time.
+//
+// The bounds both sides rely on (derivation in lock-invariants.ts, "min hold"):
+//  - server: a lease granted/renewed by an entry stamped at true time r is never judged expired by an entry
+//    stamped before r + (ttl - 1 - epochs) / (1 + maxDrift), where `epochs` is the number of leader changes
+//    it was carried through (each term's integer stamps can overstate the time it measured by < 1 ms);
+//  - client: it trusts its lease for (ttl - 1 - slack) * (1 - maxDrift) / (1 + maxDrift) of its OWN clock
+//    from the moment it sent the request, which in true time is at most (ttl - 1 - slack) / (1 + maxDrift).
+import { SimRng } from './rng.js';
+
+export interface LinearClock {
+  offsetMs: number;
+  rate: number;
+}
+
+export function readClock(clock: LinearClock, trueMs: number): number {
+  return clock.offsetMs + trueMs * clock.rate;
+}
+
+/** Knobs of one lock run, drawn from the seed (and overridable, e.g. by scenario tests). */
+export interface LockProfile {
+  /** Bound on every clock's rate error (0.01 = 1%). */
+  maxDrift: number;
+  /** Node clock offsets are uniform in ±spread around a common base. */
+  nodeOffsetSpreadMs: number;
+  keys: string[];
+  /** Simulated clients (overrides the harness profile's `clients`). */
+  clients: number;
+  /** Each client picks its TTL from these. */
+  ttlChoicesMs: number[];
+  /** Chance a client is a "staller": now and then it checks its lease, pauses past its TTL, then writes
+   *  and renews with the old token as if no time had passed (a GC pause; fencing must stop the write). */
+  stallerChance: number;
+  /** Lock machine dedup window (log time). */
+  dedupWindowMs: number;
+  /** The leader proposes a checkpoint when leases exist and nothing was proposed for this long. */
+  checkpointIdleMs: number;
+  /** Extra ms every client keeps in hand (covers the per-epoch stamp rounding, see the header). */
+  clientSlackMs: number;
+  /** Chance per operation a client reads the lock (Get through ReadIndex) instead of writing. */
+  readRatio: number;
+  /** Leader housekeeping (expire proposals, checkpoints) on: off only in scenario tests. */
+  housekeeping: boolean;
+  /** Housekeeping runs every N leader ticks (the lock service's housekeepingMs). */
+  housekeepingEveryTicks: number;
+  /** Chance a holder next wakes up right at the end of its trust window instead of renewing early. */
+  lateRenewChance: number;
+  /** Leader checkpoint rule. 'lock-service': exactly src/server/lock-service.ts — a checkpoint whenever
+   *  leases exist and nothing was proposed for checkpointIdleMs, committed or not, so behind a slow quorum
+   *  they pile up in the leader's log faster than they commit (reproduced in lock-scenarios.test.ts).
+   *  'one-in-flight': the suggested fix — also wait until the previous checkpoint applied. */
+  checkpointRule: 'lock-service' | 'one-in-flight';
+  /** Where a client's trust window starts: 'send' (the SPEC rule) or 'ack' — a planted CLIENT bug (the
+   *  window starts when the answer arrives, later than the grant) used to show the real-time checks bite. */
+  clientTrustFrom: 'send' | 'ack';
+  /** The oracle's structural check that an epoch start extends every live lease to a full TTL from its
+   *  start. Off only to show the end-to-end checks (true-time min hold, mutual exclusion, fencing) catch a
+   *  missing extension by themselves (lock-mutants.ts). */
+  oracleChecksExtension: boolean;
+  /** Mean ms between nemesis faults; 0 = the harness profile's own draw (30..250 ms). Calmer runs let
+   *  leases live through whole terms, so leader changes carry live leases. */
+  faultMeanMs: number;
+}
+
+export function lockProfileFor(seed: number, overrides: Partial<LockProfile> = {}): LockProfile {
+  const r = SimRng.derive(seed, 'lock-profile');
+  const keyCount = r.pick([1, 1, 2, 3]);
+  const p: LockProfile = {
+    maxDrift: r.pick([0, 0.0001, 0.01, 0.03]),
+    nodeOffsetSpreadMs: r.pick([0, 30, 300, 3000]),
+    keys: Array.from({ length: keyCount }, (_, i) => `k${i}`),
+    clients: r.range(2, 7),
+    ttlChoicesMs: r.pick([[40, 80, 160], [60, 120, 240], [25, 50, 100, 400], [200, 500, 1000]]),
+    stallerChance: r.pick([0, 0.3, 0.6]),
+    dedupWindowMs: r.pick([400, 3000, 600_000]),
+    checkpointIdleMs: r.pick([8, 15, 40]),
+    clientSlackMs: 3,
+    readRatio: r.pick([0, 0.1, 0.25]),
+    housekeeping: true,
+    housekeepingEveryTicks: r.pick([1, 1, 3, 8]),
+    lateRenewChance: r.pick([0, 0.1, 0.3]),
+    faultMeanMs: r.pick([0, 0, 250, 500]),
+    checkpointRule: 'one-in-flight',
+    clientTrustFrom: 'send',
+    oracleChecksExtension: true,
+  };
+  return { ...p, ...overrides };
+}
+
+/** Every node's and client's clock for one run. */
+export class ClockModel {
+  readonly nodes: LinearClock[] = [];
+  readonly clients: LinearClock[] = [];
+
+  constructor(
+    seed: number,
+    nodeCount: number,
+    clientCount: number,
+    readonly maxDrift: number,
+    offsetSpreadMs: number,
+  ) {
+    const r = SimRng.derive(seed, 'lock-clocks');
+    // Far from zero, so nothing can assume the log starts at time 0; clients live on another base.
+    const drift = () => (r.chance(0.3) ? r.pick([-1, 1]) : r.float() * 2 - 1) * maxDrift;
+    for (let i = 0; i < nodeCount; i++) this.nodes.push({ offsetMs: 1_000_000 + (r.float() * 2 - 1) * offsetSpreadMs, rate: 1 + drift() });
+    for (let i = 0; i < clientCount; i++) this.clients.push({ offsetMs: 50_000 + r.float() * 10_000, rate: 1 + drift() });
+  }
+
+  /** What node i's clock reads at true time t (a float). */
+  nodeReading(i: number, trueMs: number): number {
+    return readClock(this.nodes[i]!, trueMs);
+  }
+
+  /** A leader's stamp: integer ms, like Date.now(). */
+  nodeStamp(i: number, trueMs: number): number {
+    return Math.floor(this.nodeReading(i, trueMs));
+  }
+
+  clientReading(j: number, trueMs: number): number {
+    return readClock(this.clients[j]!, trueMs);
+  }
+
+  /** The true time at which client j's clock reads `localMs`. */
+  clientTrueTime(j: number, localMs: number): number {
+    const c = this.clients[j]!;
+    return (localMs - c.offsetMs) / c.rate;
+  }
+}
+
+/** Least true time between a grant/renew stamp and any entry that judges that lease expired. */
+export function serverMinHoldMs(ttlMs: number, epochsCarried: number, maxDrift: number): number {
+  return (ttlMs - 1 - epochsCarried) / (1 + maxDrift);
+}
+
+/** How long (on its own clock, from the send) a client trusts a lease granted/renewed with `ttlMs`. */
+export function clientTrustMs(ttlMs: number, slackMs: number, maxDrift: number): number {
+  return Math.max(0, ttlMs - 1 - slackMs) * ((1 - maxDrift) / (1 + maxDrift));
+}

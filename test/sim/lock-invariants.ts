@@ -1,0 +1,480 @@
+// The lock oracle: judges every committed lock entry once, in log order, on the first replica that applies
+// it — from the machine's state just before and just after the entry, the entry's result, and the TRUE time
+// at which the leader stamped it (the simulator knows it; the machine never does). Replicas applying the
+// same entry later are held to the same result and state by the harness's replica-digest check.
+//
+// What it enforces (issue 3, "Add invariants"):
+//  - at most one live holder per key at any log position: a key changes hands only when its lease has
+//    passed its deadline in log time, and then only if it also ran its full TTL in true time (below);
+//  - fencing tokens strictly increase per key and are never reused;
+//  - renew succeeds only for the holder (owner and token) of a lease still live at the renew's log time;
+//    release only for the holder; refusals give the right reason and change nothing; expire only removes a
+//    due lease with that token; a retried request (same owner + request_id, inside the dedup window) gets
+//    its first outcome back and changes nothing, and is never executed twice;
+//  - log time is max(previous log time, the entry's stamp) — never a replica's own clock;
+//  - the first entry of every term is the new leader's termStart (no client command stamped before it);
+//    it extends every lease live at the end of the previous term to at least a full TTL from its own
+//    start, never shortens one, never revives an expired one, and ends one only after the lease has run
+//    its TTL in true time;
+//  - MIN HOLD (true time). A lease granted/renewed by an entry stamped at true time r_g is never judged
+//    expired (taken over by another owner's acquire, removed by expire, renew refused EXPIRED, ended at an
+//    epoch start) by an entry stamped before r_g + (ttl - 1 - epochs) / (1 + maxDrift):
+//      within one term, stamps s = floor(C(t)) of one leader clock with rate in [1-ρ, 1+ρ]: a deadline
+//      s_g + ttl reached at s_e means C(t_e) - C(t_g) > ttl - 1, so t_e - t_g > (ttl - 1)/(1 + ρ); a
+//      lease extended at an epoch start T is measured the same way from T (> r_g); a lease ended at an
+//      epoch start has observedMs >= ttl summed over `epochs + 1` terms, each term's integer difference
+//      overstating its clock's elapsed time by < 1 ms — hence the -1 - epochs.
+//  - every acknowledged result equals the one the log produced at its index (checkAck).
+import type { Entry } from '../../src/raft/core/types.js';
+import type { LockCommand, LockResult, LockView } from '../../src/lock/index.js';
+import { serverMinHoldMs } from './lock-clock.js';
+import type { LockMachineLike } from './lock-module.js';
+
+/** What a replica looked like just before / after an entry. */
+export interface StateCapture {
+  nowMs: number;
+  epochTerm: number;
+  epochStartMs: number;
+  leaseCount: number;
+  /** One view per profile key, in profile order. */
+  views: LockView[];
+}
+
+export function captureState(machine: LockMachineLike, keys: readonly string[]): StateCapture {
+  return {
+    nowMs: machine.nowMs,
+    epochTerm: machine.epochTerm,
+    epochStartMs: machine.epochStartMs,
+    leaseCount: machine.leaseCount,
+    views: keys.map((k) => machine.get(k)),
+  };
+}
+
+/** When (true ms) and where an entry's stamp was taken. Identical bytes stamped twice in one term (a
+ *  retry within the same ms) give a window; checks use its most lenient end. */
+export interface StampWindow {
+  min: number;
+  max: number;
+  node: string;
+}
+
+interface OracleLease {
+  owner: string;
+  token: bigint;
+  ttlMs: number;
+  grantIndex: number;
+  grantAt: StampWindow;
+  /** Epoch starts this lease was carried (extended) through since its last grant/renew. */
+  epochs: number;
+}
+
+interface OracleDedup {
+  owner: string;
+  requestId: string;
+  type: 'acquire' | 'renew' | 'release';
+  key: string;
+  token: bigint;
+  outcome: string;
+  index: number;
+  recordedAtMs: number;
+}
+
+export interface OracleStats {
+  acquired: number;
+  acquireRefused: number;
+  takeovers: number;
+  renewed: number;
+  renewRefused: number;
+  /** Renews refused EXPIRED: the lease ran out but no expire entry had removed it yet. */
+  renewExpired: number;
+  released: number;
+  releaseRefused: number;
+  expired: number;
+  replays: number;
+  epochStarts: number;
+  leasesExtended: number;
+  leasesEnded: number;
+  maxEpochsCarried: number;
+  /** Smallest (true elapsed - guaranteed min hold) over all expiry judgements, ms. */
+  tightestExpiryMarginMs: number;
+}
+
+export function canonicalResult(r: LockResult): string {
+  switch (r.type) {
+    case 'acquire':
+      return `acquire@${r.index}${r.replayed ? 'R' : ''}|${acquireOutcome(r)}`;
+    case 'renew':
+      return `renew@${r.index}${r.replayed ? 'R' : ''}|${renewOutcome(r)}`;
+    case 'release':
+      return `release@${r.index}${r.replayed ? 'R' : ''}|${releaseOutcome(r)}`;
+    case 'expire':
+      return `expire@${r.index}|${r.expired}`;
+    case 'termStart':
+      return `termStart@${r.index}|${r.leasesExtended}|${r.leasesEnded}`;
+    case 'checkpoint':
+      return `checkpoint@${r.index}`;
+    case 'error':
+      return `error@${r.index}|${r.code}`;
+  }
+}
+
+function acquireOutcome(r: Extract<LockResult, { type: 'acquire' }>): string {
+  return `${r.acquired}|${r.token}|${r.ttlMs}|${r.expiresAtMs}|${r.holderOwner}|${r.holderTtlMs}`;
+}
+function renewOutcome(r: Extract<LockResult, { type: 'renew' }>): string {
+  return `${r.renewed}|${r.ttlMs}|${r.expiresAtMs}|${r.reason}`;
+}
+function releaseOutcome(r: Extract<LockResult, { type: 'release' }>): string {
+  return `${r.released}|${r.reason}`;
+}
+
+export class LockOracle {
+  /** The next log index to judge (every index is judged exactly once, in order). */
+  next = 1;
+  violation: string | null = null;
+  readonly stats: OracleStats = {
+    acquired: 0, acquireRefused: 0, takeovers: 0, renewed: 0, renewRefused: 0, renewExpired: 0, released: 0, releaseRefused: 0,
+    expired: 0, replays: 0, epochStarts: 0, leasesExtended: 0, leasesEnded: 0, maxEpochsCarried: 0,
+    tightestExpiryMarginMs: Infinity,
+  };
+  private readonly keyIndex = new Map<string, number>();
+  private readonly leases = new Map<string, OracleLease>();
+  private readonly lastIssued = new Map<string, bigint>();
+  private readonly dedup = new Map<string, OracleDedup>();
+  /** Dedup records in insertion (= log time) order, for pruning like the machine's window. */
+  private dedupQueue: OracleDedup[] = [];
+  /** Canonical result of every lock entry, by index (for checkAck). */
+  private readonly results: (string | undefined)[] = [];
+
+  constructor(
+    readonly keys: readonly string[],
+    readonly maxDrift: number,
+    readonly dedupWindowMs: number,
+    /** The structural extension check at epoch starts (see LockProfile.oracleChecksExtension). */
+    readonly checksExtension = true,
+  ) {
+    keys.forEach((k, i) => this.keyIndex.set(k, i));
+  }
+
+  resultAt(index: number): string | undefined {
+    return this.results[index];
+  }
+
+  /** Current holder as the oracle tracks it (lease present in the machine; maybe past its deadline). */
+  holder(key: string): { owner: string; token: bigint } | null {
+    const l = this.leases.get(key);
+    return l === undefined ? null : { owner: l.owner, token: l.token };
+  }
+
+  /** A raft noop/config entry: nothing to judge. */
+  passNonCommand(index: number): void {
+    if (index === this.next) this.next++;
+  }
+
+  judge(entry: Entry, cmd: LockCommand | null, result: LockResult, pre: StateCapture, post: StateCapture, stamp: StampWindow | undefined): void {
+    const idx = entry.index;
+    this.next = idx + 1;
+    this.results[idx] = canonicalResult(result);
+    if (this.violation !== null) return;
+    const at = `entry ${idx}/t${entry.term}`;
+    if (cmd === null) return this.fail(`${at} does not decode as a lock command (${canonicalResult(result)}); every simulated proposal is well-formed`);
+    if (stamp === undefined) return this.fail(`${at} (${cmd.type}) was never stamped by a leader of term ${entry.term} in this run`);
+    if (result.type === 'error') return this.fail(`${at} ${cmd.type} failed as a whole: ${result.code} ${result.message}`);
+    const expectNow = Math.max(pre.nowMs, cmd.timeMs);
+    if (post.nowMs !== expectNow) {
+      return this.fail(`log time: after ${at} (${cmd.type} stamped ${cmd.timeMs}) log time is ${post.nowMs}, expected max(previous ${pre.nowMs}, stamp) = ${expectNow} — the machine must use the leader's stamp, never a local clock`);
+    }
+    const epochStart = post.epochTerm !== pre.epochTerm;
+    if (epochStart) {
+      if (post.epochTerm !== entry.term || entry.term < pre.epochTerm) return this.fail(`${at}: lease epoch moved from term ${pre.epochTerm} to ${post.epochTerm}`);
+      if (cmd.type !== 'termStart') {
+        return this.fail(`${at}: the first lock entry of term ${entry.term} is a ${cmd.type}, not the leader's termStart — a leader stamped a command before its term-start entry applied`);
+      }
+      if (post.epochStartMs !== post.nowMs) return this.fail(`${at}: epoch start ${post.epochStartMs} differs from log time ${post.nowMs}`);
+      this.carryLeases(at, idx, pre, post, stamp);
+    } else if (entry.term > pre.epochTerm) {
+      return this.fail(`${at}: first entry of a higher term did not start a lease epoch (epoch term stays ${pre.epochTerm})`);
+    }
+    if (this.violation !== null) return;
+    switch (cmd.type) {
+      case 'acquire':
+        if (result.type !== 'acquire') return this.fail(`${at}: acquire produced a ${result.type} result`);
+        this.judgeAcquire(at, idx, cmd, result, pre, post, stamp);
+        break;
+      case 'renew':
+        if (result.type !== 'renew') return this.fail(`${at}: renew produced a ${result.type} result`);
+        this.judgeRenew(at, idx, cmd, result, pre, post, stamp);
+        break;
+      case 'release':
+        if (result.type !== 'release') return this.fail(`${at}: release produced a ${result.type} result`);
+        this.judgeRelease(at, idx, cmd, result, pre, post);
+        break;
+      case 'expire':
+        if (result.type !== 'expire') return this.fail(`${at}: expire produced a ${result.type} result`);
+        this.judgeExpire(at, idx, cmd, result.expired, pre, post, stamp);
+        break;
+      case 'termStart':
+      case 'checkpoint':
+        if (post.leaseCount !== pre.leaseCount) this.fail(`${at}: ${cmd.type} changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
+        break;
+    }
+    if (this.violation !== null || epochStart) return;
+    // Entries touch only their own key (time passing may end other leases, never change them).
+    const own = 'key' in cmd ? cmd.key : null;
+    for (let i = 0; i < this.keys.length; i++) {
+      if (this.keys[i] === own) continue;
+      this.sameLock(`${at} (${cmd.type}${own === null ? '' : ' of ' + own}) on other key`, this.keys[i]!, pre.views[i]!, post.views[i]!);
+    }
+  }
+
+  // ------------------------------------------------------------------ per command
+
+  private judgeAcquire(at: string, idx: number, cmd: Extract<LockCommand, { type: 'acquire' }>, r: Extract<LockResult, { type: 'acquire' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
+    const k = this.slot(at, cmd.key);
+    if (k < 0) return;
+    const pv = pre.views[k]!;
+    const qv = post.views[k]!;
+    const lease = this.leases.get(cmd.key);
+    this.pruneDedup(post.nowMs);
+    if (r.replayed) return this.judgeReplay(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), pre, post, k);
+    this.mustBeFresh(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n);
+    if (r.acquired) {
+      this.stats.acquired++;
+      const last = this.lastIssued.get(cmd.key) ?? 0n;
+      if (r.token <= last) return this.fail(`fencing token: ${at} acquire of ${cmd.key} by ${cmd.owner} issued token ${r.token}, not above ${last} issued before for that key (tokens must strictly increase and never be reused)`);
+      if (lease !== undefined && lease.owner !== cmd.owner) {
+        // Another owner's lease is taken over: it must have run out — in log time and in true time.
+        if (pv.held && pv.expiresAtMs > post.nowMs) {
+          return this.fail(`one holder per key: ${at} granted ${cmd.key} to ${cmd.owner} while ${lease.owner}'s lease (token ${lease.token}) runs until ${pv.expiresAtMs} > log time ${post.nowMs}`);
+        }
+        this.stats.takeovers++;
+        this.minHold(at, cmd.key, lease, stamp, `taken over by ${cmd.owner}'s acquire`);
+      }
+      if (r.ttlMs !== cmd.ttlMs || r.expiresAtMs !== post.nowMs + cmd.ttlMs) {
+        return this.fail(`${at}: acquire granted ttl ${r.ttlMs} until ${r.expiresAtMs}; expected ttl ${cmd.ttlMs} from log time ${post.nowMs}`);
+      }
+      if (!qv.held || qv.owner !== cmd.owner || qv.token !== r.token || qv.expiresAtMs !== r.expiresAtMs || qv.lastToken !== r.token) {
+        return this.fail(`${at}: acquire of ${cmd.key} answered token ${r.token} to ${cmd.owner}, but the state then shows ${viewText(qv)}`);
+      }
+      const expectCount = pre.leaseCount + (lease === undefined ? 1 : 0);
+      if (post.leaseCount !== expectCount) return this.fail(`${at}: acquire left ${post.leaseCount} leases, expected ${expectCount}`);
+      this.leases.set(cmd.key, { owner: cmd.owner, token: r.token, ttlMs: cmd.ttlMs, grantIndex: idx, grantAt: stamp, epochs: 0 });
+      this.lastIssued.set(cmd.key, r.token);
+      this.remember(cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), idx, post.nowMs);
+      return;
+    }
+    this.stats.acquireRefused++;
+    if (lease === undefined || lease.owner === cmd.owner || !qv.held || qv.owner !== lease.owner) {
+      return this.fail(`${at}: acquire of ${cmd.key} by ${cmd.owner} refused (holder '${r.holderOwner}'), but the lock was ${lease === undefined ? 'free' : `${lease.owner}'s (token ${lease.token}), state ${viewText(qv)}`} — only another owner's live lease refuses`);
+    }
+    if (r.holderOwner !== lease.owner || r.holderTtlMs !== qv.expiresAtMs - post.nowMs) {
+      return this.fail(`${at}: refused acquire names holder ${r.holderOwner} with ${r.holderTtlMs}ms left; the state says ${viewText(qv)} at log time ${post.nowMs}`);
+    }
+    this.unchanged(at, cmd.key, pv, qv, pre, post);
+  }
+
+  private judgeRenew(at: string, idx: number, cmd: Extract<LockCommand, { type: 'renew' }>, r: Extract<LockResult, { type: 'renew' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
+    const k = this.slot(at, cmd.key);
+    if (k < 0) return;
+    const pv = pre.views[k]!;
+    const qv = post.views[k]!;
+    const lease = this.leases.get(cmd.key);
+    this.pruneDedup(post.nowMs);
+    if (r.replayed) return this.judgeReplay(at, cmd.owner, cmd.requestId, 'renew', cmd.key, cmd.token, renewOutcome(r), pre, post, k);
+    this.mustBeFresh(at, cmd.owner, cmd.requestId, 'renew', cmd.key, cmd.token);
+    const matches = lease !== undefined && lease.owner === cmd.owner && lease.token === cmd.token;
+    const liveAtEntry = pv.held && pv.owner === cmd.owner && pv.token === cmd.token && pv.expiresAtMs > post.nowMs;
+    if (r.renewed) {
+      this.stats.renewed++;
+      if (!matches) return this.fail(`controlled release: ${at} renewed ${cmd.key} for ${cmd.owner} token ${cmd.token}, but the lease is ${lease === undefined ? 'absent' : `${lease.owner}'s token ${lease.token}`}`);
+      if (!liveAtEntry) {
+        return this.fail(`renew after expiry: ${at} renewed ${cmd.key} for ${cmd.owner} token ${cmd.token} at log time ${post.nowMs}, but the lease ${pv.held ? `ended at ${pv.expiresAtMs}` : 'had already expired'} (renew after expiry must fail)`);
+      }
+      if (r.ttlMs !== cmd.ttlMs || r.expiresAtMs !== post.nowMs + cmd.ttlMs || !qv.held || qv.token !== cmd.token || qv.expiresAtMs !== r.expiresAtMs) {
+        return this.fail(`${at}: renew answered until ${r.expiresAtMs} (ttl ${r.ttlMs}); expected ${post.nowMs + cmd.ttlMs}; state ${viewText(qv)}`);
+      }
+      if (post.leaseCount !== pre.leaseCount) return this.fail(`${at}: renew changed the number of leases`);
+      lease.grantAt = stamp;
+      lease.grantIndex = idx;
+      lease.ttlMs = cmd.ttlMs;
+      lease.epochs = 0;
+      this.remember(cmd.owner, cmd.requestId, 'renew', cmd.key, cmd.token, renewOutcome(r), idx, post.nowMs);
+      return;
+    }
+    this.stats.renewRefused++;
+    const expected = lease === undefined ? 'NOT_HELD' : lease.owner !== cmd.owner ? 'WRONG_OWNER' : lease.token !== cmd.token ? 'WRONG_TOKEN' : liveAtEntry ? null : 'EXPIRED';
+    if (expected === null) return this.fail(`${at}: renew of ${cmd.key} by its live holder ${cmd.owner} (token ${cmd.token}, until ${pv.expiresAtMs} > log time ${post.nowMs}) was refused ${r.reason}`);
+    if (r.reason !== expected) return this.fail(`${at}: renew of ${cmd.key} by ${cmd.owner} token ${cmd.token} refused ${r.reason}, expected ${expected} (lease: ${lease === undefined ? 'none' : `${lease.owner} token ${lease.token}`})`);
+    if (expected === 'EXPIRED') {
+      this.stats.renewExpired++;
+      this.minHold(at, cmd.key, lease!, stamp, 'judged expired by a renew');
+    }
+    this.unchanged(at, cmd.key, pv, qv, pre, post);
+  }
+
+  private judgeRelease(at: string, idx: number, cmd: Extract<LockCommand, { type: 'release' }>, r: Extract<LockResult, { type: 'release' }>, pre: StateCapture, post: StateCapture): void {
+    const k = this.slot(at, cmd.key);
+    if (k < 0) return;
+    const pv = pre.views[k]!;
+    const qv = post.views[k]!;
+    const lease = this.leases.get(cmd.key);
+    this.pruneDedup(post.nowMs);
+    if (r.replayed) return this.judgeReplay(at, cmd.owner, cmd.requestId, 'release', cmd.key, cmd.token, releaseOutcome(r), pre, post, k);
+    this.mustBeFresh(at, cmd.owner, cmd.requestId, 'release', cmd.key, cmd.token);
+    const expected = lease === undefined ? 'NOT_HELD' : lease.owner !== cmd.owner ? 'WRONG_OWNER' : lease.token !== cmd.token ? 'WRONG_TOKEN' : 'UNSPECIFIED';
+    if (r.released) {
+      this.stats.released++;
+      if (expected !== 'UNSPECIFIED') {
+        return this.fail(`controlled release: ${at} released ${cmd.key} for ${cmd.owner} token ${cmd.token}, but the lock is ${lease === undefined ? 'not held' : `${lease.owner}'s with token ${lease.token}`} (should be refused ${expected})`);
+      }
+      if (qv.held || qv.lastToken !== lease!.token || post.leaseCount !== pre.leaseCount - 1) {
+        return this.fail(`${at}: release of ${cmd.key} answered released, but the state shows ${viewText(qv)} with ${post.leaseCount} leases (before: ${pre.leaseCount})`);
+      }
+      this.leases.delete(cmd.key);
+      this.remember(cmd.owner, cmd.requestId, 'release', cmd.key, cmd.token, releaseOutcome(r), idx, post.nowMs);
+      return;
+    }
+    this.stats.releaseRefused++;
+    if (expected === 'UNSPECIFIED') return this.fail(`${at}: release of ${cmd.key} by its holder ${cmd.owner} token ${cmd.token} was refused ${r.reason}`);
+    if (r.reason !== expected) return this.fail(`${at}: release of ${cmd.key} by ${cmd.owner} token ${cmd.token} refused ${r.reason}, expected ${expected}`);
+    this.unchanged(at, cmd.key, pv, qv, pre, post);
+  }
+
+  private judgeExpire(at: string, _idx: number, cmd: Extract<LockCommand, { type: 'expire' }>, expired: boolean, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
+    const k = this.slot(at, cmd.key);
+    if (k < 0) return;
+    const pv = pre.views[k]!;
+    const qv = post.views[k]!;
+    const lease = this.leases.get(cmd.key);
+    const due = lease !== undefined && lease.token === cmd.token && !(pv.held && pv.expiresAtMs > post.nowMs);
+    if (expired) {
+      this.stats.expired++;
+      if (!due) return this.fail(`${at}: expire removed ${cmd.key} token ${cmd.token}, but the lease is ${lease === undefined ? 'absent' : `token ${lease.token}, ${viewText(pv)} at log time ${post.nowMs}`}`);
+      this.minHold(at, cmd.key, lease, stamp, 'removed by expire');
+      if (qv.held || post.leaseCount !== pre.leaseCount - 1 || qv.lastToken !== lease.token) return this.fail(`${at}: expire answered expired but the state shows ${viewText(qv)}`);
+      this.leases.delete(cmd.key);
+      return;
+    }
+    if (due) return this.fail(`${at}: expire of ${cmd.key} token ${cmd.token} was refused although the lease is past its deadline at log time ${post.nowMs}`);
+    this.unchanged(at, cmd.key, pv, qv, pre, post);
+  }
+
+  /** The first entry of a higher term: every live lease is extended (or provably ran its TTL). */
+  private carryLeases(at: string, idx: number, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
+    this.stats.epochStarts++;
+    if (post.leaseCount !== pre.leaseCount) return this.fail(`${at}: epoch start changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
+    const startMs = post.epochStartMs;
+    for (let i = 0; i < this.keys.length; i++) {
+      const key = this.keys[i]!;
+      const pv = pre.views[i]!;
+      const qv = post.views[i]!;
+      const lease = this.leases.get(key);
+      if (qv.lastToken !== pv.lastToken) return this.fail(`${at}: epoch start changed ${key}'s last token ${pv.lastToken} -> ${qv.lastToken}`);
+      if (lease === undefined || !pv.held) {
+        if (qv.held) return this.fail(`${at}: epoch start revived ${key}: ${viewText(pv)} before, ${viewText(qv)} after`);
+        continue;
+      }
+      if (qv.held) {
+        if (qv.owner !== pv.owner || qv.token !== pv.token) return this.fail(`${at}: epoch start changed ${key}'s holder: ${viewText(pv)} -> ${viewText(qv)}`);
+        if (this.checksExtension && (qv.expiresAtMs < startMs + lease.ttlMs || qv.expiresAtMs < pv.expiresAtMs)) {
+          return this.fail(
+            `lease extension: ${at} (new leader's termStart, log time ${startMs}) left ${key}'s lease (${lease.owner} token ${lease.token}, ttl ${lease.ttlMs}) ending at ${qv.expiresAtMs} ` +
+              `(was ${pv.expiresAtMs}) — a live lease must last at least a full TTL from the new leader's start (${startMs + lease.ttlMs}) and never be shortened`,
+          );
+        }
+        lease.epochs++;
+        this.stats.leasesExtended++;
+        if (lease.epochs > this.stats.maxEpochsCarried) this.stats.maxEpochsCarried = lease.epochs;
+      } else {
+        // Ended instead of extended: it must provably have run its TTL.
+        this.stats.leasesEnded++;
+        this.minHold(at, key, lease, stamp, `ended at the epoch start of entry ${idx}`);
+      }
+      if (this.violation !== null) return;
+    }
+  }
+
+  // ------------------------------------------------------------------ helpers
+
+  private minHold(at: string, key: string, lease: OracleLease, stamp: StampWindow, why: string): void {
+    const guaranteed = serverMinHoldMs(lease.ttlMs, lease.epochs, this.maxDrift);
+    const elapsed = stamp.max - lease.grantAt.min;
+    const margin = elapsed - guaranteed;
+    if (margin < this.stats.tightestExpiryMarginMs) this.stats.tightestExpiryMarginMs = margin;
+    if (margin < -1e-6) {
+      this.fail(
+        `lease cut short (true time): ${key}'s lease (${lease.owner}, token ${lease.token}, ttl ${lease.ttlMs}ms) granted/renewed by entry ${lease.grantIndex} ` +
+          `stamped by ${lease.grantAt.node} at true t=${lease.grantAt.min.toFixed(3)} was ${why} at ${at}, stamped by ${stamp.node} at true t=${stamp.max.toFixed(3)}: ` +
+          `only ${elapsed.toFixed(3)}ms of true time, less than the guaranteed ${guaranteed.toFixed(3)}ms = (ttl - 1 - ${lease.epochs} epochs carried) / (1 + maxDrift ${this.maxDrift})`,
+      );
+    }
+  }
+
+  private sameLock(at: string, key: string, pv: LockView, qv: LockView): void {
+    if (qv.lastToken !== pv.lastToken || (qv.held && (!pv.held || qv.owner !== pv.owner || qv.token !== pv.token || qv.expiresAtMs !== pv.expiresAtMs))) {
+      this.fail(`${at} changed ${key}: ${viewText(pv)} -> ${viewText(qv)}`);
+    }
+  }
+
+  /** A refused or replayed request changes nothing (no lease removed, no deadline moved). */
+  private unchanged(at: string, key: string, pv: LockView, qv: LockView, pre: StateCapture, post: StateCapture): void {
+    if (post.leaseCount !== pre.leaseCount) return this.fail(`${at}: a refused/replayed request on ${key} changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
+    this.sameLock(`${at} (refused/replayed)`, key, pv, qv);
+  }
+
+  private judgeReplay(at: string, owner: string, requestId: string, type: OracleDedup['type'], key: string, token: bigint, outcome: string, pre: StateCapture, post: StateCapture, k: number): void {
+    this.stats.replays++;
+    const rec = this.dedup.get(dedupId(owner, requestId));
+    if (rec === undefined) return this.fail(`retries: ${at} replayed a remembered ${type} for ${owner}/${requestId}, but no outcome of it took effect inside the dedup window`);
+    if (rec.type !== type || rec.key !== key || rec.token !== token) return this.fail(`retries: ${at} replayed ${rec.type} ${rec.key}#${rec.token} for a ${type} ${key}#${token}`);
+    if (rec.outcome !== outcome) return this.fail(`retries: ${at} replayed ${owner}/${requestId} as ${outcome}, but its first outcome (entry ${rec.index}) was ${rec.outcome}`);
+    this.unchanged(at, key, pre.views[k]!, post.views[k]!, pre, post);
+  }
+
+  private mustBeFresh(at: string, owner: string, requestId: string, type: OracleDedup['type'], key: string, token: bigint): void {
+    if (requestId === '') return;
+    const rec = this.dedup.get(dedupId(owner, requestId));
+    if (rec !== undefined && rec.type === type && rec.key === key && rec.token === token) {
+      this.fail(`retries: ${at} executed ${type} ${owner}/${requestId} again — it already took effect at entry ${rec.index} (${rec.outcome}) inside the dedup window, so the retry must get that outcome back`);
+    }
+  }
+
+  private remember(owner: string, requestId: string, type: OracleDedup['type'], key: string, token: bigint, outcome: string, index: number, nowMs: number): void {
+    if (requestId === '') return;
+    const rec: OracleDedup = { owner, requestId, type, key, token, outcome, index, recordedAtMs: nowMs };
+    this.dedup.set(dedupId(owner, requestId), rec);
+    this.dedupQueue.push(rec);
+  }
+
+  /** Forget like the machine: a record made at log time r is gone once r + window <= log time. */
+  private pruneDedup(nowMs: number): void {
+    let i = 0;
+    while (i < this.dedupQueue.length && this.dedupQueue[i]!.recordedAtMs + this.dedupWindowMs <= nowMs) {
+      const rec = this.dedupQueue[i]!;
+      this.dedup.delete(dedupId(rec.owner, rec.requestId));
+      i++;
+    }
+    if (i > 0) this.dedupQueue = this.dedupQueue.slice(i);
+  }
+
+  private slot(at: string, key: string): number {
+    const k = this.keyIndex.get(key);
+    if (k === undefined) {
+      this.fail(`${at}: key ${key} is not one of the simulated keys`);
+      return -1;
+    }
+    return k;
+  }
+
+  fail(message: string): void {
+    if (this.violation === null) this.violation = message;
+  }
+}
+
+function dedupId(owner: string, requestId: string): string {
+  return `${owner.length}:${owner}${requestId}`;
+}
+
+export function viewText(v: LockView): string {
+  return v.held ? `held by ${v.owner} token ${v.token} until ${v.expiresAtMs} (last ${v.lastToken})` : `free (last token ${v.lastToken})`;
+}

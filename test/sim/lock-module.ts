@@ -1,0 +1,60 @@
+// Which lock state machine the simulation runs: the real one (src/lock), or a scratch copy with a planted
+// bug (SIM_LOCK=/abs/dir, a copy of src/lock — see lock-mutants.ts). Typed structurally, so a scratch copy
+// whose internals differ still plugs in as long as its public surface is the same.
+import { LockMachine, decodeCommand, encodeCommand } from '../../src/lock/index.js';
+import type { DueLease, LockCommand, LockMachineOptions, LockResult, LockView } from '../../src/lock/index.js';
+
+/** The public surface of LockMachine the simulator drives. */
+export interface LockMachineLike {
+  readonly appliedIndex: number;
+  readonly nowMs: number;
+  readonly epochTerm: number;
+  readonly epochStartMs: number;
+  readonly leaseCount: number;
+  readonly dedupSize: number;
+  hasLiveLeases(): boolean;
+  apply(index: number, term: number, data: Uint8Array): LockResult;
+  skip(index: number): void;
+  get(key: string): LockView;
+  expiredLeases(nowMs: number, limit: number): DueLease[];
+  snapshot(): Uint8Array;
+  digest(): string;
+}
+
+/**
+ * Options handed to every machine the simulator creates. `nodeClock` is NOT an option of the real machine
+ * (which must never read a clock, and ignores it): it exists so a scratch copy can plant the bug "lease
+ * deadline computed from the applying node's clock" — it reads the clock of the node applying the entry.
+ */
+export type SimLockMachineOptions = Partial<LockMachineOptions> & { nodeClock?: () => number };
+
+export interface LockMachineClass {
+  new (options?: SimLockMachineOptions): LockMachineLike;
+  restore(bytes: Uint8Array, options?: SimLockMachineOptions): LockMachineLike;
+}
+
+export interface LockModule {
+  /** 'src/lock' or the scratch directory. */
+  label: string;
+  LockMachine: LockMachineClass;
+  encodeCommand(command: LockCommand): Uint8Array;
+  decodeCommand(bytes: Uint8Array): LockCommand;
+}
+
+export const realLockModule: LockModule = {
+  label: 'src/lock',
+  LockMachine: LockMachine as unknown as LockMachineClass,
+  encodeCommand,
+  decodeCommand,
+};
+
+/** The module at `dir` (a copy of src/lock: machine.ts and commands.ts), or the real one when dir is empty. */
+export async function loadLockModule(dir: string | undefined): Promise<LockModule> {
+  if (dir === undefined || dir === '') return realLockModule;
+  const machine = (await import(`${dir}/machine.ts`)) as { LockMachine?: LockMachineClass };
+  const commands = (await import(`${dir}/commands.ts`)) as Partial<Pick<LockModule, 'encodeCommand' | 'decodeCommand'>>;
+  if (!machine.LockMachine || !commands.encodeCommand || !commands.decodeCommand) {
+    throw new Error(`SIM_LOCK=${dir}: expected machine.ts (LockMachine) and commands.ts (encodeCommand, decodeCommand)`);
+  }
+  return { label: dir, LockMachine: machine.LockMachine, encodeCommand: commands.encodeCommand, decodeCommand: commands.decodeCommand };
+}

@@ -1,0 +1,141 @@
+// Planted lock-machine bugs ("a checker that cannot fail proves nothing"). Each is a textual patch of a
+// SCRATCH copy of src/lock (made in the OS temp dir, loaded like SIM_LOCK=<dir>, deleted afterwards —
+// never committed). A patch whose text no longer matches src/lock fails loudly: update it here.
+//
+// Sweep one by hand:  LOCK_MUTANT=c npx vitest run test/sim/lock-mutants.test.ts
+// or keep the copy:   SIM_LOCK_KEEP=1 ... then SIM_LOCK=<printed dir> SEED=<n> npx vitest run test/sim/lock-sim.test.ts
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { LockProfile } from './lock-clock.js';
+
+interface Patch {
+  file: string;
+  find: string;
+  replace: string;
+}
+
+export interface LockMutant {
+  id: string;
+  name: string;
+  patches: Patch[];
+  /** Seeds the CI sweep may use to catch it (sized from measured catch rates, with headroom). */
+  maxSeeds: number;
+  /** Lock-profile overrides for the runs (e.g. switching a structural oracle check off). */
+  lockProfile?: Partial<LockProfile>;
+}
+
+const NO_EXTENSION_PATCH: Patch = {
+  file: 'epoch.ts',
+  find: `      lease.leaseDeadlineMs = Math.max(lease.leaseDeadlineMs, epochStartMs + lease.ttlMs);\n`,
+  replace: `      // planted bug: the deadline stays on the old leader's clock\n`,
+};
+
+const NODE_CLOCK = '(this.options as unknown as { nodeClock?: () => number }).nodeClock?.()';
+
+export const LOCK_MUTANTS: LockMutant[] = [
+  {
+    id: 'a',
+    name: 'release deletes by key without checking owner or token',
+    maxSeeds: 100,
+    patches: [
+      {
+        file: 'machine.ts',
+        find: `    const reason = this.refusal(lease, command, false);\n    if (lease !== undefined && reason === 'UNSPECIFIED') this.removeLease(lease);`,
+        replace: `    const reason: RefusalReason = lease === undefined ? 'NOT_HELD' : 'UNSPECIFIED';\n    if (lease !== undefined) this.removeLease(lease);`,
+      },
+    ],
+  },
+  {
+    id: 'a2',
+    name: 'release checks the owner but not the token (a superseded token can release)',
+    maxSeeds: 150,
+    patches: [
+      {
+        file: 'machine.ts',
+        find: `    const reason = this.refusal(lease, command, false);\n    if (lease !== undefined && reason === 'UNSPECIFIED') this.removeLease(lease);`,
+        replace: `    const reason = this.refusal(lease, { owner: command.owner, token: lease === undefined ? command.token : BigInt(lease.fencingToken) }, false);\n    if (lease !== undefined && reason === 'UNSPECIFIED') this.removeLease(lease);`,
+      },
+    ],
+  },
+  {
+    id: 'b',
+    name: 'renew ignores expiry',
+    maxSeeds: 100,
+    patches: [{ file: 'machine.ts', find: `    if (mustBeLive && !lease.isLiveAt(this.logNowMs)) return 'EXPIRED';\n`, replace: '' }],
+  },
+  {
+    id: 'c',
+    name: 'token from a per-leader counter that resets on election',
+    maxSeeds: 100,
+    patches: [
+      { file: 'machine.ts', find: `  private epochStartMsValue = 0;\n`, replace: `  private epochStartMsValue = 0;\n  private leaderTokenCounter = 0;\n` },
+      { file: 'machine.ts', find: `    this.epochTermValue = term;\n`, replace: `    this.epochTermValue = term;\n    this.leaderTokenCounter = 0;\n` },
+      { file: 'machine.ts', find: `      if (lease === undefined) {\n        this.freeKeyLastTokens.delete(command.key);`, replace: `      const token = ++this.leaderTokenCounter;\n      if (lease === undefined) {\n        this.freeKeyLastTokens.delete(command.key);` },
+      { file: 'machine.ts', find: `new Lease(command.key, command.owner, index, `, replace: `new Lease(command.key, command.owner, token, ` },
+      { file: 'machine.ts', find: `lease.grant(command.owner, index, `, replace: `lease.grant(command.owner, token, ` },
+      { file: 'machine.ts', find: `        token: BigInt(index),\n`, replace: `        token: BigInt(token),\n` },
+    ],
+  },
+  {
+    id: 'd',
+    name: "lease deadline computed from the applying node's clock",
+    maxSeeds: 50,
+    patches: [
+      { file: 'machine.ts', find: `    const nowMs = this.logNowMs;\n    let lease = this.leases.get(command.key);`, replace: `    const nowMs = ${NODE_CLOCK} ?? this.logNowMs;\n    let lease = this.leases.get(command.key);` },
+      { file: 'machine.ts', find: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, this.logNowMs);`, replace: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, ${NODE_CLOCK} ?? this.logNowMs);` },
+    ],
+  },
+  {
+    id: 'e',
+    name: 'no extension of leases on leader change',
+    maxSeeds: 100,
+    patches: [NO_EXTENSION_PATCH],
+  },
+  {
+    // The same bug with the oracle's structural extension check switched off: the end-to-end checks (a
+    // lease ending before its TTL in true time, two clients trusting one key, fencing) must see it alone.
+    id: 'e2',
+    name: 'no extension of leases on leader change (end-to-end checks only)',
+    maxSeeds: 300,
+    patches: [NO_EXTENSION_PATCH],
+    lockProfile: { oracleChecksExtension: false },
+  },
+  {
+    // Not in the issue's list: a bug only the TRUE-TIME check can see (the structure stays plausible).
+    id: 'f',
+    name: 'epoch start over-counts the time a lease was observed (ends leases early)',
+    maxSeeds: 200,
+    patches: [
+      {
+        file: 'epoch.ts',
+        find: `    lease.observedMs += Math.max(0, previousTermEndMs - lease.observeFromMs);\n`,
+        replace: `    lease.observedMs += 3 * Math.max(0, previousTermEndMs - lease.observeFromMs);\n`,
+      },
+    ],
+  },
+];
+
+const SRC_LOCK = resolve(dirname(fileURLToPath(import.meta.url)), '../../src/lock');
+
+/** Copy src/lock to a fresh temp dir and plant the mutant's bug; returns the directory. */
+export function materializeMutant(mutant: LockMutant): string {
+  const dir = mkdtempSync(join(tmpdir(), `leasehold-lockmut-${mutant.id}-`));
+  cpSync(SRC_LOCK, dir, { recursive: true });
+  for (const p of mutant.patches) {
+    const path = join(dir, p.file);
+    const text = readFileSync(path, 'utf8');
+    const at = text.indexOf(p.find);
+    if (at < 0 || text.indexOf(p.find, at + 1) >= 0) {
+      rmSync(dir, { recursive: true, force: true });
+      throw new Error(`lock mutant ${mutant.id} (${mutant.name}): its patch of ${p.file} no longer matches src/lock exactly once — update test/sim/lock-mutants.ts:\n${p.find}`);
+    }
+    writeFileSync(path, text.slice(0, at) + p.replace + text.slice(at + p.find.length));
+  }
+  return dir;
+}
+
+export function removeMutant(dir: string): void {
+  if (process.env['SIM_LOCK_KEEP'] !== '1') rmSync(dir, { recursive: true, force: true });
+}
