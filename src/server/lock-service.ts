@@ -41,6 +41,7 @@ export class LockService {
   private lastProposalAt = 0;
   private housekeeping: NodeJS.Timeout;
   private expiring = new Set<string>();
+  private checkpointInFlight = false;
   /** Term for which our termStart entry has been applied: only then may this leader stamp commands. */
   private readyTerm = -1;
   private termStartInFlight = -1;
@@ -301,8 +302,15 @@ export class LockService {
       });
     }
     // Idle checkpoint: records elapsed log time so a chain of short terms cannot freeze a dead lease.
-    if (this.machine.hasLiveLeases() && now - this.lastProposalAt >= this.opts.checkpointIdleMs) {
-      this.proposeAs({ type: 'checkpoint', timeMs: 0 }, this.opts.defaultTimeoutMs).catch(() => {});
+    // At most one in flight: a leader that cannot commit (slow or lost quorum) must not pile them up in
+    // its log (found by the lock simulation, seed 439).
+    if (!this.checkpointInFlight && this.machine.hasLiveLeases() && now - this.lastProposalAt >= this.opts.checkpointIdleMs) {
+      this.checkpointInFlight = true;
+      this.proposeAs({ type: 'checkpoint', timeMs: 0 }, this.opts.defaultTimeoutMs)
+        .catch(() => {})
+        .finally(() => {
+          this.checkpointInFlight = false;
+        });
     }
   }
 }

@@ -53,11 +53,11 @@ export interface LockProfile {
   housekeepingEveryTicks: number;
   /** Chance a holder next wakes up right at the end of its trust window instead of renewing early. */
   lateRenewChance: number;
-  /** Leader checkpoint rule. 'lock-service': exactly src/server/lock-service.ts — a checkpoint whenever
-   *  leases exist and nothing was proposed for checkpointIdleMs, committed or not, so behind a slow quorum
-   *  they pile up in the leader's log faster than they commit (reproduced in lock-scenarios.test.ts).
-   *  'one-in-flight': the suggested fix — also wait until the previous checkpoint applied. */
-  checkpointRule: 'lock-service' | 'one-in-flight';
+  /** Leader checkpoint rule. 'one-in-flight': what src/server/lock-service.ts does — a checkpoint when
+   *  leases exist and nothing was proposed for checkpointIdleMs, and the previous checkpoint has settled.
+   *  'unbounded': the earlier rule (no in-flight check), kept to show the bug the sweep found: behind a slow
+   *  quorum checkpoints pile up faster than they commit (lock-scenarios.test.ts). */
+  checkpointRule: 'unbounded' | 'one-in-flight';
   /** Where a client's trust window starts: 'send' (the SPEC rule) or 'ack' — a planted CLIENT bug (the
    *  window starts when the answer arrives, later than the grant) used to show the real-time checks bite. */
   clientTrustFrom: 'send' | 'ack';

@@ -369,13 +369,13 @@ describe('the article failure scenarios, in the simulated cluster', () => {
   });
 });
 
-describe('known lock-service issue, reproduced on the mirror of its housekeeping', () => {
-  // src/server/lock-service.ts proposes a checkpoint whenever leases exist and nothing was PROPOSED for
-  // checkpointIdleMs — whether or not the previous checkpoint committed. A leader that cannot commit (cut off
-  // with CheckQuorum off, or behind a quorum slower than checkpointIdleMs) appends them faster than they
-  // commit, without bound. The seeded sweep found it as a liveness failure (e.g. seed 439 reached 150
-  // uncommitted checkpoints); it runs with the 'one-in-flight' rule (wait for the previous one to apply).
-  for (const rule of ['lock-service', 'one-in-flight'] as const) {
+describe('regression: leader checkpoints stay bounded when the leader cannot commit', () => {
+  // The earlier lock-service rule ('unbounded') proposed a checkpoint whenever leases existed and nothing was
+  // PROPOSED for checkpointIdleMs — whether or not the previous checkpoint committed. A leader that cannot
+  // commit (cut off with CheckQuorum off, or behind a quorum slower than checkpointIdleMs) appended them
+  // faster than they commit, without bound. The seeded sweep found it as a liveness failure (seed 439 reached
+  // 150 uncommitted checkpoints). lock-service now keeps one in flight ('one-in-flight').
+  for (const rule of ['unbounded', 'one-in-flight'] as const) {
     it(`checkpoints from a leader that cannot commit (${rule} rule)`, () => {
       const scn = new LockScenario({ seed: 111, lockProfile: { checkpointRule: rule, checkpointIdleMs: 10 }, profile: { raft: { checkQuorum: false } } });
       scn.client('alice').acquire('orders', 60_000);
@@ -387,7 +387,7 @@ describe('known lock-service issue, reproduced on the mirror of its housekeeping
       expect(st.role).toBe('leader'); // CheckQuorum off: it never notices
       const uncommitted = st.lastIndex - st.commitIndex;
       expect(st.commitIndex).toBe(before.commitIndex);
-      if (rule === 'lock-service') expect(uncommitted).toBeGreaterThan(150); // one every 10 ms, for 2 s
+      if (rule === 'unbounded') expect(uncommitted).toBeGreaterThan(150); // one every 10 ms, for 2 s
       else expect(uncommitted).toBeLessThanOrEqual(1);
       scn.heal();
       scn.runUntil(() => scn.converged(), 'recovery after the partition heals');
