@@ -44,6 +44,7 @@ interface Args {
   out: string | null;
   wglBudgetMs: number;
   check: string | null;
+  waitChance: number;
 }
 
 function parse(): Args {
@@ -59,6 +60,7 @@ function parse(): Args {
       out: { type: 'string' },
       'wgl-budget': { type: 'string', default: '30000' },
       check: { type: 'string' },
+      'wait-chance': { type: 'string', default: '0.25' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -66,7 +68,8 @@ function parse(): Args {
     console.log(
       [
         'usage: node dist/scripts/chaos.js [--duration S] [--seed N] [--nodes 3|5] [--workers N] [--keys N]',
-        '                                  [--ttl ms,ms,...] [--faults kind,...|none] [--out DIR] [--wgl-budget MS]',
+        '                                  [--ttl ms,ms,...] [--faults kind,...|none] [--wait-chance F]',
+        '                                  [--out DIR] [--wgl-budget MS]',
         '       node dist/scripts/chaos.js --check DIR     re-check the history.jsonl (and audit.json) kept in DIR',
         `fault kinds: ${FAULT_KINDS.join(', ')}`,
         'exit status: 0 clean, 1 violation / no progress / no convergence, 2 usage, 3 hard timeout',
@@ -77,6 +80,11 @@ function parse(): Args {
   const int = (name: string, v: string | undefined, min: number) => {
     const n = Number(v);
     if (!Number.isSafeInteger(n) || n < min) usage(`--${name} must be an integer >= ${min} (got ${v})`);
+    return n;
+  };
+  const fraction = (name: string, v: string | undefined) => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < 0 || n > 1) usage(`--${name} must be a number in [0, 1] (got ${v})`);
     return n;
   };
   const faults = values.faults === 'none' ? [] : values.faults!.split(',').map((s) => s.trim());
@@ -92,6 +100,7 @@ function parse(): Args {
     out: values.out ?? null,
     wglBudgetMs: int('wgl-budget', values['wgl-budget'], 100),
     check: values.check ?? null,
+    waitChance: fraction('wait-chance', values['wait-chance']),
   };
 }
 
@@ -183,7 +192,7 @@ async function main(): Promise<number> {
     void cleanup().finally(() => process.exit(3));
   }, hardTimeoutMs);
 
-  log(`seed ${args.seed}, ${args.nodes} nodes, ${args.workers} workers, keys ${args.keys}, ttl ${args.ttlsMs.join('/')} ms, ${args.durationS} s, faults: ${args.faults.join(',') || 'none'}`);
+  log(`seed ${args.seed}, ${args.nodes} nodes, ${args.workers} workers, keys ${args.keys}, ttl ${args.ttlsMs.join('/')} ms, wait chance ${args.waitChance}, ${args.durationS} s, faults: ${args.faults.join(',') || 'none'}`);
   const cluster = await TestCluster.create({ size: args.nodes });
   state.cluster = cluster;
   cluster.startAll();
@@ -215,6 +224,7 @@ async function main(): Promise<number> {
         rng: SimRng.derive(args.seed, `worker:${wid}`),
         recorder,
         resource: store,
+        waitChance: args.waitChance,
       }),
     );
   }

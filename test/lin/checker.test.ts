@@ -228,6 +228,14 @@ describe('checker: broken histories fail', () => {
     expect(kinds(h)).toEqual(['get-stale', 'linearizability', 'refused-took-effect']);
   });
 
+  it('a refused acquire that names ITSELF as the holder: an earlier attempt was granted, the retry refused', () => {
+    const h = new HistoryBuilder();
+    h.refused('A', K, 'A/1', [0, 2000], 'A/1');
+    const v = checkHistory(h.ops);
+    expect(v.violations.map((x) => x.kind)).toEqual(['refused-took-effect']);
+    expect(v.violations[0]!.message).toMatch(/by ITSELF/);
+  });
+
   it('(e) an unknown acquire does not excuse a phantom holder: a refusal naming an owner that never asked', () => {
     const h = new HistoryBuilder();
     h.acquireUnknown('A', K, 'A/x', [0, 100]);

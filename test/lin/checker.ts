@@ -320,6 +320,16 @@ function checkRefusals(key: string, ops: readonly Op[], add: Add): void {
     const r = seenOwner ? refused.get(seenOwner) : undefined;
     if (!r || reported.has(r.owner!) || o.completeMs! < r.invokeMs) continue;
     reported.add(r.owner!);
+    if (o === r) {
+      add(
+        'refused-took-effect',
+        key,
+        `acquire ${r.index} by "${r.owner}" was answered "not acquired, held by ${r.owner}" — by ITSELF — at ${r.completeMs!.toFixed(1)} ms: ` +
+          'an earlier attempt of this request was granted, and the retry was refused instead of returning that grant (an orphan lease)',
+        [r.index],
+      );
+      continue;
+    }
     add(
       'refused-took-effect',
       key,

@@ -49,6 +49,8 @@ export interface Op {
   /** acquire: the granted token (ok). release / renew / write: the token sent. */
   token?: bigint;
   ttlMs?: number;
+  /** acquire: how long it asked to queue for the lock. */
+  waitMs?: number;
   // -- outputs
   /** acquire fail: who held the lock ('' = waiters queued ahead). */
   holder?: string;
@@ -69,7 +71,7 @@ export interface Op {
   error?: string;
 }
 
-type OpInput = Pick<Op, 'process' | 'type' | 'key' | 'via'> & Partial<Pick<Op, 'owner' | 'token' | 'ttlMs' | 'activeAtInvoke'>>;
+type OpInput = Pick<Op, 'process' | 'type' | 'key' | 'via'> & Partial<Pick<Op, 'owner' | 'token' | 'ttlMs' | 'waitMs' | 'activeAtInvoke'>>;
 type OpResult = Partial<Pick<Op, 'token' | 'holder' | 'reason' | 'held' | 'getOwner' | 'getToken' | 'lastToken' | 'resourceLastToken' | 'error'>>;
 
 /** An invoked operation waiting for its outcome. Completing it twice is a bug in the workload and throws. */

@@ -23,6 +23,8 @@ export interface WorkerOptions {
   resource: AuditedFencedStore;
   /** Per-call deadline of acquire (on top of wait), release, get, raw calls. */
   callTimeoutMs?: number;
+  /** Fraction of acquires that queue for the lock (wait_ms > 0); default 0.25. */
+  waitChance?: number;
 }
 
 const SERVER_REASONS = new Set(['NOT_HELD', 'WRONG_OWNER', 'WRONG_TOKEN', 'EXPIRED']);
@@ -98,7 +100,7 @@ export class ChaosWorker {
     const key = rng.pick(keys);
     const ttlMs = rng.pick(ttlsMs);
     if (rng.chance(0.1)) await this.get(key);
-    const held = await this.acquire(key, ttlMs, rng.chance(0.25) ? rng.range(200, 1500) : 0);
+    const held = await this.acquire(key, ttlMs, rng.chance(this.o.waitChance ?? 0.25) ? rng.range(200, 1500) : 0);
     if (!held) {
       await sleep(rng.range(20, 250), stop);
       return;
@@ -143,7 +145,7 @@ export class ChaosWorker {
 
   private async acquire(key: string, ttlMs: number, waitMs: number): Promise<Held | null> {
     const owner = `${this.id}/${++this.ownerSeq}`;
-    const p = this.o.recorder.invoke({ process: this.id, type: 'acquire', key, via: 'handle', owner, ttlMs });
+    const p = this.o.recorder.invoke({ process: this.id, type: 'acquire', key, via: 'handle', owner, ttlMs, waitMs });
     let handle: LockHandle;
     try {
       handle = await this.client.acquire(key, { ttlMs, waitMs, owner, timeoutMs: waitMs + this.callTimeout() });
