@@ -35,6 +35,10 @@ export interface AcquireCommand {
   ttlMs: number;
   /** '' = no request id (no dedup). */
   requestId: string;
+  /** Proposed by the leader for the head of a FIFO wait queue: the request was refused when it arrived
+   *  (that refusal is remembered) and is now offered the lock. Only such an acquire may turn a remembered
+   *  refusal into a grant; a plain retry or a late duplicate gets the refusal replayed. Encoded as tag 7. */
+  queued?: boolean;
 }
 
 export interface RenewCommand {
@@ -111,6 +115,8 @@ const TAGS: Record<LockCommandType, number> = {
   termStart: 5,
   checkpoint: 6,
 };
+/** An acquire proposed for the head of a wait queue (same layout as tag 1; see AcquireCommand.queued). */
+const TAG_QUEUED_ACQUIRE = 7;
 
 /** Why `command` breaks the wire limits, or null when it is encodable. Shared by encode and applyCommand. */
 export function wireLimitViolation(command: LockCommand): string | null {
@@ -141,7 +147,7 @@ export function encodeCommand(command: LockCommand): Uint8Array {
   const violation = wireLimitViolation(command);
   if (violation !== null) throw new CommandEncodeError(`cannot encode ${command.type}: ${violation}`);
   const out = new ByteWriter(32 + ('key' in command ? command.key.length * 3 : 0));
-  out.byte(TAGS[command.type]);
+  out.byte(command.type === 'acquire' && command.queued === true ? TAG_QUEUED_ACQUIRE : TAGS[command.type]);
   out.uint(command.timeMs);
   switch (command.type) {
     case 'acquire':
@@ -182,11 +188,13 @@ export function decodeCommand(bytes: Uint8Array): LockCommand {
   if (timeMs > WIRE_LIMITS.maxTimeMs) input.fail(`timeMs ${timeMs} is beyond 2^50`);
   let command: LockCommand;
   switch (tag) {
-    case TAGS.acquire: {
+    case TAGS.acquire:
+    case TAG_QUEUED_ACQUIRE: {
       const key = readKey(input);
       const owner = readOwner(input);
       const ttlMs = readTtl(input);
       command = { type: 'acquire', timeMs, key, owner, ttlMs, requestId: readRequestId(input) };
+      if (tag === TAG_QUEUED_ACQUIRE) command.queued = true;
       break;
     }
     case TAGS.renew: {

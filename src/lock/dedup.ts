@@ -60,7 +60,8 @@ export class DedupTable {
     return this.byRequest.get(dedupKey(owner, requestId));
   }
 
-  /** Remember a first outcome. Callers `find` first, so a pair is never remembered twice. */
+  /** Remember an outcome. A pair is remembered again only to turn a refusal into a grant (a queued acquire);
+   *  the newer record replaces the older one, whose queue slot is then skipped. */
   remember(record: DedupRecord): void {
     this.byRequest.set(dedupKey(record.owner, record.requestId), record);
     this.queue.push(record);
@@ -69,12 +70,20 @@ export class DedupTable {
 
   /** Oldest first: the order snapshots must preserve so pruning stays front-to-back after a restore. */
   *inOrder(): IterableIterator<DedupRecord> {
-    for (let i = this.head; i < this.queue.length; i++) yield this.queue[i]!;
+    for (let i = this.head; i < this.queue.length; i++) {
+      const record = this.queue[i]!;
+      if (this.isCurrent(record)) yield record;
+    }
+  }
+
+  private isCurrent(record: DedupRecord): boolean {
+    return this.byRequest.get(dedupKey(record.owner, record.requestId)) === record;
   }
 
   private forgetOldest(): void {
     const oldest = this.queue[this.head]!;
-    this.byRequest.delete(dedupKey(oldest.owner, oldest.requestId));
+    // A replaced record's slot must not delete its successor.
+    if (this.isCurrent(oldest)) this.byRequest.delete(dedupKey(oldest.owner, oldest.requestId));
     this.queue[this.head++] = undefined;
     // Drop the forgotten prefix once it is most of the array: amortised O(1) per record.
     if (this.head >= 1024 && this.head * 2 >= this.queue.length) {

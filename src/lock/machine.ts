@@ -133,6 +133,18 @@ export class LockMachine {
     return this.execute(index, term, command);
   }
 
+  /**
+   * The remembered outcome of an acquire by (owner, requestId) for `key`, or null (none, or the id was used
+   * for something else — proposing then yields REQUEST_ID_REUSED). Lets the leader answer a retry of an
+   * already-decided request without proposing it (e.g. a retry arriving while others wait for the key).
+   */
+  rememberedAcquire(owner: string, requestId: string, key: string): AcquireOutcome | null {
+    if (requestId === '') return null;
+    const record = this.dedup.find(owner, requestId);
+    if (record === undefined || record.type !== 'acquire' || record.key !== key) return null;
+    return record.outcome;
+  }
+
   /** Account for a committed entry that carries no lock command (raft 'noop' / 'config'). */
   skip(index: number): void {
     this.checkNextIndex(index);
@@ -261,7 +273,8 @@ export class LockMachine {
 
   private acquire(index: number, command: AcquireCommand): AcquireResult | ErrorResult {
     const replay = this.replay(index, 'acquire', command.owner, command.requestId, command.key, 0n);
-    if (replay !== null) return replay as AcquireResult | ErrorResult;
+    const waitingRefusal = command.queued === true && replay !== null && replay.type === 'acquire' && !replay.acquired;
+    if (replay !== null && !waitingRefusal) return replay as AcquireResult | ErrorResult;
     const nowMs = this.logNowMs;
     let lease = this.leases.get(command.key);
     let outcome: AcquireOutcome;
@@ -293,7 +306,7 @@ export class LockMachine {
         holderTtlMs: 0,
       };
     }
-    if (outcome.acquired) this.remember(command, { type: 'acquire', outcome, token: 0n });
+    this.remember(command, { type: 'acquire', outcome, token: 0n });
     return { type: 'acquire', index, replayed: false, ...outcome };
   }
 
@@ -310,7 +323,7 @@ export class LockMachine {
       this.deadlines.update(lease);
       outcome = { renewed: true, ttlMs: command.ttlMs, expiresAtMs: lease.leaseDeadlineMs, reason };
     }
-    if (outcome.renewed) this.remember(command, { type: 'renew', outcome, token: command.token });
+    this.remember(command, { type: 'renew', outcome, token: command.token });
     return { type: 'renew', index, replayed: false, ...outcome };
   }
 
@@ -321,7 +334,7 @@ export class LockMachine {
     const reason = this.refusal(lease, command, false);
     if (lease !== undefined && reason === 'UNSPECIFIED') this.removeLease(lease);
     const outcome = { released: reason === 'UNSPECIFIED', reason };
-    if (outcome.released) this.remember(command, { type: 'release', outcome, token: command.token });
+    this.remember(command, { type: 'release', outcome, token: command.token });
     return { type: 'release', index, replayed: false, ...outcome };
   }
 
@@ -378,9 +391,11 @@ export class LockMachine {
   }
 
   /**
-   * Only outcomes that took effect (acquired / renewed / released) are remembered. A refusal changed
-   * nothing, so a retry of it is simply judged afresh — which is what a waiter needs (its first attempt
-   * was refused, the grant later reuses its request_id) and what a caller retrying after a timeout expects.
+   * Every first outcome is remembered, refusals included (SPEC: a repeated request_id returns the first
+   * outcome unchanged) — so a late duplicate of a refused acquire, delivered after the key freed, cannot
+   * grant a lock to a client that was already told "not acquired". The one exception is a `queued` acquire
+   * (the leader offering the lock to the head of a wait queue), which may turn a remembered refusal of the
+   * same request into a grant; that grant then replaces the refusal.
    */
   private remember(
     command: { owner: string; requestId: string; key: string },

@@ -9,7 +9,7 @@ import type { ValidAcquire, ValidRelease, ValidRenew } from '../lock/validate.js
 import type { NodeLogger, RaftNode } from '../raft/node.js';
 import { NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from '../raft/node.js';
 import type { Entry, SoftState } from '../raft/core/types.js';
-import { WaitQueues, type Waiter } from './wait-queue.js';
+import { RecentRefusals, WaitQueues, type Waiter } from './wait-queue.js';
 
 /** Maps to gRPC UNAVAILABLE: the caller should retry (same request_id), possibly on another node. */
 export class UnavailableError extends Error {
@@ -42,6 +42,7 @@ export class LockService {
   private housekeeping: NodeJS.Timeout;
   private expiring = new Set<string>();
   private checkpointInFlight = false;
+  private readonly answeredRefusals = new RecentRefusals(100_000, 10 * 60_000);
   /** Term for which our termStart entry has been applied: only then may this leader stamp commands. */
   private readyTerm = -1;
   private termStartInFlight = -1;
@@ -73,10 +74,16 @@ export class LockService {
 
   async acquire(req: ValidAcquire, timeoutMs: number, signal?: AbortSignal): Promise<AcquireResult> {
     await this.ensureLeaderReady(timeoutMs);
+    // A retry (or late duplicate) of a request that was already decided gets that decision back — before
+    // any fast path below, or a granted waiter's retry would be told "not acquired".
+    const remembered = this.machine.rememberedAcquire(req.owner, req.requestId, req.key);
+    if (remembered?.acquired) return { type: 'acquire', index: 0, replayed: true, ...remembered };
+    const answered = this.answeredRefusals.get(req.owner, req.requestId);
+    if (answered) return answered;
     // Fairness: while others wait for this key, a newcomer queues behind them (or, with wait_ms 0, is
     // refused) instead of barging in when the lock frees.
     if (this.waits.has(req.key)) {
-      if (req.waitMs <= 0) return this.refusedNow(req);
+      if (req.waitMs <= 0) return this.answerRefused(req);
       return this.enqueue(req, signal);
     }
     const result = await this.proposeAs<AcquireResult>({ type: 'acquire', timeMs: 0, key: req.key, owner: req.owner, ttlMs: req.ttlMs, requestId: req.requestId }, timeoutMs);
@@ -221,8 +228,18 @@ export class LockService {
       return;
     }
     if (!this.waits.remove(w)) return;
-    w.resolve(this.refusedNow(w.req));
+    w.resolve(this.answerRefused(w.req));
     this.tryGrantHead(w.req.key);
+  }
+
+  /** A refusal decided here on the leader (not by a log entry): remember it, so a late duplicate of the
+   *  same request is not queued or granted after its caller was told "not acquired". Leader-local and
+   *  bounded; across a leader change the replicated dedup table still covers refusals that went through
+   *  the log. */
+  private answerRefused(req: ValidAcquire): AcquireResult {
+    const refusal = this.refusedNow(req);
+    this.answeredRefusals.set(req.owner, req.requestId, refusal);
+    return refusal;
   }
 
   private refusedNow(req: ValidAcquire): AcquireResult {
@@ -248,7 +265,8 @@ export class LockService {
     if (view.held && view.owner !== head.req.owner) return;
     head.granting = true;
     const r = head.req;
-    this.proposeAs<AcquireResult>({ type: 'acquire', timeMs: 0, key: r.key, owner: r.owner, ttlMs: r.ttlMs, requestId: r.requestId }, this.opts.defaultTimeoutMs).then(
+    // `queued`: the one kind of acquire that may turn this request's remembered refusal into a grant.
+    this.proposeAs<AcquireResult>({ type: 'acquire', timeMs: 0, key: r.key, owner: r.owner, ttlMs: r.ttlMs, requestId: r.requestId, queued: true }, this.opts.defaultTimeoutMs).then(
       (result) => {
         head.granting = false;
         if (result.acquired) {
@@ -258,6 +276,7 @@ export class LockService {
           this.tryGrantHead(key);
         } else if (head.expired) {
           this.waits.remove(head);
+          this.answeredRefusals.set(r.owner, r.requestId, result);
           head.resolve(result);
           this.tryGrantHead(key);
         }

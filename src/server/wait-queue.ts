@@ -57,3 +57,37 @@ export class WaitQueues {
     }
   }
 }
+
+/** Acquire refusals the leader answered without a log entry (wait deadline passed, or refused behind
+ *  waiters), by (owner, request_id): bounded in count and age, oldest forgotten first. */
+export class RecentRefusals {
+  private readonly byRequest = new Map<string, { result: AcquireResult; at: number }>();
+
+  constructor(
+    private readonly maxEntries: number,
+    private readonly maxAgeMs: number,
+  ) {}
+
+  set(owner: string, requestId: string, result: AcquireResult): void {
+    if (requestId === '') return;
+    const k = `${owner.length}:${owner}${requestId}`;
+    this.byRequest.delete(k);
+    this.byRequest.set(k, { result, at: Date.now() });
+    this.prune();
+  }
+
+  get(owner: string, requestId: string): AcquireResult | undefined {
+    if (requestId === '') return undefined;
+    const hit = this.byRequest.get(`${owner.length}:${owner}${requestId}`);
+    if (!hit || Date.now() - hit.at > this.maxAgeMs) return undefined;
+    return { ...hit.result, replayed: true };
+  }
+
+  private prune(): void {
+    const now = Date.now();
+    for (const [k, v] of this.byRequest) {
+      if (this.byRequest.size <= this.maxEntries && now - v.at <= this.maxAgeMs) break;
+      this.byRequest.delete(k);
+    }
+  }
+}

@@ -1,4 +1,8 @@
-// KNOWN ANOMALIES (open), found by the chaos runs and reproduced here deterministically with the fault proxy.
+// ANOMALIES found by the chaos runs, reproduced here deterministically with the fault proxy — both FIXED:
+// the lock machine now remembers refusals too (a late duplicate replays its refusal) and only the leader's
+// `queued` acquire for the head waiter may turn a remembered refusal into a grant; the lock service answers
+// a decided request from the dedup table before any wait-queue fast path, and remembers refusals it
+// answered itself (wait deadline, refused behind waiters). The tests below are regression tests.
 // Both end the same way: the client is told an acquire was REFUSED (LockNotAcquiredError), yet the server
 // granted it — an orphan lease, under an owner and token nobody holds, that blocks the key for a full ttl.
 // No fencing or mutual-exclusion property breaks (the client never got the token, so it cannot write), but the
@@ -16,8 +20,7 @@
 //    consulted, so a granted request is answered "not acquired, held by <its own owner>" — contrary to SPEC
 //    "a repeated request_id returns the first outcome unchanged".
 //
-// Each scenario has a normal test that the scenario ran as designed, and an `it.fails` that asserts the CORRECT
-// behaviour: it is expected to fail until src/ is fixed. When it starts passing, vitest reports it; make it `it`.
+// Each scenario has a test that it ran as designed, and one that asserts the correct behaviour.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient, LockNotAcquiredError, type LockInfo } from '../../src/client/index.js';
 import { FaultProxy } from '../e2e/proxy.js';
@@ -92,7 +95,7 @@ describe('1. late duplicate of a refused acquire', () => {
     expect(seen.freeBeforeDelivery?.held).toBe(false);
   });
 
-  it.fails('KNOWN ANOMALY (open): the held attempt must not grant the lock after the client was told "not acquired"', () => {
+  it('the held attempt does not grant the lock after the client was told "not acquired"', () => {
     expect(seen.afterDelivery).toBeNull();
   });
 });
@@ -132,7 +135,7 @@ describe('2. the retry of a granted acquire is refused while others wait', () =>
     expect(seen.error === null || seen.error instanceof LockNotAcquiredError, String(seen.error)).toBe(true);
   });
 
-  it.fails('KNOWN ANOMALY (open): the retry with the same request_id must return the grant, not "not acquired, held by A-retry"', () => {
+  it('the retry with the same request_id returns the grant, not "not acquired, held by A-retry"', () => {
     expect(seen.error).toBeNull();
   });
 });

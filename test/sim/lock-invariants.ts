@@ -237,7 +237,8 @@ export class LockOracle {
     const lease = this.leases.get(cmd.key);
     this.pruneDedup(post.nowMs);
     if (r.replayed) return this.judgeReplay(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), pre, post, k);
-    this.mustBeFresh(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n);
+    // Only a queued acquire (the leader serving the head waiter) may re-judge a remembered refusal.
+    this.mustBeFresh(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, cmd.queued === true);
     if (r.acquired) {
       this.stats.acquired++;
       const last = this.lastIssued.get(cmd.key) ?? 0n;
@@ -271,6 +272,8 @@ export class LockOracle {
       return this.fail(`${at}: refused acquire names holder ${r.holderOwner} with ${r.holderTtlMs}ms left; the state says ${viewText(qv)} at log time ${post.nowMs}`);
     }
     this.unchanged(at, cmd.key, pv, qv, pre, post);
+    // Refusals are first outcomes too: a retry or late duplicate must get the refusal back.
+    this.remember(cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), idx, post.nowMs);
   }
 
   private judgeRenew(at: string, idx: number, cmd: Extract<LockCommand, { type: 'renew' }>, r: Extract<LockResult, { type: 'renew' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
@@ -310,6 +313,7 @@ export class LockOracle {
       this.minHold(at, cmd.key, lease!, stamp, 'judged expired by a renew');
     }
     this.unchanged(at, cmd.key, pv, qv, pre, post);
+    this.remember(cmd.owner, cmd.requestId, 'renew', cmd.key, cmd.token, renewOutcome(r), idx, post.nowMs);
   }
 
   private judgeRelease(at: string, idx: number, cmd: Extract<LockCommand, { type: 'release' }>, r: Extract<LockResult, { type: 'release' }>, pre: StateCapture, post: StateCapture): void {
@@ -338,6 +342,7 @@ export class LockOracle {
     if (expected === 'UNSPECIFIED') return this.fail(`${at}: release of ${cmd.key} by its holder ${cmd.owner} token ${cmd.token} was refused ${r.reason}`);
     if (r.reason !== expected) return this.fail(`${at}: release of ${cmd.key} by ${cmd.owner} token ${cmd.token} refused ${r.reason}, expected ${expected}`);
     this.unchanged(at, cmd.key, pv, qv, pre, post);
+    this.remember(cmd.owner, cmd.requestId, 'release', cmd.key, cmd.token, releaseOutcome(r), idx, post.nowMs);
   }
 
   private judgeExpire(at: string, _idx: number, cmd: Extract<LockCommand, { type: 'expire' }>, expired: boolean, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
@@ -425,17 +430,18 @@ export class LockOracle {
   private judgeReplay(at: string, owner: string, requestId: string, type: OracleDedup['type'], key: string, token: bigint, outcome: string, pre: StateCapture, post: StateCapture, k: number): void {
     this.stats.replays++;
     const rec = this.dedup.get(dedupId(owner, requestId));
-    if (rec === undefined) return this.fail(`retries: ${at} replayed a remembered ${type} for ${owner}/${requestId}, but no outcome of it took effect inside the dedup window`);
+    if (rec === undefined) return this.fail(`retries: ${at} replayed a remembered ${type} for ${owner}/${requestId}, but no first outcome of it was recorded inside the dedup window`);
     if (rec.type !== type || rec.key !== key || rec.token !== token) return this.fail(`retries: ${at} replayed ${rec.type} ${rec.key}#${rec.token} for a ${type} ${key}#${token}`);
     if (rec.outcome !== outcome) return this.fail(`retries: ${at} replayed ${owner}/${requestId} as ${outcome}, but its first outcome (entry ${rec.index}) was ${rec.outcome}`);
     this.unchanged(at, key, pre.views[k]!, post.views[k]!, pre, post);
   }
 
-  private mustBeFresh(at: string, owner: string, requestId: string, type: OracleDedup['type'], key: string, token: bigint): void {
+  private mustBeFresh(at: string, owner: string, requestId: string, type: OracleDedup['type'], key: string, token: bigint, queued = false): void {
     if (requestId === '') return;
     const rec = this.dedup.get(dedupId(owner, requestId));
     if (rec !== undefined && rec.type === type && rec.key === key && rec.token === token) {
-      this.fail(`retries: ${at} executed ${type} ${owner}/${requestId} again — it already took effect at entry ${rec.index} (${rec.outcome}) inside the dedup window, so the retry must get that outcome back`);
+      if (queued && type === 'acquire' && rec.outcome.startsWith('false|')) return;
+      this.fail(`retries: ${at} executed ${type} ${owner}/${requestId} again — its first outcome was recorded at entry ${rec.index} (${rec.outcome}) inside the dedup window, so the retry must get that outcome back`);
     }
   }
 
@@ -451,7 +457,8 @@ export class LockOracle {
     let i = 0;
     while (i < this.dedupQueue.length && this.dedupQueue[i]!.recordedAtMs + this.dedupWindowMs <= nowMs) {
       const rec = this.dedupQueue[i]!;
-      this.dedup.delete(dedupId(rec.owner, rec.requestId));
+      // A record replaced later (a refusal turned into a grant) must not delete its successor.
+      if (this.dedup.get(dedupId(rec.owner, rec.requestId)) === rec) this.dedup.delete(dedupId(rec.owner, rec.requestId));
       i++;
     }
     if (i > 0) this.dedupQueue = this.dedupQueue.slice(i);

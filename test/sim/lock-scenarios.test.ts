@@ -80,9 +80,13 @@ describe('the article failure scenarios, in the simulated cluster', () => {
     scn.runUntil(() => scn.workload.oracle.stats.expired === 1, 'the expire entry applying', 200);
     expect(scn.leaseCount()).toBe(0);
     expect(scn.get('orders')).toMatchObject({ held: false, lastToken: first.token });
-    // bob gets it with a higher token; alice's late write is fenced off once bob's has landed.
-    // (bob may retry his refused request_id: a refusal is not remembered, it is judged afresh.)
-    const second = bob.acquire('orders', TTL, bob.lastRequestId);
+    // Retrying bob's refused request_id replays the refusal (its first outcome) — even now that the key is
+    // free, so a late duplicate can never grant a lock its sender was told it did not get.
+    const refusedId = bob.lastRequestId;
+    expect(scn.request(bob.acquireCommand('orders', TTL, refusedId))).toMatchObject({ acquired: false, replayed: true, holderOwner: 'alice' });
+    expect(scn.get('orders')).toMatchObject({ held: false, lastToken: first.token });
+    // bob gets it with a new request (a higher token); alice's late write is fenced off once bob's has landed.
+    const second = bob.acquire('orders', TTL);
     expect(second.acquired).toBe(true);
     expect(second.token).toBeGreaterThan(first.token);
     expect(bob.write()).toBe('accepted');
@@ -109,8 +113,8 @@ describe('the article failure scenarios, in the simulated cluster', () => {
       expect(renew).toMatchObject({ renewed: false, reason: housekeeping ? 'NOT_HELD' : 'EXPIRED' });
       expect(alice.state).toBe('LOST');
       expect(scn.get('orders')).toMatchObject({ held: false, lastToken: first.token });
-      // Retrying the renew is safe: still refused, nothing changes.
-      expect(alice.renew(rid)).toMatchObject({ renewed: false, replayed: false });
+      // Retrying the renew is safe: its refusal is replayed, nothing changes.
+      expect(alice.renew(rid)).toMatchObject({ renewed: false, replayed: true });
       expect(scn.get('orders')).toMatchObject({ held: false, lastToken: first.token });
       // Recovery: a new acquire (new handle, new token).
       const again = alice.acquire('orders', 200);

@@ -21,21 +21,15 @@ describe('request_id dedup', () => {
     expect(feed.machine.get('k')).toMatchObject({ owner: 'b', token: b.token }); // nothing applied twice
   });
 
-  it('does not remember refusals (they changed nothing; a retry is judged afresh) but replays effects (a lost release response is safe to retry)', () => {
+  it('replays refusals and renew/release outcomes too (a lost release response is safe to retry)', () => {
     const feed = new Feed();
     const a = feed.at(0).acquire('k', 'a', 1000);
     const refused = feed.acquire('k', 'b', 1000, 'b-1');
-    expect(refused.acquired).toBe(false);
     feed.release('k', 'a', a.token, 'a-rel');
-    // The same request, retried once the lock is free, is granted (this is how a FIFO waiter is served).
-    const granted = feed.acquire('k', 'b', 1000, 'b-1');
-    expect(granted).toMatchObject({ acquired: true, replayed: false });
-    // ...and from then on that grant is what the request id replays.
-    expect(feed.acquire('k', 'b', 1000, 'b-1')).toMatchObject({ acquired: true, token: granted.token, replayed: true });
-    feed.release('k', 'b', granted.token, 'b-rel');
+    expect(feed.acquire('k', 'b', 1000, 'b-1')).toEqual({ ...refused, index: 4, replayed: true });
     const renewed = feed.renew('k', 'a', a.token, 1000, 'a-ren'); // NOT_HELD now
     expect(renewed.reason).toBe('NOT_HELD');
-    expect(feed.renew('k', 'a', a.token, 1000, 'a-ren')).toMatchObject({ reason: 'NOT_HELD', replayed: false });
+    expect(feed.renew('k', 'a', a.token, 1000, 'a-ren')).toMatchObject({ reason: 'NOT_HELD', replayed: true });
     // Retried release: reports the original success, and still changes nothing now.
     const c = feed.acquire('k', 'c', 1000);
     expect(feed.release('k', 'a', a.token, 'a-rel')).toMatchObject({ released: true, reason: 'UNSPECIFIED', replayed: true });
@@ -94,11 +88,10 @@ describe('request_id dedup', () => {
   it('stays exact over thousands of records (the FIFO compacts its forgotten prefix)', () => {
     const feed = Feed.withOptions({ dedupWindowMs: 1000 });
     const tokens: bigint[] = [];
-    // Distinct keys, so every acquire takes effect and is remembered (refusals are not).
-    for (let i = 0; i < 5000; i++) tokens.push(feed.at(i).acquire(`k${i}`, `o${i % 3}`, 100, `r${i}`).token);
+    for (let i = 0; i < 5000; i++) tokens.push(feed.at(i).acquire(`k${i % 7}`, `o${i % 3}`, 100, `r${i}`).token);
     expect(feed.machine.dedupSize).toBe(1000); // made at 4000..4999
-    expect(feed.acquire('k3999', 'o0', 100, 'r3999')).toMatchObject({ replayed: false }); // forgotten
-    expect(feed.acquire('k4000', `o${4000 % 3}`, 100, 'r4000')).toMatchObject({ replayed: true, token: tokens[4000] });
+    expect(feed.acquire('k0', 'o0', 100, 'r3999')).toMatchObject({ replayed: false }); // forgotten
+    expect(feed.acquire(`k${4000 % 7}`, `o${4000 % 3}`, 100, 'r4000')).toMatchObject({ replayed: true, token: tokens[4000] });
     const restored = LockMachine.restore(feed.machine.snapshot(), { dedupWindowMs: 1000 });
     expect(restored.snapshot()).toEqual(feed.machine.snapshot());
     const twin = new Feed(restored);
@@ -130,5 +123,50 @@ describe('request_id dedup', () => {
     expect(restored.at(500).acquire('k', 'a', 100, 'r')).toMatchObject({ replayed: true, token: first.token });
     expect(restored.at(1000).acquire('k', 'a', 100, 'r')).toMatchObject({ replayed: false }); // expired
     expect(restored.at(1100).acquire('k2', 'a', 100, 'r2')).toMatchObject({ replayed: true });
+  });
+});
+
+describe('request_id dedup and the FIFO wait queue', () => {
+  it('a late duplicate of a refused acquire stays refused after the key frees (no orphan grant)', () => {
+    const feed = new Feed();
+    const a = feed.at(0).acquire('k', 'a', 1000);
+    const refused = feed.acquire('k', 'b', 1000, 'b-1');
+    expect(refused.acquired).toBe(false);
+    feed.release('k', 'a', a.token, 'a-rel');
+    // The same request arrives again (a retry, or a copy delayed in the network): the refusal is replayed.
+    expect(feed.acquire('k', 'b', 1000, 'b-1')).toMatchObject({ acquired: false, replayed: true, holderOwner: 'a' });
+    expect(feed.machine.get('k').held).toBe(false);
+  });
+
+  it('only a queued acquire (the leader serving the head waiter) turns the remembered refusal into a grant, which retries then replay', () => {
+    const feed = new Feed();
+    const a = feed.at(0).acquire('k', 'a', 1000);
+    expect(feed.acquire('k', 'w', 1000, 'w-1').acquired).toBe(false);
+    // Still held: a queued offer is refused too (and nothing changes).
+    expect(feed.apply({ type: 'acquire', timeMs: 0, key: 'k', owner: 'w', ttlMs: 1000, requestId: 'w-1', queued: true })).toMatchObject({ acquired: false });
+    feed.release('k', 'a', a.token, 'a-rel');
+    const granted = feed.apply({ type: 'acquire', timeMs: 0, key: 'k', owner: 'w', ttlMs: 1000, requestId: 'w-1', queued: true });
+    expect(granted).toMatchObject({ type: 'acquire', acquired: true, replayed: false });
+    const token = (granted as { token: bigint }).token;
+    // The waiter's retry (its answer was lost) now gets the grant back.
+    expect(feed.acquire('k', 'w', 1000, 'w-1')).toMatchObject({ acquired: true, token, replayed: true });
+    expect(feed.machine.rememberedAcquire('w', 'w-1', 'k')).toMatchObject({ acquired: true, token });
+    expect(feed.machine.rememberedAcquire('w', 'w-1', 'other-key')).toBeNull();
+    // A queued offer for an already granted request replays the grant: no second lease.
+    expect(feed.apply({ type: 'acquire', timeMs: 0, key: 'k', owner: 'w', ttlMs: 1000, requestId: 'w-1', queued: true })).toMatchObject({ acquired: true, token, replayed: true });
+  });
+
+  it('a replaced refusal does not make its successor vanish when the old slot ages out, and snapshots keep only the current record', () => {
+    const feed = Feed.withOptions({ dedupWindowMs: 1000 });
+    const a = feed.at(0).acquire('k', 'a', 100_000);
+    feed.at(10).acquire('k', 'w', 100_000, 'w-1'); // refusal, recorded at 10
+    feed.at(500).release('k', 'a', a.token, 'a-rel');
+    const granted = feed.at(600).apply({ type: 'acquire', timeMs: 600, key: 'k', owner: 'w', ttlMs: 100_000, requestId: 'w-1', queued: true });
+    expect(granted).toMatchObject({ acquired: true });
+    feed.at(1200).checkpoint(); // the refusal's slot (recorded at 10) ages out; the grant (at 600) must stay
+    expect(feed.machine.rememberedAcquire('w', 'w-1', 'k')).toMatchObject({ acquired: true });
+    const restored = LockMachine.restore(feed.machine.snapshot(), { dedupWindowMs: 1000 });
+    expect(restored.rememberedAcquire('w', 'w-1', 'k')).toMatchObject({ acquired: true });
+    expect(restored.snapshot()).toEqual(feed.machine.snapshot());
   });
 });

