@@ -3,6 +3,7 @@
 // simulator (test/sim) own all of that. Section numbers refer to the Raft paper / Ongaro's thesis.
 import { RaftLog } from './log.js';
 import { Progress } from './progress.js';
+import { ReadOnlyQueue } from './read-only.js';
 import type {
   AppendEntries,
   AppendEntriesResponse,
@@ -31,15 +32,6 @@ import type {
 } from './types.js';
 
 type Outgoing = Message extends infer M ? (M extends Message ? Omit<M, 'from' | 'term'> & { term?: number } : never) : never;
-
-interface PendingRead {
-  ctx: string;
-  index: number;
-  round: number;
-  acks: Set<NodeId>;
-  /** Who asked: this node, or a follower that forwarded a ReadIndexRequest. */
-  requester: NodeId;
-}
 
 interface IncomingSnapshot {
   index: number;
@@ -86,9 +78,7 @@ export class Raft {
   private progress = new Map<NodeId, Progress>();
   private heartbeatRound = 0;
   private needsBroadcast = false;
-  private pendingReads: PendingRead[] = [];
-  /** Reads that arrived before the leader committed an entry of its own term (§8: it must first). */
-  private readsAwaitingCommit: { ctx: string; requester: NodeId }[] = [];
+  private readonly reads = new ReadOnlyQueue();
   private leadTransferee: NodeId | null = null;
   private transferElapsed = 0;
   private incomingSnapshot: IncomingSnapshot | null = null;
@@ -806,7 +796,7 @@ export class Raft {
   private leaderReadIndex(ctx: string, requester: NodeId): void {
     if (this.log.term(this.log.committed) !== this.term) {
       // Until an entry of this term commits, our commit index may lag what earlier leaders committed.
-      this.readsAwaitingCommit.push({ ctx, requester });
+      this.reads.defer({ ctx, requester });
       return;
     }
     if (this.voters.length === 1) {
@@ -814,7 +804,7 @@ export class Raft {
       return;
     }
     this.heartbeatRound++;
-    this.pendingReads.push({ ctx, index: this.log.committed, round: this.heartbeatRound, acks: new Set([this.id]), requester });
+    this.reads.register({ ctx, requester }, this.log.committed, this.heartbeatRound, this.id);
     for (const id of this.voters) {
       if (id === this.id) continue;
       // Followers whose match is compacted (being snapshotted) confirm through the next chunk's answer.
@@ -823,17 +813,7 @@ export class Raft {
   }
 
   private ackReads(from: NodeId, round: number): void {
-    if (this.pendingReads.length === 0) return;
-    let lastConfirmed = -1;
-    for (let i = 0; i < this.pendingReads.length; i++) {
-      const r = this.pendingReads[i]!;
-      if (round >= r.round) r.acks.add(from);
-      if (r.acks.size >= this.quorum()) lastConfirmed = i;
-    }
-    if (lastConfirmed < 0) return;
-    // Leadership confirmed at a later round also confirms every earlier pending read.
-    const done = this.pendingReads.splice(0, lastConfirmed + 1);
-    for (const r of done) this.deliverRead(r.ctx, r.requester, r.index);
+    for (const r of this.reads.ack(from, round, this.quorum())) this.deliverRead(r.ctx, r.requester, r.index);
   }
 
   private deliverRead(ctx: string, requester: NodeId, index: number): void {
@@ -842,16 +822,11 @@ export class Raft {
   }
 
   private releaseReadsAwaitingCommit(): void {
-    const waiting = this.readsAwaitingCommit;
-    this.readsAwaitingCommit = [];
-    for (const r of waiting) this.leaderReadIndex(r.ctx, r.requester);
+    for (const r of this.reads.takeDeferred()) this.leaderReadIndex(r.ctx, r.requester);
   }
 
   private failPendingReads(reason: ReadFailure['reason']): void {
-    const all = [...this.pendingReads.map((r) => ({ ctx: r.ctx, requester: r.requester })), ...this.readsAwaitingCommit];
-    this.pendingReads = [];
-    this.readsAwaitingCommit = [];
-    for (const r of all) {
+    for (const r of this.reads.drain()) {
       if (r.requester === this.id) this.readFailures.push({ ctx: r.ctx, reason });
       else this.send({ type: 'ReadIndexResponse', to: r.requester, ctx: r.ctx, index: 0 });
     }
