@@ -10,7 +10,8 @@
 //   SEED=17 npx vitest run test/sim/lock-sim.test.ts   workload: summary + trace tail; SIM_TRACE=full)
 //   SIM_LOCK_SEEDS=5000 SIM_LOCK_EVENTS=10000 SIM_LOCK_SEED_BASE=100000 npx vitest run test/sim/lock-sim.test.ts
 //   SIM_LOCK=/abs/scratch/copy/of/src/lock npx vitest run test/sim/lock-sim.test.ts   (a planted bug)
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { replaySeedSuite, seedSweepSuite } from './seed-suite.js';
 import { SimViolation } from './cluster.js';
 import { loadLockModule } from './lock-module.js';
 import { SimFencedResource } from './lock-resource.js';
@@ -24,54 +25,12 @@ const BASE = num(env['SIM_LOCK_SEED_BASE'], 1);
 const CHUNKS = Math.max(1, Math.min(SEEDS, num(env['SIM_CHUNKS'], 8)));
 const module = await loadLockModule(env['SIM_LOCK']);
 
-let totalEvents = 0;
-let totalMs = 0;
-
 if (env['SEED'] !== undefined && env['SEED'] !== '') {
-  const seed = Number(env['SEED']);
-  describe(`lock simulation replay of seed ${seed} (${module.label})`, () => {
-    it(`seed ${seed} keeps every lock invariant`, () => {
-      const full = env['SIM_TRACE'] === 'full';
-      try {
-        const r = runLockSimulation({ seed, events: EVENTS, module, fullTrace: full, traceLines: full ? Infinity : 60 });
-        console.log(r.summary);
-        console.log(`trace (${full ? 'all' : 'last 60'} of ${r.cluster.trace.length} lines):\n` + r.cluster.trace.tail(full ? Infinity : 60).join('\n'));
-        console.log(`${r.stats.events} events in ${r.wallMs.toFixed(0)}ms = ${((r.stats.events / r.wallMs) * 1000).toFixed(0)} events/s`);
-      } catch (e) {
-        if (e instanceof SimViolation) console.log(e.message);
-        throw e;
-      }
-    });
-  });
+  replaySeedSuite(`lock simulation (${module.label})`, Number(env['SEED']), (seed, trace) => runLockSimulation({ seed, events: EVENTS, module, ...trace }));
 } else {
-  describe(`lock simulation (${module.label}): ${SEEDS} seeds x ${EVENTS} events`, () => {
-    const per = Math.ceil(SEEDS / CHUNKS);
-    for (let c = 0; c < CHUNKS; c++) {
-      const lo = BASE + c * per;
-      const hi = Math.min(BASE + SEEDS, lo + per); // exclusive
-      if (lo >= hi) continue;
-      it(`seeds ${lo}..${hi - 1}`, () => {
-        const failures: SimViolation[] = [];
-        for (let seed = lo; seed < hi; seed++) {
-          try {
-            const r = runLockSimulation({ seed, events: EVENTS, module });
-            totalEvents += r.stats.events;
-            totalMs += r.wallMs;
-          } catch (e) {
-            if (!(e instanceof SimViolation)) throw e;
-            failures.push(e);
-          }
-        }
-        if (failures.length > 0) {
-          const seeds = failures.map((f) => `${f.seed} (${f.invariant})`).join(', ');
-          throw new Error(`${failures.length} failing lock seed(s): ${seeds}\n\nfirst failure:\n${failures[0]!.message}`);
-        }
-      });
-    }
-    afterAll(() => {
-      if (totalMs > 0) console.log(`lock simulation: ${totalEvents} events in ${(totalMs / 1000).toFixed(1)}s = ${((totalEvents / totalMs) * 1000).toFixed(0)} events/s`);
-    });
-  });
+  seedSweepSuite(`lock simulation (${module.label}): ${SEEDS} seeds x ${EVENTS} events`, { seeds: SEEDS, base: BASE, chunks: CHUNKS }, (seed) =>
+    runLockSimulation({ seed, events: EVENTS, module }),
+  );
 
   // The harness checks run against the real lock machine only (SIM_LOCK sweeps a scratch copy above).
   const harness = env['SIM_LOCK'] === undefined || env['SIM_LOCK'] === '' ? describe : describe.skip;

@@ -6,7 +6,8 @@
 //   SIM_SEEDS=1000 SIM_EVENTS=5000 SIM_SEED_BASE=7000 npm run test:sim   other counts / ranges
 //   SIM_CORE=/abs/path/raft.ts npm run test:sim  run against a scratch copy of the core (planted bugs)
 //   node scripts/sim-sweep.mjs --seeds 20000  thousands of seeds on all cores (see scripts/sim-sweep.ts)
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { replaySeedSuite, seedSweepSuite } from './seed-suite.js';
 import { defaultCore, runSimulation, SimViolation, type CoreModule } from './cluster.js';
 import { CounterWorkload } from './counter-workload.js';
 import { MUTANTS } from './mutants.js';
@@ -21,56 +22,12 @@ const CHUNKS = Math.max(1, Math.min(SEEDS, num(env['SIM_CHUNKS'], 8)));
 
 const core: CoreModule = env['SIM_CORE'] ? ((await import(env['SIM_CORE'])) as CoreModule) : defaultCore;
 
-let totalEvents = 0;
-let totalMs = 0;
-
 if (env['SEED'] !== undefined && env['SEED'] !== '') {
-  const seed = Number(env['SEED']);
-  describe(`simulation replay of seed ${seed}`, () => {
-    it(`seed ${seed} keeps every invariant`, () => {
-      const full = env['SIM_TRACE'] === 'full';
-      try {
-        const r = runSimulation({ seed, events: EVENTS, core, fullTrace: full, traceLines: full ? Infinity : 60 });
-        console.log(r.summary);
-        console.log(`trace (${full ? 'all' : 'last 60'} of ${r.cluster.trace.length} lines):\n` + r.cluster.trace.tail(full ? Infinity : 60).join('\n'));
-        console.log(`${r.stats.events} events in ${r.wallMs.toFixed(0)}ms = ${((r.stats.events / r.wallMs) * 1000).toFixed(0)} events/s`);
-      } catch (e) {
-        if (e instanceof SimViolation) console.log(e.message);
-        throw e;
-      }
-    });
-  });
+  replaySeedSuite('simulation', Number(env['SEED']), (seed, trace) => runSimulation({ seed, events: EVENTS, core, ...trace }));
 } else {
-  describe(`simulation: ${SEEDS} seeds x ${EVENTS} events`, () => {
-    const per = Math.ceil(SEEDS / CHUNKS);
-    for (let c = 0; c < CHUNKS; c++) {
-      const lo = BASE + c * per;
-      const hi = Math.min(BASE + SEEDS, lo + per); // exclusive
-      if (lo >= hi) continue;
-      it(`seeds ${lo}..${hi - 1}`, () => {
-        const failures: SimViolation[] = [];
-        for (let seed = lo; seed < hi; seed++) {
-          try {
-            const r = runSimulation({ seed, events: EVENTS, core });
-            totalEvents += r.stats.events;
-            totalMs += r.wallMs;
-          } catch (e) {
-            if (!(e instanceof SimViolation)) throw e;
-            failures.push(e);
-          }
-        }
-        if (failures.length > 0) {
-          const seeds = failures.map((f) => `${f.seed} (${f.invariant})`).join(', ');
-          throw new Error(`${failures.length} failing seed(s): ${seeds}\n\nfirst failure:\n${failures[0]!.message}`);
-        }
-      });
-    }
-    afterAll(() => {
-      if (totalMs > 0) {
-        console.log(`simulation: ${totalEvents} events in ${(totalMs / 1000).toFixed(1)}s = ${((totalEvents / totalMs) * 1000).toFixed(0)} events/s`);
-      }
-    });
-  });
+  seedSweepSuite(`simulation: ${SEEDS} seeds x ${EVENTS} events`, { seeds: SEEDS, base: BASE, chunks: CHUNKS }, (seed) =>
+    runSimulation({ seed, events: EVENTS, core }),
+  );
 
   describe('simulation harness', () => {
     it('is deterministic: one seed, one run, bit for bit', () => {
