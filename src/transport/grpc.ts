@@ -27,12 +27,15 @@ const BACKOFF_MAX_MS = 2000;
 class PeerLink {
   private client: RaftClient;
   private stream: grpc.ClientWritableStream<unknown> | null = null;
+  /** Outbound messages; slots before `head` are already written (no O(n) shift per message). */
   private queue: Message[] = [];
+  private head = 0;
+  /** Set while the queue overflows, so the drop is logged once per episode, not per message. */
+  private overflowing = false;
   private writable = true;
   private backoffMs = BACKOFF_MIN_MS;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private closed = false;
-  dropped = 0;
 
   constructor(
     readonly peerId: NodeId,
@@ -51,12 +54,16 @@ class PeerLink {
 
   enqueue(m: Message): void {
     if (this.closed) return;
-    if (this.queue.length >= this.opts.queueLimit) {
-      this.queue.shift();
-      this.dropped++;
+    if (this.queue.length - this.head >= this.opts.queueLimit) {
+      this.head++; // drop the oldest: Raft retransmits whatever still matters
+      if (!this.overflowing) {
+        this.overflowing = true;
+        this.opts.logger.warn({ nodeId: this.opts.selfId, peer: this.peerId, queueLimit: this.opts.queueLimit }, 'peer queue full; dropping its oldest messages');
+      }
     }
     this.queue.push(m);
     this.flush();
+    this.compact(); // also while disconnected, when flush() returns before writing anything
   }
 
   private open(): void {
@@ -86,7 +93,7 @@ class PeerLink {
     this.backoffMs = Math.min(this.backoffMs * 2, BACKOFF_MAX_MS);
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = null;
-      if (this.queue.length > 0) this.flush();
+      if (this.head < this.queue.length) this.flush();
     }, delay);
     this.reconnectTimer.unref?.();
   }
@@ -96,9 +103,22 @@ class PeerLink {
     if (!this.stream) this.open();
     const stream = this.stream;
     if (!stream) return;
-    while (this.writable && this.queue.length > 0) {
-      const m = this.queue.shift()!;
+    while (this.writable && this.head < this.queue.length) {
+      const m = this.queue[this.head++]!;
       this.writable = stream.write(messageToWire(m));
+    }
+    this.compact();
+  }
+
+  /** Free written or dropped slots: all at once when empty, else once they are most of the array. */
+  private compact(): void {
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+      this.overflowing = false;
+    } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
     }
   }
 
@@ -182,11 +202,5 @@ export class PeerTransport implements PeerSender {
 
   close(): void {
     for (const link of this.links.values()) link.close();
-  }
-
-  droppedCounts(): Record<NodeId, number> {
-    const out: Record<NodeId, number> = {};
-    for (const [id, link] of this.links) out[id] = link.dropped;
-    return out;
   }
 }

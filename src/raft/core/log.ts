@@ -50,12 +50,6 @@ export class RaftLog {
     return this.entries[index - snapIndex - 1]!.term;
   }
 
-  entry(index: number): Entry | undefined {
-    const snapIndex = this.snapshot.meta.index;
-    if (index <= snapIndex || index > this.lastIndex()) return undefined;
-    return this.entries[index - snapIndex - 1];
-  }
-
   /** Entries in [lo, hi] (inclusive), at most maxCount of them and roughly maxBytes of data
    *  (always at least one when the range is non-empty). lo must be >= firstIndex. */
   slice(lo: number, hi: number, maxCount = Number.MAX_SAFE_INTEGER, maxBytes = Number.MAX_SAFE_INTEGER): Entry[] {
