@@ -1,10 +1,11 @@
 // Client commands of the `leasehold` CLI: acquire, renew, release, get, status.
 import type { Command } from 'commander';
-import { EndpointPool, newRequestId, RpcError } from '../client/rpc.js';
+import { EndpointPool, newRequestId, parseEndpoints, RpcError } from '../client/rpc.js';
 import type { AcquireResponse, GetResponse, ReleaseResponse, RenewResponse, StatusResponse } from '../transport/proto.js';
 import { parseDuration } from './duration.js';
 
-const DEFAULT_ENDPOINTS = process.env['LEASEHOLD_ENDPOINTS'] ?? '127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003';
+/** --endpoints default of every client command (and `run`). */
+export const DEFAULT_ENDPOINTS = process.env['LEASEHOLD_ENDPOINTS'] ?? '127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003';
 
 interface CommonOpts {
   endpoints: string;
@@ -20,8 +21,7 @@ function withCommon(cmd: Command): Command {
 }
 
 function pool(opts: CommonOpts): EndpointPool {
-  const endpoints = opts.endpoints.split(',').map((s) => s.trim()).filter(Boolean);
-  return new EndpointPool({ endpoints });
+  return new EndpointPool({ endpoints: parseEndpoints(opts.endpoints) });
 }
 
 async function run<T>(opts: CommonOpts, fn: (p: EndpointPool, deadline: number) => Promise<T>, print: (r: T) => string, exitCodeOf: (r: T) => number = () => 0): Promise<void> {

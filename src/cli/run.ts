@@ -11,6 +11,7 @@ import type { Command } from 'commander';
 import { LockClient } from '../client/client.js';
 import { LockNotAcquiredError, UnavailableError, type LockLostError } from '../client/errors.js';
 import type { LockHandle } from '../client/handle.js';
+import { DEFAULT_ENDPOINTS } from './client-commands.js';
 import { parseDuration } from './duration.js';
 
 /** Exit codes of `leasehold run` itself; any other code is the child's. */
@@ -26,8 +27,6 @@ export const RUN_EXIT = Object.freeze({
   /** Bad usage or an unexpected error. */
   ERROR: 1,
 });
-
-const DEFAULT_ENDPOINTS = process.env['LEASEHOLD_ENDPOINTS'] ?? '127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003';
 
 interface RunOptions {
   lock: string;

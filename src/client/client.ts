@@ -12,7 +12,7 @@ import type { AcquireResponse, GetResponse } from '../transport/proto.js';
 import { LeaseholdError, LockLostError, LockNotAcquiredError, UnavailableError, fromRpcError } from './errors.js';
 import { LockHandle, type HandleContext, type LockRpc } from './handle.js';
 import { silentLogger, type ClientLogger } from './logger.js';
-import { EndpointPool, newRequestId } from './rpc.js';
+import { EndpointPool, newRequestId, parseEndpoints } from './rpc.js';
 
 export interface LockClientOptions {
   /** host:port of cluster nodes (any subset; followers forward to the leader), as a list or comma-separated. */
@@ -71,8 +71,7 @@ export class LockClient {
   private closed = false;
 
   constructor(opts: LockClientOptions) {
-    const endpoints = typeof opts.endpoints === 'string' ? opts.endpoints.split(',') : [...opts.endpoints];
-    this.endpoints = endpoints.map((e) => e.trim()).filter(Boolean);
+    this.endpoints = parseEndpoints(opts.endpoints);
     if (this.endpoints.length === 0) throw new LeaseholdError('LockClient: give at least one endpoint (host:port of a leasehold node)');
     this.logger = opts.logger ?? silentLogger;
     this.timeoutMs = opts.timeoutMs ?? 10_000;

@@ -1,7 +1,7 @@
 // Typed errors of the client. Each message says what happened AND what the caller can do about it, because
 // the caller is usually a person reading a log line at 3 a.m.
 import * as grpc from '@grpc/grpc-js';
-import { RpcError } from './rpc.js';
+import { RpcError, isRetryable } from './rpc.js';
 
 /** Base class: `err instanceof LeaseholdError` catches everything the client throws on purpose. */
 export class LeaseholdError extends Error {
@@ -93,20 +93,19 @@ export class InvalidRequestError extends LeaseholdError {
 /** Maps an RPC failure onto the typed errors. `what` names the operation for the message. */
 export function fromRpcError(err: unknown, what: string, endpoints: readonly string[], waitedMs: number): Error {
   if (!(err instanceof RpcError)) return err instanceof Error ? err : new Error(String(err));
+  // Exactly the codes EndpointPool retried until the deadline ran out.
+  if (isRetryable(err.code)) {
+    return new UnavailableError(
+      `${what}: no leasehold node answered within ${waitedMs} ms (tried ${endpoints.join(', ')}; last error ${err.message}). ` +
+        'Check that a majority of the cluster is up and reachable; the outcome is unknown, so a lock it may have granted expires by itself after its ttl',
+      err,
+    );
+  }
   switch (err.code) {
     case grpc.status.INVALID_ARGUMENT:
       return new InvalidRequestError(`${what} was refused as invalid: ${err.details}`, err.code);
     case grpc.status.FAILED_PRECONDITION:
       return new InvalidRequestError(`${what} was refused: ${err.details}`, err.code);
-    case grpc.status.UNAVAILABLE:
-    case grpc.status.DEADLINE_EXCEEDED:
-    case grpc.status.CANCELLED:
-    case grpc.status.RESOURCE_EXHAUSTED:
-      return new UnavailableError(
-        `${what}: no leasehold node answered within ${waitedMs} ms (tried ${endpoints.join(', ')}; last error ${err.message}). ` +
-          'Check that a majority of the cluster is up and reachable; the outcome is unknown, so a lock it may have granted expires by itself after its ttl',
-        err,
-      );
     default:
       return new LeaseholdError(`${what} failed: ${err.message}`);
   }

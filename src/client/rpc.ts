@@ -12,6 +12,17 @@ export const LEADER_METADATA = 'x-leasehold-leader';
 
 const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED, grpc.status.CANCELLED, grpc.status.RESOURCE_EXHAUSTED]);
 
+/** Codes EndpointPool.call retries on: the cluster did not answer (yet); the outcome is unknown. */
+export function isRetryable(code: grpc.status): boolean {
+  return RETRYABLE.has(code);
+}
+
+/** `host:port` endpoints from a comma-separated list (or a list), trimmed, empties dropped. */
+export function parseEndpoints(endpoints: readonly string[] | string): string[] {
+  const list = typeof endpoints === 'string' ? endpoints.split(',') : endpoints;
+  return list.map((e) => e.trim()).filter(Boolean);
+}
+
 export class RpcError extends Error {
   constructor(
     readonly code: grpc.status,
@@ -156,11 +167,16 @@ function waitMsOf(request: object): number {
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
+    const onAbort = () => {
       clearTimeout(t);
       resolve();
-    }, { once: true });
+    };
+    // Detach when the timer fires: a long-lived caller signal must not collect one listener per back-off.
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
 

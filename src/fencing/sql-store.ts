@@ -98,8 +98,7 @@ export class SqlFencedStore<V> implements FencedResource<V> {
     const changed = await this.driver.run(this.sql.update, [JSON.stringify(value), t, resourceId, t]);
     if (changed === 1) return { accepted: true, lastToken: token };
     // Refused. Read the winner's token for the message (a later read: at least the token that beat us).
-    const row = await this.driver.get(this.sql.select, [resourceId]);
-    return { accepted: false, lastToken: row ? tokenFromText(String(row['last_token'])) : 0n };
+    return { accepted: false, lastToken: await this.lastToken(resourceId) };
   }
 
   async read(resourceId: string): Promise<FencedRecord<V> | null> {

@@ -5,13 +5,13 @@ import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
-import { validateAcquire, validateGet, validateRelease, validateRenew, type Validated } from '../lock/validate.js';
-import type { LockLimits } from '../lock/validate.js';
+import { validateAcquire, validateGet, validateRelease, validateRenew, type LockLimits, type Validated } from '../lock/validate.js';
 import type { AcquireResult, LockView, ReleaseResult, RenewResult } from '../lock/types.js';
 import type { NodeLogger } from '../raft/node.js';
 import { roleToWire } from '../transport/codec.js';
 import {
   ClusterClient,
+  LOADER_OPTIONS,
   LockClient,
   packageDefinition,
   type AcquireRequest,
@@ -62,7 +62,7 @@ export class ClientApi {
     server.addService(ClusterClient.service, this.clusterHandlers());
     this.health.addToServer(server);
     // Reflection describes our services and the standard health service (grpcurl list / describe).
-    const healthDefinition = protoLoader.loadSync(healthProtoPath, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
+    const healthDefinition = protoLoader.loadSync(healthProtoPath, { ...LOADER_OPTIONS });
     new ReflectionService({ ...packageDefinition, ...healthDefinition }, { services: ['leasehold.v1.Lock', 'leasehold.v1.Cluster', 'grpc.health.v1.Health'] }).addToServer(server);
   }
 

@@ -49,8 +49,7 @@ function readVarint(buf: Buffer, at: { pos: number }): bigint {
 }
 
 /** Returns a reason when `buf` has an unknown field or a field of the wrong wire type; null when fine. */
-export function checkFields(buf: Buffer, fields: FieldDescriptor[], messageName: string): string | null {
-  const byNumber = new Map(fields.map((f) => [f.number, f]));
+function checkFields(buf: Buffer, byNumber: ReadonlyMap<number, FieldDescriptor>, messageName: string): string | null {
   const at = { pos: 0 };
   try {
     while (at.pos < buf.length) {
@@ -94,13 +93,14 @@ export function strictRequestDeserializers<S extends grpc.ServiceDefinition>(ser
   const out: Record<string, unknown> = {};
   for (const [name, method] of Object.entries(service)) {
     const def = method as grpc.MethodDefinition<unknown, unknown> & { requestType?: { type?: { name?: string; field?: FieldDescriptor[] } } };
-    const fields = def.requestType?.type?.field ?? [];
+    // Built once per method, not per request: this runs on every call's hot path.
+    const byNumber = new Map((def.requestType?.type?.field ?? []).map((f) => [f.number, f]));
     const messageName = def.requestType?.type?.name ?? 'request';
     const original = def.requestDeserialize;
     out[name] = {
       ...def,
       requestDeserialize: (buf: Buffer) => {
-        const problem = checkFields(buf, fields, messageName);
+        const problem = checkFields(buf, byNumber, messageName);
         if (problem) return { __invalid: problem };
         try {
           return original(buf);

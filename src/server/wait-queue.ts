@@ -44,10 +44,6 @@ export class WaitQueues {
     return true;
   }
 
-  size(key: string): number {
-    return this.queues.get(key)?.length ?? 0;
-  }
-
   failAll(err: Error): void {
     const all = [...this.queues.values()].flat();
     this.queues.clear();
