@@ -335,7 +335,7 @@ export class LockMachine {
     if (lease !== undefined && reason === 'UNSPECIFIED') this.removeLease(lease);
     const outcome = { released: reason === 'UNSPECIFIED', reason };
     this.remember(command, { type: 'release', outcome, token: command.token });
-    return { type: 'release', index, replayed: false, ...outcome };
+    return { type: 'release', index, replayed: false, key: command.key, ...outcome };
   }
 
   private expire(index: number, command: ExpireCommand): ExpireResult {
@@ -343,7 +343,7 @@ export class LockMachine {
     const due =
       lease !== undefined && BigInt(lease.fencingToken) === command.token && !lease.isLiveAt(this.logNowMs);
     if (due) this.removeLease(lease);
-    return { type: 'expire', index, expired: due };
+    return { type: 'expire', index, expired: due, key: command.key, token: command.token };
   }
 
   /** Why renew/release by (owner, token) is refused; 'UNSPECIFIED' when it may proceed. */
@@ -386,7 +386,7 @@ export class LockMachine {
       case 'renew':
         return { type: 'renew', index, replayed: true, ...record.outcome };
       case 'release':
-        return { type: 'release', index, replayed: true, ...record.outcome };
+        return { type: 'release', index, replayed: true, key, ...record.outcome };
     }
   }
 

@@ -53,12 +53,16 @@ export interface RenewResult extends ReplayableResult, RenewOutcome {
 
 export interface ReleaseResult extends ReplayableResult, ReleaseOutcome {
   type: 'release';
+  /** The key the release named (so the leader can wake that key's waiters without decoding the entry). */
+  key: string;
 }
 
 export interface ExpireResult extends ResultBase {
   type: 'expire';
   /** false when the lease was already gone, had a newer token, or was renewed in the meantime. */
   expired: boolean;
+  key: string;
+  token: bigint;
 }
 
 export interface TermStartResult extends ResultBase {

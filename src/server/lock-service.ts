@@ -1,7 +1,7 @@
 // The lock service on one node: proposes validated commands through Raft, answers from the applied lock
 // machine, and does the leader's duties — the term-start entry, proactive expiry, idle checkpoints, and the
 // FIFO wait queues. Transport-agnostic: the gRPC layer (grpc-server.ts) maps calls and errors onto it.
-import { decodeCommand, encodeCommand, type LockCommand } from '../lock/commands.js';
+import { encodeCommand, type LockCommand } from '../lock/commands.js';
 import type { LockMachine } from '../lock/machine.js';
 import type { LockFsm } from './lock-fsm.js';
 import type { AcquireResult, ExpireResult, LockResult, LockView, ReleaseResult, RenewResult } from '../lock/types.js';
@@ -53,8 +53,8 @@ export class LockService {
     private readonly opts: LockServiceOptions,
   ) {
     node.on('softState', (ss: SoftState, prev: SoftState) => this.onSoftState(ss, prev));
-    node.on('applied', (entry: Entry, result: LockResult | null | undefined) => {
-      if (result && (result.type === 'release' || result.type === 'expire')) this.onApplied(entry, result);
+    node.on('applied', (_entry: Entry, result: LockResult | null | undefined) => {
+      if (result && (result.type === 'release' || result.type === 'expire')) this.onApplied(result);
     });
     this.housekeeping = setInterval(() => this.leaderHousekeeping(), opts.housekeepingMs);
     this.housekeeping.unref?.();
@@ -294,17 +294,11 @@ export class LockService {
   }
 
   /** A release or expire applied: the key may be free for the head waiter. */
-  private onApplied(entry: Entry, result: ReleaseResult | ExpireResult): void {
-    let cmd: LockCommand;
-    try {
-      cmd = decodeCommand(entry.data);
-    } catch {
-      return;
-    }
-    if (cmd.type === 'expire') this.expiring.delete(`${cmd.key}#${cmd.token}`);
-    const freed = result.type === 'release' ? result.released : result.expired;
-    if (freed && (cmd.type === 'release' || cmd.type === 'expire')) this.tryGrantHead(cmd.key);
+  private onApplied(result: ReleaseResult | ExpireResult): void {
+    if (result.type === 'expire') this.expiring.delete(`${result.key}#${result.token}`);
+    if (result.type === 'release' ? result.released : result.expired) this.tryGrantHead(result.key);
   }
+
 
   // ------------------------------------------------------------------ leader housekeeping
 

@@ -145,7 +145,7 @@ describe('release', () => {
   it('removes the lease only with the matching owner and token; the key is then free', () => {
     const feed = new Feed();
     const a = feed.at(1000).acquire('k', 'a', 500);
-    expect(feed.release('k', 'a', a.token)).toEqual({ type: 'release', index: 2, replayed: false, released: true, reason: 'UNSPECIFIED' });
+    expect(feed.release('k', 'a', a.token)).toEqual({ type: 'release', index: 2, replayed: false, key: 'k', released: true, reason: 'UNSPECIFIED' });
     expect(feed.machine.get('k')).toMatchObject({ held: false, lastToken: 1n });
     expect(feed.machine.leaseCount).toBe(0);
     expect(feed.at(1001).acquire('k', 'b', 500).acquired).toBe(true);
@@ -198,7 +198,7 @@ describe('expire', () => {
   it('removes the lease only when it still has that token and its deadline has passed in log time', () => {
     const feed = new Feed();
     const a = feed.at(0).acquire('k', 'a', 100);
-    expect(feed.at(99).expire('k', a.token)).toEqual({ type: 'expire', index: 2, expired: false });
+    expect(feed.at(99).expire('k', a.token)).toEqual({ type: 'expire', index: 2, expired: false, key: 'k', token: a.token });
     expect(feed.at(100).expire('k', a.token + 1n).expired).toBe(false);
     expect(feed.machine.get('k').held).toBe(false); // past its deadline, though still present
     expect(feed.machine.leaseCount).toBe(1);
