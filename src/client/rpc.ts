@@ -3,12 +3,9 @@
 // the caller's deadline: the server's dedup table turns those retries into exactly-once.
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { ClusterClient, LockClient, type StatusResponse } from '../transport/proto.js';
+import { ClusterClient, LEADER_METADATA, LockClient, type LockMethod, type StatusResponse } from '../transport/proto.js';
 
-export type LockMethod = 'Acquire' | 'Renew' | 'Release' | 'Get';
-
-/** Response metadata by which a node tells the client the current leader's address. */
-export const LEADER_METADATA = 'x-leasehold-leader';
+export type { LockMethod } from '../transport/proto.js';
 
 const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED, grpc.status.CANCELLED, grpc.status.RESOURCE_EXHAUSTED]);
 

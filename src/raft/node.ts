@@ -330,14 +330,13 @@ export class RaftNode<R = unknown> extends EventEmitter {
   }
 
   private applyEntry(e: Entry): void {
-    let result: R | undefined;
-    if (e.kind === 'normal') result = this.opts.fsm.apply(e);
-    else this.opts.fsm.apply(e); // noop/config entries still move the machine's applied index
+    // Every committed entry goes to the machine: noop/config entries still move its applied index.
+    const result = this.opts.fsm.apply(e);
     this.appliedIndex = e.index;
     const p = this.proposals.get(e.index);
     if (p) {
       this.proposals.delete(e.index);
-      if (p.term === e.term) p.resolve({ index: e.index, result: result as R });
+      if (p.term === e.term) p.resolve({ index: e.index, result });
       else p.reject(new ProposalDroppedError(e.index));
     }
     this.emit('applied', e, result);

@@ -12,7 +12,9 @@ import { roleToWire } from '../transport/codec.js';
 import {
   ClusterClient,
   LOADER_OPTIONS,
+  LEADER_METADATA,
   LockClient,
+  type LockMethod,
   packageDefinition,
   type AcquireRequest,
   type AcquireResponse,
@@ -27,7 +29,6 @@ import {
   type WireInput,
 } from '../transport/proto.js';
 import { strictRequestDeserializers } from './strict-decode.js';
-import { LEADER_METADATA } from '../client/rpc.js';
 import { RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
 
 const FORWARDED = 'x-leasehold-forwarded';
@@ -99,7 +100,7 @@ export class ClientApi {
     call: grpc.ServerUnaryCall<AcquireRequest | RenewRequest | ReleaseRequest | GetRequest, unknown>,
     cb: Reply<Res>,
     validated: Validated<V>,
-    method: 'Acquire' | 'Renew' | 'Release' | 'Get',
+    method: LockMethod,
     serve: (req: V, timeoutMs: number, signal: AbortSignal) => Promise<WireInput<Res>>,
   ): void {
     const decodeError = (call.request as { __invalid?: string }).__invalid;
@@ -141,7 +142,7 @@ export class ClientApi {
     call.sendMetadata(md);
   }
 
-  private forward<Res>(call: grpc.ServerUnaryCall<unknown, unknown>, method: 'Acquire' | 'Renew' | 'Release' | 'Get', request: unknown, leaderId: string, deadlineMs: number, cb: Reply<Res>): void {
+  private forward<Res>(call: grpc.ServerUnaryCall<unknown, unknown>, method: LockMethod, request: unknown, leaderId: string, deadlineMs: number, cb: Reply<Res>): void {
     const address = this.opts.members.get(leaderId);
     if (!address) {
       cb(statusError(grpc.status.UNAVAILABLE, `the leader ${leaderId} has no known client address; retry`));

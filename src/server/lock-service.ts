@@ -7,7 +7,7 @@ import type { LockFsm } from './lock-fsm.js';
 import type { AcquireResult, ExpireResult, LockResult, LockView, ReleaseResult, RenewResult } from '../lock/types.js';
 import type { ValidAcquire, ValidRelease, ValidRenew } from '../lock/validate.js';
 import type { NodeLogger, RaftNode } from '../raft/node.js';
-import { NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from '../raft/node.js';
+import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from '../raft/node.js';
 import type { Entry, SoftState } from '../raft/core/types.js';
 import { RecentRefusals, WaitQueues, type Waiter } from './wait-queue.js';
 
@@ -45,7 +45,7 @@ export class LockService {
   private readonly answeredRefusals = new RecentRefusals(100_000, 10 * 60_000);
   /** Term for which our termStart entry has been applied: only then may this leader stamp commands. */
   private readyTerm = -1;
-  private termStartInFlight = -1;
+  private termStart: { term: number; applied: Promise<boolean> } | null = null;
 
   constructor(
     readonly node: LockNode,
@@ -109,7 +109,12 @@ export class LockService {
     } catch (err) {
       throw this.toUnavailable(err);
     }
-    return this.viewAt(key, Math.max(this.machine.nowMs, this.opts.clock()));
+    return this.viewAt(key, this.leaderNow());
+  }
+
+  /** The leader's now for judging leases: its clock, but never behind the log's time. */
+  private leaderNow(): number {
+    return Math.max(this.machine.nowMs, this.opts.clock());
   }
 
   private viewAt(key: string, nowMs: number): LockView {
@@ -140,51 +145,44 @@ export class LockService {
   }
 
   private toUnavailable(err: unknown): Error {
-    if (err instanceof NotLeaderError) {
-      return new UnavailableError(err.leaderId ? `not the leader (leader is ${err.leaderId}); retry there` : 'no leader is elected right now (election in progress or no quorum); retry', err.leaderId);
-    }
+    if (err instanceof NotLeaderError) return notLeader(err.leaderId);
     if (err instanceof ProposalTimeoutError) {
       return new UnavailableError(`${err.message} (is a quorum of nodes reachable?)`);
     }
     if (err instanceof ReadTimeoutError) return new UnavailableError(err.message);
-    if (err instanceof ProposalDroppedError) return new UnavailableError(`${err.message}`);
-    if (err instanceof Error && err.name === 'NodeStoppedError') return new UnavailableError('the node is shutting down; retry on another node');
+    if (err instanceof ProposalDroppedError) return new UnavailableError(err.message);
+    if (err instanceof NodeStoppedError) return new UnavailableError('the node is shutting down; retry on another node');
     return err instanceof Error ? err : new Error(String(err));
   }
 
   /** Leader whose termStart entry has applied. Before that, stamps could precede the lease extension. */
   private async ensureLeaderReady(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + Math.min(timeoutMs, 2000);
-    for (;;) {
-      const st = this.node.status();
-      if (st.role !== 'leader') {
-        throw new UnavailableError(
-          st.leaderId ? `not the leader (leader is ${st.leaderId}); retry there` : 'no leader is elected right now (election in progress or no quorum); retry',
-          st.leaderId,
-        );
-      }
-      if (this.readyTerm === st.term) return;
-      this.proposeTermStart(st.term);
-      if (Date.now() >= deadline) throw new UnavailableError('the new leader is still starting its term; retry');
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    const st = this.node.status();
+    if (st.role !== 'leader') throw notLeader(st.leaderId);
+    if (this.readyTerm === st.term) return;
+    const started = await withTimeout(this.proposeTermStart(st.term), Math.min(timeoutMs, 2000));
+    if (!started) throw new UnavailableError('the new leader is still starting its term; retry');
+    if (this.readyTerm !== this.node.term || !this.node.isLeader()) throw notLeader(this.node.leaderId);
   }
 
-  private proposeTermStart(term: number): void {
-    if (this.termStartInFlight === term) return;
-    this.termStartInFlight = term;
+  /** The term-start entry of `term`, proposed once; resolves true once it applied in that term. */
+  private proposeTermStart(term: number): Promise<boolean> {
+    if (this.termStart?.term === term) return this.termStart.applied;
     const cmd: LockCommand = { type: 'termStart', timeMs: this.opts.clock() };
-    this.node.propose(encodeCommand(cmd), 5000).then(
+    const applied = this.node.propose(encodeCommand(cmd), 5000).then(
       (r) => {
-        if (r.result && r.result.type === 'termStart') {
-          this.readyTerm = term;
-          this.opts.logger.info({ nodeId: this.node.id, term, extended: r.result.leasesExtended, ended: r.result.leasesEnded }, 'term started: leases carried over');
-        }
+        if (r.result?.type !== 'termStart') return false;
+        this.readyTerm = term;
+        this.opts.logger.info({ nodeId: this.node.id, term, extended: r.result.leasesExtended, ended: r.result.leasesEnded }, 'term started: leases carried over');
+        return true;
       },
       () => {
-        if (this.termStartInFlight === term) this.termStartInFlight = -1;
+        if (this.termStart?.term === term) this.termStart = null; // let the next caller propose again
+        return false;
       },
     );
+    this.termStart = { term, applied };
+    return applied;
   }
 
   private onSoftState(ss: SoftState, prev: SoftState): void {
@@ -205,7 +203,6 @@ export class LockService {
     return new Promise<AcquireResult>((resolve, reject) => {
       const waiter: Waiter = {
         req,
-        deadlineAt: Date.now() + req.waitMs,
         resolve,
         reject,
         granting: false,
@@ -243,7 +240,7 @@ export class LockService {
   }
 
   private refusedNow(req: ValidAcquire): AcquireResult {
-    const v = this.viewAt(req.key, Math.max(this.machine.nowMs, this.opts.clock()));
+    const v = this.viewAt(req.key, this.leaderNow());
     return {
       type: 'acquire',
       index: 0,
@@ -261,7 +258,7 @@ export class LockService {
   private tryGrantHead(key: string): void {
     const head = this.waits.head(key);
     if (!head || head.granting || !this.node.isLeader()) return;
-    const view = this.viewAt(key, Math.max(this.machine.nowMs, this.opts.clock()));
+    const view = this.viewAt(key, this.leaderNow());
     if (view.held && view.owner !== head.req.owner) return;
     head.granting = true;
     const r = head.req;
@@ -270,8 +267,7 @@ export class LockService {
       (result) => {
         head.granting = false;
         if (result.acquired) {
-          this.waits.remove(head);
-          if (head.timer) clearTimeout(head.timer);
+          this.waits.remove(head); // also clears its deadline timer
           head.resolve(result); // granted even if its deadline passed meanwhile: the grant is real
           this.tryGrantHead(key);
         } else if (head.expired) {
@@ -285,7 +281,6 @@ export class LockService {
       (err) => {
         head.granting = false;
         if (this.waits.remove(head)) {
-          if (head.timer) clearTimeout(head.timer);
           head.reject(err instanceof Error ? err : new Error(String(err)));
         }
         this.tryGrantHead(key);
@@ -334,4 +329,22 @@ export class RequestRejectedError extends Error {
     super(message);
     this.name = 'RequestRejectedError';
   }
+}
+
+function notLeader(leaderId: string | null): UnavailableError {
+  return new UnavailableError(
+    leaderId ? `not the leader (leader is ${leaderId}); retry there` : 'no leader is elected right now (election in progress or no quorum); retry',
+    leaderId,
+  );
+}
+
+/** `promise`'s value, or false if it has not settled within `ms`. */
+function withTimeout(promise: Promise<boolean>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    promise.then((v) => {
+      clearTimeout(timer);
+      resolve(v);
+    });
+  });
 }

@@ -5,7 +5,6 @@ import type { ValidAcquire } from '../lock/validate.js';
 
 export interface Waiter {
   req: ValidAcquire;
-  deadlineAt: number;
   resolve(r: AcquireResult): void;
   reject(e: Error): void;
   /** An acquire for this waiter is in flight through Raft. */

@@ -219,6 +219,13 @@ export interface LockHandlers extends grpc.UntypedServiceImplementation {
 
 export const LockClient = clientConstructor<LockClient, LockHandlers>('leasehold.v1.Lock');
 
+/** The unary methods of service Lock. */
+export type LockMethod = 'Acquire' | 'Renew' | 'Release' | 'Get';
+
+/** Response metadata by which a node tells the client the current leader's address (so it can skip the
+ *  follower's forwarding hop next time). */
+export const LEADER_METADATA = 'x-leasehold-leader';
+
 // ---------------------------------------------------------------------------------------------------
 // leasehold.v1.Cluster (cluster.proto)
 // ---------------------------------------------------------------------------------------------------
