@@ -165,27 +165,21 @@ export class RaftNode<R = unknown> extends EventEmitter {
       return Promise.reject(new NotLeaderError(r.leaderId, r.reason === 'transferring' ? 'leadership is being transferred' : 'not the leader'));
     }
     this.schedule();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
+    return withDeadline<{ index: number; result: R }>(
+      timeoutMs,
+      () => {
         const p = this.proposals.get(r.index);
-        if (p && p.term === r.term) {
-          this.proposals.delete(r.index);
-          reject(new ProposalTimeoutError(timeoutMs));
-        }
-      }, timeoutMs);
-      timer.unref?.();
-      this.proposals.set(r.index, {
-        term: r.term,
-        resolve: (v) => {
-          clearTimeout(timer);
-          resolve(v);
-        },
-        reject: (e) => {
-          clearTimeout(timer);
-          reject(e);
-        },
-      });
-    });
+        if (!p || p.term !== r.term) return null;
+        this.proposals.delete(r.index);
+        return new ProposalTimeoutError(timeoutMs);
+      },
+      (settle) => {
+        // An older proposal still waiting at this index (made in an earlier term, then overwritten by
+        // another leader) can never apply: fail it now instead of leaving it to hang.
+        this.proposals.get(r.index)?.reject(new ProposalDroppedError(r.index));
+        this.proposals.set(r.index, { term: r.term, ...settle });
+      },
+    );
   }
 
   /** Linearizable read barrier (ReadIndex): resolves once this node has applied everything that was
@@ -195,23 +189,11 @@ export class RaftNode<R = unknown> extends EventEmitter {
     const ctx = `${this.id}:${++this.readSeq}`;
     this.raft.readIndex(ctx);
     this.schedule();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        if (this.reads.delete(ctx)) reject(new ReadTimeoutError(timeoutMs));
-      }, timeoutMs);
-      timer.unref?.();
-      this.reads.set(ctx, {
-        index: null,
-        resolve: (i) => {
-          clearTimeout(timer);
-          resolve(i);
-        },
-        reject: (e) => {
-          clearTimeout(timer);
-          reject(e);
-        },
-      });
-    });
+    return withDeadline<number>(
+      timeoutMs,
+      () => (this.reads.delete(ctx) ? new ReadTimeoutError(timeoutMs) : null),
+      (settle) => this.reads.set(ctx, { index: null, ...settle }),
+    );
   }
 
   transferLeadership(to: NodeId): boolean {
@@ -388,4 +370,30 @@ export class RaftNode<R = unknown> extends EventEmitter {
     await this.opts.storage.compact(snapshot);
     this.log.info({ nodeId: this.id, index, bytes: data.length }, 'snapshot taken, log compacted');
   }
+}
+
+/** A promise settled through the callbacks `register` stores, or rejected by `onTimeout` after `timeoutMs`
+ *  (which returns the error, or null when the entry was already settled). Settling clears the timer. */
+function withDeadline<T>(
+  timeoutMs: number,
+  onTimeout: () => Error | null,
+  register: (settle: { resolve(v: T): void; reject(e: Error): void }) => void,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      const err = onTimeout();
+      if (err) reject(err);
+    }, timeoutMs);
+    timer.unref?.();
+    register({
+      resolve: (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      reject: (e) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    });
+  });
 }
