@@ -1,23 +1,34 @@
-// The driver: the only part of Raft that touches time and I/O. It turns wall-clock time into ticks and
-// runs the loop   persist Ready (one synced batch) -> send messages -> apply committed -> advance.
+// The driver: the only part of Raft that touches time and I/O. It turns scheduler ticks into core ticks
+// and runs the loop   persist Ready (one synced batch) -> send messages -> apply committed -> advance.
+// Time, timers and randomness come in through `env` (NodeEnv), so the simulator runs this very loop on
+// virtual time; production passes realEnv().
 import { EventEmitter } from 'node:events';
 import { Raft, defaultRaftConfig } from './core/raft.js';
-import type { Entry, Message, NodeId, RaftConfig, Rng, SoftState, Status } from './core/types.js';
+import type { Entry, Message, NodeId, ProposeResult, RaftConfig, Ready, RestoredState, SoftState, Snapshot, Status } from './core/types.js';
 import { bootstrapSnapshot, emptyHardState } from './core/types.js';
+import { realEnv, type NodeEnv, type TimerHandle } from './env.js';
+import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from './errors.js';
+import type { StateMachine } from './fsm.js';
+import { silentLogger, type NodeLogger } from './logger.js';
 import type { RaftStorage } from './storage/types.js';
+import type { PeerSender } from './transport.js';
 
-/** The replicated application (hashicorp/raft calls it FSM). Deterministic: same entries, same state. */
-export interface StateMachine<R = unknown> {
-  /** Apply one committed entry; its result goes back to whoever proposed it on this node. */
-  apply(entry: Entry): R;
-  snapshot(): Uint8Array;
-  restore(data: Uint8Array): void;
+/** The slice of the core's API the driver uses: a scratch copy with a planted bug plugs in here. */
+export interface RaftCore {
+  tick(): void;
+  step(msg: Message): void;
+  propose(data: Uint8Array): ProposeResult;
+  readIndex(ctx: string): void;
+  transferLeadership(to: NodeId): boolean;
+  hasReady(): boolean;
+  ready(): Ready;
+  advance(rd: Ready): void;
+  compact(index: number, data: Uint8Array): Snapshot | null;
+  status(): Status;
+  progressSnapshot(): Map<NodeId, { match: number; next: number; state: string }>;
 }
 
-/** Outbound side of the peer transport. Sending never blocks and never throws: a dead peer drops. */
-export interface PeerSender {
-  send(messages: Message[]): void;
-}
+export type CoreFactory = (cfg: RaftConfig, restored: RestoredState) => RaftCore;
 
 export interface RaftNodeOptions<R> {
   id: NodeId;
@@ -30,51 +41,10 @@ export interface RaftNodeOptions<R> {
   snapshotEvery: number;
   raft?: Partial<Omit<RaftConfig, 'id' | 'rng'>>;
   logger?: NodeLogger;
-}
-
-export interface NodeLogger {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-  debug(obj: object, msg: string): void;
-}
-
-const silentLogger: NodeLogger = { info() {}, warn() {}, error() {}, debug() {} };
-
-export class NotLeaderError extends Error {
-  constructor(readonly leaderId: NodeId | null, reason = 'not the leader') {
-    super(leaderId ? `${reason}; the leader is ${leaderId}` : `${reason}; no leader is known`);
-    this.name = 'NotLeaderError';
-  }
-}
-
-/** The proposal's entry was replaced by another leader's entry: it will never apply. */
-export class ProposalDroppedError extends Error {
-  constructor(index: number) {
-    super(`the proposal at index ${index} was superseded after a leader change; retry`);
-    this.name = 'ProposalDroppedError';
-  }
-}
-
-export class ProposalTimeoutError extends Error {
-  constructor(timeoutMs: number) {
-    super(`the write was not confirmed within ${timeoutMs} ms; its outcome is unknown — retry with the same request_id`);
-    this.name = 'ProposalTimeoutError';
-  }
-}
-
-export class ReadTimeoutError extends Error {
-  constructor(timeoutMs: number) {
-    super(`could not confirm leadership for a linearizable read within ${timeoutMs} ms (no quorum?)`);
-    this.name = 'ReadTimeoutError';
-  }
-}
-
-export class NodeStoppedError extends Error {
-  constructor() {
-    super('the node is shutting down');
-    this.name = 'NodeStoppedError';
-  }
+  /** Clock, timers and rng; default realEnv(). */
+  env?: NodeEnv;
+  /** Builds the core; default the real one. */
+  core?: CoreFactory;
 }
 
 interface PendingProposal<R> {
@@ -89,17 +59,19 @@ interface PendingRead {
   reject(e: Error): void;
 }
 
-/** Math.random is fine here: the driver is not part of the deterministic core. */
-const processRng: Rng = { int: (n) => Math.floor(Math.random() * n) };
+const realCore: CoreFactory = (cfg, restored) => new Raft(cfg, restored);
 
 export class RaftNode<R = unknown> extends EventEmitter {
   readonly id: NodeId;
-  private raft!: Raft;
+  private raft!: RaftCore;
   private readonly opts: RaftNodeOptions<R>;
+  private readonly env: NodeEnv;
   private readonly log: NodeLogger;
-  private timer: NodeJS.Timeout | null = null;
+  private ticker: TimerHandle | null = null;
   private scheduled = false;
   private running = false;
+  /** Resolves when the loop in progress finishes (stop() waits on it). */
+  private loopDone: Promise<void> = Promise.resolve();
   private stopped = false;
   private proposals = new Map<number, PendingProposal<R>>();
   private reads = new Map<string, PendingRead>();
@@ -112,6 +84,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
     super();
     this.opts = opts;
     this.id = opts.id;
+    this.env = opts.env ?? realEnv();
     this.log = opts.logger ?? silentLogger;
   }
 
@@ -131,18 +104,19 @@ export class RaftNode<R = unknown> extends EventEmitter {
     this.opts.fsm.restore(restored.snapshot.data);
     this.appliedIndex = restored.snapshot.meta.index;
     this.lastSnapshotIndex = restored.snapshot.meta.index;
-    const cfg: RaftConfig = { ...defaultRaftConfig(this.id, processRng), ...this.opts.raft, id: this.id, rng: processRng };
-    this.raft = new Raft(cfg, restored);
+    const rng = this.env.rng;
+    const cfg: RaftConfig = { ...defaultRaftConfig(this.id, rng), ...this.opts.raft, id: this.id, rng };
+    this.raft = (this.opts.core ?? realCore)(cfg, restored);
     this.soft = { role: 'follower', leaderId: null, term: restored.hardState.term };
     this.log.info(
       { nodeId: this.id, term: restored.hardState.term, snapshotIndex: restored.snapshot.meta.index, entries: restored.entries.length },
       'raft node restored from storage',
     );
-    this.timer = setInterval(() => {
+    this.ticker = this.env.scheduler.every(this.opts.tickMs, () => {
+      if (this.stopped) return;
       this.raft.tick();
       this.schedule();
-    }, this.opts.tickMs);
-    this.timer.unref?.();
+    });
     this.schedule();
   }
 
@@ -165,7 +139,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
       return Promise.reject(new NotLeaderError(r.leaderId, r.reason === 'transferring' ? 'leadership is being transferred' : 'not the leader'));
     }
     this.schedule();
-    return withDeadline<{ index: number; result: R }>(
+    return this.withDeadline<{ index: number; result: R }>(
       timeoutMs,
       () => {
         const p = this.proposals.get(r.index);
@@ -189,7 +163,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
     const ctx = `${this.id}:${++this.readSeq}`;
     this.raft.readIndex(ctx);
     this.schedule();
-    return withDeadline<number>(
+    return this.withDeadline<number>(
       timeoutMs,
       () => (this.reads.delete(ctx) ? new ReadTimeoutError(timeoutMs) : null),
       (settle) => this.reads.set(ctx, { index: null, ...settle }),
@@ -222,6 +196,11 @@ export class RaftNode<R = unknown> extends EventEmitter {
     return this.soft.role === 'leader';
   }
 
+  /** The core's own view (not the last Ready's): what the simulator's invariants inspect. */
+  coreStatus(): Status {
+    return this.raft.status();
+  }
+
   progress(): Map<NodeId, { match: number; next: number; state: string }> {
     return this.raft.progressSnapshot();
   }
@@ -229,8 +208,8 @@ export class RaftNode<R = unknown> extends EventEmitter {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    while (this.running) await new Promise((r) => setTimeout(r, 5));
+    this.ticker?.cancel();
+    await this.loopDone;
     const err = new NodeStoppedError();
     for (const p of this.proposals.values()) p.reject(err);
     for (const r of this.reads.values()) r.reject(err);
@@ -243,14 +222,14 @@ export class RaftNode<R = unknown> extends EventEmitter {
   private schedule(): void {
     if (this.scheduled || this.running || this.stopped) return;
     this.scheduled = true;
-    setImmediate(() => {
+    this.env.scheduler.soon(() => {
       this.scheduled = false;
-      void this.run();
+      if (this.running || this.stopped) return;
+      this.loopDone = this.run();
     });
   }
 
   private async run(): Promise<void> {
-    if (this.running || this.stopped) return;
     this.running = true;
     try {
       while (!this.stopped && this.raft.hasReady()) {
@@ -271,6 +250,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
         //    vote since the last Ready rides in it).
         if (rd.hardState || rd.snapshot || rd.entries.length > 0) {
           await this.opts.storage.save({ hardState: rd.hardState, snapshot: rd.snapshot, entries: rd.entries });
+          if (this.stopped) return; // a stopped node says nothing more, not even what it just persisted
         }
         // 2. Send the rest.
         if (later.length > 0) this.opts.transport.send(later);
@@ -302,9 +282,9 @@ export class RaftNode<R = unknown> extends EventEmitter {
     } catch (err) {
       // A storage failure means we can no longer promise durability: stop rather than lie.
       this.log.error({ nodeId: this.id, err: String(err) }, 'raft loop failed; stopping the node');
-      this.emit('fatal', err);
       this.stopped = true;
-      if (this.timer) clearInterval(this.timer);
+      this.ticker?.cancel();
+      this.emit('fatal', err);
     } finally {
       this.running = false;
     }
@@ -370,30 +350,30 @@ export class RaftNode<R = unknown> extends EventEmitter {
     await this.opts.storage.compact(snapshot);
     this.log.info({ nodeId: this.id, index, bytes: data.length }, 'snapshot taken, log compacted');
   }
-}
 
-/** A promise settled through the callbacks `register` stores, or rejected by `onTimeout` after `timeoutMs`
- *  (which returns the error, or null when the entry was already settled). Settling clears the timer. */
-function withDeadline<T>(
-  timeoutMs: number,
-  onTimeout: () => Error | null,
-  register: (settle: { resolve(v: T): void; reject(e: Error): void }) => void,
-): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      const err = onTimeout();
-      if (err) reject(err);
-    }, timeoutMs);
-    timer.unref?.();
-    register({
-      resolve: (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      reject: (e) => {
-        clearTimeout(timer);
-        reject(e);
-      },
+  /** A promise settled through the callbacks `register` stores, or rejected by `onTimeout` after
+   *  `timeoutMs` (which returns the error, or null when the entry was already settled). Settling
+   *  cancels the timer. */
+  private withDeadline<T>(
+    timeoutMs: number,
+    onTimeout: () => Error | null,
+    register: (settle: { resolve(v: T): void; reject(e: Error): void }) => void,
+  ): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = this.env.scheduler.after(timeoutMs, () => {
+        const err = onTimeout();
+        if (err) reject(err);
+      });
+      register({
+        resolve: (v) => {
+          timer.cancel();
+          resolve(v);
+        },
+        reject: (e) => {
+          timer.cancel();
+          reject(e);
+        },
+      });
     });
-  });
+  }
 }

@@ -7,7 +7,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import { validateAcquire, validateGet, validateRelease, validateRenew, type LockLimits, type Validated } from '../lock/validate.js';
 import type { AcquireResult, LockView, ReleaseResult, RenewResult } from '../lock/types.js';
-import type { NodeLogger } from '../raft/node.js';
+import type { NodeLogger } from '../raft/logger.js';
 import { roleToWire } from '../transport/codec.js';
 import {
   ClusterClient,

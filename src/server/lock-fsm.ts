@@ -3,7 +3,7 @@
 import { LockMachine } from '../lock/machine.js';
 import type { LockMachineOptions, LockResult } from '../lock/types.js';
 import type { Entry } from '../raft/core/types.js';
-import type { StateMachine } from '../raft/node.js';
+import type { StateMachine } from '../raft/fsm.js';
 
 export class LockFsm implements StateMachine<LockResult | null> {
   machine: LockMachine;

@@ -6,8 +6,9 @@ import type { LockMachine } from '../lock/machine.js';
 import type { LockFsm } from './lock-fsm.js';
 import type { AcquireResult, ExpireResult, LockResult, LockView, ReleaseResult, RenewResult } from '../lock/types.js';
 import type { ValidAcquire, ValidRelease, ValidRenew } from '../lock/validate.js';
-import type { NodeLogger, RaftNode } from '../raft/node.js';
-import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from '../raft/node.js';
+import type { RaftNode } from '../raft/node.js';
+import type { NodeLogger } from '../raft/logger.js';
+import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from '../raft/errors.js';
 import type { Entry, SoftState } from '../raft/core/types.js';
 import { RecentRefusals, WaitQueues, type Waiter } from './wait-queue.js';
 

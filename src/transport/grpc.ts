@@ -7,7 +7,8 @@
 //   and never reaches the core.
 import * as grpc from '@grpc/grpc-js';
 import type { Message, NodeId } from '../raft/core/types.js';
-import type { NodeLogger, PeerSender } from '../raft/node.js';
+import type { NodeLogger } from '../raft/logger.js';
+import type { PeerSender } from '../raft/transport.js';
 import { messageFromWire, messageToWire } from './codec.js';
 import { RaftClient, type RaftHandlers, type WireRaftMessage } from './proto.js';
 

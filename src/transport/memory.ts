@@ -2,7 +2,7 @@
 // that can drop links (partition) and delay delivery. The seeded simulator in test/sim drives the pure
 // core directly; this hub exercises the real driver (timers, async storage) end to end.
 import type { Message, NodeId } from '../raft/core/types.js';
-import type { PeerSender } from '../raft/node.js';
+import type { PeerSender } from '../raft/transport.js';
 
 export class MemoryHub {
   private receivers = new Map<NodeId, (m: Message) => void>();

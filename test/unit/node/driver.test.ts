@@ -1,7 +1,8 @@
 // The real driver (timers, async storage, the persist -> send -> apply -> advance loop) on an
 // in-process hub. Waits on conditions with deadlines; no fixed sleeps.
 import { afterEach, describe, expect, it } from 'vitest';
-import { RaftNode, type StateMachine } from '../../../src/raft/node.js';
+import { RaftNode } from '../../../src/raft/node.js';
+import type { StateMachine } from '../../../src/raft/fsm.js';
 import type { Entry } from '../../../src/raft/core/types.js';
 import { MemoryStorage } from '../../../src/raft/storage/memory.js';
 import { MemoryHub } from '../../../src/transport/memory.js';
