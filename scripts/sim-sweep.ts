@@ -89,7 +89,7 @@ async function runSlice(args: SweepArgs, worker: number): Promise<void> {
   for (let s = args.from + worker; s < args.from + args.seeds; s += args.workers) {
     seeds++;
     try {
-      const r = runSimulation({
+      const r = await runSimulation({
         seed: s,
         events: mutant?.events ?? args.events,
         core,

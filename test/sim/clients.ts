@@ -1,9 +1,10 @@
-// Simulated clients: each runs one operation at a time — a write (propose) or a linearizable read
-// (ReadIndex) — against whichever node it believes is the leader, retrying on not-leader, failure or
-// timeout. A retried write re-proposes the same bytes, so a value may be applied twice; the invariants
-// only rely on what a client was told: a write is ACKNOWLEDGED when the node it proposed to applied its
-// entry at exactly the (index, term) that propose() returned.
-import type { Entry } from '../../src/raft/core/types.js';
+// Simulated clients: each runs one operation at a time — a write (RaftNode.propose) or a linearizable
+// read (RaftNode.readBarrier) — against whichever node it believes is the leader, retrying on
+// not-leader, failure or timeout. A retried write re-proposes the same bytes, so a value may be applied
+// twice; the invariants only rely on what a client was told: a write is ACKNOWLEDGED when the driver it
+// proposed to resolved its promise (it applied the entry at the index it was given, in the term it was
+// proposed in), and the committed entry at that index must then hold exactly the proposed bytes.
+import { NotLeaderError, ProposalTimeoutError, ReadTimeoutError } from '../../src/raft/errors.js';
 import type { SimCluster, SimNode } from './cluster.js';
 import { entryHash } from './machine.js';
 import { SimRng } from './rng.js';
@@ -214,118 +215,79 @@ export class ClientDriver {
 
   onRequest(node: SimNode, a: Attempt): void {
     const sim = this.sim;
-    if (!node.up) return; // connection refused: the client times out
+    const rn = node.rn;
+    if (!node.up || rn === null) return; // connection refused: the client times out
+    const inc = node.incarnation;
+    const alive = () => node.up && node.incarnation === inc;
     const op = a.op;
+    const timeoutMs = sim.profile.clientTimeoutMs;
     if (op.kind === 'write') {
       let data = op.data;
       if (sim.workload.prepareProposal) {
-        const prepared = sim.workload.prepareProposal(data, { node: node.id, nodeNow: sim.now + node.clockSkewMs, term: node.raft.status().term });
+        const prepared = sim.workload.prepareProposal(data, { node: node.id, nodeNow: sim.nodeNow(node), term: node.raft.status().term });
         if (prepared === null) {
           this.respond(a, 'failed'); // the node refuses for now (e.g. a lock leader not ready yet): retry
           return;
         }
         data = prepared;
       }
-      const r = node.raft.propose(data);
-      if (!r.ok) {
-        this.respond(a, 'redirect', r.leaderId === null ? -1 : sim.indexOf(r.leaderId));
-        return;
-      }
       sim.stats.proposals++;
-      a.proposed = data;
-      a.hash = entryHash({ index: r.index, term: r.term, kind: 'normal', data });
-      a.index = r.index;
-      a.term = r.term;
-      const prev = node.waiters.get(r.index);
-      if (prev) this.respond(prev, 'failed'); // the index was reused: that proposal was overwritten
-      node.waiters.set(r.index, a);
-      sim.trace.add(sim.now, node.id, 'propose', `op${op.id} client${a.client.id} -> ${r.index}/t${r.term}`);
-    } else {
-      a.ctx = `r${a.id}`;
-      node.pendingReads.set(a.ctx, a);
-      sim.trace.add(sim.now, node.id, 'readIndex', `op${op.id} ${a.ctx}`);
-      node.raft.readIndex(a.ctx);
-    }
-  }
-
-  /** The node applied `e` and someone waits for that index. */
-  entryApplied(node: SimNode, e: Entry, hash: number, result: unknown): void {
-    const a = node.waiters.get(e.index);
-    if (a === undefined) return;
-    node.waiters.delete(e.index);
-    if (e.term !== a.term) {
-      this.respond(a, 'failed'); // a different leader's entry took the index: not ours
+      sim.trace.add(sim.now, node.id, 'propose', `op${op.id} client${a.client.id}`);
+      rn.propose(data, timeoutMs).then(
+        sim.guard(({ index, result }: { index: number; result: unknown }) => {
+          if (!alive()) return;
+          a.proposed = data;
+          a.index = index;
+          a.term = sim.facts.committedTermAt(index) ?? -1;
+          a.hash = entryHash({ index, term: a.term, kind: 'normal', data });
+          this.respond(a, 'ok', -1, result);
+        }),
+        sim.guard((err: unknown) => {
+          if (!alive()) return;
+          if (err instanceof NotLeaderError) this.respond(a, 'redirect', err.leaderId === null ? -1 : sim.indexOf(err.leaderId));
+          else if (err instanceof ProposalTimeoutError) this.respond(a, 'unknown');
+          else this.respond(a, 'failed');
+        }),
+      );
       return;
     }
-    if (hash !== a.hash) {
-      this.sim.fail('leader-append-only', node, `entry ${e.index}/t${e.term} applied with different content than the proposal that got that (index, term)`);
-    }
-    this.respond(a, 'ok', -1, result);
-  }
-
-  /** A snapshot jumped over waiting proposals: their fate is unknown here. */
-  snapshotRestored(node: SimNode, index: number): void {
-    for (const [i, a] of node.waiters) {
-      if (i <= index) {
-        node.waiters.delete(i);
-        this.respond(a, 'unknown');
-      }
-    }
+    sim.trace.add(sim.now, node.id, 'readBarrier', `op${op.id}`);
+    rn.readBarrier(timeoutMs).then(
+      sim.guard((index: number) => {
+        if (alive()) this.serveRead(node, a, index);
+      }),
+      sim.guard((err: unknown) => {
+        if (!alive()) return;
+        if (err instanceof NotLeaderError) this.respond(a, 'redirect', err.leaderId === null ? -1 : sim.indexOf(err.leaderId));
+        else this.respond(a, err instanceof ReadTimeoutError ? 'unknown' : 'failed');
+      }),
+    );
   }
 
   nodeCrashed(_node: SimNode): void {
     // Waiting clients simply time out, as they would against a dead server.
   }
 
-  readState(node: SimNode, ctx: string, index: number): void {
-    const a = node.pendingReads.get(ctx);
-    if (a === undefined) return;
-    node.pendingReads.delete(ctx);
-    a.index = index;
-    node.servable.push({ attempt: a, index });
-  }
-
-  readFailure(node: SimNode, ctx: string, _reason: string): void {
-    const a = node.pendingReads.get(ctx);
-    if (a === undefined) return;
-    node.pendingReads.delete(ctx);
-    this.respond(a, 'failed');
-  }
-
-  /** Serve every ReadIndex read whose index the node has applied, checking linearizability. */
-  serveReads(node: SimNode): void {
+  /** The driver's read barrier passed at `index` (it has applied at least that): serve, checking
+   *  linearizability. */
+  private serveRead(node: SimNode, a: Attempt, index: number): void {
     const sim = this.sim;
-    const keep: { attempt: Attempt; index: number }[] = [];
-    for (const s of node.servable) {
-      if (s.index > node.applied) {
-        keep.push(s);
-        continue;
-      }
-      const op = s.attempt.op;
-      if (s.index < op.maxAckIndexAtInvoke) {
-        sim.fail('linearizable-read', node, `read op${op.id} got readIndex ${s.index}, but a write acknowledged before it was invoked sits at index ${op.maxAckIndexAtInvoke}`);
-      }
-      // Stricter than client-level linearizability, and still true of a correct ReadIndex: an entry
-      // applied anywhere before the read began is committed, and the confirmed leader's commit index
-      // (after it committed an entry of its own term, §8) covers every committed entry.
-      if (s.index < op.maxCommittedAtInvoke) {
-        sim.fail('read-index-fresh', node, `read op${op.id} got readIndex ${s.index}, but index ${op.maxCommittedAtInvoke} was already committed (applied by some node) when the read was invoked`);
-      }
-      if (sim.workload.checkRead) {
-        const serve: ReadServe = {
-          opId: op.id,
-          clientId: op.clientId,
-          node: node.id,
-          readIndex: s.index,
-          appliedIndex: node.applied,
-          invokedAt: op.invokedAt,
-        };
-        sim.check(sim.workload.checkRead(node.sm, serve, this.acks.slice(0, op.ackCountAtInvoke)), 'linearizable-read', node);
-      }
-      s.attempt.term = node.raft.status().term;
-      const value = sim.workload.readValue ? sim.workload.readValue(node.sm, { opId: op.id, clientId: op.clientId, node: node.id, readIndex: s.index, appliedIndex: node.applied, invokedAt: op.invokedAt }) : undefined;
-      this.respond(s.attempt, 'ok', -1, value);
+    const op = a.op;
+    if (index > node.applied) sim.fail('read-barrier', node, `read op${op.id} released at readIndex ${index} before the node applied it (applied ${node.applied})`);
+    if (index < op.maxAckIndexAtInvoke) {
+      sim.fail('linearizable-read', node, `read op${op.id} got readIndex ${index}, but a write acknowledged before it was invoked sits at index ${op.maxAckIndexAtInvoke}`);
     }
-    node.servable = keep;
+    // Stricter than client-level linearizability, and still true of a correct ReadIndex: an entry
+    // applied anywhere before the read began is committed, and the confirmed leader's commit index
+    // (after it committed an entry of its own term, §8) covers every committed entry.
+    if (index < op.maxCommittedAtInvoke) {
+      sim.fail('read-index-fresh', node, `read op${op.id} got readIndex ${index}, but index ${op.maxCommittedAtInvoke} was already committed (applied by some node) when the read was invoked`);
+    }
+    a.index = index;
+    a.term = node.raft.status().term;
+    const serve: ReadServe = { opId: op.id, clientId: op.clientId, node: node.id, readIndex: index, appliedIndex: node.applied, invokedAt: op.invokedAt };
+    if (sim.workload.checkRead) sim.check(sim.workload.checkRead(node.sm, serve, this.acks.slice(0, op.ackCountAtInvoke)), 'linearizable-read', node);
+    const value = sim.workload.readValue ? sim.workload.readValue(node.sm, serve) : undefined;
+    this.respond(a, 'ok', -1, value);
   }
 }

@@ -1,17 +1,25 @@
-// A seeded discrete-event simulation of a cluster of REAL Raft cores (TigerBeetle VOPR / FoundationDB
-// style). One seed drives everything random: tick jitter, network delay/loss/duplication/reordering,
-// partitions, disk latency, crashes (losing the unsynced Ready), restarts from the durable store only,
-// client traffic. Safety invariants are checked after every event; a violation throws a SimViolation
-// carrying the seed and the tail of the trace, and `SEED=<n> npm run test:sim` replays it exactly.
+// A seeded discrete-event simulation of a cluster of REAL Raft nodes (TigerBeetle VOPR / FoundationDB
+// style): each node is the production driver (src/raft/node.ts RaftNode: its run loop, its early
+// AppendEntries send, its proposal/read bookkeeping and deadlines) over simulated storage, network and
+// time (io.ts). One seed drives everything random: tick jitter, network delay/loss/duplication/
+// reordering, partitions, disk latency, crashes (losing the unsynced write), restarts from the durable
+// store only, client traffic. Safety invariants are checked after every event; a violation throws a
+// SimViolation carrying the seed and the tail of the trace, and `SEED=<n> npm run test:sim` replays it.
+//
+// The driver is asynchronous (it awaits its storage); after every event the simulator lets the promise
+// continuations that event caused run to completion (a setImmediate turn: nothing in the simulation uses
+// real timers), so each event's consequences happen at its virtual instant, in a deterministic order.
 import { Raft, defaultRaftConfig } from '../../src/raft/core/raft.js';
 import type { Message, NodeId } from '../../src/raft/core/types.js';
+import { RaftNode } from '../../src/raft/node.js';
 import { ClientDriver, type Attempt } from './clients.js';
 import { DurableStore } from './durable.js';
 import { FaultInjector } from './faults.js';
 import { GlobalFacts } from './invariants.js';
+import { NodeIO, type Cancellable } from './io.js';
 import { LivenessPhase } from './liveness.js';
+import { afterNodeEvent, type EventCause } from './node-checks.js';
 import { SimNode } from './node.js';
-import { ReadyPipeline } from './pipeline.js';
 import { profileFor, type SimProfile } from './profile.js';
 import { EventQueue, type Timed } from './queue.js';
 import { describeNode, runSummary, violationReport } from './report.js';
@@ -31,7 +39,8 @@ export const defaultCore: CoreModule = { Raft, defaultRaftConfig };
 
 type SimEvent = Timed &
   (
-    | { kind: 'tick'; node: number; inc: number }
+    | { kind: 'tick'; node: number; inc: number; fn: () => void; handle: Cancellable }
+    | { kind: 'call'; node: number; inc: number; fn: () => void; handle: Cancellable }
     | { kind: 'deliver'; msg: Message; from: number; to: number; dup: boolean }
     | { kind: 'persisted'; node: number; inc: number }
     | { kind: 'crash'; node: number; inc: number; why: string }
@@ -44,6 +53,9 @@ type SimEvent = Timed &
     | { kind: 'check' }
   );
 
+/** Let every promise continuation queued so far run (setImmediate runs after the microtask queue). */
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 export class SimCluster {
   readonly seed: number;
   readonly profile: SimProfile;
@@ -55,7 +67,8 @@ export class SimCluster {
   readonly trace: Trace;
   readonly clients: ClientDriver;
   readonly faults: FaultInjector;
-  private readonly pipeline: ReadyPipeline;
+  /** The first violation seen (kept: one thrown inside the driver's loop is caught there). */
+  private pending: SimViolation | null = null;
   private readonly liveness: LivenessPhase;
   readonly netRng: SimRng;
   readonly diskRng: SimRng;
@@ -99,11 +112,10 @@ export class SimCluster {
       this.idIndex.set(id, i);
       const tickMs = this.profile.tickMs * (0.85 + 0.3 * nodeRng.float());
       const skew = (nodeRng.float() * 2 - 1) * this.profile.clockSkewMs;
-      this.nodes.push(new SimNode(i, id, new DurableStore(this.ids), SimRng.derive(opts.seed, `core:${id}`), tickMs, skew));
+      this.nodes.push(new SimNode(i, id, new DurableStore(this.ids), SimRng.derive(opts.seed, `core:${id}`), tickMs, skew, n));
     }
     this.clients = new ClientDriver(this);
     this.faults = new FaultInjector(this);
-    this.pipeline = new ReadyPipeline(this);
     this.liveness = new LivenessPhase(this);
   }
 
@@ -119,27 +131,65 @@ export class SimCluster {
     return i === undefined ? -1 : i;
   }
 
-  /** Start (or restart) node i from its durable store only. */
+  /** Start (or restart) node i from its durable store only: a new incarnation of the real driver. The
+   *  node counts as up once the driver has loaded its state (within this event's continuations). */
   boot(i: number): void {
     const node = this.nodes[i]!;
-    const restored = node.durable.restoredState();
-    const cfg = { ...this.core.defaultRaftConfig(node.id, node.coreRng), ...this.profile.raft, id: node.id, rng: node.coreRng };
-    node.raft = new this.core.Raft(cfg, restored);
-    node.sm = this.workload.createStateMachine();
-    node.up = true;
+    if (node.booting) return;
+    node.booting = true;
+    node.rn = null;
     node.inflight = null;
+    node.finishWrite = null;
+    node.lastPersisted = null;
     node.arm = null;
-    const snap = restored.snapshot;
-    node.applied = snap.meta.index;
-    if (snap.meta.index > 0) {
-      node.sm.restore(snap.data);
-      this.check(this.facts.noteSnapshotPoint(node.id, snap.meta.index, snap.meta.term), 'snapshot-restore', node);
-      this.check(this.facts.noteDigest(node.id, snap.meta.index, node.sm.digest()), 'replica-digest', node);
-    }
-    const st = node.raft.status();
-    node.lastTerm = st.term;
-    node.lastCommit = st.commitIndex;
-    this.schedule(node.tickMs * this.netRng.float(), { kind: 'tick', node: i, inc: node.incarnation });
+    node.leaderSince = -1;
+    node.sm = this.workload.createStateMachine();
+    node.applied = 0;
+    const inc = node.incarnation;
+    const io = new NodeIO(this, node);
+    node.io = io;
+    // Up for the I/O adapters while the driver loads (its restore must count), down for everyone else
+    // until it is running.
+    node.up = true;
+    const started = RaftNode.start<unknown>({
+      id: node.id,
+      voters: this.ids,
+      storage: io,
+      transport: io,
+      fsm: io,
+      tickMs: node.tickMs,
+      snapshotEvery: this.profile.snapshotEvery,
+      raft: this.profile.raft,
+      env: { nowMs: () => this.nodeNow(node), scheduler: io, rng: node.coreRng },
+      core: (cfg, restored) => (node.raft = new this.core.Raft(cfg, restored) as typeof node.raft),
+    });
+    started.then(
+      (rn) => {
+        node.booting = false;
+        if (node.incarnation !== inc) return;
+        node.rn = rn;
+        rn.on('softState', (ss: { role: string; term: number; leaderId: string | null }) => {
+          if (node.incarnation !== inc) return;
+          this.trace.add(this.now, node.id, 'soft', `${ss.role} t${ss.term} leader=${ss.leaderId ?? '-'}`);
+          if (ss.role === 'leader') this.leaderProposals(node, 'elected');
+        });
+        rn.on('fatal', (err: unknown) => {
+          if (this.pending === null) this.record(this.violation('core-threw', `the driver stopped on an exception: ${(err as Error)?.stack ?? String(err)}`));
+        });
+        const st = node.raft.status();
+        node.lastTerm = st.term;
+        node.lastCommit = st.commitIndex;
+      },
+      (err: unknown) => {
+        node.booting = false;
+        if (this.pending === null) this.record(this.violation('core-threw', `the driver failed to start: ${(err as Error)?.stack ?? String(err)}`));
+      },
+    );
+  }
+
+  /** A node's own clock (virtual ms plus its skew, or the workload's clock model). */
+  nodeNow(node: SimNode): number {
+    return this.workload.nodeClock ? this.workload.nodeClock(node.idx, this.now) : this.now + node.clockSkewMs;
   }
 
   crash(i: number, why: string): void {
@@ -147,20 +197,22 @@ export class SimCluster {
     if (!node.up) return;
     if (node.inflight) this.stats.lostBatches++;
     this.trace.add(this.now, node.id, `CRASH (${why})`, node.inflight ? 'lost unsynced' : undefined, node.inflight ?? undefined);
+    // The incarnation dies: its timers, writes, messages and answers go nowhere from now on.
     node.up = false;
     node.incarnation++;
+    node.rn = null;
+    node.io = null;
     node.inflight = null;
+    node.finishWrite = null;
     node.arm = null;
+    node.leaderSince = -1;
     this.clients.nodeCrashed(node);
-    node.waiters.clear();
-    node.pendingReads.clear();
-    node.servable = [];
     this.stats.crashes++;
   }
 
   restart(i: number): void {
     const node = this.nodes[i]!;
-    if (node.up) return;
+    if (node.up || node.booting) return;
     this.trace.add(this.now, node.id, 'RESTART', {
       term: node.durable.hardState.term,
       vote: node.durable.hardState.votedFor ?? '-',
@@ -170,7 +222,6 @@ export class SimCluster {
     });
     this.stats.restarts++;
     this.boot(i);
-    this.pipeline.afterNodeEvent(node);
   }
 
   upCount(): number {
@@ -184,7 +235,7 @@ export class SimCluster {
     let best: SimNode | null = null;
     let bestTerm = -1;
     for (const n of this.nodes) {
-      if (!n.up) continue;
+      if (!n.up || n.rn === null) continue;
       const st = n.raft.status();
       if (st.role === 'leader' && st.term > bestTerm) {
         best = n;
@@ -245,29 +296,40 @@ export class SimCluster {
     switch (ev.kind) {
       case 'tick': {
         const node = this.nodes[ev.node]!;
-        if (!node.up || node.incarnation !== ev.inc) return;
-        node.raft.tick();
+        if (!node.up || node.incarnation !== ev.inc || ev.handle.cancelled) return;
+        ev.fn();
         if (this.workload.leaderProposals) this.leaderProposals(node, 'tick');
         this.schedule(node.tickMs * (0.95 + 0.1 * this.netRng.float()), ev);
-        this.pipeline.afterNodeEvent(node);
+        this.touchedBy = node;
+        this.cause = TICK;
+        return;
+      }
+      case 'call': {
+        const node = this.nodes[ev.node]!;
+        if (!node.up || node.incarnation !== ev.inc || ev.handle.cancelled) return;
+        ev.fn();
+        this.touchedBy = node;
         return;
       }
       case 'deliver': {
         const node = this.nodes[ev.to]!;
-        if (!node.up || this.blocked[ev.from * this.nodes.length + ev.to]) {
+        if (!node.up || node.rn === null || this.blocked[ev.from * this.nodes.length + ev.to]) {
           this.stats.messagesDropped++;
           return;
         }
         this.trace.add(this.now, node.id, ev.dup ? 'recv(dup)' : 'recv', ev.msg);
-        node.raft.step(ev.msg);
-        this.pipeline.afterNodeEvent(node);
+        node.heardAt[ev.from] = this.now;
+        node.rn.receive(ev.msg);
+        if (ev.msg.term === node.raft.status().term) node.heardInTermAt[ev.from] = this.now;
+        this.touchedBy = node;
+        this.cause = { kind: 'deliver', msg: ev.msg };
         return;
       }
       case 'persisted': {
         const node = this.nodes[ev.node]!;
-        if (!node.up || node.incarnation !== ev.inc || node.inflight === null) return;
-        this.pipeline.persisted(node);
-        this.pipeline.afterNodeEvent(node);
+        if (!node.up || node.incarnation !== ev.inc || node.io === null) return;
+        node.io.persisted();
+        this.touchedBy = node;
         return;
       }
       case 'crash': {
@@ -293,7 +355,7 @@ export class SimCluster {
       case 'request': {
         const node = this.nodes[ev.node]!;
         this.clients.onRequest(node, ev.attempt);
-        if (node.up) this.pipeline.afterNodeEvent(node);
+        this.touchedBy = node;
         return;
       }
       case 'response':
@@ -308,7 +370,7 @@ export class SimCluster {
   /** Let the workload's driver logic propose its own entries on a leader (see SimWorkload). */
   leaderProposals(node: SimNode, reason: 'elected' | 'tick'): void {
     const wl = this.workload;
-    if (!wl.leaderProposals || !node.up) return;
+    if (!wl.leaderProposals || !node.up || node.rn === null) return;
     const st = node.raft.status();
     if (st.role !== 'leader') return;
     for (const data of wl.leaderProposals({ node: node.id, nodeNow: this.now + node.clockSkewMs, term: st.term, reason, sm: node.sm })) {
@@ -317,26 +379,33 @@ export class SimCluster {
     }
   }
 
-  /** Entry point for clients and faults touching a node's core. */
+  /** Faults and scripted tests that act on a node say so: its checks run after the event. */
   touched(node: SimNode): void {
-    this.pipeline.afterNodeEvent(node);
+    this.touchedBy = node;
   }
 
   // ------------------------------------------------------------------ run
 
-  /** Run the fault phase, then (unless disabled) the liveness phase; throws SimViolation. */
-  run(): SimStats {
+  /** Boot every node (their drivers load their durable state). */
+  async start(): Promise<void> {
+    for (let i = 0; i < this.nodes.length; i++) this.boot(i);
+    await settle();
+    this.throwPending();
+  }
+
+  /** Run the fault phase, then (unless disabled) the liveness phase; rejects with a SimViolation. */
+  async run(): Promise<SimStats> {
     const opts = this.opts;
     const budget = opts.events ?? 2000;
     try {
-      for (let i = 0; i < this.nodes.length; i++) this.boot(i);
+      await this.start();
       this.clients.start();
       this.faults.start();
-      while (this.phase === 'faults' && this.stats.events < budget) this.step();
+      while (this.phase === 'faults' && this.stats.events < budget) await this.step();
       this.stats.faultPhaseEvents = this.stats.events;
       if (opts.liveness ?? true) {
         this.liveness.enter(opts.quietMs);
-        while (this.phase === 'quiet') this.step();
+        while (this.phase === 'quiet') await this.step();
         this.liveness.finalChecks();
       }
     } catch (err) {
@@ -349,26 +418,76 @@ export class SimCluster {
     return this.stats;
   }
 
-  private step(): void {
-    const ev = this.queue.pop();
+  private touchedBy: SimNode | null = null;
+  private cause: EventCause = OTHER;
+
+  /** One event, its promise continuations, then the checks of the node it touched and the extras. */
+  async step(): Promise<void> {
+    let ev = this.nextLiveEvent();
+    if (ev === undefined) {
+      // Work started outside an event (a scripted restart) may still be settling: let it finish first.
+      await settle();
+      ev = this.nextLiveEvent();
+    }
     if (ev === undefined) throw this.violation('liveness', 'the event queue ran dry');
     this.now = ev.time;
     this.stats.events++;
-    this.dispatch(ev);
+    this.touchedBy = null;
+    this.cause = OTHER;
+    try {
+      this.dispatch(ev);
+    } catch (err) {
+      if (!(err instanceof SimViolation) && this.pending === null) throw err;
+    }
+    await settle();
+    this.throwPending();
+    const node = this.touchedBy as SimNode | null;
+    if (node !== null) afterNodeEvent(this, node, this.cause);
     for (const inv of this.extra) {
       const msg = inv(this);
       if (msg !== null) throw this.violation('extra-invariant', msg);
     }
   }
 
+  /** A cancelled timer (a settled proposal's deadline) is not an event: it does not use up the budget. */
+  private nextLiveEvent(): SimEvent | undefined {
+    let ev = this.queue.pop();
+    while (ev !== undefined && (ev.kind === 'call' || ev.kind === 'tick') && ev.handle.cancelled) ev = this.queue.pop();
+    return ev;
+  }
+
+  private throwPending(): void {
+    if (this.pending !== null) throw this.pending;
+  }
+
+  private record(v: SimViolation): SimViolation {
+    if (this.pending === null) this.pending = v;
+    return this.pending;
+  }
+
   // ------------------------------------------------------------------ violations
 
+  // A violation is recorded before it is thrown: one thrown inside the driver's loop (apply, send) is
+  // caught there (the driver stops, as on a storage failure), and step() rethrows the recorded one.
+
   check(msg: string | null, invariant: string, node?: SimNode): void {
-    if (msg !== null) throw this.violation(invariant, node ? `[${node.id}] ${msg}` : msg);
+    if (msg !== null) throw this.record(this.violation(invariant, node ? `[${node.id}] ${msg}` : msg));
   }
 
   fail(invariant: string, node: SimNode, msg: string): never {
-    throw this.violation(invariant, `[${node.id}] ${msg}`);
+    throw this.record(this.violation(invariant, `[${node.id}] ${msg}`));
+  }
+
+  /** For promise callbacks: run `fn`, keeping a violation it throws for step() instead of letting it
+   *  become an unhandled rejection. */
+  guard<A extends unknown[]>(fn: (...args: A) => void): (...args: A) => void {
+    return (...args: A) => {
+      try {
+        fn(...args);
+      } catch (err) {
+        if (!(err instanceof SimViolation)) this.record(this.violation('core-threw', `an exception escaped: ${(err as Error)?.stack ?? String(err)}`));
+      }
+    };
   }
 
   violation(invariant: string, detail: string): SimViolation {
@@ -387,10 +506,13 @@ export class SimCluster {
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
-/** Run one seed to completion; throws SimViolation on any broken invariant. */
-export function runSimulation(opts: SimOptions): SimResult {
+const TICK: EventCause = { kind: 'tick' };
+const OTHER: EventCause = { kind: 'other' };
+
+/** Run one seed to completion; rejects with a SimViolation on any broken invariant. */
+export async function runSimulation(opts: SimOptions): Promise<SimResult> {
   const t0 = performance.now();
   const sim = new SimCluster(opts);
-  const stats = sim.run();
+  const stats = await sim.run();
   return { seed: opts.seed, stats, summary: sim.summary(), wallMs: performance.now() - t0, cluster: sim };
 }

@@ -187,7 +187,7 @@ export class FaultInjector {
         if (leader === null) return;
         const others = sim.nodes.filter((x) => x !== leader);
         const to = r.pick(others);
-        const ok = leader.raft.transferLeadership(to.id);
+        const ok = leader.rn!.transferLeadership(to.id);
         sim.stats.transfers++;
         sim.trace.add(sim.now, leader.id, 'TRANSFER', `to ${to.id} ${ok ? 'started' : 'refused'}`);
         sim.touched(leader);

@@ -53,7 +53,7 @@ export class LivenessPhase {
     let leaderSt: Status | null = null;
     const sts: Status[] = [];
     for (const n of this.sim.nodes) {
-      if (!n.up) return `${n.id} is down`;
+      if (!n.up || n.rn === null) return `${n.id} is down`;
       const st = n.raft.status();
       sts.push(st);
       if (st.role === 'leader' && (leaderSt === null || st.term > leaderSt.term)) {

@@ -21,18 +21,21 @@ export interface ScenarioOptions {
   module?: LockModule;
 }
 
-/** A request in flight: where it was proposed. */
+/** A request in flight through a node's driver: filled in when the driver settles it. */
 export interface Sent {
   node: SimNode;
+  settled: boolean;
+  /** The entry's index once applied (0 before). */
   index: number;
-  term: number;
+  result: LockResult | null;
+  error: Error | null;
 }
 
 export class LockScenario {
   readonly sim: SimCluster;
   readonly workload: LockWorkload;
   readonly resource: SimFencedResource;
-  private readonly stepOnce: () => void;
+  private readonly stepOnce: () => Promise<void>;
   private nextRequest = 1;
 
   constructor(opts: ScenarioOptions = {}) {
@@ -73,11 +76,13 @@ export class LockScenario {
     const clock = new ClockModel(seed, nodes, 0, 0, 0);
     for (let i = 0; i < nodes; i++) clock.nodes[i] = opts.nodeClocks?.[i] ?? { offsetMs: 1_000_000, rate: 1 };
     this.workload.attach(this.sim, clock);
-    // The harness loop is private to SimCluster (run() drives it for seeded runs); scenarios step it.
-    const step = (this.sim as unknown as { step?: () => void }).step;
-    if (typeof step !== 'function') throw new Error('SimCluster.step() not found: update test/sim/lock-harness.ts');
-    this.stepOnce = step.bind(this.sim);
-    for (let i = 0; i < nodes; i++) this.sim.boot(i);
+    this.stepOnce = () => this.sim.step();
+  }
+
+  /** Boot the nodes (their drivers load from the empty disks). */
+  async start(): Promise<this> {
+    await this.sim.start();
+    return this;
   }
 
   get now(): number {
@@ -85,25 +90,25 @@ export class LockScenario {
   }
 
   /** Process events until `done()` holds (checked before each event); fail after `withinMs` of virtual time. */
-  runUntil(done: () => boolean, what: string, withinMs = 5_000): void {
+  async runUntil(done: () => boolean, what: string, withinMs = 5_000): Promise<void> {
     const deadline = this.sim.now + withinMs;
     while (!done()) {
       if (this.sim.now > deadline) throw new Error(`scenario: ${what} did not happen within ${withinMs}ms (t=${this.sim.now.toFixed(1)})\n${this.sim.trace.tail(30).join('\n')}`);
-      this.step();
+      await this.step();
     }
   }
 
   /** Let `ms` of virtual time pass (ticks, heartbeats, housekeeping all run). */
-  advance(ms: number): void {
+  async advance(ms: number): Promise<void> {
     const target = this.sim.now + ms;
     // A marker event at the target time (a heal of an epoch that never exists is a no-op).
     this.sim.schedule(ms, { kind: 'heal', epoch: -1 });
-    while (this.sim.now < target) this.step();
+    while (this.sim.now < target) await this.step();
   }
 
-  private step(): void {
+  private async step(): Promise<void> {
     try {
-      this.stepOnce();
+      await this.stepOnce();
     } catch (e) {
       if (e instanceof SimViolation) throw new Error(`scenario broke an invariant: ${e.invariant}\n${e.message}`);
       throw e;
@@ -111,15 +116,15 @@ export class LockScenario {
   }
 
   /** The leader that has applied its termStart (ready to stamp commands), waiting for one if needed. */
-  readyLeader(withinMs = 5_000): SimNode {
+  async readyLeader(withinMs = 5_000): Promise<SimNode> {
     let found: SimNode | null = null;
-    this.runUntil(() => (found = this.currentReadyLeader()) !== null, 'a ready leader', withinMs);
+    await this.runUntil(() => (found = this.currentReadyLeader()) !== null, 'a ready leader', withinMs);
     return found!;
   }
 
   currentReadyLeader(): SimNode | null {
     for (const n of this.sim.nodes) {
-      if (!n.up) continue;
+      if (!n.up || n.rn === null) continue;
       const st = n.raft.status();
       if (st.role === 'leader' && (n.sm as LockReplica).readyTerm === st.term) return n;
     }
@@ -127,14 +132,14 @@ export class LockScenario {
   }
 
   /** Make node i the leader (leadership transfer), and wait until it is ready. */
-  makeLeader(i: number): SimNode {
+  async makeLeader(i: number): Promise<SimNode> {
     const target = this.sim.nodes[i]!;
     for (let attempt = 0; attempt < 5; attempt++) {
-      const leader = this.readyLeader();
+      const leader = await this.readyLeader();
       if (leader === target) return leader;
-      leader.raft.transferLeadership(target.id);
+      leader.rn!.transferLeadership(target.id);
       this.sim.touched(leader);
-      this.advance(200);
+      await this.advance(200);
     }
     throw new Error(`scenario: could not make ${target.id} the leader`);
   }
@@ -162,29 +167,29 @@ export class LockScenario {
   }
 
   /** Propose a client command at `via` (default: the ready leader), as the lock service would. */
-  send(cmd: LockCommand, via?: SimNode): Sent {
-    const node = via ?? this.readyLeader();
+  async send(cmd: LockCommand, via?: SimNode): Promise<Sent> {
+    const node = via ?? (await this.readyLeader());
     const data = this.workload.prepareProposal(this.workload.module.encodeCommand(cmd), { node: node.id, nodeNow: 0, term: node.raft.status().term });
     if (data === null) throw new Error(`scenario: ${node.id} is not ready to take commands`);
-    const r = node.raft.propose(data);
-    if (!r.ok) throw new Error(`scenario: ${node.id} refused the proposal (${r.reason})`);
+    const sent: Sent = { node, settled: false, index: 0, result: null, error: null };
+    node.rn!.propose(data, 60_000).then(
+      ({ index, result }) => Object.assign(sent, { settled: true, index, result: result as LockResult }),
+      (error: Error) => Object.assign(sent, { settled: true, error }),
+    );
     this.sim.touched(node);
-    return { node, index: r.index, term: r.term };
+    return sent;
   }
 
   /** Wait for a sent request's answer (the result the proposing node's lock machine produced). */
-  answer(sent: Sent, withinMs = 5_000): LockResult {
-    const rep = () => sent.node.sm as LockReplica;
-    this.runUntil(() => !sent.node.up || sent.node.applied >= sent.index, `entry ${sent.index} applying on ${sent.node.id}`, withinMs);
-    if (!sent.node.up) throw new Error(`scenario: ${sent.node.id} crashed before answering entry ${sent.index}`);
-    if (this.sim.facts.committedTermAt(sent.index) !== sent.term) throw new Error(`scenario: entry ${sent.index}/t${sent.term} was overwritten (the request must be retried)`);
-    const result = rep().results!.get(sent.index);
-    if (result === undefined) throw new Error(`scenario: no result kept for entry ${sent.index}`);
-    return result;
+  async answer(sent: Sent, withinMs = 5_000): Promise<LockResult> {
+    await this.runUntil(() => !sent.node.up || sent.settled, `the request on ${sent.node.id} applying`, withinMs);
+    if (!sent.settled) throw new Error(`scenario: ${sent.node.id} crashed before answering`);
+    if (sent.error !== null) throw new Error(`scenario: the request failed (${sent.error.message}); it must be retried`);
+    return sent.result!;
   }
 
-  request(cmd: LockCommand, via?: SimNode): LockResult {
-    return this.answer(this.send(cmd, via));
+  async request(cmd: LockCommand, via?: SimNode): Promise<LockResult> {
+    return this.answer(await this.send(cmd, via));
   }
 
   newRequestId(): string {
@@ -192,10 +197,10 @@ export class LockScenario {
   }
 
   /** Linearizable Get as the lock service serves it: the ready leader, caught up, judged at its clock. */
-  get(key: string): LockView {
-    const leader = this.readyLeader();
+  async get(key: string): Promise<LockView> {
+    const leader = await this.readyLeader();
     const target = leader.raft.status().commitIndex;
-    this.runUntil(() => leader.applied >= target, 'the leader applying its commit index');
+    await this.runUntil(() => leader.applied >= target, 'the leader applying its commit index');
     const m = (leader.sm as LockReplica).machine;
     const v = m.get(key);
     const now = Math.max(m.nowMs, this.workload.clock.nodeStamp(leader.idx, this.sim.now));
@@ -222,8 +227,8 @@ export class LockScenario {
     return this.sim.nodes.every((n) => n.up && n.applied === last && (n.sm as LockReplica).machine.digest() === digest);
   }
 
-  leaseCount(): number {
-    return (this.readyLeader().sm as LockReplica).machine.leaseCount;
+  async leaseCount(): Promise<number> {
+    return ((await this.readyLeader()).sm as LockReplica).machine.leaseCount;
   }
 
   client(owner: string): ScenarioClient {
@@ -278,14 +283,14 @@ export class ScenarioClient {
     return r;
   }
 
-  acquire(key: string, ttlMs: number, requestId?: string, via?: SimNode): Extract<LockResult, { type: 'acquire' }> {
+  async acquire(key: string, ttlMs: number, requestId?: string, via?: SimNode): Promise<Extract<LockResult, { type: 'acquire' }>> {
     const sentAt = this.scn.now;
-    return this.onAcquire(this.scn.request(this.acquireCommand(key, ttlMs, requestId), via), key, ttlMs, sentAt) as Extract<LockResult, { type: 'acquire' }>;
+    return this.onAcquire(await this.scn.request(this.acquireCommand(key, ttlMs, requestId), via), key, ttlMs, sentAt) as Extract<LockResult, { type: 'acquire' }>;
   }
 
-  renew(requestId = this.scn.newRequestId(), token = this.token): Extract<LockResult, { type: 'renew' }> {
+  async renew(requestId = this.scn.newRequestId(), token = this.token): Promise<Extract<LockResult, { type: 'renew' }>> {
     const sentAt = this.scn.now;
-    const r = this.scn.request({ type: 'renew', timeMs: 0, key: this.key, owner: this.owner, token, ttlMs: this.ttlMs, requestId });
+    const r = await this.scn.request({ type: 'renew', timeMs: 0, key: this.key, owner: this.owner, token, ttlMs: this.ttlMs, requestId });
     if (r.type !== 'renew') throw new Error(`expected a renew result, got ${r.type}`);
     if (token === this.token) {
       if (r.renewed && this.state === 'ACTIVE') this.deadline = sentAt + this.ttlMs - Math.ceil(this.ttlMs * 0.02);
@@ -294,9 +299,9 @@ export class ScenarioClient {
     return r;
   }
 
-  release(requestId = this.scn.newRequestId(), token = this.token, key = this.key): Extract<LockResult, { type: 'release' }> {
+  async release(requestId = this.scn.newRequestId(), token = this.token, key = this.key): Promise<Extract<LockResult, { type: 'release' }>> {
     if (token === this.token && this.state !== 'LOST') this.stateValue = 'RELEASED';
-    const r = this.scn.request({ type: 'release', timeMs: 0, key, owner: this.owner, token, requestId });
+    const r = await this.scn.request({ type: 'release', timeMs: 0, key, owner: this.owner, token, requestId });
     if (r.type !== 'release') throw new Error(`expected a release result, got ${r.type}`);
     return r;
   }

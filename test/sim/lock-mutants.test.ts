@@ -31,13 +31,13 @@ describe.skipIf(!!env['SIM_LOCK'] || !!env['SEED'])('the lock simulation catches
         const caught: { seed: number; invariant: string; detail: string }[] = [];
         for (let seed = 1; seed <= seeds; seed++) {
           try {
-            runLockSimulation({ seed, events: EVENTS, module: broken, lockProfile: mutant.lockProfile });
+            await runLockSimulation({ seed, events: EVENTS, module: broken, lockProfile: mutant.lockProfile });
           } catch (e) {
             if (!(e instanceof SimViolation)) throw e;
             if (e.invariant === 'liveness') continue;
             if (!SAFETY.includes(e.invariant)) throw new Error(`mutant ${mutant.id} reported as ${e.invariant}, not a lock safety invariant:\n${e.message}`);
             // The same seed must pass on the real machine, or it is not this bug that was caught.
-            runLockSimulation({ seed, events: EVENTS, lockProfile: mutant.lockProfile });
+            await runLockSimulation({ seed, events: EVENTS, lockProfile: mutant.lockProfile });
             caught.push({ seed, invariant: e.invariant, detail: e.message.split('\n')[1]!.trim().slice(0, 160) });
             if (SWEEP === 0) break;
           }

@@ -35,20 +35,20 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
   // The harness checks run against the real lock machine only (SIM_LOCK sweeps a scratch copy above).
   const harness = env['SIM_LOCK'] === undefined || env['SIM_LOCK'] === '' ? describe : describe.skip;
   harness('lock simulation harness', () => {
-    it('is deterministic: one seed, one run, bit for bit', () => {
+    it('is deterministic: one seed, one run, bit for bit', async () => {
       for (const seed of [3, 77]) {
-        const a = runLockSimulation({ seed, events: EVENTS, module, fullTrace: true });
-        const b = runLockSimulation({ seed, events: EVENTS, module, fullTrace: true });
+        const a = await runLockSimulation({ seed, events: EVENTS, module, fullTrace: true });
+        const b = await runLockSimulation({ seed, events: EVENTS, module, fullTrace: true });
         expect(b.summary).toBe(a.summary);
         expect(b.cluster.trace.tail(Infinity)).toEqual(a.cluster.trace.tail(Infinity));
         expect(b.cluster.clients.history).toEqual(a.cluster.clients.history);
       }
     });
 
-    it('exercises what it claims to: takeovers, leases carried across leader changes, fencing refusals, replays', () => {
+    it('exercises what it claims to: takeovers, leases carried across leader changes, fencing refusals, replays', async () => {
       const total: Record<string, number> = {};
       for (let seed = 1; seed <= 60; seed++) {
-        const r = runLockSimulation({ seed, events: EVENTS, module });
+        const r = await runLockSimulation({ seed, events: EVENTS, module });
         const stats = { ...r.workload.oracle.stats, ...r.workload.clients.stats, ...r.workload.resource.stats };
         for (const [k, v] of Object.entries(stats)) if (Number.isFinite(v)) total[k] = (total[k] ?? 0) + v;
         total['fiveNodeRuns'] = (total['fiveNodeRuns'] ?? 0) + (r.cluster.nodes.length === 5 ? 1 : 0);
@@ -58,13 +58,13 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
       }
     });
 
-    it('the real-time checks catch a client that counts its lease from the answer instead of the send', () => {
+    it('the real-time checks catch a client that counts its lease from the answer instead of the send', async () => {
       // A planted CLIENT bug (the lock machine is fine): the trust window opens when the acquire/renew answer
       // arrives, later than the grant the server measures from — so it outlives the server's lease.
       let caught: SimViolation | null = null;
       for (let seed = 1; seed <= 100 && caught === null; seed++) {
         try {
-          runLockSimulation({ seed, events: EVENTS, module, lockProfile: { clientTrustFrom: 'ack' } });
+          await runLockSimulation({ seed, events: EVENTS, module, lockProfile: { clientTrustFrom: 'ack' } });
         } catch (e) {
           if (!(e instanceof SimViolation)) throw e;
           if (e.invariant !== 'liveness') caught = e;
@@ -74,7 +74,7 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
       expect(caught?.message).toMatch(/mutual exclusion|fencing/);
     });
 
-    it('the fenced resource takes only tokens >= the last one and reports what fencing cannot excuse', () => {
+    it('the fenced resource takes only tokens >= the last one and reports what fencing cannot excuse', async () => {
       const r = new SimFencedResource();
       expect(r.write('k', 5n, 'alice', 1, true)).toBe(true);
       expect(r.write('k', 5n, 'alice', 2, true)).toBe(true); // the same holder writes again
@@ -98,7 +98,7 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
         let caught: SimViolation | null = null;
         for (let seed = 1; seed <= 20 && caught === null; seed++) {
           try {
-            runLockSimulation({ seed, events: EVENTS, module: broken });
+            await runLockSimulation({ seed, events: EVENTS, module: broken });
           } catch (e) {
             if (!(e instanceof SimViolation)) throw e;
             caught = e;

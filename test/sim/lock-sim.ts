@@ -31,7 +31,7 @@ export function lockReplayHint(seed: number, module: LockModule): string {
 }
 
 /** Run one seed; throws SimViolation (with the lock summary and replay command appended) on any violation. */
-export function runLockSimulation(o: LockRunOptions): LockRunResult {
+export async function runLockSimulation(o: LockRunOptions): Promise<LockRunResult> {
   const module = o.module ?? realLockModule;
   const lockProfile = lockProfileFor(o.seed, o.lockProfile);
   const workload = new LockWorkload(module, o.seed, lockProfile);
@@ -49,7 +49,7 @@ export function runLockSimulation(o: LockRunOptions): LockRunResult {
   const t0 = performance.now();
   let stats: SimStats;
   try {
-    stats = cluster.run();
+    stats = await cluster.run();
   } catch (e) {
     if (!(e instanceof SimViolation)) throw e;
     throw new SimViolation(e.seed, e.invariant, `${e.message}\n  ${workload.summary()}\n  ${lockReplayHint(o.seed, module)}`);

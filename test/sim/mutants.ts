@@ -60,6 +60,9 @@ class WrappedCore implements RaftCore {
   status(): Status {
     return this.inner.status();
   }
+  progressSnapshot(): Map<NodeId, { match: number; next: number; state: string }> {
+    return this.inner.progressSnapshot();
+  }
 }
 
 function module(base: CoreModule, make: (cfg: RaftConfig, restored: RestoredState) => RaftCore): CoreModule {
@@ -72,22 +75,82 @@ function module(base: CoreModule, make: (cfg: RaftConfig, restored: RestoredStat
 }
 
 interface CoreInternals {
+  id: NodeId;
   log: { committed: number; lastIndex(): number; term(i: number): number | undefined };
   progress: Map<NodeId, { match: number }>;
   voters: NodeId[];
   term: number;
+  votedFor: NodeId | null;
   role: string;
+  quorumActive(): boolean;
 }
 
 function internals(core: RaftCore): CoreInternals {
   const c = core as unknown as Partial<CoreInternals>;
-  if (!c.log || typeof c.log.committed !== 'number' || !(c.progress instanceof Map) || !Array.isArray(c.voters)) {
-    throw new Error('mutant needs Raft internals (log.committed, progress, voters): update test/sim/mutants.ts');
+  if (!c.log || typeof c.log.committed !== 'number' || !(c.progress instanceof Map) || !Array.isArray(c.voters) || typeof c.quorumActive !== 'function') {
+    throw new Error('mutant needs Raft internals (log.committed, progress, voters, quorumActive): update test/sim/mutants.ts');
   }
   return c as CoreInternals;
 }
 
 export const MUTANTS: Mutant[] = [
+  {
+    // The leader counts its own copy toward a commit as soon as it appends, not once it is durable:
+    // with the AppendEntries sent before the leader's own write (thesis §10.2.1), one follower's ack
+    // then commits an entry that exists durably on one node only.
+    name: 'leader counts its own unpersisted entry toward a commit',
+    expect: ['commit-durable-quorum'],
+    maxSeeds: 100,
+    core: (base) =>
+      module(base, (cfg, restored) => {
+        const w = new WrappedCore(base, cfg, restored);
+        w.propose = (data) => {
+          const r = w.inner.propose(data);
+          const c = internals(w.inner);
+          const self = c.progress.get(c.id);
+          if (r.ok && self) self.match = Math.max(self.match, c.log.lastIndex());
+          return r;
+        };
+        return w;
+      }),
+  },
+  {
+    // CheckQuorum switched off in effect: the leader never finds its quorum inactive, so a leader cut
+    // off from the majority stays leader (and keeps answering as one) forever.
+    name: 'CheckQuorum never steps the leader down',
+    expect: ['check-quorum'],
+    maxSeeds: 150,
+    profile: { raft: { checkQuorum: true } },
+    core: (base) =>
+      module(base, (cfg, restored) => {
+        const w = new WrappedCore(base, cfg, restored);
+        const c = internals(w.inner);
+        c.quorumActive = () => true;
+        return w;
+      }),
+  },
+  {
+    // Pre-Vote that raises the real term when the pre-campaign starts: an isolated node's term climbs
+    // and, when it comes back, deposes a healthy leader — the disruption Pre-Vote exists to prevent.
+    name: 'pre-vote raises the real term',
+    expect: ['pre-vote'],
+    maxSeeds: 150,
+    profile: { raft: { preVote: true } },
+    core: (base) =>
+      module(base, (cfg, restored) => {
+        const w = new WrappedCore(base, cfg, restored);
+        w.tick = () => {
+          const c = internals(w.inner);
+          const before = c.role;
+          w.inner.tick();
+          if (c.role === 'pre-candidate' && before !== 'pre-candidate') {
+            c.term += 1;
+            c.votedFor = null;
+          }
+        };
+        return w;
+      }),
+  },
   {
     // §5.4.1 election restriction removed: the candidate claims a last log term no voter can beat, so
     // voters grant votes to candidates missing committed entries.
@@ -189,7 +252,7 @@ export const MUTANTS: Mutant[] = [
     // Rare by the core's design: heartbeats carry min(match, commit) and fast backtracking lands on
     // the first conflicting entry, so a matching AppendEntries that ends before a stale tail while
     // carrying a higher leaderCommit needs an unusual interleaving (~1 seed in 300 at 5,000 events).
-    expect: ['apply-matches-leader', 'state-machine-safety', 'replica-digest', 'committed-truncated', 'core-threw', 'acked-committed', 'snapshot-restore', 'commit-in-log', 'persist-before-apply'],
+    expect: ['commit-durable-quorum', 'apply-matches-leader', 'state-machine-safety', 'replica-digest', 'committed-truncated', 'core-threw', 'acked-committed', 'snapshot-restore', 'commit-in-log', 'persist-before-apply'],
     maxSeeds: 3000,
     core: (base) =>
       module(base, (cfg, restored) => {
@@ -208,7 +271,7 @@ export const MUTANTS: Mutant[] = [
   {
     // §5.4.2 (Figure 8): a leader commits an entry of an earlier term by counting replicas.
     name: 'leader commits earlier-term entries by counting replicas (Figure 8)',
-    expect: ['commit-rule', 'state-machine-safety', 'replica-digest', 'committed-truncated', 'acked-committed', 'acked-durable', 'snapshot-restore', 'workload-final', 'linearizable-read', 'applied-index', 'commit-in-log', 'persist-before-apply'],
+    expect: ['commit-rule', 'commit-durable-quorum', 'state-machine-safety', 'replica-digest', 'committed-truncated', 'acked-committed', 'acked-durable', 'snapshot-restore', 'workload-final', 'linearizable-read', 'applied-index', 'commit-in-log', 'persist-before-apply'],
     maxSeeds: 100,
     core: (base) =>
       module(base, (cfg, restored) => {

@@ -1,30 +1,40 @@
-// One simulated server: its current Raft core and state machine (gone on a crash), and what outlives
-// crashes — its durable store, its identity and its clock.
-import type { Ready } from '../../src/raft/core/types.js';
+// One simulated server: its current driver (the real RaftNode), core and state machine (gone on a
+// crash), and what outlives crashes — its durable store, its identity, its rng and its clock.
 import type { NodeId } from '../../src/raft/core/types.js';
-import type { Attempt } from './clients.js';
+import type { RaftCore, RaftNode } from '../../src/raft/node.js';
+import type { PersistBatch } from '../../src/raft/storage/types.js';
 import type { DurableStore } from './durable.js';
 import type { StateMachine } from './machine.js';
 import type { SimRng } from './rng.js';
-import type { CrashArm, RaftCore } from './types.js';
+import type { CrashArm } from './types.js';
 
 export class SimNode {
-  up = true;
+  up = false;
+  /** The driver of a new incarnation is loading its state. */
+  booting = false;
+  io: import("./io.js").NodeIO | null = null;
   incarnation = 0;
+  /** The real driver of this incarnation (null while it boots or after a crash). */
+  rn: RaftNode<unknown> | null = null;
+  /** The core the driver built (captured through the core factory): what the invariants inspect. */
   raft!: RaftCore;
   sm!: StateMachine;
   /** Highest index applied to `sm` in this incarnation. */
   applied = 0;
-  /** The Ready being persisted (disk latency); null when the disk is idle. */
-  inflight: Ready | null = null;
-  /** Writes proposed here: index -> client attempt waiting for that index to apply. */
-  readonly waiters = new Map<number, Attempt>();
-  /** ReadIndex requests issued here, by ctx, until their ReadState / ReadFailure arrives. */
-  readonly pendingReads = new Map<string, Attempt>();
-  /** ReadStates waiting for `applied` to reach their index. */
-  servable: { attempt: Attempt; index: number }[] = [];
+  /** The batch being written (disk latency); null when the disk is idle. */
+  inflight: PersistBatch | null = null;
+  /** Completes the write in flight (resolves the driver's storage.save). */
+  finishWrite: (() => void) | null = null;
+  /** The last completed write, for 'after-send' crash arms. */
+  lastPersisted: PersistBatch | null = null;
   lastTerm = 0;
   lastCommit = 0;
+  /** Sim time this node last became leader (for the check-quorum invariant); -1 when not leader. */
+  leaderSince = -1;
+  /** heardAt[j]: sim time of the last message from node j delivered here (any term). */
+  readonly heardAt: number[];
+  /** heardInTermAt[j]: ... with the message's term equal to this node's term after the step. */
+  readonly heardInTermAt: number[];
   arm: CrashArm | null = null;
   tickMs: number;
   /** The node's nominal tick interval (the 'clock' fault changes tickMs; the quiet phase restores it). */
@@ -38,9 +48,12 @@ export class SimNode {
     readonly coreRng: SimRng,
     tickMs: number,
     clockSkewMs: number,
+    nodeCount: number,
   ) {
     this.tickMs = tickMs;
     this.baseTickMs = tickMs;
     this.clockSkewMs = clockSkewMs;
+    this.heardAt = new Array<number>(nodeCount).fill(-Infinity);
+    this.heardInTermAt = new Array<number>(nodeCount).fill(-Infinity);
   }
 }

@@ -17,12 +17,12 @@ export interface TraceOptions {
 }
 
 /** `SEED=n`: run that seed alone and print its summary and trace tail (SIM_TRACE=full for every line). */
-export function replaySeedSuite(label: string, seed: number, run: (seed: number, trace: TraceOptions) => SeedRunResult): void {
+export function replaySeedSuite(label: string, seed: number, run: (seed: number, trace: TraceOptions) => Promise<SeedRunResult>): void {
   describe(`${label} replay of seed ${seed}`, () => {
-    it(`seed ${seed} keeps every invariant`, () => {
+    it(`seed ${seed} keeps every invariant`, async () => {
       const full = process.env['SIM_TRACE'] === 'full';
       try {
-        const r = run(seed, { fullTrace: full, traceLines: full ? Infinity : 60 });
+        const r = await run(seed, { fullTrace: full, traceLines: full ? Infinity : 60 });
         console.log(r.summary);
         console.log(`trace (${full ? 'all' : 'last 60'} of ${r.cluster.trace.length} lines):\n` + r.cluster.trace.tail(full ? Infinity : 60).join('\n'));
         console.log(`${r.stats.events} events in ${r.wallMs.toFixed(0)}ms = ${((r.stats.events / r.wallMs) * 1000).toFixed(0)} events/s`);
@@ -35,7 +35,7 @@ export function replaySeedSuite(label: string, seed: number, run: (seed: number,
 }
 
 /** Seeds [base, base + seeds) in `chunks` tests; a chunk fails listing all of its failing seeds. */
-export function seedSweepSuite(label: string, range: { seeds: number; base: number; chunks: number }, run: (seed: number) => SeedRunResult): void {
+export function seedSweepSuite(label: string, range: { seeds: number; base: number; chunks: number }, run: (seed: number) => Promise<SeedRunResult>): void {
   let totalEvents = 0;
   let totalMs = 0;
   describe(label, () => {
@@ -44,11 +44,11 @@ export function seedSweepSuite(label: string, range: { seeds: number; base: numb
       const lo = range.base + c * per;
       const hi = Math.min(range.base + range.seeds, lo + per); // exclusive
       if (lo >= hi) continue;
-      it(`seeds ${lo}..${hi - 1}`, () => {
+      it(`seeds ${lo}..${hi - 1}`, async () => {
         const failures: SimViolation[] = [];
         for (let seed = lo; seed < hi; seed++) {
           try {
-            const r = run(seed);
+            const r = await run(seed);
             totalEvents += r.stats.events;
             totalMs += r.wallMs;
           } catch (e) {

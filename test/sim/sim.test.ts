@@ -30,22 +30,22 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
   );
 
   describe('simulation harness', () => {
-    it('is deterministic: one seed, one run, bit for bit', () => {
+    it('is deterministic: one seed, one run, bit for bit', async () => {
       for (const seed of [7, 4242]) {
-        const a = runSimulation({ seed, events: EVENTS, core, fullTrace: true });
-        const b = runSimulation({ seed, events: EVENTS, core, fullTrace: true });
+        const a = await runSimulation({ seed, events: EVENTS, core, fullTrace: true });
+        const b = await runSimulation({ seed, events: EVENTS, core, fullTrace: true });
         expect(b.summary).toBe(a.summary);
         expect(b.cluster.trace.tail(Infinity)).toEqual(a.cluster.trace.tail(Infinity));
         expect(b.cluster.clients.history).toEqual(a.cluster.clients.history);
       }
     });
 
-    it('reports a violation with the seed, the invariant, node states, a replay command and the trace tail', () => {
+    it('reports a violation with the seed, the invariant, node states, a replay command and the trace tail', async () => {
       const mutant = MUTANTS.find((m) => m.name.startsWith('votedFor forgotten'))!;
       let caught: SimViolation | null = null;
       for (let seed = 1; seed <= mutant.maxSeeds && caught === null; seed++) {
         try {
-          runSimulation({ seed, events: EVENTS, core: mutant.core(defaultCore), traceLines: 60 });
+          await runSimulation({ seed, events: EVENTS, core: mutant.core(defaultCore), traceLines: 60 });
         } catch (e) {
           if (!(e instanceof SimViolation)) throw e;
           if (e.invariant !== 'liveness') caught = e;
@@ -62,11 +62,11 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
   });
 
   describe('simulation plug-ins', () => {
-    it('runs a custom state machine and workload with every hook, plus an extra invariant', () => {
+    it('runs a custom state machine and workload with every hook, plus an extra invariant', async () => {
       for (let seed = 1; seed <= 60; seed++) {
         const workload = new CounterWorkload();
         let extraChecks = 0;
-        const r = runSimulation({
+        const r = await runSimulation({
           seed,
           events: EVENTS,
           core,
@@ -105,17 +105,17 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
       for (const mutant of MUTANTS) {
         // Sweep-only mutants need thousands of seeds: node scripts/sim-sweep.mjs --mutant "<name>".
         const run = mutant.sweepOnly && env['SIM_MUTANTS_ALL'] !== '1' ? it.skip : it;
-        run(`catches: ${mutant.name}`, () => {
+        run(`catches: ${mutant.name}`, async () => {
           for (let seed = 1; seed <= mutant.maxSeeds; seed++) {
             try {
-              runSimulation({ seed, events: mutant.events ?? EVENTS, core: mutant.core(defaultCore), profile: mutant.profile, workload: mutant.workload });
+              await runSimulation({ seed, events: mutant.events ?? EVENTS, core: mutant.core(defaultCore), profile: mutant.profile, workload: mutant.workload });
             } catch (e) {
               if (!(e instanceof SimViolation)) throw e;
               // Liveness says nothing about a planted safety bug; and a seed that also fails on the
               // real core is the core's failure, not the mutant's: keep looking.
               if (e.invariant === 'liveness') continue;
               try {
-                runSimulation({ seed, events: mutant.events ?? EVENTS, core: defaultCore, profile: mutant.profile, workload: mutant.workload });
+                await runSimulation({ seed, events: mutant.events ?? EVENTS, core: defaultCore, profile: mutant.profile, workload: mutant.workload });
               } catch (base) {
                 if (base instanceof SimViolation) continue;
                 throw base;

@@ -1,22 +1,12 @@
 // Types shared by the simulator's files: the core API it drives, run options, crash arms, statistics.
-import type { Message, NodeId, ProposeResult, RaftConfig, Ready, RestoredState, Rng, Snapshot, Status } from '../../src/raft/core/types.js';
+import type { NodeId, RaftConfig, RestoredState, Rng } from '../../src/raft/core/types.js';
 import type { SimCluster } from './cluster.js';
 import type { SimProfile } from './profile.js';
 import type { SimWorkload } from './workload.js';
 
-/** The slice of the core's API the simulator drives (so a scratch copy with a planted bug plugs in). */
-export interface RaftCore {
-  tick(): void;
-  step(msg: Message): void;
-  propose(data: Uint8Array): ProposeResult;
-  readIndex(ctx: string): void;
-  transferLeadership(to: NodeId): boolean;
-  hasReady(): boolean;
-  ready(): Ready;
-  advance(rd: Ready): void;
-  compact(index: number, data: Uint8Array): Snapshot | null;
-  status(): Status;
-}
+/** The slice of the core's API the driver uses (a scratch copy with a planted bug plugs in). */
+export type { RaftCore } from '../../src/raft/node.js';
+import type { RaftCore } from '../../src/raft/node.js';
 
 export interface CoreModule {
   Raft: new (cfg: RaftConfig, restored: RestoredState) => RaftCore;

@@ -56,6 +56,9 @@ export interface SimWorkload<M extends StateMachine = StateMachine> {
    *  null = the node refuses it for now (e.g. a new lock leader whose term-start entry has not applied
    *  yet, like the lock service's ensureLeaderReady): the client sees a failure and retries. */
   prepareProposal?(data: Uint8Array, ctx: ProposeContext): Uint8Array | null;
+  /** Optional: node i's own clock at simulation time `now` (default: now plus the node's skew); the
+   *  driver's env.nowMs() reads it. */
+  nodeClock?(nodeIdx: number, now: number): number;
   /** Optional: virtual ms before a client starts its next operation once one completed (default: random
    *  with mean profile.thinkMeanMs; undefined = the default), e.g. a lock client renewing every ttl/3, or
    *  one that stalls past its TTL. */

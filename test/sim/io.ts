@@ -1,0 +1,297 @@
+// One incarnation of a simulated node's I/O, handed to the REAL driver (src/raft/node.ts): its scheduler
+// (virtual time), its storage (a disk that takes time and loses the write in flight on a crash), its
+// peer transport (the simulated network) and its state machine. No loop of its own — the driver's loop
+// runs; this file only carries its effects into the simulation and checks each one as it happens:
+// persist-before-speak on every message sent, the log invariants on every completed write, apply order
+// and content on every applied entry, snapshot and compaction rules. After a crash the incarnation is
+// dead: its timers never fire, its writes never complete, its messages and answers go nowhere.
+import type { Entry, Message, RestoredState, Snapshot } from '../../src/raft/core/types.js';
+import type { Scheduler, TimerHandle } from '../../src/raft/env.js';
+import type { StateMachine as DriverFsm } from '../../src/raft/fsm.js';
+import type { PersistBatch, RaftStorage } from '../../src/raft/storage/types.js';
+import type { PeerSender } from '../../src/raft/transport.js';
+import type { SimCluster } from './cluster.js';
+import { entryHash } from './machine.js';
+import type { SimNode } from './node.js';
+
+export interface Cancellable {
+  cancelled: boolean;
+}
+
+export class NodeIO implements Scheduler, RaftStorage, PeerSender, DriverFsm<unknown> {
+  private readonly inc: number;
+  private booted = false;
+
+  constructor(
+    private readonly sim: SimCluster,
+    private readonly node: SimNode,
+  ) {
+    this.inc = node.incarnation;
+  }
+
+  /** This incarnation is the node's current one and the node is up. */
+  get alive(): boolean {
+    return this.node.up && this.node.incarnation === this.inc;
+  }
+
+  // ------------------------------------------------------------------ Scheduler (virtual time)
+
+  soon(fn: () => void): void {
+    this.sim.schedule(0, { kind: 'call', node: this.node.idx, inc: this.inc, fn, handle: { cancelled: false } });
+  }
+
+  after(delayMs: number, fn: () => void): TimerHandle {
+    const handle: Cancellable = { cancelled: false };
+    this.sim.schedule(delayMs, { kind: 'call', node: this.node.idx, inc: this.inc, fn, handle });
+    return { cancel: () => (handle.cancelled = true) };
+  }
+
+  /** The driver's ticker. The interval is the NODE's tick rate (the 'clock' fault changes it), not the
+   *  configured one: a node whose clock runs slow ticks slowly. */
+  every(_intervalMs: number, fn: () => void): TimerHandle {
+    const handle: Cancellable = { cancelled: false };
+    this.sim.schedule(this.node.tickMs * this.sim.netRng.float(), { kind: 'tick', node: this.node.idx, inc: this.inc, fn, handle });
+    return { cancel: () => (handle.cancelled = true) };
+  }
+
+  // ------------------------------------------------------------------ RaftStorage (the modelled disk)
+
+  load(): Promise<RestoredState | null> {
+    return Promise.resolve(this.node.durable.restoredState());
+  }
+
+  save(batch: PersistBatch): Promise<void> {
+    const node = this.node;
+    if (!this.alive) return new Promise(() => {}); // a dead incarnation's write never completes
+    if (node.inflight !== null) this.sim.fail('driver-serial-writes', node, 'a second write was started while one is in flight');
+    return new Promise<void>((resolve) => {
+      node.inflight = batch;
+      node.finishWrite = resolve;
+      const p = this.sim.profile;
+      const latency = p.diskMinMs + this.sim.diskRng.float() * (p.diskMaxMs - p.diskMinMs);
+      this.sim.schedule(latency, { kind: 'persisted', node: node.idx, inc: this.inc });
+      if (node.arm && node.arm.point === 'mid-persist' && this.armMatches(batch)) {
+        // Crash while the write is in flight: the whole batch is lost (never fsynced).
+        this.sim.schedule(latency * 0.9 * this.sim.diskRng.float(), { kind: 'crash', node: node.idx, inc: this.inc, why: `armed: mid-persist of ${node.arm.filter}` });
+        node.arm = null;
+        this.sim.stats.armedCrashes++;
+      }
+    });
+  }
+
+  /** The 'persisted' event: the write in flight is durable now. */
+  persisted(): void {
+    const node = this.node;
+    const batch = node.inflight;
+    const finish = node.finishWrite;
+    if (!this.alive || batch === null || finish === null) return;
+    node.inflight = null;
+    node.finishWrite = null;
+    this.sim.stats.persists++;
+    this.sim.trace.add(this.sim.now, node.id, 'persisted', batch);
+    this.writeDurable(batch);
+    node.lastPersisted = batch;
+    if (node.arm && node.arm.point === 'after-persist' && this.armMatches(batch)) {
+      this.sim.stats.armedCrashes++;
+      this.sim.crash(node.idx, `armed: after persisting ${node.arm.filter}, before send`);
+      return;
+    }
+    finish();
+  }
+
+  compact(snap: Snapshot): Promise<void> {
+    const node = this.node;
+    if (!this.alive) return new Promise(() => {});
+    if (node.inflight !== null) this.sim.fail('driver-serial-writes', node, 'compaction started while a write is in flight');
+    if (snap.meta.index < node.applied) this.sim.fail('compact', node, `storage asked to keep a snapshot at ${snap.meta.index}, below the applied index ${node.applied}`);
+    const committedTerm = this.sim.facts.committedTermAt(snap.meta.index);
+    if (committedTerm !== undefined && snap.meta.term !== committedTerm) {
+      this.sim.fail('compact', node, `snapshot at ${snap.meta.index} has term ${snap.meta.term}, committed entry has term ${committedTerm}`);
+    }
+    node.durable.compact(snap);
+    this.sim.stats.compactions++;
+    this.sim.trace.add(this.sim.now, node.id, 'compact', `${snap.meta.index}/t${snap.meta.term} ${snap.data.length}B`);
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  private armMatches(batch: PersistBatch): boolean {
+    const arm = this.node.arm!;
+    if (arm.filter === 'any') return true;
+    if (arm.filter === 'entries') return batch.entries.length > 0;
+    const hs = batch.hardState;
+    const d = this.node.durable.hardState;
+    return hs !== null && hs.votedFor !== null && (hs.term !== d.term || hs.votedFor !== d.votedFor);
+  }
+
+  /** Apply one completed write to the modelled disk, checking the log invariants on the way. */
+  private writeDurable(batch: PersistBatch): void {
+    const node = this.node;
+    const sim = this.sim;
+    const d = node.durable;
+    const old = d.hardState;
+    if (batch.snapshot) {
+      const s = batch.snapshot.meta;
+      if (s.index < d.snapIndex) sim.fail('snapshot-monotonic', node, `persists snapshot ${s.index} over newer durable snapshot ${d.snapIndex}`);
+      d.installSnapshot(batch.snapshot);
+    }
+    if (batch.entries.length > 0) {
+      const first = batch.entries[0]!.index;
+      if (first > d.lastIndex() + 1) sim.fail('log-contiguity', node, `persists entries from ${first} but the durable log ends at ${d.lastIndex()}`);
+      let k = 0;
+      while (k < batch.entries.length && batch.entries[k]!.index <= d.snapIndex) k++;
+      if (k < batch.entries.length) {
+        const from = batch.entries[k]!.index;
+        // Entries the node already knew committed may be rewritten only with identical ones.
+        const upTo = Math.min(d.lastIndex(), old.commitIndex);
+        for (let i = from; i <= upTo; i++) {
+          const e = batch.entries[k + (i - from)];
+          if (e !== undefined && d.term(i) !== e.term) {
+            sim.fail('committed-truncated', node, `overwrites durable entry ${i}/t${d.term(i)} with ${i}/t${e.term}, but its durable commitIndex is ${old.commitIndex}`);
+          }
+        }
+        d.truncateFrom(from);
+        for (; k < batch.entries.length; k++) {
+          const e = batch.entries[k]!;
+          const prevTerm = d.term(e.index - 1);
+          if (prevTerm === undefined) sim.fail('log-contiguity', node, `entry ${e.index} has no predecessor in the durable log`);
+          sim.check(sim.facts.notePersisted(node.id, e, prevTerm!, entryHash(e)), 'log-matching', node);
+          // Durable entries are immutable; a core that mutates an entry after handing it out throws here.
+          d.append(Object.isFrozen(e) ? e : Object.freeze(e));
+        }
+      }
+    }
+    if (batch.hardState) {
+      const hs = batch.hardState;
+      if (hs.term < old.term) sim.fail('term-monotonic', node, `durable term goes back from ${old.term} to ${hs.term}`);
+      if (hs.term === old.term && old.votedFor !== null && hs.votedFor !== old.votedFor) {
+        sim.fail('one-vote-per-term', node, `durable vote in term ${hs.term} changes from ${old.votedFor} to ${hs.votedFor ?? 'nobody'}`);
+      }
+      if (hs.commitIndex < old.commitIndex) sim.fail('commit-monotonic', node, `durable commitIndex goes back from ${old.commitIndex} to ${hs.commitIndex}`);
+      d.hardState = { ...hs };
+    }
+    if (d.hardState.commitIndex > d.lastIndex()) {
+      sim.fail('commit-in-log', node, `durable commitIndex ${d.hardState.commitIndex} is beyond the durable log (last ${d.lastIndex()})`);
+    }
+  }
+
+  // ------------------------------------------------------------------ PeerSender (the network)
+
+  send(messages: Message[]): void {
+    const node = this.node;
+    if (!this.alive) return;
+    for (const m of messages) {
+      this.checkSpeech(m);
+      this.sim.send(node.idx, m);
+    }
+    const last = node.lastPersisted;
+    if (node.arm && node.arm.point === 'after-send' && messages.length > 0 && last !== null && this.armMatches(last)) {
+      this.sim.stats.armedCrashes++;
+      this.sim.crash(node.idx, `armed: after sending (${node.arm.filter}), before apply`);
+    }
+  }
+
+  /** Persist before you speak (Raft Figure 2): every message must be backed by durable state — checked
+   *  at the moment the driver hands it to the network. */
+  private checkSpeech(m: Message): void {
+    const node = this.node;
+    const sim = this.sim;
+    const hs = node.durable.hardState;
+    const prospective = (m.type === 'RequestVote' || m.type === 'RequestVoteResponse') && m.preVote;
+    if (!prospective && m.term > hs.term) {
+      sim.fail('persist-before-speak', node, `sends ${m.type} in term ${m.term} while its durable term is ${hs.term}`);
+    }
+    if (m.type === 'RequestVoteResponse' && m.granted && !m.preVote) {
+      // Safe when the durable state records this vote, or has moved past that term altogether (the
+      // grant and a newer term can land in one atomic write): either way it can never vote again in it.
+      if (hs.term === m.term && hs.votedFor !== m.to) {
+        sim.fail('persist-before-speak', node, `grants its term-${m.term} vote to ${m.to} but durably voted ${hs.votedFor ?? 'nobody'} in term ${hs.term}`);
+      }
+      if (hs.term < m.term) sim.fail('persist-before-speak', node, `grants its term-${m.term} vote to ${m.to} before that term is durable (durable term ${hs.term})`);
+      sim.check(sim.facts.noteVote(node.id, m.term, m.to), 'one-vote-per-term', node);
+    }
+    // Within the ack's term the node's log only grows past what that leader sent, so the durable log
+    // must cover the ack. (An ack queued in an older term may leave after a newer leader legitimately
+    // truncated those entries: they were durable when acknowledged, and the old term's leader is the
+    // only one that can count the ack.)
+    if (m.type === 'AppendEntriesResponse' && m.success && m.term === hs.term && m.matchIndex > node.durable.lastIndex()) {
+      sim.fail('persist-before-speak', node, `acknowledges entries up to ${m.matchIndex} but only ${node.durable.lastIndex()} are durable`);
+    }
+  }
+
+  // ------------------------------------------------------------------ StateMachine (apply, restore)
+
+  apply(e: Entry): unknown {
+    const node = this.node;
+    const sim = this.sim;
+    if (!this.alive) return undefined;
+    const d = node.durable;
+    if (e.index !== node.applied + 1) sim.fail('apply-order', node, `applied ${node.applied} then got entry ${e.index}/t${e.term}`);
+    if (e.index > d.lastIndex() || (e.index > d.snapIndex && d.term(e.index) !== e.term)) {
+      sim.fail('persist-before-apply', node, `applying ${e.index}/t${e.term} which is not in the durable log (durable last ${d.lastIndex()}, term there ${d.term(e.index)})`);
+    }
+    const hash = entryHash(e);
+    // The leader of this node's term, if it is still up in that term: every entry this node applies
+    // must be in that leader's log exactly (it told us the entry is committed, so a quorum holds it,
+    // and a leader never rewrites its own log within its term).
+    const leader = this.leaderOfMyTerm();
+    if (leader !== null) {
+      const le = leader.durable.entry(e.index);
+      if (le !== undefined && (le.term !== e.term || entryHash(le) !== hash)) {
+        sim.fail('apply-matches-leader', node, `applies ${e.index}/t${e.term}, but its leader ${leader.id} holds ${e.index}/t${le.term}${le.term === e.term ? ' with different data' : ''} — committed beyond what it shares with the leader`);
+      }
+    }
+    sim.check(sim.facts.noteApplied(node.id, e, hash), 'state-machine-safety', node);
+    const result = node.sm.apply(e);
+    node.applied = e.index;
+    sim.check(sim.facts.noteDigest(node.id, e.index, node.sm.digest()), 'replica-digest', node);
+    const wl = sim.workload;
+    if (wl.checkApply) sim.check(wl.checkApply(node.id, e, result, node.sm), 'workload-apply', node);
+    return result;
+  }
+
+  private leaderOfMyTerm(): SimNode | null {
+    const sim = this.sim;
+    const term = this.node.raft.status().term;
+    const lid = sim.facts.leaderOfTerm.get(term);
+    if (lid === undefined) return null;
+    const l = sim.nodes[sim.indexOf(lid)]!;
+    return l !== this.node && l.up && l.raft.status().term === term ? l : null;
+  }
+
+  snapshot(): Uint8Array {
+    return this.node.sm.snapshot();
+  }
+
+  /** At boot: the durable snapshot. Later: a snapshot from the leader, which the driver must have
+   *  persisted (in the write just completed) before it restores it. */
+  restore(data: Uint8Array): void {
+    const node = this.node;
+    const sim = this.sim;
+    if (!this.booted) {
+      this.booted = true;
+      const meta = node.durable.snapshot.meta;
+      node.applied = meta.index;
+      if (meta.index > 0) {
+        node.sm.restore(data);
+        sim.check(sim.facts.noteSnapshotPoint(node.id, meta.index, meta.term), 'snapshot-restore', node);
+        sim.check(sim.facts.noteDigest(node.id, meta.index, node.sm.digest()), 'replica-digest', node);
+      }
+      return;
+    }
+    if (!this.alive) return;
+    const persisted = node.lastPersisted?.snapshot ?? null;
+    if (persisted === null || persisted.data !== data) sim.fail('persist-before-apply', node, 'restores a snapshot that its last completed write did not persist');
+    const s = persisted!.meta;
+    if (s.index < node.applied) sim.fail('applied-monotonic', node, `restoring snapshot ${s.index}/t${s.term} would move applied back from ${node.applied}`);
+    node.sm.restore(data);
+    node.applied = s.index;
+    sim.stats.snapshotsInstalled++;
+    sim.trace.add(sim.now, node.id, 'restore-snapshot', `${s.index}/t${s.term}`);
+    sim.check(sim.facts.noteSnapshotPoint(node.id, s.index, s.term), 'snapshot-restore', node);
+    sim.check(sim.facts.noteDigest(node.id, s.index, node.sm.digest()), 'replica-digest', node);
+  }
+}
