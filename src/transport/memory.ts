@@ -1,13 +1,16 @@
 // An in-process transport for driver-level tests: nodes in one process exchange messages through a hub
-// that can drop links (partition) and delay delivery. The seeded simulator in test/sim drives the pure
-// core directly; this hub exercises the real driver (timers, async storage) end to end.
+// that can drop links (partition) and delay delivery. Delivery goes through a Scheduler, so a test that
+// runs the drivers on virtual time (test/unit/node) runs the hub on it too.
 import type { Message, NodeId } from '../raft/core/types.js';
+import { realScheduler, type Scheduler } from '../raft/env.js';
 import type { PeerSender } from '../raft/transport.js';
 
 export class MemoryHub {
   private receivers = new Map<NodeId, (m: Message) => void>();
   private blocked = new Set<string>();
   delayMs = 0;
+
+  constructor(private readonly scheduler: Scheduler = realScheduler) {}
 
   register(id: NodeId, receive: (m: Message) => void): PeerSender {
     this.receivers.set(id, receive);
@@ -38,8 +41,8 @@ export class MemoryHub {
         if (this.blocked.has(`${m.from}>${m.to}`)) return;
         this.receivers.get(m.to)?.(m);
       };
-      if (this.delayMs > 0) setTimeout(fire, this.delayMs).unref?.();
-      else setImmediate(fire);
+      if (this.delayMs > 0) this.scheduler.after(this.delayMs, fire);
+      else this.scheduler.soon(fire);
     }
   }
 }

@@ -1,11 +1,13 @@
-// The real driver (timers, async storage, the persist -> send -> apply -> advance loop) on an
-// in-process hub. Waits on conditions with deadlines; no fixed sleeps.
-import { afterEach, describe, expect, it } from 'vitest';
-import { RaftNode } from '../../../src/raft/node.js';
-import type { StateMachine } from '../../../src/raft/fsm.js';
+// The real driver (its persist -> send -> apply -> advance loop, proposal and read bookkeeping, deadlines)
+// on an in-process hub, on virtual time (virtual-env.ts): deterministic, no real timers, no sleeps.
+import { describe, expect, it } from 'vitest';
 import type { Entry } from '../../../src/raft/core/types.js';
+import { NodeStoppedError, NotLeaderError, ProposalTimeoutError, ReadTimeoutError } from '../../../src/raft/errors.js';
+import type { StateMachine } from '../../../src/raft/fsm.js';
+import { RaftNode } from '../../../src/raft/node.js';
 import { MemoryStorage } from '../../../src/raft/storage/memory.js';
 import { MemoryHub } from '../../../src/transport/memory.js';
+import { VirtualEnv } from './virtual-env.js';
 
 class ListMachine implements StateMachine<number> {
   values: string[] = [];
@@ -21,88 +23,123 @@ class ListMachine implements StateMachine<number> {
   }
 }
 
-async function waitFor<T>(what: string, fn: () => T | undefined | false, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 const enc = (s: string) => new TextEncoder().encode(s);
 
-describe('RaftNode driver', () => {
-  const started: RaftNode<number>[] = [];
-  afterEach(async () => {
-    for (const n of started.splice(0)) await n.stop();
-  });
+/** A promise's outcome, readable synchronously while virtual time runs. */
+function track<T>(p: Promise<T>): { settled: boolean; value?: T; error?: unknown } {
+  const t: { settled: boolean; value?: T; error?: unknown } = { settled: false };
+  p.then(
+    (value) => Object.assign(t, { settled: true, value }),
+    (error: unknown) => Object.assign(t, { settled: true, error }),
+  );
+  return t;
+}
 
-  async function cluster(ids: string[], hub: MemoryHub, storages: Map<string, MemoryStorage>, fsms: Map<string, ListMachine>) {
-    const nodes = new Map<string, RaftNode<number>>();
-    for (const id of ids) await startOne(id, ids, hub, storages, fsms, nodes);
-    return nodes;
+class TestCluster {
+  readonly time = new VirtualEnv(7);
+  readonly hub = new MemoryHub(this.time);
+  readonly storages = new Map<string, MemoryStorage>();
+  readonly fsms = new Map<string, ListMachine>();
+  readonly nodes = new Map<string, RaftNode<number>>();
+
+  constructor(readonly ids: string[]) {}
+
+  async start(): Promise<this> {
+    for (const id of this.ids) await this.startOne(id);
+    return this;
   }
 
-  async function startOne(
-    id: string,
-    ids: string[],
-    hub: MemoryHub,
-    storages: Map<string, MemoryStorage>,
-    fsms: Map<string, ListMachine>,
-    nodes: Map<string, RaftNode<number>>,
-  ) {
-    if (!storages.has(id)) storages.set(id, new MemoryStorage());
+  async startOne(id: string): Promise<RaftNode<number>> {
+    if (!this.storages.has(id)) this.storages.set(id, new MemoryStorage());
     const fsm = new ListMachine();
-    fsms.set(id, fsm);
+    this.fsms.set(id, fsm);
     let node: RaftNode<number> | null = null;
-    const transport = hub.register(id, (m) => node?.receive(m));
-    node = await RaftNode.start({ id, voters: ids, storage: storages.get(id)!, transport, fsm, tickMs: 5, snapshotEvery: 20 });
-    nodes.set(id, node);
-    started.push(node);
+    const transport = this.hub.register(id, (m) => node?.receive(m));
+    node = await RaftNode.start({ id, voters: this.ids, storage: this.storages.get(id)!, transport, fsm, tickMs: 5, snapshotEvery: 20, env: this.time.env() });
+    this.nodes.set(id, node);
     return node;
   }
 
+  async leader(among = [...this.nodes.values()]): Promise<RaftNode<number>> {
+    await this.time.runUntil('a leader', () => among.some((n) => n.isLeader()));
+    return among.find((n) => n.isLeader())!;
+  }
+
+  async settle<T>(p: Promise<T>, withinMs = 5_000): Promise<{ value?: T; error?: unknown }> {
+    const t = track(p);
+    await this.time.runUntil('the call settling', () => t.settled, withinMs);
+    return t;
+  }
+}
+
+describe('RaftNode driver on virtual time', () => {
   it('elects a leader, replicates proposals, serves linearizable reads, compacts, and survives a leader failure', async () => {
-    const ids = ['n1', 'n2', 'n3'];
-    const hub = new MemoryHub();
-    const storages = new Map<string, MemoryStorage>();
-    const fsms = new Map<string, ListMachine>();
-    const nodes = await cluster(ids, hub, storages, fsms);
-    const leader = await waitFor('a leader', () => [...nodes.values()].find((n) => n.isLeader()));
+    const c = await new TestCluster(['n1', 'n2', 'n3']).start();
+    const leader = await c.leader();
+    const proposals = Array.from({ length: 50 }, (_, i) => track(leader.propose(enc(`v${i}`), 2000)));
+    await c.time.runUntil('50 proposals applied', () => proposals.every((p) => p.settled));
+    expect(proposals.map((p) => p.error)).toEqual(new Array(50).fill(undefined));
+    expect(proposals.map((p) => p.value!.result).sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+    const read = await c.settle(leader.readBarrier(2000));
+    expect(read.value).toBeGreaterThanOrEqual(proposals[49]!.value!.index);
+    await c.time.runUntil('followers to apply', () => [...c.fsms.values()].every((f) => f.values.length === 50));
 
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => leader.propose(enc(`v${i}`), 2000)));
-    expect(results.map((r) => r.result).sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
-    const idx = await leader.readBarrier(2000);
-    expect(idx).toBeGreaterThanOrEqual(results[results.length - 1]!.index);
-    await waitFor('followers to apply', () => [...fsms.values()].every((f) => f.values.length === 50));
-
-    // Kill the leader (drop it from the hub), elect another, keep writing.
-    hub.isolate(leader.id);
+    // Kill the leader (cut it off and stop it), elect another, keep writing.
+    c.hub.isolate(leader.id);
     await leader.stop();
-    const survivors = [...nodes.values()].filter((n) => n !== leader);
-    const next = await waitFor('a new leader', () => survivors.find((n) => n.isLeader()), 10_000);
-    await next.propose(enc('after'), 2000);
+    const survivors = [...c.nodes.values()].filter((n) => n !== leader);
+    const next = await c.leader(survivors);
+    expect((await c.settle(next.propose(enc('after'), 2000))).value?.result).toBe(51);
     // Restart the old leader from its durable storage: it catches up (by snapshot or log).
-    hub.heal();
-    hub.unregister(leader.id);
-    nodes.delete(leader.id);
-    await startOne(leader.id, ids, hub, storages, fsms, nodes);
-    await waitFor('restarted node to catch up', () => fsms.get(leader.id)!.values.length === 51, 10_000);
-    expect(fsms.get(leader.id)!.values).toEqual(fsms.get(next.id)!.values);
+    c.hub.heal();
+    c.hub.unregister(leader.id);
+    c.nodes.delete(leader.id);
+    await c.startOne(leader.id);
+    await c.time.runUntil('the restarted node to catch up', () => c.fsms.get(leader.id)!.values.length === 51);
+    expect(c.fsms.get(leader.id)!.values).toEqual(c.fsms.get(next.id)!.values);
   });
 
-  it('a follower forwards reads to the leader; a minority node cannot confirm a read', async () => {
-    const ids = ['a', 'b', 'c'];
-    const hub = new MemoryHub();
-    const nodes = await cluster(ids, hub, new Map(), new Map());
-    const leader = await waitFor('a leader', () => [...nodes.values()].find((n) => n.isLeader()));
-    await leader.propose(enc('x'), 2000);
-    const follower = [...nodes.values()].find((n) => n !== leader)!;
-    await waitFor('follower to know the leader', () => follower.leaderId === leader.id);
-    await expect(follower.readBarrier(2000)).resolves.toBeGreaterThan(0);
-    hub.isolate(follower.id);
-    await expect(follower.readBarrier(300)).rejects.toThrow();
+  it('a follower forwards reads to the leader; a node cut off from the leader cannot confirm one (ReadTimeoutError)', async () => {
+    const c = await new TestCluster(['a', 'b', 'c']).start();
+    const leader = await c.leader();
+    await c.settle(leader.propose(enc('x'), 2000));
+    const follower = [...c.nodes.values()].find((n) => n !== leader)!;
+    await c.time.runUntil('the follower to know the leader', () => follower.leaderId === leader.id);
+    expect((await c.settle(follower.readBarrier(2000))).value).toBeGreaterThan(0);
+    c.hub.isolate(follower.id);
+    const cut = await c.settle(follower.readBarrier(30));
+    expect(cut.error).toBeInstanceOf(ReadTimeoutError);
+  });
+
+  it('a follower refuses a proposal with NotLeaderError naming the leader', async () => {
+    const c = await new TestCluster(['a', 'b', 'c']).start();
+    const leader = await c.leader();
+    const follower = [...c.nodes.values()].find((n) => n !== leader)!;
+    await c.time.runUntil('the follower to know the leader', () => follower.leaderId === leader.id);
+    const r = await c.settle(follower.propose(enc('x'), 2000));
+    expect(r.error).toBeInstanceOf(NotLeaderError);
+    expect((r.error as NotLeaderError).leaderId).toBe(leader.id);
+  });
+
+  it('a proposal a cut-off leader cannot commit rejects with ProposalTimeoutError at its deadline (outcome unknown)', async () => {
+    const c = await new TestCluster(['a', 'b', 'c']).start();
+    const leader = await c.leader();
+    c.hub.isolate(leader.id);
+    const t0 = c.time.nowMs;
+    const r = await c.settle(leader.propose(enc('lost?'), 40));
+    expect(r.error).toBeInstanceOf(ProposalTimeoutError);
+    expect(c.time.nowMs - t0).toBeGreaterThanOrEqual(40);
+  });
+
+  it('stop() fails what is still pending with NodeStoppedError and refuses new calls', async () => {
+    const c = await new TestCluster(['a', 'b', 'c']).start();
+    const leader = await c.leader();
+    c.hub.isolate(leader.id);
+    const pending = track(leader.propose(enc('pending'), 60_000));
+    await c.time.advance(5);
+    await leader.stop();
+    await c.time.runUntil('the pending proposal to fail', () => pending.settled);
+    expect(pending.error).toBeInstanceOf(NodeStoppedError);
+    expect((await c.settle(leader.propose(enc('after stop'), 100))).error).toBeInstanceOf(NodeStoppedError);
   });
 });
