@@ -99,6 +99,7 @@ export class ClientDriver {
     // No answer in time: the outcome is unknown. Try again elsewhere (same bytes for a write).
     a.settled = true;
     this.sim.trace.add(this.sim.now, '', `client${c.id} timeout`, `op${a.op.id} attempt${a.id} at n${a.node + 1}`);
+    this.sim.workload.cancel?.(a);
     c.guess = this.rng.int(this.sim.nodes.length);
     this.retry(c, 0);
   }
@@ -140,7 +141,8 @@ export class ClientDriver {
     };
     c.attempt = a;
     this.sim.schedule(this.clientDelay(), { kind: 'request', node: a.node, attempt: a });
-    this.sim.schedule(this.sim.profile.clientTimeoutMs, { kind: 'client', client: c.id, token: a.id });
+    const timeoutMs = this.sim.workload.attemptTimeoutMs?.(op) ?? this.sim.profile.clientTimeoutMs;
+    this.sim.schedule(timeoutMs, { kind: 'client', client: c.id, token: a.id });
   }
 
   private retry(c: Client, backoffMs: number): void {
@@ -174,7 +176,8 @@ export class ClientDriver {
           ackedAt: sim.now,
           result,
         };
-        if (sim.facts.committedTermAt(a.index) !== a.term || sim.facts.committedHashAt(a.index) !== a.hash) {
+        // index 0: answered without a new entry (a replay, a leader's own decision): nothing to match.
+        if (a.index !== 0 && (sim.facts.committedTermAt(a.index) !== a.term || sim.facts.committedHashAt(a.index) !== a.hash)) {
           throw sim.violation('acked-committed', `client${c.id} op${op.id} acknowledged at ${a.index}/t${a.term}, but the committed entry there is t${sim.facts.committedTermAt(a.index)}`);
         }
         this.acks.push(ack);
@@ -220,6 +223,20 @@ export class ClientDriver {
     const inc = node.incarnation;
     const alive = () => node.up && node.incarnation === inc;
     const op = a.op;
+    if (sim.workload.serve) {
+      sim.workload.serve(node, a, (o) => {
+        if (!alive()) return;
+        if (o.outcome === 'ok') {
+          a.proposed = op.data;
+          a.index = o.index ?? 0;
+          a.term = a.index === 0 ? 0 : (sim.facts.committedTermAt(a.index) ?? -1);
+          // The entry must hold this op's command (the server may re-stamp it: compare what it decodes to).
+          a.hash = a.index === 0 ? 0 : (sim.facts.committedHashAt(a.index) ?? -1);
+        }
+        this.respond(a, o.outcome, o.hint ?? -1, o.result);
+      });
+      return;
+    }
     const timeoutMs = sim.profile.clientTimeoutMs;
     if (op.kind === 'write') {
       let data = op.data;

@@ -39,7 +39,7 @@ export const defaultCore: CoreModule = { Raft, defaultRaftConfig };
 
 type SimEvent = Timed &
   (
-    | { kind: 'tick'; node: number; inc: number; fn: () => void; handle: Cancellable }
+    | { kind: 'tick'; node: number; inc: number; fn: () => void; handle: Cancellable; intervalMs: number }
     | { kind: 'call'; node: number; inc: number; fn: () => void; handle: Cancellable }
     | { kind: 'deliver'; msg: Message; from: number; to: number; dup: boolean }
     | { kind: 'persisted'; node: number; inc: number }
@@ -51,6 +51,7 @@ type SimEvent = Timed &
     | { kind: 'request'; node: number; attempt: Attempt }
     | { kind: 'response'; attempt: Attempt; outcome: 'ok' | 'redirect' | 'failed' | 'unknown'; hint: number; result: unknown }
     | { kind: 'check' }
+    | { kind: 'later'; fn: () => void }
   );
 
 /** Let every promise continuation queued so far run (setImmediate runs after the microtask queue). */
@@ -157,7 +158,7 @@ export class SimCluster {
       storage: io,
       transport: io,
       fsm: io,
-      tickMs: node.tickMs,
+      tickMs: node.baseTickMs,
       snapshotEvery: this.profile.snapshotEvery,
       raft: this.profile.raft,
       env: { nowMs: () => this.nodeNow(node), scheduler: io, rng: node.coreRng },
@@ -179,6 +180,7 @@ export class SimCluster {
         const st = node.raft.status();
         node.lastTerm = st.term;
         node.lastCommit = st.commitIndex;
+        this.workload.nodeStarted?.(node);
       },
       (err: unknown) => {
         node.booting = false;
@@ -207,6 +209,7 @@ export class SimCluster {
     node.arm = null;
     node.leaderSince = -1;
     this.clients.nodeCrashed(node);
+    this.workload.nodeCrashed?.(node);
     this.stats.crashes++;
   }
 
@@ -298,8 +301,8 @@ export class SimCluster {
         const node = this.nodes[ev.node]!;
         if (!node.up || node.incarnation !== ev.inc || ev.handle.cancelled) return;
         ev.fn();
-        if (this.workload.leaderProposals) this.leaderProposals(node, 'tick');
-        this.schedule(node.tickMs * (0.95 + 0.1 * this.netRng.float()), ev);
+        if (this.workload.leaderProposals && ev.intervalMs === node.baseTickMs) this.leaderProposals(node, 'tick');
+        this.schedule(ev.intervalMs * (node.tickMs / node.baseTickMs) * (0.95 + 0.1 * this.netRng.float()), ev);
         this.touchedBy = node;
         this.cause = TICK;
         return;
@@ -364,7 +367,16 @@ export class SimCluster {
       case 'check':
         this.liveness.check();
         return;
+      case 'later':
+        ev.fn();
+        return;
     }
+  }
+
+  /** Run `fn` after `delayMs` of virtual time (a message the workload models itself, e.g. a forwarded
+   *  client call); `fn` checks whatever liveness it depends on. */
+  later(delayMs: number, fn: () => void): void {
+    this.schedule(delayMs, { kind: 'later', fn });
   }
 
   /** Let the workload's driver logic propose its own entries on a leader (see SimWorkload). */

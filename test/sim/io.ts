@@ -46,11 +46,12 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, DriverFsm<unk
     return { cancel: () => (handle.cancelled = true) };
   }
 
-  /** The driver's ticker. The interval is the NODE's tick rate (the 'clock' fault changes it), not the
-   *  configured one: a node whose clock runs slow ticks slowly. */
-  every(_intervalMs: number, fn: () => void): TimerHandle {
+  /** A periodic timer (the driver's ticker, the lock service's housekeeping). It runs at the NODE's rate:
+   *  the 'clock' fault changes node.tickMs, and a node whose clock runs slow ticks slowly. */
+  every(intervalMs: number, fn: () => void): TimerHandle {
     const handle: Cancellable = { cancelled: false };
-    this.sim.schedule(this.node.tickMs * this.sim.netRng.float(), { kind: 'tick', node: this.node.idx, inc: this.inc, fn, handle });
+    const rate = this.node.tickMs / this.node.baseTickMs;
+    this.sim.schedule(intervalMs * rate * this.sim.netRng.float(), { kind: 'tick', node: this.node.idx, inc: this.inc, fn, handle, intervalMs });
     return { cancel: () => (handle.cancelled = true) };
   }
 

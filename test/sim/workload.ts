@@ -5,6 +5,17 @@
 import type { Entry, NodeId } from '../../src/raft/core/types.js';
 import { ValueSetMachine, decodeValueId, encodeValue, type StateMachine } from './machine.js';
 import type { SimRng } from './rng.js';
+import type { Attempt, ClientOp } from './clients.js';
+import type { SimNode } from './node.js';
+
+/** A served operation's outcome. `index` is the log entry whose result this is, 0 when the server answered
+ *  without a new entry (a replay or a leader's own decision). */
+export interface ServeOutcome {
+  outcome: 'ok' | 'redirect' | 'failed' | 'unknown';
+  hint?: number;
+  result?: unknown;
+  index?: number;
+}
 
 /** A write the client saw applied, at (index, term), on the leader it proposed to. */
 export interface Ack {
@@ -56,6 +67,18 @@ export interface SimWorkload<M extends StateMachine = StateMachine> {
    *  null = the node refuses it for now (e.g. a new lock leader whose term-start entry has not applied
    *  yet, like the lock service's ensureLeaderReady): the client sees a failure and retries. */
   prepareProposal?(data: Uint8Array, ctx: ProposeContext): Uint8Array | null;
+  /** Optional: serve a client operation at `node` in place of the default (propose its bytes / a read
+   *  barrier on the driver) — e.g. through the real lock service, forwarding to the leader as a simulated
+   *  hop. Call `reply` at most once (never, if the node or the answer is lost); a dead node's reply is
+   *  dropped by the harness. */
+  serve?(node: SimNode, attempt: Attempt, reply: (outcome: ServeOutcome) => void): void;
+  /** Optional: the client gave up on `attempt` (its own timeout): tell the server, which may drop a waiter. */
+  cancel?(attempt: Attempt): void;
+  /** Optional: how long a client waits for one attempt of `op` (default profile.clientTimeoutMs). */
+  attemptTimeoutMs?(op: ClientOp): number | undefined;
+  /** Optional: a node's driver is up (a new incarnation) / went down. */
+  nodeStarted?(node: SimNode): void;
+  nodeCrashed?(node: SimNode): void;
   /** Optional: node i's own clock at simulation time `now` (default: now plus the node's skew); the
    *  driver's env.nowMs() reads it. */
   nodeClock?(nodeIdx: number, now: number): number;
