@@ -35,7 +35,7 @@ import { WaitQueues, type ParkedRefusal, type Waiter } from './wait-queues.js';
 
 /** Why a proposal was made, so its outcome reaches the right place. */
 type Purpose =
-  | { kind: 'termStart' }
+  | { kind: 'termStart'; term: number }
   | { kind: 'client'; callId: CallId }
   | { kind: 'grant'; waiter: Waiter }
   | HousekeepingProposal;
@@ -141,7 +141,7 @@ export class LockLeader {
 
   private maybeProposeTermStart(): void {
     if (!this.gate.needsTermStart) return;
-    const id = this.propose({ type: 'termStart', timeMs: 0 }, { kind: 'termStart' }, this.cfg.termStartTimeoutMs);
+    const id = this.propose({ type: 'termStart', timeMs: 0 }, { kind: 'termStart', term: this.gate.term }, this.cfg.termStartTimeoutMs);
     this.gate.termStartProposed(id);
   }
 
@@ -379,8 +379,9 @@ export class LockLeader {
     this.proposals.delete(id);
     switch (purpose.kind) {
       case 'termStart':
-        // Normally the applied event got here first; this covers a driver that reports only outcomes.
-        if (result?.type === 'termStart') this.onApplied(this.gate.term, result);
+        // Normally the applied event got here first; this covers a driver that reports only outcomes. A
+        // proposal's outcome is reported only when it applied in the term it was proposed in.
+        if (result?.type === 'termStart') this.onApplied(purpose.term, result);
         break;
       case 'client':
         if (result === null) this.fail(purpose.callId, internal('a lock command applied without a result'));
