@@ -159,7 +159,8 @@ describe('lock leader: FIFO waiters', () => {
     const rig = new LeaderRig().ready();
     const h = rig.hold('k', 'h');
     const a = rig.acquire('k', 'a', { waitMs: 5000 });
-    rig.release('k', 'h', h.token); // proposed after a's acquire: applies after its refusal
+    rig.release('k', 'h', h.token); // proposed after a's acquire: applies right after its refusal
+    rig.commitBatch(); // both apply in one batch: the release's applied event comes before a's outcome
     rig.commitAll();
     expect(rig.acquired(a).acquired).toBe(true);
   });

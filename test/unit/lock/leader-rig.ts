@@ -96,6 +96,19 @@ export class LeaderRig {
     this.step({ type: 'proposalApplied', proposalId: p!.proposalId, index, result });
   }
 
+  /** Commit the `count` oldest pending proposals as one batch, as the driver applies one Ready: every
+   *  applied event first, then the proposals' outcomes (promise callbacks run after the apply loop). */
+  commitBatch(count = this.pending.length): void {
+    const batch = this.pending.splice(0, count);
+    const outcomes = batch.map((p) => {
+      const index = this.machine.appliedIndex + 1;
+      const result = this.machine.apply(index, this.term, encodeCommand(p.command));
+      this.step({ type: 'applied', index, term: this.term, result });
+      return { proposalId: p.proposalId, index, result };
+    });
+    for (const o of outcomes) this.step({ type: 'proposalApplied', ...o });
+  }
+
   /** Commit pending proposals in order, including those the commits cause, up to `limit`. */
   commitAll(limit = 1000): void {
     for (let i = 0; this.pending.length > 0; i++) {
