@@ -37,6 +37,9 @@ async function grantOrder(key: string, via: string): Promise<Grant[]> {
   const waiters = new EndpointPool({ endpoints: [c.endpoint(via)], attemptTimeoutMs: 90_000 });
   const control = new EndpointPool({ endpoints: [c.endpoint(leader)], attemptTimeoutMs: 5000 });
   try {
+    // Warm the path first (through a follower: its forwarding channel to the leader), so the waiters
+    // arrive 1 ms apart rather than in one burst once a connection comes up.
+    await waiters.call('Get', { key }, Date.now() + 5000, undefined, false);
     const holder = await control.call<AcquireResponse>('Acquire', { key, owner: 'holder', ttl_ms: '60000', request_id: `${key}-holder` }, Date.now() + 5000, undefined, false);
     expect(holder.acquired).toBe(true);
     const grants: Grant[] = [];
