@@ -51,6 +51,8 @@ export class LockLeader {
   private readonly reads = new Map<CallId, string>();
   private nextProposalId = 1;
   private nowMs = 0;
+  /** No waiter's deadline is before this: ticks in between skip the scan of every queue. */
+  private nextWaitDeadlineMs = Infinity;
   private out: LeaderCommand[] = [];
 
   /** `state` returns the applied lock machine (read-only); it is called anew each time, because a
@@ -170,8 +172,19 @@ export class LockLeader {
 
   private onTick(): void {
     for (const held of this.gate.takeDue(this.nowMs)) this.fail(held.callId, unavailable(STILL_STARTING));
+    if (this.nowMs >= this.nextWaitDeadlineMs) this.waitDeadlines();
+    if (!this.gate.ready) return;
+    this.housekeeping.run(this.state(), this.nowMs, (command, purpose) => this.propose(command, purpose, this.cfg.proposalTimeoutMs));
+  }
+
+  private waitDeadlines(): void {
+    this.nextWaitDeadlineMs = Infinity;
     for (const w of this.queues.waiters()) {
-      if (w.deadlineMs > this.nowMs || w.expired || this.queues.call(w.callId) !== w) continue;
+      if (this.queues.call(w.callId) !== w || w.expired) continue;
+      if (w.deadlineMs > this.nowMs) {
+        this.nextWaitDeadlineMs = Math.min(this.nextWaitDeadlineMs, w.deadlineMs);
+        continue;
+      }
       if (w.granting) {
         w.expired = true; // the acquire in flight decides: a grant is real even past the deadline
         continue;
@@ -180,8 +193,6 @@ export class LockLeader {
       this.answer(w.callId, this.refuseHere(w.req));
       this.afterHeadChange(w.req.key);
     }
-    if (!this.gate.ready) return;
-    this.housekeeping.run(this.state(), this.nowMs, (command, purpose) => this.propose(command, purpose, this.cfg.proposalTimeoutMs));
   }
 
   // ------------------------------------------------------------------ client calls
@@ -259,6 +270,7 @@ export class LockLeader {
   private enqueue(callId: CallId, req: ValidAcquire, granting: boolean): Waiter {
     const w: Waiter = { callId, req, deadlineMs: this.nowMs + req.waitMs, granting, expired: false, cancelled: false };
     this.queues.push(w);
+    this.nextWaitDeadlineMs = Math.min(this.nextWaitDeadlineMs, w.deadlineMs);
     this.out.push({ type: 'wakeAt', atMs: w.deadlineMs });
     return w;
   }
