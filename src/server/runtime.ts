@@ -5,18 +5,20 @@ import * as grpc from '@grpc/grpc-js';
 import { pino, type Logger } from 'pino';
 import type { ClusterConfig, NodeConfig } from '../config/types.js';
 import { RaftNode } from '../raft/node.js';
+import { realEnv, type NodeEnv } from '../raft/env.js';
+import type { LockResult } from '../lock/types.js';
 import { LevelStorage } from '../raft/storage/leveldb.js';
 import { PeerTransport } from '../transport/grpc.js';
 import { RaftClient } from '../transport/proto.js';
 import type { Message } from '../raft/core/types.js';
 import { LockFsm } from './lock-fsm.js';
-import { LockService, type LockNode } from './lock-service.js';
+import { LockService } from './lock-service.js';
 import { ClientApi } from './grpc-server.js';
 
 export interface RunningNode {
   id: string;
   address: string;
-  node: LockNode;
+  node: RaftNode<LockResult | null>;
   service: LockService;
   logger: Logger;
   /** Hand over leadership if we lead, then stop. */
@@ -24,8 +26,9 @@ export interface RunningNode {
 }
 
 export interface StartOptions {
-  /** Leader clock for stamping (tests skew it). Default Date.now. */
-  clock?: () => number;
+  /** Clock, timers and rng of this node: the Raft driver and the lock service share it. Default realEnv()
+   *  (a monotonic clock anchored once to the wall clock, so an NTP step cannot move stamps). */
+  env?: NodeEnv;
   logger?: Logger;
 }
 
@@ -35,8 +38,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   const logger = options.logger ?? pino({ level: config.log.level, base: { pid: process.pid } });
   // Stamps come from a monotonic clock anchored to the wall clock once at start: an NTP step while we
   // lead must not make leases look older (and expire early) or younger than they are.
-  const wallAtStart = Date.now() - performance.now();
-  const clock = options.clock ?? (() => Math.floor(wallAtStart + performance.now()));
+  const env = options.env ?? realEnv();
 
   const storage = await LevelStorage.open(self.dataDir);
   const fsm = new LockFsm({ dedupWindowMs: config.lock.dedupWindowMs });
@@ -50,7 +52,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     traceMessages: logger.isLevelEnabled('debug'),
   });
 
-  let node: LockNode | null = null;
+  let node: RaftNode<LockResult | null> | null = null;
   const server = new grpc.Server({
     'grpc.max_receive_message_length': config.limits.maxMessageBytes,
     'grpc.max_send_message_length': config.limits.maxMessageBytes,
@@ -76,6 +78,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       snapshotChunkBytes: config.raft.snapshotChunkBytes,
     },
     logger,
+    env,
   });
   const liveNode = node;
   liveNode.on('fatal', () => {
@@ -84,7 +87,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   });
 
   const service = new LockService(liveNode, fsm, {
-    clock,
+    env,
     housekeepingMs: Math.max(10, Math.floor(config.raft.tickMs / 2)),
     checkpointIdleMs: config.lock.checkpointIdleMs,
     defaultTimeoutMs: 5000,
@@ -138,7 +141,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
 }
 
 /** Transfer leadership to the most caught-up follower and wait (bounded) until it takes over. */
-async function handOver(node: LockNode, timeoutMs: number, logger: Logger): Promise<void> {
+async function handOver(node: RaftNode<LockResult | null>, timeoutMs: number, logger: Logger): Promise<void> {
   let best: { id: string; match: number } | null = null;
   for (const [peer, pr] of node.progress()) {
     if (peer === node.id) continue;

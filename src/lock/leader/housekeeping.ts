@@ -1,0 +1,64 @@
+// The leader's own proposals beyond client commands: proactive expiry and idle checkpoints.
+// - Expiry: an `expire {key, token}` for every lease past its deadline by the leader's now, so waiters
+//   proceed without polling and dead locks do not pile up. A lease stays in expiredLeases() until its
+//   expire applies, so what is in flight is remembered: one proposal per lease.
+// - Checkpoint: when leases exist and nothing was proposed for checkpointIdleMs, a checkpoint records
+//   elapsed log time, so a chain of short terms cannot freeze a dead lease (LEASES.md). At most one in
+//   flight: a leader that cannot commit must not pile them up in its log (lock simulation, seed 439).
+import type { LockCommand } from '../commands.js';
+import type { ExpireResult } from '../types.js';
+import type { LockStateView, ProposalId } from './types.js';
+
+export type HousekeepingProposal = { kind: 'expire'; leaseId: string } | { kind: 'checkpoint' };
+
+export class Housekeeping {
+  /** `${key}#${token}` -> the proposal expiring it. */
+  private readonly expiring = new Map<string, ProposalId>();
+  private checkpoint: ProposalId | null = null;
+  /** Stamp of the last proposal this node made as leader (any kind). */
+  lastProposalAtMs = 0;
+
+  constructor(
+    private readonly checkpointIdleMs: number,
+    private readonly expireBatch: number,
+  ) {}
+
+  get expiringCount(): number {
+    return this.expiring.size;
+  }
+
+  get checkpointInFlight(): boolean {
+    return this.checkpoint !== null;
+  }
+
+  /** What to propose now; `propose` stamps and sends each command and returns its id. */
+  run(state: LockStateView, nowMs: number, propose: (command: LockCommand, purpose: HousekeepingProposal) => ProposalId): void {
+    for (const due of state.expiredLeases(nowMs, this.expireBatch)) {
+      const leaseId = `${due.key}#${due.token}`;
+      if (this.expiring.has(leaseId)) continue;
+      this.expiring.set(leaseId, propose({ type: 'expire', timeMs: 0, key: due.key, token: due.token }, { kind: 'expire', leaseId }));
+    }
+    if (this.checkpoint === null && state.hasLiveLeases() && nowMs - this.lastProposalAtMs >= this.checkpointIdleMs) {
+      this.checkpoint = propose({ type: 'checkpoint', timeMs: 0 }, { kind: 'checkpoint' });
+    }
+  }
+
+  /** An expire entry applied (ours or a previous leader's): that lease is no longer in flight. */
+  expireApplied(result: ExpireResult): void {
+    this.expiring.delete(`${result.key}#${result.token}`);
+  }
+
+  /** Our housekeeping proposal `id` applied or failed. */
+  settled(id: ProposalId, purpose: HousekeepingProposal): void {
+    if (purpose.kind === 'checkpoint') {
+      if (this.checkpoint === id) this.checkpoint = null;
+    } else if (this.expiring.get(purpose.leaseId) === id) {
+      this.expiring.delete(purpose.leaseId);
+    }
+  }
+
+  /** Leadership ended: a later term proposes again what is still due. */
+  leadershipLost(): void {
+    this.expiring.clear();
+  }
+}

@@ -1,0 +1,19 @@
+// Public surface of the pure lock-leader module (see leader.ts for the rules it implements).
+export { LockLeader } from './leader.js';
+export { RecentRefusals } from './recent-refusals.js';
+export { DEFAULT_LOCK_LEADER_CONFIG } from './types.js';
+export type {
+  CallId,
+  ProposalId,
+  LockStateView,
+  ClientRequest,
+  ClientAnswer,
+  RaftRole,
+  ProposalErrorKind,
+  ProposalError,
+  FailureKind,
+  CallFailure,
+  LeaderEvent,
+  LeaderCommand,
+  LockLeaderConfig,
+} from './types.js';

@@ -1,0 +1,489 @@
+// The lock leader: every decision a leader makes beyond the state machine, as one pure step function.
+// Events in (role changes, applied entries, ticks, client calls, proposal outcomes, cancels), commands
+// out (propose, read barrier, answer, fail, wake me at). Deterministic: the same events give the same
+// commands, so the simulator drives exactly what ships. Rules, each with a test in
+// test/unit/lock/leader-*.test.ts:
+// - term start before stamping (term-gate.ts);
+// - proactive expiry and idle checkpoints (housekeeping.ts);
+// - FIFO waiters per key (wait-queues.ts): a waiter joins its key's queue when its call is handled —
+//   before its first acquire is decided — so arrival order is grant order; the head alone is offered the
+//   lock, with a `queued` acquire, the one kind that may turn its remembered refusal into a grant;
+// - dedup first: a decided request gets its decision back before any queue fast path, and refusals the
+//   leader decides itself are remembered (recent-refusals.ts).
+import type { AcquireCommand, LockCommand } from '../commands.js';
+import type { AcquireResult, LockResult, LockView } from '../types.js';
+import type { ValidAcquire } from '../validate.js';
+import { CALLER_WENT_AWAY, LEADERSHIP_CHANGED, SHUTTING_DOWN, STILL_STARTING, notLeader, proposalFailure, unavailable } from './failures.js';
+import { Housekeeping, type HousekeepingProposal } from './housekeeping.js';
+import { RecentRefusals } from './recent-refusals.js';
+import { TermGate, type HeldCall } from './term-gate.js';
+import {
+  DEFAULT_LOCK_LEADER_CONFIG,
+  type CallFailure,
+  type CallId,
+  type ClientAnswer,
+  type ClientRequest,
+  type LeaderCommand,
+  type LeaderEvent,
+  type LockLeaderConfig,
+  type LockStateView,
+  type ProposalError,
+  type ProposalId,
+  type RaftRole,
+} from './types.js';
+import { WaitQueues, type ParkedRefusal, type Waiter } from './wait-queues.js';
+
+/** Why a proposal was made, so its outcome reaches the right place. */
+type Purpose =
+  | { kind: 'termStart'; term: number }
+  | { kind: 'client'; callId: CallId }
+  | { kind: 'grant'; waiter: Waiter }
+  | HousekeepingProposal;
+
+export class LockLeader {
+  private readonly cfg: LockLeaderConfig;
+  private readonly gate = new TermGate();
+  private readonly queues = new WaitQueues();
+  private readonly housekeeping: Housekeeping;
+  private readonly refusals: RecentRefusals;
+  private readonly proposals = new Map<ProposalId, Purpose>();
+  /** Calls waiting on their read barrier, with the key they read. */
+  private readonly reads = new Map<CallId, string>();
+  private nextProposalId = 1;
+  private nowMs = 0;
+  /** No waiter's deadline is before this: ticks in between skip the scan of every queue. */
+  private nextWaitDeadlineMs = Infinity;
+  private out: LeaderCommand[] = [];
+
+  /** `state` returns the applied lock machine (read-only); it is called anew each time, because a
+   *  snapshot restore replaces the machine object. */
+  constructor(
+    private readonly state: () => LockStateView,
+    config: Partial<LockLeaderConfig> = {},
+  ) {
+    this.cfg = { ...DEFAULT_LOCK_LEADER_CONFIG, ...config };
+    this.housekeeping = new Housekeeping(this.cfg.checkpointIdleMs, this.cfg.expireBatch);
+    this.refusals = new RecentRefusals(this.cfg.refusalMemoryEntries, this.cfg.refusalMemoryMs);
+  }
+
+  /** Handle one event; returns the commands to carry out, in order. */
+  step(ev: LeaderEvent): LeaderCommand[] {
+    this.nowMs = Math.max(this.nowMs, ev.nowMs);
+    switch (ev.type) {
+      case 'role':
+        this.onRole(ev.role, ev.term, ev.leaderId);
+        break;
+      case 'applied':
+        this.onApplied(ev.term, ev.result);
+        break;
+      case 'tick':
+        this.onTick();
+        break;
+      case 'request':
+        this.onRequest(ev.callId, ev.request, ev.timeoutMs);
+        break;
+      case 'cancel':
+        this.onCancel(ev.callId);
+        break;
+      case 'proposalApplied':
+        this.onProposalApplied(ev.proposalId, ev.result);
+        break;
+      case 'proposalFailed':
+        this.onProposalFailed(ev.proposalId, ev.error);
+        break;
+      case 'readDone':
+        this.onReadDone(ev.callId);
+        break;
+      case 'readFailed':
+        if (this.reads.delete(ev.callId)) this.fail(ev.callId, proposalFailure(ev.error));
+        break;
+      case 'close':
+        this.onClose();
+        break;
+    }
+    const out = this.out;
+    this.out = [];
+    return out;
+  }
+
+  // ------------------------------------------------------------------ introspection (tests, simulator)
+
+  get isReady(): boolean {
+    return this.gate.ready;
+  }
+
+  get waiterCount(): number {
+    return this.queues.size;
+  }
+
+  get proposalsInFlight(): number {
+    return this.proposals.size;
+  }
+
+  // ------------------------------------------------------------------ role and term
+
+  private onRole(role: RaftRole, term: number, leaderId: string | null): void {
+    const wasLeader = this.gate.isLeader;
+    const prevTerm = this.gate.term;
+    this.gate.role = role;
+    this.gate.term = term;
+    this.gate.leaderId = leaderId;
+    if (wasLeader && (!this.gate.isLeader || term !== prevTerm)) {
+      // Waiters live on the leader only. They fail with UNAVAILABLE so the client retries against the
+      // new leader (with the same request_id, so a grant that did commit is not lost).
+      for (const id of this.queues.clear()) this.fail(id, unavailable(LEADERSHIP_CHANGED));
+      this.housekeeping.leadershipLost();
+    }
+    if (!this.gate.isLeader) {
+      for (const held of this.gate.takeAll()) this.fail(held.callId, notLeader(leaderId));
+      return;
+    }
+    this.maybeProposeTermStart();
+  }
+
+  private maybeProposeTermStart(): void {
+    if (!this.gate.needsTermStart) return;
+    const id = this.propose({ type: 'termStart', timeMs: 0 }, { kind: 'termStart', term: this.gate.term }, this.cfg.termStartTimeoutMs);
+    this.gate.termStartProposed(id);
+  }
+
+  private onApplied(entryTerm: number, result: LockResult | null): void {
+    if (!result) return;
+    switch (result.type) {
+      case 'termStart':
+        if (this.gate.termStartApplied(entryTerm)) {
+          this.out.push({ type: 'termStarted', term: entryTerm, leasesExtended: result.leasesExtended, leasesEnded: result.leasesEnded });
+          for (const held of this.gate.takeAll()) this.serve(held);
+        }
+        break;
+      case 'release':
+        if (result.released) this.offerHead(result.key);
+        break;
+      case 'expire':
+        this.housekeeping.expireApplied(result);
+        if (result.expired) this.offerHead(result.key);
+        break;
+      default:
+        break;
+    }
+  }
+
+  // ------------------------------------------------------------------ time
+
+  private onTick(): void {
+    for (const held of this.gate.takeDue(this.nowMs)) this.fail(held.callId, unavailable(STILL_STARTING));
+    if (this.nowMs >= this.nextWaitDeadlineMs) this.waitDeadlines();
+    if (!this.gate.ready) return;
+    this.housekeeping.run(this.state(), this.nowMs, (command, purpose) => this.propose(command, purpose, this.cfg.proposalTimeoutMs));
+  }
+
+  private waitDeadlines(): void {
+    this.nextWaitDeadlineMs = Infinity;
+    for (const w of this.queues.waiters()) {
+      if (this.queues.call(w.callId) !== w || w.expired) continue;
+      if (w.deadlineMs > this.nowMs) {
+        this.nextWaitDeadlineMs = Math.min(this.nextWaitDeadlineMs, w.deadlineMs);
+        continue;
+      }
+      if (w.granting) {
+        w.expired = true; // the acquire in flight decides: a grant is real even past the deadline
+        continue;
+      }
+      this.queues.remove(w);
+      this.answer(w.callId, this.refuseHere(w.req));
+      this.afterHeadChange(w.req.key);
+    }
+  }
+
+  // ------------------------------------------------------------------ client calls
+
+  private onRequest(callId: CallId, request: ClientRequest, timeoutMs: number): void {
+    if (!this.gate.isLeader) {
+      this.fail(callId, notLeader(this.gate.leaderId));
+      return;
+    }
+    if (!this.gate.ready) {
+      const deadlineMs = this.nowMs + Math.min(timeoutMs, this.cfg.termStartWaitMs);
+      this.gate.hold({ callId, request, timeoutMs, deadlineMs });
+      this.out.push({ type: 'wakeAt', atMs: deadlineMs });
+      this.maybeProposeTermStart();
+      return;
+    }
+    this.serve({ callId, request, timeoutMs, deadlineMs: this.nowMs });
+  }
+
+  /** A call on a ready leader, in arrival order. */
+  private serve({ callId, request, timeoutMs }: HeldCall): void {
+    switch (request.op) {
+      case 'acquire':
+        this.acquire(callId, request.req, timeoutMs);
+        break;
+      case 'renew': {
+        const r = request.req;
+        this.proposeFor(callId, { type: 'renew', timeMs: 0, key: r.key, owner: r.owner, token: r.token, ttlMs: r.ttlMs, requestId: r.requestId }, timeoutMs);
+        break;
+      }
+      case 'release': {
+        const r = request.req;
+        this.proposeFor(callId, { type: 'release', timeMs: 0, key: r.key, owner: r.owner, token: r.token, requestId: r.requestId }, timeoutMs);
+        break;
+      }
+      case 'get':
+        this.reads.set(callId, request.key);
+        this.out.push({ type: 'readBarrier', callId, timeoutMs });
+        break;
+    }
+  }
+
+  private acquire(callId: CallId, req: ValidAcquire, timeoutMs: number): void {
+    // A retry (or late duplicate) of a request that was already decided gets that decision back — before
+    // any queue fast path below, or a granted waiter's retry would be told "not acquired".
+    const remembered = this.state().rememberedAcquire(req.owner, req.requestId, req.key);
+    if (remembered?.acquired) {
+      this.answer(callId, { type: 'acquire', index: 0, replayed: true, ...remembered });
+      return;
+    }
+    const answered = this.refusals.get(req.owner, req.requestId, this.nowMs);
+    if (answered) {
+      this.answer(callId, answered);
+      return;
+    }
+    const head = this.queues.head(req.key);
+    if (head) {
+      // Fairness: while others wait for this key, a newcomer queues behind them (or, with wait_ms 0, is
+      // refused) instead of barging in when the lock frees.
+      if (req.waitMs > 0) this.enqueue(callId, req, false);
+      else if (head.granting) this.queues.park({ callId, req, timeoutMs });
+      else this.answer(callId, this.refuseHere(req));
+      return;
+    }
+    if (req.waitMs <= 0) {
+      this.proposeFor(callId, acquireCommand(req, false), timeoutMs);
+      return;
+    }
+    // The first waiter joins the queue now, as its head, with its acquire in flight: anyone arriving
+    // meanwhile queues behind it (before, they queued directly and overtook it).
+    const w = this.enqueue(callId, req, true);
+    this.proposeGrant(w, acquireCommand(req, false), Math.min(timeoutMs, this.cfg.proposalTimeoutMs));
+  }
+
+  private enqueue(callId: CallId, req: ValidAcquire, granting: boolean): Waiter {
+    const w: Waiter = { callId, req, deadlineMs: this.nowMs + req.waitMs, granting, expired: false, cancelled: false };
+    this.queues.push(w);
+    this.nextWaitDeadlineMs = Math.min(this.nextWaitDeadlineMs, w.deadlineMs);
+    this.out.push({ type: 'wakeAt', atMs: w.deadlineMs });
+    return w;
+  }
+
+  private onCancel(callId: CallId): void {
+    if (this.gate.drop(callId)) {
+      this.fail(callId, unavailable(CALLER_WENT_AWAY));
+      return;
+    }
+    const item = this.queues.call(callId);
+    if (!item) return; // an answer is already on its way, or a proposal that cannot be taken back
+    if (isWaiter(item)) {
+      if (item.cancelled) return;
+      if (item.granting) {
+        item.cancelled = true; // stays head until its acquire decides: one acquire per key in flight
+      } else {
+        this.queues.remove(item);
+        this.afterHeadChange(item.req.key);
+      }
+    } else {
+      this.queues.remove(item);
+    }
+    this.fail(callId, unavailable(CALLER_WENT_AWAY));
+  }
+
+  private onReadDone(callId: CallId): void {
+    const key = this.reads.get(callId);
+    if (key === undefined) return;
+    this.reads.delete(callId);
+    this.answer(callId, this.viewAt(key));
+  }
+
+  private onClose(): void {
+    for (const id of this.queues.clear()) this.fail(id, unavailable(SHUTTING_DOWN));
+    for (const held of this.gate.takeAll()) this.fail(held.callId, unavailable(SHUTTING_DOWN));
+  }
+
+  // ------------------------------------------------------------------ the grant protocol
+
+  /** Offer the lock to the head waiter of `key` if it looks free. One acquire per key in flight. */
+  private offerHead(key: string): void {
+    const head = this.queues.head(key);
+    if (!head || head.granting || !this.gate.ready) return;
+    const view = this.viewAt(key);
+    if (view.held && view.owner !== head.req.owner) return;
+    // `queued`: the one kind of acquire that may turn this request's remembered refusal into a grant.
+    this.proposeGrant(head, acquireCommand(head.req, true), this.cfg.proposalTimeoutMs);
+  }
+
+  private proposeGrant(w: Waiter, command: AcquireCommand, timeoutMs: number): void {
+    w.granting = true;
+    this.propose(command, { kind: 'grant', waiter: w }, timeoutMs);
+  }
+
+  private grantDecided(w: Waiter, result: LockResult | null): void {
+    if (this.queues.call(w.callId) !== w) return; // gone: leadership changed or the node is closing
+    w.granting = false;
+    const answer = (a: ClientAnswer | CallFailure): void => {
+      this.queues.remove(w);
+      if (!w.cancelled) {
+        if ('kind' in a) this.fail(w.callId, a);
+        else this.answer(w.callId, a);
+      }
+    };
+    if (result === null || result.type !== 'acquire') {
+      answer(result?.type === 'error' ? { kind: 'rejected', message: result.message, leaderId: null } : internal('an acquire applied without an acquire result'));
+    } else if (result.acquired) {
+      answer(result); // granted even if its deadline passed meanwhile: the grant is real
+    } else if (w.cancelled || w.expired || w.deadlineMs <= this.nowMs) {
+      // Decided by the log, answered by us: remembered here too, so a late duplicate replays it.
+      if (!w.cancelled) this.refusals.set(w.req.owner, w.req.requestId, result, this.nowMs);
+      answer(result);
+    }
+    // else: refused, still held by someone else; it stays head and the next release/expire wakes it.
+    this.afterHeadChange(w.req.key);
+  }
+
+  private grantFailed(w: Waiter, error: ProposalError): void {
+    if (this.queues.call(w.callId) !== w) return;
+    w.granting = false;
+    this.queues.remove(w);
+    if (!w.cancelled) this.fail(w.callId, proposalFailure(error));
+    this.afterHeadChange(w.req.key);
+  }
+
+  /** The head of `key` was decided, left, or may now be offered the lock: first answer the wait_ms 0
+   *  calls parked behind the decision, then offer the lock to whoever is head now. The re-check also
+   *  catches a release that applied while the head's acquire was in flight. */
+  private afterHeadChange(key: string): void {
+    for (const p of this.queues.takeParked(key)) this.decideParked(p);
+    this.offerHead(key);
+  }
+
+  private decideParked(p: ParkedRefusal): void {
+    if (this.queues.has(p.req.key)) this.answer(p.callId, this.refuseHere(p.req));
+    else this.acquire(p.callId, p.req, p.timeoutMs); // the queue emptied: judged like any newcomer
+  }
+
+  // ------------------------------------------------------------------ proposals
+
+  private proposeFor(callId: CallId, command: LockCommand, timeoutMs: number): void {
+    this.propose(command, { kind: 'client', callId }, timeoutMs);
+  }
+
+  /** Stamp `command` with the leader's now and ask the adapter to propose it. */
+  private propose(command: LockCommand, purpose: Purpose, timeoutMs: number): ProposalId {
+    const proposalId = this.nextProposalId++;
+    const stamped = { ...command, timeMs: this.nowMs } as LockCommand;
+    this.housekeeping.lastProposalAtMs = stamped.timeMs;
+    this.proposals.set(proposalId, purpose);
+    this.out.push({ type: 'propose', proposalId, command: stamped, timeoutMs });
+    return proposalId;
+  }
+
+  private onProposalApplied(id: ProposalId, result: LockResult | null): void {
+    const purpose = this.proposals.get(id);
+    if (!purpose) return;
+    this.proposals.delete(id);
+    switch (purpose.kind) {
+      case 'termStart':
+        // Normally the applied event got here first; this covers a driver that reports only outcomes. A
+        // proposal's outcome is reported only when it applied in the term it was proposed in.
+        if (result?.type === 'termStart') this.onApplied(purpose.term, result);
+        break;
+      case 'client':
+        if (result === null) this.fail(purpose.callId, internal('a lock command applied without a result'));
+        else if (result.type === 'error') this.fail(purpose.callId, { kind: 'rejected', message: result.message, leaderId: null });
+        else this.answer(purpose.callId, result as ClientAnswer);
+        break;
+      case 'grant':
+        this.grantDecided(purpose.waiter, result);
+        break;
+      case 'expire':
+      case 'checkpoint':
+        this.housekeeping.settled(id, purpose);
+        break;
+    }
+  }
+
+  private onProposalFailed(id: ProposalId, error: ProposalError): void {
+    const purpose = this.proposals.get(id);
+    if (!purpose) return;
+    this.proposals.delete(id);
+    switch (purpose.kind) {
+      case 'termStart':
+        for (const held of this.gate.termStartFailed(id)) this.fail(held.callId, unavailable(STILL_STARTING));
+        break;
+      case 'client':
+        this.fail(purpose.callId, proposalFailure(error));
+        break;
+      case 'grant':
+        this.grantFailed(purpose.waiter, error);
+        break;
+      case 'expire':
+      case 'checkpoint':
+        this.housekeeping.settled(id, purpose);
+        break;
+    }
+  }
+
+  // ------------------------------------------------------------------ answers
+
+  private answer(callId: CallId, result: ClientAnswer): void {
+    this.out.push({ type: 'answer', callId, result });
+  }
+
+  private fail(callId: CallId, error: CallFailure): void {
+    this.out.push({ type: 'fail', callId, error });
+  }
+
+  /** A refusal decided here on the leader (not by a log entry): remembered, so a late duplicate of the
+   *  same request is not queued or granted after its caller was told "not acquired". Leader-local and
+   *  bounded; across a leader change the replicated dedup table still covers refusals that went through
+   *  the log. */
+  private refuseHere(req: ValidAcquire): AcquireResult {
+    const v = this.viewAt(req.key);
+    const refusal: AcquireResult = {
+      type: 'acquire',
+      index: 0,
+      replayed: false,
+      acquired: false,
+      token: 0n,
+      ttlMs: 0,
+      expiresAtMs: 0,
+      holderOwner: v.held ? v.owner : '',
+      holderTtlMs: v.held ? v.ttlMs : 0,
+    };
+    this.refusals.set(req.owner, req.requestId, refusal, this.nowMs);
+    return refusal;
+  }
+
+  /** The lock state of `key` judged at the leader's now: its clock, but never behind the log's time. A
+   *  lease past its deadline is reported free (its expire entry is on its way). */
+  private viewAt(key: string): LockView {
+    const state = this.state();
+    const nowMs = Math.max(state.nowMs, this.nowMs);
+    const v = state.get(key);
+    if (!v.held) return v;
+    if (v.expiresAtMs <= nowMs) return { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: v.lastToken };
+    return { ...v, ttlMs: v.expiresAtMs - nowMs };
+  }
+}
+
+function acquireCommand(req: ValidAcquire, queued: boolean): AcquireCommand {
+  const cmd: AcquireCommand = { type: 'acquire', timeMs: 0, key: req.key, owner: req.owner, ttlMs: req.ttlMs, requestId: req.requestId };
+  if (queued) cmd.queued = true;
+  return cmd;
+}
+
+function isWaiter(item: Waiter | ParkedRefusal): item is Waiter {
+  return 'deadlineMs' in item;
+}
+
+function internal(message: string): CallFailure {
+  return { kind: 'internal', message: `internal: ${message}`, leaderId: null };
+}

@@ -1,0 +1,130 @@
+// The lock leader's inputs and outputs. The module (leader.ts) is a pure, deterministic step function:
+// events in, commands out. Time arrives only as `nowMs` on events; nothing here owns a timer, a promise
+// or a Raft node. The adapter (src/server/lock-service.ts) turns node events and client calls into events,
+// and carries the commands out: proposals through Raft, answers to callers, wake-ups on its scheduler.
+import type { LockCommand } from '../commands.js';
+import type { AcquireOutcome, AcquireResult, DueLease, LockResult, LockView, ReleaseResult, RenewResult } from '../types.js';
+import type { ValidAcquire, ValidRelease, ValidRenew } from '../validate.js';
+
+/** The adapter's handle for one client call (opaque to the module, unique while the call is open). */
+export type CallId = number;
+/** The module's handle for one proposal it asked for; the adapter reports its outcome under this id. */
+export type ProposalId = number;
+
+/** What the leader reads of the applied lock state. Passed as a getter: a snapshot restore replaces the
+ *  machine object wholesale (`fsm.machine`), so a saved reference would go stale. */
+export interface LockStateView {
+  /** The machine's log time (max of every applied stamp). */
+  readonly nowMs: number;
+  get(key: string): LockView;
+  rememberedAcquire(owner: string, requestId: string, key: string): AcquireOutcome | null;
+  expiredLeases(nowMs: number, limit: number): DueLease[];
+  hasLiveLeases(): boolean;
+}
+
+export type ClientRequest =
+  | { op: 'acquire'; req: ValidAcquire }
+  | { op: 'renew'; req: ValidRenew }
+  | { op: 'release'; req: ValidRelease }
+  | { op: 'get'; key: string };
+
+export type ClientAnswer = AcquireResult | RenewResult | ReleaseResult | LockView;
+
+export type RaftRole = 'leader' | 'follower' | 'candidate' | 'pre-candidate';
+
+/** Why a proposal or read barrier did not produce a result (the driver's errors, by kind). */
+export type ProposalErrorKind =
+  /** This node is not (or no longer) the leader; `leaderId` names the new one when known. */
+  | 'not-leader'
+  /** No result within its timeout: the outcome is UNKNOWN (the entry may still commit). */
+  | 'timeout'
+  /** The entry was overwritten or covered by a snapshot: it never applied as proposed. */
+  | 'dropped'
+  /** A read barrier was not confirmed in time (a lost ReadIndex message, a dead leader). */
+  | 'read-timeout'
+  /** The node is stopping. */
+  | 'stopped'
+  /** Anything else (a bug). */
+  | 'internal';
+
+export interface ProposalError {
+  kind: ProposalErrorKind;
+  message: string;
+  leaderId?: string | null;
+}
+
+/** What the caller is told when its call fails. `unavailable` maps to gRPC UNAVAILABLE (retry with the
+ *  same request_id; with `leaderId`, a follower may forward there), `rejected` to FAILED_PRECONDITION
+ *  (the state machine refused the command as a whole), `internal` to INTERNAL. */
+export type FailureKind = 'unavailable' | 'rejected' | 'internal';
+
+export interface CallFailure {
+  kind: FailureKind;
+  message: string;
+  leaderId: string | null;
+}
+
+interface At {
+  /** The adapter's clock when the event happened (monotonic ms). The module's only source of time. */
+  nowMs: number;
+}
+
+export type LeaderEvent =
+  /** The node's soft state changed (or, once at start, what it is). */
+  | ({ type: 'role'; role: RaftRole; term: number; leaderId: string | null } & At)
+  /** An entry applied on this node (every entry, ours or not), with the state machine's result. */
+  | ({ type: 'applied'; index: number; term: number; result: LockResult | null } & At)
+  /** Time passed: housekeeping, wait deadlines, term-start waits. */
+  | ({ type: 'tick' } & At)
+  /** A client call arrived. `timeoutMs` bounds the whole call (wait_ms included). */
+  | ({ type: 'request'; callId: CallId; request: ClientRequest; timeoutMs: number } & At)
+  /** The caller went away (gRPC cancel, deadline): a waiter leaves its queue. */
+  | ({ type: 'cancel'; callId: CallId } & At)
+  /** A proposal the module asked for applied here, in the term it was proposed in. */
+  | ({ type: 'proposalApplied'; proposalId: ProposalId; index: number; result: LockResult | null } & At)
+  | ({ type: 'proposalFailed'; proposalId: ProposalId; error: ProposalError } & At)
+  /** A read barrier the module asked for passed (this node has applied everything committed before it). */
+  | ({ type: 'readDone'; callId: CallId } & At)
+  | ({ type: 'readFailed'; callId: CallId; error: ProposalError } & At)
+  /** The node is shutting down: every open call fails. */
+  | ({ type: 'close' } & At);
+
+export type LeaderCommand =
+  /** Propose `command` (already stamped with the leader's time) through Raft; report the outcome as
+   *  proposalApplied / proposalFailed with the same id. */
+  | { type: 'propose'; proposalId: ProposalId; command: LockCommand; timeoutMs: number }
+  /** Run a linearizable read barrier (ReadIndex) for call `callId`; report readDone / readFailed. */
+  | { type: 'readBarrier'; callId: CallId; timeoutMs: number }
+  | { type: 'answer'; callId: CallId; result: ClientAnswer }
+  | { type: 'fail'; callId: CallId; error: CallFailure }
+  /** Send a tick no later than `atMs` (a wait deadline or term-start wait ends then). */
+  | { type: 'wakeAt'; atMs: number }
+  /** Our termStart entry applied: this leader now stamps client commands (for the adapter's log). */
+  | { type: 'termStarted'; term: number; leasesExtended: number; leasesEnded: number };
+
+export interface LockLeaderConfig {
+  /** Propose a checkpoint when leases exist and nothing was proposed for this long (ms). */
+  checkpointIdleMs: number;
+  /** Timeout of the leader's own proposals: expire, checkpoint, the grant offered to a waiter (ms). */
+  proposalTimeoutMs: number;
+  /** Timeout of the termStart proposal (ms). */
+  termStartTimeoutMs: number;
+  /** How long a request arriving before the termStart applied waits for it at most (ms); it also never
+   *  waits longer than its own timeout. Then it fails UNAVAILABLE. */
+  termStartWaitMs: number;
+  /** Expired leases proposed for expiry per tick at most. */
+  expireBatch: number;
+  /** Leader-decided refusals remembered by (owner, request_id): count and age (injected time) bounds. */
+  refusalMemoryEntries: number;
+  refusalMemoryMs: number;
+}
+
+export const DEFAULT_LOCK_LEADER_CONFIG: Readonly<LockLeaderConfig> = Object.freeze({
+  checkpointIdleMs: 1000,
+  proposalTimeoutMs: 5000,
+  termStartTimeoutMs: 5000,
+  termStartWaitMs: 2000,
+  expireBatch: 256,
+  refusalMemoryEntries: 100_000,
+  refusalMemoryMs: 10 * 60_000,
+});

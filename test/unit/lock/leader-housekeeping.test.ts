@@ -1,0 +1,66 @@
+// Lock leader, its own proposals: proactive expiry (waiters proceed without polling) and idle
+// checkpoints (a chain of short terms cannot freeze a dead lease; LEASES.md), never piled up.
+import { describe, expect, it } from 'vitest';
+import { LeaderRig } from './leader-rig.js';
+
+describe('lock leader: expiry and checkpoints', () => {
+  it('an expire is proposed once per lease, again only if that proposal failed', () => {
+    const rig = new LeaderRig().ready();
+    rig.acquire('k', 'a', { ttlMs: 1000 });
+    rig.commitAll();
+    rig.advance(1000);
+    rig.advance(10);
+    rig.advance(10);
+    expect(rig.pendingOf('expire')).toHaveLength(1);
+    rig.failProposal('timeout', rig.pendingOf('expire')[0]!.proposalId);
+    rig.advance(10);
+    expect(rig.pendingOf('expire')).toHaveLength(1);
+    rig.commitAll();
+    rig.advance(10);
+    expect(rig.proposed.filter((p) => p.command.type === 'expire')).toHaveLength(2);
+    expect(rig.machine.leaseCount).toBe(0);
+  });
+
+  it('an applied expire wakes the head waiter', () => {
+    const rig = new LeaderRig().ready();
+    rig.acquire('k', 'h', { ttlMs: 1000 });
+    const a = rig.acquire('k', 'a', { waitMs: 5000 });
+    rig.commitAll();
+    rig.advance(1000);
+    rig.commitAll(); // expire, then a's queued acquire
+    expect(rig.acquired(a).acquired).toBe(true);
+  });
+
+  it('at most one checkpoint in flight', () => {
+    const rig = new LeaderRig({ checkpointIdleMs: 100 }).ready();
+    rig.acquire('k', 'a', { ttlMs: 60_000 });
+    rig.commitAll();
+    for (let i = 0; i < 20; i++) rig.advance(100); // a leader that cannot commit
+    expect(rig.pendingOf('checkpoint')).toHaveLength(1);
+    rig.commitAll();
+    rig.advance(100);
+    expect(rig.pendingOf('checkpoint')).toHaveLength(1); // the next one only after the first settled
+  });
+
+  it('a checkpoint only after checkpointIdleMs without any proposal, and only while leases exist', () => {
+    const rig = new LeaderRig({ checkpointIdleMs: 100 }).ready();
+    rig.advance(500);
+    expect(rig.pendingOf('checkpoint')).toHaveLength(0); // no leases
+    rig.acquire('k', 'a', { ttlMs: 60_000 });
+    rig.commitAll();
+    rig.advance(99);
+    expect(rig.pendingOf('checkpoint')).toHaveLength(0);
+    rig.advance(1);
+    expect(rig.pendingOf('checkpoint')).toHaveLength(1);
+  });
+
+  it('no housekeeping before the termStart applied', () => {
+    const rig = new LeaderRig({ checkpointIdleMs: 100 });
+    rig.ready();
+    rig.acquire('k', 'a', { ttlMs: 100 });
+    rig.commitAll();
+    rig.elect(); // a new term: not ready until its termStart applies
+    rig.advance(1000);
+    expect(rig.pending.map((p) => p.command.type)).toEqual(['termStart']);
+  });
+});
