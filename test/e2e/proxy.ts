@@ -29,6 +29,8 @@ export type ProxyMode = 'pass' | 'block' | 'hold' | 'drop-responses';
 interface Chunk {
   data: Buffer;
   releaseAt: number;
+  /** gRPC calls that begin in this chunk (request HEADERS frames). */
+  requests: number;
 }
 
 /** One direction of one connection: ordered delivery with an optional delay, and a hold switch. */
@@ -41,13 +43,15 @@ class Pipe {
   constructor(
     private readonly out: Socket,
     private readonly delayMs: () => number,
+    /** Called with the number of calls that began in each chunk as it is written on. */
+    private readonly onWritten: (requests: number) => void = () => {},
   ) {}
 
-  push(data: Buffer): void {
+  push(data: Buffer, requests = 0): void {
     // Never overtake an earlier chunk, even if the delay was lowered meanwhile.
     const releaseAt = Math.max(Date.now() + this.delayMs(), this.lastReleaseAt);
     this.lastReleaseAt = releaseAt;
-    this.queue.push({ data, releaseAt });
+    this.queue.push({ data, releaseAt, requests });
     this.drain();
   }
 
@@ -60,7 +64,10 @@ class Pipe {
     const now = Date.now();
     while (this.queue.length > 0 && this.queue[0]!.releaseAt <= now) {
       const c = this.queue.shift()!;
-      if (!this.out.destroyed) this.out.write(c.data);
+      if (!this.out.destroyed) {
+        this.out.write(c.data);
+        this.onWritten(c.requests);
+      }
     }
     if (this.queue.length > 0) this.timer = setTimeout(() => this.drain(), this.queue[0]!.releaseAt - now);
   }
@@ -148,7 +155,8 @@ export class FaultProxy {
   private readonly conns = new Set<Connection>();
   /** Delay (ms) added to each direction in pass mode. */
   delay = { up: 0, down: 0 };
-  readonly stats = { connections: 0, droppedResponses: 0, swallowedChunks: 0 };
+  /** requestsUp: gRPC calls (request HEADERS frames) written on to the server — after any delay or hold. */
+  readonly stats = { connections: 0, droppedResponses: 0, swallowedChunks: 0, requestsUp: 0 };
 
   private constructor(
     private readonly server: Server,
@@ -221,7 +229,7 @@ export class FaultProxy {
     const conn: Connection = {
       client,
       server,
-      up: new Pipe(server, () => this.delay.up),
+      up: new Pipe(server, () => this.delay.up, (requests) => (this.stats.requestsUp += requests)),
       down: new Pipe(client, () => this.delay.down),
       upScanner: new FrameScanner(24),
       downScanner: new FrameScanner(),
@@ -246,7 +254,7 @@ export class FaultProxy {
       // Arm on a request, not on the connection: the HTTP/2 handshake (SETTINGS both ways) must get through,
       // or the client never sends the call at all.
       if (this.modeValue === 'drop-responses' && headers > 0) conn.dropArmed = true;
-      conn.up.push(data);
+      conn.up.push(data, headers);
     });
     server.on('data', (data: Buffer) => {
       const { ends } = conn.downScanner.scan(data);

@@ -1,13 +1,14 @@
 // The hand-written UTF-8 and varint helpers, checked against the platform's TextEncoder/TextDecoder.
 import { describe, expect, it } from 'vitest';
 import { ByteReader, ByteWriter, decodeUtf8, encodeUtf8, utf8ByteLength } from '../../../src/lock/bytes.js';
-import { mulberry32 } from './feed.js';
+import { SimRng } from '../../sim/rng.js';
 
 const UNITS = [0x41, 0x7f, 0x80, 0x7ff, 0x800, 0xfeff, 0xffff, 0xd83d, 0xde00, 0xdbff, 0xdc00, 0x0];
 
 describe('UTF-8 helpers', () => {
   it('encode exactly like TextEncoder and count bytes without allocating (random strings)', () => {
-    const random = mulberry32(3);
+    const rng = new SimRng(3);
+    const random = () => rng.float();
     const encoder = new TextEncoder();
     for (let i = 0; i < 3000; i++) {
       const text = String.fromCharCode(...Array.from({ length: Math.floor(random() * 12) }, () => UNITS[Math.floor(random() * UNITS.length)]!));

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { DeadlineHeap } from '../../../src/lock/deadline-heap.js';
 import { Lease } from '../../../src/lock/lease.js';
-import { mulberry32 } from './feed.js';
+import { SimRng } from '../../sim/rng.js';
 
 function lease(key: string, token: number, deadlineMs: number): Lease {
   return new Lease(key, 'o', token, 100, deadlineMs, 0, 0);
@@ -10,7 +10,8 @@ function lease(key: string, token: number, deadlineMs: number): Lease {
 
 describe('DeadlineHeap', () => {
   it('random push/remove/update/rebuild keeps the invariant and answers due() like a sorted scan', () => {
-    const random = mulberry32(42);
+    const rng = new SimRng(42);
+    const random = () => rng.float();
     const heap = new DeadlineHeap();
     const live: Lease[] = [];
     let token = 0;

@@ -72,15 +72,3 @@ export class Feed {
 export function bigintJson(_key: string, value: unknown): unknown {
   return typeof value === 'bigint' ? `${value}n` : value;
 }
-
-/** mulberry32: a tiny seeded PRNG so property tests replay exactly from their seed. */
-export function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

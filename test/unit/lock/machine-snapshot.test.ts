@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { encodeCommand, LockMachine, SnapshotDecodeError } from '../../../src/lock/index.js';
 import type { LockCommand, LockResult } from '../../../src/lock/index.js';
-import { bigintJson, Feed, mulberry32 } from './feed.js';
+import { SimRng } from '../../sim/rng.js';
+import { bigintJson, Feed } from './feed.js';
 
 describe('snapshot', () => {
   it('round-trips exactly: every field of every lease, free key, dedup record and the epoch', () => {
@@ -106,7 +107,8 @@ describe('snapshot', () => {
     }
     expect(() => LockMachine.restore(Uint8Array.of(...bytes, 0))).toThrow(/trailing/);
     expect(() => LockMachine.restore(Uint8Array.of(1, 2, 3, 4))).toThrow(/magic/);
-    const random = mulberry32(11);
+    const rng = new SimRng(11);
+    const random = () => rng.float();
     for (let i = 0; i < 2000; i++) {
       const corrupt = bytes.slice();
       corrupt[Math.floor(random() * corrupt.length)] ^= 1 << Math.floor(random() * 8);
@@ -139,7 +141,8 @@ interface Entry {
  * plus stale tokens, wrong owners, reused request ids, raft noops and garbage entries.
  */
 function randomLog(seed: number, length: number, termStartRate = 0.03): Entry[] {
-  const random = mulberry32(seed);
+  const rng = new SimRng(seed);
+  const random = () => rng.float();
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const leader = new LockMachine(options); // what the proposing leader knows
   const entries: Entry[] = [];

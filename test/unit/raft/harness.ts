@@ -17,19 +17,7 @@ import type {
   Snapshot,
 } from '../../../src/raft/core/types.js';
 import { bootstrapSnapshot, emptyHardState } from '../../../src/raft/core/types.js';
-
-export function seededRng(seed: number) {
-  let a = seed >>> 0;
-  return {
-    int(n: number): number {
-      a = (a + 0x6d2b79f5) >>> 0;
-      let t = a;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return (((t ^ (t >>> 14)) >>> 0) % n);
-    },
-  };
-}
+import { SimRng } from '../../sim/rng.js';
 
 export const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 export const dec = (b: Uint8Array): string => new TextDecoder().decode(b);
@@ -99,7 +87,7 @@ export class TestNode {
     this.raft = this.make(seed);
   }
   make(seed: number): Raft {
-    const cfg = defaultRaftConfig(this.id, seededRng(seed * 7919 + this.id.charCodeAt(this.id.length - 1)));
+    const cfg = defaultRaftConfig(this.id, new SimRng(seed * 7919 + this.id.charCodeAt(this.id.length - 1)));
     this.tweak?.(cfg);
     return new Raft(cfg, {
       hardState: { ...this.durable.hardState },

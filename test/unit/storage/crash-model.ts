@@ -4,6 +4,7 @@
 // exactly which states a crash may leave behind.
 import { createHash } from 'node:crypto';
 import type { Entry, HardState, Snapshot } from '../../../src/raft/core/types.js';
+import { SimRng } from '../../sim/rng.js';
 
 export const VOTERS = ['n1', 'n2', 'n3'];
 
@@ -102,14 +103,8 @@ function digest(parts: Array<string | Uint8Array>): Uint8Array {
   return new Uint8Array(h.digest());
 }
 
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed from its printed seed. */
+/** Floats in [0, 1) from the tests' one seeded PRNG, so a failing run can be replayed from its printed seed. */
 export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rng = new SimRng(seed);
+  return () => rng.float();
 }

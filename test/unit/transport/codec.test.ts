@@ -11,6 +11,7 @@ import {
   uint64ToWire,
 } from '../../../src/transport/codec.js';
 import { packageDefinition } from '../../../src/transport/proto.js';
+import { SimRng } from '../../sim/rng.js';
 
 // The real serializer grpc-js uses for Raft.Stream requests: fromObject -> encode, decode -> toObject.
 const streamMethod = (packageDefinition['leasehold.v1.Raft'] as Record<string, {
@@ -120,15 +121,8 @@ describe('codec round trip through real protobuf serialization', () => {
   });
 
   it('round-trips 500 seeded random messages exactly', () => {
-    let seed = 0x2545f491;
-    const rnd = (n: number): number => {
-      // mulberry32: deterministic, so a failure reproduces
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = seed;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return (((t ^ (t >>> 14)) >>> 0) % n);
-    };
+    const rng = new SimRng(0x2545f491); // seeded, so a failure reproduces
+    const rnd = (n: number): number => rng.int(n);
     const num = (): number => [0, 1, rnd(1000), rnd(2 ** 31), MAX][rnd(5)]!;
     const kinds: EntryKind[] = ['normal', 'noop', 'config'];
     const blob = (): Uint8Array => Uint8Array.from({ length: rnd(40) }, () => rnd(256));

@@ -1,0 +1,121 @@
+// The layering of ARCHITECTURE.md as lint rules: which parts of src/ may import which. Only imports are
+// checked here; scripts/check-purity.mjs also keeps Date, Math.random, timers and I/O out of the pure layers.
+//
+// no-restricted-imports sees the import specifier as written, not the file it resolves to, so each layer
+// is expanded into one config block per directory depth below its root, with the target directories
+// written as relative specifiers from that depth. Every relative specifier in src/ must be in normal form
+// (no `a/../b`, no `./../b`), or a path could leave a layer without matching.
+import path from 'node:path';
+import { defineConfig } from 'eslint/config';
+import tseslint from 'typescript-eslint';
+
+/** Depths below a layer root the rules are written for; a file deeper than this fails the lint. */
+const MAX_DEPTH = 3;
+
+const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Regex source matching a specifier from `fromDir` that resolves to `target` (a directory or a .ts file). */
+function specifierTo(fromDir, target) {
+  let rel = path.posix.relative(fromDir, target.replace(/\.ts$/, '.js'));
+  if (!rel.startsWith('.')) rel = `./${rel}`;
+  return target.endsWith('.ts') ? `${escape(rel)}$` : `${escape(rel)}(/|$)`;
+}
+
+const nonNormal = {
+  regex: String.raw`(^|/)(?!\.\.(/|$))[^/]+/\.\.?(/|$)`,
+  caseSensitive: true,
+  message: 'write relative imports in normal form (no "a/../b" or "./../b"): the layering rules match specifiers as written.',
+};
+
+/**
+ * Each layer: its root directory and what its imports may reach. `only` lists the directories (or .ts
+ * files) outside the root that it may import; anything else that climbs out of the root is refused.
+ * `never` lists directories it must not import. `packages: false` refuses every bare specifier:
+ * `node:*`, Node built-ins and npm packages alike.
+ */
+const layers = [
+  {
+    root: 'src/raft/core',
+    only: [],
+    packages: false,
+    why: 'the Raft core is pure and self-contained: it imports nothing outside src/raft/core (no Node, no npm packages, no storage, transport, driver, server or client). Time and randomness come in as ticks and an injected Rng.',
+  },
+  {
+    root: 'src/lock',
+    only: ['src/raft/core'],
+    packages: false,
+    why: 'the lock state machine and lock-leader logic are pure: they import only src/lock and the Raft core types (no Node, no npm packages, no storage, transport, driver, server, client, cli, config or fencing). Time comes from leader-stamped entries.',
+  },
+  {
+    root: 'src/client',
+    only: ['src/transport/proto.ts'],
+    packages: true,
+    why: 'the client speaks only the wire contract: besides its own files it may import src/transport/proto.ts (the generated types and wire constants), nothing from server, raft or lock.',
+  },
+  {
+    root: 'src/raft/storage',
+    never: ['src/server', 'src/client', 'src/cli'],
+    packages: true,
+    why: 'storage sits below the server: it never imports server, client or cli.',
+  },
+  {
+    root: 'src/transport',
+    never: ['src/server', 'src/client', 'src/cli'],
+    packages: true,
+    why: 'transport sits below the server: it never imports server, client or cli.',
+  },
+  {
+    root: 'src/server',
+    never: ['src/client'],
+    packages: true,
+    why: 'the server shares only the wire contract (src/transport/proto.ts) with the client: it never imports src/client.',
+  },
+];
+
+function patternsAt(layer, dir, depth) {
+  const patterns = [nonNormal];
+  if (layer.packages === false) {
+    patterns.push({ regex: String.raw`^(?!\.)`, caseSensitive: true, message: layer.why });
+  }
+  if (layer.only) {
+    const allowed = layer.only.map((t) => specifierTo(dir, t));
+    const lookahead = allowed.length > 0 ? `(?!(${allowed.join('|')}))` : '';
+    patterns.push({ regex: `^${lookahead}(\\.\\./){${depth + 1}}`, caseSensitive: true, message: layer.why });
+  }
+  for (const target of layer.never ?? []) {
+    patterns.push({ regex: `^${specifierTo(dir, target)}`, caseSensitive: true, message: layer.why });
+  }
+  return patterns;
+}
+
+const restrict = (patterns) => ({ '@typescript-eslint/no-restricted-imports': ['error', { patterns }] });
+
+function layerBlocks(layer) {
+  const blocks = [];
+  for (let depth = 0; depth <= MAX_DEPTH; depth++) {
+    // Any directory name stands for the nested levels: the specifiers depend only on how deep a file is.
+    const dir = [layer.root, ...Array(depth).fill('nested')].join('/');
+    const files = [`${layer.root}/${'*/'.repeat(depth)}*.ts`];
+    blocks.push({ files, rules: restrict(patternsAt(layer, dir, depth)) });
+  }
+  blocks.push({
+    files: [`${layer.root}/${'*/'.repeat(MAX_DEPTH + 1)}**/*.ts`],
+    rules: restrict([
+      { regex: '.*', message: `nested deeper than the layering rules in eslint.config.js cover (MAX_DEPTH = ${MAX_DEPTH}): raise MAX_DEPTH.` },
+    ]),
+  });
+  return blocks;
+}
+
+export default defineConfig(
+  { ignores: ['dist/**', 'node_modules/**'] },
+  {
+    files: ['src/**/*.ts'],
+    languageOptions: { parser: tseslint.parser },
+    plugins: { '@typescript-eslint': tseslint.plugin },
+    // An eslint-disable comment must not be a way around the layering.
+    linterOptions: { noInlineConfig: true },
+    rules: restrict([nonNormal]),
+  },
+  ...layers.flatMap(layerBlocks),
+);
