@@ -12,7 +12,6 @@ import type { Entry, NodeId, SoftState, Status } from '../raft/core/types.js';
 import type { NodeEnv, TimerHandle } from '../raft/env.js';
 import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from '../raft/errors.js';
 import type { NodeLogger } from '../raft/logger.js';
-import type { LockFsm } from './lock-fsm.js';
 
 /** Maps to gRPC UNAVAILABLE: the caller should retry (same request_id), possibly on another node. */
 export class UnavailableError extends Error {
@@ -48,6 +47,12 @@ export interface LockNode {
   on(event: 'applied', listener: (entry: Entry, result: LockResult | null | undefined) => void): unknown;
 }
 
+/** Where the applied lock state lives (LockFsm in production). Read through on every use: a snapshot
+ *  restore replaces the machine object wholesale. */
+export interface LockStateHolder {
+  readonly machine: LockMachine;
+}
+
 export interface LockServiceOptions {
   /** Clock (stamps, deadlines) and timers; production passes the node's realEnv(). */
   env: NodeEnv;
@@ -79,7 +84,7 @@ export class LockService {
 
   constructor(
     readonly node: LockNode,
-    private readonly fsm: LockFsm,
+    private readonly fsm: LockStateHolder,
     private readonly opts: LockServiceOptions,
   ) {
     this.leader = new LockLeader(() => this.fsm.machine, {
@@ -98,6 +103,16 @@ export class LockService {
   /** The applied lock state (replaced wholesale when a snapshot is installed). */
   get machine(): LockMachine {
     return this.fsm.machine;
+  }
+
+  /** Leader whose termStart entry has applied: it stamps and serves client commands now. */
+  get isReadyLeader(): boolean {
+    return this.leader.isReady;
+  }
+
+  /** See LockLeader.isQueued (introspection for tests and the simulator). */
+  isQueued(key: string, owner: string, requestId: string): boolean {
+    return this.leader.isQueued(key, owner, requestId);
   }
 
   close(): void {
@@ -220,8 +235,13 @@ export class LockService {
       atMs,
       this.opts.env.scheduler.after(delayMs, () => {
         this.wakeups.delete(atMs);
-        // A timer may fire a hair before its time by this clock; the deadline it was set for has come.
-        this.step({ type: 'tick', nowMs: Math.max(this.now(), atMs) });
+        // Timers and the clock are different instruments: a timer may fire before this clock reaches atMs
+        // (early by rounding, or by the clock running slow). Then wait the rest — never hand the leader a
+        // time its clock has not reached: it stamps entries with it, and a stamp from the future makes
+        // every lease look older than it is (found by the lock simulation with a 3% slow clock).
+        const now = this.now();
+        if (now < atMs) this.wakeAt(atMs);
+        else this.step({ type: 'tick', nowMs: now });
       }),
     );
   }

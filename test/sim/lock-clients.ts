@@ -97,6 +97,15 @@ export class LockClients {
     }
   }
 
+  /** The clients' own random stream, for the workload's per-call choices (blocking, giving up). */
+  rngChance(p: number): boolean {
+    return this.rng.chance(p);
+  }
+
+  rngFloat(): number {
+    return this.rng.float();
+  }
+
   trustMs(ttlMs: number): number {
     return clientTrustMs(ttlMs, this.profile.clientSlackMs, this.profile.maxDrift);
   }

@@ -47,17 +47,16 @@ export interface LockProfile {
   clientSlackMs: number;
   /** Chance per operation a client reads the lock (Get through ReadIndex) instead of writing. */
   readRatio: number;
-  /** Leader housekeeping (expire proposals, checkpoints) on: off only in scenario tests. */
-  housekeeping: boolean;
-  /** Housekeeping runs every N leader ticks (the lock service's housekeepingMs). */
+  /** The lock service's housekeepingMs, in ticks of the simulated cluster. */
   housekeepingEveryTicks: number;
+  /** Timeout of the leader's own proposals (expire, checkpoint, a waiter's grant). */
+  leaderProposalTimeoutMs: number;
+  /** Share of acquires that block (wait_ms > 0: FIFO at the leader, for half a TTL to three TTLs). */
+  waitChance: number;
+  /** Share of blocking attempts the client gives up on mid-wait (cancel, then retry the same request_id). */
+  giveUpChance: number;
   /** Chance a holder next wakes up right at the end of its trust window instead of renewing early. */
   lateRenewChance: number;
-  /** Leader checkpoint rule. 'one-in-flight': what src/server/lock-service.ts does — a checkpoint when
-   *  leases exist and nothing was proposed for checkpointIdleMs, and the previous checkpoint has settled.
-   *  'unbounded': the earlier rule (no in-flight check), kept to show the bug the sweep found: behind a slow
-   *  quorum checkpoints pile up faster than they commit (lock-scenarios.test.ts). */
-  checkpointRule: 'unbounded' | 'one-in-flight';
   /** Where a client's trust window starts: 'send' (the SPEC rule) or 'ack' — a planted CLIENT bug (the
    *  window starts when the answer arrives, later than the grant) used to show the real-time checks bite. */
   clientTrustFrom: 'send' | 'ack';
@@ -84,11 +83,12 @@ export function lockProfileFor(seed: number, overrides: Partial<LockProfile> = {
     checkpointIdleMs: r.pick([8, 15, 40]),
     clientSlackMs: 3,
     readRatio: r.pick([0, 0.1, 0.25]),
-    housekeeping: true,
     housekeepingEveryTicks: r.pick([1, 1, 3, 8]),
+    leaderProposalTimeoutMs: r.pick([300, 1000, 5000]),
+    waitChance: r.pick([0, 0.3, 0.6, 0.9]),
+    giveUpChance: r.pick([0, 0.1, 0.3]),
     lateRenewChance: r.pick([0, 0.1, 0.3]),
     faultMeanMs: r.pick([0, 0, 250, 500]),
-    checkpointRule: 'one-in-flight',
     clientTrustFrom: 'send',
     oracleChecksExtension: true,
   };

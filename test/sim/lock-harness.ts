@@ -1,5 +1,5 @@
 // A scripted lock cluster for deterministic scenario tests (lock-scenarios.test.ts): the same simulated
-// cluster of real Raft cores, lock replicas, leader duties, oracle and invariants as the seeded runs, but
+// cluster of real Raft nodes, lock replicas, real lock services, oracle and invariants as the seeded runs, but
 // with a calm network, no nemesis and no random clients. The test decides everything: when time passes,
 // which node crashes, which link is cut, which requests are sent, to which node, and which answers are
 // lost. Clients follow the SPEC's client rules (ACTIVE / LOST / RELEASED, a deadline from the SEND time).
@@ -8,6 +8,7 @@ import { SimCluster, SimViolation, type SimNode, type SimProfile } from './clust
 import { ClockModel, lockProfileFor, type LinearClock, type LockProfile } from './lock-clock.js';
 import { realLockModule, type LockModule } from './lock-module.js';
 import type { SimFencedResource } from './lock-resource.js';
+import { callOf } from './lock-server.js';
 import { LockWorkload, type LockReplica } from './lock-workload.js';
 
 export interface ScenarioOptions {
@@ -47,9 +48,10 @@ export class LockScenario {
       maxDrift: 0,
       dedupWindowMs: 600_000,
       checkpointIdleMs: 50,
-      housekeeping: true,
       housekeepingEveryTicks: 1,
-      checkpointRule: 'one-in-flight',
+      leaderProposalTimeoutMs: 5_000,
+      waitChance: 0,
+      giveUpChance: 0,
       readRatio: 0,
       ...opts.lockProfile,
     });
@@ -123,12 +125,7 @@ export class LockScenario {
   }
 
   currentReadyLeader(): SimNode | null {
-    for (const n of this.sim.nodes) {
-      if (!n.up || n.rn === null) continue;
-      const st = n.raft.status();
-      if (st.role === 'leader' && (n.sm as LockReplica).readyTerm === st.term) return n;
-    }
-    return null;
+    return this.workload.readyLeader();
   }
 
   /** Make node i the leader (leadership transfer), and wait until it is ready. */
@@ -166,14 +163,23 @@ export class LockScenario {
     this.sim.faults.healAll();
   }
 
-  /** Propose a client command at `via` (default: the ready leader), as the lock service would. */
+  /** Send a client command to the lock service of `via` (default: the ready leader). */
   async send(cmd: LockCommand, via?: SimNode): Promise<Sent> {
     const node = via ?? (await this.readyLeader());
-    const data = this.workload.prepareProposal(this.workload.module.encodeCommand(cmd), { node: node.id, nodeNow: 0, term: node.raft.status().term });
-    if (data === null) throw new Error(`scenario: ${node.id} is not ready to take commands`);
+    const service = this.workload.servers.service(node);
+    if (service === null) throw new Error(`scenario: ${node.id} is down`);
+    const call = callOf(cmd, 0);
     const sent: Sent = { node, settled: false, index: 0, result: null, error: null };
-    node.rn!.propose(data, 60_000).then(
-      ({ index, result }) => Object.assign(sent, { settled: true, index, result: result as LockResult }),
+    const p: Promise<LockResult> =
+      call.op === 'acquire'
+        ? service.acquire(call, 60_000)
+        : call.op === 'renew'
+          ? service.renew(call, 60_000)
+          : call.op === 'release'
+            ? service.release(call, 60_000)
+            : Promise.reject(new Error(`scenario: cannot send ${cmd.type}`));
+    p.then(
+      (result) => Object.assign(sent, { settled: true, index: result.index, result }),
       (error: Error) => Object.assign(sent, { settled: true, error }),
     );
     this.sim.touched(node);

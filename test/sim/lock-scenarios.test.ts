@@ -99,9 +99,10 @@ describe('the article failure scenarios, in the simulated cluster', () => {
 
   it('3. renew after the lease ran out is refused and the client is LOST; it recovers with a new acquire', async () => {
     for (const housekeeping of [true, false]) {
-      // With housekeeping the leader has already removed the lease (NOT_HELD); without, it is still there
-      // past its deadline (EXPIRED). Either way: refused.
-      const scn = await new LockScenario({ seed: 103, lockProfile: { housekeeping } }).start();
+      // With housekeeping the leader has already removed the lease (NOT_HELD); when it has not run yet
+      // (a housekeeping period far beyond the test), the lease is still there past its deadline (EXPIRED).
+      // Either way: refused.
+      const scn = await new LockScenario({ seed: 103, lockProfile: { housekeepingEveryTicks: housekeeping ? 1 : 1e7 } }).start();
       const alice = scn.client('alice');
       const first = await alice.acquire('orders', 200);
       expect(alice.state).toBe('ACTIVE');
@@ -375,29 +376,26 @@ describe('the article failure scenarios, in the simulated cluster', () => {
 });
 
 describe('regression: leader checkpoints stay bounded when the leader cannot commit', () => {
-  // The earlier lock-service rule ('unbounded') proposed a checkpoint whenever leases existed and nothing was
-  // PROPOSED for checkpointIdleMs — whether or not the previous checkpoint committed. A leader that cannot
-  // commit (cut off with CheckQuorum off, or behind a quorum slower than checkpointIdleMs) appended them
-  // faster than they commit, without bound. The seeded sweep found it as a liveness failure (seed 439 reached
-  // 150 uncommitted checkpoints). lock-service now keeps one in flight ('one-in-flight').
-  for (const rule of ['unbounded', 'one-in-flight'] as const) {
-    it(`checkpoints from a leader that cannot commit (${rule} rule)`, async () => {
-      const scn = await new LockScenario({ seed: 111, lockProfile: { checkpointRule: rule, checkpointIdleMs: 10 }, profile: { raft: { checkQuorum: false } } }).start();
-      await scn.client('alice').acquire('orders', 60_000);
-      const leader = await scn.readyLeader();
-      const before = leader.raft.status();
-      scn.isolate(leader);
-      await scn.advance(2_000);
-      const st = leader.raft.status();
-      expect(st.role).toBe('leader'); // CheckQuorum off: it never notices
-      const uncommitted = st.lastIndex - st.commitIndex;
-      expect(st.commitIndex).toBe(before.commitIndex);
-      if (rule === 'unbounded') expect(uncommitted).toBeGreaterThan(150); // one every 10 ms, for 2 s
-      else expect(uncommitted).toBeLessThanOrEqual(1);
-      scn.heal();
-      await scn.runUntil(() => scn.converged(), 'recovery after the partition heals');
-    });
-  }
+  // An earlier lock-service rule proposed a checkpoint whenever leases existed and nothing was PROPOSED for
+  // checkpointIdleMs — whether or not the previous checkpoint committed. A leader that cannot commit (cut
+  // off with CheckQuorum off, or behind a quorum slower than checkpointIdleMs) appended them faster than
+  // they commit, without bound (the seeded sweep found it: seed 439 reached 150 uncommitted checkpoints).
+  // The lock leader (src/lock/leader/housekeeping.ts) keeps one in flight; its unit test plants the old
+  // rule. Here the shipped service runs behind a cut-off leader for 2 s with a 10 ms idle period.
+  it('checkpoints from a leader that cannot commit: at most one in flight', async () => {
+    const scn = await new LockScenario({ seed: 111, lockProfile: { checkpointIdleMs: 10 }, profile: { raft: { checkQuorum: false } } }).start();
+    await scn.client('alice').acquire('orders', 60_000);
+    const leader = await scn.readyLeader();
+    const before = leader.raft.status();
+    scn.isolate(leader);
+    await scn.advance(2_000);
+    const st = leader.raft.status();
+    expect(st.role).toBe('leader'); // CheckQuorum off: it never notices
+    expect(st.commitIndex).toBe(before.commitIndex);
+    expect(st.lastIndex - st.commitIndex).toBeLessThanOrEqual(1);
+    scn.heal();
+    await scn.runUntil(() => scn.converged(), 'recovery after the partition heals');
+  });
 });
 
 /** The lock without time (TTLs far longer than the test): what a single serial server would answer. */

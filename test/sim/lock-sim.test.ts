@@ -45,15 +45,19 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
       }
     });
 
-    it('exercises what it claims to: takeovers, leases carried across leader changes, fencing refusals, replays', async () => {
+    it('exercises what it claims to: takeovers, leases carried across leader changes, fencing refusals, replays, FIFO waiters, forwarding, cancels, duplicates', async () => {
       const total: Record<string, number> = {};
       for (let seed = 1; seed <= 60; seed++) {
         const r = await runLockSimulation({ seed, events: EVENTS, module });
-        const stats = { ...r.workload.oracle.stats, ...r.workload.clients.stats, ...r.workload.resource.stats };
+        const w = r.workload;
+        const stats = { ...w.oracle.stats, ...w.clients.stats, ...w.resource.stats, ...w.servers.stats, ...w.servers.checks.stats, ...w.stats };
         for (const [k, v] of Object.entries(stats)) if (Number.isFinite(v)) total[k] = (total[k] ?? 0) + v;
         total['fiveNodeRuns'] = (total['fiveNodeRuns'] ?? 0) + (r.cluster.nodes.length === 5 ? 1 : 0);
       }
-      for (const k of ['acquired', 'takeovers', 'renewed', 'renewExpired', 'released', 'releaseRefused', 'expired', 'replays', 'leasesExtended', 'honestWrites', 'staleRejected', 'staleAccepted', 'pauses', 'supersededUses', 'fiveNodeRuns']) {
+      for (const k of ['acquired', 'takeovers', 'renewed', 'renewExpired', 'released', 'releaseRefused', 'expired', 'replays', 'leasesExtended', 'honestWrites', 'staleRejected', 'staleAccepted', 'pauses', 'supersededUses', 'fiveNodeRuns',
+        // the real lock service: blocking acquires queued FIFO and granted, deadlines and cancels, calls
+        // forwarded by followers (lost, duplicated), linearizable Gets
+        'blockingAcquires', 'shortAttempts', 'queuedGrants', 'fifoChecked', 'refusalAnswers', 'forwarded', 'forwardsLost', 'forwardDuplicates', 'answersLost', 'cancels', 'getsChecked']) {
         expect(total[k], k).toBeGreaterThan(0);
       }
     });

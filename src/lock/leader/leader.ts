@@ -116,6 +116,12 @@ export class LockLeader {
     return this.queues.size;
   }
 
+  /** Whether (owner, request_id) holds a place in `key`'s queue (also a cancelled head whose acquire is
+   *  still in flight: a retry of the same request takes that place back). For tests and the simulator. */
+  isQueued(key: string, owner: string, requestId: string): boolean {
+    return this.queues.waiterFor(key, owner, requestId) !== undefined;
+  }
+
   get proposalsInFlight(): number {
     return this.proposals.size;
   }
@@ -180,7 +186,7 @@ export class LockLeader {
   private waitDeadlines(): void {
     this.nextWaitDeadlineMs = Infinity;
     for (const w of this.queues.waiters()) {
-      if (this.queues.call(w.callId) !== w || w.expired) continue;
+      if (!w.queued || w.expired) continue;
       if (w.deadlineMs > this.nowMs) {
         this.nextWaitDeadlineMs = Math.min(this.nextWaitDeadlineMs, w.deadlineMs);
         continue;
@@ -190,7 +196,8 @@ export class LockLeader {
         continue;
       }
       this.queues.remove(w);
-      this.answer(w.callId, this.refuseHere(w.req));
+      const refusal = this.refuseHere(w.req);
+      for (const id of w.calls) this.answer(id, refusal);
       this.afterHeadChange(w.req.key);
     }
   }
@@ -238,14 +245,14 @@ export class LockLeader {
   private acquire(callId: CallId, req: ValidAcquire, timeoutMs: number): void {
     // A retry (or late duplicate) of a request that was already decided gets that decision back — before
     // any queue fast path below, or a granted waiter's retry would be told "not acquired".
-    const remembered = this.state().rememberedAcquire(req.owner, req.requestId, req.key);
-    if (remembered?.acquired) {
-      this.answer(callId, { type: 'acquire', index: 0, replayed: true, ...remembered });
-      return;
-    }
-    const answered = this.refusals.get(req.owner, req.requestId, this.nowMs);
-    if (answered) {
-      this.answer(callId, answered);
+    if (this.replayDecided(callId, req)) return;
+    // The same request is already waiting (a retry after a lost answer or a cancel that did not arrive, a
+    // late duplicate): it joins that waiter — one place in the queue, one answer for all its calls. A
+    // second waiter would be granted after the first was refused: an orphan lock nobody was told about.
+    const same = this.queues.waiterFor(req.key, req.owner, req.requestId);
+    if (same) {
+      this.queues.attach(same, callId);
+      same.cancelled = false;
       return;
     }
     const head = this.queues.head(req.key);
@@ -268,7 +275,7 @@ export class LockLeader {
   }
 
   private enqueue(callId: CallId, req: ValidAcquire, granting: boolean): Waiter {
-    const w: Waiter = { callId, req, deadlineMs: this.nowMs + req.waitMs, granting, expired: false, cancelled: false };
+    const w: Waiter = { callId, calls: [callId], req, deadlineMs: this.nowMs + req.waitMs, granting, expired: false, cancelled: false, queued: false };
     this.queues.push(w);
     this.nextWaitDeadlineMs = Math.min(this.nextWaitDeadlineMs, w.deadlineMs);
     this.out.push({ type: 'wakeAt', atMs: w.deadlineMs });
@@ -284,6 +291,11 @@ export class LockLeader {
     if (!item) return; // an answer is already on its way, or a proposal that cannot be taken back
     if (isWaiter(item)) {
       if (item.cancelled) return;
+      this.queues.detach(item, callId);
+      if (item.calls.length > 0) {
+        this.fail(callId, unavailable(CALLER_WENT_AWAY)); // others still wait on the same request
+        return;
+      }
       if (item.granting) {
         item.cancelled = true; // stays head until its acquire decides: one acquire per key in flight
       } else {
@@ -326,13 +338,13 @@ export class LockLeader {
   }
 
   private grantDecided(w: Waiter, result: LockResult | null): void {
-    if (this.queues.call(w.callId) !== w) return; // gone: leadership changed or the node is closing
+    if (!w.queued) return; // gone: leadership changed or the node is closing
     w.granting = false;
     const answer = (a: ClientAnswer | CallFailure): void => {
       this.queues.remove(w);
-      if (!w.cancelled) {
-        if ('kind' in a) this.fail(w.callId, a);
-        else this.answer(w.callId, a);
+      for (const id of w.calls) {
+        if ('kind' in a) this.fail(id, a);
+        else this.answer(id, a);
       }
     };
     if (result === null || result.type !== 'acquire') {
@@ -349,10 +361,10 @@ export class LockLeader {
   }
 
   private grantFailed(w: Waiter, error: ProposalError): void {
-    if (this.queues.call(w.callId) !== w) return;
+    if (!w.queued) return;
     w.granting = false;
     this.queues.remove(w);
-    if (!w.cancelled) this.fail(w.callId, proposalFailure(error));
+    for (const id of w.calls) this.fail(id, proposalFailure(error));
     this.afterHeadChange(w.req.key);
   }
 
@@ -364,7 +376,27 @@ export class LockLeader {
     this.offerHead(key);
   }
 
+  /** Answers `callId` with the decision already taken for its request, if any: a grant the log remembers,
+   *  or a refusal this leader answered. */
+  private replayDecided(callId: CallId, req: ValidAcquire): boolean {
+    const remembered = this.state().rememberedAcquire(req.owner, req.requestId, req.key);
+    if (remembered?.acquired) {
+      this.answer(callId, { type: 'acquire', index: 0, replayed: true, ...remembered });
+      return true;
+    }
+    const answered = this.refusals.get(req.owner, req.requestId, this.nowMs);
+    if (answered) {
+      this.answer(callId, answered);
+      return true;
+    }
+    return false;
+  }
+
   private decideParked(p: ParkedRefusal): void {
+    // The same request may have been decided while this call was parked (its own earlier call's acquire
+    // applied): that decision is its answer (found by the lock simulation, seed 377: a retry parked behind
+    // a waiter was refused "held by owner-1" — by its own grant).
+    if (this.replayDecided(p.callId, p.req)) return;
     if (this.queues.has(p.req.key)) this.answer(p.callId, this.refuseHere(p.req));
     else this.acquire(p.callId, p.req, p.timeoutMs); // the queue emptied: judged like any newcomer
   }

@@ -5,7 +5,11 @@ import type { ValidAcquire } from '../validate.js';
 import type { CallId } from './types.js';
 
 export interface Waiter {
+  /** The call that created the waiter (its identity; it may have left since, see `calls`). */
   callId: CallId;
+  /** Every open call waiting on this request: the first, plus duplicates and retries of the same
+   *  (owner, request_id) that arrived while it waited. One request, one place in the queue, one answer. */
+  calls: CallId[];
   req: ValidAcquire;
   /** Arrival time + wait_ms, in the leader's injected time. */
   deadlineMs: number;
@@ -13,9 +17,11 @@ export interface Waiter {
   granting: boolean;
   /** Its wait deadline passed while an acquire for it was in flight: that acquire decides. */
   expired: boolean;
-  /** Its caller went away while an acquire for it was in flight (already failed; kept until the outcome
-   *  so that one acquire per key is in flight at a time). */
+  /** Every caller went away while an acquire for it was in flight (already failed; kept until the
+   *  outcome so that one acquire per key is in flight at a time). */
   cancelled: boolean;
+  /** Still in its key's queue. */
+  queued: boolean;
 }
 
 /** A wait_ms = 0 request that arrived while the head's acquire was in flight: it is refused (no barging),
@@ -52,7 +58,27 @@ export class WaitQueues {
 
   push(w: Waiter): void {
     this.queue(w.req.key).waiters.push(w);
-    this.byCall.set(w.callId, w);
+    w.queued = true;
+    for (const id of w.calls) this.byCall.set(id, w);
+  }
+
+  /** The waiter of the same request (owner and request_id) queued for `key`, if any. */
+  waiterFor(key: string, owner: string, requestId: string): Waiter | undefined {
+    if (requestId === '') return undefined;
+    return this.queues.get(key)?.waiters.find((w) => w.req.owner === owner && w.req.requestId === requestId);
+  }
+
+  /** Another call of the same request joins waiter `w` (it gets w's answer). */
+  attach(w: Waiter, id: CallId): void {
+    w.calls.push(id);
+    this.byCall.set(id, w);
+  }
+
+  /** Call `id` leaves waiter `w` (the waiter stays while other calls wait on it). */
+  detach(w: Waiter, id: CallId): void {
+    const i = w.calls.indexOf(id);
+    if (i >= 0) w.calls.splice(i, 1);
+    if (this.byCall.get(id) === w) this.byCall.delete(id);
   }
 
   park(p: ParkedRefusal): void {
@@ -67,8 +93,14 @@ export class WaitQueues {
 
   /** Removes a waiter or parked refusal; false when it was no longer there. */
   remove(item: Waiter | ParkedRefusal): boolean {
-    if (this.byCall.get(item.callId) !== item) return false;
-    this.byCall.delete(item.callId);
+    if ('deadlineMs' in item) {
+      if (!item.queued) return false;
+      item.queued = false;
+      for (const id of item.calls) if (this.byCall.get(id) === item) this.byCall.delete(id);
+    } else {
+      if (this.byCall.get(item.callId) !== item) return false;
+      this.byCall.delete(item.callId);
+    }
     const q = this.queues.get(item.req.key)!;
     const list: (Waiter | ParkedRefusal)[] = 'deadlineMs' in item ? q.waiters : q.parked;
     list.splice(list.indexOf(item), 1);
@@ -96,7 +128,10 @@ export class WaitQueues {
   clear(): CallId[] {
     const open: CallId[] = [];
     for (const q of this.queues.values()) {
-      for (const w of q.waiters) if (!w.cancelled) open.push(w.callId);
+      for (const w of q.waiters) {
+        w.queued = false;
+        open.push(...w.calls);
+      }
       for (const p of q.parked) open.push(p.callId);
     }
     this.queues.clear();

@@ -75,4 +75,49 @@ describe('lock leader: dedup before any fast path', () => {
     rig.commitAll();
     expect(rig.acquired(rig.acquire('k', 'a', { waitMs: 100, requestId: 'a-1' }))).toMatchObject({ acquired: false, replayed: true });
   });
+
+  // Found by the lock simulation (seed 12): a forwarded call and its duplicate both queued; the first was
+  // refused at its deadline, the second was then granted — an orphan lock its client was told it did not get.
+  it('a duplicate of a waiting request joins it: one place in the queue, one answer for every call', () => {
+    const rig = new LeaderRig().ready();
+    const h = rig.hold('k', 'h');
+    const first = rig.acquire('k', 'x', { waitMs: 200, requestId: 'x-1' });
+    rig.commitAll();
+    rig.advance(5);
+    const dup = rig.acquire('k', 'x', { waitMs: 200, requestId: 'x-1' }); // the same request, a little later
+    expect(rig.leader.waiterCount).toBe(1);
+    rig.advance(195); // the request's wait (counted from its first call) is over
+    expect(rig.acquired(first)).toMatchObject({ acquired: false });
+    expect(rig.acquired(dup)).toMatchObject({ acquired: false });
+    expect(rig.leader.waiterCount).toBe(0);
+    rig.release('k', 'h', h.token);
+    rig.commitAll();
+    expect(rig.machine.get('k').held).toBe(false); // nobody is granted a lock nobody waits for
+  });
+
+  it('a duplicate that joined a waiter gets the grant too; cancelling one call leaves the other waiting', () => {
+    const rig = new LeaderRig().ready();
+    const h = rig.hold('k', 'h');
+    const first = rig.acquire('k', 'x', { waitMs: 5000, requestId: 'x-1' });
+    rig.commitAll();
+    const retry = rig.acquire('k', 'x', { waitMs: 5000, requestId: 'x-1' });
+    rig.cancel(first); // the first call's client went away; its retry still waits
+    expect(rig.leader.waiterCount).toBe(1);
+    rig.release('k', 'h', h.token);
+    rig.commitAll();
+    const got = rig.acquired(retry);
+    expect(got).toMatchObject({ acquired: true });
+    expect(rig.machine.get('k')).toMatchObject({ held: true, owner: 'x', token: got.token });
+  });
+
+  it('a wait_ms 0 retry parked while its own first acquire is in flight gets that grant back, not a refusal', () => {
+    const rig = new LeaderRig().ready();
+    const first = rig.acquire('k', 'x', { requestId: 'x-1' }); // wait_ms 0: a plain acquire, in flight
+    rig.acquire('k', 'w', { waitMs: 5000 }); // a waiter behind it, its own acquire in flight too
+    const retry = rig.acquire('k', 'x', { requestId: 'x-1' }); // parked behind the waiter's decision
+    rig.commitAll();
+    const granted = rig.acquired(first);
+    expect(granted).toMatchObject({ acquired: true });
+    expect(rig.acquired(retry)).toMatchObject({ acquired: true, token: granted.token, replayed: true });
+  });
 });

@@ -1,0 +1,160 @@
+// What the lock service answered, judged as it answers (the simulation's view of every call):
+//  - arrival order is grant order: among waiters for one key that arrived at one leader in one term, a
+//    waiter is never granted while one that arrived before it is still waiting (not answered, not
+//    cancelled, its wait not over) — for waiters arriving directly and through a follower alike;
+//  - a refused acquire never takes effect: once a client RECEIVED "not acquired" for (owner, request_id),
+//    the log never grants that request unless the client itself invoked it again afterwards (a late
+//    duplicate or a still-queued earlier attempt must not turn into an orphan grant). A refusal that never
+//    reached its client (lost answer, crashed server) binds nobody: the client retries and may be granted;
+//  - no grant is ever answered "not acquired": once the log granted (owner, request_id), every answer to
+//    that request (within the dedup window) is that grant, with its token.
+import type { AcquireResult } from '../../src/lock/index.js';
+
+export interface Arrival {
+  seq: number;
+  key: string;
+  requestKey: string;
+  waitMs: number;
+  /** The serving node's clock at arrival (the module's deadlines run on it). */
+  arrivedNodeMs: number;
+  term: number;
+  open: boolean;
+  label: string;
+}
+
+interface Grant {
+  token: bigint;
+  index: number;
+  /** Log time of the granting entry (the dedup window is measured in log time). */
+  logMs: number;
+}
+
+export class LockCallChecks {
+  violation: string | null = null;
+  private seq = 0;
+  /** Open FIFO records by `${node}/${incarnation}/${term}/${key}`. */
+  private readonly arrivals = new Map<string, Arrival[]>();
+  private readonly grants = new Map<string, Grant>();
+  private readonly refusedAnswerAt = new Map<string, number>();
+  /** Log time at the leader when it last answered the request "not acquired". */
+  private readonly refusalLogMs = new Map<string, number>();
+  private readonly lastInvokeAt = new Map<string, number>();
+  readonly stats = { arrivals: 0, queuedGrants: 0, refusalAnswers: 0, fifoChecked: 0 };
+
+  constructor(private readonly dedupWindowMs: number) {}
+
+  static requestKey(owner: string, requestId: string): string {
+    return `${owner}\u0000${requestId}`;
+  }
+
+  /** The client invoked an operation carrying this request (a new op, not a retry of an old one). */
+  invoked(requestKey: string, nowMs: number): void {
+    const prev = this.lastInvokeAt.get(requestKey);
+    if (prev === undefined || nowMs > prev) this.lastInvokeAt.set(requestKey, nowMs);
+  }
+
+  /** An acquire reached the lock service of a node (leader or not: a follower refuses at once). */
+  /** `joins`: the leader already queues this request (asked just before the call reached it). */
+  arrive(scope: string, key: string, requestKey: string, waitMs: number, nodeMs: number, term: number, label: string, joins: boolean): Arrival {
+    const k = `${scope}/${term}/${key}`;
+    let list = this.arrivals.get(k);
+    if (list === undefined) this.arrivals.set(k, (list = []));
+    // A call of a request that holds a place in the queue right now — its earlier call still waits, or was
+    // cancelled while the leader kept its place (a head whose acquire is in flight) — joins that place: it
+    // takes the earlier call's arrival position and wait deadline. Any other retry starts at the back.
+    let prev: Arrival | undefined;
+    for (let i = list.length - 1; i >= 0; i--) {
+      if (list[i]!.requestKey === requestKey) {
+        prev = list[i];
+        break;
+      }
+    }
+    // (An earlier call still open counts too: calls held until the term starts are served in arrival order,
+    // so a later one of the same request joins the first one's waiter.)
+    const inherit = prev !== undefined && (joins || prev.open);
+    const a: Arrival = {
+      seq: inherit ? prev!.seq : ++this.seq,
+      key,
+      requestKey,
+      waitMs: inherit ? prev!.waitMs : waitMs,
+      arrivedNodeMs: inherit ? prev!.arrivedNodeMs : nodeMs,
+      term,
+      open: true,
+      label,
+    };
+    list.push(a);
+    this.stats.arrivals++;
+    return a;
+  }
+
+  /** The call behind `a` ended without a grant (refused, failed, cancelled, or its node died). */
+  close(a: Arrival): void {
+    a.open = false;
+  }
+
+
+  /** Every open arrival of a node incarnation ends (it crashed: nobody is waiting there any more). */
+  closeScope(scope: string): void {
+    for (const [k, list] of this.arrivals) {
+      if (!k.startsWith(`${scope}/`)) continue;
+      for (const a of list) a.open = false;
+      this.arrivals.delete(k);
+    }
+  }
+
+  /** The service answered `a`'s call with `r` at the serving node's clock `nodeMs`, sim time `nowMs`. */
+  answered(scope: string, a: Arrival, r: AcquireResult, nodeMs: number, logMs: number): void {
+    a.open = false;
+    // A replay (the retry of a request the log already granted) is that old grant, not a new one: it takes
+    // nobody's turn.
+    if (r.acquired && !r.replayed) {
+      const list = this.arrivals.get(`${scope}/${a.term}/${a.key}`) ?? [];
+      // A grant that had waiters arriving before it at this leader: the order actually mattered.
+      if (list.some((q) => q.seq < a.seq && q.waitMs > 0 && q.requestKey !== a.requestKey)) this.stats.fifoChecked++;
+      for (const q of list) {
+        if (q === a || q.seq >= a.seq || !q.open || q.waitMs <= 0 || q.requestKey === a.requestKey) continue;
+        // Still waiting by the module's own clock (its deadline tick may be just due: give it 1 ms).
+        if (nodeMs - q.arrivedNodeMs >= q.waitMs - 1) continue;
+        this.fail(`FIFO: ${a.label} (arrival #${a.seq}) was granted ${a.key} with token ${r.token} while ${q.label} (arrival #${q.seq}, earlier, wait ${q.waitMs}ms) still waits at the same leader in term ${a.term}: arrival order must be grant order`);
+        return;
+      }
+      if (a.waitMs > 0 && r.index > 0) this.stats.queuedGrants++;
+    }
+    if (r.acquired) {
+      const g = this.grants.get(a.requestKey);
+      if (g !== undefined && g.token !== r.token && logMs - g.logMs < this.dedupWindowMs) {
+        this.fail(`${a.label} answered acquired with token ${r.token}, but the log granted that request token ${g.token} (entry ${g.index})`);
+      }
+      return;
+    }
+    this.stats.refusalAnswers++;
+    const g = this.grants.get(a.requestKey);
+    if (g !== undefined && logMs - g.logMs < this.dedupWindowMs) {
+      this.fail(`${a.label} answered "not acquired" (holder ${r.holderOwner || '-'}), but the log granted that very request token ${g.token} at entry ${g.index}: a grant must never be answered as a refusal`);
+    }
+    this.refusalLogMs.set(a.requestKey, logMs);
+  }
+
+  /** The client received "not acquired" for this request at sim time `nowMs`. */
+  refusalReceived(requestKey: string, nowMs: number): void {
+    this.refusedAnswerAt.set(requestKey, nowMs);
+  }
+
+  /** The log granted (owner, request_id) at `index` (first judged apply of a non-replayed grant). */
+  granted(requestKey: string, label: string, token: bigint, index: number, logMs: number): void {
+    const prev = this.grants.get(requestKey);
+    // Outside the dedup window (log time) the machine has forgotten the request: a new grant is a new one.
+    if (prev === undefined || logMs - prev.logMs >= this.dedupWindowMs) this.grants.set(requestKey, { token, index, logMs });
+    const refusedAt = this.refusedAnswerAt.get(requestKey);
+    if (refusedAt === undefined) return;
+    const invokedAt = this.lastInvokeAt.get(requestKey) ?? -Infinity;
+    if (invokedAt > refusedAt) return; // the client asked again after the refusal: this grant is its answer
+    const refusalLog = this.refusalLogMs.get(requestKey);
+    if (refusalLog !== undefined && logMs - refusalLog >= this.dedupWindowMs) return; // past the dedup window (documented)
+    this.fail(`a refused acquire took effect: ${label}'s client was told "not acquired" at t=${refusedAt.toFixed(2)}, and entry ${index} granted it token ${token} afterwards without the client asking again (an orphan lock)`);
+  }
+
+  private fail(message: string): void {
+    if (this.violation === null) this.violation = message;
+  }
+}

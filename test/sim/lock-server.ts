@@ -1,0 +1,221 @@
+// The server side of the lock simulation: every simulated node runs the REAL lock service
+// (src/server/lock-service.ts over the pure lock leader, src/lock/leader) on its real RaftNode, with the
+// node's clock and virtual-time scheduler. A client call reaches one node; a follower forwards it once to
+// the leader it knows — like grpc-server.ts — and that hop is a simulated message with its own delay,
+// loss and duplication (a duplicate is a late second copy of the call at the leader). A client that gives
+// up on an attempt cancels it (the cancel reaches the servers after a client delay), which takes a waiter
+// out of its queue. What the services answer is judged as it is answered (lock-calls.ts).
+import type { AcquireResult, LockCommand, LockResult, LockView } from '../../src/lock/index.js';
+import type { LockMachine } from '../../src/lock/machine.js';
+import { silentLogger } from '../../src/raft/logger.js';
+import { LockService, RequestRejectedError, UnavailableError, type LockNode } from '../../src/server/lock-service.js';
+import type { Attempt } from './clients.js';
+import type { SimCluster } from './cluster.js';
+import { LockCallChecks, type Arrival } from './lock-calls.js';
+import type { SimNode } from './node.js';
+import type { ServeOutcome } from './workload.js';
+
+/** A client call as the service takes it. */
+export type LockCall =
+  | { op: 'acquire'; key: string; owner: string; ttlMs: number; requestId: string; waitMs: number }
+  | { op: 'renew'; key: string; owner: string; token: bigint; ttlMs: number; requestId: string }
+  | { op: 'release'; key: string; owner: string; token: bigint; requestId: string }
+  | { op: 'get'; key: string };
+
+export function callOf(cmd: LockCommand, waitMs: number): LockCall {
+  switch (cmd.type) {
+    case 'acquire':
+      return { op: 'acquire', key: cmd.key, owner: cmd.owner, ttlMs: cmd.ttlMs, requestId: cmd.requestId, waitMs };
+    case 'renew':
+      return { op: 'renew', key: cmd.key, owner: cmd.owner, token: cmd.token, ttlMs: cmd.ttlMs, requestId: cmd.requestId };
+    case 'release':
+      return { op: 'release', key: cmd.key, owner: cmd.owner, token: cmd.token, requestId: cmd.requestId };
+    default:
+      throw new Error(`clients do not send ${cmd.type}`);
+  }
+}
+
+export interface LockServerOptions {
+  housekeepingMs: number;
+  checkpointIdleMs: number;
+  /** Timeout of the leader's own proposals (expire, checkpoint, grants to waiters). */
+  leaderProposalTimeoutMs: number;
+  dedupWindowMs: number;
+}
+
+interface Running {
+  service: LockService;
+  inc: number;
+}
+
+export class SimLockServers {
+  private readonly running: (Running | null)[];
+  /** AbortControllers of the calls an attempt opened (its first hop and any forwarded copies). */
+  private readonly aborts = new Map<number, AbortController[]>();
+  readonly checks: LockCallChecks;
+  readonly stats = { calls: 0, forwarded: 0, forwardsLost: 0, forwardDuplicates: 0, answersLost: 0, cancels: 0, unavailable: 0 };
+  violation: string | null = null;
+
+  constructor(
+    private readonly sim: SimCluster,
+    private readonly opts: LockServerOptions,
+    private readonly machineOf: (node: SimNode) => { readonly machine: unknown },
+  ) {
+    this.running = sim.nodes.map(() => null);
+    this.checks = new LockCallChecks(opts.dedupWindowMs);
+  }
+
+  service(node: SimNode): LockService | null {
+    const r = this.running[node.idx];
+    return r !== null && r !== undefined && r.inc === node.incarnation && node.up ? r.service : null;
+  }
+
+  nodeStarted(node: SimNode): void {
+    const sim = this.sim;
+    const service = new LockService(node.rn as unknown as LockNode, this.machineOf(node) as { readonly machine: LockMachine }, {
+      env: { nowMs: () => sim.nodeNow(node), scheduler: node.io!, rng: node.coreRng },
+      housekeepingMs: this.opts.housekeepingMs,
+      checkpointIdleMs: this.opts.checkpointIdleMs,
+      defaultTimeoutMs: this.opts.leaderProposalTimeoutMs,
+      logger: silentLogger,
+    });
+    this.running[node.idx] = { service, inc: node.incarnation };
+  }
+
+  nodeCrashed(node: SimNode): void {
+    // A crash answers nothing: the service object is simply gone with its process.
+    this.running[node.idx] = null;
+    this.checks.closeScope(this.scope(node, node.incarnation - 1));
+  }
+
+  /** A client attempt reached `node`: serve it there, forwarding once to the leader if needed. */
+  serve(node: SimNode, attempt: Attempt, call: LockCall, timeoutMs: number, reply: (o: ServeOutcome) => void): void {
+    let answered = false;
+    const once = (o: ServeOutcome) => {
+      if (answered) return;
+      answered = true;
+      reply(o);
+    };
+    if (call.op === 'acquire') this.checks.invoked(LockCallChecks.requestKey(call.owner, call.requestId), attempt.op.invokedAt);
+    this.callAt(node, attempt, call, timeoutMs, false, once);
+  }
+
+  /** The client gave up on `attempt`: its cancels reach the servers after a client-side delay. */
+  cancel(attempt: Attempt): void {
+    const list = this.aborts.get(attempt.id);
+    if (list === undefined) return;
+    this.aborts.delete(attempt.id);
+    this.stats.cancels++;
+    this.sim.later(0.05 + this.sim.clients.rng.float() * this.sim.profile.clientDelayMaxMs, () => {
+      this.sim.trace.add(this.sim.now, '', 'cancel', `attempt${attempt.id} (${list.length} call(s))`);
+      for (const ac of list) ac.abort();
+    });
+  }
+
+  private scope(node: SimNode, inc: number): string {
+    return `${node.idx}/${inc}`;
+  }
+
+  private callAt(node: SimNode, attempt: Attempt, call: LockCall, timeoutMs: number, forwarded: boolean, reply: (o: ServeOutcome) => void): void {
+    const sim = this.sim;
+    const service = this.service(node);
+    if (service === null) return; // down: the caller's deadline runs out
+    this.stats.calls++;
+    const inc = node.incarnation;
+    const alive = () => node.up && node.incarnation === inc;
+    const ac = new AbortController();
+    let list = this.aborts.get(attempt.id);
+    if (list === undefined) this.aborts.set(attempt.id, (list = []));
+    list.push(ac);
+    const label = `client${attempt.client.id} op${attempt.op.id} attempt${attempt.id}${forwarded ? ' (forwarded)' : ''} at ${node.id}`;
+    let arrival: Arrival | null = null;
+    if (call.op === 'acquire' && node.rn?.isLeader()) {
+      const joins = service.isQueued(call.key, call.owner, call.requestId);
+      arrival = this.checks.arrive(this.scope(node, inc), call.key, LockCallChecks.requestKey(call.owner, call.requestId), call.waitMs, sim.nodeNow(node), node.raft.status().term, label, joins);
+    }
+    sim.trace.add(sim.now, node.id, `call ${call.op}`, `${label}${'requestId' in call ? ` ${call.key} ${call.owner}/${call.requestId}` : ` ${call.key}`}${call.op === 'acquire' ? ` wait=${call.waitMs}` : ''}${arrival !== null ? ` arrival#${arrival.seq}` : ''}`);
+    let p: Promise<LockResult | LockView>;
+    switch (call.op) {
+      case 'acquire':
+        p = service.acquire({ key: call.key, owner: call.owner, ttlMs: call.ttlMs, waitMs: call.waitMs, requestId: call.requestId }, timeoutMs, ac.signal);
+        break;
+      case 'renew':
+        p = service.renew({ key: call.key, owner: call.owner, token: call.token, ttlMs: call.ttlMs, requestId: call.requestId }, timeoutMs);
+        break;
+      case 'release':
+        p = service.release({ key: call.key, owner: call.owner, token: call.token, requestId: call.requestId }, timeoutMs);
+        break;
+      case 'get':
+        p = service.get(call.key, timeoutMs);
+        break;
+    }
+    if (arrival !== null) {
+      const a = arrival;
+      ac.signal.addEventListener('abort', () => this.checks.close(a), { once: true });
+    }
+    p.then(
+      sim.guard((answer: LockResult | LockView) => {
+        if (!alive()) return;
+        sim.trace.add(sim.now, node.id, `answer ${call.op}`, label, answer);
+        if (arrival !== null) {
+          const logMs = (this.machineOf(node).machine as { nowMs: number }).nowMs;
+          this.checks.answered(this.scope(node, inc), arrival, answer as AcquireResult, sim.nodeNow(node), logMs);
+        }
+        const index = 'type' in answer ? answer.index : 0;
+        reply({ outcome: 'ok', result: answer, index });
+      }),
+      sim.guard((err: unknown) => {
+        if (arrival !== null) this.checks.close(arrival);
+        if (!alive()) return;
+        sim.trace.add(sim.now, node.id, `fail ${call.op}`, `${label}: ${(err as Error)?.message ?? String(err)}`);
+        if (err instanceof UnavailableError) {
+          this.stats.unavailable++;
+          const leader = err.leaderId === null ? -1 : sim.indexOf(err.leaderId);
+          if (!forwarded && leader >= 0 && leader !== node.idx) {
+            this.forward(node, sim.nodes[leader]!, attempt, call, timeoutMs, (o) => {
+              if (alive()) reply(o);
+            });
+          } else {
+            reply({ outcome: leader >= 0 ? 'redirect' : 'failed', hint: leader });
+          }
+          return;
+        }
+        if (err instanceof RequestRejectedError) this.fail(`${label}: the service rejected a ${call.op} as a whole: ${err.message}`);
+        else this.fail(`${label}: the service failed a ${call.op} with ${(err as Error)?.stack ?? String(err)}`);
+      }),
+    );
+  }
+
+  /** The follower's one forwarding hop to the leader, and the answer's way back. */
+  private forward(from: SimNode, to: SimNode, attempt: Attempt, call: LockCall, timeoutMs: number, reply: (o: ServeOutcome) => void): void {
+    this.stats.forwarded++;
+    const back = (o: ServeOutcome) => this.hop(to, from, 'answer', () => reply(o));
+    const delivered = this.hop(from, to, 'call', () => this.callAt(to, attempt, call, timeoutMs, true, back));
+    if (delivered && this.sim.duplicate > 0 && this.sim.netRng.chance(this.sim.duplicate)) {
+      // A late second copy of the same call at the leader (same request_id): its answer goes nowhere.
+      this.stats.forwardDuplicates++;
+      this.sim.later(this.sim.netDelay() + this.sim.netDelay(), () => this.callAt(to, attempt, call, timeoutMs, true, () => {}));
+    }
+  }
+
+  /** One simulated message between two nodes' servers: cut links and loss drop it. */
+  private hop(from: SimNode, to: SimNode, what: string, deliver: () => void): boolean {
+    const sim = this.sim;
+    const n = sim.nodes.length;
+    if (sim.blocked[from.idx * n + to.idx] || sim.netRng.chance(sim.loss)) {
+      if (what === 'call') this.stats.forwardsLost++;
+      else this.stats.answersLost++;
+      sim.trace.add(sim.now, from.id, `lost forwarded ${what}`, `to ${to.id}`);
+      return false;
+    }
+    sim.later(sim.netDelay(), () => {
+      if (sim.blocked[from.idx * n + to.idx]) return;
+      deliver();
+    });
+    return true;
+  }
+
+  private fail(message: string): void {
+    if (this.violation === null) this.violation = message;
+  }
+}
