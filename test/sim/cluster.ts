@@ -385,9 +385,11 @@ export class SimCluster {
     if (!wl.leaderProposals || !node.up || node.rn === null) return;
     const st = node.raft.status();
     if (st.role !== 'leader') return;
-    for (const data of wl.leaderProposals({ node: node.id, nodeNow: this.now + node.clockSkewMs, term: st.term, reason, sm: node.sm })) {
-      const r = node.raft.propose(data);
-      if (r.ok) this.trace.add(this.now, node.id, `propose (${reason})`, `${r.index}/t${r.term}`);
+    const rn = node.rn;
+    for (const data of wl.leaderProposals({ node: node.id, nodeNow: this.nodeNow(node), term: st.term, reason, sm: node.sm })) {
+      // Through the driver, like any proposal; the outcome is the workload's to observe in apply.
+      this.trace.add(this.now, node.id, `propose (${reason})`, `t${st.term}`);
+      rn.propose(data, this.profile.clientTimeoutMs).catch(() => {});
     }
   }
 
