@@ -18,7 +18,11 @@ export class ProposalDroppedError extends Error {
 }
 
 export class ProposalTimeoutError extends Error {
-  constructor(timeoutMs: number) {
+  /** `index`: where the entry sits in this leader's log; it may still commit there. */
+  constructor(
+    timeoutMs: number,
+    readonly index = 0,
+  ) {
     super(`the write was not confirmed within ${timeoutMs} ms; its outcome is unknown — retry with the same request_id`);
     this.name = 'ProposalTimeoutError';
   }

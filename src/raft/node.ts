@@ -145,7 +145,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
         const p = this.proposals.get(r.index);
         if (!p || p.term !== r.term) return null;
         this.proposals.delete(r.index);
-        return new ProposalTimeoutError(timeoutMs);
+        return new ProposalTimeoutError(timeoutMs, r.index);
       },
       (settle) => {
         // An older proposal still waiting at this index (made in an earlier term, then overwritten by

@@ -250,7 +250,7 @@ export class LockService {
 function proposalError(err: unknown): ProposalError {
   const message = err instanceof Error ? err.message : String(err);
   if (err instanceof NotLeaderError) return { kind: 'not-leader', message, leaderId: err.leaderId };
-  if (err instanceof ProposalTimeoutError) return { kind: 'timeout', message };
+  if (err instanceof ProposalTimeoutError) return { kind: 'timeout', message, index: err.index };
   if (err instanceof ReadTimeoutError) return { kind: 'read-timeout', message };
   if (err instanceof ProposalDroppedError) return { kind: 'dropped', message };
   if (err instanceof NodeStoppedError) return { kind: 'stopped', message };

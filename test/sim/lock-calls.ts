@@ -38,6 +38,8 @@ export class LockCallChecks {
   private readonly refusedAnswerAt = new Map<string, number>();
   /** Log time at the leader when it last answered the request "not acquired". */
   private readonly refusalLogMs = new Map<string, number>();
+  /** Log time of the first log entry that refused the request (the machine's dedup record dates from it). */
+  private readonly refusedInLogMs = new Map<string, number>();
   private readonly lastInvokeAt = new Map<string, number>();
   readonly stats = { arrivals: 0, queuedGrants: 0, refusalAnswers: 0, fifoChecked: 0 };
 
@@ -135,6 +137,11 @@ export class LockCallChecks {
     this.refusalLogMs.set(a.requestKey, logMs);
   }
 
+  /** A log entry refused (owner, request_id) afresh (not a replay) at log time `logMs`. */
+  refusedInLog(requestKey: string, logMs: number): void {
+    if (!this.refusedInLogMs.has(requestKey)) this.refusedInLogMs.set(requestKey, logMs);
+  }
+
   /** The client received "not acquired" for this request at sim time `nowMs`. */
   refusalReceived(requestKey: string, nowMs: number): void {
     this.refusedAnswerAt.set(requestKey, nowMs);
@@ -149,8 +156,10 @@ export class LockCallChecks {
     if (refusedAt === undefined) return;
     const invokedAt = this.lastInvokeAt.get(requestKey) ?? -Infinity;
     if (invokedAt > refusedAt) return; // the client asked again after the refusal: this grant is its answer
-    const refusalLog = this.refusalLogMs.get(requestKey);
-    if (refusalLog !== undefined && logMs - refusalLog >= this.dedupWindowMs) return; // past the dedup window (documented)
+    // Past the dedup window (log time, counted from the decision the machine remembers) a late duplicate is
+    // a new request: documented, and outside this check.
+    const decidedAt = Math.min(this.refusalLogMs.get(requestKey) ?? Infinity, this.refusedInLogMs.get(requestKey) ?? Infinity);
+    if (Number.isFinite(decidedAt) && logMs - decidedAt >= this.dedupWindowMs) return;
     this.fail(`a refused acquire took effect: ${label}'s client was told "not acquired" at t=${refusedAt.toFixed(2)}, and entry ${index} granted it token ${token} afterwards without the client asking again (an orphan lock)`);
   }
 

@@ -70,6 +70,9 @@ export class LockReplica implements StateMachine {
     }
     if (judge) {
       oracle.judge(entry, cmd, result, pre!, captureState(this.machine, keys), cmd === null ? undefined : this.wl.stampOf(entry.term, cmd.timeMs));
+      if (cmd?.type === 'acquire' && result.type === 'acquire' && !result.acquired && !result.replayed) {
+        this.wl.servers.checks.refusedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), this.machine.nowMs);
+      }
       if (cmd?.type === 'acquire' && result.type === 'acquire' && result.acquired && !result.replayed) {
         this.wl.servers.checks.granted(LockCallChecks.requestKey(cmd.owner, cmd.requestId), `${cmd.owner}'s acquire ${cmd.requestId} of ${cmd.key}`, result.token, entry.index, this.machine.nowMs);
       }

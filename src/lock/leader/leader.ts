@@ -13,7 +13,7 @@
 import type { AcquireCommand, LockCommand } from '../commands.js';
 import type { AcquireResult, LockResult, LockView } from '../types.js';
 import type { ValidAcquire } from '../validate.js';
-import { CALLER_WENT_AWAY, LEADERSHIP_CHANGED, SHUTTING_DOWN, STILL_STARTING, notLeader, proposalFailure, unavailable } from './failures.js';
+import { CALLER_WENT_AWAY, LEADERSHIP_CHANGED, SHUTTING_DOWN, STILL_STARTING, notLeader, proposalFailure, unavailable, OUTCOME_UNKNOWN } from './failures.js';
 import { Housekeeping, type HousekeepingProposal } from './housekeeping.js';
 import { RecentRefusals } from './recent-refusals.js';
 import { TermGate, type HeldCall } from './term-gate.js';
@@ -36,7 +36,7 @@ import { WaitQueues, type ParkedRefusal, type Waiter } from './wait-queues.js';
 /** Why a proposal was made, so its outcome reaches the right place. */
 type Purpose =
   | { kind: 'termStart'; term: number }
-  | { kind: 'client'; callId: CallId }
+  | { kind: 'client'; callId: CallId; also?: CallId[]; acquireOf?: string; acquireReq?: ValidAcquire }
   | { kind: 'grant'; waiter: Waiter }
   | HousekeepingProposal;
 
@@ -47,6 +47,14 @@ export class LockLeader {
   private readonly housekeeping: Housekeeping;
   private readonly refusals: RecentRefusals;
   private readonly proposals = new Map<ProposalId, Purpose>();
+  /** Plain (wait_ms 0) acquires in flight, by request: a duplicate call of the same request waits for that
+   *  one's outcome instead of being judged again while it is undecided. */
+  private readonly acquiresInFlight = new Map<string, Extract<Purpose, { kind: 'client' }>>();
+  /** Requests whose acquire timed out (outcome unknown) at this log index: until the log has applied that
+   *  far, the entry may still commit and grant the request, so this leader must not answer it "not
+   *  acquired" on its own (found by the lock simulation, seed 100183: a term-1 acquire that had timed out
+   *  committed under the term-8 leader, after its retry had been refused at its wait deadline). */
+  private readonly unknownOutcome = new Map<string, number>();
   /** Calls waiting on their read barrier, with the key they read. */
   private readonly reads = new Map<CallId, string>();
   private nextProposalId = 1;
@@ -116,10 +124,13 @@ export class LockLeader {
     return this.queues.size;
   }
 
-  /** Whether (owner, request_id) holds a place in `key`'s queue (also a cancelled head whose acquire is
-   *  still in flight: a retry of the same request takes that place back). For tests and the simulator. */
+  /** Whether (owner, request_id) already holds a place in line for `key`: a waiter in its queue (also a
+   *  cancelled head whose acquire is still in flight), or a plain acquire in flight — a new call of the same
+   *  request joins it rather than queueing afresh. For tests and the simulator. */
   isQueued(key: string, owner: string, requestId: string): boolean {
-    return this.queues.waiterFor(key, owner, requestId) !== undefined;
+    if (this.queues.waiterFor(key, owner, requestId) !== undefined) return true;
+    const inFlight = requestId === '' ? undefined : this.acquiresInFlight.get(`${owner.length}:${owner}${requestId}`);
+    return inFlight?.acquireReq?.key === key;
   }
 
   get proposalsInFlight(): number {
@@ -196,8 +207,7 @@ export class LockLeader {
         continue;
       }
       this.queues.remove(w);
-      const refusal = this.refuseHere(w.req);
-      for (const id of w.calls) this.answer(id, refusal);
+      this.refuseHere(w.calls, w.req);
       this.afterHeadChange(w.req.key);
     }
   }
@@ -246,6 +256,14 @@ export class LockLeader {
     // A retry (or late duplicate) of a request that was already decided gets that decision back — before
     // any queue fast path below, or a granted waiter's retry would be told "not acquired".
     if (this.replayDecided(callId, req)) return;
+    // The same request's plain acquire is in flight (a retry after a lost answer, a late duplicate): this call
+    // gets its outcome. Judged again now, it could be refused while that acquire then grants it — a grant
+    // its caller was told it did not get (found by the lock simulation, seed 102359).
+    const inFlight = req.requestId === '' ? undefined : this.acquiresInFlight.get(requestKey(req));
+    if (inFlight) {
+      (inFlight.also ??= []).push(callId);
+      return;
+    }
     // The same request is already waiting (a retry after a lost answer or a cancel that did not arrive, a
     // late duplicate): it joins that waiter — one place in the queue, one answer for all its calls. A
     // second waiter would be granted after the first was refused: an orphan lock nobody was told about.
@@ -261,11 +279,16 @@ export class LockLeader {
       // refused) instead of barging in when the lock frees.
       if (req.waitMs > 0) this.enqueue(callId, req, false);
       else if (head.granting) this.queues.park({ callId, req, timeoutMs });
-      else this.answer(callId, this.refuseHere(req));
+      else this.refuseHere([callId], req);
       return;
     }
     if (req.waitMs <= 0) {
-      this.proposeFor(callId, acquireCommand(req, false), timeoutMs);
+      const purpose: Extract<Purpose, { kind: 'client' }> = { kind: 'client', callId, acquireReq: req };
+      if (req.requestId !== '') {
+        purpose.acquireOf = requestKey(req);
+        this.acquiresInFlight.set(purpose.acquireOf, purpose);
+      }
+      this.propose(acquireCommand(req, false), purpose, timeoutMs);
       return;
     }
     // The first waiter joins the queue now, as its head, with its acquire in flight: anyone arriving
@@ -361,6 +384,7 @@ export class LockLeader {
   }
 
   private grantFailed(w: Waiter, error: ProposalError): void {
+    this.noteTimeout(w.req, error);
     if (!w.queued) return;
     w.granting = false;
     this.queues.remove(w);
@@ -372,8 +396,13 @@ export class LockLeader {
    *  calls parked behind the decision, then offer the lock to whoever is head now. The re-check also
    *  catches a release that applied while the head's acquire was in flight. */
   private afterHeadChange(key: string): void {
-    for (const p of this.queues.takeParked(key)) this.decideParked(p);
+    // Only once the head's acquire has decided (a waiter behind it leaving changes nothing for them).
+    if (!this.queues.head(key)?.granting) for (const p of this.queues.takeParked(key)) this.decideParked(p);
     this.offerHead(key);
+  }
+
+  private settleClient(purpose: Extract<Purpose, { kind: 'client' }>): void {
+    if (purpose.acquireOf !== undefined && this.acquiresInFlight.get(purpose.acquireOf) === purpose) this.acquiresInFlight.delete(purpose.acquireOf);
   }
 
   /** Answers `callId` with the decision already taken for its request, if any: a grant the log remembers,
@@ -397,7 +426,7 @@ export class LockLeader {
     // applied): that decision is its answer (found by the lock simulation, seed 377: a retry parked behind
     // a waiter was refused "held by owner-1" — by its own grant).
     if (this.replayDecided(p.callId, p.req)) return;
-    if (this.queues.has(p.req.key)) this.answer(p.callId, this.refuseHere(p.req));
+    if (this.queues.has(p.req.key)) this.refuseHere([p.callId], p.req);
     else this.acquire(p.callId, p.req, p.timeoutMs); // the queue emptied: judged like any newcomer
   }
 
@@ -428,9 +457,12 @@ export class LockLeader {
         if (result?.type === 'termStart') this.onApplied(purpose.term, result);
         break;
       case 'client':
-        if (result === null) this.fail(purpose.callId, internal('a lock command applied without a result'));
-        else if (result.type === 'error') this.fail(purpose.callId, { kind: 'rejected', message: result.message, leaderId: null });
-        else this.answer(purpose.callId, result as ClientAnswer);
+        this.settleClient(purpose);
+        for (const callId of [purpose.callId, ...(purpose.also ?? [])]) {
+          if (result === null) this.fail(callId, internal('a lock command applied without a result'));
+          else if (result.type === 'error') this.fail(callId, { kind: 'rejected', message: result.message, leaderId: null });
+          else this.answer(callId, result as ClientAnswer);
+        }
         break;
       case 'grant':
         this.grantDecided(purpose.waiter, result);
@@ -451,7 +483,9 @@ export class LockLeader {
         for (const held of this.gate.termStartFailed(id)) this.fail(held.callId, unavailable(STILL_STARTING));
         break;
       case 'client':
-        this.fail(purpose.callId, proposalFailure(error));
+        this.settleClient(purpose);
+        if (purpose.acquireReq) this.noteTimeout(purpose.acquireReq, error);
+        for (const callId of [purpose.callId, ...(purpose.also ?? [])]) this.fail(callId, proposalFailure(error));
         break;
       case 'grant':
         this.grantFailed(purpose.waiter, error);
@@ -477,7 +511,18 @@ export class LockLeader {
    *  same request is not queued or granted after its caller was told "not acquired". Leader-local and
    *  bounded; across a leader change the replicated dedup table still covers refusals that went through
    *  the log. */
-  private refuseHere(req: ValidAcquire): AcquireResult {
+  private refuseHere(callIds: CallId[], req: ValidAcquire): void {
+    // The log may have decided this request meanwhile (an acquire of it that timed out here committed after
+    // all — found by the lock simulation, seed 100116): then that decision is the answer.
+    const remembered = this.state().rememberedAcquire(req.owner, req.requestId, req.key);
+    if (remembered?.acquired) {
+      for (const id of callIds) this.answer(id, { type: 'acquire', index: 0, replayed: true, ...remembered });
+      return;
+    }
+    if (this.outcomeUnknown(req)) {
+      for (const id of callIds) this.fail(id, unavailable(OUTCOME_UNKNOWN));
+      return;
+    }
     const v = this.viewAt(req.key);
     const refusal: AcquireResult = {
       type: 'acquire',
@@ -491,7 +536,24 @@ export class LockLeader {
       holderTtlMs: v.held ? v.ttlMs : 0,
     };
     this.refusals.set(req.owner, req.requestId, refusal, this.nowMs);
-    return refusal;
+    for (const id of callIds) this.answer(id, refusal);
+  }
+
+  /** An earlier acquire of this request timed out and may still commit (the log has not applied its index). */
+  private outcomeUnknown(req: ValidAcquire): boolean {
+    if (req.requestId === '') return false;
+    const k = requestKey(req);
+    const index = this.unknownOutcome.get(k);
+    if (index === undefined) return false;
+    if (this.state().appliedIndex >= index) {
+      this.unknownOutcome.delete(k); // decided: the log (and the machine's dedup) now knows the outcome
+      return false;
+    }
+    return true;
+  }
+
+  private noteTimeout(req: ValidAcquire, error: ProposalError): void {
+    if (error.kind === 'timeout' && error.index !== undefined && error.index > 0 && req.requestId !== '') this.unknownOutcome.set(requestKey(req), error.index);
   }
 
   /** The lock state of `key` judged at the leader's now: its clock, but never behind the log's time. A
@@ -518,4 +580,9 @@ function isWaiter(item: Waiter | ParkedRefusal): item is Waiter {
 
 function internal(message: string): CallFailure {
   return { kind: 'internal', message: `internal: ${message}`, leaderId: null };
+}
+
+/** One request, whatever call carries it: (owner, request_id). */
+function requestKey(req: ValidAcquire): string {
+  return `${req.owner.length}:${req.owner}${req.requestId}`;
 }

@@ -59,8 +59,16 @@ export class TermGate {
     return this.takeAll();
   }
 
+  /** Holds `call` in arrival order — except that a call of a request already held (a retry or a late
+   *  duplicate of the same owner and request_id) is placed with that request's earlier call: one request,
+   *  one place in line, which it keeps if the earlier call is cancelled (as in the wait queues; found by the
+   *  lock simulation, seed 100822: a retry held behind a later arrival was granted after it). */
   hold(call: HeldCall): void {
-    this.held.push(call);
+    const same = sameRequestAs(call);
+    let at = -1;
+    if (same !== null) for (let i = 0; i < this.held.length; i++) if (sameRequestAs(this.held[i]!) === same) at = i;
+    if (at < 0) this.held.push(call);
+    else this.held.splice(at + 1, 0, call);
   }
 
   /** Removes the held call `callId`; false when it is not held. */
@@ -84,4 +92,11 @@ export class TermGate {
     this.held = [];
     return all;
   }
+}
+
+/** The (owner, request_id) an acquire call carries, or null (not an acquire, or no request_id). */
+function sameRequestAs(call: HeldCall): string | null {
+  const r = call.request;
+  if (r.op !== 'acquire' || r.req.requestId === '') return null;
+  return `${r.req.owner.length}:${r.req.owner}${r.req.requestId}`;
 }

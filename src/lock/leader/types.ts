@@ -16,6 +16,8 @@ export type ProposalId = number;
 export interface LockStateView {
   /** The machine's log time (max of every applied stamp). */
   readonly nowMs: number;
+  /** The last log index applied to this state. */
+  readonly appliedIndex: number;
   get(key: string): LockView;
   rememberedAcquire(owner: string, requestId: string, key: string): AcquireOutcome | null;
   expiredLeases(nowMs: number, limit: number): DueLease[];
@@ -51,6 +53,8 @@ export interface ProposalError {
   kind: ProposalErrorKind;
   message: string;
   leaderId?: string | null;
+  /** 'timeout': the entry's index in the log, where it may still commit. */
+  index?: number;
 }
 
 /** What the caller is told when its call fails. `unavailable` maps to gRPC UNAVAILABLE (retry with the

@@ -61,7 +61,8 @@ describe('lock leader: dedup before any fast path', () => {
     const granted = rig.acquired(a);
     expect(granted.acquired).toBe(true);
     const retry = rig.acquire('k', 'a', { requestId: 'a-1' }); // w still waits
-    expect(rig.acquired(retry)).toMatchObject({ acquired: true, token: granted.token, replayed: true });
+    // (It now shares its first call's acquire in flight, so it gets that very result rather than a replay.)
+    expect(rig.acquired(retry)).toMatchObject({ acquired: true, token: granted.token });
   });
 
   it('a refusal the log decided for a waiter at its deadline is remembered too', () => {
@@ -118,6 +119,58 @@ describe('lock leader: dedup before any fast path', () => {
     rig.commitAll();
     const granted = rig.acquired(first);
     expect(granted).toMatchObject({ acquired: true });
-    expect(rig.acquired(retry)).toMatchObject({ acquired: true, token: granted.token, replayed: true });
+    // (It now shares its first call's acquire in flight, so it gets that very result rather than a replay.)
+    expect(rig.acquired(retry)).toMatchObject({ acquired: true, token: granted.token });
+  });
+
+  // Found by the lock simulation (seed 102359): the retry was refused while its own first acquire, still in
+  // flight, then granted the lock — a grant its client had been told it did not get.
+  it('a duplicate of a plain acquire still in flight gets that acquire\'s outcome, not a judgement of its own', () => {
+    const rig = new LeaderRig().ready();
+    const first = rig.acquire('k', 'x', { requestId: 'x-1' }); // wait_ms 0, in flight
+    const dup = rig.acquire('k', 'x', { requestId: 'x-1', waitMs: 5000 }); // its retry, before it decided
+    expect(rig.pendingOf('acquire').length).toBe(1); // one request, one acquire: the duplicate proposes nothing
+    expect(rig.leader.waiterCount).toBe(0); // and takes no place in a queue
+    rig.commitAll();
+    const got = rig.acquired(first);
+    expect(got.acquired).toBe(true);
+    expect(rig.acquired(dup)).toMatchObject({ acquired: true, token: got.token });
+  });
+
+  // Found by the lock simulation (seed 100183): the first acquire timed out with its entry still in the log;
+  // the retry waited, reached its deadline and was refused — then the old entry committed and granted the
+  // request: a lock its client had been told it did not get.
+  it('while an acquire of the request timed out with its entry unapplied, the leader does not refuse the request on its own', () => {
+    const rig = new LeaderRig().ready();
+    rig.hold('k', 'h');
+    const first = rig.acquire('k', 'x', { requestId: 'x-1', waitMs: 100 }); // head, its acquire in flight
+    const entry = rig.pendingOf('acquire')[0]!;
+    rig.failProposal('timeout', entry.proposalId, 50); // outcome unknown: the entry sits at index 50, unapplied
+    expect(rig.failures.get(first)?.kind).toBe('unavailable');
+    rig.acquire('k', 'w', { waitMs: 5000 }); // a new head, refused by the log: it keeps waiting
+    rig.commitAll();
+    const retry = rig.acquire('k', 'x', { requestId: 'x-1', waitMs: 100 }); // queued behind w
+    rig.advance(100); // the retry's wait ends while that entry is still undecided
+    expect(() => rig.acquired(retry)).toThrow(/no acquire answer/);
+    expect(rig.failures.get(retry)).toMatchObject({ kind: 'unavailable', message: expect.stringMatching(/may still commit/) });
+  });
+
+  // Found by the lock simulation (seed 100116): the grant offered to a waiter timed out here but committed;
+  // the request's retry, queued behind another waiter, was then refused "held by" the very grant.
+  it('a refusal the leader would decide itself defers to the log: a request the log granted meanwhile gets that grant', () => {
+    const rig = new LeaderRig().ready();
+    const h = rig.hold('k', 'h');
+    rig.acquire('k', 'x', { requestId: 'x-1', waitMs: 100 }); // head; its first acquire is refused by the log
+    rig.commitAll();
+    rig.release('k', 'h', h.token);
+    rig.commit(); // the release applies: the grant is offered to x-1
+    const offer = rig.pendingOf('acquire')[0]!;
+    rig.reportTimeout(offer.proposalId); // the driver gave up waiting; the entry stays in the log
+    rig.acquire('k', 'w', { waitMs: 5000 }); // a new head behind the pending grant
+    const retry = rig.acquire('k', 'x', { requestId: 'x-1', waitMs: 50 }); // queued behind w
+    rig.commitAll(); // the grant to x-1 commits after all; w is refused by the log and keeps waiting
+    expect(rig.machine.get('k')).toMatchObject({ held: true, owner: 'x' });
+    rig.advance(50); // the retry's wait ends behind w
+    expect(rig.acquired(retry)).toMatchObject({ acquired: true, token: rig.machine.get('k').token, replayed: true });
   });
 });

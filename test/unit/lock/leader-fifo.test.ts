@@ -190,4 +190,18 @@ describe('lock leader: FIFO waiters', () => {
     expect(rig.acquired(a).acquired).toBe(true);
     expect(rig.answers.has(b)).toBe(false);
   });
+
+  it('a wait_ms 0 call parked behind the head is decided when the head\'s acquire decides, not when a waiter behind it leaves', () => {
+    const rig = new LeaderRig().ready();
+    rig.hold('k', 'h');
+    rig.release('k', 'h', rig.machine.get('k').token); // in flight: the key is about to be free
+    const head = rig.acquire('k', 'a', { waitMs: 5000 }); // head, its acquire in flight
+    const behind = rig.acquire('k', 'b', { waitMs: 5000 });
+    const parked = rig.acquire('k', 'c'); // wait_ms 0 while the head's acquire is in flight: parked
+    rig.cancel(behind);
+    expect(() => rig.acquired(parked)).toThrow(/no acquire answer/); // still parked: the head has not decided
+    rig.commitAll();
+    expect(rig.acquired(head).acquired).toBe(true);
+    expect(rig.acquired(parked)).toMatchObject({ acquired: false, holderOwner: 'a' });
+  });
 });

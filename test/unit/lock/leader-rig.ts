@@ -117,11 +117,21 @@ export class LeaderRig {
     }
   }
 
-  failProposal(kind: ProposalErrorKind = 'timeout', proposalId = this.pending[0]?.proposalId): void {
+  failProposal(kind: ProposalErrorKind = 'timeout', proposalId = this.pending[0]?.proposalId, timedOutAt?: number): void {
     const at = this.pending.findIndex((p) => p.proposalId === proposalId);
     if (at < 0) throw new Error(`rig: no pending proposal ${proposalId}`);
     this.pending.splice(at, 1);
-    this.step({ type: 'proposalFailed', proposalId: proposalId!, error: { kind, message: `planted ${kind}` } });
+    // A timed-out entry stays in the log where it was appended (it may still commit): report its index.
+    const index = kind === 'timeout' ? (timedOutAt ?? this.machine.appliedIndex + at + 1) : undefined;
+    this.step({ type: 'proposalFailed', proposalId: proposalId!, error: { kind, message: `planted ${kind}`, ...(index === undefined ? {} : { index }) } });
+  }
+
+  /** The driver gave up waiting for a proposal (timeout) while its entry stays in the log and may still
+   *  commit: the outcome is reported as a timeout, yet the entry is committed later by commit()/commitAll(). */
+  reportTimeout(proposalId: number): void {
+    const at = this.pending.findIndex((p) => p.proposalId === proposalId);
+    if (at < 0) throw new Error(`rig: no pending proposal ${proposalId}`);
+    this.step({ type: 'proposalFailed', proposalId, error: { kind: 'timeout', message: 'planted timeout', index: this.machine.appliedIndex + at + 1 } });
   }
 
   acquire(key: string, owner: string, opts: { waitMs?: number; requestId?: string; ttlMs?: number; timeoutMs?: number } = {}): CallId {

@@ -81,4 +81,15 @@ describe('lock leader: term start before stamping', () => {
     rig.stepDown('n2');
     expect(rig.failures.get(a)).toMatchObject({ kind: 'unavailable', leaderId: 'n2' });
   });
+
+  it('a retry held for the term start keeps its request\'s place in line, also when the first call is cancelled', () => {
+    const rig = new LeaderRig().elect(); // leader, termStart not applied yet: calls are held
+    const first = rig.acquire('k', 'x', { requestId: 'x-1', waitMs: 5000 });
+    const other = rig.acquire('k', 'y', { requestId: 'y-1', waitMs: 5000 });
+    const retry = rig.acquire('k', 'x', { requestId: 'x-1', waitMs: 5000 });
+    rig.cancel(first);
+    rig.commitAll(); // the termStart applies; held calls are served in line, and x's acquire goes first
+    expect(rig.acquired(retry)).toMatchObject({ acquired: true });
+    expect(() => rig.acquired(other)).toThrow(/no acquire answer/); // y still waits behind x
+  });
 });
