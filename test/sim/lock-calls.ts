@@ -5,7 +5,11 @@
 //  - a refused acquire never takes effect: once a client RECEIVED "not acquired" for (owner, request_id),
 //    the log never grants that request unless the client itself invoked it again afterwards (a late
 //    duplicate or a still-queued earlier attempt must not turn into an orphan grant). A refusal that never
-//    reached its client (lost answer, crashed server) binds nobody: the client retries and may be granted;
+//    reached its client (lost answer, crashed server) binds nobody: the client retries and may be granted.
+//    The promise has the scope the service documents (README "Retries are safe"): a refusal decided by the
+//    log binds every leader for the dedup window; one the leader decided itself (a wait deadline, no
+//    barging) binds that leader while it leads — a late duplicate reaching a NEW leader is judged afresh
+//    (counted as `leaderRefusalsOutlived`, not failed);
 //  - no grant is ever answered "not acquired": once the log granted (owner, request_id), every answer to
 //    that request (within the dedup window) is that grant, with its token.
 import type { AcquireResult } from '../../src/lock/index.js';
@@ -41,7 +45,11 @@ export class LockCallChecks {
   /** Log time of the first log entry that refused the request (the machine's dedup record dates from it). */
   private readonly refusedInLogMs = new Map<string, number>();
   private readonly lastInvokeAt = new Map<string, number>();
-  readonly stats = { arrivals: 0, queuedGrants: 0, refusalAnswers: 0, fifoChecked: 0 };
+  readonly stats = { arrivals: 0, queuedGrants: 0, refusalAnswers: 0, fifoChecked: 0, leaderRefusalsOutlived: 0 };
+  /** The last refusal answered per request: decided by the log (index > 0) or by a leader (`node/term`). */
+  private readonly lastRefusal = new Map<string, { logDecided: boolean; leader: string }>();
+  /** The refusal the client received last, per request (a copy of lastRefusal at that moment). */
+  private readonly receivedRefusal = new Map<string, { logDecided: boolean; leader: string }>();
 
   constructor(private readonly dedupWindowMs: number) {}
 
@@ -105,7 +113,7 @@ export class LockCallChecks {
   }
 
   /** The service answered `a`'s call with `r` at the serving node's clock `nodeMs`, sim time `nowMs`. */
-  answered(scope: string, a: Arrival, r: AcquireResult, nodeMs: number, logMs: number): void {
+  answered(scope: string, a: Arrival, r: AcquireResult, nodeMs: number, logMs: number, leader: string): void {
     a.open = false;
     // A replay (the retry of a request the log already granted) is that old grant, not a new one: it takes
     // nobody's turn.
@@ -135,6 +143,7 @@ export class LockCallChecks {
       this.fail(`${a.label} answered "not acquired" (holder ${r.holderOwner || '-'}), but the log granted that very request token ${g.token} at entry ${g.index}: a grant must never be answered as a refusal`);
     }
     this.refusalLogMs.set(a.requestKey, logMs);
+    this.lastRefusal.set(a.requestKey, { logDecided: r.index > 0, leader });
   }
 
   /** A log entry refused (owner, request_id) afresh (not a replay) at log time `logMs`. */
@@ -145,10 +154,13 @@ export class LockCallChecks {
   /** The client received "not acquired" for this request at sim time `nowMs`. */
   refusalReceived(requestKey: string, nowMs: number): void {
     this.refusedAnswerAt.set(requestKey, nowMs);
+    const how = this.lastRefusal.get(requestKey);
+    if (how !== undefined) this.receivedRefusal.set(requestKey, how);
   }
 
   /** The log granted (owner, request_id) at `index` (first judged apply of a non-replayed grant). */
-  granted(requestKey: string, label: string, token: bigint, index: number, logMs: number): void {
+  /** `leader`: `node/term` of the leader whose entry granted it. */
+  granted(requestKey: string, label: string, token: bigint, index: number, logMs: number, leader: string): void {
     const prev = this.grants.get(requestKey);
     // Outside the dedup window (log time) the machine has forgotten the request: a new grant is a new one.
     if (prev === undefined || logMs - prev.logMs >= this.dedupWindowMs) this.grants.set(requestKey, { token, index, logMs });
@@ -160,6 +172,11 @@ export class LockCallChecks {
     // a new request: documented, and outside this check.
     const decidedAt = Math.min(this.refusalLogMs.get(requestKey) ?? Infinity, this.refusedInLogMs.get(requestKey) ?? Infinity);
     if (Number.isFinite(decidedAt) && logMs - decidedAt >= this.dedupWindowMs) return;
+    const how = this.receivedRefusal.get(requestKey);
+    if (how !== undefined && !how.logDecided && how.leader !== leader) {
+      this.stats.leaderRefusalsOutlived++; // documented: a leader's own refusal does not outlive its leadership
+      return;
+    }
     this.fail(`a refused acquire took effect: ${label}'s client was told "not acquired" at t=${refusedAt.toFixed(2)}, and entry ${index} granted it token ${token} afterwards without the client asking again (an orphan lock)`);
   }
 

@@ -53,7 +53,7 @@ export class SimLockServers {
   /** AbortControllers of the calls an attempt opened (its first hop and any forwarded copies). */
   private readonly aborts = new Map<number, AbortController[]>();
   readonly checks: LockCallChecks;
-  readonly stats = { calls: 0, forwarded: 0, forwardsLost: 0, forwardDuplicates: 0, answersLost: 0, cancels: 0, unavailable: 0 };
+  readonly stats = { calls: 0, forwarded: 0, forwardsLost: 0, forwardDuplicates: 0, lateDuplicates: 0, answersLost: 0, cancels: 0, unavailable: 0 };
   violation: string | null = null;
 
   constructor(
@@ -98,6 +98,12 @@ export class SimLockServers {
     };
     if (call.op === 'acquire') this.checks.invoked(LockCallChecks.requestKey(call.owner, call.requestId), attempt.op.invokedAt);
     this.callAt(node, attempt, call, timeoutMs, false, once);
+    // A late duplicate of the call (a proxy or transport replaying it): it reaches the node up to a second
+    // later, maybe after the client has its answer and moved on; whatever it is answered goes nowhere.
+    if (call.op !== 'get' && this.sim.duplicate > 0 && this.sim.netRng.chance(this.sim.duplicate)) {
+      this.stats.lateDuplicates++;
+      this.sim.later(this.sim.netDelay() + this.sim.netRng.float() * 1000, () => this.callAt(node, attempt, call, timeoutMs, false, () => {}));
+    }
   }
 
   /** The client gave up on `attempt`: its cancels reach the servers after a client-side delay. */
@@ -159,7 +165,7 @@ export class SimLockServers {
         sim.trace.add(sim.now, node.id, `answer ${call.op}`, label, answer);
         if (arrival !== null) {
           const logMs = (this.machineOf(node).machine as { nowMs: number }).nowMs;
-          this.checks.answered(this.scope(node, inc), arrival, answer as AcquireResult, sim.nodeNow(node), logMs);
+          this.checks.answered(this.scope(node, inc), arrival, answer as AcquireResult, sim.nodeNow(node), logMs, `${node.idx}/${arrival.term}`);
         }
         const index = 'type' in answer ? answer.index : 0;
         reply({ outcome: 'ok', result: answer, index });

@@ -57,7 +57,7 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
       for (const k of ['acquired', 'takeovers', 'renewed', 'renewExpired', 'released', 'releaseRefused', 'expired', 'replays', 'leasesExtended', 'honestWrites', 'staleRejected', 'staleAccepted', 'pauses', 'supersededUses', 'fiveNodeRuns',
         // the real lock service: blocking acquires queued FIFO and granted, deadlines and cancels, calls
         // forwarded by followers (lost, duplicated), linearizable Gets
-        'blockingAcquires', 'shortAttempts', 'queuedGrants', 'fifoChecked', 'refusalAnswers', 'forwarded', 'forwardsLost', 'forwardDuplicates', 'answersLost', 'cancels', 'getsChecked']) {
+        'blockingAcquires', 'shortAttempts', 'queuedGrants', 'fifoChecked', 'refusalAnswers', 'forwarded', 'forwardsLost', 'forwardDuplicates', 'lateDuplicates', 'answersLost', 'cancels', 'getsChecked']) {
         expect(total[k], k).toBeGreaterThan(0);
       }
     });

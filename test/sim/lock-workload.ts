@@ -74,7 +74,9 @@ export class LockReplica implements StateMachine {
         this.wl.servers.checks.refusedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), this.machine.nowMs);
       }
       if (cmd?.type === 'acquire' && result.type === 'acquire' && result.acquired && !result.replayed) {
-        this.wl.servers.checks.granted(LockCallChecks.requestKey(cmd.owner, cmd.requestId), `${cmd.owner}'s acquire ${cmd.requestId} of ${cmd.key}`, result.token, entry.index, this.machine.nowMs);
+        const leaderId = this.wl.sim.facts.leaderOfTerm.get(entry.term);
+        const leader = `${leaderId === undefined ? -1 : this.wl.sim.indexOf(leaderId)}/${entry.term}`;
+        this.wl.servers.checks.granted(LockCallChecks.requestKey(cmd.owner, cmd.requestId), `${cmd.owner}'s acquire ${cmd.requestId} of ${cmd.key}`, result.token, entry.index, this.machine.nowMs, leader);
       }
       // Formatted only if a trace is printed: the command and what the machine made of it.
       this.wl.sim.trace.add(this.wl.sim.now, this.wl.sim.nodes[this.nodeIndex]?.id ?? '', `lock ${entry.index}/t${entry.term}`, cmd ?? 'undecodable', result);
@@ -372,8 +374,8 @@ export class LockWorkload implements SimWorkload<LockReplica> {
       `tightest expiry margin ${Number.isFinite(o.tightestExpiryMarginMs) ? o.tightestExpiryMarginMs.toFixed(2) + 'ms' : '-'}; ` +
       `writes ${c.honestWrites} honest/${c.staleWrites} stale (stale refused ${r.staleRejected}, accepted ${r.staleAccepted}); pauses ${c.pauses}, lost ${c.lost}, abandons ${c.abandons}, ` +
       `stale releases ${c.staleReleases}, stale renews ${c.staleRenews}; ` +
-      `service: ${v.calls} calls, ${v.forwarded} forwarded (${v.forwardsLost} lost, ${v.forwardDuplicates} duplicated, ${v.answersLost} answers lost), ${v.cancels} cancels, ${v.unavailable} unavailable; ` +
-      `${this.stats.blockingAcquires} blocking acquires (${this.stats.shortAttempts} given up mid-wait), ${k.arrivals} arrivals at a leader, ${k.queuedGrants} queued grants, ${k.fifoChecked} FIFO checks, ${k.refusalAnswers} refusal answers, ${this.stats.getsChecked} Gets checked`
+      `service: ${v.calls} calls, ${v.forwarded} forwarded (${v.forwardsLost} lost, ${v.forwardDuplicates} duplicated, ${v.answersLost} answers lost), ${v.lateDuplicates} late duplicates, ${v.cancels} cancels, ${v.unavailable} unavailable; ` +
+      `${this.stats.blockingAcquires} blocking acquires (${this.stats.shortAttempts} given up mid-wait), ${k.arrivals} arrivals at a leader, ${k.queuedGrants} queued grants, ${k.fifoChecked} FIFO checks, ${k.refusalAnswers} refusal answers (${k.leaderRefusalsOutlived} leader-decided ones outlived by a late duplicate at a new leader), ${this.stats.getsChecked} Gets checked`
     );
   }
 }
