@@ -70,6 +70,7 @@ export class LockReplica implements StateMachine {
     }
     if (judge) {
       oracle.judge(entry, cmd, result, pre!, captureState(this.machine, keys), cmd === null ? undefined : this.wl.stampOf(entry.term, cmd.timeMs));
+      if (cmd !== null && 'requestId' in cmd) this.wl.requestAt.set(entry.index, LockCallChecks.requestKey(cmd.owner, cmd.requestId));
       if (cmd?.type === 'acquire' && result.type === 'acquire' && !result.acquired && !result.replayed) {
         this.wl.servers.checks.refusedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), this.machine.nowMs);
       }
@@ -132,6 +133,9 @@ export class LockWorkload implements SimWorkload<LockReplica> {
   private readonly readKeys = new Map<number, string>();
   private readonly waitMsByOp = new Map<number, number>();
   private readonly ackCommands = new WeakMap<Ack, LockCommand>();
+  /** (owner, request_id) of the client command judged at each index: an acknowledged answer must be that of
+   *  its own request's entry. */
+  readonly requestAt = new Map<number, string>();
 
   constructor(
     readonly module: LockModule,
@@ -299,6 +303,11 @@ export class LockWorkload implements SimWorkload<LockReplica> {
     const r = ack.result as LockResult | null | undefined;
     if (r === null || r === undefined || typeof r !== 'object') return `[lock] write op${ack.opId} acknowledged without a lock result`;
     if (ack.index === 0) return null; // answered without a new entry (a replay, a leader's decision): lock-calls.ts judges those
+    const cmd = this.commandOf(ack);
+    const mine = cmd !== null && 'requestId' in cmd ? LockCallChecks.requestKey(cmd.owner, cmd.requestId) : undefined;
+    if (mine === undefined || this.requestAt.get(ack.index) !== mine) {
+      return `[lock] op${ack.opId} (client ${ack.clientId}) was answered with entry ${ack.index}, which is not its request's (${this.requestAt.get(ack.index) ?? 'no client command there'})`;
+    }
     // A remembered outcome the leader replays carries the index of the entry that decided it: compare the
     // outcome with that entry's, whatever the replayed flag.
     const plain = (x: string | undefined) => (r.type !== 'error' && r.type !== 'expire' && r.type !== 'termStart' && r.type !== 'checkpoint' && r.replayed ? x?.replace(/^(\w+@\d+)R\|/, '$1|') : x);

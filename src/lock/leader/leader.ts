@@ -15,7 +15,7 @@ import type { AcquireResult, LockResult, LockView } from '../types.js';
 import type { ValidAcquire } from '../validate.js';
 import { CALLER_WENT_AWAY, LEADERSHIP_CHANGED, SHUTTING_DOWN, STILL_STARTING, notLeader, proposalFailure, unavailable, OUTCOME_UNKNOWN } from './failures.js';
 import { Housekeeping, type HousekeepingProposal } from './housekeeping.js';
-import { RecentRefusals } from './recent-refusals.js';
+import { RecentRefusals, requestKey } from './recent-refusals.js';
 import { TermGate, type HeldCall } from './term-gate.js';
 import {
   DEFAULT_LOCK_LEADER_CONFIG,
@@ -36,7 +36,7 @@ import { WaitQueues, type ParkedRefusal, type Waiter } from './wait-queues.js';
 /** Why a proposal was made, so its outcome reaches the right place. */
 type Purpose =
   | { kind: 'termStart'; term: number }
-  | { kind: 'client'; callId: CallId; also?: CallId[]; acquireOf?: string; acquireReq?: ValidAcquire }
+  | { kind: 'client'; callId: CallId; also?: CallId[]; acquireReq?: ValidAcquire }
   | { kind: 'grant'; waiter: Waiter }
   | HousekeepingProposal;
 
@@ -129,7 +129,7 @@ export class LockLeader {
    *  request joins it rather than queueing afresh. For tests and the simulator. */
   isQueued(key: string, owner: string, requestId: string): boolean {
     if (this.queues.waiterFor(key, owner, requestId) !== undefined) return true;
-    const inFlight = requestId === '' ? undefined : this.acquiresInFlight.get(`${owner.length}:${owner}${requestId}`);
+    const inFlight = requestId === '' ? undefined : this.acquiresInFlight.get(requestKey(owner, requestId));
     return inFlight?.acquireReq?.key === key;
   }
 
@@ -259,7 +259,7 @@ export class LockLeader {
     // The same request's plain acquire is in flight (a retry after a lost answer, a late duplicate): this call
     // gets its outcome. Judged again now, it could be refused while that acquire then grants it — a grant
     // its caller was told it did not get (found by the lock simulation, seed 102359).
-    const inFlight = req.requestId === '' ? undefined : this.acquiresInFlight.get(requestKey(req));
+    const inFlight = req.requestId === '' ? undefined : this.acquiresInFlight.get(requestKey(req.owner, req.requestId));
     if (inFlight) {
       (inFlight.also ??= []).push(callId);
       return;
@@ -284,10 +284,7 @@ export class LockLeader {
     }
     if (req.waitMs <= 0) {
       const purpose: Extract<Purpose, { kind: 'client' }> = { kind: 'client', callId, acquireReq: req };
-      if (req.requestId !== '') {
-        purpose.acquireOf = requestKey(req);
-        this.acquiresInFlight.set(purpose.acquireOf, purpose);
-      }
+      if (req.requestId !== '') this.acquiresInFlight.set(requestKey(req.owner, req.requestId), purpose);
       this.propose(acquireCommand(req, false), purpose, timeoutMs);
       return;
     }
@@ -402,15 +399,18 @@ export class LockLeader {
   }
 
   private settleClient(purpose: Extract<Purpose, { kind: 'client' }>): void {
-    if (purpose.acquireOf !== undefined && this.acquiresInFlight.get(purpose.acquireOf) === purpose) this.acquiresInFlight.delete(purpose.acquireOf);
+    const req = purpose.acquireReq;
+    if (req === undefined || req.requestId === '') return;
+    const k = requestKey(req.owner, req.requestId);
+    if (this.acquiresInFlight.get(k) === purpose) this.acquiresInFlight.delete(k);
   }
 
   /** Answers `callId` with the decision already taken for its request, if any: a grant the log remembers,
    *  or a refusal this leader answered. */
   private replayDecided(callId: CallId, req: ValidAcquire): boolean {
-    const remembered = this.state().rememberedAcquire(req.owner, req.requestId, req.key);
-    if (remembered?.acquired) {
-      this.answer(callId, { type: 'acquire', index: 0, replayed: true, ...remembered });
+    const granted = this.rememberedGrant(req);
+    if (granted) {
+      this.answer(callId, granted);
       return true;
     }
     const answered = this.refusals.get(req.owner, req.requestId, this.nowMs);
@@ -419,6 +419,12 @@ export class LockLeader {
       return true;
     }
     return false;
+  }
+
+  /** The grant the replicated dedup table remembers for this request, as a replayed answer; or null. */
+  private rememberedGrant(req: ValidAcquire): AcquireResult | null {
+    const remembered = this.state().rememberedAcquire(req.owner, req.requestId, req.key);
+    return remembered?.acquired ? { type: 'acquire', index: 0, replayed: true, ...remembered } : null;
   }
 
   private decideParked(p: ParkedRefusal): void {
@@ -514,9 +520,9 @@ export class LockLeader {
   private refuseHere(callIds: CallId[], req: ValidAcquire): void {
     // The log may have decided this request meanwhile (an acquire of it that timed out here committed after
     // all — found by the lock simulation, seed 100116): then that decision is the answer.
-    const remembered = this.state().rememberedAcquire(req.owner, req.requestId, req.key);
-    if (remembered?.acquired) {
-      for (const id of callIds) this.answer(id, { type: 'acquire', index: 0, replayed: true, ...remembered });
+    const granted = this.rememberedGrant(req);
+    if (granted) {
+      for (const id of callIds) this.answer(id, granted);
       return;
     }
     if (this.outcomeUnknown(req)) {
@@ -542,7 +548,7 @@ export class LockLeader {
   /** An earlier acquire of this request timed out and may still commit (the log has not applied its index). */
   private outcomeUnknown(req: ValidAcquire): boolean {
     if (req.requestId === '') return false;
-    const k = requestKey(req);
+    const k = requestKey(req.owner, req.requestId);
     const index = this.unknownOutcome.get(k);
     if (index === undefined) return false;
     if (this.state().appliedIndex >= index) {
@@ -553,7 +559,7 @@ export class LockLeader {
   }
 
   private noteTimeout(req: ValidAcquire, error: ProposalError): void {
-    if (error.kind === 'timeout' && error.index !== undefined && error.index > 0 && req.requestId !== '') this.unknownOutcome.set(requestKey(req), error.index);
+    if (error.kind === 'timeout' && error.index !== undefined && error.index > 0 && req.requestId !== '') this.unknownOutcome.set(requestKey(req.owner, req.requestId), error.index);
   }
 
   /** The lock state of `key` judged at the leader's now: its clock, but never behind the log's time. A
@@ -580,9 +586,4 @@ function isWaiter(item: Waiter | ParkedRefusal): item is Waiter {
 
 function internal(message: string): CallFailure {
   return { kind: 'internal', message: `internal: ${message}`, leaderId: null };
-}
-
-/** One request, whatever call carries it: (owner, request_id). */
-function requestKey(req: ValidAcquire): string {
-  return `${req.owner.length}:${req.owner}${req.requestId}`;
 }

@@ -39,7 +39,8 @@ export class RecentRefusals {
   }
 }
 
-/** Length-prefixed so (owner "a", id "bc") and (owner "ab", id "c") never collide. */
-function requestKey(owner: string, requestId: string): string {
+/** One request, whatever call carries it: (owner, request_id). Length-prefixed so (owner "a", id "bc")
+ *  and (owner "ab", id "c") never collide. */
+export function requestKey(owner: string, requestId: string): string {
   return `${owner.length}:${owner}${requestId}`;
 }

@@ -3,6 +3,7 @@
 // leases the new term has not carried over yet. So the leader stamps client commands only once its
 // termStart applied in its current term; calls arriving before then wait here, bounded, in arrival order
 // (so the order the queues see is still the order the calls arrived in).
+import { requestKey } from './recent-refusals.js';
 import type { CallId, ClientRequest, ProposalId, RaftRole } from './types.js';
 
 export interface HeldCall {
@@ -98,5 +99,5 @@ export class TermGate {
 function sameRequestAs(call: HeldCall): string | null {
   const r = call.request;
   if (r.op !== 'acquire' || r.req.requestId === '') return null;
-  return `${r.req.owner.length}:${r.req.owner}${r.req.requestId}`;
+  return requestKey(r.req.owner, r.req.requestId);
 }
