@@ -36,8 +36,8 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   const self = config.nodes.find((n) => n.id === id);
   if (!self) throw new Error(`--id ${id}: no node with that id in the config (have: ${config.nodes.map((n) => n.id).join(', ')})`);
   const logger = options.logger ?? pino({ level: config.log.level, base: { pid: process.pid } });
-  // Stamps come from a monotonic clock anchored to the wall clock once at start: an NTP step while we
-  // lead must not make leases look older (and expire early) or younger than they are.
+  // One env for the driver and the lock service: realEnv()'s clock is monotonic (see env.ts), so an NTP
+  // step while we lead cannot make leases look older or younger than they are.
   const env = options.env ?? realEnv();
 
   const storage = await LevelStorage.open(self.dataDir);
