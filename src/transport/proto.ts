@@ -280,6 +280,15 @@ export interface WireEntry {
 
 export interface WireConfState {
   voters: string[];
+  learners: string[];
+  removed: string[];
+  addresses: WirePeerAddress[];
+  cluster_id: string;
+}
+
+export interface WirePeerAddress {
+  id: string;
+  address: string;
 }
 
 export interface WireSnapshotMeta {
@@ -362,6 +371,8 @@ export interface WireRaftHeader {
   from: string;
   to: string;
   term: WireLong;
+  /** The sender's cluster id ('' while a joining node has not learned it). */
+  cluster_id: string;
 }
 
 /** A decoded RaftMessage: the header plus exactly one body, named by the virtual `body` field. */

@@ -83,7 +83,7 @@ const statusResponse: StatusResponse = {
 };
 
 // ---- leasehold.v1.Raft: one RaftMessage per body ----
-const header = { from: 'n1', to: 'n2', term: '5' } as const;
+const header = { from: 'n1', to: 'n2', term: '5', cluster_id: 'c-1' } as const;
 const raftMessages: WireRaftMessage[] = [
   {
     ...header,
@@ -115,7 +115,7 @@ const raftMessages: WireRaftMessage[] = [
     ...header,
     body: 'install_snapshot',
     install_snapshot: {
-      meta: { index: '100', term: '4', conf: { voters: ['n1', 'n2', 'n3'] } },
+      meta: { index: '100', term: '4', conf: { voters: ['n1', 'n2', 'n3'], learners: ['n4'], removed: ['n0'], addresses: [{ id: 'n1', address: '127.0.0.1:7001' }], cluster_id: 'c-1' } },
       offset: '1048576',
       chunk: Buffer.from([9, 8, 7]),
       done: true,
