@@ -1,7 +1,7 @@
-// Client commands of the `leasehold` CLI: acquire, renew, release, get, status.
+// Client commands of the `leasehold` CLI: acquire, renew, release, get (status: cluster-commands.ts).
 import type { Command } from 'commander';
 import { EndpointPool, newRequestId, parseEndpoints, RpcError } from '../client/rpc.js';
-import type { AcquireResponse, GetResponse, ReleaseResponse, RenewResponse, StatusResponse } from '../transport/proto.js';
+import type { AcquireResponse, GetResponse, ReleaseResponse, RenewResponse } from '../transport/proto.js';
 import { parseDuration } from './duration.js';
 
 /** --endpoints default of every client command (and `run`). */
@@ -90,31 +90,5 @@ export function clientCommands(program: Command): void {
       (p, d) => p.call<GetResponse>('Get', { key }, d),
       (r) => (r.held ? `${key}: held by ${r.owner}, token ${r.token}, ${r.ttl_ms} ms left (last token ${r.last_token})` : `${key}: free (last token ${r.last_token})`),
     );
-  });
-
-  withCommon(program.command('status').description('show each node\'s role, term, leader and indexes')).action(async (o: CommonOpts) => {
-    const p = pool(o);
-    const deadline = Date.now() + Math.min(o.timeout, 3000);
-    const rows = await Promise.all(
-      p.endpoints.map(async (ep) => {
-        try {
-          return { endpoint: ep, status: await p.status(ep, deadline) };
-        } catch (err) {
-          return { endpoint: ep, error: (err as Error).message };
-        }
-      }),
-    );
-    p.close();
-    if (o.json) {
-      process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
-    } else {
-      for (const r of rows) {
-        if ('status' in r && r.status) {
-          const s: StatusResponse = r.status;
-          process.stdout.write(`${r.endpoint}  ${s.node_id}  ${s.role}  term ${s.term}  leader ${s.leader_id || '-'}  commit ${s.commit_index}  applied ${s.applied_index}\n`);
-        } else process.stdout.write(`${r.endpoint}  unreachable: ${(r as { error: string }).error}\n`);
-      }
-    }
-    process.exitCode = rows.some((r) => 'status' in r) ? 0 : 2;
   });
 }

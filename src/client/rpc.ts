@@ -3,7 +3,7 @@
 // the caller's deadline: the server's dedup table turns those retries into exactly-once.
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { ClusterClient, LEADER_METADATA, LockClient, type LockMethod, type StatusResponse } from '../transport/proto.js';
+import { ClusterClient, LEADER_METADATA, LockClient, type ClusterMethod, type LockMethod, type StatusResponse } from '../transport/proto.js';
 
 export type { LockMethod } from '../transport/proto.js';
 
@@ -147,6 +147,32 @@ export class EndpointPool {
         else resolve(value as StatusResponse);
       });
     });
+  }
+
+  /**
+   * One Cluster membership call. Tried on the next endpoint only when this one could not be reached or
+   * had no leader to forward to (UNAVAILABLE: nothing was changed); any other answer is final, because
+   * a membership change is not idempotent (a retry of an add that did commit says "already a member").
+   */
+  async clusterCall<Res>(method: ClusterMethod, request: object, deadline: number): Promise<Res> {
+    let lastErr: RpcError | null = null;
+    for (let round = 0; Date.now() < deadline; round++) {
+      for (const ep of this.endpoints) {
+        if (Date.now() >= deadline) break;
+        try {
+          return await new Promise<Res>((resolve, reject) => {
+            const client = this.clusterClient(ep);
+            const fn = client[method] as unknown as (req: object, o: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, v?: unknown) => void) => void;
+            fn.call(client, request, { deadline: new Date(deadline) }, (err, value) => (err ? reject(new RpcError(err.code, err.details)) : resolve(value as Res)));
+          });
+        } catch (err) {
+          if (!(err instanceof RpcError) || err.code !== grpc.status.UNAVAILABLE) throw err;
+          lastErr = err;
+        }
+      }
+      await sleep(Math.min(200 * (round + 1), 1000));
+    }
+    throw lastErr ?? new RpcError(grpc.status.DEADLINE_EXCEEDED, `no endpoint answered before the deadline (tried ${this.endpoints.join(', ')})`);
   }
 
   close(): void {

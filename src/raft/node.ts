@@ -41,6 +41,9 @@ export interface RaftNodeOptions<R> {
   /** First boot of a node added with `members add`: start with no configuration at all and wait for the
    *  leader to contact us (never bootstrap a cluster of our own). */
   join?: boolean;
+  /** Runs on first boot (empty storage) before anything is written; throwing aborts the start. The
+   *  runtime asks its peers here whether the cluster already knows this node (a wiped data dir). */
+  beforeBootstrap?: () => Promise<void>;
   storage: RaftStorage;
   transport: PeerSender;
   fsm: StateMachine<R>;
@@ -88,6 +91,8 @@ export class RaftNode<R = unknown> extends EventEmitter {
   private lastSnapshotIndex = 0;
   private soft: SoftState = { role: 'follower', leaderId: null, term: 0 };
   private conf: ConfState | null = null;
+  /** When we last received anything from each peer (our clock): what health is judged by. */
+  private lastHeardMs = new Map<NodeId, number>();
 
   private constructor(opts: RaftNodeOptions<R>) {
     super();
@@ -106,6 +111,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
   private async init(): Promise<void> {
     let restored = await this.opts.storage.load();
     if (restored === null) {
+      await this.opts.beforeBootstrap?.();
       // First boot: the initial voter set becomes data in a bootstrap snapshot at index 0.
       const snapshot = this.opts.join
         ? bootstrapSnapshot([])
@@ -137,8 +143,41 @@ export class RaftNode<R = unknown> extends EventEmitter {
   /** A message from a peer (called by the transport). */
   receive(m: Message): void {
     if (this.stopped) return;
+    this.lastHeardMs.set(m.from, this.env.nowMs());
     this.raft.step(m);
     this.schedule();
+  }
+
+  /** Did a message from `id` arrive within the last `windowMs`? */
+  heardWithin(id: NodeId, windowMs: number): boolean {
+    const t = this.lastHeardMs.get(id);
+    return t !== undefined && this.env.nowMs() - t < windowMs;
+  }
+
+  /**
+   * Can this node serve lock calls now (SPEC "Health")? A leader must have heard from a quorum of its
+   * voters (itself included) within `windowMs`; a follower must have heard from its leader within it.
+   * CheckQuorum deposes a cut-off leader only after up to two election timeouts; this answers sooner.
+   */
+  serving(windowMs: number): { serving: boolean; reason: string } {
+    if (this.stopped) return { serving: false, reason: 'shutting down' };
+    const now = this.env.nowMs();
+    const recent = (id: NodeId) => {
+      const t = this.lastHeardMs.get(id);
+      return t !== undefined && now - t < windowMs;
+    };
+    const conf = this.conf;
+    if (this.soft.role === 'leader') {
+      if (!conf || !conf.voters.includes(this.id)) return { serving: false, reason: 'leader outside its own configuration' };
+      const heard = conf.voters.filter((id) => id === this.id || recent(id)).length;
+      const quorum = Math.floor(conf.voters.length / 2) + 1;
+      return heard >= quorum
+        ? { serving: true, reason: 'leader with a quorum' }
+        : { serving: false, reason: `leader heard from ${heard} of ${conf.voters.length} voters (quorum ${quorum})` };
+    }
+    const leader = this.soft.leaderId;
+    if (leader === null) return { serving: false, reason: 'no leader' };
+    return recent(leader) ? { serving: true, reason: `follower of ${leader}` } : { serving: false, reason: `no word from leader ${leader}` };
   }
 
   /** Propose `data`; resolves with the state machine's result once it is applied here. After

@@ -8,7 +8,6 @@ import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-
 import { validateAcquire, validateGet, validateRelease, validateRenew, type LockLimits, type Validated } from '../lock/validate.js';
 import type { AcquireResult, LockView, ReleaseResult, RenewResult } from '../lock/types.js';
 import type { NodeLogger } from '../raft/logger.js';
-import { roleToWire } from '../transport/codec.js';
 import {
   ClusterClient,
   LOADER_OPTIONS,
@@ -18,7 +17,6 @@ import {
   packageDefinition,
   type AcquireRequest,
   type AcquireResponse,
-  type ClusterHandlers,
   type GetRequest,
   type GetResponse,
   type LockHandlers,
@@ -28,6 +26,7 @@ import {
   type RenewResponse,
   type WireInput,
 } from '../transport/proto.js';
+import type { ClusterApi } from './cluster-api.js';
 import { strictRequestDeserializers } from './strict-decode.js';
 import { RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
 
@@ -36,8 +35,11 @@ const FORWARDED = 'x-leasehold-forwarded';
 export interface ClientApiOptions {
   service: LockService;
   limits: LockLimits;
-  /** Node id -> client address, for forwarding to the leader and for Status members. */
+  /** Node id -> client address, for forwarding to the leader (kept current by the runtime as the
+   *  membership changes). */
   members: Map<string, string>;
+  /** leasehold.v1.Cluster (cluster-api.ts). */
+  cluster: ClusterApi;
   defaultTimeoutMs: number;
   logger: NodeLogger;
 }
@@ -60,7 +62,7 @@ export class ClientApi {
 
   register(server: grpc.Server): void {
     server.addService(strictRequestDeserializers(LockClient.service), this.lockHandlers());
-    server.addService(ClusterClient.service, this.clusterHandlers());
+    server.addService(ClusterClient.service, this.opts.cluster.handlers());
     this.health.addToServer(server);
     // Reflection describes our services and the standard health service (grpcurl list / describe).
     const healthDefinition = protoLoader.loadSync(healthProtoPath, { ...LOADER_OPTIONS });
@@ -70,6 +72,7 @@ export class ClientApi {
   close(): void {
     for (const c of this.forwardClients.values()) c.close();
     this.forwardClients.clear();
+    this.opts.cluster.close();
   }
 
   // ------------------------------------------------------------------ Lock
@@ -175,30 +178,6 @@ export class ClientApi {
     return statusError(grpc.status.INTERNAL, `internal error: ${(err as Error)?.message ?? String(err)}`);
   }
 
-  // ------------------------------------------------------------------ Cluster
-
-  private clusterHandlers(): ClusterHandlers {
-    return {
-      Status: (_call, cb) => {
-        const st = this.opts.service.node.status();
-        const progress = this.opts.service.node.progress();
-        cb(null, {
-          node_id: st.id,
-          role: roleToWire(st.role),
-          term: String(st.term),
-          leader_id: st.leaderId ?? '',
-          commit_index: String(st.commitIndex),
-          applied_index: String(st.appliedIndex),
-          members: [...this.opts.members].map(([id, address]) => ({
-            id,
-            address,
-            voter: st.voters.includes(id),
-            match_index: String(progress.get(id)?.match ?? 0),
-          })),
-        });
-      },
-    };
-  }
 }
 
 function waitOf(v: unknown): number {

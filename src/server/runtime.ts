@@ -10,10 +10,14 @@ import type { LockResult } from '../lock/types.js';
 import { LevelStorage } from '../raft/storage/leveldb.js';
 import { PeerTransport } from '../transport/grpc.js';
 import { RaftClient } from '../transport/proto.js';
-import type { Message } from '../raft/core/types.js';
+import type { ConfState, Message } from '../raft/core/types.js';
 import { LockFsm } from './lock-fsm.js';
 import { LockService } from './lock-service.js';
 import { ClientApi } from './grpc-server.js';
+import { ClusterApi } from './cluster-api.js';
+import { HealthReporter } from './health.js';
+import { askPeers, checkFirstBoot, clusterIdFor } from './identity.js';
+import { Membership } from './membership.js';
 
 export interface RunningNode {
   id: string;
@@ -30,7 +34,12 @@ export interface StartOptions {
    *  (a monotonic clock anchored once to the wall clock, so an NTP step cannot move stamps). */
   env?: NodeEnv;
   logger?: Logger;
+  /** `serve --join`: on first boot, never bootstrap; wait to be contacted by the cluster's leader. */
+  join?: boolean;
 }
+
+/** How long the first-boot questions to peers may take: a dead peer must not hold up a start for long. */
+const ASK_PEERS_TIMEOUT_MS = 1500;
 
 export async function startNode(config: ClusterConfig, id: string, options: StartOptions = {}): Promise<RunningNode> {
   const self = config.nodes.find((n) => n.id === id);
@@ -42,7 +51,10 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
 
   const storage = await LevelStorage.open(self.dataDir);
   const fsm = new LockFsm({ dedupWindowMs: config.lock.dedupWindowMs });
+  // Client addresses for forwarding; peers' addresses come from the configuration in the log once it is
+  // known (updated on every 'conf' event below). The file's list only seeds the first boot.
   const members = new Map(config.nodes.map((n: NodeConfig) => [n.id, n.address]));
+  const fileAddress = new Map(members);
   const transport = new PeerTransport({
     selfId: id,
     peers: members,
@@ -59,9 +71,30 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   });
   server.addService(RaftClient.service, transport.handlers((m: Message) => node?.receive(m)));
 
+  const others = config.nodes.filter((n) => n.id !== id).map((n) => n.address);
+  const electionTimeoutMs = config.raft.tickMs * config.raft.electionTicks;
   node = await RaftNode.start({
     id,
     voters: config.nodes.map((n) => n.id),
+    addresses: Object.fromEntries(config.nodes.map((n) => [n.id, n.address])),
+    clusterId: clusterIdFor(config.nodes),
+    join: options.join ?? false,
+    beforeBootstrap: async () => {
+      const answers = await askPeers(others, grpc.credentials.createInsecure(), ASK_PEERS_TIMEOUT_MS);
+      if (!options.join) {
+        checkFirstBoot(id, self.dataDir, answers);
+        return;
+      }
+      // Joining: dial every member the cluster reports, so our answers reach the leader even when the
+      // file does not list it.
+      const peers = new Map<string, string>(config.nodes.filter((n) => n.id !== id).map((n) => [n.id, n.address]));
+      for (const a of answers) for (const m of a.status.members) if (m.id !== id && m.address) peers.set(m.id, m.address);
+      transport.setPeers(peers);
+      // Stamp our messages with the cluster's id from the start (else '' until our log tells us).
+      const clusterId = answers.map((a) => a.status.cluster_id).find((c) => c !== '') ?? '';
+      transport.setIdentity({ clusterId, members: new Set() });
+      logger.info({ nodeId: id, clusterId, asked: others, answered: answers.map((a) => a.status.node_id), peers: Object.fromEntries(peers) }, 'joining: waiting for the leader to contact us');
+    },
     storage,
     transport,
     fsm,
@@ -81,6 +114,47 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     env,
   });
   const liveNode = node;
+  let warnedNotMember = false;
+  /** Every peer address we ever learned: a leader being removed keeps leading until its removal commits,
+   *  and our answers must still reach it after our own log has dropped it (thesis §4.2.2). */
+  const knownAddress = new Map(fileAddress);
+  const refreshPeers = () => {
+    const conf = liveNode.configuration();
+    if (!conf || conf.voters.length === 0) return; // joining: keep the seeded peers until the cluster speaks
+    const peers = new Map<string, string>();
+    const leader = liveNode.leaderId;
+    for (const member of [...conf.voters, ...conf.learners, ...(leader ? [leader] : [])]) {
+      const address = conf.addresses[member] ?? knownAddress.get(member);
+      if (address !== undefined) peers.set(member, address);
+    }
+    transport.setPeers(peers);
+  };
+  const onConf = (conf: ConfState) => {
+    if (conf.voters.length === 0) return;
+    for (const member of [...conf.voters, ...conf.learners]) {
+      const address = conf.addresses[member] ?? fileAddress.get(member);
+      if (address === undefined) continue;
+      knownAddress.set(member, address);
+      members.set(member, fileAddress.get(member) ?? address);
+    }
+    refreshPeers();
+    transport.setIdentity({ clusterId: conf.clusterId, members: new Set([...conf.voters, ...conf.learners]), leaderId: liveNode.leaderId });
+    const isMember = conf.voters.includes(id) || conf.learners.includes(id);
+    if (!isMember && !warnedNotMember) {
+      warnedNotMember = true;
+      logger.warn({ nodeId: id, voters: conf.voters, learners: conf.learners }, 'this node is not a member of the cluster configuration (removed?); it will not campaign and its messages are refused');
+    } else if (isMember) {
+      warnedNotMember = false;
+    }
+    logger.info({ nodeId: id, clusterId: conf.clusterId, voters: conf.voters, learners: conf.learners }, 'cluster configuration in use');
+  };
+  liveNode.on('conf', onConf);
+  liveNode.on('softState', (ss: { leaderId: string | null }) => {
+    transport.setLeader(ss.leaderId);
+    refreshPeers();
+  });
+  const current = liveNode.configuration();
+  if (current) onConf(current);
   liveNode.on('fatal', () => {
     logger.fatal({ nodeId: id }, 'storage failed; exiting so a supervisor restarts the node from disk');
     process.exit(70);
@@ -93,7 +167,18 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     defaultTimeoutMs: 5000,
     logger,
   });
+  const membership = new Membership(liveNode as RaftNode<unknown>, { env, electionTimeoutMs });
+  const cluster = new ClusterApi({
+    node: liveNode as RaftNode<unknown>,
+    membership,
+    health: () => liveNode.serving(electionTimeoutMs),
+    clientAddressOf: (member) => members.get(member),
+    credentials: () => grpc.credentials.createInsecure(),
+    defaultTimeoutMs: 5000,
+    logger,
+  });
   const api = new ClientApi({
+    cluster,
     service,
     limits: {
       minTtlMs: config.lock.minTtlMs,
@@ -110,12 +195,14 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     server.bindAsync(self.address, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(new Error(`cannot listen on ${self.address}: ${err.message}`)) : resolve()));
   });
   logger.info({ nodeId: id, address: self.address, dataDir: self.dataDir, members: Object.fromEntries(members) }, 'leasehold node serving');
+  const health = new HealthReporter(api.health, () => liveNode.serving(electionTimeoutMs), logger, id);
+  health.start(Math.max(20, config.raft.tickMs));
 
   let stopping: Promise<void> | null = null;
   const shutdown = (): Promise<void> => {
     stopping ??= (async () => {
+      health.stop();
       if (liveNode.isLeader()) await handOver(liveNode, config.raft.tickMs * config.raft.electionTicks * 2, logger);
-      api.health.setStatus('', 'NOT_SERVING');
       service.close();
       await liveNode.stop();
       transport.close();

@@ -5,6 +5,10 @@
 // - Reconnect with exponential backoff and jitter; HTTP/2 flow control pushes back through write().
 // - Incoming messages are validated by the codec; a malformed one ends that stream with INVALID_ARGUMENT
 //   and never reaches the core.
+// - Identity (SPEC "Identity"): every message carries our cluster id; a message from another cluster or
+//   from an id that is not a current member is dropped and logged once per sender. Without TLS this is
+//   a guard against misconfiguration (a node of another cluster, a removed node), not authentication.
+// - Membership changes at runtime: setMembers() opens links to new members and closes removed ones.
 import * as grpc from '@grpc/grpc-js';
 import type { Message, NodeId } from '../raft/core/types.js';
 import type { NodeLogger } from '../raft/logger.js';
@@ -20,6 +24,15 @@ export interface PeerTransportOptions {
   logger: NodeLogger;
   /** Per-message traffic logs (debug level); off unless the log level is debug. */
   traceMessages: boolean;
+}
+
+/** Who may speak to us: our cluster id ('' while joining: anyone) and the current members. */
+export interface PeerIdentity {
+  clusterId: string;
+  /** Empty while joining: we know no configuration yet. */
+  members: ReadonlySet<NodeId>;
+  /** The leader we follow: heard even when our log already removes it (it leads until that commits). */
+  leaderId?: NodeId | null;
 }
 
 const BACKOFF_MIN_MS = 50;
@@ -42,6 +55,7 @@ class PeerLink {
     readonly peerId: NodeId,
     readonly address: string,
     private readonly opts: PeerTransportOptions,
+    private readonly clusterId: () => string,
   ) {
     this.client = new RaftClient(address, grpc.credentials.createInsecure(), {
       'grpc.max_send_message_length': opts.maxMessageBytes,
@@ -106,7 +120,7 @@ class PeerLink {
     if (!stream) return;
     while (this.writable && this.head < this.queue.length) {
       const m = this.queue[this.head++]!;
-      this.writable = stream.write(messageToWire(m));
+      this.writable = stream.write(messageToWire(m, this.clusterId()));
     }
     this.compact();
   }
@@ -152,11 +166,46 @@ class PeerLink {
 
 export class PeerTransport implements PeerSender {
   private links = new Map<NodeId, PeerLink>();
+  private identity: PeerIdentity = { clusterId: '', members: new Set() };
+  /** Senders already logged as refused, with the reason (one line per sender and reason). */
+  private refusedLogged = new Set<string>();
+  private closed = false;
 
   constructor(private readonly opts: PeerTransportOptions) {
-    for (const [id, address] of opts.peers) {
-      if (id !== opts.selfId) this.links.set(id, new PeerLink(id, address, opts));
+    this.setPeers(opts.peers);
+  }
+
+  /** The peer addresses to dial: links to new ids open, links to ids no longer listed close, and a
+   *  changed address gets a new link. */
+  setPeers(peers: Map<NodeId, string>): void {
+    if (this.closed) return;
+    for (const [id, link] of this.links) {
+      if (peers.get(id) !== link.address) {
+        link.close();
+        this.links.delete(id);
+      }
     }
+    for (const [id, address] of peers) {
+      if (id !== this.opts.selfId && !this.links.has(id)) this.links.set(id, new PeerLink(id, address, this.opts, () => this.identity.clusterId));
+    }
+  }
+
+  setIdentity(identity: PeerIdentity): void {
+    this.identity = identity;
+  }
+
+  /** The leader we now follow (see PeerIdentity.leaderId). */
+  setLeader(leaderId: NodeId | null): void {
+    this.identity = { ...this.identity, leaderId };
+  }
+
+  /** Why a message from `from` stamped with `clusterId` must be refused, or null. */
+  private refusal(from: NodeId, clusterId: string): string | null {
+    const ours = this.identity.clusterId;
+    // '' is a joining node that has not yet learned the id from our log: the member check below decides.
+    if (ours !== '' && clusterId !== '' && clusterId !== ours) return `it belongs to cluster '${clusterId}', we are '${ours}'`;
+    if (this.identity.members.size > 0 && !this.identity.members.has(from) && from !== this.identity.leaderId) return 'it is not a member of this cluster';
+    return null;
   }
 
   send(messages: Message[]): void {
@@ -189,6 +238,15 @@ export class PeerTransport implements PeerSender {
             callback({ code: grpc.status.INVALID_ARGUMENT, details: `raft message for ${m.to} reached ${selfId}` });
             return;
           }
+          const refused = this.refusal(m.from, typeof wire.cluster_id === 'string' ? wire.cluster_id : '');
+          if (refused !== null) {
+            const key = `${m.from}|${refused}`;
+            if (!this.refusedLogged.has(key) && this.refusedLogged.size < 10_000) {
+              this.refusedLogged.add(key);
+              this.opts.logger.warn({ nodeId: selfId, from: m.from, reason: refused }, `refusing raft messages from ${m.from}: ${refused}`);
+            }
+            return;
+          }
           received++;
           this.links.get(m.from)?.markAlive();
           deliver(m);
@@ -202,6 +260,8 @@ export class PeerTransport implements PeerSender {
   }
 
   close(): void {
+    this.closed = true;
     for (const link of this.links.values()) link.close();
+    this.links.clear();
   }
 }

@@ -240,6 +240,7 @@ export interface Member {
   address: string;
   voter: boolean;
   match_index: WireLong;
+  learner: boolean;
 }
 
 export interface StatusResponse {
@@ -250,15 +251,55 @@ export interface StatusResponse {
   commit_index: WireLong;
   applied_index: WireLong;
   members: Member[];
+  cluster_id: string;
+  serving: boolean;
+  health: string;
 }
+
+export interface AddMemberRequest {
+  id: string;
+  address: string;
+  learner: boolean;
+}
+
+export interface PromoteMemberRequest {
+  id: string;
+}
+
+export interface RemoveMemberRequest {
+  id: string;
+}
+
+export interface MembersResponse {
+  members: Member[];
+}
+
+export interface TransferLeaderRequest {
+  to_id: string;
+}
+
+export interface TransferLeaderResponse {
+  leader_id: string;
+  term: WireLong;
+}
+
+export type ClusterMethod = 'AddMember' | 'PromoteMember' | 'RemoveMember' | 'TransferLeader';
 
 export interface ClusterClient extends grpc.Client {
   Status: UnaryMethod<StatusRequest, StatusResponse>;
   status: UnaryMethod<StatusRequest, StatusResponse>;
+  AddMember: UnaryMethod<AddMemberRequest, MembersResponse>;
+  PromoteMember: UnaryMethod<PromoteMemberRequest, MembersResponse>;
+  RemoveMember: UnaryMethod<RemoveMemberRequest, MembersResponse>;
+  TransferLeader: UnaryMethod<TransferLeaderRequest, TransferLeaderResponse>;
 }
 
 export interface ClusterHandlers extends grpc.UntypedServiceImplementation {
   Status: grpc.handleUnaryCall<StatusRequest, WireInput<StatusResponse>>;
+  AddMember: grpc.handleUnaryCall<AddMemberRequest, WireInput<MembersResponse>>;
+  PromoteMember: grpc.handleUnaryCall<PromoteMemberRequest, WireInput<MembersResponse>>;
+  RemoveMember: grpc.handleUnaryCall<RemoveMemberRequest, WireInput<MembersResponse>>;
+  TransferLeader: grpc.handleUnaryCall<TransferLeaderRequest, WireInput<TransferLeaderResponse>>;
 }
 
 export const ClusterClient = clientConstructor<ClusterClient, ClusterHandlers>('leasehold.v1.Cluster');

@@ -264,7 +264,7 @@ export class Raft {
     // Only members may speak to us: a removed node that restarts with an old log (it still thinks it is a
     // voter) must not depose a leader with its terms or collect votes. A node that knows no configuration
     // yet (joining) listens to whoever contacts it — the transport checks the cluster id first.
-    if (!this.acceptsFrom(m.from)) return;
+    if (!this.acceptsFrom(m)) return;
     if (m.term > this.term) {
       if (m.type === 'RequestVote') {
         // Leader stickiness (thesis §4.2.3 / CheckQuorum): while we hear from a live leader, ignore
@@ -457,8 +457,12 @@ export class Raft {
     if (best && best.match === this.log.lastIndex()) this.send({ type: 'TimeoutNow', to: best.id });
   }
 
-  private acceptsFrom(from: NodeId): boolean {
-    return this.voters.length === 0 || this.voters.includes(from) || this.learners.includes(from);
+  private acceptsFrom(m: Message): boolean {
+    if (this.voters.length === 0 || this.voters.includes(m.from) || this.learners.includes(m.from)) return true;
+    // The leader we follow in this term may be on its way out: its removal is in our log (so it is no
+    // longer in our configuration) but it leads until that entry commits, which needs our answers
+    // (thesis §4.2.2). A removed node returning with an old log is never our leader in our term.
+    return m.from === this.leaderId && m.term === this.term;
   }
 
   /** Act on confs.current(): the voter and learner lists, and (leading) one Progress per member. */
@@ -733,6 +737,11 @@ export class Raft {
       if (this.leadTransferee === pr.id && pr.match === this.log.lastIndex()) {
         this.send({ type: 'TimeoutNow', to: pr.id });
       }
+    } else if (pr.state === 'probe' && pr.next > pr.match + 1) {
+      // A success that did not move match (a heartbeat answered at pr.match) while probing beyond it: that
+      // probe was lost — e.g. sent before a new member was up. Probe again from what is known to match;
+      // else an idle leader (nothing new to broadcast) would never resend it and the follower stalls.
+      pr.next = pr.match + 1;
     }
     if (wasPaused || pr.next <= this.log.lastIndex()) this.sendAppend(pr.id, false);
   }

@@ -242,3 +242,33 @@ describe('thesis §4.1 the latest configuration in the log is used, committed or
     expect(ch).toEqual(addLearner('d'));
   });
 });
+
+describe('regressions', () => {
+  it('an idle leader still catches up a new member whose first probe was lost (it was not up yet)', () => {
+    const net = cluster();
+    const d = joiner(net, 'd');
+    net.isolate('d'); // d is not running yet: the leader's first probe to it is lost
+    expect(change(net, 'a', addLearner('d')).ok).toBe(true);
+    net.tickAll(1);
+    net.heal(); // d comes up; nothing new is proposed
+    net.tickAll(5);
+    expect(d.raft.status().learners).toEqual(['d']);
+    expect(d.raft.status().appliedIndex).toBe(net.node('a').raft.status().commitIndex);
+  });
+});
+
+describe('thesis §4.2.2 the leader being removed still leads until its removal commits', () => {
+  it('followers whose log already removes the leader keep answering it, so the removal commits', () => {
+    const net = cluster();
+    const a = net.node('a');
+    const r = a.raft.proposeConfChange({ type: 'remove', id: 'a' });
+    expect(r.ok).toBe(true);
+    net.dropTypes.add('AppendEntriesResponse'); // the acks of the append that carried the removal are lost
+    net.settle();
+    net.dropTypes.clear();
+    expect(net.node('b').raft.status().voters).toEqual(['b', 'c']); // applied when appended
+    expect(a.raft.status().commitIndex).toBeLessThan(r.ok ? r.index : 0);
+    net.tick(['a'], 6); // heartbeats, then a re-probe: b and c must still answer the leader their log has removed
+    expect(a.raft.status().commitIndex).toBeGreaterThanOrEqual(r.ok ? r.index : 0);
+  });
+});

@@ -77,9 +77,12 @@ const statusResponse: StatusResponse = {
   commit_index: '120',
   applied_index: '119',
   members: [
-    { id: 'n1', address: '127.0.0.1:7001', voter: true, match_index: '120' },
-    { id: 'n2', address: '127.0.0.1:7002', voter: false, match_index: '0' },
+    { id: 'n1', address: '127.0.0.1:7001', voter: true, learner: false, match_index: '120' },
+    { id: 'n2', address: '127.0.0.1:7002', voter: false, learner: true, match_index: '0' },
   ],
+  cluster_id: 'c-1',
+  serving: true,
+  health: 'leader with a quorum',
 };
 
 // ---- leasehold.v1.Raft: one RaftMessage per body ----
