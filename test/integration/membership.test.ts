@@ -161,6 +161,20 @@ describe('runtime membership (real processes, through the CLI)', () => {
     expect(r.out).toMatch(/never reused/);
   }, 90_000);
 
+  it('transfer-leader hands leadership to the named voter, and with no name to another voter', async () => {
+    const voters = membersOf(c.endpoints(c.ids.filter((id) => c.procs.has(id)))).voters;
+    const { leader } = await c.waitForLeader(voters);
+    const target = voters.find((id) => id !== leader)!;
+    let r = cli(['transfer-leader', target], c.endpoints(voters));
+    expect(r.code, r.out).toBe(0);
+    expect((await c.waitForLeader(voters)).leader).toBe(target);
+    r = cli(['transfer-leader'], c.endpoints(voters));
+    expect(r.code, r.out).toBe(0);
+    expect((await c.waitForLeader(voters)).leader).not.toBe(target);
+    r = cli(['transfer-leader', 'nope'], c.endpoints(voters));
+    expect(r.code, r.out).toBe(3);
+  }, 30_000);
+
   it('removing the leader: it answers, hands over and steps down; the rest go on', async () => {
     const voters = membersOf(c.endpoints(c.ids.filter((id) => c.procs.has(id)))).voters;
     const { leader, term } = await c.waitForLeader(voters);
