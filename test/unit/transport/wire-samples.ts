@@ -15,6 +15,12 @@ import type {
   RenewRequest,
   RenewResponse,
   StatusRequest,
+  AddMemberRequest,
+  PromoteMemberRequest,
+  RemoveMemberRequest,
+  MembersResponse,
+  TransferLeaderRequest,
+  TransferLeaderResponse,
   StatusResponse,
   WireRaftMessage,
   WireStreamSummary,
@@ -140,6 +146,14 @@ function many(service: string, method: string, side: WireSample['side'], values:
   return values.map((value) => ({ service, method, side, value }));
 }
 
+const members = statusResponse.members;
+const addMemberRequest: AddMemberRequest = { id: 'n4', address: '127.0.0.1:7004', learner: true };
+const promoteMemberRequest: PromoteMemberRequest = { id: 'n4' };
+const removeMemberRequest: RemoveMemberRequest = { id: 'n2' };
+const membersResponse: MembersResponse = { members };
+const transferLeaderRequest: TransferLeaderRequest = { to_id: 'n3' };
+const transferLeaderResponse: TransferLeaderResponse = { leader_id: 'n3', term: '8' };
+
 export const WIRE_SAMPLES: readonly WireSample[] = [
   ...many('leasehold.v1.Lock', 'Acquire', 'request', [acquireRequest]),
   ...many('leasehold.v1.Lock', 'Acquire', 'response', [acquireResponse]),
@@ -151,6 +165,14 @@ export const WIRE_SAMPLES: readonly WireSample[] = [
   ...many('leasehold.v1.Lock', 'Get', 'response', [getResponse]),
   ...many('leasehold.v1.Cluster', 'Status', 'request', [statusRequest]),
   ...many('leasehold.v1.Cluster', 'Status', 'response', [statusResponse]),
+  ...many('leasehold.v1.Cluster', 'AddMember', 'request', [addMemberRequest]),
+  ...many('leasehold.v1.Cluster', 'AddMember', 'response', [membersResponse]),
+  ...many('leasehold.v1.Cluster', 'PromoteMember', 'request', [promoteMemberRequest]),
+  ...many('leasehold.v1.Cluster', 'PromoteMember', 'response', [membersResponse]),
+  ...many('leasehold.v1.Cluster', 'RemoveMember', 'request', [removeMemberRequest]),
+  ...many('leasehold.v1.Cluster', 'RemoveMember', 'response', [membersResponse]),
+  ...many('leasehold.v1.Cluster', 'TransferLeader', 'request', [transferLeaderRequest]),
+  ...many('leasehold.v1.Cluster', 'TransferLeader', 'response', [transferLeaderResponse]),
   ...many('leasehold.v1.Raft', 'Stream', 'request', raftMessages),
   ...many('leasehold.v1.Raft', 'Stream', 'response', [streamSummary]),
 ];
