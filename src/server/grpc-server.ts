@@ -28,7 +28,7 @@ import {
   type RenewResponse,
   type WireInput,
 } from '../transport/proto.js';
-import { strictRequestDeserializers } from './strict-decode.js';
+import { addStrictService, descriptorRegistry, invalidReason, strictRequestDeserializers } from './strict-decode.js';
 import { RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
 
 const FORWARDED = 'x-leasehold-forwarded';
@@ -59,11 +59,16 @@ export class ClientApi {
   constructor(private readonly opts: ClientApiOptions) {}
 
   register(server: grpc.Server): void {
-    server.addService(strictRequestDeserializers(LockClient.service), this.lockHandlers());
-    server.addService(ClusterClient.service, this.clusterHandlers());
-    this.health.addToServer(server);
-    // Reflection describes our services and the standard health service (grpcurl list / describe).
     const healthDefinition = protoLoader.loadSync(healthProtoPath, { ...LOADER_OPTIONS });
+    const registry = descriptorRegistry(packageDefinition, healthDefinition);
+    // Every service behind the same strict decoder: garbage is INVALID_ARGUMENT, never INTERNAL.
+    server.addService(strictRequestDeserializers(LockClient.service, registry), this.lockHandlers());
+    addStrictService(server, ClusterClient.service, this.clusterHandlers() as unknown as grpc.UntypedServiceImplementation, registry);
+    this.health.addToServer({
+      addService: (service: grpc.ServiceDefinition, impl: grpc.UntypedServiceImplementation) => addStrictService(server, service, impl, registry),
+    } as unknown as grpc.Server);
+    // Reflection describes our services and the standard health service (grpcurl list / describe). Its
+    // bidi stream keeps the library's own decoder: it only reads descriptors and changes nothing.
     new ReflectionService({ ...packageDefinition, ...healthDefinition }, { services: ['leasehold.v1.Lock', 'leasehold.v1.Cluster', 'grpc.health.v1.Health'] }).addToServer(server);
   }
 
@@ -103,8 +108,8 @@ export class ClientApi {
     method: LockMethod,
     serve: (req: V, timeoutMs: number, signal: AbortSignal) => Promise<WireInput<Res>>,
   ): void {
-    const decodeError = (call.request as { __invalid?: string }).__invalid;
-    if (decodeError) {
+    const decodeError = invalidReason(call.request);
+    if (decodeError !== undefined) {
       cb(statusError(grpc.status.INVALID_ARGUMENT, decodeError));
       return;
     }

@@ -9,11 +9,12 @@ import { realEnv, type NodeEnv } from '../raft/env.js';
 import type { LockResult } from '../lock/types.js';
 import { LevelStorage } from '../raft/storage/leveldb.js';
 import { PeerTransport } from '../transport/grpc.js';
-import { RaftClient } from '../transport/proto.js';
+import { RaftClient, packageDefinition } from '../transport/proto.js';
 import type { Message } from '../raft/core/types.js';
 import { LockFsm } from './lock-fsm.js';
 import { LockService } from './lock-service.js';
 import { ClientApi } from './grpc-server.js';
+import { descriptorRegistry, strictRequestDeserializers } from './strict-decode.js';
 
 export interface RunningNode {
   id: string;
@@ -57,7 +58,9 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     'grpc.max_receive_message_length': config.limits.maxMessageBytes,
     'grpc.max_send_message_length': config.limits.maxMessageBytes,
   });
-  server.addService(RaftClient.service, transport.handlers((m: Message) => node?.receive(m)));
+  // The peer stream sits behind the same strict decoder as the client services (no silently wrapped
+  // varints or replaced UTF-8 in a Raft message either).
+  server.addService(strictRequestDeserializers(RaftClient.service, descriptorRegistry(packageDefinition)), transport.handlers((m: Message) => node?.receive(m)));
 
   node = await RaftNode.start({
     id,

@@ -176,6 +176,14 @@ export class PeerTransport implements PeerSender {
         let failed = false;
         call.on('data', (wire: WireRaftMessage) => {
           if (failed) return;
+          // The server registers this service behind the strict decoder (src/server/strict-decode.ts),
+          // which turns an undecodable message into this marker instead of a half-decoded object.
+          const invalid = (wire as { __invalid?: unknown }).__invalid;
+          if (typeof invalid === 'string') {
+            failed = true;
+            callback({ code: grpc.status.INVALID_ARGUMENT, details: `malformed raft message: ${invalid}` });
+            return;
+          }
           let m: Message;
           try {
             m = messageFromWire(wire);
