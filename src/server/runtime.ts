@@ -9,12 +9,14 @@ import { realEnv, type NodeEnv } from '../raft/env.js';
 import type { LockResult } from '../lock/types.js';
 import { LevelStorage } from '../raft/storage/leveldb.js';
 import { PeerTransport } from '../transport/grpc.js';
+import { PeerAuthenticator } from '../transport/peer-auth.js';
 import { RaftClient, packageDefinition } from '../transport/proto.js';
 import type { Message } from '../raft/core/types.js';
 import { LockFsm } from './lock-fsm.js';
 import { LockService } from './lock-service.js';
 import { ClientApi } from './grpc-server.js';
 import { descriptorRegistry, strictRequestDeserializers } from './strict-decode.js';
+import { NodeServerCredentials, nodeChannelCredentials, readTlsMaterial } from './tls.js';
 
 export interface RunningNode {
   id: string;
@@ -24,6 +26,8 @@ export interface RunningNode {
   logger: Logger;
   /** Hand over leadership if we lead, then stop. */
   shutdown(): Promise<void>;
+  /** Re-read the TLS certificate, key and CA (SIGHUP); false when the node runs without TLS. */
+  reloadTls(): boolean;
 }
 
 export interface StartOptions {
@@ -44,23 +48,34 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   const storage = await LevelStorage.open(self.dataDir);
   const fsm = new LockFsm({ dedupWindowMs: config.lock.dedupWindowMs });
   const members = new Map(config.nodes.map((n: NodeConfig) => [n.id, n.address]));
+  // Who is a member, for peer authentication and owner binding. For now the configured node list; the
+  // membership work rewires this callback to the live Raft configuration.
+  const isMember = (memberId: string): boolean => members.has(memberId);
+  const tlsMaterial = config.tls ? readTlsMaterial(config.tls, id) : null;
+  const clientCredentials = tlsMaterial ? new NodeServerCredentials(tlsMaterial, config.tls!.clientAuth === 'require') : grpc.ServerCredentials.createInsecure();
+  // Peers always present a certificate, so a separate peer listener requires one at the handshake.
+  const peerCredentials = tlsMaterial && self.peerAddress ? new NodeServerCredentials(tlsMaterial, true) : clientCredentials;
   const transport = new PeerTransport({
     selfId: id,
-    peers: members,
+    peers: new Map(config.nodes.map((n: NodeConfig) => [n.id, n.peerAddress ?? n.address])),
     queueLimit: config.limits.peerQueueMessages,
     maxMessageBytes: config.limits.maxMessageBytes,
     logger,
     traceMessages: logger.isLevelEnabled('debug'),
+    ...(tlsMaterial ? { credentials: nodeChannelCredentials(tlsMaterial), authenticator: new PeerAuthenticator({ isMember, logger, selfId: id }) } : {}),
   });
 
   let node: RaftNode<LockResult | null> | null = null;
-  const server = new grpc.Server({
+  const serverOptions = {
     'grpc.max_receive_message_length': config.limits.maxMessageBytes,
     'grpc.max_send_message_length': config.limits.maxMessageBytes,
-  });
+  };
+  const server = new grpc.Server(serverOptions);
+  // With peerAddress the Raft service is served only there, and `address` serves clients only.
+  const peerServer = self.peerAddress ? new grpc.Server(serverOptions) : server;
   // The peer stream sits behind the same strict decoder as the client services (no silently wrapped
   // varints or replaced UTF-8 in a Raft message either).
-  server.addService(strictRequestDeserializers(RaftClient.service, descriptorRegistry(packageDefinition)), transport.handlers((m: Message) => node?.receive(m)));
+  peerServer.addService(strictRequestDeserializers(RaftClient.service, descriptorRegistry(packageDefinition)), transport.handlers((m: Message) => node?.receive(m)));
 
   node = await RaftNode.start({
     id,
@@ -95,6 +110,14 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     checkpointIdleMs: config.lock.checkpointIdleMs,
     defaultTimeoutMs: 5000,
     logger,
+    limits: {
+      maxWaitersPerKey: config.limits.maxWaitersPerKey,
+      maxWaiters: config.limits.maxWaiters,
+      maxHeldPerOwner: config.limits.maxHeldPerOwner,
+      maxHeld: config.limits.maxHeld,
+      maxKeys: config.limits.maxKeys,
+    },
+    freeKeyRetentionMs: config.lock.freeKeyRetentionMs,
   });
   const api = new ClientApi({
     service,
@@ -106,13 +129,33 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     members,
     defaultTimeoutMs: 5000,
     logger,
+    ...(tlsMaterial ? { forwardCredentials: nodeChannelCredentials(tlsMaterial) } : {}),
+    ownerBinding: config.auth.ownerBinding,
+    isMember,
   });
   api.register(server);
 
-  await new Promise<void>((resolve, reject) => {
-    server.bindAsync(self.address, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(new Error(`cannot listen on ${self.address}: ${err.message}`)) : resolve()));
-  });
-  logger.info({ nodeId: id, address: self.address, dataDir: self.dataDir, members: Object.fromEntries(members) }, 'leasehold node serving');
+  const listen = (srv: grpc.Server, address: string, creds: grpc.ServerCredentials) =>
+    new Promise<void>((resolve, reject) => {
+      srv.bindAsync(address, creds, (err) => (err ? reject(new Error(`cannot listen on ${address}: ${err.message}`)) : resolve()));
+    });
+  await listen(server, self.address, clientCredentials);
+  if (self.peerAddress) await listen(peerServer, self.peerAddress, peerCredentials);
+  logger.info(
+    { nodeId: id, address: self.address, peerAddress: self.peerAddress ?? self.address, tls: config.tls ? config.tls.clientAuth : 'off', ownerBinding: config.auth.ownerBinding, dataDir: self.dataDir, members: Object.fromEntries(members) },
+    'leasehold node serving',
+  );
+
+  const reloadTls = (): boolean => {
+    if (!config.tls) return false;
+    const material = readTlsMaterial(config.tls, id);
+    if (clientCredentials instanceof NodeServerCredentials) clientCredentials.reload(material);
+    if (peerCredentials !== clientCredentials && peerCredentials instanceof NodeServerCredentials) peerCredentials.reload(material);
+    transport.setCredentials(nodeChannelCredentials(material));
+    api.setForwardCredentials(nodeChannelCredentials(material));
+    logger.info({ nodeId: id }, 'TLS certificates reloaded');
+    return true;
+  };
 
   let stopping: Promise<void> | null = null;
   const shutdown = (): Promise<void> => {
@@ -124,23 +167,25 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       transport.close();
       api.close();
       // Peers keep their streams to us open; give in-flight calls a moment, then close the rest.
-      await new Promise<void>((resolve) => {
-        const force = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, 500);
-        server.tryShutdown(() => {
-          clearTimeout(force);
-          resolve();
+      const stopServer = (srv: grpc.Server) =>
+        new Promise<void>((resolve) => {
+          const force = setTimeout(() => {
+            srv.forceShutdown();
+            resolve();
+          }, 500);
+          srv.tryShutdown(() => {
+            clearTimeout(force);
+            resolve();
+          });
         });
-      });
+      await Promise.all([stopServer(server), ...(peerServer !== server ? [stopServer(peerServer)] : [])]);
       await storage.close();
       logger.info({ nodeId: id }, 'leasehold node stopped');
     })();
     return stopping;
   };
 
-  return { id, address: self.address, node: liveNode, service, logger, shutdown };
+  return { id, address: self.address, node: liveNode, service, logger, shutdown, reloadTls };
 }
 
 /** Transfer leadership to the most caught-up follower and wait (bounded) until it takes over. */
