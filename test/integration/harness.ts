@@ -1,7 +1,7 @@
 // Real-process cluster harness: each node is `node dist/src/cli/main.js serve` with its own LevelDB dir.
 // Waits on conditions with deadlines, never fixed sleeps; every process is killed by PID in stop().
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, createWriteStream, type WriteStream } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream, type WriteStream } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -42,6 +42,10 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
 export interface ClusterOptions {
   size?: number;
   extraYaml?: string;
+  /** Give every node a separate peer listener (nodes[].peerAddress). */
+  peerListeners?: boolean;
+  /** Channel credentials of the harness's own calls (status, pool, raw); default plaintext. */
+  credentials?: grpc.ChannelCredentials;
 }
 
 export class TestCluster {
@@ -50,14 +54,20 @@ export class TestCluster {
   readonly ports: number[];
   readonly configPath: string;
   readonly procs = new Map<string, ChildProcess>();
+  /** Peer listener ports (empty without peerListeners). */
+  readonly peerPorts: number[];
+  readonly credentials: grpc.ChannelCredentials | undefined;
   private logs = new Map<string, WriteStream>();
 
-  private constructor(dir: string, ids: string[], ports: number[], extraYaml: string) {
+  private constructor(dir: string, ids: string[], ports: number[], extraYaml: string, peerPorts: number[] = [], credentials?: grpc.ChannelCredentials) {
     this.dir = dir;
     this.ids = ids;
     this.ports = ports;
+    this.peerPorts = peerPorts;
+    this.credentials = credentials;
     this.configPath = join(dir, 'cluster.yaml');
-    const nodes = ids.map((id, i) => `  - id: ${id}\n    address: 127.0.0.1:${ports[i]}\n    dataDir: ${id}\n`).join('');
+    const peer = (i: number) => (peerPorts.length ? `    peerAddress: 127.0.0.1:${peerPorts[i]}\n` : '');
+    const nodes = ids.map((id, i) => `  - id: ${id}\n    address: 127.0.0.1:${ports[i]}\n${peer(i)}    dataDir: ${id}\n`).join('');
     writeFileSync(
       this.configPath,
       `nodes:\n${nodes}raft:\n  tickMs: 50\n  electionTicks: 6\n${extraYaml}`,
@@ -68,7 +78,25 @@ export class TestCluster {
     const size = opts.size ?? 3;
     const dir = mkdtempSync(join(tmpdir(), 'leasehold-it-'));
     const ids = Array.from({ length: size }, (_, i) => `n${i + 1}`);
-    return new TestCluster(dir, ids, await freePorts(size), opts.extraYaml ?? '');
+    const ports = await freePorts(opts.peerListeners ? 2 * size : size);
+    return new TestCluster(dir, ids, ports.slice(0, size), opts.extraYaml ?? '', opts.peerListeners ? ports.slice(size) : [], opts.credentials);
+  }
+
+  private creds(): { credentials?: grpc.ChannelCredentials } {
+    return this.credentials ? { credentials: this.credentials } : {};
+  }
+
+  /** The node's log so far (pino JSON lines). */
+  logText(id: string): string {
+    try {
+      return readFileSync(join(this.dir, `${id}.log`), 'utf8');
+    } catch {
+      return '';
+    }
+  }
+
+  pid(id: string): number | undefined {
+    return this.procs.get(id)?.pid;
   }
 
   endpoint(id: string): string {
@@ -107,7 +135,7 @@ export class TestCluster {
   }
 
   async status(id: string, timeoutMs = 1000): Promise<StatusResponse> {
-    const pool = new EndpointPool({ endpoints: [this.endpoint(id)] });
+    const pool = new EndpointPool({ endpoints: [this.endpoint(id)], ...this.creds() });
     try {
       return await pool.status(this.endpoint(id), Date.now() + timeoutMs);
     } finally {
@@ -136,12 +164,12 @@ export class TestCluster {
   }
 
   pool(ids = this.ids): EndpointPool {
-    return new EndpointPool({ endpoints: this.endpoints(ids), attemptTimeoutMs: 1500 });
+    return new EndpointPool({ endpoints: this.endpoints(ids), attemptTimeoutMs: 1500, ...this.creds() });
   }
 
   /** One raw unary call against one node, no retries. */
   async raw<Res>(id: string, method: 'Acquire' | 'Renew' | 'Release' | 'Get', request: object, timeoutMs = 3000): Promise<Res> {
-    const pool = new EndpointPool({ endpoints: [this.endpoint(id)], attemptTimeoutMs: timeoutMs });
+    const pool = new EndpointPool({ endpoints: [this.endpoint(id)], attemptTimeoutMs: timeoutMs, ...this.creds() });
     try {
       return await pool.call<Res>(method, request, Date.now() + timeoutMs, undefined, false);
     } finally {
