@@ -132,17 +132,20 @@ describe('churn: free keys are forgotten after their retention, so snapshots and
   const rssKb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
   const snapshotBytes = () => [...c.logText('n1').matchAll(/"bytes":(\d+)[^\n]*snapshot taken/g)].map((m) => Number(m[1]));
 
-  it('3,000 short-lived keys: the last snapshot is back to a few KB, and a never-used key reports the watermark', async () => {
+  it('2,000 short-lived keys: every one is forgotten, the last snapshot is back to a few KB, and a never-used key reports the watermark', async () => {
     const pid = c.pid('n1')!;
     const rssBefore = rssKb(pid);
     const client = new LockClient({ endpoints: c.endpoints(), timeoutMs: 10_000 });
-    const N = 3000;
+    const N = 2000;
     let next = 0;
+    let maxToken = 0n;
+    // Few workers: the machine is shared with the other process tests, and an election there is a flake.
     await Promise.all(
-      Array.from({ length: 16 }, async () => {
+      Array.from({ length: 4 }, async () => {
         while (next < N) {
           const i = next++;
           const lock = await client.acquire(`churn:${String(i).padStart(6, '0')}`, { ttlMs: 10_000 });
+          if (lock.token > maxToken) maxToken = lock.token;
           await lock.release();
         }
       }),
@@ -150,21 +153,25 @@ describe('churn: free keys are forgotten after their retention, so snapshots and
     const rssPeak = rssKb(pid);
     // Past the retention, then enough entries on one key for a fresh snapshot.
     await new Promise((r) => setTimeout(r, 700)); // log time must pass the retention; the leader proposes forget on its own
-    for (let i = 0; i < 520; i++) {
+    for (let i = 0; i < 260; i++) {
       const lock = await client.acquire('hot', { ttlMs: 10_000, owner: 'hot-owner' });
       await lock.release();
     }
-    const sizes = await waitFor('a snapshot after the churn', () => (snapshotBytes().length >= 13 ? snapshotBytes() : null), 20_000);
+    const sizes = await waitFor('a snapshot after the churn', () => (snapshotBytes().length >= 9 ? snapshotBytes() : null), 20_000);
     const peak = Math.max(...sizes);
     const last = sizes[sizes.length - 1]!;
-    const info = await client.get('never-used-key');
+    const info = await waitFor('every churned key forgotten', async () => {
+      const v = await client.get('never-used-key');
+      return v.lastToken >= maxToken ? v : null;
+    }, 10_000);
     client.close();
     const rssAfter = rssKb(pid);
     console.log(`process churn: ${N} keys; snapshots ${sizes.join(', ')} B (peak ${peak}, last ${last}); RSS ${rssBefore} -> ${rssPeak} -> ${rssAfter} KiB`);
-    // Kept forever, the 3,000 free keys alone would cost ~9 bytes each (27 KB) in every snapshot; what is
-    // left is the last half second of the hot key's dedup records.
-    expect(last).toBeLessThan(8 * 1024);
-    expect(info.lastToken > 0n).toBe(true); // the watermark: never below a real value
+    // The watermark covers the last churned key's token, and forget drops keys in freeing order, so every
+    // churned key is gone. Kept, the 2,000 free keys alone would cost ~9 bytes each (18 KB) in every
+    // snapshot; what the last one holds besides is the hot key's dedup records of the last half second.
+    expect(info.lastToken >= maxToken).toBe(true);
+    expect(last).toBeLessThan(16 * 1024);
     expect(rssAfter - rssBefore).toBeLessThan(64 * 1024);
   });
 });
