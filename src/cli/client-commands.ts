@@ -1,27 +1,50 @@
 // Client commands of the `leasehold` CLI: acquire, renew, release, get (status: cluster-commands.ts).
 import type { Command } from 'commander';
 import { EndpointPool, newRequestId, parseEndpoints, RpcError } from '../client/rpc.js';
+import { clientTlsCredentials, type ClientTlsOptions } from '../client/tls.js';
 import type { AcquireResponse, GetResponse, ReleaseResponse, RenewResponse } from '../transport/proto.js';
 import { parseDuration } from './duration.js';
 
 /** --endpoints default of every client command (and `run`). */
 export const DEFAULT_ENDPOINTS = process.env['LEASEHOLD_ENDPOINTS'] ?? '127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003';
 
-interface CommonOpts {
+export interface TlsFlags {
+  cacert?: string;
+  cert?: string;
+  key?: string;
+}
+
+interface CommonOpts extends TlsFlags {
   endpoints: string;
   json?: boolean;
   timeout: number;
 }
 
-function withCommon(cmd: Command): Command {
+/** --cacert/--cert/--key (env LEASEHOLD_CACERT/_CERT/_KEY) on a command: TLS to the cluster. */
+export function withTlsFlags(cmd: Command): Command {
+  const env = (name: string) => process.env[name] || undefined;
   return cmd
+    .option('--cacert <file>', 'CA certificate (PEM) to verify the nodes with; turns TLS on (env LEASEHOLD_CACERT)', env('LEASEHOLD_CACERT'))
+    .option('--cert <file>', 'client certificate (PEM) for mTLS and owner binding (env LEASEHOLD_CERT)', env('LEASEHOLD_CERT'))
+    .option('--key <file>', 'private key (PEM) of --cert (env LEASEHOLD_KEY)', env('LEASEHOLD_KEY'));
+}
+
+/** The client TLS options the flags ask for, or undefined for plaintext. */
+export function tlsFromFlags(o: TlsFlags): ClientTlsOptions | undefined {
+  if (o.cacert === undefined && o.cert === undefined && o.key === undefined) return undefined;
+  return { ...(o.cacert ? { ca: o.cacert } : {}), ...(o.cert ? { cert: o.cert } : {}), ...(o.key ? { key: o.key } : {}) };
+}
+
+function withCommon(cmd: Command): Command {
+  return withTlsFlags(cmd)
     .option('--endpoints <list>', 'comma-separated host:port of cluster nodes (env LEASEHOLD_ENDPOINTS)', DEFAULT_ENDPOINTS)
     .option('--json', 'print the response as JSON')
     .option('--timeout <duration>', 'overall deadline, retries included (e.g. 5s)', (v) => parseDuration(v, '--timeout'), 10_000);
 }
 
 function pool(opts: CommonOpts): EndpointPool {
-  return new EndpointPool({ endpoints: parseEndpoints(opts.endpoints) });
+  const tls = tlsFromFlags(opts);
+  return new EndpointPool({ endpoints: parseEndpoints(opts.endpoints), ...(tls ? { credentials: clientTlsCredentials(tls) } : {}) });
 }
 
 async function run<T>(opts: CommonOpts, fn: (p: EndpointPool, deadline: number) => Promise<T>, print: (r: T) => string, exitCodeOf: (r: T) => number = () => 0): Promise<void> {

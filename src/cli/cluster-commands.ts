@@ -5,20 +5,26 @@ import * as grpc from '@grpc/grpc-js';
 import type { Command } from 'commander';
 import { EndpointPool, parseEndpoints, RpcError } from '../client/rpc.js';
 import type { Member, MembersResponse, StatusResponse, TransferLeaderResponse } from '../transport/proto.js';
-import { DEFAULT_ENDPOINTS } from './client-commands.js';
+import { clientTlsCredentials } from '../client/tls.js';
+import { DEFAULT_ENDPOINTS, tlsFromFlags, withTlsFlags, type TlsFlags } from './client-commands.js';
 import { parseDuration } from './duration.js';
 
-interface Opts {
+interface Opts extends TlsFlags {
   endpoints: string;
   json?: boolean;
   timeout: number;
 }
 
 function common(cmd: Command, defaultTimeoutMs: number): Command {
-  return cmd
+  return withTlsFlags(cmd)
     .option('--endpoints <list>', 'comma-separated host:port of cluster nodes (env LEASEHOLD_ENDPOINTS)', DEFAULT_ENDPOINTS)
     .option('--json', 'print the response as JSON')
     .option('--timeout <duration>', 'overall deadline (e.g. 30s)', (v) => parseDuration(v, '--timeout'), defaultTimeoutMs);
+}
+
+function poolFor(o: Opts): EndpointPool {
+  const tls = tlsFromFlags(o);
+  return new EndpointPool({ endpoints: parseEndpoints(o.endpoints), ...(tls ? { credentials: clientTlsCredentials(tls) } : {}) });
 }
 
 export function exitCodeOfRpc(err: RpcError): number {
@@ -71,7 +77,7 @@ function printMembers(members: Member[]): string {
 }
 
 async function clusterCall<Res>(o: Opts, method: Parameters<EndpointPool['clusterCall']>[0], request: object, print: (r: Res) => string): Promise<void> {
-  const pool = new EndpointPool({ endpoints: parseEndpoints(o.endpoints) });
+  const pool = poolFor(o);
   try {
     const r = await pool.clusterCall<Res>(method, request, Date.now() + o.timeout);
     process.stdout.write((o.json ? JSON.stringify(r, null, 2) : print(r)) + '\n');
@@ -87,7 +93,7 @@ async function clusterCall<Res>(o: Opts, method: Parameters<EndpointPool['cluste
 
 export function clusterCommands(program: Command): void {
   common(program.command('status').description("show each node's role, term, leader, indexes and health; exit 0 only when they agree on one leader with a quorum"), 3000).action(async (o: Opts) => {
-    const p = new EndpointPool({ endpoints: parseEndpoints(o.endpoints) });
+    const p = poolFor(o);
     const deadline = Date.now() + o.timeout;
     const rows: StatusRow[] = await Promise.all(
       p.endpoints.map(async (endpoint) => {
@@ -120,7 +126,7 @@ export function clusterCommands(program: Command): void {
 
   const members = program.command('members').description('list or change the cluster membership (one change at a time)');
   common(members.command('list').description('the members as the leader sees them (voter or learner)'), 5000).action(async (o: Opts) => {
-    const p = new EndpointPool({ endpoints: parseEndpoints(o.endpoints) });
+    const p = poolFor(o);
     const deadline = Date.now() + o.timeout;
     try {
       // Prefer the leader's view: it has the match indexes, and followers may lag a change.

@@ -27,5 +27,13 @@ export function serveCommand(program: Command): void {
       };
       process.on('SIGTERM', () => stop('SIGTERM'));
       process.on('SIGINT', () => stop('SIGINT'));
+      // SIGHUP re-reads the TLS files (certificate rotation without a restart); a bad file keeps the old ones.
+      process.on('SIGHUP', () => {
+        try {
+          if (!running.reloadTls()) running.logger.info({ nodeId: opts.id }, 'SIGHUP: no tls configured, nothing to reload');
+        } catch (err) {
+          running.logger.error({ nodeId: opts.id, err: String(err) }, 'SIGHUP: TLS reload failed; keeping the old certificates');
+        }
+      });
     });
 }

@@ -9,10 +9,15 @@ export type { LockMethod } from '../transport/proto.js';
 
 const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED, grpc.status.CANCELLED, grpc.status.RESOURCE_EXHAUSTED]);
 
-/** Codes EndpointPool.call retries on: the cluster did not answer (yet); the outcome is unknown. */
-export function isRetryable(code: grpc.status): boolean {
+/** Codes EndpointPool.call retries on: the cluster did not answer (yet); the outcome is unknown. A
+ *  RESOURCE_EXHAUSTED that names a configured limit (`limits.maxHeld` ...) is a decision, not a transient
+ *  overload: retrying until the deadline would only add load, so it is final. */
+export function isRetryable(code: grpc.status, details = ''): boolean {
+  if (code === grpc.status.RESOURCE_EXHAUSTED && LIMIT_NAMED.test(details)) return false;
   return RETRYABLE.has(code);
 }
+
+const LIMIT_NAMED = /\blimits\.max[A-Za-z]+\b/;
 
 /** `host:port` endpoints from a comma-separated list (or a list), trimmed, empties dropped. */
 export function parseEndpoints(endpoints: readonly string[] | string): string[] {
@@ -111,7 +116,7 @@ export class EndpointPool {
         return res;
       } catch (err) {
         const e = err instanceof RpcError ? err : new RpcError(grpc.status.UNKNOWN, String(err));
-        if (!retry || !RETRYABLE.has(e.code) || signal?.aborted) throw e;
+        if (!retry || !isRetryable(e.code, e.details) || signal?.aborted) throw e;
         lastErr = e;
         attempt++;
         opts.onRetry?.({ endpoint: ep, error: e, attempt });

@@ -9,7 +9,8 @@ import { realEnv, type NodeEnv } from '../raft/env.js';
 import type { LockResult } from '../lock/types.js';
 import { LevelStorage } from '../raft/storage/leveldb.js';
 import { PeerTransport } from '../transport/grpc.js';
-import { RaftClient } from '../transport/proto.js';
+import { PeerAuthenticator } from '../transport/peer-auth.js';
+import { RaftClient, packageDefinition } from '../transport/proto.js';
 import type { ConfState, Message } from '../raft/core/types.js';
 import { LockFsm } from './lock-fsm.js';
 import { LockService } from './lock-service.js';
@@ -18,6 +19,8 @@ import { ClusterApi } from './cluster-api.js';
 import { HealthReporter } from './health.js';
 import { askPeers, checkFirstBoot, clusterIdFor } from './identity.js';
 import { Membership } from './membership.js';
+import { descriptorRegistry, strictRequestDeserializers } from './strict-decode.js';
+import { NodeServerCredentials, nodeChannelCredentials, readTlsMaterial } from './tls.js';
 
 export interface RunningNode {
   id: string;
@@ -27,6 +30,8 @@ export interface RunningNode {
   logger: Logger;
   /** Hand over leadership if we lead, then stop. */
   shutdown(): Promise<void>;
+  /** Re-read the TLS certificate, key and CA (SIGHUP); false when the node runs without TLS. */
+  reloadTls(): boolean;
 }
 
 export interface StartOptions {
@@ -54,33 +59,55 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   // Client addresses for forwarding; peers' addresses come from the configuration in the log once it is
   // known (updated on every 'conf' event below). The file's list only seeds the first boot.
   const members = new Map(config.nodes.map((n: NodeConfig) => [n.id, n.address]));
-  const fileAddress = new Map(members);
+  const fileClientAddress = new Map(members);
+  // Peer addresses from the file (a node's peerAddress when it has one): they seed the first boot; from
+  // then on the configuration in the log says who the peers are and where (every 'conf' event below).
+  const fileAddress = new Map(config.nodes.map((n: NodeConfig) => [n.id, n.peerAddress ?? n.address]));
+  // Who is a member, for peer authentication (TLS) and owner binding: the live Raft configuration (and the
+  // leader we follow, which may be on its way out); before a joining node knows one, the nodes it was told of.
+  const isMember = (memberId: string): boolean => {
+    const conf = node?.configuration();
+    if (!conf || conf.voters.length === 0) return members.has(memberId);
+    return conf.voters.includes(memberId) || conf.learners.includes(memberId) || memberId === node?.leaderId;
+  };
+  const tlsMaterial = config.tls ? readTlsMaterial(config.tls, id) : null;
+  const clientCredentials = tlsMaterial ? new NodeServerCredentials(tlsMaterial, config.tls!.clientAuth === 'require') : grpc.ServerCredentials.createInsecure();
+  // Peers always present a certificate, so a separate peer listener requires one at the handshake.
+  const peerCredentials = tlsMaterial && self.peerAddress ? new NodeServerCredentials(tlsMaterial, true) : clientCredentials;
+  /** How this node dials its peers' client ports (forwarding, first-boot questions): TLS when configured. */
+  let dialCredentials = tlsMaterial ? nodeChannelCredentials(tlsMaterial) : grpc.credentials.createInsecure();
   const transport = new PeerTransport({
     selfId: id,
-    peers: members,
+    peers: new Map(config.nodes.map((n: NodeConfig) => [n.id, n.peerAddress ?? n.address])),
     queueLimit: config.limits.peerQueueMessages,
     maxMessageBytes: config.limits.maxMessageBytes,
     logger,
     traceMessages: logger.isLevelEnabled('debug'),
+    ...(tlsMaterial ? { credentials: nodeChannelCredentials(tlsMaterial), authenticator: new PeerAuthenticator({ isMember, logger, selfId: id }) } : {}),
   });
 
   let node: RaftNode<LockResult | null> | null = null;
-  const server = new grpc.Server({
+  const serverOptions = {
     'grpc.max_receive_message_length': config.limits.maxMessageBytes,
     'grpc.max_send_message_length': config.limits.maxMessageBytes,
-  });
-  server.addService(RaftClient.service, transport.handlers((m: Message) => node?.receive(m)));
+  };
+  const server = new grpc.Server(serverOptions);
+  // With peerAddress the Raft service is served only there, and `address` serves clients only.
+  const peerServer = self.peerAddress ? new grpc.Server(serverOptions) : server;
+  // The peer stream sits behind the same strict decoder as the client services (no silently wrapped
+  // varints or replaced UTF-8 in a Raft message either).
+  peerServer.addService(strictRequestDeserializers(RaftClient.service, descriptorRegistry(packageDefinition)), transport.handlers((m: Message) => node?.receive(m)));
 
   const others = config.nodes.filter((n) => n.id !== id).map((n) => n.address);
   const electionTimeoutMs = config.raft.tickMs * config.raft.electionTicks;
   node = await RaftNode.start({
     id,
     voters: config.nodes.map((n) => n.id),
-    addresses: Object.fromEntries(config.nodes.map((n) => [n.id, n.address])),
+    addresses: Object.fromEntries(fileAddress),
     clusterId: clusterIdFor(config.nodes),
     join: options.join ?? false,
     beforeBootstrap: async () => {
-      const answers = await askPeers(others, grpc.credentials.createInsecure(), ASK_PEERS_TIMEOUT_MS);
+      const answers = await askPeers(others, dialCredentials, ASK_PEERS_TIMEOUT_MS);
       if (!options.join) {
         checkFirstBoot(id, self.dataDir, answers);
         return;
@@ -135,7 +162,9 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       const address = conf.addresses[member] ?? fileAddress.get(member);
       if (address === undefined) continue;
       knownAddress.set(member, address);
-      members.set(member, fileAddress.get(member) ?? address);
+      // A member added at runtime is reached at the address it was added with (for clients and peers alike,
+      // unless this node's file lists it with a separate peerAddress).
+      members.set(member, fileClientAddress.get(member) ?? address);
     }
     refreshPeers();
     transport.setIdentity({ clusterId: conf.clusterId, members: new Set([...conf.voters, ...conf.learners]), leaderId: liveNode.leaderId });
@@ -166,6 +195,14 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     checkpointIdleMs: config.lock.checkpointIdleMs,
     defaultTimeoutMs: 5000,
     logger,
+    limits: {
+      maxWaitersPerKey: config.limits.maxWaitersPerKey,
+      maxWaiters: config.limits.maxWaiters,
+      maxHeldPerOwner: config.limits.maxHeldPerOwner,
+      maxHeld: config.limits.maxHeld,
+      maxKeys: config.limits.maxKeys,
+    },
+    freeKeyRetentionMs: config.lock.freeKeyRetentionMs,
   });
   const membership = new Membership(liveNode as RaftNode<unknown>, { env, electionTimeoutMs });
   const cluster = new ClusterApi({
@@ -173,7 +210,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     membership,
     health: () => liveNode.serving(electionTimeoutMs),
     clientAddressOf: (member) => members.get(member),
-    credentials: () => grpc.credentials.createInsecure(),
+    credentials: () => dialCredentials,
     defaultTimeoutMs: 5000,
     logger,
   });
@@ -188,15 +225,36 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     members,
     defaultTimeoutMs: 5000,
     logger,
+    ...(tlsMaterial ? { forwardCredentials: nodeChannelCredentials(tlsMaterial) } : {}),
+    ownerBinding: config.auth.ownerBinding,
+    isMember,
   });
   api.register(server);
 
-  await new Promise<void>((resolve, reject) => {
-    server.bindAsync(self.address, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(new Error(`cannot listen on ${self.address}: ${err.message}`)) : resolve()));
-  });
-  logger.info({ nodeId: id, address: self.address, dataDir: self.dataDir, members: Object.fromEntries(members) }, 'leasehold node serving');
+  const listen = (srv: grpc.Server, address: string, creds: grpc.ServerCredentials) =>
+    new Promise<void>((resolve, reject) => {
+      srv.bindAsync(address, creds, (err) => (err ? reject(new Error(`cannot listen on ${address}: ${err.message}`)) : resolve()));
+    });
+  await listen(server, self.address, clientCredentials);
+  if (self.peerAddress) await listen(peerServer, self.peerAddress, peerCredentials);
+  logger.info(
+    { nodeId: id, address: self.address, peerAddress: self.peerAddress ?? self.address, tls: config.tls ? config.tls.clientAuth : 'off', ownerBinding: config.auth.ownerBinding, dataDir: self.dataDir, members: Object.fromEntries(members) },
+    'leasehold node serving',
+  );
   const health = new HealthReporter(api.health, () => liveNode.serving(electionTimeoutMs), logger, id);
   health.start(Math.max(20, config.raft.tickMs));
+
+  const reloadTls = (): boolean => {
+    if (!config.tls) return false;
+    const material = readTlsMaterial(config.tls, id);
+    if (clientCredentials instanceof NodeServerCredentials) clientCredentials.reload(material);
+    if (peerCredentials !== clientCredentials && peerCredentials instanceof NodeServerCredentials) peerCredentials.reload(material);
+    transport.setCredentials(nodeChannelCredentials(material));
+    dialCredentials = nodeChannelCredentials(material);
+    api.setForwardCredentials(nodeChannelCredentials(material));
+    logger.info({ nodeId: id }, 'TLS certificates reloaded');
+    return true;
+  };
 
   let stopping: Promise<void> | null = null;
   const shutdown = (): Promise<void> => {
@@ -208,23 +266,25 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       transport.close();
       api.close();
       // Peers keep their streams to us open; give in-flight calls a moment, then close the rest.
-      await new Promise<void>((resolve) => {
-        const force = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, 500);
-        server.tryShutdown(() => {
-          clearTimeout(force);
-          resolve();
+      const stopServer = (srv: grpc.Server) =>
+        new Promise<void>((resolve) => {
+          const force = setTimeout(() => {
+            srv.forceShutdown();
+            resolve();
+          }, 500);
+          srv.tryShutdown(() => {
+            clearTimeout(force);
+            resolve();
+          });
         });
-      });
+      await Promise.all([stopServer(server), ...(peerServer !== server ? [stopServer(peerServer)] : [])]);
       await storage.close();
       logger.info({ nodeId: id }, 'leasehold node stopped');
     })();
     return stopping;
   };
 
-  return { id, address: self.address, node: liveNode, service, logger, shutdown };
+  return { id, address: self.address, node: liveNode, service, logger, shutdown, reloadTls };
 }
 
 /** Transfer leadership to the most caught-up follower and wait (bounded) until it takes over. */

@@ -14,6 +14,7 @@ import type { Message, NodeId } from '../raft/core/types.js';
 import type { NodeLogger } from '../raft/logger.js';
 import type { PeerSender } from '../raft/transport.js';
 import { messageFromWire, messageToWire } from './codec.js';
+import type { PeerAuthenticator, PeerVerdict } from './peer-auth.js';
 import { RaftClient, type RaftHandlers, type WireRaftMessage } from './proto.js';
 
 export interface PeerTransportOptions {
@@ -24,6 +25,11 @@ export interface PeerTransportOptions {
   logger: NodeLogger;
   /** Per-message traffic logs (debug level); off unless the log level is debug. */
   traceMessages: boolean;
+  /** TLS: the channel credentials peers are dialed with (the CA, and this node's certificate to present).
+   *  Each peer's server certificate must then name the peer's id (CN or DNS SAN), not its address. */
+  credentials?: grpc.ChannelCredentials;
+  /** TLS: judges every incoming stream by its client certificate, and each message's `from`. */
+  authenticator?: PeerAuthenticator;
 }
 
 /** Who may speak to us: our cluster id ('' while joining: anyone) and the current members. */
@@ -39,7 +45,7 @@ const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 2000;
 
 class PeerLink {
-  private client: RaftClient;
+  private client!: RaftClient;
   private stream: grpc.ClientWritableStream<unknown> | null = null;
   /** Outbound messages; slots before `head` are already written (no O(n) shift per message). */
   private queue: Message[] = [];
@@ -57,7 +63,20 @@ class PeerLink {
     private readonly opts: PeerTransportOptions,
     private readonly clusterId: () => string,
   ) {
-    this.client = new RaftClient(address, grpc.credentials.createInsecure(), {
+    this.connect(opts.credentials);
+  }
+
+  /** (Re)creates the channel, e.g. with reloaded certificates; the stream reopens on the next flush. */
+  connect(credentials: grpc.ChannelCredentials | undefined): void {
+    const opts = this.opts;
+    if (this.client) {
+      this.stream?.cancel();
+      this.stream = null;
+      this.client.close();
+    }
+    this.client = new RaftClient(this.address, credentials ?? grpc.credentials.createInsecure(), {
+      // With TLS the peer proves it is `peerId`: its certificate must name the id, whatever address it has.
+      ...(credentials ? { 'grpc.ssl_target_name_override': this.peerId, 'grpc.default_authority': this.peerId } : {}),
       'grpc.max_send_message_length': opts.maxMessageBytes,
       'grpc.max_receive_message_length': opts.maxMessageBytes,
       'grpc.keepalive_time_ms': 10_000,
@@ -208,6 +227,11 @@ export class PeerTransport implements PeerSender {
     return null;
   }
 
+  /** New credentials (certificate reload): every peer link reconnects with them. */
+  setCredentials(credentials: grpc.ChannelCredentials): void {
+    for (const link of this.links.values()) link.connect(credentials);
+  }
+
   send(messages: Message[]): void {
     for (const m of messages) {
       const link = this.links.get(m.to);
@@ -223,8 +247,27 @@ export class PeerTransport implements PeerSender {
       Stream: (call, callback) => {
         let received = 0;
         let failed = false;
+        const auth = this.opts.authenticator;
+        const remote = call.getPeer();
+        let verdict: PeerVerdict | null = null;
+        if (auth) {
+          verdict = auth.acceptStream(call.getAuthContext().sslPeerCertificate, remote);
+          if (!verdict.ok) {
+            failed = true;
+            callback({ code: grpc.status.PERMISSION_DENIED, details: `peer stream refused: ${verdict.reason}` });
+            return;
+          }
+        }
         call.on('data', (wire: WireRaftMessage) => {
           if (failed) return;
+          // The server registers this service behind the strict decoder (src/server/strict-decode.ts),
+          // which turns an undecodable message into this marker instead of a half-decoded object.
+          const invalid = (wire as { __invalid?: unknown }).__invalid;
+          if (typeof invalid === 'string') {
+            failed = true;
+            callback({ code: grpc.status.INVALID_ARGUMENT, details: `malformed raft message: ${invalid}` });
+            return;
+          }
           let m: Message;
           try {
             m = messageFromWire(wire);
@@ -232,6 +275,14 @@ export class PeerTransport implements PeerSender {
             failed = true;
             callback({ code: grpc.status.INVALID_ARGUMENT, details: `malformed raft message: ${(err as Error).message}` });
             return;
+          }
+          if (auth && verdict?.ok) {
+            const v = auth.acceptFrom(verdict, m.from, remote);
+            if (!v.ok) {
+              failed = true;
+              callback({ code: grpc.status.PERMISSION_DENIED, details: `peer message refused: ${v.reason}` });
+              return;
+            }
           }
           if (m.to !== selfId) {
             failed = true;

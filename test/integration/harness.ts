@@ -45,6 +45,10 @@ export interface ClusterOptions {
   /** Ports and ids reserved for nodes added later with `members add` (n<size+1>, ...); they are not in
    *  the bootstrap file, only in the join file (joinConfigPath) they start from with --join. */
   spare?: number;
+  /** Give every node a separate peer listener (nodes[].peerAddress). */
+  peerListeners?: boolean;
+  /** Channel credentials of the harness's own calls (status, pool, raw); default plaintext. */
+  credentials?: grpc.ChannelCredentials;
 }
 
 export class TestCluster {
@@ -55,15 +59,29 @@ export class TestCluster {
   /** Lists every node, the spare ones too: what a node started with --join reads. */
   readonly joinConfigPath: string;
   readonly procs = new Map<string, ChildProcess>();
+  /** Peer listener ports (empty without peerListeners). */
+  readonly peerPorts: number[];
+  readonly credentials: grpc.ChannelCredentials | undefined;
   private logs = new Map<string, WriteStream>();
 
-  private constructor(dir: string, ids: string[], ports: number[], extraYaml: string, private readonly bootstrapSize: number) {
+  private constructor(
+    dir: string,
+    ids: string[],
+    ports: number[],
+    extraYaml: string,
+    private readonly bootstrapSize: number,
+    peerPorts: number[] = [],
+    credentials?: grpc.ChannelCredentials,
+  ) {
     this.dir = dir;
     this.ids = ids;
     this.ports = ports;
+    this.peerPorts = peerPorts;
+    this.credentials = credentials;
     this.configPath = join(dir, 'cluster.yaml');
     this.joinConfigPath = join(dir, 'join.yaml');
-    const nodes = (list: string[]) => list.map((id) => `  - id: ${id}\n    address: 127.0.0.1:${ports[ids.indexOf(id)]}\n    dataDir: ${id}\n`).join('');
+    const peer = (i: number) => (peerPorts.length ? `    peerAddress: 127.0.0.1:${peerPorts[i]}\n` : '');
+    const nodes = (list: string[]) => list.map((id) => `  - id: ${id}\n    address: 127.0.0.1:${ports[ids.indexOf(id)]}\n${peer(ids.indexOf(id))}    dataDir: ${id}\n`).join('');
     const settings = `raft:\n  tickMs: 50\n  electionTicks: 6\n${extraYaml}`;
     writeFileSync(this.configPath, `nodes:\n${nodes(ids.slice(0, bootstrapSize))}${settings}`);
     writeFileSync(this.joinConfigPath, `nodes:\n${nodes(ids)}${settings}`);
@@ -74,7 +92,21 @@ export class TestCluster {
     const total = size + (opts.spare ?? 0);
     const dir = mkdtempSync(join(tmpdir(), 'leasehold-it-'));
     const ids = Array.from({ length: total }, (_, i) => `n${i + 1}`);
-    return new TestCluster(dir, ids, await freePorts(total), opts.extraYaml ?? '', size);
+    const ports = await freePorts(opts.peerListeners ? 2 * total : total);
+    return new TestCluster(dir, ids, ports.slice(0, total), opts.extraYaml ?? '', size, opts.peerListeners ? ports.slice(total) : [], opts.credentials);
+  }
+
+  private creds(): { credentials?: grpc.ChannelCredentials } {
+    return this.credentials ? { credentials: this.credentials } : {};
+  }
+
+  /** The node's log so far (pino JSON lines). */
+  logText(id: string): string {
+    return this.logOf(id);
+  }
+
+  pid(id: string): number | undefined {
+    return this.procs.get(id)?.pid;
   }
 
   endpoint(id: string): string {
@@ -134,7 +166,7 @@ export class TestCluster {
   }
 
   async status(id: string, timeoutMs = 1000): Promise<StatusResponse> {
-    const pool = new EndpointPool({ endpoints: [this.endpoint(id)] });
+    const pool = new EndpointPool({ endpoints: [this.endpoint(id)], ...this.creds() });
     try {
       return await pool.status(this.endpoint(id), Date.now() + timeoutMs);
     } finally {
@@ -163,12 +195,12 @@ export class TestCluster {
   }
 
   pool(ids = this.ids): EndpointPool {
-    return new EndpointPool({ endpoints: this.endpoints(ids), attemptTimeoutMs: 1500 });
+    return new EndpointPool({ endpoints: this.endpoints(ids), attemptTimeoutMs: 1500, ...this.creds() });
   }
 
   /** One raw unary call against one node, no retries. */
   async raw<Res>(id: string, method: 'Acquire' | 'Renew' | 'Release' | 'Get', request: object, timeoutMs = 3000): Promise<Res> {
-    const pool = new EndpointPool({ endpoints: [this.endpoint(id)], attemptTimeoutMs: timeoutMs });
+    const pool = new EndpointPool({ endpoints: [this.endpoint(id)], attemptTimeoutMs: timeoutMs, ...this.creds() });
     try {
       return await pool.call<Res>(method, request, Date.now() + timeoutMs, undefined, false);
     } finally {
