@@ -148,6 +148,11 @@ export class RaftNode<R = unknown> extends EventEmitter {
     this.schedule();
   }
 
+  /** Has any message from `id` arrived since this node started? */
+  everHeard(id: NodeId): boolean {
+    return this.lastHeardMs.has(id);
+  }
+
   /** Did a message from `id` arrive within the last `windowMs`? */
   heardWithin(id: NodeId, windowMs: number): boolean {
     const t = this.lastHeardMs.get(id);

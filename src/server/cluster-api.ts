@@ -53,6 +53,7 @@ export class ClusterApi {
       voter: !learner,
       learner,
       match_index: String(progress.get(id)?.match ?? 0),
+      seen: id === this.opts.node.id || this.opts.node.everHeard(id),
     });
     return [...conf.voters.map((id) => row(id, false)), ...conf.learners.map((id) => row(id, true))];
   }

@@ -241,6 +241,7 @@ export interface Member {
   voter: boolean;
   match_index: WireLong;
   learner: boolean;
+  seen: boolean;
 }
 
 export interface StatusResponse {

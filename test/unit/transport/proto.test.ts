@@ -215,7 +215,7 @@ describe('proto files and loader', () => {
       'cluster_id=8:string', 'serving=9:bool', 'health=10:string',
     ]);
     // SPEC "Membership".
-    expect(fields('leasehold.v1.Member')).toEqual(['id=1:string', 'address=2:string', 'voter=3:bool', 'match_index=4:uint64', 'learner=5:bool']);
+    expect(fields('leasehold.v1.Member')).toEqual(['id=1:string', 'address=2:string', 'voter=3:bool', 'match_index=4:uint64', 'learner=5:bool', 'seen=6:bool']);
     expect(fields('leasehold.v1.AddMemberRequest')).toEqual(['id=1:string', 'address=2:string', 'learner=3:bool']);
     expect(fields('leasehold.v1.PromoteMemberRequest')).toEqual(['id=1:string']);
     expect(fields('leasehold.v1.RemoveMemberRequest')).toEqual(['id=1:string']);
