@@ -392,12 +392,18 @@ export class LockLeader {
       answer(result?.type === 'error' ? { kind: 'rejected', message: result.message, leaderId: null } : internal('an acquire applied without an acquire result'));
     } else if (result.acquired) {
       answer(result); // granted even if its deadline passed meanwhile: the grant is real
-    } else if (w.cancelled || w.expired || w.deadlineMs <= this.nowMs) {
+    } else if (result.replayed || w.cancelled || w.expired || w.deadlineMs <= this.nowMs) {
       // Decided by the log, answered by us: remembered here too, so a late duplicate replays it.
+      // `replayed`: the log had refused this request before this waiter asked (a late duplicate or retry of
+      // a call already answered "not acquired" — by this leader or an earlier one). That refusal is the
+      // request's answer: keeping the waiter would offer it the lock with a `queued` acquire, the one kind
+      // that overrides a remembered refusal — a grant its client was told it did not get (found by the lock
+      // simulation, seeds 1492 and 2711). Only a refusal decided while the request waits in this queue
+      // (`replayed: false`) keeps it in line.
       if (!w.cancelled) this.refusals.set(w.req.owner, w.req.requestId, result, this.nowMs);
       answer(result);
     }
-    // else: refused, still held by someone else; it stays head and the next release/expire wakes it.
+    // else: refused afresh, still held by someone else; it stays head and the next release/expire wakes it.
     this.afterHeadChange(w.req.key);
   }
 
