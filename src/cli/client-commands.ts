@@ -1,27 +1,50 @@
-// Client commands of the `leasehold` CLI: acquire, renew, release, get, status.
+// Client commands of the `leasehold` CLI: acquire, renew, release, get (status: cluster-commands.ts).
 import type { Command } from 'commander';
 import { EndpointPool, newRequestId, parseEndpoints, RpcError } from '../client/rpc.js';
-import type { AcquireResponse, GetResponse, ReleaseResponse, RenewResponse, StatusResponse } from '../transport/proto.js';
+import { clientTlsCredentials, type ClientTlsOptions } from '../client/tls.js';
+import type { AcquireResponse, GetResponse, ReleaseResponse, RenewResponse } from '../transport/proto.js';
 import { parseDuration } from './duration.js';
 
 /** --endpoints default of every client command (and `run`). */
 export const DEFAULT_ENDPOINTS = process.env['LEASEHOLD_ENDPOINTS'] ?? '127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003';
 
-interface CommonOpts {
+export interface TlsFlags {
+  cacert?: string;
+  cert?: string;
+  key?: string;
+}
+
+interface CommonOpts extends TlsFlags {
   endpoints: string;
   json?: boolean;
   timeout: number;
 }
 
-function withCommon(cmd: Command): Command {
+/** --cacert/--cert/--key (env LEASEHOLD_CACERT/_CERT/_KEY) on a command: TLS to the cluster. */
+export function withTlsFlags(cmd: Command): Command {
+  const env = (name: string) => process.env[name] || undefined;
   return cmd
+    .option('--cacert <file>', 'CA certificate (PEM) to verify the nodes with; turns TLS on (env LEASEHOLD_CACERT)', env('LEASEHOLD_CACERT'))
+    .option('--cert <file>', 'client certificate (PEM) for mTLS and owner binding (env LEASEHOLD_CERT)', env('LEASEHOLD_CERT'))
+    .option('--key <file>', 'private key (PEM) of --cert (env LEASEHOLD_KEY)', env('LEASEHOLD_KEY'));
+}
+
+/** The client TLS options the flags ask for, or undefined for plaintext. */
+export function tlsFromFlags(o: TlsFlags): ClientTlsOptions | undefined {
+  if (o.cacert === undefined && o.cert === undefined && o.key === undefined) return undefined;
+  return { ...(o.cacert ? { ca: o.cacert } : {}), ...(o.cert ? { cert: o.cert } : {}), ...(o.key ? { key: o.key } : {}) };
+}
+
+function withCommon(cmd: Command): Command {
+  return withTlsFlags(cmd)
     .option('--endpoints <list>', 'comma-separated host:port of cluster nodes (env LEASEHOLD_ENDPOINTS)', DEFAULT_ENDPOINTS)
     .option('--json', 'print the response as JSON')
     .option('--timeout <duration>', 'overall deadline, retries included (e.g. 5s)', (v) => parseDuration(v, '--timeout'), 10_000);
 }
 
 function pool(opts: CommonOpts): EndpointPool {
-  return new EndpointPool({ endpoints: parseEndpoints(opts.endpoints) });
+  const tls = tlsFromFlags(opts);
+  return new EndpointPool({ endpoints: parseEndpoints(opts.endpoints), ...(tls ? { credentials: clientTlsCredentials(tls) } : {}) });
 }
 
 async function run<T>(opts: CommonOpts, fn: (p: EndpointPool, deadline: number) => Promise<T>, print: (r: T) => string, exitCodeOf: (r: T) => number = () => 0): Promise<void> {
@@ -90,31 +113,5 @@ export function clientCommands(program: Command): void {
       (p, d) => p.call<GetResponse>('Get', { key }, d),
       (r) => (r.held ? `${key}: held by ${r.owner}, token ${r.token}, ${r.ttl_ms} ms left (last token ${r.last_token})` : `${key}: free (last token ${r.last_token})`),
     );
-  });
-
-  withCommon(program.command('status').description('show each node\'s role, term, leader and indexes')).action(async (o: CommonOpts) => {
-    const p = pool(o);
-    const deadline = Date.now() + Math.min(o.timeout, 3000);
-    const rows = await Promise.all(
-      p.endpoints.map(async (ep) => {
-        try {
-          return { endpoint: ep, status: await p.status(ep, deadline) };
-        } catch (err) {
-          return { endpoint: ep, error: (err as Error).message };
-        }
-      }),
-    );
-    p.close();
-    if (o.json) {
-      process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
-    } else {
-      for (const r of rows) {
-        if ('status' in r && r.status) {
-          const s: StatusResponse = r.status;
-          process.stdout.write(`${r.endpoint}  ${s.node_id}  ${s.role}  term ${s.term}  leader ${s.leader_id || '-'}  commit ${s.commit_index}  applied ${s.applied_index}\n`);
-        } else process.stdout.write(`${r.endpoint}  unreachable: ${(r as { error: string }).error}\n`);
-      }
-    }
-    process.exitCode = rows.some((r) => 'status' in r) ? 0 : 2;
   });
 }

@@ -5,6 +5,7 @@ import { serveCommand } from './serve.js';
 import { devCommand } from './dev.js';
 import { clientCommands } from './client-commands.js';
 import { runCommand } from './run.js';
+import { clusterCommands } from './cluster-commands.js';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
   serveCommand(program);
   devCommand(program);
   clientCommands(program);
+  clusterCommands(program);
   runCommand(program);
   return program;
 }

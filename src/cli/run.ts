@@ -11,7 +11,7 @@ import type { Command } from 'commander';
 import { LockClient } from '../client/client.js';
 import { LockNotAcquiredError, UnavailableError, type LockLostError } from '../client/errors.js';
 import type { LockHandle } from '../client/handle.js';
-import { DEFAULT_ENDPOINTS } from './client-commands.js';
+import { DEFAULT_ENDPOINTS, tlsFromFlags, withTlsFlags, type TlsFlags } from './client-commands.js';
 import { parseDuration } from './duration.js';
 
 /** Exit codes of `leasehold run` itself; any other code is the child's. */
@@ -28,7 +28,7 @@ export const RUN_EXIT = Object.freeze({
   ERROR: 1,
 });
 
-interface RunOptions {
+interface RunOptions extends TlsFlags {
   lock: string;
   ttl: number;
   wait: number;
@@ -40,8 +40,8 @@ interface RunOptions {
 }
 
 export function runCommand(program: Command): void {
-  program
-    .command('run')
+  withTlsFlags(program
+    .command('run'))
     .description('acquire a lock, run a command while it is held, release it when the command exits')
     .argument('<command...>', 'the command and its arguments (put them after --)')
     .requiredOption('--lock <key>', 'the lock to hold while the command runs')
@@ -82,7 +82,8 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
   const say = (msg: string) => {
     if (!o.quiet) process.stderr.write(`leasehold run: ${msg}\n`);
   };
-  const client = new LockClient({ endpoints: o.endpoints, timeoutMs: o.timeout });
+  const tls = tlsFromFlags(o);
+  const client = new LockClient({ endpoints: o.endpoints, timeoutMs: o.timeout, ...(tls ? { tls } : {}) });
   let lock: LockHandle;
   try {
     lock = await client.acquire(o.lock, { ttlMs: o.ttl, waitMs: o.wait, ...(o.owner ? { owner: o.owner } : {}) });

@@ -8,9 +8,10 @@ export function serveCommand(program: Command): void {
     .description('run one node of the cluster described in a YAML config')
     .requiredOption('--config <file>', 'cluster config (YAML); see cluster.example.yaml')
     .requiredOption('--id <nodeId>', 'which node of the config this process is')
-    .action(async (opts: { config: string; id: string }) => {
+    .option('--join', 'first start of a node added with `leasehold members add`: never bootstrap; wait for the leader and catch up')
+    .action(async (opts: { config: string; id: string; join?: boolean }) => {
       const config = loadConfig(opts.config);
-      const running = await startNode(config, opts.id);
+      const running = await startNode(config, opts.id, { join: opts.join ?? false });
       let signals = 0;
       const stop = (signal: string) => {
         signals++;
@@ -26,5 +27,13 @@ export function serveCommand(program: Command): void {
       };
       process.on('SIGTERM', () => stop('SIGTERM'));
       process.on('SIGINT', () => stop('SIGINT'));
+      // SIGHUP re-reads the TLS files (certificate rotation without a restart); a bad file keeps the old ones.
+      process.on('SIGHUP', () => {
+        try {
+          if (!running.reloadTls()) running.logger.info({ nodeId: opts.id }, 'SIGHUP: no tls configured, nothing to reload');
+        } catch (err) {
+          running.logger.error({ nodeId: opts.id, err: String(err) }, 'SIGHUP: TLS reload failed; keeping the old certificates');
+        }
+      });
     });
 }

@@ -13,12 +13,16 @@ import { LeaseholdError, LockLostError, LockNotAcquiredError, UnavailableError, 
 import { LockHandle, type HandleContext, type LockRpc } from './handle.js';
 import { silentLogger, type ClientLogger } from './logger.js';
 import { EndpointPool, newRequestId, parseEndpoints } from './rpc.js';
+import { clientTlsCredentials, type ClientTlsOptions } from './tls.js';
 
 export interface LockClientOptions {
   /** host:port of cluster nodes (any subset; followers forward to the leader), as a list or comma-separated. */
   endpoints: readonly string[] | string;
-  /** Default: insecure (plaintext) channels. */
+  /** Default: insecure (plaintext) channels, or TLS from `tls`. */
   credentials?: grpc.ChannelCredentials;
+  /** TLS to the cluster: `ca` to verify the nodes, `cert` + `key` to present a client certificate (mTLS,
+   *  owner binding). Each is PEM contents or a path to a PEM file. */
+  tls?: ClientTlsOptions;
   /** pino-compatible; silent by default. */
   logger?: ClientLogger;
   /** Owner prefix of this client; default `<hostname>:<pid>:<random>`. */
@@ -76,11 +80,12 @@ export class LockClient {
     this.logger = opts.logger ?? silentLogger;
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.clientId = opts.clientId ?? `${hostname().slice(0, 180)}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    const credentials = opts.credentials ?? (opts.tls ? clientTlsCredentials(opts.tls) : undefined);
     this.rpc =
       opts.rpc ??
       new EndpointPool({
         endpoints: [...this.endpoints],
-        ...(opts.credentials ? { credentials: opts.credentials } : {}),
+        ...(credentials ? { credentials } : {}),
         attemptTimeoutMs: opts.attemptTimeoutMs ?? 3000,
       });
     this.ctx = {

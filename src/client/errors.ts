@@ -90,11 +90,28 @@ export class InvalidRequestError extends LeaseholdError {
   }
 }
 
+/** A configured server limit (named in the message, e.g. `limits.maxHeld (1000)`) refused the request. Not
+ *  retried: it is the cluster's decision, and only releasing locks (or waiting less) changes it. */
+export class LimitExceededError extends LeaseholdError {
+  override name = 'LimitExceededError';
+}
+
+/** The server refused the caller's identity (owner binding: the owner is not the certificate's CN). */
+export class PermissionDeniedError extends LeaseholdError {
+  override name = 'PermissionDeniedError';
+  constructor(
+    message: string,
+    readonly code: grpc.status,
+  ) {
+    super(message);
+  }
+}
+
 /** Maps an RPC failure onto the typed errors. `what` names the operation for the message. */
 export function fromRpcError(err: unknown, what: string, endpoints: readonly string[], waitedMs: number): Error {
   if (!(err instanceof RpcError)) return err instanceof Error ? err : new Error(String(err));
   // Exactly the codes EndpointPool retried until the deadline ran out.
-  if (isRetryable(err.code)) {
+  if (isRetryable(err.code, err.details)) {
     return new UnavailableError(
       `${what}: no leasehold node answered within ${waitedMs} ms (tried ${endpoints.join(', ')}; last error ${err.message}). ` +
         'Check that a majority of the cluster is up and reachable; the outcome is unknown, so a lock it may have granted expires by itself after its ttl',
@@ -106,6 +123,11 @@ export function fromRpcError(err: unknown, what: string, endpoints: readonly str
       return new InvalidRequestError(`${what} was refused as invalid: ${err.details}`, err.code);
     case grpc.status.FAILED_PRECONDITION:
       return new InvalidRequestError(`${what} was refused: ${err.details}`, err.code);
+    case grpc.status.RESOURCE_EXHAUSTED:
+      return new LimitExceededError(`${what} was refused: ${err.details}`);
+    case grpc.status.PERMISSION_DENIED:
+    case grpc.status.UNAUTHENTICATED:
+      return new PermissionDeniedError(`${what} was refused: ${err.details}`, err.code);
     default:
       return new LeaseholdError(`${what} failed: ${err.message}`);
   }

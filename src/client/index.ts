@@ -8,6 +8,9 @@ export {
   LockReleasedError,
   UnavailableError,
   InvalidRequestError,
+  LimitExceededError,
+  PermissionDeniedError,
   type LostReason,
 } from './errors.js';
 export type { ClientLogger } from './logger.js';
+export { clientTlsCredentials, type ClientTlsOptions } from './tls.js';

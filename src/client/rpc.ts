@@ -3,16 +3,21 @@
 // the caller's deadline: the server's dedup table turns those retries into exactly-once.
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { ClusterClient, LEADER_METADATA, LockClient, type LockMethod, type StatusResponse } from '../transport/proto.js';
+import { ClusterClient, LEADER_METADATA, LockClient, type ClusterMethod, type LockMethod, type StatusResponse } from '../transport/proto.js';
 
 export type { LockMethod } from '../transport/proto.js';
 
 const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED, grpc.status.CANCELLED, grpc.status.RESOURCE_EXHAUSTED]);
 
-/** Codes EndpointPool.call retries on: the cluster did not answer (yet); the outcome is unknown. */
-export function isRetryable(code: grpc.status): boolean {
+/** Codes EndpointPool.call retries on: the cluster did not answer (yet); the outcome is unknown. A
+ *  RESOURCE_EXHAUSTED that names a configured limit (`limits.maxHeld` ...) is a decision, not a transient
+ *  overload: retrying until the deadline would only add load, so it is final. */
+export function isRetryable(code: grpc.status, details = ''): boolean {
+  if (code === grpc.status.RESOURCE_EXHAUSTED && LIMIT_NAMED.test(details)) return false;
   return RETRYABLE.has(code);
 }
+
+const LIMIT_NAMED = /\blimits\.max[A-Za-z]+\b/;
 
 /** `host:port` endpoints from a comma-separated list (or a list), trimmed, empties dropped. */
 export function parseEndpoints(endpoints: readonly string[] | string): string[] {
@@ -111,7 +116,7 @@ export class EndpointPool {
         return res;
       } catch (err) {
         const e = err instanceof RpcError ? err : new RpcError(grpc.status.UNKNOWN, String(err));
-        if (!retry || !RETRYABLE.has(e.code) || signal?.aborted) throw e;
+        if (!retry || !isRetryable(e.code, e.details) || signal?.aborted) throw e;
         lastErr = e;
         attempt++;
         opts.onRetry?.({ endpoint: ep, error: e, attempt });
@@ -147,6 +152,32 @@ export class EndpointPool {
         else resolve(value as StatusResponse);
       });
     });
+  }
+
+  /**
+   * One Cluster membership call. Tried on the next endpoint only when this one could not be reached or
+   * had no leader to forward to (UNAVAILABLE: nothing was changed); any other answer is final, because
+   * a membership change is not idempotent (a retry of an add that did commit says "already a member").
+   */
+  async clusterCall<Res>(method: ClusterMethod, request: object, deadline: number): Promise<Res> {
+    let lastErr: RpcError | null = null;
+    for (let round = 0; Date.now() < deadline; round++) {
+      for (const ep of this.endpoints) {
+        if (Date.now() >= deadline) break;
+        try {
+          return await new Promise<Res>((resolve, reject) => {
+            const client = this.clusterClient(ep);
+            const fn = client[method] as unknown as (req: object, o: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, v?: unknown) => void) => void;
+            fn.call(client, request, { deadline: new Date(deadline) }, (err, value) => (err ? reject(new RpcError(err.code, err.details)) : resolve(value as Res)));
+          });
+        } catch (err) {
+          if (!(err instanceof RpcError) || err.code !== grpc.status.UNAVAILABLE) throw err;
+          lastErr = err;
+        }
+      }
+      await sleep(Math.min(200 * (round + 1), 1000));
+    }
+    throw lastErr ?? new RpcError(grpc.status.DEADLINE_EXCEEDED, `no endpoint answered before the deadline (tried ${this.endpoints.join(', ')})`);
   }
 
   close(): void {

@@ -57,6 +57,7 @@ export const SETTINGS_SCHEMA = {
     dedupWindowMs: int(600_000, 1, LOCK_WIRE_CAPS.maxTtlMs),
     maxWaitMs: int(300_000, 0, LOCK_WIRE_CAPS.maxTtlMs),
     checkpointIdleMs: int(1_000, 1, MAX),
+    freeKeyRetentionMs: int(600_000, 1, LOCK_WIRE_CAPS.maxTtlMs),
   },
   limits: {
     // gRPC message lengths are int32.
@@ -64,6 +65,11 @@ export const SETTINGS_SCHEMA = {
     peerQueueMessages: int(10_000, 1, 10_000_000),
     maxKeyBytes: int(LOCK_WIRE_CAPS.maxKeyBytes, 1, LOCK_WIRE_CAPS.maxKeyBytes),
     maxOwnerBytes: int(LOCK_WIRE_CAPS.maxOwnerBytes, 1, LOCK_WIRE_CAPS.maxOwnerBytes),
+    maxWaitersPerKey: int(10_000, 1, MAX),
+    maxWaiters: int(100_000, 1, MAX),
+    maxHeldPerOwner: int(100_000, 1, MAX),
+    maxHeld: int(1_000_000, 1, MAX),
+    maxKeys: int(1_000_000, 1, MAX),
   },
   log: {
     level: { kind: 'enum', default: 'info', values: LOG_LEVELS } satisfies EnumRule,
@@ -73,10 +79,13 @@ export const SETTINGS_SCHEMA = {
 export type SectionName = keyof ClusterSettings;
 export const SECTION_NAMES = Object.keys(SETTINGS_SCHEMA) as SectionName[];
 
-/** Keys of one node entry under `nodes:`; all required. */
-export const NODE_KEYS = ['id', 'address', 'dataDir'] as const;
+/** Keys of one node entry under `nodes:`; all required but peerAddress. */
+export const NODE_KEYS = ['id', 'address', 'dataDir', 'peerAddress'] as const;
 
-export const TOP_LEVEL_KEYS = ['nodes', ...SECTION_NAMES] as const;
+export const TLS_KEYS = ['cert', 'key', 'ca', 'clientAuth'] as const;
+export const AUTH_KEYS = ['ownerBinding'] as const;
+
+export const TOP_LEVEL_KEYS = ['nodes', ...SECTION_NAMES, 'tls', 'auth'] as const;
 
 function defaultsOf<S extends SectionName>(section: S): ClusterSettings[S] {
   const rules = SETTINGS_SCHEMA[section] as Record<string, Rule>;

@@ -12,6 +12,24 @@ export interface NodeConfig {
   readonly address: string;
   /** Absolute path of the node's LevelDB data (relative paths in a file resolve against its directory). */
   readonly dataDir: string;
+  /** host:port of a separate listener for the Raft peer service only; then `address` serves clients only. */
+  readonly peerAddress?: string;
+}
+
+export const CLIENT_AUTH_MODES = ['none', 'request', 'require'] as const;
+export type ClientAuthMode = (typeof CLIENT_AUTH_MODES)[number];
+
+/** `tls:` — all paths PEM, resolved against the config file's directory. */
+export interface TlsSettings {
+  readonly cert: string;
+  readonly key: string;
+  readonly ca: string;
+  readonly clientAuth: ClientAuthMode;
+}
+
+export interface AuthSettings {
+  /** The owner of every Acquire/Renew/Release must equal the caller's certificate CN. */
+  readonly ownerBinding: boolean;
 }
 
 /** Raft timing and flow control. Field names match src/raft/core RaftConfig where they overlap. */
@@ -42,6 +60,8 @@ export interface LockSettings {
   readonly maxWaitMs: number;
   /** While leases are live and nothing else is proposed, the leader checkpoints log time this often. */
   readonly checkpointIdleMs: number;
+  /** A free key's record (its last token) is forgotten this long (log time) after it was freed. */
+  readonly freeKeyRetentionMs: number;
 }
 
 export interface LimitSettings {
@@ -51,6 +71,11 @@ export interface LimitSettings {
   readonly peerQueueMessages: number;
   readonly maxKeyBytes: number;
   readonly maxOwnerBytes: number;
+  readonly maxWaitersPerKey: number;
+  readonly maxWaiters: number;
+  readonly maxHeldPerOwner: number;
+  readonly maxHeld: number;
+  readonly maxKeys: number;
 }
 
 export interface LogSettings {
@@ -66,6 +91,9 @@ export interface ClusterSettings {
 
 export interface ClusterConfig extends ClusterSettings {
   readonly nodes: readonly NodeConfig[];
+  /** null: plaintext. */
+  readonly tls: TlsSettings | null;
+  readonly auth: AuthSettings;
   /** Where the config came from: the file path, or a label such as `<dev>`. */
   readonly source: string;
 }

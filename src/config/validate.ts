@@ -6,14 +6,16 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { ConfigError, type ConfigIssue } from './errors.js';
 import {
   MESSAGE_OVERHEAD_BYTES,
+  AUTH_KEYS,
   NODE_KEYS,
   SECTION_NAMES,
+  TLS_KEYS,
   SETTINGS_SCHEMA,
   TOP_LEVEL_KEYS,
   type Rule,
   type SectionName,
 } from './schema.js';
-import type { ClusterConfig, ClusterSettings, NodeConfig } from './types.js';
+import { CLIENT_AUTH_MODES, type AuthSettings, type ClientAuthMode, type ClusterConfig, type ClusterSettings, type NodeConfig, type TlsSettings } from './types.js';
 
 export type PathSegment = string | number;
 
@@ -227,8 +229,9 @@ class Validator {
         return;
       }
       this.checkKeys(entry, path, NODE_KEYS, null);
-      const text = (key: string): string | undefined => {
+      const text = (key: string, optional = false): string | undefined => {
         const v = entry[key];
+        if (optional && v === undefined) return undefined;
         if (v === undefined || v === null) {
           this.report([...path, key], 'missing required key');
           return undefined;
@@ -247,6 +250,20 @@ class Validator {
       const id = text('id');
       const address = text('address');
       const dataDir = text('dataDir');
+      const peerAddress = text('peerAddress', true);
+      if (peerAddress !== undefined) {
+        const parsed = parseAddress(peerAddress);
+        if (typeof parsed === 'string') {
+          this.report([...path, 'peerAddress'], parsed);
+        } else {
+          const canonical = `${parsed.host.toLowerCase()}:${parsed.port}`;
+          if (seenAddresses.has(canonical)) {
+            this.report([...path, 'peerAddress'], `duplicate address ${peerAddress} (also nodes[${seenAddresses.get(canonical)}])`);
+          } else {
+            seenAddresses.set(canonical, i);
+          }
+        }
+      }
 
       if (id !== undefined) {
         if (!NODE_ID.test(id)) {
@@ -287,10 +304,62 @@ class Validator {
         }
       }
       if (id !== undefined && address !== undefined && resolvedDir !== undefined) {
-        nodes.push(Object.freeze({ id, address, dataDir: resolvedDir }));
+        nodes.push(Object.freeze({ id, address, dataDir: resolvedDir, ...(peerAddress !== undefined ? { peerAddress } : {}) }));
       }
     });
     return nodes;
+  }
+
+  /** `tls:` — absent or null means plaintext; when given, cert, key and ca are required paths. */
+  tls(value: unknown): TlsSettings | null {
+    if (value === undefined || value === null) return null;
+    if (!isMapping(value)) {
+      this.report(['tls'], `expected a mapping { cert, key, ca, clientAuth }, got ${describe(value)}`);
+      return null;
+    }
+    this.checkKeys(value, ['tls'], TLS_KEYS, null);
+    const path = (key: string): string => {
+      const v = value[key];
+      if (typeof v !== 'string' || v.trim() === '') {
+        // ca is required too: peers verify each other against it (and clients' certificates with clientAuth).
+        this.report(['tls', key], v === undefined || v === null ? 'missing required key (a PEM file path)' : `expected a PEM file path, got ${describe(v)}`);
+        return '';
+      }
+      return resolveDir(v, this.ctx.baseDir);
+    };
+    const cert = path('cert');
+    const key = path('key');
+    const ca = path('ca');
+    let clientAuth: ClientAuthMode = 'none';
+    const mode = value['clientAuth'];
+    if (mode !== undefined) {
+      if (typeof mode !== 'string' || !(CLIENT_AUTH_MODES as readonly string[]).includes(mode)) {
+        this.report(['tls', 'clientAuth'], `expected one of ${CLIENT_AUTH_MODES.join(', ')}; got ${describe(mode)}`);
+      } else {
+        clientAuth = mode as ClientAuthMode;
+      }
+    }
+    return Object.freeze({ cert, key, ca, clientAuth });
+  }
+
+  auth(value: unknown, tls: TlsSettings | null): AuthSettings {
+    let ownerBinding = false;
+    if (value !== undefined && value !== null) {
+      if (!isMapping(value)) {
+        this.report(['auth'], `expected a mapping { ownerBinding }, got ${describe(value)}`);
+      } else {
+        this.checkKeys(value, ['auth'], AUTH_KEYS, null);
+        const v = value['ownerBinding'];
+        if (v !== undefined && typeof v !== 'boolean') this.report(['auth', 'ownerBinding'], `expected true or false, got ${describe(v)}`);
+        else ownerBinding = v === true;
+      }
+    }
+    // Owner binding compares the owner with the certificate CN: without a required, verified client
+    // certificate there is no CN to compare with, and the option would protect nothing.
+    if (ownerBinding && tls?.clientAuth !== 'require') {
+      this.report(['auth', 'ownerBinding'], `needs tls.clientAuth: require (got ${tls === null ? 'no tls section' : `tls.clientAuth: ${tls.clientAuth}`}): the owner is checked against the client certificate's CN`);
+    }
+    return Object.freeze({ ownerBinding });
   }
 
   /** Rules that involve two keys; reported at the key a user would change. */
@@ -334,6 +403,8 @@ export function validateConfig(raw: unknown, ctx: ValidateContext): ClusterConfi
     log: v.section('log', raw['log']),
   };
   v.crossChecks(settings, raw);
+  const tls = v.tls(raw['tls']);
+  const auth = v.auth(raw['auth'], tls);
   if (v.issues.length > 0) throw new ConfigError(ctx.source, v.issues);
-  return Object.freeze({ nodes: Object.freeze(nodes), ...settings, source: ctx.source });
+  return Object.freeze({ nodes: Object.freeze(nodes), ...settings, tls, auth, source: ctx.source });
 }

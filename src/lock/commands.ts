@@ -11,6 +11,8 @@
 //   4 expire     key:str token:uvarint64
 //   5 termStart
 //   6 checkpoint
+//   7 acquire (queued; same layout as 1)
+//   8 forget     upToMs:uvarint
 // str = uvarint byte length + UTF-8. The tag doubles as the format version: a changed layout gets a new
 // tag, so old entries in the log keep decoding exactly as they did when they were first applied.
 import { ByteReader, ByteWriter, MAX_UINT64, utf8ByteLength } from './bytes.js';
@@ -80,13 +82,26 @@ export interface CheckpointCommand {
   timeMs: number;
 }
 
+/**
+ * Proposed by the leader to bound the machine's memory: forget every free key (no lease) that was freed at
+ * or before log time `upToMs`. Its last token is folded into the machine's watermark, which Get reports as
+ * the last token of any key the machine has no record of — never below the real value (see machine.ts).
+ * The cut-off travels in the entry, so every replica forgets exactly the same keys whatever its own config.
+ */
+export interface ForgetCommand {
+  type: 'forget';
+  timeMs: number;
+  upToMs: number;
+}
+
 export type LockCommand =
   | AcquireCommand
   | RenewCommand
   | ReleaseCommand
   | ExpireCommand
   | TermStartCommand
-  | CheckpointCommand;
+  | CheckpointCommand
+  | ForgetCommand;
 
 export type LockCommandType = LockCommand['type'];
 
@@ -114,6 +129,7 @@ const TAGS: Record<LockCommandType, number> = {
   expire: 4,
   termStart: 5,
   checkpoint: 6,
+  forget: 8,
 };
 /** An acquire proposed for the head of a wait queue (same layout as tag 1; see AcquireCommand.queued). */
 const TAG_QUEUED_ACQUIRE = 7;
@@ -125,6 +141,8 @@ export function wireLimitViolation(command: LockCommand): string | null {
     case 'termStart':
     case 'checkpoint':
       return null;
+    case 'forget':
+      return isIntegerIn(command.upToMs, 0, WIRE_LIMITS.maxTimeMs) ? null : `upToMs must be an integer in [0, 2^50], got ${String(command.upToMs)}`;
     case 'expire':
       return stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ?? tokenViolation(command.token);
     case 'acquire':
@@ -172,6 +190,9 @@ export function encodeCommand(command: LockCommand): Uint8Array {
     case 'expire':
       out.string(command.key);
       out.bigUint(command.token);
+      break;
+    case 'forget':
+      out.uint(command.upToMs);
       break;
     case 'termStart':
     case 'checkpoint':
@@ -223,6 +244,12 @@ export function decodeCommand(bytes: Uint8Array): LockCommand {
     case TAGS.checkpoint:
       command = { type: 'checkpoint', timeMs };
       break;
+    case TAGS.forget: {
+      const upToMs = input.uint();
+      if (upToMs > WIRE_LIMITS.maxTimeMs) input.fail(`upToMs ${upToMs} is beyond 2^50`);
+      command = { type: 'forget', timeMs, upToMs };
+      break;
+    }
     default:
       // Offset 0: the tag byte itself is what is wrong.
       throw new CommandDecodeError(`unknown command tag ${tag}`, 0);

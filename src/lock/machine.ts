@@ -17,8 +17,15 @@
 //            a slow client clean up. Reasons: NOT_HELD > WRONG_OWNER > WRONG_TOKEN (never EXPIRED).
 //   expire   removes the lease only if it still has that token and its deadline has passed.
 //   first entry of a higher raft term starts a lease epoch: see epoch.ts and LEASES.md.
+//   forget   drops every free key freed at or before the entry's `upToMs`; their last tokens are folded into
+//            one watermark. Get answers last_token = the watermark for a key the machine has no record of.
+//            The rule keeps SPEC's guarantees: last_token is never below the real value (the watermark is
+//            at least every forgotten key's last token, and 0 stays 0 until something is forgotten), and
+//            tokens only grow, because a token is the raft index of its acquire entry, which is above every
+//            index before it — forgotten keys included. What it gives up is exactness: a forgotten key (or
+//            one never used) may report a last_token higher than its own.
 import { CommandDecodeError, decodeCommand, wireLimitViolation } from './commands.js';
-import type { AcquireCommand, ExpireCommand, LockCommand, ReleaseCommand, RenewCommand } from './commands.js';
+import type { AcquireCommand, ExpireCommand, ForgetCommand, LockCommand, ReleaseCommand, RenewCommand } from './commands.js';
 import { DeadlineHeap } from './deadline-heap.js';
 import { carryLeasesIntoTerm } from './epoch.js';
 import type { LeaseCarryOver } from './epoch.js';
@@ -26,7 +33,7 @@ import { DedupTable, sameRequest } from './dedup.js';
 import type { DedupOperation, DedupRecord } from './dedup.js';
 import { fingerprint64 } from './digest.js';
 import { Lease } from './lease.js';
-import { SnapshotDecodeError, decodeState, encodeState } from './snapshot.js';
+import { SnapshotDecodeError, decodeState, encodeState, type FreeKey } from './snapshot.js';
 import { DEFAULT_LOCK_MACHINE_OPTIONS } from './types.js';
 import type {
   AcquireOutcome,
@@ -34,6 +41,7 @@ import type {
   DueLease,
   ErrorResult,
   ExpireResult,
+  ForgetResult,
   LockMachineOptions,
   LockResult,
   LockView,
@@ -61,9 +69,18 @@ export class LockMachine {
    * .last_token survives release). A key is in exactly one of `leases` / `freeKeyLastTokens`, so a held
    * key keeps its last token in the lease itself. Memory, measured with 16-character keys on Node 20: a held
    * lease ~225 bytes (Lease object, key and owner strings, Map entry, heap slot); a free key ~72 bytes (Map
-   * entry + key string). Free keys are kept forever, as the contract requires.
+   * entry + key string, + ~32 for the record). Kept until a `forget` entry drops them (see the header).
+   * Insertion order is freeing order, so freedAtMs never decreases along it (log time is monotone, and a key
+   * is re-inserted, at the end, each time it is freed); forget() relies on that to stop at the first newer
+   * key. After a restore the order is (freedAtMs, key): equal times may sit in another order than on a
+   * replica that applied them, which is why forget() cuts by time only, never by a count.
    */
-  private readonly freeKeyLastTokens = new Map<string, number>();
+  private readonly freeKeyLastTokens = new Map<string, FreeKey>();
+  /** At least the last token of every key forgotten so far; the last_token of any key without a record. */
+  private forgottenWatermark = 0;
+  /** Leases (live or awaiting their expire) per owner, for the leader's maxHeldPerOwner admission. Derived
+   *  from `leases`, so not in the snapshot. */
+  private readonly leasesByOwner = new Map<string, number>();
   private readonly deadlines = new DeadlineHeap();
   private readonly dedup: DedupTable;
 
@@ -98,6 +115,41 @@ export class LockMachine {
 
   get dedupSize(): number {
     return this.dedup.size;
+  }
+
+  /** Every key record the machine keeps: leases and free keys (limits.maxKeys counts these). */
+  get keyCount(): number {
+    return this.leases.size + this.freeKeyLastTokens.size;
+  }
+
+  get freeKeyCount(): number {
+    return this.freeKeyLastTokens.size;
+  }
+
+  /** See `forgottenWatermark`. */
+  get lastTokenWatermark(): bigint {
+    return BigInt(this.forgottenWatermark);
+  }
+
+  /** Leases (live or awaiting their expire entry) whose owner is `owner`. */
+  leaseCountOf(owner: string): number {
+    return this.leasesByOwner.get(owner) ?? 0;
+  }
+
+  /** The owner of `key`'s lease if it has one (live or awaiting its expire entry); null when it has a free
+   *  record; undefined when the machine keeps no record of it. */
+  recordOf(key: string): { owner: string } | null | undefined {
+    const lease = this.leases.get(key);
+    if (lease !== undefined) return { owner: lease.owner };
+    return this.freeKeyLastTokens.has(key) ? null : undefined;
+  }
+
+  /** When the `n`-th oldest free key (1-based) was freed, in log time; undefined with fewer free keys. */
+  freedAtOfOldest(n: number): number | undefined {
+    if (n < 1 || n > this.freeKeyLastTokens.size) return undefined;
+    let i = 0;
+    for (const free of this.freeKeyLastTokens.values()) if (++i === n) return free.freedAtMs;
+    return undefined;
   }
 
   /**
@@ -165,7 +217,7 @@ export class LockMachine {
         lastToken: token,
       };
     }
-    const lastToken = lease !== undefined ? lease.fencingToken : (this.freeKeyLastTokens.get(key) ?? 0);
+    const lastToken = lease !== undefined ? lease.fencingToken : (this.freeKeyLastTokens.get(key)?.lastToken ?? this.forgottenWatermark);
     return { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: BigInt(lastToken) };
   }
 
@@ -191,6 +243,7 @@ export class LockMachine {
       epochStartMs: this.epochStartMsValue,
       leases: this.leases.values(),
       freeKeyLastTokens: this.freeKeyLastTokens.entries(),
+      forgottenWatermark: this.forgottenWatermark,
       dedup: this.dedup.inOrder(),
     });
   }
@@ -213,13 +266,19 @@ export class LockMachine {
     machine.logNowMs = state.nowMs;
     machine.epochTermValue = state.epochTerm;
     machine.epochStartMsValue = state.epochStartMs;
-    for (const lease of state.leases) machine.leases.set(lease.key, lease);
+    machine.forgottenWatermark = state.forgottenWatermark;
+    for (const lease of state.leases) {
+      machine.leases.set(lease.key, lease);
+      machine.countOwner(lease.owner, 1);
+    }
     machine.deadlines.pushAll(state.leases);
-    for (const [key, lastToken] of state.freeKeyLastTokens) {
+    // In freeing-time order (ties by key), the order forget() walks; see freeKeyLastTokens.
+    const free = [...state.freeKeyLastTokens].sort(([ka, a], [kb, b]) => a.freedAtMs - b.freedAtMs || (ka < kb ? -1 : ka > kb ? 1 : 0));
+    for (const [key, record] of free) {
       if (machine.leases.has(key)) {
         throw new SnapshotDecodeError(`key ${JSON.stringify(key)} is both held and free`, bytes.length);
       }
-      machine.freeKeyLastTokens.set(key, lastToken);
+      machine.freeKeyLastTokens.set(key, record);
     }
     for (const record of state.dedup) machine.dedup.remember(record);
     return machine;
@@ -251,7 +310,27 @@ export class LockMachine {
         return { type: 'termStart', index, leasesExtended: epoch?.extended ?? 0, leasesEnded: epoch?.ended ?? 0 };
       case 'checkpoint':
         return { type: 'checkpoint', index };
+      case 'forget':
+        return this.forget(index, command);
     }
+  }
+
+  /** Drops the free keys freed at or before `upToMs` (log time), oldest first; see the header. */
+  private forget(index: number, command: ForgetCommand): ForgetResult {
+    let forgotten = 0;
+    for (const [key, free] of this.freeKeyLastTokens) {
+      if (free.freedAtMs > command.upToMs) break;
+      this.freeKeyLastTokens.delete(key);
+      if (free.lastToken > this.forgottenWatermark) this.forgottenWatermark = free.lastToken;
+      forgotten++;
+    }
+    return { type: 'forget', index, forgotten, watermark: BigInt(this.forgottenWatermark) };
+  }
+
+  private countOwner(owner: string, delta: number): void {
+    const n = (this.leasesByOwner.get(owner) ?? 0) + delta;
+    if (n > 0) this.leasesByOwner.set(owner, n);
+    else this.leasesByOwner.delete(owner);
   }
 
   /**
@@ -293,7 +372,12 @@ export class LockMachine {
         lease = new Lease(command.key, command.owner, index, command.ttlMs, nowMs + command.ttlMs, 0, nowMs);
         this.leases.set(command.key, lease);
         this.deadlines.push(lease);
+        this.countOwner(command.owner, 1);
       } else {
+        if (lease.owner !== command.owner) {
+          this.countOwner(lease.owner, -1);
+          this.countOwner(command.owner, 1);
+        }
         lease.grant(command.owner, index, command.ttlMs, nowMs);
         this.deadlines.update(lease);
       }
@@ -358,7 +442,8 @@ export class LockMachine {
   private removeLease(lease: Lease): void {
     this.leases.delete(lease.key);
     this.deadlines.remove(lease);
-    this.freeKeyLastTokens.set(lease.key, lease.fencingToken);
+    this.countOwner(lease.owner, -1);
+    this.freeKeyLastTokens.set(lease.key, { lastToken: lease.fencingToken, freedAtMs: this.logNowMs });
   }
 
   // ---- request_id dedup ----

@@ -10,7 +10,8 @@
 //   appliedIndex nowMs epochTerm epochStartMs
 //   ownerCount owner:str*                                 sorted, distinct (leases refer to them by index)
 //   leaseCount (key ownerIndex token ttlMs deadline-now:svarint observedMs now-observeFrom)*   sorted by key
-//   freeKeyCount (key lastToken)*                                                           sorted by key
+//   freeKeyCount (key lastToken now-freedAt)*                                               sorted by key
+//   forgottenWatermark                                            (version 2; version 1 has neither it nor freedAt)
 //   dedupCount (owner:str requestId:str now-recordedAt type:u8 key:str token:uvarint64 outcome)*  oldest first
 // Times are stored relative to nowMs: a deadline is then ~2-3 bytes instead of 6, and sorted keys that
 // share a prefix ("invoice:000123…") cost only their differing tail.
@@ -21,7 +22,10 @@ import { WIRE_LIMITS } from './commands.js';
 import type { RefusalReason } from './types.js';
 
 const MAGIC = [0x4c, 0x48, 0x53]; // "LHS"
-const VERSION = 1;
+/** 2: free keys carry the time they were freed, and the forgotten-keys watermark follows them. Version 1
+ *  snapshots still decode: their free keys count as freed at the snapshot's time (kept a full retention
+ *  from there, never forgotten early), with watermark 0. */
+const VERSION = 2;
 
 export class SnapshotDecodeError extends Error {
   override readonly name = 'SnapshotDecodeError';
@@ -41,16 +45,23 @@ export interface MachineStateData {
   /** Log time at which the current lease epoch started. */
   epochStartMs: number;
   leases: Iterable<Lease>;
-  /** Keys with no lease, and the highest token ever issued for each. */
-  freeKeyLastTokens: Iterable<[string, number]>;
+  /** Keys with no lease, the highest token ever issued for each, and when (log time) it was freed. */
+  freeKeyLastTokens: Iterable<[string, FreeKey]>;
+  /** At least the last token of every key forgotten so far (see machine.ts, forget). */
+  forgottenWatermark: number;
   /** Oldest first. */
   dedup: Iterable<DedupRecord>;
 }
 
 export interface DecodedState extends MachineStateData {
   leases: Lease[];
-  freeKeyLastTokens: [string, number][];
+  freeKeyLastTokens: [string, FreeKey][];
   dedup: DedupRecord[];
+}
+
+export interface FreeKey {
+  lastToken: number;
+  freedAtMs: number;
 }
 
 const REASONS: readonly RefusalReason[] = ['UNSPECIFIED', 'NOT_HELD', 'WRONG_OWNER', 'WRONG_TOKEN', 'EXPIRED'];
@@ -62,7 +73,7 @@ function byKey<T extends { key: string }>(a: T, b: T): number {
 
 export function encodeState(state: MachineStateData): Uint8Array {
   const leases = [...state.leases].sort(byKey);
-  const freeKeys = [...state.freeKeyLastTokens].map(([key, lastToken]) => ({ key, lastToken })).sort(byKey);
+  const freeKeys = [...state.freeKeyLastTokens].map(([key, free]) => ({ key, ...free })).sort(byKey);
   const owners = [...new Set(leases.map((lease) => lease.owner))].sort();
   const ownerIndex = new Map(owners.map((owner, i) => [owner, i]));
   const now = state.nowMs;
@@ -92,10 +103,12 @@ export function encodeState(state: MachineStateData): Uint8Array {
 
   out.uint(freeKeys.length);
   const freeKeyWriter = new PrefixKeyWriter(out);
-  for (const { key, lastToken } of freeKeys) {
+  for (const { key, lastToken, freedAtMs } of freeKeys) {
     freeKeyWriter.write(key);
     out.uint(lastToken);
+    out.uint(now - freedAtMs);
   }
+  out.uint(state.forgottenWatermark);
 
   const dedup = [...state.dedup];
   out.uint(dedup.length);
@@ -141,7 +154,7 @@ export function decodeState(bytes: Uint8Array): DecodedState {
   const input = new ByteReader(bytes, (message, offset) => new SnapshotDecodeError(message, offset));
   for (const b of MAGIC) if (input.byte() !== b) input.fail('not a lock snapshot (bad magic)');
   const version = input.byte();
-  if (version !== VERSION) input.fail(`unsupported snapshot version ${version}`);
+  if (version !== VERSION && version !== 1) input.fail(`unsupported snapshot version ${version}`);
   const appliedIndex = input.uint();
   const nowMs = input.uint();
   const epochTerm = input.uint();
@@ -178,14 +191,18 @@ export function decodeState(bytes: Uint8Array): DecodedState {
   }
 
   const freeCount = countOf(input);
-  const freeKeyLastTokens: [string, number][] = [];
+  const freeKeyLastTokens: [string, FreeKey][] = [];
   const freeKeys = new PrefixKeyReader(input);
   for (let i = 0; i < freeCount; i++) {
     const key = freeKeys.read();
     const lastToken = input.uint();
     checkToken(lastToken);
-    freeKeyLastTokens.push([key, lastToken]);
+    const freedAtMs = version === 1 ? nowMs : nowMs - input.uint();
+    if (freedAtMs < 0) input.fail('free key time out of range');
+    freeKeyLastTokens.push([key, { lastToken, freedAtMs }]);
   }
+  const forgottenWatermark = version === 1 ? 0 : input.uint();
+  if (forgottenWatermark > appliedIndex) input.fail(`watermark ${forgottenWatermark} is beyond index ${appliedIndex}`);
 
   const dedupCount = countOf(input);
   const dedup: DedupRecord[] = [];
@@ -228,7 +245,7 @@ export function decodeState(bytes: Uint8Array): DecodedState {
     }
   }
   input.end();
-  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeyLastTokens, dedup };
+  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeyLastTokens, forgottenWatermark, dedup };
 }
 
 /** A count can never exceed the bytes left (every element takes at least one), which stops a corrupt

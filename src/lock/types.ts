@@ -77,6 +77,14 @@ export interface CheckpointResult extends ResultBase {
   type: 'checkpoint';
 }
 
+export interface ForgetResult extends ResultBase {
+  type: 'forget';
+  /** Free keys dropped by this entry. */
+  forgotten: number;
+  /** The machine's last_token watermark after it. */
+  watermark: bigint;
+}
+
 /**
  * MALFORMED_COMMAND: the entry's bytes did not decode (or a command object broke the wire limits); the
  * entry was a no-op on every replica. REQUEST_ID_REUSED: the (owner, request_id) pair was first used for a
@@ -97,6 +105,7 @@ export type LockResult =
   | ExpireResult
   | TermStartResult
   | CheckpointResult
+  | ForgetResult
   | ErrorResult;
 
 /** What `get` reports, judged at the machine's current log time (proto GetResponse). */

@@ -129,11 +129,21 @@ function collect<T>(build: () => T): Validated<T> {
   }
 }
 
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+
 function checkText(field: LockFieldName, value: unknown, minBytes: number, maxBytes: number): string {
   if (value === undefined || value === null) value = '';
   if (typeof value !== 'string') throw new ValidationError(field, `${field} must be a string, got ${typeof value}`);
   const bytes = utf8ByteLength(value);
   if (bytes < 0) throw new ValidationError(field, `${field} must be valid Unicode (it contains a lone surrogate)`);
+  // Control characters (C0, DEL, C1) make keys and owners print ambiguously in logs, the CLI and JSON
+  // (`a\nb` vs two lines) and have no business in an identifier. Invalid UTF-8 is refused earlier, at
+  // the wire (strict-decode.ts): by the time a string gets here it has already been decoded.
+  const control = CONTROL_CHARACTER.exec(value);
+  if (control !== null) {
+    const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
+    throw new ValidationError(field, `${field} must not contain control characters (U+${code} at position ${control.index})`);
+  }
   if (bytes < minBytes || bytes > maxBytes) {
     const what = minBytes > 0 ? `${minBytes}..${maxBytes} bytes of UTF-8` : `at most ${maxBytes} bytes of UTF-8`;
     throw new ValidationError(field, `${field} must be ${what}, got ${bytes}`);

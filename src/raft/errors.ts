@@ -41,3 +41,15 @@ export class NodeStoppedError extends Error {
     this.name = 'NodeStoppedError';
   }
 }
+
+/** A membership change the leader refused: `pending` and `not-ready` pass with time (retry), `invalid`
+ *  never will (FAILED_PRECONDITION on the wire). */
+export class ConfChangeRefusedError extends Error {
+  constructor(
+    readonly kind: 'pending' | 'not-ready' | 'invalid',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ConfChangeRefusedError';
+  }
+}

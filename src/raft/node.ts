@@ -4,10 +4,10 @@
 // virtual time; production passes realEnv().
 import { EventEmitter } from 'node:events';
 import { Raft, defaultRaftConfig } from './core/raft.js';
-import type { Entry, Message, NodeId, ProposeResult, RaftConfig, Ready, RestoredState, SoftState, Snapshot, Status } from './core/types.js';
+import type { ConfChange, ConfChangeResult, ConfState, Entry, Message, NodeId, ProposeResult, RaftConfig, Ready, RestoredState, SoftState, Snapshot, Status } from './core/types.js';
 import { bootstrapSnapshot, emptyHardState } from './core/types.js';
 import { realEnv, type NodeEnv, type TimerHandle } from './env.js';
-import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from './errors.js';
+import { ConfChangeRefusedError, NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from './errors.js';
 import type { StateMachine } from './fsm.js';
 import { silentLogger, type NodeLogger } from './logger.js';
 import type { RaftStorage } from './storage/types.js';
@@ -18,6 +18,7 @@ export interface RaftCore {
   tick(): void;
   step(msg: Message): void;
   propose(data: Uint8Array): ProposeResult;
+  proposeConfChange(change: ConfChange): ConfChangeResult;
   readIndex(ctx: string): void;
   transferLeadership(to: NodeId): boolean;
   hasReady(): boolean;
@@ -32,7 +33,17 @@ export type CoreFactory = (cfg: RaftConfig, restored: RestoredState) => RaftCore
 
 export interface RaftNodeOptions<R> {
   id: NodeId;
+  /** First boot only (empty storage): the initial voters, their peer addresses and the cluster id, which
+   *  become the bootstrap snapshot at index 0. Ignored once storage holds state. */
   voters: NodeId[];
+  addresses?: Record<NodeId, string>;
+  clusterId?: string;
+  /** First boot of a node added with `members add`: start with no configuration at all and wait for the
+   *  leader to contact us (never bootstrap a cluster of our own). */
+  join?: boolean;
+  /** Runs on first boot (empty storage) before anything is written; throwing aborts the start. The
+   *  runtime asks its peers here whether the cluster already knows this node (a wiped data dir). */
+  beforeBootstrap?: () => Promise<void>;
   storage: RaftStorage;
   transport: PeerSender;
   fsm: StateMachine<R>;
@@ -79,6 +90,9 @@ export class RaftNode<R = unknown> extends EventEmitter {
   private appliedIndex = 0;
   private lastSnapshotIndex = 0;
   private soft: SoftState = { role: 'follower', leaderId: null, term: 0 };
+  private conf: ConfState | null = null;
+  /** When we last received anything from each peer (our clock): what health is judged by. */
+  private lastHeardMs = new Map<NodeId, number>();
 
   private constructor(opts: RaftNodeOptions<R>) {
     super();
@@ -97,8 +111,12 @@ export class RaftNode<R = unknown> extends EventEmitter {
   private async init(): Promise<void> {
     let restored = await this.opts.storage.load();
     if (restored === null) {
+      await this.opts.beforeBootstrap?.();
       // First boot: the initial voter set becomes data in a bootstrap snapshot at index 0.
-      restored = { hardState: emptyHardState(), snapshot: bootstrapSnapshot(this.opts.voters), entries: [] };
+      const snapshot = this.opts.join
+        ? bootstrapSnapshot([])
+        : bootstrapSnapshot(this.opts.voters, { clusterId: this.opts.clusterId ?? '', addresses: this.opts.addresses ?? {} });
+      restored = { hardState: emptyHardState(), snapshot, entries: [] };
       await this.opts.storage.save({ hardState: restored.hardState, snapshot: restored.snapshot, entries: [] });
     }
     this.opts.fsm.restore(restored.snapshot.data);
@@ -125,8 +143,46 @@ export class RaftNode<R = unknown> extends EventEmitter {
   /** A message from a peer (called by the transport). */
   receive(m: Message): void {
     if (this.stopped) return;
+    this.lastHeardMs.set(m.from, this.env.nowMs());
     this.raft.step(m);
     this.schedule();
+  }
+
+  /** Has any message from `id` arrived since this node started? */
+  everHeard(id: NodeId): boolean {
+    return this.lastHeardMs.has(id);
+  }
+
+  /** Did a message from `id` arrive within the last `windowMs`? */
+  heardWithin(id: NodeId, windowMs: number): boolean {
+    const t = this.lastHeardMs.get(id);
+    return t !== undefined && this.env.nowMs() - t < windowMs;
+  }
+
+  /**
+   * Can this node serve lock calls now (SPEC "Health")? A leader must have heard from a quorum of its
+   * voters (itself included) within `windowMs`; a follower must have heard from its leader within it.
+   * CheckQuorum deposes a cut-off leader only after up to two election timeouts; this answers sooner.
+   */
+  serving(windowMs: number): { serving: boolean; reason: string } {
+    if (this.stopped) return { serving: false, reason: 'shutting down' };
+    const now = this.env.nowMs();
+    const recent = (id: NodeId) => {
+      const t = this.lastHeardMs.get(id);
+      return t !== undefined && now - t < windowMs;
+    };
+    const conf = this.conf;
+    if (this.soft.role === 'leader') {
+      if (!conf || !conf.voters.includes(this.id)) return { serving: false, reason: 'leader outside its own configuration' };
+      const heard = conf.voters.filter((id) => id === this.id || recent(id)).length;
+      const quorum = Math.floor(conf.voters.length / 2) + 1;
+      return heard >= quorum
+        ? { serving: true, reason: 'leader with a quorum' }
+        : { serving: false, reason: `leader heard from ${heard} of ${conf.voters.length} voters (quorum ${quorum})` };
+    }
+    const leader = this.soft.leaderId;
+    if (leader === null) return { serving: false, reason: 'no leader' };
+    return recent(leader) ? { serving: true, reason: `follower of ${leader}` } : { serving: false, reason: `no word from leader ${leader}` };
   }
 
   /** Propose `data`; resolves with the state machine's result once it is applied here. After
@@ -154,6 +210,45 @@ export class RaftNode<R = unknown> extends EventEmitter {
         this.proposals.set(r.index, { term: r.term, ...settle });
       },
     );
+  }
+
+  /** Propose one membership change (core/config.ts); resolves once the configuration entry is applied
+   *  here, i.e. committed. Refusals: NotLeaderError, ConfChangeRefusedError. */
+  proposeConfChange(change: ConfChange, timeoutMs: number): Promise<{ index: number }> {
+    if (this.stopped) return Promise.reject(new NodeStoppedError());
+    const r = this.raft.proposeConfChange(change);
+    if (!r.ok) {
+      switch (r.reason) {
+        case 'not-leader':
+        case 'transferring':
+          return Promise.reject(new NotLeaderError(r.leaderId, r.reason === 'transferring' ? 'leadership is being transferred' : 'not the leader'));
+        case 'conf-pending':
+          return Promise.reject(new ConfChangeRefusedError('pending', r.message));
+        case 'conf-not-ready':
+          return Promise.reject(new ConfChangeRefusedError('not-ready', r.message));
+        case 'conf-invalid':
+          return Promise.reject(new ConfChangeRefusedError('invalid', r.message));
+      }
+    }
+    this.schedule();
+    return this.withDeadline<{ index: number; result: R }>(
+      timeoutMs,
+      () => {
+        const p = this.proposals.get(r.index);
+        if (!p || p.term !== r.term) return null;
+        this.proposals.delete(r.index);
+        return new ProposalTimeoutError(timeoutMs, r.index);
+      },
+      (settle) => {
+        this.proposals.get(r.index)?.reject(new ProposalDroppedError(r.index));
+        this.proposals.set(r.index, { term: r.term, ...settle });
+      },
+    ).then(({ index }) => ({ index }));
+  }
+
+  /** The configuration this node acts on (latest in its log, committed or not). */
+  configuration(): ConfState | null {
+    return this.conf;
   }
 
   /** Linearizable read barrier (ReadIndex): resolves once this node has applied everything that was
@@ -234,6 +329,12 @@ export class RaftNode<R = unknown> extends EventEmitter {
     try {
       while (!this.stopped && this.raft.hasReady()) {
         const rd = this.raft.ready();
+        // A new configuration first: the transport must know a new member's address before this Ready's
+        // messages (the leader's first append to it) go out.
+        if (rd.conf) {
+          this.conf = rd.conf;
+          this.emit('conf', rd.conf);
+        }
         // 0. A leader's AppendEntries may leave BEFORE its own write (thesis §10.2.1): they promise nothing
         //    about our disk — the leader counts itself toward a commit only once its entries are durable
         //    (advance() updates its own match). This overlaps the leader's fsync with the followers'.

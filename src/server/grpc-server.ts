@@ -8,7 +8,7 @@ import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-
 import { validateAcquire, validateGet, validateRelease, validateRenew, type LockLimits, type Validated } from '../lock/validate.js';
 import type { AcquireResult, LockView, ReleaseResult, RenewResult } from '../lock/types.js';
 import type { NodeLogger } from '../raft/logger.js';
-import { roleToWire } from '../transport/codec.js';
+import { certificateCommonName } from '../transport/peer-auth.js';
 import {
   ClusterClient,
   LOADER_OPTIONS,
@@ -18,7 +18,6 @@ import {
   packageDefinition,
   type AcquireRequest,
   type AcquireResponse,
-  type ClusterHandlers,
   type GetRequest,
   type GetResponse,
   type LockHandlers,
@@ -28,18 +27,28 @@ import {
   type RenewResponse,
   type WireInput,
 } from '../transport/proto.js';
-import { strictRequestDeserializers } from './strict-decode.js';
-import { RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
+import type { ClusterApi } from './cluster-api.js';
+import { addStrictService, descriptorRegistry, invalidReason, strictRequestDeserializers } from './strict-decode.js';
+import { LimitExceededError, RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
 
 const FORWARDED = 'x-leasehold-forwarded';
 
 export interface ClientApiOptions {
   service: LockService;
   limits: LockLimits;
-  /** Node id -> client address, for forwarding to the leader and for Status members. */
+  /** Node id -> client address, for forwarding to the leader (kept current by the runtime as the
+   *  membership changes). */
   members: Map<string, string>;
+  /** leasehold.v1.Cluster (cluster-api.ts). */
+  cluster: ClusterApi;
   defaultTimeoutMs: number;
   logger: NodeLogger;
+  /** Channel credentials to forward to the leader with (TLS: this node's certificate); default plaintext. */
+  forwardCredentials?: grpc.ChannelCredentials;
+  /** auth.ownerBinding: the owner of Acquire/Renew/Release must equal the caller's certificate CN. */
+  ownerBinding?: boolean;
+  /** Whether `id` is a current member: a call forwarded by a member node was owner-checked there. */
+  isMember?: (id: string) => boolean;
 }
 
 type Reply<T> = (err: grpc.ServiceError | null, value?: WireInput<T>) => void;
@@ -56,20 +65,36 @@ export class ClientApi {
   private forwardClients = new Map<string, LockClient>();
   readonly health = new HealthImplementation({ '': 'SERVING', 'leasehold.v1.Lock': 'SERVING', 'leasehold.v1.Cluster': 'SERVING' });
 
-  constructor(private readonly opts: ClientApiOptions) {}
+  private forwardCredentials: grpc.ChannelCredentials;
+
+  constructor(private readonly opts: ClientApiOptions) {
+    this.forwardCredentials = opts.forwardCredentials ?? grpc.credentials.createInsecure();
+  }
+
+  /** Reloaded certificates: forwarding channels are rebuilt with them on next use. */
+  setForwardCredentials(credentials: grpc.ChannelCredentials): void {
+    this.forwardCredentials = credentials;
+    this.close();
+  }
 
   register(server: grpc.Server): void {
-    server.addService(strictRequestDeserializers(LockClient.service), this.lockHandlers());
-    server.addService(ClusterClient.service, this.clusterHandlers());
-    this.health.addToServer(server);
-    // Reflection describes our services and the standard health service (grpcurl list / describe).
     const healthDefinition = protoLoader.loadSync(healthProtoPath, { ...LOADER_OPTIONS });
+    const registry = descriptorRegistry(packageDefinition, healthDefinition);
+    // Every service behind the same strict decoder: garbage is INVALID_ARGUMENT, never INTERNAL.
+    server.addService(strictRequestDeserializers(LockClient.service, registry), this.lockHandlers());
+    addStrictService(server, ClusterClient.service, this.opts.cluster.handlers() as unknown as grpc.UntypedServiceImplementation, registry);
+    this.health.addToServer({
+      addService: (service: grpc.ServiceDefinition, impl: grpc.UntypedServiceImplementation) => addStrictService(server, service, impl, registry),
+    } as unknown as grpc.Server);
+    // Reflection describes our services and the standard health service (grpcurl list / describe). Its
+    // bidi stream keeps the library's own decoder: it only reads descriptors and changes nothing.
     new ReflectionService({ ...packageDefinition, ...healthDefinition }, { services: ['leasehold.v1.Lock', 'leasehold.v1.Cluster', 'grpc.health.v1.Health'] }).addToServer(server);
   }
 
   close(): void {
     for (const c of this.forwardClients.values()) c.close();
     this.forwardClients.clear();
+    this.opts.cluster.close();
   }
 
   // ------------------------------------------------------------------ Lock
@@ -103,13 +128,18 @@ export class ClientApi {
     method: LockMethod,
     serve: (req: V, timeoutMs: number, signal: AbortSignal) => Promise<WireInput<Res>>,
   ): void {
-    const decodeError = (call.request as { __invalid?: string }).__invalid;
-    if (decodeError) {
+    const decodeError = invalidReason(call.request);
+    if (decodeError !== undefined) {
       cb(statusError(grpc.status.INVALID_ARGUMENT, decodeError));
       return;
     }
     if (!validated.ok) {
       cb(statusError(grpc.status.INVALID_ARGUMENT, `${validated.error.field}: ${validated.error.message}`));
+      return;
+    }
+    const denied = this.ownerDenied(call, validated.value);
+    if (denied !== null) {
+      cb(statusError(grpc.status.PERMISSION_DENIED, denied));
       return;
     }
     const deadline = call.getDeadline();
@@ -132,6 +162,20 @@ export class ClientApi {
     );
   }
 
+  /** auth.ownerBinding: why this caller may not act as the request's owner, or null. */
+  private ownerDenied(call: grpc.ServerUnaryCall<unknown, unknown>, request: unknown): string | null {
+    if (!this.opts.ownerBinding) return null;
+    const owner = (request as { owner?: unknown }).owner;
+    if (typeof owner !== 'string') return null; // Get names no owner
+    const cn = certificateCommonName(call.getAuthContext().sslPeerCertificate);
+    // A follower forwarding a client's call presents its own (member) certificate; it checked the
+    // client's CN before forwarding, so the leader trusts a forwarded call only from a member node.
+    if (cn !== undefined && call.metadata.get(FORWARDED).length > 0 && this.opts.isMember?.(cn) === true) return null;
+    if (cn === undefined) return `owner ${JSON.stringify(owner)}: auth.ownerBinding needs a client certificate, and this call has none`;
+    if (cn !== owner) return `owner ${JSON.stringify(owner)} does not match the client certificate CN ${JSON.stringify(cn)} (auth.ownerBinding)`;
+    return null;
+  }
+
   /** Tell the client where the leader is, so it can skip the forwarding hop next time. */
   private sendLeaderHint(call: grpc.ServerUnaryCall<unknown, unknown>): void {
     const leaderId = this.opts.service.node.leaderId;
@@ -150,7 +194,8 @@ export class ClientApi {
     }
     let client = this.forwardClients.get(address);
     if (!client) {
-      client = new LockClient(address, grpc.credentials.createInsecure());
+      // With TLS the leader's certificate names its id, not necessarily its address.
+      client = new LockClient(address, this.forwardCredentials, this.opts.forwardCredentials ? { 'grpc.ssl_target_name_override': leaderId, 'grpc.default_authority': leaderId } : {});
       this.forwardClients.set(address, client);
     }
     const md = new grpc.Metadata();
@@ -171,34 +216,11 @@ export class ClientApi {
   private toStatus(err: unknown): grpc.ServiceError {
     if (err instanceof UnavailableError) return statusError(grpc.status.UNAVAILABLE, err.message);
     if (err instanceof RequestRejectedError) return statusError(grpc.status.FAILED_PRECONDITION, err.message);
+    if (err instanceof LimitExceededError) return statusError(grpc.status.RESOURCE_EXHAUSTED, err.message);
     this.opts.logger.error({ err: String(err) }, 'unexpected error serving a lock call');
     return statusError(grpc.status.INTERNAL, `internal error: ${(err as Error)?.message ?? String(err)}`);
   }
 
-  // ------------------------------------------------------------------ Cluster
-
-  private clusterHandlers(): ClusterHandlers {
-    return {
-      Status: (_call, cb) => {
-        const st = this.opts.service.node.status();
-        const progress = this.opts.service.node.progress();
-        cb(null, {
-          node_id: st.id,
-          role: roleToWire(st.role),
-          term: String(st.term),
-          leader_id: st.leaderId ?? '',
-          commit_index: String(st.commitIndex),
-          applied_index: String(st.appliedIndex),
-          members: [...this.opts.members].map(([id, address]) => ({
-            id,
-            address,
-            voter: st.voters.includes(id),
-            match_index: String(progress.get(id)?.match ?? 0),
-          })),
-        });
-      },
-    };
-  }
 }
 
 function waitOf(v: unknown): number {

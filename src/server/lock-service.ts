@@ -5,7 +5,7 @@
 // virtual time. Transport-agnostic: the gRPC layer (grpc-server.ts) maps calls and errors onto it.
 import { encodeCommand } from '../lock/commands.js';
 import type { LockMachine } from '../lock/machine.js';
-import { LockLeader, type CallFailure, type CallId, type ClientAnswer, type ClientRequest, type LeaderCommand, type LeaderEvent, type ProposalError } from '../lock/leader/index.js';
+import { LockLeader, type LockLimitSettings, type CallFailure, type CallId, type ClientAnswer, type ClientRequest, type LeaderCommand, type LeaderEvent, type ProposalError } from '../lock/leader/index.js';
 import type { AcquireResult, LockResult, LockView, ReleaseResult, RenewResult } from '../lock/types.js';
 import type { ValidAcquire, ValidRelease, ValidRenew } from '../lock/validate.js';
 import type { Entry, NodeId, SoftState, Status } from '../raft/core/types.js';
@@ -29,6 +29,14 @@ export class RequestRejectedError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'RequestRejectedError';
+  }
+}
+
+/** Maps to gRPC RESOURCE_EXHAUSTED: a configured limit (named in the message) refused the call. */
+export class LimitExceededError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LimitExceededError';
   }
 }
 
@@ -63,6 +71,10 @@ export interface LockServiceOptions {
   /** Timeout of the leader's own proposals (expire, checkpoint, grants to waiters) (ms). */
   defaultTimeoutMs: number;
   logger: NodeLogger;
+  /** Admission limits of this node while it leads (default: none). */
+  limits?: Readonly<LockLimitSettings>;
+  /** Free keys freed longer ago than this (log time) are forgotten (default: never). */
+  freeKeyRetentionMs?: number;
 }
 
 interface OpenCall {
@@ -90,6 +102,8 @@ export class LockService {
     this.leader = new LockLeader(() => this.fsm.machine, {
       checkpointIdleMs: opts.checkpointIdleMs,
       proposalTimeoutMs: opts.defaultTimeoutMs,
+      ...(opts.limits ? { limits: opts.limits } : {}),
+      ...(opts.freeKeyRetentionMs !== undefined ? { freeKeyRetentionMs: opts.freeKeyRetentionMs } : {}),
     });
     node.on('softState', (ss: SoftState) => this.step({ type: 'role', role: ss.role, term: ss.term, leaderId: ss.leaderId, nowMs: this.now() }));
     node.on('applied', (entry: Entry, result: LockResult | null | undefined) => {
@@ -263,6 +277,8 @@ function callError(f: CallFailure): Error {
       return new UnavailableError(f.message, f.leaderId);
     case 'rejected':
       return new RequestRejectedError(f.message);
+    case 'exhausted':
+      return new LimitExceededError(f.message);
     case 'internal':
       return new Error(f.message);
   }

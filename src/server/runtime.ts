@@ -9,11 +9,18 @@ import { realEnv, type NodeEnv } from '../raft/env.js';
 import type { LockResult } from '../lock/types.js';
 import { LevelStorage } from '../raft/storage/leveldb.js';
 import { PeerTransport } from '../transport/grpc.js';
-import { RaftClient } from '../transport/proto.js';
-import type { Message } from '../raft/core/types.js';
+import { PeerAuthenticator } from '../transport/peer-auth.js';
+import { RaftClient, packageDefinition } from '../transport/proto.js';
+import type { ConfState, Message } from '../raft/core/types.js';
 import { LockFsm } from './lock-fsm.js';
 import { LockService } from './lock-service.js';
 import { ClientApi } from './grpc-server.js';
+import { ClusterApi } from './cluster-api.js';
+import { HealthReporter } from './health.js';
+import { askPeers, checkFirstBoot, clusterIdFor } from './identity.js';
+import { Membership } from './membership.js';
+import { descriptorRegistry, strictRequestDeserializers } from './strict-decode.js';
+import { NodeServerCredentials, nodeChannelCredentials, readTlsMaterial } from './tls.js';
 
 export interface RunningNode {
   id: string;
@@ -23,6 +30,8 @@ export interface RunningNode {
   logger: Logger;
   /** Hand over leadership if we lead, then stop. */
   shutdown(): Promise<void>;
+  /** Re-read the TLS certificate, key and CA (SIGHUP); false when the node runs without TLS. */
+  reloadTls(): boolean;
 }
 
 export interface StartOptions {
@@ -30,7 +39,12 @@ export interface StartOptions {
    *  (a monotonic clock anchored once to the wall clock, so an NTP step cannot move stamps). */
   env?: NodeEnv;
   logger?: Logger;
+  /** `serve --join`: on first boot, never bootstrap; wait to be contacted by the cluster's leader. */
+  join?: boolean;
 }
+
+/** How long the first-boot questions to peers may take: a dead peer must not hold up a start for long. */
+const ASK_PEERS_TIMEOUT_MS = 1500;
 
 export async function startNode(config: ClusterConfig, id: string, options: StartOptions = {}): Promise<RunningNode> {
   const self = config.nodes.find((n) => n.id === id);
@@ -42,26 +56,72 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
 
   const storage = await LevelStorage.open(self.dataDir);
   const fsm = new LockFsm({ dedupWindowMs: config.lock.dedupWindowMs });
+  // Client addresses for forwarding; peers' addresses come from the configuration in the log once it is
+  // known (updated on every 'conf' event below). The file's list only seeds the first boot.
   const members = new Map(config.nodes.map((n: NodeConfig) => [n.id, n.address]));
+  const fileClientAddress = new Map(members);
+  // Peer addresses from the file (a node's peerAddress when it has one): they seed the first boot; from
+  // then on the configuration in the log says who the peers are and where (every 'conf' event below).
+  const fileAddress = new Map(config.nodes.map((n: NodeConfig) => [n.id, n.peerAddress ?? n.address]));
+  // Who is a member, for peer authentication (TLS) and owner binding: the live Raft configuration (and the
+  // leader we follow, which may be on its way out); before a joining node knows one, the nodes it was told of.
+  const isMember = (memberId: string): boolean => {
+    const conf = node?.configuration();
+    if (!conf || conf.voters.length === 0) return members.has(memberId);
+    return conf.voters.includes(memberId) || conf.learners.includes(memberId) || memberId === node?.leaderId;
+  };
+  const tlsMaterial = config.tls ? readTlsMaterial(config.tls, id) : null;
+  const clientCredentials = tlsMaterial ? new NodeServerCredentials(tlsMaterial, config.tls!.clientAuth === 'require') : grpc.ServerCredentials.createInsecure();
+  // Peers always present a certificate, so a separate peer listener requires one at the handshake.
+  const peerCredentials = tlsMaterial && self.peerAddress ? new NodeServerCredentials(tlsMaterial, true) : clientCredentials;
+  /** How this node dials its peers' client ports (forwarding, first-boot questions): TLS when configured. */
+  let dialCredentials = tlsMaterial ? nodeChannelCredentials(tlsMaterial) : grpc.credentials.createInsecure();
   const transport = new PeerTransport({
     selfId: id,
-    peers: members,
+    peers: new Map(config.nodes.map((n: NodeConfig) => [n.id, n.peerAddress ?? n.address])),
     queueLimit: config.limits.peerQueueMessages,
     maxMessageBytes: config.limits.maxMessageBytes,
     logger,
     traceMessages: logger.isLevelEnabled('debug'),
+    ...(tlsMaterial ? { credentials: nodeChannelCredentials(tlsMaterial), authenticator: new PeerAuthenticator({ isMember, logger, selfId: id }) } : {}),
   });
 
   let node: RaftNode<LockResult | null> | null = null;
-  const server = new grpc.Server({
+  const serverOptions = {
     'grpc.max_receive_message_length': config.limits.maxMessageBytes,
     'grpc.max_send_message_length': config.limits.maxMessageBytes,
-  });
-  server.addService(RaftClient.service, transport.handlers((m: Message) => node?.receive(m)));
+  };
+  const server = new grpc.Server(serverOptions);
+  // With peerAddress the Raft service is served only there, and `address` serves clients only.
+  const peerServer = self.peerAddress ? new grpc.Server(serverOptions) : server;
+  // The peer stream sits behind the same strict decoder as the client services (no silently wrapped
+  // varints or replaced UTF-8 in a Raft message either).
+  peerServer.addService(strictRequestDeserializers(RaftClient.service, descriptorRegistry(packageDefinition)), transport.handlers((m: Message) => node?.receive(m)));
 
+  const others = config.nodes.filter((n) => n.id !== id).map((n) => n.address);
+  const electionTimeoutMs = config.raft.tickMs * config.raft.electionTicks;
   node = await RaftNode.start({
     id,
     voters: config.nodes.map((n) => n.id),
+    addresses: Object.fromEntries(fileAddress),
+    clusterId: clusterIdFor(config.nodes),
+    join: options.join ?? false,
+    beforeBootstrap: async () => {
+      const answers = await askPeers(others, dialCredentials, ASK_PEERS_TIMEOUT_MS);
+      if (!options.join) {
+        checkFirstBoot(id, self.dataDir, answers);
+        return;
+      }
+      // Joining: dial every member the cluster reports, so our answers reach the leader even when the
+      // file does not list it.
+      const peers = new Map<string, string>(config.nodes.filter((n) => n.id !== id).map((n) => [n.id, n.address]));
+      for (const a of answers) for (const m of a.status.members) if (m.id !== id && m.address) peers.set(m.id, m.address);
+      transport.setPeers(peers);
+      // Stamp our messages with the cluster's id from the start (else '' until our log tells us).
+      const clusterId = answers.map((a) => a.status.cluster_id).find((c) => c !== '') ?? '';
+      transport.setIdentity({ clusterId, members: new Set() });
+      logger.info({ nodeId: id, clusterId, asked: others, answered: answers.map((a) => a.status.node_id), peers: Object.fromEntries(peers) }, 'joining: waiting for the leader to contact us');
+    },
     storage,
     transport,
     fsm,
@@ -81,6 +141,49 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     env,
   });
   const liveNode = node;
+  let warnedNotMember = false;
+  /** Every peer address we ever learned: a leader being removed keeps leading until its removal commits,
+   *  and our answers must still reach it after our own log has dropped it (thesis §4.2.2). */
+  const knownAddress = new Map(fileAddress);
+  const refreshPeers = () => {
+    const conf = liveNode.configuration();
+    if (!conf || conf.voters.length === 0) return; // joining: keep the seeded peers until the cluster speaks
+    const peers = new Map<string, string>();
+    const leader = liveNode.leaderId;
+    for (const member of [...conf.voters, ...conf.learners, ...(leader ? [leader] : [])]) {
+      const address = conf.addresses[member] ?? knownAddress.get(member);
+      if (address !== undefined) peers.set(member, address);
+    }
+    transport.setPeers(peers);
+  };
+  const onConf = (conf: ConfState) => {
+    if (conf.voters.length === 0) return;
+    for (const member of [...conf.voters, ...conf.learners]) {
+      const address = conf.addresses[member] ?? fileAddress.get(member);
+      if (address === undefined) continue;
+      knownAddress.set(member, address);
+      // A member added at runtime is reached at the address it was added with (for clients and peers alike,
+      // unless this node's file lists it with a separate peerAddress).
+      members.set(member, fileClientAddress.get(member) ?? address);
+    }
+    refreshPeers();
+    transport.setIdentity({ clusterId: conf.clusterId, members: new Set([...conf.voters, ...conf.learners]), leaderId: liveNode.leaderId });
+    const isMember = conf.voters.includes(id) || conf.learners.includes(id);
+    if (!isMember && !warnedNotMember) {
+      warnedNotMember = true;
+      logger.warn({ nodeId: id, voters: conf.voters, learners: conf.learners }, 'this node is not a member of the cluster configuration (removed?); it will not campaign and its messages are refused');
+    } else if (isMember) {
+      warnedNotMember = false;
+    }
+    logger.info({ nodeId: id, clusterId: conf.clusterId, voters: conf.voters, learners: conf.learners }, 'cluster configuration in use');
+  };
+  liveNode.on('conf', onConf);
+  liveNode.on('softState', (ss: { leaderId: string | null }) => {
+    transport.setLeader(ss.leaderId);
+    refreshPeers();
+  });
+  const current = liveNode.configuration();
+  if (current) onConf(current);
   liveNode.on('fatal', () => {
     logger.fatal({ nodeId: id }, 'storage failed; exiting so a supervisor restarts the node from disk');
     process.exit(70);
@@ -92,8 +195,27 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     checkpointIdleMs: config.lock.checkpointIdleMs,
     defaultTimeoutMs: 5000,
     logger,
+    limits: {
+      maxWaitersPerKey: config.limits.maxWaitersPerKey,
+      maxWaiters: config.limits.maxWaiters,
+      maxHeldPerOwner: config.limits.maxHeldPerOwner,
+      maxHeld: config.limits.maxHeld,
+      maxKeys: config.limits.maxKeys,
+    },
+    freeKeyRetentionMs: config.lock.freeKeyRetentionMs,
+  });
+  const membership = new Membership(liveNode as RaftNode<unknown>, { env, electionTimeoutMs });
+  const cluster = new ClusterApi({
+    node: liveNode as RaftNode<unknown>,
+    membership,
+    health: () => liveNode.serving(electionTimeoutMs),
+    clientAddressOf: (member) => members.get(member),
+    credentials: () => dialCredentials,
+    defaultTimeoutMs: 5000,
+    logger,
   });
   const api = new ClientApi({
+    cluster,
     service,
     limits: {
       minTtlMs: config.lock.minTtlMs,
@@ -103,41 +225,66 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     members,
     defaultTimeoutMs: 5000,
     logger,
+    ...(tlsMaterial ? { forwardCredentials: nodeChannelCredentials(tlsMaterial) } : {}),
+    ownerBinding: config.auth.ownerBinding,
+    isMember,
   });
   api.register(server);
 
-  await new Promise<void>((resolve, reject) => {
-    server.bindAsync(self.address, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(new Error(`cannot listen on ${self.address}: ${err.message}`)) : resolve()));
-  });
-  logger.info({ nodeId: id, address: self.address, dataDir: self.dataDir, members: Object.fromEntries(members) }, 'leasehold node serving');
+  const listen = (srv: grpc.Server, address: string, creds: grpc.ServerCredentials) =>
+    new Promise<void>((resolve, reject) => {
+      srv.bindAsync(address, creds, (err) => (err ? reject(new Error(`cannot listen on ${address}: ${err.message}`)) : resolve()));
+    });
+  await listen(server, self.address, clientCredentials);
+  if (self.peerAddress) await listen(peerServer, self.peerAddress, peerCredentials);
+  logger.info(
+    { nodeId: id, address: self.address, peerAddress: self.peerAddress ?? self.address, tls: config.tls ? config.tls.clientAuth : 'off', ownerBinding: config.auth.ownerBinding, dataDir: self.dataDir, members: Object.fromEntries(members) },
+    'leasehold node serving',
+  );
+  const health = new HealthReporter(api.health, () => liveNode.serving(electionTimeoutMs), logger, id);
+  health.start(Math.max(20, config.raft.tickMs));
+
+  const reloadTls = (): boolean => {
+    if (!config.tls) return false;
+    const material = readTlsMaterial(config.tls, id);
+    if (clientCredentials instanceof NodeServerCredentials) clientCredentials.reload(material);
+    if (peerCredentials !== clientCredentials && peerCredentials instanceof NodeServerCredentials) peerCredentials.reload(material);
+    transport.setCredentials(nodeChannelCredentials(material));
+    dialCredentials = nodeChannelCredentials(material);
+    api.setForwardCredentials(nodeChannelCredentials(material));
+    logger.info({ nodeId: id }, 'TLS certificates reloaded');
+    return true;
+  };
 
   let stopping: Promise<void> | null = null;
   const shutdown = (): Promise<void> => {
     stopping ??= (async () => {
+      health.stop();
       if (liveNode.isLeader()) await handOver(liveNode, config.raft.tickMs * config.raft.electionTicks * 2, logger);
-      api.health.setStatus('', 'NOT_SERVING');
       service.close();
       await liveNode.stop();
       transport.close();
       api.close();
       // Peers keep their streams to us open; give in-flight calls a moment, then close the rest.
-      await new Promise<void>((resolve) => {
-        const force = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, 500);
-        server.tryShutdown(() => {
-          clearTimeout(force);
-          resolve();
+      const stopServer = (srv: grpc.Server) =>
+        new Promise<void>((resolve) => {
+          const force = setTimeout(() => {
+            srv.forceShutdown();
+            resolve();
+          }, 500);
+          srv.tryShutdown(() => {
+            clearTimeout(force);
+            resolve();
+          });
         });
-      });
+      await Promise.all([stopServer(server), ...(peerServer !== server ? [stopServer(peerServer)] : [])]);
       await storage.close();
       logger.info({ nodeId: id }, 'leasehold node stopped');
     })();
     return stopping;
   };
 
-  return { id, address: self.address, node: liveNode, service, logger, shutdown };
+  return { id, address: self.address, node: liveNode, service, logger, shutdown, reloadTls };
 }
 
 /** Transfer leadership to the most caught-up follower and wait (bounded) until it takes over. */

@@ -1,16 +1,42 @@
-// Strict request decoding for the public Lock service. Protobuf decoders silently skip unknown fields
-// and gRPC turns an undecodable body into INTERNAL; the contract (SPEC.md) wants a clear
-// INVALID_ARGUMENT naming the problem instead. Before the normal decode we walk the top-level fields
-// of the request (a small hand-written varint walk: no library exposes "reject unknown fields" for
-// proto-loader's dynamic messages) and check each field number and wire type against the descriptor.
+// Strict request decoding for every service on the port (Lock, Cluster, the Raft peer stream, health).
+// Protobuf decoders silently skip unknown fields, replace invalid UTF-8 with U+FFFD (so two different byte
+// strings decode to the same key: `k\xff` and `k\xfe` were one lock), truncate an over-long varint to its
+// low 64 (or 32) bits (2^64 + 10000 in ttl_ms was read as 10000), and gRPC turns an undecodable body into
+// INTERNAL. The contract (SPEC.md) wants a clear INVALID_ARGUMENT naming the problem instead, and nothing
+// applied. So before the normal decode we walk the request (a small hand-written varint walk: no library
+// exposes "reject unknown fields" for proto-loader's dynamic messages), recursing into sub-messages, and
+// check each field's number, wire type, varint range and string bytes against the descriptor.
 // A bad request decodes to a marker object `{ __invalid: reason }` that the handler answers with
 // INVALID_ARGUMENT; it never reaches validation, Raft, or the state machine.
-import type * as grpc from '@grpc/grpc-js';
+import { isUtf8 } from 'node:buffer';
+import * as grpc from '@grpc/grpc-js';
 
 interface FieldDescriptor {
   name: string;
   number: number;
   type: string;
+  label?: string;
+  typeName?: string;
+}
+
+interface MessageDescriptor {
+  name?: string;
+  field?: FieldDescriptor[];
+}
+
+/** Message descriptors by full name ('leasehold.v1.AppendEntries'), to resolve sub-message fields. */
+export type DescriptorRegistry = ReadonlyMap<string, MessageDescriptor>;
+
+/** Every message type of one or more proto-loader package definitions. */
+export function descriptorRegistry(...definitions: object[]): DescriptorRegistry {
+  const out = new Map<string, MessageDescriptor>();
+  for (const def of definitions) {
+    for (const [name, entry] of Object.entries(def)) {
+      const e = entry as { format?: string; type?: MessageDescriptor };
+      if (typeof e.format === 'string' && e.format.includes('DescriptorProto') && e.type?.field) out.set(name, e.type);
+    }
+  }
+  return out;
 }
 
 const WIRE_TYPE_OF: Record<string, number> = {
@@ -33,13 +59,40 @@ const WIRE_TYPE_OF: Record<string, number> = {
   TYPE_FLOAT: 5,
 };
 
+const U32 = 2n ** 32n - 1n;
+const U64 = 2n ** 64n - 1n;
+const I32_MAX = 2n ** 31n - 1n;
+/** int32 and enum values below zero travel sign-extended to 64 bits (ten bytes). */
+const I32_NEG_MIN = 2n ** 64n - 2n ** 31n;
+
+/** Whether a decoded varint fits its field; a value beyond the field's width would be silently truncated
+ *  by the decoder (wrapped), which is exactly the aliasing the contract forbids. */
+function varintFits(type: string, v: bigint): boolean {
+  switch (type) {
+    case 'TYPE_UINT32':
+    case 'TYPE_SINT32':
+      return v <= U32;
+    case 'TYPE_INT32':
+    case 'TYPE_ENUM':
+      return v <= I32_MAX || (v >= I32_NEG_MIN && v <= U64);
+    case 'TYPE_BOOL':
+      return v <= 1n;
+    default:
+      return v <= U64;
+  }
+}
+
+/** Nesting deeper than our protos ever go is refused rather than recursed into (a stack-exhaustion guard). */
+const MAX_DEPTH = 16;
+
 class WalkError extends Error {}
 
-function readVarint(buf: Buffer, at: { pos: number }): bigint {
+/** Reads a varint of up to 10 bytes without truncating it: the caller checks the range. */
+function readVarint(buf: Buffer, at: { pos: number }, end: number): bigint {
   let result = 0n;
   let shift = 0n;
   for (let i = 0; i < 10; i++) {
-    if (at.pos >= buf.length) throw new WalkError('truncated varint');
+    if (at.pos >= end) throw new WalkError('truncated varint');
     const b = buf[at.pos++]!;
     result |= BigInt(b & 0x7f) << shift;
     if ((b & 0x80) === 0) return result;
@@ -48,67 +101,167 @@ function readVarint(buf: Buffer, at: { pos: number }): bigint {
   throw new WalkError('varint longer than 10 bytes');
 }
 
-/** Returns a reason when `buf` has an unknown field or a field of the wrong wire type; null when fine. */
-function checkFields(buf: Buffer, byNumber: ReadonlyMap<number, FieldDescriptor>, messageName: string): string | null {
-  const at = { pos: 0 };
-  try {
-    while (at.pos < buf.length) {
-      const tag = readVarint(buf, at);
+const typeLabel = (type: string): string => type.replace('TYPE_', '').toLowerCase();
+
+class Walker {
+  constructor(private readonly registry: DescriptorRegistry) {}
+
+  private resolve(typeName: string): MessageDescriptor | undefined {
+    const name = typeName.startsWith('.') ? typeName.slice(1) : typeName;
+    const exact = this.registry.get(name);
+    if (exact) return exact;
+    for (const [full, d] of this.registry) if (full.endsWith(`.${name}`)) return d;
+    return undefined;
+  }
+
+  /** A reason when buf[start, end) is not a strictly valid encoding of `message`; null when fine. */
+  check(buf: Buffer, start: number, end: number, message: MessageDescriptor, path: string, depth: number): string | null {
+    if (depth > MAX_DEPTH) return `${path}: nested more than ${MAX_DEPTH} levels deep`;
+    const byNumber = new Map((message.field ?? []).map((f) => [f.number, f]));
+    const at = { pos: start };
+    while (at.pos < end) {
+      const tag = readVarint(buf, at, end);
+      if (tag > U32) return `${path}: malformed field tag`;
       const fieldNumber = Number(tag >> 3n);
       const wireType = Number(tag & 7n);
       const field = byNumber.get(fieldNumber);
-      if (!field) return `${messageName}: unknown field number ${fieldNumber}`;
+      if (!field) return `${depth === 0 ? (message.name ?? 'request') : path}: unknown field number ${fieldNumber}`;
+      const name = depth === 0 ? field.name : `${path}.${field.name}`;
       const expected = WIRE_TYPE_OF[field.type];
-      if (expected !== undefined && expected !== wireType) {
-        return `${field.name}: wrong wire type ${wireType} for a ${field.type.replace('TYPE_', '').toLowerCase()} field`;
+      // A repeated scalar may arrive packed (one length-delimited run of values).
+      const packed = field.label === 'LABEL_REPEATED' && wireType === 2 && expected !== undefined && expected !== 2;
+      if (expected !== undefined && expected !== wireType && !packed) {
+        return `${name}: wrong wire type ${wireType} for a ${typeLabel(field.type)} field`;
       }
       switch (wireType) {
-        case 0:
-          readVarint(buf, at);
+        case 0: {
+          const v = readVarint(buf, at, end);
+          if (!varintFits(field.type, v)) return `${name}: varint ${v} overflows a ${typeLabel(field.type)} field`;
           break;
+        }
         case 1:
           at.pos += 8;
           break;
-        case 2: {
-          const len = Number(readVarint(buf, at));
-          at.pos += len;
-          break;
-        }
         case 5:
           at.pos += 4;
           break;
+        case 2: {
+          const len = readVarint(buf, at, end);
+          if (len > BigInt(end - at.pos)) return `${name}: truncated value`;
+          const from = at.pos;
+          const to = from + Number(len);
+          at.pos = to;
+          if (packed) {
+            const problem = this.packed(buf, from, to, field, expected!, name);
+            if (problem) return problem;
+          } else if (field.type === 'TYPE_STRING') {
+            if (!isUtf8(buf.subarray(from, to))) return `${name}: not valid UTF-8`;
+          } else if (field.type === 'TYPE_MESSAGE') {
+            const sub = this.resolve(field.typeName ?? '');
+            if (!sub) return `${name}: unknown message type ${field.typeName ?? '?'}`;
+            const problem = this.check(buf, from, to, sub, name, depth + 1);
+            if (problem) return problem;
+          }
+          break;
+        }
         default:
-          return `${field.name}: unsupported wire type ${wireType}`;
+          return `${name}: unsupported wire type ${wireType}`;
       }
-      if (at.pos > buf.length) return `${field.name}: truncated value`;
+      if (at.pos > end) return `${name}: truncated value`;
     }
+    return null;
+  }
+
+  private packed(buf: Buffer, from: number, to: number, field: FieldDescriptor, wireType: number, name: string): string | null {
+    if (wireType === 1 || wireType === 5) return (to - from) % (wireType === 1 ? 8 : 4) === 0 ? null : `${name}: truncated packed value`;
+    const at = { pos: from };
+    while (at.pos < to) {
+      const v = readVarint(buf, at, to);
+      if (!varintFits(field.type, v)) return `${name}: varint ${v} overflows a ${typeLabel(field.type)} field`;
+    }
+    return null;
+  }
+}
+
+/** The reason `buf` is not a strictly valid `message`, or null. Exported for unit tests. */
+export function strictProblem(buf: Buffer, message: MessageDescriptor, registry: DescriptorRegistry): string | null {
+  const messageName = message.name ?? 'request';
+  try {
+    return new Walker(registry).check(buf, 0, buf.length, message, '', 0);
   } catch (err) {
     return `${messageName}: malformed message (${(err as Error).message})`;
   }
-  return null;
 }
 
-/** A copy of `service` whose request deserializers reject unknown fields and wire-type mismatches. */
-export function strictRequestDeserializers<S extends grpc.ServiceDefinition>(service: S): S {
+/** The marker a strict deserializer returns for a refused request; handlers answer it INVALID_ARGUMENT. */
+export interface InvalidRequest {
+  __invalid: string;
+}
+
+export function invalidReason(request: unknown): string | undefined {
+  const r = (request as Partial<InvalidRequest> | null | undefined)?.__invalid;
+  return typeof r === 'string' ? r : undefined;
+}
+
+/** A copy of `service` whose request deserializers refuse unknown fields, wrong wire types, overflowing
+ *  varints and invalid UTF-8, at every nesting level. */
+export function strictRequestDeserializers<S extends grpc.ServiceDefinition>(service: S, registry: DescriptorRegistry): S {
   const out: Record<string, unknown> = {};
   for (const [name, method] of Object.entries(service)) {
-    const def = method as grpc.MethodDefinition<unknown, unknown> & { requestType?: { type?: { name?: string; field?: FieldDescriptor[] } } };
-    // Built once per method, not per request: this runs on every call's hot path.
-    const byNumber = new Map((def.requestType?.type?.field ?? []).map((f) => [f.number, f]));
-    const messageName = def.requestType?.type?.name ?? 'request';
+    const def = method as grpc.MethodDefinition<unknown, unknown> & { requestType?: { type?: MessageDescriptor } };
+    const message: MessageDescriptor = def.requestType?.type ?? { name: 'request', field: [] };
     const original = def.requestDeserialize;
     out[name] = {
       ...def,
       requestDeserialize: (buf: Buffer) => {
-        const problem = checkFields(buf, byNumber, messageName);
-        if (problem) return { __invalid: problem };
+        const problem = strictProblem(buf, message, registry);
+        if (problem) return { __invalid: problem } satisfies InvalidRequest;
         try {
           return original(buf);
         } catch (err) {
-          return { __invalid: `${messageName}: cannot decode (${(err as Error).message})` };
+          return { __invalid: `${message.name ?? 'request'}: cannot decode (${(err as Error).message})` } satisfies InvalidRequest;
         }
       },
     };
   }
   return out as S;
+}
+
+function invalidStatus(details: string): grpc.ServiceError {
+  const e = new Error(details) as grpc.ServiceError;
+  e.code = grpc.status.INVALID_ARGUMENT;
+  e.details = details;
+  e.metadata = new grpc.Metadata();
+  return e;
+}
+
+/**
+ * `service` behind the strict decoder, with its unary and server-streaming handlers answering a refused
+ * request INVALID_ARGUMENT before they run — for services whose handlers we do not write (health). A
+ * client-streaming or bidi handler sees the marker in its 'data' events and must check invalidReason itself.
+ */
+export function addStrictService(server: grpc.Server, service: grpc.ServiceDefinition, handlers: grpc.UntypedServiceImplementation, registry: DescriptorRegistry): void {
+  const wrapped: grpc.UntypedServiceImplementation = {};
+  for (const [name, method] of Object.entries(service)) {
+    const handler = handlers[name] ?? handlers[(method as { originalName?: string }).originalName ?? ''];
+    if (!handler) continue;
+    if (!method.requestStream && !method.responseStream) {
+      const h = handler as grpc.handleUnaryCall<unknown, unknown>;
+      wrapped[name] = ((call, cb) => {
+        const bad = invalidReason(call.request);
+        if (bad !== undefined) cb(invalidStatus(bad));
+        else h(call, cb);
+      }) as grpc.handleUnaryCall<unknown, unknown>;
+    } else if (!method.requestStream && method.responseStream) {
+      const h = handler as grpc.handleServerStreamingCall<unknown, unknown>;
+      wrapped[name] = ((call) => {
+        const bad = invalidReason(call.request);
+        if (bad !== undefined) call.emit('error', invalidStatus(bad));
+        else h(call);
+      }) as grpc.handleServerStreamingCall<unknown, unknown>;
+    } else {
+      wrapped[name] = handler;
+    }
+  }
+  server.addService(strictRequestDeserializers(service, registry), wrapped);
 }

@@ -199,8 +199,20 @@ function snapshotMetaToWire(meta: SnapshotMeta, path: string): WireSnapshotMeta 
   return {
     index: count(meta.index, `${path}.index`),
     term: count(meta.term, `${path}.term`),
-    conf: { voters: meta.conf.voters.map((v, i) => requireNodeId(v, `${path}.conf.voters[${i}]`)) },
+    conf: {
+      voters: meta.conf.voters.map((v, i) => requireNodeId(v, `${path}.conf.voters[${i}]`)),
+      learners: meta.conf.learners.map((v, i) => requireNodeId(v, `${path}.conf.learners[${i}]`)),
+      removed: meta.conf.removed.map((v, i) => requireNodeId(v, `${path}.conf.removed[${i}]`)),
+      addresses: Object.entries(meta.conf.addresses).map(([id, address]) => ({ id, address })),
+      cluster_id: meta.conf.clusterId,
+    },
   };
+}
+
+function idList(value: unknown, path: string): string[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw new CodecError(path, `expected a list, got ${describe(value)}`);
+  return value.map((v, i) => requireNodeId(v, `${path}[${i}]`));
 }
 
 function snapshotMetaFromWire(value: unknown, path: string): SnapshotMeta {
@@ -210,10 +222,26 @@ function snapshotMetaFromWire(value: unknown, path: string): SnapshotMeta {
   const conf = requireObject(w['conf'], `${path}.conf`);
   const voters = conf['voters'];
   if (!Array.isArray(voters)) throw new CodecError(`${path}.conf.voters`, `expected a list, got ${describe(voters)}`);
+  const addresses: Record<string, string> = {};
+  const wireAddresses = conf['addresses'];
+  if (wireAddresses !== undefined && wireAddresses !== null) {
+    if (!Array.isArray(wireAddresses)) throw new CodecError(`${path}.conf.addresses`, `expected a list, got ${describe(wireAddresses)}`);
+    wireAddresses.forEach((a: unknown, i) => {
+      const o = requireObject(a, `${path}.conf.addresses[${i}]`);
+      addresses[requireNodeId(o['id'], `${path}.conf.addresses[${i}].id`)] = requireString(o['address'], `${path}.conf.addresses[${i}].address`);
+    });
+  }
+  const clusterId = conf['cluster_id'];
   return {
     index: countFromWire(w['index'], `${path}.index`),
     term: countFromWire(w['term'], `${path}.term`),
-    conf: { voters: voters.map((v, i) => requireNodeId(v, `${path}.conf.voters[${i}]`)) },
+    conf: {
+      voters: voters.map((v, i) => requireNodeId(v, `${path}.conf.voters[${i}]`)),
+      learners: idList(conf['learners'], `${path}.conf.learners`),
+      removed: idList(conf['removed'], `${path}.conf.removed`),
+      addresses,
+      clusterId: clusterId === undefined || clusterId === null ? '' : requireString(clusterId, `${path}.conf.cluster_id`),
+    },
   };
 }
 
@@ -393,7 +421,7 @@ export const RAFT_BODY_NAMES: readonly WireRaftBodyName[] = Object.values(CODECS
 
 /** A core message as the proto-loader object for leasehold.v1.RaftMessage. Throws CodecError for a
  *  value that cannot be encoded faithfully (negative or unsafe number, unknown entry kind). */
-export function messageToWire(msg: Message): WireRaftMessage {
+export function messageToWire(msg: Message, clusterId = ''): WireRaftMessage {
   const codec = (CODECS as Record<string, BodyCodec<Message, WireRaftBodyName> | undefined>)[msg.type];
   if (codec === undefined) throw new CodecError('type', `unknown message type ${describe(msg.type)}`);
   const body = codec.toWire(msg, codec.body);
@@ -401,6 +429,7 @@ export function messageToWire(msg: Message): WireRaftMessage {
     from: requireNodeId(msg.from, 'from'),
     to: requireNodeId(msg.to, 'to'),
     term: count(msg.term, 'term'),
+    cluster_id: clusterId,
     body: codec.body,
     [codec.body]: body,
   } as unknown as WireRaftMessage;

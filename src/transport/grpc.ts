@@ -5,11 +5,16 @@
 // - Reconnect with exponential backoff and jitter; HTTP/2 flow control pushes back through write().
 // - Incoming messages are validated by the codec; a malformed one ends that stream with INVALID_ARGUMENT
 //   and never reaches the core.
+// - Identity (SPEC "Identity"): every message carries our cluster id; a message from another cluster or
+//   from an id that is not a current member is dropped and logged once per sender. Without TLS this is
+//   a guard against misconfiguration (a node of another cluster, a removed node), not authentication.
+// - Membership changes at runtime: setMembers() opens links to new members and closes removed ones.
 import * as grpc from '@grpc/grpc-js';
 import type { Message, NodeId } from '../raft/core/types.js';
 import type { NodeLogger } from '../raft/logger.js';
 import type { PeerSender } from '../raft/transport.js';
 import { messageFromWire, messageToWire } from './codec.js';
+import type { PeerAuthenticator, PeerVerdict } from './peer-auth.js';
 import { RaftClient, type RaftHandlers, type WireRaftMessage } from './proto.js';
 
 export interface PeerTransportOptions {
@@ -20,13 +25,27 @@ export interface PeerTransportOptions {
   logger: NodeLogger;
   /** Per-message traffic logs (debug level); off unless the log level is debug. */
   traceMessages: boolean;
+  /** TLS: the channel credentials peers are dialed with (the CA, and this node's certificate to present).
+   *  Each peer's server certificate must then name the peer's id (CN or DNS SAN), not its address. */
+  credentials?: grpc.ChannelCredentials;
+  /** TLS: judges every incoming stream by its client certificate, and each message's `from`. */
+  authenticator?: PeerAuthenticator;
+}
+
+/** Who may speak to us: our cluster id ('' while joining: anyone) and the current members. */
+export interface PeerIdentity {
+  clusterId: string;
+  /** Empty while joining: we know no configuration yet. */
+  members: ReadonlySet<NodeId>;
+  /** The leader we follow: heard even when our log already removes it (it leads until that commits). */
+  leaderId?: NodeId | null;
 }
 
 const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 2000;
 
 class PeerLink {
-  private client: RaftClient;
+  private client!: RaftClient;
   private stream: grpc.ClientWritableStream<unknown> | null = null;
   /** Outbound messages; slots before `head` are already written (no O(n) shift per message). */
   private queue: Message[] = [];
@@ -42,8 +61,22 @@ class PeerLink {
     readonly peerId: NodeId,
     readonly address: string,
     private readonly opts: PeerTransportOptions,
+    private readonly clusterId: () => string,
   ) {
-    this.client = new RaftClient(address, grpc.credentials.createInsecure(), {
+    this.connect(opts.credentials);
+  }
+
+  /** (Re)creates the channel, e.g. with reloaded certificates; the stream reopens on the next flush. */
+  connect(credentials: grpc.ChannelCredentials | undefined): void {
+    const opts = this.opts;
+    if (this.client) {
+      this.stream?.cancel();
+      this.stream = null;
+      this.client.close();
+    }
+    this.client = new RaftClient(this.address, credentials ?? grpc.credentials.createInsecure(), {
+      // With TLS the peer proves it is `peerId`: its certificate must name the id, whatever address it has.
+      ...(credentials ? { 'grpc.ssl_target_name_override': this.peerId, 'grpc.default_authority': this.peerId } : {}),
       'grpc.max_send_message_length': opts.maxMessageBytes,
       'grpc.max_receive_message_length': opts.maxMessageBytes,
       'grpc.keepalive_time_ms': 10_000,
@@ -106,7 +139,7 @@ class PeerLink {
     if (!stream) return;
     while (this.writable && this.head < this.queue.length) {
       const m = this.queue[this.head++]!;
-      this.writable = stream.write(messageToWire(m));
+      this.writable = stream.write(messageToWire(m, this.clusterId()));
     }
     this.compact();
   }
@@ -152,11 +185,51 @@ class PeerLink {
 
 export class PeerTransport implements PeerSender {
   private links = new Map<NodeId, PeerLink>();
+  private identity: PeerIdentity = { clusterId: '', members: new Set() };
+  /** Senders already logged as refused, with the reason (one line per sender and reason). */
+  private refusedLogged = new Set<string>();
+  private closed = false;
 
   constructor(private readonly opts: PeerTransportOptions) {
-    for (const [id, address] of opts.peers) {
-      if (id !== opts.selfId) this.links.set(id, new PeerLink(id, address, opts));
+    this.setPeers(opts.peers);
+  }
+
+  /** The peer addresses to dial: links to new ids open, links to ids no longer listed close, and a
+   *  changed address gets a new link. */
+  setPeers(peers: Map<NodeId, string>): void {
+    if (this.closed) return;
+    for (const [id, link] of this.links) {
+      if (peers.get(id) !== link.address) {
+        link.close();
+        this.links.delete(id);
+      }
     }
+    for (const [id, address] of peers) {
+      if (id !== this.opts.selfId && !this.links.has(id)) this.links.set(id, new PeerLink(id, address, this.opts, () => this.identity.clusterId));
+    }
+  }
+
+  setIdentity(identity: PeerIdentity): void {
+    this.identity = identity;
+  }
+
+  /** The leader we now follow (see PeerIdentity.leaderId). */
+  setLeader(leaderId: NodeId | null): void {
+    this.identity = { ...this.identity, leaderId };
+  }
+
+  /** Why a message from `from` stamped with `clusterId` must be refused, or null. */
+  private refusal(from: NodeId, clusterId: string): string | null {
+    const ours = this.identity.clusterId;
+    // '' is a joining node that has not yet learned the id from our log: the member check below decides.
+    if (ours !== '' && clusterId !== '' && clusterId !== ours) return `it belongs to cluster '${clusterId}', we are '${ours}'`;
+    if (this.identity.members.size > 0 && !this.identity.members.has(from) && from !== this.identity.leaderId) return 'it is not a member of this cluster';
+    return null;
+  }
+
+  /** New credentials (certificate reload): every peer link reconnects with them. */
+  setCredentials(credentials: grpc.ChannelCredentials): void {
+    for (const link of this.links.values()) link.connect(credentials);
   }
 
   send(messages: Message[]): void {
@@ -174,8 +247,27 @@ export class PeerTransport implements PeerSender {
       Stream: (call, callback) => {
         let received = 0;
         let failed = false;
+        const auth = this.opts.authenticator;
+        const remote = call.getPeer();
+        let verdict: PeerVerdict | null = null;
+        if (auth) {
+          verdict = auth.acceptStream(call.getAuthContext().sslPeerCertificate, remote);
+          if (!verdict.ok) {
+            failed = true;
+            callback({ code: grpc.status.PERMISSION_DENIED, details: `peer stream refused: ${verdict.reason}` });
+            return;
+          }
+        }
         call.on('data', (wire: WireRaftMessage) => {
           if (failed) return;
+          // The server registers this service behind the strict decoder (src/server/strict-decode.ts),
+          // which turns an undecodable message into this marker instead of a half-decoded object.
+          const invalid = (wire as { __invalid?: unknown }).__invalid;
+          if (typeof invalid === 'string') {
+            failed = true;
+            callback({ code: grpc.status.INVALID_ARGUMENT, details: `malformed raft message: ${invalid}` });
+            return;
+          }
           let m: Message;
           try {
             m = messageFromWire(wire);
@@ -184,9 +276,26 @@ export class PeerTransport implements PeerSender {
             callback({ code: grpc.status.INVALID_ARGUMENT, details: `malformed raft message: ${(err as Error).message}` });
             return;
           }
+          if (auth && verdict?.ok) {
+            const v = auth.acceptFrom(verdict, m.from, remote);
+            if (!v.ok) {
+              failed = true;
+              callback({ code: grpc.status.PERMISSION_DENIED, details: `peer message refused: ${v.reason}` });
+              return;
+            }
+          }
           if (m.to !== selfId) {
             failed = true;
             callback({ code: grpc.status.INVALID_ARGUMENT, details: `raft message for ${m.to} reached ${selfId}` });
+            return;
+          }
+          const refused = this.refusal(m.from, typeof wire.cluster_id === 'string' ? wire.cluster_id : '');
+          if (refused !== null) {
+            const key = `${m.from}|${refused}`;
+            if (!this.refusedLogged.has(key) && this.refusedLogged.size < 10_000) {
+              this.refusedLogged.add(key);
+              this.opts.logger.warn({ nodeId: selfId, from: m.from, reason: refused }, `refusing raft messages from ${m.from}: ${refused}`);
+            }
             return;
           }
           received++;
@@ -202,6 +311,8 @@ export class PeerTransport implements PeerSender {
   }
 
   close(): void {
+    this.closed = true;
     for (const link of this.links.values()) link.close();
+    this.links.clear();
   }
 }

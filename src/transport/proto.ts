@@ -240,6 +240,8 @@ export interface Member {
   address: string;
   voter: boolean;
   match_index: WireLong;
+  learner: boolean;
+  seen: boolean;
 }
 
 export interface StatusResponse {
@@ -250,15 +252,55 @@ export interface StatusResponse {
   commit_index: WireLong;
   applied_index: WireLong;
   members: Member[];
+  cluster_id: string;
+  serving: boolean;
+  health: string;
 }
+
+export interface AddMemberRequest {
+  id: string;
+  address: string;
+  learner: boolean;
+}
+
+export interface PromoteMemberRequest {
+  id: string;
+}
+
+export interface RemoveMemberRequest {
+  id: string;
+}
+
+export interface MembersResponse {
+  members: Member[];
+}
+
+export interface TransferLeaderRequest {
+  to_id: string;
+}
+
+export interface TransferLeaderResponse {
+  leader_id: string;
+  term: WireLong;
+}
+
+export type ClusterMethod = 'AddMember' | 'PromoteMember' | 'RemoveMember' | 'TransferLeader';
 
 export interface ClusterClient extends grpc.Client {
   Status: UnaryMethod<StatusRequest, StatusResponse>;
   status: UnaryMethod<StatusRequest, StatusResponse>;
+  AddMember: UnaryMethod<AddMemberRequest, MembersResponse>;
+  PromoteMember: UnaryMethod<PromoteMemberRequest, MembersResponse>;
+  RemoveMember: UnaryMethod<RemoveMemberRequest, MembersResponse>;
+  TransferLeader: UnaryMethod<TransferLeaderRequest, TransferLeaderResponse>;
 }
 
 export interface ClusterHandlers extends grpc.UntypedServiceImplementation {
   Status: grpc.handleUnaryCall<StatusRequest, WireInput<StatusResponse>>;
+  AddMember: grpc.handleUnaryCall<AddMemberRequest, WireInput<MembersResponse>>;
+  PromoteMember: grpc.handleUnaryCall<PromoteMemberRequest, WireInput<MembersResponse>>;
+  RemoveMember: grpc.handleUnaryCall<RemoveMemberRequest, WireInput<MembersResponse>>;
+  TransferLeader: grpc.handleUnaryCall<TransferLeaderRequest, WireInput<TransferLeaderResponse>>;
 }
 
 export const ClusterClient = clientConstructor<ClusterClient, ClusterHandlers>('leasehold.v1.Cluster');
@@ -280,6 +322,15 @@ export interface WireEntry {
 
 export interface WireConfState {
   voters: string[];
+  learners: string[];
+  removed: string[];
+  addresses: WirePeerAddress[];
+  cluster_id: string;
+}
+
+export interface WirePeerAddress {
+  id: string;
+  address: string;
 }
 
 export interface WireSnapshotMeta {
@@ -362,6 +413,8 @@ export interface WireRaftHeader {
   from: string;
   to: string;
   term: WireLong;
+  /** The sender's cluster id ('' while a joining node has not learned it). */
+  cluster_id: string;
 }
 
 /** A decoded RaftMessage: the header plus exactly one body, named by the virtual `body` field. */

@@ -1,7 +1,7 @@
 // Real-process cluster harness: each node is `node dist/src/cli/main.js serve` with its own LevelDB dir.
 // Waits on conditions with deadlines, never fixed sleeps; every process is killed by PID in stop().
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, createWriteStream, type WriteStream } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream, type WriteStream } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -42,6 +42,13 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
 export interface ClusterOptions {
   size?: number;
   extraYaml?: string;
+  /** Ports and ids reserved for nodes added later with `members add` (n<size+1>, ...); they are not in
+   *  the bootstrap file, only in the join file (joinConfigPath) they start from with --join. */
+  spare?: number;
+  /** Give every node a separate peer listener (nodes[].peerAddress). */
+  peerListeners?: boolean;
+  /** Channel credentials of the harness's own calls (status, pool, raw); default plaintext. */
+  credentials?: grpc.ChannelCredentials;
 }
 
 export class TestCluster {
@@ -49,26 +56,57 @@ export class TestCluster {
   readonly ids: string[];
   readonly ports: number[];
   readonly configPath: string;
+  /** Lists every node, the spare ones too: what a node started with --join reads. */
+  readonly joinConfigPath: string;
   readonly procs = new Map<string, ChildProcess>();
+  /** Peer listener ports (empty without peerListeners). */
+  readonly peerPorts: number[];
+  readonly credentials: grpc.ChannelCredentials | undefined;
   private logs = new Map<string, WriteStream>();
 
-  private constructor(dir: string, ids: string[], ports: number[], extraYaml: string) {
+  private constructor(
+    dir: string,
+    ids: string[],
+    ports: number[],
+    extraYaml: string,
+    private readonly bootstrapSize: number,
+    peerPorts: number[] = [],
+    credentials?: grpc.ChannelCredentials,
+  ) {
     this.dir = dir;
     this.ids = ids;
     this.ports = ports;
+    this.peerPorts = peerPorts;
+    this.credentials = credentials;
     this.configPath = join(dir, 'cluster.yaml');
-    const nodes = ids.map((id, i) => `  - id: ${id}\n    address: 127.0.0.1:${ports[i]}\n    dataDir: ${id}\n`).join('');
-    writeFileSync(
-      this.configPath,
-      `nodes:\n${nodes}raft:\n  tickMs: 50\n  electionTicks: 6\n${extraYaml}`,
-    );
+    this.joinConfigPath = join(dir, 'join.yaml');
+    const peer = (i: number) => (peerPorts.length ? `    peerAddress: 127.0.0.1:${peerPorts[i]}\n` : '');
+    const nodes = (list: string[]) => list.map((id) => `  - id: ${id}\n    address: 127.0.0.1:${ports[ids.indexOf(id)]}\n${peer(ids.indexOf(id))}    dataDir: ${id}\n`).join('');
+    const settings = `raft:\n  tickMs: 50\n  electionTicks: 6\n${extraYaml}`;
+    writeFileSync(this.configPath, `nodes:\n${nodes(ids.slice(0, bootstrapSize))}${settings}`);
+    writeFileSync(this.joinConfigPath, `nodes:\n${nodes(ids)}${settings}`);
   }
 
   static async create(opts: ClusterOptions = {}): Promise<TestCluster> {
     const size = opts.size ?? 3;
+    const total = size + (opts.spare ?? 0);
     const dir = mkdtempSync(join(tmpdir(), 'leasehold-it-'));
-    const ids = Array.from({ length: size }, (_, i) => `n${i + 1}`);
-    return new TestCluster(dir, ids, await freePorts(size), opts.extraYaml ?? '');
+    const ids = Array.from({ length: total }, (_, i) => `n${i + 1}`);
+    const ports = await freePorts(opts.peerListeners ? 2 * total : total);
+    return new TestCluster(dir, ids, ports.slice(0, total), opts.extraYaml ?? '', size, opts.peerListeners ? ports.slice(total) : [], opts.credentials);
+  }
+
+  private creds(): { credentials?: grpc.ChannelCredentials } {
+    return this.credentials ? { credentials: this.credentials } : {};
+  }
+
+  /** The node's log so far (pino JSON lines). */
+  logText(id: string): string {
+    return this.logOf(id);
+  }
+
+  pid(id: string): number | undefined {
+    return this.procs.get(id)?.pid;
   }
 
   endpoint(id: string): string {
@@ -79,21 +117,42 @@ export class TestCluster {
     return ids.map((id) => this.endpoint(id));
   }
 
-  start(id: string): void {
+  /** Start `id`; `join` starts it from the join file with --join (a node added with `members add`). */
+  start(id: string, opts: { join?: boolean } = {}): ChildProcess {
     if (this.procs.has(id)) throw new Error(`${id} already running`);
     const log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
     this.logs.set(id, log);
-    const child = spawn(process.execPath, [MAIN_JS, 'serve', '--config', this.configPath, '--id', id], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const args = opts.join ? ['serve', '--config', this.joinConfigPath, '--id', id, '--join'] : ['serve', '--config', this.configPath, '--id', id];
+    const child = spawn(process.execPath, [MAIN_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.pipe(log, { end: false });
     child.stderr!.pipe(log, { end: false });
     this.procs.set(id, child);
     child.on('exit', () => {
       if (this.procs.get(id) === child) this.procs.delete(id);
     });
+    return child;
+  }
+
+  /** The bootstrap members (the spare ids excluded). */
+  get bootstrapIds(): string[] {
+    return this.ids.filter((id) => !this.spareIds.includes(id));
+  }
+
+  get spareIds(): string[] {
+    return this.ids.slice(this.bootstrapSize);
+  }
+
+
+  logOf(id: string): string {
+    try {
+      return readFileSync(join(this.dir, `${id}.log`), 'utf8');
+    } catch {
+      return '';
+    }
   }
 
   startAll(): void {
-    for (const id of this.ids) this.start(id);
+    for (const id of this.bootstrapIds) this.start(id);
   }
 
   /** kill -9, and wait until the process is gone. */
@@ -107,7 +166,7 @@ export class TestCluster {
   }
 
   async status(id: string, timeoutMs = 1000): Promise<StatusResponse> {
-    const pool = new EndpointPool({ endpoints: [this.endpoint(id)] });
+    const pool = new EndpointPool({ endpoints: [this.endpoint(id)], ...this.creds() });
     try {
       return await pool.status(this.endpoint(id), Date.now() + timeoutMs);
     } finally {
@@ -136,12 +195,12 @@ export class TestCluster {
   }
 
   pool(ids = this.ids): EndpointPool {
-    return new EndpointPool({ endpoints: this.endpoints(ids), attemptTimeoutMs: 1500 });
+    return new EndpointPool({ endpoints: this.endpoints(ids), attemptTimeoutMs: 1500, ...this.creds() });
   }
 
   /** One raw unary call against one node, no retries. */
   async raw<Res>(id: string, method: 'Acquire' | 'Renew' | 'Release' | 'Get', request: object, timeoutMs = 3000): Promise<Res> {
-    const pool = new EndpointPool({ endpoints: [this.endpoint(id)], attemptTimeoutMs: timeoutMs });
+    const pool = new EndpointPool({ endpoints: [this.endpoint(id)], attemptTimeoutMs: timeoutMs, ...this.creds() });
     try {
       return await pool.call<Res>(method, request, Date.now() + timeoutMs, undefined, false);
     } finally {

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AcquireResponse, ReleaseResponse } from '../../src/transport/proto.js';
 import { RpcError } from '../../src/client/rpc.js';
-import { TestCluster } from './harness.js';
+import { TestCluster, waitFor } from './harness.js';
 
 const require = createRequire(import.meta.url);
 
@@ -33,9 +33,12 @@ describe('gRPC surface', () => {
     const healthDir = join(dirname(require.resolve('grpc-health-check/package.json')), 'proto');
     const Health = loadService('health/v1/health.proto', healthDir, ['grpc', 'health', 'v1', 'Health']);
     const client = new Health(c.endpoint('n2'), grpc.credentials.createInsecure());
-    const res = await new Promise<{ status: string }>((resolve, reject) =>
-      (client as unknown as { Check: (r: object, cb: (e: Error | null, v: { status: string }) => void) => void }).Check({ service: '' }, (e, v) => (e ? reject(e) : resolve(v))),
-    );
+    const check = () =>
+      new Promise<{ status: string }>((resolve, reject) =>
+        (client as unknown as { Check: (r: object, cb: (e: Error | null, v: { status: string }) => void) => void }).Check({ service: '' }, (e, v) => (e ? reject(e) : resolve(v))),
+      );
+    // SERVING once n2 has heard from a leader with a quorum (SPEC "Health"): re-evaluated every tick.
+    const res = await waitFor('n2 SERVING', async () => ((await check()).status === 'SERVING' ? { status: 'SERVING' } : null), 5000);
     client.close();
     expect(res.status).toBe('SERVING');
   });

@@ -113,6 +113,8 @@ export function canonicalResult(r: LockResult): string {
       return `termStart@${r.index}|${r.leasesExtended}|${r.leasesEnded}`;
     case 'checkpoint':
       return `checkpoint@${r.index}`;
+    case 'forget':
+      return `forget@${r.index}|${r.forgotten}|${r.watermark}`;
     case 'error':
       return `error@${r.index}|${r.code}`;
   }
@@ -217,6 +219,16 @@ export class LockOracle {
       case 'checkpoint':
         if (post.leaseCount !== pre.leaseCount) this.fail(`${at}: ${cmd.type} changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
         break;
+      case 'forget':
+        // Forgetting free keys touches no lease, and a last token may only rise to the watermark (SPEC:
+        // last_token is never below the real value).
+        if (post.leaseCount !== pre.leaseCount) return this.fail(`${at}: forget changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
+        for (let i = 0; i < this.keys.length; i++) {
+          const pv = pre.views[i]!;
+          const qv = post.views[i]!;
+          if (qv.lastToken < pv.lastToken || qv.held !== pv.held || qv.token !== pv.token || qv.owner !== pv.owner) return this.fail(`${at}: forget changed ${this.keys[i]}: ${viewText(pv)} -> ${viewText(qv)}`);
+        }
+        return;
     }
     if (this.violation !== null || epochStart) return;
     // Entries touch only their own key (time passing may end other leases, never change them).

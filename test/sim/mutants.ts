@@ -5,7 +5,7 @@
 // Most mutants only rewrite messages and Readys at the API boundary. Two need to reach into the core
 // (its log's commit index and the leader's progress map); they say so and fail loudly if the fields
 // they need were renamed, rather than silently testing nothing.
-import type { Message, NodeId, ProposeResult, RaftConfig, Ready, ReadState, RestoredState, Snapshot, Status } from '../../src/raft/core/types.js';
+import type { ConfChange, ConfChangeResult, Message, NodeId, ProposeResult, RaftConfig, Ready, ReadState, RestoredState, Snapshot, Status } from '../../src/raft/core/types.js';
 import type { CoreModule, RaftCore } from './cluster.js';
 import type { SimProfile } from './profile.js';
 import { ValueWorkload, type SimWorkload } from './workload.js';
@@ -38,6 +38,9 @@ class WrappedCore implements RaftCore {
   }
   propose(data: Uint8Array): ProposeResult {
     return this.inner.propose(data);
+  }
+  proposeConfChange(change: ConfChange): ConfChangeResult {
+    return this.inner.proposeConfChange(change);
   }
   readIndex(ctx: string): void {
     this.inner.readIndex(ctx);

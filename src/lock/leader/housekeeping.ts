@@ -5,22 +5,27 @@
 // - Checkpoint: when leases exist and nothing was proposed for checkpointIdleMs, a checkpoint records
 //   elapsed log time, so a chain of short terms cannot freeze a dead lease (LEASES.md). At most one in
 //   flight: a leader that cannot commit must not pile them up in its log (lock simulation, seed 439).
+// - Forget: when the oldest free key was freed more than freeKeyRetentionMs ago (log time), a `forget`
+//   with that cut-off, so the free keys' records stay bounded by the churn of one retention period. At
+//   most one in flight; the cut-off travels in the entry, so replicas with other settings agree.
 import type { LockCommand } from '../commands.js';
 import type { ExpireResult } from '../types.js';
 import type { LockStateView, ProposalId } from './types.js';
 
-export type HousekeepingProposal = { kind: 'expire'; leaseId: string } | { kind: 'checkpoint' };
+export type HousekeepingProposal = { kind: 'expire'; leaseId: string } | { kind: 'checkpoint' } | { kind: 'forget' };
 
 export class Housekeeping {
   /** `${key}#${token}` -> the proposal expiring it. */
   private readonly expiring = new Map<string, ProposalId>();
   private checkpoint: ProposalId | null = null;
+  private forget: ProposalId | null = null;
   /** Stamp of the last proposal this node made as leader (any kind). */
   lastProposalAtMs = 0;
 
   constructor(
     private readonly checkpointIdleMs: number,
     private readonly expireBatch: number,
+    private readonly freeKeyRetentionMs: number = Infinity,
   ) {}
 
   get expiringCount(): number {
@@ -41,6 +46,11 @@ export class Housekeeping {
     if (this.checkpoint === null && state.hasLiveLeases() && nowMs - this.lastProposalAtMs >= this.checkpointIdleMs) {
       this.checkpoint = propose({ type: 'checkpoint', timeMs: 0 }, { kind: 'checkpoint' });
     }
+    if (this.forget === null && Number.isFinite(this.freeKeyRetentionMs) && state.freeKeyCount > 0) {
+      const upToMs = state.nowMs - this.freeKeyRetentionMs;
+      const oldest = state.freedAtOfOldest(1);
+      if (upToMs >= 0 && oldest !== undefined && oldest <= upToMs) this.forget = propose({ type: 'forget', timeMs: 0, upToMs }, { kind: 'forget' });
+    }
   }
 
   /** An expire entry applied (ours or a previous leader's): that lease is no longer in flight. */
@@ -52,6 +62,8 @@ export class Housekeeping {
   settled(id: ProposalId, purpose: HousekeepingProposal): void {
     if (purpose.kind === 'checkpoint') {
       if (this.checkpoint === id) this.checkpoint = null;
+    } else if (purpose.kind === 'forget') {
+      if (this.forget === id) this.forget = null;
     } else if (this.expiring.get(purpose.leaseId) === id) {
       this.expiring.delete(purpose.leaseId);
     }

@@ -14,6 +14,7 @@ import type { AcquireCommand, LockCommand } from '../commands.js';
 import type { AcquireResult, LockResult, LockView } from '../types.js';
 import type { ValidAcquire } from '../validate.js';
 import { CALLER_WENT_AWAY, LEADERSHIP_CHANGED, SHUTTING_DOWN, STILL_STARTING, notLeader, proposalFailure, unavailable, OUTCOME_UNKNOWN } from './failures.js';
+import { Admission } from './admission.js';
 import { Housekeeping, type HousekeepingProposal } from './housekeeping.js';
 import { RecentRefusals, requestKey } from './recent-refusals.js';
 import { TermGate, type HeldCall } from './term-gate.js';
@@ -46,6 +47,7 @@ export class LockLeader {
   private readonly queues = new WaitQueues();
   private readonly housekeeping: Housekeeping;
   private readonly refusals: RecentRefusals;
+  private readonly admission: Admission;
   private readonly proposals = new Map<ProposalId, Purpose>();
   /** Plain (wait_ms 0) acquires in flight, by request: a duplicate call of the same request waits for that
    *  one's outcome instead of being judged again while it is undecided. */
@@ -70,7 +72,8 @@ export class LockLeader {
     config: Partial<LockLeaderConfig> = {},
   ) {
     this.cfg = { ...DEFAULT_LOCK_LEADER_CONFIG, ...config };
-    this.housekeeping = new Housekeeping(this.cfg.checkpointIdleMs, this.cfg.expireBatch);
+    this.housekeeping = new Housekeeping(this.cfg.checkpointIdleMs, this.cfg.expireBatch, this.cfg.freeKeyRetentionMs);
+    this.admission = new Admission(this.cfg.limits);
     this.refusals = new RecentRefusals(this.cfg.refusalMemoryEntries, this.cfg.refusalMemoryMs);
   }
 
@@ -273,7 +276,16 @@ export class LockLeader {
       same.cancelled = false;
       return;
     }
+    // Limits (admission.ts): a new waiter must fit the queues; an acquire proposed now must fit the leases
+    // and key records. A waiter queued behind others is judged again when it is offered the lock.
     const head = this.queues.head(req.key);
+    const exhausted =
+      (req.waitMs > 0 ? this.admission.refuseWaiter(this.queues.countFor(req.key), this.queues.size) : null) ??
+      (head ? null : this.admission.refuseAcquire(this.state(), req));
+    if (exhausted !== null) {
+      this.fail(callId, { kind: 'exhausted', message: exhausted, leaderId: null });
+      return;
+    }
     if (head) {
       // Fairness: while others wait for this key, a newcomer queues behind them (or, with wait_ms 0, is
       // refused) instead of barging in when the lock frees.
@@ -348,6 +360,15 @@ export class LockLeader {
     if (!head || head.granting || !this.gate.ready) return;
     const view = this.viewAt(key);
     if (view.held && view.owner !== head.req.owner) return;
+    const exhausted = this.admission.refuseAcquire(this.state(), head.req);
+    if (exhausted !== null) {
+      // Its turn came but a lease for it would break a limit: it leaves the queue with the reason, and the
+      // next waiter is judged in turn (it may be an owner below its own limit).
+      this.queues.remove(head);
+      for (const id of head.calls) this.fail(id, { kind: 'exhausted', message: exhausted, leaderId: null });
+      this.afterHeadChange(key);
+      return;
+    }
     // `queued`: the one kind of acquire that may turn this request's remembered refusal into a grant.
     this.proposeGrant(head, acquireCommand(head.req, true), this.cfg.proposalTimeoutMs);
   }
@@ -371,12 +392,18 @@ export class LockLeader {
       answer(result?.type === 'error' ? { kind: 'rejected', message: result.message, leaderId: null } : internal('an acquire applied without an acquire result'));
     } else if (result.acquired) {
       answer(result); // granted even if its deadline passed meanwhile: the grant is real
-    } else if (w.cancelled || w.expired || w.deadlineMs <= this.nowMs) {
+    } else if (result.replayed || w.cancelled || w.expired || w.deadlineMs <= this.nowMs) {
       // Decided by the log, answered by us: remembered here too, so a late duplicate replays it.
+      // `replayed`: the log had refused this request before this waiter asked (a late duplicate or retry of
+      // a call already answered "not acquired" — by this leader or an earlier one). That refusal is the
+      // request's answer: keeping the waiter would offer it the lock with a `queued` acquire, the one kind
+      // that overrides a remembered refusal — a grant its client was told it did not get (found by the lock
+      // simulation, seeds 1492 and 2711). Only a refusal decided while the request waits in this queue
+      // (`replayed: false`) keeps it in line.
       if (!w.cancelled) this.refusals.set(w.req.owner, w.req.requestId, result, this.nowMs);
       answer(result);
     }
-    // else: refused, still held by someone else; it stays head and the next release/expire wakes it.
+    // else: refused afresh, still held by someone else; it stays head and the next release/expire wakes it.
     this.afterHeadChange(w.req.key);
   }
 
@@ -448,6 +475,7 @@ export class LockLeader {
     const stamped = { ...command, timeMs: this.nowMs } as LockCommand;
     this.housekeeping.lastProposalAtMs = stamped.timeMs;
     this.proposals.set(proposalId, purpose);
+    if (stamped.type === 'acquire') this.admission.proposed(proposalId, this.state(), stamped);
     this.out.push({ type: 'propose', proposalId, command: stamped, timeoutMs });
     return proposalId;
   }
@@ -456,6 +484,7 @@ export class LockLeader {
     const purpose = this.proposals.get(id);
     if (!purpose) return;
     this.proposals.delete(id);
+    this.admission.settled(id);
     switch (purpose.kind) {
       case 'termStart':
         // Normally the applied event got here first; this covers a driver that reports only outcomes. A
@@ -475,6 +504,7 @@ export class LockLeader {
         break;
       case 'expire':
       case 'checkpoint':
+      case 'forget':
         this.housekeeping.settled(id, purpose);
         break;
     }
@@ -484,6 +514,7 @@ export class LockLeader {
     const purpose = this.proposals.get(id);
     if (!purpose) return;
     this.proposals.delete(id);
+    this.admission.settled(id);
     switch (purpose.kind) {
       case 'termStart':
         for (const held of this.gate.termStartFailed(id)) this.fail(held.callId, unavailable(STILL_STARTING));
@@ -498,6 +529,7 @@ export class LockLeader {
         break;
       case 'expire':
       case 'checkpoint':
+      case 'forget':
         this.housekeeping.settled(id, purpose);
         break;
     }

@@ -5,6 +5,7 @@
 import type { LockCommand } from '../commands.js';
 import type { AcquireOutcome, AcquireResult, DueLease, LockResult, LockView, ReleaseResult, RenewResult } from '../types.js';
 import type { ValidAcquire, ValidRelease, ValidRenew } from '../validate.js';
+import { NO_LOCK_LIMITS, type LockLimitSettings } from './admission.js';
 
 /** The adapter's handle for one client call (opaque to the module, unique while the call is open). */
 export type CallId = number;
@@ -22,6 +23,15 @@ export interface LockStateView {
   rememberedAcquire(owner: string, requestId: string, key: string): AcquireOutcome | null;
   expiredLeases(nowMs: number, limit: number): DueLease[];
   hasLiveLeases(): boolean;
+  /** Leases (live or awaiting expiry), and every key record (leases + free keys). */
+  readonly leaseCount: number;
+  readonly keyCount: number;
+  readonly freeKeyCount: number;
+  leaseCountOf(owner: string): number;
+  /** `{ owner }` of the key's lease; null for a free key's record; undefined when there is no record. */
+  recordOf(key: string): { owner: string } | null | undefined;
+  /** Log time at which the n-th oldest free key was freed (1-based). */
+  freedAtOfOldest(n: number): number | undefined;
 }
 
 export type ClientRequest =
@@ -59,8 +69,9 @@ export interface ProposalError {
 
 /** What the caller is told when its call fails. `unavailable` maps to gRPC UNAVAILABLE (retry with the
  *  same request_id; with `leaderId`, a follower may forward there), `rejected` to FAILED_PRECONDITION
- *  (the state machine refused the command as a whole), `internal` to INTERNAL. */
-export type FailureKind = 'unavailable' | 'rejected' | 'internal';
+ *  (the state machine refused the command as a whole), `exhausted` to RESOURCE_EXHAUSTED (a configured
+ *  limit, named in the message), `internal` to INTERNAL. */
+export type FailureKind = 'unavailable' | 'rejected' | 'internal' | 'exhausted';
 
 export interface CallFailure {
   kind: FailureKind;
@@ -121,6 +132,10 @@ export interface LockLeaderConfig {
   /** Leader-decided refusals remembered by (owner, request_id): count and age (injected time) bounds. */
   refusalMemoryEntries: number;
   refusalMemoryMs: number;
+  /** Admission limits (admission.ts); node-local, so never consulted at apply time. */
+  limits: Readonly<LockLimitSettings>;
+  /** Free keys freed longer ago than this (log time) are forgotten by a `forget` entry (see machine.ts). */
+  freeKeyRetentionMs: number;
 }
 
 export const DEFAULT_LOCK_LEADER_CONFIG: Readonly<LockLeaderConfig> = Object.freeze({
@@ -131,4 +146,6 @@ export const DEFAULT_LOCK_LEADER_CONFIG: Readonly<LockLeaderConfig> = Object.fre
   expireBatch: 256,
   refusalMemoryEntries: 100_000,
   refusalMemoryMs: 10 * 60_000,
+  limits: NO_LOCK_LIMITS,
+  freeKeyRetentionMs: Infinity,
 });

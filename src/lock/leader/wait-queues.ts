@@ -40,6 +40,8 @@ interface KeyQueue {
 export class WaitQueues {
   private readonly queues = new Map<string, KeyQueue>();
   private readonly byCall = new Map<CallId, Waiter | ParkedRefusal>();
+  /** Waiters in every queue, kept as a count: the maxWaiters admission reads it on every waiting acquire. */
+  private waiterTotal = 0;
 
   /** Waiters queued for `key` (parked refusals do not count). */
   has(key: string): boolean {
@@ -51,12 +53,16 @@ export class WaitQueues {
   }
 
   get size(): number {
-    let n = 0;
-    for (const q of this.queues.values()) n += q.waiters.length;
-    return n;
+    return this.waiterTotal;
+  }
+
+  /** Waiters queued for `key`. */
+  countFor(key: string): number {
+    return this.queues.get(key)?.waiters.length ?? 0;
   }
 
   push(w: Waiter): void {
+    this.waiterTotal++;
     this.queue(w.req.key).waiters.push(w);
     w.queued = true;
     for (const id of w.calls) this.byCall.set(id, w);
@@ -96,6 +102,7 @@ export class WaitQueues {
     if ('deadlineMs' in item) {
       if (!item.queued) return false;
       item.queued = false;
+      this.waiterTotal--;
       for (const id of item.calls) if (this.byCall.get(id) === item) this.byCall.delete(id);
     } else {
       if (this.byCall.get(item.callId) !== item) return false;
@@ -136,6 +143,7 @@ export class WaitQueues {
     }
     this.queues.clear();
     this.byCall.clear();
+    this.waiterTotal = 0;
     return open;
   }
 

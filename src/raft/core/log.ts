@@ -85,8 +85,9 @@ export class RaftLog {
    * Follower append (Raft §5.3): skip entries we already hold with the same term, truncate at the
    * FIRST conflicting one only, then append the rest. Entries that already match are never removed —
    * a stale or duplicated AppendEntries must not cut off entries we acknowledged.
+   * Returns the index the log was truncated from, or 0 when nothing was cut.
    */
-  appendFromLeader(entries: Entry[]): void {
+  appendFromLeader(entries: Entry[]): number {
     for (let k = 0; k < entries.length; k++) {
       const e = entries[k]!;
       if (e.index <= this.snapshot.meta.index) continue; // covered by our snapshot: committed, matches
@@ -100,8 +101,9 @@ export class RaftLog {
         this.truncateFrom(e.index);
       }
       for (let j = k; j < entries.length; j++) this.entries.push(entries[j]!);
-      return;
+      return have !== undefined ? e.index : 0;
     }
+    return 0;
   }
 
   private truncateFrom(index: number): void {

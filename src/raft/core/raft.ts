@@ -1,13 +1,14 @@
 // The pure Raft state machine (etcd-io/raft style): input is a tick, a message or a proposal; output is
 // a Ready batch. No I/O, timers, clocks or ambient randomness — the driver (src/raft/node.ts) and the
 // simulator (test/sim) own all of that. Section numbers refer to the Raft paper / Ongaro's thesis.
+import { ConfHistory, changeConf, copyConf, decodeConfEntry, encodeConfEntry, type ConfChange } from './config.js';
 import { RaftLog } from './log.js';
 import { Progress } from './progress.js';
 import { ReadOnlyQueue } from './read-only.js';
 import type {
   AppendEntries,
   AppendEntriesResponse,
-  ConfState,
+  ConfChangeResult,
   Entry,
   EntryKind,
   HardState,
@@ -68,7 +69,12 @@ export class Raft {
   private votedFor: NodeId | null;
   role: Role = 'follower';
   leaderId: NodeId | null = null;
-  private voters: NodeId[];
+  /** The configuration in use (config.ts): voters and learners mirror confs.current(). */
+  private voters: NodeId[] = [];
+  private learners: NodeId[] = [];
+  private readonly confs: ConfHistory;
+  /** The next Ready reports the configuration (the driver updates peer addresses from it). */
+  private confChanged = true;
 
   private electionElapsed = 0;
   private heartbeatElapsed = 0;
@@ -95,7 +101,9 @@ export class Raft {
     this.log = new RaftLog(restored.snapshot, restored.entries, restored.hardState.commitIndex);
     this.term = restored.hardState.term;
     this.votedFor = restored.hardState.votedFor;
-    this.voters = [...restored.snapshot.meta.conf.voters];
+    this.confs = new ConfHistory(restored.snapshot.meta.index, restored.snapshot.meta.conf);
+    for (const e of restored.entries) if (e.kind === 'config') this.confs.appended(e.index, decodeConfEntry(e.data).conf);
+    this.useCurrentConf();
     this.persistedHardState = this.hardState();
     this.lastSoftState = this.softState();
     this.resetElectionTimeout();
@@ -112,6 +120,28 @@ export class Raft {
     if (this.role !== 'leader') return { ok: false, reason: 'not-leader', leaderId: this.leaderId };
     if (this.leadTransferee !== null) return { ok: false, reason: 'transferring', leaderId: this.id };
     const entry = this.appendEntry(kind, data);
+    return { ok: true, index: entry.index, term: entry.term };
+  }
+
+  /**
+   * Propose one membership change (config.ts says why single-server changes, and the two rules that make
+   * them safe). Refused, without touching the log, when:
+   *  - this leader has not yet committed an entry of its own term (the 2015 single-server bug);
+   *  - the latest configuration entry is not yet committed (one change at a time);
+   *  - the change itself is impossible (unknown id, a reused id, removing the last voter, ...).
+   */
+  proposeConfChange(change: ConfChange): ConfChangeResult {
+    if (this.role !== 'leader') return { ok: false, reason: 'not-leader', leaderId: this.leaderId };
+    if (this.leadTransferee !== null) return { ok: false, reason: 'transferring', leaderId: this.id };
+    if (this.log.term(this.log.committed) !== this.term) {
+      return { ok: false, reason: 'conf-not-ready', leaderId: this.id, message: 'the leader has not yet committed an entry of its term; retry shortly' };
+    }
+    if (this.confs.lastIndex() > this.log.committed) {
+      return { ok: false, reason: 'conf-pending', leaderId: this.id, message: `another membership change (entry ${this.confs.lastIndex()}) is not yet committed` };
+    }
+    const next = changeConf(this.confs.current(), change);
+    if (!next.ok) return { ok: false, reason: 'conf-invalid', leaderId: this.id, message: next.reason };
+    const entry = this.appendEntry('config', encodeConfEntry({ conf: next.conf, change }));
     return { ok: true, index: entry.index, term: entry.term };
   }
 
@@ -146,6 +176,7 @@ export class Raft {
       this.log.committed > this.log.applied ||
       this.readStates.length > 0 ||
       this.readFailures.length > 0 ||
+      this.confChanged ||
       !sameHardState(this.hardState(), this.persistedHardState) ||
       !sameSoftState(this.softState(), this.lastSoftState)
     );
@@ -164,7 +195,9 @@ export class Raft {
       committedEntries: this.log.nextCommittedEntries(MAX_COMMITTED_PER_READY),
       readStates: this.readStates,
       readFailures: this.readFailures,
+      conf: this.confChanged ? copyConf(this.confs.current()) : null,
     };
+    this.confChanged = false;
     this.msgs = [];
     this.readStates = [];
     this.readFailures = [];
@@ -194,8 +227,11 @@ export class Raft {
     if (index > this.log.applied) throw new Error(`compact(${index}) beyond applied index ${this.log.applied}`);
     const term = this.log.term(index);
     if (term === undefined) throw new Error(`compact(${index}): index is not in the log`);
-    const snapshot: Snapshot = { meta: { index, term, conf: this.confState() }, data };
+    // The snapshot records the configuration AS OF its index, not a later (maybe uncommitted) one.
+    const conf = copyConf(this.confs.at(index));
+    const snapshot: Snapshot = { meta: { index, term, conf }, data };
     this.log.compact(snapshot);
+    this.confs.rebase(index, conf, true);
     return snapshot;
   }
 
@@ -210,6 +246,9 @@ export class Raft {
       lastIndex: this.log.lastIndex(),
       firstIndex: this.log.firstIndex(),
       voters: [...this.voters],
+      learners: [...this.learners],
+      conf: copyConf(this.confs.current()),
+      confIndex: this.confs.lastIndex(),
     };
   }
 
@@ -222,6 +261,10 @@ export class Raft {
 
   step(m: Message): void {
     if (m.to !== this.id) return;
+    // Only members may speak to us: a removed node that restarts with an old log (it still thinks it is a
+    // voter) must not depose a leader with its terms or collect votes. A node that knows no configuration
+    // yet (joining) listens to whoever contacts it — the transport checks the cluster id first.
+    if (!this.acceptsFrom(m)) return;
     if (m.term > this.term) {
       if (m.type === 'RequestVote') {
         // Leader stickiness (thesis §4.2.3 / CheckQuorum): while we hear from a live leader, ignore
@@ -320,11 +363,18 @@ export class Raft {
     this.leaderId = this.id;
     this.reset();
     const last = this.log.lastIndex();
-    for (const id of this.voters) {
+    for (const id of [...this.voters, ...this.learners]) {
       const pr = new Progress(id, last);
       if (id === this.id) pr.match = this.log.stableIndex;
       pr.recentActive = true;
       this.progress.set(id, pr);
+    }
+    if (!this.progress.has(this.id)) {
+      // A leader outside its own configuration (its removal is in the log, not yet committed) still
+      // tracks its own durable index, though it counts toward no quorum.
+      const self = new Progress(this.id, last);
+      self.match = this.log.stableIndex;
+      this.progress.set(this.id, self);
     }
     // §5.4.2 / §8: a leader commits entries of earlier terms only by committing one of its own.
     this.appendEntry('noop', new Uint8Array(0));
@@ -359,6 +409,13 @@ export class Raft {
   }
 
   private tickLeader(): void {
+    if (!this.voters.includes(this.id) && this.log.committed >= this.confs.lastIndex()) {
+      // Our own removal is committed (thesis §4.2.2): hand over to the most caught-up voter and step down.
+      // We no longer count in any quorum, and promotable() keeps us from campaigning again.
+      this.handOffOnRemoval();
+      this.becomeFollower(this.term, null);
+      return;
+    }
     this.heartbeatElapsed++;
     // Only a follower that is behind can be stalled; an idle, caught-up one is not.
     const last = this.log.lastIndex();
@@ -384,10 +441,48 @@ export class Raft {
   private quorumActive(): boolean {
     let active = 0;
     for (const [id, pr] of this.progress) {
-      if (id === this.id || pr.recentActive) active++;
+      // Learners and a leader outside its own configuration count toward no quorum.
+      if (this.voters.includes(id) && (id === this.id || pr.recentActive)) active++;
       if (id !== this.id) pr.recentActive = false;
     }
     return active >= this.quorum();
+  }
+
+  private handOffOnRemoval(): void {
+    let best: Progress | null = null;
+    for (const id of this.voters) {
+      const pr = this.progress.get(id);
+      if (pr && (best === null || pr.match > best.match)) best = pr;
+    }
+    if (best && best.match === this.log.lastIndex()) this.send({ type: 'TimeoutNow', to: best.id });
+  }
+
+  private acceptsFrom(m: Message): boolean {
+    if (this.voters.length === 0 || this.voters.includes(m.from) || this.learners.includes(m.from)) return true;
+    // The leader we follow in this term may be on its way out: its removal is in our log (so it is no
+    // longer in our configuration) but it leads until that entry commits, which needs our answers
+    // (thesis §4.2.2). A removed node returning with an old log is never our leader in our term.
+    return m.from === this.leaderId && m.term === this.term;
+  }
+
+  /** Act on confs.current(): the voter and learner lists, and (leading) one Progress per member. */
+  private useCurrentConf(): void {
+    const conf = this.confs.current();
+    this.voters = [...conf.voters];
+    this.learners = [...conf.learners];
+    this.confChanged = true;
+    if (this.role !== 'leader') return;
+    const last = this.log.lastIndex();
+    for (const id of [...this.voters, ...this.learners]) {
+      if (this.progress.has(id)) continue;
+      const pr = new Progress(id, last);
+      pr.recentActive = true;
+      this.progress.set(id, pr);
+    }
+    for (const id of [...this.progress.keys()]) {
+      if (id !== this.id && !this.voters.includes(id) && !this.learners.includes(id)) this.progress.delete(id);
+    }
+    if (this.leadTransferee !== null && !this.voters.includes(this.leadTransferee)) this.leadTransferee = null;
   }
 
   private quorum(): number {
@@ -530,7 +625,8 @@ export class Raft {
       reply(false, m.prevLogIndex, hint.conflictIndex, hint.conflictTerm);
       return;
     }
-    this.log.appendFromLeader(m.entries);
+    const cutFrom = this.log.appendFromLeader(m.entries);
+    this.trackConfEntries(m.entries, cutFrom);
     // §5.3: commitIndex = min(leaderCommit, index of last new entry). Entries beyond what this message
     // proved to match may still be a stale leader's tail.
     const lastNew = m.prevLogIndex + m.entries.length;
@@ -583,7 +679,8 @@ export class Raft {
       this.log.committed = Math.max(this.log.committed, snapshot.meta.index);
     } else {
       this.log.restore(snapshot);
-      this.voters = [...snapshot.meta.conf.voters];
+      this.confs.rebase(snapshot.meta.index, copyConf(snapshot.meta.conf), false);
+      this.useCurrentConf();
     }
     reply(true, 0, true);
   }
@@ -640,6 +737,11 @@ export class Raft {
       if (this.leadTransferee === pr.id && pr.match === this.log.lastIndex()) {
         this.send({ type: 'TimeoutNow', to: pr.id });
       }
+    } else if (pr.state === 'probe' && pr.next > pr.match + 1) {
+      // A success that did not move match (a heartbeat answered at pr.match) while probing beyond it: that
+      // probe was lost — e.g. sent before a new member was up. Probe again from what is known to match;
+      // else an idle leader (nothing new to broadcast) would never resend it and the follower stalls.
+      pr.next = pr.match + 1;
     }
     if (wasPaused || pr.next <= this.log.lastIndex()) this.sendAppend(pr.id, false);
   }
@@ -674,15 +776,35 @@ export class Raft {
   private appendEntry(kind: EntryKind, data: Uint8Array): Entry {
     const entry: Entry = { index: this.log.lastIndex() + 1, term: this.term, kind, data };
     this.log.appendOwn(entry);
+    if (kind === 'config') {
+      // Applied when appended (thesis §4.1): the new member gets its Progress at once.
+      this.confs.appended(entry.index, decodeConfEntry(data).conf);
+      this.useCurrentConf();
+    }
     this.needsBroadcast = true;
     return entry;
+  }
+
+  /** A follower's log changed: drop configurations that were truncated away, take the new ones. */
+  private trackConfEntries(entries: Entry[], cutFrom: number): void {
+    let changed = false;
+    if (cutFrom > 0 && this.confs.lastIndex() >= cutFrom) {
+      this.confs.truncatedFrom(cutFrom);
+      changed = true;
+    }
+    for (const e of entries) {
+      if (e.kind !== 'config' || e.index <= this.confs.lastIndex() || this.log.term(e.index) !== e.term) continue;
+      this.confs.appended(e.index, decodeConfEntry(e.data).conf);
+      changed = true;
+    }
+    if (changed) this.useCurrentConf();
   }
 
   /** Coalesce: many proposals between two Readys go out as one AppendEntries per follower. */
   private flushBroadcast(): void {
     if (!this.needsBroadcast || this.role !== 'leader') return;
     this.needsBroadcast = false;
-    for (const id of this.voters) if (id !== this.id) this.sendAppend(id, true);
+    for (const id of this.progress.keys()) if (id !== this.id) this.sendAppend(id, true);
     if (this.voters.length === 1 || this.progress.size === 1) this.maybeCommit();
   }
 
@@ -799,6 +921,12 @@ export class Raft {
       this.reads.defer({ ctx, requester });
       return;
     }
+    if (!this.voters.includes(this.id)) {
+      // Outside our own configuration we cannot confirm leadership with our own ack.
+      if (requester === this.id) this.readFailures.push({ ctx, reason: 'not-ready' });
+      else this.send({ type: 'ReadIndexResponse', to: requester, ctx, index: 0 });
+      return;
+    }
     if (this.voters.length === 1) {
       this.deliverRead(ctx, requester, this.log.committed);
       return;
@@ -813,6 +941,7 @@ export class Raft {
   }
 
   private ackReads(from: NodeId, round: number): void {
+    if (!this.voters.includes(from)) return; // a learner's answer confirms nothing
     for (const r of this.reads.ack(from, round, this.quorum())) this.deliverRead(r.ctx, r.requester, r.index);
   }
 
@@ -859,9 +988,6 @@ export class Raft {
     return { role: this.role, leaderId: this.leaderId, term: this.term };
   }
 
-  private confState(): ConfState {
-    return { voters: [...this.voters] };
-  }
 }
 
 function sameHardState(a: HardState, b: HardState): boolean {

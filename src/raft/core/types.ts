@@ -2,6 +2,8 @@
 // Indexes and terms are plain numbers: they count log entries and elections, and stay far below 2^53.
 // (Fencing tokens derived from indexes are widened to bigint at the lock layer and on the wire.)
 
+import type { ConfState } from './config.js';
+
 export type NodeId = string;
 
 /** 'noop' is the empty entry a new leader appends to commit entries of earlier terms (Raft §5.4.2, §8).
@@ -22,10 +24,9 @@ export interface HardState {
   commitIndex: number;
 }
 
-/** The voter set is data: it lives in snapshots (and later in config entries), never only in a config file. */
-export interface ConfState {
-  voters: NodeId[];
-}
+/** Membership is data: it lives in snapshots and configuration entries (config.ts), never only in a
+ *  config file. */
+export type { ConfState, ConfChange } from './config.js';
 
 export interface SnapshotMeta {
   index: number;
@@ -181,6 +182,9 @@ export interface Ready {
   committedEntries: Entry[];
   readStates: ReadState[];
   readFailures: ReadFailure[];
+  /** The configuration this node now acts on, when it changed (a configuration entry was appended or
+   *  truncated, or a snapshot installed): the driver updates peer addresses before sending `messages`. */
+  conf: ConfState | null;
 }
 
 export interface RaftConfig {
@@ -214,6 +218,11 @@ export type ProposeResult =
   | { ok: true; index: number; term: number }
   | { ok: false; reason: 'not-leader' | 'transferring'; leaderId: NodeId | null };
 
+/** A membership change can also be refused for what it is or for when it comes (config.ts). */
+export type ConfChangeResult =
+  | ProposeResult
+  | { ok: false; reason: 'conf-pending' | 'conf-not-ready' | 'conf-invalid'; leaderId: NodeId | null; message: string };
+
 export interface Status {
   id: NodeId;
   role: Role;
@@ -224,12 +233,25 @@ export interface Status {
   lastIndex: number;
   firstIndex: number;
   voters: NodeId[];
+  learners: NodeId[];
+  /** The configuration in use and the index of the entry (or snapshot) it comes from. */
+  conf: ConfState;
+  confIndex: number;
 }
 
 export function emptyHardState(): HardState {
   return { term: 0, votedFor: null, commitIndex: 0 };
 }
 
-export function bootstrapSnapshot(voters: NodeId[]): Snapshot {
-  return { meta: { index: 0, term: 0, conf: { voters: [...voters].sort() } }, data: new Uint8Array(0) };
+/** The initial configuration as a snapshot at index 0. An empty `voters` list is a joining node's start:
+ *  it knows no cluster yet and waits to be contacted by a leader. */
+export function bootstrapSnapshot(voters: NodeId[], opts: { clusterId?: string; addresses?: Record<NodeId, string> } = {}): Snapshot {
+  const conf: ConfState = {
+    clusterId: opts.clusterId ?? '',
+    voters: [...voters].sort(),
+    learners: [],
+    addresses: { ...(opts.addresses ?? {}) },
+    removed: [],
+  };
+  return { meta: { index: 0, term: 0, conf }, data: new Uint8Array(0) };
 }

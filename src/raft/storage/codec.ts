@@ -1,6 +1,7 @@
 // Binary records and LevelDB keys for the Raft store. Every value ends in a CRC32 of all bytes before it,
 // so a flipped bit or a truncated value is detected at load time instead of silently feeding the core a
 // wrong term, vote or command. Pure Uint8Array/DataView: no Buffer, no JSON per entry.
+import { decodeConf, emptyConf, encodeConf } from '../core/config.js';
 import type { Entry, EntryKind, HardState, SnapshotMeta } from '../core/types.js';
 
 // ---- CRC32 (IEEE 802.3, reflected, poly 0xEDB88320) ----
@@ -58,7 +59,8 @@ export class CorruptRecordError extends Error {
 // One tag byte per record type; a new layout gets a new tag, so old data is never misread.
 const TAG_ENTRY = 0x45; // 'E' v1
 const TAG_HARD_STATE = 0x48; // 'H' v1
-const TAG_SNAPSHOT_META = 0x4d; // 'M' v1
+const TAG_SNAPSHOT_META = 0x4d; // 'M' v1: voters only (read, never written)
+const TAG_SNAPSHOT_META_V2 = 0x4e; // 'N' v2: the whole configuration (learners, addresses, cluster id)
 const TAG_SNAPSHOT_DATA = 0x44; // 'D' v1
 const CRC_BYTES = 4;
 const NULL_STRING = 0xffff; // u16 length marking votedFor = null
@@ -99,15 +101,23 @@ export function decodeHardState(value: Uint8Array): HardState {
 }
 
 export function encodeSnapshotMeta(meta: SnapshotMeta): Uint8Array {
-  const voters = meta.conf.voters.map((v) => new TextEncoder().encode(v));
-  if (voters.length >= 0xffff) throw new RangeError('too many voters for one snapshot');
-  const w = new Writer(1 + 8 + 8 + 2 + voters.reduce((n, v) => n + 2 + v.length, 0));
-  w.u8(TAG_SNAPSHOT_META).u64(meta.index).u64(meta.term).u16(voters.length);
-  for (const v of voters) w.str(v);
+  const conf = encodeConf(meta.conf);
+  const w = new Writer(1 + 8 + 8 + conf.length);
+  w.u8(TAG_SNAPSHOT_META_V2).u64(meta.index).u64(meta.term).bytes(conf);
   return w.finish();
 }
 
 export function decodeSnapshotMeta(value: Uint8Array): SnapshotMeta {
+  if (value[0] === TAG_SNAPSHOT_META_V2) {
+    const r = Reader.open(value, TAG_SNAPSHOT_META_V2, 'snapshot meta');
+    const index = r.u64();
+    const term = r.u64();
+    try {
+      return { index, term, conf: decodeConf(r.rest()) };
+    } catch (err) {
+      throw new CorruptRecordError(`snapshot meta record: ${(err as Error).message}`);
+    }
+  }
   const r = Reader.open(value, TAG_SNAPSHOT_META, 'snapshot meta');
   const index = r.u64();
   const term = r.u64();
@@ -119,7 +129,7 @@ export function decodeSnapshotMeta(value: Uint8Array): SnapshotMeta {
     voters.push(v);
   }
   r.end();
-  return { index, term, conf: { voters } };
+  return { index, term, conf: { ...emptyConf(), voters } };
 }
 
 /** Snapshot data carries its snapshot index, so data and meta from different snapshots never pair up. */

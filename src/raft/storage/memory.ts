@@ -1,6 +1,7 @@
 // In-memory RaftStorage for tests and the simulation, with the same rules and errors as LevelStorage.
 // It can model a crash: with { manualSync: true } a write stays pending (not durable, promise unresolved)
 // until sync()/syncAll(); crash() then loses every pending write, as a power cut loses unsynced data.
+import { copyConf } from '../core/config.js';
 import { emptyHardState, type Entry, type HardState, type RestoredState, type Snapshot } from '../core/types.js';
 import { StorageClosedError, StorageCorruptionError, StorageCrashedError } from './errors.js';
 import { boundsAfterCompact, boundsAfterSave, checkBatchShape, type LogBounds } from './rules.js';
@@ -177,5 +178,5 @@ function copyEntry(e: Entry): Entry {
 }
 
 function copySnapshot(s: Snapshot): Snapshot {
-  return { meta: { index: s.meta.index, term: s.meta.term, conf: { voters: [...s.meta.conf.voters] } }, data: new Uint8Array(s.data) };
+  return { meta: { index: s.meta.index, term: s.meta.term, conf: copyConf(s.meta.conf) }, data: new Uint8Array(s.data) };
 }

@@ -69,8 +69,11 @@ describe('parseConfig: the smallest valid file and the defaults', () => {
         tickMs: 100, electionTicks: 10, heartbeatTicks: 1, preVote: true, checkQuorum: true, maxInflight: 64,
         maxEntriesPerMessage: 256, maxBytesPerMessage: 1048576, snapshotEvery: 10000, snapshotChunkBytes: 1048576,
       },
-      lock: { minTtlMs: 100, maxTtlMs: 3600000, dedupWindowMs: 600000, maxWaitMs: 300000, checkpointIdleMs: 1000 },
-      limits: { maxMessageBytes: 4194304, peerQueueMessages: 10000, maxKeyBytes: 512, maxOwnerBytes: 256 },
+      lock: { minTtlMs: 100, maxTtlMs: 3600000, dedupWindowMs: 600000, maxWaitMs: 300000, checkpointIdleMs: 1000, freeKeyRetentionMs: 600000 },
+      limits: {
+        maxMessageBytes: 4194304, peerQueueMessages: 10000, maxKeyBytes: 512, maxOwnerBytes: 256,
+        maxWaitersPerKey: 10000, maxWaiters: 100000, maxHeldPerOwner: 100000, maxHeld: 1000000, maxKeys: 1000000,
+      },
       log: { level: 'info' },
     });
   });
@@ -132,6 +135,9 @@ describe('cluster.example.yaml', () => {
       expect(Object.keys(raw[section] ?? {}).sort(), section).toEqual(Object.keys(rules).sort());
     }
     expect(Object.keys(raw).sort()).toEqual(['limits', 'lock', 'log', 'nodes', 'raft']);
+    // tls, auth and peerAddress are off by default, so the example shows them commented out, in full.
+    const text = readFileSync(EXAMPLE, 'utf8');
+    for (const line of ['# tls:', '#   cert:', '#   key:', '#   ca:', '#   clientAuth: require', '# auth:', '#   ownerBinding: true', '#   peerAddress:']) expect(text).toContain(line);
   });
 });
 
@@ -155,7 +161,7 @@ describe('parseConfig errors name the key path (and the line)', () => {
 
   it('an unknown key with nothing close lists what is allowed', () => {
     expect(errorOf(withExtra('limits:\n  colour: blue')).message).toContain(
-      'limits.colour: unknown key (expected one of: maxMessageBytes, peerQueueMessages, maxKeyBytes, maxOwnerBytes)',
+      'limits.colour: unknown key (expected one of: maxMessageBytes, peerQueueMessages, maxKeyBytes, maxOwnerBytes, maxWaitersPerKey, maxWaiters, maxHeldPerOwner, maxHeld, maxKeys)',
     );
     expect(errorOf(withExtra('raftt:\n  tickMs: 5')).message).toContain('raftt: unknown key (did you mean raft?)');
     expect(errorOf(withExtra('tickMs: 5')).message).toContain('tickMs: unknown key here (did you mean raft.tickMs?)');
@@ -363,5 +369,37 @@ describe('schema', () => {
     expect(parseAddress('127.0.0.1:7001')).toEqual({ host: '127.0.0.1', port: 7001 });
     expect(parseAddress('[::1]:7001')).toEqual({ host: '::1', port: 7001 });
     expect(typeof parseAddress('nope')).toBe('string');
+  });
+});
+
+describe('tls, auth and peerAddress (issue 11)', () => {
+  it('tls: paths resolve against the file, clientAuth defaults to none; absent means plaintext', () => {
+    expect(parseText(MINIMAL).tls).toBeNull();
+    const c = parseText(withExtra('tls:\n  cert: certs/n1.pem\n  key: /k.pem\n  ca: ca.pem'));
+    expect(c.tls).toEqual({ cert: '/etc/leasehold/certs/n1.pem', key: '/k.pem', ca: '/etc/leasehold/ca.pem', clientAuth: 'none' });
+    expect(parseText(withExtra('tls: { cert: a, key: b, ca: c, clientAuth: require }')).tls?.clientAuth).toBe('require');
+  });
+
+  it('tls errors name the field', () => {
+    expect(errorOf(withExtra('tls:\n  cert: a\n  key: b')).message).toContain('tls.ca: missing required key (a PEM file path)');
+    expect(errorOf(withExtra('tls: { cert: a, key: b, ca: c, clientAuth: always }')).message).toContain('tls.clientAuth: expected one of none, request, require; got string "always"');
+    expect(errorOf(withExtra('tls: { cert: a, key: b, ca: c, certs: d }')).message).toContain('tls.certs: unknown key (did you mean cert?)');
+    expect(errorOf(withExtra('tls: { cert: 5, key: b, ca: c }')).message).toContain('tls.cert: expected a PEM file path, got number 5');
+  });
+
+  it('auth.ownerBinding needs tls.clientAuth: require', () => {
+    expect(errorOf(withExtra('auth: { ownerBinding: true }')).message).toContain('auth.ownerBinding: needs tls.clientAuth: require (got no tls section)');
+    expect(errorOf(withExtra('tls: { cert: a, key: b, ca: c, clientAuth: request }\nauth: { ownerBinding: true }')).message).toContain('(got tls.clientAuth: request)');
+    expect(parseText(withExtra('tls: { cert: a, key: b, ca: c, clientAuth: require }\nauth: { ownerBinding: true }')).auth.ownerBinding).toBe(true);
+    expect(parseText(MINIMAL).auth.ownerBinding).toBe(false);
+    expect(errorOf(withExtra('auth: { ownerBinding: "yes" }')).message).toContain('auth.ownerBinding: expected true or false, got string "yes"');
+  });
+
+  it('peerAddress is optional, validated and must not collide with any address', () => {
+    const ok = parseText('nodes:\n  - { id: a, address: "127.0.0.1:7001", peerAddress: "127.0.0.1:8001", dataDir: /a }\n  - { id: b, address: "127.0.0.1:7002", dataDir: /b }');
+    expect(ok.nodes.map((n) => n.peerAddress)).toEqual(['127.0.0.1:8001', undefined]);
+    const e = errorOf('nodes:\n  - { id: a, address: "127.0.0.1:7001", peerAddress: "127.0.0.1:7002", dataDir: /a }\n  - { id: b, address: "127.0.0.1:7002", dataDir: /b }');
+    expect(e.message).toContain('nodes[1].address: duplicate address 127.0.0.1:7002 (also nodes[0])');
+    expect(errorOf('nodes:\n  - { id: a, address: "127.0.0.1:7001", peerAddress: "nope", dataDir: /a }').message).toContain('nodes[0].peerAddress: expected host:port');
   });
 });

@@ -173,4 +173,58 @@ describe('lock leader: dedup before any fast path', () => {
     rig.advance(50); // the retry's wait ends behind w
     expect(rig.acquired(retry)).toMatchObject({ acquired: true, token: rig.machine.get('k').token, replayed: true });
   });
+
+  // Found by the lock simulation (seed 1492): a plain acquire was refused by the log and answered; a late
+  // duplicate of the same request's earlier waiting call then queued, its acquire replayed the refusal, it
+  // stayed head, and the `queued` offer on the next expiry granted it — an orphan lock at the very leader
+  // that had answered "not acquired".
+  it('a request the log already refused is answered with that refusal, not queued and later granted', () => {
+    const rig = new LeaderRig().ready();
+    const h = rig.hold('k', 'h');
+    const first = rig.acquire('k', 'x', { requestId: 'x-1' }); // wait_ms 0: a plain acquire, refused by the log
+    rig.commitAll();
+    expect(rig.acquired(first)).toMatchObject({ acquired: false, holderOwner: 'h' });
+    const late = rig.acquire('k', 'x', { requestId: 'x-1', waitMs: 5000 }); // a late duplicate that waits
+    rig.commitAll(); // its acquire replays the log's refusal
+    expect(rig.acquired(late)).toMatchObject({ acquired: false, replayed: true });
+    expect(rig.leader.waiterCount).toBe(0);
+    rig.release('k', 'h', h.token);
+    rig.commitAll();
+    expect(rig.machine.get('k').held).toBe(false); // nobody is granted a lock its client was told it did not get
+    expect(rig.pendingOf('acquire').length).toBe(0);
+  });
+
+  // Found by the lock simulation (seed 2711): the log refused a waiter at its deadline under the term-1
+  // leader; a late duplicate reached the term-2 leader (no memory of its own), queued, and was granted.
+  it('a refusal decided by the log binds a new leader too: a late duplicate there is not queued and granted', () => {
+    const old = new LeaderRig().ready();
+    const h = old.hold('k', 'h');
+    const a = old.acquire('k', 'x', { waitMs: 100, requestId: 'x-1' });
+    old.advance(100); // the deadline passes while the first acquire is in flight
+    old.commitAll(); // refused by the log, answered with that refusal
+    expect(old.acquired(a)).toMatchObject({ acquired: false, holderOwner: 'h' });
+    const rig = new LeaderRig(); // the next leader: the same replicated machine, a fresh lock leader
+    rig.machine = old.machine;
+    rig.nowMs = old.nowMs;
+    rig.term = old.term;
+    rig.ready();
+    const late = rig.acquire('k', 'x', { waitMs: 5000, requestId: 'x-1' });
+    rig.commitAll();
+    expect(rig.acquired(late)).toMatchObject({ acquired: false, replayed: true });
+    expect(rig.leader.waiterCount).toBe(0);
+    rig.release('k', 'h', h.token);
+    rig.commitAll();
+    expect(rig.machine.get('k').held).toBe(false);
+  });
+
+  it('a waiter refused afresh while it waits still keeps its place and is granted when the lock frees', () => {
+    const rig = new LeaderRig().ready();
+    const h = rig.hold('k', 'h');
+    const a = rig.acquire('k', 'x', { waitMs: 5000, requestId: 'x-1' });
+    rig.commitAll(); // refused by the log (held), not replayed: it waits
+    expect(rig.leader.waiterCount).toBe(1);
+    rig.release('k', 'h', h.token);
+    rig.commitAll();
+    expect(rig.acquired(a)).toMatchObject({ acquired: true });
+  });
 });

@@ -108,3 +108,18 @@ describe('validateGet', () => {
     expect(errorOf(validateGet({})).field).toBe('key');
   });
 });
+
+describe('control characters (issue 11: keys with newlines or tabs printed ambiguously)', () => {
+  it('refuses C0, DEL and C1 characters in key, owner and request_id, naming the field and the character', () => {
+    expect(errorOf(validateAcquire({ ...acquire, key: 'a\nb' })).message).toBe('key must not contain control characters (U+000A at position 1)');
+    expect(errorOf(validateAcquire({ ...acquire, key: 'tab\there' })).field).toBe('key');
+    expect(errorOf(validateAcquire({ ...acquire, owner: 'w\u007f' })).field).toBe('owner');
+    expect(errorOf(validateRenew({ ...renew, requestId: 'r\u0085' })).field).toBe('request_id');
+    expect(errorOf(validateRelease({ ...release, key: '\u0000' })).field).toBe('key');
+    expect(errorOf(validateGet({ key: 'x\r' })).field).toBe('key');
+  });
+
+  it('accepts printable non-ASCII text', () => {
+    expect(validateAcquire({ ...acquire, key: 'звіт:2026 ✓', owner: 'müller' }).ok).toBe(true);
+  });
+});

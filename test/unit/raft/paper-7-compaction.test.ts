@@ -26,7 +26,7 @@ describe('Raft §7 log compaction', () => {
     expect(a.raft.status().appliedIndex).toBe(6);
     expect(() => a.raft.compact(7, enc('too far'))).toThrow(); // beyond applied
     const snap = a.compact(6, enc('state@6'));
-    expect(snap.meta).toEqual({ index: 6, term: 1, conf: { voters: ['a', 'b', 'c'] } });
+    expect(snap.meta).toEqual({ index: 6, term: 1, conf: { clusterId: '', voters: ['a', 'b', 'c'], learners: [], addresses: {}, removed: [] } });
     expect(a.raft.status()).toMatchObject({ firstIndex: 7, lastIndex: 6, commitIndex: 6 });
     expect(a.durable.entries).toEqual([]);
     // The leader still knows term(6): the next append to b is anchored there, not replaced by a snapshot.
@@ -118,7 +118,7 @@ describe('Raft §7 log compaction', () => {
   it('§7 (Figure 13 rule 7) a snapshot that does not match the follower\'s log replaces the whole log', () => {
     const c = new TestNode('c', ids);
     c.load({ entries: entriesOfTerms([1, 2, 2, 2, 2, 2, 2]), hardState: { term: 2, votedFor: null, commitIndex: 1 } });
-    const meta = { index: 5, term: 3, conf: { voters: ids } };
+    const meta = { index: 5, term: 3, conf: { clusterId: '', voters: ids, learners: [], addresses: {}, removed: [] } };
     c.raft.step({ type: 'InstallSnapshot', from: 'a', to: 'c', term: 3, meta, offset: 0, chunk: enc('S5'), done: true, round: 0 });
     c.drain();
     expect(c.durable.snapshot.meta).toEqual(meta);
@@ -131,7 +131,7 @@ describe('Raft §7 log compaction', () => {
   it('§7 (Figure 13 rule 6) a snapshot whose last entry the follower holds keeps the entries after it', () => {
     const c = new TestNode('c', ids);
     c.load({ entries: entriesOfTerms([1, 1, 1, 1, 1, 1, 1]), hardState: { term: 1, votedFor: null, commitIndex: 2 } });
-    const meta = { index: 5, term: 1, conf: { voters: ids } };
+    const meta = { index: 5, term: 1, conf: { clusterId: '', voters: ids, learners: [], addresses: {}, removed: [] } };
     c.raft.step({ type: 'InstallSnapshot', from: 'a', to: 'c', term: 1, meta, offset: 0, chunk: enc('S5'), done: true, round: 0 });
     c.drain();
     expect(c.raft.status()).toMatchObject({ lastIndex: 7, commitIndex: 5 });

@@ -39,7 +39,7 @@ describe('regression: compaction racing a snapshot install (found by the simulat
       from: 'a',
       to: 'b',
       term: 2,
-      meta: { index: 33, term: 2, conf: { voters: ['a', 'b', 'c'] } },
+      meta: { index: 33, term: 2, conf: { clusterId: '', voters: ['a', 'b', 'c'], learners: [], addresses: {}, removed: [] } },
       offset: 0,
       chunk: new Uint8Array([1, 2, 3]),
       done: true,

@@ -25,7 +25,7 @@ function compareBytes(a: Uint8Array, b: Uint8Array): number {
 
 const ENTRY: Entry = { index: 2 ** 40 + 7, term: 3, kind: 'config', data: utf8('acquire k1 owner-a ✓') };
 const HARD: HardState = { term: 12, votedFor: 'nöde-2', commitIndex: 99 };
-const META: SnapshotMeta = { index: 500, term: 4, conf: { voters: ['n1', 'n2', 'n3'] } };
+const META: SnapshotMeta = { index: 500, term: 4, conf: { clusterId: '', voters: ['n1', 'n2', 'n3'], learners: [], addresses: {}, removed: [] } };
 
 /** Every record kind with its decoder, so each corruption check runs on all of them. */
 const RECORDS: Array<[string, Uint8Array, (v: Uint8Array) => unknown]> = [
@@ -92,10 +92,10 @@ describe('records round-trip', () => {
 
   it('snapshot meta and data', () => {
     expect(decodeSnapshotMeta(encodeSnapshotMeta(META))).toEqual(META);
-    expect(decodeSnapshotMeta(encodeSnapshotMeta({ index: 0, term: 0, conf: { voters: [] } }))).toEqual({
+    expect(decodeSnapshotMeta(encodeSnapshotMeta({ index: 0, term: 0, conf: { clusterId: '', voters: [], learners: [], addresses: {}, removed: [] } }))).toEqual({
       index: 0,
       term: 0,
-      conf: { voters: [] },
+      conf: { clusterId: '', voters: [], learners: [], addresses: {}, removed: [] },
     });
     expect(decodeSnapshotData(encodeSnapshotData(500, utf8('state')))).toEqual({ index: 500, data: utf8('state') });
   });

@@ -48,7 +48,7 @@ export function snapshotFor(op: Extract<CrashOp, { kind: 'save' }>): Snapshot | 
   if (!op.snapshot) return null;
   const { source, index, term } = op.snapshot;
   const data = source === 'boot' ? new Uint8Array(0) : digest([`leader ${index} ${term}`]);
-  return { meta: { index, term, conf: { voters: [...VOTERS] } }, data };
+  return { meta: { index, term, conf: { clusterId: '', voters: [...VOTERS], learners: [], addresses: {}, removed: [] } }, data };
 }
 
 /** A compaction folds the compacted entries into the snapshot data (a hash chain), so the snapshot
@@ -60,7 +60,7 @@ export function compactSnapshot(state: ModelState, index: number): Snapshot {
   const term = index === prev.meta.index ? prev.meta.term : folded[folded.length - 1]!.term;
   const parts: Array<string | Uint8Array> = [prev.data];
   for (const e of folded) parts.push(`${e.index}/${e.term}/${e.kind}/`, e.data);
-  return { meta: { index, term, conf: { voters: [...VOTERS] } }, data: digest(parts) };
+  return { meta: { index, term, conf: { clusterId: '', voters: [...VOTERS], learners: [], addresses: {}, removed: [] } }, data: digest(parts) };
 }
 
 /** The state after `op`, following the RaftStorage rules (the model of a correct store). */

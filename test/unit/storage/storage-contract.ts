@@ -29,7 +29,7 @@ export function entries(from: number, to: number, term: number): Entry[] {
 }
 
 export function snapshotAt(index: number, term: number, text = `state@${index}`): Snapshot {
-  return { meta: { index, term, conf: { voters: ['n1', 'n2', 'n3'] } }, data: new TextEncoder().encode(text) };
+  return { meta: { index, term, conf: { clusterId: '', voters: ['n1', 'n2', 'n3'], learners: [], addresses: {}, removed: [] } }, data: new TextEncoder().encode(text) };
 }
 
 export const HS: HardState = { term: 1, votedFor: 'n1', commitIndex: 0 };

@@ -43,12 +43,12 @@ const EVERY_TYPE: Message[] = [
   { type: 'AppendEntriesResponse', from: 'n3', to: 'n1', term: 9, success: false, matchIndex: 0, conflictIndex: 57, conflictTerm: 3, round: 5 },
   {
     type: 'InstallSnapshot', from: 'n1', to: 'n2', term: 4,
-    meta: { index: 5000, term: 3, conf: { voters: ['n1', 'n2', 'n3'] } },
+    meta: { index: 5000, term: 3, conf: { clusterId: '', voters: ['n1', 'n2', 'n3'], learners: [], addresses: {}, removed: [] } },
     offset: 1048576, chunk: bytes(9, 8, 7, 0), done: false, round: 12,
   },
   {
     type: 'InstallSnapshot', from: 'n1', to: 'n2', term: 4,
-    meta: { index: 0, term: 0, conf: { voters: [] } }, offset: 0, chunk: bytes(), done: true, round: 0,
+    meta: { index: 0, term: 0, conf: { clusterId: '', voters: [], learners: [], addresses: {}, removed: [] } }, offset: 0, chunk: bytes(), done: true, round: 0,
   },
   { type: 'InstallSnapshotResponse', from: 'n2', to: 'n1', term: 4, snapshotIndex: 5000, nextOffset: 1048580, done: true, success: true, round: 12 },
   { type: 'TimeoutNow', from: 'n1', to: 'n2', term: 11 },
@@ -144,7 +144,7 @@ describe('codec round trip through real protobuf serialization', () => {
           break;
         }
         case 3: m = { type: 'AppendEntriesResponse', ...base, success: rnd(2) === 1, matchIndex: num(), conflictIndex: num(), conflictTerm: num(), round: num() }; break;
-        case 4: m = { type: 'InstallSnapshot', ...base, meta: { index: num(), term: num(), conf: { voters: [id(), id()] } }, offset: num(), chunk: blob(), done: rnd(2) === 1, round: num() }; break;
+        case 4: m = { type: 'InstallSnapshot', ...base, meta: { index: num(), term: num(), conf: { clusterId: '', voters: [id(), id()], learners: [], addresses: {}, removed: [] } }, offset: num(), chunk: blob(), done: rnd(2) === 1, round: num() }; break;
         case 5: m = { type: 'InstallSnapshotResponse', ...base, snapshotIndex: num(), nextOffset: num(), done: rnd(2) === 1, success: rnd(2) === 1, round: num() }; break;
         case 6: m = { type: 'TimeoutNow', ...base }; break;
         case 7: m = { type: 'ReadIndexRequest', ...base, ctx: `c${rnd(1e6)}` }; break;

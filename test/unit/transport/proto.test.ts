@@ -188,7 +188,7 @@ describe('proto files and loader', () => {
         Object.entries(client.service).map(([name, m]) => [name, `${m.requestStream ? 'stream ' : ''}->${m.responseStream ? ' stream' : ''}`]),
       );
     expect(shape(LockClient)).toEqual({ Acquire: '->', Renew: '->', Release: '->', Get: '->' });
-    expect(shape(ClusterClient)).toEqual({ Status: '->' });
+    expect(shape(ClusterClient)).toEqual({ Status: '->', AddMember: '->', PromoteMember: '->', RemoveMember: '->', TransferLeader: '->' });
     expect(shape(RaftClient)).toEqual({ Stream: 'stream ->' });
     expect(LockClient.service.Acquire.path).toBe('/leasehold.v1.Lock/Acquire');
     expect(ClusterClient.service.Status.path).toBe('/leasehold.v1.Cluster/Status');
@@ -212,7 +212,16 @@ describe('proto files and loader', () => {
     ]);
     expect(fields('leasehold.v1.StatusResponse')).toEqual([
       'node_id=1:string', 'role=2:enum', 'term=3:uint64', 'leader_id=4:string', 'commit_index=5:uint64', 'applied_index=6:uint64', 'members=7:message',
+      'cluster_id=8:string', 'serving=9:bool', 'health=10:string',
     ]);
+    // SPEC "Membership".
+    expect(fields('leasehold.v1.Member')).toEqual(['id=1:string', 'address=2:string', 'voter=3:bool', 'match_index=4:uint64', 'learner=5:bool', 'seen=6:bool']);
+    expect(fields('leasehold.v1.AddMemberRequest')).toEqual(['id=1:string', 'address=2:string', 'learner=3:bool']);
+    expect(fields('leasehold.v1.PromoteMemberRequest')).toEqual(['id=1:string']);
+    expect(fields('leasehold.v1.RemoveMemberRequest')).toEqual(['id=1:string']);
+    expect(fields('leasehold.v1.MembersResponse')).toEqual(['members=1:message']);
+    expect(fields('leasehold.v1.TransferLeaderRequest')).toEqual(['to_id=1:string']);
+    expect(fields('leasehold.v1.TransferLeaderResponse')).toEqual(['leader_id=1:string', 'term=2:uint64']);
   });
 
   it('the TypeScript enum value lists match the .proto enums, name and number', () => {

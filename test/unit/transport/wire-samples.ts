@@ -15,6 +15,12 @@ import type {
   RenewRequest,
   RenewResponse,
   StatusRequest,
+  AddMemberRequest,
+  PromoteMemberRequest,
+  RemoveMemberRequest,
+  MembersResponse,
+  TransferLeaderRequest,
+  TransferLeaderResponse,
   StatusResponse,
   WireRaftMessage,
   WireStreamSummary,
@@ -77,13 +83,16 @@ const statusResponse: StatusResponse = {
   commit_index: '120',
   applied_index: '119',
   members: [
-    { id: 'n1', address: '127.0.0.1:7001', voter: true, match_index: '120' },
-    { id: 'n2', address: '127.0.0.1:7002', voter: false, match_index: '0' },
+    { id: 'n1', address: '127.0.0.1:7001', voter: true, learner: false, match_index: '120', seen: true },
+    { id: 'n2', address: '127.0.0.1:7002', voter: false, learner: true, match_index: '0', seen: false },
   ],
+  cluster_id: 'c-1',
+  serving: true,
+  health: 'leader with a quorum',
 };
 
 // ---- leasehold.v1.Raft: one RaftMessage per body ----
-const header = { from: 'n1', to: 'n2', term: '5' } as const;
+const header = { from: 'n1', to: 'n2', term: '5', cluster_id: 'c-1' } as const;
 const raftMessages: WireRaftMessage[] = [
   {
     ...header,
@@ -115,7 +124,7 @@ const raftMessages: WireRaftMessage[] = [
     ...header,
     body: 'install_snapshot',
     install_snapshot: {
-      meta: { index: '100', term: '4', conf: { voters: ['n1', 'n2', 'n3'] } },
+      meta: { index: '100', term: '4', conf: { voters: ['n1', 'n2', 'n3'], learners: ['n4'], removed: ['n0'], addresses: [{ id: 'n1', address: '127.0.0.1:7001' }], cluster_id: 'c-1' } },
       offset: '1048576',
       chunk: Buffer.from([9, 8, 7]),
       done: true,
@@ -137,6 +146,14 @@ function many(service: string, method: string, side: WireSample['side'], values:
   return values.map((value) => ({ service, method, side, value }));
 }
 
+const members = statusResponse.members;
+const addMemberRequest: AddMemberRequest = { id: 'n4', address: '127.0.0.1:7004', learner: true };
+const promoteMemberRequest: PromoteMemberRequest = { id: 'n4' };
+const removeMemberRequest: RemoveMemberRequest = { id: 'n2' };
+const membersResponse: MembersResponse = { members };
+const transferLeaderRequest: TransferLeaderRequest = { to_id: 'n3' };
+const transferLeaderResponse: TransferLeaderResponse = { leader_id: 'n3', term: '8' };
+
 export const WIRE_SAMPLES: readonly WireSample[] = [
   ...many('leasehold.v1.Lock', 'Acquire', 'request', [acquireRequest]),
   ...many('leasehold.v1.Lock', 'Acquire', 'response', [acquireResponse]),
@@ -148,6 +165,14 @@ export const WIRE_SAMPLES: readonly WireSample[] = [
   ...many('leasehold.v1.Lock', 'Get', 'response', [getResponse]),
   ...many('leasehold.v1.Cluster', 'Status', 'request', [statusRequest]),
   ...many('leasehold.v1.Cluster', 'Status', 'response', [statusResponse]),
+  ...many('leasehold.v1.Cluster', 'AddMember', 'request', [addMemberRequest]),
+  ...many('leasehold.v1.Cluster', 'AddMember', 'response', [membersResponse]),
+  ...many('leasehold.v1.Cluster', 'PromoteMember', 'request', [promoteMemberRequest]),
+  ...many('leasehold.v1.Cluster', 'PromoteMember', 'response', [membersResponse]),
+  ...many('leasehold.v1.Cluster', 'RemoveMember', 'request', [removeMemberRequest]),
+  ...many('leasehold.v1.Cluster', 'RemoveMember', 'response', [membersResponse]),
+  ...many('leasehold.v1.Cluster', 'TransferLeader', 'request', [transferLeaderRequest]),
+  ...many('leasehold.v1.Cluster', 'TransferLeader', 'response', [transferLeaderResponse]),
   ...many('leasehold.v1.Raft', 'Stream', 'request', raftMessages),
   ...many('leasehold.v1.Raft', 'Stream', 'response', [streamSummary]),
 ];

@@ -1,0 +1,108 @@
+// Resource limits, judged at the leader before it proposes an acquire (SPEC "Limits"): the number of
+// waiters per key and in all, leases per owner and in all, and key records (free keys' last_token
+// included). A refusal is RESOURCE_EXHAUSTED with a message naming the limit and its value.
+//
+// Why here and not in the state machine: the limits are node-local config, and the machine must decide
+// identically on every replica whatever each node's YAML says; the leader's admission changes no
+// replicated state, so it may use its own values. For the bound to hold while acquires are in flight, the
+// counts are what the machine has applied PLUS what this leader has proposed and not yet seen settle,
+// each acquire counted by what it could add at most (a lease where the key has none, a record where the
+// machine keeps none, a lease for its owner where the key's lease is someone else's). Acquires proposed by
+// an earlier leader are not counted: a new leader's first entries apply before its own, so the overshoot
+// is at most what one deposed leader had in flight.
+import type { ValidAcquire } from '../validate.js';
+import type { LockStateView, ProposalId } from './types.js';
+
+export interface LockLimitSettings {
+  /** Waiters (wait_ms > 0) queued for one key. */
+  maxWaitersPerKey: number;
+  /** Waiters queued on this leader in all. */
+  maxWaiters: number;
+  /** Leases one owner holds (or is being granted) at a time. */
+  maxHeldPerOwner: number;
+  /** Leases held (or being granted) in all. */
+  maxHeld: number;
+  /** Key records the machine keeps: held keys and free keys with their last token. */
+  maxKeys: number;
+}
+
+export const NO_LOCK_LIMITS: Readonly<LockLimitSettings> = Object.freeze({
+  maxWaitersPerKey: Infinity,
+  maxWaiters: Infinity,
+  maxHeldPerOwner: Infinity,
+  maxHeld: Infinity,
+  maxKeys: Infinity,
+});
+
+/** What one in-flight acquire may add when it applies. */
+interface Claim {
+  owner: string;
+  lease: boolean;
+  ownerLease: boolean;
+  record: boolean;
+}
+
+export function limitMessage(limit: keyof LockLimitSettings, value: number, what: string): string {
+  return `limit limits.${limit} (${value}) reached: ${what}`;
+}
+
+export class Admission {
+  private readonly claims = new Map<ProposalId, Claim>();
+  private leasesInFlight = 0;
+  private recordsInFlight = 0;
+  private readonly ownerInFlight = new Map<string, number>();
+
+  constructor(readonly limits: Readonly<LockLimitSettings>) {}
+
+  /** Why an acquire of `req` must be refused now, or null. */
+  refuseAcquire(state: LockStateView, req: Pick<ValidAcquire, 'key' | 'owner'>): string | null {
+    const claim = this.claimOf(state, req);
+    const l = this.limits;
+    if (claim.ownerLease && state.leaseCountOf(req.owner) + (this.ownerInFlight.get(req.owner) ?? 0) >= l.maxHeldPerOwner) {
+      return limitMessage('maxHeldPerOwner', l.maxHeldPerOwner, `owner ${JSON.stringify(req.owner)} holds or is acquiring that many locks; release one first`);
+    }
+    if (claim.lease && state.leaseCount + this.leasesInFlight >= l.maxHeld) {
+      return limitMessage('maxHeld', l.maxHeld, 'that many locks are held or being acquired; retry after some are released or expire');
+    }
+    if (claim.record && state.keyCount + this.recordsInFlight >= l.maxKeys) {
+      return limitMessage('maxKeys', l.maxKeys, 'the cluster keeps that many key records (held keys and free keys\' last tokens); free keys are forgotten after lock.freeKeyRetentionMs');
+    }
+    return null;
+  }
+
+  /** Why `req` may not join a wait queue that holds `waitersForKey` of `waitersInAll` waiters, or null. */
+  refuseWaiter(waitersForKey: number, waitersInAll: number): string | null {
+    const l = this.limits;
+    if (waitersForKey >= l.maxWaitersPerKey) return limitMessage('maxWaitersPerKey', l.maxWaitersPerKey, 'that many callers already wait for this key');
+    if (waitersInAll >= l.maxWaiters) return limitMessage('maxWaiters', l.maxWaiters, 'that many callers already wait for locks on this leader');
+    return null;
+  }
+
+  /** An acquire of `req` was proposed as `id`: count what it may add until it settles. */
+  proposed(id: ProposalId, state: LockStateView, req: Pick<ValidAcquire, 'key' | 'owner'>): void {
+    const claim = this.claimOf(state, req);
+    this.claims.set(id, claim);
+    if (claim.lease) this.leasesInFlight++;
+    if (claim.record) this.recordsInFlight++;
+    if (claim.ownerLease) this.ownerInFlight.set(claim.owner, (this.ownerInFlight.get(claim.owner) ?? 0) + 1);
+  }
+
+  /** Proposal `id` applied (its effect is in the machine now) or failed. */
+  settled(id: ProposalId): void {
+    const claim = this.claims.get(id);
+    if (!claim) return;
+    this.claims.delete(id);
+    if (claim.lease) this.leasesInFlight--;
+    if (claim.record) this.recordsInFlight--;
+    if (claim.ownerLease) {
+      const n = (this.ownerInFlight.get(claim.owner) ?? 1) - 1;
+      if (n > 0) this.ownerInFlight.set(claim.owner, n);
+      else this.ownerInFlight.delete(claim.owner);
+    }
+  }
+
+  private claimOf(state: LockStateView, req: Pick<ValidAcquire, 'key' | 'owner'>): Claim {
+    const record = state.recordOf(req.key);
+    return { owner: req.owner, lease: !record, ownerLease: record?.owner !== req.owner, record: record === undefined };
+  }
+}

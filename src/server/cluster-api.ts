@@ -1,0 +1,147 @@
+// leasehold.v1.Cluster: Status (served locally, never forwarded: it is this node's own view) and the
+// membership RPCs (served by the leader; a follower forwards them once, like Lock calls).
+import * as grpc from '@grpc/grpc-js';
+import type { ConfState } from '../raft/core/types.js';
+import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ConfChangeRefusedError } from '../raft/errors.js';
+import type { NodeLogger } from '../raft/logger.js';
+import type { RaftNode } from '../raft/node.js';
+import { roleToWire } from '../transport/codec.js';
+import { ClusterClient, type ClusterHandlers, type ClusterMethod, type Member, type WireInput } from '../transport/proto.js';
+import { Membership, MembershipArgumentError, MembershipPreconditionError } from './membership.js';
+
+const FORWARDED = 'x-leasehold-forwarded';
+
+export interface ClusterApiOptions {
+  node: RaftNode<unknown>;
+  membership: Membership;
+  /** SPEC "Health": what this node's grpc.health.v1 reports, and why. */
+  health(): { serving: boolean; reason: string };
+  /** Where clients reach node `id` (its gRPC address): forwarding goes there. */
+  clientAddressOf(id: string): string | undefined;
+  /** Credentials for calls this node makes to its peers' client port (forwarding). */
+  credentials(): grpc.ChannelCredentials;
+  defaultTimeoutMs: number;
+  logger: NodeLogger;
+}
+
+type Reply<T> = (err: grpc.ServiceError | null, value?: WireInput<T>) => void;
+
+function statusError(code: grpc.status, details: string): grpc.ServiceError {
+  const e = new Error(details) as grpc.ServiceError;
+  e.code = code;
+  e.details = details;
+  e.metadata = new grpc.Metadata();
+  return e;
+}
+
+export class ClusterApi {
+  private forwardClients = new Map<string, ClusterClient>();
+
+  constructor(private readonly opts: ClusterApiOptions) {}
+
+  close(): void {
+    for (const c of this.forwardClients.values()) c.close();
+    this.forwardClients.clear();
+  }
+
+  members(conf: ConfState | null): WireInput<Member>[] {
+    if (!conf) return [];
+    const progress = this.opts.node.progress();
+    const row = (id: string, learner: boolean): WireInput<Member> => ({
+      id,
+      address: this.opts.clientAddressOf(id) ?? conf.addresses[id] ?? '',
+      voter: !learner,
+      learner,
+      match_index: String(progress.get(id)?.match ?? 0),
+      seen: id === this.opts.node.id || this.opts.node.everHeard(id),
+    });
+    return [...conf.voters.map((id) => row(id, false)), ...conf.learners.map((id) => row(id, true))];
+  }
+
+  handlers(): ClusterHandlers {
+    const node = this.opts.node;
+    const m = this.opts.membership;
+    return {
+      Status: (_call, cb) => {
+        const st = node.status();
+        const conf = node.configuration();
+        const health = this.opts.health();
+        cb(null, {
+          serving: health.serving,
+          health: health.reason,
+          node_id: st.id,
+          role: roleToWire(st.role),
+          term: String(st.term),
+          leader_id: st.leaderId ?? '',
+          commit_index: String(st.commitIndex),
+          applied_index: String(st.appliedIndex),
+          members: this.members(conf),
+          cluster_id: conf?.clusterId ?? '',
+        });
+      },
+      AddMember: (call, cb) =>
+        this.serve(call, cb, 'AddMember', async (t) => ({ members: this.members(await m.add(call.request.id, call.request.address, call.request.learner, t)) })),
+      PromoteMember: (call, cb) => this.serve(call, cb, 'PromoteMember', async (t) => ({ members: this.members(await m.promote(call.request.id, t)) })),
+      RemoveMember: (call, cb) => this.serve(call, cb, 'RemoveMember', async (t) => ({ members: this.members(await m.remove(call.request.id, t)) })),
+      TransferLeader: (call, cb) =>
+        this.serve(call, cb, 'TransferLeader', async (t) => {
+          const r = await m.transfer(call.request.to_id, t);
+          return { leader_id: r.leaderId, term: String(r.term) };
+        }),
+    };
+  }
+
+  private serve<Res>(call: grpc.ServerUnaryCall<unknown, unknown>, cb: Reply<Res>, method: ClusterMethod, run: (timeoutMs: number) => Promise<WireInput<Res>>): void {
+    const decodeError = (call.request as { __invalid?: string } | null)?.__invalid;
+    if (decodeError) {
+      cb(statusError(grpc.status.INVALID_ARGUMENT, decodeError));
+      return;
+    }
+    const deadline = call.getDeadline();
+    const deadlineMs = deadline instanceof Date ? deadline.getTime() : Number.isFinite(deadline) ? Number(deadline) : Infinity;
+    // Membership changes may wait for a learner to catch up: allow up to a minute unless the caller says less.
+    const timeoutMs = Math.max(1, Math.min(60_000, deadlineMs - Date.now()));
+    run(timeoutMs).then(
+      (res) => cb(null, res),
+      (err: unknown) => {
+        if (err instanceof NotLeaderError && err.leaderId && err.leaderId !== this.opts.node.id && call.metadata.get(FORWARDED).length === 0) {
+          this.forward(method, call.request, err.leaderId, Number.isFinite(deadlineMs) ? deadlineMs : Date.now() + timeoutMs, cb);
+          return;
+        }
+        cb(this.toStatus(err));
+      },
+    );
+  }
+
+  private forward<Res>(method: ClusterMethod, request: unknown, leaderId: string, deadlineMs: number, cb: Reply<Res>): void {
+    const address = this.opts.clientAddressOf(leaderId);
+    if (!address) {
+      cb(statusError(grpc.status.UNAVAILABLE, `the leader ${leaderId} has no known address; retry`));
+      return;
+    }
+    let client = this.forwardClients.get(address);
+    if (!client) {
+      client = new ClusterClient(address, this.opts.credentials());
+      this.forwardClients.set(address, client);
+    }
+    const md = new grpc.Metadata();
+    md.set(FORWARDED, '1');
+    const fn = client[method] as unknown as (req: unknown, md: grpc.Metadata, o: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, v?: unknown) => void) => void;
+    fn.call(client, request, md, { deadline: new Date(deadlineMs) }, (err, value) => {
+      if (err) cb(statusError(err.code, `${err.details} (forwarded to leader ${leaderId})`));
+      else cb(null, value as WireInput<Res>);
+    });
+  }
+
+  private toStatus(err: unknown): grpc.ServiceError {
+    if (err instanceof MembershipArgumentError) return statusError(grpc.status.INVALID_ARGUMENT, err.message);
+    if (err instanceof MembershipPreconditionError) return statusError(grpc.status.FAILED_PRECONDITION, err.message);
+    if (err instanceof ConfChangeRefusedError) return statusError(grpc.status.UNAVAILABLE, `${err.message}`);
+    if (err instanceof NotLeaderError || err instanceof NodeStoppedError || err instanceof ProposalDroppedError) {
+      return statusError(grpc.status.UNAVAILABLE, err.message);
+    }
+    if (err instanceof ProposalTimeoutError) return statusError(grpc.status.DEADLINE_EXCEEDED, `the change was not confirmed in time; its outcome is unknown — check with 'leasehold members list'`);
+    this.opts.logger.error({ err: String(err) }, 'unexpected error serving a cluster call');
+    return statusError(grpc.status.INTERNAL, `internal error: ${(err as Error)?.message ?? String(err)}`);
+  }
+}

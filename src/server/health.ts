@@ -1,0 +1,49 @@
+// grpc.health.v1 as SPEC "Health" defines it: SERVING only while this node can serve lock calls (a
+// leader that heard from a quorum within an election timeout, or a follower that heard from its leader
+// within one — RaftNode.serving()). A load balancer or readiness probe can then tell a node without
+// quorum from a healthy one. Re-evaluated on a timer; transitions are logged.
+import type { HealthImplementation } from 'grpc-health-check';
+import type { NodeLogger } from '../raft/logger.js';
+
+const SERVICES = ['', 'leasehold.v1.Lock'] as const;
+
+export class HealthReporter {
+  private timer: NodeJS.Timeout | null = null;
+  private last: boolean | null = null;
+
+  constructor(
+    private readonly health: HealthImplementation,
+    private readonly judge: () => { serving: boolean; reason: string },
+    private readonly logger: NodeLogger,
+    private readonly nodeId: string,
+  ) {
+    this.set(false, 'starting');
+  }
+
+  start(everyMs: number): void {
+    this.update();
+    this.timer = setInterval(() => this.update(), everyMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.set(false, 'shutting down');
+  }
+
+  private update(): void {
+    const { serving, reason } = this.judge();
+    this.set(serving, reason);
+  }
+
+  private set(serving: boolean, reason: string): void {
+    if (serving === this.last) return;
+    for (const s of SERVICES) this.health.setStatus(s, serving ? 'SERVING' : 'NOT_SERVING');
+    if (this.last !== null) {
+      if (serving) this.logger.info({ nodeId: this.nodeId, reason }, 'health: SERVING');
+      else this.logger.warn({ nodeId: this.nodeId, reason }, 'health: NOT_SERVING');
+    }
+    this.last = serving;
+  }
+}
