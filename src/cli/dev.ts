@@ -35,7 +35,7 @@ export function devCommand(program: Command): void {
       process.stdout.write(
         `leasehold dev cluster: nodes ${ids.join(', ')} at ${endpoints}\n` +
           `config: ${configPath}\n` +
-          `try:    npx leasehold acquire --endpoints ${endpoints} mykey --owner me --ttl 5000\n` +
+          `try:    npx leasehold acquire --endpoints ${endpoints} mykey --owner me --ttl 5s\n` +
           `Ctrl-C stops all nodes.\n`,
       );
       let stopping = false;

@@ -45,7 +45,7 @@ describe('leasehold dev', () => {
       const pool = new EndpointPool({ endpoints: endpoints.split(',') });
       await waitFor('a leader', async () => (await pool.status(endpoints.split(',')[0]!, Date.now() + 1000)).leader_id !== '');
       pool.close();
-      const acq = cli('acquire', 'mykey', '--owner', 'me', '--ttl', '60000');
+      const acq = cli('acquire', 'mykey', '--owner', 'me', '--ttl', '60s');
       expect(acq.status, acq.stderr).toBe(0);
       expect(acq.stdout).toMatch(/acquired mykey: token \d+/);
       const token = /token (\d+)/.exec(acq.stdout)![1]!;
