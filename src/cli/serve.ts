@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { startNode } from '../server/runtime.js';
@@ -8,9 +9,10 @@ export function serveCommand(program: Command): void {
     .description('run one node of the cluster described in a YAML config')
     .requiredOption('--config <file>', 'cluster config (YAML); see cluster.example.yaml')
     .requiredOption('--id <nodeId>', 'which node of the config this process is')
-    .action(async (opts: { config: string; id: string }) => {
+    .option('--data-dir <dir>', "this node's data directory, instead of its dataDir in the config (env LEASEHOLD_DATA_DIR)", process.env['LEASEHOLD_DATA_DIR'])
+    .action(async (opts: { config: string; id: string; dataDir?: string }) => {
       const config = loadConfig(opts.config);
-      const running = await startNode(config, opts.id);
+      const running = await startNode(config, opts.id, opts.dataDir ? { dataDir: resolve(opts.dataDir) } : {});
       let signals = 0;
       const stop = (signal: string) => {
         signals++;

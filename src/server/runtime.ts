@@ -2,7 +2,8 @@
 // transport and the client API, all on one gRPC port. Also the graceful shutdown: a leader hands
 // leadership to the most caught-up follower before it stops (kill -9 is always safe too).
 import * as grpc from '@grpc/grpc-js';
-import { pino, type Logger } from 'pino';
+import type { Server as HttpServer } from 'node:http';
+import type { Logger } from 'pino';
 import type { ClusterConfig, NodeConfig } from '../config/types.js';
 import { RaftNode } from '../raft/node.js';
 import { realEnv, type NodeEnv } from '../raft/env.js';
@@ -14,6 +15,10 @@ import type { Message } from '../raft/core/types.js';
 import { LockFsm } from './lock-fsm.js';
 import { LockService } from './lock-service.js';
 import { ClientApi } from './grpc-server.js';
+import { instrumentFsm, instrumentLockService, instrumentProposals, instrumentStorage } from './instrument.js';
+import { createNodeLogger } from './logging.js';
+import { NodeMetrics, serveMetrics } from './metrics.js';
+import { watchQuorum } from './quorum-watch.js';
 
 export interface RunningNode {
   id: string;
@@ -30,17 +35,20 @@ export interface StartOptions {
    *  (a monotonic clock anchored once to the wall clock, so an NTP step cannot move stamps). */
   env?: NodeEnv;
   logger?: Logger;
+  /** Overrides this node's dataDir from the config (`serve --data-dir`, env LEASEHOLD_DATA_DIR). */
+  dataDir?: string;
 }
 
 export async function startNode(config: ClusterConfig, id: string, options: StartOptions = {}): Promise<RunningNode> {
   const self = config.nodes.find((n) => n.id === id);
   if (!self) throw new Error(`--id ${id}: no node with that id in the config (have: ${config.nodes.map((n) => n.id).join(', ')})`);
-  const logger = options.logger ?? pino({ level: config.log.level, base: { pid: process.pid } });
+  const logger = options.logger ?? createNodeLogger(config.log);
   // One env for the driver and the lock service: realEnv()'s clock is monotonic (see env.ts), so an NTP
   // step while we lead cannot make leases look older or younger than they are.
   const env = options.env ?? realEnv();
 
-  const storage = await LevelStorage.open(self.dataDir);
+  const dataDir = options.dataDir ?? self.dataDir;
+  const storage = await openStorage(dataDir, id);
   const fsm = new LockFsm({ dedupWindowMs: config.lock.dedupWindowMs });
   const members = new Map(config.nodes.map((n: NodeConfig) => [n.id, n.address]));
   const transport = new PeerTransport({
@@ -53,6 +61,20 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   });
 
   let node: RaftNode<LockResult | null> | null = null;
+  let service: LockService | null = null;
+  // Metrics (off unless metrics.address is set): gauges read status at scrape time; wrappers feed the rest.
+  const metricsAddress = self.metricsAddress ?? config.metrics.address;
+  const metrics = metricsAddress
+    ? new NodeMetrics(id, {
+        status: () => node!.status(),
+        progress: () => node!.progress(),
+        peers: () => transport.peerStates(),
+        leasesHeld: () => fsm.machine.leaseCount,
+        waiters: () => service?.waiterCount ?? 0,
+        dedupEntries: () => fsm.machine.dedupSize,
+      })
+    : null;
+  const observedFsm = metrics ? instrumentFsm(fsm, metrics) : null;
   const server = new grpc.Server({
     'grpc.max_receive_message_length': config.limits.maxMessageBytes,
     'grpc.max_send_message_length': config.limits.maxMessageBytes,
@@ -62,9 +84,9 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   node = await RaftNode.start({
     id,
     voters: config.nodes.map((n) => n.id),
-    storage,
+    storage: metrics && observedFsm ? instrumentStorage(storage, metrics, observedFsm.snapshotStartedAt) : storage,
     transport,
-    fsm,
+    fsm: observedFsm?.fsm ?? fsm,
     tickMs: config.raft.tickMs,
     snapshotEvery: config.raft.snapshotEvery,
     raft: {
@@ -86,15 +108,26 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     process.exit(70);
   });
 
-  const service = new LockService(liveNode, fsm, {
+  if (metrics) liveNode.on('softState', (ss, prev) => metrics.onSoftState(ss, prev));
+  const quorumWatch = watchQuorum({
+    env,
+    logger,
+    electionTimeoutMs: 2 * config.raft.electionTicks * config.raft.tickMs,
+    status: () => liveNode.status(),
+    peers: () => transport.peerStates(),
+    addresses: members,
+  });
+
+  const liveService = new LockService(metrics ? instrumentProposals(liveNode, metrics) : liveNode, fsm, {
     env,
     housekeepingMs: Math.max(10, Math.floor(config.raft.tickMs / 2)),
     checkpointIdleMs: config.lock.checkpointIdleMs,
     defaultTimeoutMs: 5000,
     logger,
   });
+  service = liveService;
   const api = new ClientApi({
-    service,
+    service: metrics ? instrumentLockService(liveService, metrics) : liveService,
     limits: {
       minTtlMs: config.lock.minTtlMs,
       maxTtlMs: config.lock.maxTtlMs,
@@ -106,17 +139,26 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   });
   api.register(server);
 
+  const listen = self.listen ?? self.address;
   await new Promise<void>((resolve, reject) => {
-    server.bindAsync(self.address, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(new Error(`cannot listen on ${self.address}: ${err.message}`)) : resolve()));
+    server.bindAsync(listen, grpc.ServerCredentials.createInsecure(), (err) =>
+      err ? reject(new Error(`node ${id}: cannot listen on ${listen}${self.listen ? ' (nodes[].listen)' : ' (nodes[].address)'}: ${err.message} — is another process using the port?`)) : resolve(),
+    );
   });
-  logger.info({ nodeId: id, address: self.address, dataDir: self.dataDir, members: Object.fromEntries(members) }, 'leasehold node serving');
+  const metricsServer: HttpServer | null = metrics && metricsAddress ? await serveMetrics(metricsAddress, metrics.registry) : null;
+  logger.info(
+    { nodeId: id, address: self.address, listen, dataDir, metrics: metricsAddress, members: Object.fromEntries(members) },
+    'leasehold node serving',
+  );
 
   let stopping: Promise<void> | null = null;
   const shutdown = (): Promise<void> => {
     stopping ??= (async () => {
       if (liveNode.isLeader()) await handOver(liveNode, config.raft.tickMs * config.raft.electionTicks * 2, logger);
       api.health.setStatus('', 'NOT_SERVING');
-      service.close();
+      quorumWatch.cancel();
+      metricsServer?.close();
+      liveService.close();
       await liveNode.stop();
       transport.close();
       api.close();
@@ -137,7 +179,27 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     return stopping;
   };
 
-  return { id, address: self.address, node: liveNode, service, logger, shutdown };
+  return { id, address: self.address, node: liveNode, service: liveService, logger, shutdown };
+}
+
+/** Opens the node's LevelDB, turning LevelDB's bare "Database failed to open" into the cause and the place. */
+async function openStorage(dataDir: string, id: string): Promise<LevelStorage> {
+  try {
+    return await LevelStorage.open(dataDir);
+  } catch (err) {
+    const codes: string[] = [];
+    for (let e: unknown = err; e instanceof Error && codes.length < 5; e = (e as { cause?: unknown }).cause) codes.push(String((e as { code?: unknown }).code ?? ''));
+    const detail = (err as Error).message;
+    if (codes.includes('LEVEL_LOCKED')) {
+      throw new Error(
+        `node ${id}: dataDir ${dataDir} is locked by another process — another leasehold node (or a second copy of this one) is using it. Each node needs its own dataDir; stop the other process or fix nodes[].dataDir`,
+        { cause: err },
+      );
+    }
+    if (codes.includes('EACCES') || /permission denied/i.test(detail)) throw new Error(`node ${id}: cannot open dataDir ${dataDir}: permission denied`, { cause: err });
+    if (codes.includes('LEVEL_CORRUPTION')) throw new Error(`node ${id}: dataDir ${dataDir} is corrupt (${detail}); restore it from a peer by replacing the node`, { cause: err });
+    throw new Error(`node ${id}: cannot open dataDir ${dataDir}: ${detail}${codes.length ? ` (${codes.filter(Boolean).join(' <- ')})` : ''}`, { cause: err });
+  }
 }
 
 /** Transfer leadership to the most caught-up follower and wait (bounded) until it takes over. */

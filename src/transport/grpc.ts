@@ -125,6 +125,11 @@ class PeerLink {
 
   private alive = false;
 
+  /** Whether the outbound stream to this peer works (it has answered since the last failure). */
+  get connected(): boolean {
+    return this.alive;
+  }
+
   /** A message arrived from this peer: the link works, so reset the backoff. */
   markAlive(): void {
     this.backoffMs = BACKOFF_MIN_MS;
@@ -157,6 +162,11 @@ export class PeerTransport implements PeerSender {
     for (const [id, address] of opts.peers) {
       if (id !== opts.selfId) this.links.set(id, new PeerLink(id, address, opts));
     }
+  }
+
+  /** Each peer and whether its outbound stream is connected (metrics, quorum warnings). */
+  peerStates(): Map<NodeId, boolean> {
+    return new Map([...this.links].map(([id, link]) => [id, link.connected]));
   }
 
   send(messages: Message[]): void {

@@ -42,6 +42,8 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
 export interface ClusterOptions {
   size?: number;
   extraYaml?: string;
+  /** Extra keys of each node's entry, e.g. `(id, i) => \`metricsAddress: 127.0.0.1:${port[i]}\`` (one line, no indent). */
+  nodeYaml?: (id: string, i: number) => string;
 }
 
 export class TestCluster {
@@ -52,12 +54,12 @@ export class TestCluster {
   readonly procs = new Map<string, ChildProcess>();
   private logs = new Map<string, WriteStream>();
 
-  private constructor(dir: string, ids: string[], ports: number[], extraYaml: string) {
+  private constructor(dir: string, ids: string[], ports: number[], extraYaml: string, nodeYaml?: (id: string, i: number) => string) {
     this.dir = dir;
     this.ids = ids;
     this.ports = ports;
     this.configPath = join(dir, 'cluster.yaml');
-    const nodes = ids.map((id, i) => `  - id: ${id}\n    address: 127.0.0.1:${ports[i]}\n    dataDir: ${id}\n`).join('');
+    const nodes = ids.map((id, i) => `  - id: ${id}\n    address: 127.0.0.1:${ports[i]}\n    dataDir: ${id}\n${nodeYaml ? `    ${nodeYaml(id, i)}\n` : ''}`).join('');
     writeFileSync(
       this.configPath,
       `nodes:\n${nodes}raft:\n  tickMs: 50\n  electionTicks: 6\n${extraYaml}`,
@@ -68,7 +70,7 @@ export class TestCluster {
     const size = opts.size ?? 3;
     const dir = mkdtempSync(join(tmpdir(), 'leasehold-it-'));
     const ids = Array.from({ length: size }, (_, i) => `n${i + 1}`);
-    return new TestCluster(dir, ids, await freePorts(size), opts.extraYaml ?? '');
+    return new TestCluster(dir, ids, await freePorts(size), opts.extraYaml ?? '', opts.nodeYaml);
   }
 
   endpoint(id: string): string {

@@ -42,6 +42,8 @@ describe('leasehold dev', () => {
       let out = '';
       dev.stdout!.on('data', (b: Buffer) => (out += b.toString()));
       await waitFor('dev to print its endpoints', () => out.includes(endpoints));
+      // Each node's lines carry its id (JSON here: dev's stdout is not a terminal).
+      await waitFor('prefixed node log lines', () => /^n1 \| \{.*"msg":"leasehold node serving"/m.test(out) && /^n3 \| \{/m.test(out));
       const pool = new EndpointPool({ endpoints: endpoints.split(',') });
       await waitFor('a leader', async () => (await pool.status(endpoints.split(',')[0]!, Date.now() + 1000)).leader_id !== '');
       pool.close();

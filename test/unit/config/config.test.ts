@@ -60,7 +60,7 @@ describe('parseConfig: the smallest valid file and the defaults', () => {
       { id: 'n3', address: '127.0.0.1:7003', dataDir: '/var/lib/leasehold/n3' },
     ]);
     expect(config.source).toBe('/etc/leasehold/cluster.yaml');
-    expect({ raft: config.raft, lock: config.lock, limits: config.limits, log: config.log }).toEqual(DEFAULT_SETTINGS);
+    expect({ raft: config.raft, lock: config.lock, limits: config.limits, log: config.log, metrics: config.metrics }).toEqual(DEFAULT_SETTINGS);
   });
 
   it('has the documented defaults', () => {
@@ -71,7 +71,8 @@ describe('parseConfig: the smallest valid file and the defaults', () => {
       },
       lock: { minTtlMs: 100, maxTtlMs: 3600000, dedupWindowMs: 600000, maxWaitMs: 300000, checkpointIdleMs: 1000 },
       limits: { maxMessageBytes: 4194304, peerQueueMessages: 10000, maxKeyBytes: 512, maxOwnerBytes: 256 },
-      log: { level: 'info' },
+      log: { level: 'info', format: 'auto' },
+      metrics: { address: null },
     });
   });
 
@@ -123,7 +124,7 @@ describe('cluster.example.yaml', () => {
       ['n2', '127.0.0.1:7002', join(REPO, 'data', 'n2')],
       ['n3', '127.0.0.1:7003', join(REPO, 'data', 'n3')],
     ]);
-    expect({ raft: config.raft, lock: config.lock, limits: config.limits, log: config.log }).toEqual(DEFAULT_SETTINGS);
+    expect({ raft: config.raft, lock: config.lock, limits: config.limits, log: config.log, metrics: config.metrics }).toEqual(DEFAULT_SETTINGS);
   });
 
   it('documents every key of the schema, written out explicitly (none left to defaults)', () => {
@@ -131,7 +132,7 @@ describe('cluster.example.yaml', () => {
     for (const [section, rules] of Object.entries(SETTINGS_SCHEMA)) {
       expect(Object.keys(raw[section] ?? {}).sort(), section).toEqual(Object.keys(rules).sort());
     }
-    expect(Object.keys(raw).sort()).toEqual(['limits', 'lock', 'log', 'nodes', 'raft']);
+    expect(Object.keys(raw).sort()).toEqual(['limits', 'lock', 'log', 'metrics', 'nodes', 'raft']);
   });
 });
 
@@ -363,5 +364,33 @@ describe('schema', () => {
     expect(parseAddress('127.0.0.1:7001')).toEqual({ host: '127.0.0.1', port: 7001 });
     expect(parseAddress('[::1]:7001')).toEqual({ host: '::1', port: 7001 });
     expect(typeof parseAddress('nope')).toBe('string');
+  });
+});
+
+describe('metrics, log.format and a node\'s listen address', () => {
+  const base = 'nodes:\n  - { id: n1, address: "n1:7001", dataDir: /d, listen: "0.0.0.0:7001" }\n';
+  it('metrics is off by default; metrics.address is a host:port; listen is kept apart from the advertised address', () => {
+    const off = parseConfig(base, 'x.yaml');
+    expect(off.metrics.address).toBeNull();
+    expect(off.log.format).toBe('auto');
+    expect(off.nodes[0]).toEqual({ id: 'n1', address: 'n1:7001', dataDir: '/d', listen: '0.0.0.0:7001' });
+    const on = parseConfig(`${base}metrics: { address: "127.0.0.1:9464" }\nlog: { format: json }\n`, 'x.yaml');
+    expect(on.metrics.address).toBe('127.0.0.1:9464');
+    expect(on.log.format).toBe('json');
+  });
+
+  it('bad values name the key', () => {
+    const err = (text: string) => {
+      try {
+        parseConfig(text, 'x.yaml');
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return 'no error';
+    };
+    expect(err(`${base}metrics: { address: 9464 }\n`)).toMatch(/metrics\.address: expected host:port/);
+    expect(err(`${base}metrics: { address: "localhost" }\n`)).toMatch(/metrics\.address: expected host:port/);
+    expect(err(`${base}log: { format: colour }\n`)).toMatch(/log\.format: expected one of auto, json, pretty/);
+    expect(err('nodes:\n  - { id: n1, address: "n1:7001", dataDir: /d, listen: "0.0.0.0" }\n')).toMatch(/nodes\[0\]\.listen: expected host:port/);
   });
 });
