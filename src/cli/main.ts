@@ -5,6 +5,7 @@ import { serveCommand } from './serve.js';
 import { devCommand } from './dev.js';
 import { clientCommands } from './client-commands.js';
 import { runCommand } from './run.js';
+import { healthCommand } from './health.js';
 import { reportError } from './exit-codes.js';
 import { packageVersion } from './version.js';
 
@@ -20,6 +21,7 @@ export function buildProgram(): Command {
   devCommand(program);
   clientCommands(program);
   runCommand(program);
+  healthCommand(program);
   return program;
 }
 

@@ -56,6 +56,16 @@ describe('leasehold CLI', () => {
     expect(r.stdout.trim()).toBe((JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version);
   });
 
+  it('health: exit 0 for a SERVING node (what the image\'s HEALTHCHECK runs), 2 for an unreachable one', async () => {
+    const ok = await cli(['health', '--endpoint', c.endpoint('n2')], { endpoints: false });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout.trim()).toBe(`${c.endpoint('n2')}: SERVING`);
+    const [port] = await freePorts(1);
+    const down = await cli(['health', '--endpoint', `127.0.0.1:${port}`], { endpoints: false });
+    expect(down.code).toBe(2);
+    expect(down.stderr).toMatch(/no health answer \(UNAVAILABLE/);
+  });
+
   it('exit 1 for usage errors found locally: a bare duration, a malformed token, an endpoint without a port or with http://', async () => {
     const ttl = await cli(['acquire', 'k', '--owner', 'me', '--ttl', '5']);
     expect(ttl.code).toBe(1);

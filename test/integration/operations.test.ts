@@ -123,3 +123,13 @@ describe('a node that cannot reach a quorum, and a second node on the same dataD
     expect(stderr).toMatch(/Each node needs its own dataDir/);
   });
 });
+
+describe('examples/grafana-dashboard.json', () => {
+  it('is a dashboard whose every query uses series a node exports (as listed in the README)', () => {
+    const dash = JSON.parse(readFileSync('examples/grafana-dashboard.json', 'utf8')) as { panels: { targets: { expr: string }[] }[] };
+    const readme = readFileSync('README.md', 'utf8');
+    const names = dash.panels.flatMap((p) => p.targets.flatMap((t) => [...t.expr.matchAll(/leasehold_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|count|sum)$/, ''))));
+    expect(names.length).toBeGreaterThan(10);
+    for (const n of new Set(names)) expect(readme, n).toContain(`\`${n}`);
+  });
+});
