@@ -71,7 +71,9 @@ describe('Dockerfile build steps, run in a scratch directory', () => {
     mkdirSync(runDir, { recursive: true });
     for (const ins of runtime.instructions.filter((i) => i.op === 'COPY')) {
       const parts = ins.args.split(/\s+/);
-      const from = parts[0]!.startsWith('--from=') ? (parts.shift()!, (p: string) => join(buildDir, p.replace(/^\/app\//, ''))) : (p: string) => join(REPO, p);
+      const fromBuild = parts[0]!.startsWith('--from=');
+      if (fromBuild) parts.shift();
+      const from = (p: string) => (fromBuild ? join(buildDir, p.replace(/^\/app\//, '')) : join(REPO, p));
       const dest = join(runDir, parts.at(-1)!);
       for (const src of parts.slice(0, -1)) cpSync(from(src), parts.length > 2 ? join(dest, src.split('/').pop()!) : dest, { recursive: true });
     }
