@@ -158,6 +158,11 @@ class PeerLink {
 
   private alive = false;
 
+  /** Whether the outbound stream to this peer works (it has answered since the last failure). */
+  get connected(): boolean {
+    return this.alive;
+  }
+
   /** A message arrived from this peer: the link works, so reset the backoff. */
   markAlive(): void {
     this.backoffMs = BACKOFF_MIN_MS;
@@ -230,6 +235,11 @@ export class PeerTransport implements PeerSender {
   /** New credentials (certificate reload): every peer link reconnects with them. */
   setCredentials(credentials: grpc.ChannelCredentials): void {
     for (const link of this.links.values()) link.connect(credentials);
+  }
+
+  /** Each peer and whether its outbound stream is connected (metrics, quorum warnings). */
+  peerStates(): Map<NodeId, boolean> {
+    return new Map([...this.links].map(([id, link]) => [id, link.connected]));
   }
 
   send(messages: Message[]): void {
