@@ -19,14 +19,16 @@ const SEEDS = num(env['SIM_SEEDS'], 1000);
 const EVENTS = num(env['SIM_EVENTS'], 5000);
 const BASE = num(env['SIM_SEED_BASE'], 1);
 const CHUNKS = Math.max(1, Math.min(SEEDS, num(env['SIM_CHUNKS'], 8)));
+/** The sweep runs with membership changes in the fault schedule (membership.ts); SIM_MEMBERSHIP=0 without. */
+const MEMBERSHIP = env['SIM_MEMBERSHIP'] !== '0';
 
 const core: CoreModule = env['SIM_CORE'] ? ((await import(env['SIM_CORE'])) as CoreModule) : defaultCore;
 
 if (env['SEED'] !== undefined && env['SEED'] !== '') {
-  replaySeedSuite('simulation', Number(env['SEED']), (seed, trace) => runSimulation({ seed, events: EVENTS, core, ...trace }));
+  replaySeedSuite('simulation', Number(env['SEED']), (seed, trace) => runSimulation({ seed, events: EVENTS, core, membership: MEMBERSHIP, ...trace }));
 } else {
-  seedSweepSuite(`simulation: ${SEEDS} seeds x ${EVENTS} events`, { seeds: SEEDS, base: BASE, chunks: CHUNKS }, (seed) =>
-    runSimulation({ seed, events: EVENTS, core }),
+  seedSweepSuite(`simulation: ${SEEDS} seeds x ${EVENTS} events${MEMBERSHIP ? ', membership changes' : ''}`, { seeds: SEEDS, base: BASE, chunks: CHUNKS }, (seed) =>
+    runSimulation({ seed, events: EVENTS, core, membership: MEMBERSHIP }),
   );
 
   describe('simulation harness', () => {
