@@ -471,7 +471,10 @@ export class Raft {
     const last = this.log.lastIndex();
     for (const id of [...this.voters, ...this.learners]) {
       if (this.progress.has(id)) continue;
-      const pr = new Progress(id, last);
+      // Probe a new member WITH the last entry (next = last, as etcd does): a probe carrying no entry is
+      // never resent by the heartbeat path, so if the first one is lost (the joining node is not up
+      // yet) and no new entry follows, the member would never be caught up.
+      const pr = new Progress(id, Math.max(0, last - 1));
       pr.recentActive = true;
       this.progress.set(id, pr);
     }

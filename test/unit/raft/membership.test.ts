@@ -99,6 +99,24 @@ describe('thesis §4.2.1 learners: catch up without voting or counting', () => {
   });
 });
 
+describe('a new member is probed until it answers (found by the simulator, seed 23 with membership)', () => {
+  it('a learner that was not running when it was added catches up once it starts, in an idle cluster', () => {
+    // The leader's first probe to the new member is lost (the joining node is not up yet). Its progress
+    // used to start at next = lastIndex + 1: every later probe was an EMPTY append, which the heartbeat
+    // path never resends, while heartbeats (anchored at match 0) succeeded — with no new entries the
+    // learner stayed at index 0 forever.
+    const net = cluster();
+    for (let i = 0; i < 3; i++) net.propose('a', `v${i}`);
+    expect(change(net, 'a', addLearner('d'))).toMatchObject({ ok: true });
+    net.tickAll(2); // the add commits; everything sent to d so far went nowhere
+    const d = joiner(net, 'd');
+    net.tickAll(5);
+    expect(d.raft.status().lastIndex).toBe(net.node('a').raft.status().lastIndex);
+    expect(d.appliedData()).toEqual(['v0', 'v1', 'v2']);
+    expect(d.raft.status().learners).toEqual(['d']);
+  });
+});
+
 describe('thesis §4.1 single-server changes: one at a time, after the leader committed in its term', () => {
   it('§4.1 a second change is refused while the first is uncommitted', () => {
     const net = cluster();
