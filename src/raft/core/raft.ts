@@ -261,9 +261,10 @@ export class Raft {
 
   step(m: Message): void {
     if (m.to !== this.id) return;
-    // Only members may speak to us: a removed node that restarts with an old log (it still thinks it is a
-    // voter) must not depose a leader with its terms or collect votes. A node that knows no configuration
-    // yet (joining) listens to whoever contacts it — the transport checks the cluster id first.
+    // A removed node may not speak to us: restarting with an old log (it still thinks it is a voter), it
+    // must not depose a leader with its terms or collect votes. Any other sender is heard (acceptsFrom
+    // says why); a node that knows no configuration yet (joining) listens to whoever contacts it — the
+    // transport checks the cluster id first.
     if (!this.acceptsFrom(m.from)) return;
     if (m.term > this.term) {
       if (m.type === 'RequestVote') {
@@ -457,8 +458,14 @@ export class Raft {
     if (best && best.match === this.log.lastIndex()) this.send({ type: 'TimeoutNow', to: best.id });
   }
 
+  /** Refuse only ids whose removal we know COMMITTED (ids are never reused, so such a node can never be
+   *  a member again). Not the latest configuration's: an uncommitted removal in a stale tail may be
+   *  truncated by the very leader it names, and we must hear that leader to truncate it. Everyone else
+   *  is heard: thesis §4.1 — a server accepts a leader outside its latest configuration, and may need
+   *  to vote for such a candidate, because it may not have received the entry that added it yet (a
+   *  voter that was down while a node was added and promoted must follow that node once it leads). */
   private acceptsFrom(from: NodeId): boolean {
-    return this.voters.length === 0 || this.voters.includes(from) || this.learners.includes(from);
+    return !this.confs.at(this.log.committed).removed.includes(from);
   }
 
   /** Act on confs.current(): the voter and learner lists, and (leading) one Progress per member. */

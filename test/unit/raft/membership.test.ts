@@ -117,6 +117,56 @@ describe('a new member is probed until it answers (found by the simulator, seed 
   });
 });
 
+describe('thesis §4.1: a server accepts a leader (and a candidate) outside its latest configuration (found by the simulator, seed 107 with membership)', () => {
+  it('a voter that was down while a new member was added and promoted follows that member once it leads', () => {
+    // c misses the add and the promotion of d; d then becomes leader. c's configuration is still
+    // {a, b, c}: refusing every message from a non-member, it refused d's appends and stayed behind
+    // forever (pre-campaigning with a stale log). Only ids the configuration lists as REMOVED are
+    // refused (ids are never reused, so that list is exact).
+    const net = cluster();
+    joiner(net, 'd');
+    net.isolate('c');
+    expect(change(net, 'a', addLearner('d'))).toMatchObject({ ok: true });
+    net.tick(['a', 'b', 'd'], 2);
+    expect(change(net, 'a', { type: 'promote', id: 'd' })).toMatchObject({ ok: true });
+    net.tick(['a', 'b', 'd'], 2);
+    expect(net.node('a').raft.transferLeadership('d')).toBe(true);
+    net.tick(['a', 'b', 'd'], 3);
+    expect(net.node('d').raft.role).toBe('leader');
+    net.propose('d', 'after');
+    net.tick(['a', 'b', 'd'], 1);
+    net.heal();
+    expect(net.node('c').raft.status().voters).toEqual(['a', 'b', 'c']);
+    net.tickAll(3);
+    const c = net.node('c');
+    expect(c.raft.status().voters).toEqual(['a', 'b', 'c', 'd']);
+    expect(c.raft.status().leaderId).toBe('d');
+    expect(c.appliedData()).toContain('after');
+  });
+
+  it('an UNCOMMITTED removal of the new leader in a stale tail does not make a node refuse that leader (seed 171)', () => {
+    // Without leader stickiness, so that b can be elected at will while a is cut off.
+    const net = new Network(['a', 'b', 'c'], (c) => {
+      c.checkQuorum = false;
+      c.preVote = false;
+    });
+    net.elect('a');
+    net.tickAll(1);
+    net.isolate('a');
+    expect(change(net, 'a', { type: 'remove', id: 'b' })).toMatchObject({ ok: true }); // only a has it
+    net.elect('b');
+    expect(net.node('b').raft.role).toBe('leader');
+    net.propose('b', 'after');
+    net.heal();
+    const a = net.node('a');
+    expect(a.raft.status().conf.removed).toEqual(['b']);
+    net.tickAll(3 * E);
+    expect(a.raft.status().conf.removed).toEqual([]); // the stale entry was truncated by b's appends
+    expect(a.raft.status().leaderId).toBe('b');
+    expect(a.appliedData()).toContain('after');
+  });
+});
+
 describe('thesis §4.1 single-server changes: one at a time, after the leader committed in its term', () => {
   it('§4.1 a second change is refused while the first is uncommitted', () => {
     const net = cluster();
