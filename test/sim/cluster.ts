@@ -19,7 +19,7 @@ import { GlobalFacts } from './invariants.js';
 import { NodeIO, type Cancellable } from './io.js';
 import { LivenessPhase } from './liveness.js';
 import { MembershipNemesis } from './membership.js';
-import { afterNodeEvent, type EventCause } from './node-checks.js';
+import { afterNodeEvent, committedRemovals, type EventCause } from './node-checks.js';
 import { SimNode } from './node.js';
 import { profileFor, type SimProfile } from './profile.js';
 import { EventQueue, type Timed } from './queue.js';
@@ -353,7 +353,7 @@ export class SimCluster {
           return;
         }
         this.trace.add(this.now, node.id, ev.dup ? 'recv(dup)' : 'recv', ev.msg);
-        if (this.membership !== null) this.confBeforeDelivery = node.raft.status().conf;
+        if (this.membership !== null) this.removedBeforeDelivery = committedRemovals(node);
         node.heardAt[ev.from] = this.now;
         node.rn.receive(ev.msg);
         if (ev.msg.term === node.raft.status().term) node.heardInTermAt[ev.from] = this.now;
@@ -471,9 +471,9 @@ export class SimCluster {
 
   private touchedBy: SimNode | null = null;
   private cause: EventCause = OTHER;
-  /** With membership: the receiver's configuration just before the delivery being checked (a message
-   *  from outside it must not change the receiver's term: node-checks.ts removed-disturbs). */
-  confBeforeDelivery: ConfState | null = null;
+  /** With membership: the ids whose removal the receiver knew committed just before the delivery being
+   *  checked (a message from one of them must not change its term: node-checks.ts removed-disturbs). */
+  removedBeforeDelivery: NodeId[] = [];
 
   /** One event, its promise continuations, then the checks of the node it touched and the extras. */
   async step(): Promise<void> {
