@@ -110,14 +110,14 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
         run(`catches: ${mutant.name}`, async () => {
           for (let seed = 1; seed <= mutant.maxSeeds; seed++) {
             try {
-              await runSimulation({ seed, events: mutant.events ?? EVENTS, core: mutant.core(defaultCore), profile: mutant.profile, workload: mutant.workload });
+              await runSimulation({ seed, events: mutant.events ?? EVENTS, core: mutant.core(defaultCore), profile: mutant.profile, workload: mutant.workload, membership: mutant.membership });
             } catch (e) {
               if (!(e instanceof SimViolation)) throw e;
               // Liveness says nothing about a planted safety bug; and a seed that also fails on the
               // real core is the core's failure, not the mutant's: keep looking.
               if (e.invariant === 'liveness') continue;
               try {
-                await runSimulation({ seed, events: mutant.events ?? EVENTS, core: defaultCore, profile: mutant.profile, workload: mutant.workload });
+                await runSimulation({ seed, events: mutant.events ?? EVENTS, core: defaultCore, profile: mutant.profile, workload: mutant.workload, membership: mutant.membership });
               } catch (base) {
                 if (base instanceof SimViolation) continue;
                 throw base;
