@@ -31,6 +31,7 @@ export class LivenessPhase {
       node.arm = null;
       node.tickMs = node.baseTickMs;
       if (!node.born) continue;
+      if (this.retired(node)) continue;
       if (fullRestart && node.up) this.sim.crash(i, 'full restart before quiet phase');
       if (!node.up) this.sim.schedule(this.sim.faults.rng.float() * 20, { kind: 'restart', node: i, inc: node.incarnation });
     }
@@ -40,7 +41,17 @@ export class LivenessPhase {
     this.sim.schedule(this.sim.profile.tickMs * 2, { kind: 'check' });
   }
 
+  /** A node whose removal is committed, in a profile where it may disturb the cluster (membership.ts
+   *  removedMayDisturb): shut down for good instead of restarted. */
+  private retired(node: SimNode): boolean {
+    const m = this.sim.membership;
+    if (m === null || !m.removedMayDisturb || !this.sim.facts.removedCommitted.has(node.id)) return false;
+    if (node.up) this.sim.crash(node.idx, 'removed member retired (Pre-Vote and CheckQuorum off)');
+    return true;
+  }
+
   check(): void {
+    for (const n of this.sim.nodes) if (n.born && n.up) this.retired(n);
     const conv = this.convergence();
     if (conv === null) {
       this.sim.phase = 'done';

@@ -33,9 +33,21 @@ export class MembershipNemesis {
   /** How attempts ended, for the summary: accepted, refused:<why>, committed, lost:<why>. */
   readonly outcomes = new Map<string, number>();
 
+  /**
+   * With Pre-Vote AND CheckQuorum both off, a removed node restarted from a log that predates its removal
+   * CAN disturb the cluster, and the core says so by design: leader stickiness (thesis §4.2.3, ignore a
+   * RequestVote while hearing from a leader) is tied to CheckQuorum (raft.ts, step). Members that have
+   * not yet received its removal still count it a voter, take its ever higher terms, and depose leaders
+   * in turn — in the quiet phase that livelocks a lagging member's snapshot transfer (seed 639). Such
+   * profiles still get every membership change and removed nodes during the fault phase (safety must
+   * hold); only the final phase retires nodes whose removal is committed instead of restarting them.
+   */
+  readonly removedMayDisturb: boolean;
+
   constructor(private readonly sim: SimCluster) {
     this.rng = SimRng.derive(sim.seed, 'membership');
     this.nextSpare = sim.initialIds.length;
+    this.removedMayDisturb = !sim.profile.raft.preVote && !sim.profile.raft.checkQuorum;
   }
 
   start(): void {
