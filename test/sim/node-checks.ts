@@ -33,16 +33,22 @@ import type { SimNode } from './node.js';
 export type EventCause = { kind: 'deliver'; msg: Message } | { kind: 'tick' } | { kind: 'other' };
 
 interface CoreLog {
+  committed: number;
   term(index: number): number | undefined;
 }
 
-/** The term of entry `index` in the core's in-memory log. Reaches into the core (or the core a planted
- *  bug wraps) and fails loudly if the field was renamed, rather than silently checking nothing. */
-function coreLogTerm(node: SimNode, index: number): number | undefined {
+/** The core's in-memory log. Reaches into the core (or the core a planted bug wraps) and fails loudly
+ *  if the field was renamed, rather than silently checking nothing. */
+function coreLog(node: SimNode): CoreLog {
   let c = node.raft as unknown as { log?: CoreLog; inner?: unknown };
   for (let depth = 0; depth < 3 && c.log === undefined && c.inner !== undefined; depth++) c = c.inner as typeof c;
-  if (c.log === undefined || typeof c.log.term !== 'function') throw new Error('node-checks needs the core\'s log.term(i): update test/sim/node-checks.ts');
-  return c.log.term(index);
+  if (c.log === undefined || typeof c.log.term !== 'function' || typeof c.log.committed !== 'number') throw new Error('node-checks needs the core\'s log (term(i), committed): update test/sim/node-checks.ts');
+  return c.log;
+}
+
+/** The term of entry `index` in the core's in-memory log. */
+function coreLogTerm(node: SimNode, index: number): number | undefined {
+  return coreLog(node).term(index);
 }
 
 interface ConfHistoryView {
@@ -64,7 +70,7 @@ export function coreConfs(node: SimNode): ConfHistoryView {
  *  commit index (removals accumulate in ConfState.removed). */
 export function committedRemovals(node: SimNode): NodeId[] {
   const h = coreConfs(node);
-  const commit = node.raft.status().commitIndex;
+  const commit = coreLog(node).committed; // not status(): this runs before every delivery
   for (let k = h.entries.length - 1; k >= 0; k--) if (h.entries[k]!.index <= commit) return h.entries[k]!.conf.removed;
   return h.base.conf.removed;
 }
