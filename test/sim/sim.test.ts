@@ -1,6 +1,7 @@
 // Seeded cluster simulation of the real Raft core (see test/sim/cluster.ts).
 //
-//   npm run test:sim                         1,000 seeds x 5,000 events (mixed 3- and 5-node clusters)
+//   npm run test:sim                         1,000 seeds x 5,000 events (mixed 3- and 5-node clusters, with
+//                                            membership changes; SIM_MEMBERSHIP=0 for a fixed voter set)
 //   SEED=1234 npm run test:sim               replay exactly one seed; prints its summary and trace tail
 //   SEED=1234 SIM_TRACE=full npm run test:sim   ... and every trace line
 //   SIM_SEEDS=1000 SIM_EVENTS=5000 SIM_SEED_BASE=7000 npm run test:sim   other counts / ranges
