@@ -85,6 +85,25 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   /** How this node dials its peers' client ports (forwarding, first-boot questions): TLS when configured. */
   let dialCredentials = tlsMaterial ? nodeChannelCredentials(tlsMaterial) : grpc.credentials.createInsecure();
   const transport = new PeerTransport({
+    onUnknownSender: (from) => {
+      // Ask the members we know whether `from` is one of theirs (a node added while we were down may now
+      // lead, and our log cannot list it until we hear from it). Only a member of our own cluster's
+      // configuration vouches; a removed node or a stranger stays refused.
+      const conf = node?.configuration();
+      const asked = [...(conf ? [...conf.voters, ...conf.learners] : [])].filter((m) => m !== id).map((m) => members.get(m)).filter((a): a is string => a !== undefined);
+      void askPeers(asked, dialCredentials, ASK_PEERS_TIMEOUT_MS).then((answers) => {
+        const ours = node?.configuration()?.clusterId ?? '';
+        const vouched = answers.find((a) => (ours === '' || a.status.cluster_id === ours) && a.status.members.some((m) => m.id === from));
+        if (!vouched) return;
+        const entry = vouched.status.members.find((m) => m.id === from)!;
+        if (entry.address) {
+          knownAddress.set(from, entry.address);
+          if (!members.has(from)) members.set(from, entry.address);
+        }
+        transport.vouch(from);
+        logger.info({ nodeId: id, from, vouchedBy: vouched.status.node_id }, `hearing ${from}: our configuration does not list it yet, but ${vouched.status.node_id} says it is a member`);
+      });
+    },
     selfId: id,
     peers: new Map(config.nodes.map((n: NodeConfig) => [n.id, n.peerAddress ?? n.address])),
     queueLimit: config.limits.peerQueueMessages,

@@ -25,6 +25,10 @@ export interface PeerTransportOptions {
   logger: NodeLogger;
   /** Per-message traffic logs (debug level); off unless the log level is debug. */
   traceMessages: boolean;
+  /** A sender of our cluster that is not in our configuration: our log may be stale (a node added while
+   *  we were down, now leading). Called at most once per sender per few seconds; the runtime asks the
+   *  members and, when they vouch for it, calls vouch(). */
+  onUnknownSender?: (from: NodeId) => void;
   /** TLS: the channel credentials peers are dialed with (the CA, and this node's certificate to present).
    *  Each peer's server certificate must then name the peer's id (CN or DNS SAN), not its address. */
   credentials?: grpc.ChannelCredentials;
@@ -193,6 +197,9 @@ export class PeerTransport implements PeerSender {
   private identity: PeerIdentity = { clusterId: '', members: new Set() };
   /** Senders already logged as refused, with the reason (one line per sender and reason). */
   private refusedLogged = new Set<string>();
+  /** Senders the current members vouched for though our configuration does not list them (yet). */
+  private vouched = new Set<NodeId>();
+  private lastAsked = new Map<NodeId, number>();
   private closed = false;
 
   constructor(private readonly opts: PeerTransportOptions) {
@@ -216,6 +223,8 @@ export class PeerTransport implements PeerSender {
 
   setIdentity(identity: PeerIdentity): void {
     this.identity = identity;
+    // Our own configuration speaks now; vouching was only for while it lagged.
+    for (const id of this.vouched) if (identity.members.has(id)) this.vouched.delete(id);
   }
 
   /** The leader we now follow (see PeerIdentity.leaderId). */
@@ -228,8 +237,20 @@ export class PeerTransport implements PeerSender {
     const ours = this.identity.clusterId;
     // '' is a joining node that has not yet learned the id from our log: the member check below decides.
     if (ours !== '' && clusterId !== '' && clusterId !== ours) return `it belongs to cluster '${clusterId}', we are '${ours}'`;
-    if (this.identity.members.size > 0 && !this.identity.members.has(from) && from !== this.identity.leaderId) return 'it is not a member of this cluster';
+    if (this.identity.members.size > 0 && !this.identity.members.has(from) && from !== this.identity.leaderId && !this.vouched.has(from)) {
+      const now = Date.now();
+      if (this.opts.onUnknownSender && now - (this.lastAsked.get(from) ?? 0) > 3000 && this.lastAsked.size < 1000) {
+        this.lastAsked.set(from, now);
+        this.opts.onUnknownSender(from);
+      }
+      return 'it is not a member of this cluster';
+    }
     return null;
+  }
+
+  /** The members say `id` is one of them (our log has not caught up): hear it. */
+  vouch(id: NodeId): void {
+    this.vouched.add(id);
   }
 
   /** New credentials (certificate reload): every peer link reconnects with them. */
