@@ -72,8 +72,8 @@ async function run(opts: CommonOpts, fn: (ctx: Ctx) => Promise<Outcome>): Promis
   let endpoints: string[] = [];
   let p: EndpointPool | null = null;
   try {
-    endpoints = checkEndpoints(opts.endpoints);
-    p = new EndpointPool({ endpoints });
+    p = pool(opts);
+    endpoints = p.endpoints;
     const livePool = p;
     const watch = new ReachWatch(endpoints, say);
     const deadline = Date.now() + opts.timeout;
