@@ -1,7 +1,7 @@
 // Side-by-side lock benchmark: leasehold vs etcd 3.4 on the same machine, same cluster shape (3 members on
 // loopback, each with its own data dir, fsync on), same client concurrency.
 //
-//   npx tsc -p tsconfig.json && node dist/scripts/bench.js [--seconds 10] [--workers 32] [--keys 0] [--no-etcd]
+//   npm run build && npm run build:test && node build/scripts/bench.js [--seconds 10] [--workers 32] [--keys 0] [--no-etcd]
 //
 // Workload per worker, in a loop until the time is up: lock a key, then unlock it (one "cycle").
 //   --keys 0  (default) uncontended: every cycle uses a fresh key.

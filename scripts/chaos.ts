@@ -1,6 +1,6 @@
 // Jepsen-style chaos run against a real cluster (DESIGN "Jepsen / Porcupine").
 //
-//   npx tsc -p tsconfig.json && node dist/scripts/chaos.js --duration 60 --seed 1 [--nodes 5] [--workers 4]
+//   npm run build && npm run build:test && node build/scripts/chaos.js --duration 60 --seed 1 [--nodes 5] [--workers 4]
 //
 // Starts an N-node cluster of real `leasehold serve` processes (temp dir, free ports), gives every client
 // worker its own LockClient behind its own fault proxies (one per node), and runs the workload
@@ -67,10 +67,10 @@ function parse(): Args {
   if (values.help) {
     console.log(
       [
-        'usage: node dist/scripts/chaos.js [--duration S] [--seed N] [--nodes 3|5] [--workers N] [--keys N]',
+        'usage: node build/scripts/chaos.js [--duration S] [--seed N] [--nodes 3|5] [--workers N] [--keys N]',
         '                                  [--ttl ms,ms,...] [--faults kind,...|none] [--wait-chance F]',
         '                                  [--out DIR] [--wgl-budget MS]',
-        '       node dist/scripts/chaos.js --check DIR     re-check the history.jsonl (and audit.json) kept in DIR',
+        '       node build/scripts/chaos.js --check DIR     re-check the history.jsonl (and audit.json) kept in DIR',
         `fault kinds: ${FAULT_KINDS.join(', ')}`,
         'exit status: 0 clean, 1 violation / no progress / no convergence, 2 usage, 3 hard timeout',
       ].join('\n'),
@@ -184,7 +184,7 @@ async function main(): Promise<number> {
     state.cleaned = true;
     return recheck(args.check, args.wglBudgetMs);
   }
-  if (!existsSync(resolve('dist/src/cli/main.js'))) usage('run from the repository root after `npx tsc -p tsconfig.json` (dist/src/cli/main.js not found)');
+  if (!existsSync(resolve('dist/src/cli/main.js'))) usage('run from the repository root after `npm run build` (dist/src/cli/main.js not found)');
   const maxTtl = Math.max(...args.ttlsMs);
   const hardTimeoutMs = args.durationS * 1000 + 180_000;
   const hard = setTimeout(() => {

@@ -1,9 +1,14 @@
 // Client commands of the `leasehold` CLI: acquire, renew, release, get (status: cluster-commands.ts).
+// Exit codes (SPEC): 0 done, 1 usage / INVALID_ARGUMENT, 2 the cluster could not answer, 3 refused,
+// 4 permission denied — all through exit-codes.ts, which other commands reuse.
 import type { Command } from 'commander';
-import { EndpointPool, newRequestId, parseEndpoints, RpcError } from '../client/rpc.js';
+import { EndpointPool, newRequestId } from '../client/rpc.js';
 import { clientTlsCredentials, type ClientTlsOptions } from '../client/tls.js';
 import type { AcquireResponse, GetResponse, ReleaseResponse, RenewResponse } from '../transport/proto.js';
-import { parseDuration } from './duration.js';
+import { checkEndpoints, parseToken } from './args.js';
+import { formatDuration, isoTime, parseDuration } from './duration.js';
+import { EXIT, RefusedError, reportError } from './exit-codes.js';
+import { ReachWatch } from './reach.js';
 
 /** --endpoints default of every client command (and `run`). */
 export const DEFAULT_ENDPOINTS = process.env['LEASEHOLD_ENDPOINTS'] ?? '127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003';
@@ -44,23 +49,100 @@ function withCommon(cmd: Command): Command {
 
 function pool(opts: CommonOpts): EndpointPool {
   const tls = tlsFromFlags(opts);
-  return new EndpointPool({ endpoints: parseEndpoints(opts.endpoints), ...(tls ? { credentials: clientTlsCredentials(tls) } : {}) });
+  return new EndpointPool({ endpoints: checkEndpoints(opts.endpoints), ...(tls ? { credentials: clientTlsCredentials(tls) } : {}) });
 }
 
-async function run<T>(opts: CommonOpts, fn: (p: EndpointPool, deadline: number) => Promise<T>, print: (r: T) => string, exitCodeOf: (r: T) => number = () => 0): Promise<void> {
-  const p = pool(opts);
+const say = (msg: string) => process.stderr.write(`leasehold: ${msg}\n`);
+
+/** What a command's answer means: printed text, JSON, and whether it was a refusal (exit 3). */
+interface Outcome {
+  text: string;
+  json: object;
+  refused?: boolean;
+}
+
+/** Context a command's steps get: the pool, the overall deadline, and a call that knows when nothing is reachable. */
+interface Ctx {
+  pool: EndpointPool;
+  deadline: number;
+  call<Res>(method: 'Acquire' | 'Renew' | 'Release' | 'Get', request: object | ((attempt: number) => object)): Promise<Res>;
+}
+
+async function run(opts: CommonOpts, fn: (ctx: Ctx) => Promise<Outcome>): Promise<void> {
+  let endpoints: string[] = [];
+  let p: EndpointPool | null = null;
   try {
-    const result = await fn(p, Date.now() + opts.timeout);
-    process.stdout.write((opts.json ? JSON.stringify(result, null, 2) : print(result)) + '\n');
-    process.exitCode = exitCodeOf(result);
+    p = pool(opts);
+    endpoints = p.endpoints;
+    const livePool = p;
+    const watch = new ReachWatch(endpoints, say);
+    const deadline = Date.now() + opts.timeout;
+    const ctx: Ctx = {
+      pool: livePool,
+      deadline,
+      call: async <Res>(method: 'Acquire' | 'Renew' | 'Release' | 'Get', request: object | ((attempt: number) => object)) => {
+        try {
+          return await livePool.call<Res>(method, request, deadline, watch.signal, { onRetry: (r) => watch.attemptFailed(r.endpoint, r.error.code, r.error.details) });
+        } catch (err) {
+          throw watch.unreachable ?? err;
+        }
+      },
+    };
+    const outcome = await fn(ctx);
+    process.stdout.write((opts.json ? JSON.stringify(outcome.json, null, 2) : outcome.text) + '\n');
+    process.exitCode = outcome.refused ? EXIT.REFUSED : EXIT.OK;
   } catch (err) {
-    if (err instanceof RpcError) {
-      process.stderr.write(`leasehold: ${err.message}\n`);
-      process.exitCode = 2;
-    } else throw err;
+    reportError(err, endpoints);
   } finally {
-    p.close();
+    p?.close();
   }
+}
+
+/** Best effort: who holds `key` now (for refusal messages); null when the read fails. */
+async function peek(ctx: Ctx, key: string): Promise<GetResponse | null> {
+  try {
+    return await ctx.pool.call<GetResponse>('Get', { key }, Math.min(ctx.deadline, Date.now() + 1000), undefined, { retry: false, attemptTimeoutMs: 1000 });
+  } catch {
+    return null;
+  }
+}
+
+function holderText(g: GetResponse): string {
+  return `held by ${JSON.stringify(g.owner)} with token ${g.token} for another ${formatDuration(Number(g.ttl_ms))} (until ${isoTime(g.expires_at_ms)})`;
+}
+
+/** Why a renew or release with (owner, token) was refused, and what to do next. */
+async function refusalText(ctx: Ctx, key: string, owner: string, token: string, reason: string): Promise<string> {
+  const g = await peek(ctx, key);
+  if (!g) return `refused (${reason}): the lock "${key}" is not held by ${JSON.stringify(owner)} with token ${token}`;
+  if (!g.held) {
+    return `refused (${reason}): lock "${key}" is not held (its lease ran out or it was released; last token ${g.last_token}). Acquire it again for a new token`;
+  }
+  if (g.owner === owner) {
+    return (
+      `refused (${reason}): lock "${key}" is held by ${JSON.stringify(owner)} with token ${g.token}, not ${token} — token ${token} is dead ` +
+      `(a newer acquire by the same owner superseded it). Stop writing with it; use --token ${g.token} if that acquire is yours, or acquire again`
+    );
+  }
+  return `refused (${reason}): lock "${key}" is ${holderText(g)}, not by ${JSON.stringify(owner)}. Acquire it (with --wait to queue) when it is free`;
+}
+
+/** While an acquire waits in line: who holds the lock and how long we have waited, on stderr. */
+function queueProgress(ctx: Ctx, key: string, startedAt: number, firstMs = 1000, everyMs = 5000): () => void {
+  let stopped = false;
+  let timer: NodeJS.Timeout;
+  const tick = async () => {
+    const g = await peek(ctx, key);
+    if (stopped) return;
+    const waited = formatDuration(Date.now() - startedAt);
+    say(g?.held ? `waiting for lock "${key}": ${holderText(g)}; waited ${waited}` : `waiting for lock "${key}": queued behind other waiters; waited ${waited}`);
+    timer = setTimeout(() => void tick(), everyMs);
+  };
+  timer = setTimeout(() => void tick(), firstMs);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
 }
 
 export function clientCommands(program: Command): void {
@@ -69,17 +151,37 @@ export function clientCommands(program: Command): void {
       .command('acquire <key>')
       .description('acquire a lock; prints the fencing token (exit code 3 when the lock is held by someone else)')
       .requiredOption('--owner <owner>', 'who holds the lock (1..256 bytes)')
-      .requiredOption('--ttl <duration>', 'lease length, e.g. 5000 or 10s', (v) => parseDuration(v, '--ttl'))
+      .requiredOption('--ttl <duration>', 'lease length, e.g. 10s or 500ms', (v) => parseDuration(v, '--ttl'))
       .option('--wait <duration>', 'wait in line up to this long for the lock (FIFO)', (v) => parseDuration(v, '--wait'), 0)
       .option('--request-id <id>', 'idempotency key; a retry with the same id returns the first outcome'),
   ).action(async (key: string, o: CommonOpts & { owner: string; ttl: number; wait: number; requestId?: string }) => {
-    const request = { key, owner: o.owner, ttl_ms: String(o.ttl), wait_ms: String(o.wait), request_id: o.requestId ?? newRequestId() };
-    await run(
-      { ...o, timeout: Math.max(o.timeout, o.wait + 5000) },
-      (p, deadline) => p.call<AcquireResponse>('Acquire', request, deadline),
-      (r) => (r.acquired ? `acquired ${key}: token ${r.token}, ttl ${r.ttl_ms} ms` : `not acquired: ${key} is held by ${r.holder_owner} for another ${r.holder_ttl_ms} ms`),
-      (r) => (r.acquired ? 0 : 3),
-    );
+    const startedAt = Date.now();
+    const requestId = o.requestId ?? newRequestId();
+    // The same request_id on every attempt; only the remaining wait shrinks.
+    const request = () => ({ key, owner: o.owner, ttl_ms: String(o.ttl), wait_ms: String(Math.max(0, o.wait - (Date.now() - startedAt))), request_id: requestId });
+    await run({ ...o, timeout: Math.max(o.timeout, o.wait + 5000) }, async (ctx) => {
+      const before = await peek(ctx, key);
+      const stopProgress = o.wait > 0 ? queueProgress(ctx, key, startedAt) : () => {};
+      let r: AcquireResponse;
+      try {
+        r = await ctx.call<AcquireResponse>('Acquire', request);
+      } finally {
+        stopProgress();
+      }
+      const json = { ...r, key, expires_at: isoTime(r.expires_at_ms), waited_ms: Date.now() - startedAt };
+      if (!r.acquired) {
+        const holder = r.holder_owner
+          ? `is held by ${JSON.stringify(r.holder_owner)} for another ${formatDuration(Number(r.holder_ttl_ms))}`
+          : 'was not granted: other waiters are queued ahead';
+        const waited = o.wait > 0 ? ` (waited ${formatDuration(Date.now() - startedAt)})` : '';
+        return { text: `not acquired: lock "${key}" ${holder}${waited}; retry later, or queue with --wait`, json, refused: true };
+      }
+      let text = `acquired ${key}: token ${r.token}, ttl ${formatDuration(Number(r.ttl_ms))} (expires ${isoTime(r.expires_at_ms)} unless renewed)`;
+      if (before?.held && before.owner === o.owner && before.token !== r.token) {
+        text += `\nnote: ${JSON.stringify(o.owner)} already held ${key} with token ${before.token}; that token is now dead (renew or release with it is refused) — use token ${r.token}`;
+      }
+      return { text, json };
+    });
   });
 
   withCommon(
@@ -87,12 +189,17 @@ export function clientCommands(program: Command): void {
       .command('renew <key>')
       .description('extend a lease you hold (owner and token must match)')
       .requiredOption('--owner <owner>', 'the holder')
-      .requiredOption('--token <token>', 'the fencing token from acquire')
-      .requiredOption('--ttl <duration>', 'new lease length from now', (v) => parseDuration(v, '--ttl'))
+      .requiredOption('--token <token>', 'the fencing token from acquire', (v) => parseToken(v))
+      .requiredOption('--ttl <duration>', 'new lease length from now, e.g. 10s', (v) => parseDuration(v, '--ttl'))
       .option('--request-id <id>', 'idempotency key'),
   ).action(async (key: string, o: CommonOpts & { owner: string; token: string; ttl: number; requestId?: string }) => {
     const request = { key, owner: o.owner, token: o.token, ttl_ms: String(o.ttl), request_id: o.requestId ?? newRequestId() };
-    await run(o, (p, d) => p.call<RenewResponse>('Renew', request, d), (r) => (r.renewed ? `renewed ${key}: ttl ${r.ttl_ms} ms` : `not renewed: ${r.reason}`), (r) => (r.renewed ? 0 : 3));
+    await run(o, async (ctx) => {
+      const r = await ctx.call<RenewResponse>('Renew', request);
+      const json = { ...r, key, expires_at: isoTime(r.expires_at_ms) };
+      if (r.renewed) return { text: `renewed ${key}: ttl ${formatDuration(Number(r.ttl_ms))} (expires ${isoTime(r.expires_at_ms)})`, json };
+      return { text: `not renewed: ${await refusalText(ctx, key, o.owner, o.token, r.reason)}`, json, refused: true };
+    });
   });
 
   withCommon(
@@ -100,18 +207,24 @@ export function clientCommands(program: Command): void {
       .command('release <key>')
       .description('release a lock you hold (owner and token must match)')
       .requiredOption('--owner <owner>', 'the holder')
-      .requiredOption('--token <token>', 'the fencing token from acquire')
+      .requiredOption('--token <token>', 'the fencing token from acquire', (v) => parseToken(v))
       .option('--request-id <id>', 'idempotency key'),
   ).action(async (key: string, o: CommonOpts & { owner: string; token: string; requestId?: string }) => {
     const request = { key, owner: o.owner, token: o.token, request_id: o.requestId ?? newRequestId() };
-    await run(o, (p, d) => p.call<ReleaseResponse>('Release', request, d), (r) => (r.released ? `released ${key}` : `not released: ${r.reason}`), (r) => (r.released ? 0 : 3));
+    await run(o, async (ctx) => {
+      const r = await ctx.call<ReleaseResponse>('Release', request);
+      if (r.released) return { text: `released ${key}`, json: { ...r, key } };
+      return { text: `not released: ${await refusalText(ctx, key, o.owner, o.token, r.reason)}`, json: { ...r, key }, refused: true };
+    });
   });
 
   withCommon(program.command('get <key>').description('show who holds a lock (linearizable read)')).action(async (key: string, o: CommonOpts) => {
-    await run(
-      o,
-      (p, d) => p.call<GetResponse>('Get', { key }, d),
-      (r) => (r.held ? `${key}: held by ${r.owner}, token ${r.token}, ${r.ttl_ms} ms left (last token ${r.last_token})` : `${key}: free (last token ${r.last_token})`),
-    );
+    await run(o, async (ctx) => {
+      const r = await ctx.call<GetResponse>('Get', { key });
+      const text = r.held
+        ? `${key}: held by ${r.owner}, token ${r.token}, ${formatDuration(Number(r.ttl_ms))} left (expires ${isoTime(r.expires_at_ms)}; last token ${r.last_token})`
+        : `${key}: free (last token ${r.last_token})`;
+      return { text, json: { ...r, key, expires_at: isoTime(r.expires_at_ms) } };
+    });
   });
 }

@@ -3,11 +3,13 @@
 // (no leader, no quorum, unreachable, deadline); 3 refused (an impossible change); 4 permission denied.
 import * as grpc from '@grpc/grpc-js';
 import type { Command } from 'commander';
-import { EndpointPool, parseEndpoints, RpcError } from '../client/rpc.js';
+import { EndpointPool, RpcError } from '../client/rpc.js';
 import type { Member, MembersResponse, StatusResponse, TransferLeaderResponse } from '../transport/proto.js';
 import { clientTlsCredentials } from '../client/tls.js';
 import { DEFAULT_ENDPOINTS, tlsFromFlags, withTlsFlags, type TlsFlags } from './client-commands.js';
 import { parseDuration } from './duration.js';
+import { checkEndpoints } from './args.js';
+import { exitCodeForStatus } from './exit-codes.js';
 
 interface Opts extends TlsFlags {
   endpoints: string;
@@ -24,23 +26,12 @@ function common(cmd: Command, defaultTimeoutMs: number): Command {
 
 function poolFor(o: Opts): EndpointPool {
   const tls = tlsFromFlags(o);
-  return new EndpointPool({ endpoints: parseEndpoints(o.endpoints), ...(tls ? { credentials: clientTlsCredentials(tls) } : {}) });
+  return new EndpointPool({ endpoints: checkEndpoints(o.endpoints), ...(tls ? { credentials: clientTlsCredentials(tls) } : {}) });
 }
 
+/** SPEC's exit code of a failed cluster call: the one mapping every command shares (exit-codes.ts). */
 export function exitCodeOfRpc(err: RpcError): number {
-  switch (err.code) {
-    case grpc.status.INVALID_ARGUMENT:
-      return 1;
-    case grpc.status.FAILED_PRECONDITION:
-    case grpc.status.ALREADY_EXISTS:
-    case grpc.status.NOT_FOUND:
-      return 3;
-    case grpc.status.PERMISSION_DENIED:
-    case grpc.status.UNAUTHENTICATED:
-      return 4;
-    default:
-      return 2;
-  }
+  return exitCodeForStatus(err.code);
 }
 
 export interface StatusRow {

@@ -3,6 +3,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
 import type { Command } from 'commander';
 import { devConfigYaml } from '../config/dev.js';
 
@@ -23,7 +25,14 @@ export function devCommand(program: Command): void {
       const ids = ['n1', 'n2', 'n3'];
       const children = new Map<string, ChildProcess>();
       for (const id of ids) {
-        const child = spawn(process.execPath, [mainJs, 'serve', '--config', configPath, '--id', id], { stdio: ['ignore', 'inherit', 'inherit'] });
+        // Each node's lines are prefixed with its id; on a terminal they are pretty-printed (and coloured).
+        const tty = process.stdout.isTTY === true;
+        const child = spawn(process.execPath, [mainJs, 'serve', '--config', configPath, '--id', id], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+          env: { ...process.env, ...(tty ? { LEASEHOLD_LOG_FORMAT: 'pretty', FORCE_COLOR: '1' } : {}) },
+        });
+        prefixLines(child.stdout!, process.stdout, `${id} | `);
+        prefixLines(child.stderr!, process.stderr, `${id} | `);
         children.set(id, child);
         child.on('exit', (code, signal) => {
           children.delete(id);
@@ -35,7 +44,7 @@ export function devCommand(program: Command): void {
       process.stdout.write(
         `leasehold dev cluster: nodes ${ids.join(', ')} at ${endpoints}\n` +
           `config: ${configPath}\n` +
-          `try:    npx leasehold acquire --endpoints ${endpoints} mykey --owner me --ttl 5000\n` +
+          `try:    npx leasehold acquire --endpoints ${endpoints} mykey --owner me --ttl 5s\n` +
           `Ctrl-C stops all nodes.\n`,
       );
       let stopping = false;
@@ -53,4 +62,8 @@ export function devCommand(program: Command): void {
       process.on('SIGINT', stopAll);
       process.on('SIGTERM', stopAll);
     });
+}
+
+function prefixLines(from: Readable, to: Writable, prefix: string): void {
+  createInterface({ input: from, crlfDelay: Infinity }).on('line', (line) => to.write(`${prefix}${line}\n`));
 }

@@ -6,25 +6,30 @@ import { devCommand } from './dev.js';
 import { clientCommands } from './client-commands.js';
 import { runCommand } from './run.js';
 import { clusterCommands } from './cluster-commands.js';
+import { healthCommand } from './health.js';
+import { reportError } from './exit-codes.js';
+import { packageVersion } from './version.js';
 
 export function buildProgram(): Command {
   const program = new Command();
   program
     .name('leasehold')
     .description('leasehold: a Raft-replicated lock service with leases, fencing tokens and controlled release')
-    .showHelpAfterError()
+    .version(packageVersion(), '-V, --version', 'print the leasehold version')
+    .showHelpAfterError('(add --help for usage)')
     .configureHelp({ sortSubcommands: false });
   serveCommand(program);
   devCommand(program);
   clientCommands(program);
   clusterCommands(program);
   runCommand(program);
+  healthCommand(program);
   return program;
 }
 
 buildProgram()
   .parseAsync(process.argv)
   .catch((err: unknown) => {
-    process.stderr.write(`leasehold: ${(err as Error).message ?? String(err)}\n`);
-    process.exit(1);
+    // Exit codes as SPEC says (usage 1, unreachable 2, refused 3, denied 4); see exit-codes.ts.
+    process.exit(reportError(err));
   });

@@ -11,8 +11,12 @@ import type { Command } from 'commander';
 import { LockClient } from '../client/client.js';
 import { LockNotAcquiredError, UnavailableError, type LockLostError } from '../client/errors.js';
 import type { LockHandle } from '../client/handle.js';
+import type { ClientLogger } from '../client/logger.js';
+import { checkEndpoints } from './args.js';
 import { DEFAULT_ENDPOINTS, tlsFromFlags, withTlsFlags, type TlsFlags } from './client-commands.js';
-import { parseDuration } from './duration.js';
+import { formatDuration, parseDuration } from './duration.js';
+import { UnreachableError } from './exit-codes.js';
+import { ReachWatch } from './reach.js';
 
 /** Exit codes of `leasehold run` itself; any other code is the child's. */
 export const RUN_EXIT = Object.freeze({
@@ -37,7 +41,16 @@ interface RunOptions extends TlsFlags {
   owner?: string;
   timeout: number;
   quiet?: boolean;
+  json?: boolean;
 }
+
+/** Default lease of `run`: long enough to ride out a leader election, short enough that a crashed run frees
+ *  the lock soon. Renewed every ttl/3 while the command runs. */
+export const RUN_DEFAULT_TTL_MS = 15_000;
+
+/** After LOST, one short release attempt: the lease may still be ours on the server (lost only by the local
+ *  deadline), but a cluster that stopped answering will not answer now either. */
+export const RELEASE_AFTER_LOST_MS = 500;
 
 export function runCommand(program: Command): void {
   withTlsFlags(program
@@ -45,13 +58,14 @@ export function runCommand(program: Command): void {
     .description('acquire a lock, run a command while it is held, release it when the command exits')
     .argument('<command...>', 'the command and its arguments (put them after --)')
     .requiredOption('--lock <key>', 'the lock to hold while the command runs')
-    .requiredOption('--ttl <duration>', 'lease length, renewed every ttl/3 (e.g. 10s)', (v) => parseDuration(v, '--ttl'))
+    .option('--ttl <duration>', 'lease length, renewed every ttl/3 (e.g. 10s)', (v) => parseDuration(v, '--ttl'), RUN_DEFAULT_TTL_MS)
     .option('--wait <duration>', 'queue up to this long for the lock (FIFO); 0 = give up at once', (v) => parseDuration(v, '--wait'), 0)
     .option('--grace <duration>', 'after SIGTERM on lock loss, wait this long before SIGKILL', (v) => parseDuration(v, '--grace'), 5000)
     .option('--endpoints <list>', 'comma-separated host:port of cluster nodes (env LEASEHOLD_ENDPOINTS)', DEFAULT_ENDPOINTS)
     .option('--owner <owner>', 'owner name to hold the lock as (default: <host>:<pid>:<random>/1)')
     .option('--timeout <duration>', 'deadline of each call to the cluster, retries included', (v) => parseDuration(v, '--timeout'), 10_000)
     .option('--quiet', 'do not print what happens to the lock on stderr')
+    .option('--json', 'print what happens to the lock as JSON lines on stderr (stdout is the command\'s)')
     .addHelpText(
       'after',
       `
@@ -61,6 +75,9 @@ protected resource, which must refuse tokens older than one it has seen) and LEA
 When the lock is lost (a renew is refused, or none is confirmed before the lease deadline, counted from when
 the last renew was sent), the command gets SIGTERM at once, and SIGKILL after --grace.
 SIGINT, SIGTERM and SIGHUP sent to leasehold run are passed on to the command.
+While queued (--wait), who holds the lock and how long we have waited is printed on stderr.
+--ttl defaults to ${formatDuration(RUN_DEFAULT_TTL_MS)}. With --json, each event (queued, acquired, lost, released, exit) is one
+JSON line on stderr with an ISO time.
 
 Exit status:
   the command's own status   the lock was held throughout (a command killed by signal N gives 128+N)
@@ -79,22 +96,70 @@ Example:
 }
 
 async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
-  const say = (msg: string) => {
-    if (!o.quiet) process.stderr.write(`leasehold run: ${msg}\n`);
+  /** One event: a line for people, or a JSON line with --json; nothing with --quiet. */
+  const report = (event: string, text: string, fields: Record<string, unknown> = {}) => {
+    if (o.quiet) return;
+    if (o.json) process.stderr.write(JSON.stringify({ event, at: new Date().toISOString(), key: o.lock, ...fields, message: text }) + '\n');
+    else process.stderr.write(`leasehold run: ${text}\n`);
   };
   const tls = tlsFromFlags(o);
-  const client = new LockClient({ endpoints: o.endpoints, timeoutMs: o.timeout, ...(tls ? { tls } : {}) });
-  let lock: LockHandle;
+  let endpoints: string[];
   try {
-    lock = await client.acquire(o.lock, { ttlMs: o.ttl, waitMs: o.wait, ...(o.owner ? { owner: o.owner } : {}) });
+    endpoints = checkEndpoints(o.endpoints);
   } catch (err) {
-    client.close();
-    say((err as Error).message);
-    if (err instanceof LockNotAcquiredError) return RUN_EXIT.NOT_ACQUIRED;
-    if (err instanceof UnavailableError) return RUN_EXIT.UNAVAILABLE;
+    report('error', (err as Error).message);
     return RUN_EXIT.ERROR;
   }
-  say(`acquired lock ${JSON.stringify(o.lock)} with token ${lock.token} (ttl ${o.ttl} ms, renewed every ${lock.renewIntervalMs} ms)`);
+  const watch = new ReachWatch(endpoints, (msg) => report('retrying', msg));
+  // The client logs each failed attempt of the acquire; a connection failure on every endpoint ends it early.
+  const logger: ClientLogger = {
+    debug: (obj: object) => {
+      const r = obj as { endpoint?: string; code?: number; error?: string };
+      if (r.endpoint !== undefined && typeof r.code === 'number') watch.attemptFailed(r.endpoint, r.code, r.error ?? '');
+    },
+    info: () => {},
+    warn: () => {},
+    error: () => {},
+  };
+  const client = new LockClient({ endpoints, timeoutMs: o.timeout, logger, ...(tls ? { tls } : {}) });
+  const startedAt = Date.now();
+  let progress: NodeJS.Timeout | null = null;
+  if (o.wait > 0) {
+    const tick = async () => {
+      const info = await client.get(o.lock, { timeoutMs: 1000 }).catch(() => null);
+      if (progress === null) return;
+      const waitedMs = Date.now() - startedAt;
+      const text = info?.held
+        ? `waiting for lock ${JSON.stringify(o.lock)}: held by ${JSON.stringify(info.owner)} with token ${info.token} for another ${formatDuration(info.ttlMs)}; waited ${formatDuration(waitedMs)}`
+        : `waiting for lock ${JSON.stringify(o.lock)}: queued; waited ${formatDuration(waitedMs)}`;
+      report('queued', text, { waited_ms: waitedMs, ...(info?.held ? { holder: info.owner, holder_token: info.token.toString(), holder_ttl_ms: info.ttlMs } : {}) });
+      progress = setTimeout(() => void tick(), 5000);
+    };
+    progress = setTimeout(() => void tick(), 1000);
+  }
+  let lock: LockHandle;
+  try {
+    lock = await client.acquire(o.lock, { ttlMs: o.ttl, waitMs: o.wait, signal: watch.signal, ...(o.owner ? { owner: o.owner } : {}) });
+  } catch (err) {
+    client.close();
+    if (err instanceof LockNotAcquiredError) {
+      const who = err.holder ? `is held by ${JSON.stringify(err.holder)} for another ${formatDuration(err.holderTtlMs)}` : 'was not granted: other waiters are queued ahead';
+      const waited = o.wait > 0 ? ` (waited ${formatDuration(Date.now() - startedAt)})` : '';
+      report('not-acquired', `lock ${JSON.stringify(o.lock)} ${who}${waited}; the command did not run (queue for it with --wait)`, { holder: err.holder, holder_ttl_ms: err.holderTtlMs });
+      return RUN_EXIT.NOT_ACQUIRED;
+    }
+    report('unavailable', (err as Error).message);
+    if (err instanceof UnavailableError || err instanceof UnreachableError) return RUN_EXIT.UNAVAILABLE;
+    return RUN_EXIT.ERROR;
+  } finally {
+    if (progress) clearTimeout(progress);
+    progress = null;
+  }
+  report('acquired', `acquired lock ${JSON.stringify(o.lock)} with token ${lock.token} (ttl ${formatDuration(o.ttl)}, renewed every ${formatDuration(lock.renewIntervalMs)})`, {
+    token: lock.token.toString(),
+    owner: lock.owner,
+    ttl_ms: o.ttl,
+  });
 
   const [file, ...args] = command as [string, ...string[]];
   const child = spawn(file, args, {
@@ -108,11 +173,11 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
     lost = err;
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
-      // The epoch time in this line lets a supervisor (or a test) measure loss-to-signal latency.
-      say(`LOST at ${Date.now()}: ${err.message}; sent SIGTERM to pid ${child.pid}, SIGKILL in ${o.grace} ms`);
+      // The time in this line lets a supervisor (or a test) measure loss-to-signal latency.
+      report('lost', `LOST at ${new Date().toISOString()}: ${err.message}; sent SIGTERM to pid ${child.pid}, SIGKILL in ${formatDuration(o.grace)}`, { reason: err.reason, pid: child.pid });
       killTimer = setTimeout(() => {
         if (child.exitCode === null && child.signalCode === null) {
-          say(`pid ${child.pid} still running after ${o.grace} ms; sending SIGKILL`);
+          report('killed', `pid ${child.pid} still running after ${formatDuration(o.grace)}; sending SIGKILL`, { pid: child.pid });
           child.kill('SIGKILL');
         }
       }, o.grace);
@@ -133,23 +198,26 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
   if (killTimer) clearTimeout(killTimer);
 
   // Release even when LOST: if the server still has our lease (lost only by the local deadline) this frees
-  // the key at once instead of after the ttl; it never touches a newer holder's lock. Trying for longer
-  // than a ttl is pointless: by then the lease has lapsed on the server by itself.
+  // the key at once instead of after the ttl; it never touches a newer holder's lock. After LOST it is one
+  // short best-effort attempt: a cluster that stopped answering renewals will not answer a release now.
+  const releaseMs = lost ? RELEASE_AFTER_LOST_MS : Math.min(o.timeout, o.ttl, 5000);
   try {
-    const r = await lock.release({ timeoutMs: Math.min(o.timeout, o.ttl, 5000) });
-    say(`released lock ${JSON.stringify(o.lock)} (${r.outcome})`);
+    const r = await lock.release({ timeoutMs: releaseMs });
+    report('released', `released lock ${JSON.stringify(o.lock)} (${r.outcome})`, { outcome: r.outcome });
   } catch (err) {
-    say(`could not release lock ${JSON.stringify(o.lock)}: ${(err as Error).message}`);
+    report('release-failed', `could not release lock ${JSON.stringify(o.lock)} within ${formatDuration(releaseMs)}: ${(err as Error).message}`);
   }
   client.close();
 
+  let code: number;
   if ('spawnError' in outcome) {
-    say(`cannot run ${JSON.stringify(file)}: ${outcome.spawnError.message}`);
-    return RUN_EXIT.SPAWN_FAILED;
-  }
-  if (lost) return RUN_EXIT.LOST;
-  if (outcome.signal) return 128 + (osConstants.signals[outcome.signal] ?? 0);
-  return outcome.code ?? RUN_EXIT.ERROR;
+    report('spawn-failed', `cannot run ${JSON.stringify(file)}: ${outcome.spawnError.message}`);
+    code = RUN_EXIT.SPAWN_FAILED;
+  } else if (lost) code = RUN_EXIT.LOST;
+  else if (outcome.signal) code = 128 + (osConstants.signals[outcome.signal] ?? 0);
+  else code = outcome.code ?? RUN_EXIT.ERROR;
+  if (o.json) report('exit', `exit ${code}`, { code });
+  return code;
 }
 
 function waitForExit(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null } | { spawnError: Error }> {

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { startNode } from '../server/runtime.js';
@@ -9,9 +10,10 @@ export function serveCommand(program: Command): void {
     .requiredOption('--config <file>', 'cluster config (YAML); see cluster.example.yaml')
     .requiredOption('--id <nodeId>', 'which node of the config this process is')
     .option('--join', 'first start of a node added with `leasehold members add`: never bootstrap; wait for the leader and catch up')
-    .action(async (opts: { config: string; id: string; join?: boolean }) => {
+    .option('--data-dir <dir>', "this node's data directory, instead of its dataDir in the config (env LEASEHOLD_DATA_DIR)", process.env['LEASEHOLD_DATA_DIR'])
+    .action(async (opts: { config: string; id: string; join?: boolean; dataDir?: string }) => {
       const config = loadConfig(opts.config);
-      const running = await startNode(config, opts.id, { join: opts.join ?? false });
+      const running = await startNode(config, opts.id, { join: opts.join ?? false, ...(opts.dataDir ? { dataDir: resolve(opts.dataDir) } : {}) });
       let signals = 0;
       const stop = (signal: string) => {
         signals++;

@@ -9,7 +9,9 @@ import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type * as grpc from '@grpc/grpc-js';
 import type { AcquireResponse, GetResponse } from '../transport/proto.js';
-import { LeaseholdError, LockLostError, LockNotAcquiredError, UnavailableError, fromRpcError } from './errors.js';
+import { status as grpcStatus } from '@grpc/grpc-js';
+import { InvalidRequestError, LockLostError, LockNotAcquiredError, UnavailableError, fromRpcError } from './errors.js';
+import { endpointProblems } from './endpoints.js';
 import { LockHandle, type HandleContext, type LockRpc } from './handle.js';
 import { silentLogger, type ClientLogger } from './logger.js';
 import { EndpointPool, newRequestId, parseEndpoints } from './rpc.js';
@@ -76,7 +78,9 @@ export class LockClient {
 
   constructor(opts: LockClientOptions) {
     this.endpoints = parseEndpoints(opts.endpoints);
-    if (this.endpoints.length === 0) throw new LeaseholdError('LockClient: give at least one endpoint (host:port of a leasehold node)');
+    if (this.endpoints.length === 0) throw invalid('LockClient: endpoints: give at least one host:port of a leasehold node');
+    const problems = endpointProblems(this.endpoints);
+    if (problems.length > 0) throw invalid(`LockClient: endpoints: ${problems.join('; ')}`);
     this.logger = opts.logger ?? silentLogger;
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.clientId = opts.clientId ?? `${hostname().slice(0, 180)}:${process.pid}:${randomBytes(4).toString('hex')}`;
@@ -106,10 +110,10 @@ export class LockClient {
    */
   async acquire(key: string, opts: AcquireOptions): Promise<LockHandle> {
     this.assertOpen();
-    if (typeof key !== 'string' || key === '') throw new LeaseholdError('acquire: key must be a non-empty string');
-    if (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs <= 0) throw new LeaseholdError(`acquire "${key}": ttlMs must be a positive integer of milliseconds (got ${opts.ttlMs})`);
+    if (typeof key !== 'string' || key === '') throw invalid('acquire: key must be a non-empty string');
+    if (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs <= 0) throw invalid(`acquire "${key}": ttlMs must be a positive integer of milliseconds (got ${opts.ttlMs})`);
     const waitMs = opts.waitMs ?? 0;
-    if (!Number.isSafeInteger(waitMs) || waitMs < 0) throw new LeaseholdError(`acquire "${key}": waitMs must be a non-negative integer of milliseconds (got ${waitMs})`);
+    if (!Number.isSafeInteger(waitMs) || waitMs < 0) throw invalid(`acquire "${key}": waitMs must be a non-negative integer of milliseconds (got ${waitMs})`);
     opts.signal?.throwIfAborted();
 
     const owner = opts.owner ?? `${this.clientId}/${++this.ownerSeq}`;
@@ -210,4 +214,9 @@ export class LockClient {
   private assertOpen(): void {
     if (this.closed) throw new UnavailableError('this LockClient is closed; create a new one');
   }
+}
+
+/** A request refused before anything was sent: the same error type the server's INVALID_ARGUMENT gives. */
+function invalid(message: string): InvalidRequestError {
+  return new InvalidRequestError(message, grpcStatus.INVALID_ARGUMENT);
 }

@@ -129,6 +129,6 @@ export function fromRpcError(err: unknown, what: string, endpoints: readonly str
     case grpc.status.UNAUTHENTICATED:
       return new PermissionDeniedError(`${what} was refused: ${err.details}`, err.code);
     default:
-      return new LeaseholdError(`${what} failed: ${err.message}`);
+      return new LeaseholdError(`${what} failed: ${err.message}`, { cause: err });
   }
 }

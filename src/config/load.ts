@@ -82,6 +82,6 @@ export function findNode(config: ClusterConfig, id: string): NodeConfig {
 
 /** The config as YAML that parseConfig reads back to an equal config (every key written out explicitly). */
 export function stringifyConfig(config: ClusterConfig): string {
-  const { nodes, raft, lock, limits, log, tls, auth } = config;
-  return stringify({ nodes: nodes.map((n) => ({ ...n })), raft, lock, limits, log, ...(tls ? { tls } : {}), ...(auth.ownerBinding ? { auth } : {}) });
+  const { nodes, raft, lock, limits, log, metrics, tls, auth } = config;
+  return stringify({ nodes: nodes.map((n) => ({ ...n })), raft, lock, limits, log, metrics, ...(tls ? { tls } : {}), ...(auth.ownerBinding ? { auth } : {}) });
 }

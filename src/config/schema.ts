@@ -1,7 +1,7 @@
 // The table every settings key is validated against: its type, range and default. cluster.example.yaml
 // documents the same keys (a test keeps the two in step), and types.ts gives them their TypeScript shape
 // (the `satisfies` below makes a key missing from either side a compile error).
-import { LOG_LEVELS, type ClusterSettings } from './types.js';
+import { LOG_FORMATS, LOG_LEVELS, type ClusterSettings } from './types.js';
 
 export interface IntRule {
   readonly kind: 'int';
@@ -18,7 +18,12 @@ export interface EnumRule<T extends string = string> {
   readonly default: T;
   readonly values: readonly T[];
 }
-export type Rule = IntRule | BoolRule | EnumRule;
+/** An optional host:port; null (the default) leaves the feature off. */
+export interface AddressRule {
+  readonly kind: 'address';
+  readonly default: null;
+}
+export type Rule = IntRule | BoolRule | EnumRule | AddressRule;
 
 const int = (def: number, min: number, max: number): IntRule => ({ kind: 'int', default: def, min, max });
 const bool = (def: boolean): BoolRule => ({ kind: 'bool', default: def });
@@ -36,7 +41,9 @@ export const LOCK_WIRE_CAPS = Object.freeze({ maxKeyBytes: 512, maxOwnerBytes: 2
 /** Room left in a gRPC message around a Raft payload (entry framing, header, snapshot meta). */
 export const MESSAGE_OVERHEAD_BYTES = 64 * KiB;
 
-type RulesFor<T> = { readonly [K in keyof T]: T[K] extends number ? IntRule : T[K] extends boolean ? BoolRule : EnumRule };
+type RulesFor<T> = {
+  readonly [K in keyof T]: null extends T[K] ? AddressRule : T[K] extends number ? IntRule : T[K] extends boolean ? BoolRule : EnumRule;
+};
 
 export const SETTINGS_SCHEMA = {
   raft: {
@@ -73,6 +80,10 @@ export const SETTINGS_SCHEMA = {
   },
   log: {
     level: { kind: 'enum', default: 'info', values: LOG_LEVELS } satisfies EnumRule,
+    format: { kind: 'enum', default: 'auto', values: LOG_FORMATS } satisfies EnumRule,
+  },
+  metrics: {
+    address: { kind: 'address', default: null } satisfies AddressRule,
   },
 } as const satisfies { readonly [S in keyof ClusterSettings]: RulesFor<ClusterSettings[S]> };
 
@@ -81,6 +92,8 @@ export const SECTION_NAMES = Object.keys(SETTINGS_SCHEMA) as SectionName[];
 
 /** Keys of one node entry under `nodes:`; all required but peerAddress. */
 export const NODE_KEYS = ['id', 'address', 'dataDir', 'peerAddress'] as const;
+/** Optional keys of a node entry (besides peerAddress). */
+export const OPTIONAL_NODE_KEYS = ['listen', 'metricsAddress'] as const;
 
 export const TLS_KEYS = ['cert', 'key', 'ca', 'clientAuth'] as const;
 export const AUTH_KEYS = ['ownerBinding'] as const;
@@ -98,4 +111,5 @@ export const DEFAULT_SETTINGS: ClusterSettings = Object.freeze({
   lock: defaultsOf('lock'),
   limits: defaultsOf('limits'),
   log: defaultsOf('log'),
+  metrics: defaultsOf('metrics'),
 });

@@ -5,6 +5,10 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 /** A pino level name. */
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/** `auto`: human-readable on a terminal, JSON lines otherwise. */
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
 export interface NodeConfig {
   /** Unique node id, also the Raft member id. */
   readonly id: string;
@@ -12,6 +16,11 @@ export interface NodeConfig {
   readonly address: string;
   /** Absolute path of the node's LevelDB data (relative paths in a file resolve against its directory). */
   readonly dataDir: string;
+  /** host:port the node binds (e.g. 0.0.0.0:7001 in a container) when it differs from the advertised
+   *  `address`; absent: it binds `address`. */
+  readonly listen?: string;
+  /** This node's Prometheus endpoint, instead of `metrics.address` (several nodes on one host). */
+  readonly metricsAddress?: string;
   /** host:port of a separate listener for the Raft peer service only; then `address` serves clients only. */
   readonly peerAddress?: string;
 }
@@ -80,6 +89,12 @@ export interface LimitSettings {
 
 export interface LogSettings {
   readonly level: LogLevel;
+  readonly format: LogFormat;
+}
+
+export interface MetricsSettings {
+  /** host:port of the Prometheus endpoint (GET /metrics); null: no metrics endpoint. */
+  readonly address: string | null;
 }
 
 export interface ClusterSettings {
@@ -87,6 +102,7 @@ export interface ClusterSettings {
   readonly lock: LockSettings;
   readonly limits: LimitSettings;
   readonly log: LogSettings;
+  readonly metrics: MetricsSettings;
 }
 
 export interface ClusterConfig extends ClusterSettings {

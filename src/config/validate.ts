@@ -8,6 +8,7 @@ import {
   MESSAGE_OVERHEAD_BYTES,
   AUTH_KEYS,
   NODE_KEYS,
+  OPTIONAL_NODE_KEYS,
   SECTION_NAMES,
   TLS_KEYS,
   SETTINGS_SCHEMA,
@@ -187,6 +188,19 @@ class Validator {
           return rule.default;
         }
         return value;
+      case 'address': {
+        if (value === null || value === '') return null;
+        if (typeof value !== 'string') {
+          this.report(path, `expected host:port (e.g. 127.0.0.1:9464), or nothing to leave it off; got ${describe(value)}`);
+          return rule.default;
+        }
+        const parsed = parseAddress(value);
+        if (typeof parsed === 'string') {
+          this.report(path, parsed);
+          return rule.default;
+        }
+        return value;
+      }
     }
   }
 
@@ -228,7 +242,7 @@ class Validator {
         this.report(path, `expected a mapping { id, address, dataDir }, got ${describe(entry)}`);
         return;
       }
-      this.checkKeys(entry, path, NODE_KEYS, null);
+      this.checkKeys(entry, path, [...NODE_KEYS, ...OPTIONAL_NODE_KEYS], null);
       const text = (key: string, optional = false): string | undefined => {
         const v = entry[key];
         if (optional && v === undefined) return undefined;
@@ -303,8 +317,29 @@ class Validator {
           }
         }
       }
+      const optionalAddress = (key: 'listen' | 'metricsAddress', example: string): string | undefined => {
+        const v = entry[key];
+        if (v === undefined || v === null) return undefined;
+        const parsed = typeof v === 'string' ? parseAddress(v) : `expected host:port, e.g. ${example}; got ${describe(v)}`;
+        if (typeof parsed === 'string') {
+          this.report([...path, key], parsed);
+          return undefined;
+        }
+        return v as string;
+      };
+      const listen = optionalAddress('listen', '0.0.0.0:7001');
+      const metricsAddress = optionalAddress('metricsAddress', '127.0.0.1:9464');
       if (id !== undefined && address !== undefined && resolvedDir !== undefined) {
-        nodes.push(Object.freeze({ id, address, dataDir: resolvedDir, ...(peerAddress !== undefined ? { peerAddress } : {}) }));
+        nodes.push(
+          Object.freeze({
+            id,
+            address,
+            dataDir: resolvedDir,
+            ...(peerAddress !== undefined ? { peerAddress } : {}),
+            ...(listen !== undefined ? { listen } : {}),
+            ...(metricsAddress !== undefined ? { metricsAddress } : {}),
+          }),
+        );
       }
     });
     return nodes;
@@ -401,6 +436,7 @@ export function validateConfig(raw: unknown, ctx: ValidateContext): ClusterConfi
     lock: v.section('lock', raw['lock']),
     limits: v.section('limits', raw['limits']),
     log: v.section('log', raw['log']),
+    metrics: v.section('metrics', raw['metrics']),
   };
   v.crossChecks(settings, raw);
   const tls = v.tls(raw['tls']);

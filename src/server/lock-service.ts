@@ -124,6 +124,11 @@ export class LockService {
     return this.leader.isReady;
   }
 
+  /** Acquires waiting in line (wait_ms) on this node: the leader's queues; 0 on a follower. */
+  get waiterCount(): number {
+    return this.leader.waiterCount;
+  }
+
   /** See LockLeader.isQueued (introspection for tests and the simulator). */
   isQueued(key: string, owner: string, requestId: string): boolean {
     return this.leader.isQueued(key, owner, requestId);

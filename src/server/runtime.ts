@@ -2,7 +2,8 @@
 // transport and the client API, all on one gRPC port. Also the graceful shutdown: a leader hands
 // leadership to the most caught-up follower before it stops (kill -9 is always safe too).
 import * as grpc from '@grpc/grpc-js';
-import { pino, type Logger } from 'pino';
+import type { Server as HttpServer } from 'node:http';
+import type { Logger } from 'pino';
 import type { ClusterConfig, NodeConfig } from '../config/types.js';
 import { RaftNode } from '../raft/node.js';
 import { realEnv, type NodeEnv } from '../raft/env.js';
@@ -21,6 +22,10 @@ import { askPeers, checkFirstBoot, clusterIdFor } from './identity.js';
 import { Membership } from './membership.js';
 import { descriptorRegistry, strictRequestDeserializers } from './strict-decode.js';
 import { NodeServerCredentials, nodeChannelCredentials, readTlsMaterial } from './tls.js';
+import { instrumentFsm, instrumentLockService, instrumentProposals, instrumentStorage } from './instrument.js';
+import { createNodeLogger } from './logging.js';
+import { NodeMetrics, serveMetrics } from './metrics.js';
+import { watchQuorum } from './quorum-watch.js';
 
 export interface RunningNode {
   id: string;
@@ -41,6 +46,8 @@ export interface StartOptions {
   logger?: Logger;
   /** `serve --join`: on first boot, never bootstrap; wait to be contacted by the cluster's leader. */
   join?: boolean;
+  /** Overrides this node's dataDir from the config (`serve --data-dir`, env LEASEHOLD_DATA_DIR). */
+  dataDir?: string;
 }
 
 /** How long the first-boot questions to peers may take: a dead peer must not hold up a start for long. */
@@ -49,12 +56,13 @@ const ASK_PEERS_TIMEOUT_MS = 1500;
 export async function startNode(config: ClusterConfig, id: string, options: StartOptions = {}): Promise<RunningNode> {
   const self = config.nodes.find((n) => n.id === id);
   if (!self) throw new Error(`--id ${id}: no node with that id in the config (have: ${config.nodes.map((n) => n.id).join(', ')})`);
-  const logger = options.logger ?? pino({ level: config.log.level, base: { pid: process.pid } });
+  const logger = options.logger ?? createNodeLogger(config.log);
   // One env for the driver and the lock service: realEnv()'s clock is monotonic (see env.ts), so an NTP
   // step while we lead cannot make leases look older or younger than they are.
   const env = options.env ?? realEnv();
 
-  const storage = await LevelStorage.open(self.dataDir);
+  const dataDir = options.dataDir ?? self.dataDir;
+  const storage = await openStorage(dataDir, id);
   const fsm = new LockFsm({ dedupWindowMs: config.lock.dedupWindowMs });
   // Client addresses for forwarding; peers' addresses come from the configuration in the log once it is
   // known (updated on every 'conf' event below). The file's list only seeds the first boot.
@@ -77,6 +85,25 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   /** How this node dials its peers' client ports (forwarding, first-boot questions): TLS when configured. */
   let dialCredentials = tlsMaterial ? nodeChannelCredentials(tlsMaterial) : grpc.credentials.createInsecure();
   const transport = new PeerTransport({
+    onUnknownSender: (from) => {
+      // Ask the members we know whether `from` is one of theirs (a node added while we were down may now
+      // lead, and our log cannot list it until we hear from it). Only a member of our own cluster's
+      // configuration vouches; a removed node or a stranger stays refused.
+      const conf = node?.configuration();
+      const asked = [...(conf ? [...conf.voters, ...conf.learners] : [])].filter((m) => m !== id).map((m) => members.get(m)).filter((a): a is string => a !== undefined);
+      void askPeers(asked, dialCredentials, ASK_PEERS_TIMEOUT_MS).then((answers) => {
+        const ours = node?.configuration()?.clusterId ?? '';
+        const vouched = answers.find((a) => (ours === '' || a.status.cluster_id === ours) && a.status.members.some((m) => m.id === from));
+        if (!vouched) return;
+        const entry = vouched.status.members.find((m) => m.id === from)!;
+        if (entry.address) {
+          knownAddress.set(from, entry.address);
+          if (!members.has(from)) members.set(from, entry.address);
+        }
+        transport.vouch(from);
+        logger.info({ nodeId: id, from, vouchedBy: vouched.status.node_id }, `hearing ${from}: our configuration does not list it yet, but ${vouched.status.node_id} says it is a member`);
+      });
+    },
     selfId: id,
     peers: new Map(config.nodes.map((n: NodeConfig) => [n.id, n.peerAddress ?? n.address])),
     queueLimit: config.limits.peerQueueMessages,
@@ -87,6 +114,20 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   });
 
   let node: RaftNode<LockResult | null> | null = null;
+  let service: LockService | null = null;
+  // Metrics (off unless metrics.address is set): gauges read status at scrape time; wrappers feed the rest.
+  const metricsAddress = self.metricsAddress ?? config.metrics.address;
+  const metrics = metricsAddress
+    ? new NodeMetrics(id, {
+        status: () => node!.status(),
+        progress: () => node!.progress(),
+        peers: () => transport.peerStates(),
+        leasesHeld: () => fsm.machine.leaseCount,
+        waiters: () => service?.waiterCount ?? 0,
+        dedupEntries: () => fsm.machine.dedupSize,
+      })
+    : null;
+  const observedFsm = metrics ? instrumentFsm(fsm, metrics) : null;
   const serverOptions = {
     'grpc.max_receive_message_length': config.limits.maxMessageBytes,
     'grpc.max_send_message_length': config.limits.maxMessageBytes,
@@ -109,7 +150,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     beforeBootstrap: async () => {
       const answers = await askPeers(others, dialCredentials, ASK_PEERS_TIMEOUT_MS);
       if (!options.join) {
-        checkFirstBoot(id, self.dataDir, answers);
+        checkFirstBoot(id, dataDir, answers);
         return;
       }
       // Joining: dial every member the cluster reports, so our answers reach the leader even when the
@@ -122,9 +163,9 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       transport.setIdentity({ clusterId, members: new Set() });
       logger.info({ nodeId: id, clusterId, asked: others, answered: answers.map((a) => a.status.node_id), peers: Object.fromEntries(peers) }, 'joining: waiting for the leader to contact us');
     },
-    storage,
+    storage: metrics && observedFsm ? instrumentStorage(storage, metrics, observedFsm.snapshotStartedAt) : storage,
     transport,
-    fsm,
+    fsm: observedFsm?.fsm ?? fsm,
     tickMs: config.raft.tickMs,
     snapshotEvery: config.raft.snapshotEvery,
     raft: {
@@ -189,7 +230,17 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     process.exit(70);
   });
 
-  const service = new LockService(liveNode, fsm, {
+  if (metrics) liveNode.on('softState', (ss, prev) => metrics.onSoftState(ss, prev));
+  const quorumWatch = watchQuorum({
+    env,
+    logger,
+    electionTimeoutMs: 2 * config.raft.electionTicks * config.raft.tickMs,
+    status: () => liveNode.status(),
+    peers: () => transport.peerStates(),
+    addresses: members,
+  });
+
+  const liveService = new LockService(metrics ? instrumentProposals(liveNode, metrics) : liveNode, fsm, {
     env,
     housekeepingMs: Math.max(10, Math.floor(config.raft.tickMs / 2)),
     checkpointIdleMs: config.lock.checkpointIdleMs,
@@ -214,9 +265,10 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     defaultTimeoutMs: 5000,
     logger,
   });
+  service = liveService;
   const api = new ClientApi({
     cluster,
-    service,
+    service: metrics ? instrumentLockService(liveService, metrics) : liveService,
     limits: {
       minTtlMs: config.lock.minTtlMs,
       maxTtlMs: config.lock.maxTtlMs,
@@ -231,14 +283,28 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   });
   api.register(server);
 
-  const listen = (srv: grpc.Server, address: string, creds: grpc.ServerCredentials) =>
+  const bindAddress = self.listen ?? self.address;
+  const listenOn = (srv: grpc.Server, address: string, creds: grpc.ServerCredentials, key: string) =>
     new Promise<void>((resolve, reject) => {
-      srv.bindAsync(address, creds, (err) => (err ? reject(new Error(`cannot listen on ${address}: ${err.message}`)) : resolve()));
+      srv.bindAsync(address, creds, (err) =>
+        err ? reject(new Error(`node ${id}: cannot listen on ${address} (${key}): ${err.message} — is another process using the port?`)) : resolve(),
+      );
     });
-  await listen(server, self.address, clientCredentials);
-  if (self.peerAddress) await listen(peerServer, self.peerAddress, peerCredentials);
+  await listenOn(server, bindAddress, clientCredentials, self.listen ? 'nodes[].listen' : 'nodes[].address');
+  if (self.peerAddress) await listenOn(peerServer, self.peerAddress, peerCredentials, 'nodes[].peerAddress');
+  const metricsServer: HttpServer | null = metrics && metricsAddress ? await serveMetrics(metricsAddress, metrics.registry) : null;
   logger.info(
-    { nodeId: id, address: self.address, peerAddress: self.peerAddress ?? self.address, tls: config.tls ? config.tls.clientAuth : 'off', ownerBinding: config.auth.ownerBinding, dataDir: self.dataDir, members: Object.fromEntries(members) },
+    {
+      nodeId: id,
+      address: self.address,
+      listen: bindAddress,
+      peerAddress: self.peerAddress ?? self.address,
+      tls: config.tls ? config.tls.clientAuth : 'off',
+      ownerBinding: config.auth.ownerBinding,
+      dataDir,
+      metrics: metricsAddress,
+      members: Object.fromEntries(members),
+    },
     'leasehold node serving',
   );
   const health = new HealthReporter(api.health, () => liveNode.serving(electionTimeoutMs), logger, id);
@@ -261,7 +327,9 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     stopping ??= (async () => {
       health.stop();
       if (liveNode.isLeader()) await handOver(liveNode, config.raft.tickMs * config.raft.electionTicks * 2, logger);
-      service.close();
+      quorumWatch.cancel();
+      metricsServer?.close();
+      liveService.close();
       await liveNode.stop();
       transport.close();
       api.close();
@@ -284,7 +352,27 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     return stopping;
   };
 
-  return { id, address: self.address, node: liveNode, service, logger, shutdown, reloadTls };
+  return { id, address: self.address, node: liveNode, service: liveService, logger, shutdown, reloadTls };
+}
+
+/** Opens the node's LevelDB, turning LevelDB's bare "Database failed to open" into the cause and the place. */
+async function openStorage(dataDir: string, id: string): Promise<LevelStorage> {
+  try {
+    return await LevelStorage.open(dataDir);
+  } catch (err) {
+    const codes: string[] = [];
+    for (let e: unknown = err; e instanceof Error && codes.length < 5; e = (e as { cause?: unknown }).cause) codes.push(String((e as { code?: unknown }).code ?? ''));
+    const detail = (err as Error).message;
+    if (codes.includes('LEVEL_LOCKED')) {
+      throw new Error(
+        `node ${id}: dataDir ${dataDir} is locked by another process — another leasehold node (or a second copy of this one) is using it. Each node needs its own dataDir; stop the other process or fix nodes[].dataDir`,
+        { cause: err },
+      );
+    }
+    if (codes.includes('EACCES') || /permission denied/i.test(detail)) throw new Error(`node ${id}: cannot open dataDir ${dataDir}: permission denied`, { cause: err });
+    if (codes.includes('LEVEL_CORRUPTION')) throw new Error(`node ${id}: dataDir ${dataDir} is corrupt (${detail}); restore it from a peer by replacing the node`, { cause: err });
+    throw new Error(`node ${id}: cannot open dataDir ${dataDir}: ${detail}${codes.length ? ` (${codes.filter(Boolean).join(' <- ')})` : ''}`, { cause: err });
+  }
 }
 
 /** Transfer leadership to the most caught-up follower and wait (bounded) until it takes over. */

@@ -25,6 +25,10 @@ export interface PeerTransportOptions {
   logger: NodeLogger;
   /** Per-message traffic logs (debug level); off unless the log level is debug. */
   traceMessages: boolean;
+  /** A sender of our cluster that is not in our configuration: our log may be stale (a node added while
+   *  we were down, now leading). Called at most once per sender per few seconds; the runtime asks the
+   *  members and, when they vouch for it, calls vouch(). */
+  onUnknownSender?: (from: NodeId) => void;
   /** TLS: the channel credentials peers are dialed with (the CA, and this node's certificate to present).
    *  Each peer's server certificate must then name the peer's id (CN or DNS SAN), not its address. */
   credentials?: grpc.ChannelCredentials;
@@ -158,6 +162,11 @@ class PeerLink {
 
   private alive = false;
 
+  /** Whether the outbound stream to this peer works (it has answered since the last failure). */
+  get connected(): boolean {
+    return this.alive;
+  }
+
   /** A message arrived from this peer: the link works, so reset the backoff. */
   markAlive(): void {
     this.backoffMs = BACKOFF_MIN_MS;
@@ -188,6 +197,9 @@ export class PeerTransport implements PeerSender {
   private identity: PeerIdentity = { clusterId: '', members: new Set() };
   /** Senders already logged as refused, with the reason (one line per sender and reason). */
   private refusedLogged = new Set<string>();
+  /** Senders the current members vouched for though our configuration does not list them (yet). */
+  private vouched = new Set<NodeId>();
+  private lastAsked = new Map<NodeId, number>();
   private closed = false;
 
   constructor(private readonly opts: PeerTransportOptions) {
@@ -211,6 +223,8 @@ export class PeerTransport implements PeerSender {
 
   setIdentity(identity: PeerIdentity): void {
     this.identity = identity;
+    // Our own configuration speaks now; vouching was only for while it lagged.
+    for (const id of this.vouched) if (identity.members.has(id)) this.vouched.delete(id);
   }
 
   /** The leader we now follow (see PeerIdentity.leaderId). */
@@ -223,13 +237,30 @@ export class PeerTransport implements PeerSender {
     const ours = this.identity.clusterId;
     // '' is a joining node that has not yet learned the id from our log: the member check below decides.
     if (ours !== '' && clusterId !== '' && clusterId !== ours) return `it belongs to cluster '${clusterId}', we are '${ours}'`;
-    if (this.identity.members.size > 0 && !this.identity.members.has(from) && from !== this.identity.leaderId) return 'it is not a member of this cluster';
+    if (this.identity.members.size > 0 && !this.identity.members.has(from) && from !== this.identity.leaderId && !this.vouched.has(from)) {
+      const now = Date.now();
+      if (this.opts.onUnknownSender && now - (this.lastAsked.get(from) ?? 0) > 3000 && this.lastAsked.size < 1000) {
+        this.lastAsked.set(from, now);
+        this.opts.onUnknownSender(from);
+      }
+      return 'it is not a member of this cluster';
+    }
     return null;
+  }
+
+  /** The members say `id` is one of them (our log has not caught up): hear it. */
+  vouch(id: NodeId): void {
+    this.vouched.add(id);
   }
 
   /** New credentials (certificate reload): every peer link reconnects with them. */
   setCredentials(credentials: grpc.ChannelCredentials): void {
     for (const link of this.links.values()) link.connect(credentials);
+  }
+
+  /** Each peer and whether its outbound stream is connected (metrics, quorum warnings). */
+  peerStates(): Map<NodeId, boolean> {
+    return new Map([...this.links].map(([id, link]) => [id, link.connected]));
   }
 
   send(messages: Message[]): void {

@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { ClientLogger } from '../../src/client/index.js';
 
-export const HOLDER_JS = resolve('dist/test/e2e/fixtures/holder.js');
+export const HOLDER_JS = resolve('build/test/e2e/fixtures/holder.js');
 export const MAIN_JS = resolve('dist/src/cli/main.js');
 
 export interface LogLine {

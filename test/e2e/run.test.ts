@@ -92,7 +92,7 @@ describe('leasehold run', () => {
     expect(res.code).toBe(RUN_EXIT.LOST);
     const sigterm = res.stdout.map((l) => JSON.parse(l.line) as { event: string; at: number }).find((m) => m.event === 'sigterm');
     expect(sigterm, `stderr: ${res.stderr.join('\n')}`).toBeDefined();
-    const lostAt = Number(/LOST at (\d+)/.exec(res.stderr.join('\n'))?.[1]);
+    const lostAt = Date.parse(/LOST at (\S+): /.exec(res.stderr.join('\n'))?.[1] ?? '');
     const blockToSigtermMs = sigterm!.at - blockedAt;
     const lostToSigtermMs = sigterm!.at - lostAt;
     // The promise of the issue: SIGTERM within ttl + one renew interval of losing contact.
@@ -101,7 +101,7 @@ describe('leasehold run', () => {
     expect(lostToSigtermMs).toBeLessThan(200);
     // SIGKILL only after the grace period.
     expect(exitedAt - sigterm!.at).toBeGreaterThanOrEqual(grace - 20);
-    expect(res.stderr.join('\n')).toMatch(/still running after 500 ms; sending SIGKILL/);
+    expect(res.stderr.join('\n')).toMatch(/still running after 500ms; sending SIGKILL/);
     console.info(`leasehold run: block -> SIGTERM ${blockToSigtermMs} ms (bound ${ttl + renewInterval} ms), LOST -> SIGTERM ${lostToSigtermMs} ms`);
   });
 
@@ -118,5 +118,29 @@ describe('leasehold run', () => {
     const missing = await leaseholdRun(['--lock', key, '--ttl', '1s', '--endpoints', c.endpoints().join(','), '--', '/nonexistent/command']);
     expect(missing.code).toBe(RUN_EXIT.SPAWN_FAILED);
     expect(await direct.get(key)).toMatchObject({ held: false });
+  });
+
+  // Last in this file: it kills every node of the shared cluster.
+  it('all nodes killed, ttl 3 s: the child gets SIGTERM at LOST and run itself exits promptly after (release is one short attempt)', async () => {
+    const ttl = 3000;
+    let killedAt = 0;
+    const script = childScript("process.on('SIGTERM', () => { console.log(JSON.stringify({ event: 'sigterm', at: Date.now() })); process.exit(0); }); setInterval(() => {}, 1000);");
+    const done = leaseholdRun(['--lock', 'run-all-dead', '--ttl', `${ttl}ms`, '--endpoints', c.endpoints().join(','), '--', process.execPath, '-e', script], (line) => {
+      if (line.includes('"ready"')) {
+        void Promise.all(c.ids.map((id) => c.kill(id))).then(() => (killedAt = Date.now()));
+      }
+    });
+    const res = await done;
+    const exitedAt = Date.now();
+    expect(res.code, res.stderr.join('\n')).toBe(RUN_EXIT.LOST);
+    const sigterm = res.stdout.map((l) => JSON.parse(l.line) as { event: string; at: number }).find((m) => m.event === 'sigterm');
+    expect(sigterm).toBeDefined();
+    const lostAt = Date.parse(/LOST at (\S+): /.exec(res.stderr.join('\n'))?.[1] ?? '');
+    expect(killedAt).toBeGreaterThan(0);
+    // LOST no later than ttl after the kill (the last renew was sent before it), then out within about a second.
+    expect(lostAt - killedAt).toBeLessThanOrEqual(ttl);
+    expect(exitedAt - lostAt).toBeLessThan(1500);
+    expect(res.stderr.join('\n')).toMatch(/could not release lock "run-all-dead" within 500ms/);
+    console.info(`leasehold run, all nodes killed: kill -> LOST ${lostAt - killedAt} ms, LOST -> exit ${exitedAt - lostAt} ms, kill -> exit ${exitedAt - killedAt} ms`);
   });
 });

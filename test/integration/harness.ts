@@ -49,6 +49,8 @@ export interface ClusterOptions {
   peerListeners?: boolean;
   /** Channel credentials of the harness's own calls (status, pool, raw); default plaintext. */
   credentials?: grpc.ChannelCredentials;
+  /** Extra keys of each node's entry, e.g. `(id, i) => \`metricsAddress: 127.0.0.1:${port[i]}\`` (one line, no indent). */
+  nodeYaml?: (id: string, i: number) => string;
 }
 
 export class TestCluster {
@@ -72,6 +74,7 @@ export class TestCluster {
     private readonly bootstrapSize: number,
     peerPorts: number[] = [],
     credentials?: grpc.ChannelCredentials,
+    nodeYaml?: (id: string, i: number) => string,
   ) {
     this.dir = dir;
     this.ids = ids;
@@ -81,7 +84,9 @@ export class TestCluster {
     this.configPath = join(dir, 'cluster.yaml');
     this.joinConfigPath = join(dir, 'join.yaml');
     const peer = (i: number) => (peerPorts.length ? `    peerAddress: 127.0.0.1:${peerPorts[i]}\n` : '');
-    const nodes = (list: string[]) => list.map((id) => `  - id: ${id}\n    address: 127.0.0.1:${ports[ids.indexOf(id)]}\n${peer(ids.indexOf(id))}    dataDir: ${id}\n`).join('');
+    const extra = (id: string, i: number) => (nodeYaml ? `    ${nodeYaml(id, i)}\n` : '');
+    const nodes = (list: string[]) =>
+      list.map((id) => `  - id: ${id}\n    address: 127.0.0.1:${ports[ids.indexOf(id)]}\n${peer(ids.indexOf(id))}    dataDir: ${id}\n${extra(id, ids.indexOf(id))}`).join('');
     const settings = `raft:\n  tickMs: 50\n  electionTicks: 6\n${extraYaml}`;
     writeFileSync(this.configPath, `nodes:\n${nodes(ids.slice(0, bootstrapSize))}${settings}`);
     writeFileSync(this.joinConfigPath, `nodes:\n${nodes(ids)}${settings}`);
@@ -93,7 +98,7 @@ export class TestCluster {
     const dir = mkdtempSync(join(tmpdir(), 'leasehold-it-'));
     const ids = Array.from({ length: total }, (_, i) => `n${i + 1}`);
     const ports = await freePorts(opts.peerListeners ? 2 * total : total);
-    return new TestCluster(dir, ids, ports.slice(0, total), opts.extraYaml ?? '', size, opts.peerListeners ? ports.slice(total) : [], opts.credentials);
+    return new TestCluster(dir, ids, ports.slice(0, total), opts.extraYaml ?? '', size, opts.peerListeners ? ports.slice(total) : [], opts.credentials, opts.nodeYaml);
   }
 
   private creds(): { credentials?: grpc.ChannelCredentials } {

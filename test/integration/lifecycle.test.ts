@@ -42,10 +42,12 @@ describe('leasehold dev', () => {
       let out = '';
       dev.stdout!.on('data', (b: Buffer) => (out += b.toString()));
       await waitFor('dev to print its endpoints', () => out.includes(endpoints));
+      // Each node's lines carry its id (JSON here: dev's stdout is not a terminal).
+      await waitFor('prefixed node log lines', () => /^n1 \| \{.*"msg":"leasehold node serving"/m.test(out) && /^n3 \| \{/m.test(out));
       const pool = new EndpointPool({ endpoints: endpoints.split(',') });
       await waitFor('a leader', async () => (await pool.status(endpoints.split(',')[0]!, Date.now() + 1000)).leader_id !== '');
       pool.close();
-      const acq = cli('acquire', 'mykey', '--owner', 'me', '--ttl', '60000');
+      const acq = cli('acquire', 'mykey', '--owner', 'me', '--ttl', '60s');
       expect(acq.status, acq.stderr).toBe(0);
       expect(acq.stdout).toMatch(/acquired mykey: token \d+/);
       const token = /token (\d+)/.exec(acq.stdout)![1]!;

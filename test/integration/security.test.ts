@@ -133,12 +133,12 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
     const endpoints = c.endpoints().join(',');
     const cli = (args: string[], env: NodeJS.ProcessEnv = {}) => spawnSync(process.execPath, [MAIN_JS, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 20_000 });
     const tls = ['--cacert', pki.ca, '--cert', pki.client('alice').cert, '--key', pki.client('alice').key];
-    const ok = cli(['acquire', 'cli-key', '--owner', 'alice', '--ttl', '5000', '--endpoints', endpoints, ...tls]);
+    const ok = cli(['acquire', 'cli-key', '--owner', 'alice', '--ttl', '5s', '--endpoints', endpoints, ...tls]);
     expect(ok.stdout, ok.stderr).toMatch(/^acquired cli-key: token \d+/);
     expect(ok.status).toBe(0);
     const viaEnv = cli(['get', 'cli-key', '--endpoints', endpoints], { LEASEHOLD_CACERT: pki.ca, LEASEHOLD_CERT: pki.client('alice').cert, LEASEHOLD_KEY: pki.client('alice').key });
     expect(viaEnv.stdout).toMatch(/cli-key: held by alice/);
-    const plain = cli(['get', 'cli-key', '--endpoints', endpoints, '--timeout', '1500']);
+    const plain = cli(['get', 'cli-key', '--endpoints', endpoints, '--timeout', '1500ms']);
     expect(plain.status).toBe(2);
     expect(plain.stderr).toMatch(/UNAVAILABLE|DEADLINE_EXCEEDED/);
   });

@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
-const CHAOS_JS = resolve('dist/scripts/chaos.js');
+const CHAOS_JS = resolve('build/scripts/chaos.js');
 
 interface ChaosResult {
   clean: boolean;

@@ -70,7 +70,7 @@ export class ClientDriver {
   }
 
   start(): void {
-    const n = this.sim.nodes.length;
+    const n = this.sim.initialIds.length;
     for (let i = 0; i < this.sim.profile.clients; i++) {
       const base = this.sim.workload.readRatio;
       const mix = this.rng.int(3);
@@ -101,7 +101,7 @@ export class ClientDriver {
     a.settled = true;
     this.sim.trace.add(this.sim.now, '', `client${c.id} timeout`, `op${a.op.id} attempt${a.id} at n${a.node + 1}`);
     this.sim.workload.cancel?.(a);
-    c.guess = this.rng.int(this.sim.nodes.length);
+    c.guess = this.guessNode();
     this.retry(c, 0);
   }
 
@@ -197,12 +197,20 @@ export class ClientDriver {
     }
     if (a.op.kind === 'read' && outcome === 'failed') sim.stats.readsFailed++;
     if (outcome === 'redirect') {
-      c.guess = hint >= 0 ? hint : this.rng.int(sim.nodes.length);
+      c.guess = hint >= 0 ? hint : this.guessNode();
       this.retry(c, 1 + this.rng.float() * 4);
     } else {
-      if (this.rng.chance(0.5)) c.guess = this.rng.int(sim.nodes.length);
+      if (this.rng.chance(0.5)) c.guess = this.guessNode();
       this.retry(c, 2 + this.rng.float() * 20);
     }
+  }
+
+  /** A random server among those that exist (a spare id's slot is unborn until it is added). */
+  private guessNode(): number {
+    const nodes = this.sim.nodes;
+    if (this.sim.membership === null) return this.rng.int(nodes.length);
+    const born = nodes.filter((x) => x.born);
+    return born[this.rng.int(born.length)]!.idx;
   }
 
   private clientDelay(): number {

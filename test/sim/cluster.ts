@@ -10,7 +10,7 @@
 // continuations that event caused run to completion (a setImmediate turn: nothing in the simulation uses
 // real timers), so each event's consequences happen at its virtual instant, in a deterministic order.
 import { Raft, defaultRaftConfig } from '../../src/raft/core/raft.js';
-import type { Message, NodeId } from '../../src/raft/core/types.js';
+import { bootstrapSnapshot, type ConfState, type Message, type NodeId } from '../../src/raft/core/types.js';
 import { RaftNode } from '../../src/raft/node.js';
 import { ClientDriver, type Attempt } from './clients.js';
 import { DurableStore } from './durable.js';
@@ -18,7 +18,8 @@ import { FaultInjector } from './faults.js';
 import { GlobalFacts } from './invariants.js';
 import { NodeIO, type Cancellable } from './io.js';
 import { LivenessPhase } from './liveness.js';
-import { afterNodeEvent, type EventCause } from './node-checks.js';
+import { MembershipNemesis } from './membership.js';
+import { afterNodeEvent, committedRemovals, type EventCause } from './node-checks.js';
 import { SimNode } from './node.js';
 import { profileFor, type SimProfile } from './profile.js';
 import { EventQueue, type Timed } from './queue.js';
@@ -47,6 +48,7 @@ type SimEvent = Timed &
     | { kind: 'restart'; node: number; inc: number }
     | { kind: 'fault' }
     | { kind: 'heal'; epoch: number }
+    | { kind: 'member' }
     | { kind: 'client'; client: number; token: number }
     | { kind: 'request'; node: number; attempt: Attempt }
     | { kind: 'response'; attempt: Attempt; outcome: 'ok' | 'redirect' | 'failed' | 'unknown'; hint: number; result: unknown }
@@ -62,12 +64,18 @@ export class SimCluster {
   readonly profile: SimProfile;
   readonly workload: SimWorkload<any>;
   readonly nodes: SimNode[] = [];
+  /** Every slot's id: the initial nodes, then (with membership) the spare ids nodes may join under. */
   readonly ids: NodeId[];
+  /** The nodes of the bootstrap configuration. */
+  readonly initialIds: NodeId[];
+  /** The bootstrap configuration (what a joining node's empty configuration at index 0 stands for). */
+  readonly bootConf: ConfState;
   private readonly idIndex = new Map<NodeId, number>();
   readonly facts = new GlobalFacts();
   readonly trace: Trace;
   readonly clients: ClientDriver;
   readonly faults: FaultInjector;
+  readonly membership: MembershipNemesis | null;
   /** The first violation seen (kept: one thrown inside the driver's loop is caught there). */
   private pending: SimViolation | null = null;
   private readonly liveness: LivenessPhase;
@@ -101,8 +109,11 @@ export class SimCluster {
     this.trace = new Trace(opts.fullTrace ? Infinity : Math.max(4 * this.traceLines, 240));
     this.netRng = SimRng.derive(opts.seed, 'network');
     this.diskRng = SimRng.derive(opts.seed, 'disk');
-    const n = this.profile.nodeCount;
+    const initial = this.profile.nodeCount;
+    const n = initial + (opts.membership ? this.profile.spareNodes : 0);
     this.ids = Array.from({ length: n }, (_, i) => `n${i + 1}`);
+    this.initialIds = this.ids.slice(0, initial);
+    this.bootConf = bootstrapSnapshot(this.initialIds).meta.conf;
     this.blocked = new Array<boolean>(n * n).fill(false);
     this.loss = this.profile.loss;
     this.duplicate = this.profile.duplicate;
@@ -113,10 +124,16 @@ export class SimCluster {
       this.idIndex.set(id, i);
       const tickMs = this.profile.tickMs * (0.85 + 0.3 * nodeRng.float());
       const skew = (nodeRng.float() * 2 - 1) * this.profile.clockSkewMs;
-      this.nodes.push(new SimNode(i, id, new DurableStore(this.ids), SimRng.derive(opts.seed, `core:${id}`), tickMs, skew, n));
+      const node = new SimNode(i, id, new DurableStore(i < initial ? this.initialIds : [], i >= initial), SimRng.derive(opts.seed, `core:${id}`), tickMs, skew, n);
+      if (i >= initial) {
+        node.born = false;
+        node.joiner = true;
+      }
+      this.nodes.push(node);
     }
     this.clients = new ClientDriver(this);
     this.faults = new FaultInjector(this);
+    this.membership = opts.membership ? new MembershipNemesis(this) : null;
     this.liveness = new LivenessPhase(this);
   }
 
@@ -154,7 +171,8 @@ export class SimCluster {
     node.up = true;
     const started = RaftNode.start<unknown>({
       id: node.id,
-      voters: this.ids,
+      voters: node.joiner ? [] : this.initialIds,
+      join: node.joiner,
       storage: io,
       transport: io,
       fsm: io,
@@ -172,7 +190,10 @@ export class SimCluster {
         rn.on('softState', (ss: { role: string; term: number; leaderId: string | null }) => {
           if (node.incarnation !== inc) return;
           this.trace.add(this.now, node.id, 'soft', `${ss.role} t${ss.term} leader=${ss.leaderId ?? '-'}`);
-          if (ss.role === 'leader') this.leaderProposals(node, 'elected');
+          if (ss.role === 'leader') {
+            this.leaderProposals(node, 'elected');
+            this.membership?.onElected(node);
+          }
         });
         rn.on('fatal', (err: unknown) => {
           if (this.pending === null) this.record(this.violation('core-threw', `the driver stopped on an exception: ${(err as Error)?.stack ?? String(err)}`));
@@ -180,6 +201,7 @@ export class SimCluster {
         const st = node.raft.status();
         node.lastTerm = st.term;
         node.lastCommit = st.commitIndex;
+        node.confIndexSeen = st.confIndex;
         this.workload.nodeStarted?.(node);
       },
       (err: unknown) => {
@@ -224,6 +246,16 @@ export class SimCluster {
       last: node.durable.lastIndex(),
     });
     this.stats.restarts++;
+    this.boot(i);
+  }
+
+  /** First start of a node added at runtime (membership.ts): the real driver with `join: true` over the
+   *  slot's blank storage. */
+  join(i: number): void {
+    const node = this.nodes[i]!;
+    if (!node.born || node.up || node.booting || node.incarnation > 0) return;
+    this.trace.add(this.now, node.id, 'JOIN', 'blank storage, join: true');
+    this.stats.joins++;
     this.boot(i);
   }
 
@@ -321,6 +353,7 @@ export class SimCluster {
           return;
         }
         this.trace.add(this.now, node.id, ev.dup ? 'recv(dup)' : 'recv', ev.msg);
+        if (this.membership !== null) this.removedBeforeDelivery = committedRemovals(node);
         node.heardAt[ev.from] = this.now;
         node.rn.receive(ev.msg);
         if (ev.msg.term === node.raft.status().term) node.heardInTermAt[ev.from] = this.now;
@@ -351,6 +384,9 @@ export class SimCluster {
         return;
       case 'heal':
         this.faults.onHeal(ev.epoch);
+        return;
+      case 'member':
+        this.membership?.onEvent();
         return;
       case 'client':
         this.clients.onTimer(ev.client, ev.token);
@@ -402,7 +438,7 @@ export class SimCluster {
 
   /** Boot every node (their drivers load their durable state). */
   async start(): Promise<void> {
-    for (let i = 0; i < this.nodes.length; i++) this.boot(i);
+    for (let i = 0; i < this.nodes.length; i++) if (this.nodes[i]!.born) this.boot(i);
     await settle();
     this.throwPending();
   }
@@ -415,6 +451,7 @@ export class SimCluster {
       await this.start();
       this.clients.start();
       this.faults.start();
+      this.membership?.start();
       while (this.phase === 'faults' && this.stats.events < budget) await this.step();
       this.stats.faultPhaseEvents = this.stats.events;
       if (opts.liveness ?? true) {
@@ -434,6 +471,9 @@ export class SimCluster {
 
   private touchedBy: SimNode | null = null;
   private cause: EventCause = OTHER;
+  /** With membership: the ids whose removal the receiver knew committed just before the delivery being
+   *  checked (a message from one of them must not change its term: node-checks.ts removed-disturbs). */
+  removedBeforeDelivery: NodeId[] = [];
 
   /** One event, its promise continuations, then the checks of the node it touched and the extras. */
   async step(): Promise<void> {
@@ -451,7 +491,11 @@ export class SimCluster {
     try {
       this.dispatch(ev);
     } catch (err) {
-      if (!(err instanceof SimViolation) && this.pending === null) throw err;
+      // A violation thrown straight from an event handler (the liveness deadline, acked-committed in a
+      // client response) is recorded here, so throwPending() reports it: swallowing it would leave the
+      // quiet phase without its next check, running until the test times out.
+      if (err instanceof SimViolation) this.record(err);
+      else if (this.pending === null) throw err;
     }
     await settle();
     this.throwPending();

@@ -10,8 +10,13 @@ export class DurableStore {
   /** Entries after snapshot.meta.index, contiguous. */
   entries: Entry[] = [];
 
-  constructor(voters: NodeId[]) {
+  /** A joining node's data dir before its first completed write: the driver finds no state (load()
+   *  answers null) and writes its own empty bootstrap. The initial nodes start bootstrapped. */
+  blank: boolean;
+
+  constructor(voters: NodeId[], blank = false) {
     this.snapshot = bootstrapSnapshot(voters);
+    this.blank = blank;
   }
 
   get snapIndex(): number {

@@ -67,9 +67,15 @@ export class FaultInjector {
 
   /** Most of the time at most a minority is down; now and then (5%) we go past it. */
   private mayCrashAnother(): boolean {
-    const n = this.sim.nodes.length;
+    const n = this.born().length;
     const down = n - this.sim.upCount();
     return down < Math.floor((n - 1) / 2) || (down < n && this.rng.chance(0.05));
+  }
+
+  /** The nodes that exist (membership.ts: a spare id's slot is unborn until a leader accepted its
+   *  addition); every node when membership is off. */
+  private born(): SimNode[] {
+    return this.sim.nodes.filter((x) => x.born);
   }
 
   onFault(): void {
@@ -84,9 +90,11 @@ export class FaultInjector {
     this.scheduleNext();
     const kind = this.pickKind();
     const r = this.rng;
-    const n = sim.nodes.length;
-    const upNodes = sim.nodes.filter((x) => x.up);
-    const downNodes = sim.nodes.filter((x) => !x.up);
+    const born = this.born();
+    const n = born.length;
+    const all = sim.nodes.length;
+    const upNodes = born.filter((x) => x.up);
+    const downNodes = born.filter((x) => !x.up);
     switch (kind) {
       case 'crash': {
         if (upNodes.length === 0 || !this.mayCrashAnother()) return;
@@ -121,14 +129,14 @@ export class FaultInjector {
       }
       case 'split': {
         // Symmetric majority/minority split.
-        const order = r.shuffle(sim.nodes.map((x) => x.idx));
+        const order = r.shuffle(born.map((x) => x.idx));
         const minority = r.range(1, Math.floor((n - 1) / 2));
         this.partition([order.slice(0, minority), order.slice(minority)], 'split');
         return;
       }
       case 'isolate-leader': {
-        const leader = sim.currentLeader() ?? r.pick(sim.nodes);
-        const rest = sim.nodes.filter((x) => x !== leader).map((x) => x.idx);
+        const leader = sim.currentLeader() ?? r.pick(born);
+        const rest = born.filter((x) => x !== leader).map((x) => x.idx);
         this.partition([[leader.idx], rest], `isolate ${leader.id}`);
         return;
       }
@@ -140,14 +148,14 @@ export class FaultInjector {
           const a = r.int(n);
           let b = r.int(n - 1);
           if (b >= a) b++;
-          sim.blocked[a * n + b] = true;
+          sim.blocked[born[a]!.idx * all + born[b]!.idx] = true;
         }
         this.bumpEpoch('one-way cuts');
         return;
       }
       case 'bridge': {
         // Two halves that cannot talk, one node connected to both.
-        const order = r.shuffle(sim.nodes.map((x) => x.idx));
+        const order = r.shuffle(born.map((x) => x.idx));
         const bridge = order[0]!;
         const rest = order.slice(1);
         const half = Math.ceil(rest.length / 2);
@@ -155,8 +163,8 @@ export class FaultInjector {
         const b = rest.slice(half);
         sim.blocked.fill(false);
         for (const i of a) for (const j of b) {
-          sim.blocked[i * n + j] = true;
-          sim.blocked[j * n + i] = true;
+          sim.blocked[i * all + j] = true;
+          sim.blocked[j * all + i] = true;
         }
         this.bumpEpoch(`bridge n${bridge + 1} between [${a.map((i) => i + 1)}] and [${b.map((i) => i + 1)}]`);
         return;
@@ -185,7 +193,7 @@ export class FaultInjector {
       case 'transfer': {
         const leader = sim.currentLeader();
         if (leader === null) return;
-        const others = sim.nodes.filter((x) => x !== leader);
+        const others = born.filter((x) => x !== leader);
         const to = r.pick(others);
         const ok = leader.rn!.transferLeadership(to.id);
         sim.stats.transfers++;
@@ -200,7 +208,7 @@ export class FaultInjector {
         return;
       }
       case 'clock': {
-        const node = r.pick(sim.nodes);
+        const node = r.pick(born);
         node.tickMs = node.baseTickMs * r.pick([0.5, 0.8, 1, 1.25, 2]);
         sim.trace.add(sim.now, node.id, 'CLOCK', `tick every ${node.tickMs.toFixed(2)}ms`);
         return;

@@ -1,7 +1,7 @@
 // Cluster-wide facts the simulator accumulates over a run, and the Raft safety properties checked
 // against them (Raft paper Figure 3). Each check returns null or a violation message; the cluster
 // turns a message into a SimViolation that carries the seed and the trace.
-import type { Entry, NodeId } from '../../src/raft/core/types.js';
+import type { ConfState, Entry, NodeId } from '../../src/raft/core/types.js';
 import { entryHash } from './machine.js';
 
 /** Key for (index, term) in number-keyed maps: terms stay far below 2^20 in a simulation. */
@@ -25,6 +25,16 @@ export class GlobalFacts {
   /** Votes granted (non-pre-vote) per node: term -> candidate. Survives crashes: it is about the node. */
   readonly votes = new Map<NodeId, Map<number, NodeId>>();
   maxCommitted = 0;
+  /** Every configuration entry ever seen in some core's log, by (index, term) — what a leader may have
+   *  counted a commit on (node-checks.ts: commit-durable-quorum). */
+  readonly confEntries = new Map<number, { index: number; term: number; conf: ConfState }>();
+  /** Ids whose removal is committed (a configuration at or below some node's commit index lists them). */
+  readonly removedCommitted = new Set<NodeId>();
+
+  noteConfEntry(index: number, term: number, conf: ConfState): void {
+    const k = key(index, term);
+    if (!this.confEntries.has(k)) this.confEntries.set(k, { index, term, conf });
+  }
 
   noteLeader(term: number, node: NodeId): string | null {
     const prev = this.leaderOfTerm.get(term);

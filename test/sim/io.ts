@@ -58,7 +58,7 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, DriverFsm<unk
   // ------------------------------------------------------------------ RaftStorage (the modelled disk)
 
   load(): Promise<RestoredState | null> {
-    return Promise.resolve(this.node.durable.restoredState());
+    return Promise.resolve(this.node.durable.blank ? null : this.node.durable.restoredState());
   }
 
   save(batch: PersistBatch): Promise<void> {
@@ -134,6 +134,7 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, DriverFsm<unk
     const sim = this.sim;
     const d = node.durable;
     const old = d.hardState;
+    d.blank = false;
     if (batch.snapshot) {
       const s = batch.snapshot.meta;
       if (s.index < d.snapIndex) sim.fail('snapshot-monotonic', node, `persists snapshot ${s.index} over newer durable snapshot ${d.snapIndex}`);

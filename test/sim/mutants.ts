@@ -5,7 +5,8 @@
 // Most mutants only rewrite messages and Readys at the API boundary. Two need to reach into the core
 // (its log's commit index and the leader's progress map); they say so and fail loudly if the fields
 // they need were renamed, rather than silently testing nothing.
-import type { ConfChange, ConfChangeResult, Message, NodeId, ProposeResult, RaftConfig, Ready, ReadState, RestoredState, Snapshot, Status } from '../../src/raft/core/types.js';
+import { changeConf, encodeConfEntry, type ConfState } from '../../src/raft/core/config.js';
+import type { ConfChange, ConfChangeResult, Entry, Message, NodeId, ProposeResult, RaftConfig, Ready, ReadState, RestoredState, Snapshot, Status } from '../../src/raft/core/types.js';
 import type { CoreModule, RaftCore } from './cluster.js';
 import type { SimProfile } from './profile.js';
 import { ValueWorkload, type SimWorkload } from './workload.js';
@@ -22,6 +23,8 @@ export interface Mutant {
   /** Caught only about once per thousand seeds: left to the sweep (sim.test.ts skips it unless
    *  SIM_MUTANTS_ALL=1). */
   sweepOnly?: boolean;
+  /** Run with membership changes in the fault schedule (membership.ts). */
+  membership?: boolean;
 }
 
 /** A pass-through core; mutants override the methods they break. */
@@ -88,12 +91,73 @@ interface CoreInternals {
   quorumActive(): boolean;
 }
 
+/** What the membership mutants reach: the configuration history, the log append, and the two
+ *  predicates that keep non-voters from campaigning and removed nodes from being heard. */
+interface MembershipInternals {
+  confs: { current(): ConfState; lastIndex(): number };
+  learners: NodeId[];
+  appendEntry(kind: 'config', data: Uint8Array): Entry;
+  promotable(): boolean;
+  acceptsFrom(from: NodeId): boolean;
+}
+
+function membershipInternals(core: RaftCore): CoreInternals & MembershipInternals {
+  const c = internals(core) as CoreInternals & Partial<MembershipInternals>;
+  if (!c.confs || typeof c.confs.current !== 'function' || !Array.isArray(c.learners) || typeof c.appendEntry !== 'function' || typeof c.promotable !== 'function' || typeof c.acceptsFrom !== 'function') {
+    throw new Error('membership mutant needs Raft internals (confs, learners, appendEntry, promotable, acceptsFrom): update test/sim/mutants.ts');
+  }
+  return c as CoreInternals & MembershipInternals;
+}
+
+/** Append a configuration entry for `change` without the checks proposeConfChange makes about WHEN a
+ *  change may start (what a mutant drops); an impossible change is still refused. */
+function forceConfChange(core: RaftCore, change: ConfChange, refused: ConfChangeResult): ConfChangeResult {
+  const c = membershipInternals(core);
+  const next = changeConf(c.confs.current(), change);
+  if (!next.ok) return refused;
+  const e = c.appendEntry('config', encodeConfEntry({ conf: next.conf, change }));
+  return { ok: true, index: e.index, term: e.term };
+}
+
+/** A core whose proposeConfChange, when the real one refuses for `reason`, does `instead`. */
+function overridingRefusal(
+  base: CoreModule,
+  cfg: RaftConfig,
+  restored: RestoredState,
+  reason: 'conf-pending' | 'conf-not-ready' | 'conf-invalid',
+  instead: (core: RaftCore, change: ConfChange, refused: ConfChangeResult) => ConfChangeResult,
+): RaftCore {
+  const w = new WrappedCore(base, cfg, restored);
+  w.proposeConfChange = (change) => {
+    const r = w.inner.proposeConfChange(change);
+    return !r.ok && r.reason === reason ? instead(w.inner, change, r) : r;
+  };
+  return w;
+}
+
 function internals(core: RaftCore): CoreInternals {
   const c = core as unknown as Partial<CoreInternals>;
   if (!c.log || typeof c.log.committed !== 'number' || !(c.progress instanceof Map) || !Array.isArray(c.voters) || typeof c.quorumActive !== 'function') {
     throw new Error('mutant needs Raft internals (log.committed, progress, voters, quorumActive): update test/sim/mutants.ts');
   }
   return c as CoreInternals;
+}
+
+/** A leader that, on every append answer, commits the quorum-th highest match among `counted` (a
+ *  majority of its voters) by itself, bypassing the core's maybeCommit — with or without the §5.4.2
+ *  own-term rule. */
+function countingLeader(base: CoreModule, cfg: RaftConfig, restored: RestoredState, counted: (c: CoreInternals) => NodeId[], ownTermOnly: boolean): RaftCore {
+  const w = new WrappedCore(base, cfg, restored);
+  w.step = (m) => {
+    w.inner.step(m);
+    if (m.type !== 'AppendEntriesResponse') return;
+    const c = internals(w.inner);
+    if (c.role !== 'leader') return;
+    const matches = counted(c).map((id) => c.progress.get(id)?.match ?? 0).sort((a, b) => b - a);
+    const q = matches[Math.floor(c.voters.length / 2)]!;
+    if (q > c.log.committed && (!ownTermOnly || c.log.term(q) === c.term)) c.log.committed = q;
+  };
+  return w;
 }
 
 export const MUTANTS: Mutant[] = [
@@ -277,17 +341,87 @@ export const MUTANTS: Mutant[] = [
     expect: ['commit-rule', 'commit-durable-quorum', 'state-machine-safety', 'replica-digest', 'committed-truncated', 'acked-committed', 'acked-durable', 'snapshot-restore', 'workload-final', 'linearizable-read', 'applied-index', 'commit-in-log', 'persist-before-apply'],
     maxSeeds: 100,
     core: (base) =>
+      module(base, (cfg, restored) => countingLeader(base, cfg, restored, (c) => c.voters, false)),
+  },
+  // ---- runtime membership (src/raft/core/config.ts; the nemesis is membership.ts)
+  {
+    // (a) A learner's copy counted toward a commit: the leader takes the quorum-th highest match over
+    // voters AND learners (still only for an entry of its own term, so §5.4.2 holds and only the
+    // learner rule is broken).
+    name: 'membership (a): a learner counted toward the commit quorum',
+    expect: ['commit-durable-quorum', 'state-machine-safety', 'acked-durable', 'workload-final', 'replica-digest', 'linearizable-read', 'committed-truncated', 'snapshot-restore'],
+    maxSeeds: 150,
+    membership: true,
+    core: (base) =>
+      module(base, (cfg, restored) => countingLeader(base, cfg, restored, (c) => [...c.voters, ...membershipInternals(c as unknown as RaftCore).learners], true)),
+  },
+  {
+    // (b) Two changes in flight: the "one at a time" check dropped — a change is appended while the
+    // previous configuration entry is still uncommitted.
+    name: 'membership (b): a second change while one is pending',
+    // With conf-one-pending switched off (by hand), removed-leader caught it in 2 of 100 seeds.
+    expect: ['conf-one-pending', 'removed-leader', 'election-safety', 'state-machine-safety', 'commit-durable-quorum'],
+    maxSeeds: 100,
+    membership: true,
+    core: (base) =>
+      module(base, (cfg, restored) => overridingRefusal(base, cfg, restored, 'conf-pending', forceConfChange)),
+  },
+  {
+    // (c) The 2015 single-server bug: a new leader starts a change before it committed an entry of its
+    // own term (one-at-a-time still holds against ITS commit index).
+    name: 'membership (c): a change before the leader committed an entry of its term',
+    // Only the rule itself catches it: with conf-after-term-commit switched off (by hand) no deeper
+    // invariant failed in 100 seeds (the unsafe interleaving needs an uncommitted change of the previous
+    // leader AND a disjoint majority to form).
+    expect: ['conf-after-term-commit', 'conf-one-pending', 'removed-leader', 'election-safety', 'state-machine-safety', 'commit-durable-quorum'],
+    maxSeeds: 100,
+    membership: true,
+    core: (base) =>
+      module(base, (cfg, restored) =>
+        overridingRefusal(base, cfg, restored, 'conf-not-ready', (core, change, r) => {
+          const c = membershipInternals(core);
+          if (c.confs.lastIndex() > c.log.committed) return { ok: false, reason: 'conf-pending', leaderId: c.id, message: 'pending' };
+          return forceConfChange(core, change, r);
+        }),
+      ),
+  },
+  {
+    // Node ids reused: an add of an id removed earlier is accepted (changeConf's check skipped), so a
+    // returning old node would be taken for a new one with the same name.
+    name: 'membership: a removed id may be added again',
+    expect: ['id-reused'],
+    maxSeeds: 150,
+    membership: true,
+    core: (base) =>
+      module(base, (cfg, restored) =>
+        overridingRefusal(base, cfg, restored, 'conf-invalid', (core, change, r) => {
+          const c = membershipInternals(core);
+          const conf = c.confs.current();
+          if (change.type !== 'add' || !conf.removed.includes(change.id)) return r;
+          const next: ConfState = { ...conf, voters: [...conf.voters], learners: [...conf.learners], addresses: { ...conf.addresses, [change.id]: change.address } };
+          (change.learner ? next.learners : next.voters).push(change.id);
+          const e = c.appendEntry('config', encodeConfEntry({ conf: next, change }));
+          return { ok: true, index: e.index, term: e.term };
+        }),
+      ),
+  },
+  {
+    // (d) A removed node still allowed to campaign: promotable() ignores membership (any node without a
+    // pending snapshot campaigns: learners, joining nodes, removed nodes) and acceptsFrom() lets every
+    // sender through (a removed node's messages are heard).
+    name: 'membership (d): a removed node may still campaign and is heard',
+    // With non-voter-campaign and removed-disturbs switched off (by hand), removed-leader caught it in 5
+    // of 100 seeds.
+    expect: ['non-voter-campaign', 'removed-leader', 'removed-disturbs', 'election-safety', 'state-machine-safety', 'pre-vote'],
+    maxSeeds: 100,
+    membership: true,
+    core: (base) =>
       module(base, (cfg, restored) => {
         const w = new WrappedCore(base, cfg, restored);
-        w.step = (m) => {
-          w.inner.step(m);
-          if (m.type !== 'AppendEntriesResponse') return;
-          const c = internals(w.inner);
-          if (c.role !== 'leader') return;
-          const matches = c.voters.map((id) => c.progress.get(id)?.match ?? 0).sort((a, b) => b - a);
-          const q = matches[Math.floor(c.voters.length / 2)]!;
-          if (q > c.log.committed) c.log.committed = q;
-        };
+        const c = membershipInternals(w.inner);
+        const log = c.log as unknown as { pendingSnapshot: unknown };
+        c.promotable = () => log.pendingSnapshot === null;
+        c.acceptsFrom = () => true;
         return w;
       }),
   },

@@ -10,6 +10,14 @@ import type { CrashArm } from './types.js';
 
 export class SimNode {
   up = false;
+  /** A slot of the simulation exists as a server: the initial nodes, and a spare id once the membership
+   *  nemesis had a leader accept its addition (membership.ts). An unborn slot is never booted, crashed
+   *  or restarted, and no client talks to it. */
+  born = true;
+  /** Started with `join: true` over blank storage (a node added at runtime) instead of bootstrapping. */
+  joiner = false;
+  /** Index of the latest configuration entry the checks have seen in this node's core (node-checks.ts). */
+  confIndexSeen = -1;
   /** The driver of a new incarnation is loading its state. */
   booting = false;
   io: import("./io.js").NodeIO | null = null;

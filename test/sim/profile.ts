@@ -44,6 +44,10 @@ export interface SimProfile {
   reservoirChance: number;
   /** Per-node clock skew range (± ms) seen by ProposeContext.nodeNow. */
   clockSkewMs: number;
+  /** With SimOptions.membership: mean virtual ms between membership-change attempts, and how many spare
+   *  node ids the run may add (ids are never reused, so this bounds the adds). */
+  memberMeanMs: number;
+  spareNodes: number;
 }
 
 export function profileFor(seed: number, overrides: Partial<SimProfile> = {}): SimProfile {
@@ -84,6 +88,9 @@ export function profileFor(seed: number, overrides: Partial<SimProfile> = {}): S
     clientLoss: r.pick([0, 0.02, 0.1]),
     reservoirChance: r.pick([0.01, 0.05, 0.2]),
     clockSkewMs: r.pick([0, 20, 500]),
+    // Drawn last: the knobs above stay what they were for every seed.
+    memberMeanMs: r.pick([25, 60, 150]),
+    spareNodes: r.range(2, 6),
   };
   if (p.diskMaxMs < p.diskMinMs) p.diskMaxMs = p.diskMinMs;
   return { ...p, ...overrides, raft: { ...p.raft, ...(overrides.raft ?? {}) } };

@@ -21,6 +21,7 @@ export function violationReport(sim: SimCluster, invariant: string, detail: stri
 export function describeNode(n: SimNode): string {
   const d = n.durable;
   const disk = `disk[t${d.hardState.term} v=${d.hardState.votedFor ?? '-'} c${d.hardState.commitIndex} snap=${d.snapIndex} last=${d.lastIndex()}]`;
+  if (!n.born) return `${n.id} (spare id, never added)`;
   if (!n.up) return `${n.id} DOWN ${disk}`;
   let st: Status;
   try {
@@ -36,7 +37,10 @@ export function describeNode(n: SimNode): string {
     for (const [id, p] of core.progressSnapshot()) if (id !== n.id) parts.push(`${id}:${p.state}/m${p.match}/n${p.next}`);
     progress = ` progress[${parts.join(' ')}]`;
   }
-  return `${n.id} ${st.role} t${st.term} leader=${st.leaderId ?? '-'} commit=${st.commitIndex} applied=${n.applied} first=${st.firstIndex} last=${st.lastIndex} digest=${String(n.sm.digest())}${n.inflight ? ' persisting' : ''} ${disk}${progress}`;
+  // The configuration it acts on, when it is not simply "every node a voter" (membership changes).
+  const c = st.conf;
+  const conf = c.learners.length > 0 || c.removed.length > 0 || st.confIndex > 0 || c.voters.length === 0 ? ` conf@${st.confIndex}[v=${c.voters.join(',')} l=${c.learners.join(',')} r=${c.removed.join(',')}]` : '';
+  return `${n.id} ${st.role} t${st.term} leader=${st.leaderId ?? '-'} commit=${st.commitIndex} applied=${n.applied} first=${st.firstIndex} last=${st.lastIndex} digest=${String(n.sm.digest())}${n.inflight ? ' persisting' : ''}${conf} ${disk}${progress}`;
 }
 
 export function runSummary(sim: SimCluster): string {
@@ -49,6 +53,7 @@ export function runSummary(sim: SimCluster): string {
     `  messages: ${s.messagesSent} sent, ${s.messagesDropped} dropped, ${s.messagesDuplicated} duplicated, ${s.messagesReplayed} replayed; snapshots ${s.snapshotsSent} chunks sent, ${s.snapshotsInstalled} installed, ${s.compactions} compactions`,
     `  disk: ${s.persists} persists, ${s.lostBatches} unsynced batches lost; ${s.crashes} crashes (${s.armedCrashes} at armed pipeline points, ${s.powerLosses} power losses), ${s.restarts} restarts, ${s.partitions} partitions, ${s.transfers} transfers`,
     `  clients: ${s.proposals} proposals, ${s.acks} acks, ${s.readsOk} reads ok, ${s.readsFailed} reads failed; final commit index ${s.finalCommit}, max term ${s.maxTerm}`,
+    ...(sim.membership !== null ? ['  ' + sim.membership.summary()] : []),
     ...sim.nodes.map((n) => '  ' + describeNode(n)),
   ].join('\n');
 }

@@ -1,6 +1,7 @@
 // Seeded cluster simulation of the real Raft core (see test/sim/cluster.ts).
 //
-//   npm run test:sim                         1,000 seeds x 5,000 events (mixed 3- and 5-node clusters)
+//   npm run test:sim                         1,000 seeds x 5,000 events (mixed 3- and 5-node clusters, with
+//                                            membership changes; SIM_MEMBERSHIP=0 for a fixed voter set)
 //   SEED=1234 npm run test:sim               replay exactly one seed; prints its summary and trace tail
 //   SEED=1234 SIM_TRACE=full npm run test:sim   ... and every trace line
 //   SIM_SEEDS=1000 SIM_EVENTS=5000 SIM_SEED_BASE=7000 npm run test:sim   other counts / ranges
@@ -19,14 +20,16 @@ const SEEDS = num(env['SIM_SEEDS'], 1000);
 const EVENTS = num(env['SIM_EVENTS'], 5000);
 const BASE = num(env['SIM_SEED_BASE'], 1);
 const CHUNKS = Math.max(1, Math.min(SEEDS, num(env['SIM_CHUNKS'], 8)));
+/** The sweep runs with membership changes in the fault schedule (membership.ts); SIM_MEMBERSHIP=0 without. */
+const MEMBERSHIP = env['SIM_MEMBERSHIP'] !== '0';
 
 const core: CoreModule = env['SIM_CORE'] ? ((await import(env['SIM_CORE'])) as CoreModule) : defaultCore;
 
 if (env['SEED'] !== undefined && env['SEED'] !== '') {
-  replaySeedSuite('simulation', Number(env['SEED']), (seed, trace) => runSimulation({ seed, events: EVENTS, core, ...trace }));
+  replaySeedSuite('simulation', Number(env['SEED']), (seed, trace) => runSimulation({ seed, events: EVENTS, core, membership: MEMBERSHIP, ...trace }));
 } else {
-  seedSweepSuite(`simulation: ${SEEDS} seeds x ${EVENTS} events`, { seeds: SEEDS, base: BASE, chunks: CHUNKS }, (seed) =>
-    runSimulation({ seed, events: EVENTS, core }),
+  seedSweepSuite(`simulation: ${SEEDS} seeds x ${EVENTS} events${MEMBERSHIP ? ', membership changes' : ''}`, { seeds: SEEDS, base: BASE, chunks: CHUNKS }, (seed) =>
+    runSimulation({ seed, events: EVENTS, core, membership: MEMBERSHIP }),
   );
 
   describe('simulation harness', () => {
@@ -108,14 +111,14 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
         run(`catches: ${mutant.name}`, async () => {
           for (let seed = 1; seed <= mutant.maxSeeds; seed++) {
             try {
-              await runSimulation({ seed, events: mutant.events ?? EVENTS, core: mutant.core(defaultCore), profile: mutant.profile, workload: mutant.workload });
+              await runSimulation({ seed, events: mutant.events ?? EVENTS, core: mutant.core(defaultCore), profile: mutant.profile, workload: mutant.workload, membership: mutant.membership });
             } catch (e) {
               if (!(e instanceof SimViolation)) throw e;
               // Liveness says nothing about a planted safety bug; and a seed that also fails on the
               // real core is the core's failure, not the mutant's: keep looking.
               if (e.invariant === 'liveness') continue;
               try {
-                await runSimulation({ seed, events: mutant.events ?? EVENTS, core: defaultCore, profile: mutant.profile, workload: mutant.workload });
+                await runSimulation({ seed, events: mutant.events ?? EVENTS, core: defaultCore, profile: mutant.profile, workload: mutant.workload, membership: mutant.membership });
               } catch (base) {
                 if (base instanceof SimViolation) continue;
                 throw base;

@@ -65,6 +65,11 @@ function describe(x: unknown): string {
   const o = x as Record<string, unknown>;
   if (typeof o['type'] === 'string' && 'from' in o && 'to' in o) return formatMessage(x as Message);
   if ('committedEntries' in o && 'messages' in o) return formatReady(x as Ready);
+  // A persisted batch: entries as ranges (a configuration entry's bytes would fill the line).
+  if ('hardState' in o && 'snapshot' in o && Array.isArray(o['entries'])) {
+    const snap = o['snapshot'] as { meta: { index: number; term: number; conf: { voters: string[]; learners: string[] } } } | null;
+    return `hardState=${describe(o['hardState'])} snapshot=${snap === null ? 'null' : `${snap.meta.index}/t${snap.meta.term} v=[${snap.meta.conf.voters.join(',')}] l=[${snap.meta.conf.learners.join(',')}]`} entries=${formatEntries(o['entries'] as Entry[])}`;
+  }
   if (Array.isArray(x)) return '[' + x.map(describe).join(' ') + ']';
   const parts: string[] = [];
   for (const k of Object.keys(o)) parts.push(`${k}=${typeof o[k] === 'object' ? describe(o[k]) : String(o[k])}`);

@@ -33,6 +33,10 @@ export interface SimOptions {
   liveness?: boolean;
   /** Max virtual ms the quiet phase may take to converge (default 150 election timeouts' worth). */
   quietMs?: number;
+  /** Runtime membership changes in the fault schedule (membership.ts): spare node ids join as learners,
+   *  are promoted, members (the leader too) are removed. Default false (the lock simulation's services
+   *  are built for a fixed set of nodes). */
+  membership?: boolean;
 }
 
 export class SimViolation extends Error {
@@ -78,6 +82,12 @@ export interface SimStats {
   readsOk: number;
   readsFailed: number;
   transfers: number;
+  /** Membership changes the nemesis proposed, those a leader accepted (appended), those refused (not
+   *  leader, pending, not ready, invalid), and nodes started with `join`. */
+  confProposed: number;
+  confAccepted: number;
+  confRefused: number;
+  joins: number;
   maxTerm: number;
   finalCommit: number;
   convergeMs: number;
@@ -88,7 +98,7 @@ export function emptyStats(): SimStats {
     events: 0, faultPhaseEvents: 0, virtualMs: 0, messagesSent: 0, messagesDropped: 0, messagesDuplicated: 0,
     messagesReplayed: 0, persists: 0, lostBatches: 0, crashes: 0, armedCrashes: 0, restarts: 0, powerLosses: 0,
     partitions: 0, snapshotsSent: 0, snapshotsInstalled: 0, compactions: 0, proposals: 0, acks: 0, readsOk: 0,
-    readsFailed: 0, transfers: 0, maxTerm: 0, finalCommit: 0, convergeMs: 0,
+    readsFailed: 0, transfers: 0, confProposed: 0, confAccepted: 0, confRefused: 0, joins: 0, maxTerm: 0, finalCommit: 0, convergeMs: 0,
   };
 }
 

@@ -261,10 +261,11 @@ export class Raft {
 
   step(m: Message): void {
     if (m.to !== this.id) return;
-    // Only members may speak to us: a removed node that restarts with an old log (it still thinks it is a
-    // voter) must not depose a leader with its terms or collect votes. A node that knows no configuration
-    // yet (joining) listens to whoever contacts it — the transport checks the cluster id first.
-    if (!this.acceptsFrom(m)) return;
+    // A removed node may not speak to us: restarting with an old log (it still thinks it is a voter), it
+    // must not depose a leader with its terms or collect votes. Any other sender is heard (acceptsFrom
+    // says why); a node that knows no configuration yet (joining) listens to whoever contacts it — the
+    // transport checks the cluster id first.
+    if (!this.acceptsFrom(m.from)) return;
     if (m.term > this.term) {
       if (m.type === 'RequestVote') {
         // Leader stickiness (thesis §4.2.3 / CheckQuorum): while we hear from a live leader, ignore
@@ -457,12 +458,14 @@ export class Raft {
     if (best && best.match === this.log.lastIndex()) this.send({ type: 'TimeoutNow', to: best.id });
   }
 
-  private acceptsFrom(m: Message): boolean {
-    if (this.voters.length === 0 || this.voters.includes(m.from) || this.learners.includes(m.from)) return true;
-    // The leader we follow in this term may be on its way out: its removal is in our log (so it is no
-    // longer in our configuration) but it leads until that entry commits, which needs our answers
-    // (thesis §4.2.2). A removed node returning with an old log is never our leader in our term.
-    return m.from === this.leaderId && m.term === this.term;
+  /** Refuse only ids whose removal we know COMMITTED (ids are never reused, so such a node can never be
+   *  a member again). Not the latest configuration's: an uncommitted removal in a stale tail may be
+   *  truncated by the very leader it names, and we must hear that leader to truncate it. Everyone else
+   *  is heard: thesis §4.1 — a server accepts a leader outside its latest configuration, and may need
+   *  to vote for such a candidate, because it may not have received the entry that added it yet (a
+   *  voter that was down while a node was added and promoted must follow that node once it leads). */
+  private acceptsFrom(from: NodeId): boolean {
+    return !this.confs.at(this.log.committed).removed.includes(from);
   }
 
   /** Act on confs.current(): the voter and learner lists, and (leading) one Progress per member. */
@@ -475,7 +478,10 @@ export class Raft {
     const last = this.log.lastIndex();
     for (const id of [...this.voters, ...this.learners]) {
       if (this.progress.has(id)) continue;
-      const pr = new Progress(id, last);
+      // Probe a new member WITH the last entry (next = last, as etcd does): a probe carrying no entry is
+      // never resent by the heartbeat path, so if the first one is lost (the joining node is not up
+      // yet) and no new entry follows, the member would never be caught up.
+      const pr = new Progress(id, Math.max(0, last - 1));
       pr.recentActive = true;
       this.progress.set(id, pr);
     }

@@ -60,7 +60,7 @@ describe('parseConfig: the smallest valid file and the defaults', () => {
       { id: 'n3', address: '127.0.0.1:7003', dataDir: '/var/lib/leasehold/n3' },
     ]);
     expect(config.source).toBe('/etc/leasehold/cluster.yaml');
-    expect({ raft: config.raft, lock: config.lock, limits: config.limits, log: config.log }).toEqual(DEFAULT_SETTINGS);
+    expect({ raft: config.raft, lock: config.lock, limits: config.limits, log: config.log, metrics: config.metrics }).toEqual(DEFAULT_SETTINGS);
   });
 
   it('has the documented defaults', () => {
@@ -74,7 +74,8 @@ describe('parseConfig: the smallest valid file and the defaults', () => {
         maxMessageBytes: 4194304, peerQueueMessages: 10000, maxKeyBytes: 512, maxOwnerBytes: 256,
         maxWaitersPerKey: 10000, maxWaiters: 100000, maxHeldPerOwner: 100000, maxHeld: 1000000, maxKeys: 1000000,
       },
-      log: { level: 'info' },
+      log: { level: 'info', format: 'auto' },
+      metrics: { address: null },
     });
   });
 
@@ -126,7 +127,7 @@ describe('cluster.example.yaml', () => {
       ['n2', '127.0.0.1:7002', join(REPO, 'data', 'n2')],
       ['n3', '127.0.0.1:7003', join(REPO, 'data', 'n3')],
     ]);
-    expect({ raft: config.raft, lock: config.lock, limits: config.limits, log: config.log }).toEqual(DEFAULT_SETTINGS);
+    expect({ raft: config.raft, lock: config.lock, limits: config.limits, log: config.log, metrics: config.metrics }).toEqual(DEFAULT_SETTINGS);
   });
 
   it('documents every key of the schema, written out explicitly (none left to defaults)', () => {
@@ -134,7 +135,7 @@ describe('cluster.example.yaml', () => {
     for (const [section, rules] of Object.entries(SETTINGS_SCHEMA)) {
       expect(Object.keys(raw[section] ?? {}).sort(), section).toEqual(Object.keys(rules).sort());
     }
-    expect(Object.keys(raw).sort()).toEqual(['limits', 'lock', 'log', 'nodes', 'raft']);
+    expect(Object.keys(raw).sort()).toEqual(['limits', 'lock', 'log', 'metrics', 'nodes', 'raft']);
     // tls, auth and peerAddress are off by default, so the example shows them commented out, in full.
     const text = readFileSync(EXAMPLE, 'utf8');
     for (const line of ['# tls:', '#   cert:', '#   key:', '#   ca:', '#   clientAuth: require', '# auth:', '#   ownerBinding: true', '#   peerAddress:']) expect(text).toContain(line);
@@ -401,5 +402,33 @@ describe('tls, auth and peerAddress (issue 11)', () => {
     const e = errorOf('nodes:\n  - { id: a, address: "127.0.0.1:7001", peerAddress: "127.0.0.1:7002", dataDir: /a }\n  - { id: b, address: "127.0.0.1:7002", dataDir: /b }');
     expect(e.message).toContain('nodes[1].address: duplicate address 127.0.0.1:7002 (also nodes[0])');
     expect(errorOf('nodes:\n  - { id: a, address: "127.0.0.1:7001", peerAddress: "nope", dataDir: /a }').message).toContain('nodes[0].peerAddress: expected host:port');
+  });
+});
+
+describe('metrics, log.format and a node\'s listen address', () => {
+  const base = 'nodes:\n  - { id: n1, address: "n1:7001", dataDir: /d, listen: "0.0.0.0:7001" }\n';
+  it('metrics is off by default; metrics.address is a host:port; listen is kept apart from the advertised address', () => {
+    const off = parseConfig(base, 'x.yaml');
+    expect(off.metrics.address).toBeNull();
+    expect(off.log.format).toBe('auto');
+    expect(off.nodes[0]).toEqual({ id: 'n1', address: 'n1:7001', dataDir: '/d', listen: '0.0.0.0:7001' });
+    const on = parseConfig(`${base}metrics: { address: "127.0.0.1:9464" }\nlog: { format: json }\n`, 'x.yaml');
+    expect(on.metrics.address).toBe('127.0.0.1:9464');
+    expect(on.log.format).toBe('json');
+  });
+
+  it('bad values name the key', () => {
+    const err = (text: string) => {
+      try {
+        parseConfig(text, 'x.yaml');
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return 'no error';
+    };
+    expect(err(`${base}metrics: { address: 9464 }\n`)).toMatch(/metrics\.address: expected host:port/);
+    expect(err(`${base}metrics: { address: "localhost" }\n`)).toMatch(/metrics\.address: expected host:port/);
+    expect(err(`${base}log: { format: colour }\n`)).toMatch(/log\.format: expected one of auto, json, pretty/);
+    expect(err('nodes:\n  - { id: n1, address: "n1:7001", dataDir: /d, listen: "0.0.0.0" }\n')).toMatch(/nodes\[0\]\.listen: expected host:port/);
   });
 });

@@ -99,6 +99,74 @@ describe('thesis §4.2.1 learners: catch up without voting or counting', () => {
   });
 });
 
+describe('a new member is probed until it answers (found by the simulator, seed 23 with membership)', () => {
+  it('a learner that was not running when it was added catches up once it starts, in an idle cluster', () => {
+    // The leader's first probe to the new member is lost (the joining node is not up yet). Its progress
+    // used to start at next = lastIndex + 1: every later probe was an EMPTY append, which the heartbeat
+    // path never resends, while heartbeats (anchored at match 0) succeeded — with no new entries the
+    // learner stayed at index 0 forever.
+    const net = cluster();
+    for (let i = 0; i < 3; i++) net.propose('a', `v${i}`);
+    expect(change(net, 'a', addLearner('d'))).toMatchObject({ ok: true });
+    net.tickAll(2); // the add commits; everything sent to d so far went nowhere
+    const d = joiner(net, 'd');
+    net.tickAll(5);
+    expect(d.raft.status().lastIndex).toBe(net.node('a').raft.status().lastIndex);
+    expect(d.appliedData()).toEqual(['v0', 'v1', 'v2']);
+    expect(d.raft.status().learners).toEqual(['d']);
+  });
+});
+
+describe('thesis §4.1: a server accepts a leader (and a candidate) outside its latest configuration (found by the simulator, seed 107 with membership)', () => {
+  it('a voter that was down while a new member was added and promoted follows that member once it leads', () => {
+    // c misses the add and the promotion of d; d then becomes leader. c's configuration is still
+    // {a, b, c}: refusing every message from a non-member, it refused d's appends and stayed behind
+    // forever (pre-campaigning with a stale log). Only ids the configuration lists as REMOVED are
+    // refused (ids are never reused, so that list is exact).
+    const net = cluster();
+    joiner(net, 'd');
+    net.isolate('c');
+    expect(change(net, 'a', addLearner('d'))).toMatchObject({ ok: true });
+    net.tick(['a', 'b', 'd'], 2);
+    expect(change(net, 'a', { type: 'promote', id: 'd' })).toMatchObject({ ok: true });
+    net.tick(['a', 'b', 'd'], 2);
+    expect(net.node('a').raft.transferLeadership('d')).toBe(true);
+    net.tick(['a', 'b', 'd'], 3);
+    expect(net.node('d').raft.role).toBe('leader');
+    net.propose('d', 'after');
+    net.tick(['a', 'b', 'd'], 1);
+    net.heal();
+    expect(net.node('c').raft.status().voters).toEqual(['a', 'b', 'c']);
+    net.tickAll(3);
+    const c = net.node('c');
+    expect(c.raft.status().voters).toEqual(['a', 'b', 'c', 'd']);
+    expect(c.raft.status().leaderId).toBe('d');
+    expect(c.appliedData()).toContain('after');
+  });
+
+  it('an UNCOMMITTED removal of the new leader in a stale tail does not make a node refuse that leader (seed 171)', () => {
+    // Without leader stickiness, so that b can be elected at will while a is cut off.
+    const net = new Network(['a', 'b', 'c'], (c) => {
+      c.checkQuorum = false;
+      c.preVote = false;
+    });
+    net.elect('a');
+    net.tickAll(1);
+    net.isolate('a');
+    expect(change(net, 'a', { type: 'remove', id: 'b' })).toMatchObject({ ok: true }); // only a has it
+    net.elect('b');
+    expect(net.node('b').raft.role).toBe('leader');
+    net.propose('b', 'after');
+    net.heal();
+    const a = net.node('a');
+    expect(a.raft.status().conf.removed).toEqual(['b']);
+    net.tickAll(3 * E);
+    expect(a.raft.status().conf.removed).toEqual([]); // the stale entry was truncated by b's appends
+    expect(a.raft.status().leaderId).toBe('b');
+    expect(a.appliedData()).toContain('after');
+  });
+});
+
 describe('thesis §4.1 single-server changes: one at a time, after the leader committed in its term', () => {
   it('§4.1 a second change is refused while the first is uncommitted', () => {
     const net = cluster();

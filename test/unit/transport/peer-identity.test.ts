@@ -72,3 +72,31 @@ describe('PeerTransport identity checks', () => {
     await waitFor('the leaving leader', () => received.some((r) => r.from === 'a'));
   });
 });
+
+describe('PeerTransport: a sender our stale configuration does not list', () => {
+  it('asks the runtime once, and hears the sender after the members vouch for it', async () => {
+    const [port] = await freePorts(1);
+    const asked: string[] = [];
+    const received: string[] = [];
+    const transport = new PeerTransport({
+      selfId: 'b', peers: new Map(), queueLimit: 100, maxMessageBytes: 1 << 20, logger: recordingLogger(), traceMessages: false,
+      onUnknownSender: (from) => asked.push(from),
+    });
+    transport.setIdentity({ clusterId: 'cluster-1', members: new Set(['a', 'b', 'c']) });
+    const server = new grpc.Server();
+    server.addService(RaftClient.service, transport.handlers((m) => received.push(`${m.from}:${m.type === 'AppendEntries' ? m.prevLogIndex : -1}`)));
+    await new Promise<void>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+    closers.push(() => {
+      server.forceShutdown();
+      transport.close();
+    });
+    const d = sender('d', 'cluster-1', port!);
+    d.send([hb('d', 1), hb('d', 2)]);
+    await waitFor('the runtime to be asked about d', () => asked.length > 0);
+    expect(asked).toEqual(['d']); // once, not per message
+    expect(received).toEqual([]);
+    transport.vouch('d');
+    d.send([hb('d', 3)]);
+    await waitFor('d to be heard', () => received.includes('d:3'));
+  });
+});

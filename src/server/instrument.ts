@@ -1,0 +1,118 @@
+// Wrappers that feed NodeMetrics without the wrapped code knowing: the storage (fsync and snapshot timing),
+// the state machine (snapshot encoding, commits), the driver's propose(), and the lock service's calls.
+import type { LockResult } from '../lock/types.js';
+import type { Entry } from '../raft/core/types.js';
+import { NotLeaderError, ProposalDroppedError, ProposalTimeoutError } from '../raft/errors.js';
+import type { StateMachine } from '../raft/fsm.js';
+import type { PersistBatch, RaftStorage } from '../raft/storage/types.js';
+import type { NodeMetrics } from './metrics.js';
+import { RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
+
+const seconds = (startNs: bigint) => Number(process.hrtime.bigint() - startNs) / 1e9;
+
+/** Times each synced batch; counts snapshots installed from the leader and, with the fsm wrapper, taken here. */
+export function instrumentStorage(storage: RaftStorage, m: NodeMetrics, snapshotStartedAt: () => bigint | null): RaftStorage {
+  return {
+    load: () => storage.load(),
+    close: () => storage.close(),
+    async save(batch: PersistBatch) {
+      const t = process.hrtime.bigint();
+      await storage.save(batch);
+      m.fsyncSeconds.observe(seconds(t));
+      if (batch.snapshot) {
+        m.snapshots.inc({ kind: 'installed' });
+        m.snapshotBytes.set({ kind: 'installed' }, batch.snapshot.data.length);
+      }
+    },
+    async compact(snapshot) {
+      await storage.compact(snapshot);
+      const started = snapshotStartedAt();
+      if (started !== null) m.snapshotSeconds.observe(seconds(started));
+      m.snapshots.inc({ kind: 'taken' });
+      m.snapshotBytes.set({ kind: 'taken' }, snapshot.data.length);
+    },
+  };
+}
+
+/** The state machine as the driver sees it, counting commits and remembering when a snapshot began. */
+export function instrumentFsm<R>(fsm: StateMachine<R>, m: NodeMetrics): { fsm: StateMachine<R>; snapshotStartedAt: () => bigint | null } {
+  let startedAt: bigint | null = null;
+  return {
+    snapshotStartedAt: () => startedAt,
+    fsm: {
+      apply(entry: Entry) {
+        m.commits.inc();
+        return fsm.apply(entry);
+      },
+      snapshot() {
+        startedAt = process.hrtime.bigint();
+        return fsm.snapshot();
+      },
+      restore: (data) => fsm.restore(data),
+    },
+  };
+}
+
+type Proposer = { propose(data: Uint8Array, timeoutMs: number): Promise<{ index: number; result: LockResult | null }> };
+
+/** The node with propose() counted and timed; everything else passes through to the node itself. */
+export function instrumentProposals<N extends Proposer>(node: N, m: NodeMetrics): N {
+  const propose = async (data: Uint8Array, timeoutMs: number) => {
+    const t = process.hrtime.bigint();
+    try {
+      const r = await node.propose(data, timeoutMs);
+      m.proposals.inc({ outcome: 'committed' });
+      m.proposalSeconds.observe(seconds(t));
+      return r;
+    } catch (err) {
+      const outcome =
+        err instanceof ProposalTimeoutError ? 'timeout' : err instanceof NotLeaderError ? 'not_leader' : err instanceof ProposalDroppedError ? 'dropped' : 'error';
+      m.proposals.inc({ outcome });
+      throw err;
+    }
+  };
+  return new Proxy(node, {
+    get(target, prop) {
+      if (prop === 'propose') return propose;
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+function outcomeOf(op: string, value: unknown): string {
+  const v = value as { acquired?: boolean; renewed?: boolean; released?: boolean; held?: boolean; reason?: string };
+  if (op === 'acquire') return v.acquired ? 'acquired' : 'not_acquired';
+  if (op === 'get') return v.held ? 'held' : 'free';
+  if (op === 'renew' && v.renewed) return 'renewed';
+  if (op === 'release' && v.released) return 'released';
+  return (v.reason ?? 'unspecified').toLowerCase();
+}
+
+/** The lock service with acquire/renew/release/get counted by outcome and timed. */
+export function instrumentLockService(service: LockService, m: NodeMetrics): LockService {
+  const wrap =
+    (op: 'acquire' | 'renew' | 'release' | 'get') =>
+    async (...args: unknown[]) => {
+      const t = process.hrtime.bigint();
+      try {
+        const result: unknown = await (service[op] as (...a: unknown[]) => Promise<unknown>).apply(service, args);
+        m.lockOps.inc({ op, outcome: outcomeOf(op, result) });
+        return result;
+      } catch (err) {
+        const outcome = err instanceof UnavailableError ? (err.leaderId ? 'not_leader' : 'unavailable') : err instanceof RequestRejectedError ? 'rejected' : 'error';
+        m.lockOps.inc({ op, outcome });
+        throw err;
+      } finally {
+        m.lockOpSeconds.observe({ op }, seconds(t));
+      }
+    };
+  const wrapped = { acquire: wrap('acquire'), renew: wrap('renew'), release: wrap('release'), get: wrap('get') } as Record<string, unknown>;
+  return new Proxy(service, {
+    get(target, prop) {
+      if (typeof prop === 'string' && prop in wrapped) return wrapped[prop];
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}

@@ -1,0 +1,153 @@
+// Prometheus metrics of one node (prom-client), served at GET /metrics on `metrics.address`. Gauges read the
+// node's existing status at scrape time (collect()); counters and histograms are fed by wrappers the runtime
+// puts around the storage, the state machine, the driver's propose() and the lock service's calls
+// (instrument.ts), so neither the Raft driver nor the pure layers know about metrics. README "Metrics" lists
+// every series.
+import { createServer, type Server } from 'node:http';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { NodeId, Role, SoftState, Status } from '../raft/core/types.js';
+
+/** What the scrape-time gauges read. */
+export interface MetricsSources {
+  status(): Status;
+  progress(): Map<NodeId, { match: number; next: number; state: string }>;
+  /** Outbound peer streams: true while connected. */
+  peers(): Map<NodeId, boolean>;
+  leasesHeld(): number;
+  waiters(): number;
+  dedupEntries(): number;
+}
+
+const ROLES: readonly Role[] = ['follower', 'pre-candidate', 'candidate', 'leader'];
+const FAST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+export class NodeMetrics {
+  readonly registry = new Registry();
+  readonly proposals: Counter<'outcome'>;
+  readonly proposalSeconds: Histogram;
+  readonly commits: Counter;
+  readonly fsyncSeconds: Histogram;
+  readonly snapshotBytes: Gauge<'kind'>;
+  readonly snapshotSeconds: Histogram;
+  readonly snapshots: Counter<'kind'>;
+  readonly lockOps: Counter<'op' | 'outcome'>;
+  readonly lockOpSeconds: Histogram<'op'>;
+  readonly leaderChanges: Counter;
+
+  /** Feed the driver's softState events (leader changes). */
+  onSoftState(ss: SoftState, prev: SoftState): void {
+    if (ss.leaderId !== prev.leaderId) this.leaderChanges.inc();
+  }
+
+  constructor(nodeId: string, src: MetricsSources) {
+    const r = this.registry;
+    r.setDefaultLabels({ node: nodeId });
+    collectDefaultMetrics({ register: r, prefix: 'leasehold_' });
+
+    new Gauge({
+      name: 'leasehold_raft_role',
+      help: 'Raft role of this node: 1 for the current role, 0 for the others',
+      labelNames: ['role'],
+      registers: [r],
+      collect() {
+        const role = src.status().role;
+        for (const x of ROLES) this.set({ role: x }, x === role ? 1 : 0);
+      },
+    });
+    const gauge = (name: string, help: string, read: () => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: [r],
+        collect() {
+          this.set(read());
+        },
+      });
+    gauge('leasehold_raft_term', 'Current Raft term', () => src.status().term);
+    gauge('leasehold_raft_commit_index', 'Highest log index known to be committed', () => src.status().commitIndex);
+    gauge('leasehold_raft_applied_index', 'Highest log index applied to the lock state machine here', () => src.status().appliedIndex);
+    gauge('leasehold_raft_last_index', 'Last index of the local log', () => src.status().lastIndex);
+    gauge('leasehold_raft_has_leader', '1 while this node knows a leader (itself included), else 0', () => (src.status().leaderId ? 1 : 0));
+    new Gauge({
+      name: 'leasehold_raft_peer_match_lag_entries',
+      help: 'On the leader: entries each follower is behind the leader\'s last index (empty on followers)',
+      labelNames: ['peer'],
+      registers: [r],
+      collect() {
+        this.reset();
+        const st = src.status();
+        if (st.role !== 'leader') return;
+        for (const [peer, pr] of src.progress()) if (peer !== st.id) this.set({ peer }, Math.max(0, st.lastIndex - pr.match));
+      },
+    });
+    new Gauge({
+      name: 'leasehold_peer_connected',
+      help: 'Outbound peer stream to each other member: 1 connected, 0 not',
+      labelNames: ['peer'],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const [peer, up] of src.peers()) this.set({ peer }, up ? 1 : 0);
+      },
+    });
+    gauge('leasehold_lock_leases_held', 'Locks held (live leases) in the applied lock state', () => src.leasesHeld());
+    gauge('leasehold_lock_waiters', 'Acquires queued (wait_ms) on this node; non-zero only on the leader', () => src.waiters());
+    gauge('leasehold_lock_dedup_entries', 'request_id outcomes remembered for retries (the dedup table)', () => src.dedupEntries());
+
+    this.leaderChanges = new Counter({ name: 'leasehold_raft_leader_changes_total', help: 'Times the leader this node knows changed (to another node or to none)', registers: [r] });
+    this.proposals = new Counter({
+      name: 'leasehold_raft_proposals_total',
+      help: 'Entries proposed by this node (as leader), by outcome: committed, timeout, not_leader, dropped, error',
+      labelNames: ['outcome'],
+      registers: [r],
+    });
+    this.proposalSeconds = new Histogram({ name: 'leasehold_raft_proposal_duration_seconds', help: 'From propose to applied here, for committed proposals', buckets: FAST_BUCKETS, registers: [r] });
+    this.commits = new Counter({ name: 'leasehold_raft_commits_total', help: 'Committed entries applied to the state machine on this node', registers: [r] });
+    this.fsyncSeconds = new Histogram({ name: 'leasehold_storage_fsync_duration_seconds', help: 'One synced LevelDB batch (a Ready: hard state and entries)', buckets: FAST_BUCKETS, registers: [r] });
+    this.snapshotBytes = new Gauge({ name: 'leasehold_snapshot_bytes', help: 'Size of the last snapshot taken here or installed from the leader', labelNames: ['kind'], registers: [r] });
+    this.snapshotSeconds = new Histogram({
+      name: 'leasehold_snapshot_duration_seconds',
+      help: 'Taking a snapshot: encoding the lock state and writing it (log compaction included)',
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10],
+      registers: [r],
+    });
+    this.snapshots = new Counter({ name: 'leasehold_snapshots_total', help: 'Snapshots taken here (taken) or received from the leader (installed)', labelNames: ['kind'], registers: [r] });
+    this.lockOps = new Counter({
+      name: 'leasehold_lock_operations_total',
+      help: 'Lock calls served by this node by op (acquire, renew, release, get) and outcome (acquired, not_acquired, renewed, released, not_held, wrong_owner, wrong_token, expired, held, free, not_leader, unavailable, rejected, error)',
+      labelNames: ['op', 'outcome'],
+      registers: [r],
+    });
+    this.lockOpSeconds = new Histogram({
+      name: 'leasehold_lock_operation_duration_seconds',
+      help: 'Lock calls served by this node, by op (queueing of acquire with wait_ms included)',
+      labelNames: ['op'],
+      buckets: [...FAST_BUCKETS, 5, 10, 30, 60],
+      registers: [r],
+    });
+  }
+}
+
+/** Serves `GET /metrics` on host:port; resolves once listening. */
+export async function serveMetrics(address: string, registry: Registry): Promise<Server> {
+  const i = address.lastIndexOf(':');
+  const host = address.slice(0, i).replace(/^\[(.*)\]$/, '$1');
+  const port = Number(address.slice(i + 1));
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at GET /metrics\n');
+      return;
+    }
+    registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(err)}\n`),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new Error(`metrics endpoint ${address}: cannot listen (${err.code === 'EADDRINUSE' ? 'the port is in use by another process' : err.message})`)),
+    );
+    server.listen(port, host, () => resolve());
+  });
+  return server;
+}

@@ -1,0 +1,80 @@
+// The package as a user gets it: `npm pack`, install the tarball into the example project under
+// examples/client-app, type-check its TypeScript against the shipped declarations, and run both the
+// JavaScript and the TypeScript version against a real cluster.
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestCluster } from '../integration/harness.js';
+
+const REPO = resolve('.');
+let dir: string;
+let app: string;
+let tarball: string;
+let files: string[];
+let c: TestCluster;
+
+function sh(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
+  return spawnSync(cmd, args, { cwd, encoding: 'utf8', timeout: 180_000, env: { ...process.env, ...env } });
+}
+const out = (r: SpawnSyncReturns<string>) => `exit ${r.status}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'leasehold-pkg-'));
+  // dist/ is built by `npm test` (npm run build); --ignore-scripts keeps pack from building it again.
+  const pack = sh('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], REPO);
+  expect(pack.status, out(pack)).toBe(0);
+  const info = JSON.parse(pack.stdout) as { filename: string; files: { path: string }[] }[];
+  tarball = join(dir, info[0]!.filename);
+  files = info[0]!.files.map((f) => f.path);
+  app = join(dir, 'app');
+  cpSync(join(REPO, 'examples/client-app'), app, { recursive: true, filter: (src) => !/node_modules|reports-db|[/\\]out$/.test(src) });
+  // From npm's cache when it can (the repository's own npm ci filled it); the registry is slow here.
+  let install = sh('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], app);
+  if (install.status !== 0) install = sh('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], app);
+  expect(install.status, out(install)).toBe(0);
+  c = await TestCluster.create();
+  c.startAll();
+  await c.waitForLeader();
+}, 240_000);
+
+afterAll(async () => {
+  await c?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the npm package', () => {
+  it('ships the built library, its declarations and the protos, and nothing of the tests', () => {
+    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'dist/src/cli/main.js', 'dist/src/client/index.d.ts', 'dist/src/fencing/index.d.ts', 'proto/leasehold/v1/lock.proto']));
+    expect(files.filter((f) => /^(test|scripts|src|examples|build)\/|^dist\/(test|scripts)\//.test(f))).toEqual([]);
+    expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
+    console.info(`npm pack: ${files.length} files`);
+  });
+
+  it('the example project type-checks (skipLibCheck off: our .d.ts files too) against leasehold/client and leasehold/fencing, and a type error is caught', () => {
+    const tsc = join(app, 'node_modules/typescript/bin/tsc');
+    const ok = sh(process.execPath, [tsc, '-p', 'tsconfig.json'], app);
+    expect(ok.status, out(ok)).toBe(0);
+    // The declarations are real: a token is a bigint, not a number (and no TS7016 "no declaration file").
+    writeFileSync(join(app, 'wrong.ts'), "import { LockClient } from 'leasehold/client';\nconst c = new LockClient({ endpoints: 'h:1' });\nexport const n: number = (await c.acquire('k', { ttlMs: 1000 })).token;\n");
+    const badFile = sh(process.execPath, [tsc, '--noEmit', '--skipLibCheck', '--module', 'NodeNext', '--moduleResolution', 'NodeNext', '--target', 'ES2022', '--strict', '--types', 'node', 'wrong.ts'], app);
+    expect(badFile.status).not.toBe(0);
+    expect(badFile.stdout).toMatch(/wrong\.ts\(3,\d+\): error TS2322: Type 'bigint' is not assignable to type 'number'/);
+    expect(badFile.stdout).not.toMatch(/TS7016/);
+  });
+
+  it('the JavaScript and the TypeScript example run against a real cluster and write with increasing tokens', () => {
+    const env = { LEASEHOLD_ENDPOINTS: c.endpoints().join(','), REPORTS_DB: join(dir, 'reports-db') };
+    const js = sh(process.execPath, ['report.mjs', 'report:js'], app, env);
+    expect(js.status, out(js)).toBe(0);
+    const first = JSON.parse(js.stdout.trim()) as { event: string; token: string };
+    expect(first.event).toBe('written');
+    const ts = sh(process.execPath, ['out/report.js', 'report:js'], app, env);
+    expect(ts.status, out(ts)).toBe(0);
+    const second = JSON.parse(ts.stdout.trim()) as { event: string; token: string };
+    expect(second.event).toBe('written');
+    expect(BigInt(second.token)).toBeGreaterThan(BigInt(first.token));
+    expect(readdirSync(join(dir, 'reports-db')).length).toBeGreaterThan(0);
+  });
+});
