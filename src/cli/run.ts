@@ -172,9 +172,11 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
   const onLost = (err: LockLostError) => {
     lost = err;
     if (child.exitCode === null && child.signalCode === null) {
+      // The time in the line below lets a supervisor (or a test) measure loss-to-signal latency: take it
+      // BEFORE the signal, or the child may see SIGTERM before the moment we report as the loss.
+      const lostAt = new Date();
       child.kill('SIGTERM');
-      // The time in this line lets a supervisor (or a test) measure loss-to-signal latency.
-      report('lost', `LOST at ${new Date().toISOString()}: ${err.message}; sent SIGTERM to pid ${child.pid}, SIGKILL in ${formatDuration(o.grace)}`, { reason: err.reason, pid: child.pid });
+      report('lost', `LOST at ${lostAt.toISOString()}: ${err.message}; sent SIGTERM to pid ${child.pid}, SIGKILL in ${formatDuration(o.grace)}`, { reason: err.reason, pid: child.pid });
       killTimer = setTimeout(() => {
         if (child.exitCode === null && child.signalCode === null) {
           report('killed', `pid ${child.pid} still running after ${formatDuration(o.grace)}; sending SIGKILL`, { pid: child.pid });

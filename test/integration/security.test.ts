@@ -138,6 +138,11 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
     expect(ok.status).toBe(0);
     const viaEnv = cli(['get', 'cli-key', '--endpoints', endpoints], { LEASEHOLD_CACERT: pki.ca, LEASEHOLD_CERT: pki.client('alice').cert, LEASEHOLD_KEY: pki.client('alice').key });
     expect(viaEnv.stdout).toMatch(/cli-key: held by alice/);
+    // SPEC exit code 4: permission denied (owner binding: bob's certificate cannot acquire as alice).
+    const bobTls = ['--cacert', pki.ca, '--cert', pki.client('bob').cert, '--key', pki.client('bob').key];
+    const denied = cli(['acquire', 'cli-key-2', '--owner', 'alice', '--ttl', '5s', '--endpoints', endpoints, ...bobTls]);
+    expect(denied.status, denied.stderr).toBe(4);
+    expect(denied.stderr).toMatch(/does not match the client certificate CN "bob"/);
     const plain = cli(['get', 'cli-key', '--endpoints', endpoints, '--timeout', '1500ms']);
     expect(plain.status).toBe(2);
     expect(plain.stderr).toMatch(/UNAVAILABLE|DEADLINE_EXCEEDED/);
