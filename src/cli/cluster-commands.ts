@@ -67,11 +67,12 @@ function printMembers(members: Member[]): string {
   return rows.join('\n');
 }
 
-async function clusterCall<Res>(o: Opts, method: Parameters<EndpointPool['clusterCall']>[0], request: object, print: (r: Res) => string): Promise<void> {
+/** Run `fn` on a pool of the endpoints; print its answer (or JSON), or the failure with SPEC's exit code. */
+async function answer<T>(o: Opts, fn: (pool: EndpointPool) => Promise<T>, print: (r: T) => string, asJson: (r: T) => unknown = (r) => r): Promise<void> {
   const pool = poolFor(o);
   try {
-    const r = await pool.clusterCall<Res>(method, request, Date.now() + o.timeout);
-    process.stdout.write((o.json ? JSON.stringify(r, null, 2) : print(r)) + '\n');
+    const r = await fn(pool);
+    process.stdout.write((o.json ? JSON.stringify(asJson(r), null, 2) : print(r)) + '\n');
     process.exitCode = 0;
   } catch (err) {
     if (!(err instanceof RpcError)) throw err;
@@ -80,6 +81,28 @@ async function clusterCall<Res>(o: Opts, method: Parameters<EndpointPool['cluste
   } finally {
     pool.close();
   }
+}
+
+function clusterCall<Res>(o: Opts, method: Parameters<EndpointPool['clusterCall']>[0], request: object, print: (r: Res) => string): Promise<void> {
+  return answer(o, (pool) => pool.clusterCall<Res>(method, request, Date.now() + o.timeout), print);
+}
+
+/** The leader's Status if it answers, else any node's: the leader has the match indexes, followers may lag. */
+async function bestStatus(p: EndpointPool, deadline: number): Promise<StatusResponse> {
+  let best: StatusResponse | null = null;
+  let lastErr: RpcError | null = null;
+  for (const ep of p.endpoints) {
+    try {
+      const s = await p.status(ep, deadline);
+      if (!best || s.role === 'LEADER') best = s;
+      if (s.role === 'LEADER') break;
+    } catch (err) {
+      if (err instanceof RpcError) lastErr = err;
+      else throw err;
+    }
+  }
+  if (!best) throw lastErr ?? new RpcError(grpc.status.UNAVAILABLE, 'no endpoint answered');
+  return best;
 }
 
 export function clusterCommands(program: Command): void {
@@ -117,32 +140,7 @@ export function clusterCommands(program: Command): void {
 
   const members = program.command('members').description('list or change the cluster membership (one change at a time)');
   common(members.command('list').description('the members as the leader sees them (voter or learner)'), 5000).action(async (o: Opts) => {
-    const p = poolFor(o);
-    const deadline = Date.now() + o.timeout;
-    try {
-      // Prefer the leader's view: it has the match indexes, and followers may lag a change.
-      let best: StatusResponse | null = null;
-      let lastErr: RpcError | null = null;
-      for (const ep of p.endpoints) {
-        try {
-          const s = await p.status(ep, deadline);
-          if (!best || s.role === 'LEADER') best = s;
-          if (s.role === 'LEADER') break;
-        } catch (err) {
-          if (err instanceof RpcError) lastErr = err;
-          else throw err;
-        }
-      }
-      if (!best) throw lastErr ?? new RpcError(grpc.status.UNAVAILABLE, 'no endpoint answered');
-      process.stdout.write((o.json ? JSON.stringify({ members: best.members, from: best.node_id }, null, 2) : printMembers(best.members)) + '\n');
-      process.exitCode = 0;
-    } catch (err) {
-      if (!(err instanceof RpcError)) throw err;
-      process.stderr.write(`leasehold: ${err.message}\n`);
-      process.exitCode = exitCodeOfRpc(err);
-    } finally {
-      p.close();
-    }
+    await answer(o, (p) => bestStatus(p, Date.now() + o.timeout), (s) => printMembers(s.members), (s) => ({ members: s.members, from: s.node_id }));
   });
   common(members.command('add <id> <address>').description('add a node (start it with `leasehold serve --join`); --learner to add it non-voting, then promote').option('--learner', 'add as a learner: it catches up without voting or counting toward a quorum'), 60_000).action(
     async (id: string, address: string, o: Opts & { learner?: boolean }) => {

@@ -194,20 +194,25 @@ export class RaftNode<R = unknown> extends EventEmitter {
     if (!r.ok) {
       return Promise.reject(new NotLeaderError(r.leaderId, r.reason === 'transferring' ? 'leadership is being transferred' : 'not the leader'));
     }
+    return this.awaitApplied(r.index, r.term, timeoutMs);
+  }
+
+  /** The entry proposed at (index, term) applied here, or ProposalTimeoutError after `timeoutMs`. */
+  private awaitApplied(index: number, term: number, timeoutMs: number): Promise<{ index: number; result: R }> {
     this.schedule();
     return this.withDeadline<{ index: number; result: R }>(
       timeoutMs,
       () => {
-        const p = this.proposals.get(r.index);
-        if (!p || p.term !== r.term) return null;
-        this.proposals.delete(r.index);
-        return new ProposalTimeoutError(timeoutMs, r.index);
+        const p = this.proposals.get(index);
+        if (!p || p.term !== term) return null;
+        this.proposals.delete(index);
+        return new ProposalTimeoutError(timeoutMs, index);
       },
       (settle) => {
         // An older proposal still waiting at this index (made in an earlier term, then overwritten by
         // another leader) can never apply: fail it now instead of leaving it to hang.
-        this.proposals.get(r.index)?.reject(new ProposalDroppedError(r.index));
-        this.proposals.set(r.index, { term: r.term, ...settle });
+        this.proposals.get(index)?.reject(new ProposalDroppedError(index));
+        this.proposals.set(index, { term, ...settle });
       },
     );
   }
@@ -230,20 +235,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
           return Promise.reject(new ConfChangeRefusedError('invalid', r.message));
       }
     }
-    this.schedule();
-    return this.withDeadline<{ index: number; result: R }>(
-      timeoutMs,
-      () => {
-        const p = this.proposals.get(r.index);
-        if (!p || p.term !== r.term) return null;
-        this.proposals.delete(r.index);
-        return new ProposalTimeoutError(timeoutMs, r.index);
-      },
-      (settle) => {
-        this.proposals.get(r.index)?.reject(new ProposalDroppedError(r.index));
-        this.proposals.set(r.index, { term: r.term, ...settle });
-      },
-    ).then(({ index }) => ({ index }));
+    return this.awaitApplied(r.index, r.term, timeoutMs).then(({ index }) => ({ index }));
   }
 
   /** The configuration this node acts on (latest in its log, committed or not). */

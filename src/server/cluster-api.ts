@@ -8,6 +8,7 @@ import type { RaftNode } from '../raft/node.js';
 import { roleToWire } from '../transport/codec.js';
 import { ClusterClient, type ClusterHandlers, type ClusterMethod, type Member, type WireInput } from '../transport/proto.js';
 import { Membership, MembershipArgumentError, MembershipPreconditionError } from './membership.js';
+import { statusError } from './status-error.js';
 
 const FORWARDED = 'x-leasehold-forwarded';
 
@@ -26,13 +27,6 @@ export interface ClusterApiOptions {
 
 type Reply<T> = (err: grpc.ServiceError | null, value?: WireInput<T>) => void;
 
-function statusError(code: grpc.status, details: string): grpc.ServiceError {
-  const e = new Error(details) as grpc.ServiceError;
-  e.code = code;
-  e.details = details;
-  e.metadata = new grpc.Metadata();
-  return e;
-}
 
 export class ClusterApi {
   private forwardClients = new Map<string, ClusterClient>();

@@ -28,6 +28,7 @@ import {
   type WireInput,
 } from '../transport/proto.js';
 import type { ClusterApi } from './cluster-api.js';
+import { statusError } from './status-error.js';
 import { addStrictService, descriptorRegistry, invalidReason, strictRequestDeserializers } from './strict-decode.js';
 import { LimitExceededError, RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
 
@@ -53,13 +54,6 @@ export interface ClientApiOptions {
 
 type Reply<T> = (err: grpc.ServiceError | null, value?: WireInput<T>) => void;
 
-function statusError(code: grpc.status, details: string): grpc.ServiceError {
-  const e = new Error(details) as grpc.ServiceError;
-  e.code = code;
-  e.details = details;
-  e.metadata = new grpc.Metadata();
-  return e;
-}
 
 export class ClientApi {
   private forwardClients = new Map<string, LockClient>();
