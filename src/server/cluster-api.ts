@@ -6,6 +6,7 @@ import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeout
 import type { NodeLogger } from '../raft/logger.js';
 import type { RaftNode } from '../raft/node.js';
 import { roleToWire } from '../transport/codec.js';
+import { NODE_CHANNEL_BACKOFF } from '../transport/grpc.js';
 import { ClusterClient, type ClusterHandlers, type ClusterMethod, type Member, type WireInput } from '../transport/proto.js';
 import { Membership, MembershipArgumentError, MembershipPreconditionError } from './membership.js';
 import { statusError } from './status-error.js';
@@ -115,7 +116,7 @@ export class ClusterApi {
     }
     let client = this.forwardClients.get(address);
     if (!client) {
-      client = new ClusterClient(address, this.opts.credentials());
+      client = new ClusterClient(address, this.opts.credentials(), { ...NODE_CHANNEL_BACKOFF });
       this.forwardClients.set(address, client);
     }
     const md = new grpc.Metadata();

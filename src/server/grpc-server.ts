@@ -8,6 +8,7 @@ import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-
 import { validateAcquire, validateGet, validateRelease, validateRenew, type LockLimits, type Validated } from '../lock/validate.js';
 import type { AcquireResult, LockView, ReleaseResult, RenewResult } from '../lock/types.js';
 import type { NodeLogger } from '../raft/logger.js';
+import { NODE_CHANNEL_BACKOFF } from '../transport/grpc.js';
 import { certificateCommonName } from '../transport/peer-auth.js';
 import {
   ClusterClient,
@@ -189,7 +190,10 @@ export class ClientApi {
     let client = this.forwardClients.get(address);
     if (!client) {
       // With TLS the leader's certificate names its id, not necessarily its address.
-      client = new LockClient(address, this.forwardCredentials, this.opts.forwardCredentials ? { 'grpc.ssl_target_name_override': leaderId, 'grpc.default_authority': leaderId } : {});
+      client = new LockClient(address, this.forwardCredentials, {
+        ...NODE_CHANNEL_BACKOFF,
+        ...(this.opts.forwardCredentials ? { 'grpc.ssl_target_name_override': leaderId, 'grpc.default_authority': leaderId } : {}),
+      });
       this.forwardClients.set(address, client);
     }
     const md = new grpc.Metadata();
