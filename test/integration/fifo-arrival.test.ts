@@ -15,7 +15,10 @@ let leader: string;
 let follower: string;
 
 beforeAll(async () => {
-  c = await TestCluster.create();
+  // The claim is grant order within one leader's term; a spurious election mid-burst fails every waiter
+  // with UNAVAILABLE and says nothing about order. The burst (300 calls, then 300 grants) kept the leader
+  // busy past the harness's aggressive 300 ms election timeout in one CI run, so this cluster gets 1 s.
+  c = await TestCluster.create({ electionTicks: 20 });
   c.startAll();
   leader = (await c.waitForLeader()).leader;
   follower = c.ids.find((id) => id !== leader)!;

@@ -45,6 +45,8 @@ export interface ClusterOptions {
   /** Ports and ids reserved for nodes added later with `members add` (n<size+1>, ...); they are not in
    *  the bootstrap file, only in the join file (joinConfigPath) they start from with --join. */
   spare?: number;
+  /** raft.electionTicks of the test cluster (ticks of 50 ms); default 6, an aggressive 300 ms. */
+  electionTicks?: number;
   /** Give every node a separate peer listener (nodes[].peerAddress). */
   peerListeners?: boolean;
   /** Channel credentials of the harness's own calls (status, pool, raw); default plaintext. */
@@ -75,6 +77,7 @@ export class TestCluster {
     peerPorts: number[] = [],
     credentials?: grpc.ChannelCredentials,
     nodeYaml?: (id: string, i: number) => string,
+    electionTicks = 6,
   ) {
     this.dir = dir;
     this.ids = ids;
@@ -87,7 +90,7 @@ export class TestCluster {
     const extra = (id: string, i: number) => (nodeYaml ? `    ${nodeYaml(id, i)}\n` : '');
     const nodes = (list: string[]) =>
       list.map((id) => `  - id: ${id}\n    address: 127.0.0.1:${ports[ids.indexOf(id)]}\n${peer(ids.indexOf(id))}    dataDir: ${id}\n${extra(id, ids.indexOf(id))}`).join('');
-    const settings = `raft:\n  tickMs: 50\n  electionTicks: 6\n${extraYaml}`;
+    const settings = `raft:\n  tickMs: 50\n  electionTicks: ${electionTicks}\n${extraYaml}`;
     writeFileSync(this.configPath, `nodes:\n${nodes(ids.slice(0, bootstrapSize))}${settings}`);
     writeFileSync(this.joinConfigPath, `nodes:\n${nodes(ids)}${settings}`);
   }
@@ -98,7 +101,7 @@ export class TestCluster {
     const dir = mkdtempSync(join(tmpdir(), 'leasehold-it-'));
     const ids = Array.from({ length: total }, (_, i) => `n${i + 1}`);
     const ports = await freePorts(opts.peerListeners ? 2 * total : total);
-    return new TestCluster(dir, ids, ports.slice(0, total), opts.extraYaml ?? '', size, opts.peerListeners ? ports.slice(total) : [], opts.credentials, opts.nodeYaml);
+    return new TestCluster(dir, ids, ports.slice(0, total), opts.extraYaml ?? '', size, opts.peerListeners ? ports.slice(total) : [], opts.credentials, opts.nodeYaml, opts.electionTicks);
   }
 
   private creds(): { credentials?: grpc.ChannelCredentials } {
