@@ -3,6 +3,7 @@
 // Time, timers and randomness come in through `env` (NodeEnv), so the simulator runs this very loop on
 // virtual time; production passes realEnv().
 import { EventEmitter } from 'node:events';
+import { quorumOf } from './core/config.js';
 import { Raft, defaultRaftConfig } from './core/raft.js';
 import type { ConfChange, ConfChangeResult, ConfState, Entry, Message, NodeId, ProposeResult, RaftConfig, Ready, RestoredState, SoftState, Snapshot, Status } from './core/types.js';
 import { bootstrapSnapshot, emptyHardState } from './core/types.js';
@@ -175,7 +176,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
     if (this.soft.role === 'leader') {
       if (!conf || !conf.voters.includes(this.id)) return { serving: false, reason: 'leader outside its own configuration' };
       const heard = conf.voters.filter((id) => id === this.id || recent(id)).length;
-      const quorum = Math.floor(conf.voters.length / 2) + 1;
+      const quorum = quorumOf(conf.voters.length);
       return heard >= quorum
         ? { serving: true, reason: 'leader with a quorum' }
         : { serving: false, reason: `leader heard from ${heard} of ${conf.voters.length} voters (quorum ${quorum})` };

@@ -7,6 +7,7 @@
 //  - a learner is promoted only once it has caught up with the log (it would otherwise count toward a
 //    quorum while still copying it);
 //  - leadership transfer waits until the new leader is in office.
+import { quorumOf } from '../raft/core/config.js';
 import type { ConfState, NodeId } from '../raft/core/types.js';
 import type { NodeEnv } from '../raft/env.js';
 import { ConfChangeRefusedError, NotLeaderError } from '../raft/errors.js';
@@ -75,7 +76,7 @@ export class Membership {
     if (!learner) {
       const voters = [...this.conf().voters, id];
       const live = this.liveVoters(this.conf().voters).length; // the new one is not running yet, as far as we know
-      const quorum = Math.floor(voters.length / 2) + 1;
+      const quorum = quorumOf(voters.length);
       if (live < quorum) {
         throw new MembershipPreconditionError(
           `adding ${id} as a voter would need ${quorum} live voters for a quorum, and only ${live} answer now; add it with --learner, start it, then promote it`,
@@ -116,7 +117,7 @@ export class Membership {
     if (conf.voters.includes(id)) {
       const rest = conf.voters.filter((v) => v !== id);
       const live = this.liveVoters(rest).length;
-      const quorum = Math.floor(rest.length / 2) + 1;
+      const quorum = quorumOf(rest.length);
       if (rest.length > 0 && live < quorum) {
         throw new MembershipPreconditionError(`removing ${id} would leave ${rest.length} voters with only ${live} answering, short of a quorum of ${quorum}`);
       }

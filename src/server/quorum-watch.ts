@@ -1,5 +1,6 @@
 // Says so, at a steady rate, while this node knows no leader: a lone node, or one cut off from the others,
 // would otherwise log `pre-candidate` once and then nothing. The warning names the peers it cannot reach.
+import { quorumOf } from '../raft/core/config.js';
 import type { NodeId, Status } from '../raft/core/types.js';
 import type { NodeEnv, TimerHandle } from '../raft/env.js';
 import type { NodeLogger } from '../raft/logger.js';
@@ -40,7 +41,7 @@ export function watchQuorum(o: QuorumWatchOptions): TimerHandle {
     const others = st.voters.filter((v) => v !== st.id);
     const connected = others.filter((v) => peers.get(v) === true);
     const unreachable = others.filter((v) => peers.get(v) !== true).map((v) => `${v} (${o.addresses.get(v) ?? '?'})`);
-    const votersNeeded = Math.floor(st.voters.length / 2) + 1;
+    const votersNeeded = quorumOf(st.voters.length);
     o.logger.warn(
       { nodeId: st.id, term: st.term, role: st.role, noLeaderForMs: now - noLeaderSince, voters: st.voters.length, votersNeeded, votersReachable: connected.length + 1, unreachable },
       'no leader: this node cannot reach a quorum of voters (check that the unreachable peers run and that their addresses are reachable from here)',

@@ -1,7 +1,7 @@
 // The pure Raft state machine (etcd-io/raft style): input is a tick, a message or a proposal; output is
 // a Ready batch. No I/O, timers, clocks or ambient randomness — the driver (src/raft/node.ts) and the
 // simulator (test/sim) own all of that. Section numbers refer to the Raft paper / Ongaro's thesis.
-import { ConfHistory, changeConf, copyConf, decodeConfEntry, encodeConfEntry, type ConfChange } from './config.js';
+import { ConfHistory, changeConf, copyConf, decodeConfEntry, encodeConfEntry, quorumOf, type ConfChange } from './config.js';
 import { RaftLog } from './log.js';
 import { Progress } from './progress.js';
 import { ReadOnlyQueue } from './read-only.js';
@@ -492,7 +492,7 @@ export class Raft {
   }
 
   private quorum(): number {
-    return Math.floor(this.voters.length / 2) + 1;
+    return quorumOf(this.voters.length);
   }
 
   private campaign(transfer: boolean): void {
