@@ -1,5 +1,6 @@
 // The driver: the only part of Raft that touches time and I/O. It turns scheduler ticks into core ticks
-// and runs the loop   persist Ready (one synced batch) -> send messages -> apply committed -> advance.
+// and runs the loop   apply what is already durable -> persist Ready (one synced batch) -> send messages
+// -> apply the rest -> advance.
 // Time, timers and randomness come in through `env` (NodeEnv), so the simulator runs this very loop on
 // virtual time; production passes realEnv().
 import { EventEmitter } from 'node:events';
@@ -25,6 +26,7 @@ export interface RaftCore {
   hasReady(): boolean;
   ready(): Ready;
   advance(rd: Ready): void;
+  takeDurableCommitted(maxCount?: number): Entry[];
   compact(index: number, data: Uint8Array): Snapshot | null;
   status(): Status;
   progressSnapshot(): Map<NodeId, { match: number; next: number; state: string }>;
@@ -91,6 +93,9 @@ export class RaftNode<R = unknown> extends EventEmitter {
   private appliedIndex = 0;
   private lastSnapshotIndex = 0;
   private soft: SoftState = { role: 'follower', leaderId: null, term: 0 };
+  /** The loop is waiting on a write whose Ready changes neither role nor snapshot: entries that commit
+   *  meanwhile and are already durable here may be applied from receive(), without waiting for it. */
+  private applyWhileWriting = false;
   private conf: ConfState | null = null;
   /** When we last received anything from each peer (our clock): what health is judged by. */
   private lastHeardMs = new Map<NodeId, number>();
@@ -146,7 +151,16 @@ export class RaftNode<R = unknown> extends EventEmitter {
     if (this.stopped) return;
     this.lastHeardMs.set(m.from, this.env.nowMs());
     this.raft.step(m);
+    if (this.applyWhileWriting) this.applyDurable();
     this.schedule();
+  }
+
+  /** Apply what the core says is committed and durable here (takeDurableCommitted), then release reads. */
+  private applyDurable(): void {
+    const entries = this.raft.takeDurableCommitted();
+    if (entries.length === 0) return;
+    for (const e of entries) this.applyEntry(e);
+    this.releaseReads();
   }
 
   /** Has any message from `id` arrived since this node started? */
@@ -340,15 +354,37 @@ export class RaftNode<R = unknown> extends EventEmitter {
             this.opts.transport.send(early);
           }
         }
-        // 1. Persist before we speak: one atomic synced batch (group commit: every proposal and every
+        // 1. Apply, while this Ready's write is still ahead of us, the committed entries that are already
+        //    durable here: they are committed (a quorum has them) and in our own log on disk, so nothing the
+        //    write below does can change them. Without this every commit waited one more fsync — the one
+        //    of the entries proposed while it was being replicated (etcd's raft applies concurrently with
+        //    the next write for the same reason). Entries in this very Ready, a role change or a snapshot
+        //    to install wait for the write, in the order below.
+        let committed = rd.committedEntries;
+        if (!rd.softState && !rd.snapshot && committed.length > 0) {
+          const firstUnstable = rd.entries.length > 0 ? rd.entries[0]!.index : Infinity;
+          let durable = 0;
+          while (durable < committed.length && committed[durable]!.index < firstUnstable) durable++;
+          for (let i = 0; i < durable; i++) this.applyEntry(committed[i]!);
+          if (durable > 0) committed = committed.slice(durable);
+        }
+        // 2. Persist before we speak: one atomic synced batch (group commit: every proposal and every
         //    vote since the last Ready rides in it).
+        //    While it is on its way to disk, receive() applies entries that commit meanwhile if they are
+        //    already durable here (takeDurableCommitted) — not when this Ready changes our role (the
+        //    service must hear of it before anything applies in the new role) or installs a snapshot.
         if (rd.hardState || rd.snapshot || rd.entries.length > 0) {
-          await this.opts.storage.save({ hardState: rd.hardState, snapshot: rd.snapshot, entries: rd.entries });
+          this.applyWhileWriting = !rd.softState && !rd.snapshot;
+          try {
+            await this.opts.storage.save({ hardState: rd.hardState, snapshot: rd.snapshot, entries: rd.entries });
+          } finally {
+            this.applyWhileWriting = false;
+          }
           if (this.stopped) return; // a stopped node says nothing more, not even what it just persisted
         }
-        // 2. Send the rest.
+        // 3. Send the rest.
         if (later.length > 0) this.opts.transport.send(later);
-        // 3. Apply.
+        // 4. Apply the rest.
         if (rd.softState) this.onSoftState(rd.softState);
         if (rd.snapshot) {
           this.opts.fsm.restore(rd.snapshot.data);
@@ -357,7 +393,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
           this.log.info({ nodeId: this.id, index: rd.snapshot.meta.index, bytes: rd.snapshot.data.length }, 'installed snapshot from leader');
           this.failProposalsUpTo(rd.snapshot.meta.index);
         }
-        for (const e of rd.committedEntries) this.applyEntry(e);
+        for (const e of committed) this.applyEntry(e);
         for (const rs of rd.readStates) {
           const r = this.reads.get(rs.ctx);
           if (r) r.index = rs.index;

@@ -131,7 +131,10 @@ export class TestCluster {
     const log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
     this.logs.set(id, log);
     const args = opts.join ? ['serve', '--config', this.joinConfigPath, '--id', id, '--join'] : ['serve', '--config', this.configPath, '--id', id];
-    const child = spawn(process.execPath, [MAIN_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // LEASEHOLD_NODE_ARGS: extra node flags for every node process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p"
+    // (NODE_OPTIONS refuses --cpu-prof); for profiling the benchmark, never set by tests.
+    const nodeArgs = (process.env.LEASEHOLD_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+    const child = spawn(process.execPath, [...nodeArgs, MAIN_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.pipe(log, { end: false });
     child.stderr!.pipe(log, { end: false });
     this.procs.set(id, child);

@@ -184,8 +184,9 @@ export class SimCluster {
     });
     started.then(
       (rn) => {
-        node.booting = false;
+        // A start that outlived its incarnation (crashed while loading) must not touch the next one.
         if (node.incarnation !== inc) return;
+        node.booting = false;
         node.rn = rn;
         rn.on('softState', (ss: { role: string; term: number; leaderId: string | null }) => {
           if (node.incarnation !== inc) return;
@@ -205,6 +206,7 @@ export class SimCluster {
         this.workload.nodeStarted?.(node);
       },
       (err: unknown) => {
+        if (node.incarnation !== inc) return;
         node.booting = false;
         if (this.pending === null) this.record(this.violation('core-threw', `the driver failed to start: ${(err as Error)?.stack ?? String(err)}`));
       },
@@ -223,6 +225,9 @@ export class SimCluster {
     this.trace.add(this.now, node.id, `CRASH (${why})`, node.inflight ? 'lost unsynced' : undefined, node.inflight ?? undefined);
     // The incarnation dies: its timers, writes, messages and answers go nowhere from now on.
     node.up = false;
+    // A crash during the start (its first bootstrap write still unsynced) kills that start too: its
+    // promise never settles, and the node must stay restartable.
+    node.booting = false;
     node.incarnation++;
     node.rn = null;
     node.io = null;

@@ -12,6 +12,9 @@ export class RaftLog {
   committed: number;
   /** Highest index handed to the application (after advance). */
   applied: number;
+  /** Highest index handed out to be applied, in a Ready or by takeDurableCommitted (>= applied): a
+   *  Ready still in flight holds entries up to here that advance() has not yet marked applied. */
+  handedOut: number;
   /** A snapshot received from the leader that the next Ready must persist and restore. */
   pendingSnapshot: Snapshot | null = null;
 
@@ -28,6 +31,7 @@ export class RaftLog {
     // Commit is persisted in the hard state; it can never exceed what we hold.
     this.committed = Math.max(snapshot.meta.index, Math.min(committed, this.lastIndex()));
     this.applied = snapshot.meta.index;
+    this.handedOut = snapshot.meta.index;
   }
 
   firstIndex(): number {
@@ -148,6 +152,7 @@ export class RaftLog {
     this.stableIndex = snapshot.meta.index;
     this.committed = snapshot.meta.index;
     this.applied = snapshot.meta.index;
+    this.handedOut = snapshot.meta.index;
     this.pendingSnapshot = snapshot;
   }
 
@@ -159,8 +164,18 @@ export class RaftLog {
     this.snapshot = snapshot;
   }
 
-  nextCommittedEntries(maxCount: number): Entry[] {
-    if (this.committed <= this.applied) return [];
-    return this.slice(this.applied + 1, this.committed, maxCount);
+  /** Committed entries not yet handed out, up to `upTo` (default: all committed); marks them handed out. */
+  takeCommitted(maxCount: number, upTo = this.committed): Entry[] {
+    const hi = Math.min(this.committed, upTo);
+    if (hi <= this.handedOut) return [];
+    const out = this.slice(this.handedOut + 1, hi, maxCount);
+    const last = out[out.length - 1];
+    if (last) this.handedOut = last.index;
+    return out;
+  }
+
+  /** Committed entries are waiting to be handed out. */
+  hasUnhandedCommitted(): boolean {
+    return this.committed > this.handedOut;
   }
 }

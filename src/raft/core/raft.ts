@@ -173,7 +173,7 @@ export class Raft {
       this.msgs.length > 0 ||
       this.log.stableIndex < this.log.lastIndex() ||
       this.log.pendingSnapshot !== null ||
-      this.log.committed > this.log.applied ||
+      this.log.hasUnhandedCommitted() ||
       this.readStates.length > 0 ||
       this.readFailures.length > 0 ||
       this.confChanged ||
@@ -186,13 +186,14 @@ export class Raft {
     this.flushBroadcast();
     const hs = this.hardState();
     const ss = this.softState();
+    const entries = this.log.unstableEntries();
     const rd: Ready = {
       softState: sameSoftState(ss, this.lastSoftState) ? null : ss,
       hardState: sameHardState(hs, this.persistedHardState) ? null : hs,
       snapshot: this.log.pendingSnapshot,
-      entries: this.log.unstableEntries(),
+      entries,
       messages: this.msgs,
-      committedEntries: this.log.nextCommittedEntries(MAX_COMMITTED_PER_READY),
+      committedEntries: this.log.takeCommitted(MAX_COMMITTED_PER_READY),
       readStates: this.readStates,
       readFailures: this.readFailures,
       conf: this.confChanged ? copyConf(this.confs.current()) : null,
@@ -217,6 +218,22 @@ export class Raft {
       const self = this.progress.get(this.id);
       if (self && self.maybeUpdate(this.log.stableIndex) && this.maybeCommit()) this.needsBroadcast = true;
     }
+  }
+
+  /**
+   * Committed entries that are already durable in this node's log and were not handed out yet, marked
+   * applied: the driver applies them at once while a Ready's write is still in flight, so a commit
+   * learnt from a follower's acknowledgement is not held back by our own next fsync. Nothing while a
+   * received snapshot waits to be persisted and restored (entries after it must apply on top of it) —
+   * belt and braces: restoring it also sets stableIndex to the snapshot, so nothing after it counts as
+   * durable yet (a planted removal of this check was not caught by 300 sim seeds for that reason).
+   */
+  takeDurableCommitted(maxCount = MAX_COMMITTED_PER_READY): Entry[] {
+    if (this.log.pendingSnapshot !== null) return [];
+    const out = this.log.takeCommitted(maxCount, this.log.stableIndex);
+    const last = out[out.length - 1];
+    if (last && last.index > this.log.applied) this.log.applied = last.index;
+    return out;
   }
 
   /** The application snapshotted its state at applied index `index`; drop the log up to it. Returns null
