@@ -120,8 +120,13 @@ export class EndpointPool {
         lastErr = e;
         attempt++;
         opts.onRetry?.({ endpoint: ep, error: e, attempt });
-        // Back off a little once we have tried every endpoint: an election takes a few hundred ms.
-        if (attempt % this.endpoints.length === 0) await sleep(Math.min(50 * attempt, 300), signal);
+        // Back off a little once we have tried every endpoint: an election takes a few hundred ms. Short
+        // and jittered (20 ms per round, at most 100 ms): a longer pause lands after the new leader is
+        // already serving and is pure failover time; the jitter keeps many clients from retrying in step.
+        if (attempt % this.endpoints.length === 0) {
+          const round = attempt / this.endpoints.length;
+          await sleep(Math.min(20 * round, 100) * (0.5 + Math.random()), signal);
+        }
       }
     }
     throw lastErr ?? new RpcError(grpc.status.DEADLINE_EXCEEDED, 'deadline passed before any endpoint answered');
