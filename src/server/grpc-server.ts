@@ -26,8 +26,13 @@ import {
   type ReleaseResponse,
   type RenewRequest,
   type RenewResponse,
+  type ForwardedMethodName,
+  type WireForwardedAnswer,
+  type WireForwardedCall,
   type WireInput,
 } from '../transport/proto.js';
+import type { ForwardSession } from '../transport/forward.js';
+import type { PeerCertificate } from 'node:tls';
 import type { ClusterApi } from './cluster-api.js';
 import { statusError } from './status-error.js';
 import { addStrictService, descriptorRegistry, invalidReason, strictRequestDeserializers } from './strict-decode.js';
@@ -51,7 +56,13 @@ export interface ClientApiOptions {
   ownerBinding?: boolean;
   /** Whether `id` is a current member: a call forwarded by a member node was owner-checked there. */
   isMember?: (id: string) => boolean;
+  /** The Forward stream on our peer link to `leaderId` (transport/forward.ts); without one (no link, or
+   *  a test double), calls are forwarded as unary calls to the leader's client port. */
+  forwardVia?: (leaderId: string) => ForwardSession | null;
 }
+
+const FORWARDED_METHOD: Record<LockMethod, ForwardedMethodName> = { Acquire: 'acquire', Renew: 'renew', Release: 'release', Get: 'get' };
+const LOCK_METHOD: Record<ForwardedMethodName, LockMethod> = { acquire: 'Acquire', renew: 'Renew', release: 'Release', get: 'Get' };
 
 type Reply<T> = (err: grpc.ServiceError | null, value?: WireInput<T>) => void;
 
@@ -93,6 +104,44 @@ export class ClientApi {
   }
 
   // ------------------------------------------------------------------ Lock
+
+  private handlersOnce: LockHandlers | null = null;
+
+  /**
+   * A lock call a follower forwarded on its Forward stream (transport/grpc.ts admitted the stream and
+   * its sender): served exactly like the same call forwarded as a unary call — validated, owner-checked
+   * (trusting a member's certificate, as for a forwarded unary call), never forwarded again.
+   */
+  serveForwarded(wire: WireForwardedCall, peer: { certificate: PeerCertificate | undefined; remote: string }, signal: AbortSignal): Promise<WireInput<WireForwardedAnswer>> {
+    const method = wire.request;
+    const request = method ? wire[method] : undefined;
+    if (!method || request === undefined) {
+      return Promise.resolve({ call_id: wire.call_id, code: grpc.status.INVALID_ARGUMENT, details: 'forwarded call: request: no lock call in it' });
+    }
+    this.handlersOnce ??= this.lockHandlers();
+    const handler = this.handlersOnce[LOCK_METHOD[method]] as unknown as (call: unknown, cb: Reply<unknown>) => void;
+    const metadata = new grpc.Metadata();
+    metadata.set(FORWARDED, '1');
+    const deadline = new Date(Date.now() + Math.max(1, wire.timeout_ms));
+    // The slice of grpc.ServerUnaryCall that run() and the handlers use.
+    const call = {
+      request,
+      metadata,
+      getDeadline: () => deadline,
+      getPeer: () => peer.remote,
+      getAuthContext: () => ({ sslPeerCertificate: peer.certificate }),
+      sendMetadata: () => {},
+      on: (event: string, fn: () => void) => {
+        if (event === 'cancelled') signal.addEventListener('abort', fn, { once: true });
+      },
+    };
+    return new Promise((resolve) => {
+      handler(call, (err, value) => {
+        if (err) resolve({ call_id: wire.call_id, code: err.code ?? grpc.status.UNKNOWN, details: err.details ?? err.message });
+        else resolve({ call_id: wire.call_id, code: grpc.status.OK, details: '', [method]: value } as WireInput<WireForwardedAnswer>);
+      });
+    });
+  }
 
   private lockHandlers(): LockHandlers {
     return {
@@ -182,6 +231,21 @@ export class ClientApi {
   }
 
   private forward<Res>(call: grpc.ServerUnaryCall<unknown, unknown>, method: LockMethod, request: unknown, leaderId: string, deadlineMs: number, cb: Reply<Res>): void {
+    const session = this.opts.forwardVia?.(leaderId) ?? null;
+    if (session !== null) {
+      const abort = new AbortController();
+      call.on('cancelled', () => abort.abort());
+      const timeoutMs = Number.isFinite(deadlineMs) ? deadlineMs - Date.now() : this.opts.defaultTimeoutMs + 300_000;
+      session.call(FORWARDED_METHOD[method], request, timeoutMs, abort.signal).then((reply) => {
+        if (reply.code !== grpc.status.OK) {
+          cb(statusError(reply.code, `${reply.details} (forwarded to leader ${leaderId})`));
+          return;
+        }
+        this.sendLeaderHint(call);
+        cb(null, reply.response as WireInput<Res>);
+      });
+      return;
+    }
     const address = this.opts.members.get(leaderId);
     if (!address) {
       cb(statusError(grpc.status.UNAVAILABLE, `the leader ${leaderId} has no known client address; retry`));

@@ -280,8 +280,11 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     ...(tlsMaterial ? { forwardCredentials: nodeChannelCredentials(tlsMaterial) } : {}),
     ownerBinding: config.auth.ownerBinding,
     isMember,
+    // Lock calls for the leader ride our peer link to it (raft.proto Forward), not a unary call each.
+    forwardVia: (leaderId) => transport.forward(leaderId),
   });
   api.register(server);
+  transport.setForwardedCallHandler((call, peer, signal) => api.serveForwarded(call, peer, signal));
 
   const bindAddress = self.listen ?? self.address;
   const listenOn = (srv: grpc.Server, address: string, creds: grpc.ServerCredentials, key: string) =>

@@ -14,8 +14,10 @@ import type { Message, NodeId } from '../raft/core/types.js';
 import type { NodeLogger } from '../raft/logger.js';
 import type { PeerSender } from '../raft/transport.js';
 import { messageFromWire, messageToWire } from './codec.js';
+import { ForwardSession } from './forward.js';
+import type { PeerCertificate } from 'node:tls';
 import type { PeerAuthenticator, PeerVerdict } from './peer-auth.js';
-import { RaftClient, type RaftHandlers, type WireRaftMessage } from './proto.js';
+import { RaftClient, type RaftHandlers, type WireForwardedAnswer, type WireForwardedCall, type WireInput, type WireRaftMessage } from './proto.js';
 
 export interface PeerTransportOptions {
   selfId: NodeId;
@@ -35,6 +37,13 @@ export interface PeerTransportOptions {
   /** TLS: judges every incoming stream by its client certificate, and each message's `from`. */
   authenticator?: PeerAuthenticator;
 }
+
+/** Serves one lock call a follower forwarded to us (the client API behind it); resolves with the answer. */
+export type ForwardedCallHandler = (
+  call: WireForwardedCall,
+  peer: { certificate: PeerCertificate | undefined; remote: string },
+  signal: AbortSignal,
+) => Promise<WireInput<WireForwardedAnswer>>;
 
 /** Who may speak to us: our cluster id ('' while joining: anyone) and the current members. */
 export interface PeerIdentity {
@@ -68,6 +77,8 @@ class PeerLink {
   private backoffMs = BACKOFF_MIN_MS;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private closed = false;
+  /** Lock calls we forward to this peer while it leads, on the same channel as our Raft stream. */
+  private forwarding: ForwardSession | null = null;
 
   constructor(
     readonly peerId: NodeId,
@@ -84,6 +95,8 @@ class PeerLink {
     if (this.client) {
       this.stream?.cancel();
       this.stream = null;
+      this.forwarding?.close();
+      this.forwarding = null;
       this.client.close();
     }
     this.client = new RaftClient(this.address, credentials ?? grpc.credentials.createInsecure(), {
@@ -95,6 +108,12 @@ class PeerLink {
       'grpc.keepalive_timeout_ms': 5_000,
       ...NODE_CHANNEL_BACKOFF,
     });
+  }
+
+  /** The stream our forwarded lock calls to this peer ride on (opened on first use). */
+  forwardSession(): ForwardSession {
+    this.forwarding ??= new ForwardSession(this.client, () => ({ from: this.opts.selfId, clusterId: this.clusterId() }), this.peerId);
+    return this.forwarding;
   }
 
   enqueue(m: Message): void {
@@ -193,6 +212,7 @@ class PeerLink {
   close(): void {
     this.closed = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.forwarding?.close();
     this.stream?.end();
     this.stream = null;
     this.client.close();
@@ -278,10 +298,23 @@ export class PeerTransport implements PeerSender {
     }
   }
 
+  /** Where lock calls for the leader `to` go (null: not a peer we have a link to). */
+  forward(to: NodeId): ForwardSession | null {
+    return this.links.get(to)?.forwardSession() ?? null;
+  }
+
+  /** Who serves the lock calls followers forward to us (the runtime sets it once the client API exists). */
+  setForwardedCallHandler(handler: ForwardedCallHandler): void {
+    this.forwardedCallHandler = handler;
+  }
+
+  private forwardedCallHandler: ForwardedCallHandler | null = null;
+
   /** Server side: the Raft service handlers feeding decoded messages to `deliver`. */
   handlers(deliver: (m: Message) => void): RaftHandlers {
     const selfId = this.opts.selfId;
     return {
+      Forward: (call) => this.serveForwardStream(call),
       Stream: (call, callback) => {
         let received = 0;
         let failed = false;
@@ -346,6 +379,74 @@ export class PeerTransport implements PeerSender {
         call.on('error', () => {});
       },
     };
+  }
+
+  /** One follower's Forward stream: the same admission as a Raft stream (certificate, `from`, cluster id,
+   *  membership), then every call goes to the client API and its answer back, matched by call_id. */
+  private serveForwardStream(call: grpc.ServerDuplexStream<WireForwardedCall, WireInput<WireForwardedAnswer>>): void {
+    const auth = this.opts.authenticator;
+    const remote = call.getPeer();
+    const certificate = call.getAuthContext().sslPeerCertificate;
+    const inFlight = new Map<string, AbortController>();
+    let open = true;
+    const refuse = (code: grpc.status, details: string) => {
+      if (!open) return;
+      open = false;
+      for (const a of inFlight.values()) a.abort();
+      inFlight.clear();
+      call.emit('error', { code, details });
+    };
+    let verdict: PeerVerdict | null = null;
+    if (auth) {
+      verdict = auth.acceptStream(certificate, remote);
+      if (!verdict.ok) {
+        refuse(grpc.status.PERMISSION_DENIED, `forward stream refused: ${verdict.reason}`);
+        return;
+      }
+    }
+    call.on('data', (wire: WireForwardedCall) => {
+      if (!open) return;
+      const invalid = (wire as { __invalid?: unknown }).__invalid;
+      if (typeof invalid === 'string') return refuse(grpc.status.INVALID_ARGUMENT, `malformed forwarded call: ${invalid}`);
+      if (auth && verdict?.ok) {
+        const v = auth.acceptFrom(verdict, wire.from, remote);
+        if (!v.ok) return refuse(grpc.status.PERMISSION_DENIED, `forwarded call refused: ${v.reason}`);
+      }
+      const refused = this.refusal(wire.from, wire.cluster_id);
+      if (refused !== null) return refuse(grpc.status.PERMISSION_DENIED, `forwarded call from ${wire.from} refused: ${refused}`);
+      if (wire.cancel) {
+        inFlight.get(wire.call_id)?.abort();
+        inFlight.delete(wire.call_id);
+        return;
+      }
+      const handler = this.forwardedCallHandler;
+      if (handler === null || inFlight.has(wire.call_id)) {
+        call.write({ call_id: wire.call_id, code: grpc.status.UNAVAILABLE, details: handler === null ? `${selfId()} is not serving lock calls yet` : `call_id ${wire.call_id} is already in flight` });
+        return;
+      }
+      const abort = new AbortController();
+      inFlight.set(wire.call_id, abort);
+      handler(wire, { certificate, remote }, abort.signal).then(
+        (answer) => {
+          if (inFlight.get(wire.call_id) !== abort) return; // cancelled, or the stream went away
+          inFlight.delete(wire.call_id);
+          if (open) call.write(answer);
+        },
+        () => {},
+      );
+    });
+    const selfId = () => this.opts.selfId;
+    const gone = () => {
+      open = false;
+      for (const a of inFlight.values()) a.abort();
+      inFlight.clear();
+    };
+    call.on('end', () => {
+      gone();
+      call.end();
+    });
+    call.on('cancelled', gone);
+    call.on('error', gone);
   }
 
   close(): void {

@@ -426,13 +426,43 @@ export interface WireStreamSummary {
   received: WireLong;
 }
 
+/** Which lock call a forwarded call / answer carries (the virtual oneof field). */
+export type ForwardedMethodName = 'acquire' | 'renew' | 'release' | 'get';
+
+/** A decoded ForwardedCall: exactly one request set (virtual `request` names it), or a cancel. */
+export interface WireForwardedCall {
+  call_id: WireLong;
+  from: string;
+  cluster_id: string;
+  timeout_ms: number;
+  cancel: boolean;
+  request?: ForwardedMethodName;
+  acquire?: AcquireRequest;
+  renew?: RenewRequest;
+  release?: ReleaseRequest;
+  get?: GetRequest;
+}
+
+export interface WireForwardedAnswer {
+  call_id: WireLong;
+  code: number;
+  details: string;
+  response?: ForwardedMethodName;
+  acquire?: AcquireResponse;
+  renew?: RenewResponse;
+  release?: ReleaseResponse;
+  get?: GetResponse;
+}
+
 export interface RaftClient extends grpc.Client {
   Stream: ClientStreamingMethod<WireRaftMessage, WireStreamSummary>;
   stream: ClientStreamingMethod<WireRaftMessage, WireStreamSummary>;
+  Forward(options?: Partial<grpc.CallOptions>): grpc.ClientDuplexStream<WireInput<WireForwardedCall>, WireForwardedAnswer>;
 }
 
 export interface RaftHandlers extends grpc.UntypedServiceImplementation {
   Stream: grpc.handleClientStreamingCall<WireRaftMessage, WireInput<WireStreamSummary>>;
+  Forward: grpc.handleBidiStreamingCall<WireForwardedCall, WireInput<WireForwardedAnswer>>;
 }
 
 export const RaftClient = clientConstructor<RaftClient, RaftHandlers>('leasehold.v1.Raft');

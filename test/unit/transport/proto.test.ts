@@ -189,7 +189,7 @@ describe('proto files and loader', () => {
       );
     expect(shape(LockClient)).toEqual({ Acquire: '->', Renew: '->', Release: '->', Get: '->' });
     expect(shape(ClusterClient)).toEqual({ Status: '->', AddMember: '->', PromoteMember: '->', RemoveMember: '->', TransferLeader: '->' });
-    expect(shape(RaftClient)).toEqual({ Stream: 'stream ->' });
+    expect(shape(RaftClient)).toEqual({ Stream: 'stream ->', Forward: 'stream -> stream' });
     expect(LockClient.service.Acquire.path).toBe('/leasehold.v1.Lock/Acquire');
     expect(ClusterClient.service.Status.path).toBe('/leasehold.v1.Cluster/Status');
     expect(RaftClient.service.Stream.path).toBe('/leasehold.v1.Raft/Stream');
@@ -316,6 +316,7 @@ describe('generated clients and service definitions over a real gRPC connection'
         });
         call.on('end', () => cb(null, { received: String(count) }));
       },
+      Forward: (call) => call.end(),
     };
     server.addService(LockClient.service, lock);
     server.addService(RaftClient.service, raft);

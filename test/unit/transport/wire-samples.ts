@@ -22,6 +22,8 @@ import type {
   TransferLeaderRequest,
   TransferLeaderResponse,
   StatusResponse,
+  WireForwardedAnswer,
+  WireForwardedCall,
   WireRaftMessage,
   WireStreamSummary,
 } from '../../../src/transport/proto.js';
@@ -141,6 +143,21 @@ const raftMessages: WireRaftMessage[] = [
   { ...header, body: 'read_index_response', read_index_response: { ctx: 'read-1', index: '120' } },
 ];
 const streamSummary: WireStreamSummary = { received: '42' };
+const forwardHeader = { call_id: UINT64_MAX, from: 'n2', cluster_id: 'c-1', timeout_ms: 4294967295, cancel: false };
+const forwardedCalls: WireForwardedCall[] = [
+  { ...forwardHeader, request: 'acquire', acquire: acquireRequest },
+  { ...forwardHeader, request: 'renew', renew: renewRequest },
+  { ...forwardHeader, request: 'release', release: releaseRequest },
+  { ...forwardHeader, request: 'get', get: getRequest },
+  { ...forwardHeader, timeout_ms: 0, cancel: true },
+];
+const forwardedAnswers: WireForwardedAnswer[] = [
+  { call_id: '7', code: 0, details: '', response: 'acquire', acquire: acquireResponse },
+  { call_id: '8', code: 0, details: '', response: 'renew', renew: renewResponse },
+  { call_id: '9', code: 0, details: '', response: 'release', release: releaseResponse },
+  { call_id: '10', code: 0, details: '', response: 'get', get: getResponse },
+  { call_id: '11', code: 14, details: 'no leader' },
+];
 
 function many(service: string, method: string, side: WireSample['side'], values: object[]): WireSample[] {
   return values.map((value) => ({ service, method, side, value }));
@@ -175,4 +192,6 @@ export const WIRE_SAMPLES: readonly WireSample[] = [
   ...many('leasehold.v1.Cluster', 'TransferLeader', 'response', [transferLeaderResponse]),
   ...many('leasehold.v1.Raft', 'Stream', 'request', raftMessages),
   ...many('leasehold.v1.Raft', 'Stream', 'response', [streamSummary]),
+  ...many('leasehold.v1.Raft', 'Forward', 'request', forwardedCalls),
+  ...many('leasehold.v1.Raft', 'Forward', 'response', forwardedAnswers),
 ];
