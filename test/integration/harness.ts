@@ -47,6 +47,9 @@ export interface ClusterOptions {
   spare?: number;
   /** raft.electionTicks of the test cluster (ticks of 50 ms); default 6, an aggressive 300 ms. */
   electionTicks?: number;
+  /** Leave raft timing (tickMs, electionTicks) at the product defaults instead of the fast test values:
+   *  the benchmark measures what users run. electionTicks is ignored then. */
+  productRaftTiming?: boolean;
   /** Give every node a separate peer listener (nodes[].peerAddress). */
   peerListeners?: boolean;
   /** Channel credentials of the harness's own calls (status, pool, raw); default plaintext. */
@@ -78,6 +81,7 @@ export class TestCluster {
     credentials?: grpc.ChannelCredentials,
     nodeYaml?: (id: string, i: number) => string,
     electionTicks = 6,
+    productRaftTiming = false,
   ) {
     this.dir = dir;
     this.ids = ids;
@@ -90,7 +94,7 @@ export class TestCluster {
     const extra = (id: string, i: number) => (nodeYaml ? `    ${nodeYaml(id, i)}\n` : '');
     const nodes = (list: string[]) =>
       list.map((id) => `  - id: ${id}\n    address: 127.0.0.1:${ports[ids.indexOf(id)]}\n${peer(ids.indexOf(id))}    dataDir: ${id}\n${extra(id, ids.indexOf(id))}`).join('');
-    const settings = `raft:\n  tickMs: 50\n  electionTicks: ${electionTicks}\n${extraYaml}`;
+    const settings = productRaftTiming ? extraYaml : `raft:\n  tickMs: 50\n  electionTicks: ${electionTicks}\n${extraYaml}`;
     writeFileSync(this.configPath, `nodes:\n${nodes(ids.slice(0, bootstrapSize))}${settings}`);
     writeFileSync(this.joinConfigPath, `nodes:\n${nodes(ids)}${settings}`);
   }
@@ -101,7 +105,7 @@ export class TestCluster {
     const dir = mkdtempSync(join(tmpdir(), 'leasehold-it-'));
     const ids = Array.from({ length: total }, (_, i) => `n${i + 1}`);
     const ports = await freePorts(opts.peerListeners ? 2 * total : total);
-    return new TestCluster(dir, ids, ports.slice(0, total), opts.extraYaml ?? '', size, opts.peerListeners ? ports.slice(total) : [], opts.credentials, opts.nodeYaml, opts.electionTicks);
+    return new TestCluster(dir, ids, ports.slice(0, total), opts.extraYaml ?? '', size, opts.peerListeners ? ports.slice(total) : [], opts.credentials, opts.nodeYaml, opts.electionTicks, opts.productRaftTiming);
   }
 
   private creds(): { credentials?: grpc.ChannelCredentials } {

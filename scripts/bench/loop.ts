@@ -1,0 +1,109 @@
+// The client loop every system gets: N sessions, session c pinned to member c mod 3 (so clients are spread
+// round-robin over all members), each running `op` back to back until the time is up. Measures op latency,
+// errors, the members' CPU and RSS, and the elections (raft term increase) during the run.
+import { performance } from 'node:perf_hooks';
+import { ProcSampler } from './procstat.js';
+import { summarize } from './stats.js';
+import type { LockSession, SessionOptions, SystemCluster } from './system.js';
+import type { RunRow } from './types.js';
+
+export interface LoopSpec {
+  workload: string;
+  opName: string;
+  clients: number;
+  seconds: number;
+  round: number;
+  sessionOptions?: SessionOptions;
+  /** One op of client `c`, its n-th. Resolves true when done, false when it did not happen (a wait ran
+   *  out): not an op, counted as an error. Throws on an RPC error (counted, then the loop goes on). */
+  op: (session: LockSession, c: number, n: number) => Promise<boolean>;
+  /** Ran once per session before the clock starts (channels, leases, the leader's first entry). */
+  warmUp?: (session: LockSession, c: number) => Promise<void>;
+}
+
+export async function openSessions(cluster: SystemCluster, count: number, opts?: SessionOptions): Promise<LockSession[]> {
+  return Promise.all(Array.from({ length: count }, (_, c) => cluster.session(c % cluster.members.length, opts)));
+}
+
+/** Latencies and error count of `op` run back to back by every session until `until` (a performance.now()
+ *  time, or a function that says when to stop). */
+export async function drive(sessions: readonly LockSession[], until: number | (() => boolean), op: LoopSpec['op']): Promise<{ latenciesMs: number[]; errors: number }> {
+  const over = typeof until === 'number' ? () => performance.now() >= until : until;
+  const latenciesMs: number[] = [];
+  let errors = 0;
+  await Promise.all(
+    sessions.map(async (s, c) => {
+      for (let n = 0; !over(); n++) {
+        const t0 = performance.now();
+        try {
+          if (await op(s, c, n)) latenciesMs.push(performance.now() - t0);
+          else errors++;
+        } catch {
+          errors++;
+          // Do not spin on a member that refuses everything (it is down, or has no leader yet).
+          await new Promise((r) => setTimeout(r, 10));
+        }
+      }
+    }),
+  );
+  return { latenciesMs, errors };
+}
+
+export interface Measured<T> {
+  seconds: number;
+  nodes: RunRow['nodes'];
+  elections: number;
+  result: T;
+}
+
+/** Runs `body` with the members' CPU/RSS sampled and their raft term read before and after. */
+export async function measured<T>(cluster: SystemCluster, body: () => Promise<T>): Promise<Measured<T>> {
+  const termBefore = await cluster.maxTerm();
+  const sampler = new ProcSampler(() => cluster.pids());
+  sampler.start();
+  const t0 = performance.now();
+  let result: T;
+  try {
+    result = await body();
+  } catch (err) {
+    sampler.stop();
+    throw err;
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const nodes = sampler.stop();
+  const termAfter = await cluster.maxTerm();
+  return { seconds, nodes, elections: termAfter - termBefore, result };
+}
+
+export async function runLoop(cluster: SystemCluster, spec: LoopSpec): Promise<RunRow> {
+  const sessions = await openSessions(cluster, spec.clients, spec.sessionOptions);
+  try {
+    if (spec.warmUp) await Promise.all(sessions.map((s, c) => spec.warmUp!(s, c)));
+    const m = await measured(cluster, () => drive(sessions, performance.now() + spec.seconds * 1000, spec.op));
+    return {
+      workload: spec.workload,
+      system: cluster.system,
+      round: spec.round,
+      clients: spec.clients,
+      seconds: m.seconds,
+      opName: spec.opName,
+      ops: m.result.latenciesMs.length,
+      opsPerSec: m.result.latenciesMs.length / m.seconds,
+      latency: summarize(m.result.latenciesMs),
+      errors: m.result.errors,
+      elections: m.elections,
+      nodes: m.nodes,
+      extra: {},
+    };
+  } finally {
+    for (const s of sessions) s.close();
+  }
+}
+
+/** acquire + release of `key` as one op; false when the wait ran out. */
+export async function cycle(s: LockSession, key: string, waitMs: number, ttlMs: number): Promise<boolean> {
+  const lock = await s.acquire(key, { waitMs, ttlMs });
+  if (!lock) return false;
+  await s.release(lock);
+  return true;
+}

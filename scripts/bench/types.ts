@@ -1,0 +1,31 @@
+// The figures one measured run produces; bench.json is a list of these plus the special workloads' results.
+import type { LatencySummary } from './stats.js';
+
+export interface NodeUsage {
+  node: string;
+  /** utime + stime of the node's process(es) during the run. */
+  cpuSeconds: number;
+  /** Highest VmRSS sampled during the run. */
+  peakRssMb: number;
+}
+
+export interface RunRow {
+  workload: string;
+  system: string;
+  round: number;
+  clients: number;
+  seconds: number;
+  /** What one op is: 'cycles' (acquire + release), 'hand-offs', 'renews'. */
+  opName: string;
+  ops: number;
+  opsPerSec: number;
+  /** Latency of one op (the whole cycle for acquire + release). */
+  latency: LatencySummary;
+  /** Failed ops (RPC errors, waits that ran out); the loop goes on after one. */
+  errors: number;
+  /** Raft term increase over the run, as the members' status reports it: elections under load. */
+  elections: number;
+  nodes: NodeUsage[];
+  /** Workload-specific figures (e.g. the renew workload's acquire cycles). */
+  extra: Record<string, number>;
+}
