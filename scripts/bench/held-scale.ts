@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { leaseholdFactory, type LeaseholdCluster } from './leasehold-system.js';
 import { openSessions, runLoop } from './loop.js';
 import { rssMbOf } from './procstat.js';
+import { snapshotsInLog } from './node-log.js';
 import { track } from './run-state.js';
 import type { StartOptions } from './system.js';
 import type { RunRow } from './types.js';
@@ -54,25 +55,6 @@ function dirBytes(path: string): number {
     total += e.isDirectory() ? dirBytes(p) : statSync(p).size;
   }
   return total;
-}
-
-/** Snapshots the node logged ('snapshot taken' lines of its pino JSON log): count, last size and duration. */
-export function snapshotsInLog(logText: string): { count: number; lastBytes: number; lastMs: number } {
-  let count = 0;
-  let lastBytes = NaN;
-  let lastMs = NaN;
-  for (const line of logText.split('\n')) {
-    if (!line.includes('snapshot taken')) continue;
-    try {
-      const rec = JSON.parse(line) as { bytes?: number; durationMs?: number };
-      count++;
-      lastBytes = Number(rec.bytes ?? NaN);
-      lastMs = Number(rec.durationMs ?? NaN);
-    } catch {
-      // a line cut short by a kill -9 is not a snapshot we can read
-    }
-  }
-  return { count, lastBytes, lastMs };
 }
 
 async function fill(c: LeaseholdCluster, held: number): Promise<{ seconds: number; errors: number }> {
