@@ -4,7 +4,7 @@
 // The workloads and what they mean: README "Benchmarks"; the code: scripts/bench/.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ALL_WORKLOADS, parseBenchArgs, type BenchArgs, type WorkloadName } from './bench/args.js';
+import { ALL_WORKLOADS, makeOutDir, parseBenchArgs, type BenchArgs, type WorkloadName } from './bench/args.js';
 import { ETCD_INSTALL_HINT, etcdInstalled, etcdTxnFactory, etcdV3LockFactory } from './bench/etcd-system.js';
 import { runFailover, type FailoverResult } from './bench/failover.js';
 import { heldSizes, runHeldScale, type HeldScaleResult } from './bench/held-scale.js';
@@ -98,6 +98,7 @@ async function main(): Promise<number> {
     console.error(ETCD_INSTALL_HINT);
     return 3;
   }
+  args.outDir = makeOutDir(args.outDir);
   const scale: BenchScale = { seconds: args.seconds, clients: args.clients, quick: args.quick };
   const results: BenchResults = { startedAt: new Date().toISOString(), args, rows: [], ratios: [], heldScale: [], failover: [] };
   const abort = async (why: string, code: number) => {

@@ -25,7 +25,7 @@ export interface BenchArgs {
 
 export const USAGE = `usage: npm run bench -- [--compare etcd] [--workloads ${ALL_WORKLOADS.join(',')}]
        [--seconds S] [--clients 1,4,16,64] [--rounds 2] [--out DIR] [--quick] [--keep]
-       [--held 100000,1000000] [--kills 10] [--no-txn] [--max-minutes 120]`;
+       [--held 100000,1000000] [--kills 10] [--no-txn] [--max-minutes 150]`;
 
 function list(v: string | undefined, flag: string): number[] {
   const xs = (v ?? '').split(',').map((x) => Number(x.trim()));
@@ -52,7 +52,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     quick,
     keep: false,
     kills: quick ? 3 : 10,
-    maxMinutes: 120,
+    maxMinutes: 150,
   };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]!;
@@ -79,7 +79,12 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     else if (k === '--help' || k === '-h') throw new Error(USAGE);
     else throw new Error(`unknown argument ${k}\n${USAGE}`);
   }
-  if (a.outDir) mkdirSync(a.outDir, { recursive: true });
-  else a.outDir = mkdtempSync(join(tmpdir(), 'leasehold-bench-out-'));
   return a;
+}
+
+/** The --out dir, created; a fresh one under the OS temp dir when none was given. */
+export function makeOutDir(outDir: string): string {
+  if (!outDir) return mkdtempSync(join(tmpdir(), 'leasehold-bench-out-'));
+  mkdirSync(outDir, { recursive: true });
+  return outDir;
 }

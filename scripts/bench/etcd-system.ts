@@ -12,8 +12,9 @@ import { freePorts, waitFor } from '../../test/integration/harness.js';
 import { EtcdMemberClient, isDeadline } from './etcd-grpc.js';
 import type { AcquireOptions, HeldLock, LockSession, SessionOptions, StartOptions, SystemCluster, SystemFactory } from './system.js';
 
-export const ETCD_BIN = '/usr/bin/etcd';
-export const ETCD_INSTALL_HINT = 'etcd 3.4 is not installed: run `apt-get install -y etcd-server etcd-client` (Debian/Ubuntu), or run without --compare etcd';
+/** LEASEHOLD_BENCH_ETCD points at another etcd 3.4 binary (e.g. a release tarball's). */
+export const ETCD_BIN = process.env['LEASEHOLD_BENCH_ETCD'] || '/usr/bin/etcd';
+export const ETCD_INSTALL_HINT = `etcd 3.4 is not installed (no ${ETCD_BIN}): run \`apt-get install -y etcd-server etcd-client\` (Debian/Ubuntu), or set LEASEHOLD_BENCH_ETCD to an etcd 3.4 binary, or run without --compare etcd`;
 
 export function etcdInstalled(): boolean {
   return existsSync(ETCD_BIN);

@@ -6,7 +6,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { leaseholdFactory, type LeaseholdCluster } from './leasehold-system.js';
-import { openSessions, runLoop } from './loop.js';
+import { measured, openSessions, runLoop } from './loop.js';
 import { rssMbOf } from './procstat.js';
 import { snapshotsInLog } from './node-log.js';
 import { track } from './run-state.js';
@@ -18,7 +18,8 @@ const HOUR_MS = 3_600_000;
 const FILL_SESSIONS = 32;
 const FILL_IN_FLIGHT_PER_SESSION = 16;
 /** Give up a fill that has not finished by then (a full 1M fill at 1,000/s takes ~17 min). */
-const FILL_DEADLINE_MS = 45 * 60_000;
+const FILL_DEADLINE_MS = 60 * 60_000;
+const FILL_PROGRESS_EVERY_MS = 15_000;
 
 export interface NodeScale {
   node: string;
@@ -36,6 +37,9 @@ export interface HeldScaleResult {
   fillSeconds: number;
   fillPerSec: number;
   fillErrors: number;
+  /** Raft term increase while filling (snapshots of a growing state must not cost elections). */
+  fillElections: number;
+  fillCpuSeconds: number[];
   restartToServingMs: number;
   nodes: NodeScale[];
   throughputNone: RunRow;
@@ -69,6 +73,11 @@ async function fill(c: LeaseholdCluster, held: number): Promise<{ seconds: numbe
   const retry: number[] = [];
   const t0 = performance.now();
   const deadline = t0 + FILL_DEADLINE_MS;
+  let lastDone = 0;
+  const progress = setInterval(() => {
+    console.log(`   fill: ${done.toLocaleString('en-US')} of ${held.toLocaleString('en-US')} held, ${Math.round(((done - lastDone) * 1000) / FILL_PROGRESS_EVERY_MS)}/s now`);
+    lastDone = done;
+  }, FILL_PROGRESS_EVERY_MS);
   try {
     await Promise.all(
       sessions.flatMap((s) =>
@@ -88,6 +97,7 @@ async function fill(c: LeaseholdCluster, held: number): Promise<{ seconds: numbe
       ),
     );
   } finally {
+    clearInterval(progress);
     for (const s of sessions) s.close();
   }
   if (retry.length > 0 || next < held) throw new Error(`held-scale: fill of ${held} stopped at ${done} after ${FILL_DEADLINE_MS / 60_000} min`);
@@ -115,7 +125,8 @@ export async function runHeldScale(held: number, scale: BenchScale, round: numbe
   try {
     const throughput = (label: string) => runLoop(c, { ...uncontended.spec(scale, 16, round), workload: 'held-scale', opName: `cycles (${label})` });
     const throughputNone = { ...(await throughput('0 held')), extra: { held: 0 } };
-    const f = await fill(c, held);
+    const fm = await measured(c, () => fill(c, held));
+    const f = fm.result;
     const rssServing = await sampleRss(c, 1000);
     const throughputHeld = { ...(await throughput(`${held} held`)), extra: { held } };
     const logs = new Map(c.members.map((id) => [id, snapshotsInLog(c.cluster.logOf(id))]));
@@ -138,6 +149,8 @@ export async function runHeldScale(held: number, scale: BenchScale, round: numbe
       fillSeconds: f.seconds,
       fillPerSec: held / f.seconds,
       fillErrors: f.errors,
+      fillElections: fm.elections,
+      fillCpuSeconds: fm.nodes.map((n) => n.cpuSeconds),
       restartToServingMs,
       nodes: c.members.map((id) => ({
         node: id,
