@@ -77,8 +77,10 @@ async function runWorkload(name: WorkloadName, args: BenchArgs, scale: BenchScal
     for (const f of systemsFor(args, { tryLockOk: w.tryLockOk, etcd: true })) {
       await withCluster(f, start, async (c) => {
         for (const clients of w.clientCounts(scale)) {
-          console.log(`-- ${name} round ${round}: ${f.system}, ${clients} clients`);
-          results.rows.push(await runLoop(c, w.spec(scale, clients, round)));
+          for (const pin of w.pins ?? ['spread' as const]) {
+            console.log(`-- ${name} round ${round}: ${f.system}, ${clients} clients${pin === 'spread' ? '' : ` on the ${pin}`}`);
+            results.rows.push(await runLoop(c, { ...w.spec(scale, clients, round), pin }));
+          }
         }
       });
     }

@@ -21,6 +21,8 @@ export interface FailoverResult {
   maxMs: number;
   /** Raft term increase over all kills; each kill needs one election, more is a split vote or spurious. */
   termIncrease: number;
+  /** leasehold: role changes from the node logs (becameLeader, preVotes, votes). */
+  roleChanges: Record<string, number>;
   backgroundCycles: number;
   backgroundErrors: number;
   nodes: NodeUsage[];
@@ -82,6 +84,7 @@ export async function runFailover(cluster: SystemCluster, kills: number, round: 
       medianMs: median(recoveryMs),
       maxMs: Math.max(...recoveryMs),
       termIncrease: m.elections,
+      roleChanges: m.roleChanges,
       backgroundCycles: m.result.latenciesMs.length,
       backgroundErrors: m.result.errors,
       nodes: m.nodes,

@@ -40,6 +40,7 @@ export interface HeldScaleResult {
   /** Raft term increase while filling (snapshots of a growing state must not cost elections). */
   fillElections: number;
   fillCpuSeconds: number[];
+  fillRoleChanges: Record<string, number>;
   restartToServingMs: number;
   nodes: NodeScale[];
   throughputNone: RunRow;
@@ -150,6 +151,7 @@ export async function runHeldScale(held: number, scale: BenchScale, round: numbe
       fillPerSec: held / f.seconds,
       fillErrors: f.errors,
       fillElections: fm.elections,
+      fillRoleChanges: fm.roleChanges,
       fillCpuSeconds: fm.nodes.map((n) => n.cpuSeconds),
       restartToServingMs,
       nodes: c.members.map((id) => ({

@@ -85,6 +85,10 @@ class LeaseholdCluster implements SystemCluster {
     await this.cluster.kill(this.members[member]!);
   }
 
+  logText(member: number): string {
+    return this.cluster.logOf(this.members[member]!);
+  }
+
   async restart(member: number): Promise<void> {
     this.cluster.start(this.members[member]!);
   }

@@ -2,6 +2,7 @@
 // round-robin over all members), each running `op` back to back until the time is up. Measures op latency,
 // errors, the members' CPU and RSS, and the elections (raft term increase) during the run.
 import { performance } from 'node:perf_hooks';
+import { roleChangesInLog } from './node-log.js';
 import { ProcSampler } from './procstat.js';
 import { summarize } from './stats.js';
 import type { LockSession, SessionOptions, SystemCluster } from './system.js';
@@ -14,6 +15,10 @@ export interface LoopSpec {
   seconds: number;
   round: number;
   sessionOptions?: SessionOptions;
+  /** 'spread' (default): client c on member c mod 3. 'leader' / 'follower': every client on the current
+   *  leader, or on a follower (each request forwarded), so a one-client row does not depend on where the
+   *  election happened to put the leader. */
+  pin?: Pin;
   /** One op of client `c`, its n-th. Resolves true when done, false when it did not happen (a wait ran
    *  out): not an op, counted as an error. Throws on an RPC error (counted, then the loop goes on). */
   op: (session: LockSession, c: number, n: number) => Promise<boolean>;
@@ -21,23 +26,32 @@ export interface LoopSpec {
   warmUp?: (session: LockSession, c: number) => Promise<void>;
 }
 
-export async function openSessions(cluster: SystemCluster, count: number, opts?: SessionOptions): Promise<LockSession[]> {
-  return Promise.all(Array.from({ length: count }, (_, c) => cluster.session(c % cluster.members.length, opts)));
+export type Pin = 'spread' | 'leader' | 'follower';
+
+export async function openSessions(cluster: SystemCluster, count: number, opts?: SessionOptions, pin: Pin = 'spread'): Promise<LockSession[]> {
+  const n = cluster.members.length;
+  const leader = pin === 'spread' ? 0 : await cluster.leader();
+  const memberOf = (c: number) => (pin === 'spread' ? c % n : pin === 'leader' ? leader : (leader + 1) % n);
+  return Promise.all(Array.from({ length: count }, (_, c) => cluster.session(memberOf(c), opts)));
 }
 
 /** Latencies and error count of `op` run back to back by every session until `until` (a performance.now()
  *  time, or a function that says when to stop). */
-export async function drive(sessions: readonly LockSession[], until: number | (() => boolean), op: LoopSpec['op']): Promise<{ latenciesMs: number[]; errors: number }> {
+export async function drive(sessions: readonly LockSession[], until: number | (() => boolean), op: LoopSpec['op']): Promise<{ latenciesMs: number[]; errors: number; timeouts: number }> {
   const over = typeof until === 'number' ? () => performance.now() >= until : until;
   const latenciesMs: number[] = [];
   let errors = 0;
+  let timeouts = 0;
   await Promise.all(
     sessions.map(async (s, c) => {
       for (let n = 0; !over(); n++) {
         const t0 = performance.now();
         try {
           if (await op(s, c, n)) latenciesMs.push(performance.now() - t0);
-          else errors++;
+          else {
+            errors++;
+            timeouts++;
+          }
         } catch {
           errors++;
           // Do not spin on a member that refuses everything (it is down, or has no leader yet).
@@ -46,19 +60,38 @@ export async function drive(sessions: readonly LockSession[], until: number | ((
       }
     }),
   );
-  return { latenciesMs, errors };
+  return { latenciesMs, errors, timeouts };
 }
 
 export interface Measured<T> {
   seconds: number;
   nodes: RunRow['nodes'];
   elections: number;
+  /** From the node logs where the system has them (leasehold): summed over the members. */
+  roleChanges: Record<string, number>;
   result: T;
+}
+
+function logLengths(cluster: SystemCluster): number[] {
+  return cluster.members.map((_, i) => cluster.logText?.(i).length ?? 0);
+}
+
+function roleChangesSince(cluster: SystemCluster, lengths: readonly number[]): Record<string, number> {
+  if (!cluster.logText) return {};
+  const sum = { becameLeader: 0, preVotes: 0, votes: 0 };
+  cluster.members.forEach((_, i) => {
+    const r = roleChangesInLog(cluster.logText!(i).slice(lengths[i]));
+    sum.becameLeader += r.becameLeader;
+    sum.preVotes += r.preVotes;
+    sum.votes += r.votes;
+  });
+  return sum;
 }
 
 /** Runs `body` with the members' CPU/RSS sampled and their raft term read before and after. */
 export async function measured<T>(cluster: SystemCluster, body: () => Promise<T>): Promise<Measured<T>> {
   const termBefore = await cluster.maxTerm();
+  const logsBefore = logLengths(cluster);
   const sampler = new ProcSampler(() => cluster.pids());
   sampler.start();
   const t0 = performance.now();
@@ -72,16 +105,16 @@ export async function measured<T>(cluster: SystemCluster, body: () => Promise<T>
   const seconds = (performance.now() - t0) / 1000;
   const nodes = sampler.stop();
   const termAfter = await cluster.maxTerm();
-  return { seconds, nodes, elections: termAfter - termBefore, result };
+  return { seconds, nodes, elections: termAfter - termBefore, roleChanges: roleChangesSince(cluster, logsBefore), result };
 }
 
 export async function runLoop(cluster: SystemCluster, spec: LoopSpec): Promise<RunRow> {
-  const sessions = await openSessions(cluster, spec.clients, spec.sessionOptions);
+  const sessions = await openSessions(cluster, spec.clients, spec.sessionOptions, spec.pin);
   try {
     if (spec.warmUp) await Promise.all(sessions.map((s, c) => spec.warmUp!(s, c)));
     const m = await measured(cluster, () => drive(sessions, performance.now() + spec.seconds * 1000, spec.op));
     return {
-      workload: spec.workload,
+      workload: spec.pin && spec.pin !== 'spread' ? `${spec.workload} (${spec.pin})` : spec.workload,
       system: cluster.system,
       round: spec.round,
       clients: spec.clients,
@@ -93,11 +126,17 @@ export async function runLoop(cluster: SystemCluster, spec: LoopSpec): Promise<R
       errors: m.result.errors,
       elections: m.elections,
       nodes: m.nodes,
-      extra: {},
+      // Of the errors, the waits that ran out (the rest are RPC errors); and the role changes.
+      extra: { ...(m.result.timeouts > 0 ? { timeouts: m.result.timeouts } : {}), ...nonZero(m.roleChanges) },
     };
   } finally {
     for (const s of sessions) s.close();
   }
+}
+
+/** The entries that are not 0: a table cell of extras stays short when nothing happened. */
+export function nonZero(figures: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(figures).filter(([, v]) => v !== 0));
 }
 
 /** acquire + release of `key` as one op; false when the wait ran out. */

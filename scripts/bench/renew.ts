@@ -3,7 +3,7 @@
 // acquire + release cycles. etcd: each held lock has its own lease (a leasehold lock is its own lease),
 // renewed by one LeaseKeepAlive round trip.
 import { performance } from 'node:perf_hooks';
-import { cycle, drive, measured, openSessions } from './loop.js';
+import { cycle, drive, measured, nonZero, openSessions } from './loop.js';
 import { summarize } from './stats.js';
 import type { HeldLock, LockSession, SystemCluster } from './system.js';
 import type { RunRow } from './types.js';
@@ -85,7 +85,7 @@ export async function runRenew(cluster: SystemCluster, scale: BenchScale, round:
       errors: m.result.renews.errors,
       elections: m.elections,
       nodes: m.nodes,
-      extra: { offeredRenewsPerSec: count / (RENEW_TTL_MS / 3000), cyclesPerSec: m.result.cycles.latenciesMs.length / m.seconds, cycleP99Ms: cycleLatency.p99Ms, cycleErrors: m.result.cycles.errors },
+      extra: { offeredRenewsPerSec: count / (RENEW_TTL_MS / 3000), cyclesPerSec: m.result.cycles.latenciesMs.length / m.seconds, cycleP99Ms: cycleLatency.p99Ms, cycleErrors: m.result.cycles.errors, ...nonZero(m.roleChanges) },
     };
   } finally {
     for (const s of [...holders, ...cyclers]) s.close();

@@ -10,13 +10,14 @@ function fmt(n: number, digits = 0): string {
   return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 
-function cells(r: RunRow): string[] {
+function cells(r: RunRow, workload: string): string[] {
+  const variant = r.workload.slice(workload.length).trim();
   const cpu = r.nodes.map((n) => fmt(n.cpuSeconds, 1)).join('/');
   const rss = r.nodes.map((n) => fmt(n.peakRssMb)).join('/');
   const extra = Object.entries(r.extra)
     .map(([k, v]) => `${k}=${fmt(v, Number.isInteger(v) ? 0 : 1)}`)
     .join(' ');
-  return [r.system, String(r.round), String(r.clients), fmt(r.opsPerSec), fmt(r.latency.p50Ms, 1), fmt(r.latency.p90Ms, 1), fmt(r.latency.p99Ms, 1), fmt(r.latency.maxMs, 1), String(r.errors), String(r.elections), cpu, rss, extra];
+  return [variant ? `${r.system} ${variant}` : r.system, String(r.round), String(r.clients), fmt(r.opsPerSec), fmt(r.latency.p50Ms, 1), fmt(r.latency.p90Ms, 1), fmt(r.latency.p99Ms, 1), fmt(r.latency.maxMs, 1), String(r.errors), String(r.elections), cpu, rss, extra];
 }
 
 const HEADER = ['system', 'round', 'clients', 'ops/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'errors', 'elections', 'cpu s per node', 'peak RSS MB per node', 'extra'];
@@ -64,11 +65,13 @@ export function ratios(rows: readonly RunRow[]): RatioLine[] {
 
 /** The table of one workload's rows, with its ratio lines under it. */
 export function workloadTable(workload: string, description: string, rows: readonly RunRow[]): string {
-  const mine = rows.filter((r) => r.workload === workload);
+  // 'one-client (leader)' and 'one-client (follower)' are rows of 'one-client'.
+  const mine = rows.filter((r) => r.workload === workload || r.workload.startsWith(`${workload} (`));
   const opName = mine[0]?.opName ?? 'ops';
-  const lines = [`== ${workload}: ${description} (ops = ${opName}) ==`, table([HEADER, ...mine.map(cells)])];
+  const lines = [`== ${workload}: ${description} (ops = ${opName}) ==`, table([HEADER, ...mine.map((r) => cells(r, workload))])];
   for (const q of ratios(mine)) {
-    lines.push(`ratio ${OURS}/${q.other} @${q.clients} clients: throughput ${fmt(q.throughputRatio, 2)}x, p99 ${fmt(q.p99Ratio, 2)}x`);
+    const variant = q.workload.slice(workload.length);
+    lines.push(`ratio ${OURS}/${q.other}${variant} @${q.clients} clients: throughput ${fmt(q.throughputRatio, 2)}x, p99 ${fmt(q.p99Ratio, 2)}x`);
   }
   return lines.join('\n');
 }

@@ -49,6 +49,8 @@ export interface SystemCluster {
   kill(member: number): Promise<void>;
   restart(member: number): Promise<void>;
   stop(): Promise<void>;
+  /** leasehold: the member's log so far (pino JSON), for role changes during a run. */
+  logText?(member: number): string;
 }
 
 export interface StartOptions {

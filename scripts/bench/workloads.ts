@@ -1,7 +1,7 @@
 // The loop workloads (every one bounded by --seconds): what each measures, which systems run it, and at
 // which client counts. renew, held-scale and failover have their own files.
 import { performance } from 'node:perf_hooks';
-import { cycle, type LoopSpec } from './loop.js';
+import { cycle, type LoopSpec, type Pin } from './loop.js';
 import type { LockSession } from './system.js';
 
 /** A blocking acquire waits this long at most (wait_ms; etcd: the Lock call's deadline). */
@@ -16,6 +16,8 @@ export interface LoopWorkload {
   /** Whether a try-lock system (etcd-txn) can run it: only when no client ever waits for a held key. */
   tryLockOk: boolean;
   clientCounts(opts: BenchScale): number[];
+  /** Where the clients connect; one row per pin. Default ['spread']. */
+  pins?: Pin[];
   spec(opts: BenchScale, clients: number, round: number): LoopSpec;
 }
 
@@ -36,12 +38,13 @@ function keyPicker(c: number): () => number {
 
 const warmCycle = (s: LockSession, c: number) => cycle(s, `warm-${c}-${performance.now()}`, WAIT_MS, CYCLE_TTL_MS).then(() => undefined);
 
-function freshKeys(name: string, description: string, clients: (o: BenchScale) => number[]): LoopWorkload {
+function freshKeys(name: string, description: string, clients: (o: BenchScale) => number[], pins?: Pin[]): LoopWorkload {
   return {
     name,
     description,
     tryLockOk: true,
     clientCounts: clients,
+    ...(pins ? { pins } : {}),
     spec: (o, n, round) => ({
       workload: name,
       opName: 'cycles',
@@ -55,7 +58,7 @@ function freshKeys(name: string, description: string, clients: (o: BenchScale) =
 }
 
 export const uncontended = freshKeys('uncontended', 'a fresh key per cycle, acquire + release, 16 clients', () => [16]);
-export const oneClient = freshKeys('one-client', '1 client, a fresh key per cycle, acquire + release', () => [1]);
+export const oneClient = freshKeys('one-client', '1 client, a fresh key per cycle, acquire + release; one row with the client on the leader, one on a follower', () => [1], ['leader', 'follower']);
 
 export const blocking: LoopWorkload = {
   name: 'blocking',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { snapshotsInLog } from '../../../scripts/bench/node-log.js';
+import { roleChangesInLog, snapshotsInLog } from '../../../scripts/bench/node-log.js';
 import { cpuTicksOf, rssKbOf } from '../../../scripts/bench/procstat.js';
 
 describe('bench /proc and log parsing', () => {
@@ -24,5 +24,21 @@ describe('bench /proc and log parsing', () => {
     const none = snapshotsInLog('{"msg":"serving"}');
     expect(none.count).toBe(0);
     expect(none.lastBytes).toBeNaN();
+  });
+
+  it('role changes: entries into leader, pre-candidate and candidate, other lines ignored', () => {
+    const line = (role: string, term: number, leaderId: string | null) => JSON.stringify({ level: 30, nodeId: 'n2', role, term, leaderId, msg: 'raft role/term changed' });
+    const log = [
+      line('follower', 1, null),
+      line('follower', 1, 'n3'),
+      '{"level":40,"reason":"no word from leader n3","msg":"health: NOT_SERVING"}',
+      line('pre-candidate', 1, null),
+      line('follower', 1, 'n3'), // the pre-vote found the leader alive: no term change
+      line('pre-candidate', 1, null),
+      line('candidate', 2, null),
+      line('leader', 2, 'n2'),
+    ].join('\n');
+    expect(roleChangesInLog(log)).toEqual({ becameLeader: 1, preVotes: 2, votes: 1 });
+    expect(roleChangesInLog('')).toEqual({ becameLeader: 0, preVotes: 0, votes: 0 });
   });
 });

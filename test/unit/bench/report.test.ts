@@ -33,3 +33,18 @@ describe('bench report', () => {
     expect(t.at(-1)).toBe('ratio leasehold/etcd-v3lock @16 clients: throughput 1.00x, p99 2.00x');
   });
 });
+
+describe('bench report variants', () => {
+  it('rows of one workload with a pin show it beside the system, and pair only within the same pin', () => {
+    const rows = [
+      row({ workload: 'one-client (leader)', clients: 1, system: 'leasehold', opsPerSec: 100 }),
+      row({ workload: 'one-client (follower)', clients: 1, system: 'leasehold', opsPerSec: 50 }),
+      row({ workload: 'one-client (leader)', clients: 1, system: 'etcd-v3lock', opsPerSec: 200 }),
+      row({ workload: 'one-client (follower)', clients: 1, system: 'etcd-v3lock', opsPerSec: 200 }),
+    ];
+    const t = workloadTable('one-client', 'desc', rows);
+    expect(t).toMatch(/^leasehold \(follower\)\s+1\s+1\s+50\b/m);
+    expect(t).toContain('ratio leasehold/etcd-v3lock (leader) @1 clients: throughput 0.50x');
+    expect(t).toContain('ratio leasehold/etcd-v3lock (follower) @1 clients: throughput 0.25x');
+  });
+});
