@@ -27,6 +27,8 @@ interface BenchResults {
   ratios: ReturnType<typeof ratios>;
   heldScale: HeldScaleResult[];
   failover: FailoverResult[];
+  /** Runs that failed (a cluster that did not start, a fill that did not finish ...); the others went on. */
+  failures: { workload: string; system: string; round: number; error: string }[];
   /** Set when the run was cut short (SIGINT, --max-minutes, an error). */
   aborted?: string;
 }
@@ -45,12 +47,26 @@ function writeResults(args: BenchArgs, results: BenchResults): void {
   if (sweep.length) writeFileSync(join(args.outDir, 'bench.svg'), chartSvg(`blocking acquire + release, ${BLOCKING_KEYS} keys`, sweep));
 }
 
+/** One run of a workload on one system; a failure is recorded and printed, and the benchmark goes on (one
+ *  cluster that does not come up on a busy machine must not throw away an hour of results). */
+async function attempt(results: BenchResults, what: { workload: string; system: string; round: number }, body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } catch (err) {
+    const error = err instanceof Error ? err.message : String(err);
+    console.error(`!! ${what.workload} round ${what.round} on ${what.system} failed: ${error}`);
+    results.failures.push({ ...what, error });
+  }
+}
+
 async function runWorkload(name: WorkloadName, args: BenchArgs, scale: BenchScale, results: BenchResults): Promise<string> {
   const start = { keep: args.keep };
   if (name === 'held-scale') {
     for (const held of heldSizes(scale, args.held)) {
       console.log(`-- held-scale: ${held.toLocaleString('en-US')} held`);
-      results.heldScale.push(await runHeldScale(held, scale, 1, start));
+      await attempt(results, { workload: `held-scale ${held}`, system: 'leasehold', round: 1 }, async () => {
+        results.heldScale.push(await runHeldScale(held, scale, 1, start));
+      });
     }
     return heldScaleTable(results.heldScale);
   }
@@ -58,7 +74,9 @@ async function runWorkload(name: WorkloadName, args: BenchArgs, scale: BenchScal
     for (let round = 1; round <= args.rounds; round++) {
       for (const f of systemsFor(args, { tryLockOk: false, etcd: true })) {
         console.log(`-- failover round ${round}: ${f.system}, ${args.kills} kills`);
-        results.failover.push(await withCluster(f, start, (c) => runFailover(c, args.kills, round)));
+        await attempt(results, { workload: name, system: f.system, round }, async () => {
+          results.failover.push(await withCluster(f, start, (c) => runFailover(c, args.kills, round)));
+        });
       }
     }
     return failoverTable(results.failover);
@@ -67,7 +85,9 @@ async function runWorkload(name: WorkloadName, args: BenchArgs, scale: BenchScal
     for (let round = 1; round <= args.rounds; round++) {
       for (const f of systemsFor(args, { tryLockOk: false, etcd: true })) {
         console.log(`-- renew round ${round}: ${f.system}`);
-        results.rows.push(await withCluster(f, start, (c) => runRenew(c, scale, round)));
+        await attempt(results, { workload: name, system: f.system, round }, async () => {
+          results.rows.push(await withCluster(f, start, (c) => runRenew(c, scale, round)));
+        });
       }
     }
     return workloadTable('renew', renewDescription, results.rows);
@@ -75,14 +95,16 @@ async function runWorkload(name: WorkloadName, args: BenchArgs, scale: BenchScal
   const w = LOOP_WORKLOADS.find((x) => x.name === name)!;
   for (let round = 1; round <= args.rounds; round++) {
     for (const f of systemsFor(args, { tryLockOk: w.tryLockOk, etcd: true })) {
-      await withCluster(f, start, async (c) => {
-        for (const clients of w.clientCounts(scale)) {
-          for (const pin of w.pins ?? ['spread' as const]) {
-            console.log(`-- ${name} round ${round}: ${f.system}, ${clients} clients${pin === 'spread' ? '' : ` on the ${pin}`}`);
-            results.rows.push(await runLoop(c, { ...w.spec(scale, clients, round), pin }));
+      await attempt(results, { workload: name, system: f.system, round }, () =>
+        withCluster(f, start, async (c) => {
+          for (const clients of w.clientCounts(scale)) {
+            for (const pin of w.pins ?? ['spread' as const]) {
+              console.log(`-- ${name} round ${round}: ${f.system}, ${clients} clients${pin === 'spread' ? '' : ` on the ${pin}`}`);
+              results.rows.push(await runLoop(c, { ...w.spec(scale, clients, round), pin }));
+            }
           }
-        }
-      });
+        }),
+      );
     }
   }
   return workloadTable(name, w.description, results.rows);
@@ -102,7 +124,7 @@ async function main(): Promise<number> {
   }
   args.outDir = makeOutDir(args.outDir);
   const scale: BenchScale = { seconds: args.seconds, clients: args.clients, quick: args.quick };
-  const results: BenchResults = { startedAt: new Date().toISOString(), args, rows: [], ratios: [], heldScale: [], failover: [] };
+  const results: BenchResults = { startedAt: new Date().toISOString(), args, rows: [], ratios: [], heldScale: [], failover: [], failures: [] };
   const abort = async (why: string, code: number) => {
     console.error(`bench: ${why}: stopping every cluster`);
     results.aborted = why;
@@ -136,8 +158,9 @@ async function main(): Promise<number> {
   clearTimeout(watchdog);
   results.finishedAt = new Date().toISOString();
   writeResults(args, results);
-  console.log(`\n==== all tables ====\n\n${tables.join('\n\n')}\n\nbench.json and bench.svg in ${args.outDir}`);
-  return 0;
+  const failed = results.failures.map((f) => `!! ${f.workload} round ${f.round} on ${f.system}: ${f.error}`).join('\n');
+  console.log(`\n==== all tables ====\n\n${tables.join('\n\n')}\n\n${failed ? `${failed}\n\n` : ''}bench.json and bench.svg in ${args.outDir}`);
+  return results.failures.length ? 1 : 0;
 }
 
 main().then(

@@ -27,12 +27,13 @@ export interface BenchScale {
   quick: boolean;
 }
 
-/** A small deterministic generator per client, so both systems see the same key sequence. */
-function keyPicker(c: number): () => number {
-  let x = (c + 1) * 2654435761;
+/** A small deterministic generator per client (an LCG in 32-bit integer arithmetic), so both systems see
+ *  the same key sequence; the high bits are used, an LCG's low bits cycle fast. */
+export function keyPicker(c: number, keys: number): () => number {
+  let x = (Math.imul(c + 1, 2654435761) ^ 0x5bd1e995) >>> 0;
   return () => {
-    x = (x * 1103515245 + 12345) >>> 0;
-    return x;
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    return (x >>> 16) % keys;
   };
 }
 
@@ -66,7 +67,7 @@ export const blocking: LoopWorkload = {
   tryLockOk: false,
   clientCounts: (o) => o.clients,
   spec: (o, n, round) => {
-    const pickers = Array.from({ length: n }, (_, c) => keyPicker(c));
+    const pickers = Array.from({ length: n }, (_, c) => keyPicker(c, BLOCKING_KEYS));
     return {
       workload: 'blocking',
       opName: 'cycles',
@@ -74,7 +75,7 @@ export const blocking: LoopWorkload = {
       seconds: o.seconds,
       round,
       warmUp: warmCycle,
-      op: (s, c) => cycle(s, `k-${pickers[c]!() % BLOCKING_KEYS}`, WAIT_MS, CYCLE_TTL_MS),
+      op: (s, c) => cycle(s, `k-${pickers[c]!()}`, WAIT_MS, CYCLE_TTL_MS),
     };
   },
 };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { mean, median, percentile, ratio, summarize } from '../../../scripts/bench/stats.js';
+import { keyPicker } from '../../../scripts/bench/workloads.js';
 
 describe('bench stats', () => {
   it('percentiles are nearest-rank: an observed value, p99 of 1..100 is 99', () => {
@@ -27,5 +28,20 @@ describe('bench stats', () => {
     expect(ratio(3, 2)).toBe(1.5);
     expect(ratio(3, 0)).toBeNaN();
     expect(ratio(NaN, 2)).toBeNaN();
+  });
+});
+
+describe('bench key picker', () => {
+  it('is deterministic per client and spreads over every key', () => {
+    const a = keyPicker(3, 100);
+    const b = keyPicker(3, 100);
+    const seqA = Array.from({ length: 5000 }, () => a());
+    expect(Array.from({ length: 5000 }, () => b())).toEqual(seqA);
+    const counts = new Array<number>(100).fill(0);
+    for (const k of seqA) counts[k]!++;
+    // 50 expected per key; a biased generator (e.g. a float LCG's low bits) leaves keys empty.
+    expect(Math.min(...counts)).toBeGreaterThan(20);
+    expect(Math.max(...counts)).toBeLessThan(90);
+    expect(keyPicker(4, 100)()).not.toBe(keyPicker(3, 100)());
   });
 });
