@@ -2,7 +2,7 @@
 // 3-member clusters of real processes on this machine, the same client loop for both, the systems
 // alternated A B A B per workload. Prints a table per workload and writes bench.json and bench.svg to --out.
 // The workloads and what they mean: README "Benchmarks"; the code: scripts/bench/.
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ALL_WORKLOADS, makeOutDir, parseBenchArgs, type BenchArgs, type WorkloadName } from './bench/args.js';
 import { ETCD_INSTALL_HINT, etcdInstalled, etcdTxnFactory, etcdV3LockFactory } from './bench/etcd-system.js';
@@ -60,12 +60,13 @@ async function attempt(results: BenchResults, what: { workload: string; system: 
 }
 
 async function runWorkload(name: WorkloadName, args: BenchArgs, scale: BenchScale, results: BenchResults): Promise<string> {
-  const start = { keep: args.keep };
+  const base = { keep: args.keep, ...(args.profileDir ? { profileDir: args.profileDir } : {}) };
+  const start = (round: number) => ({ ...base, label: `${name} round ${round}` });
   if (name === 'held-scale') {
     for (const held of heldSizes(scale, args.held)) {
       console.log(`-- held-scale: ${held.toLocaleString('en-US')} held`);
       await attempt(results, { workload: `held-scale ${held}`, system: 'leasehold', round: 1 }, async () => {
-        results.heldScale.push(await runHeldScale(held, scale, 1, start));
+        results.heldScale.push(await runHeldScale(held, scale, 1, { ...base, label: `held-scale ${held}` }));
       });
     }
     return heldScaleTable(results.heldScale);
@@ -75,7 +76,7 @@ async function runWorkload(name: WorkloadName, args: BenchArgs, scale: BenchScal
       for (const f of systemsFor(args, { tryLockOk: false, etcd: true })) {
         console.log(`-- failover round ${round}: ${f.system}, ${args.kills} kills`);
         await attempt(results, { workload: name, system: f.system, round }, async () => {
-          results.failover.push(await withCluster(f, start, (c) => runFailover(c, args.kills, round)));
+          results.failover.push(await withCluster(f, start(round), (c) => runFailover(c, args.kills, round)));
         });
       }
     }
@@ -86,7 +87,7 @@ async function runWorkload(name: WorkloadName, args: BenchArgs, scale: BenchScal
       for (const f of systemsFor(args, { tryLockOk: false, etcd: true })) {
         console.log(`-- renew round ${round}: ${f.system}`);
         await attempt(results, { workload: name, system: f.system, round }, async () => {
-          results.rows.push(await withCluster(f, start, (c) => runRenew(c, scale, round)));
+          results.rows.push(await withCluster(f, start(round), (c) => runRenew(c, scale, round)));
         });
       }
     }
@@ -96,7 +97,7 @@ async function runWorkload(name: WorkloadName, args: BenchArgs, scale: BenchScal
   for (let round = 1; round <= args.rounds; round++) {
     for (const f of systemsFor(args, { tryLockOk: w.tryLockOk, etcd: true })) {
       await attempt(results, { workload: name, system: f.system, round }, () =>
-        withCluster(f, start, async (c) => {
+        withCluster(f, start(round), async (c) => {
           for (const clients of w.clientCounts(scale)) {
             for (const pin of w.pins ?? ['spread' as const]) {
               console.log(`-- ${name} round ${round}: ${f.system}, ${clients} clients${pin === 'spread' ? '' : ` on the ${pin}`}`);
@@ -123,6 +124,7 @@ async function main(): Promise<number> {
     return 3;
   }
   args.outDir = makeOutDir(args.outDir);
+  if (args.profileDir) mkdirSync(args.profileDir, { recursive: true });
   const scale: BenchScale = { seconds: args.seconds, clients: args.clients, quick: args.quick };
   const results: BenchResults = { startedAt: new Date().toISOString(), args, rows: [], ratios: [], heldScale: [], failover: [], failures: [] };
   const abort = async (why: string, code: number) => {

@@ -1,7 +1,7 @@
 // Command line of `npm run bench -- ...`.
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 export const ALL_WORKLOADS = ['uncontended', 'blocking', 'one-client', 'hot-key', 'renew', 'held-scale', 'failover'] as const;
 export type WorkloadName = (typeof ALL_WORKLOADS)[number];
@@ -19,13 +19,15 @@ export interface BenchArgs {
   keep: boolean;
   held?: number[];
   kills: number;
+  /** --profile DIR: leasehold members write `node --cpu-prof` profiles there (pids.txt maps them). */
+  profileDir?: string;
   /** The whole run is stopped (clusters killed, partial results written) after this long. */
   maxMinutes: number;
 }
 
 export const USAGE = `usage: npm run bench -- [--compare etcd] [--workloads ${ALL_WORKLOADS.join(',')}]
        [--seconds S] [--clients 1,4,16,64] [--rounds 2] [--out DIR] [--quick] [--keep]
-       [--held 100000,1000000] [--kills 10] [--no-txn] [--max-minutes 150]`;
+       [--held 100000,1000000] [--kills 10] [--no-txn] [--max-minutes 150] [--profile DIR]`;
 
 function list(v: string | undefined, flag: string): number[] {
   const xs = (v ?? '').split(',').map((x) => Number(x.trim()));
@@ -75,6 +77,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     else if (k === '--held') a.held = list(v(), k);
     else if (k === '--kills') a.kills = list(v(), k)[0]!;
     else if (k === '--no-txn') a.etcdTxn = false;
+    else if (k === '--profile') a.profileDir = resolve(v() ?? '');
     else if (k === '--max-minutes') a.maxMinutes = positive(v(), k);
     else if (k === '--help' || k === '-h') throw new Error(USAGE);
     else throw new Error(`unknown argument ${k}\n${USAGE}`);

@@ -1,6 +1,8 @@
 // leasehold under test: a fresh 3-node cluster of `leasehold serve` processes on real LevelDB (the
 // integration harness's TestCluster, at the product's raft timing), and raw Acquire/Renew/Release calls
 // through an EndpointPool of ONE endpoint per session, so a session stays on its member.
+import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { EndpointPool, newRequestId } from '../../src/client/rpc.js';
 import type { AcquireResponse, ReleaseResponse, RenewResponse } from '../../src/transport/proto.js';
 import { TestCluster, waitFor } from '../../test/integration/harness.js';
@@ -8,6 +10,9 @@ import type { AcquireOptions, HeldLock, LockSession, SessionOptions, StartOption
 
 /** RPC slack beyond the lock wait: a blocked acquire answers at wait_ms at the latest. */
 const CALL_SLACK_MS = 5000;
+
+/** How long a SIGTERMed node gets to shut down (and write its profile) before kill -9. */
+const GRACEFUL_STOP_MS = 10_000;
 
 let sessionSeq = 0;
 
@@ -49,7 +54,7 @@ class LeaseholdCluster implements SystemCluster {
 
   constructor(
     readonly cluster: TestCluster,
-    private readonly keep: boolean,
+    private readonly opts: StartOptions,
   ) {}
 
   get members(): readonly string[] {
@@ -102,7 +107,13 @@ class LeaseholdCluster implements SystemCluster {
   }
 
   async stop(): Promise<void> {
-    if (!this.keep) return this.cluster.stop();
+    if (this.opts.profileDir) {
+      const lines = [...this.pids()].map(([id, pid]) => `${pid}\t${id}\t${this.opts.label ?? ''}\n`).join('');
+      appendFileSync(join(this.opts.profileDir, 'pids.txt'), lines);
+      // SIGTERM: the node shuts down and exits, and node writes its CPU profile on the way out.
+      for (const id of this.members) await Promise.race([this.cluster.kill(id, 'SIGTERM'), new Promise((r) => setTimeout(r, GRACEFUL_STOP_MS))]);
+    }
+    if (!this.opts.keep) return this.cluster.stop();
     for (const id of this.members) await this.cluster.kill(id);
     console.log(`kept leasehold data and logs in ${this.cluster.dir}`);
   }
@@ -112,8 +123,9 @@ export const leaseholdFactory = {
   system: 'leasehold',
   blocking: true,
   async start(opts: StartOptions): Promise<LeaseholdCluster> {
-    const cluster = await TestCluster.create({ productRaftTiming: true, extraYaml: opts.extraYaml ?? '' });
-    const c = new LeaseholdCluster(cluster, opts.keep ?? false);
+    const nodeArgs = opts.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`] : [];
+    const cluster = await TestCluster.create({ productRaftTiming: true, extraYaml: opts.extraYaml ?? '', nodeArgs });
+    const c = new LeaseholdCluster(cluster, opts);
     try {
       cluster.startAll();
       await cluster.waitForLeader();

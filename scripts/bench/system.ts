@@ -58,6 +58,10 @@ export interface StartOptions {
   extraYaml?: string;
   /** Leave data dirs and logs on disk (their path is printed). */
   keep?: boolean;
+  /** --profile: leasehold members run with --cpu-prof into this dir and are stopped with SIGTERM (a
+   *  profile is written at exit; kill -9 would lose it); `label` names the run in its pids.txt. */
+  profileDir?: string;
+  label?: string;
 }
 
 export interface SystemFactory {

@@ -50,6 +50,8 @@ export interface ClusterOptions {
   /** Leave raft timing (tickMs, electionTicks) at the product defaults instead of the fast test values:
    *  the benchmark measures what users run. electionTicks is ignored then. */
   productRaftTiming?: boolean;
+  /** Flags for node itself before the script, e.g. ['--cpu-prof', '--cpu-prof-dir=/tmp/p'] (NODE_OPTIONS refuses --cpu-prof). */
+  nodeArgs?: string[];
   /** Give every node a separate peer listener (nodes[].peerAddress). */
   peerListeners?: boolean;
   /** Channel credentials of the harness's own calls (status, pool, raw); default plaintext. */
@@ -70,6 +72,8 @@ export class TestCluster {
   readonly peerPorts: number[];
   readonly credentials: grpc.ChannelCredentials | undefined;
   private logs = new Map<string, WriteStream>();
+  /** Set once after create (ClusterOptions.nodeArgs). */
+  nodeArgs: readonly string[] = [];
 
   private constructor(
     dir: string,
@@ -105,7 +109,9 @@ export class TestCluster {
     const dir = mkdtempSync(join(tmpdir(), 'leasehold-it-'));
     const ids = Array.from({ length: total }, (_, i) => `n${i + 1}`);
     const ports = await freePorts(opts.peerListeners ? 2 * total : total);
-    return new TestCluster(dir, ids, ports.slice(0, total), opts.extraYaml ?? '', size, opts.peerListeners ? ports.slice(total) : [], opts.credentials, opts.nodeYaml, opts.electionTicks, opts.productRaftTiming);
+    const cluster = new TestCluster(dir, ids, ports.slice(0, total), opts.extraYaml ?? '', size, opts.peerListeners ? ports.slice(total) : [], opts.credentials, opts.nodeYaml, opts.electionTicks, opts.productRaftTiming);
+    cluster.nodeArgs = opts.nodeArgs ?? [];
+    return cluster;
   }
 
   private creds(): { credentials?: grpc.ChannelCredentials } {
@@ -135,7 +141,7 @@ export class TestCluster {
     const log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
     this.logs.set(id, log);
     const args = opts.join ? ['serve', '--config', this.joinConfigPath, '--id', id, '--join'] : ['serve', '--config', this.configPath, '--id', id];
-    const child = spawn(process.execPath, [MAIN_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...this.nodeArgs, MAIN_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.pipe(log, { end: false });
     child.stderr!.pipe(log, { end: false });
     this.procs.set(id, child);
