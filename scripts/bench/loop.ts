@@ -37,11 +37,22 @@ export async function openSessions(cluster: SystemCluster, count: number, opts?:
 
 /** Latencies and error count of `op` run back to back by every session until `until` (a performance.now()
  *  time, or a function that says when to stop). */
-export async function drive(sessions: readonly LockSession[], until: number | (() => boolean), op: LoopSpec['op']): Promise<{ latenciesMs: number[]; errors: number; timeouts: number }> {
+export interface Driven {
+  latenciesMs: number[];
+  errors: number;
+  timeouts: number;
+  /** The first few distinct error messages, to tell an overload from a bug. */
+  errorSamples: string[];
+}
+
+export const ERROR_SAMPLES = 5;
+
+export async function drive(sessions: readonly LockSession[], until: number | (() => boolean), op: LoopSpec['op']): Promise<Driven> {
   const over = typeof until === 'number' ? () => performance.now() >= until : until;
   const latenciesMs: number[] = [];
   let errors = 0;
   let timeouts = 0;
+  const errorSamples = new Set<string>();
   await Promise.all(
     sessions.map(async (s, c) => {
       for (let n = 0; !over(); n++) {
@@ -52,15 +63,16 @@ export async function drive(sessions: readonly LockSession[], until: number | ((
             errors++;
             timeouts++;
           }
-        } catch {
+        } catch (err) {
           errors++;
+          if (errorSamples.size < ERROR_SAMPLES) errorSamples.add(err instanceof Error ? err.message : String(err));
           // Do not spin on a member that refuses everything (it is down, or has no leader yet).
           await new Promise((r) => setTimeout(r, 10));
         }
       }
     }),
   );
-  return { latenciesMs, errors, timeouts };
+  return { latenciesMs, errors, timeouts, errorSamples: [...errorSamples] };
 }
 
 export interface Measured<T> {
@@ -128,6 +140,7 @@ export async function runLoop(cluster: SystemCluster, spec: LoopSpec): Promise<R
       nodes: m.nodes,
       // Of the errors, the waits that ran out (the rest are RPC errors); and the role changes.
       extra: { ...(m.result.timeouts > 0 ? { timeouts: m.result.timeouts } : {}), ...nonZero(m.roleChanges) },
+      errorSamples: m.result.errorSamples,
     };
   } finally {
     for (const s of sessions) s.close();

@@ -3,7 +3,7 @@
 // acquire + release cycles. etcd: each held lock has its own lease (a leasehold lock is its own lease),
 // renewed by one LeaseKeepAlive round trip.
 import { performance } from 'node:perf_hooks';
-import { cycle, drive, measured, nonZero, openSessions } from './loop.js';
+import { ERROR_SAMPLES, cycle, drive, measured, nonZero, openSessions } from './loop.js';
 import { summarize } from './stats.js';
 import type { HeldLock, LockSession, SystemCluster } from './system.js';
 import type { RunRow } from './types.js';
@@ -34,10 +34,11 @@ async function takeHeld(holders: readonly LockSession[], count: number, round: n
 }
 
 /** Renews every lock once per interval until `until`; a refused or failed renew is an error. */
-async function renewLoops(held: readonly { s: LockSession; lock: HeldLock }[], until: number): Promise<{ latenciesMs: number[]; errors: number }> {
+async function renewLoops(held: readonly { s: LockSession; lock: HeldLock }[], until: number): Promise<{ latenciesMs: number[]; errors: number; errorSamples: string[] }> {
   const intervalMs = RENEW_TTL_MS / 3;
   const latenciesMs: number[] = [];
   let errors = 0;
+  const errorSamples = new Set<string>();
   await Promise.all(
     held.map(async ({ s, lock }, i) => {
       // Spread the first renews over one interval, as locks taken at different times would be.
@@ -50,14 +51,15 @@ async function renewLoops(held: readonly { s: LockSession; lock: HeldLock }[], u
         try {
           await s.renew(lock);
           latenciesMs.push(performance.now() - t0);
-        } catch {
+        } catch (err) {
           errors++;
+          if (errorSamples.size < ERROR_SAMPLES) errorSamples.add(err instanceof Error ? err.message : String(err));
         }
         next = t0 + intervalMs;
       }
     }),
   );
-  return { latenciesMs, errors };
+  return { latenciesMs, errors, errorSamples: [...errorSamples] };
 }
 
 export async function runRenew(cluster: SystemCluster, scale: BenchScale, round: number): Promise<RunRow> {
@@ -85,6 +87,7 @@ export async function runRenew(cluster: SystemCluster, scale: BenchScale, round:
       errors: m.result.renews.errors,
       elections: m.elections,
       nodes: m.nodes,
+      errorSamples: [...m.result.renews.errorSamples, ...m.result.cycles.errorSamples],
       extra: { offeredRenewsPerSec: count / (RENEW_TTL_MS / 3000), cyclesPerSec: m.result.cycles.latenciesMs.length / m.seconds, cycleP99Ms: cycleLatency.p99Ms, cycleErrors: m.result.cycles.errors, ...nonZero(m.roleChanges) },
     };
   } finally {

@@ -69,6 +69,9 @@ export function workloadTable(workload: string, description: string, rows: reado
   const mine = rows.filter((r) => r.workload === workload || r.workload.startsWith(`${workload} (`));
   const opName = mine[0]?.opName ?? 'ops';
   const lines = [`== ${workload}: ${description} (ops = ${opName}) ==`, table([HEADER, ...mine.map((r) => cells(r, workload))])];
+  for (const r of mine.filter((x) => x.errorSamples.length > 0)) {
+    lines.push(`errors of ${r.system} round ${r.round} @${r.clients}: ${r.errorSamples.join(' | ')}`);
+  }
   for (const q of ratios(mine)) {
     const variant = q.workload.slice(workload.length);
     lines.push(`ratio ${OURS}/${q.other}${variant} @${q.clients} clients: throughput ${fmt(q.throughputRatio, 2)}x, p99 ${fmt(q.p99Ratio, 2)}x`);

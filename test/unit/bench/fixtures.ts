@@ -19,6 +19,7 @@ export function row(over: Partial<RunRow>): RunRow {
       { node: 'n2', cpuSeconds: 1.2, peakRssMb: 91 },
     ],
     extra: {},
+    errorSamples: [],
     ...over,
   };
 }

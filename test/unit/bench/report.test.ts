@@ -32,6 +32,12 @@ describe('bench report', () => {
     expect(t.find((l) => l.startsWith('leasehold    2 '))).toMatch(/\b300\b.*\b50\.0\b.*1\.5\/1\.2\s+90\/91/);
     expect(t.at(-1)).toBe('ratio leasehold/etcd-v3lock @16 clients: throughput 1.00x, p99 2.00x');
   });
+
+  it('a run with errors lists their first messages under the table', () => {
+    const t = workloadTable('blocking', 'desc', [row({ errors: 2, errorSamples: ['UNAVAILABLE: no leader', 'DEADLINE_EXCEEDED: x'] })]);
+    expect(t).toContain('errors of leasehold round 1 @16: UNAVAILABLE: no leader | DEADLINE_EXCEEDED: x');
+    expect(workloadTable('blocking', 'desc', [row({})])).not.toContain('errors of');
+  });
 });
 
 describe('bench report variants', () => {
