@@ -43,7 +43,7 @@ class V3LockSession implements LockSession {
   async acquire(key: string, opts: AcquireOptions): Promise<HeldLock | null> {
     const lease = this.opts.leasePerLock ? await this.client.grantLease(ttlSeconds(opts.ttlMs), CALL_SLACK_MS) : this.sessionLease;
     // etcd's Lock has no wait of its own: it waits until the call's deadline.
-    const attemptMs = opts.once ? (this.opts.attemptTimeoutMs ?? CALL_SLACK_MS) : CALL_SLACK_MS;
+    const attemptMs = opts.once ? (this.opts.onceTimeoutMs ?? CALL_SLACK_MS) : CALL_SLACK_MS;
     try {
       const holderKey = await this.client.lock(key, lease, opts.waitMs > 0 ? opts.waitMs : attemptMs);
       return { key, ref: { holderKey, lease } };

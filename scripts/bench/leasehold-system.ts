@@ -21,13 +21,13 @@ class LeaseholdSession implements LockSession {
 
   constructor(
     private readonly pool: EndpointPool,
-    private readonly attemptTimeoutMs: number,
+    private readonly onceTimeoutMs: number,
   ) {}
 
   async acquire(key: string, opts: AcquireOptions): Promise<HeldLock | null> {
     const request = { key, owner: this.owner, ttl_ms: String(opts.ttlMs), wait_ms: String(opts.waitMs), request_id: newRequestId() };
-    const deadline = Date.now() + opts.waitMs + (opts.once ? this.attemptTimeoutMs : CALL_SLACK_MS);
-    const res = await this.pool.call<AcquireResponse>('Acquire', request, deadline, undefined, { retry: !opts.once });
+    const deadline = Date.now() + opts.waitMs + (opts.once ? this.onceTimeoutMs : CALL_SLACK_MS);
+    const res = await this.pool.call<AcquireResponse>('Acquire', request, deadline, undefined, opts.once ? { retry: false, attemptTimeoutMs: this.onceTimeoutMs } : {});
     return res.acquired ? { key, ref: { token: res.token, ttlMs: opts.ttlMs } } : null;
   }
 
@@ -62,9 +62,8 @@ class LeaseholdCluster implements SystemCluster {
   }
 
   async session(member: number, opts: SessionOptions = {}): Promise<LockSession> {
-    const attemptTimeoutMs = opts.attemptTimeoutMs ?? 3000;
-    const pool = new EndpointPool({ endpoints: [this.cluster.endpoint(this.members[member]!)], attemptTimeoutMs });
-    return new LeaseholdSession(pool, attemptTimeoutMs);
+    const pool = new EndpointPool({ endpoints: [this.cluster.endpoint(this.members[member]!)], attemptTimeoutMs: 3000 });
+    return new LeaseholdSession(pool, opts.onceTimeoutMs ?? 3000);
   }
 
   pids(): Map<string, number> {

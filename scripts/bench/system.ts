@@ -10,7 +10,7 @@ export interface HeldLock {
 export interface AcquireOptions {
   waitMs: number;
   ttlMs: number;
-  /** One attempt of at most SessionOptions.attemptTimeoutMs, no retries (the failover probe times the
+  /** One attempt of at most SessionOptions.onceTimeoutMs, no retries (the failover probe times the
    *  first success itself; a retry back-off would blur it). */
   once?: boolean;
 }
@@ -29,8 +29,8 @@ export interface SessionOptions {
   /** etcd: grant a lease per acquired lock instead of one per session (the renew workload needs each held
    *  lock to renew on its own, as a leasehold lease does). */
   leasePerLock?: boolean;
-  /** Cap of one RPC attempt (ms), beyond the lock wait. */
-  attemptTimeoutMs?: number;
+  /** Cap (ms) of a `once` acquire; other calls keep their usual deadlines and retries. */
+  onceTimeoutMs?: number;
 }
 
 export interface SystemCluster {
