@@ -81,6 +81,8 @@ export interface Measured<T> {
   elections: number;
   /** From the node logs where the system has them (leasehold): summed over the members. */
   roleChanges: Record<string, number>;
+  /** CPU of this benchmark process (every client of the run shares it, and the machine's cores). */
+  clientCpuSeconds: number;
   result: T;
 }
 
@@ -106,6 +108,7 @@ export async function measured<T>(cluster: SystemCluster, body: () => Promise<T>
   const logsBefore = logLengths(cluster);
   const sampler = new ProcSampler(() => cluster.pids());
   sampler.start();
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   let result: T;
   try {
@@ -115,9 +118,10 @@ export async function measured<T>(cluster: SystemCluster, body: () => Promise<T>
     throw err;
   }
   const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
   const nodes = sampler.stop();
   const termAfter = await cluster.maxTerm();
-  return { seconds, nodes, elections: termAfter - termBefore, roleChanges: roleChangesSince(cluster, logsBefore), result };
+  return { seconds, nodes, elections: termAfter - termBefore, roleChanges: roleChangesSince(cluster, logsBefore), clientCpuSeconds: (cpu.user + cpu.system) / 1e6, result };
 }
 
 export async function runLoop(cluster: SystemCluster, spec: LoopSpec): Promise<RunRow> {
@@ -138,6 +142,7 @@ export async function runLoop(cluster: SystemCluster, spec: LoopSpec): Promise<R
       errors: m.result.errors,
       elections: m.elections,
       nodes: m.nodes,
+      clientCpuSeconds: m.clientCpuSeconds,
       // Of the errors, the waits that ran out (the rest are RPC errors); and the role changes.
       extra: { ...(m.result.timeouts > 0 ? { timeouts: m.result.timeouts } : {}), ...nonZero(m.roleChanges) },
       errorSamples: m.result.errorSamples,

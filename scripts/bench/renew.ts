@@ -87,6 +87,7 @@ export async function runRenew(cluster: SystemCluster, scale: BenchScale, round:
       errors: m.result.renews.errors,
       elections: m.elections,
       nodes: m.nodes,
+      clientCpuSeconds: m.clientCpuSeconds,
       errorSamples: [...m.result.renews.errorSamples, ...m.result.cycles.errorSamples],
       extra: { offeredRenewsPerSec: count / (RENEW_TTL_MS / 3000), cyclesPerSec: m.result.cycles.latenciesMs.length / m.seconds, cycleP99Ms: cycleLatency.p99Ms, cycleErrors: m.result.cycles.errors, ...nonZero(m.roleChanges) },
     };

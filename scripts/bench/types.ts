@@ -26,6 +26,8 @@ export interface RunRow {
   /** Raft term increase over the run, as the members' status reports it: elections under load. */
   elections: number;
   nodes: NodeUsage[];
+  /** CPU seconds of the benchmark process itself (all the clients) during the run. */
+  clientCpuSeconds: number;
   /** The first few distinct error messages of the run. */
   errorSamples: string[];
   /** Workload-specific figures (e.g. the renew workload's acquire cycles). */

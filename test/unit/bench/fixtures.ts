@@ -18,6 +18,7 @@ export function row(over: Partial<RunRow>): RunRow {
       { node: 'n1', cpuSeconds: 1.5, peakRssMb: 90 },
       { node: 'n2', cpuSeconds: 1.2, peakRssMb: 91 },
     ],
+    clientCpuSeconds: 2.5,
     extra: {},
     errorSamples: [],
     ...over,

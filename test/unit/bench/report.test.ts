@@ -29,7 +29,7 @@ describe('bench report', () => {
     expect(t[0]).toBe('== blocking: desc (ops = cycles) ==');
     expect(t[1]).toMatch(/^system\s+round\s+clients\s+ops\/s\s+p50 ms/);
     expect(t.filter((l) => /^(leasehold|etcd-v3lock)\s/.test(l))).toHaveLength(5);
-    expect(t.find((l) => l.startsWith('leasehold    2 '))).toMatch(/\b300\b.*\b50\.0\b.*1\.5\/1\.2\s+90\/91/);
+    expect(t.find((l) => l.startsWith('leasehold    2 '))).toMatch(/\b300\b.*\b50\.0\b.*1\.5\/1\.2\s+2\.5\s+90\/91/);
     expect(t.at(-1)).toBe('ratio leasehold/etcd-v3lock @16 clients: throughput 1.00x, p99 2.00x');
   });
 
