@@ -43,6 +43,8 @@ export interface HeldScaleResult {
   /** Raft term increase while filling (snapshots of a growing state must not cost elections). */
   fillElections: number;
   fillCpuSeconds: number[];
+  /** Longest event-loop stall per node while filling: snapshots of a growing state are taken then. */
+  fillLoopStallMaxMs: number[];
   fillRoleChanges: Record<string, number>;
   restartToServingMs: number;
   nodes: NodeScale[];
@@ -158,6 +160,7 @@ export async function runHeldScale(held: number, scale: BenchScale, round: numbe
       fillElections: fm.elections,
       fillRoleChanges: fm.roleChanges,
       fillCpuSeconds: fm.nodes.map((n) => n.cpuSeconds),
+      fillLoopStallMaxMs: fm.nodes.map((n) => n.loopLagMaxMs ?? NaN),
       restartToServingMs,
       nodes: c.members.map((id) => ({
         node: id,

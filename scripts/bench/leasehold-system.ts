@@ -5,7 +5,7 @@ import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EndpointPool, newRequestId } from '../../src/client/rpc.js';
 import type { AcquireResponse, ReleaseResponse, RenewResponse } from '../../src/transport/proto.js';
-import { TestCluster, waitFor } from '../../test/integration/harness.js';
+import { TestCluster, freePorts, waitFor } from '../../test/integration/harness.js';
 import type { AcquireOptions, HeldLock, LockSession, SessionOptions, StartOptions, SystemCluster, SystemFactory } from './system.js';
 
 /** RPC slack beyond the lock wait: a blocked acquire answers at wait_ms at the latest. */
@@ -55,6 +55,7 @@ class LeaseholdCluster implements SystemCluster {
   constructor(
     readonly cluster: TestCluster,
     private readonly opts: StartOptions,
+    private readonly metricsPorts: readonly number[],
   ) {}
 
   get members(): readonly string[] {
@@ -87,6 +88,19 @@ class LeaseholdCluster implements SystemCluster {
 
   async kill(member: number): Promise<void> {
     await this.cluster.kill(this.members[member]!);
+  }
+
+  async loopLagMaxMs(): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    await Promise.all(
+      this.members.map(async (id, i) => {
+        if (!this.cluster.procs.has(id)) return;
+        const res = await fetch(`http://127.0.0.1:${this.metricsPorts[i]}/metrics`, { signal: AbortSignal.timeout(2000) });
+        const m = /^leasehold_nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})? ([0-9.e+-]+)$/m.exec(await res.text());
+        if (m) out.set(id, Number(m[1]) * 1000);
+      }),
+    );
+    return out;
   }
 
   logText(member: number): string {
@@ -123,8 +137,11 @@ export const leaseholdFactory = {
   blocking: true,
   async start(opts: StartOptions): Promise<LeaseholdCluster> {
     const nodeArgs = opts.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`] : [];
-    const cluster = await TestCluster.create({ productRaftTiming: true, extraYaml: opts.extraYaml ?? '', nodeArgs });
-    const c = new LeaseholdCluster(cluster, opts);
+    // A metrics endpoint per node: the event-loop stall maxima come from there.
+    const metricsPorts = await freePorts(3);
+    const nodeYaml = (_id: string, i: number) => `metricsAddress: 127.0.0.1:${metricsPorts[i]}`;
+    const cluster = await TestCluster.create({ productRaftTiming: true, extraYaml: opts.extraYaml ?? '', nodeArgs, nodeYaml });
+    const c = new LeaseholdCluster(cluster, opts, metricsPorts);
     try {
       cluster.startAll();
       await cluster.waitForLeader();

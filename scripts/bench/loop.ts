@@ -106,6 +106,7 @@ function roleChangesSince(cluster: SystemCluster, lengths: readonly number[]): R
 export async function measured<T>(cluster: SystemCluster, body: () => Promise<T>): Promise<Measured<T>> {
   const termBefore = await cluster.maxTerm();
   const logsBefore = logLengths(cluster);
+  await cluster.loopLagMaxMs?.().catch(() => undefined); // resets the nodes' stall maxima
   const sampler = new ProcSampler(() => cluster.pids());
   sampler.start();
   const cpu0 = process.cpuUsage();
@@ -119,7 +120,8 @@ export async function measured<T>(cluster: SystemCluster, body: () => Promise<T>
   }
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  const nodes = sampler.stop();
+  const lag = await cluster.loopLagMaxMs?.().catch(() => undefined);
+  const nodes = sampler.stop().map((u) => (lag?.has(u.node) ? { ...u, loopLagMaxMs: lag.get(u.node)! } : u));
   const termAfter = await cluster.maxTerm();
   return { seconds, nodes, elections: termAfter - termBefore, roleChanges: roleChangesSince(cluster, logsBefore), clientCpuSeconds: (cpu.user + cpu.system) / 1e6, result };
 }

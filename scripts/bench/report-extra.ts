@@ -15,7 +15,7 @@ export function heldScaleTable(results: readonly HeldScaleResult[]): string {
   const lines = ['== held-scale: N held locks (ttl 1 h), leasehold only (etcd not run here) =='];
   for (const r of results) {
     lines.push(
-      `held ${n0(r.held)}: fill ${r.fillSeconds.toFixed(1)} s (${n0(r.fillPerSec)}/s, ${r.fillErrors} errors (retried; ${r.fillRetriedHeld} had committed), ${r.fillElections} elections${roles(r.fillRoleChanges)}, cpu s ${r.fillCpuSeconds.map((x) => x.toFixed(0)).join('/')}); restart of all 3 to SERVING ${n0(r.restartToServingMs)} ms; ` +
+      `held ${n0(r.held)}: fill ${r.fillSeconds.toFixed(1)} s (${n0(r.fillPerSec)}/s, ${r.fillErrors} errors (retried; ${r.fillRetriedHeld} had committed), ${r.fillElections} elections${roles(r.fillRoleChanges)}, cpu s ${r.fillCpuSeconds.map((x) => x.toFixed(0)).join('/')}, loop stall max ms ${r.fillLoopStallMaxMs.map(n0).join('/')}); restart of all 3 to SERVING ${n0(r.restartToServingMs)} ms; ` +
         `cycles/s with none ${n0(r.throughputNone.opsPerSec)} (p99 ${r.throughputNone.latency.p99Ms.toFixed(1)} ms), with N held ${n0(r.throughputHeld.opsPerSec)} (p99 ${r.throughputHeld.latency.p99Ms.toFixed(1)} ms, max ${r.throughputHeld.latency.maxMs.toFixed(1)} ms): ratio ${r.heldRatio.toFixed(2)}x`,
     );
     for (const nd of r.nodes) {

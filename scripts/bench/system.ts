@@ -51,6 +51,9 @@ export interface SystemCluster {
   stop(): Promise<void>;
   /** leasehold: the member's log so far (pino JSON), for role changes during a run. */
   logText?(member: number): string;
+  /** leasehold: each running member's longest event-loop stall (ms) since the last call (its metrics'
+   *  nodejs_eventloop_lag_max_seconds, which every scrape resets). */
+  loopLagMaxMs?(): Promise<Map<string, number>>;
 }
 
 export interface StartOptions {

@@ -7,6 +7,8 @@ export interface NodeUsage {
   cpuSeconds: number;
   /** Highest VmRSS sampled during the run. */
   peakRssMb: number;
+  /** leasehold: the longest event-loop stall during the run (a snapshot on the loop shows here). */
+  loopLagMaxMs?: number;
 }
 
 export interface RunRow {
