@@ -13,7 +13,7 @@ import { runLoop } from './bench/loop.js';
 import { renewDescription, runRenew } from './bench/renew.js';
 import { failoverTable, heldScaleTable } from './bench/report-extra.js';
 import { ratios, workloadTable } from './bench/report.js';
-import { stopAll, withCluster } from './bench/run-state.js';
+import { startBackgroundJob, stopAll, stopBackgroundJob, withCluster } from './bench/run-state.js';
 import { chartSvg } from './bench/svg.js';
 import type { SystemFactory } from './bench/system.js';
 import type { RunRow } from './bench/types.js';
@@ -125,6 +125,7 @@ async function main(): Promise<number> {
   }
   args.outDir = makeOutDir(args.outDir);
   if (args.profileDir) mkdirSync(args.profileDir, { recursive: true });
+  if (args.backgroundJob) console.log(`bench: a niced busy loop runs beside the clusters (pid ${startBackgroundJob()})`);
   const scale: BenchScale = { seconds: args.seconds, clients: args.clients, quick: args.quick };
   const results: BenchResults = { startedAt: new Date().toISOString(), args, rows: [], ratios: [], heldScale: [], failover: [], failures: [] };
   const abort = async (why: string, code: number) => {
@@ -158,6 +159,7 @@ async function main(): Promise<number> {
     await abort(`failed: ${(err as Error).message}`, 1);
   }
   clearTimeout(watchdog);
+  stopBackgroundJob();
   results.finishedAt = new Date().toISOString();
   writeResults(args, results);
   const failed = results.failures.map((f) => `!! ${f.workload} round ${f.round} on ${f.system}: ${f.error}`).join('\n');

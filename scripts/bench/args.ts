@@ -21,13 +21,16 @@ export interface BenchArgs {
   kills: number;
   /** --profile DIR: leasehold members write `node --cpu-prof` profiles there (pids.txt maps them). */
   profileDir?: string;
+  /** One niced busy-loop process beside the clusters for the whole run (a shared machine). */
+  backgroundJob: boolean;
   /** The whole run is stopped (clusters killed, partial results written) after this long. */
   maxMinutes: number;
 }
 
 export const USAGE = `usage: npm run bench -- [--compare etcd] [--workloads ${ALL_WORKLOADS.join(',')}]
        [--seconds S] [--clients 1,4,16,64] [--rounds 2] [--out DIR] [--quick] [--keep]
-       [--held 100000,1000000] [--kills 10] [--no-txn] [--max-minutes 150] [--profile DIR]`;
+       [--held 100000,1000000] [--kills 10] [--no-txn] [--max-minutes 150] [--profile DIR]
+       [--background-job]`;
 
 function list(v: string | undefined, flag: string): number[] {
   const xs = (v ?? '').split(',').map((x) => Number(x.trim()));
@@ -54,6 +57,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     quick,
     keep: false,
     kills: quick ? 3 : 10,
+    backgroundJob: false,
     maxMinutes: 150,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -77,6 +81,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     else if (k === '--held') a.held = list(v(), k);
     else if (k === '--kills') a.kills = list(v(), k)[0]!;
     else if (k === '--no-txn') a.etcdTxn = false;
+    else if (k === '--background-job') a.backgroundJob = true;
     else if (k === '--profile') a.profileDir = resolve(v() ?? '');
     else if (k === '--max-minutes') a.maxMinutes = positive(v(), k);
     else if (k === '--help' || k === '-h') throw new Error(USAGE);
