@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { LeaseLostError } from './system.js';
 
 /** scripts/bench/proto, found from here whether this runs from scripts/ (tsx) or build/scripts/ (tsc). */
 function protoDir(): string {
@@ -59,7 +60,7 @@ class KeepAliveStream {
       const w = q?.shift();
       if (!w) return;
       if (Number(res.TTL) > 0) w.resolve();
-      else w.reject(new Error(`lease ${res.ID} expired before its keep-alive`));
+      else w.reject(new LeaseLostError(`lease ${res.ID} expired before its keep-alive`));
     });
     const fail = (err: Error) => {
       if (this.stream === s) this.stream = null;

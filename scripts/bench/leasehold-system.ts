@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { EndpointPool, newRequestId } from '../../src/client/rpc.js';
 import type { AcquireResponse, ReleaseResponse, RenewResponse } from '../../src/transport/proto.js';
 import { TestCluster, freePorts, waitFor } from '../../test/integration/harness.js';
-import type { AcquireOptions, HeldLock, LockSession, SessionOptions, StartOptions, SystemCluster, SystemFactory } from './system.js';
+import { LeaseLostError, type AcquireOptions, type HeldLock, type LockSession, type SessionOptions, type StartOptions, type SystemCluster, type SystemFactory } from './system.js';
 
 /** RPC slack beyond the lock wait: a blocked acquire answers at wait_ms at the latest. */
 const CALL_SLACK_MS = 5000;
@@ -40,7 +40,7 @@ class LeaseholdSession implements LockSession {
   async renew(lock: HeldLock): Promise<void> {
     const { token, ttlMs } = lock.ref as { token: string; ttlMs: number };
     const res = await this.pool.call<RenewResponse>('Renew', { key: lock.key, owner: this.owner, token, ttl_ms: String(ttlMs), request_id: newRequestId() }, Date.now() + CALL_SLACK_MS);
-    if (!res.renewed) throw new Error(`renew of ${lock.key} refused: ${res.reason}`);
+    if (!res.renewed) throw new LeaseLostError(`renew of ${lock.key} refused: ${res.reason}`);
   }
 
   close(): void {

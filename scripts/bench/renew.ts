@@ -1,11 +1,11 @@
 // The renew workload: many held leases renewing (each every ttl/3, as LockClient does), while a few clients
 // acquire and release fresh keys beside them. Ops are renews (latency of one renew); `extra` has the
-// acquire + release cycles. etcd: each held lock has its own lease (a leasehold lock is its own lease),
+// acquire + release cycles, and the leases lost (a renew came too late: that lock stops renewing). etcd: each held lock has its own lease (a leasehold lock is its own lease),
 // renewed by one LeaseKeepAlive round trip.
 import { performance } from 'node:perf_hooks';
 import { ERROR_SAMPLES, cycle, drive, measured, nonZero, openSessions } from './loop.js';
 import { summarize } from './stats.js';
-import type { HeldLock, LockSession, SystemCluster } from './system.js';
+import { LeaseLostError, type HeldLock, type LockSession, type SystemCluster } from './system.js';
 import type { RunRow } from './types.js';
 import { CYCLE_TTL_MS, WAIT_MS, type BenchScale } from './workloads.js';
 
@@ -34,10 +34,11 @@ async function takeHeld(holders: readonly LockSession[], count: number, round: n
 }
 
 /** Renews every lock once per interval until `until`; a refused or failed renew is an error. */
-async function renewLoops(held: readonly { s: LockSession; lock: HeldLock }[], until: number): Promise<{ latenciesMs: number[]; errors: number; errorSamples: string[] }> {
+async function renewLoops(held: readonly { s: LockSession; lock: HeldLock }[], until: number): Promise<{ latenciesMs: number[]; errors: number; lost: number; errorSamples: string[] }> {
   const intervalMs = RENEW_TTL_MS / 3;
   const latenciesMs: number[] = [];
   let errors = 0;
+  let lost = 0;
   const errorSamples = new Set<string>();
   await Promise.all(
     held.map(async ({ s, lock }, i) => {
@@ -54,12 +55,17 @@ async function renewLoops(held: readonly { s: LockSession; lock: HeldLock }[], u
         } catch (err) {
           errors++;
           if (errorSamples.size < ERROR_SAMPLES) errorSamples.add(err instanceof Error ? err.message : String(err));
+          // A lapsed lease stays lapsed: count it once, not once per interval for the rest of the run.
+          if (err instanceof LeaseLostError) {
+            lost++;
+            return;
+          }
         }
         next = t0 + intervalMs;
       }
     }),
   );
-  return { latenciesMs, errors, errorSamples: [...errorSamples] };
+  return { latenciesMs, errors, lost, errorSamples: [...errorSamples] };
 }
 
 export async function runRenew(cluster: SystemCluster, scale: BenchScale, round: number): Promise<RunRow> {
@@ -89,7 +95,7 @@ export async function runRenew(cluster: SystemCluster, scale: BenchScale, round:
       nodes: m.nodes,
       clientCpuSeconds: m.clientCpuSeconds,
       errorSamples: [...m.result.renews.errorSamples, ...m.result.cycles.errorSamples],
-      extra: { offeredRenewsPerSec: count / (RENEW_TTL_MS / 3000), cyclesPerSec: m.result.cycles.latenciesMs.length / m.seconds, cycleP99Ms: cycleLatency.p99Ms, cycleErrors: m.result.cycles.errors, ...nonZero(m.roleChanges) },
+      extra: { offeredRenewsPerSec: count / (RENEW_TTL_MS / 3 / 1000), leasesLost: m.result.renews.lost, cyclesPerSec: m.result.cycles.latenciesMs.length / m.seconds, cycleP99Ms: cycleLatency.p99Ms, cycleErrors: m.result.cycles.errors, ...nonZero(m.roleChanges) },
     };
   } finally {
     for (const s of [...holders, ...cyclers]) s.close();

@@ -1,6 +1,11 @@
 // What a workload needs from a system under test (leasehold, or etcd through v3lock or Txn): a 3-member
 // cluster of real processes, and lock sessions pinned to one member each.
 
+/** A renew the system refused because the lease is gone (lapsed, or the key moved on): final for that lock. */
+export class LeaseLostError extends Error {
+  override readonly name = 'LeaseLostError';
+}
+
 /** A lock this session holds; `ref` is the system's own handle (leasehold's token, etcd's lock key). */
 export interface HeldLock {
   key: string;
