@@ -1,186 +1,174 @@
-// Side-by-side lock benchmark: leasehold vs etcd 3.4 on the same machine, same cluster shape (3 members on
-// loopback, each with its own data dir, fsync on), same client concurrency.
-//
-//   npm run build && npm run build:test && node build/scripts/bench.js [--seconds 10] [--workers 32] [--keys 0] [--no-etcd]
-//
-// Workload per worker, in a loop until the time is up: lock a key, then unlock it (one "cycle").
-//   --keys 0  (default) uncontended: every cycle uses a fresh key.
-//   --keys N  contended: workers pick among N hot keys; a busy key is simply refused (no waiting) and counts
-//             as a refused attempt, so both systems do the same "try-lock" work.
-// leasehold: Acquire (one RPC) + Release (one RPC), through the public gRPC API with request ids.
-// etcd: the cheapest correct equivalent — each worker holds ONE session lease (granted once, as
-// etcd's concurrency.Session does), lock = Txn(create_revision(key) == 0 -> Put(key, lease)),
-// unlock = Delete(key). That is also one RPC each way, so the comparison favours etcd if anything
-// (no per-lock lease, no fencing token bookkeeping beyond the revision).
-// Reported: cycles/s, and p50/p99 latency of the lock step. Figures go in closing notes, not in tests.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// `npm run bench -- [--compare etcd] ...`: leasehold (and etcd 3.4 through its own v3lock service) on fresh
+// 3-member clusters of real processes on this machine, the same client loop for both, the systems
+// alternated A B A B per workload. Prints a table per workload and writes bench.json and bench.svg to --out.
+// The workloads and what they mean: README "Benchmarks"; the code: scripts/bench/.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
-import { EndpointPool } from '../src/client/rpc.js';
-import type { AcquireResponse, ReleaseResponse } from '../src/transport/proto.js';
-import { TestCluster, freePorts, waitFor } from '../test/integration/harness.js';
+import { ALL_WORKLOADS, makeOutDir, parseBenchArgs, type BenchArgs, type WorkloadName } from './bench/args.js';
+import { ETCD_INSTALL_HINT, etcdInstalled, etcdTxnFactory, etcdV3LockFactory } from './bench/etcd-system.js';
+import { runFailover, type FailoverResult } from './bench/failover.js';
+import { heldSizes, runHeldScale, type HeldScaleResult } from './bench/held-scale.js';
+import { leaseholdFactory } from './bench/leasehold-system.js';
+import { runLoop } from './bench/loop.js';
+import { renewDescription, runRenew } from './bench/renew.js';
+import { failoverTable, heldScaleTable } from './bench/report-extra.js';
+import { ratios, workloadTable } from './bench/report.js';
+import { startBackgroundJob, stopAll, stopBackgroundJob, withCluster } from './bench/run-state.js';
+import { chartSvg } from './bench/svg.js';
+import type { SystemFactory } from './bench/system.js';
+import type { RunRow } from './bench/types.js';
+import { BLOCKING_KEYS, LOOP_WORKLOADS, type BenchScale } from './bench/workloads.js';
 
-interface Args {
-  seconds: number;
-  workers: number;
-  keys: number;
-  etcd: boolean;
+interface BenchResults {
+  startedAt: string;
+  finishedAt?: string;
+  args: BenchArgs;
+  rows: RunRow[];
+  ratios: ReturnType<typeof ratios>;
+  heldScale: HeldScaleResult[];
+  failover: FailoverResult[];
+  /** Runs that failed (a cluster that did not start, a fill that did not finish ...); the others went on. */
+  failures: { workload: string; system: string; round: number; error: string }[];
+  /** Set when the run was cut short (SIGINT, --max-minutes, an error). */
+  aborted?: string;
 }
 
-function parseArgs(argv: string[]): Args {
-  const a: Args = { seconds: 10, workers: 32, keys: 0, etcd: true };
-  for (let i = 0; i < argv.length; i++) {
-    const k = argv[i];
-    if (k === '--seconds') a.seconds = Number(argv[++i]);
-    else if (k === '--workers') a.workers = Number(argv[++i]);
-    else if (k === '--keys') a.keys = Number(argv[++i]);
-    else if (k === '--no-etcd') a.etcd = false;
-    else throw new Error(`unknown argument ${k}`);
+function systemsFor(args: BenchArgs, opts: { tryLockOk: boolean; etcd: boolean }): SystemFactory[] {
+  const out: SystemFactory[] = [leaseholdFactory];
+  if (args.compareEtcd && opts.etcd) out.push(etcdV3LockFactory);
+  if (args.compareEtcd && opts.etcd && opts.tryLockOk && args.etcdTxn) out.push(etcdTxnFactory);
+  return out;
+}
+
+function writeResults(args: BenchArgs, results: BenchResults): void {
+  results.ratios = ratios(results.rows);
+  writeFileSync(join(args.outDir, 'bench.json'), JSON.stringify(results, null, 2));
+  const sweep = results.rows.filter((r) => r.workload === 'blocking');
+  if (sweep.length) writeFileSync(join(args.outDir, 'bench.svg'), chartSvg(`blocking acquire + release, ${BLOCKING_KEYS} keys`, sweep));
+}
+
+/** One run of a workload on one system; a failure is recorded and printed, and the benchmark goes on (one
+ *  cluster that does not come up on a busy machine must not throw away an hour of results). */
+async function attempt(results: BenchResults, what: { workload: string; system: string; round: number }, body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } catch (err) {
+    const error = err instanceof Error ? err.message : String(err);
+    console.error(`!! ${what.workload} round ${what.round} on ${what.system} failed: ${error}`);
+    results.failures.push({ ...what, error });
   }
-  return a;
 }
 
-interface Result {
-  system: string;
-  cycles: number;
-  refused: number;
-  errors: number;
-  seconds: number;
-  lockLatenciesMs: number[];
-}
-
-function pct(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-function report(r: Result): string {
-  const lat = [...r.lockLatenciesMs].sort((x, y) => x - y);
-  return `${r.system.padEnd(10)} ${(r.cycles / r.seconds).toFixed(0).padStart(7)} cycles/s  lock p50 ${pct(lat, 50).toFixed(2)} ms  p99 ${pct(lat, 99).toFixed(2)} ms  (cycles ${r.cycles}, refused ${r.refused}, errors ${r.errors})`;
-}
-
-async function runWorkers(args: Args, system: string, cycle: (worker: number, n: number) => Promise<{ lockMs: number; refused: boolean }>): Promise<Result> {
-  const result: Result = { system, cycles: 0, refused: 0, errors: 0, seconds: args.seconds, lockLatenciesMs: [] };
-  const end = performance.now() + args.seconds * 1000;
-  await Promise.all(
-    Array.from({ length: args.workers }, async (_, w) => {
-      for (let n = 0; performance.now() < end; n++) {
-        try {
-          const r = await cycle(w, n);
-          result.lockLatenciesMs.push(r.lockMs);
-          if (r.refused) result.refused++;
-          else result.cycles++;
-        } catch {
-          result.errors++;
-        }
+async function runWorkload(name: WorkloadName, args: BenchArgs, scale: BenchScale, results: BenchResults): Promise<string> {
+  const base = { keep: args.keep, ...(args.profileDir ? { profileDir: args.profileDir } : {}) };
+  const start = (round: number) => ({ ...base, label: `${name} round ${round}` });
+  if (name === 'held-scale') {
+    for (const held of heldSizes(scale, args.held)) {
+      console.log(`-- held-scale: ${held.toLocaleString('en-US')} held`);
+      await attempt(results, { workload: `held-scale ${held}`, system: 'leasehold', round: 1 }, async () => {
+        results.heldScale.push(await runHeldScale(held, scale, 1, { ...base, label: `held-scale ${held}` }));
+      });
+    }
+    return heldScaleTable(results.heldScale);
+  }
+  if (name === 'failover') {
+    for (let round = 1; round <= args.rounds; round++) {
+      for (const f of systemsFor(args, { tryLockOk: false, etcd: true })) {
+        console.log(`-- failover round ${round}: ${f.system}, ${args.kills} kills`);
+        await attempt(results, { workload: name, system: f.system, round }, async () => {
+          results.failover.push(await withCluster(f, start(round), (c) => runFailover(c, args.kills, round)));
+        });
       }
-    }),
-  );
-  return result;
-}
-
-function keyFor(args: Args, w: number, n: number): string {
-  return args.keys > 0 ? `hot-${(w * 7 + n) % args.keys}` : `bench-${w}-${n}`;
-}
-
-async function benchLeasehold(args: Args): Promise<Result> {
-  const c = await TestCluster.create({ extraYaml: '' });
-  try {
-    c.startAll();
-    await c.waitForLeader();
-    const pool = c.pool();
-    // Warm up channels and the leader's term start.
-    await pool.call<AcquireResponse>('Acquire', { key: 'warm', owner: 'w', ttl_ms: '1000', request_id: 'warm' }, Date.now() + 10_000);
-    return await runWorkers(args, 'leasehold', async (w, n) => {
-      const key = keyFor(args, w, n);
-      const owner = `worker-${w}`;
-      const t0 = performance.now();
-      const a = await pool.call<AcquireResponse>('Acquire', { key, owner, ttl_ms: '10000', request_id: `a-${w}-${n}` }, Date.now() + 5000);
-      const lockMs = performance.now() - t0;
-      if (!a.acquired) return { lockMs, refused: true };
-      const r = await pool.call<ReleaseResponse>('Release', { key, owner, token: a.token, request_id: `r-${w}-${n}` }, Date.now() + 5000);
-      if (!r.released) throw new Error(`release refused: ${r.reason}`);
-      return { lockMs, refused: false };
-    });
-  } finally {
-    await c.stop();
+    }
+    return failoverTable(results.failover);
   }
-}
-
-async function benchEtcd(args: Args): Promise<Result | null> {
-  if (!existsSync('/usr/bin/etcd')) {
-    console.log('etcd: /usr/bin/etcd not found (apt-get install etcd-server etcd-client) — skipped');
-    return null;
+  if (name === 'renew') {
+    for (let round = 1; round <= args.rounds; round++) {
+      for (const f of systemsFor(args, { tryLockOk: false, etcd: true })) {
+        console.log(`-- renew round ${round}: ${f.system}`);
+        await attempt(results, { workload: name, system: f.system, round }, async () => {
+          results.rows.push(await withCluster(f, start(round), (c) => runRenew(c, scale, round)));
+        });
+      }
+    }
+    return workloadTable('renew', renewDescription, results.rows);
   }
-  const { Etcd3 } = await import('etcd3');
-  const dir = mkdtempSync(join(tmpdir(), 'leasehold-bench-etcd-'));
-  const ports = await freePorts(6);
-  const names = ['e1', 'e2', 'e3'];
-  const peer = (i: number) => `http://127.0.0.1:${ports[3 + i]}`;
-  const clientUrl = (i: number) => `http://127.0.0.1:${ports[i]}`;
-  const initial = names.map((n, i) => `${n}=${peer(i)}`).join(',');
-  const procs: ChildProcess[] = names.map((name, i) =>
-    spawn('/usr/bin/etcd', [
-      '--name', name,
-      '--data-dir', join(dir, name),
-      '--listen-client-urls', clientUrl(i),
-      '--advertise-client-urls', clientUrl(i),
-      '--listen-peer-urls', peer(i),
-      '--initial-advertise-peer-urls', peer(i),
-      '--initial-cluster', initial,
-      '--initial-cluster-state', 'new',
-      '--initial-cluster-token', 'bench',
-      '--logger', 'zap',
-      '--log-level', 'error',
-    ], { stdio: 'ignore' }),
-  );
-  const client = new Etcd3({ hosts: names.map((_, i) => clientUrl(i)) });
-  try {
-    await waitFor('etcd to elect a leader', async () => {
-      await client.put('warm').value('1');
-      return true;
-    }, 30_000, 200);
-    // One session lease per worker, as etcd's concurrency.Session does.
-    const leases = await Promise.all(Array.from({ length: args.workers }, () => client.lease(10, { autoKeepAlive: true })));
-    const leaseIds = await Promise.all(leases.map((l) => l.grant()));
-    return await runWorkers(args, 'etcd 3.4', async (w, n) => {
-      const key = keyFor(args, w, n);
-      const t0 = performance.now();
-      const txn = await client
-        .if(key, 'Create', '==', 0)
-        .then(client.put(key).value(`worker-${w}`).lease(leaseIds[w]!))
-        .commit();
-      const lockMs = performance.now() - t0;
-      if (!txn.succeeded) return { lockMs, refused: true };
-      await client.delete().key(key);
-      return { lockMs, refused: false };
-    });
-  } finally {
-    client.close();
-    for (const p of procs) p.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
-  console.log(`bench: ${args.workers} workers, ${args.seconds} s, ${args.keys > 0 ? `${args.keys} hot keys (try-lock)` : 'a fresh key per cycle'}`);
-  const ours = await benchLeasehold(args);
-  console.log(report(ours));
-  if (args.etcd) {
-    const theirs = await benchEtcd(args);
-    if (theirs) {
-      console.log(report(theirs));
-      const ratio = ours.cycles / ours.seconds / (theirs.cycles / theirs.seconds);
-      console.log(`leasehold / etcd throughput ratio: ${ratio.toFixed(2)}x`);
+  const w = LOOP_WORKLOADS.find((x) => x.name === name)!;
+  for (let round = 1; round <= args.rounds; round++) {
+    for (const f of systemsFor(args, { tryLockOk: w.tryLockOk, etcd: true })) {
+      await attempt(results, { workload: name, system: f.system, round }, () =>
+        withCluster(f, start(round), async (c) => {
+          for (const clients of w.clientCounts(scale)) {
+            for (const pin of w.pins ?? ['spread' as const]) {
+              console.log(`-- ${name} round ${round}: ${f.system}, ${clients} clients${pin === 'spread' ? '' : ` on the ${pin}`}`);
+              results.rows.push(await runLoop(c, { ...w.spec(scale, clients, round), pin }));
+            }
+          }
+        }),
+      );
     }
   }
+  return workloadTable(name, w.description, results.rows);
+}
+
+async function main(): Promise<number> {
+  let args: BenchArgs;
+  try {
+    args = parseBenchArgs(process.argv.slice(2));
+  } catch (err) {
+    console.error((err as Error).message);
+    return 64;
+  }
+  if (args.compareEtcd && !etcdInstalled()) {
+    console.error(ETCD_INSTALL_HINT);
+    return 3;
+  }
+  args.outDir = makeOutDir(args.outDir);
+  if (args.profileDir) mkdirSync(args.profileDir, { recursive: true });
+  if (args.backgroundJob) console.log(`bench: a niced busy loop runs beside the clusters (pid ${startBackgroundJob()})`);
+  const scale: BenchScale = { seconds: args.seconds, clients: args.clients, quick: args.quick };
+  const results: BenchResults = { startedAt: new Date().toISOString(), args, rows: [], ratios: [], heldScale: [], failover: [], failures: [] };
+  const abort = async (why: string, code: number) => {
+    console.error(`bench: ${why}: stopping every cluster`);
+    results.aborted = why;
+    await stopAll();
+    try {
+      writeResults(args, results);
+      console.error(`bench: partial results in ${args.outDir}`);
+    } catch (err) {
+      console.error(`bench: could not write the partial results: ${String(err)}`);
+    }
+    process.exit(code);
+  };
+  process.once('SIGINT', () => void abort('interrupted (SIGINT)', 130));
+  process.once('SIGTERM', () => void abort('terminated (SIGTERM)', 143));
+  const watchdog = setTimeout(() => void abort(`still running after --max-minutes ${args.maxMinutes}`, 2), args.maxMinutes * 60_000);
+
+  console.log(`bench: ${args.workloads.join(', ')}; ${args.seconds} s per run, ${args.rounds} round(s), systems: leasehold${args.compareEtcd ? ` vs etcd-v3lock${args.etcdTxn ? ' (+ etcd-txn where no one waits)' : ''}` : ''}; out: ${args.outDir}`);
+  const tables: string[] = [];
+  try {
+    for (const name of ALL_WORKLOADS.filter((w) => args.workloads.includes(w))) {
+      const table = await runWorkload(name, args, scale, results);
+      tables.push(table);
+      console.log(`\n${table}\n`);
+      writeResults(args, results);
+    }
+  } catch (err) {
+    clearTimeout(watchdog);
+    console.error(err);
+    await abort(`failed: ${(err as Error).message}`, 1);
+  }
+  clearTimeout(watchdog);
+  stopBackgroundJob();
+  results.finishedAt = new Date().toISOString();
+  writeResults(args, results);
+  const failed = results.failures.map((f) => `!! ${f.workload} round ${f.round} on ${f.system}: ${f.error}`).join('\n');
+  console.log(`\n==== all tables ====\n\n${tables.join('\n\n')}\n\n${failed ? `${failed}\n\n` : ''}bench.json and bench.svg in ${args.outDir}`);
+  return results.failures.length ? 1 : 0;
 }
 
 main().then(
-  () => process.exit(0),
+  (code) => process.exit(code),
   (err: unknown) => {
     console.error(err);
     process.exit(1);

@@ -47,6 +47,11 @@ export interface ClusterOptions {
   spare?: number;
   /** raft.electionTicks of the test cluster (ticks of 50 ms); default 6, an aggressive 300 ms. */
   electionTicks?: number;
+  /** Leave raft timing (tickMs, electionTicks) at the product defaults instead of the fast test values:
+   *  the benchmark measures what users run. electionTicks is ignored then. */
+  productRaftTiming?: boolean;
+  /** Flags for node itself before the script, e.g. ['--cpu-prof', '--cpu-prof-dir=/tmp/p'] (NODE_OPTIONS refuses --cpu-prof). */
+  nodeArgs?: string[];
   /** Give every node a separate peer listener (nodes[].peerAddress). */
   peerListeners?: boolean;
   /** Channel credentials of the harness's own calls (status, pool, raw); default plaintext. */
@@ -67,6 +72,8 @@ export class TestCluster {
   readonly peerPorts: number[];
   readonly credentials: grpc.ChannelCredentials | undefined;
   private logs = new Map<string, WriteStream>();
+  /** Set once after create (ClusterOptions.nodeArgs). */
+  nodeArgs: readonly string[] = [];
 
   private constructor(
     dir: string,
@@ -78,6 +85,7 @@ export class TestCluster {
     credentials?: grpc.ChannelCredentials,
     nodeYaml?: (id: string, i: number) => string,
     electionTicks = 6,
+    productRaftTiming = false,
   ) {
     this.dir = dir;
     this.ids = ids;
@@ -90,7 +98,7 @@ export class TestCluster {
     const extra = (id: string, i: number) => (nodeYaml ? `    ${nodeYaml(id, i)}\n` : '');
     const nodes = (list: string[]) =>
       list.map((id) => `  - id: ${id}\n    address: 127.0.0.1:${ports[ids.indexOf(id)]}\n${peer(ids.indexOf(id))}    dataDir: ${id}\n${extra(id, ids.indexOf(id))}`).join('');
-    const settings = `raft:\n  tickMs: 50\n  electionTicks: ${electionTicks}\n${extraYaml}`;
+    const settings = productRaftTiming ? extraYaml : `raft:\n  tickMs: 50\n  electionTicks: ${electionTicks}\n${extraYaml}`;
     writeFileSync(this.configPath, `nodes:\n${nodes(ids.slice(0, bootstrapSize))}${settings}`);
     writeFileSync(this.joinConfigPath, `nodes:\n${nodes(ids)}${settings}`);
   }
@@ -101,7 +109,9 @@ export class TestCluster {
     const dir = mkdtempSync(join(tmpdir(), 'leasehold-it-'));
     const ids = Array.from({ length: total }, (_, i) => `n${i + 1}`);
     const ports = await freePorts(opts.peerListeners ? 2 * total : total);
-    return new TestCluster(dir, ids, ports.slice(0, total), opts.extraYaml ?? '', size, opts.peerListeners ? ports.slice(total) : [], opts.credentials, opts.nodeYaml, opts.electionTicks);
+    const cluster = new TestCluster(dir, ids, ports.slice(0, total), opts.extraYaml ?? '', size, opts.peerListeners ? ports.slice(total) : [], opts.credentials, opts.nodeYaml, opts.electionTicks, opts.productRaftTiming);
+    cluster.nodeArgs = opts.nodeArgs ?? [];
+    return cluster;
   }
 
   private creds(): { credentials?: grpc.ChannelCredentials } {
@@ -131,10 +141,7 @@ export class TestCluster {
     const log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
     this.logs.set(id, log);
     const args = opts.join ? ['serve', '--config', this.joinConfigPath, '--id', id, '--join'] : ['serve', '--config', this.configPath, '--id', id];
-    // LEASEHOLD_NODE_ARGS: extra node flags for every node process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p"
-    // (NODE_OPTIONS refuses --cpu-prof); for profiling the benchmark, never set by tests.
-    const nodeArgs = (process.env.LEASEHOLD_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-    const child = spawn(process.execPath, [...nodeArgs, MAIN_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...this.nodeArgs, MAIN_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.pipe(log, { end: false });
     child.stderr!.pipe(log, { end: false });
     this.procs.set(id, child);

@@ -1,0 +1,157 @@
+// leasehold under test: a fresh 3-node cluster of `leasehold serve` processes on real LevelDB (the
+// integration harness's TestCluster, at the product's raft timing), and raw Acquire/Renew/Release calls
+// through an EndpointPool of ONE endpoint per session, so a session stays on its member.
+import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { EndpointPool, newRequestId } from '../../src/client/rpc.js';
+import type { AcquireResponse, ReleaseResponse, RenewResponse } from '../../src/transport/proto.js';
+import { TestCluster, freePorts, waitFor } from '../../test/integration/harness.js';
+import { LeaseLostError, type AcquireOptions, type HeldLock, type LockSession, type SessionOptions, type StartOptions, type SystemCluster, type SystemFactory } from './system.js';
+
+/** RPC slack beyond the lock wait: a blocked acquire answers at wait_ms at the latest. */
+const CALL_SLACK_MS = 5000;
+
+/** How long a SIGTERMed node gets to shut down (and write its profile) before kill -9. */
+const GRACEFUL_STOP_MS = 10_000;
+
+let sessionSeq = 0;
+
+class LeaseholdSession implements LockSession {
+  private readonly owner = `bench-${process.pid}-${++sessionSeq}`;
+
+  constructor(
+    private readonly pool: EndpointPool,
+    private readonly onceTimeoutMs: number,
+  ) {}
+
+  async acquire(key: string, opts: AcquireOptions): Promise<HeldLock | null> {
+    const request = { key, owner: this.owner, ttl_ms: String(opts.ttlMs), wait_ms: String(opts.waitMs), request_id: newRequestId() };
+    const deadline = Date.now() + opts.waitMs + (opts.once ? this.onceTimeoutMs : CALL_SLACK_MS);
+    const res = await this.pool.call<AcquireResponse>('Acquire', request, deadline, undefined, opts.once ? { retry: false, attemptTimeoutMs: this.onceTimeoutMs } : {});
+    return res.acquired ? { key, ref: { token: res.token, ttlMs: opts.ttlMs } } : null;
+  }
+
+  async release(lock: HeldLock): Promise<void> {
+    const { token } = lock.ref as { token: string };
+    const res = await this.pool.call<ReleaseResponse>('Release', { key: lock.key, owner: this.owner, token, request_id: newRequestId() }, Date.now() + CALL_SLACK_MS);
+    if (!res.released) throw new Error(`release of ${lock.key} refused: ${res.reason}`);
+  }
+
+  async renew(lock: HeldLock): Promise<void> {
+    const { token, ttlMs } = lock.ref as { token: string; ttlMs: number };
+    const res = await this.pool.call<RenewResponse>('Renew', { key: lock.key, owner: this.owner, token, ttl_ms: String(ttlMs), request_id: newRequestId() }, Date.now() + CALL_SLACK_MS);
+    if (!res.renewed) throw new LeaseLostError(`renew of ${lock.key} refused: ${res.reason}`);
+  }
+
+  close(): void {
+    this.pool.close();
+  }
+}
+
+class LeaseholdCluster implements SystemCluster {
+  readonly system = 'leasehold';
+  readonly blocking = true;
+
+  constructor(
+    readonly cluster: TestCluster,
+    private readonly opts: StartOptions,
+    private readonly metricsPorts: readonly number[],
+  ) {}
+
+  get members(): readonly string[] {
+    return this.cluster.ids;
+  }
+
+  async session(member: number, opts: SessionOptions = {}): Promise<LockSession> {
+    const pool = new EndpointPool({ endpoints: [this.cluster.endpoint(this.members[member]!)], attemptTimeoutMs: 3000 });
+    return new LeaseholdSession(pool, opts.onceTimeoutMs ?? 3000);
+  }
+
+  pids(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const id of this.members) {
+      const pid = this.cluster.pid(id);
+      if (pid !== undefined) out.set(id, pid);
+    }
+    return out;
+  }
+
+  async maxTerm(): Promise<number> {
+    const sts = await Promise.all([...this.cluster.procs.keys()].map((id) => this.cluster.status(id).catch(() => null)));
+    return Math.max(0, ...sts.map((s) => (s ? Number(s.term) : 0)));
+  }
+
+  async leader(timeoutMs = 20_000): Promise<number> {
+    const { leader } = await this.cluster.waitForLeader(undefined, timeoutMs);
+    return this.members.indexOf(leader);
+  }
+
+  async kill(member: number): Promise<void> {
+    await this.cluster.kill(this.members[member]!);
+  }
+
+  async loopLagMaxMs(): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    await Promise.all(
+      this.members.map(async (id, i) => {
+        if (!this.cluster.procs.has(id)) return;
+        const res = await fetch(`http://127.0.0.1:${this.metricsPorts[i]}/metrics`, { signal: AbortSignal.timeout(2000) });
+        const m = /^leasehold_nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})? ([0-9.e+-]+)$/m.exec(await res.text());
+        if (m) out.set(id, Number(m[1]) * 1000);
+      }),
+    );
+    return out;
+  }
+
+  logText(member: number): string {
+    return this.cluster.logOf(this.members[member]!);
+  }
+
+  async restart(member: number): Promise<void> {
+    this.cluster.start(this.members[member]!);
+  }
+
+  /** Every member answers Status with serving = true (what `leasehold status` shows as SERVING). */
+  async waitAllServing(timeoutMs: number): Promise<void> {
+    await waitFor('every member SERVING', async () => {
+      const sts = await Promise.all(this.members.map((id) => this.cluster.status(id, 500).catch(() => null)));
+      return sts.every((s) => s?.serving === true);
+    }, timeoutMs, 25);
+  }
+
+  async stop(): Promise<void> {
+    if (this.opts.profileDir) {
+      const lines = [...this.pids()].map(([id, pid]) => `${pid}\t${id}\t${this.opts.label ?? ''}\n`).join('');
+      appendFileSync(join(this.opts.profileDir, 'pids.txt'), lines);
+      // SIGTERM: the node shuts down and exits, and node writes its CPU profile on the way out.
+      for (const id of this.members) await Promise.race([this.cluster.kill(id, 'SIGTERM'), new Promise((r) => setTimeout(r, GRACEFUL_STOP_MS))]);
+    }
+    if (!this.opts.keep) return this.cluster.stop();
+    for (const id of this.members) await this.cluster.kill(id);
+    console.log(`kept leasehold data and logs in ${this.cluster.dir}`);
+  }
+}
+
+export const leaseholdFactory = {
+  system: 'leasehold',
+  blocking: true,
+  async start(opts: StartOptions): Promise<LeaseholdCluster> {
+    const nodeArgs = opts.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`] : [];
+    // A metrics endpoint per node: the event-loop stall maxima come from there.
+    const metricsPorts = await freePorts(3);
+    const nodeYaml = (_id: string, i: number) => `metricsAddress: 127.0.0.1:${metricsPorts[i]}`;
+    const cluster = await TestCluster.create({ productRaftTiming: true, extraYaml: opts.extraYaml ?? '', nodeArgs, nodeYaml });
+    const c = new LeaseholdCluster(cluster, opts, metricsPorts);
+    try {
+      cluster.startAll();
+      await cluster.waitForLeader();
+      await c.waitAllServing(20_000);
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+    return c;
+  },
+} satisfies SystemFactory;
+
+export type { LeaseholdCluster };

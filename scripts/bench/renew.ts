@@ -1,0 +1,103 @@
+// The renew workload: many held leases renewing (each every ttl/3, as LockClient does), while a few clients
+// acquire and release fresh keys beside them. Ops are renews (latency of one renew); `extra` has the
+// acquire + release cycles, and the leases lost (a renew came too late: that lock stops renewing). etcd: each held lock has its own lease (a leasehold lock is its own lease),
+// renewed by one LeaseKeepAlive round trip.
+import { performance } from 'node:perf_hooks';
+import { ERROR_SAMPLES, cycle, drive, measured, nonZero, openSessions } from './loop.js';
+import { summarize } from './stats.js';
+import { LeaseLostError, type HeldLock, type LockSession, type SystemCluster } from './system.js';
+import type { RunRow } from './types.js';
+import { CYCLE_TTL_MS, WAIT_MS, type BenchScale } from './workloads.js';
+
+export const RENEW_TTL_MS = 3000;
+const HOLDER_SESSIONS = 16;
+const CYCLE_CLIENTS = 4;
+
+export const renewDescription = `N held leases (ttl ${RENEW_TTL_MS} ms) each renewed every ttl/3, plus ${CYCLE_CLIENTS} clients doing acquire + release of fresh keys; clients = N`;
+
+export function heldForRenew(scale: BenchScale): number {
+  return scale.quick ? 200 : 1000;
+}
+
+async function takeHeld(holders: readonly LockSession[], count: number, round: number): Promise<{ s: LockSession; lock: HeldLock }[]> {
+  const held: { s: LockSession; lock: HeldLock }[] = [];
+  await Promise.all(
+    holders.map(async (s, h) => {
+      for (let i = h; i < count; i += holders.length) {
+        const lock = await s.acquire(`held-${round}-${i}`, { waitMs: 0, ttlMs: RENEW_TTL_MS });
+        if (!lock) throw new Error(`renew workload: held-${round}-${i} is taken already`);
+        held.push({ s, lock });
+      }
+    }),
+  );
+  return held;
+}
+
+/** Renews every lock once per interval until `until`; a refused or failed renew is an error. */
+async function renewLoops(held: readonly { s: LockSession; lock: HeldLock }[], until: number): Promise<{ latenciesMs: number[]; errors: number; lost: number; errorSamples: string[] }> {
+  const intervalMs = RENEW_TTL_MS / 3;
+  const latenciesMs: number[] = [];
+  let errors = 0;
+  let lost = 0;
+  const errorSamples = new Set<string>();
+  await Promise.all(
+    held.map(async ({ s, lock }, i) => {
+      // Spread the first renews over one interval, as locks taken at different times would be.
+      let next = performance.now() + (i / held.length) * intervalMs;
+      for (;;) {
+        const waitMs = next - performance.now();
+        if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+        if (performance.now() >= until) return;
+        const t0 = performance.now();
+        try {
+          await s.renew(lock);
+          latenciesMs.push(performance.now() - t0);
+        } catch (err) {
+          errors++;
+          if (errorSamples.size < ERROR_SAMPLES) errorSamples.add(err instanceof Error ? err.message : String(err));
+          // A lapsed lease stays lapsed: count it once, not once per interval for the rest of the run.
+          if (err instanceof LeaseLostError) {
+            lost++;
+            return;
+          }
+        }
+        next = t0 + intervalMs;
+      }
+    }),
+  );
+  return { latenciesMs, errors, lost, errorSamples: [...errorSamples] };
+}
+
+export async function runRenew(cluster: SystemCluster, scale: BenchScale, round: number): Promise<RunRow> {
+  const count = heldForRenew(scale);
+  const holders = await openSessions(cluster, HOLDER_SESSIONS, { leasePerLock: true });
+  const cyclers = await openSessions(cluster, CYCLE_CLIENTS);
+  try {
+    const held = await takeHeld(holders, count, round);
+    const m = await measured(cluster, async () => {
+      const until = performance.now() + scale.seconds * 1000;
+      const [renews, cycles] = await Promise.all([renewLoops(held, until), drive(cyclers, until, (s, c, n) => cycle(s, `renew-cycle-${round}-${c}-${n}`, WAIT_MS, CYCLE_TTL_MS))]);
+      return { renews, cycles };
+    });
+    const cycleLatency = summarize(m.result.cycles.latenciesMs);
+    return {
+      workload: 'renew',
+      system: cluster.system,
+      round,
+      clients: count,
+      seconds: m.seconds,
+      opName: 'renews',
+      ops: m.result.renews.latenciesMs.length,
+      opsPerSec: m.result.renews.latenciesMs.length / m.seconds,
+      latency: summarize(m.result.renews.latenciesMs),
+      errors: m.result.renews.errors,
+      elections: m.elections,
+      nodes: m.nodes,
+      clientCpuSeconds: m.clientCpuSeconds,
+      errorSamples: [...m.result.renews.errorSamples, ...m.result.cycles.errorSamples],
+      extra: { offeredRenewsPerSec: count / (RENEW_TTL_MS / 3 / 1000), leasesLost: m.result.renews.lost, cyclesPerSec: m.result.cycles.latenciesMs.length / m.seconds, cycleP99Ms: cycleLatency.p99Ms, cycleErrors: m.result.cycles.errors, ...nonZero(m.roleChanges) },
+    };
+  } finally {
+    for (const s of [...holders, ...cyclers]) s.close();
+  }
+}

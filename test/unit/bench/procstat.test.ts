@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { roleChangesInLog, snapshotsInLog } from '../../../scripts/bench/node-log.js';
+import { cpuTicksOf, rssKbOf } from '../../../scripts/bench/procstat.js';
+
+describe('bench /proc and log parsing', () => {
+  it('utime + stime are fields 14 and 15 of stat(5), also when the command name has spaces and parens', () => {
+    const stat = '4242 (node (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 1234 567 0 0 20 0 11 0 900 1000 200';
+    expect(cpuTicksOf(stat)).toBe(1234 + 567);
+  });
+
+  it('VmRSS in kB', () => {
+    expect(rssKbOf('Name:\tnode\nVmPeak:\t  999 kB\nVmRSS:\t  123456 kB\n')).toBe(123456);
+    expect(rssKbOf('Name:\tzombie\n')).toBe(0);
+  });
+
+  it('snapshot lines of a pino log: count, last size, a duration only when logged, cut lines skipped', () => {
+    const log = [
+      '{"level":30,"msg":"raft role/term changed","term":"2"}',
+      '{"level":30,"index":10000,"bytes":1000,"msg":"snapshot taken, log compacted"}',
+      '{"level":30,"index":20000,"bytes":2500,"durationMs":12,"msg":"snapshot taken, log compacted"}',
+      '{"level":30,"index":30000,"bytes":99,"msg":"snapshot tak',
+    ].join('\n');
+    expect(snapshotsInLog(log)).toEqual({ count: 2, lastBytes: 2500, lastMs: 12 });
+    const none = snapshotsInLog('{"msg":"serving"}');
+    expect(none.count).toBe(0);
+    expect(none.lastBytes).toBeNaN();
+  });
+
+  it('role changes: entries into leader, pre-candidate and candidate, other lines ignored', () => {
+    const line = (role: string, term: number, leaderId: string | null) => JSON.stringify({ level: 30, nodeId: 'n2', role, term, leaderId, msg: 'raft role/term changed' });
+    const log = [
+      line('follower', 1, null),
+      line('follower', 1, 'n3'),
+      '{"level":40,"reason":"no word from leader n3","msg":"health: NOT_SERVING"}',
+      line('pre-candidate', 1, null),
+      line('follower', 1, 'n3'), // the pre-vote found the leader alive: no term change
+      line('pre-candidate', 1, null),
+      line('candidate', 2, null),
+      line('leader', 2, 'n2'),
+    ].join('\n');
+    expect(roleChangesInLog(log)).toEqual({ becameLeader: 1, preVotes: 2, votes: 1 });
+    expect(roleChangesInLog('')).toEqual({ becameLeader: 0, preVotes: 0, votes: 0 });
+  });
+});
