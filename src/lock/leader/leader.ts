@@ -246,6 +246,7 @@ export class LockLeader {
       case 'release': {
         const r = request.req;
         this.proposeFor(callId, { type: 'release', timeMs: 0, key: r.key, owner: r.owner, token: r.token, requestId: r.requestId }, timeoutMs);
+        this.offerHeadBehindRelease(r.key, r.owner, r.token);
         break;
       }
       case 'get':
@@ -370,6 +371,23 @@ export class LockLeader {
       return;
     }
     // `queued`: the one kind of acquire that may turn this request's remembered refusal into a grant.
+    this.proposeGrant(head, acquireCommand(head.req, true), this.cfg.proposalTimeoutMs);
+  }
+
+  /**
+   * Hand-off in one commit: a release by the holder with its current token was just proposed, so the head
+   * waiter's acquire goes right behind it, in the same batch, instead of after the release has committed
+   * and applied (two commits per hand-off, issue 8). The log decides as always: if the release frees the
+   * key the acquire finds it free; if not (its lease ended first, say), the acquire is refused afresh and
+   * the waiter stays head, as when a grant races any other change. Nothing is speculated when the release
+   * does not match the holder the leader sees: then the normal path (offerHead on apply) runs.
+   */
+  private offerHeadBehindRelease(key: string, owner: string, token: bigint): void {
+    const head = this.queues.head(key);
+    if (!head || head.granting || !this.gate.ready) return;
+    const view = this.viewAt(key);
+    if (!view.held || view.owner !== owner || view.token !== token) return;
+    if (this.admission.refuseAcquire(this.state(), head.req) !== null) return; // judged after the release applies
     this.proposeGrant(head, acquireCommand(head.req, true), this.cfg.proposalTimeoutMs);
   }
 

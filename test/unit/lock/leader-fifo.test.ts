@@ -205,3 +205,37 @@ describe('lock leader: FIFO waiters', () => {
     expect(rig.acquired(parked)).toMatchObject({ acquired: false, holderOwner: 'a' });
   });
 });
+
+describe('lock leader: hand-off in one commit', () => {
+  // Issue 8: a release that frees a key with waiters used to take two commits per hand-off — the
+  // release, then (once it applied) the head's acquire. The head's acquire now goes right behind the
+  // holder's release, in the same batch: one commit hands the lock over.
+  it("the holder's release is followed by the head waiter's acquire in the same batch; one commit grants it", () => {
+    const rig = new LeaderRig().ready();
+    const h = rig.hold('k', 'h');
+    const a = rig.acquire('k', 'a', { waitMs: 60_000 });
+    rig.commitAll(); // a refused afresh: it waits as head
+    expect(rig.answers.has(a)).toBe(false);
+    rig.release('k', 'h', h.token);
+    expect(rig.pending.map((p) => p.command.type)).toEqual(['release', 'acquire']);
+    rig.commitBatch(2); // one Raft commit of both entries
+    expect(rig.acquired(a)).toMatchObject({ acquired: true });
+    expect(rig.acquired(a).token > h.token).toBe(true);
+  });
+
+  it('a release with a stale token speculates nothing, and a release that fails leaves the head waiting', () => {
+    const rig = new LeaderRig().ready();
+    const h = rig.hold('k', 'h');
+    const a = rig.acquire('k', 'a', { waitMs: 60_000 });
+    rig.commitAll();
+    rig.release('k', 'h', h.token - 1n); // not the current token: it will be refused
+    expect(rig.pending.map((p) => p.command.type)).toEqual(['release']);
+    rig.commitAll();
+    expect(rig.answers.has(a)).toBe(false); // still waiting
+    expect(rig.leader.waiterCount).toBe(1);
+    // The real release hands it over.
+    rig.release('k', 'h', h.token);
+    rig.commitAll();
+    expect(rig.acquired(a)).toMatchObject({ acquired: true });
+  });
+});
