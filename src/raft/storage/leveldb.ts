@@ -1,6 +1,12 @@
 // The durable store of one Raft node on LevelDB. Each save() or compact() is ONE batch written with
 // sync: true: LevelDB's write-ahead log makes a batch all-or-nothing across a crash, and the fsync makes it
 // durable before the promise resolves — so "persist before you speak" holds for every Ready.
+// One exception: a batch that only moves the commit index (same term and vote, no entries, no snapshot)
+// is written without the fsync. The commit index is volatile state in Raft (Figure 2): a node that loses
+// it re-learns it from the leader, and LevelDB's log keeps it in order with the synced batches after it
+// (an fsync of a later batch makes it durable too). With the fsync, every commit cost each follower one
+// more synced write — and the next entries waited behind it (issue 8: ~8 ms per sequential proposal on
+// a 4 ms disk, 4.4 ms without it).
 import { Level } from 'level';
 import { emptyHardState, type Entry, type RestoredState, type Snapshot } from '../core/types.js';
 import {
@@ -47,6 +53,8 @@ export class LevelStorage implements RaftStorage {
   private report: LoadReport = { staleEntriesRemoved: 0, droppedEntries: [], truncatedBecause: null };
   /** What open() recovered, handed to the first load() unless a write came first (its report stays valid). */
   private opened: RestoredState | null | undefined;
+  /** Term and vote as last written (a batch that changes only the commit index needs no fsync). */
+  private writtenVote: { term: number; votedFor: string | null } | null = null;
 
   private constructor(
     private readonly db: Db,
@@ -114,8 +122,11 @@ export class LevelStorage implements RaftStorage {
       // Raft §5.3: a conflicting suffix goes. Puts overwrite [first, newLast]; delete only what lies beyond.
       if (batch.entries.length > 0) this.deleteEntries(ops, next.lastIndex + 1, physicalLast);
       ops.push(...puts.entries, ...puts.hardState);
-      await this.write(ops);
+      const hs = batch.hardState;
+      const commitOnly = hs !== null && !batch.snapshot && batch.entries.length === 0 && this.writtenVote !== null && this.writtenVote.term === hs.term && this.writtenVote.votedFor === hs.votedFor;
+      await this.write(ops, !commitOnly);
       this.bounds = next;
+      if (hs) this.writtenVote = { term: hs.term, votedFor: hs.votedFor };
     });
   }
 
@@ -160,11 +171,11 @@ export class LevelStorage implements RaftStorage {
     return run;
   }
 
-  private async write(ops: Op[]): Promise<void> {
+  private async write(ops: Op[], sync = true): Promise<void> {
     this.opened = undefined;
     if (ops.length === 0) return;
     try {
-      await this.db.batch(ops, { sync: true });
+      await this.db.batch(ops, { sync });
     } catch (err) {
       this.failure = err instanceof Error ? err : new Error(String(err));
       throw err;
@@ -194,6 +205,7 @@ export class LevelStorage implements RaftStorage {
     const metaRaw = await this.db.get(SNAPSHOT_META_KEY);
     const dataRaw = await this.db.get(SNAPSHOT_DATA_KEY);
     const hardState = hsRaw === undefined ? null : this.decodeOrFail('hard state', () => decodeHardState(hsRaw));
+    this.writtenVote = hardState ? { term: hardState.term, votedFor: hardState.votedFor } : null;
     const snapshot = metaRaw === undefined ? null : this.readSnapshot(metaRaw, dataRaw);
     const snapshotIndex = snapshot?.meta.index ?? 0;
 

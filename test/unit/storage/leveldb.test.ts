@@ -180,3 +180,30 @@ describe('LevelStorage on disk', () => {
     await expect(s.load()).rejects.toThrow(/holds Raft state but no snapshot/);
   });
 });
+
+describe('LevelStorage: which writes are synced', () => {
+  afterEach(removeDirs);
+
+  it('fsyncs entries, snapshots, term and vote; a batch that only moves the commit index is written without', async () => {
+    const s = await LevelStorage.open(await tempDir());
+    const syncs: boolean[] = [];
+    const db = (s as unknown as { db: { batch: (ops: unknown[], o: { sync: boolean }) => Promise<void> } }).db;
+    const batch = db.batch.bind(db);
+    db.batch = (ops, o) => {
+      syncs.push(o.sync);
+      return batch(ops, o);
+    };
+    await s.save({ hardState: HS, snapshot: BOOT, entries: entries(1, 3, 1) }); // first boot: synced
+    await s.save({ hardState: { ...HS, commitIndex: 2 }, snapshot: null, entries: [] }); // commit only
+    await s.save({ hardState: { ...HS, commitIndex: 3 }, snapshot: null, entries: entries(4, 4, 1) }); // with entries
+    await s.save({ hardState: { term: 2, votedFor: null, commitIndex: 3 }, snapshot: null, entries: [] }); // a new term
+    await s.save({ hardState: { term: 2, votedFor: 'n2', commitIndex: 3 }, snapshot: null, entries: [] }); // a vote
+    await s.save({ hardState: { term: 2, votedFor: 'n2', commitIndex: 4 }, snapshot: null, entries: [] }); // commit only
+    expect(syncs).toEqual([true, false, true, true, true, false]);
+    // Both kinds survive a clean reopen (the unsynced one is in LevelDB's log like any other write).
+    await s.close();
+    const again = await LevelStorage.open(s.dir);
+    expect((await again.load())?.hardState).toEqual({ term: 2, votedFor: 'n2', commitIndex: 4 });
+    await again.close();
+  });
+});
