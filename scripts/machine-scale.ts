@@ -67,7 +67,7 @@ type SlicedMachine = LockMachine & { beginSnapshot?: () => SnapshotJobLike };
  * (one call) on a machine without beginSnapshot, else one slice per setImmediate turn, with `applyBetween`
  * applying more entries between slices (the state keeps changing while the snapshot is written).
  */
-async function timedSnapshot(machine: SlicedMachine, applyBetween: () => void): Promise<{ bytes: Uint8Array; ms: number; maxStallMs: number; slices: number }> {
+async function timedSnapshot(machine: SlicedMachine, applyBetween: () => void): Promise<{ bytes: Uint8Array; ms: number; maxStallMs: number; maxSliceMs: number; slices: number }> {
   const delay = monitorEventLoopDelay({ resolution: 1 });
   delay.enable();
   await new Promise((r) => setTimeout(r, 20));
@@ -100,7 +100,7 @@ async function timedSnapshot(machine: SlicedMachine, applyBetween: () => void): 
   await new Promise((r) => setTimeout(r, 5));
   delay.disable();
   // The histogram sees stalls of the event loop as a whole; the slice timer sees our own work.
-  return { bytes, ms, maxStallMs: Math.max(maxSliceMs, delay.max / 1e6), slices };
+  return { bytes, ms, maxStallMs: Math.max(maxSliceMs, delay.max / 1e6), maxSliceMs, slices };
 }
 
 async function measureLocks(args: Args) {
@@ -143,6 +143,7 @@ async function measureLocks(args: Args) {
     serialiseMs: Math.round(snap.ms),
     slices: snap.slices,
     maxStallMs: round(snap.maxStallMs),
+    maxSliceMs: round(snap.maxSliceMs),
     restoreMs: Math.round(restoreMs),
   };
 }
@@ -176,6 +177,7 @@ async function measureDedup(args: Args) {
     snapshotBytesPerRecord: round(snap.bytes.length / machine.dedupSize),
     serialiseMs: Math.round(snap.ms),
     maxStallMs: round(snap.maxStallMs),
+    maxSliceMs: round(snap.maxSliceMs),
     restoreMs: Math.round(restoreMs),
   };
 }

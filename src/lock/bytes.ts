@@ -182,6 +182,11 @@ export class ByteWriter {
   finish(): Uint8Array {
     return this.buffer.slice(0, this.length);
   }
+
+  /** The bytes written so far, without a copy (a view of the buffer: write nothing more after this). */
+  view(): Uint8Array {
+    return this.buffer.subarray(0, this.length);
+  }
 }
 
 /**
