@@ -18,7 +18,7 @@ import type { DedupSnapshotReader, DedupTable } from './dedup.js';
 import type { FreeKeys } from './free-keys.js';
 import { KEY_BUCKETS, type KeyBuckets } from './key-buckets.js';
 import type { Lease } from './lease.js';
-import { sectionBitsFor, sectionOf, writeDedupRecord, writeHeader, writeSection, type DecodedFreeKey, type SnapshotHeader } from './snapshot.js';
+import { PrefixKeyWriter, sectionBitsFor, sectionOf, writeHeader, writeSection, type DecodedFreeKey, type SnapshotHeader } from './snapshot.js';
 
 /** Keys (or dedup records) one slice handles: ~2-5 ms of work on a slow shared core (measured with
  *  scripts/machine-scale.ts). */
@@ -44,6 +44,7 @@ export class SnapshotWriter {
    *  forgets early arrive then), `out` itself once the sections are done. */
   private dedupOut: ByteWriter;
   private readonly dedupReader: DedupSnapshotReader;
+  private readonly keys = new PrefixKeyWriter();
   private dedupWritten = 0;
   private closed = false;
 
@@ -58,8 +59,8 @@ export class SnapshotWriter {
     this.out = new ByteWriter(Math.max(1024, Math.ceil(sizeHint * 1.1)));
     writeHeader(this.out, this.header, this.sectionBits);
     this.dedupOut = new ByteWriter(1024);
-    this.dedupReader = source.dedup.openSnapshot((record) => {
-      writeDedupRecord(this.dedupOut, record, this.header.nowMs);
+    this.dedupReader = source.dedup.openSnapshot((seq) => {
+      source.dedup.writeSnapshotRecord(this.dedupOut, seq, this.header.nowMs);
       this.dedupWritten++;
     });
   }
@@ -134,7 +135,7 @@ export class SnapshotWriter {
     const leases = this.collect(this.source.leases, section);
     const freeKeys = this.collect(this.source.freeKeys, section);
     if (leases.length + freeKeys.length === 0) return 0;
-    writeSection(this.writeSectionStart(section), leases, freeKeys, this.header.nowMs);
+    writeSection(this.writeSectionStart(section), leases, freeKeys, this.header.nowMs, this.keys);
     return leases.length + freeKeys.length;
   }
 
@@ -145,7 +146,7 @@ export class SnapshotWriter {
   }
 
   private encodeSection(out: ByteWriter, section: number): void {
-    writeSection(out, this.collect(this.source.leases, section), this.collect(this.source.freeKeys, section), this.header.nowMs);
+    writeSection(out, this.collect(this.source.leases, section), this.collect(this.source.freeKeys, section), this.header.nowMs, this.keys);
   }
 
   /** The entries of one section (encoded at once, before anything can change them). */

@@ -22,12 +22,12 @@
 // Times are stored relative to nowMs: a deadline is then ~2-3 bytes instead of 6, and sorted keys that
 // share a prefix ("invoice:000123…") cost only their differing tail.
 import { ByteReader, ByteWriter, writeUtf8 } from './bytes.js';
-import type { DedupOperation, DedupRecord } from './dedup.js';
+import type { DedupRecord } from './dedup.js';
+import { readDedupBody, readDedupIdentity } from './dedup-codec.js';
 import type { FreeKey } from './free-keys.js';
 import { KEY_BUCKETS, bucketOf } from './key-buckets.js';
 import { Lease } from './lease.js';
 import { WIRE_LIMITS } from './commands.js';
-import type { RefusalReason } from './types.js';
 
 const MAGIC = [0x4c, 0x48, 0x53]; // "LHS"
 /** 3: keys in hash sections, each with its own owner table (see the header). 2: free keys carry the time
@@ -68,8 +68,6 @@ export interface DecodedState extends SnapshotHeader {
   dedup: DedupRecord[];
 }
 
-const REASONS: readonly RefusalReason[] = ['UNSPECIFIED', 'NOT_HELD', 'WRONG_OWNER', 'WRONG_TOKEN', 'EXPIRED'];
-const DEDUP_TYPES: readonly DedupOperation[] = ['acquire', 'renew', 'release'];
 const MAX_SECTION_BITS = Math.log2(KEY_BUCKETS);
 
 function byKey<T extends { key: string }>(a: T, b: T): number {
@@ -100,7 +98,7 @@ export function writeHeader(out: ByteWriter, header: SnapshotHeader, sectionBits
 }
 
 /** One section's body (owners, leases, free keys); sorts its inputs in place. Times relative to `nowMs`. */
-export function writeSection(out: ByteWriter, leases: Lease[], freeKeys: DecodedFreeKey[], nowMs: number): void {
+export function writeSection(out: ByteWriter, leases: Lease[], freeKeys: DecodedFreeKey[], nowMs: number, keys = new PrefixKeyWriter()): void {
   leases.sort(byKey);
   freeKeys.sort(byKey);
   const owners = [...new Set(leases.map((lease) => lease.owner))].sort();
@@ -108,7 +106,7 @@ export function writeSection(out: ByteWriter, leases: Lease[], freeKeys: Decoded
   out.uint(owners.length);
   for (const owner of owners) out.string(owner);
   out.uint(leases.length);
-  const leaseKeys = new PrefixKeyWriter(out);
+  const leaseKeys = keys.restart(out);
   for (const lease of leases) {
     leaseKeys.write(lease.key);
     out.uint(ownerIndex.get(lease.owner)!);
@@ -119,46 +117,11 @@ export function writeSection(out: ByteWriter, leases: Lease[], freeKeys: Decoded
     out.uint(nowMs - lease.observeFromMs);
   }
   out.uint(freeKeys.length);
-  const freeKeyWriter = new PrefixKeyWriter(out);
+  const freeKeyWriter = keys.restart(out);
   for (const { key, lastToken, freedAtMs } of freeKeys) {
     freeKeyWriter.write(key);
     out.uint(lastToken);
     out.uint(nowMs - freedAtMs);
-  }
-}
-
-export function writeDedupRecord(out: ByteWriter, record: DedupRecord, nowMs: number): void {
-  out.string(record.owner);
-  out.string(record.requestId);
-  out.uint(nowMs - record.recordedAtMs);
-  out.byte(DEDUP_TYPES.indexOf(record.type));
-  out.string(record.key);
-  out.bigUint(record.token);
-  switch (record.type) {
-    case 'acquire': {
-      const o = record.outcome;
-      out.byte(o.acquired ? 1 : 0);
-      out.bigUint(o.token);
-      out.uint(o.ttlMs);
-      out.uint(o.expiresAtMs);
-      out.string(o.holderOwner);
-      out.uint(o.holderTtlMs);
-      break;
-    }
-    case 'renew': {
-      const o = record.outcome;
-      out.byte(o.renewed ? 1 : 0);
-      out.uint(o.ttlMs);
-      out.uint(o.expiresAtMs);
-      out.byte(REASONS.indexOf(o.reason));
-      break;
-    }
-    case 'release': {
-      const o = record.outcome;
-      out.byte(o.released ? 1 : 0);
-      out.byte(REASONS.indexOf(o.reason));
-      break;
-    }
   }
 }
 
@@ -266,41 +229,11 @@ class FieldReader {
     const dedup: DedupRecord[] = [];
     let previousRecordedAtMs = 0;
     for (let i = 0; i < dedupCount; i++) {
-      const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
-      const requestId = input.string(WIRE_LIMITS.maxRequestIdBytes);
+      const identity = readDedupIdentity(input);
       const recordedAtMs = this.nowMs - input.uint();
       if (recordedAtMs < previousRecordedAtMs) input.fail('dedup records are not in time order');
       previousRecordedAtMs = recordedAtMs;
-      const type = DEDUP_TYPES[input.byte()] ?? input.fail('unknown dedup record type');
-      const key = input.string(WIRE_LIMITS.maxKeyBytes);
-      const token = input.bigUint();
-      const identity = { owner, requestId, recordedAtMs, key, token };
-      switch (type) {
-        case 'acquire':
-          dedup.push({
-            ...identity,
-            type,
-            outcome: {
-              acquired: flag(input),
-              token: input.bigUint(),
-              ttlMs: input.uint(),
-              expiresAtMs: input.uint(),
-              holderOwner: input.string(WIRE_LIMITS.maxOwnerBytes),
-              holderTtlMs: input.uint(),
-            },
-          });
-          break;
-        case 'renew':
-          dedup.push({
-            ...identity,
-            type,
-            outcome: { renewed: flag(input), ttlMs: input.uint(), expiresAtMs: input.uint(), reason: reason(input) },
-          });
-          break;
-        case 'release':
-          dedup.push({ ...identity, type, outcome: { released: flag(input), reason: reason(input) } });
-          break;
-      }
+      dedup.push(readDedupBody(input, { ...identity, recordedAtMs }));
     }
     return dedup;
   }
@@ -320,27 +253,24 @@ function countOf(input: ByteReader): number {
   return count;
 }
 
-function flag(input: ByteReader): boolean {
-  const b = input.byte();
-  if (b > 1) input.fail(`bad boolean ${b}`);
-  return b === 1;
-}
-
-function reason(input: ByteReader): RefusalReason {
-  return REASONS[input.byte()] ?? input.fail('unknown refusal reason');
-}
-
 // Scratch size for one key's UTF-8: a key is at most 512 bytes, and a JS string of n units encodes to at
 // most 3n bytes, so 3 * 512 covers any key the codec accepted.
 const KEY_SCRATCH_BYTES = WIRE_LIMITS.maxKeyBytes * 3;
 
 /** Writes sorted keys as (shared prefix length with the previous key's UTF-8, remaining bytes). Two scratch
- *  buffers swap roles, so a million keys cost no allocation. */
-class PrefixKeyWriter {
+ *  buffers swap roles, so a million keys cost no allocation; restart() begins a new list (a snapshot
+ *  writer keeps one for all its sections). */
+export class PrefixKeyWriter {
   private current = new Uint8Array(KEY_SCRATCH_BYTES);
   private previous = new Uint8Array(KEY_SCRATCH_BYTES);
   private previousLength = 0;
-  constructor(private readonly out: ByteWriter) {}
+  private out!: ByteWriter;
+
+  restart(out: ByteWriter): this {
+    this.out = out;
+    this.previousLength = 0;
+    return this;
+  }
 
   write(key: string): void {
     const length = writeUtf8(this.current, 0, key);

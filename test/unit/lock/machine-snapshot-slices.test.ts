@@ -156,7 +156,7 @@ describe('a snapshot written in slices while entries keep applying', () => {
     {
       id: 'cow-dedup',
       name: 'a replaced dedup record is dropped from an open snapshot',
-      patches: [{ file: 'dedup.ts', find: `    return successor !== undefined && successor >= seq;`, replace: `    return successor !== undefined && successor >= seq && false;` }],
+      patches: [{ file: 'dedup.ts', find: `    return successor !== undefined && successor >= endSeq;`, replace: `    return successor !== undefined && successor >= endSeq && false;` }],
     },
   ];
   for (const planted of PLANTED) {
