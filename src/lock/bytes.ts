@@ -182,6 +182,26 @@ export class ByteWriter {
   finish(): Uint8Array {
     return this.buffer.slice(0, this.length);
   }
+
+  get size(): number {
+    return this.length;
+  }
+
+  /** Start over, keeping the buffer (a reused scratch writer). */
+  clear(): void {
+    this.length = 0;
+  }
+
+  /** Forget the first `count` bytes (moving the rest to the front). */
+  dropPrefix(count: number): void {
+    this.buffer.copyWithin(0, count, this.length);
+    this.length -= count;
+  }
+
+  /** The bytes written so far, without a copy (a view of the buffer: write nothing more after this). */
+  view(): Uint8Array {
+    return this.buffer.subarray(0, this.length);
+  }
 }
 
 /**

@@ -3,11 +3,17 @@
 //
 // Bounded by log time: a record is forgotten once `windowMs` of log time has passed since it was made.
 // Records are inserted at the current log time, which never goes back, so insertion order IS time order:
-// a FIFO queue beside the lookup Map lets pruning pop from the front in O(expired), never a scan. (Not the
-// Map's own insertion order: V8 leaves deleted Map entries as holes until a rehash, so iterating a Map
-// "from the front" after many deletions walks all the holes — measured quadratic at a million records.)
+// the records sit in a FIFO and pruning pops from the front in O(expired), never a scan.
+//
+// Memory: a record is kept as its snapshot bytes (dedup-codec.ts) in one byte arena, in arrival order,
+// with its time, offset and a "replaced" flag in typed arrays and a position in an open-addressing hash
+// index over the (owner, request_id) bytes — about 80-100 bytes a record instead of ~440 as objects (a
+// Map entry, a composite key string, the record, its outcome, a bigint), and nothing the garbage collector
+// has to trace one by one. Lookups decode the record they find; pruning just moves the front.
 // `maxEntries` is a last-resort cap (oldest forgotten first) so a flood of unique request ids cannot grow
 // memory without bound inside the window. The whole table is replicated state and goes into snapshots.
+import { ByteReader, ByteWriter } from './bytes.js';
+import { readDedupBody, readDedupIdentity, writeDedupBody, writeDedupIdentity } from './dedup-codec.js';
 import type { AcquireOutcome, ReleaseOutcome, RenewOutcome } from './types.js';
 
 interface DedupIdentity {
@@ -29,16 +35,45 @@ export type DedupRecord = DedupIdentity &
 
 export type DedupOperation = DedupRecord['type'];
 
-/** Unambiguous map key: the owner's length prefix keeps ("ab","c") and ("a","bc") apart. */
-function dedupKey(owner: string, requestId: string): string {
-  return `${owner.length}:${owner}${requestId}`;
+const EMPTY = -1;
+const DELETED = -2;
+
+class ArenaError extends Error {
+  override readonly name = 'DedupArenaError';
+}
+
+/** FNV-1a over bytes: where an identity goes in the hash index. */
+function hashBytes(bytes: Uint8Array, start: number, end: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = start; i < end; i++) hash = Math.imul(hash ^ bytes[i]!, 0x01000193);
+  return hash >>> 0;
 }
 
 export class DedupTable {
-  private readonly byRequest = new Map<string, DedupRecord>();
-  /** The same records, oldest first; slots before `head` are already forgotten. */
-  private queue: (DedupRecord | undefined)[] = [];
+  /** Every record in the queue, back to back: identity bytes, then body bytes (dedup-codec.ts). */
+  private readonly arena = new ByteWriter(1024);
+  // Per queue position (records [head, tail) are in the queue; earlier positions are forgotten):
+  private offsets = new Float64Array(64);
+  private identityBytes = new Uint16Array(64);
+  private recordedAt = new Float64Array(64);
+  /** 1 when a newer record for the same pair replaced this one (a queued acquire turning a refusal into a
+   *  grant): its slot stays in the queue, skipped, until the front passes it. */
+  private replaced = new Uint8Array(64);
   private head = 0;
+  private tail = 0;
+  /** Sequence number of queue position 0: every remembered record takes the next one, so position i has
+   *  baseSeq + i, also after the forgotten prefix is dropped. */
+  private baseSeq = 0;
+  /** Current (not replaced) records: hash of identity -> queue position; EMPTY / DELETED slots. */
+  private index = new Int32Array(64).fill(EMPTY);
+  private indexUsed = 0;
+  private live = 0;
+  /** Records replaced by a newer one, by sequence number, and the sequence number of their successor.
+   *  Only an open snapshot needs this (a record replaced after it started is still part of it). */
+  private readonly replacedAt = new Map<number, number>();
+  /** Open snapshot readers (the driver's sliced one, and a synchronous one such as a digest). */
+  private readonly readers = new Set<DedupSnapshotReader>();
+  private readonly scratch = new ByteWriter(256);
 
   constructor(
     readonly windowMs: number,
@@ -46,50 +81,260 @@ export class DedupTable {
   ) {}
 
   get size(): number {
-    return this.byRequest.size;
+    return this.live;
   }
 
   /** Forget records older than the window at log time `nowMs`. */
   prune(nowMs: number): void {
-    while (this.head < this.queue.length && this.queue[this.head]!.recordedAtMs + this.windowMs <= nowMs) {
-      this.forgetOldest();
-    }
+    while (this.head < this.tail && this.recordedAt[this.head]! + this.windowMs <= nowMs) this.forgetOldest();
   }
 
   find(owner: string, requestId: string): DedupRecord | undefined {
-    return this.byRequest.get(dedupKey(owner, requestId));
+    const at = this.lookup(owner, requestId);
+    return at < 0 ? undefined : this.decode(at);
   }
 
   /** Remember an outcome. A pair is remembered again only to turn a refusal into a grant (a queued acquire);
    *  the newer record replaces the older one, whose queue slot is then skipped. */
   remember(record: DedupRecord): void {
-    this.byRequest.set(dedupKey(record.owner, record.requestId), record);
-    this.queue.push(record);
-    while (this.byRequest.size > this.maxEntries) this.forgetOldest();
+    const previous = this.lookup(record.owner, record.requestId); // leaves the identity in `scratch`
+    if (previous >= 0) {
+      this.unindex(previous);
+      this.replaced[previous] = 1;
+      this.replacedAt.set(this.baseSeq + previous, this.nextSeq);
+      this.live--;
+    }
+    if (this.tail === this.offsets.length) this.makeRoom();
+    const at = this.tail++;
+    this.offsets[at] = this.arena.size;
+    this.identityBytes[at] = this.scratch.size;
+    this.recordedAt[at] = record.recordedAtMs;
+    this.replaced[at] = 0;
+    this.arena.raw(this.scratch.view());
+    writeDedupBody(this.arena, record);
+    this.live++;
+    this.insertIndex(at);
+    while (this.live > this.maxEntries) this.forgetOldest();
   }
 
-  /** Oldest first: the order snapshots must preserve so pruning stays front-to-back after a restore. */
-  *inOrder(): IterableIterator<DedupRecord> {
-    for (let i = this.head; i < this.queue.length; i++) {
-      const record = this.queue[i]!;
-      if (this.isCurrent(record)) yield record;
+  /**
+   * Start reading the records as they are now, oldest first, in pieces while the table keeps changing: the
+   * reader sees exactly the records current at this call. New records come after its end; a record it has
+   * not reached yet is handed to `emit` just before the table forgets it; a record replaced later still
+   * counts. Close the reader when done with it (read() does, at the end).
+   */
+  openSnapshot(emit: (seq: number) => void): DedupSnapshotReader {
+    const reader = new DedupSnapshotReader(this, this.baseSeq + this.head, this.nextSeq, this.live, emit);
+    this.readers.add(reader);
+    return reader;
+  }
+
+  /** Write record `seq` (still in the queue) as the snapshot stores it, its time relative to `nowMs`. */
+  writeSnapshotRecord(out: ByteWriter, seq: number, nowMs: number): void {
+    const at = seq - this.baseSeq;
+    const bytes = this.arena.view();
+    const start = this.offsets[at]!;
+    const split = start + this.identityBytes[at]!;
+    out.raw(bytes.subarray(start, split));
+    out.uint(nowMs - this.recordedAt[at]!);
+    out.raw(bytes.subarray(split, this.endOf(at)));
+  }
+
+  /** @internal (DedupSnapshotReader) Is record `seq` still in the queue? */
+  holds(seq: number): boolean {
+    const at = seq - this.baseSeq;
+    return at >= this.head && at < this.tail;
+  }
+
+  /** @internal (DedupSnapshotReader) Was record `seq` (still in the queue) current when `endSeq` was the
+   *  next sequence number to be given? */
+  wasCurrentAt(seq: number, endSeq: number): boolean {
+    if (this.replaced[seq - this.baseSeq] === 0) return true;
+    const successor = this.replacedAt.get(seq);
+    return successor !== undefined && successor >= endSeq;
+  }
+
+  /** @internal (DedupSnapshotReader) */
+  detach(reader: DedupSnapshotReader): void {
+    this.readers.delete(reader);
+  }
+
+  private get nextSeq(): number {
+    return this.baseSeq + this.tail;
+  }
+
+  private endOf(at: number): number {
+    return at + 1 < this.tail ? this.offsets[at + 1]! : this.arena.size;
+  }
+
+  private decode(at: number): DedupRecord {
+    const input = new ByteReader(this.arena.view().subarray(this.offsets[at]!, this.endOf(at)), (message) => new ArenaError(`dedup record ${at}: ${message}`));
+    const identity = readDedupIdentity(input);
+    return readDedupBody(input, { ...identity, recordedAtMs: this.recordedAt[at]! });
+  }
+
+  /** Queue position of the current record for the pair, or -1. Leaves the pair's bytes in `scratch`. */
+  private lookup(owner: string, requestId: string): number {
+    const scratch = this.scratch;
+    scratch.clear();
+    writeDedupIdentity(scratch, owner, requestId);
+    const id = scratch.view();
+    const mask = this.index.length - 1;
+    for (let slot = hashBytes(id, 0, id.length) & mask; ; slot = (slot + 1) & mask) {
+      const at = this.index[slot]!;
+      if (at === EMPTY) return -1;
+      if (at !== DELETED && this.identityBytes[at] === id.length && this.identityEquals(at, id)) return at;
     }
   }
 
-  private isCurrent(record: DedupRecord): boolean {
-    return this.byRequest.get(dedupKey(record.owner, record.requestId)) === record;
+  private identityEquals(at: number, id: Uint8Array): boolean {
+    const bytes = this.arena.view();
+    const start = this.offsets[at]!;
+    for (let i = 0; i < id.length; i++) if (bytes[start + i] !== id[i]) return false;
+    return true;
+  }
+
+  private hashOf(at: number): number {
+    const start = this.offsets[at]!;
+    return hashBytes(this.arena.view(), start, start + this.identityBytes[at]!);
+  }
+
+  private insertIndex(at: number): void {
+    // Linear probing stays short below 3/4 full (DELETED slots count: they lengthen probes too).
+    if ((this.indexUsed + 1) * 4 > this.index.length * 3) {
+      this.rebuildIndex(); // `at` is in the queue already, so this indexes it too
+      return;
+    }
+    const slot = this.slotFor(at);
+    if (this.index[slot] === EMPTY) this.indexUsed++;
+    this.index[slot] = at;
+  }
+
+  /** The first free (EMPTY or DELETED) slot on `at`'s probe path. */
+  private slotFor(at: number): number {
+    const mask = this.index.length - 1;
+    let slot = this.hashOf(at) & mask;
+    while (this.index[slot]! >= 0) slot = (slot + 1) & mask;
+    return slot;
+  }
+
+  private unindex(at: number): void {
+    const mask = this.index.length - 1;
+    for (let slot = this.hashOf(at) & mask; ; slot = (slot + 1) & mask) {
+      const found = this.index[slot]!;
+      if (found === EMPTY) throw new ArenaError(`record ${at} is not in the index`);
+      if (found === at) {
+        this.index[slot] = DELETED;
+        return;
+      }
+    }
+  }
+
+  /** A fresh index of the current records: no DELETED slots, at most half full. */
+  private rebuildIndex(): void {
+    let size = 64;
+    while (size < this.live * 2) size *= 2;
+    this.index = new Int32Array(size).fill(EMPTY);
+    this.indexUsed = 0;
+    for (let at = this.head; at < this.tail; at++) {
+      if (this.replaced[at] !== 0) continue;
+      this.index[this.slotFor(at)] = at;
+      this.indexUsed++;
+    }
   }
 
   private forgetOldest(): void {
-    const oldest = this.queue[this.head]!;
+    const at = this.head;
+    const seq = this.baseSeq + at;
+    // An open snapshot must read the record before it goes.
+    for (const reader of this.readers) reader.beforeForget(seq);
     // A replaced record's slot must not delete its successor.
-    if (this.isCurrent(oldest)) this.byRequest.delete(dedupKey(oldest.owner, oldest.requestId));
-    this.queue[this.head++] = undefined;
-    // Drop the forgotten prefix once it is most of the array: amortised O(1) per record.
-    if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
-      this.queue = this.queue.slice(this.head);
-      this.head = 0;
+    if (this.replaced[at] === 0) {
+      this.unindex(at);
+      this.live--;
+    } else this.replacedAt.delete(seq);
+    this.head++;
+    if (this.head >= 1024 && this.head * 2 >= this.tail) this.dropForgotten();
+  }
+
+  /** Move the queue to the front of its arrays (amortised O(1) a record: only once most of it is gone). */
+  private dropForgotten(): void {
+    const head = this.head;
+    const count = this.tail - head;
+    const bytesGone = head < this.tail ? this.offsets[head]! : this.arena.size;
+    this.arena.dropPrefix(bytesGone);
+    this.offsets.copyWithin(0, head, this.tail);
+    for (let i = 0; i < count; i++) this.offsets[i]! -= bytesGone;
+    this.identityBytes.copyWithin(0, head, this.tail);
+    this.recordedAt.copyWithin(0, head, this.tail);
+    this.replaced.copyWithin(0, head, this.tail);
+    this.baseSeq += head;
+    this.head = 0;
+    this.tail = count;
+    this.rebuildIndex();
+  }
+
+  /** The queue arrays are full: drop the forgotten prefix if it is half of them, else double them. */
+  private makeRoom(): void {
+    if (this.head * 2 >= this.offsets.length) {
+      this.dropForgotten();
+      return;
     }
+    const capacity = this.offsets.length * 2;
+    const grow = <A extends Float64Array | Uint16Array | Uint8Array>(old: A, make: (n: number) => A): A => {
+      const next = make(capacity);
+      next.set(old);
+      return next;
+    };
+    this.offsets = grow(this.offsets, (n) => new Float64Array(n));
+    this.identityBytes = grow(this.identityBytes, (n) => new Uint16Array(n));
+    this.recordedAt = grow(this.recordedAt, (n) => new Float64Array(n));
+    this.replaced = grow(this.replaced, (n) => new Uint8Array(n));
+  }
+}
+
+/** Reads a DedupTable as it was when the reader was opened, in pieces (see DedupTable.openSnapshot). */
+export class DedupSnapshotReader {
+  private closed = false;
+
+  constructor(
+    private readonly table: DedupTable,
+    /** Next sequence number to read. */
+    private cursor: number,
+    /** First sequence number after the snapshot's records. */
+    private readonly endSeq: number,
+    /** How many records the snapshot holds. */
+    readonly count: number,
+    private readonly emit: (seq: number) => void,
+  ) {}
+
+  get done(): boolean {
+    return this.cursor >= this.endSeq;
+  }
+
+  /** Hand up to `budget` queue slots to `emit`; true when every record has been read. */
+  read(budget: number): boolean {
+    for (let n = 0; n < budget && this.cursor < this.endSeq; n++) this.readOne();
+    if (this.done) this.close();
+    return this.done;
+  }
+
+  /** The table is about to forget the record with sequence number `seq` (always the oldest it has). */
+  beforeForget(seq: number): void {
+    while (this.cursor <= seq && this.cursor < this.endSeq) this.readOne();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.table.detach(this);
+  }
+
+  private readOne(): void {
+    const seq = this.cursor;
+    if (!this.table.holds(seq)) throw new Error(`dedup snapshot: record ${seq} was forgotten before it was read`);
+    if (this.table.wasCurrentAt(seq, this.endSeq)) this.emit(seq);
+    this.cursor++;
   }
 }
 

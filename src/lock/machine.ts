@@ -32,8 +32,11 @@ import type { LeaseCarryOver } from './epoch.js';
 import { DedupTable, sameRequest } from './dedup.js';
 import type { DedupOperation, DedupRecord } from './dedup.js';
 import { fingerprint64 } from './digest.js';
+import { FreeKeys } from './free-keys.js';
+import { KeyBuckets } from './key-buckets.js';
 import { Lease } from './lease.js';
-import { SnapshotDecodeError, decodeState, encodeState, type FreeKey } from './snapshot.js';
+import { SnapshotDecodeError, decodeState } from './snapshot.js';
+import { SNAPSHOT_SLICE_ITEMS, SnapshotWriter } from './snapshot-writer.js';
 import { DEFAULT_LOCK_MACHINE_OPTIONS } from './types.js';
 import type {
   AcquireOutcome,
@@ -51,6 +54,18 @@ import type {
   RenewResult,
 } from './types.js';
 
+/** A snapshot being written in slices (LockMachine.beginSnapshot). */
+export interface SnapshotJob {
+  /** The index whose state the snapshot holds. */
+  readonly appliedIndex: number;
+  /** One slice of work; true when the snapshot is complete. */
+  step(): boolean;
+  /** The snapshot bytes, once step() returned true. */
+  finish(): Uint8Array;
+  /** Abandon it. */
+  cancel(): void;
+}
+
 /** The driver applied entries out of order (a gap or a repeat): a bug in the caller, not a bad entry. */
 export class LockApplyOrderError extends Error {
   override readonly name = 'LockApplyOrderError';
@@ -63,7 +78,7 @@ export class LockMachine {
   private epochTermValue = 0;
   private epochStartMsValue = 0;
   /** Keys with a lease (live, or past its deadline and awaiting an expire entry). */
-  private readonly leases = new Map<string, Lease>();
+  private readonly leases = new KeyBuckets<Lease>();
   /**
    * Keys that had a lease once and have none now, with the highest token ever issued for them (GetResponse
    * .last_token survives release). A key is in exactly one of `leases` / `freeKeyLastTokens`, so a held
@@ -73,9 +88,10 @@ export class LockMachine {
    * Insertion order is freeing order, so freedAtMs never decreases along it (log time is monotone, and a key
    * is re-inserted, at the end, each time it is freed); forget() relies on that to stop at the first newer
    * key. After a restore the order is (freedAtMs, key): equal times may sit in another order than on a
-   * replica that applied them, which is why forget() cuts by time only, never by a count.
+   * replica that applied them, which is why forget() cuts by time only, never by a count. (FreeKeys keeps
+   * that order in a FIFO beside its hash buckets.)
    */
-  private readonly freeKeyLastTokens = new Map<string, FreeKey>();
+  private readonly freeKeyLastTokens = new FreeKeys();
   /** At least the last token of every key forgotten so far; the last_token of any key without a record. */
   private forgottenWatermark = 0;
   /** Leases (live or awaiting their expire) per owner, for the leader's maxHeldPerOwner admission. Derived
@@ -83,6 +99,8 @@ export class LockMachine {
   private readonly leasesByOwner = new Map<string, number>();
   private readonly deadlines = new DeadlineHeap();
   private readonly dedup: DedupTable;
+  /** The sliced snapshot being written, if any: told before every change of a key or of every lease. */
+  private writer: SnapshotWriter | null = null;
 
   constructor(options: Partial<LockMachineOptions> = {}) {
     this.options = Object.freeze({ ...DEFAULT_LOCK_MACHINE_OPTIONS, ...options });
@@ -146,10 +164,7 @@ export class LockMachine {
 
   /** When the `n`-th oldest free key (1-based) was freed, in log time; undefined with fewer free keys. */
   freedAtOfOldest(n: number): number | undefined {
-    if (n < 1 || n > this.freeKeyLastTokens.size) return undefined;
-    let i = 0;
-    for (const free of this.freeKeyLastTokens.values()) if (++i === n) return free.freedAtMs;
-    return undefined;
+    return this.freeKeyLastTokens.freedAtOfOldest(n);
   }
 
   /**
@@ -236,16 +251,46 @@ export class LockMachine {
 
   /** Canonical, compact encoding of the whole state (see snapshot.ts). Same state => same bytes. */
   snapshot(): Uint8Array {
-    return encodeState({
+    const writer = this.openWriter(0);
+    while (!writer.step(Number.MAX_SAFE_INTEGER));
+    return writer.finish();
+  }
+
+  /**
+   * Start writing snapshot() of the state as it is now, in slices: call step() (each does a bounded amount
+   * of work) until it returns true, applying entries in between as usual, then finish() returns exactly the
+   * bytes snapshot() would have returned now. One at a time: beginning another cancels this one.
+   * `sizeHint` (the previous snapshot's size) saves the buffer from growing by copies; `sliceItems` is
+   * how many keys or dedup records one step handles (tests make it tiny to force many slices).
+   */
+  beginSnapshot(sizeHint = 0, sliceItems = SNAPSHOT_SLICE_ITEMS): SnapshotJob {
+    this.writer?.close();
+    const writer = this.openWriter(sizeHint);
+    this.writer = writer;
+    const release = () => {
+      writer.close();
+      if (this.writer === writer) this.writer = null;
+    };
+    return {
+      appliedIndex: this.appliedIndexValue,
+      step: () => writer.step(sliceItems),
+      finish: () => {
+        release();
+        return writer.finish();
+      },
+      cancel: release,
+    };
+  }
+
+  private openWriter(sizeHint: number): SnapshotWriter {
+    const header = {
       appliedIndex: this.appliedIndexValue,
       nowMs: this.logNowMs,
       epochTerm: this.epochTermValue,
       epochStartMs: this.epochStartMsValue,
-      leases: this.leases.values(),
-      freeKeyLastTokens: this.freeKeyLastTokens.entries(),
       forgottenWatermark: this.forgottenWatermark,
-      dedup: this.dedup.inOrder(),
-    });
+    };
+    return new SnapshotWriter({ header, leases: this.leases, freeKeys: this.freeKeyLastTokens, dedup: this.dedup }, sizeHint);
   }
 
   /** 64-bit hex fingerprint of snapshot(): replicas in the same state have the same digest. */
@@ -273,12 +318,12 @@ export class LockMachine {
     }
     machine.deadlines.pushAll(state.leases);
     // In freeing-time order (ties by key), the order forget() walks; see freeKeyLastTokens.
-    const free = [...state.freeKeyLastTokens].sort(([ka, a], [kb, b]) => a.freedAtMs - b.freedAtMs || (ka < kb ? -1 : ka > kb ? 1 : 0));
-    for (const [key, record] of free) {
+    const free = state.freeKeys.sort((a, b) => a.freedAtMs - b.freedAtMs || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    for (const { key, lastToken, freedAtMs } of free) {
       if (machine.leases.has(key)) {
         throw new SnapshotDecodeError(`key ${JSON.stringify(key)} is both held and free`, bytes.length);
       }
-      machine.freeKeyLastTokens.set(key, record);
+      machine.freeKeyLastTokens.free(key, lastToken, freedAtMs);
     }
     for (const record of state.dedup) machine.dedup.remember(record);
     return machine;
@@ -318,12 +363,11 @@ export class LockMachine {
   /** Drops the free keys freed at or before `upToMs` (log time), oldest first; see the header. */
   private forget(index: number, command: ForgetCommand): ForgetResult {
     let forgotten = 0;
-    for (const [key, free] of this.freeKeyLastTokens) {
-      if (free.freedAtMs > command.upToMs) break;
-      this.freeKeyLastTokens.delete(key);
+    this.freeKeyLastTokens.forgetUpTo(command.upToMs, (free) => {
+      this.writer?.beforeKeyWrite(free.key);
       if (free.lastToken > this.forgottenWatermark) this.forgottenWatermark = free.lastToken;
       forgotten++;
-    }
+    });
     return { type: 'forget', index, forgotten, watermark: BigInt(this.forgottenWatermark) };
   }
 
@@ -342,6 +386,7 @@ export class LockMachine {
   private startLeaseEpoch(term: number, stampedMs: number): LeaseCarryOver {
     const previousTermEndMs = this.logNowMs;
     const epochStartMs = Math.max(previousTermEndMs, stampedMs);
+    this.writer?.beforeEveryKeyWrite();
     const carried = carryLeasesIntoTerm(this.leases.values(), previousTermEndMs, epochStartMs);
     if (carried.extended + carried.ended > 0) this.deadlines.rebuild();
     this.epochTermValue = term;
@@ -367,6 +412,7 @@ export class LockMachine {
         holderTtlMs: lease.leaseDeadlineMs - nowMs,
       };
     } else {
+      this.writer?.beforeKeyWrite(command.key);
       if (lease === undefined) {
         this.freeKeyLastTokens.delete(command.key);
         lease = new Lease(command.key, command.owner, index, command.ttlMs, nowMs + command.ttlMs, 0, nowMs);
@@ -403,6 +449,7 @@ export class LockMachine {
     if (lease === undefined || reason !== 'UNSPECIFIED') {
       outcome = { renewed: false, ttlMs: 0, expiresAtMs: 0, reason };
     } else {
+      this.writer?.beforeKeyWrite(command.key);
       lease.grant(lease.owner, lease.fencingToken, command.ttlMs, this.logNowMs);
       this.deadlines.update(lease);
       outcome = { renewed: true, ttlMs: command.ttlMs, expiresAtMs: lease.leaseDeadlineMs, reason };
@@ -440,10 +487,11 @@ export class LockMachine {
   }
 
   private removeLease(lease: Lease): void {
+    this.writer?.beforeKeyWrite(lease.key);
     this.leases.delete(lease.key);
     this.deadlines.remove(lease);
     this.countOwner(lease.owner, -1);
-    this.freeKeyLastTokens.set(lease.key, { lastToken: lease.fencingToken, freedAtMs: this.logNowMs });
+    this.freeKeyLastTokens.free(lease.key, lease.fencingToken, this.logNowMs);
   }
 
   // ---- request_id dedup ----

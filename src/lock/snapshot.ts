@@ -5,27 +5,36 @@
 // produce identical bytes and can be compared by snapshot bytes or digest. The dedup table is the one part
 // kept in insertion order, because that order IS state: it decides which records are forgotten first.
 //
-// Layout (uvarint unless noted; "key" = shared-prefix length with the previous key + suffix bytes):
+// Layout, version 3 (uvarint unless noted; "key" = shared-prefix length with the previous key + suffix bytes):
 //   magic "LHS" version:u8
-//   appliedIndex nowMs epochTerm epochStartMs
-//   ownerCount owner:str*                                 sorted, distinct (leases refer to them by index)
-//   leaseCount (key ownerIndex token ttlMs deadline-now:svarint observedMs now-observeFrom)*   sorted by key
-//   freeKeyCount (key lastToken now-freedAt)*                                               sorted by key
-//   forgottenWatermark                                            (version 2; version 1 has neither it nor freedAt)
+//   appliedIndex nowMs epochTerm epochStartMs forgottenWatermark sectionBits:u8
+//   sections, each (sectionDelta:uvarint>=1, ownerCount owner:str*, leaseCount lease*, freeKeyCount freeKey*),
+//     then 0. A key belongs to section bucketOf(key) & (2^sectionBits - 1) (key-buckets.ts); sections are in
+//     increasing order, an empty one is not written, sectionBits = sectionBitsFor(leases + free keys).
+//     Within a section owners are sorted and distinct (leases refer to them by index), leases and free keys
+//     are sorted by key:  lease = key ownerIndex token ttlMs deadline-now:svarint observedMs now-observeFrom
+//                         freeKey = key lastToken now-freedAt
 //   dedupCount (owner:str requestId:str now-recordedAt type:u8 key:str token:uvarint64 outcome)*  oldest first
+// Why sections: a section is sorted and written on its own (~256-512 keys), so a snapshot of a million keys
+// is written in slices, with copy-on-write per section (snapshot-writer.ts), never one global sort.
+// Version 2 had one global owner table, then all leases and all free keys sorted by key, then the watermark;
+// version 1 as 2 without freedAt and watermark. Both still decode (old snapshots load); only 3 is written.
 // Times are stored relative to nowMs: a deadline is then ~2-3 bytes instead of 6, and sorted keys that
 // share a prefix ("invoice:000123…") cost only their differing tail.
 import { ByteReader, ByteWriter, writeUtf8 } from './bytes.js';
-import type { DedupOperation, DedupRecord } from './dedup.js';
+import type { DedupRecord } from './dedup.js';
+import { readDedupBody, readDedupIdentity } from './dedup-codec.js';
+import type { FreeKey } from './free-keys.js';
+import { KEY_BUCKETS, bucketOf } from './key-buckets.js';
 import { Lease } from './lease.js';
 import { WIRE_LIMITS } from './commands.js';
-import type { RefusalReason } from './types.js';
 
 const MAGIC = [0x4c, 0x48, 0x53]; // "LHS"
-/** 2: free keys carry the time they were freed, and the forgotten-keys watermark follows them. Version 1
- *  snapshots still decode: their free keys count as freed at the snapshot's time (kept a full retention
- *  from there, never forgotten early), with watermark 0. */
-const VERSION = 2;
+/** 3: keys in hash sections, each with its own owner table (see the header). 2: free keys carry the time
+ *  they were freed, and the forgotten-keys watermark follows them. Version 1 snapshots still decode: their
+ *  free keys count as freed at the snapshot's time (kept a full retention from there, never forgotten
+ *  early), with watermark 0. */
+export const SNAPSHOT_VERSION = 3;
 
 export class SnapshotDecodeError extends Error {
   override readonly name = 'SnapshotDecodeError';
@@ -37,215 +46,203 @@ export class SnapshotDecodeError extends Error {
   }
 }
 
-export interface MachineStateData {
+/** The scalar part of the state, written first. */
+export interface SnapshotHeader {
   appliedIndex: number;
   nowMs: number;
   /** Raft term of the current lease epoch (the term whose first entry last started one). */
   epochTerm: number;
   /** Log time at which the current lease epoch started. */
   epochStartMs: number;
-  leases: Iterable<Lease>;
-  /** Keys with no lease, the highest token ever issued for each, and when (log time) it was freed. */
-  freeKeyLastTokens: Iterable<[string, FreeKey]>;
   /** At least the last token of every key forgotten so far (see machine.ts, forget). */
   forgottenWatermark: number;
-  /** Oldest first. */
-  dedup: Iterable<DedupRecord>;
 }
 
-export interface DecodedState extends MachineStateData {
+/** A free key as decoded: the key, its last token, when (log time) it was freed. */
+export type DecodedFreeKey = Pick<FreeKey, 'key' | 'lastToken' | 'freedAtMs'>;
+
+export interface DecodedState extends SnapshotHeader {
   leases: Lease[];
-  freeKeyLastTokens: [string, FreeKey][];
+  freeKeys: DecodedFreeKey[];
+  /** Oldest first. */
   dedup: DedupRecord[];
 }
 
-export interface FreeKey {
-  lastToken: number;
-  freedAtMs: number;
-}
-
-const REASONS: readonly RefusalReason[] = ['UNSPECIFIED', 'NOT_HELD', 'WRONG_OWNER', 'WRONG_TOKEN', 'EXPIRED'];
-const DEDUP_TYPES: readonly DedupOperation[] = ['acquire', 'renew', 'release'];
+const MAX_SECTION_BITS = Math.log2(KEY_BUCKETS);
 
 function byKey<T extends { key: string }>(a: T, b: T): number {
   return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 }
 
-export function encodeState(state: MachineStateData): Uint8Array {
-  const leases = [...state.leases].sort(byKey);
-  const freeKeys = [...state.freeKeyLastTokens].map(([key, free]) => ({ key, ...free })).sort(byKey);
+/** Sections for a state of `keyCount` keys: as many as keep ~128-256 keys in each, at most KEY_BUCKETS. A
+ *  function of the state alone, so the layout stays canonical. */
+export function sectionBitsFor(keyCount: number): number {
+  let bits = 0;
+  while (bits < MAX_SECTION_BITS && Math.floor(keyCount / 2 ** (bits + 1)) >= 128) bits++;
+  return bits;
+}
+
+export function sectionOf(key: string, sectionBits: number): number {
+  return bucketOf(key) & ((1 << sectionBits) - 1);
+}
+
+export function writeHeader(out: ByteWriter, header: SnapshotHeader, sectionBits: number): void {
+  for (const b of MAGIC) out.byte(b);
+  out.byte(SNAPSHOT_VERSION);
+  out.uint(header.appliedIndex);
+  out.uint(header.nowMs);
+  out.uint(header.epochTerm);
+  out.uint(header.epochStartMs);
+  out.uint(header.forgottenWatermark);
+  out.byte(sectionBits);
+}
+
+/** One section's body (owners, leases, free keys); sorts its inputs in place. Times relative to `nowMs`. */
+export function writeSection(out: ByteWriter, leases: Lease[], freeKeys: DecodedFreeKey[], nowMs: number, keys = new PrefixKeyWriter()): void {
+  leases.sort(byKey);
+  freeKeys.sort(byKey);
   const owners = [...new Set(leases.map((lease) => lease.owner))].sort();
   const ownerIndex = new Map(owners.map((owner, i) => [owner, i]));
-  const now = state.nowMs;
-
-  const out = new ByteWriter(1024 + leases.length * 24 + freeKeys.length * 8);
-  for (const b of MAGIC) out.byte(b);
-  out.byte(VERSION);
-  out.uint(state.appliedIndex);
-  out.uint(now);
-  out.uint(state.epochTerm);
-  out.uint(state.epochStartMs);
-
   out.uint(owners.length);
   for (const owner of owners) out.string(owner);
-
   out.uint(leases.length);
-  const leaseKeys = new PrefixKeyWriter(out);
+  const leaseKeys = keys.restart(out);
   for (const lease of leases) {
     leaseKeys.write(lease.key);
     out.uint(ownerIndex.get(lease.owner)!);
     out.uint(lease.fencingToken);
     out.uint(lease.ttlMs);
-    out.sint(lease.leaseDeadlineMs - now);
+    out.sint(lease.leaseDeadlineMs - nowMs);
     out.uint(lease.observedMs);
-    out.uint(now - lease.observeFromMs);
+    out.uint(nowMs - lease.observeFromMs);
   }
-
   out.uint(freeKeys.length);
-  const freeKeyWriter = new PrefixKeyWriter(out);
+  const freeKeyWriter = keys.restart(out);
   for (const { key, lastToken, freedAtMs } of freeKeys) {
     freeKeyWriter.write(key);
     out.uint(lastToken);
-    out.uint(now - freedAtMs);
+    out.uint(nowMs - freedAtMs);
   }
-  out.uint(state.forgottenWatermark);
-
-  const dedup = [...state.dedup];
-  out.uint(dedup.length);
-  for (const record of dedup) {
-    out.string(record.owner);
-    out.string(record.requestId);
-    out.uint(now - record.recordedAtMs);
-    out.byte(DEDUP_TYPES.indexOf(record.type));
-    out.string(record.key);
-    out.bigUint(record.token);
-    switch (record.type) {
-      case 'acquire': {
-        const o = record.outcome;
-        out.byte(o.acquired ? 1 : 0);
-        out.bigUint(o.token);
-        out.uint(o.ttlMs);
-        out.uint(o.expiresAtMs);
-        out.string(o.holderOwner);
-        out.uint(o.holderTtlMs);
-        break;
-      }
-      case 'renew': {
-        const o = record.outcome;
-        out.byte(o.renewed ? 1 : 0);
-        out.uint(o.ttlMs);
-        out.uint(o.expiresAtMs);
-        out.byte(REASONS.indexOf(o.reason));
-        break;
-      }
-      case 'release': {
-        const o = record.outcome;
-        out.byte(o.released ? 1 : 0);
-        out.byte(REASONS.indexOf(o.reason));
-        break;
-      }
-    }
-  }
-  return out.finish();
 }
 
-/** Strict decode: any inconsistency (bad ordering, dangling owner index, token from the future) throws. */
+/** Strict decode of any version: any inconsistency (bad ordering, dangling owner index, token from the
+ *  future, a key in the wrong section) throws SnapshotDecodeError. */
 export function decodeState(bytes: Uint8Array): DecodedState {
   const input = new ByteReader(bytes, (message, offset) => new SnapshotDecodeError(message, offset));
   for (const b of MAGIC) if (input.byte() !== b) input.fail('not a lock snapshot (bad magic)');
   const version = input.byte();
-  if (version !== VERSION && version !== 1) input.fail(`unsupported snapshot version ${version}`);
+  if (version < 1 || version > SNAPSHOT_VERSION) input.fail(`unsupported snapshot version ${version}`);
   const appliedIndex = input.uint();
   const nowMs = input.uint();
   const epochTerm = input.uint();
   const epochStartMs = input.uint();
   if (epochStartMs > nowMs) input.fail('epoch starts after the snapshot time');
-
-  const ownerCount = countOf(input);
-  const owners: string[] = [];
-  for (let i = 0; i < ownerCount; i++) {
-    const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
-    if (owner.length === 0 || (i > 0 && !(owners[i - 1]! < owner))) input.fail('owners are not sorted and distinct');
-    owners.push(owner);
-  }
-
-  const checkToken = (token: number) => {
-    if (token < 1 || token > appliedIndex) input.fail(`token ${token} was not issued by index ${appliedIndex}`);
-  };
-
-  const leaseCount = countOf(input);
+  const fields = new FieldReader(input, appliedIndex, nowMs);
   const leases: Lease[] = [];
-  const leaseKeys = new PrefixKeyReader(input);
-  for (let i = 0; i < leaseCount; i++) {
-    const key = leaseKeys.read();
-    const ownerAt = input.uint();
-    if (ownerAt >= owners.length) input.fail(`owner index ${ownerAt} out of range`);
-    const fencingToken = input.uint();
-    checkToken(fencingToken);
-    const ttlMs = input.uint();
-    const deadlineMs = nowMs + input.sint();
-    const observedMs = input.uint();
-    const observeFromMs = nowMs - input.uint();
-    if (deadlineMs < 0 || observeFromMs < 0) input.fail('lease time out of range');
-    leases.push(new Lease(key, owners[ownerAt]!, fencingToken, ttlMs, deadlineMs, observedMs, observeFromMs));
+  const freeKeys: DecodedFreeKey[] = [];
+  let forgottenWatermark: number;
+  if (version === SNAPSHOT_VERSION) {
+    forgottenWatermark = input.uint();
+    const sectionBits = input.byte();
+    if (sectionBits > MAX_SECTION_BITS) input.fail(`section bits ${sectionBits}`);
+    let section = -1;
+    for (let delta = input.uint(); delta !== 0; delta = input.uint()) {
+      section += delta;
+      if (section >= 2 ** sectionBits) input.fail(`section ${section} out of range`);
+      const before = leases.length + freeKeys.length;
+      const inSection = (key: string) => {
+        if (sectionOf(key, sectionBits) !== section) input.fail(`key ${JSON.stringify(key)} is not in section ${section}`);
+      };
+      fields.leases(fields.owners(), leases, inSection);
+      fields.freeKeys(freeKeys, true, inSection);
+      if (leases.length + freeKeys.length === before) input.fail(`empty section ${section}`);
+    }
+    if (sectionBits !== sectionBitsFor(leases.length + freeKeys.length)) input.fail(`${sectionBits} section bits for ${leases.length + freeKeys.length} keys`);
+  } else {
+    fields.leases(fields.owners(), leases, () => {});
+    fields.freeKeys(freeKeys, version === 2, () => {});
+    forgottenWatermark = version === 1 ? 0 : input.uint();
   }
-
-  const freeCount = countOf(input);
-  const freeKeyLastTokens: [string, FreeKey][] = [];
-  const freeKeys = new PrefixKeyReader(input);
-  for (let i = 0; i < freeCount; i++) {
-    const key = freeKeys.read();
-    const lastToken = input.uint();
-    checkToken(lastToken);
-    const freedAtMs = version === 1 ? nowMs : nowMs - input.uint();
-    if (freedAtMs < 0) input.fail('free key time out of range');
-    freeKeyLastTokens.push([key, { lastToken, freedAtMs }]);
-  }
-  const forgottenWatermark = version === 1 ? 0 : input.uint();
   if (forgottenWatermark > appliedIndex) input.fail(`watermark ${forgottenWatermark} is beyond index ${appliedIndex}`);
+  const dedup = fields.dedup();
+  input.end();
+  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, dedup };
+}
 
-  const dedupCount = countOf(input);
-  const dedup: DedupRecord[] = [];
-  let previousRecordedAtMs = 0;
-  for (let i = 0; i < dedupCount; i++) {
-    const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
-    const requestId = input.string(WIRE_LIMITS.maxRequestIdBytes);
-    const recordedAtMs = nowMs - input.uint();
-    if (recordedAtMs < previousRecordedAtMs) input.fail('dedup records are not in time order');
-    previousRecordedAtMs = recordedAtMs;
-    const type = DEDUP_TYPES[input.byte()] ?? input.fail('unknown dedup record type');
-    const key = input.string(WIRE_LIMITS.maxKeyBytes);
-    const token = input.bigUint();
-    const identity = { owner, requestId, recordedAtMs, key, token };
-    switch (type) {
-      case 'acquire':
-        dedup.push({
-          ...identity,
-          type,
-          outcome: {
-            acquired: flag(input),
-            token: input.bigUint(),
-            ttlMs: input.uint(),
-            expiresAtMs: input.uint(),
-            holderOwner: input.string(WIRE_LIMITS.maxOwnerBytes),
-            holderTtlMs: input.uint(),
-          },
-        });
-        break;
-      case 'renew':
-        dedup.push({
-          ...identity,
-          type,
-          outcome: { renewed: flag(input), ttlMs: input.uint(), expiresAtMs: input.uint(), reason: reason(input) },
-        });
-        break;
-      case 'release':
-        dedup.push({ ...identity, type, outcome: { released: flag(input), reason: reason(input) } });
-        break;
+/** Reads the parts every version shares, checking each field against the snapshot's index and time. */
+class FieldReader {
+  constructor(
+    private readonly input: ByteReader,
+    private readonly appliedIndex: number,
+    private readonly nowMs: number,
+  ) {}
+
+  owners(): string[] {
+    const input = this.input;
+    const ownerCount = countOf(input);
+    const owners: string[] = [];
+    for (let i = 0; i < ownerCount; i++) {
+      const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
+      if (owner.length === 0 || (i > 0 && !(owners[i - 1]! < owner))) input.fail('owners are not sorted and distinct');
+      owners.push(owner);
+    }
+    return owners;
+  }
+
+  leases(owners: string[], into: Lease[], checkKey: (key: string) => void): void {
+    const input = this.input;
+    const nowMs = this.nowMs;
+    const leaseCount = countOf(input);
+    const leaseKeys = new PrefixKeyReader(input);
+    for (let i = 0; i < leaseCount; i++) {
+      const key = leaseKeys.read();
+      checkKey(key);
+      const ownerAt = input.uint();
+      if (ownerAt >= owners.length) input.fail(`owner index ${ownerAt} out of range`);
+      const fencingToken = this.token();
+      const ttlMs = input.uint();
+      const deadlineMs = nowMs + input.sint();
+      const observedMs = input.uint();
+      const observeFromMs = nowMs - input.uint();
+      if (deadlineMs < 0 || observeFromMs < 0) input.fail('lease time out of range');
+      into.push(new Lease(key, owners[ownerAt]!, fencingToken, ttlMs, deadlineMs, observedMs, observeFromMs));
     }
   }
-  input.end();
-  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeyLastTokens, forgottenWatermark, dedup };
+
+  freeKeys(into: DecodedFreeKey[], withFreedAt: boolean, checkKey: (key: string) => void): void {
+    const input = this.input;
+    const freeCount = countOf(input);
+    const keys = new PrefixKeyReader(input);
+    for (let i = 0; i < freeCount; i++) {
+      const key = keys.read();
+      checkKey(key);
+      const lastToken = this.token();
+      const freedAtMs = withFreedAt ? this.nowMs - input.uint() : this.nowMs;
+      if (freedAtMs < 0) input.fail('free key time out of range');
+      into.push({ key, lastToken, freedAtMs });
+    }
+  }
+
+  dedup(): DedupRecord[] {
+    const input = this.input;
+    const dedupCount = countOf(input);
+    const dedup: DedupRecord[] = [];
+    let previousRecordedAtMs = 0;
+    for (let i = 0; i < dedupCount; i++) {
+      const identity = readDedupIdentity(input);
+      const recordedAtMs = this.nowMs - input.uint();
+      if (recordedAtMs < previousRecordedAtMs) input.fail('dedup records are not in time order');
+      previousRecordedAtMs = recordedAtMs;
+      dedup.push(readDedupBody(input, { ...identity, recordedAtMs }));
+    }
+    return dedup;
+  }
+
+  private token(): number {
+    const token = this.input.uint();
+    if (token < 1 || token > this.appliedIndex) this.input.fail(`token ${token} was not issued by index ${this.appliedIndex}`);
+    return token;
+  }
 }
 
 /** A count can never exceed the bytes left (every element takes at least one), which stops a corrupt
@@ -256,27 +253,24 @@ function countOf(input: ByteReader): number {
   return count;
 }
 
-function flag(input: ByteReader): boolean {
-  const b = input.byte();
-  if (b > 1) input.fail(`bad boolean ${b}`);
-  return b === 1;
-}
-
-function reason(input: ByteReader): RefusalReason {
-  return REASONS[input.byte()] ?? input.fail('unknown refusal reason');
-}
-
 // Scratch size for one key's UTF-8: a key is at most 512 bytes, and a JS string of n units encodes to at
 // most 3n bytes, so 3 * 512 covers any key the codec accepted.
 const KEY_SCRATCH_BYTES = WIRE_LIMITS.maxKeyBytes * 3;
 
 /** Writes sorted keys as (shared prefix length with the previous key's UTF-8, remaining bytes). Two scratch
- *  buffers swap roles, so a million keys cost no allocation. */
-class PrefixKeyWriter {
+ *  buffers swap roles, so a million keys cost no allocation; restart() begins a new list (a snapshot
+ *  writer keeps one for all its sections). */
+export class PrefixKeyWriter {
   private current = new Uint8Array(KEY_SCRATCH_BYTES);
   private previous = new Uint8Array(KEY_SCRATCH_BYTES);
   private previousLength = 0;
-  constructor(private readonly out: ByteWriter) {}
+  private out!: ByteWriter;
+
+  restart(out: ByteWriter): this {
+    this.out = out;
+    this.previousLength = 0;
+    return this;
+  }
 
   write(key: string): void {
     const length = writeUtf8(this.current, 0, key);

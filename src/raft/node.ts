@@ -10,7 +10,8 @@ import type { ConfChange, ConfChangeResult, ConfState, Entry, Message, NodeId, P
 import { bootstrapSnapshot, emptyHardState } from './core/types.js';
 import { realEnv, type NodeEnv, type TimerHandle } from './env.js';
 import { ConfChangeRefusedError, NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from './errors.js';
-import type { StateMachine } from './fsm.js';
+import type { SnapshotJob, StateMachine } from './fsm.js';
+import { SnapshotPolicy } from './snapshot-policy.js';
 import { silentLogger, type NodeLogger } from './logger.js';
 import type { RaftStorage } from './storage/types.js';
 import type { PeerSender } from './transport.js';
@@ -51,7 +52,8 @@ export interface RaftNodeOptions<R> {
   transport: PeerSender;
   fsm: StateMachine<R>;
   tickMs: number;
-  /** Take an application snapshot (and compact the log) every this many applied entries. */
+  /** Take an application snapshot (and compact the log) every this many applied entries — for a large
+   *  state, only once the log is also a share of its size (snapshot-policy.ts). */
   snapshotEvery: number;
   raft?: Partial<Omit<RaftConfig, 'id' | 'rng'>>;
   logger?: NodeLogger;
@@ -92,6 +94,9 @@ export class RaftNode<R = unknown> extends EventEmitter {
   private readSeq = 0;
   private appliedIndex = 0;
   private lastSnapshotIndex = 0;
+  private snapshotPolicy!: SnapshotPolicy;
+  /** A snapshot being written in slices between loop turns (fsm.beginSnapshot), of the state at `index`. */
+  private snapshotJob: { job: SnapshotJob; index: number; done: boolean } | null = null;
   private soft: SoftState = { role: 'follower', leaderId: null, term: 0 };
   /** The loop is waiting on a write whose Ready changes neither role nor snapshot: entries that commit
    *  meanwhile and are already durable here may be applied from receive(), without waiting for it. */
@@ -128,6 +133,8 @@ export class RaftNode<R = unknown> extends EventEmitter {
     this.opts.fsm.restore(restored.snapshot.data);
     this.appliedIndex = restored.snapshot.meta.index;
     this.lastSnapshotIndex = restored.snapshot.meta.index;
+    this.snapshotPolicy = new SnapshotPolicy(this.opts.snapshotEvery);
+    this.snapshotPolicy.taken(restored.snapshot.data.length);
     const rng = this.env.rng;
     const cfg: RaftConfig = { ...defaultRaftConfig(this.id, rng), ...this.opts.raft, id: this.id, rng };
     this.raft = (this.opts.core ?? realCore)(cfg, restored);
@@ -311,6 +318,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
     if (this.stopped) return;
     this.stopped = true;
     this.ticker?.cancel();
+    this.cancelSnapshotJob();
     await this.loopDone;
     const err = new NodeStoppedError();
     for (const p of this.proposals.values()) p.reject(err);
@@ -334,7 +342,11 @@ export class RaftNode<R = unknown> extends EventEmitter {
   private async run(): Promise<void> {
     this.running = true;
     try {
-      while (!this.stopped && this.raft.hasReady()) {
+      while (!this.stopped && (this.raft.hasReady() || this.snapshotJob?.done === true)) {
+        if (!this.raft.hasReady()) {
+          await this.maybeSnapshot(); // only a finished sliced snapshot to save
+          continue;
+        }
         const rd = this.raft.ready();
         // A new configuration first: the transport must know a new member's address before this Ready's
         // messages (the leader's first append to it) go out.
@@ -387,6 +399,8 @@ export class RaftNode<R = unknown> extends EventEmitter {
         // 4. Apply the rest.
         if (rd.softState) this.onSoftState(rd.softState);
         if (rd.snapshot) {
+          this.cancelSnapshotJob(); // of the state being replaced
+          this.snapshotPolicy.taken(rd.snapshot.data.length);
           this.opts.fsm.restore(rd.snapshot.data);
           this.appliedIndex = rd.snapshot.meta.index;
           this.lastSnapshotIndex = rd.snapshot.meta.index;
@@ -418,13 +432,14 @@ export class RaftNode<R = unknown> extends EventEmitter {
     } finally {
       this.running = false;
     }
-    if (!this.stopped && this.raft.hasReady()) this.schedule();
+    if (!this.stopped && (this.raft.hasReady() || this.snapshotJob?.done === true)) this.schedule();
   }
 
   private applyEntry(e: Entry): void {
     // Every committed entry goes to the machine: noop/config entries still move its applied index.
     const result = this.opts.fsm.apply(e);
     this.appliedIndex = e.index;
+    this.snapshotPolicy.noteApplied(e.data.length);
     const p = this.proposals.get(e.index);
     if (p) {
       this.proposals.delete(e.index);
@@ -470,15 +485,54 @@ export class RaftNode<R = unknown> extends EventEmitter {
     }
   }
 
+  /**
+   * Called after each loop turn. A state machine that can write its snapshot in slices (beginSnapshot)
+   * gets one slice per scheduler turn, so entries keep applying meanwhile; the finished bytes (the state
+   * at the index where the job began) are saved here, inside the loop, so compaction never races a save.
+   * Nothing is persisted before the end: a crash mid-way leaves the previous snapshot and the log.
+   */
   private async maybeSnapshot(): Promise<void> {
-    if (this.appliedIndex - this.lastSnapshotIndex < this.opts.snapshotEvery) return;
+    const running = this.snapshotJob;
+    if (running !== null) {
+      if (!running.done) return;
+      this.snapshotJob = null;
+      await this.saveSnapshot(running.index, running.job.finish());
+      return;
+    }
+    if (!this.snapshotPolicy.due(this.appliedIndex - this.lastSnapshotIndex)) return;
     const index = this.appliedIndex;
-    const data = this.opts.fsm.snapshot();
+    this.snapshotPolicy.started();
+    const fsm = this.opts.fsm;
+    if (fsm.beginSnapshot === undefined) {
+      await this.saveSnapshot(index, fsm.snapshot());
+      return;
+    }
+    const job = { job: fsm.beginSnapshot(this.snapshotPolicy.lastBytes), index, done: false };
+    this.snapshotJob = job;
+    const slice = () => {
+      if (this.snapshotJob !== job) return; // cancelled
+      if (!job.job.step()) {
+        this.env.scheduler.soon(slice);
+        return;
+      }
+      job.done = true;
+      this.schedule(); // the loop saves it
+    };
+    this.env.scheduler.soon(slice);
+  }
+
+  private async saveSnapshot(index: number, data: Uint8Array): Promise<void> {
     const snapshot = this.raft.compact(index, data);
-    this.lastSnapshotIndex = index;
+    this.lastSnapshotIndex = Math.max(this.lastSnapshotIndex, index);
+    this.snapshotPolicy.taken(data.length);
     if (snapshot === null) return; // a newer snapshot from the leader already covers it
     await this.opts.storage.compact(snapshot);
     this.log.info({ nodeId: this.id, index, bytes: data.length }, 'snapshot taken, log compacted');
+  }
+
+  private cancelSnapshotJob(): void {
+    this.snapshotJob?.job.cancel();
+    this.snapshotJob = null;
   }
 
   /** A promise settled through the callbacks `register` stores, or rejected by `onTimeout` after

@@ -48,6 +48,15 @@ export function instrumentFsm<R>(fsm: StateMachine<R>, m: NodeMetrics): { fsm: S
         startedAt = process.hrtime.bigint();
         return fsm.snapshot();
       },
+      // Sliced snapshots too (a wrapper without it would silently put the whole snapshot back on the loop).
+      ...(fsm.beginSnapshot === undefined
+        ? {}
+        : {
+            beginSnapshot(sizeHint: number) {
+              startedAt = process.hrtime.bigint();
+              return fsm.beginSnapshot!(sizeHint);
+            },
+          }),
       restore: (data) => fsm.restore(data),
     },
   };

@@ -3,7 +3,7 @@
 import { LockMachine } from '../lock/machine.js';
 import type { LockMachineOptions, LockResult } from '../lock/types.js';
 import type { Entry } from '../raft/core/types.js';
-import type { StateMachine } from '../raft/fsm.js';
+import type { SnapshotJob, StateMachine } from '../raft/fsm.js';
 
 export class LockFsm implements StateMachine<LockResult | null> {
   machine: LockMachine;
@@ -21,6 +21,11 @@ export class LockFsm implements StateMachine<LockResult | null> {
 
   snapshot(): Uint8Array {
     return this.machine.snapshot();
+  }
+
+  /** The machine's sliced writer: the driver runs it between loop turns (a restore cancels it first). */
+  beginSnapshot(sizeHint: number): SnapshotJob {
+    return this.machine.beginSnapshot(sizeHint);
   }
 
   restore(data: Uint8Array): void {

@@ -7,7 +7,7 @@
 // dead: its timers never fire, its writes never complete, its messages and answers go nowhere.
 import type { Entry, Message, RestoredState, Snapshot } from '../../src/raft/core/types.js';
 import type { Scheduler, TimerHandle } from '../../src/raft/env.js';
-import type { StateMachine as DriverFsm } from '../../src/raft/fsm.js';
+import type { StateMachine as DriverFsm, SnapshotJob } from '../../src/raft/fsm.js';
 import type { PersistBatch, RaftStorage } from '../../src/raft/storage/types.js';
 import type { PeerSender } from '../../src/raft/transport.js';
 import type { SimCluster } from './cluster.js';
@@ -104,7 +104,13 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, DriverFsm<unk
     const node = this.node;
     if (!this.alive) return new Promise(() => {});
     if (node.inflight !== null) this.sim.fail('driver-serial-writes', node, 'compaction started while a write is in flight');
-    if (snap.meta.index < node.applied) this.sim.fail('compact', node, `storage asked to keep a snapshot at ${snap.meta.index}, below the applied index ${node.applied}`);
+    if (snap.meta.index > node.applied) this.sim.fail('compact', node, `storage asked to keep a snapshot at ${snap.meta.index}, above the applied index ${node.applied}`);
+    // A snapshot may be of an earlier index than the one applied now (written in slices while entries
+    // kept applying), but its bytes must be exactly the state at its index: restored on a scratch
+    // machine, they must give the digest the replicas had there.
+    const probe = this.sim.workload.createStateMachine();
+    probe.restore(snap.data);
+    this.sim.check(this.sim.facts.noteDigest(node.id, snap.meta.index, probe.digest()), 'replica-digest', node);
     const committedTerm = this.sim.facts.committedTermAt(snap.meta.index);
     if (committedTerm !== undefined && snap.meta.term !== committedTerm) {
       this.sim.fail('compact', node, `snapshot at ${snap.meta.index} has term ${snap.meta.term}, committed entry has term ${committedTerm}`);
@@ -266,6 +272,15 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, DriverFsm<unk
 
   snapshot(): Uint8Array {
     return this.node.sm.snapshot();
+  }
+
+  /** Always offered, so the driver's sliced path runs in every simulation: the machine's own sliced
+   *  writer when it has one (the lock machine), else snapshot() handed over as a one-slice job. */
+  beginSnapshot(sizeHint: number): SnapshotJob {
+    const sm = this.node.sm;
+    if (sm.beginSnapshot !== undefined) return sm.beginSnapshot(sizeHint);
+    const data = sm.snapshot();
+    return { step: () => true, finish: () => data, cancel: () => {} };
   }
 
   /** At boot: the durable snapshot. Later: a snapshot from the leader, which the driver must have

@@ -3,6 +3,7 @@
 // whose internals differ still plugs in as long as its public surface is the same.
 import { LockMachine, decodeCommand, encodeCommand } from '../../src/lock/index.js';
 import type { DueLease, LockCommand, LockMachineOptions, LockResult, LockView } from '../../src/lock/index.js';
+import type { SnapshotJob } from '../../src/raft/fsm.js';
 
 /** The public surface of LockMachine the simulator drives. */
 export interface LockMachineLike {
@@ -18,6 +19,7 @@ export interface LockMachineLike {
   get(key: string): LockView;
   expiredLeases(nowMs: number, limit: number): DueLease[];
   snapshot(): Uint8Array;
+  beginSnapshot?(sizeHint: number, sliceItems?: number): SnapshotJob;
   digest(): string;
 }
 

@@ -9,6 +9,7 @@
 // simulation time: the service reads it through env.nowMs(), and every reading is recorded (node, value ->
 // true-time window) so the oracle knows the true time of each stamp (lock-invariants.ts).
 import type { Entry } from '../../src/raft/core/types.js';
+import type { SnapshotJob } from '../../src/raft/fsm.js';
 import type { LockCommand, LockResult } from '../../src/lock/index.js';
 import type { SimCluster } from './cluster.js';
 import { LockClients } from './lock-clients.js';
@@ -24,6 +25,9 @@ import { LockCallChecks } from './lock-calls.js';
 import type { Attempt, ClientOp } from './clients.js';
 import type { Ack, HistoryEvent, ServeOutcome, SimWorkload, WriteContext } from './workload.js';
 import type { LockView } from '../../src/lock/index.js';
+
+/** Keys or dedup records per snapshot slice in the simulator (production: SNAPSHOT_SLICE_ITEMS). */
+const SIM_SNAPSHOT_SLICE_ITEMS = 2;
 
 /** One node's lock state machine (what LockFsm is in production); the oracle judges every entry once. */
 export class LockReplica implements StateMachine {
@@ -88,6 +92,15 @@ export class LockReplica implements StateMachine {
 
   snapshot(): Uint8Array {
     return this.machine.snapshot();
+  }
+
+  /** The machine's sliced writer with SIM_SNAPSHOT_SLICE_ITEMS per slice: the simulator's few keys then
+   *  take several slices, with entries applied in between, so the copy-on-write paths run. */
+  beginSnapshot(sizeHint: number): SnapshotJob {
+    const m = this.machine;
+    if (m.beginSnapshot !== undefined) return m.beginSnapshot(sizeHint, SIM_SNAPSHOT_SLICE_ITEMS);
+    const data = m.snapshot();
+    return { step: () => true, finish: () => data, cancel: () => {} };
   }
 
   restore(data: Uint8Array): void {

@@ -2,6 +2,7 @@
 // plus a digest so replicas can be compared cheaply at equal applied index. The lock machine plugs in
 // here later; the default is a small "value set" machine good enough to check Raft itself.
 import type { Entry } from '../../src/raft/core/types.js';
+import type { SnapshotJob } from '../../src/raft/fsm.js';
 
 export interface StateMachine {
   /** Apply one committed entry (every kind: 'normal', 'noop', 'config'). The return value is handed to
@@ -9,6 +10,9 @@ export interface StateMachine {
   apply(entry: Entry): unknown;
   /** Serialize the full state (taken at the current applied index). */
   snapshot(): Uint8Array;
+  /** Optional: snapshot() of the state as of now, written in slices while entries keep applying (what the
+   *  driver's beginSnapshot runs). Without it the simulator hands the driver a one-slice job. */
+  beginSnapshot?(sizeHint: number): SnapshotJob;
   /** Replace the state with a snapshot's (an empty array means the initial state). */
   restore(data: Uint8Array): void;
   /** A cheap fingerprint of the state; replicas at the same applied index must agree (===). Keep it

@@ -1,0 +1,91 @@
+// The bytes of one remembered outcome, as the snapshot stores it (snapshot.ts):
+//   owner:str requestId:str | now-recordedAt | type:u8 key:str token:uvarint64 outcome
+// The dedup table keeps every record in exactly these bytes (without the time, which it keeps apart), so
+// a record costs about its snapshot size in memory and a snapshot copies records instead of re-encoding.
+import type { ByteReader, ByteWriter } from './bytes.js';
+import { WIRE_LIMITS } from './commands.js';
+import type { DedupOperation, DedupRecord } from './dedup.js';
+import type { RefusalReason } from './types.js';
+
+const REASONS: readonly RefusalReason[] = ['UNSPECIFIED', 'NOT_HELD', 'WRONG_OWNER', 'WRONG_TOKEN', 'EXPIRED'];
+const DEDUP_TYPES: readonly DedupOperation[] = ['acquire', 'renew', 'release'];
+
+/** The identity part: what a lookup by (owner, request_id) compares. */
+export function writeDedupIdentity(out: ByteWriter, owner: string, requestId: string): void {
+  out.string(owner);
+  out.string(requestId);
+}
+
+/** Everything after the identity and the time. */
+export function writeDedupBody(out: ByteWriter, record: DedupRecord): void {
+  out.byte(DEDUP_TYPES.indexOf(record.type));
+  out.string(record.key);
+  out.bigUint(record.token);
+  switch (record.type) {
+    case 'acquire': {
+      const o = record.outcome;
+      out.byte(o.acquired ? 1 : 0);
+      out.bigUint(o.token);
+      out.uint(o.ttlMs);
+      out.uint(o.expiresAtMs);
+      out.string(o.holderOwner);
+      out.uint(o.holderTtlMs);
+      break;
+    }
+    case 'renew': {
+      const o = record.outcome;
+      out.byte(o.renewed ? 1 : 0);
+      out.uint(o.ttlMs);
+      out.uint(o.expiresAtMs);
+      out.byte(REASONS.indexOf(o.reason));
+      break;
+    }
+    case 'release': {
+      const o = record.outcome;
+      out.byte(o.released ? 1 : 0);
+      out.byte(REASONS.indexOf(o.reason));
+      break;
+    }
+  }
+}
+
+export function readDedupIdentity(input: ByteReader): { owner: string; requestId: string } {
+  return { owner: input.string(WIRE_LIMITS.maxOwnerBytes), requestId: input.string(WIRE_LIMITS.maxRequestIdBytes) };
+}
+
+/** Strict: a bad type, flag or reason throws the reader's error. */
+export function readDedupBody(input: ByteReader, identity: { owner: string; requestId: string; recordedAtMs: number }): DedupRecord {
+  const type = DEDUP_TYPES[input.byte()] ?? input.fail('unknown dedup record type');
+  const key = input.string(WIRE_LIMITS.maxKeyBytes);
+  const token = input.bigUint();
+  const base = { ...identity, key, token };
+  switch (type) {
+    case 'acquire':
+      return {
+        ...base,
+        type,
+        outcome: {
+          acquired: flag(input),
+          token: input.bigUint(),
+          ttlMs: input.uint(),
+          expiresAtMs: input.uint(),
+          holderOwner: input.string(WIRE_LIMITS.maxOwnerBytes),
+          holderTtlMs: input.uint(),
+        },
+      };
+    case 'renew':
+      return { ...base, type, outcome: { renewed: flag(input), ttlMs: input.uint(), expiresAtMs: input.uint(), reason: reason(input) } };
+    case 'release':
+      return { ...base, type, outcome: { released: flag(input), reason: reason(input) } };
+  }
+}
+
+function flag(input: ByteReader): boolean {
+  const b = input.byte();
+  if (b > 1) input.fail(`bad boolean ${b}`);
+  return b === 1;
+}
+
+function reason(input: ByteReader): RefusalReason {
+  return REASONS[input.byte()] ?? input.fail('unknown refusal reason');
+}

@@ -1,0 +1,161 @@
+// Writes the machine's snapshot (format: snapshot.ts) in slices while entries keep applying, so a snapshot
+// of a million locks never holds the event loop for more than one slice.
+//
+// The snapshot is the state at the index where the writer was opened. Keys are written section by section
+// (a section = the keys whose hash bucket has the same low bits, snapshot.ts); the dedup records oldest
+// first. Copy-on-write keeps it exact while the state changes under it:
+//  - the machine calls beforeKeyWrite(key) before it changes anything about `key` (its lease or its free
+//    record); if the key's section is not written yet, it is encoded now, as it still is, and kept aside
+//    until its turn; a section written (or kept) already is never looked at again;
+//  - a term start changes every lease at once: beforeEveryKeyWrite() writes all remaining sections first;
+//  - the dedup table hands over any record it is about to forget before the reader reached it, and keeps
+//    the records replaced since the writer opened (DedupTable.openSnapshot).
+// New keys and records created after the opening land in sections already copied or beyond the reader's
+// end, so they never leak in. Each slice does a bounded amount of work (counted in keys and records, not
+// time: the machine stays pure and the simulator deterministic).
+import { ByteWriter } from './bytes.js';
+import type { DedupSnapshotReader, DedupTable } from './dedup.js';
+import type { FreeKeys } from './free-keys.js';
+import { KEY_BUCKETS, type KeyBuckets } from './key-buckets.js';
+import type { Lease } from './lease.js';
+import { PrefixKeyWriter, sectionBitsFor, sectionOf, writeHeader, writeSection, type DecodedFreeKey, type SnapshotHeader } from './snapshot.js';
+
+/** Keys (or dedup records) one slice handles: ~2-5 ms of work on a slow shared core (measured with
+ *  scripts/machine-scale.ts). */
+export const SNAPSHOT_SLICE_ITEMS = 1024;
+
+export interface SnapshotSource {
+  header: SnapshotHeader;
+  leases: KeyBuckets<Lease>;
+  freeKeys: FreeKeys;
+  dedup: DedupTable;
+}
+
+export class SnapshotWriter {
+  private readonly header: SnapshotHeader;
+  private readonly sectionBits: number;
+  private readonly sectionCount: number;
+  /** Sections encoded early (copy-on-write), by section number, waiting for their turn. */
+  private readonly early = new Map<number, Uint8Array>();
+  private nextSection = 0;
+  private lastWrittenSection = -1;
+  private readonly out: ByteWriter;
+  /** Where dedup records go: a side buffer while sections are still being written (records the table
+   *  forgets early arrive then), `out` itself once the sections are done. */
+  private dedupOut: ByteWriter;
+  private readonly dedupReader: DedupSnapshotReader;
+  private readonly keys = new PrefixKeyWriter();
+  private dedupWritten = 0;
+  private closed = false;
+
+  constructor(
+    private readonly source: SnapshotSource,
+    /** Expected size (the previous snapshot's), so the buffer rarely grows by copying. */
+    sizeHint = 0,
+  ) {
+    this.header = { ...source.header };
+    this.sectionBits = sectionBitsFor(source.leases.size + source.freeKeys.size);
+    this.sectionCount = 2 ** this.sectionBits;
+    this.out = new ByteWriter(Math.max(1024, Math.ceil(sizeHint * 1.1)));
+    writeHeader(this.out, this.header, this.sectionBits);
+    this.dedupOut = new ByteWriter(1024);
+    this.dedupReader = source.dedup.openSnapshot((seq) => {
+      source.dedup.writeSnapshotRecord(this.dedupOut, seq, this.header.nowMs);
+      this.dedupWritten++;
+    });
+  }
+
+  get done(): boolean {
+    return this.nextSection >= this.sectionCount && this.dedupReader.done;
+  }
+
+  /** Call before changing `key`'s lease or free record. */
+  beforeKeyWrite(key: string): void {
+    const section = sectionOf(key, this.sectionBits);
+    if (section < this.nextSection || this.early.has(section)) return;
+    const body = new ByteWriter(256);
+    this.encodeSection(body, section);
+    this.early.set(section, body.finish());
+  }
+
+  /** Call before changing every lease at once (a term start). */
+  beforeEveryKeyWrite(): void {
+    while (this.nextSection < this.sectionCount) this.writeNextSection();
+  }
+
+  /** Do one slice of the work; true when the snapshot is complete (then call finish()). */
+  step(budget = SNAPSHOT_SLICE_ITEMS): boolean {
+    let spent = 0;
+    while (spent < budget && this.nextSection < this.sectionCount) spent += 1 + this.writeNextSection();
+    if (spent < budget) {
+      this.startDedupPart();
+      this.dedupReader.read(budget - spent);
+    }
+    return this.done;
+  }
+
+  /** The snapshot bytes; the writer must be done (step() returned true). */
+  finish(): Uint8Array {
+    if (!this.done) throw new Error('snapshot writer: finish() before the last step');
+    this.close();
+    this.startDedupPart();
+    if (this.dedupWritten !== this.dedupReader.count) {
+      throw new Error(`snapshot writer: ${this.dedupWritten} dedup records read, ${this.dedupReader.count} expected`);
+    }
+    return this.out.view();
+  }
+
+  /** After the last section: the terminator, the record count, the records read so far; then the rest of
+   *  the records are written straight into `out`. */
+  private startDedupPart(): void {
+    if (this.dedupOut === this.out) return;
+    this.out.uint(0);
+    this.out.uint(this.dedupReader.count);
+    this.out.raw(this.dedupOut.view());
+    this.dedupOut = this.out;
+  }
+
+  /** Stop early (the machine was replaced, the node stopped): the state no longer reports to this writer. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.dedupReader.close();
+  }
+
+  /** Writes the next section (from its early copy if it has one); returns the keys it held. */
+  private writeNextSection(): number {
+    const section = this.nextSection++;
+    const copied = this.early.get(section);
+    if (copied !== undefined) {
+      this.early.delete(section);
+      // An early copy of an empty section is 3 zero counts.
+      if (copied.length > 3) this.writeSectionStart(section).raw(copied);
+      return copied.length >> 4;
+    }
+    const leases = this.collect(this.source.leases, section);
+    const freeKeys = this.collect(this.source.freeKeys, section);
+    if (leases.length + freeKeys.length === 0) return 0;
+    writeSection(this.writeSectionStart(section), leases, freeKeys, this.header.nowMs, this.keys);
+    return leases.length + freeKeys.length;
+  }
+
+  private writeSectionStart(section: number): ByteWriter {
+    this.out.uint(section - this.lastWrittenSection);
+    this.lastWrittenSection = section;
+    return this.out;
+  }
+
+  private encodeSection(out: ByteWriter, section: number): void {
+    writeSection(out, this.collect(this.source.leases, section), this.collect(this.source.freeKeys, section), this.header.nowMs, this.keys);
+  }
+
+  /** The entries of one section (encoded at once, before anything can change them). */
+  private collect<V extends Lease | DecodedFreeKey>(map: { bucket(b: number): ReadonlyMap<string, V> | undefined }, section: number): V[] {
+    const items: V[] = [];
+    for (let b = section; b < KEY_BUCKETS; b += this.sectionCount) {
+      const bucket = map.bucket(b);
+      if (bucket !== undefined) for (const value of bucket.values()) items.push(value);
+    }
+    return items;
+  }
+}
