@@ -71,6 +71,10 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   // Peer addresses from the file (a node's peerAddress when it has one): they seed the first boot; from
   // then on the configuration in the log says who the peers are and where (every 'conf' event below).
   const fileAddress = new Map(config.nodes.map((n: NodeConfig) => [n.id, n.peerAddress ?? n.address]));
+  // nodes[].peerDialOverrides of this node: where it dials those members instead (never what it advertises).
+  const dialOverrides = new Map(Object.entries(self.peerDialOverrides ?? {}));
+  const dialAddressOf = (member: string): string | undefined => dialOverrides.get(member) ?? members.get(member);
+  if (dialOverrides.size) logger.warn({ nodeId: id, peerDialOverrides: Object.fromEntries(dialOverrides) }, 'peerDialOverrides: this node dials these members at these addresses instead of their advertised ones');
   // Who is a member, for peer authentication (TLS) and owner binding: the live Raft configuration (and the
   // leader we follow, which may be on its way out); before a joining node knows one, the nodes it was told of.
   const isMember = (memberId: string): boolean => {
@@ -90,7 +94,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       // lead, and our log cannot list it until we hear from it). Only a member of our own cluster's
       // configuration vouches; a removed node or a stranger stays refused.
       const conf = node?.configuration();
-      const asked = [...(conf ? [...conf.voters, ...conf.learners] : [])].filter((m) => m !== id).map((m) => members.get(m)).filter((a): a is string => a !== undefined);
+      const asked = [...(conf ? [...conf.voters, ...conf.learners] : [])].filter((m) => m !== id).map(dialAddressOf).filter((a): a is string => a !== undefined);
       void askPeers(asked, dialCredentials, ASK_PEERS_TIMEOUT_MS).then((answers) => {
         const ours = node?.configuration()?.clusterId ?? '';
         const vouched = answers.find((a) => (ours === '' || a.status.cluster_id === ours) && a.status.members.some((m) => m.id === from));
@@ -110,6 +114,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     maxMessageBytes: config.limits.maxMessageBytes,
     logger,
     traceMessages: logger.isLevelEnabled('debug'),
+    dialOverrides,
     ...(tlsMaterial ? { credentials: nodeChannelCredentials(tlsMaterial), authenticator: new PeerAuthenticator({ isMember, logger, selfId: id }) } : {}),
   });
 
@@ -139,7 +144,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   // varints or replaced UTF-8 in a Raft message either).
   peerServer.addService(strictRequestDeserializers(RaftClient.service, descriptorRegistry(packageDefinition)), transport.handlers((m: Message) => node?.receive(m)));
 
-  const others = config.nodes.filter((n) => n.id !== id).map((n) => n.address);
+  const others = config.nodes.filter((n) => n.id !== id).map((n) => dialOverrides.get(n.id) ?? n.address);
   const electionTimeoutMs = config.raft.tickMs * config.raft.electionTicks;
   node = await RaftNode.start({
     id,
@@ -275,6 +280,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       maxWaitMs: config.lock.maxWaitMs,
     },
     members,
+    dialOverrides,
     defaultTimeoutMs: 5000,
     logger,
     ...(tlsMaterial ? { forwardCredentials: nodeChannelCredentials(tlsMaterial) } : {}),

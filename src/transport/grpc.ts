@@ -34,6 +34,8 @@ export interface PeerTransportOptions {
   credentials?: grpc.ChannelCredentials;
   /** TLS: judges every incoming stream by its client certificate, and each message's `from`. */
   authenticator?: PeerAuthenticator;
+  /** nodes[].peerDialOverrides: dial these members here instead of the address setPeers() gives. */
+  dialOverrides?: ReadonlyMap<NodeId, string>;
 }
 
 /** Who may speak to us: our cluster id ('' while joining: anyone) and the current members. */
@@ -215,8 +217,10 @@ export class PeerTransport implements PeerSender {
 
   /** The peer addresses to dial: links to new ids open, links to ids no longer listed close, and a
    *  changed address gets a new link. */
-  setPeers(peers: Map<NodeId, string>): void {
+  setPeers(advertised: Map<NodeId, string>): void {
     if (this.closed) return;
+    const overrides = this.opts.dialOverrides;
+    const peers = overrides?.size ? new Map([...advertised].map(([id, address]) => [id, overrides.get(id) ?? address])) : advertised;
     for (const [id, link] of this.links) {
       if (peers.get(id) !== link.address) {
         link.close();
