@@ -406,7 +406,9 @@ export class Nemesis {
   }
 
   private start(id: string): void {
-    this.o.cluster.start(id);
+    // A node added at runtime is not in the bootstrap file: it restarts from the join file (with data,
+    // --join is ignored and it resumes its own log).
+    this.o.cluster.start(id, { join: this.o.cluster.spareIds.includes(id) });
     this.o.log(`node ${id} started pid ${this.o.cluster.procs.get(id)?.pid}`);
   }
 
