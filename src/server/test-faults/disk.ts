@@ -65,6 +65,9 @@ export class FaultyStorage implements RaftStorage {
     if (this.sinceArmed === null || this.armedFor === null) return;
     this.sinceArmed++;
     // Durable on disk, not yet acted on: nothing the node was about to send or apply for it gets out.
-    if (this.sinceArmed >= this.armedFor) this.hooks.crash(this.armedFor);
+    if (this.sinceArmed >= this.armedFor) {
+      this.sinceArmed = null; // one crash per setting (the hook normally never returns)
+      this.hooks.crash(this.armedFor);
+    }
   }
 }
