@@ -9,6 +9,7 @@ import { RaftNode } from '../raft/node.js';
 import { realEnv, type NodeEnv } from '../raft/env.js';
 import type { LockResult } from '../lock/types.js';
 import { LevelStorage } from '../raft/storage/leveldb.js';
+import type { RaftStorage } from '../raft/storage/types.js';
 import { PeerTransport } from '../transport/grpc.js';
 import { PeerAuthenticator } from '../transport/peer-auth.js';
 import { RaftClient, packageDefinition } from '../transport/proto.js';
@@ -59,10 +60,15 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   const logger = options.logger ?? createNodeLogger(config.log);
   // One env for the driver and the lock service: realEnv()'s clock is monotonic (see env.ts), so an NTP
   // step while we lead cannot make leases look older or younger than they are.
-  const env = options.env ?? realEnv();
+  // Test faults (clock and disk) only when the env var names a fault file; the module is not even loaded
+  // otherwise. Its clock replaces realEnv() unless the caller passed its own env.
+  const faultFile = process.env['LEASEHOLD_TEST_FAULTS'];
+  const testFaults = faultFile ? (await import('./test-faults/switch.js')).startTestFaults(faultFile, logger) : null;
+  const env = options.env ?? testFaults?.env ?? realEnv();
 
   const dataDir = options.dataDir ?? self.dataDir;
-  const storage = await openStorage(dataDir, id);
+  const levelStorage = await openStorage(dataDir, id);
+  const storage: RaftStorage = testFaults ? testFaults.wrapStorage(levelStorage) : levelStorage;
   const fsm = new LockFsm({ dedupWindowMs: config.lock.dedupWindowMs });
   // Client addresses for forwarding; peers' addresses come from the configuration in the log once it is
   // known (updated on every 'conf' event below). The file's list only seeds the first boot.
@@ -353,6 +359,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
         });
       await Promise.all([stopServer(server), ...(peerServer !== server ? [stopServer(peerServer)] : [])]);
       await storage.close();
+      testFaults?.stop();
       logger.info({ nodeId: id }, 'leasehold node stopped');
     })();
     return stopping;

@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { EndpointPool, RpcError } from '../../src/client/rpc.js';
 import type { StatusResponse } from '../../src/transport/proto.js';
+import { NodeFaultControl, clusterFaultFile } from '../lin/node-faults.js';
 
 export const MAIN_JS = resolve('dist/src/cli/main.js');
 
@@ -53,6 +54,8 @@ export interface ClusterOptions {
   credentials?: grpc.ChannelCredentials;
   /** Extra keys of each node's entry, e.g. `(id, i) => \`metricsAddress: 127.0.0.1:${port[i]}\`` (one line, no indent). */
   nodeYaml?: (id: string, i: number) => string;
+  /** Start every node with LEASEHOLD_TEST_FAULTS=<its fault file>; `faults(id)` controls it. */
+  faultFiles?: boolean;
 }
 
 export class TestCluster {
@@ -67,6 +70,8 @@ export class TestCluster {
   readonly peerPorts: number[];
   readonly credentials: grpc.ChannelCredentials | undefined;
   private logs = new Map<string, WriteStream>();
+  private faultFiles = false;
+  private faultControls = new Map<string, NodeFaultControl>();
 
   private constructor(
     dir: string,
@@ -101,7 +106,9 @@ export class TestCluster {
     const dir = mkdtempSync(join(tmpdir(), 'leasehold-it-'));
     const ids = Array.from({ length: total }, (_, i) => `n${i + 1}`);
     const ports = await freePorts(opts.peerListeners ? 2 * total : total);
-    return new TestCluster(dir, ids, ports.slice(0, total), opts.extraYaml ?? '', size, opts.peerListeners ? ports.slice(total) : [], opts.credentials, opts.nodeYaml, opts.electionTicks);
+    const cluster = new TestCluster(dir, ids, ports.slice(0, total), opts.extraYaml ?? '', size, opts.peerListeners ? ports.slice(total) : [], opts.credentials, opts.nodeYaml, opts.electionTicks);
+    cluster.faultFiles = opts.faultFiles ?? false;
+    return cluster;
   }
 
   private creds(): { credentials?: grpc.ChannelCredentials } {
@@ -131,7 +138,8 @@ export class TestCluster {
     const log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
     this.logs.set(id, log);
     const args = opts.join ? ['serve', '--config', this.joinConfigPath, '--id', id, '--join'] : ['serve', '--config', this.configPath, '--id', id];
-    const child = spawn(process.execPath, [MAIN_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const env = this.faultFiles ? { ...process.env, LEASEHOLD_TEST_FAULTS: clusterFaultFile(this.dir, id) } : process.env;
+    const child = spawn(process.execPath, [MAIN_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
     child.stdout!.pipe(log, { end: false });
     child.stderr!.pipe(log, { end: false });
     this.procs.set(id, child);
@@ -139,6 +147,15 @@ export class TestCluster {
       if (this.procs.get(id) === child) this.procs.delete(id);
     });
     return child;
+  }
+
+  /** The test-fault switch of node `id` (the cluster must be created with faultFiles: true). */
+  faults(id: string): NodeFaultControl {
+    if (!this.faultFiles) throw new Error('faults(): create the cluster with { faultFiles: true }');
+    if (!this.ids.includes(id)) throw new Error(`faults(): no node ${id}`);
+    let c = this.faultControls.get(id);
+    if (!c) this.faultControls.set(id, (c = new NodeFaultControl(clusterFaultFile(this.dir, id))));
+    return c;
   }
 
   /** The bootstrap members (the spare ids excluded). */
