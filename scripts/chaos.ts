@@ -219,7 +219,9 @@ async function main(): Promise<number> {
   const allIds = Array.from({ length: args.nodes + args.spares }, (_, i) => `n${i + 1}`);
   const net = await PeerNet.create(allIds, SimRng.derive(args.seed, 'peer-net'));
   state.net = net;
-  const cluster = await TestCluster.create({ size: args.nodes, spare: args.spares, nodeYaml: (id) => net.overridesYaml(id) });
+  // Clock and disk faults need each node's test-fault file (LEASEHOLD_TEST_FAULTS); other runs go without it.
+  const nodeSide = args.faults.some((f) => [...FAULT_GROUPS.clock, ...FAULT_GROUPS.disk].includes(f as never));
+  const cluster = await TestCluster.create({ size: args.nodes, spare: args.spares, nodeYaml: (id) => net.overridesYaml(id), faultFiles: nodeSide });
   if (cluster.ids.join() !== allIds.join()) throw new Error(`the harness named the nodes ${cluster.ids.join()}, expected ${allIds.join()}`);
   net.pointAt((id) => cluster.endpoint(id));
   state.cluster = cluster;
@@ -258,7 +260,7 @@ async function main(): Promise<number> {
   }
   const membership = new MembershipNemesis(cluster, log);
   const prober = new Prober(cluster, recorder, keys);
-  const nemesis = new Nemesis({ cluster, proxies, net, membership, prober, rng: SimRng.derive(args.seed, 'nemesis'), now: recorder.now, log, maxTtlMs: maxTtl, kinds: args.faults });
+  const nemesis = new Nemesis({ cluster, proxies, net, membership, prober, rng: SimRng.derive(args.seed, 'nemesis'), now: recorder.now, log, maxTtlMs: maxTtl, kinds: args.faults, ...(nodeSide ? { nodeFaults: (id: string) => cluster.faults(id) } : {}) });
 
   // ---------------------------------------------------------------- the run
   const stopWorkers = new AbortController();

@@ -26,10 +26,19 @@
 //   add-learner / add-voter     a fresh id joins (--join) as a learner then promoted, or as a voter
 //   remove-node / remove-leader a follower, or the leader, is removed and stopped (only above the original size)
 //   replace-node                a member (the leader a third of the time) is removed, and a fresh id added
+// node clocks and disks (the node's test-fault file, test/lin/node-faults.ts; the leader half the time)
+//   clock-jump                  the node's wall clock jumps ±0.5-3 s and the node restarts (a running node's
+//                               lease stamps are monotonic: a jump reaches them only at its next start)
+//   clock-drift                 its monotonic clock (and timers) runs -5 % .. +1.5 % — inside the model
+//                               (clients keep a 2 % margin), so the checker must find nothing
+//   disk-slow                   every durable write takes 5-80 ms longer
+//   disk-fail                   its next durable write fails: the node must stop (exit 70); cleared, restarted
+//   disk-crash                  SIGKILL right after 0-20 more durable batches land; cleared, restarted
 import type { TestCluster } from '../integration/harness.js';
 import type { FaultProxy } from '../e2e/proxy.js';
 import type { SimRng } from '../sim/rng.js';
 import type { MembershipNemesis } from './membership-nemesis.js';
+import type { NodeFaultControl } from './node-faults.js';
 import { PeerNet, type Link } from './peer-net.js';
 import type { Prober } from './probe.js';
 import { sleep } from './workload.js';
@@ -40,6 +49,8 @@ export const FAULT_GROUPS = {
   clients: ['partition-node', 'isolate-client', 'hold-client', 'slow-node'],
   partitions: ['isolate-leader', 'split', 'bridge', 'leader-inbound', 'leader-outbound', 'flap', 'slow-links', 'lossy-links'],
   membership: ['add-learner', 'add-voter', 'remove-node', 'remove-leader', 'replace-node'],
+  clock: ['clock-jump', 'clock-drift'],
+  disk: ['disk-slow', 'disk-fail', 'disk-crash'],
 } as const;
 export type FaultGroup = keyof typeof FAULT_GROUPS;
 export type FaultKind = (typeof FAULT_GROUPS)[FaultGroup][number];
@@ -69,6 +80,11 @@ const WEIGHTS: Record<FaultKind, number> = {
   'remove-node': 0.7,
   'remove-leader': 0.7,
   'replace-node': 1,
+  'clock-jump': 1,
+  'clock-drift': 1.5,
+  'disk-slow': 1,
+  'disk-fail': 1,
+  'disk-crash': 1,
 };
 
 /** `all`, group names and kinds, comma-separated, to a list of kinds; throws naming what it does not know. */
@@ -112,6 +128,8 @@ export interface NemesisOptions {
   kinds?: readonly FaultKind[];
   /** How long a node may take to serve again after a heal before it counts as not recovered. */
   recoveryTimeoutMs?: number;
+  /** A node's test-fault switch (the cluster runs with faultFiles); needed by the clock and disk kinds. */
+  nodeFaults?: (id: string) => NodeFaultControl;
 }
 
 export class Nemesis {
@@ -157,6 +175,7 @@ export class Nemesis {
       }
     }
     this.o.net.healAll();
+    if (this.o.nodeFaults) for (const id of this.members) this.o.nodeFaults(id).clear();
     for (const f of this.faults) if (f.endMs === null) f.endMs = this.o.now();
   }
 
@@ -302,6 +321,68 @@ export class Nemesis {
       case 'remove-leader':
       case 'replace-node':
         return this.changeMembership(kind);
+      case 'clock-jump':
+      case 'clock-drift':
+      case 'disk-slow':
+      case 'disk-fail':
+      case 'disk-crash':
+        return this.nodeFault(kind, hold);
+    }
+  }
+
+  private async nodeFault(kind: FaultKind, hold: (lo: number, hi: number) => Promise<void>): Promise<FaultRecord | null> {
+    const { cluster, rng, nodeFaults } = this.o;
+    if (!nodeFaults) throw new Error(`${kind} needs the cluster's test-fault files (faultFiles)`);
+    const up = this.members.filter((id) => cluster.procs.has(id));
+    const target = rng.chance(0.5) ? await this.leader() : rng.pick(up);
+    if (!target) return null;
+    const ctl = nodeFaults(target);
+    switch (kind) {
+      case 'clock-jump': {
+        const offsetMs = Math.round(rng.range(500, 3000)) * (rng.chance(0.5) ? 1 : -1);
+        const f = this.begin(kind, [target], `wall clock ${offsetMs > 0 ? '+' : ''}${offsetMs} ms, restarted`);
+        ctl.setClock({ offsetMs });
+        await cluster.kill(target, 'SIGKILL');
+        this.start(target);
+        await hold(1000, 4000);
+        ctl.clear(); // back to true time at its next start
+        return this.end(f);
+      }
+      case 'clock-drift': {
+        const driftPpm = Math.round(rng.range(-50_000, 15_000));
+        const f = this.begin(kind, [target], `${driftPpm} ppm`);
+        ctl.setClock({ driftPpm });
+        await hold(2000, 6000);
+        ctl.clear();
+        return this.end(f);
+      }
+      case 'disk-slow': {
+        const fsyncDelayMs = Math.round(rng.range(5, 80));
+        const f = this.begin(kind, [target], `+${fsyncDelayMs} ms per durable write`);
+        ctl.setDisk({ fsyncDelayMs });
+        await hold(1500, 5000);
+        ctl.clear();
+        return this.end(f);
+      }
+      case 'disk-fail':
+      case 'disk-crash': {
+        const batches = Math.round(rng.range(0, 20));
+        const f = this.begin(kind, [target], kind === 'disk-fail' ? 'next durable write fails' : `SIGKILL after ${batches} more batches`);
+        if (kind === 'disk-fail') ctl.setDisk({ failWrites: true });
+        else ctl.setDisk({ crashAfterBatches: batches });
+        // A node with nothing to write never hits its fault: the leader heartbeats, but a follower writes
+        // only what the leader sends, so wait a while and take what comes.
+        const died = await waitForExit(cluster, target, 5000);
+        f.detail += died ? ' -> the node stopped' : ' -> it wrote nothing that hit the fault within 5 s';
+        ctl.clear();
+        ctl.forgetCrash();
+        if (!died) await cluster.kill(target, 'SIGKILL');
+        await hold(200, 1500);
+        this.start(target);
+        return this.end(f);
+      }
+      default:
+        return null;
     }
   }
 
@@ -431,4 +512,13 @@ export class Nemesis {
     for (const s of sts) if (s && s.role === 'LEADER' && (!best || BigInt(s.term) > best.term)) best = { id: s.node_id, term: BigInt(s.term) };
     return best?.id ?? (up.length ? rng.pick(up) : undefined);
   }
+}
+
+async function waitForExit(cluster: TestCluster, id: string, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (cluster.procs.has(id)) {
+    if (Date.now() > deadline) return false;
+    await sleep(20);
+  }
+  return true;
 }
