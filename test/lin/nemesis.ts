@@ -22,6 +22,10 @@
 //   flap                        a split that opens and closes every 100-600 ms
 //   slow-links                  every peer link delayed by 10-120 ms each way
 //   lossy-links                 one node's peer links (or all) keep losing their connections
+//   stale-leader                the leader is paused, cut off from its peers while paused (the rest elect a
+//                               leader and move on), and woken up still cut off: until its CheckQuorum fires
+//                               it believes it leads. Reads through it then must not answer from its state
+//                               (the probes read through every node every 50 ms meanwhile)
 // membership (membership-nemesis.ts; fresh ids only, size within [original, original + 1])
 //   add-learner / add-voter     a fresh id joins (--join) as a learner then promoted, or as a voter
 //   remove-node / remove-leader a follower, or the leader, is removed and stopped (only above the original size)
@@ -47,7 +51,7 @@ export const FAULT_GROUPS = {
   kills: ['kill-leader', 'kill-node', 'kill-majority', 'restart-all'],
   pauses: ['pause-leader', 'pause-node'],
   clients: ['partition-node', 'isolate-client', 'hold-client', 'slow-node'],
-  partitions: ['isolate-leader', 'split', 'bridge', 'leader-inbound', 'leader-outbound', 'flap', 'slow-links', 'lossy-links'],
+  partitions: ['isolate-leader', 'split', 'bridge', 'leader-inbound', 'leader-outbound', 'flap', 'slow-links', 'lossy-links', 'stale-leader'],
   membership: ['add-learner', 'add-voter', 'remove-node', 'remove-leader', 'replace-node'],
   clock: ['clock-jump', 'clock-drift'],
   disk: ['disk-slow', 'disk-fail', 'disk-crash'],
@@ -75,6 +79,7 @@ const WEIGHTS: Record<FaultKind, number> = {
   flap: 1,
   'slow-links': 1,
   'lossy-links': 1,
+  'stale-leader': 1.5,
   'add-learner': 1,
   'add-voter': 0.7,
   'remove-node': 0.7,
@@ -270,6 +275,23 @@ export class Nemesis {
         // Long enough for the rest to elect a leader and for leases granted before the cut to run out.
         return this.withLinksCut(kind, [leader], links, () => hold(1000, this.o.maxTtlMs * 2 + 1000), stop);
       }
+      case 'stale-leader': {
+        const leader = await this.leader();
+        if (!leader) return null;
+        const links = PeerNet.between([leader], this.members.filter((id) => id !== leader));
+        const f = this.begin(kind, [leader]);
+        const probing = this.probeDuring(stop, 50);
+        this.signal(leader, 'SIGSTOP');
+        this.paused.add(leader);
+        this.o.net.cut(links);
+        await hold(1500, 4000);
+        this.signal(leader, 'SIGCONT');
+        this.paused.delete(leader);
+        await hold(1000, 2000);
+        this.o.net.restore(links);
+        await probing.done();
+        return this.end(f);
+      }
       case 'split':
       case 'flap': {
         const { minority, majority } = await this.split();
@@ -449,11 +471,11 @@ export class Nemesis {
   }
 
   /** Gets through every member while a node-network fault lasts (stale reads; see probe.ts). */
-  private probeDuring(stop: AbortSignal): { done: () => Promise<void> } {
+  private probeDuring(stop: AbortSignal, everyMs = 150): { done: () => Promise<void> } {
     const ctl = new AbortController();
     const onStop = () => ctl.abort();
     stop.addEventListener('abort', onStop, { once: true });
-    const running = this.o.prober.during(() => this.members.filter((id) => this.o.cluster.procs.has(id)), 150, ctl.signal);
+    const running = this.o.prober.during(() => this.members.filter((id) => this.o.cluster.procs.has(id)), everyMs, ctl.signal);
     return {
       done: async () => {
         ctl.abort();
