@@ -20,7 +20,8 @@
 // The seed fixes the schedule of faults and every client decision; the interleaving with real processes and
 // timers does not replay exactly. Every process is killed by PID and the temp dir removed on the way out,
 // also on SIGINT/SIGTERM and on a hard timeout. With --out DIR (or on any violation) the history, the
-// fault log (faults.json), the per-fault summary (summary.json) and the node logs are kept in DIR (default:
+// fault log (faults.json), the per-fault summary (summary.json), the timeline page (timeline.html,
+// test/lin/timeline.ts) and the node logs are kept in DIR (default:
 // a fresh leasehold-chaos-* dir under the OS temp dir). A failing run prints the command that replays its seed.
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,6 +37,7 @@ import { formatSummary, summarizeRun } from '../test/lin/chaos-summary.js';
 import { MembershipNemesis } from '../test/lin/membership-nemesis.js';
 import { FAULT_GROUPS, Nemesis, parseFaults, type FaultKind } from '../test/lin/nemesis.js';
 import { PeerNet } from '../test/lin/peer-net.js';
+import { renderTimeline } from '../test/lin/timeline.js';
 import { Prober } from '../test/lin/probe.js';
 import { ChaosWorker, sleep } from '../test/lin/workload.js';
 import { SimRng } from '../test/sim/rng.js';
@@ -333,7 +335,17 @@ async function main(): Promise<number> {
     writeFileSync(join(keep, 'history.jsonl'), historyToJsonl(recorder.ops));
     writeFileSync(join(keep, 'faults.json'), JSON.stringify(nemesis.faults, null, 2));
     writeFileSync(join(keep, 'summary.json'), JSON.stringify({ seed: args.seed, command: replayCommand(args), clean, ops: recorder.ops.length, faultsTotal: nemesis.faults.length, finalMembers: membership.members, ...summary }, null, 2));
-    // TODO(issue 12): timeline.html from chaos-node's renderTimeline (test/lin/timeline.ts) once that branch is merged.
+    writeFileSync(
+      join(keep, 'timeline.html'),
+      renderTimeline({
+        history: recorder.ops,
+        faults: nemesis.faults,
+        violations: verdict.violations,
+        startMs: runStartMs,
+        endMs: recorder.now(),
+        title: `leasehold chaos: seed ${args.seed}, ${args.nodes} nodes, ${args.durationS} s, faults ${args.faultsSpec} — ${clean ? 'CLEAN' : 'VIOLATIONS FOUND'}`,
+      }),
+    );
     writeFileSync(join(keep, 'verdict.json'), JSON.stringify({ verdict, problems }, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2));
     writeFileSync(join(keep, 'audit.json'), JSON.stringify(store.audit, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
     for (const id of cluster.ids) {
@@ -350,6 +362,7 @@ async function main(): Promise<number> {
     faults: faultCounts,
     faultsTotal: nemesis.faults.length,
     windows: verdict.windows,
+    leasesChecked: verdict.leasesChecked,
     violations: verdict.violations.map((v) => ({ kind: v.kind, key: v.key, message: v.message })),
     linearizability: verdict.linearizability,
     problems,
