@@ -363,6 +363,7 @@ async function main(): Promise<number> {
     faultsTotal: nemesis.faults.length,
     windows: verdict.windows,
     leasesChecked: verdict.leasesChecked,
+    peerLinks: net.stats(),
     violations: verdict.violations.map((v) => ({ kind: v.kind, key: v.key, message: v.message })),
     linearizability: verdict.linearizability,
     problems,

@@ -24,6 +24,7 @@ interface ChaosResult {
   faults: Record<string, number>;
   faultsTotal: number;
   windows: number;
+  peerLinks: { swallowedChunks: number; connections: number };
   violations: { kind: string; message: string }[];
   linearizability: Record<string, string>;
   problems: string[];
@@ -99,6 +100,9 @@ describe('chaos run in CI', () => {
     expect(kinds.some((k) => k.startsWith('kill-') || k === 'restart-all'), why).toBe(true);
     expect(kinds.some((k) => k.startsWith('pause-')), why).toBe(true);
     expect(r.faultsTotal, why).toBeGreaterThan(8);
+    // The nodes really dialled each other through the peer links (peerDialOverrides), and cuts bit.
+    expect(r.peerLinks.connections, why).toBeGreaterThan(6);
+    expect(r.peerLinks.swallowedChunks, why).toBeGreaterThan(0);
     expect(Object.values(r.summary).every((k) => k.recoveryMs.notRecovered === 0), why).toBe(true);
     expect(Object.values(r.linearizability).every((v) => v === 'ok'), why).toBe(true);
     // The script cleaned up: none of the nodes it started is still running.
