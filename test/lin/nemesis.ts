@@ -1,4 +1,5 @@
-// The chaos run's nemesis: one fault at a time, chosen by a seeded RNG, each undone before the next one
+// The chaos run's nemesis: one fault at a time, chosen by a seeded RNG (every enabled kind once, in a seeded
+// order, then weighted draws), each undone before the next one
 // (so the schedule of faults replays from the seed; the interleaving with real processes does not). After
 // each fault is healed it measures recovery: the first successful Get through every live member (probe.ts),
 // and only then, after a pause, picks the next fault.
@@ -151,10 +152,12 @@ export class Nemesis {
   async run(stop: AbortSignal): Promise<void> {
     const kinds = this.o.kinds ?? FAULT_KINDS;
     const total = kinds.reduce((s, k) => s + WEIGHTS[k], 0);
+    // Every kind once first (in a seeded order), so a long enough run has them all; then weighted draws.
+    const firstRound = this.o.rng.shuffle([...kinds]);
     await sleep(this.o.rng.range(300, 1200), stop);
     while (!stop.aborted) {
       let x = this.o.rng.float() * total;
-      const kind = kinds.find((k) => (x -= WEIGHTS[k]) < 0) ?? kinds[kinds.length - 1]!;
+      const kind = firstRound.shift() ?? kinds.find((k) => (x -= WEIGHTS[k]) < 0) ?? kinds[kinds.length - 1]!;
       const f = await this.inject(kind, stop).catch((err: Error) => {
         // A fault that could not be carried out (a membership change refused) is logged, healed and counted.
         this.o.log(`nemesis: ${kind} failed: ${err.message}`);
