@@ -35,6 +35,7 @@ import { checkHistory, formatVerdict, type Verdict } from '../test/lin/checker.j
 import { historyFromJsonl, historyToJsonl, HistoryRecorder } from '../test/lin/history.js';
 import { formatSummary, summarizeRun } from '../test/lin/chaos-summary.js';
 import { MembershipNemesis } from '../test/lin/membership-nemesis.js';
+import { NodePorts } from '../test/lin/node-ports.js';
 import { FAULT_GROUPS, Nemesis, parseFaults, type FaultKind } from '../test/lin/nemesis.js';
 import { PeerNet } from '../test/lin/peer-net.js';
 import { renderTimeline } from '../test/lin/timeline.js';
@@ -138,11 +139,12 @@ interface RunState {
   cluster: TestCluster | null;
   proxies: FaultProxy[];
   net: PeerNet | null;
+  ports: NodePorts | null;
   workers: ChaosWorker[];
   store: AuditedFencedStore | null;
   cleaned: boolean;
 }
-const state: RunState = { cluster: null, proxies: [], net: null, workers: [], store: null, cleaned: false };
+const state: RunState = { cluster: null, proxies: [], net: null, ports: null, workers: [], store: null, cleaned: false };
 
 /** Kill every node by PID, close proxies and clients, remove the temp dir. Idempotent. */
 async function cleanup(): Promise<void> {
@@ -151,6 +153,7 @@ async function cleanup(): Promise<void> {
   for (const w of state.workers) w.close();
   await Promise.all(state.proxies.map((p) => p.close().catch(() => undefined)));
   await state.net?.close();
+  await state.ports?.close();
   try {
     state.store?.close();
   } catch {
@@ -227,6 +230,10 @@ async function main(): Promise<number> {
   if (cluster.ids.join() !== allIds.join()) throw new Error(`the harness named the nodes ${cluster.ids.join()}, expected ${allIds.join()}`);
   net.pointAt((id) => cluster.endpoint(id));
   state.cluster = cluster;
+  // The spare ids' ports stay bound by placeholders until membership changes start those ids (node-ports.ts).
+  const ports = new NodePorts(cluster, log);
+  state.ports = ports;
+  await ports.holdSpares();
   cluster.startAll();
   for (const id of cluster.bootstrapIds) log(`node ${id} started pid ${cluster.procs.get(id)?.pid}`);
   const first = await cluster.waitForLeader(cluster.bootstrapIds, 30_000);
@@ -260,7 +267,7 @@ async function main(): Promise<number> {
       }),
     );
   }
-  const membership = new MembershipNemesis(cluster, log);
+  const membership = new MembershipNemesis(cluster, ports, log);
   const prober = new Prober(cluster, recorder, keys);
   const nemesis = new Nemesis({ cluster, proxies, net, membership, prober, rng: SimRng.derive(args.seed, 'nemesis'), now: recorder.now, log, maxTtlMs: maxTtl, kinds: args.faults, ...(nodeSide ? { nodeFaults: (id: string) => cluster.faults(id) } : {}) });
 

@@ -8,9 +8,10 @@
 // After every change the run's idea of the membership is re-read from the leader (what committed, not what
 // we asked for), so a change whose answer was lost is still accounted for.
 import { EndpointPool, RpcError } from '../../src/client/rpc.js';
-import type { MembersResponse, StatusResponse } from '../../src/transport/proto.js';
+import type { MembersResponse, StatusResponse, TransferLeaderResponse } from '../../src/transport/proto.js';
 import type { TestCluster } from '../integration/harness.js';
 import { waitFor } from '../integration/harness.js';
+import type { NodePorts } from './node-ports.js';
 
 export interface MembershipView {
   voters: string[];
@@ -25,11 +26,18 @@ export class MembershipNemesis {
 
   constructor(
     private readonly cluster: TestCluster,
+    private readonly ports: NodePorts,
     private readonly log: (msg: string) => void,
   ) {
     this.members = [...cluster.bootstrapIds];
-    this.unused = [...cluster.spareIds];
+    this.unused = cluster.spareIds.filter((id) => !ports.lost.includes(id));
     this.originalSize = this.members.length;
+  }
+
+  /** (Re)start a node: a spare id from the join file (with data, --join is ignored and it resumes its log). */
+  startNode(id: string): void {
+    const child = this.ports.start(id, { join: this.cluster.spareIds.includes(id) });
+    this.log(`node ${id} started pid ${child?.pid}`);
   }
 
   get canGrow(): boolean {
@@ -53,8 +61,8 @@ export class MembershipNemesis {
     // The answer may be lost while the change committed: what the leader reports decides.
     await this.refresh();
     if (!this.members.includes(id)) throw added instanceof Error ? added : new Error(`${id}: AddMember answered, but the leader does not list it`);
-    this.cluster.start(id, { join: true });
-    this.log(`membership: ${id} added${asLearner ? ' as a learner' : ' as a voter'}; started with --join pid ${this.cluster.pid(id)}`);
+    const child = this.ports.start(id, { join: true });
+    this.log(`membership: ${id} added${asLearner ? ' as a learner' : ' as a voter'}; started with --join pid ${child?.pid}`);
     await this.caughtUp(id);
     if (asLearner) {
       await this.call('PromoteMember', { id }).finally(() => this.refresh());
@@ -72,6 +80,12 @@ export class MembershipNemesis {
       await this.refresh();
       if (!this.members.includes(id)) await this.cluster.kill(id);
     }
+  }
+
+  /** Hand the leadership to `id` (TransferLeader; answers once it is in office). */
+  async transferLeader(id: string): Promise<void> {
+    await this.call<TransferLeaderResponse>('TransferLeader', { to_id: id });
+    this.log(`membership: leadership transferred to ${id}`);
   }
 
   /** The leader's view of the configuration; `members` follows it. */
@@ -109,14 +123,14 @@ export class MembershipNemesis {
   }
 
   /** A Cluster call through the live members, retried on UNAVAILABLE (an election) for up to 15 s. */
-  private async call(method: 'AddMember' | 'PromoteMember' | 'RemoveMember', request: object): Promise<MembersResponse> {
+  private async call<Res = MembersResponse>(method: 'AddMember' | 'PromoteMember' | 'RemoveMember' | 'TransferLeader', request: object): Promise<Res> {
     const endpoints = this.members.filter((m) => this.cluster.procs.has(m)).map((m) => this.cluster.endpoint(m));
     const pool = new EndpointPool({ endpoints: endpoints.length ? endpoints : this.cluster.endpoints(this.members), attemptTimeoutMs: 5000 });
     const deadline = Date.now() + 15_000;
     try {
       for (;;) {
         try {
-          return await pool.clusterCall<MembersResponse>(method, request, Math.min(deadline, Date.now() + 6000));
+          return await pool.clusterCall<Res>(method, request, Math.min(deadline, Date.now() + 6000));
         } catch (err) {
           // FAILED_PRECONDITION (another change pending, a learner not caught up yet) is worth a retry too.
           if (!(err instanceof RpcError) || Date.now() > deadline) throw err;

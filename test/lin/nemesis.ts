@@ -33,13 +33,14 @@
 //   replace-node                a member (the leader a third of the time) is removed, and a fresh id added
 // node clocks and disks (the node's test-fault file, test/lin/node-faults.ts; the leader half the time)
 //   clock-jump                  the node's wall clock jumps ±0.5-3 s and the node restarts (a running node's
-//                               lease stamps are monotonic: a jump reaches them only at its next start)
+//                               lease stamps are monotonic: a jump reaches them only at its next start);
+//                               half the time it is then made leader (TransferLeader)
 //   clock-drift                 its monotonic clock (and timers) runs -5 % .. +1.5 % — inside the model
 //                               (clients keep a 2 % margin), so the checker must find nothing
 //   disk-slow                   every durable write takes 5-80 ms longer
 //   disk-fail                   its next durable write fails: the node must stop (exit 70); cleared, restarted
 //   disk-crash                  SIGKILL right after 0-20 more durable batches land; cleared, restarted
-import type { TestCluster } from '../integration/harness.js';
+import { waitFor, type TestCluster } from '../integration/harness.js';
 import type { FaultProxy } from '../e2e/proxy.js';
 import type { SimRng } from '../sim/rng.js';
 import type { MembershipNemesis } from './membership-nemesis.js';
@@ -365,10 +366,24 @@ export class Nemesis {
     switch (kind) {
       case 'clock-jump': {
         const offsetMs = Math.round(rng.range(500, 3000)) * (rng.chance(0.5) ? 1 : -1);
-        const f = this.begin(kind, [target], `wall clock ${offsetMs > 0 ? '+' : ''}${offsetMs} ms, restarted`);
+        const lead = rng.chance(0.5);
+        const f = this.begin(kind, [target], `wall clock ${offsetMs > 0 ? '+' : ''}${offsetMs} ms, restarted${lead ? ', then made leader' : ''}`);
         ctl.setClock({ offsetMs });
         await cluster.kill(target, 'SIGKILL');
         this.start(target);
+        // A skewed clock matters most where leases are judged: half the time the node is made leader.
+        if (lead) {
+          await waitFor(
+            `${target} to rejoin`,
+            async () => {
+              const st = await cluster.status(target, 800);
+              return BigInt(st.applied_index) > 0n && st.leader_id !== '';
+            },
+            20_000,
+            100,
+          );
+          await this.o.membership.transferLeader(target);
+        }
         await hold(1000, 4000);
         ctl.clear(); // back to true time at its next start
         return this.end(f);
@@ -512,10 +527,7 @@ export class Nemesis {
   }
 
   private start(id: string): void {
-    // A node added at runtime is not in the bootstrap file: it restarts from the join file (with data,
-    // --join is ignored and it resumes its own log).
-    this.o.cluster.start(id, { join: this.o.cluster.spareIds.includes(id) });
-    this.o.log(`node ${id} started pid ${this.o.cluster.procs.get(id)?.pid}`);
+    this.o.membership.startNode(id);
   }
 
   private signal(id: string, sig: 'SIGSTOP' | 'SIGCONT'): void {
