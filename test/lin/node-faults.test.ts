@@ -5,7 +5,9 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AcquireResponse, GetResponse } from '../../src/transport/proto.js';
 import { MAIN_JS, TestCluster, waitFor } from '../integration/harness.js';
-import { trueNowMs } from './node-faults.js';
+import { checkHistory } from './checker.js';
+import { HistoryRecorder } from './history.js';
+import { trueNowMs, type TestFaultState } from './node-faults.js';
 
 const HOUR_MS = 3_600_000;
 let seq = 0;
@@ -20,7 +22,7 @@ describe('node test faults (LEASEHOLD_TEST_FAULTS) on a 3-node cluster', () => {
   const followerOf = (l: string) => c.ids.find((id) => id !== l)!;
   const acquire = (via: string, key: string, owner: string, ttlMs = 3000) => c.raw<AcquireResponse>(via, 'Acquire', acquireReq(key, owner, ttlMs), 5000);
   /** Waits until `id` reports its fault clock from a process started after `sincePid`. */
-  const stateOf = (id: string, pred: (s: NonNullable<ReturnType<ReturnType<TestCluster['faults']>['state']>>) => boolean) =>
+  const stateOf = (id: string, pred: (s: TestFaultState) => boolean) =>
     waitFor(`${id}'s fault state`, () => {
       const s = c.faults(id).state();
       return s && s.pid === c.pid(id) && pred(s) ? s : null;
@@ -40,67 +42,45 @@ describe('node test faults (LEASEHOLD_TEST_FAULTS) on a 3-node cluster', () => {
     await c?.stop();
   });
 
-  it('clock: a +1 h wall offset moves a restarted node\'s stamps; as leader it still holds a lease a full ttl; a live wall jump changes nothing', async () => {
-    const l0 = await leader();
-    const f = followerOf(l0);
-    // A wall jump on a running node reaches its stamps only through a restart (a new anchor), as with NTP.
-    c.faults(f).setClock({ offsetMs: HOUR_MS });
-    const live = await waitFor('f applies the offset', () => {
-      const s = c.faults(f).state();
-      return s && s.applied.clock?.offsetMs === HOUR_MS ? s : null;
-    });
-    expect(Math.abs(live.wallMs - live.trueMs - HOUR_MS)).toBeLessThan(50);
-    expect(Math.abs(live.nowMs - live.trueMs)).toBeLessThan(50);
-    await c.kill(f);
-    c.start(f);
-    const skewed = await stateOf(f, () => true);
-    expect(Math.abs(skewed.nowMs - skewed.trueMs - HOUR_MS)).toBeLessThan(1000);
-    await c.waitForLeader(c.ids);
-
-    const ttlMs = 3000;
-    const sentMs = trueNowMs();
-    const a = await acquire(l0, 'jump', 'holder', ttlMs);
-    expect(a.acquired).toBe(true);
-    // Stamped by l0 (true clock): its deadline is about send + ttl.
-    expect(Math.abs(Number(a.expires_at_ms) - (sentMs + ttlMs))).toBeLessThan(1000);
-    await transferTo(f);
-    await waitFor('f leads', async () => (await c.waitForLeader(c.ids)).leader === f);
-    // The +1 h leader carries the lease into its term from its OWN now: its deadline is an hour "later".
-    const g = await c.raw<GetResponse>(f, 'Get', { key: 'jump' });
-    expect(g.held).toBe(true);
-    expect(Number(g.expires_at_ms) - trueNowMs()).toBeGreaterThan(HOUR_MS - 1000);
-    // A live wall jump back by an hour on the leader: its stamps (monotonic) do not move.
-    c.faults(f).setClock({ offsetMs: 0 });
-    const jumped = await waitFor('f applies the jump back', () => {
-      const s = c.faults(f).state();
-      return s && s.applied.clock?.offsetMs === 0 ? s : null;
-    });
-    expect(Math.abs(jumped.wallMs - jumped.trueMs)).toBeLessThan(50);
-    expect(Math.abs(jumped.nowMs - jumped.trueMs - HOUR_MS)).toBeLessThan(1000);
-    // The lease is not freed before ttl of true time after the acquire was sent, and is freed after.
-    const freedAtMs = await waitFor(
-      'the lease to end',
-      async () => {
-        const r = await acquire(f, 'jump', 'second', ttlMs);
-        return r.acquired ? trueNowMs() : null;
-      },
-      4 * ttlMs,
-      50,
-    );
-    expect(freedAtMs - sentMs).toBeGreaterThanOrEqual(ttlMs);
-  });
-
   it('clock: +100 000 ppm drift makes the node\'s clock gain about 100 ms per true second', async () => {
     const id = c.ids[0]!;
-    const before = (await stateOf(id, () => true));
+    const before = await stateOf(id, () => true);
     c.faults(id).setClock({ driftPpm: 100_000 });
-    const after = await stateOf(id, (s) => s.applied.clock?.driftPpm === 100_000 && s.trueMs - before.trueMs > 1500);
+    const after = await stateOf(id, (s) => s.applied.clock?.driftPpm === 100_000 && s.trueMs - before.trueMs > 2500);
     const gainedMs = after.nowMs - after.trueMs - (before.nowMs - before.trueMs);
     const trueElapsedMs = after.trueMs - before.trueMs;
-    // Applied within ~20 ms of the write; the gain is 10 % of the true time since then.
-    expect(gainedMs).toBeGreaterThan(0.1 * (trueElapsedMs - 300));
+    // The gain is 10 % of the true time since the node applied it: normally ~20 ms after the write (the
+    // poll), here allowed up to a second late (a loaded CI machine), and never before the write.
+    expect(gainedMs).toBeGreaterThan(0.1 * (trueElapsedMs - 1000));
     expect(gainedMs).toBeLessThan(0.1 * trueElapsedMs + 5);
     c.faults(id).setClock({});
+  });
+
+  it('clock: leaders 20 % fast (outside the model) end an abandoned lease early by true time and lease-cut-short says so; 1.5 % fast (inside) is clean', async () => {
+    /** A takes the lease and abandons it; B queues for it at once; the history of the two, checked. */
+    const handover = async (driftPpm: number, tag: string) => {
+      for (const id of c.ids) c.faults(id).setClock({ driftPpm });
+      await Promise.all(c.ids.map((id) => stateOf(id, (s) => s.applied.clock?.driftPpm === driftPpm)));
+      const l = await leader();
+      const recorder = new HistoryRecorder();
+      const ttlMs = 2000;
+      const a = recorder.invoke({ process: 'A', type: 'acquire', key: `drift-${tag}`, via: 'raw', owner: `A-${tag}`, ttlMs, waitMs: 0 });
+      const ra = await acquire(l, `drift-${tag}`, `A-${tag}`, ttlMs);
+      a.ok({ token: BigInt(ra.token) });
+      const b = recorder.invoke({ process: 'B', type: 'acquire', key: `drift-${tag}`, via: 'raw', owner: `B-${tag}`, ttlMs, waitMs: 5000 });
+      const rb = await c.raw<AcquireResponse>(l, 'Acquire', { ...acquireReq(`drift-${tag}`, `B-${tag}`, ttlMs), wait_ms: '5000' }, 8000);
+      b.ok({ token: BigInt(rb.token) });
+      expect(ra.acquired && rb.acquired).toBe(true);
+      for (const id of c.ids) c.faults(id).setClock({});
+      return { verdict: checkHistory(recorder.ops), heldMs: b.op.completeMs! - a.op.invokeMs };
+    };
+    const fast = await handover(200_000, 'fast');
+    // The leader measured 2000 ms on a clock 1.2x fast: about 1667 ms of true time, under the 1960 owed.
+    expect(fast.heldMs).toBeLessThan(1960);
+    expect(fast.verdict.violations.map((v) => v.kind)).toEqual(['lease-cut-short']);
+    const inModel = await handover(15_000, 'in-model');
+    expect(inModel.heldMs).toBeGreaterThanOrEqual(1960);
+    expect(inModel.verdict.violations).toEqual([]);
   });
 
   it('disk: a 200 ms fsync delay on every node slows each commit by at least that', async () => {
@@ -186,5 +166,57 @@ describe('node test faults (LEASEHOLD_TEST_FAULTS) on a 3-node cluster', () => {
     });
     expect(c.pid(f)).toBe(pid);
     c.faults(f).clear();
+  });
+
+  // Last: once a +1 h leader has stamped the log, log time stays an hour ahead, and a leader with a true
+  // clock cannot advance it (leases granted under one then do not lapse) — see the report on issue 12.
+  it('clock: a +1 h wall offset moves a restarted node\'s stamps; as leader it still holds a lease a full ttl; a live wall jump changes nothing', async () => {
+    const l0 = await leader();
+    const f = followerOf(l0);
+    // A wall jump on a running node reaches its stamps only through a restart (a new anchor), as with NTP.
+    c.faults(f).setClock({ offsetMs: HOUR_MS });
+    const live = await waitFor('f applies the offset', () => {
+      const s = c.faults(f).state();
+      return s && s.applied.clock?.offsetMs === HOUR_MS ? s : null;
+    });
+    expect(Math.abs(live.wallMs - live.trueMs - HOUR_MS)).toBeLessThan(50);
+    expect(Math.abs(live.nowMs - live.trueMs)).toBeLessThan(50);
+    await c.kill(f);
+    c.start(f);
+    const skewed = await stateOf(f, () => true);
+    expect(Math.abs(skewed.nowMs - skewed.trueMs - HOUR_MS)).toBeLessThan(1000);
+    await c.waitForLeader(c.ids);
+
+    const ttlMs = 3000;
+    const sentMs = trueNowMs();
+    const a = await acquire(l0, 'jump', 'holder', ttlMs);
+    expect(a.acquired).toBe(true);
+    // Stamped by l0 (true clock): its deadline is about send + ttl.
+    expect(Math.abs(Number(a.expires_at_ms) - (sentMs + ttlMs))).toBeLessThan(1000);
+    await transferTo(f);
+    await waitFor('f leads', async () => (await c.waitForLeader(c.ids)).leader === f);
+    // The +1 h leader carries the lease into its term from its OWN now: its deadline is an hour "later".
+    const g = await c.raw<GetResponse>(f, 'Get', { key: 'jump' });
+    expect(g.held).toBe(true);
+    expect(Number(g.expires_at_ms) - trueNowMs()).toBeGreaterThan(HOUR_MS - 1000);
+    // A live wall jump back by an hour on the leader: its stamps (monotonic) do not move.
+    c.faults(f).setClock({ offsetMs: 0 });
+    const jumped = await waitFor('f applies the jump back', () => {
+      const s = c.faults(f).state();
+      return s && s.applied.clock?.offsetMs === 0 ? s : null;
+    });
+    expect(Math.abs(jumped.wallMs - jumped.trueMs)).toBeLessThan(50);
+    expect(Math.abs(jumped.nowMs - jumped.trueMs - HOUR_MS)).toBeLessThan(1000);
+    // The lease is not freed before ttl of true time after the acquire was sent, and is freed after.
+    const freedAtMs = await waitFor(
+      'the lease to end',
+      async () => {
+        const r = await acquire(f, 'jump', 'second', ttlMs);
+        return r.acquired ? trueNowMs() : null;
+      },
+      4 * ttlMs,
+      50,
+    );
+    expect(freedAtMs - sentMs).toBeGreaterThanOrEqual(ttlMs);
   });
 });

@@ -90,7 +90,7 @@ export function renderTimeline(input: TimelineInput): string {
   const spanMs = Math.max(1, input.endMs - input.startMs);
   const L: Layout = { left: LEFT, width: PLOT_WIDTH, x: (ms) => LEFT + (Math.min(Math.max(ms, input.startMs), input.endMs) - input.startMs) * (PLOT_WIDTH / spanMs) };
   const parts: string[] = [];
-  let y = 48; // room above the plot for the violation markers and the axis
+  let y = 82; // room above the plot for the violation markers (up to three staggered rows) and the axis
 
   // --- nemesis lane(s): greedy stacking of overlapping faults into rows
   const faults = [...input.faults].sort((a, b) => a.startMs - b.startMs);
@@ -179,12 +179,24 @@ export function renderTimeline(input: TimelineInput): string {
   // --- violations on top
   const byIndex = new Map(input.history.map((o) => [o.index, o]));
   const front: string[] = [];
-  input.violations.forEach((v, i) => {
+  const markers = input.violations.map((v, i) => {
     const at = Math.max(...v.ops.map((ix) => byIndex.get(ix)).filter((o): o is Op => o !== undefined).map((o) => o.completeMs ?? o.invokeMs), -Infinity);
-    const x = Number.isFinite(at) ? L.x(at) : LEFT + PLOT_WIDTH;
+    return { v, i, x: Number.isFinite(at) ? L.x(at) : LEFT + PLOT_WIDTH };
+  });
+  // Markers closer than a circle's width stagger upwards (three rows, then they may touch).
+  const rowLastX = [-Infinity, -Infinity, -Infinity];
+  const rowOf = new Map<number, number>();
+  for (const m of [...markers].sort((a, b) => a.x - b.x)) {
+    let r = rowLastX.findIndex((last) => m.x - last >= 18);
+    if (r < 0) r = rowLastX.indexOf(Math.min(...rowLastX));
+    rowLastX[r] = m.x;
+    rowOf.set(m.i, r);
+  }
+  markers.forEach(({ v, i, x }) => {
+    const cy = nemesisTop - 32 - rowOf.get(i)! * 17;
     front.push(
-      `<g class="violation" data-kind="${esc(v.kind)}"><line x1="${num(x)}" x2="${num(x)}" y1="${nemesisTop}" y2="${plotBottom}" stroke="#d10000" stroke-width="2"/>` +
-        `<circle cx="${num(x)}" cy="${nemesisTop - 32}" r="8" fill="#d10000"/><text x="${num(x)}" y="${nemesisTop - 28}" text-anchor="middle" class="vnum">${i + 1}</text>` +
+      `<g class="violation" data-kind="${esc(v.kind)}"><line x1="${num(x)}" x2="${num(x)}" y1="${cy + 8}" y2="${plotBottom}" stroke="#d10000" stroke-width="2"/>` +
+        `<circle cx="${num(x)}" cy="${cy}" r="8" fill="#d10000"/><text x="${num(x)}" y="${cy + 4}" text-anchor="middle" class="vnum">${i + 1}</text>` +
         `<title>${esc(`#${i + 1} [${v.kind}] ${v.message}`)}</title></g>`,
     );
   });
