@@ -1,23 +1,28 @@
 // Jepsen-style chaos run against a real cluster (DESIGN "Jepsen / Porcupine").
 //
-//   npm run build && npm run build:test && node build/scripts/chaos.js --duration 60 --seed 1 [--nodes 5] [--workers 4]
+//   npm run chaos -- --nodes 3 --duration 60 --faults all --seed 1 --out DIR      (builds first)
+//   node build/scripts/chaos.js ...                                                (already built)
 //
-// Starts an N-node cluster of real `leasehold serve` processes (temp dir, free ports), gives every client
+// Starts an N-node cluster of real `leasehold serve` processes (temp dir, free ports), every node-to-node
+// link through a proxy of its own (test/lin/peer-net.ts, nodes[].peerDialOverrides), gives every client
 // worker its own LockClient behind its own fault proxies (one per node), and runs the workload
 // (test/lin/workload.ts) against a seeded nemesis (test/lin/nemesis.ts: kill -9, SIGSTOP, client-side
-// partitions, held and delayed traffic) for --duration seconds. Then it heals everything, lets the workers
-// finish, and checks:
+// partitions, partitions between nodes, membership changes) for --duration seconds. After each fault it
+// measures every live node's recovery; while a node-network fault lasts it reads through every node. Then
+// it heals everything, lets the workers finish, and checks:
 //   - the recorded history (test/lin/checker.ts): tokens, fencing, mutual exclusion of holder windows,
 //     renew/release by the current holder only, and WGL linearizability per key;
 //   - the resource's own commit log (never a lower token after a higher one);
-//   - the cluster: one leader; every node's commit and applied index converge; a Get through every node
-//     agrees; every lease lapses once the clients are gone.
+//   - the cluster, as its FINAL membership: one leader; every member's commit and applied index converge;
+//     a Get through every member agrees; every lease lapses once the clients are gone.
 // Prints a summary and exits 0 only if all of that holds and operations actually succeeded.
 //
 // The seed fixes the schedule of faults and every client decision; the interleaving with real processes and
 // timers does not replay exactly. Every process is killed by PID and the temp dir removed on the way out,
 // also on SIGINT/SIGTERM and on a hard timeout. With --out DIR (or on any violation) the history, the
-// fault log and the node logs are kept in DIR (default: a fresh leasehold-chaos-* dir under the OS temp dir).
+// fault log (faults.json), the per-fault summary (summary.json), the timeline page (timeline.html,
+// test/lin/timeline.ts) and the node logs are kept in DIR (default:
+// a fresh leasehold-chaos-* dir under the OS temp dir). A failing run prints the command that replays its seed.
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -28,7 +33,13 @@ import { TestCluster, waitFor } from '../test/integration/harness.js';
 import { AuditedFencedStore } from '../test/lin/audited-store.js';
 import { checkHistory, formatVerdict, type Verdict } from '../test/lin/checker.js';
 import { historyFromJsonl, historyToJsonl, HistoryRecorder } from '../test/lin/history.js';
-import { FAULT_KINDS, Nemesis, type FaultKind } from '../test/lin/nemesis.js';
+import { formatSummary, summarizeRun } from '../test/lin/chaos-summary.js';
+import { MembershipNemesis } from '../test/lin/membership-nemesis.js';
+import { NodePorts } from '../test/lin/node-ports.js';
+import { FAULT_GROUPS, Nemesis, parseFaults, type FaultKind } from '../test/lin/nemesis.js';
+import { PeerNet } from '../test/lin/peer-net.js';
+import { renderTimeline } from '../test/lin/timeline.js';
+import { Prober } from '../test/lin/probe.js';
 import { ChaosWorker, sleep } from '../test/lin/workload.js';
 import { SimRng } from '../test/sim/rng.js';
 import type { GetResponse } from '../src/transport/proto.js';
@@ -41,6 +52,8 @@ interface Args {
   keys: number;
   ttlsMs: number[];
   faults: FaultKind[];
+  faultsSpec: string;
+  spares: number;
   out: string | null;
   wglBudgetMs: number;
   check: string | null;
@@ -56,7 +69,8 @@ function parse(): Args {
       workers: { type: 'string', default: '4' },
       keys: { type: 'string', default: '3' },
       ttl: { type: 'string', default: '900,1500,2500' },
-      faults: { type: 'string', default: FAULT_KINDS.join(',') },
+      faults: { type: 'string', default: 'all' },
+      spares: { type: 'string' },
       out: { type: 'string' },
       'wgl-budget': { type: 'string', default: '30000' },
       check: { type: 'string' },
@@ -68,10 +82,11 @@ function parse(): Args {
     console.log(
       [
         'usage: node build/scripts/chaos.js [--duration S] [--seed N] [--nodes 3|5] [--workers N] [--keys N]',
-        '                                  [--ttl ms,ms,...] [--faults kind,...|none] [--wait-chance F]',
-        '                                  [--out DIR] [--wgl-budget MS]',
+        '                                  [--ttl ms,ms,...] [--faults all|group|kind,...|none] [--wait-chance F]',
+        '                                  [--spares N] [--out DIR] [--wgl-budget MS]',
         '       node build/scripts/chaos.js --check DIR     re-check the history.jsonl (and audit.json) kept in DIR',
-        `fault kinds: ${FAULT_KINDS.join(', ')}`,
+        ...Object.entries(FAULT_GROUPS).map(([g, kinds]) => `fault group ${g.padEnd(10)} ${kinds.join(', ')}`),
+        '--spares: ids kept for the membership nemesis (each add takes a fresh one); default 4 + duration/40 with membership faults, else 0',
         'exit status: 0 clean, 1 violation / no progress / no convergence, 2 usage, 3 hard timeout',
       ].join('\n'),
     );
@@ -87,16 +102,24 @@ function parse(): Args {
     if (!Number.isFinite(n) || n < 0 || n > 1) usage(`--${name} must be a number in [0, 1] (got ${v})`);
     return n;
   };
-  const faults = values.faults === 'none' ? [] : values.faults!.split(',').map((s) => s.trim());
-  for (const f of faults) if (!(FAULT_KINDS as readonly string[]).includes(f)) usage(`--faults: unknown kind "${f}" (known: ${FAULT_KINDS.join(', ')})`);
+  let faults: FaultKind[] = [];
+  try {
+    faults = parseFaults(values.faults!);
+  } catch (err) {
+    usage(`--faults: ${(err as Error).message}`);
+  }
+  const durationS = int('duration', values.duration, 1);
+  const membership = faults.some((f) => (FAULT_GROUPS.membership as readonly string[]).includes(f));
   return {
-    durationS: int('duration', values.duration, 1),
+    durationS,
     seed: values.seed === undefined ? Math.floor(Math.random() * 1_000_000) : int('seed', values.seed, 0),
     nodes: int('nodes', values.nodes, 1),
     workers: int('workers', values.workers, 1),
     keys: int('keys', values.keys, 1),
     ttlsMs: values.ttl!.split(',').map((s) => int('ttl', s, 100)),
-    faults: faults as FaultKind[],
+    faults,
+    faultsSpec: values.faults!,
+    spares: values.spares !== undefined ? int('spares', values.spares, 0) : membership ? 4 + Math.ceil(durationS / 40) : 0,
     out: values.out ?? null,
     wglBudgetMs: int('wgl-budget', values['wgl-budget'], 100),
     check: values.check ?? null,
@@ -115,11 +138,13 @@ const log = (msg: string) => console.log(`[chaos +${((performance.now() - t0) / 
 interface RunState {
   cluster: TestCluster | null;
   proxies: FaultProxy[];
+  net: PeerNet | null;
+  ports: NodePorts | null;
   workers: ChaosWorker[];
   store: AuditedFencedStore | null;
   cleaned: boolean;
 }
-const state: RunState = { cluster: null, proxies: [], workers: [], store: null, cleaned: false };
+const state: RunState = { cluster: null, proxies: [], net: null, ports: null, workers: [], store: null, cleaned: false };
 
 /** Kill every node by PID, close proxies and clients, remove the temp dir. Idempotent. */
 async function cleanup(): Promise<void> {
@@ -127,6 +152,8 @@ async function cleanup(): Promise<void> {
   state.cleaned = true;
   for (const w of state.workers) w.close();
   await Promise.all(state.proxies.map((p) => p.close().catch(() => undefined)));
+  await state.net?.close();
+  await state.ports?.close();
   try {
     state.store?.close();
   } catch {
@@ -192,12 +219,24 @@ async function main(): Promise<number> {
     void cleanup().finally(() => process.exit(3));
   }, hardTimeoutMs);
 
-  log(`seed ${args.seed}, ${args.nodes} nodes, ${args.workers} workers, keys ${args.keys}, ttl ${args.ttlsMs.join('/')} ms, wait chance ${args.waitChance}, ${args.durationS} s, faults: ${args.faults.join(',') || 'none'}`);
-  const cluster = await TestCluster.create({ size: args.nodes });
+  log(`seed ${args.seed}, ${args.nodes} nodes (+${args.spares} spare ids), ${args.workers} workers, keys ${args.keys}, ttl ${args.ttlsMs.join('/')} ms, wait chance ${args.waitChance}, ${args.durationS} s, faults: ${args.faults.join(',') || 'none'}`);
+  // The peer links first: the cluster's config tells each node to dial its peers through them.
+  const allIds = Array.from({ length: args.nodes + args.spares }, (_, i) => `n${i + 1}`);
+  const net = await PeerNet.create(allIds, SimRng.derive(args.seed, 'peer-net'));
+  state.net = net;
+  // Clock and disk faults need each node's test-fault file (LEASEHOLD_TEST_FAULTS); other runs go without it.
+  const nodeSide = args.faults.some((f) => [...FAULT_GROUPS.clock, ...FAULT_GROUPS.disk].includes(f as never));
+  const cluster = await TestCluster.create({ size: args.nodes, spare: args.spares, nodeYaml: (id) => net.overridesYaml(id), faultFiles: nodeSide });
+  if (cluster.ids.join() !== allIds.join()) throw new Error(`the harness named the nodes ${cluster.ids.join()}, expected ${allIds.join()}`);
+  net.pointAt((id) => cluster.endpoint(id));
   state.cluster = cluster;
+  // The spare ids' ports stay bound by placeholders until membership changes start those ids (node-ports.ts).
+  const ports = new NodePorts(cluster, log);
+  state.ports = ports;
+  await ports.holdSpares();
   cluster.startAll();
-  for (const id of cluster.ids) log(`node ${id} started pid ${cluster.procs.get(id)?.pid}`);
-  const first = await cluster.waitForLeader(cluster.ids, 30_000);
+  for (const id of cluster.bootstrapIds) log(`node ${id} started pid ${cluster.procs.get(id)?.pid}`);
+  const first = await cluster.waitForLeader(cluster.bootstrapIds, 30_000);
   log(`leader ${first.leader} (term ${first.term}); temp dir ${cluster.dir}`);
 
   const store = await AuditedFencedStore.open(join(cluster.dir, 'resource.sqlite'));
@@ -207,7 +246,7 @@ async function main(): Promise<number> {
   const proxies = new Map<string, Map<string, FaultProxy>>();
   for (let w = 0; w < args.workers; w++) {
     const byNode = new Map<string, FaultProxy>();
-    for (const id of cluster.ids) {
+    for (const id of cluster.bootstrapIds) {
       const p = await FaultProxy.start(cluster.endpoint(id));
       byNode.set(id, p);
       state.proxies.push(p);
@@ -228,11 +267,14 @@ async function main(): Promise<number> {
       }),
     );
   }
-  const nemesis = new Nemesis({ cluster, proxies, rng: SimRng.derive(args.seed, 'nemesis'), now: recorder.now, log, maxTtlMs: maxTtl, kinds: args.faults });
+  const membership = new MembershipNemesis(cluster, ports, log);
+  const prober = new Prober(cluster, recorder, keys);
+  const nemesis = new Nemesis({ cluster, proxies, net, membership, prober, rng: SimRng.derive(args.seed, 'nemesis'), now: recorder.now, log, maxTtlMs: maxTtl, kinds: args.faults, ...(nodeSide ? { nodeFaults: (id: string) => cluster.faults(id) } : {}) });
 
   // ---------------------------------------------------------------- the run
   const stopWorkers = new AbortController();
   const stopNemesis = new AbortController();
+  const runStartMs = recorder.now();
   const runs = state.workers.map((w) => w.run(stopWorkers.signal));
   const nemesisRun = args.faults.length ? nemesis.run(stopNemesis.signal) : Promise.resolve();
   const progress = setInterval(() => log(`progress: ${summarizeOps(recorder.ops.length ? checkCounts(recorder) : {})}`), 10_000);
@@ -248,8 +290,12 @@ async function main(): Promise<number> {
   const pending = recorder.closePending();
   for (const w of state.workers) w.close();
 
-  // ---------------------------------------------------------------- the cluster after healing
-  const clusterCheck = await checkCluster(cluster, keys, recorder, maxTtl);
+  const runEndMs = recorder.now();
+
+  // ---------------------------------------------------------------- the cluster after healing, as its final membership
+  await membership.refresh();
+  log(`final membership: ${membership.members.join(',')}`);
+  const clusterCheck = await checkCluster(cluster, membership.members, keys, recorder, maxTtl);
 
   // ---------------------------------------------------------------- the history
   const checkStarted = performance.now();
@@ -261,11 +307,15 @@ async function main(): Promise<number> {
   const writesOk = verdict.counts['write']?.ok ?? 0;
   const problems = [...clusterCheck.problems, ...resourceProblems, ...unexpected.map((u) => `unexpected client error: ${u}`)];
   if (acquiredOk === 0 || writesOk === 0) problems.push(`no progress: ${acquiredOk} acquires and ${writesOk} fenced writes succeeded`);
+  const notRecovered = nemesis.faults.filter((f) => Object.values(f.recoveryMs ?? {}).some((ms) => ms === null));
+  for (const f of notRecovered) problems.push(`after ${f.kind} (${f.targets.join(',')}) healed, ${Object.entries(f.recoveryMs!).filter(([, ms]) => ms === null).map(([id]) => id).join(',')} did not serve a Get within the recovery timeout`);
   const clean = verdict.valid && problems.length === 0;
 
   // ---------------------------------------------------------------- summary
   const faultCounts: Record<string, number> = {};
   for (const f of nemesis.faults) faultCounts[f.kind] = (faultCounts[f.kind] ?? 0) + 1;
+  const summary = summarizeRun(nemesis.faults, recorder.ops, runEndMs);
+  const probes = recorder.ops.filter((o) => o.via === 'probe').length;
   const zombie = recorder.ops.filter((o) => o.type === 'write' && o.via === 'zombie');
   const maxToken = recorder.ops.reduce((m, o) => (o.type === 'acquire' && o.outcome === 'ok' && o.token! > m ? o.token! : m), 0n);
   const lines = [
@@ -274,12 +324,15 @@ async function main(): Promise<number> {
     `operations: ${recorder.ops.length} (${pending} still pending at the end, recorded as unknown)`,
     ...Object.entries(verdict.counts).map(([type, c]) => `  ${type.padEnd(8)} ok ${String(c.ok).padStart(6)}  fail ${String(c.fail).padStart(6)}  info ${String(c.info).padStart(6)}`),
     `  zombie writes: ${zombie.length} (accepted ${zombie.filter((o) => o.outcome === 'ok').length}, rejected ${zombie.filter((o) => o.outcome === 'fail').length}); highest token ${maxToken}`,
-    `faults injected: ${nemesis.faults.length} ${JSON.stringify(faultCounts)}`,
+    `faults injected: ${nemesis.faults.length} ${JSON.stringify(faultCounts)}; ${probes} probe Gets through single nodes; peer links ${JSON.stringify(net.stats())}`,
+    `final membership: ${membership.members.join(',')}`,
+    formatSummary(summary),
     `cluster after heal: applied ${JSON.stringify(clusterCheck.applied)}; final Gets ${JSON.stringify(clusterCheck.finalGets)}`,
     formatVerdict(verdict),
     `  (checked in ${(checkMs / 1000).toFixed(1)} s; ${store.audit.length} writes in the resource's commit log)`,
     ...problems.map((p) => `PROBLEM: ${p}`),
     `RESULT: ${clean ? 'CLEAN' : 'VIOLATIONS FOUND'}`,
+    ...(clean ? [] : [`replay this seed: ${replayCommand(args)}`]),
   ];
   console.log(lines.join('\n'));
 
@@ -288,6 +341,18 @@ async function main(): Promise<number> {
     mkdirSync(keep, { recursive: true });
     writeFileSync(join(keep, 'history.jsonl'), historyToJsonl(recorder.ops));
     writeFileSync(join(keep, 'faults.json'), JSON.stringify(nemesis.faults, null, 2));
+    writeFileSync(join(keep, 'summary.json'), JSON.stringify({ seed: args.seed, command: replayCommand(args), clean, ops: recorder.ops.length, faultsTotal: nemesis.faults.length, finalMembers: membership.members, ...summary }, null, 2));
+    writeFileSync(
+      join(keep, 'timeline.html'),
+      renderTimeline({
+        history: recorder.ops,
+        faults: nemesis.faults,
+        violations: verdict.violations,
+        startMs: runStartMs,
+        endMs: recorder.now(),
+        title: `leasehold chaos: seed ${args.seed}, ${args.nodes} nodes, ${args.durationS} s, faults ${args.faultsSpec} — ${clean ? 'CLEAN' : 'VIOLATIONS FOUND'}`,
+      }),
+    );
     writeFileSync(join(keep, 'verdict.json'), JSON.stringify({ verdict, problems }, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2));
     writeFileSync(join(keep, 'audit.json'), JSON.stringify(store.audit, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
     for (const id of cluster.ids) {
@@ -304,14 +369,24 @@ async function main(): Promise<number> {
     faults: faultCounts,
     faultsTotal: nemesis.faults.length,
     windows: verdict.windows,
+    leasesChecked: verdict.leasesChecked,
+    peerLinks: net.stats(),
     violations: verdict.violations.map((v) => ({ kind: v.kind, key: v.key, message: v.message })),
     linearizability: verdict.linearizability,
     problems,
+    summary: summary.byKind,
+    finalMembers: membership.members,
+    replay: replayCommand(args),
     artifacts: keep,
   };
   console.log(`CHAOS_RESULT ${JSON.stringify(result)}`);
   clearTimeout(hard);
   return clean ? 0 : 1;
+}
+
+/** The command that runs this configuration again with the same seed. */
+function replayCommand(a: Args): string {
+  return `npm run chaos -- --seed ${a.seed} --nodes ${a.nodes} --duration ${a.durationS} --faults ${a.faultsSpec} --workers ${a.workers} --keys ${a.keys} --ttl ${a.ttlsMs.join(',')} --wait-chance ${a.waitChance} --spares ${a.spares} --out DIR`;
 }
 
 function checkCounts(recorder: HistoryRecorder): Verdict['counts'] {
@@ -334,11 +409,11 @@ function summarizeOps(counts: Verdict['counts']): string {
  * every node; a Get through each node (forwarded to the leader) gives the same answer. The final Gets go
  * into the history too, so the checker holds them to the same rules.
  */
-async function checkCluster(cluster: TestCluster, keys: string[], recorder: HistoryRecorder, maxTtlMs: number): Promise<ClusterCheck> {
+async function checkCluster(cluster: TestCluster, members: string[], keys: string[], recorder: HistoryRecorder, maxTtlMs: number): Promise<ClusterCheck> {
   const problems: string[] = [];
   const out: ClusterCheck = { problems, applied: {}, finalGets: {} };
   try {
-    const { leader, term } = await cluster.waitForLeader(cluster.ids, 30_000);
+    const { leader, term } = await cluster.waitForLeader(members, 30_000);
     log(`after heal: leader ${leader}, term ${term}`);
   } catch (err) {
     problems.push(`no leader agreed by every node after healing: ${(err as Error).message}`);
@@ -349,7 +424,7 @@ async function checkCluster(cluster: TestCluster, keys: string[], recorder: Hist
   const free = await waitFor(
     'every lease to lapse',
     async () => {
-      const gets = await Promise.all(keys.map((k) => cluster.raw<GetResponse>(cluster.ids[0]!, 'Get', { key: k }, 2000)));
+      const gets = await Promise.all(keys.map((k) => cluster.raw<GetResponse>(members[0]!, 'Get', { key: k }, 2000)));
       return gets.every((g) => !g.held) ? gets : null;
     },
     maxTtlMs * 4 + 10_000,
@@ -364,7 +439,7 @@ async function checkCluster(cluster: TestCluster, keys: string[], recorder: Hist
   const converged = await waitFor(
     'commit and applied indexes to converge',
     async () => {
-      const sts = await Promise.all(cluster.ids.map((id) => cluster.status(id, 1000)));
+      const sts = await Promise.all(members.map((id) => cluster.status(id, 1000)));
       const indexes = new Set(sts.flatMap((s) => [s.commit_index, s.applied_index]));
       return indexes.size === 1 ? sts : null;
     },
@@ -374,14 +449,14 @@ async function checkCluster(cluster: TestCluster, keys: string[], recorder: Hist
     problems.push(`indexes did not converge: ${err.message}`);
     return null;
   });
-  const sts = converged ?? (await Promise.all(cluster.ids.map((id) => cluster.status(id, 1000).catch(() => null))));
-  for (const [i, s] of sts.entries()) out.applied[cluster.ids[i]!] = s ? `${s.commit_index}/${s.applied_index}` : 'unreachable';
+  const sts = converged ?? (await Promise.all(members.map((id) => cluster.status(id, 1000).catch(() => null))));
+  for (const [i, s] of sts.entries()) out.applied[members[i]!] = s ? `${s.commit_index}/${s.applied_index}` : 'unreachable';
   if (converged) log(`indexes converged at ${converged[0]!.applied_index}`);
 
   // Get through every node: the answers must agree (and join the history).
   for (const key of keys) {
     const answers: string[] = [];
-    for (const id of cluster.ids) {
+    for (const id of members) {
       const p = recorder.invoke({ process: `final@${id}`, type: 'get', key, via: 'final' });
       try {
         const g = await cluster.raw<GetResponse>(id, 'Get', { key }, 3000);

@@ -23,6 +23,12 @@ export interface NodeConfig {
   readonly metricsAddress?: string;
   /** host:port of a separate listener for the Raft peer service only; then `address` serves clients only. */
   readonly peerAddress?: string;
+  /** Member id -> host:port: THIS node dials that member there instead of the address it knows for it
+   *  (its Raft peer stream, client calls it forwards, the questions it asks peers). Node-local: the
+   *  replicated configuration keeps the advertised addresses, and Status still reports them. For a member
+   *  that serves Raft and clients on one `address` (no peerAddress) — e.g. a TCP proxy per link in the
+   *  chaos runs (scripts/chaos.ts), which cut, delay or drop one direction of one node-to-node link. */
+  readonly peerDialOverrides?: Readonly<Record<string, string>>;
 }
 
 export const CLIENT_AUTH_MODES = ['none', 'request', 'require'] as const;

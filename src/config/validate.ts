@@ -329,6 +329,7 @@ class Validator {
       };
       const listen = optionalAddress('listen', '0.0.0.0:7001');
       const metricsAddress = optionalAddress('metricsAddress', '127.0.0.1:9464');
+      const peerDialOverrides = this.dialOverrides(entry['peerDialOverrides'], [...path, 'peerDialOverrides'], id, peerAddress);
       if (id !== undefined && address !== undefined && resolvedDir !== undefined) {
         nodes.push(
           Object.freeze({
@@ -338,11 +339,40 @@ class Validator {
             ...(peerAddress !== undefined ? { peerAddress } : {}),
             ...(listen !== undefined ? { listen } : {}),
             ...(metricsAddress !== undefined ? { metricsAddress } : {}),
+            ...(peerDialOverrides !== undefined ? { peerDialOverrides } : {}),
           }),
         );
       }
     });
+    // One address serves a member's Raft and client traffic only without a peerAddress: an override for a
+    // member with a separate peer listener would send one of the two to the wrong port.
+    value.forEach((entry, i) => {
+      const overrides = isMapping(entry) && isMapping(entry['peerDialOverrides']) ? Object.keys(entry['peerDialOverrides']) : [];
+      for (const member of overrides) {
+        const target = nodes.find((n) => n.id === member);
+        if (target?.peerAddress !== undefined) this.report(['nodes', i, 'peerDialOverrides', member], `${member} has a separate peerAddress; peerDialOverrides is for members that serve Raft and clients on one address`);
+      }
+    });
     return nodes;
+  }
+
+  /** nodes[].peerDialOverrides: { memberId: host:port }, never this node itself. */
+  dialOverrides(value: unknown, path: readonly PathSegment[], selfId: string | undefined, selfPeerAddress: string | undefined): Readonly<Record<string, string>> | undefined {
+    if (value === undefined || value === null) return undefined;
+    if (!isMapping(value)) {
+      this.report(path, `expected a mapping { memberId: host:port }, got ${describe(value)}`);
+      return undefined;
+    }
+    if (selfPeerAddress !== undefined) this.report(path, 'not together with peerAddress: the overrides assume one address per member for Raft and clients');
+    const out: Record<string, string> = {};
+    for (const [member, address] of Object.entries(value)) {
+      if (!NODE_ID.test(member)) this.report([...path, member], `${JSON.stringify(member)} is not a valid node id`);
+      else if (member === selfId) this.report([...path, member], 'a node does not dial itself');
+      const parsed = typeof address === 'string' ? parseAddress(address) : `expected host:port, e.g. 127.0.0.1:7101; got ${describe(address)}`;
+      if (typeof parsed === 'string') this.report([...path, member], parsed);
+      else out[member] = address as string;
+    }
+    return Object.freeze(out);
   }
 
   /** `tls:` — absent or null means plaintext; when given, cert, key and ca are required paths. */

@@ -46,6 +46,8 @@ export interface ClientApiOptions {
   /** Node id -> client address, for forwarding to the leader (kept current by the runtime as the
    *  membership changes). */
   members: Map<string, string>;
+  /** nodes[].peerDialOverrides: forward to these members here instead (the leader hint keeps `members`). */
+  dialOverrides?: ReadonlyMap<string, string>;
   /** leasehold.v1.Cluster (cluster-api.ts). */
   cluster: ClusterApi;
   defaultTimeoutMs: number;
@@ -246,7 +248,7 @@ export class ClientApi {
       });
       return;
     }
-    const address = this.opts.members.get(leaderId);
+    const address = this.opts.dialOverrides?.get(leaderId) ?? this.opts.members.get(leaderId);
     if (!address) {
       cb(statusError(grpc.status.UNAVAILABLE, `the leader ${leaderId} has no known client address; retry`));
       return;

@@ -9,6 +9,7 @@ import { RaftNode } from '../raft/node.js';
 import { realEnv, type NodeEnv } from '../raft/env.js';
 import type { LockResult } from '../lock/types.js';
 import { LevelStorage } from '../raft/storage/leveldb.js';
+import type { RaftStorage } from '../raft/storage/types.js';
 import { PeerTransport } from '../transport/grpc.js';
 import { PeerAuthenticator } from '../transport/peer-auth.js';
 import { RaftClient, packageDefinition } from '../transport/proto.js';
@@ -59,10 +60,15 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   const logger = options.logger ?? createNodeLogger(config.log);
   // One env for the driver and the lock service: realEnv()'s clock is monotonic (see env.ts), so an NTP
   // step while we lead cannot make leases look older or younger than they are.
-  const env = options.env ?? realEnv();
+  // Test faults (clock and disk) only when the env var names a fault file; the module is not even loaded
+  // otherwise. Its clock replaces realEnv() unless the caller passed its own env.
+  const faultFile = process.env['LEASEHOLD_TEST_FAULTS'];
+  const testFaults = faultFile ? (await import('./test-faults/switch.js')).startTestFaults(faultFile, logger) : null;
+  const env = options.env ?? testFaults?.env ?? realEnv();
 
   const dataDir = options.dataDir ?? self.dataDir;
-  const storage = await openStorage(dataDir, id);
+  const levelStorage = await openStorage(dataDir, id);
+  const storage: RaftStorage = testFaults ? testFaults.wrapStorage(levelStorage) : levelStorage;
   const fsm = new LockFsm({ dedupWindowMs: config.lock.dedupWindowMs });
   // Client addresses for forwarding; peers' addresses come from the configuration in the log once it is
   // known (updated on every 'conf' event below). The file's list only seeds the first boot.
@@ -71,6 +77,10 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   // Peer addresses from the file (a node's peerAddress when it has one): they seed the first boot; from
   // then on the configuration in the log says who the peers are and where (every 'conf' event below).
   const fileAddress = new Map(config.nodes.map((n: NodeConfig) => [n.id, n.peerAddress ?? n.address]));
+  // nodes[].peerDialOverrides of this node: where it dials those members instead (never what it advertises).
+  const dialOverrides = new Map(Object.entries(self.peerDialOverrides ?? {}));
+  const dialAddressOf = (member: string): string | undefined => dialOverrides.get(member) ?? members.get(member);
+  if (dialOverrides.size) logger.warn({ nodeId: id, peerDialOverrides: Object.fromEntries(dialOverrides) }, 'peerDialOverrides: this node dials these members at these addresses instead of their advertised ones');
   // Who is a member, for peer authentication (TLS) and owner binding: the live Raft configuration (and the
   // leader we follow, which may be on its way out); before a joining node knows one, the nodes it was told of.
   const isMember = (memberId: string): boolean => {
@@ -90,7 +100,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       // lead, and our log cannot list it until we hear from it). Only a member of our own cluster's
       // configuration vouches; a removed node or a stranger stays refused.
       const conf = node?.configuration();
-      const asked = [...(conf ? [...conf.voters, ...conf.learners] : [])].filter((m) => m !== id).map((m) => members.get(m)).filter((a): a is string => a !== undefined);
+      const asked = [...(conf ? [...conf.voters, ...conf.learners] : [])].filter((m) => m !== id).map(dialAddressOf).filter((a): a is string => a !== undefined);
       void askPeers(asked, dialCredentials, ASK_PEERS_TIMEOUT_MS).then((answers) => {
         const ours = node?.configuration()?.clusterId ?? '';
         const vouched = answers.find((a) => (ours === '' || a.status.cluster_id === ours) && a.status.members.some((m) => m.id === from));
@@ -110,6 +120,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     maxMessageBytes: config.limits.maxMessageBytes,
     logger,
     traceMessages: logger.isLevelEnabled('debug'),
+    dialOverrides,
     ...(tlsMaterial ? { credentials: nodeChannelCredentials(tlsMaterial), authenticator: new PeerAuthenticator({ isMember, logger, selfId: id }) } : {}),
   });
 
@@ -139,7 +150,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   // varints or replaced UTF-8 in a Raft message either).
   peerServer.addService(strictRequestDeserializers(RaftClient.service, descriptorRegistry(packageDefinition)), transport.handlers((m: Message) => node?.receive(m)));
 
-  const others = config.nodes.filter((n) => n.id !== id).map((n) => n.address);
+  const others = config.nodes.filter((n) => n.id !== id).map((n) => dialOverrides.get(n.id) ?? n.address);
   const electionTimeoutMs = config.raft.tickMs * config.raft.electionTicks;
   node = await RaftNode.start({
     id,
@@ -275,6 +286,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       maxWaitMs: config.lock.maxWaitMs,
     },
     members,
+    dialOverrides,
     defaultTimeoutMs: 5000,
     logger,
     ...(tlsMaterial ? { forwardCredentials: nodeChannelCredentials(tlsMaterial) } : {}),
@@ -350,6 +362,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
         });
       await Promise.all([stopServer(server), ...(peerServer !== server ? [stopServer(peerServer)] : [])]);
       await storage.close();
+      testFaults?.stop();
       logger.info({ nodeId: id }, 'leasehold node stopped');
     })();
     return stopping;

@@ -36,6 +36,8 @@ export interface PeerTransportOptions {
   credentials?: grpc.ChannelCredentials;
   /** TLS: judges every incoming stream by its client certificate, and each message's `from`. */
   authenticator?: PeerAuthenticator;
+  /** nodes[].peerDialOverrides: dial these members here instead of the address setPeers() gives. */
+  dialOverrides?: ReadonlyMap<NodeId, string>;
 }
 
 /** Serves one lock call a follower forwarded to us (the client API behind it); resolves with the answer. */
@@ -235,8 +237,10 @@ export class PeerTransport implements PeerSender {
 
   /** The peer addresses to dial: links to new ids open, links to ids no longer listed close, and a
    *  changed address gets a new link. */
-  setPeers(peers: Map<NodeId, string>): void {
+  setPeers(advertised: Map<NodeId, string>): void {
     if (this.closed) return;
+    const overrides = this.opts.dialOverrides;
+    const peers = overrides?.size ? new Map([...advertised].map(([id, address]) => [id, overrides.get(id) ?? address])) : advertised;
     for (const [id, link] of this.links) {
       if (peers.get(id) !== link.address) {
         link.close();

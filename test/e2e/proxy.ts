@@ -12,6 +12,10 @@
 //                   the answer is lost — the client sees UNAVAILABLE and cannot know the outcome. The mode
 //                   arms per connection when a request (HEADERS frame) goes up, so the HTTP/2 handshake of
 //                   a fresh connection still completes.
+// Loss (`resetChance`, any mode but block): each chunk forwarded in pass mode kills its connection with that
+// probability (TCP RST both ways) instead of being delivered. A byte stream cannot lose a chunk and stay valid
+// HTTP/2, so a lossy link here is one that keeps dropping connections: what is in flight is lost, and the
+// peers reconnect and retransmit (the chaos run's lossy peer links).
 //
 // Determinism of "drop the response of THIS call": gRPC multiplexes every call of a channel over one HTTP/2
 // connection, and HPACK header compression makes frames of one stream undroppable without corrupting the
@@ -155,8 +159,12 @@ export class FaultProxy {
   private readonly conns = new Set<Connection>();
   /** Delay (ms) added to each direction in pass mode. */
   delay = { up: 0, down: 0 };
+  /** Probability that a forwarded chunk resets its connection instead (see the header); 0 = no loss. */
+  resetChance = 0;
+  /** Where the loss draws come from (a seeded stream in chaos runs). */
+  random: () => number = Math.random;
   /** requestsUp: gRPC calls (request HEADERS frames) written on to the server — after any delay or hold. */
-  readonly stats = { connections: 0, droppedResponses: 0, swallowedChunks: 0, requestsUp: 0 };
+  readonly stats = { connections: 0, droppedResponses: 0, swallowedChunks: 0, requestsUp: 0, lossResets: 0 };
 
   private constructor(
     private readonly server: Server,
@@ -254,6 +262,7 @@ export class FaultProxy {
       // Arm on a request, not on the connection: the HTTP/2 handshake (SETTINGS both ways) must get through,
       // or the client never sends the call at all.
       if (this.modeValue === 'drop-responses' && headers > 0) conn.dropArmed = true;
+      if (this.lost()) return this.reset(conn);
       conn.up.push(data, headers);
     });
     server.on('data', (data: Buffer) => {
@@ -278,8 +287,15 @@ export class FaultProxy {
         this.stats.swallowedChunks++;
         return;
       }
+      if (this.lost()) return this.reset(conn);
       conn.down.push(data);
     });
+  }
+
+  private lost(): boolean {
+    const lost = this.resetChance > 0 && this.random() < this.resetChance;
+    if (lost) this.stats.lossResets++;
+    return lost;
   }
 
   private reset(c: Connection): void {

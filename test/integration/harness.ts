@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { EndpointPool, RpcError } from '../../src/client/rpc.js';
 import type { StatusResponse } from '../../src/transport/proto.js';
+import { NodeFaultControl, clusterFaultFile } from '../lin/node-faults.js';
 
 export const MAIN_JS = resolve('dist/src/cli/main.js');
 
@@ -58,6 +59,8 @@ export interface ClusterOptions {
   credentials?: grpc.ChannelCredentials;
   /** Extra keys of each node's entry, e.g. `(id, i) => \`metricsAddress: 127.0.0.1:${port[i]}\`` (one line, no indent). */
   nodeYaml?: (id: string, i: number) => string;
+  /** Start every node with LEASEHOLD_TEST_FAULTS=<its fault file>; `faults(id)` controls it. */
+  faultFiles?: boolean;
 }
 
 export class TestCluster {
@@ -74,6 +77,8 @@ export class TestCluster {
   private logs = new Map<string, WriteStream>();
   /** Set once after create (ClusterOptions.nodeArgs). */
   nodeArgs: readonly string[] = [];
+  private faultFiles = false;
+  private faultControls = new Map<string, NodeFaultControl>();
 
   private constructor(
     dir: string,
@@ -111,6 +116,7 @@ export class TestCluster {
     const ports = await freePorts(opts.peerListeners ? 2 * total : total);
     const cluster = new TestCluster(dir, ids, ports.slice(0, total), opts.extraYaml ?? '', size, opts.peerListeners ? ports.slice(total) : [], opts.credentials, opts.nodeYaml, opts.electionTicks, opts.productRaftTiming);
     cluster.nodeArgs = opts.nodeArgs ?? [];
+    cluster.faultFiles = opts.faultFiles ?? false;
     return cluster;
   }
 
@@ -141,7 +147,8 @@ export class TestCluster {
     const log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
     this.logs.set(id, log);
     const args = opts.join ? ['serve', '--config', this.joinConfigPath, '--id', id, '--join'] : ['serve', '--config', this.configPath, '--id', id];
-    const child = spawn(process.execPath, [...this.nodeArgs, MAIN_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const env = this.faultFiles ? { ...process.env, LEASEHOLD_TEST_FAULTS: clusterFaultFile(this.dir, id) } : process.env;
+    const child = spawn(process.execPath, [...this.nodeArgs, MAIN_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
     child.stdout!.pipe(log, { end: false });
     child.stderr!.pipe(log, { end: false });
     this.procs.set(id, child);
@@ -149,6 +156,15 @@ export class TestCluster {
       if (this.procs.get(id) === child) this.procs.delete(id);
     });
     return child;
+  }
+
+  /** The test-fault switch of node `id` (the cluster must be created with faultFiles: true). */
+  faults(id: string): NodeFaultControl {
+    if (!this.faultFiles) throw new Error('faults(): create the cluster with { faultFiles: true }');
+    if (!this.ids.includes(id)) throw new Error(`faults(): no node ${id}`);
+    let c = this.faultControls.get(id);
+    if (!c) this.faultControls.set(id, (c = new NodeFaultControl(clusterFaultFile(this.dir, id))));
+    return c;
   }
 
   /** The bootstrap members (the spare ids excluded). */

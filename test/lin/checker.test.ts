@@ -250,3 +250,89 @@ describe('checker: broken histories fail', () => {
     expect(kinds(h)).toEqual(['linearizability', 'unknown-token']);
   });
 });
+
+describe('checker: lease-cut-short (no lease ended before its TTL by true time)', () => {
+  const TTL = 1000; // owed until send + 1000 - 20 (2 % margin)
+  const ttl = <T extends { ttlMs?: number }>(op: T, ttlMs = TTL): T => Object.assign(op, { ttlMs });
+  const check = (h: HistoryBuilder, leaseTtl = true) => checkHistory(h.ops, { leaseTtl });
+  const cutShort = (h: HistoryBuilder) => check(h).violations.filter((v) => v.kind === 'lease-cut-short');
+
+  /** A's renew is refused at 500 (the server expired it early), so its window closes; B is granted at 610. */
+  function cutByServerClock(): HistoryBuilder {
+    const h = new HistoryBuilder();
+    ttl(h.acquired('A', K, 5n, [0, 10], [10, 500]));
+    ttl(h.renew('A', K, 'A/5', 5n, [300, 500], 'fail', 'EXPIRED'));
+    ttl(h.acquired('B', K, 9n, [600, 610], [610, 700]));
+    return h;
+  }
+
+  it('a lease cut short by true time is caught, and only this rule catches it', () => {
+    const v = check(cutByServerClock());
+    expect(v.violations.map((x) => x.kind)).toEqual(['lease-cut-short']);
+    expect(v.violations[0]!.ops).toEqual([0, 1]); // the first sign: the refused renew, 480 ms early
+    expect(v.violations[0]!.message).toMatch(/480\.0 ms before/);
+    expect(v.leasesChecked).toBe(2);
+    // With the rule off, nothing else sees it: the windows do not overlap and every token is in order.
+    const off = check(cutByServerClock(), false);
+    expect(off.violations).toEqual([]);
+    expect(off.leasesChecked).toBe(0);
+  });
+
+  it('a second grant acknowledged inside the first lease is caught even when the holder never noticed', () => {
+    const h = new HistoryBuilder();
+    ttl(h.acquired('A', K, 5n, [0, 10], [10, 400])); // A stopped using it at 400 without releasing
+    ttl(h.acquired('B', K, 9n, [600, 700]));
+    expect(cutShort(h).map((v) => v.ops)).toEqual([[0, 1]]);
+  });
+
+  it('a Get that shows the key free inside the lease is caught; one concurrent with the grant is not', () => {
+    const h = new HistoryBuilder();
+    ttl(h.acquired('A', K, 5n, [0, 10], [10, 400]));
+    h.get('C', K, [5, 15], { held: false, last: 0n }); // may be ordered before the grant
+    expect(cutShort(h)).toEqual([]);
+    h.get('C', K, [500, 510], { held: false, last: 5n });
+    expect(cutShort(h).map((v) => v.ops)).toEqual([[0, 2]]);
+  });
+
+  it('a legitimate early release (acknowledged, or of unknown outcome) frees the key at once', () => {
+    for (const outcome of ['ok', 'info'] as const) {
+      const h = new HistoryBuilder();
+      ttl(h.acquired('A', K, 5n, [0, 10], [10, 50]));
+      h.release('A', K, 'A/5', 5n, [50, 60], outcome);
+      ttl(h.acquired('B', K, 9n, [55, 70]));
+      h.get('C', K, [80, 90], { held: true, owner: 'B/9', token: 9n });
+      expect(check(h).violations, outcome).toEqual([]);
+    }
+    // A refused release frees nothing: the lease is still owed.
+    const h = new HistoryBuilder();
+    ttl(h.acquired('A', K, 5n, [0, 10], [10, 50]));
+    h.release('A', K, 'A/5', 5n, [50, 60], 'fail', 'NOT_HELD');
+    ttl(h.acquired('B', K, 9n, [55, 70]));
+    expect(cutShort(h).map((v) => v.ops)).toEqual([[0, 2]]);
+  });
+
+  it('an acknowledged renew extends what is owed; a renew of unknown outcome does not', () => {
+    const renewed = (bAt: [number, number], renewOutcome: 'ok' | 'info' = 'ok') => {
+      const h = new HistoryBuilder();
+      ttl(h.acquired('A', K, 5n, [0, 10], [10, 1780]));
+      ttl(h.renew('A', K, 'A/5', 5n, [800, 810], renewOutcome));
+      ttl(h.acquired('B', K, 9n, bAt));
+      return h;
+    };
+    expect(check(renewed([1790, 1800])).violations).toEqual([]); // after 800 + 1000 - 20
+    expect(cutShort(renewed([1500, 1510])).map((v) => v.ops)).toEqual([[0, 2]]); // inside the renewed lease
+    expect(cutShort(renewed([1500, 1510], 'info'))).toEqual([]); // only the acquire's 980 ms are certain
+  });
+
+  it('an expiry exactly at the TTL is not caught; one a millisecond inside the margin is', () => {
+    const at = (bDoneMs: number) => {
+      const h = new HistoryBuilder();
+      ttl(h.acquired('A', K, 5n, [0, 10], [10, 980]));
+      ttl(h.acquired('B', K, 9n, [bDoneMs - 5, bDoneMs]));
+      return h;
+    };
+    expect(check(at(1000)).violations).toEqual([]); // at the TTL
+    expect(check(at(980)).violations).toEqual([]); // at the client's conservative deadline (ttl - 2 %)
+    expect(cutShort(at(979)).map((v) => v.ops)).toEqual([[0, 1]]);
+  });
+});

@@ -16,6 +16,13 @@
 //   (d) non-holder-release / non-holder-renew: an acknowledged release/renew whose token had been superseded
 //       (a newer acquire acknowledged before it was invoked) or already released; unknown-token: a
 //       release/renew/write/Get with an owner+token no acquire ever produced.
+//   lease-cut-short: no lease ended before its TTL by true time (the recording process's clock). A lease is
+//       owed from its acquire (or last acknowledged renew) being SENT for ttl, minus the client's drift margin
+//       (leaseSafetyFraction); it "ended" when another owner's acquire of the key was acknowledged with a
+//       newer token, a Get showed the key free or held by a newer token, or a renew of it was refused
+//       (EXPIRED, NOT_HELD, WRONG_OWNER, WRONG_TOKEN) — unless its holder had sent a release first. (c) only
+//       sees the client's view: a holder whose renew was refused early closes its window early, so a server
+//       that cut leases short by its own clock passes (c) and fails this rule.
 //   refused-took-effect: an acquire the client was told was refused (a definite 'fail') whose owner was later
 //       observed holding the lock — a refusal must mean it did not, and will not, happen.
 //   (e) operations of unknown outcome ('info') constrain nothing: each check uses only ok/fail outcomes, and
@@ -39,6 +46,7 @@ export type ViolationKind =
   | 'non-holder-renew'
   | 'unknown-token'
   | 'refused-took-effect'
+  | 'lease-cut-short'
   | 'linearizability'
   | 'malformed-history';
 
@@ -65,6 +73,10 @@ export interface CheckOptions {
   linearizability?: boolean;
   /** Time budget of the WGL search per key (ms); an exhausted budget is 'unknown', not a violation. */
   wglBudgetMs?: number;
+  /** The lease-cut-short rule (default true; false only to show what the other rules miss). */
+  leaseTtl?: boolean;
+  /** Fraction of the ttl the client keeps for clock-rate drift (the client's leaseSafetyFraction, default 0.02). */
+  leaseSafetyFraction?: number;
 }
 
 export interface Verdict {
@@ -72,6 +84,8 @@ export interface Verdict {
   violations: Violation[];
   counts: Record<string, { ok: number; fail: number; info: number }>;
   windows: number;
+  /** Granted acquires whose lease the lease-cut-short rule checked (those with a known ttl). */
+  leasesChecked: number;
   linearizability: Record<string, 'ok' | 'violation' | 'unknown' | 'skipped'>;
   notes: string[];
 }
@@ -101,6 +115,7 @@ export function checkHistory(history: readonly Op[], opts: CheckOptions = {}): V
   }
 
   let windows = 0;
+  let leasesChecked = 0;
   const linearizability: Verdict['linearizability'] = {};
   for (const [key, ops] of byKey) {
     checkTokens(key, ops, add);
@@ -109,6 +124,7 @@ export function checkHistory(history: readonly Op[], opts: CheckOptions = {}): V
     windows += checkWindows(key, ops, add);
     checkHolderOps(key, ops, add);
     checkRefusals(key, ops, add);
+    if (opts.leaseTtl !== false) leasesChecked += checkLeaseTtl(key, ops, add, opts.leaseSafetyFraction ?? 0.02);
     if (opts.linearizability === false) {
       linearizability[key] = 'skipped';
       continue;
@@ -137,7 +153,7 @@ export function checkHistory(history: readonly Op[], opts: CheckOptions = {}): V
   }
 
   if (opts.resourceAudit) checkAudit(opts.resourceAudit, add);
-  return { valid: violations.length === 0, violations, counts, windows, linearizability, notes };
+  return { valid: violations.length === 0, violations, counts, windows, leasesChecked, linearizability, notes };
 }
 
 type Add = (kind: ViolationKind, key: string, message: string, ops: number[]) => void;
@@ -308,6 +324,51 @@ function checkHolderOps(key: string, ops: readonly Op[], add: Add): void {
   }
 }
 
+// lease-cut-short: the server's promise (LEASES.md) is that a lease is not freed before ttl of real time
+// after the leader stamped its grant/renew, which is after the client sent it. So a lease is owed until
+// (send + ttl - margin) for its acquire and for every renew acknowledged before the ending event was
+// invoked (it certainly took effect first); an ending event that was acknowledged before then cut it short.
+const REFUSED_AS_GONE = new Set(['EXPIRED', 'NOT_HELD', 'WRONG_OWNER', 'WRONG_TOKEN']);
+
+function checkLeaseTtl(key: string, ops: readonly Op[], add: Add, safetyFraction: number): number {
+  const owedUntil = (o: Op, ttlMs: number) => o.invokeMs + ttlMs - Math.ceil(ttlMs * safetyFraction);
+  const leases = granted(ops).filter((a) => a.ttlMs !== undefined && a.ttlMs > 0);
+  const gets = ops.filter((o) => o.type === 'get' && o.outcome === 'ok' && done(o));
+  for (const a of leases) {
+    const mine = (o: Op) => o.owner === a.owner && o.token === a.token;
+    const renews = ops.filter((o) => o.type === 'renew' && done(o) && mine(o));
+    const releases = ops.filter((o) => o.type === 'release' && (o.outcome === 'ok' || o.outcome === 'info') && mine(o));
+    /** The latest moment the lease is owed to, judged for an ending event invoked at `invokedMs`. */
+    const owed = (invokedMs: number) =>
+      Math.max(owedUntil(a, a.ttlMs!), ...renews.filter((r) => r.outcome === 'ok' && r.completeMs! < invokedMs).map((r) => owedUntil(r, r.ttlMs ?? a.ttlMs!)));
+    const endings: { op: Op; what: string }[] = [];
+    for (const b of granted(ops)) if (b.owner !== a.owner && b.token! > a.token!) endings.push({ op: b, what: `acquire ${b.index} by ${b.owner} was granted token ${b.token}` });
+    for (const g of gets) {
+      if (g.invokeMs <= a.completeMs!) continue; // may be ordered before the grant
+      if (!g.held) endings.push({ op: g, what: `get ${g.index} showed the key free` });
+      else if (g.getToken !== undefined && g.getToken > a.token!) endings.push({ op: g, what: `get ${g.index} showed token ${g.getToken} holding it` });
+    }
+    for (const r of renews) {
+      if (r.outcome === 'fail' && REFUSED_AS_GONE.has(r.reason ?? '') && r.invokeMs >= a.completeMs!) endings.push({ op: r, what: `renew ${r.index} of it was refused (${r.reason})` });
+    }
+    const cut = endings
+      .map((e) => ({ ...e, owedMs: owed(e.op.invokeMs) }))
+      .filter((e) => e.op.completeMs! < e.owedMs && !releases.some((r) => r.invokeMs < e.op.completeMs!))
+      .sort((x, y) => x.op.completeMs! - y.op.completeMs!)[0];
+    if (cut) {
+      add(
+        'lease-cut-short',
+        key,
+        `the lease of "${key}" granted to ${a.owner} (token ${a.token}, acquire ${a.index} sent at ${a.invokeMs.toFixed(1)} ms, ttl ${a.ttlMs} ms) ended before its TTL by true time: ` +
+          `${cut.what}, acknowledged at ${cut.op.completeMs!.toFixed(1)} ms — ${(cut.owedMs - cut.op.completeMs!).toFixed(1)} ms before the lease was owed until ` +
+          `(${cut.owedMs.toFixed(1)} ms: last send + ttl - ${(safetyFraction * 100).toFixed(1)} % margin), and its holder had sent no release`,
+        [a.index, cut.op.index],
+      );
+    }
+  }
+  return leases.length;
+}
+
 // A definite refusal that took effect after all: its owner shows up as the holder (a Get, or another
 // acquire refused because of it). Owners are unique per acquire, so the owner names the request.
 function checkRefusals(key: string, ops: readonly Op[], add: Add): void {
@@ -347,7 +408,7 @@ export function formatVerdict(v: Verdict, maxViolations = 20): string {
   const lin = Object.entries(v.linearizability)
     .map(([k, r]) => `${k}=${r}`)
     .join(' ');
-  lines.push(`  holder windows checked: ${v.windows}; linearizability per key: ${lin || '(no keys)'}`);
+  lines.push(`  holder windows checked: ${v.windows}; leases checked against their ttl (lease-cut-short): ${v.leasesChecked}; linearizability per key: ${lin || '(no keys)'}`);
   const byKind = new Map<string, number>();
   for (const x of v.violations) byKind.set(x.kind, (byKind.get(x.kind) ?? 0) + 1);
   if (byKind.size) lines.push(`  by kind: ${[...byKind].map(([k, n]) => `${k}=${n}`).join(' ')}`);

@@ -21,7 +21,7 @@ export type OpType = 'acquire' | 'release' | 'renew' | 'get' | 'write';
 export type Outcome = 'ok' | 'fail' | 'info';
 
 /** How the operation was made: through a LockHandle, its automatic renewals, a raw RPC, or by a holder that lost its lock (a zombie). */
-export type OpVia = 'handle' | 'auto' | 'raw' | 'zombie' | 'final';
+export type OpVia = 'handle' | 'auto' | 'raw' | 'zombie' | 'final' | 'probe';
 
 export interface HolderWindow {
   /** The acquire was acknowledged (the handle was handed to the caller). */

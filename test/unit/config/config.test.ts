@@ -405,6 +405,24 @@ describe('tls, auth and peerAddress (issue 11)', () => {
   });
 });
 
+describe('nodes[].peerDialOverrides (chaos runs: a proxy per node-to-node link)', () => {
+  const two = (overrides: string, bPeer = '') =>
+    `nodes:\n  - { id: a, address: "127.0.0.1:7001", dataDir: /a, peerDialOverrides: ${overrides} }\n  - { id: b, address: "127.0.0.1:7002", dataDir: /b${bPeer} }`;
+  it('is node-local and optional; members not in the file (added later) may be named', () => {
+    const c = parseText(two('{ b: "127.0.0.1:9002", n9: "127.0.0.1:9009" }'));
+    expect(c.nodes[0]!.peerDialOverrides).toEqual({ b: '127.0.0.1:9002', n9: '127.0.0.1:9009' });
+    expect(c.nodes[1]!.peerDialOverrides).toBeUndefined();
+  });
+  it('bad entries name the key', () => {
+    expect(errorOf(two('{ b: "nope" }')).message).toContain('nodes[0].peerDialOverrides.b: expected host:port');
+    expect(errorOf(two('{ a: "127.0.0.1:9001" }')).message).toContain('nodes[0].peerDialOverrides.a: a node does not dial itself');
+    expect(errorOf(two('{ "-x": "127.0.0.1:9001" }')).message).toContain('is not a valid node id');
+    expect(errorOf(two('[b]')).message).toContain('nodes[0].peerDialOverrides: expected a mapping');
+    expect(errorOf(two('{ b: 9002 }')).message).toContain('nodes[0].peerDialOverrides.b: expected host:port');
+    expect(errorOf(two('{ b: "127.0.0.1:9002" }', ', peerAddress: "127.0.0.1:8002"')).message).toContain('nodes[0].peerDialOverrides.b: b has a separate peerAddress');
+  });
+});
+
 describe('metrics, log.format and a node\'s listen address', () => {
   const base = 'nodes:\n  - { id: n1, address: "n1:7001", dataDir: /d, listen: "0.0.0.0:7001" }\n';
   it('metrics is off by default; metrics.address is a host:port; listen is kept apart from the advertised address', () => {

@@ -126,3 +126,27 @@ describe('PeerTransport outbound queue', () => {
     expect(logger.warnings.filter((w) => w === OVERFLOW_WARNING)).toHaveLength(1);
   });
 });
+
+describe('PeerTransport dialOverrides (nodes[].peerDialOverrides)', () => {
+  it('dials an overridden member at the override, also after setPeers() hands it the advertised address again', async () => {
+    const [deadPort, port] = await freePorts(2);
+    const received = await startPeer(port!);
+    const transport = new PeerTransport({
+      selfId: 'a',
+      // The advertised address goes nowhere: only the override reaches b.
+      peers: new Map([['b', `127.0.0.1:${deadPort}`]]),
+      queueLimit: QUEUE_LIMIT,
+      maxMessageBytes: 1 << 20,
+      logger: recordingLogger(),
+      traceMessages: false,
+      dialOverrides: new Map([['b', `127.0.0.1:${port}`]]),
+    });
+    closers.push(() => transport.close());
+    transport.send([heartbeat(1)]);
+    await waitFor('the message to reach b through the override', () => received.includes(1));
+    // A configuration change re-announces b at its advertised address: the link stays on the override.
+    transport.setPeers(new Map([['b', `127.0.0.1:${deadPort}`]]));
+    transport.send([heartbeat(2)]);
+    await waitFor('the next message to arrive the same way', () => received.includes(2));
+  });
+});

@@ -1,0 +1,101 @@
+// The node's test-fault clock and storage wrapper, on a hand-driven true clock (no timers waited on).
+import { describe, expect, it } from 'vitest';
+import { FaultClock } from '../../../src/server/test-faults/clock.js';
+import { FaultyStorage } from '../../../src/server/test-faults/disk.js';
+import { parseTestFaults, type DiskFaults } from '../../../src/server/test-faults/spec.js';
+import type { PersistBatch, RaftStorage } from '../../../src/raft/storage/types.js';
+import { StorageFailedError } from '../../../src/raft/storage/errors.js';
+import { emptyHardState } from '../../../src/raft/core/types.js';
+
+describe('FaultClock', () => {
+  const driven = (startMs = 1_000_000) => {
+    let t = startMs;
+    return { now: () => t, advance: (ms: number) => (t += ms) };
+  };
+
+  it('anchors the wall offset at start; a later wall jump (either way) moves the wall clock, never the stamps', () => {
+    const t = driven();
+    const clock = new FaultClock({ offsetMs: 5000 }, t.now);
+    expect(clock.nowMs()).toBe(1_005_000);
+    t.advance(100);
+    clock.set({ offsetMs: -3_600_000 });
+    expect(clock.wallMs()).toBe(1_000_100 - 3_600_000);
+    expect(clock.nowMs()).toBe(1_005_100);
+    clock.set({ offsetMs: 3_600_000 });
+    t.advance(100);
+    expect(clock.nowMs()).toBe(1_005_200);
+  });
+
+  it('drift bends the clock from the moment it is set, and the clock never goes back when it changes', () => {
+    const t = driven();
+    const clock = new FaultClock({}, t.now);
+    t.advance(1000);
+    clock.set({ driftPpm: 20_000 });
+    t.advance(1000);
+    expect(clock.nowMs()).toBe(1_000_000 + 1000 + 1020);
+    const before = clock.nowMs();
+    clock.set({ driftPpm: -20_000 });
+    expect(clock.nowMs()).toBe(before);
+    t.advance(1000);
+    expect(clock.nowMs()).toBe(before + 980);
+  });
+
+  it('the file parser refuses nonsense instead of applying it', () => {
+    expect(parseTestFaults('{"clock":{"offsetMs":-5,"driftPpm":100},"disk":{"fsyncDelayMs":3,"failWrites":true,"crashAfterBatches":null}}')).toEqual({
+      clock: { offsetMs: -5, driftPpm: 100 },
+      disk: { fsyncDelayMs: 3, failWrites: true, crashAfterBatches: null },
+    });
+    expect(() => parseTestFaults('{"clock":{"driftPpm":2000000}}')).toThrow(/beyond/);
+    expect(() => parseTestFaults('{"disk":{"failWrites":"yes"}}')).toThrow(/boolean/);
+    expect(() => parseTestFaults('{"disk":{"crashAfterBatches":1.5}}')).toThrow(/whole number/);
+    expect(() => parseTestFaults('[]')).toThrow(/object/);
+  });
+});
+
+describe('FaultyStorage', () => {
+  const batch = (index: number): PersistBatch => ({ hardState: { ...emptyHardState(), term: 1 }, snapshot: null, entries: [{ index, term: 1, kind: 'normal', data: new Uint8Array([index]) }] });
+  /** The real store's part is only "the write was made": a recording stand-in is enough. */
+  class Recording implements RaftStorage {
+    readonly written: number[] = [];
+    load = () => Promise.resolve(null);
+    save = (b: PersistBatch) => {
+      this.written.push(...b.entries.map((e) => e.index));
+      return Promise.resolve();
+    };
+    compact = () => Promise.resolve();
+    close = () => Promise.resolve();
+  }
+  const setup = () => {
+    let disk: DiskFaults = {};
+    const crashes: number[] = [];
+    const inner = new Recording();
+    const s = new FaultyStorage(inner, { current: () => disk, crash: (n) => crashes.push(n) });
+    return { s, inner, crashes, set: (d: DiskFaults) => (disk = d) };
+  };
+
+  it('failWrites refuses the write without making it', async () => {
+    const { s, inner, set } = setup();
+    await s.save(batch(1));
+    set({ failWrites: true });
+    await expect(s.save(batch(2))).rejects.toBeInstanceOf(StorageFailedError);
+    expect(inner.written).toEqual([1]);
+  });
+
+  it('crashAfterBatches crashes right after the Nth durable batch once armed, and again only when re-armed with a new value', async () => {
+    const { s, inner, crashes } = setup();
+    s.arm(2);
+    await s.save(batch(1));
+    expect(crashes).toEqual([]);
+    await s.save(batch(2));
+    expect(crashes).toEqual([2]);
+    // The crash point comes after the write: batch 2 is durable.
+    expect(inner.written).toEqual([1, 2]);
+    s.arm(2); // the same setting read again: not re-armed
+    await s.save(batch(3));
+    await s.save(batch(4));
+    expect(crashes).toEqual([2]);
+    s.arm(1);
+    await s.save(batch(5));
+    expect(crashes).toEqual([2, 1]);
+  });
+});
