@@ -66,7 +66,7 @@ describe('parseConfig: the smallest valid file and the defaults', () => {
   it('has the documented defaults', () => {
     expect(DEFAULT_SETTINGS).toEqual({
       raft: {
-        tickMs: 50, electionTicks: 6, heartbeatTicks: 1, preVote: true, checkQuorum: true, maxInflight: 64,
+        tickMs: 50, electionTicks: 10, heartbeatTicks: 1, preVote: true, checkQuorum: true, maxInflight: 64,
         maxEntriesPerMessage: 256, maxBytesPerMessage: 1048576, snapshotEvery: 10000, snapshotChunkBytes: 1048576,
       },
       lock: { minTtlMs: 100, maxTtlMs: 3600000, dedupWindowMs: 600000, maxWaitMs: 300000, checkpointIdleMs: 1000, freeKeyRetentionMs: 600000 },
@@ -189,7 +189,7 @@ describe('parseConfig errors name the key path (and the line)', () => {
 
   it('settings that contradict each other', () => {
     expect(errorOf(withExtra('raft:\n  heartbeatTicks: 10')).message).toContain(
-      'raft.heartbeatTicks: raft.heartbeatTicks (10) must be less than raft.electionTicks (6)',
+      'raft.heartbeatTicks: raft.heartbeatTicks (10) must be less than raft.electionTicks (10)',
     );
     expect(errorOf(withExtra('raft:\n  electionTicks: 2\n  heartbeatTicks: 2')).path).toBe('raft.heartbeatTicks');
     expect(errorOf(withExtra('lock:\n  minTtlMs: 5000\n  maxTtlMs: 1000')).path).toBe('lock.minTtlMs');
