@@ -89,7 +89,7 @@ export class ClientApi {
     const healthDefinition = protoLoader.loadSync(healthProtoPath, { ...LOADER_OPTIONS });
     const registry = descriptorRegistry(packageDefinition, healthDefinition);
     // Every service behind the same strict decoder: garbage is INVALID_ARGUMENT, never INTERNAL.
-    server.addService(strictRequestDeserializers(LockClient.service, registry), this.lockHandlers());
+    server.addService(strictRequestDeserializers(LockClient.service, registry), this.handlers);
     addStrictService(server, ClusterClient.service, this.opts.cluster.handlers() as unknown as grpc.UntypedServiceImplementation, registry);
     this.health.addToServer({
       addService: (service: grpc.ServiceDefinition, impl: grpc.UntypedServiceImplementation) => addStrictService(server, service, impl, registry),
@@ -107,7 +107,8 @@ export class ClientApi {
 
   // ------------------------------------------------------------------ Lock
 
-  private handlersOnce: LockHandlers | null = null;
+  /** The Lock handlers: registered on the server, and called directly for calls forwarded on a stream. */
+  private readonly handlers: LockHandlers = this.lockHandlers();
 
   /**
    * A lock call a follower forwarded on its Forward stream (transport/grpc.ts admitted the stream and
@@ -120,8 +121,7 @@ export class ClientApi {
     if (!method || request === undefined) {
       return Promise.resolve({ call_id: wire.call_id, code: grpc.status.INVALID_ARGUMENT, details: 'forwarded call: request: no lock call in it' });
     }
-    this.handlersOnce ??= this.lockHandlers();
-    const handler = this.handlersOnce[LOCK_METHOD[method]] as unknown as (call: unknown, cb: Reply<unknown>) => void;
+    const handler = this.handlers[LOCK_METHOD[method]] as unknown as (call: unknown, cb: Reply<unknown>) => void;
     const metadata = new grpc.Metadata();
     metadata.set(FORWARDED, '1');
     const deadline = new Date(Date.now() + Math.max(1, wire.timeout_ms));

@@ -425,7 +425,7 @@ export class PeerTransport implements PeerSender {
       }
       const handler = this.forwardedCallHandler;
       if (handler === null || inFlight.has(wire.call_id)) {
-        call.write({ call_id: wire.call_id, code: grpc.status.UNAVAILABLE, details: handler === null ? `${selfId()} is not serving lock calls yet` : `call_id ${wire.call_id} is already in flight` });
+        call.write({ call_id: wire.call_id, code: grpc.status.UNAVAILABLE, details: handler === null ? `${this.opts.selfId} is not serving lock calls yet` : `call_id ${wire.call_id} is already in flight` });
         return;
       }
       const abort = new AbortController();
@@ -439,7 +439,6 @@ export class PeerTransport implements PeerSender {
         () => {},
       );
     });
-    const selfId = () => this.opts.selfId;
     const gone = () => {
       open = false;
       for (const a of inFlight.values()) a.abort();
