@@ -184,26 +184,48 @@ describe('LevelStorage on disk', () => {
 describe('LevelStorage: which writes are synced', () => {
   afterEach(removeDirs);
 
-  it('fsyncs entries, snapshots, term and vote; a batch that only moves the commit index is written without', async () => {
-    const s = await LevelStorage.open(await tempDir());
-    const syncs: boolean[] = [];
-    const db = (s as unknown as { db: { batch: (ops: unknown[], o: { sync: boolean }) => Promise<void> } }).db;
+  /** Records every db.batch call of `s`: its sync flag and whether it writes the hard state. */
+  function recordBatches(s: LevelStorage): { sync: boolean; hardState: boolean }[] {
+    const seen: { sync: boolean; hardState: boolean }[] = [];
+    const db = (s as unknown as { db: { batch: (ops: { key: Uint8Array }[], o: { sync: boolean }) => Promise<void> } }).db;
     const batch = db.batch.bind(db);
     db.batch = (ops, o) => {
-      syncs.push(o.sync);
+      seen.push({ sync: o.sync, hardState: ops.some((op) => Buffer.from(op.key).equals(Buffer.from(HARD_STATE_KEY))) });
       return batch(ops, o);
     };
+    return seen;
+  }
+
+  it('fsyncs entries, snapshots, term and vote; a batch that only moves the commit index is not written until the next write or close', async () => {
+    const s = await LevelStorage.open(await tempDir());
+    const seen = recordBatches(s);
     await s.save({ hardState: HS, snapshot: BOOT, entries: entries(1, 3, 1) }); // first boot: synced
-    await s.save({ hardState: { ...HS, commitIndex: 2 }, snapshot: null, entries: [] }); // commit only
-    await s.save({ hardState: { ...HS, commitIndex: 3 }, snapshot: null, entries: entries(4, 4, 1) }); // with entries
+    await s.save({ hardState: { ...HS, commitIndex: 2 }, snapshot: null, entries: [] }); // commit only: no write
+    expect(seen).toEqual([{ sync: true, hardState: true }]);
+    await s.save({ hardState: null, snapshot: null, entries: entries(4, 4, 1) }); // entries: carry the commit
     await s.save({ hardState: { term: 2, votedFor: null, commitIndex: 3 }, snapshot: null, entries: [] }); // a new term
     await s.save({ hardState: { term: 2, votedFor: 'n2', commitIndex: 3 }, snapshot: null, entries: [] }); // a vote
     await s.save({ hardState: { term: 2, votedFor: 'n2', commitIndex: 4 }, snapshot: null, entries: [] }); // commit only
-    expect(syncs).toEqual([true, false, true, true, true, false]);
-    // Both kinds survive a clean reopen (the unsynced one is in LevelDB's log like any other write).
+    expect(seen.map((b) => b.sync)).toEqual([true, true, true, true]);
+    expect(seen[1]!.hardState).toBe(true); // the deferred commit index 2 went out with entry 4
+    // close() writes the deferred one (unsynced, like any commit index), so a clean reopen has it.
     await s.close();
+    expect(seen.slice(4)).toEqual([{ sync: false, hardState: true }]);
     const again = await LevelStorage.open(s.dir);
     expect((await again.load())?.hardState).toEqual({ term: 2, votedFor: 'n2', commitIndex: 4 });
     await again.close();
+  });
+
+  it('a load() after a commit-only save reads that commit index; a compaction carries a deferred one', async () => {
+    const s = await LevelStorage.open(await tempDir());
+    await s.save({ hardState: HS, snapshot: BOOT, entries: entries(1, 4, 1) });
+    await s.save({ hardState: { ...HS, commitIndex: 3 }, snapshot: null, entries: [] });
+    expect((await s.load())?.hardState).toEqual({ ...HS, commitIndex: 3 });
+    const seen = recordBatches(s);
+    await s.save({ hardState: { ...HS, commitIndex: 4 }, snapshot: null, entries: [] });
+    await s.compact(snapshotAt(2, 1));
+    expect(seen).toEqual([{ sync: true, hardState: true }]);
+    expect((await s.load())?.hardState).toEqual({ ...HS, commitIndex: 4 });
+    await s.close();
   });
 });
