@@ -4,6 +4,7 @@ import type { LockResult } from '../lock/types.js';
 import type { Entry } from '../raft/core/types.js';
 import { NotLeaderError, ProposalDroppedError, ProposalTimeoutError } from '../raft/errors.js';
 import type { StateMachine } from '../raft/fsm.js';
+import { movesOnlyCommit, type WrittenVote } from '../raft/storage/rules.js';
 import type { PersistBatch, RaftStorage } from '../raft/storage/types.js';
 import type { NodeMetrics } from './metrics.js';
 import { RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
@@ -12,13 +13,23 @@ const seconds = (startNs: bigint) => Number(process.hrtime.bigint() - startNs) /
 
 /** Times each synced batch; counts snapshots installed from the leader and, with the fsm wrapper, taken here. */
 export function instrumentStorage(storage: RaftStorage, m: NodeMetrics, snapshotStartedAt: () => bigint | null): RaftStorage {
+  /** Term and vote of the last batch that carried a hard state: a batch that moves only the commit index
+   *  is no synced write (LevelStorage defers it to the next one), so it is not timed as one. */
+  let vote: WrittenVote | null = null;
+  const commitOnly = (batch: PersistBatch): boolean => {
+    const only = movesOnlyCommit(batch, vote);
+    const hs = batch.hardState;
+    if (hs) vote = { term: hs.term, votedFor: hs.votedFor };
+    return only;
+  };
   return {
     load: () => storage.load(),
     close: () => storage.close(),
     async save(batch: PersistBatch) {
+      const skip = commitOnly(batch);
       const t = process.hrtime.bigint();
       await storage.save(batch);
-      m.fsyncSeconds.observe(seconds(t));
+      if (!skip) m.fsyncSeconds.observe(seconds(t));
       if (batch.snapshot) {
         m.snapshots.inc({ kind: 'installed' });
         m.snapshotBytes.set({ kind: 'installed' }, batch.snapshot.data.length);

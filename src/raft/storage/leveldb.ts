@@ -28,7 +28,7 @@ import {
   entryKeyIndex,
 } from './codec.js';
 import { StorageClosedError, StorageCorruptionError, StorageFailedError } from './errors.js';
-import { boundsAfterCompact, boundsAfterSave, checkBatchShape, type LogBounds } from './rules.js';
+import { boundsAfterCompact, boundsAfterSave, checkBatchShape, movesOnlyCommit, type LogBounds, type WrittenVote } from './rules.js';
 import type { PersistBatch, RaftStorage } from './types.js';
 
 type Db = Level<Uint8Array, Uint8Array>;
@@ -55,7 +55,7 @@ export class LevelStorage implements RaftStorage {
   /** What open() recovered, handed to the first load() unless a write came first (its report stays valid). */
   private opened: RestoredState | null | undefined;
   /** Term and vote as last written (a batch that changes only the commit index needs no write). */
-  private writtenVote: { term: number; votedFor: string | null } | null = null;
+  private writtenVote: WrittenVote | null = null;
   /** The hard state of commit-only batches saved since the last write: it goes out with the next one. */
   private deferredHardState: Op | null = null;
 
@@ -126,8 +126,7 @@ export class LevelStorage implements RaftStorage {
       // Raft §5.3: a conflicting suffix goes. Puts overwrite [first, newLast]; delete only what lies beyond.
       if (batch.entries.length > 0) this.deleteEntries(ops, next.lastIndex + 1, physicalLast);
       const hs = batch.hardState;
-      const commitOnly = hs !== null && !batch.snapshot && batch.entries.length === 0 && this.writtenVote !== null && this.writtenVote.term === hs.term && this.writtenVote.votedFor === hs.votedFor;
-      if (commitOnly) {
+      if (movesOnlyCommit(batch, this.writtenVote)) {
         this.opened = undefined; // what open() recovered is no longer what is saved
         this.deferredHardState = puts.hardState[0]!;
         return;

@@ -15,6 +15,19 @@ export interface LogBounds {
 
 const KINDS = new Set(['normal', 'noop', 'config']);
 
+/** Term and vote as a store last wrote them. */
+export interface WrittenVote {
+  term: number;
+  votedFor: string | null;
+}
+
+/** Does `batch` only move the commit index past what was written (same term and vote, no entries, no
+ *  snapshot)? The commit index is volatile (Raft Figure 2): such a batch needs no synced write. */
+export function movesOnlyCommit(batch: PersistBatch, written: WrittenVote | null): boolean {
+  const hs = batch.hardState;
+  return hs !== null && !batch.snapshot && batch.entries.length === 0 && written !== null && written.term === hs.term && written.votedFor === hs.votedFor;
+}
+
 /** Validates `batch` against the stored log and returns the bounds after it is applied. */
 export function boundsAfterSave(current: LogBounds, batch: PersistBatch): LogBounds {
   checkBatchShape(batch);
