@@ -67,7 +67,7 @@ function dirBytes(path: string): number {
   return total;
 }
 
-async function fill(c: LeaseholdCluster, held: number): Promise<{ seconds: number; errors: number; alreadyHeld: number }> {
+export async function fill(c: LeaseholdCluster, held: number): Promise<{ seconds: number; errors: number; alreadyHeld: number }> {
   const leader = await c.leader();
   // One session per member index would spread them; the fill goes to the leader: it is setup, not the
   // measured path, and the leader takes them fastest.
@@ -111,7 +111,7 @@ async function fill(c: LeaseholdCluster, held: number): Promise<{ seconds: numbe
   return { seconds: (performance.now() - t0) / 1000, errors, alreadyHeld };
 }
 
-function rssNow(c: LeaseholdCluster): Map<string, number> {
+export function rssNow(c: LeaseholdCluster): Map<string, number> {
   return new Map([...c.pids()].map(([id, pid]) => [id, rssMbOf(pid)]));
 }
 
