@@ -306,7 +306,7 @@ export class LockMachine {
   static restore(bytes: Uint8Array, options: Partial<LockMachineOptions> = {}): LockMachine {
     const machine = new LockMachine(options);
     if (bytes.length === 0) return machine;
-    const state = decodeState(bytes);
+    const state = decodeState(bytes, machine.dedup.restoreSink());
     machine.appliedIndexValue = state.appliedIndex;
     machine.logNowMs = state.nowMs;
     machine.epochTermValue = state.epochTerm;
@@ -325,7 +325,6 @@ export class LockMachine {
       }
       machine.freeKeyLastTokens.free(key, lastToken, freedAtMs);
     }
-    for (const record of state.dedup) machine.dedup.remember(record);
     return machine;
   }
 

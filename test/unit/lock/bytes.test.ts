@@ -52,3 +52,45 @@ describe('UTF-8 helpers', () => {
     expect(() => new ByteReader(big.finish(), (m) => new Error(m)).uint()).toThrow(/2\^53/);
   });
 });
+
+describe('skip readers (a restore checks fields without building them)', () => {
+  /** What a read does to these bytes: the error message, or the offset it stopped at. */
+  function outcome(bytes: Uint8Array, read: (r: ByteReader) => unknown): string {
+    const reader = new ByteReader(bytes, (m) => new Error(m));
+    try {
+      read(reader);
+      return `ok at ${reader.position}`;
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+
+  it('skipBigUint and skipString accept, stop and fail exactly where bigUint and string do', () => {
+    const rng = new SimRng(7);
+    const edges = [0n, 1n, 127n, 128n, 2n ** 63n, 2n ** 64n - 1n];
+    const cases: Uint8Array[] = [];
+    for (const n of edges) {
+      const out = new ByteWriter();
+      out.bigUint(n);
+      cases.push(out.finish());
+    }
+    cases.push(Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02)); // 2^64
+    cases.push(Uint8Array.of(0x80, 0x00)); // over-long
+    for (const text of ['', 'abc', 'ключ-🔒', '\ufeffx']) {
+      const out = new ByteWriter();
+      out.string(text);
+      cases.push(out.finish());
+    }
+    cases.push(Uint8Array.of(2, 0xc0, 0x80), Uint8Array.of(3, 0xed, 0xa0, 0x80), Uint8Array.of(5, 0x61)); // overlong, surrogate, short
+    for (let i = 0; i < 3000; i++) cases.push(Uint8Array.from({ length: 1 + rng.int(12) }, () => (rng.float() < 0.5 ? 0x80 | rng.int(128) : rng.int(256))));
+    let failures = 0;
+    for (const bytes of cases) {
+      const big = outcome(bytes, (r) => r.bigUint());
+      expect(outcome(bytes, (r) => r.skipBigUint())).toBe(big);
+      const str = outcome(bytes, (r) => r.string(8));
+      expect(outcome(bytes, (r) => r.skipString(8))).toBe(str);
+      if (!big.startsWith('ok') || !str.startsWith('ok')) failures++;
+    }
+    expect(failures).toBeGreaterThan(100); // the random cases do exercise the error paths
+  });
+});
