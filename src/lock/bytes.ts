@@ -208,6 +208,21 @@ export class ByteWriter {
     this.length -= count;
   }
 
+  /** bytes[start, end) appended with a plain loop: no subarray object per call (short records, many). */
+  rawRange(bytes: Uint8Array, start: number, end: number): void {
+    this.reserve(end - start);
+    const buffer = this.buffer;
+    let at = this.length;
+    for (let i = start; i < end; i++) buffer[at++] = bytes[i]!;
+    this.length = at;
+  }
+
+  /** The whole underlying buffer (the bytes written are [0, size)), without making a view; valid until
+   *  the next write, which may replace it. For hot read loops. */
+  get backing(): Uint8Array {
+    return this.buffer;
+  }
+
   /** The bytes written so far, without a copy (a view of the buffer: write nothing more after this). */
   view(): Uint8Array {
     return this.buffer.subarray(0, this.length);

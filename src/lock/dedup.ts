@@ -116,12 +116,13 @@ export class DedupTable {
       reserve: (count, bytesLeft) => {
         this.arena.reserveExact(bytesLeft);
         if (count > this.offsets.length) this.growQueue(count);
+        this.presizeIndex(Math.min(count, this.maxEntries));
       },
       record: (bytes, start, split, bodyStart, end, recordedAtMs) => {
         const previous = this.lookupRange(bytes, start, split);
         const at = this.beginRecord(previous, recordedAtMs, split - start);
-        this.arena.raw(bytes.subarray(start, split));
-        this.arena.raw(bytes.subarray(bodyStart, end));
+        this.arena.rawRange(bytes, start, split);
+        this.arena.rawRange(bytes, bodyStart, end);
         this.endRecord(at);
       },
     };
@@ -226,7 +227,7 @@ export class DedupTable {
   }
 
   private identityEquals(at: number, id: Uint8Array, idStart: number): boolean {
-    const bytes = this.arena.view();
+    const bytes = this.arena.backing;
     const start = this.offsets[at]!;
     const length = this.identityBytes[at]!;
     for (let i = 0; i < length; i++) if (bytes[start + i] !== id[idStart + i]) return false;
@@ -235,7 +236,7 @@ export class DedupTable {
 
   private hashOf(at: number): number {
     const start = this.offsets[at]!;
-    return hashBytes(this.arena.view(), start, start + this.identityBytes[at]!);
+    return hashBytes(this.arena.backing, start, start + this.identityBytes[at]!);
   }
 
   private insertIndex(at: number): void {
@@ -269,10 +270,16 @@ export class DedupTable {
     }
   }
 
-  /** A fresh index of the current records: no DELETED slots, at most half full. */
-  private rebuildIndex(): void {
+  /** An empty table about to take `count` records: an index big enough for them, so it is never rebuilt
+   *  on the way. */
+  private presizeIndex(count: number): void {
+    if (this.live === 0 && count * 2 > this.index.length) this.rebuildIndex(count);
+  }
+
+  /** A fresh index of the current records (room for `capacity`): no DELETED slots, at most half full. */
+  private rebuildIndex(capacity = this.live): void {
     let size = 64;
-    while (size < this.live * 2) size *= 2;
+    while (size < capacity * 2) size *= 2;
     this.index = new Int32Array(size).fill(EMPTY);
     this.indexUsed = 0;
     for (let at = this.head; at < this.tail; at++) {
