@@ -9,35 +9,17 @@ import { mkdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { fill, rssNow } from './bench/held-scale.js';
 import { leaseholdFactory, type LeaseholdCluster } from './bench/leasehold-system.js';
-
-const METRICS = [
-  'process_resident_memory_bytes',
-  'nodejs_heap_size_used_bytes',
-  'nodejs_heap_size_total_bytes',
-  'nodejs_external_memory_bytes',
-] as const;
+import { describeMemory, memoryOf } from './bench/node-memory.js';
 
 function arg(name: string, fallback: string): string {
   const at = process.argv.indexOf(name);
   return at >= 0 ? (process.argv[at + 1] ?? fallback) : fallback;
 }
 
-function metric(text: string, name: string, label = ''): number {
-  const re = new RegExp(`^leasehold_${name}(?:\\{([^}]*)\\})? ([0-9.e+-]+)$`, 'gm');
-  for (const m of text.matchAll(re)) if (label === '' || (m[1] ?? '').includes(label)) return Number(m[2]);
-  return NaN;
-}
-
-const mb = (bytes: number) => (bytes / 1048576).toFixed(0);
-
 async function report(c: LeaseholdCluster, label: string): Promise<void> {
   const rss = rssNow(c);
   for (let i = 0; i < c.members.length; i++) {
-    const text = await c.metricsText(i);
-    const parts = METRICS.map((name) => `${name.replace(/^(process|nodejs)_|_bytes$/g, '')} ${mb(metric(text, name))}`);
-    const old = metric(text, 'nodejs_heap_space_size_used_bytes', 'space="old"');
-    const large = metric(text, 'nodejs_heap_space_size_used_bytes', 'space="large_object"');
-    console.log(`${label} ${c.members[i]}: rss(proc) ${rss.get(c.members[i]!) ?? NaN} MB; ${parts.join(', ')} MB; old space ${mb(old)}, large objects ${mb(large)} MB`);
+    console.log(`${label} ${c.members[i]}: RSS ${rss.get(c.members[i]!)?.toFixed(0) ?? '?'} MB; ${describeMemory(await memoryOf(c, i))}`);
   }
 }
 
