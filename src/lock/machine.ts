@@ -386,7 +386,7 @@ export class LockMachine {
     const previousTermEndMs = this.logNowMs;
     const epochStartMs = Math.max(previousTermEndMs, stampedMs);
     this.writer?.beforeEveryKeyWrite();
-    const carried = carryLeasesIntoTerm(this.leases.values(), previousTermEndMs, epochStartMs);
+    const carried = carryLeasesIntoTerm(this.leases, previousTermEndMs, epochStartMs);
     if (carried.extended + carried.ended > 0) this.deadlines.rebuild();
     this.epochTermValue = term;
     this.epochStartMsValue = epochStartMs;
