@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { ByteReader, ByteWriter, decodeUtf8, encodeUtf8, utf8ByteLength } from '../../../src/lock/bytes.js';
 import { SimRng } from '../../sim/rng.js';
+import { readOutcome } from './read-outcome.js';
 
 const UNITS = [0x41, 0x7f, 0x80, 0x7ff, 0x800, 0xfeff, 0xffff, 0xd83d, 0xde00, 0xdbff, 0xdc00, 0x0];
 
@@ -54,16 +55,7 @@ describe('UTF-8 helpers', () => {
 });
 
 describe('skip readers (a restore checks fields without building them)', () => {
-  /** What a read does to these bytes: the error message, or the offset it stopped at. */
-  function outcome(bytes: Uint8Array, read: (r: ByteReader) => unknown): string {
-    const reader = new ByteReader(bytes, (m) => new Error(m));
-    try {
-      read(reader);
-      return `ok at ${reader.position}`;
-    } catch (error) {
-      return (error as Error).message;
-    }
-  }
+  const outcome = readOutcome;
 
   it('skipBigUint and skipString accept, stop and fail exactly where bigUint and string do', () => {
     const rng = new SimRng(7);

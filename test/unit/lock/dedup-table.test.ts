@@ -6,6 +6,7 @@ import { ByteReader, ByteWriter } from '../../../src/lock/bytes.js';
 import { DedupTable, type DedupRecord } from '../../../src/lock/dedup.js';
 import { readDedupBody, skipDedupBody, skipDedupIdentity, writeDedupBody } from '../../../src/lock/dedup-codec.js';
 import { SimRng } from '../../sim/rng.js';
+import { readOutcome } from './read-outcome.js';
 
 class ModelTable {
   readonly byPair = new Map<string, DedupRecord>();
@@ -145,15 +146,7 @@ describe('DedupTable restore from snapshot bytes', () => {
       const flips = rng.int(3);
       for (let f = 0; f < flips; f++) bytes[rng.int(bytes.length)] = rng.int(256);
       const cut = rng.float() < 0.2 ? bytes.subarray(0, rng.int(bytes.length)) : bytes;
-      const run = (read: (r: ByteReader) => unknown) => {
-        const reader = new ByteReader(cut, (m) => new Error(m));
-        try {
-          read(reader);
-          return `ok at ${reader.position}`;
-        } catch (error) {
-          return (error as Error).message;
-        }
-      };
+      const run = (read: (r: ByteReader) => unknown) => readOutcome(cut, read);
       const expected = run((r) => readDedupBody(r, { owner: 'o', requestId: 'r', recordedAtMs: 0 }));
       expect(run((r) => skipDedupBody(r))).toBe(expected);
       if (!expected.startsWith('ok')) failures++;
