@@ -217,6 +217,13 @@ export class ByteWriter {
     this.length = at;
   }
 
+  /** The bytes written so far, without a copy when they fill most of the buffer, else copied to their
+   *  size: for a result kept long (a snapshot lives on in the Raft log until the next one), so the slack of
+   *  a buffer grown by doubling — up to half of it — is not kept alive with it. */
+  tight(): Uint8Array {
+    return this.length * 8 >= this.buffer.length * 7 ? this.view() : this.finish();
+  }
+
   /** The whole underlying buffer (the bytes written are [0, size)), without making a view; valid until
    *  the next write, which may replace it. For hot read loops. */
   get backing(): Uint8Array {

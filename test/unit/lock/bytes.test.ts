@@ -86,3 +86,18 @@ describe('skip readers (a restore checks fields without building them)', () => {
     expect(failures).toBeGreaterThan(100); // the random cases do exercise the error paths
   });
 });
+
+describe('ByteWriter.tight (results kept long)', () => {
+  it('copies to size when the buffer is mostly slack, else returns a view of it', () => {
+    const slack = new ByteWriter(1024);
+    for (let i = 0; i < 10; i++) slack.byte(i);
+    const copied = slack.tight();
+    expect([...copied]).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(copied.buffer.byteLength).toBe(10);
+    const full = new ByteWriter(16);
+    for (let i = 0; i < 15; i++) full.byte(i);
+    const view = full.tight();
+    expect(view.length).toBe(15);
+    expect(view.buffer.byteLength).toBe(16);
+  });
+});
