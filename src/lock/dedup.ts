@@ -37,6 +37,9 @@ export type DedupRecord = DedupIdentity &
 export type DedupOperation = DedupRecord['type'];
 
 const EMPTY = -1;
+/** The smallest record the snapshot decoder accepts: two string lengths, the time, the type, the key's
+ *  length, the token, a flag and a reason, a byte each (only a capacity hint: more records still fit). */
+const MIN_RECORD_BYTES = 8;
 const DELETED = -2;
 
 class ArenaError extends Error {
@@ -114,9 +117,12 @@ export class DedupTable {
   restoreSink(): DedupRecordSink {
     return {
       reserve: (count, bytesLeft) => {
+        // The table never holds more than maxEntries; and a corrupt count must not allocate for records
+        // the bytes cannot hold (one takes at least MIN_RECORD_BYTES).
+        const expected = Math.min(count, this.maxEntries, Math.floor(bytesLeft / MIN_RECORD_BYTES));
         this.arena.reserveExact(bytesLeft);
-        if (count > this.offsets.length) this.growQueue(count);
-        this.presizeIndex(Math.min(count, this.maxEntries));
+        if (expected > this.offsets.length) this.growQueue(expected);
+        this.presizeIndex(expected);
       },
       record: (bytes, start, split, bodyStart, end, recordedAtMs) => {
         const previous = this.lookupRange(bytes, start, split);
