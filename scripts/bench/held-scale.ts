@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { leaseholdFactory, type LeaseholdCluster } from './leasehold-system.js';
 import { measured, openSessions, runLoop } from './loop.js';
 import { rssMbOf } from './procstat.js';
+import { memoryOf, type NodeMemory } from './node-memory.js';
 import { snapshotsInLog } from './node-log.js';
 import { track } from './run-state.js';
 import type { StartOptions } from './system.js';
@@ -25,6 +26,9 @@ export interface NodeScale {
   node: string;
   rssServingMb: number;
   rssAfterRestartMb: number;
+  /** What the RSS is made of (the node's /metrics), serving and after the restart. */
+  memoryServing: NodeMemory;
+  memoryAfterRestart: NodeMemory;
   snapshots: number;
   lastSnapshotBytes: number;
   /** Duration of the last snapshot, when the node logs one (durationMs); NaN otherwise. */
@@ -67,7 +71,7 @@ function dirBytes(path: string): number {
   return total;
 }
 
-async function fill(c: LeaseholdCluster, held: number): Promise<{ seconds: number; errors: number; alreadyHeld: number }> {
+export async function fill(c: LeaseholdCluster, held: number): Promise<{ seconds: number; errors: number; alreadyHeld: number }> {
   const leader = await c.leader();
   // One session per member index would spread them; the fill goes to the leader: it is setup, not the
   // measured path, and the leader takes them fastest.
@@ -111,7 +115,7 @@ async function fill(c: LeaseholdCluster, held: number): Promise<{ seconds: numbe
   return { seconds: (performance.now() - t0) / 1000, errors, alreadyHeld };
 }
 
-function rssNow(c: LeaseholdCluster): Map<string, number> {
+export function rssNow(c: LeaseholdCluster): Map<string, number> {
   return new Map([...c.pids()].map(([id, pid]) => [id, rssMbOf(pid)]));
 }
 
@@ -135,6 +139,7 @@ export async function runHeldScale(held: number, scale: BenchScale, round: numbe
     const fm = await measured(c, () => fill(c, held));
     const f = fm.result;
     const rssServing = await sampleRss(c, 1000);
+    const memServing = await Promise.all(c.members.map((_, i) => memoryOf(c, i)));
     const throughputHeld = { ...(await throughput(`${held} held`)), extra: { held } };
     const logs = new Map(c.members.map((id) => [id, snapshotsInLog(c.cluster.logOf(id))]));
     const disk = new Map(c.members.map((id) => [id, dirBytes(join(c.cluster.dir, id))]));
@@ -144,6 +149,7 @@ export async function runHeldScale(held: number, scale: BenchScale, round: numbe
     await c.waitAllServing(120_000);
     const restartToServingMs = performance.now() - t0;
     const rssAfter = await sampleRss(c, 1000);
+    const memAfter = await Promise.all(c.members.map((_, i) => memoryOf(c, i)));
     // Held locks survive the restart (ttl 1 h): a quick proof the state came back, not just the process.
     const [probe] = await openSessions(c, 1);
     try {
@@ -162,10 +168,12 @@ export async function runHeldScale(held: number, scale: BenchScale, round: numbe
       fillCpuSeconds: fm.nodes.map((n) => n.cpuSeconds),
       fillLoopStallMaxMs: fm.nodes.map((n) => n.loopLagMaxMs ?? NaN),
       restartToServingMs,
-      nodes: c.members.map((id) => ({
+      nodes: c.members.map((id, i) => ({
         node: id,
         rssServingMb: rssServing.get(id) ?? NaN,
         rssAfterRestartMb: rssAfter.get(id) ?? NaN,
+        memoryServing: memServing[i]!,
+        memoryAfterRestart: memAfter[i]!,
         snapshots: logs.get(id)!.count,
         lastSnapshotBytes: logs.get(id)!.lastBytes,
         lastSnapshotMs: logs.get(id)!.lastMs,

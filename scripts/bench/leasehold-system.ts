@@ -95,12 +95,17 @@ class LeaseholdCluster implements SystemCluster {
     await Promise.all(
       this.members.map(async (id, i) => {
         if (!this.cluster.procs.has(id)) return;
-        const res = await fetch(`http://127.0.0.1:${this.metricsPorts[i]}/metrics`, { signal: AbortSignal.timeout(2000) });
-        const m = /^leasehold_nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})? ([0-9.e+-]+)$/m.exec(await res.text());
+        const m = /^leasehold_nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})? ([0-9.e+-]+)$/m.exec(await this.metricsText(i));
         if (m) out.set(id, Number(m[1]) * 1000);
       }),
     );
     return out;
+  }
+
+  /** The member's Prometheus text (its /metrics endpoint). */
+  async metricsText(member: number): Promise<string> {
+    const res = await fetch(`http://127.0.0.1:${this.metricsPorts[member]}/metrics`, { signal: AbortSignal.timeout(2000) });
+    return res.text();
   }
 
   logText(member: number): string {
@@ -136,7 +141,7 @@ export const leaseholdFactory = {
   system: 'leasehold',
   blocking: true,
   async start(opts: StartOptions): Promise<LeaseholdCluster> {
-    const nodeArgs = opts.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`] : [];
+    const nodeArgs = [...(opts.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`] : []), ...(opts.nodeArgs ?? [])];
     // A metrics endpoint per node: the event-loop stall maxima come from there.
     const metricsPorts = await freePorts(3);
     const nodeYaml = (_id: string, i: number) => `metricsAddress: 127.0.0.1:${metricsPorts[i]}`;

@@ -1,6 +1,7 @@
 // Tables of the two workloads that are not a plain client loop: held-scale and failover.
 import type { FailoverResult } from './failover.js';
 import type { HeldScaleResult } from './held-scale.js';
+import { describeMemory } from './node-memory.js';
 import { median } from './stats.js';
 
 const n0 = (v: number) => (Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : '-');
@@ -20,7 +21,7 @@ export function heldScaleTable(results: readonly HeldScaleResult[]): string {
     );
     for (const nd of r.nodes) {
       lines.push(
-        `  ${nd.node}: RSS serving ${n0(nd.rssServingMb)} MB, after restart ${n0(nd.rssAfterRestartMb)} MB; snapshots ${nd.snapshots}, last ${mb(nd.lastSnapshotBytes)} MB` +
+        `  ${nd.node}: RSS serving ${n0(nd.rssServingMb)} MB (${describeMemory(nd.memoryServing)}), after restart ${n0(nd.rssAfterRestartMb)} MB (${describeMemory(nd.memoryAfterRestart)}); snapshots ${nd.snapshots}, last ${mb(nd.lastSnapshotBytes)} MB` +
           `${Number.isFinite(nd.lastSnapshotMs) ? ` in ${n0(nd.lastSnapshotMs)} ms` : ' (duration not in the log)'}; data dir ${mb(nd.dataDirBytes)} MB`,
       );
     }

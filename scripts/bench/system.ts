@@ -70,6 +70,8 @@ export interface StartOptions {
    *  profile is written at exit; kill -9 would lose it); `label` names the run in its pids.txt. */
   profileDir?: string;
   label?: string;
+  /** leasehold only: more node flags for every member (e.g. --heapsnapshot-signal for scripts/held-memory.ts). */
+  nodeArgs?: string[];
 }
 
 export interface SystemFactory {

@@ -108,11 +108,21 @@ export class ByteWriter {
     this.buffer = new Uint8Array(initialCapacity);
   }
 
+  /** Room for `extra` more bytes, allocated to the byte: for a caller that knows the size (a doubling
+   *  growth could leave up to half of a large buffer unused). */
+  reserveExact(extra: number): void {
+    if (this.length + extra > this.buffer.length) this.resize(this.length + extra);
+  }
+
   private reserve(extra: number): void {
     const needed = this.length + extra;
     if (needed <= this.buffer.length) return;
     let capacity = this.buffer.length * 2;
     while (capacity < needed) capacity *= 2;
+    this.resize(capacity);
+  }
+
+  private resize(capacity: number): void {
     const grown = new Uint8Array(capacity);
     grown.set(this.buffer.subarray(0, this.length));
     this.buffer = grown;
@@ -196,6 +206,28 @@ export class ByteWriter {
   dropPrefix(count: number): void {
     this.buffer.copyWithin(0, count, this.length);
     this.length -= count;
+  }
+
+  /** bytes[start, end) appended with a plain loop: no subarray object per call (short records, many). */
+  rawRange(bytes: Uint8Array, start: number, end: number): void {
+    this.reserve(end - start);
+    const buffer = this.buffer;
+    let at = this.length;
+    for (let i = start; i < end; i++) buffer[at++] = bytes[i]!;
+    this.length = at;
+  }
+
+  /** The bytes written so far, without a copy when they fill most of the buffer, else copied to their
+   *  size: for a result kept long (a snapshot lives on in the Raft log until the next one), so the slack of
+   *  a buffer grown by doubling — up to half of it — is not kept alive with it. */
+  tight(): Uint8Array {
+    return this.length * 8 >= this.buffer.length * 7 ? this.view() : this.finish();
+  }
+
+  /** The whole underlying buffer (the bytes written are [0, size)), without making a view; valid until
+   *  the next write, which may replace it. For hot read loops. */
+  get backing(): Uint8Array {
+    return this.buffer;
   }
 
   /** The bytes written so far, without a copy (a view of the buffer: write nothing more after this). */
@@ -285,6 +317,28 @@ export class ByteReader {
   /** Length-prefixed UTF-8 of at most `maxBytes` bytes. */
   string(maxBytes: number): string {
     return this.decodeUtf8(this.lengthPrefixed(maxBytes));
+  }
+
+  /** Checks what string() would read, without making the string (a restore copies the bytes as they are). */
+  skipString(maxBytes: number): void {
+    const bytes = this.lengthPrefixed(maxBytes);
+    for (let i = 0; i < bytes.length; i++) {
+      if (bytes[i]! >= 0x80) {
+        this.decodeUtf8(bytes); // the rare non-ASCII string: the decoder is the validator
+        return;
+      }
+    }
+  }
+
+  /** Checks what bigUint() would read, with the same errors, without making a bigint: the tenth byte of
+   *  a value <= 2^64 - 1 carries bit 63 only. */
+  skipBigUint(): void {
+    for (let count = 0; ; count++) {
+      const b = this.byte();
+      if (count > 0 && b === 0) this.fail('over-long varint');
+      if (count === 9 && b > 1) this.fail('integer exceeds 2^64 - 1');
+      if ((b & 0x80) === 0) return;
+    }
   }
 
   decodeUtf8(bytes: Uint8Array): string {

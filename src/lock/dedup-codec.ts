@@ -80,6 +80,41 @@ export function readDedupBody(input: ByteReader, identity: { owner: string; requ
   }
 }
 
+/**
+ * Checks the body readDedupBody would read — the same fields, limits and errors — without building the
+ * record: a restore copies a checked record's bytes straight into the dedup table (they are canonical, so
+ * they are exactly what writeDedupBody would write for it).
+ */
+export function skipDedupBody(input: ByteReader): void {
+  const type = DEDUP_TYPES[input.byte()] ?? input.fail('unknown dedup record type');
+  input.skipString(WIRE_LIMITS.maxKeyBytes);
+  input.skipBigUint();
+  flag(input);
+  switch (type) {
+    case 'acquire':
+      input.skipBigUint();
+      input.uint();
+      input.uint();
+      input.skipString(WIRE_LIMITS.maxOwnerBytes);
+      input.uint();
+      return;
+    case 'renew':
+      input.uint();
+      input.uint();
+      reason(input);
+      return;
+    case 'release':
+      reason(input);
+      return;
+  }
+}
+
+/** Checks the identity readDedupIdentity would read, without making its strings. */
+export function skipDedupIdentity(input: ByteReader): void {
+  input.skipString(WIRE_LIMITS.maxOwnerBytes);
+  input.skipString(WIRE_LIMITS.maxRequestIdBytes);
+}
+
 function flag(input: ByteReader): boolean {
   const b = input.byte();
   if (b > 1) input.fail(`bad boolean ${b}`);

@@ -14,6 +14,7 @@
 // memory without bound inside the window. The whole table is replicated state and goes into snapshots.
 import { ByteReader, ByteWriter } from './bytes.js';
 import { readDedupBody, readDedupIdentity, writeDedupBody, writeDedupIdentity } from './dedup-codec.js';
+import type { DedupRecordSink } from './snapshot.js';
 import type { AcquireOutcome, ReleaseOutcome, RenewOutcome } from './types.js';
 
 interface DedupIdentity {
@@ -36,6 +37,9 @@ export type DedupRecord = DedupIdentity &
 export type DedupOperation = DedupRecord['type'];
 
 const EMPTY = -1;
+/** The smallest record the snapshot decoder accepts: two string lengths, the time, the type, the key's
+ *  length, the token, a flag and a reason, a byte each (only a capacity hint: more records still fit). */
+const MIN_RECORD_BYTES = 8;
 const DELETED = -2;
 
 class ArenaError extends Error {
@@ -98,6 +102,41 @@ export class DedupTable {
    *  the newer record replaces the older one, whose queue slot is then skipped. */
   remember(record: DedupRecord): void {
     const previous = this.lookup(record.owner, record.requestId); // leaves the identity in `scratch`
+    const identity = this.scratch.view();
+    const at = this.beginRecord(previous, record.recordedAtMs, identity.length);
+    this.arena.raw(identity);
+    writeDedupBody(this.arena, record);
+    this.endRecord(at);
+  }
+
+  /**
+   * Where a snapshot restore hands the records (snapshot.ts decodeState): each is copied in as the bytes it
+   * already is, exactly as remember() of the decoded record would store it, without the objects. The
+   * arena and queue arrays are sized once from the snapshot instead of doubling their way up.
+   */
+  restoreSink(): DedupRecordSink {
+    return {
+      reserve: (count, bytesLeft) => {
+        // The table never holds more than maxEntries; and a corrupt count must not allocate for records
+        // the bytes cannot hold (one takes at least MIN_RECORD_BYTES).
+        const expected = Math.min(count, this.maxEntries, Math.floor(bytesLeft / MIN_RECORD_BYTES));
+        this.arena.reserveExact(bytesLeft);
+        if (expected > this.offsets.length) this.growQueue(expected);
+        this.presizeIndex(expected);
+      },
+      record: (bytes, start, split, bodyStart, end, recordedAtMs) => {
+        const previous = this.lookupRange(bytes, start, split);
+        const at = this.beginRecord(previous, recordedAtMs, split - start);
+        this.arena.rawRange(bytes, start, split);
+        this.arena.rawRange(bytes, bodyStart, end);
+        this.endRecord(at);
+      },
+    };
+  }
+
+  /** Opens queue slot for a new record of the pair whose current record (if any) is at `previous`; the
+   *  caller then appends its identity and body bytes to the arena and calls endRecord. */
+  private beginRecord(previous: number, recordedAtMs: number, identityLength: number): number {
     if (previous >= 0) {
       this.unindex(previous);
       this.replaced[previous] = 1;
@@ -107,11 +146,13 @@ export class DedupTable {
     if (this.tail === this.offsets.length) this.makeRoom();
     const at = this.tail++;
     this.offsets[at] = this.arena.size;
-    this.identityBytes[at] = this.scratch.size;
-    this.recordedAt[at] = record.recordedAtMs;
+    this.identityBytes[at] = identityLength;
+    this.recordedAt[at] = recordedAtMs;
     this.replaced[at] = 0;
-    this.arena.raw(this.scratch.view());
-    writeDedupBody(this.arena, record);
+    return at;
+  }
+
+  private endRecord(at: number): void {
     this.live++;
     this.insertIndex(at);
     while (this.live > this.maxEntries) this.forgetOldest();
@@ -178,25 +219,30 @@ export class DedupTable {
     const scratch = this.scratch;
     scratch.clear();
     writeDedupIdentity(scratch, owner, requestId);
-    const id = scratch.view();
+    return this.lookupRange(scratch.view(), 0, scratch.size);
+  }
+
+  /** Queue position of the current record whose identity bytes are id[start, end), or -1. */
+  private lookupRange(id: Uint8Array, start: number, end: number): number {
     const mask = this.index.length - 1;
-    for (let slot = hashBytes(id, 0, id.length) & mask; ; slot = (slot + 1) & mask) {
+    for (let slot = hashBytes(id, start, end) & mask; ; slot = (slot + 1) & mask) {
       const at = this.index[slot]!;
       if (at === EMPTY) return -1;
-      if (at !== DELETED && this.identityBytes[at] === id.length && this.identityEquals(at, id)) return at;
+      if (at !== DELETED && this.identityBytes[at] === end - start && this.identityEquals(at, id, start)) return at;
     }
   }
 
-  private identityEquals(at: number, id: Uint8Array): boolean {
-    const bytes = this.arena.view();
+  private identityEquals(at: number, id: Uint8Array, idStart: number): boolean {
+    const bytes = this.arena.backing;
     const start = this.offsets[at]!;
-    for (let i = 0; i < id.length; i++) if (bytes[start + i] !== id[i]) return false;
+    const length = this.identityBytes[at]!;
+    for (let i = 0; i < length; i++) if (bytes[start + i] !== id[idStart + i]) return false;
     return true;
   }
 
   private hashOf(at: number): number {
     const start = this.offsets[at]!;
-    return hashBytes(this.arena.view(), start, start + this.identityBytes[at]!);
+    return hashBytes(this.arena.backing, start, start + this.identityBytes[at]!);
   }
 
   private insertIndex(at: number): void {
@@ -230,10 +276,16 @@ export class DedupTable {
     }
   }
 
-  /** A fresh index of the current records: no DELETED slots, at most half full. */
-  private rebuildIndex(): void {
+  /** An empty table about to take `count` records: an index big enough for them, so it is never rebuilt
+   *  on the way. */
+  private presizeIndex(count: number): void {
+    if (this.live === 0 && count * 2 > this.index.length) this.rebuildIndex(count);
+  }
+
+  /** A fresh index of the current records (room for `capacity`): no DELETED slots, at most half full. */
+  private rebuildIndex(capacity = this.live): void {
     let size = 64;
-    while (size < this.live * 2) size *= 2;
+    while (size < capacity * 2) size *= 2;
     this.index = new Int32Array(size).fill(EMPTY);
     this.indexUsed = 0;
     for (let at = this.head; at < this.tail; at++) {
@@ -280,7 +332,10 @@ export class DedupTable {
       this.dropForgotten();
       return;
     }
-    const capacity = this.offsets.length * 2;
+    this.growQueue(this.offsets.length * 2);
+  }
+
+  private growQueue(capacity: number): void {
     const grow = <A extends Float64Array | Uint16Array | Uint8Array>(old: A, make: (n: number) => A): A => {
       const next = make(capacity);
       next.set(old);

@@ -306,7 +306,7 @@ export class LockMachine {
   static restore(bytes: Uint8Array, options: Partial<LockMachineOptions> = {}): LockMachine {
     const machine = new LockMachine(options);
     if (bytes.length === 0) return machine;
-    const state = decodeState(bytes);
+    const state = decodeState(bytes, machine.dedup.restoreSink());
     machine.appliedIndexValue = state.appliedIndex;
     machine.logNowMs = state.nowMs;
     machine.epochTermValue = state.epochTerm;
@@ -325,7 +325,6 @@ export class LockMachine {
       }
       machine.freeKeyLastTokens.free(key, lastToken, freedAtMs);
     }
-    for (const record of state.dedup) machine.dedup.remember(record);
     return machine;
   }
 
@@ -387,7 +386,7 @@ export class LockMachine {
     const previousTermEndMs = this.logNowMs;
     const epochStartMs = Math.max(previousTermEndMs, stampedMs);
     this.writer?.beforeEveryKeyWrite();
-    const carried = carryLeasesIntoTerm(this.leases.values(), previousTermEndMs, epochStartMs);
+    const carried = carryLeasesIntoTerm(this.leases, previousTermEndMs, epochStartMs);
     if (carried.extended + carried.ended > 0) this.deadlines.rebuild();
     this.epochTermValue = term;
     this.epochStartMsValue = epochStartMs;

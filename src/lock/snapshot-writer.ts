@@ -94,7 +94,8 @@ export class SnapshotWriter {
     return this.done;
   }
 
-  /** The snapshot bytes; the writer must be done (step() returned true). */
+  /** The snapshot bytes; the writer must be done (step() returned true). Kept by the Raft log until the
+   *  next snapshot, so without the buffer's slack when the size hint was well off. */
   finish(): Uint8Array {
     if (!this.done) throw new Error('snapshot writer: finish() before the last step');
     this.close();
@@ -102,7 +103,7 @@ export class SnapshotWriter {
     if (this.dedupWritten !== this.dedupReader.count) {
       throw new Error(`snapshot writer: ${this.dedupWritten} dedup records read, ${this.dedupReader.count} expected`);
     }
-    return this.out.view();
+    return this.out.tight();
   }
 
   /** After the last section: the terminator, the record count, the records read so far; then the rest of

@@ -22,8 +22,7 @@
 // Times are stored relative to nowMs: a deadline is then ~2-3 bytes instead of 6, and sorted keys that
 // share a prefix ("invoice:000123…") cost only their differing tail.
 import { ByteReader, ByteWriter, writeUtf8 } from './bytes.js';
-import type { DedupRecord } from './dedup.js';
-import { readDedupBody, readDedupIdentity } from './dedup-codec.js';
+import { skipDedupBody, skipDedupIdentity } from './dedup-codec.js';
 import type { FreeKey } from './free-keys.js';
 import { KEY_BUCKETS, bucketOf } from './key-buckets.js';
 import { Lease } from './lease.js';
@@ -64,8 +63,20 @@ export type DecodedFreeKey = Pick<FreeKey, 'key' | 'lastToken' | 'freedAtMs'>;
 export interface DecodedState extends SnapshotHeader {
   leases: Lease[];
   freeKeys: DecodedFreeKey[];
-  /** Oldest first. */
-  dedup: DedupRecord[];
+  /** How many dedup records were handed to the sink. */
+  dedupCount: number;
+}
+
+/**
+ * Receives the dedup records, oldest first, as checked byte ranges of the snapshot: the identity
+ * (owner, request_id) in [start, split), the body (type, key, token, outcome) in [bodyStart, end). They are
+ * canonical, so they equal what dedup-codec.ts writes for the record: the table copies them in as they are
+ * (decoding a quarter-million records into objects only to encode them again dominated a restore).
+ * `bytesLeft` before the first call is the upper bound of their total size (a capacity hint).
+ */
+export interface DedupRecordSink {
+  reserve(count: number, bytesLeft: number): void;
+  record(bytes: Uint8Array, start: number, split: number, bodyStart: number, end: number, recordedAtMs: number): void;
 }
 
 const MAX_SECTION_BITS = Math.log2(KEY_BUCKETS);
@@ -127,7 +138,7 @@ export function writeSection(out: ByteWriter, leases: Lease[], freeKeys: Decoded
 
 /** Strict decode of any version: any inconsistency (bad ordering, dangling owner index, token from the
  *  future, a key in the wrong section) throws SnapshotDecodeError. */
-export function decodeState(bytes: Uint8Array): DecodedState {
+export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink): DecodedState {
   const input = new ByteReader(bytes, (message, offset) => new SnapshotDecodeError(message, offset));
   for (const b of MAGIC) if (input.byte() !== b) input.fail('not a lock snapshot (bad magic)');
   const version = input.byte();
@@ -164,9 +175,9 @@ export function decodeState(bytes: Uint8Array): DecodedState {
     forgottenWatermark = version === 1 ? 0 : input.uint();
   }
   if (forgottenWatermark > appliedIndex) input.fail(`watermark ${forgottenWatermark} is beyond index ${appliedIndex}`);
-  const dedup = fields.dedup();
+  const dedupCount = fields.dedup(bytes, dedupSink);
   input.end();
-  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, dedup };
+  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, dedupCount };
 }
 
 /** Reads the parts every version shares, checking each field against the snapshot's index and time. */
@@ -223,19 +234,24 @@ class FieldReader {
     }
   }
 
-  dedup(): DedupRecord[] {
+  /** `bytes` is what the reader reads: the ranges handed to the sink are offsets in it. */
+  dedup(bytes: Uint8Array, sink: DedupRecordSink): number {
     const input = this.input;
     const dedupCount = countOf(input);
-    const dedup: DedupRecord[] = [];
+    sink.reserve(dedupCount, input.remaining);
     let previousRecordedAtMs = 0;
     for (let i = 0; i < dedupCount; i++) {
-      const identity = readDedupIdentity(input);
+      const start = input.position;
+      skipDedupIdentity(input);
+      const split = input.position;
       const recordedAtMs = this.nowMs - input.uint();
       if (recordedAtMs < previousRecordedAtMs) input.fail('dedup records are not in time order');
       previousRecordedAtMs = recordedAtMs;
-      dedup.push(readDedupBody(input, { ...identity, recordedAtMs }));
+      const bodyStart = input.position;
+      skipDedupBody(input);
+      sink.record(bytes, start, split, bodyStart, input.position, recordedAtMs);
     }
-    return dedup;
+    return dedupCount;
   }
 
   private token(): number {

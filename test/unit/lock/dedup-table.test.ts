@@ -2,9 +2,11 @@
 // the same finds, sizes and oldest-first order through many records, replacements, pruning by time and by
 // the cap, index rebuilds and the queue moving to the front of its arrays.
 import { describe, expect, it } from 'vitest';
-import { ByteWriter } from '../../../src/lock/bytes.js';
+import { ByteReader, ByteWriter } from '../../../src/lock/bytes.js';
 import { DedupTable, type DedupRecord } from '../../../src/lock/dedup.js';
+import { readDedupBody, skipDedupBody, skipDedupIdentity, writeDedupBody } from '../../../src/lock/dedup-codec.js';
 import { SimRng } from '../../sim/rng.js';
+import { readOutcome } from './read-outcome.js';
 
 class ModelTable {
   readonly byPair = new Map<string, DedupRecord>();
@@ -90,4 +92,65 @@ describe('DedupTable (arena) behaves like the plain table', () => {
       }
     });
   }
+});
+
+/** Feeds snapshotBytes() output to `into`'s restore sink, as decodeState does (times relative to nowMs). */
+function restoreInto(into: DedupTable, bytes: Uint8Array, count: number, nowMs: number): void {
+  const sink = into.restoreSink();
+  const input = new ByteReader(bytes, (m) => new Error(m));
+  sink.reserve(count, bytes.length);
+  for (let i = 0; i < count; i++) {
+    const start = input.position;
+    skipDedupIdentity(input);
+    const split = input.position;
+    const recordedAtMs = nowMs - input.uint();
+    const bodyStart = input.position;
+    skipDedupBody(input);
+    sink.record(bytes, start, split, bodyStart, input.position, recordedAtMs);
+  }
+  input.end();
+}
+
+describe('DedupTable restore from snapshot bytes', () => {
+  it('copies the records in: the same finds and the same snapshot bytes, non-ASCII and a smaller cap included', () => {
+    const rng = new SimRng(5);
+    const table = new DedupTable(1e9, 5_000);
+    const pairs: [string, string][] = [];
+    for (let i = 0; i < 3_000; i++) {
+      const owner = i % 7 === 0 ? `воркер-${i % 5}-🔒` : `owner-${i % 13}`;
+      pairs.push([owner, `req-${i}`]);
+      table.remember(record(rng, owner, `req-${i}`, 1_000 + i));
+    }
+    const now = 10_000;
+    const bytes = snapshotBytes(table, now);
+    const copy = new DedupTable(1e9, 5_000);
+    restoreInto(copy, bytes, table.size, now);
+    expect(copy.size).toBe(table.size);
+    for (const [owner, requestId] of pairs) expect(copy.find(owner, requestId)).toEqual(table.find(owner, requestId));
+    expect(Buffer.from(snapshotBytes(copy, now)).equals(Buffer.from(bytes))).toBe(true);
+    // A cap below the snapshot's count keeps the newest, as remember() would.
+    const capped = new DedupTable(1e9, 1_000);
+    restoreInto(capped, bytes, table.size, now);
+    expect(capped.size).toBe(1_000);
+    expect(capped.find(...pairs[1_999]!)).toBeUndefined();
+    expect(capped.find(...pairs[2_000]!)).toEqual(table.find(...pairs[2_000]!));
+  });
+
+  it('skipDedupBody accepts, stops and fails exactly where readDedupBody does (mutated bodies)', () => {
+    const rng = new SimRng(9);
+    let failures = 0;
+    for (let i = 0; i < 3_000; i++) {
+      const out = new ByteWriter();
+      writeDedupBody(out, record(rng, 'o', 'r', 0));
+      const bytes = out.finish();
+      const flips = rng.int(3);
+      for (let f = 0; f < flips; f++) bytes[rng.int(bytes.length)] = rng.int(256);
+      const cut = rng.float() < 0.2 ? bytes.subarray(0, rng.int(bytes.length)) : bytes;
+      const run = (read: (r: ByteReader) => unknown) => readOutcome(cut, read);
+      const expected = run((r) => readDedupBody(r, { owner: 'o', requestId: 'r', recordedAtMs: 0 }));
+      expect(run((r) => skipDedupBody(r))).toBe(expected);
+      if (!expected.startsWith('ok')) failures++;
+    }
+    expect(failures).toBeGreaterThan(300);
+  });
 });

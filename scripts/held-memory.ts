@@ -1,0 +1,60 @@
+// Where a node's memory goes with N held locks: fills a fresh 3-node cluster of real processes (the
+// held-scale bench's fill), then prints per node RSS, V8 heap used/total, external and array buffers
+// (from each node's /metrics) serving, and again after a kill -9 + restart of all three, with the
+// restart's phases read from the node logs. `--heap` also writes a V8 heap snapshot of every node while
+// serving (SIGUSR2, into the out dir) for a retainer breakdown in DevTools.
+//   node build/scripts/held-memory.js [--held 200000] [--heap] [--keep] [--out DIR]
+// (--keep leaves the data dirs and logs, e.g. to time a restart's phases offline.)
+import { mkdirSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { fill, rssNow } from './bench/held-scale.js';
+import { leaseholdFactory, type LeaseholdCluster } from './bench/leasehold-system.js';
+import { describeMemory, memoryOf } from './bench/node-memory.js';
+
+function arg(name: string, fallback: string): string {
+  const at = process.argv.indexOf(name);
+  return at >= 0 ? (process.argv[at + 1] ?? fallback) : fallback;
+}
+
+async function report(c: LeaseholdCluster, label: string): Promise<void> {
+  const rss = rssNow(c);
+  for (let i = 0; i < c.members.length; i++) {
+    console.log(`${label} ${c.members[i]}: RSS ${rss.get(c.members[i]!)?.toFixed(0) ?? '?'} MB; ${describeMemory(await memoryOf(c, i))}`);
+  }
+}
+
+async function main(): Promise<void> {
+  const held = Number(arg('--held', '200000'));
+  const out = arg('--out', `/tmp/held-memory-${process.pid}`);
+  mkdirSync(out, { recursive: true });
+  const heap = process.argv.includes('--heap');
+  const extraYaml = `limits:\n  maxHeld: ${held + 100_000}\n  maxKeys: ${held + 1_000_000}\n`;
+  const nodeArgs = heap ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${out}`] : [];
+  const c = await leaseholdFactory.start({ extraYaml, nodeArgs, keep: process.argv.includes('--keep') });
+  try {
+    const f = await fill(c, held);
+    console.log(`filled ${held} in ${f.seconds.toFixed(1)} s (${Math.round(held / f.seconds)}/s), ${f.errors} errors`);
+    await new Promise((r) => setTimeout(r, 2000));
+    await report(c, 'serving');
+    if (heap) {
+      for (const pid of c.pids().values()) process.kill(pid, 'SIGUSR2');
+      await new Promise((r) => setTimeout(r, 20_000));
+      console.log(`heap snapshots in ${out}`);
+    }
+    for (let i = 0; i < c.members.length; i++) await c.kill(i);
+    const t0 = performance.now();
+    for (let i = 0; i < c.members.length; i++) await c.restart(i);
+    await c.waitAllServing(120_000);
+    console.log(`restart to SERVING ${(performance.now() - t0).toFixed(0)} ms`);
+    await new Promise((r) => setTimeout(r, 2000));
+    await report(c, 'restarted');
+    for (let i = 0; i < c.members.length; i++) {
+      const lines = c.logText(i).split('\n').filter((l) => /restored|listening|serving|role\/term|snapshot/i.test(l));
+      console.log(`--- ${c.members[i]} log (last lines of interest)\n${lines.slice(-8).join('\n')}`);
+    }
+  } finally {
+    await c.stop();
+  }
+}
+
+await main();
