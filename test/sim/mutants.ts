@@ -39,6 +39,9 @@ class WrappedCore implements RaftCore {
   step(msg: Message): void {
     this.inner.step(msg);
   }
+  leaderUnreachable(from: NodeId): void {
+    this.inner.leaderUnreachable(from);
+  }
   propose(data: Uint8Array): ProposeResult {
     return this.inner.propose(data);
   }

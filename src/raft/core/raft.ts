@@ -57,6 +57,9 @@ export function defaultRaftConfig(id: NodeId, rng: RaftConfig['rng']): RaftConfi
 }
 
 const MAX_COMMITTED_PER_READY = 1024;
+/** After leaderUnreachable(): campaign within 1..this many ticks. Randomized so the survivors, told at
+ *  the same instant by their kernels, rarely pre-campaign in the same round trip and split the vote. */
+const UNREACHABLE_CAMPAIGN_SPREAD_TICKS = 3;
 /** Leader ticks a replicating follower may go without progress (while behind) before we re-probe it. */
 const STALL_TICKS = 3;
 
@@ -114,6 +117,22 @@ export class Raft {
   tick(): void {
     if (this.role === 'leader') this.tickLeader();
     else this.tickElection();
+  }
+
+  /**
+   * The driver's transport says `from` is gone (its connection to us broke and a reconnect failed — see
+   * src/transport/grpc.ts for which signal counts). If `from` is the leader we follow, stop waiting out
+   * the election timeout: forget it as leader (so we no longer refuse votes in its name — leader
+   * stickiness) and campaign within a few randomized ticks. Timing only: the campaign is an ordinary one,
+   * Pre-Vote first, so a false report (the leader is alive, only our link to it broke) is harmless — the
+   * other voters still hear the leader and ignore the pre-vote, and the leader's next message to us
+   * makes us its follower again. A report about anyone else, or while we lead or campaign, changes
+   * nothing (etcd-io/raft's ReportUnreachable is the leader-side counterpart).
+   */
+  leaderUnreachable(from: NodeId): void {
+    if (this.role !== 'follower' || this.leaderId !== from || from === this.id || !this.promotable()) return;
+    this.leaderId = null;
+    this.randomizedElectionTimeout = this.electionElapsed + 1 + this.cfg.rng.int(UNREACHABLE_CAMPAIGN_SPREAD_TICKS);
   }
 
   propose(data: Uint8Array, kind: EntryKind = 'normal'): ProposeResult {

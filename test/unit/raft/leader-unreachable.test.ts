@@ -1,0 +1,124 @@
+// Raft.leaderUnreachable(): the transport's report that the leader's connection broke and a reconnect
+// failed (a killed process). The follower campaigns within a few ticks instead of the election timeout —
+// Pre-Vote first, so a false report (the leader alive, only one link broken) deposes nobody.
+import { describe, expect, it } from 'vitest';
+import { Network, TestNode } from './harness.js';
+
+const E = 10; // electionTicks (defaultRaftConfig): without a report nobody campaigns before E ticks
+/** The bound on a reported follower's campaign: 1..3 ticks (UNREACHABLE_CAMPAIGN_SPREAD_TICKS in raft.ts). */
+const REPORT_BOUND_TICKS = 3;
+const ids = ['a', 'b', 'c'];
+
+function steady(seed = 1) {
+  const net = new Network(ids, undefined, seed);
+  net.elect('a');
+  net.tickAll(1);
+  const [a, b, c] = ids.map((id) => net.node(id)) as [TestNode, TestNode, TestNode];
+  expect(a.raft.role).toBe('leader');
+  expect(b.raft.leaderId).toBe('a');
+  return { net, a, b, c, term: a.raft.term };
+}
+
+/** Pre-vote requests sent by `from` after log position `since` of the network's message log. */
+function preVotesFrom(net: Network, from: string, since: number): number {
+  return net.log.slice(since).filter((m) => m.type === 'RequestVote' && m.preVote && m.from === from).length;
+}
+
+describe('leaderUnreachable: the transport says the leader is gone', () => {
+  it('a report about the leader starts a pre-vote within the bound, and the survivors elect a new leader well before the election timeout', () => {
+    for (let seed = 1; seed <= 20; seed++) {
+      const { net, b, c, term } = steady(seed);
+      net.isolate('a'); // killed: nothing to or from it any more
+      const since = net.log.length;
+      b.raft.leaderUnreachable('a');
+      c.raft.leaderUnreachable('a');
+      expect(b.raft.leaderId).toBeNull();
+      let ticks = 0;
+      while (preVotesFrom(net, 'b', since) + preVotesFrom(net, 'c', since) === 0 && ticks < E) {
+        net.tick(['b', 'c']);
+        ticks++;
+      }
+      expect(ticks, `seed ${seed}: ticks until the first pre-vote`).toBeLessThanOrEqual(REPORT_BOUND_TICKS);
+      // Lock-step ticks are the worst case for a split (both campaign in the same round); even then a
+      // leader follows within one more election timeout.
+      for (let t = 0; t < 2 * E && !(b.raft.role === 'leader' || c.raft.role === 'leader'); t++) net.tick(['b', 'c']);
+      const leader = [b, c].find((n) => n.raft.role === 'leader');
+      expect(leader, `seed ${seed}: a survivor leads`).toBeDefined();
+      expect(leader!.raft.term).toBeGreaterThan(term);
+    }
+  });
+
+  it('control: without a report the survivors wait out the election timeout', () => {
+    const { net } = steady();
+    net.isolate('a');
+    const since = net.log.length;
+    net.tick(['b', 'c'], E - 1);
+    expect(preVotesFrom(net, 'b', since) + preVotesFrom(net, 'c', since)).toBe(0);
+    net.tick(['b', 'c'], E + 1);
+    expect(preVotesFrom(net, 'b', since) + preVotesFrom(net, 'c', since)).toBeGreaterThan(0);
+  });
+
+  it('a report about a node that is not our leader changes nothing', () => {
+    const { net, b, term } = steady();
+    net.isolate('a'); // no heartbeats, so only a report could make b campaign early
+    const since = net.log.length;
+    b.raft.leaderUnreachable('c');
+    b.raft.leaderUnreachable('b'); // ourselves
+    b.raft.leaderUnreachable('zz'); // a stranger
+    expect(b.raft.leaderId).toBe('a');
+    net.tick(['b', 'c'], E - 1);
+    expect(preVotesFrom(net, 'b', since)).toBe(0);
+    expect(b.raft.term).toBe(term);
+  });
+
+  it('a report while leading, or while already campaigning, changes nothing', () => {
+    const { net, a, term } = steady();
+    a.raft.leaderUnreachable('a');
+    a.raft.leaderUnreachable('b');
+    net.tickAll(3 * E);
+    expect(a.raft.role).toBe('leader');
+    expect(a.raft.term).toBe(term);
+
+    // A pre-candidate (cut off, timed out) told about its former leader keeps its own schedule.
+    net.isolate('c');
+    const c = net.node('c');
+    while (c.raft.role !== 'pre-candidate') net.tick(['c']);
+    const since = net.log.length;
+    c.raft.leaderUnreachable('a');
+    net.tick(['c'], E - 1);
+    expect(preVotesFrom(net, 'c', since)).toBe(0); // its next round is a full (randomized) timeout away
+  });
+
+  it('a false report (the leader is alive, only our link to it broke) does not depose the leader: the other voters refuse the pre-vote', () => {
+    const { net, a, b, c, term } = steady();
+    net.cutLink('a', 'b');
+    const since = net.log.length;
+    b.raft.leaderUnreachable('a');
+    net.tickAll(REPORT_BOUND_TICKS);
+    expect(preVotesFrom(net, 'b', since)).toBeGreaterThan(0); // it did campaign...
+    net.tickAll(4 * E); // ...and keeps trying while cut off
+    expect(a.raft.role).toBe('leader');
+    expect(c.raft.leaderId).toBe('a');
+    for (const n of [a, b, c]) expect(n.raft.term).toBe(term);
+    expect(net.sent('RequestVote', (m) => m.from === 'b').every((m) => m.preVote)).toBe(true);
+    expect(net.sent('RequestVoteResponse', (m) => m.to === 'b' && m.granted)).toEqual([]);
+
+    net.heal();
+    net.tickAll(2);
+    expect(b.raft.leaderId).toBe('a');
+    expect(b.raft.role).toBe('follower');
+    expect(a.raft.term).toBe(term);
+  });
+
+  it('a false report while every link works: the next heartbeat makes us a follower again, nobody changes term', () => {
+    const { net, a, b, c, term } = steady();
+    b.raft.leaderUnreachable('a');
+    expect(b.raft.leaderId).toBeNull();
+    net.tickAll(3 * E);
+    expect(a.raft.role).toBe('leader');
+    for (const n of [a, b, c]) {
+      expect(n.raft.term).toBe(term);
+      expect(n.raft.leaderId).toBe('a');
+    }
+  });
+});
