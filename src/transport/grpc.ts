@@ -38,6 +38,9 @@ export interface PeerTransportOptions {
   authenticator?: PeerAuthenticator;
   /** nodes[].peerDialOverrides: dial these members here instead of the address setPeers() gives. */
   dialOverrides?: ReadonlyMap<NodeId, string>;
+  /** The stream to this peer failed and a fresh connection attempt failed too (PeerLink.confirmGone says
+   *  why that pair): the process is most likely gone. The runtime passes it to RaftNode.peerUnreachable. */
+  onPeerUnreachable?: (peer: NodeId) => void;
 }
 
 /** Serves one lock call a follower forwarded to us (the client API behind it); resolves with the answer. */
@@ -55,6 +58,10 @@ export interface PeerIdentity {
   /** The leader we follow: heard even when our log already removes it (it leads until that commits). */
   leaderId?: NodeId | null;
 }
+
+/** How long after a broken stream a failed reconnect still counts as "the peer is gone"; later, the
+ *  election timeout (500-1000 ms at the defaults) has done the job anyway. */
+const GONE_PROBE_MS = 1000;
 
 const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 2000;
@@ -141,6 +148,7 @@ class PeerLink {
       if (err && err.code !== grpc.status.CANCELLED) {
         this.opts.logger.debug({ nodeId: this.opts.selfId, peer: this.peerId, code: err.code, err: err.details }, 'peer stream ended');
         this.markDown();
+        this.confirmGone();
       }
       this.scheduleReconnect();
     }) as grpc.ClientWritableStream<unknown>;
@@ -152,6 +160,43 @@ class PeerLink {
     this.stream = stream;
     this.writable = true;
   }
+
+  /**
+   * Our stream to the peer ended with an error: find out at once whether the peer is gone. A broken
+   * stream alone is weak evidence (a peer restarting, a reset connection, a stream it refused); a broken
+   * stream AND a fresh connection attempt that fails (TRANSIENT_FAILURE: refused, nobody listens) is
+   * what a killed process looks like — its kernel closed the sockets and its port is closed. That pair
+   * is reported (once per broken stream). A connection that comes back (READY) is not a report; a
+   * silent peer (a machine that vanished, a network that drops packets) gives no signal and the
+   * election timeout handles it. A false report is harmless to Raft (Raft.leaderUnreachable: Pre-Vote
+   * first), so this only has to be good evidence, not proof.
+   */
+  private confirmGone(): void {
+    const report = this.opts.onPeerUnreachable;
+    if (!report || this.probingGone) return;
+    this.probingGone = true;
+    const channel = this.client.getChannel();
+    const deadline = Date.now() + GONE_PROBE_MS;
+    const watch = (): void => {
+      if (this.closed) return void (this.probingGone = false);
+      const state = channel.getConnectivityState(true); // true: start a connection attempt if idle
+      if (state === grpc.connectivityState.TRANSIENT_FAILURE) {
+        this.probingGone = false;
+        this.opts.logger.info({ nodeId: this.opts.selfId, peer: this.peerId, address: this.address }, 'peer unreachable: stream broken and reconnect failed');
+        report(this.peerId);
+        return;
+      }
+      if (state === grpc.connectivityState.SHUTDOWN) return void (this.probingGone = false);
+      // READY may still be the old connection's state for a moment: keep watching until the deadline.
+      channel.watchConnectivityState(state, deadline, (err) => {
+        if (err) this.probingGone = false; // deadline: no verdict
+        else watch();
+      });
+    };
+    watch();
+  }
+
+  private probingGone = false;
 
   private scheduleReconnect(): void {
     if (this.reconnectTimer || this.closed) return;
