@@ -98,7 +98,11 @@ class PeerLink {
     this.connect(opts.credentials);
   }
 
-  /** (Re)creates the channel, e.g. with reloaded certificates; the stream reopens on the next flush. */
+  /** (Re)creates the channel, e.g. with reloaded certificates, and opens the stream at once: it stays
+   *  open even while we have nothing to say. Followers never message each other until an election, and
+   *  a pre-vote (or the first forwarded call) to a peer whose connection was still to be set up waited
+   *  20-60 ms for TCP and HTTP/2 just when the leader was gone; an open call also keeps grpc from idling
+   *  the channel, and lets a broken connection be noticed (confirmGone) on every link. */
   connect(credentials: grpc.ChannelCredentials | undefined): void {
     const opts = this.opts;
     if (this.client) {
@@ -117,6 +121,7 @@ class PeerLink {
       'grpc.keepalive_timeout_ms': 5_000,
       ...NODE_CHANNEL_BACKOFF,
     });
+    this.open();
   }
 
   /** The stream our forwarded lock calls to this peer ride on (opened on first use). */
@@ -147,8 +152,10 @@ class PeerLink {
       if (this.closed) return;
       if (err && err.code !== grpc.status.CANCELLED) {
         this.opts.logger.debug({ nodeId: this.opts.selfId, peer: this.peerId, code: err.code, err: err.details }, 'peer stream ended');
+        // Only the break of a link that worked is news; the failed retries after it are not re-reported.
+        const wasAlive = this.alive;
         this.markDown();
-        this.confirmGone();
+        if (wasAlive) this.confirmGone();
       }
       this.scheduleReconnect();
     }) as grpc.ClientWritableStream<unknown>;
@@ -166,7 +173,7 @@ class PeerLink {
    * stream alone is weak evidence (a peer restarting, a reset connection, a stream it refused); a broken
    * stream AND a fresh connection attempt that fails (TRANSIENT_FAILURE: refused, nobody listens) is
    * what a killed process looks like — its kernel closed the sockets and its port is closed. That pair
-   * is reported (once per broken stream). A connection that comes back (READY) is not a report; a
+   * is reported, once per break of a working link. A connection that comes back (READY) is not a report; a
    * silent peer (a machine that vanished, a network that drops packets) gives no signal and the
    * election timeout handles it. A false report is harmless to Raft (Raft.leaderUnreachable: Pre-Vote
    * first), so this only has to be good evidence, not proof.
@@ -204,7 +211,7 @@ class PeerLink {
     this.backoffMs = Math.min(this.backoffMs * 2, BACKOFF_MAX_MS);
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = null;
-      if (this.head < this.queue.length) this.flush();
+      this.flush(); // reopens the stream even with nothing queued (see the constructor)
     }, delay);
     this.reconnectTimer.unref?.();
   }

@@ -57,9 +57,10 @@ export function defaultRaftConfig(id: NodeId, rng: RaftConfig['rng']): RaftConfi
 }
 
 const MAX_COMMITTED_PER_READY = 1024;
-/** After leaderUnreachable(): campaign within 1..this many ticks. Randomized so the survivors, told at
- *  the same instant by their kernels, rarely pre-campaign in the same round trip and split the vote. */
-const UNREACHABLE_CAMPAIGN_SPREAD_TICKS = 3;
+/** After leaderUnreachable(): campaign on one of the next this many ticks. Randomized (and each node's
+ *  ticks run on its own timer) so the survivors, told at about the same instant by their kernels, rarely
+ *  pre-campaign within one round trip of each other and split the vote. */
+const UNREACHABLE_CAMPAIGN_SPREAD_TICKS = 2;
 /** Leader ticks a replicating follower may go without progress (while behind) before we re-probe it. */
 const STALL_TICKS = 3;
 
@@ -123,8 +124,8 @@ export class Raft {
    * The driver's transport says `from` is gone (its connection to us broke and a reconnect failed — see
    * src/transport/grpc.ts for which signal counts). If `from` is the leader we follow, stop waiting out
    * the election timeout: forget it as leader (so we no longer refuse votes in its name — leader
-   * stickiness) and campaign within a few randomized ticks. Timing only: the campaign is an ordinary one,
-   * Pre-Vote first, so a false report (the leader is alive, only our link to it broke) is harmless — the
+   * stickiness) and campaign on one of the next two ticks (randomized). Timing only: the campaign is an
+   * ordinary one, Pre-Vote first, so a false report (the leader is alive, only our link to it broke) is harmless — the
    * other voters still hear the leader and ignore the pre-vote, and the leader's next message to us
    * makes us its follower again. A report about anyone else, or while we lead or campaign, changes
    * nothing (etcd-io/raft's ReportUnreachable is the leader-side counterpart).

@@ -5,8 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { Network, TestNode } from './harness.js';
 
 const E = 10; // electionTicks (defaultRaftConfig): without a report nobody campaigns before E ticks
-/** The bound on a reported follower's campaign: 1..3 ticks (UNREACHABLE_CAMPAIGN_SPREAD_TICKS in raft.ts). */
-const REPORT_BOUND_TICKS = 3;
+/** The bound on a reported follower's campaign: 1..2 ticks (UNREACHABLE_CAMPAIGN_SPREAD_TICKS in raft.ts). */
+const REPORT_BOUND_TICKS = 2;
 const ids = ['a', 'b', 'c'];
 
 function steady(seed = 1) {
