@@ -595,7 +595,7 @@ export class Raft {
       this.votedFor === m.from ||
       (this.votedFor === null && this.leaderId === null) ||
       (m.preVote && m.term > this.term);
-    const grant = canVote && this.log.isUpToDate(m.lastLogIndex, m.lastLogTerm);
+    const grant = canVote && this.log.isUpToDate(m.lastLogIndex, m.lastLogTerm) && this.yieldsPreVoteTo(m);
     if (grant && !m.preVote) {
       this.votedFor = m.from;
       this.electionElapsed = 0;
@@ -608,6 +608,20 @@ export class Raft {
       preVote: m.preVote,
       granted: grant,
     });
+  }
+
+  /**
+   * Two pre-candidates asking each other at once (the survivors of a killed leader, told by their kernels
+   * at the same instant, or both let go by one stall) would each grant the other, both go on to a real
+   * election in the same term and split it, costing a whole election timeout. So a pre-candidate grants
+   * another's pre-vote only for a log more up to date than its own, or an equal one from a lower id: one
+   * of them goes ahead. Liveness only — a pre-vote grant changes nothing durable — and a node that is not
+   * itself campaigning grants as before.
+   */
+  private yieldsPreVoteTo(m: RequestVote): boolean {
+    if (!m.preVote || this.role !== 'pre-candidate') return true;
+    const sameLog = m.lastLogTerm === this.log.lastTerm() && m.lastLogIndex === this.log.lastIndex();
+    return !sameLog || m.from < this.id;
   }
 
   private stepCandidate(m: Message): void {
