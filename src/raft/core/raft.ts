@@ -443,7 +443,23 @@ export class Raft {
     if (this.electionElapsed >= this.randomizedElectionTimeout && this.promotable()) {
       this.electionElapsed = 0;
       this.campaign(false);
+    } else if (this.role === 'pre-candidate') {
+      this.reaskPreVotes();
     }
+  }
+
+  /**
+   * A pre-candidate asks again, every tick, the voters that have not answered. A voter that still
+   * counted on the old leader (its own report not in yet) ignored the first request without a word, and
+   * otherwise both survivors of a killed leader waited out a whole election timeout (seen in the
+   * failover bench: 900 ms). Pre-votes change no state, so asking twice is harmless.
+   */
+  private reaskPreVotes(): void {
+    for (const id of this.voters) if (id !== this.id && !this.votes.has(id)) this.sendVoteRequest(id, true, this.term + 1, false);
+  }
+
+  private sendVoteRequest(to: NodeId, preVote: boolean, term: number, transfer: boolean): void {
+    this.send({ type: 'RequestVote', to, term, preVote, lastLogIndex: this.log.lastIndex(), lastLogTerm: this.log.lastTerm(), transfer });
   }
 
   private tickLeader(): void {
@@ -548,18 +564,7 @@ export class Raft {
       this.onElectionWon(preVote);
       return;
     }
-    for (const id of this.voters) {
-      if (id === this.id) continue;
-      this.send({
-        type: 'RequestVote',
-        to: id,
-        term,
-        preVote,
-        lastLogIndex: this.log.lastIndex(),
-        lastLogTerm: this.log.lastTerm(),
-        transfer,
-      });
-    }
+    for (const id of this.voters) if (id !== this.id) this.sendVoteRequest(id, preVote, term, transfer);
   }
 
   private recordVote(id: NodeId, granted: boolean): void {

@@ -63,6 +63,21 @@ describe('leaderUnreachable: the transport says the leader is gone', () => {
     expect(net.sent('RequestVoteResponse', (m) => m.preVote && m.from === 'b' && m.to === 'c')[0]?.granted).toBe(false);
   });
 
+  it('a pre-vote that reached a voter before its own report (ignored: it still counted on the leader) is asked again on the next tick', () => {
+    const { net, b, c, term } = steady();
+    net.isolate('a');
+    b.raft.leaderUnreachable('a');
+    const since = net.log.length;
+    while (b.raft.role !== 'pre-candidate') net.tick(['b']);
+    expect(preVotesFrom(net, 'b', since)).toBeGreaterThan(0);
+    expect(c.raft.leaderId).toBe('a'); // c ignored b's pre-vote: in lease of a
+    expect(net.log.slice(since).filter((m) => m.type === 'RequestVoteResponse' && m.from === 'c')).toEqual([]);
+    c.raft.leaderUnreachable('a');
+    net.tick(['b']); // only b ticks: c's own campaign plays no part
+    expect(b.raft.role).toBe('leader');
+    expect(b.raft.term).toBe(term + 1);
+  });
+
   it('control: without a report the survivors wait out the election timeout', () => {
     const { net } = steady();
     net.isolate('a');
@@ -94,14 +109,21 @@ describe('leaderUnreachable: the transport says the leader is gone', () => {
     expect(a.raft.role).toBe('leader');
     expect(a.raft.term).toBe(term);
 
-    // A pre-candidate (cut off, timed out) told about its former leader keeps its own schedule.
-    net.isolate('c');
-    const c = net.node('c');
-    while (c.raft.role !== 'pre-candidate') net.tick(['c']);
-    const since = net.log.length;
-    c.raft.leaderUnreachable('a');
-    net.tick(['c'], E - 1);
-    expect(preVotesFrom(net, 'c', since)).toBe(0); // its next round is a full (randomized) timeout away
+    // A pre-candidate (cut off, timed out) told about its former leader keeps its own schedule: two
+    // identical networks, one told, send exactly the same messages.
+    const run = (report: boolean) => {
+      const { net: twin } = steady(7);
+      twin.isolate('c');
+      const c = twin.node('c');
+      while (c.raft.role !== 'pre-candidate') twin.tick(['c']);
+      const since = twin.log.length;
+      if (report) c.raft.leaderUnreachable('a');
+      twin.tick(['c'], 2 * E);
+      return { sent: JSON.stringify(twin.log.slice(since)), term: c.raft.term };
+    };
+    const told = run(true);
+    expect(told.sent.length).toBeGreaterThan(2);
+    expect(told).toEqual(run(false));
   });
 
   it('a false report (the leader is alive, only our link to it broke) does not depose the leader: the other voters refuse the pre-vote', () => {
