@@ -148,9 +148,12 @@ class PeerLink {
     if (this.stream || this.closed || this.reconnectTimer) return;
     const stream = this.client.Stream((err) => {
       // The stream ended (peer restarted, network cut, or it refused a message): reconnect later.
-      if (this.stream === stream) this.stream = null;
+      // CANCELLED counts too unless we cancelled it ourselves (connect() drops it first): a peer that shuts
+      // down (SIGTERM, or under load even a closing socket) may end our stream that way.
+      const current = this.stream === stream;
+      if (current) this.stream = null;
       if (this.closed) return;
-      if (err && err.code !== grpc.status.CANCELLED) {
+      if (err && (err.code !== grpc.status.CANCELLED || current)) {
         this.opts.logger.debug({ nodeId: this.opts.selfId, peer: this.peerId, code: err.code, err: err.details }, 'peer stream ended');
         // Only the break of a link that worked is news; the failed retries after it are not re-reported.
         const wasAlive = this.alive;
