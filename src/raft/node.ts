@@ -20,6 +20,7 @@ import type { PeerSender } from './transport.js';
 export interface RaftCore {
   tick(): void;
   step(msg: Message): void;
+  leaderUnreachable(from: NodeId): void;
   propose(data: Uint8Array): ProposeResult;
   proposeConfChange(change: ConfChange): ConfChangeResult;
   readIndex(ctx: string): void;
@@ -159,6 +160,14 @@ export class RaftNode<R = unknown> extends EventEmitter {
     this.lastHeardMs.set(m.from, this.env.nowMs());
     this.raft.step(m);
     if (this.applyWhileWriting) this.applyDurable();
+    this.schedule();
+  }
+
+  /** The transport lost `id` for good (connection broken, reconnect refused): if it is our leader the
+   *  core campaigns soon instead of waiting out the election timeout (Raft.leaderUnreachable). */
+  peerUnreachable(id: NodeId): void {
+    if (this.stopped) return;
+    this.raft.leaderUnreachable(id);
     this.schedule();
   }
 

@@ -114,6 +114,10 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
         logger.info({ nodeId: id, from, vouchedBy: vouched.status.node_id }, `hearing ${from}: our configuration does not list it yet, but ${vouched.status.node_id} says it is a member`);
       });
     },
+    // A peer whose connection broke and whose port refuses a reconnect (killed): if it was our leader,
+    // campaign now rather than after the election timeout (Raft.leaderUnreachable; Pre-Vote keeps a false
+    // report harmless).
+    onPeerUnreachable: (peer) => node?.peerUnreachable(peer),
     selfId: id,
     peers: new Map(config.nodes.map((n: NodeConfig) => [n.id, n.peerAddress ?? n.address])),
     queueLimit: config.limits.peerQueueMessages,

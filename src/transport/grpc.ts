@@ -38,6 +38,9 @@ export interface PeerTransportOptions {
   authenticator?: PeerAuthenticator;
   /** nodes[].peerDialOverrides: dial these members here instead of the address setPeers() gives. */
   dialOverrides?: ReadonlyMap<NodeId, string>;
+  /** The stream to this peer failed and a fresh connection attempt failed too (PeerLink.confirmGone says
+   *  why that pair): the process is most likely gone. The runtime passes it to RaftNode.peerUnreachable. */
+  onPeerUnreachable?: (peer: NodeId) => void;
 }
 
 /** Serves one lock call a follower forwarded to us (the client API behind it); resolves with the answer. */
@@ -55,6 +58,10 @@ export interface PeerIdentity {
   /** The leader we follow: heard even when our log already removes it (it leads until that commits). */
   leaderId?: NodeId | null;
 }
+
+/** How long after a broken stream a failed reconnect still counts as "the peer is gone"; later, the
+ *  election timeout (500-1000 ms at the defaults) has done the job anyway. */
+const GONE_PROBE_MS = 1000;
 
 const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 2000;
@@ -91,7 +98,11 @@ class PeerLink {
     this.connect(opts.credentials);
   }
 
-  /** (Re)creates the channel, e.g. with reloaded certificates; the stream reopens on the next flush. */
+  /** (Re)creates the channel, e.g. with reloaded certificates, and opens the stream at once: it stays
+   *  open even while we have nothing to say. Followers never message each other until an election, and
+   *  a pre-vote (or the first forwarded call) to a peer whose connection was still to be set up waited
+   *  20-60 ms for TCP and HTTP/2 just when the leader was gone; an open call also keeps grpc from idling
+   *  the channel. After a break the stream reopens on demand (the next message), as before. */
   connect(credentials: grpc.ChannelCredentials | undefined): void {
     const opts = this.opts;
     if (this.client) {
@@ -110,6 +121,7 @@ class PeerLink {
       'grpc.keepalive_timeout_ms': 5_000,
       ...NODE_CHANNEL_BACKOFF,
     });
+    this.open();
   }
 
   /** The stream our forwarded lock calls to this peer ride on (opened on first use). */
@@ -136,11 +148,17 @@ class PeerLink {
     if (this.stream || this.closed || this.reconnectTimer) return;
     const stream = this.client.Stream((err) => {
       // The stream ended (peer restarted, network cut, or it refused a message): reconnect later.
-      if (this.stream === stream) this.stream = null;
+      // CANCELLED counts too unless we cancelled it ourselves (connect() drops it first): a peer that shuts
+      // down (SIGTERM, or under load even a closing socket) may end our stream that way.
+      const current = this.stream === stream;
+      if (current) this.stream = null;
       if (this.closed) return;
-      if (err && err.code !== grpc.status.CANCELLED) {
+      if (err && (err.code !== grpc.status.CANCELLED || current)) {
         this.opts.logger.debug({ nodeId: this.opts.selfId, peer: this.peerId, code: err.code, err: err.details }, 'peer stream ended');
+        // Only the break of a link that worked is news; the failed retries after it are not re-reported.
+        const wasAlive = this.alive;
         this.markDown();
+        if (wasAlive) this.confirmGone();
       }
       this.scheduleReconnect();
     }) as grpc.ClientWritableStream<unknown>;
@@ -153,12 +171,52 @@ class PeerLink {
     this.writable = true;
   }
 
+  /**
+   * Our stream to the peer ended with an error: find out at once whether the peer is gone. A broken
+   * stream alone is weak evidence (a peer restarting, a reset connection, a stream it refused); a broken
+   * stream AND a fresh connection attempt that fails (TRANSIENT_FAILURE: refused, nobody listens) is
+   * what a killed process looks like — its kernel closed the sockets and its port is closed. That pair
+   * is reported, once per break of a working link. A connection that comes back (READY) is not a report; a
+   * silent peer (a machine that vanished, a network that drops packets) gives no signal and the
+   * election timeout handles it. A false report is harmless to Raft (Raft.leaderUnreachable: Pre-Vote
+   * first), so this only has to be good evidence, not proof.
+   */
+  private confirmGone(): void {
+    const report = this.opts.onPeerUnreachable;
+    if (!report || this.probingGone) return;
+    this.probingGone = true;
+    const channel = this.client.getChannel();
+    const deadline = Date.now() + GONE_PROBE_MS;
+    const watch = (): void => {
+      if (this.closed) return void (this.probingGone = false);
+      const state = channel.getConnectivityState(true); // true: start a connection attempt if idle
+      if (state === grpc.connectivityState.TRANSIENT_FAILURE) {
+        this.probingGone = false;
+        this.opts.logger.info({ nodeId: this.opts.selfId, peer: this.peerId, address: this.address }, 'peer unreachable: stream broken and reconnect failed');
+        report(this.peerId);
+        return;
+      }
+      if (state === grpc.connectivityState.SHUTDOWN) return void (this.probingGone = false);
+      // READY may still be the old connection's state for a moment: keep watching until the deadline.
+      channel.watchConnectivityState(state, deadline, (err) => {
+        if (err) this.probingGone = false; // deadline: no verdict
+        else watch();
+      });
+    };
+    watch();
+  }
+
+  private probingGone = false;
+
   private scheduleReconnect(): void {
     if (this.reconnectTimer || this.closed) return;
     const delay = this.backoffMs / 2 + Math.random() * (this.backoffMs / 2);
     this.backoffMs = Math.min(this.backoffMs * 2, BACKOFF_MAX_MS);
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = null;
+      // Only with something to send: reopening an idle link to a dead peer on every timer grew the
+      // backoff (ours and grpc's) to 2 s while it was down, and its first messages after it came back
+      // waited that long (a pre-vote answer held 1.2 s, seen in the failover bench).
       if (this.head < this.queue.length) this.flush();
     }, delay);
     this.reconnectTimer.unref?.();
@@ -198,6 +256,12 @@ class PeerLink {
   /** A message arrived from this peer: the link works, so reset the backoff. */
   markAlive(): void {
     this.backoffMs = BACKOFF_MIN_MS;
+    if (this.reconnectTimer && !this.stream) {
+      // It talks to us, so it is up: reconnect now rather than when the backoff (up to 2 s) runs out.
+      clearTimeout(this.reconnectTimer);
+      this.reconnectTimer = null;
+      this.flush();
+    }
     if (!this.alive) {
       this.alive = true;
       this.opts.logger.info({ nodeId: this.opts.selfId, peer: this.peerId, address: this.address }, 'peer connected');

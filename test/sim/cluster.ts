@@ -22,6 +22,7 @@ import { MembershipNemesis } from './membership.js';
 import { afterNodeEvent, committedRemovals, type EventCause } from './node-checks.js';
 import { SimNode } from './node.js';
 import { profileFor, type SimProfile } from './profile.js';
+import { UnreachableReports } from './reports.js';
 import { EventQueue, type Timed } from './queue.js';
 import { describeNode, runSummary, violationReport } from './report.js';
 import { SimRng } from './rng.js';
@@ -54,6 +55,8 @@ type SimEvent = Timed &
     | { kind: 'response'; attempt: Attempt; outcome: 'ok' | 'redirect' | 'failed' | 'unknown'; hint: number; result: unknown }
     | { kind: 'check' }
     | { kind: 'later'; fn: () => void }
+    | { kind: 'unreachable'; node: number; inc: number; peer: NodeId; real: boolean }
+    | { kind: 'false-report' }
   );
 
 /** Let every promise continuation queued so far run (setImmediate runs after the microtask queue). */
@@ -75,6 +78,7 @@ export class SimCluster {
   readonly trace: Trace;
   readonly clients: ClientDriver;
   readonly faults: FaultInjector;
+  readonly reports: UnreachableReports;
   readonly membership: MembershipNemesis | null;
   /** The first violation seen (kept: one thrown inside the driver's loop is caught there). */
   private pending: SimViolation | null = null;
@@ -133,6 +137,7 @@ export class SimCluster {
     }
     this.clients = new ClientDriver(this);
     this.faults = new FaultInjector(this);
+    this.reports = new UnreachableReports(this);
     this.membership = opts.membership ? new MembershipNemesis(this) : null;
     this.liveness = new LivenessPhase(this);
   }
@@ -238,6 +243,7 @@ export class SimCluster {
     this.clients.nodeCrashed(node);
     this.workload.nodeCrashed?.(node);
     this.stats.crashes++;
+    this.reports.crashed(i);
   }
 
   restart(i: number): void {
@@ -411,6 +417,19 @@ export class SimCluster {
       case 'later':
         ev.fn();
         return;
+      case 'unreachable': {
+        const node = this.nodes[ev.node]!;
+        if (!node.up || node.incarnation !== ev.inc || node.rn === null) return;
+        this.trace.add(this.now, node.id, `peer ${ev.peer} unreachable (${ev.real ? 'true' : 'FALSE'} report)`);
+        if (ev.real) this.stats.reportsTrue++;
+        else this.stats.reportsFalse++;
+        node.rn.peerUnreachable(ev.peer);
+        this.touchedBy = node;
+        return;
+      }
+      case 'false-report':
+        this.reports.onFalseTimer();
+        return;
     }
   }
 
@@ -456,6 +475,7 @@ export class SimCluster {
       await this.start();
       this.clients.start();
       this.faults.start();
+      this.reports.start();
       this.membership?.start();
       while (this.phase === 'faults' && this.stats.events < budget) await this.step();
       this.stats.faultPhaseEvents = this.stats.events;

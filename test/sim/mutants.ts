@@ -39,6 +39,9 @@ class WrappedCore implements RaftCore {
   step(msg: Message): void {
     this.inner.step(msg);
   }
+  leaderUnreachable(from: NodeId): void {
+    this.inner.leaderUnreachable(from);
+  }
   propose(data: Uint8Array): ProposeResult {
     return this.inner.propose(data);
   }
@@ -222,6 +225,28 @@ export const MUTANTS: Mutant[] = [
       }),
   },
   {
+    // A peer-unreachable report (test/sim/reports.ts: true after crashes, false at random) that starts a
+    // real election at once, as a leadership transfer would — no Pre-Vote, no leader stickiness. A false
+    // report to a node cut off from the quorum then raises its term: what Raft.leaderUnreachable must
+    // never do (it only shortens the wait before an ordinary, pre-voted campaign).
+    name: 'a peer-unreachable report skips Pre-Vote (a real election at once)',
+    expect: ['pre-vote'],
+    maxSeeds: 150,
+    profile: { raft: { preVote: true } },
+    core: (base) =>
+      module(base, (cfg, restored) => {
+        const w = new WrappedCore(base, cfg, restored);
+        w.leaderUnreachable = (from) => {
+          const before = w.inner.status();
+          w.inner.leaderUnreachable(from);
+          const c = w.inner as unknown as { campaign?: (transfer: boolean) => void };
+          if (typeof c.campaign !== 'function') throw new Error('mutant needs Raft.campaign(transfer): update test/sim/mutants.ts');
+          if (before.role === 'follower' && before.leaderId === from && from !== before.id) c.campaign(true);
+        };
+        return w;
+      }),
+  },
+  {
     // §5.4.1 election restriction removed: the candidate claims a last log term no voter can beat, so
     // voters grant votes to candidates missing committed entries.
     name: 'votes ignore the candidate log (election restriction §5.4.1)',
@@ -252,7 +277,9 @@ export const MUTANTS: Mutant[] = [
     name: 'AppendEntries accepted without the prevLogTerm check (§5.3)',
     // apply-matches-leader: since the driver applies durable committed entries as soon as they commit
     // (issue 8), a follower's forged log is often applied — and caught — before log-matching sees it.
-    expect: ['log-matching', 'apply-matches-leader', 'state-machine-safety', 'committed-truncated', 'replica-digest', 'core-threw', 'acked-committed', 'snapshot-restore', 'persist-before-apply', 'workload-final'],
+    // commit-durable-quorum: the leader counts the forged copy (other content at that index) toward a
+    // commit, and the durable copies of the committed entry are then fewer than a quorum.
+    expect: ['log-matching', 'apply-matches-leader', 'commit-durable-quorum', 'state-machine-safety', 'committed-truncated', 'replica-digest', 'core-threw', 'acked-committed', 'snapshot-restore', 'persist-before-apply', 'workload-final'],
     maxSeeds: 150,
     core: (base) =>
       module(base, (cfg, restored) => {

@@ -146,6 +146,11 @@ export function afterNodeEvent(sim: SimCluster, node: SimNode, cause: EventCause
   if (!node.up || node.rn === null) return;
   const st = node.raft.status();
   const conf = st.conf;
+  const votersKey = conf.voters.join(',');
+  if (votersKey !== node.votersKey) {
+    node.votersKey = votersKey;
+    node.votersSince = sim.now;
+  }
   if (st.term < node.lastTerm) sim.fail('term-monotonic', node, `term went back from ${node.lastTerm} to ${st.term}`);
   if (st.commitIndex < node.lastCommit) sim.fail('commit-monotonic', node, `commitIndex went back from ${node.lastCommit} to ${st.commitIndex}`);
   if (st.term > node.lastTerm && sim.profile.raft.preVote) {
@@ -190,7 +195,11 @@ export function afterNodeEvent(sim: SimCluster, node: SimNode, cause: EventCause
     sim.check(sim.facts.noteLeader(st.term, node.id), 'election-safety', node);
     if (sim.profile.raft.checkQuorum) {
       const w = leadershipWindowMs(sim, node);
-      if (sim.now - node.leaderSince > w) {
+      // The window starts when it became leader or when its voters last changed, whichever is later: a
+      // leader that just appended a promotion of a learner it cannot reach (the membership nemesis does)
+      // needs the new quorum from then on, not over the window before (it steps down at its next
+      // CheckQuorum round, within an election timeout).
+      if (sim.now - Math.max(node.leaderSince, node.votersSince) > w) {
         const heard = peersHeardSince(sim, node, node.heardInTermAt, sim.now - w, conf.voters);
         const need = peersNeeded(conf, node.id);
         if (heard < need) {

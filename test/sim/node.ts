@@ -39,6 +39,10 @@ export class SimNode {
   lastCommit = 0;
   /** Sim time this node last became leader (for the check-quorum invariant); -1 when not leader. */
   leaderSince = -1;
+  /** The voters of this node's configuration, and since when (sim time) it has had exactly those: a
+   *  leader needs a quorum of the voters it has now only from the moment it has them (check-quorum). */
+  votersKey = '';
+  votersSince = 0;
   /** heardAt[j]: sim time of the last message from node j delivered here (any term). */
   readonly heardAt: number[];
   /** heardInTermAt[j]: ... with the message's term equal to this node's term after the step. */

@@ -88,6 +88,9 @@ export interface SimStats {
   confAccepted: number;
   confRefused: number;
   joins: number;
+  /** Peer-unreachable reports delivered (reports.ts): after a crash, and false ones (peer alive). */
+  reportsTrue: number;
+  reportsFalse: number;
   maxTerm: number;
   finalCommit: number;
   convergeMs: number;
@@ -98,7 +101,7 @@ export function emptyStats(): SimStats {
     events: 0, faultPhaseEvents: 0, virtualMs: 0, messagesSent: 0, messagesDropped: 0, messagesDuplicated: 0,
     messagesReplayed: 0, persists: 0, lostBatches: 0, crashes: 0, armedCrashes: 0, restarts: 0, powerLosses: 0,
     partitions: 0, snapshotsSent: 0, snapshotsInstalled: 0, compactions: 0, proposals: 0, acks: 0, readsOk: 0,
-    readsFailed: 0, transfers: 0, confProposed: 0, confAccepted: 0, confRefused: 0, joins: 0, maxTerm: 0, finalCommit: 0, convergeMs: 0,
+    readsFailed: 0, transfers: 0, confProposed: 0, confAccepted: 0, confRefused: 0, joins: 0, reportsTrue: 0, reportsFalse: 0, maxTerm: 0, finalCommit: 0, convergeMs: 0,
   };
 }
 
