@@ -277,6 +277,18 @@ export class LockLeader {
       same.cancelled = false;
       return;
     }
+    // The log already refused this request (an earlier attempt, here or at an earlier leader) and it is
+    // neither waiting here nor in flight: that refusal is its answer — the one a plain acquire would replay.
+    // Queued behind others instead, it would later be offered the lock with a `queued` acquire, the one kind
+    // that overrides a remembered refusal: a grant to a client already told "not acquired" (an orphan lock;
+    // lock simulation seed 763 — a late duplicate reached a new leader while others waited for the key).
+    // Not while an acquire of it that timed out here may still commit: that one may yet grant it.
+    const refused = this.rememberedRefusal(req);
+    if (refused && !this.outcomeUnknown(req)) {
+      this.refusals.set(req.owner, req.requestId, refused, this.nowMs);
+      this.answer(callId, refused);
+      return;
+    }
     // Limits (admission.ts): a new waiter must fit the queues; an acquire proposed now must fit the leases
     // and key records. A waiter queued behind others is judged again when it is offered the lock.
     const head = this.queues.head(req.key);
@@ -470,6 +482,12 @@ export class LockLeader {
   private rememberedGrant(req: ValidAcquire): AcquireResult | null {
     const remembered = this.state().rememberedAcquire(req.owner, req.requestId, req.key);
     return remembered?.acquired ? { type: 'acquire', index: 0, replayed: true, ...remembered } : null;
+  }
+
+  /** The refusal the replicated dedup table remembers for this request, as a replayed answer; or null. */
+  private rememberedRefusal(req: ValidAcquire): AcquireResult | null {
+    const remembered = this.state().rememberedAcquire(req.owner, req.requestId, req.key);
+    return remembered && !remembered.acquired ? { type: 'acquire', index: 0, replayed: true, ...remembered } : null;
   }
 
   private decideParked(p: ParkedRefusal): void {

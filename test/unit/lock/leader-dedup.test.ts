@@ -217,6 +217,34 @@ describe('lock leader: dedup before any fast path', () => {
     expect(rig.machine.get('k').held).toBe(false);
   });
 
+  // Found by the lock simulation (seed 763, with the failover work's new network draws): as above, but at
+  // the new leader someone else already waits for the key, so the late duplicate queued behind them with
+  // no acquire of its own to replay the refusal — and was granted later with a `queued` acquire.
+  it('a late duplicate of a request the log refused is answered with that refusal even when others wait', () => {
+    const old = new LeaderRig().ready();
+    const h = old.hold('k', 'h');
+    const a = old.acquire('k', 'x', { waitMs: 100, requestId: 'x-1' });
+    old.advance(100);
+    old.commitAll(); // refused by the log, answered
+    expect(old.acquired(a)).toMatchObject({ acquired: false, holderOwner: 'h' });
+    const rig = new LeaderRig(); // the next leader: the same replicated machine, a fresh lock leader
+    rig.machine = old.machine;
+    rig.nowMs = old.nowMs;
+    rig.term = old.term;
+    rig.ready();
+    const w = rig.acquire('k', 'w', { waitMs: 5000, requestId: 'w-1' }); // head of the queue at the new leader
+    rig.commitAll();
+    const late = rig.acquire('k', 'x', { waitMs: 5000, requestId: 'x-1' }); // the late duplicate, behind w
+    expect(rig.acquired(late)).toMatchObject({ acquired: false, replayed: true });
+    expect(rig.leader.waiterCount).toBe(1); // only w waits
+    rig.release('k', 'h', h.token);
+    rig.commitAll();
+    expect(rig.acquired(w)).toMatchObject({ acquired: true });
+    rig.release('k', 'w', rig.machine.get('k').token);
+    rig.commitAll();
+    expect(rig.machine.get('k').held).toBe(false); // x-1 was never granted
+  });
+
   it('a waiter refused afresh while it waits still keeps its place and is granted when the lock frees', () => {
     const rig = new LeaderRig().ready();
     const h = rig.hold('k', 'h');
