@@ -4,6 +4,23 @@
 import { describe, expect, it } from 'vitest';
 import { LeaderRig } from './leader-rig.js';
 
+/** 'h' holds k; x-1's acquire waits, its deadline passes while its first acquire is in flight, and the log
+ *  refuses it (answered). Returns the next leader: the same replicated machine, a fresh lock leader. */
+function nextLeaderAfterLogRefusal(): { rig: LeaderRig; h: ReturnType<LeaderRig['hold']> } {
+  const old = new LeaderRig().ready();
+  const h = old.hold('k', 'h');
+  const a = old.acquire('k', 'x', { waitMs: 100, requestId: 'x-1' });
+  old.advance(100);
+  old.commitAll();
+  expect(old.acquired(a)).toMatchObject({ acquired: false, holderOwner: 'h' });
+  const rig = new LeaderRig();
+  rig.machine = old.machine;
+  rig.nowMs = old.nowMs;
+  rig.term = old.term;
+  rig.ready();
+  return { rig, h };
+}
+
 describe('lock leader: dedup before any fast path', () => {
   it('a refusal decided at the leader is remembered: a late duplicate is answered refused, not granted', () => {
     const rig = new LeaderRig().ready();
@@ -197,17 +214,7 @@ describe('lock leader: dedup before any fast path', () => {
   // Found by the lock simulation (seed 2711): the log refused a waiter at its deadline under the term-1
   // leader; a late duplicate reached the term-2 leader (no memory of its own), queued, and was granted.
   it('a refusal decided by the log binds a new leader too: a late duplicate there is not queued and granted', () => {
-    const old = new LeaderRig().ready();
-    const h = old.hold('k', 'h');
-    const a = old.acquire('k', 'x', { waitMs: 100, requestId: 'x-1' });
-    old.advance(100); // the deadline passes while the first acquire is in flight
-    old.commitAll(); // refused by the log, answered with that refusal
-    expect(old.acquired(a)).toMatchObject({ acquired: false, holderOwner: 'h' });
-    const rig = new LeaderRig(); // the next leader: the same replicated machine, a fresh lock leader
-    rig.machine = old.machine;
-    rig.nowMs = old.nowMs;
-    rig.term = old.term;
-    rig.ready();
+    const { rig, h } = nextLeaderAfterLogRefusal();
     const late = rig.acquire('k', 'x', { waitMs: 5000, requestId: 'x-1' });
     rig.commitAll();
     expect(rig.acquired(late)).toMatchObject({ acquired: false, replayed: true });
@@ -221,17 +228,7 @@ describe('lock leader: dedup before any fast path', () => {
   // the new leader someone else already waits for the key, so the late duplicate queued behind them with
   // no acquire of its own to replay the refusal — and was granted later with a `queued` acquire.
   it('a late duplicate of a request the log refused is answered with that refusal even when others wait', () => {
-    const old = new LeaderRig().ready();
-    const h = old.hold('k', 'h');
-    const a = old.acquire('k', 'x', { waitMs: 100, requestId: 'x-1' });
-    old.advance(100);
-    old.commitAll(); // refused by the log, answered
-    expect(old.acquired(a)).toMatchObject({ acquired: false, holderOwner: 'h' });
-    const rig = new LeaderRig(); // the next leader: the same replicated machine, a fresh lock leader
-    rig.machine = old.machine;
-    rig.nowMs = old.nowMs;
-    rig.term = old.term;
-    rig.ready();
+    const { rig, h } = nextLeaderAfterLogRefusal();
     const w = rig.acquire('k', 'w', { waitMs: 5000, requestId: 'w-1' }); // head of the queue at the new leader
     rig.commitAll();
     const late = rig.acquire('k', 'x', { waitMs: 5000, requestId: 'x-1' }); // the late duplicate, behind w
