@@ -63,8 +63,6 @@ export type DecodedFreeKey = Pick<FreeKey, 'key' | 'lastToken' | 'freedAtMs'>;
 export interface DecodedState extends SnapshotHeader {
   leases: Lease[];
   freeKeys: DecodedFreeKey[];
-  /** How many dedup records were handed to the sink. */
-  dedupCount: number;
 }
 
 /**
@@ -175,9 +173,9 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink): Deco
     forgottenWatermark = version === 1 ? 0 : input.uint();
   }
   if (forgottenWatermark > appliedIndex) input.fail(`watermark ${forgottenWatermark} is beyond index ${appliedIndex}`);
-  const dedupCount = fields.dedup(bytes, dedupSink);
+  fields.dedup(bytes, dedupSink);
   input.end();
-  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, dedupCount };
+  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark };
 }
 
 /** Reads the parts every version shares, checking each field against the snapshot's index and time. */
@@ -235,7 +233,7 @@ class FieldReader {
   }
 
   /** `bytes` is what the reader reads: the ranges handed to the sink are offsets in it. */
-  dedup(bytes: Uint8Array, sink: DedupRecordSink): number {
+  dedup(bytes: Uint8Array, sink: DedupRecordSink): void {
     const input = this.input;
     const dedupCount = countOf(input);
     sink.reserve(dedupCount, input.remaining);
@@ -251,7 +249,6 @@ class FieldReader {
       skipDedupBody(input);
       sink.record(bytes, start, split, bodyStart, input.position, recordedAtMs);
     }
-    return dedupCount;
   }
 
   private token(): number {

@@ -86,6 +86,8 @@ class PeerLink {
   private backoffMs = BACKOFF_MIN_MS;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private closed = false;
+  /** A confirmGone() probe is watching the channel (one at a time). */
+  private probingGone = false;
   /** Lock calls we forward to this peer while it leads, on the same channel as our Raft stream. */
   private forwarding: ForwardSession | null = null;
 
@@ -205,8 +207,6 @@ class PeerLink {
     };
     watch();
   }
-
-  private probingGone = false;
 
   private scheduleReconnect(): void {
     if (this.reconnectTimer || this.closed) return;
