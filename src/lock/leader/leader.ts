@@ -259,7 +259,8 @@ export class LockLeader {
   private acquire(callId: CallId, req: ValidAcquire, timeoutMs: number): void {
     // A retry (or late duplicate) of a request that was already decided gets that decision back — before
     // any queue fast path below, or a granted waiter's retry would be told "not acquired".
-    if (this.replayDecided(callId, req)) return;
+    const remembered = this.remembered(req); // one dedup lookup serves both checks below
+    if (this.replayDecided(callId, req, remembered)) return;
     // The same request's plain acquire is in flight (a retry after a lost answer, a late duplicate): this call
     // gets its outcome. Judged again now, it could be refused while that acquire then grants it — a grant
     // its caller was told it did not get (found by the lock simulation, seed 102359).
@@ -283,10 +284,9 @@ export class LockLeader {
     // that overrides a remembered refusal: a grant to a client already told "not acquired" (an orphan lock;
     // lock simulation seed 763 — a late duplicate reached a new leader while others waited for the key).
     // Not while an acquire of it that timed out here may still commit: that one may yet grant it.
-    const refused = this.rememberedRefusal(req);
-    if (refused && !this.outcomeUnknown(req)) {
-      this.refusals.set(req.owner, req.requestId, refused, this.nowMs);
-      this.answer(callId, refused);
+    if (remembered && !remembered.acquired && !this.outcomeUnknown(req)) {
+      this.refusals.set(req.owner, req.requestId, remembered, this.nowMs);
+      this.answer(callId, remembered);
       return;
     }
     // Limits (admission.ts): a new waiter must fit the queues; an acquire proposed now must fit the leases
@@ -464,10 +464,9 @@ export class LockLeader {
 
   /** Answers `callId` with the decision already taken for its request, if any: a grant the log remembers,
    *  or a refusal this leader answered. */
-  private replayDecided(callId: CallId, req: ValidAcquire): boolean {
-    const granted = this.rememberedGrant(req);
-    if (granted) {
-      this.answer(callId, granted);
+  private replayDecided(callId: CallId, req: ValidAcquire, remembered = this.remembered(req)): boolean {
+    if (remembered?.acquired) {
+      this.answer(callId, remembered);
       return true;
     }
     const answered = this.refusals.get(req.owner, req.requestId, this.nowMs);
@@ -478,16 +477,17 @@ export class LockLeader {
     return false;
   }
 
-  /** The grant the replicated dedup table remembers for this request, as a replayed answer; or null. */
-  private rememberedGrant(req: ValidAcquire): AcquireResult | null {
-    const remembered = this.state().rememberedAcquire(req.owner, req.requestId, req.key);
-    return remembered?.acquired ? { type: 'acquire', index: 0, replayed: true, ...remembered } : null;
+  /** The outcome (grant or refusal) the replicated dedup table remembers for this request, as a replayed
+   *  answer; or null. */
+  private remembered(req: ValidAcquire): AcquireResult | null {
+    const outcome = this.state().rememberedAcquire(req.owner, req.requestId, req.key);
+    return outcome ? { type: 'acquire', index: 0, replayed: true, ...outcome } : null;
   }
 
-  /** The refusal the replicated dedup table remembers for this request, as a replayed answer; or null. */
-  private rememberedRefusal(req: ValidAcquire): AcquireResult | null {
-    const remembered = this.state().rememberedAcquire(req.owner, req.requestId, req.key);
-    return remembered && !remembered.acquired ? { type: 'acquire', index: 0, replayed: true, ...remembered } : null;
+  /** The grant the replicated dedup table remembers for this request, as a replayed answer; or null. */
+  private rememberedGrant(req: ValidAcquire): AcquireResult | null {
+    const remembered = this.remembered(req);
+    return remembered?.acquired ? remembered : null;
   }
 
   private decideParked(p: ParkedRefusal): void {
