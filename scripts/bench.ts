@@ -15,6 +15,7 @@ import { failoverTable, heldScaleTable } from './bench/report-extra.js';
 import { ratios, workloadTable } from './bench/report.js';
 import { startBackgroundJob, stopAll, stopBackgroundJob, withCluster } from './bench/run-state.js';
 import { chartSvg } from './bench/svg.js';
+import { floorsTable, runTrace, waterfallTable, type TraceResult } from './bench/trace.js';
 import type { SystemFactory } from './bench/system.js';
 import type { RunRow } from './bench/types.js';
 import { BLOCKING_KEYS, LOOP_WORKLOADS, type BenchScale } from './bench/workloads.js';
@@ -29,6 +30,7 @@ interface BenchResults {
   failover: FailoverResult[];
   /** Runs that failed (a cluster that did not start, a fill that did not finish ...); the others went on. */
   failures: { workload: string; system: string; round: number; error: string }[];
+  trace?: TraceResult;
   /** Set when the run was cut short (SIGINT, --max-minutes, an error). */
   aborted?: string;
 }
@@ -147,6 +149,15 @@ async function main(): Promise<number> {
   console.log(`bench: ${args.workloads.join(', ')}; ${args.seconds} s per run, ${args.rounds} round(s), systems: leasehold${args.compareEtcd ? ` vs etcd-v3lock${args.etcdTxn ? ' (+ etcd-txn where no one waits)' : ''}` : ''}; out: ${args.outDir}`);
   const tables: string[] = [];
   try {
+    if (args.trace) {
+      console.log(`-- trace: floors, then ${args.traceCalls} calls of each kind one at a time, via the leader and via a follower`);
+      const t = await runTrace(args.traceCalls, { keep: args.keep });
+      results.trace = t;
+      const table = [floorsTable(t.floors), ...t.waterfalls.map((w) => waterfallTable(w, t.floors))].join('\n\n');
+      tables.push(table);
+      console.log(`\n${table}\n`);
+      writeResults(args, results);
+    }
     for (const name of ALL_WORKLOADS.filter((w) => args.workloads.includes(w))) {
       const table = await runWorkload(name, args, scale, results);
       tables.push(table);

@@ -25,12 +25,16 @@ export interface BenchArgs {
   backgroundJob: boolean;
   /** The whole run is stopped (clusters killed, partial results written) after this long. */
   maxMinutes: number;
+  /** --trace: the latency waterfall and the floors (trace.ts); alone unless --workloads is given too. */
+  trace: boolean;
+  /** Calls of each kind the waterfall times, per serving node (--trace-calls). */
+  traceCalls: number;
 }
 
 export const USAGE = `usage: npm run bench -- [--compare etcd] [--workloads ${ALL_WORKLOADS.join(',')}]
        [--seconds S] [--clients 1,4,16,64] [--rounds 2] [--out DIR] [--quick] [--keep]
        [--held 100000,1000000] [--kills 10] [--no-txn] [--max-minutes 150] [--profile DIR]
-       [--background-job]`;
+       [--background-job] [--trace [--trace-calls 300]]`;
 
 function list(v: string | undefined, flag: string): number[] {
   const xs = (v ?? '').split(',').map((x) => Number(x.trim()));
@@ -59,7 +63,10 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     kills: quick ? 3 : 10,
     backgroundJob: false,
     maxMinutes: 150,
+    trace: false,
+    traceCalls: 300,
   };
+  let workloadsGiven = false;
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]!;
     const v = () => argv[++i];
@@ -73,6 +80,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       const bad = names.filter((x) => !(ALL_WORKLOADS as readonly string[]).includes(x));
       if (bad.length || names.length === 0) throw new Error(`--workloads: unknown ${bad.join(',') || '(empty)'}; known: ${ALL_WORKLOADS.join(',')}`);
       a.workloads = names as WorkloadName[];
+      workloadsGiven = true;
     } else if (k === '--seconds') a.seconds = positive(v(), k);
     else if (k === '--clients') a.clients = list(v(), k);
     else if (k === '--rounds') a.rounds = list(v(), k)[0]!;
@@ -84,9 +92,12 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     else if (k === '--background-job') a.backgroundJob = true;
     else if (k === '--profile') a.profileDir = resolve(v() ?? '');
     else if (k === '--max-minutes') a.maxMinutes = positive(v(), k);
+    else if (k === '--trace') a.trace = true;
+    else if (k === '--trace-calls') a.traceCalls = list(v(), k)[0]!;
     else if (k === '--help' || k === '-h') throw new Error(USAGE);
     else throw new Error(`unknown argument ${k}\n${USAGE}`);
   }
+  if (a.trace && !workloadsGiven) a.workloads = [];
   return a;
 }
 

@@ -4,6 +4,7 @@
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EndpointPool, newRequestId } from '../../src/client/rpc.js';
+import type { TraceStamp } from '../../src/trace/stages.js';
 import type { AcquireResponse, ReleaseResponse, RenewResponse } from '../../src/transport/proto.js';
 import { TestCluster, freePorts, waitFor } from '../../test/integration/harness.js';
 import { LeaseLostError, type AcquireOptions, type HeldLock, type LockSession, type SessionOptions, type StartOptions, type SystemCluster, type SystemFactory } from './system.js';
@@ -106,6 +107,13 @@ class LeaseholdCluster implements SystemCluster {
   async metricsText(member: number): Promise<string> {
     const res = await fetch(`http://127.0.0.1:${this.metricsPorts[member]}/metrics`, { signal: AbortSignal.timeout(2000) });
     return res.text();
+  }
+
+  /** The member's stage stamps since the last call (GET /debug/trace: nodes started with LEASEHOLD_TRACE=1). */
+  async traceStamps(member: number): Promise<TraceStamp[]> {
+    const res = await fetch(`http://127.0.0.1:${this.metricsPorts[member]}/debug/trace`, { signal: AbortSignal.timeout(10_000) });
+    if (!res.ok) throw new Error(`trace stamps of ${this.members[member]}: HTTP ${res.status} (was the node started with LEASEHOLD_TRACE=1?)`);
+    return (await res.json()) as TraceStamp[];
   }
 
   logText(member: number): string {

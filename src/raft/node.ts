@@ -15,6 +15,7 @@ import { SnapshotPolicy } from './snapshot-policy.js';
 import { silentLogger, type NodeLogger } from './logger.js';
 import type { RaftStorage } from './storage/types.js';
 import type { PeerSender } from './transport.js';
+import { mark } from '../trace/stages.js';
 
 /** The slice of the core's API the driver uses: a scratch copy with a planted bug plugs in here. */
 export interface RaftCore {
@@ -158,6 +159,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
   receive(m: Message): void {
     if (this.stopped) return;
     this.lastHeardMs.set(m.from, this.env.nowMs());
+    markReceived(m);
     this.raft.step(m);
     if (this.applyWhileWriting) this.applyDurable();
     this.schedule();
@@ -221,6 +223,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
    *  may still commit) — callers retry with the same request id and rely on dedup. */
   propose(data: Uint8Array, timeoutMs: number): Promise<{ index: number; result: R }> {
     if (this.stopped) return Promise.reject(new NodeStoppedError());
+    mark('call.propose');
     const r = this.raft.propose(data);
     if (!r.ok) {
       return Promise.reject(new NotLeaderError(r.leaderId, r.reason === 'transferring' ? 'leadership is being transferred' : 'not the leader'));
@@ -279,6 +282,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
   readBarrier(timeoutMs: number): Promise<number> {
     if (this.stopped) return Promise.reject(new NodeStoppedError());
     const ctx = `${this.id}:${++this.readSeq}`;
+    mark('call.read');
     this.raft.readIndex(ctx);
     this.schedule();
     return this.withDeadline<number>(
@@ -357,6 +361,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
           continue;
         }
         const rd = this.raft.ready();
+        if (rd.entries.length > 0) mark('loop.ready');
         // A new configuration first: the transport must know a new member's address before this Ready's
         // messages (the leader's first append to it) go out.
         if (rd.conf) {
@@ -372,6 +377,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
           const early = rd.messages.filter((m) => m.type === 'AppendEntries');
           if (early.length > 0) {
             later = rd.messages.filter((m) => m.type !== 'AppendEntries');
+            mark('loop.send-early');
             this.opts.transport.send(early);
           }
         }
@@ -404,7 +410,10 @@ export class RaftNode<R = unknown> extends EventEmitter {
           if (this.stopped) return; // a stopped node says nothing more, not even what it just persisted
         }
         // 3. Send the rest.
-        if (later.length > 0) this.opts.transport.send(later);
+        if (later.length > 0) {
+          mark('loop.send');
+          this.opts.transport.send(later);
+        }
         // 4. Apply the rest.
         if (rd.softState) this.onSoftState(rd.softState);
         if (rd.snapshot) {
@@ -446,6 +455,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
 
   private applyEntry(e: Entry): void {
     // Every committed entry goes to the machine: noop/config entries still move its applied index.
+    if (e.data.length > 0) mark('loop.apply');
     const result = this.opts.fsm.apply(e);
     this.appliedIndex = e.index;
     this.snapshotPolicy.noteApplied(e.data.length);
@@ -471,6 +481,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
     for (const [ctx, r] of this.reads) {
       if (r.index !== null && r.index <= this.appliedIndex) {
         this.reads.delete(ctx);
+        mark('read.done');
         r.resolve(r.index);
       }
     }
@@ -569,4 +580,11 @@ export class RaftNode<R = unknown> extends EventEmitter {
       });
     });
   }
+}
+
+/** The trace stage of a message from a peer (trace/stages.ts): appends with entries and heartbeats
+ *  (empty appends: a tick's or a ReadIndex round's) and their answers. */
+function markReceived(m: Message): void {
+  if (m.type === 'AppendEntries') mark(m.entries.length > 0 ? 'peer.recv.append' : 'peer.recv.heartbeat');
+  else if (m.type === 'AppendEntriesResponse') mark('peer.recv.ack');
 }

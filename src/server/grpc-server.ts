@@ -35,6 +35,7 @@ import type { ForwardSession } from '../transport/forward.js';
 import type { PeerCertificate } from 'node:tls';
 import type { ClusterApi } from './cluster-api.js';
 import { statusError } from './status-error.js';
+import { mark } from '../trace/stages.js';
 import { addStrictService, descriptorRegistry, invalidReason, strictRequestDeserializers } from './strict-decode.js';
 import { LimitExceededError, RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
 
@@ -174,6 +175,7 @@ export class ClientApi {
     method: LockMethod,
     serve: (req: V, timeoutMs: number, signal: AbortSignal) => Promise<WireInput<Res>>,
   ): void {
+    mark('call.recv');
     const decodeError = invalidReason(call.request);
     if (decodeError !== undefined) {
       cb(statusError(grpc.status.INVALID_ARGUMENT, decodeError));
@@ -196,6 +198,7 @@ export class ClientApi {
     serve(validated.value, timeoutMs, abort.signal).then(
       (res) => {
         this.sendLeaderHint(call);
+        mark('call.answer');
         cb(null, res);
       },
       (err: unknown) => {
@@ -244,6 +247,7 @@ export class ClientApi {
           return;
         }
         this.sendLeaderHint(call);
+        mark('call.answer');
         cb(null, reply.response as WireInput<Res>);
       });
       return;

@@ -4,6 +4,7 @@
 // (instrument.ts), so neither the Raft driver nor the pure layers know about metrics. README "Metrics" lists
 // every series.
 import { createServer, type Server } from 'node:http';
+import { drainTrace, traceEnabled } from '../trace/stages.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { NodeId, Role, SoftState, Status } from '../raft/core/types.js';
 
@@ -134,7 +135,13 @@ export async function serveMetrics(address: string, registry: Registry): Promise
   const host = address.slice(0, i).replace(/^\[(.*)\]$/, '$1');
   const port = Number(address.slice(i + 1));
   const server = createServer((req, res) => {
-    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+    const path = (req.url ?? '').split('?')[0];
+    if (req.method === 'GET' && path === '/debug/trace' && traceEnabled()) {
+      // The stage stamps of the latency waterfall (LEASEHOLD_TRACE=1 only; trace/stages.ts).
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(drainTrace()));
+      return;
+    }
+    if (req.method !== 'GET' || path !== '/metrics') {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at GET /metrics\n');
       return;
     }

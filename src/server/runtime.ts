@@ -1,6 +1,7 @@
 // Wires one leasehold node together: LevelDB storage, the lock machine, the Raft driver, the peer
 // transport and the client API, all on one gRPC port. Also the graceful shutdown: a leader hands
 // leadership to the most caught-up follower before it stops (kill -9 is always safe too).
+import { enableTrace } from '../trace/stages.js';
 import * as grpc from '@grpc/grpc-js';
 import type { Server as HttpServer } from 'node:http';
 import type { Logger } from 'pino';
@@ -62,6 +63,8 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   // step while we lead cannot make leases look older or younger than they are.
   // Test faults (clock and disk) only when the env var names a fault file; the module is not even loaded
   // otherwise. Its clock replaces realEnv() unless the caller passed its own env.
+  // LEASEHOLD_TRACE=1: record stage stamps for the bench's latency waterfall (served at /debug/trace).
+  if (process.env['LEASEHOLD_TRACE'] === '1') enableTrace();
   const faultFile = process.env['LEASEHOLD_TEST_FAULTS'];
   const testFaults = faultFile ? (await import('./test-faults/switch.js')).startTestFaults(faultFile, logger) : null;
   const env = options.env ?? testFaults?.env ?? realEnv();

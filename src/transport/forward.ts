@@ -8,6 +8,7 @@
 // link cut) fails its calls with UNAVAILABLE at once, and the next call opens a new stream; the client
 // retries with the same request_id, so an outcome lost with the stream is recovered through dedup. A
 // call outlives neither its deadline (DEADLINE_EXCEEDED) nor its caller (a cancel goes to the leader).
+import { mark } from '../trace/stages.js';
 import * as grpc from '@grpc/grpc-js';
 import type { ForwardedMethodName, RaftClient, WireForwardedAnswer, WireForwardedCall, WireInput } from './proto.js';
 
@@ -69,6 +70,7 @@ export class ForwardSession {
       signal?.addEventListener('abort', onAbort, { once: true });
       this.pending.set(callId, { settle });
       const timeout = Math.max(1, Math.min(0xffffffff, Math.floor(timeoutMs)));
+      mark('call.forward');
       stream.write({ call_id: callId, ...this.header(), timeout_ms: timeout, [method]: request } as WireInput<WireForwardedCall>);
     });
   }
@@ -89,6 +91,7 @@ export class ForwardSession {
     const stream = this.client.Forward();
     this.stream = stream;
     stream.on('data', (answer: WireForwardedAnswer) => {
+      mark('fwd.reply');
       const p = this.pending.get(answer.call_id);
       if (!p) return; // timed out or cancelled here already
       const response = answer.code === grpc.status.OK && answer.response ? answer[answer.response] : null;

@@ -9,6 +9,7 @@
 //   from an id that is not a current member is dropped and logged once per sender. Without TLS this is
 //   a guard against misconfiguration (a node of another cluster, a removed node), not authentication.
 // - Membership changes at runtime: setMembers() opens links to new members and closes removed ones.
+import { mark } from '../trace/stages.js';
 import * as grpc from '@grpc/grpc-js';
 import type { Message, NodeId } from '../raft/core/types.js';
 import type { NodeLogger } from '../raft/logger.js';
@@ -473,6 +474,7 @@ export class PeerTransport implements PeerSender {
       }
     }
     call.on('data', (wire: WireForwardedCall) => {
+      mark('fwd.recv');
       if (!open) return;
       const invalid = (wire as { __invalid?: unknown }).__invalid;
       if (typeof invalid === 'string') return refuse(grpc.status.INVALID_ARGUMENT, `malformed forwarded call: ${invalid}`);
@@ -498,6 +500,7 @@ export class PeerTransport implements PeerSender {
         (answer) => {
           if (inFlight.get(wire.call_id) !== abort) return; // cancelled, or the stream went away
           inFlight.delete(wire.call_id);
+          mark('fwd.answer');
           if (open) call.write(answer);
         },
         () => {},

@@ -30,6 +30,7 @@ import {
 import { StorageClosedError, StorageCorruptionError, StorageFailedError } from './errors.js';
 import { boundsAfterCompact, boundsAfterSave, checkBatchShape, movesOnlyCommit, type LogBounds, type WrittenVote } from './rules.js';
 import type { PersistBatch, RaftStorage } from './types.js';
+import { mark } from '../../trace/stages.js';
 
 type Db = Level<Uint8Array, Uint8Array>;
 type Op = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
@@ -198,7 +199,9 @@ export class LevelStorage implements RaftStorage {
     this.opened = undefined;
     if (ops.length === 0) return;
     try {
+      if (sync) mark('disk.start');
       await this.db.batch(ops, { sync });
+      if (sync) mark('disk.end');
     } catch (err) {
       this.failure = err instanceof Error ? err : new Error(String(err));
       throw err;
