@@ -4,6 +4,10 @@
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { ClusterClient, LEADER_METADATA, LockClient, type ClusterMethod, type LockMethod, type StatusResponse } from '../transport/proto.js';
+import { LockStream } from './lock-stream.js';
+import { RpcError } from './rpc-error.js';
+
+export { RpcError } from './rpc-error.js';
 
 export type { LockMethod } from '../transport/proto.js';
 
@@ -25,16 +29,6 @@ export function parseEndpoints(endpoints: readonly string[] | string): string[] 
   return list.map((e) => e.trim()).filter(Boolean);
 }
 
-export class RpcError extends Error {
-  constructor(
-    readonly code: grpc.status,
-    readonly details: string,
-  ) {
-    super(`${grpc.status[code] ?? code}: ${details}`);
-    this.name = 'RpcError';
-  }
-}
-
 /** Per-call knobs of EndpointPool.call (the boolean form `retry` is still accepted). */
 export interface CallOptions {
   /** Retry retryable errors (UNAVAILABLE, DEADLINE_EXCEEDED, ...) on the next endpoint until the deadline. Default true. */
@@ -53,12 +47,17 @@ export interface EndpointPoolOptions {
   credentials?: grpc.ChannelCredentials;
   /** Per-attempt timeout cap (ms); the overall deadline is given per call. */
   attemptTimeoutMs?: number;
+  /** 'stream' (default): lock calls ride one Lock/Stream per endpoint (lock-stream.ts), falling back to
+   *  unary calls on a server without it; 'unary': one unary RPC per call. */
+  transport?: 'stream' | 'unary';
 }
 
 /** Channels to every endpoint, kept warm; remembers which endpoint answered last (likely the leader). */
 export class EndpointPool {
   private readonly lock = new Map<string, LockClient>();
   private readonly cluster = new Map<string, ClusterClient>();
+  private readonly streams = new Map<string, LockStream>();
+  private readonly useStreams: boolean;
   private preferred = 0;
   /** The leader's address as the last answering node reported it (response metadata). */
   private leaderHint: string | null = null;
@@ -71,6 +70,33 @@ export class EndpointPool {
     this.endpoints = opts.endpoints;
     this.creds = opts.credentials ?? grpc.credentials.createInsecure();
     this.attemptTimeoutMs = opts.attemptTimeoutMs ?? 3000;
+    this.useStreams = (opts.transport ?? 'stream') === 'stream';
+  }
+
+  /** The endpoint's Lock/Stream, or null: unary calls configured, or the server has no Stream. */
+  private lockStream(ep: string): LockStream | null {
+    if (!this.useStreams) return null;
+    let s = this.streams.get(ep);
+    if (!s) {
+      s = new LockStream(this.lockClient(ep));
+      this.streams.set(ep, s);
+    }
+    return s.unsupported ? null : s;
+  }
+
+  /** One attempt on `ep`: on its stream, or as a unary call. */
+  private async attempt<Res>(ep: string, method: LockMethod, request: object, deadline: number, signal?: AbortSignal): Promise<Res> {
+    const stream = this.lockStream(ep);
+    if (stream === null) return this.unary<Res>(this.lockClient(ep), method, request, deadline, signal);
+    try {
+      const a = await stream.call<Res>(method, request, deadline, signal);
+      if (a.leader !== '') this.leaderHint = a.leader;
+      return a.response;
+    } catch (err) {
+      // A server from before Lock/Stream refuses the stream before it sees any call: go unary there.
+      if (stream.unsupported) return this.unary<Res>(this.lockClient(ep), method, request, deadline, signal);
+      throw err;
+    }
   }
 
   private lockClient(ep: string): LockClient {
@@ -108,7 +134,7 @@ export class EndpointPool {
       const req = typeof request === 'function' ? request(attempt) : request;
       const attemptDeadline = Math.min(deadline, Date.now() + (opts.attemptTimeoutMs ?? this.attemptTimeoutMs) + waitMsOf(req));
       try {
-        const res = await this.unary<Res>(this.lockClient(ep), method, req, attemptDeadline, signal);
+        const res = await this.attempt<Res>(ep, method, req, attemptDeadline, signal);
         this.preferred = idx;
         // The node named the leader: go there directly next time (saves the follower's forwarding hop).
         const hinted = this.leaderHint === null ? -1 : this.endpoints.indexOf(this.leaderHint);
@@ -186,6 +212,8 @@ export class EndpointPool {
   }
 
   close(): void {
+    for (const s of this.streams.values()) s.close();
+    this.streams.clear();
     for (const c of this.lock.values()) c.close();
     for (const c of this.cluster.values()) c.close();
     this.lock.clear();

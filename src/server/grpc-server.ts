@@ -30,6 +30,9 @@ import {
   type WireForwardedAnswer,
   type WireForwardedCall,
   type WireInput,
+  type LockCallName,
+  type WireLockAnswer,
+  type WireLockCall,
 } from '../transport/proto.js';
 import type { ForwardSession } from '../transport/forward.js';
 import type { PeerCertificate } from 'node:tls';
@@ -65,7 +68,29 @@ export interface ClientApiOptions {
 }
 
 const FORWARDED_METHOD: Record<LockMethod, ForwardedMethodName> = { Acquire: 'acquire', Renew: 'renew', Release: 'release', Get: 'get' };
-const LOCK_METHOD: Record<ForwardedMethodName, LockMethod> = { acquire: 'Acquire', renew: 'Renew', release: 'Release', get: 'Get' };
+const LOCK_METHOD: Record<LockCallName, LockMethod> = { acquire: 'Acquire', renew: 'Renew', release: 'Release', get: 'Get' };
+
+/** Calls of one Lock/Stream served at once; more are refused RESOURCE_EXHAUSTED (a bound on what one
+ *  client can make a node hold; the lock leader's own limits still apply to each call). */
+export const MAX_STREAM_CALLS_IN_FLIGHT = 10_000;
+
+interface MessageCallContext {
+  /** Forwarded by a member follower (never forwarded again; owner checked there). */
+  forwarded: boolean;
+  /** The caller's deadline from now; null: none given (the server's default applies). */
+  timeoutMs: number | null;
+  certificate: PeerCertificate | undefined;
+  remote: string;
+  signal: AbortSignal;
+}
+
+interface MessageAnswer {
+  code: grpc.status;
+  details: string;
+  response: unknown;
+  /** The leader's client address (the unary call's leader metadata), or ''. */
+  leader: string;
+}
 
 type Reply<T> = (err: grpc.ServiceError | null, value?: WireInput<T>) => void;
 
@@ -116,32 +141,106 @@ export class ClientApi {
    * its sender): served exactly like the same call forwarded as a unary call — validated, owner-checked
    * (trusting a member's certificate, as for a forwarded unary call), never forwarded again.
    */
-  serveForwarded(wire: WireForwardedCall, peer: { certificate: PeerCertificate | undefined; remote: string }, signal: AbortSignal): Promise<WireInput<WireForwardedAnswer>> {
-    const method = wire.request;
-    const request = method ? wire[method] : undefined;
-    if (!method || request === undefined) {
-      return Promise.resolve({ call_id: wire.call_id, code: grpc.status.INVALID_ARGUMENT, details: 'forwarded call: request: no lock call in it' });
+  async serveForwarded(wire: WireForwardedCall, peer: { certificate: PeerCertificate | undefined; remote: string }, signal: AbortSignal): Promise<WireInput<WireForwardedAnswer>> {
+    const name = wire.request;
+    const request = name ? wire[name] : undefined;
+    if (!name || request === undefined) {
+      return { call_id: wire.call_id, code: grpc.status.INVALID_ARGUMENT, details: 'forwarded call: request: no lock call in it' };
     }
-    const handler = this.handlers[LOCK_METHOD[method]] as unknown as (call: unknown, cb: Reply<unknown>) => void;
+    const answer = await this.serveMessage(name, request, { forwarded: true, timeoutMs: Math.max(1, wire.timeout_ms), ...peer, signal });
+    return { call_id: wire.call_id, code: answer.code, details: answer.details, ...(answer.code === grpc.status.OK ? { [name]: answer.response } : {}) } as WireInput<WireForwardedAnswer>;
+  }
+
+  /**
+   * Lock/Stream: every lock call of one client as a message, multiplexed by call_id, each served exactly
+   * like its unary call (the same handler runs it). A message the strict decoder refused ends the stream
+   * with INVALID_ARGUMENT (its call_id cannot be trusted); a bad request inside a good message is that
+   * call's INVALID_ARGUMENT answer. Answers wait in grpc-js's buffer only while the client reads them:
+   * when it stops, we stop reading its calls (pause until drain), so a client that never reads cannot
+   * grow our memory; and at most MAX_STREAM_CALLS_IN_FLIGHT calls of one stream are served at once.
+   */
+  private serveStream(call: grpc.ServerDuplexStream<WireLockCall, WireInput<WireLockAnswer>>): void {
+    const certificate = call.getAuthContext()?.sslPeerCertificate;
+    const remote = call.getPeer();
+    const inFlight = new Map<string, AbortController>();
+    let open = true;
+    const close = () => {
+      if (!open) return;
+      open = false;
+      for (const a of inFlight.values()) a.abort();
+      inFlight.clear();
+    };
+    const answer = (a: WireInput<WireLockAnswer>) => {
+      if (!open) return;
+      if (!call.write(a)) {
+        call.pause();
+        call.once('drain', () => call.resume());
+      }
+    };
+    call.on('data', (wire: WireLockCall) => {
+      if (!open) return;
+      const invalid = invalidReason(wire);
+      if (invalid !== undefined) {
+        close();
+        call.emit('error', statusError(grpc.status.INVALID_ARGUMENT, `malformed lock call: ${invalid}`));
+        return;
+      }
+      const id = wire.call_id;
+      if (wire.cancel) {
+        inFlight.get(id)?.abort();
+        inFlight.delete(id);
+        return;
+      }
+      const name = wire.request;
+      const request = name ? wire[name] : undefined;
+      if (!name || request === undefined) return answer({ call_id: id, code: grpc.status.INVALID_ARGUMENT, details: 'request: no lock call in it' });
+      if (inFlight.has(id)) return answer({ call_id: id, code: grpc.status.INVALID_ARGUMENT, details: `call_id: ${id} is already in flight on this stream` });
+      if (inFlight.size >= MAX_STREAM_CALLS_IN_FLIGHT) {
+        return answer({ call_id: id, code: grpc.status.RESOURCE_EXHAUSTED, details: `more than ${MAX_STREAM_CALLS_IN_FLIGHT} calls in flight on one stream; wait for answers or open another stream` });
+      }
+      const abort = new AbortController();
+      inFlight.set(id, abort);
+      void this.serveMessage(name, request, { forwarded: false, timeoutMs: wire.timeout_ms > 0 ? wire.timeout_ms : null, certificate, remote, signal: abort.signal }).then((a) => {
+        if (inFlight.get(id) !== abort) return; // cancelled, or the stream went away
+        inFlight.delete(id);
+        answer({ call_id: id, code: a.code, details: a.details, leader: a.leader, ...(a.code === grpc.status.OK ? { [name]: a.response } : {}) } as WireInput<WireLockAnswer>);
+      });
+    });
+    call.on('end', () => {
+      close();
+      call.end();
+    });
+    call.on('cancelled', close);
+    call.on('error', close);
+  }
+
+  /** One lock call that arrived as a message (a Lock/Stream call or a follower's forwarded call), run
+   *  through the same handler as its unary call; resolves with what the unary call would have ended with. */
+  private serveMessage(name: LockCallName, request: unknown, ctx: MessageCallContext): Promise<MessageAnswer> {
+    const handler = this.handlers[LOCK_METHOD[name]] as unknown as (call: unknown, cb: Reply<unknown>) => void;
     const metadata = new grpc.Metadata();
-    metadata.set(FORWARDED, '1');
-    const deadline = new Date(Date.now() + Math.max(1, wire.timeout_ms));
+    if (ctx.forwarded) metadata.set(FORWARDED, '1');
+    const deadline = ctx.timeoutMs === null ? Infinity : Date.now() + ctx.timeoutMs;
+    let leader = '';
     // The slice of grpc.ServerUnaryCall that run() and the handlers use.
     const call = {
       request,
       metadata,
       getDeadline: () => deadline,
-      getPeer: () => peer.remote,
-      getAuthContext: () => ({ sslPeerCertificate: peer.certificate }),
-      sendMetadata: () => {},
+      getPeer: () => ctx.remote,
+      getAuthContext: () => ({ sslPeerCertificate: ctx.certificate }),
+      sendMetadata: (md: grpc.Metadata) => {
+        const hint = md.get(LEADER_METADATA)[0];
+        if (typeof hint === 'string') leader = hint;
+      },
       on: (event: string, fn: () => void) => {
-        if (event === 'cancelled') signal.addEventListener('abort', fn, { once: true });
+        if (event === 'cancelled') ctx.signal.addEventListener('abort', fn, { once: true });
       },
     };
     return new Promise((resolve) => {
       handler(call, (err, value) => {
-        if (err) resolve({ call_id: wire.call_id, code: err.code ?? grpc.status.UNKNOWN, details: err.details ?? err.message });
-        else resolve({ call_id: wire.call_id, code: grpc.status.OK, details: '', [method]: value } as WireInput<WireForwardedAnswer>);
+        if (err) resolve({ code: err.code ?? grpc.status.UNKNOWN, details: err.details ?? err.message, response: null, leader });
+        else resolve({ code: grpc.status.OK, details: '', response: value, leader });
       });
     });
   }
@@ -164,6 +263,7 @@ export class ClientApi {
         const v = validateGet({ key: call.request.key }, this.opts.limits);
         this.run(call, cb as Reply<GetResponse>, v, 'Get', async (req, timeoutMs) => viewToWire(await this.opts.service.get(req.key, timeoutMs)));
       },
+      Stream: (call) => this.serveStream(call),
     };
   }
 
@@ -194,14 +294,21 @@ export class ClientApi {
     const deadlineMs = deadline instanceof Date ? deadline.getTime() : Number.isFinite(deadline) ? Number(deadline) : Infinity;
     const timeoutMs = Math.max(1, Math.min(this.opts.defaultTimeoutMs + waitOf(validated.value), deadlineMs - Date.now()));
     const abort = new AbortController();
-    call.on('cancelled', () => abort.abort());
+    // grpc-js reports 'cancelled' also after a unary call has been answered; aborting then only costs a
+    // DOMException with a stack (seen in the profile on every call).
+    let settled = false;
+    call.on('cancelled', () => {
+      if (!settled) abort.abort();
+    });
     serve(validated.value, timeoutMs, abort.signal).then(
       (res) => {
+        settled = true;
         this.sendLeaderHint(call);
         mark('call.answer');
         cb(null, res);
       },
       (err: unknown) => {
+        settled = true;
         if (err instanceof UnavailableError && err.leaderId && call.metadata.get(FORWARDED).length === 0) {
           this.forward(call, method, call.request, err.leaderId, deadlineMs, cb);
           return;

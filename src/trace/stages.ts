@@ -22,6 +22,8 @@ export const STAGES = [
   'fwd.reply', // the follower receives the forwarded answer
   'loop.ready', // the driver takes a Ready with entries to persist
   'loop.send-early', // the leader's AppendEntries leave before its own write
+  'peer.write', // the transport hands a message to grpc-js (its stream to the peer)
+  'peer.read', // the transport gets a decoded message from grpc-js (before our own checks and codec)
   'disk.start', // a synced batch starts (after any queued writes ahead of it)
   'disk.end', // the synced batch is durable
   'loop.send', // the messages that had to wait for the write leave

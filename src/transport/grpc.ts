@@ -230,7 +230,9 @@ class PeerLink {
     if (!stream) return;
     while (this.writable && this.head < this.queue.length) {
       const m = this.queue[this.head++]!;
-      this.writable = stream.write(messageToWire(m, this.clusterId()));
+      const wire = messageToWire(m, this.clusterId());
+      mark('peer.write');
+      this.writable = stream.write(wire);
     }
     this.compact();
   }
@@ -399,6 +401,7 @@ export class PeerTransport implements PeerSender {
           }
         }
         call.on('data', (wire: WireRaftMessage) => {
+          mark('peer.read');
           if (failed) return;
           // The server registers this service behind the strict decoder (src/server/strict-decode.ts),
           // which turns an undecodable message into this marker instead of a half-decoded object.

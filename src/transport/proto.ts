@@ -199,6 +199,33 @@ export interface GetResponse {
   last_token: WireLong;
 }
 
+/** Which lock call a LockCall / LockAnswer (and a forwarded call) carries: the virtual oneof field. */
+export type LockCallName = 'acquire' | 'renew' | 'release' | 'get';
+
+/** A decoded LockCall (Lock/Stream): exactly one request set (virtual `request` names it), or a cancel. */
+export interface WireLockCall {
+  call_id: WireLong;
+  timeout_ms: number;
+  cancel: boolean;
+  request?: LockCallName;
+  acquire?: AcquireRequest;
+  renew?: RenewRequest;
+  release?: ReleaseRequest;
+  get?: GetRequest;
+}
+
+export interface WireLockAnswer {
+  call_id: WireLong;
+  code: number;
+  details: string;
+  leader: string;
+  response?: LockCallName;
+  acquire?: AcquireResponse;
+  renew?: RenewResponse;
+  release?: ReleaseResponse;
+  get?: GetResponse;
+}
+
 export interface LockClient extends grpc.Client {
   Acquire: UnaryMethod<AcquireRequest, AcquireResponse>;
   acquire: UnaryMethod<AcquireRequest, AcquireResponse>;
@@ -208,6 +235,7 @@ export interface LockClient extends grpc.Client {
   release: UnaryMethod<ReleaseRequest, ReleaseResponse>;
   Get: UnaryMethod<GetRequest, GetResponse>;
   get: UnaryMethod<GetRequest, GetResponse>;
+  Stream(options?: Partial<grpc.CallOptions>): grpc.ClientDuplexStream<WireInput<WireLockCall>, WireLockAnswer>;
 }
 
 export interface LockHandlers extends grpc.UntypedServiceImplementation {
@@ -215,6 +243,7 @@ export interface LockHandlers extends grpc.UntypedServiceImplementation {
   Renew: grpc.handleUnaryCall<RenewRequest, WireInput<RenewResponse>>;
   Release: grpc.handleUnaryCall<ReleaseRequest, WireInput<ReleaseResponse>>;
   Get: grpc.handleUnaryCall<GetRequest, WireInput<GetResponse>>;
+  Stream: grpc.handleBidiStreamingCall<WireLockCall, WireInput<WireLockAnswer>>;
 }
 
 export const LockClient = clientConstructor<LockClient, LockHandlers>('leasehold.v1.Lock');
@@ -427,7 +456,7 @@ export interface WireStreamSummary {
 }
 
 /** Which lock call a forwarded call / answer carries (the virtual oneof field). */
-export type ForwardedMethodName = 'acquire' | 'renew' | 'release' | 'get';
+export type ForwardedMethodName = LockCallName;
 
 /** A decoded ForwardedCall: exactly one request set (virtual `request` names it), or a cancel. */
 export interface WireForwardedCall {

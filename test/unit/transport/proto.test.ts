@@ -187,7 +187,7 @@ describe('proto files and loader', () => {
       Object.fromEntries(
         Object.entries(client.service).map(([name, m]) => [name, `${m.requestStream ? 'stream ' : ''}->${m.responseStream ? ' stream' : ''}`]),
       );
-    expect(shape(LockClient)).toEqual({ Acquire: '->', Renew: '->', Release: '->', Get: '->' });
+    expect(shape(LockClient)).toEqual({ Acquire: '->', Renew: '->', Release: '->', Get: '->', Stream: 'stream -> stream' });
     expect(shape(ClusterClient)).toEqual({ Status: '->', AddMember: '->', PromoteMember: '->', RemoveMember: '->', TransferLeader: '->' });
     expect(shape(RaftClient)).toEqual({ Stream: 'stream ->', Forward: 'stream -> stream' });
     expect(LockClient.service.Acquire.path).toBe('/leasehold.v1.Lock/Acquire');
@@ -207,6 +207,8 @@ describe('proto files and loader', () => {
     expect(fields('leasehold.v1.ReleaseRequest')).toEqual(['key=1:string', 'owner=2:string', 'token=3:uint64', 'request_id=4:string']);
     expect(fields('leasehold.v1.ReleaseResponse')).toEqual(['released=1:bool', 'reason=2:enum']);
     expect(fields('leasehold.v1.GetRequest')).toEqual(['key=1:string']);
+    expect(fields('leasehold.v1.LockCall')).toEqual(['call_id=1:uint64', 'timeout_ms=2:uint32', 'cancel=3:bool', 'acquire=10:message', 'renew=11:message', 'release=12:message', 'get=13:message']);
+    expect(fields('leasehold.v1.LockAnswer')).toEqual(['call_id=1:uint64', 'code=2:int32', 'details=3:string', 'leader=4:string', 'acquire=10:message', 'renew=11:message', 'release=12:message', 'get=13:message']);
     expect(fields('leasehold.v1.GetResponse')).toEqual([
       'held=1:bool', 'owner=2:string', 'token=3:uint64', 'ttl_ms=4:int64', 'expires_at_ms=5:int64', 'last_token=6:uint64',
     ]);
@@ -306,6 +308,7 @@ describe('generated clients and service definitions over a real gRPC connection'
       Renew: (_call, cb) => cb(null, { renewed: false, reason: 'WRONG_TOKEN' }),
       Release: (_call, cb) => cb(null, { released: true }),
       Get: (_call, cb) => cb({ code: grpc.status.UNAVAILABLE, details: 'no leader' }),
+      Stream: (call) => call.end(),
     };
     const raft: RaftHandlers = {
       Stream: (call, cb) => {

@@ -24,6 +24,8 @@ import type {
   StatusResponse,
   WireForwardedAnswer,
   WireForwardedCall,
+  WireLockAnswer,
+  WireLockCall,
   WireRaftMessage,
   WireStreamSummary,
 } from '../../../src/transport/proto.js';
@@ -159,6 +161,21 @@ const forwardedAnswers: WireForwardedAnswer[] = [
   { call_id: '11', code: 14, details: 'no leader' },
 ];
 
+const lockCalls: WireLockCall[] = [
+  { call_id: UINT64_MAX, timeout_ms: 4294967295, cancel: false, request: 'acquire', acquire: acquireRequest },
+  { call_id: '2', timeout_ms: 0, cancel: false, request: 'renew', renew: renewRequest },
+  { call_id: '3', timeout_ms: 100, cancel: false, request: 'release', release: releaseRequest },
+  { call_id: '4', timeout_ms: 100, cancel: false, request: 'get', get: getRequest },
+  { call_id: '1', timeout_ms: 0, cancel: true },
+];
+const lockAnswers: WireLockAnswer[] = [
+  { call_id: UINT64_MAX, code: 0, details: '', leader: '127.0.0.1:7001', response: 'acquire', acquire: acquireResponse },
+  { call_id: '2', code: 0, details: '', leader: '', response: 'renew', renew: renewResponse },
+  { call_id: '3', code: 0, details: '', leader: '', response: 'release', release: releaseResponse },
+  { call_id: '4', code: 0, details: '', leader: '', response: 'get', get: getResponse },
+  { call_id: '5', code: 3, details: 'key: must not be empty', leader: '' },
+];
+
 function many(service: string, method: string, side: WireSample['side'], values: object[]): WireSample[] {
   return values.map((value) => ({ service, method, side, value }));
 }
@@ -172,6 +189,8 @@ const transferLeaderRequest: TransferLeaderRequest = { to_id: 'n3' };
 const transferLeaderResponse: TransferLeaderResponse = { leader_id: 'n3', term: '8' };
 
 export const WIRE_SAMPLES: readonly WireSample[] = [
+  ...many('leasehold.v1.Lock', 'Stream', 'request', lockCalls),
+  ...many('leasehold.v1.Lock', 'Stream', 'response', lockAnswers),
   ...many('leasehold.v1.Lock', 'Acquire', 'request', [acquireRequest]),
   ...many('leasehold.v1.Lock', 'Acquire', 'response', [acquireResponse]),
   ...many('leasehold.v1.Lock', 'Renew', 'request', [renewRequest]),
