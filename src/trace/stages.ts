@@ -28,6 +28,7 @@ export const STAGES = [
   'disk.end', // the synced batch is durable
   'loop.send', // the messages that had to wait for the write leave
   'loop.apply', // an entry with data is applied to the state machine
+  'loop.send-notices', // the leader's commit notices leave (after the answers of the same turn)
   'read.done', // a read barrier resolves
   'peer.recv.append', // AppendEntries with entries arrives from the leader
   'peer.recv.heartbeat', // a heartbeat (ReadIndex round or tick) arrives

@@ -59,6 +59,9 @@ export class LockLeader {
   private readonly unknownOutcome = new Map<string, number>();
   /** Calls waiting on their read barrier, with the key they read. */
   private readonly reads = new Map<CallId, string>();
+  /** Refusals decided here, answered only once a read barrier confirms this node still leads and the log
+   *  has not granted the request meanwhile (confirmRefusal). */
+  private readonly confirming = new Map<CallId, { req: ValidAcquire; refusal: AcquireResult }>();
   private nextProposalId = 1;
   private nowMs = 0;
   /** No waiter's deadline is before this: ticks in between skip the scan of every queue. */
@@ -106,7 +109,7 @@ export class LockLeader {
         this.onReadDone(ev.callId);
         break;
       case 'readFailed':
-        if (this.reads.delete(ev.callId)) this.fail(ev.callId, proposalFailure(ev.error));
+        if (this.reads.delete(ev.callId) || this.confirming.delete(ev.callId)) this.fail(ev.callId, proposalFailure(ev.error));
         break;
       case 'close':
         this.onClose();
@@ -354,6 +357,12 @@ export class LockLeader {
   }
 
   private onReadDone(callId: CallId): void {
+    const refusal = this.confirming.get(callId);
+    if (refusal !== undefined) {
+      this.confirming.delete(callId);
+      this.answer(callId, this.rememberedGrant(refusal.req) ?? refusal.refusal);
+      return;
+    }
     const key = this.reads.get(callId);
     if (key === undefined) return;
     this.reads.delete(callId);
@@ -471,10 +480,25 @@ export class LockLeader {
     }
     const answered = this.refusals.get(req.owner, req.requestId, this.nowMs);
     if (answered) {
-      this.answer(callId, answered);
+      this.confirmRefusal([callId], req, answered);
       return true;
     }
     return false;
+  }
+
+  /**
+   * Answer a refusal decided by this leader's memory (a wait deadline, no barging), not by the log, only
+   * after a read barrier: a leader that was deposed without knowing it (cut off from the others) must not
+   * tell a client "not acquired" for a request a newer leader granted — the barrier fails there, and the
+   * client retries where the grant is known. Past the barrier the applied state holds everything committed
+   * before it, so a grant of this very request is found and answered instead (lock simulation seeds 424,
+   * 3746, 5348: a stale leader's wait deadline refused a request granted by the new leader).
+   */
+  private confirmRefusal(callIds: CallId[], req: ValidAcquire, refusal: AcquireResult): void {
+    for (const callId of callIds) {
+      this.confirming.set(callId, { req, refusal });
+      this.out.push({ type: 'readBarrier', callId, timeoutMs: this.cfg.proposalTimeoutMs });
+    }
   }
 
   /** The outcome (grant or refusal) the replicated dedup table remembers for this request, as a replayed
@@ -610,7 +634,7 @@ export class LockLeader {
       holderTtlMs: v.held ? v.ttlMs : 0,
     };
     this.refusals.set(req.owner, req.requestId, refusal, this.nowMs);
-    for (const id of callIds) this.answer(id, refusal);
+    this.confirmRefusal(callIds, req, refusal);
   }
 
   /** An earlier acquire of this request timed out and may still commit (the log has not applied its index). */
