@@ -87,23 +87,27 @@ const MAX_DEPTH = 16;
 
 class WalkError extends Error {}
 
-/** Reads a varint of up to 10 bytes without truncating it: the caller checks the range. */
-function readVarint(buf: Buffer, at: { pos: number }, end: number): bigint {
-  let result = 0n;
-  let shift = 0n;
-  for (let i = 0; i < 10; i++) {
-    if (at.pos >= end) throw new WalkError('truncated varint');
-    const b = buf[at.pos++]!;
-    result |= BigInt(b & 0x7f) << shift;
-    if ((b & 0x80) === 0) return result;
-    shift += 7n;
-  }
-  throw new WalkError('varint longer than 10 bytes');
-}
-
 const typeLabel = (type: string): string => type.replace('TYPE_', '').toLowerCase();
 
+/** A field as the walker needs it, derived once per message descriptor (the walk runs on every message
+ *  of every call: building a field map and a BigInt per varint each time cost as much as protobufjs's
+ *  own decode of the message, seen in the bench profile). */
+interface FieldPlan {
+  field: FieldDescriptor;
+  /** Wire type the field's type travels as; undefined for a type we do not know (accepted as is). */
+  expected: number | undefined;
+  repeated: boolean;
+  /** The sub-message's descriptor (TYPE_MESSAGE), resolved on first use; null when unknown. */
+  sub: MessageDescriptor | null | undefined;
+}
+
+/** A varint of at most four bytes is below 2^28: it fits every integer field but bool, checked apart. */
+const SMALL_VARINT_BYTES = 4;
+
 class Walker {
+  private readonly plans = new WeakMap<MessageDescriptor, Map<number, FieldPlan>>();
+  private pos = 0;
+
   constructor(private readonly registry: DescriptorRegistry) {}
 
   private resolve(typeName: string): MessageDescriptor | undefined {
@@ -114,80 +118,138 @@ class Walker {
     return undefined;
   }
 
+  private plan(message: MessageDescriptor): Map<number, FieldPlan> {
+    let p = this.plans.get(message);
+    if (p === undefined) {
+      p = new Map((message.field ?? []).map((f) => [f.number, { field: f, expected: WIRE_TYPE_OF[f.type], repeated: f.label === 'LABEL_REPEATED', sub: undefined }]));
+      this.plans.set(message, p);
+    }
+    return p;
+  }
+
+  /** Reads a varint of up to 10 bytes without truncating it: a number when it has at most four bytes
+   *  (below 2^28, exact), else a bigint; the caller checks the range. */
+  private varint(buf: Buffer, end: number): number | bigint {
+    let small = 0;
+    for (let i = 0; i < SMALL_VARINT_BYTES; i++) {
+      if (this.pos >= end) throw new WalkError('truncated varint');
+      const b = buf[this.pos++]!;
+      small += (b & 0x7f) * 2 ** (7 * i);
+      if ((b & 0x80) === 0) return small;
+    }
+    let result = BigInt(small);
+    let shift = BigInt(7 * SMALL_VARINT_BYTES);
+    for (let i = SMALL_VARINT_BYTES; i < 10; i++) {
+      if (this.pos >= end) throw new WalkError('truncated varint');
+      const b = buf[this.pos++]!;
+      result |= BigInt(b & 0x7f) << shift;
+      if ((b & 0x80) === 0) return result;
+      shift += 7n;
+    }
+    throw new WalkError('varint longer than 10 bytes');
+  }
+
   /** A reason when buf[start, end) is not a strictly valid encoding of `message`; null when fine. */
   check(buf: Buffer, start: number, end: number, message: MessageDescriptor, path: string, depth: number): string | null {
     if (depth > MAX_DEPTH) return `${path}: nested more than ${MAX_DEPTH} levels deep`;
-    const byNumber = new Map((message.field ?? []).map((f) => [f.number, f]));
-    const at = { pos: start };
-    while (at.pos < end) {
-      const tag = readVarint(buf, at, end);
-      if (tag > U32) return `${path}: malformed field tag`;
-      const fieldNumber = Number(tag >> 3n);
-      const wireType = Number(tag & 7n);
-      const field = byNumber.get(fieldNumber);
-      if (!field) return `${depth === 0 ? (message.name ?? 'request') : path}: unknown field number ${fieldNumber}`;
+    const plan = this.plan(message);
+    this.pos = start;
+    while (this.pos < end) {
+      const tag = this.varint(buf, end);
+      if (typeof tag === 'bigint' && tag > U32) return `${path}: malformed field tag`;
+      const t = Number(tag);
+      const fieldNumber = Math.floor(t / 8);
+      const wireType = t % 8;
+      const fp = plan.get(fieldNumber);
+      if (!fp) return `${depth === 0 ? (message.name ?? 'request') : path}: unknown field number ${fieldNumber}`;
+      const field = fp.field;
       const name = depth === 0 ? field.name : `${path}.${field.name}`;
-      const expected = WIRE_TYPE_OF[field.type];
+      const expected = fp.expected;
       // A repeated scalar may arrive packed (one length-delimited run of values).
-      const packed = field.label === 'LABEL_REPEATED' && wireType === 2 && expected !== undefined && expected !== 2;
+      const packed = fp.repeated && wireType === 2 && expected !== undefined && expected !== 2;
       if (expected !== undefined && expected !== wireType && !packed) {
         return `${name}: wrong wire type ${wireType} for a ${typeLabel(field.type)} field`;
       }
       switch (wireType) {
         case 0: {
-          const v = readVarint(buf, at, end);
-          if (!varintFits(field.type, v)) return `${name}: varint ${v} overflows a ${typeLabel(field.type)} field`;
+          const v = this.varint(buf, end);
+          if (!fits(field.type, v)) return `${name}: varint ${v} overflows a ${typeLabel(field.type)} field`;
           break;
         }
         case 1:
-          at.pos += 8;
+          this.pos += 8;
           break;
         case 5:
-          at.pos += 4;
+          this.pos += 4;
           break;
         case 2: {
-          const len = readVarint(buf, at, end);
-          if (len > BigInt(end - at.pos)) return `${name}: truncated value`;
-          const from = at.pos;
+          const len = this.varint(buf, end);
+          if (len > end - this.pos) return `${name}: truncated value`;
+          const from = this.pos;
           const to = from + Number(len);
-          at.pos = to;
+          this.pos = to;
           if (packed) {
             const problem = this.packed(buf, from, to, field, expected!, name);
             if (problem) return problem;
+            this.pos = to;
           } else if (field.type === 'TYPE_STRING') {
             if (!isUtf8(buf.subarray(from, to))) return `${name}: not valid UTF-8`;
           } else if (field.type === 'TYPE_MESSAGE') {
-            const sub = this.resolve(field.typeName ?? '');
-            if (!sub) return `${name}: unknown message type ${field.typeName ?? '?'}`;
-            const problem = this.check(buf, from, to, sub, name, depth + 1);
+            if (fp.sub === undefined) fp.sub = this.resolve(field.typeName ?? '') ?? null;
+            if (!fp.sub) return `${name}: unknown message type ${field.typeName ?? '?'}`;
+            const problem = this.check(buf, from, to, fp.sub, name, depth + 1);
             if (problem) return problem;
+            this.pos = to;
           }
           break;
         }
         default:
           return `${name}: unsupported wire type ${wireType}`;
       }
-      if (at.pos > end) return `${name}: truncated value`;
+      if (this.pos > end) return `${name}: truncated value`;
     }
     return null;
   }
 
   private packed(buf: Buffer, from: number, to: number, field: FieldDescriptor, wireType: number, name: string): string | null {
     if (wireType === 1 || wireType === 5) return (to - from) % (wireType === 1 ? 8 : 4) === 0 ? null : `${name}: truncated packed value`;
-    const at = { pos: from };
-    while (at.pos < to) {
-      const v = readVarint(buf, at, to);
-      if (!varintFits(field.type, v)) return `${name}: varint ${v} overflows a ${typeLabel(field.type)} field`;
+    this.pos = from;
+    while (this.pos < to) {
+      const v = this.varint(buf, to);
+      if (!fits(field.type, v)) return `${name}: varint ${v} overflows a ${typeLabel(field.type)} field`;
     }
     return null;
   }
 }
 
+/** varintFits for the walker's number-or-bigint varints: a small one fits every type but bool. */
+function fits(type: string, v: number | bigint): boolean {
+  if (typeof v === 'number') return type !== 'TYPE_BOOL' || v <= 1;
+  return varintFits(type, v);
+}
+
 /** The reason `buf` is not a strictly valid `message`, or null. Exported for unit tests. */
 export function strictProblem(buf: Buffer, message: MessageDescriptor, registry: DescriptorRegistry): string | null {
+  return walkerFor(registry).problem(buf, message);
+}
+
+/** One walker per registry: its field plans are built once and reused by every message. */
+const walkers = new WeakMap<DescriptorRegistry, { problem(buf: Buffer, message: MessageDescriptor): string | null }>();
+
+function walkerFor(registry: DescriptorRegistry): { problem(buf: Buffer, message: MessageDescriptor): string | null } {
+  let w = walkers.get(registry);
+  if (w === undefined) {
+    const walker = new Walker(registry);
+    w = { problem: (buf, message) => walk(walker, buf, message) };
+    walkers.set(registry, w);
+  }
+  return w;
+}
+
+function walk(walker: Walker, buf: Buffer, message: MessageDescriptor): string | null {
   const messageName = message.name ?? 'request';
   try {
-    return new Walker(registry).check(buf, 0, buf.length, message, '', 0);
+    return walker.check(buf, 0, buf.length, message, '', 0);
   } catch (err) {
     return `${messageName}: malformed message (${(err as Error).message})`;
   }

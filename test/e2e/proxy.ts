@@ -6,9 +6,9 @@
 //                   swallowed leave the HTTP/2 connection corrupt, so leaving `block` resets those connections;
 //   hold            keep every byte (both ways) and deliver it all, in order, when the mode changes back to
 //                   `pass`: requests that arrive late and out of order with newer ones;
-//   drop-responses  forward client->server, swallow server->client; as soon as the server has sent the END
-//                   of one response (an HTTP/2 HEADERS or DATA frame with END_STREAM on a stream > 0), reset
-//                   the client's connection (TCP RST). The request reached the server and was served; only
+//   drop-responses  forward client->server, swallow server->client; as soon as the server has sent one
+//                   answer (a DATA frame with a message — a unary response, or one answer on a Lock/Stream —
+//                   or a trailers-only error), reset the client's connection (TCP RST). The request reached the server and was served; only
 //                   the answer is lost — the client sees UNAVAILABLE and cannot know the outcome. The mode
 //                   arms per connection when a request (HEADERS frame) goes up, so the HTTP/2 handshake of
 //                   a fresh connection still completes.
@@ -92,13 +92,17 @@ class Pipe {
 }
 
 /**
- * Finds HTTP/2 frame boundaries in one direction of a connection. Counts the frames that start a request
- * (HEADERS on a stream > 0, client->server) and those that end a stream (DATA or HEADERS with END_STREAM on
- * a stream > 0: server->client, the end of a response).
+ * Finds HTTP/2 frame boundaries in one direction of a connection. Counts the calls that start (client->
+ * server: a HEADERS frame opening a stream, and every further message on a stream already carrying one —
+ * the calls of a Lock/Stream) and the answers that complete (server->client: a DATA frame carrying a
+ * message, or a HEADERS with END_STREAM on a stream that sent none — a trailers-only error). A gRPC message
+ * of ours fits one DATA frame (16 KiB), so one DATA frame is one message.
  */
 class FrameScanner {
   private header = Buffer.alloc(0);
   private payloadLeft = 0;
+  /** Streams that carried a DATA frame with a message so far. */
+  private readonly dataStreams = new Set<number>();
 
   /** @param prefaceBytes the client's connection preface ("PRI * HTTP/2.0...", 24 bytes) precedes its frames. */
   constructor(private prefaceBytes = 0) {}
@@ -130,10 +134,16 @@ class FrameScanner {
       const streamId = this.header.readUInt32BE(5) & 0x7fffffff;
       this.header = Buffer.alloc(0);
       this.payloadLeft = length;
-      // DATA (0) or HEADERS (1) with END_STREAM (0x1) on a request stream: the response is complete. (The
-      // payload may still be arriving; by then the server has committed to the answer.)
-      if ((type === 0 || type === 1) && (flags & 0x1) === 0x1 && streamId > 0) ends++;
-      if (type === 1 && streamId > 0) headers++;
+      if (streamId === 0) continue;
+      // (The payload may still be arriving; by then the sender has committed to the message.)
+      if (type === 0 && length > 0) {
+        if (this.dataStreams.has(streamId)) headers++; // a further call on a stream (Lock/Stream)
+        this.dataStreams.add(streamId);
+        ends++; // an answer (server->client)
+      } else if (type === 1) {
+        headers++; // a stream opens: a call starts (client->server)
+        if ((flags & 0x1) === 0x1 && !this.dataStreams.has(streamId)) ends++; // trailers-only answer
+      }
     }
     return { headers, ends };
   }
