@@ -52,7 +52,7 @@ export const SETTINGS_SCHEMA = {
     // outlasted the timeout and the cluster fell into an election storm (issue 8's held-scale run).
     tickMs: int(50, 1, 60_000),
     electionTicks: int(10, 2, 100_000),
-    heartbeatTicks: int(1, 1, 100_000),
+    heartbeatTicks: int(2, 1, 100_000),
     preVote: bool(true),
     checkQuorum: bool(true),
     maxInflight: int(64, 1, 100_000),

@@ -109,7 +109,11 @@ export class LockService {
     node.on('applied', (entry: Entry, result: LockResult | null | undefined) => {
       this.step({ type: 'applied', index: entry.index, term: entry.term, result: result ?? null, nowMs: this.now() });
     });
-    this.housekeeping = opts.env.scheduler.every(opts.housekeepingMs, () => this.step({ type: 'tick', nowMs: this.now() }));
+    // Only a leader has deadlines to watch (held calls, waiters, leases to expire): a follower's tick would
+    // step the module for nothing, 40 times a second (a share of the idle cluster's CPU).
+    this.housekeeping = opts.env.scheduler.every(opts.housekeepingMs, () => {
+      if (this.node.isLeader()) this.step({ type: 'tick', nowMs: this.now() });
+    });
     const st = node.status();
     this.step({ type: 'role', role: st.role, term: st.term, leaderId: st.leaderId, nowMs: this.now() });
   }

@@ -66,7 +66,7 @@ describe('parseConfig: the smallest valid file and the defaults', () => {
   it('has the documented defaults', () => {
     expect(DEFAULT_SETTINGS).toEqual({
       raft: {
-        tickMs: 50, electionTicks: 10, heartbeatTicks: 1, preVote: true, checkQuorum: true, maxInflight: 64,
+        tickMs: 50, electionTicks: 10, heartbeatTicks: 2, preVote: true, checkQuorum: true, maxInflight: 64,
         maxEntriesPerMessage: 256, maxBytesPerMessage: 1048576, snapshotEvery: 10000, snapshotChunkBytes: 1048576,
       },
       lock: { minTtlMs: 100, maxTtlMs: 3600000, dedupWindowMs: 600000, maxWaitMs: 300000, checkpointIdleMs: 1000, freeKeyRetentionMs: 600000 },
