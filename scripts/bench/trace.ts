@@ -33,6 +33,8 @@ export interface Waterfall {
   kind: CallKind;
   calls: LatencySummary;
   rows: WaterfallRow[];
+  /** The call of median duration, stamp by stamp in time order (what the medians above blur). */
+  example: { node: string; stage: string; atMs: number }[];
 }
 
 export interface TraceResult {
@@ -65,15 +67,22 @@ export function joinWaterfall(via: 'leader' | 'follower', windows: readonly Wind
   for (const kind of ['Get', 'Acquire', 'Release'] as const) {
     const ws = windows.filter((w) => w.kind === kind).sort((a, b) => a.startMs - b.startMs);
     const offsets = new Map<string, number[]>(); // node|stage -> offsets from the window's start
+    const byWindow = ws.map(() => [] as { node: string; stage: string; atMs: number }[]);
     for (const [node, stamps] of stampsByNode) {
       // Stamps are in time order per node: walk them with the windows (both sorted).
       let j = 0;
-      for (const w of ws) {
+      for (const [wi, w] of ws.entries()) {
         while (j < stamps.length && stamps[j]!.atMs < w.startMs) j++;
+        // Each occurrence of a stage in the window is its own row: `stage`, then `stage #2`, `stage #3` ...
+        // (a node that writes twice for one call shows both writes).
         const first = new Map<string, number>();
+        const seen = new Map<string, number>();
         for (let k = j; k < stamps.length && stamps[k]!.atMs <= w.endMs; k++) {
           const s = stamps[k]!;
-          if (!first.has(s.stage)) first.set(s.stage, s.atMs - w.startMs);
+          byWindow[wi]!.push({ node, stage: s.stage, atMs: s.atMs - w.startMs });
+          const n = (seen.get(s.stage) ?? 0) + 1;
+          seen.set(s.stage, n);
+          first.set(n === 1 ? s.stage : `${s.stage} #${n}`, s.atMs - w.startMs);
         }
         for (const [stage, at] of first) {
           const key = `${node}|${stage}`;
@@ -93,7 +102,10 @@ export function joinWaterfall(via: 'leader' | 'follower', windows: readonly Wind
     const calls = ws.map((w) => w.endMs - w.startMs);
     rows.push({ stage: 'answer received', node: 'client', seen: 1, p50Ms: percentile([...calls].sort((a, b) => a - b), 50), p99Ms: percentile([...calls].sort((a, b) => a - b), 99) });
     rows.sort((a, b) => a.p50Ms - b.p50Ms);
-    out.push({ via, kind, calls: summarize(calls), rows });
+    const order = calls.map((d, i) => [d, i] as const).sort((a, b) => a[0] - b[0]);
+    const mid = order[Math.floor(order.length / 2)];
+    const example = mid === undefined ? [] : [...byWindow[mid[1]]!, { node: 'client', stage: 'answer received', atMs: mid[0] }].sort((a, b) => a.atMs - b.atMs);
+    out.push({ via, kind, calls: summarize(calls), rows, example });
   }
   return out;
 }
@@ -157,6 +169,14 @@ export function waterfallTable(w: Waterfall, f: Floors): string {
   for (const r of w.rows) {
     lines.push(`${f2(r.p50Ms).padStart(7)} ${f2(r.p50Ms - prev).padStart(6)} ${f2(r.p99Ms).padStart(7)}  ${`${Math.round(r.seen * 100)}%`.padStart(5)}  ${r.node.padEnd(24)} ${r.stage}`);
     prev = r.p50Ms;
+  }
+  if (w.example.length > 0) {
+    lines.push(`the median call (${f2(w.example[w.example.length - 1]!.atMs)} ms), stamp by stamp:`);
+    let before = 0;
+    for (const e of w.example) {
+      lines.push(`${f2(e.atMs).padStart(7)} ${f2(e.atMs - before).padStart(6)}  ${e.node.padEnd(24)} ${e.stage}`);
+      before = e.atMs;
+    }
   }
   const rtt = f.unary.p50Ms + f.peerRoundTrip.p50Ms;
   if (w.kind === 'Get' && w.via === 'leader') lines.push(`budget (unary + peer round trip + 0.3 ms): ${f2(rtt + 0.3)} ms; p50 ${f2(w.calls.p50Ms)} ms: ${w.calls.p50Ms <= rtt + 0.3 ? 'met' : 'NOT met'}`);

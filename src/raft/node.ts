@@ -77,6 +77,9 @@ interface PendingRead {
   reject(e: Error): void;
 }
 
+/** How long a commit notice waits for a later append to carry the commit index instead (holdNotices). */
+const NOTICE_HOLD_MS = 5;
+
 const realCore: CoreFactory = (cfg, restored) => new Raft(cfg, restored);
 
 export class RaftNode<R = unknown> extends EventEmitter {
@@ -104,6 +107,9 @@ export class RaftNode<R = unknown> extends EventEmitter {
    *  meanwhile and are already durable here may be applied from receive(), without waiting for it. */
   private applyWhileWriting = false;
   private conf: ConfState | null = null;
+  /** Commit notices held back, one per follower (holdNotices). */
+  private heldNotices = new Map<NodeId, Message>();
+  private noticeTimer: TimerHandle | null = null;
   /** When we last received anything from each peer (our clock): what health is judged by. */
   private lastHeardMs = new Map<NodeId, number>();
 
@@ -331,6 +337,8 @@ export class RaftNode<R = unknown> extends EventEmitter {
     if (this.stopped) return;
     this.stopped = true;
     this.ticker?.cancel();
+    this.noticeTimer?.cancel();
+    this.heldNotices.clear();
     this.cancelSnapshotJob();
     await this.loopDone;
     const err = new NodeStoppedError();
@@ -372,22 +380,13 @@ export class RaftNode<R = unknown> extends EventEmitter {
         //    about our disk — the leader counts itself toward a commit only once its entries are durable
         //    (advance() updates its own match). This overlaps the leader's fsync with the followers'.
         //    Everything else (votes, acknowledgements) waits for the write below.
-        let later = rd.messages;
-        // A leader's appends that carry no entries while this Ready has entries to apply are commit
-        // notices (and heartbeats): they go out after this turn's answers (sendAfterAnswers). Sent first,
-        // they woke both followers just as this node applied and answered, and on a machine with fewer
-        // cores than processes the answer waited for a core (bench --trace: ack -> apply 0.6-0.7 ms).
-        let notices: Message[] = [];
-        if (this.soft.role === 'leader' && rd.committedEntries.length > 0 && rd.messages.length > 0) {
-          notices = rd.messages.filter((m) => m.type === 'AppendEntries' && m.entries.length === 0);
-          if (notices.length > 0) later = rd.messages.filter((m) => m.type !== 'AppendEntries' || m.entries.length > 0);
-        }
+        let later = this.holdNotices(rd.messages);
         if (later.length > 0 && (rd.hardState || rd.entries.length > 0)) {
           const early = later.filter((m) => m.type === 'AppendEntries');
           if (early.length > 0) {
             later = later.filter((m) => m.type !== 'AppendEntries');
             mark('loop.send-early');
-            this.opts.transport.send(early);
+            this.sendNow(early);
           }
         }
         // 1. Apply, while this Ready's write is still ahead of us, the committed entries that are already
@@ -421,7 +420,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
         // 3. Send the rest.
         if (later.length > 0) {
           mark('loop.send');
-          this.opts.transport.send(later);
+          this.sendNow(later);
         }
         // 4. Apply the rest.
         if (rd.softState) this.onSoftState(rd.softState);
@@ -435,7 +434,6 @@ export class RaftNode<R = unknown> extends EventEmitter {
           this.failProposalsUpTo(rd.snapshot.meta.index);
         }
         for (const e of committed) this.applyEntry(e);
-        if (notices.length > 0) this.sendAfterAnswers(notices);
         for (const rs of rd.readStates) {
           const r = this.reads.get(rs.ctx);
           if (r) r.index = rs.index;
@@ -463,16 +461,44 @@ export class RaftNode<R = unknown> extends EventEmitter {
     if (!this.stopped && (this.raft.hasReady() || this.snapshotJob?.done === true)) this.schedule();
   }
 
-  /** Send `messages` once the answers this turn resolved have been written: the promises settle in
-   *  microtasks, their gRPC writes flush in the next check phase, and a `soon` callback runs after that.
-   *  Only for messages whose delay is harmless (commit notices: Raft tolerates any delay or reordering
-   *  of an append without entries, and the commit index never moves back). */
-  private sendAfterAnswers(messages: Message[]): void {
-    this.env.scheduler.soon(() => {
-      if (this.stopped) return;
-      mark('loop.send-notices');
-      this.opts.transport.send(messages);
-    });
+  /**
+   * Takes the leader's commit notices (appends the core marked `commitOnly`: nothing to replicate, only a
+   * new commit index) out of `messages` and holds them, one per follower, for NOTICE_HOLD_MS; returns the
+   * rest. A later append to that follower carries the commit index too and replaces its notice
+   * (sendNow); otherwise the notice leaves when the hold ends. Under steady traffic the next proposal's
+   * append comes within a millisecond, so most notices never travel: sent at once, each one cost both
+   * followers a message, a Ready and an answer, and the leader two answers to read, on every commit —
+   * and woke the followers just as the leader answered its client (issue 19, bench --trace). Holding one
+   * is safe: Raft tolerates any delay or loss of an append without entries, a follower's commit index
+   * never moves back, and reads confirm leadership with their own heartbeats, which are never held.
+   */
+  private holdNotices(messages: Message[]): Message[] {
+    if (!messages.some((m) => m.type === 'AppendEntries' && m.commitOnly === true)) return messages;
+    const rest: Message[] = [];
+    for (const m of messages) {
+      if (m.type === 'AppendEntries' && m.commitOnly === true) this.heldNotices.set(m.to, m);
+      else rest.push(m);
+    }
+    this.noticeTimer ??= this.env.scheduler.after(NOTICE_HOLD_MS, () => this.flushNotices());
+    return rest;
+  }
+
+  /** Sends `messages`; an append to a follower replaces the notice held for it (it carries the commit index). */
+  private sendNow(messages: Message[]): void {
+    if (this.heldNotices.size > 0) {
+      for (const m of messages) if (m.type === 'AppendEntries') this.heldNotices.delete(m.to);
+    }
+    this.opts.transport.send(messages);
+  }
+
+  private flushNotices(): void {
+    this.noticeTimer = null;
+    if (this.stopped || this.heldNotices.size === 0) return;
+    const notices = [...this.heldNotices.values()];
+    this.heldNotices.clear();
+    if (this.soft.role !== 'leader') return; // of a term that is over: the new leader says what commits
+    mark('loop.send-notices');
+    this.opts.transport.send(notices);
   }
 
   private applyEntry(e: Entry): void {

@@ -172,6 +172,7 @@ export class ClientApi {
     };
     const answer = (a: WireInput<WireLockAnswer>) => {
       if (!open) return;
+      mark('call.sent');
       if (!call.write(a)) {
         call.pause();
         call.once('drain', () => call.resume());

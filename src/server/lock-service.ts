@@ -133,6 +133,11 @@ export class LockService {
     return this.leader.waiterCount;
   }
 
+  /** See LockLeader.replaysRefusal (introspection for the simulator). */
+  replaysRefusal(key: string, owner: string, requestId: string): boolean {
+    return this.leader.replaysRefusal(key, owner, requestId);
+  }
+
   /** See LockLeader.isQueued (introspection for tests and the simulator). */
   isQueued(key: string, owner: string, requestId: string): boolean {
     return this.leader.isQueued(key, owner, requestId);

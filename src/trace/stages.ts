@@ -33,7 +33,8 @@ export const STAGES = [
   'peer.recv.append', // AppendEntries with entries arrives from the leader
   'peer.recv.heartbeat', // a heartbeat (ReadIndex round or tick) arrives
   'peer.recv.ack', // a follower's answer to an append or a heartbeat arrives
-  'call.answer', // the call's answer is handed to grpc-js
+  'call.answer', // the call's answer is ready (the handler's callback)
+  'call.sent', // a Lock/Stream answer is written to grpc-js
 ] as const;
 
 export type Stage = (typeof STAGES)[number];

@@ -92,6 +92,10 @@ export function uint64ToWire(value: number | bigint, path: string): WireLong {
  * rounded.
  */
 export function countFromWire(value: unknown, path: string): number {
+  // Fast paths (every Raft message carries several counts): a safe integer, or up to 15 decimal digits
+  // (below 10^15 < 2^53), needs no bigint on the way.
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
+  if (typeof value === 'string' && value.length <= 15 && DECIMAL.test(value)) return Number(value);
   const n = uint64FromWire(value, path);
   if (n > BigInt(Number.MAX_SAFE_INTEGER)) {
     throw new CodecError(path, `${n} exceeds ${Number.MAX_SAFE_INTEGER} (2^53-1), the largest count this node can hold`);

@@ -2,9 +2,8 @@
 //  - arrival order is grant order: among waiters for one key that arrived at one leader in one term, a
 //    waiter is never granted while one that arrived before it is still waiting (not answered, not
 //    cancelled, its wait not over) — for waiters arriving directly and through a follower alike. A call
-//    of a request this leader already answered "not acquired" in this term is that refusal's replay, not
-//    a waiter (the leader answers it once a read barrier confirms the refusal: LockLeader.confirmRefusal);
-//    unless the leader queues it (`joins`), it takes nobody's turn;
+//    the leader answers with a refusal it remembers is that refusal's replay, not a waiter (it is answered
+//    once a read barrier confirms the refusal: LockLeader.confirmRefusal): it takes nobody's turn;
 //  - a refused acquire never takes effect: once a client RECEIVED "not acquired" for (owner, request_id),
 //    the log never grants that request unless the client itself invoked it again afterwards (a late
 //    duplicate or a still-queued earlier attempt must not turn into an orphan grant). A refusal that never
@@ -41,8 +40,6 @@ export class LockCallChecks {
   private seq = 0;
   /** Open FIFO records by `${node}/${incarnation}/${term}/${key}`. */
   private readonly arrivals = new Map<string, Arrival[]>();
-  /** Requests a leader answered "not acquired", by `${node}/${incarnation}/${term}/${requestKey}`. */
-  private readonly refusedHere = new Set<string>();
   private readonly grants = new Map<string, Grant>();
   private readonly refusedAnswerAt = new Map<string, number>();
   /** Log time at the leader when it last answered the request "not acquired". */
@@ -69,8 +66,9 @@ export class LockCallChecks {
   }
 
   /** An acquire reached the lock service of a node (leader or not: a follower refuses at once). */
-  /** `joins`: the leader already queues this request (asked just before the call reached it). */
-  arrive(scope: string, key: string, requestKey: string, waitMs: number, nodeMs: number, term: number, label: string, joins: boolean): Arrival {
+  /** `joins`: the leader already queues this request (asked just before the call reached it).
+   *  `replaysRefusal`: the leader will answer it with a refusal it remembers (LockLeader.replaysRefusal). */
+  arrive(scope: string, key: string, requestKey: string, waitMs: number, nodeMs: number, term: number, label: string, joins: boolean, replaysRefusal = false): Arrival {
     const k = `${scope}/${term}/${key}`;
     let list = this.arrivals.get(k);
     if (list === undefined) this.arrivals.set(k, (list = []));
@@ -87,7 +85,6 @@ export class LockCallChecks {
     // (An earlier call still open counts too: calls held until the term starts are served in arrival order,
     // so a later one of the same request joins the first one's waiter.)
     const inherit = prev !== undefined && (joins || prev.open);
-    const replaysRefusal = !joins && this.refusedHere.has(`${scope}/${term}/${requestKey}`);
     const a: Arrival = {
       seq: inherit ? prev!.seq : ++this.seq,
       key,
@@ -121,7 +118,6 @@ export class LockCallChecks {
   /** The service answered `a`'s call with `r` at the serving node's clock `nodeMs`, sim time `nowMs`. */
   answered(scope: string, a: Arrival, r: AcquireResult, nodeMs: number, logMs: number, leader: string): void {
     a.open = false;
-    if (!r.acquired) this.refusedHere.add(`${scope}/${a.term}/${a.requestKey}`);
     // A replay (the retry of a request the log already granted) is that old grant, not a new one: it takes
     // nobody's turn.
     if (r.acquired && !r.replayed) {

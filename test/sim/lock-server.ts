@@ -137,7 +137,8 @@ export class SimLockServers {
     let arrival: Arrival | null = null;
     if (call.op === 'acquire' && node.rn?.isLeader()) {
       const joins = service.isQueued(call.key, call.owner, call.requestId);
-      arrival = this.checks.arrive(this.scope(node, inc), call.key, LockCallChecks.requestKey(call.owner, call.requestId), call.waitMs, sim.nodeNow(node), node.raft.status().term, label, joins);
+      const replay = service.replaysRefusal(call.key, call.owner, call.requestId);
+      arrival = this.checks.arrive(this.scope(node, inc), call.key, LockCallChecks.requestKey(call.owner, call.requestId), call.waitMs, sim.nodeNow(node), node.raft.status().term, label, joins, replay);
     }
     sim.trace.add(sim.now, node.id, `call ${call.op}`, `${label}${'requestId' in call ? ` ${call.key} ${call.owner}/${call.requestId}` : ` ${call.key}`}${call.op === 'acquire' ? ` wait=${call.waitMs}` : ''}${arrival !== null ? ` arrival#${arrival.seq}` : ''}`);
     let p: Promise<LockResult | LockView>;

@@ -139,6 +139,14 @@ export class LockLeader {
     return inFlight?.acquireReq?.key === key;
   }
 
+  /** Whether a call of this request arriving now would get back a refusal this leader remembers
+   *  (replayDecided: answered after a read barrier) instead of being judged afresh or queued. For the
+   *  simulator's FIFO oracle: such a call is a replay, not a waiter. */
+  replaysRefusal(key: string, owner: string, requestId: string): boolean {
+    if (this.state().rememberedAcquire(owner, requestId, key)?.acquired === true) return false;
+    return this.refusals.get(owner, requestId, this.nowMs) !== undefined;
+  }
+
   get proposalsInFlight(): number {
     return this.proposals.size;
   }

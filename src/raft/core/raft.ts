@@ -894,7 +894,7 @@ export class Raft {
       if (entries.length === 0 && pr.state === 'replicate') {
         // Nothing new, only the commit index to carry: anchor at the match index so an in-flight
         // (possibly reordered) append is not rejected and pipelining is not thrown back to probing.
-        this.sendHeartbeat(pr);
+        this.sendHeartbeat(pr, true);
         return;
       }
       this.send({
@@ -959,7 +959,7 @@ export class Raft {
   }
 
   /** An empty AppendEntries at the follower's match index; false when that entry is compacted. */
-  private sendHeartbeat(pr: Progress): boolean {
+  private sendHeartbeat(pr: Progress, commitOnly = false): boolean {
     const prevLogTerm = this.log.term(pr.match);
     if (prevLogTerm === undefined) return false;
     this.send({
@@ -971,6 +971,7 @@ export class Raft {
       // The follower is only known to match up to pr.match; never tell it to commit past that.
       leaderCommit: Math.min(pr.match, this.log.committed),
       round: this.heartbeatRound,
+      ...(commitOnly ? { commitOnly: true as const } : {}),
     });
     return true;
   }

@@ -77,6 +77,10 @@ export interface AppendEntries extends MessageBase {
   leaderCommit: number;
   /** Leader's heartbeat round; echoed in the response. Used to confirm leadership for ReadIndex. */
   round: number;
+  /** Set by the leader on an append sent only to carry a new commit index (nothing new to replicate, no
+   *  read to confirm): the driver may hold it briefly and drop it when a later message to the same
+   *  follower carries the commit index anyway. Not on the wire. */
+  commitOnly?: true;
 }
 
 export interface AppendEntriesResponse extends MessageBase {

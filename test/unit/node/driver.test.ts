@@ -1,7 +1,7 @@
 // The real driver (its persist -> send -> apply -> advance loop, proposal and read bookkeeping, deadlines)
 // on an in-process hub, on virtual time (virtual-env.ts): deterministic, no real timers, no sleeps.
 import { describe, expect, it } from 'vitest';
-import type { Entry } from '../../../src/raft/core/types.js';
+import type { Entry, Message } from '../../../src/raft/core/types.js';
 import { NodeStoppedError, NotLeaderError, ProposalTimeoutError, ReadTimeoutError } from '../../../src/raft/errors.js';
 import type { StateMachine } from '../../../src/raft/fsm.js';
 import { RaftNode } from '../../../src/raft/node.js';
@@ -42,6 +42,8 @@ class TestCluster {
   readonly storages = new Map<string, RaftStorage>();
   readonly fsms = new Map<string, ListMachine>();
   readonly nodes = new Map<string, RaftNode<number>>();
+  /** Every message any node handed to its transport, with the virtual time it did. */
+  readonly sent: { atMs: number; m: Message }[] = [];
 
   constructor(
     readonly ids: string[],
@@ -58,7 +60,13 @@ class TestCluster {
     const fsm = new ListMachine();
     this.fsms.set(id, fsm);
     let node: RaftNode<number> | null = null;
-    const transport = this.hub.register(id, (m) => node?.receive(m));
+    const hubTransport = this.hub.register(id, (m) => node?.receive(m));
+    const transport = {
+      send: (messages: Message[]) => {
+        for (const m of messages) this.sent.push({ atMs: this.time.nowMs, m });
+        hubTransport.send(messages);
+      },
+    };
     node = await RaftNode.start({ id, voters: this.ids, storage: this.storages.get(id)!, transport, fsm, tickMs: 5, snapshotEvery: this.snapshotEvery, env: this.time.env() });
     this.nodes.set(id, node);
     return node;
@@ -198,3 +206,58 @@ function slowStorage(inner: MemoryStorage, time: VirtualEnv, disk: { writeMs: nu
     close: () => inner.close(),
   };
 }
+
+describe('commit notices wait for a later append to carry them', () => {
+  // Issue 19: an append sent only to carry a new commit index cost both followers a message, a Ready and
+  // an answer on every commit, and woke them just as the leader answered its client. The leader holds it a
+  // few milliseconds; a later append to the same follower carries the commit index instead.
+  const isNotice = (m: Message) => m.type === 'AppendEntries' && m.entries.length === 0 && m.commitOnly === true;
+
+  async function steadyLeader(c: TestCluster): Promise<RaftNode<number>> {
+    let leader = await c.leader();
+    for (let attempt = 0; ; attempt++) {
+      const warm = await c.settle(leader.propose(enc('warm'), 2000));
+      if (warm.error === undefined && leader.isLeader()) break;
+      if (attempt === 5) throw new Error('no stable leader');
+      leader = await c.leader();
+    }
+    await c.time.advance(20); // the warm-up's own notices leave
+    return leader;
+  }
+
+  it('a proposal right after a commit carries the commit index: the notice never travels', async () => {
+    const c = await new TestCluster(['n1', 'n2', 'n3'], 1e9).start();
+    const leader = await steadyLeader(c);
+    const followers = [...c.nodes.values()].filter((n) => n !== leader);
+    const first = await c.settle(leader.propose(enc('a'), 2000));
+    const index = (first.value as { index: number }).index;
+    const from = c.sent.length;
+    // The next proposal arrives within the hold (as the next call of a client does).
+    const second = await c.settle(leader.propose(enc('b'), 2000));
+    await c.time.runUntil('followers commit the first entry', () => followers.every((f) => f.status().commitIndex >= index));
+    const between = c.sent.slice(from).filter((s) => s.m.from === leader.id);
+    expect(between.filter((s) => isNotice(s.m))).toEqual([]);
+    // ...and the append that carried it had entries.
+    expect(between.some((s) => s.m.type === 'AppendEntries' && s.m.entries.length > 0 && s.m.leaderCommit >= index)).toBe(true);
+    expect(second.error).toBeUndefined();
+  });
+
+  it('with nothing after it, the notice leaves within a few milliseconds and the followers commit', async () => {
+    const c = await new TestCluster(['n1', 'n2', 'n3'], 1e9).start();
+    const leader = await steadyLeader(c);
+    const followers = [...c.nodes.values()].filter((n) => n !== leader);
+    const from = c.sent.length;
+    const done = await c.settle(leader.propose(enc('alone'), 2000));
+    const index = (done.value as { index: number }).index;
+    const answeredAt = c.time.nowMs;
+    await c.time.runUntil('followers commit it', () => followers.every((f) => f.status().commitIndex >= index), 50);
+    const notices = c.sent.slice(from).filter((s) => s.m.from === leader.id && isNotice(s.m));
+    expect(notices.map((s) => s.m.to).sort()).toEqual(followers.map((f) => f.id).sort());
+    // Held, not sent with the commit: they leave after the answer, within the hold (5 ms) — long before the
+    // next heartbeat (tickMs 5 here, so the bound is what the hold allows: under 10 ms).
+    for (const n of notices) {
+      expect(n.atMs).toBeGreaterThan(answeredAt - 1e-9);
+      expect(n.atMs - answeredAt).toBeLessThan(10);
+    }
+  });
+});
