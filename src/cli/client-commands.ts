@@ -115,6 +115,13 @@ function holderText(g: GetResponse): string {
 async function refusalText(ctx: Ctx, key: string, owner: string, token: string, reason: string): Promise<string> {
   const g = await peek(ctx, key);
   if (!g) return `refused (${reason}): the lock "${key}" is not held by ${JSON.stringify(owner)} with token ${token}`;
+  // Tokens only grow per key: one above the last issued was never a token of this lock (a typo, another
+  // key's token) — not a superseded one.
+  const neverIssued = BigInt(token) > BigInt(g.last_token);
+  if (neverIssued) {
+    const now = g.held ? `it is ${holderText(g)}` : 'it is not held';
+    return `refused (${reason}): token ${token} was never issued for lock "${key}" (the last token issued is ${g.last_token}); ${now}. Check --token and the key`;
+  }
   if (!g.held) {
     return `refused (${reason}): lock "${key}" is not held (its lease ran out or it was released; last token ${g.last_token}). Acquire it again for a new token`;
   }

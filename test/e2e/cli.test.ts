@@ -127,6 +127,12 @@ describe('leasehold CLI', () => {
     expect(renew.code).toBe(3);
     expect(renew.stdout).toContain(`held by "alice" with token ${newToken}, not ${token} — token ${token} is dead`);
     expect(renew.stdout).toMatch(/use --token \d+ if that acquire is yours, or acquire again/);
+    // A token above the last one issued was never this lock's (issue 22: it was called "dead, superseded").
+    const never = String(BigInt(newToken) + 1000n);
+    const bogus = await cli(['release', 'cli-k', '--owner', 'alice', '--token', never]);
+    expect(bogus.code).toBe(3);
+    expect(bogus.stdout).toContain(`token ${never} was never issued for lock "cli-k" (the last token issued is ${newToken})`);
+    expect(bogus.stdout).not.toContain('superseded');
     // Another owner: refused (3), naming the holder.
     const rel = await cli(['release', 'cli-k', '--owner', 'bob', '--token', newToken]);
     expect(rel.code).toBe(3);
