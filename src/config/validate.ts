@@ -1,5 +1,6 @@
 // Validation of a raw config value (from YAML, or built in code by devConfig) against the schema table.
 // Collects every problem instead of stopping at the first, so one run of `leasehold serve` shows them all.
+import { NODE_ID_RULE, isNodeId } from './node-id.js';
 import { isIPv4, isIPv6 } from 'node:net';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
@@ -137,7 +138,6 @@ function machineOf(host: string): string {
   return h;
 }
 
-const NODE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 function resolveDir(dir: string, baseDir: string): string {
   if (dir === '~' || dir.startsWith('~/')) return join(homedir(), dir.slice(1));
@@ -280,8 +280,8 @@ class Validator {
       }
 
       if (id !== undefined) {
-        if (!NODE_ID.test(id)) {
-          this.report([...path, 'id'], `${JSON.stringify(id)} is not a valid node id: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+        if (!isNodeId(id)) {
+          this.report([...path, 'id'], `${JSON.stringify(id)} is not a valid node id: use ${NODE_ID_RULE}`);
         } else if (seenIds.has(id)) {
           this.report([...path, 'id'], `duplicate id ${id} (also nodes[${seenIds.get(id)}])`);
         } else {
@@ -366,7 +366,7 @@ class Validator {
     if (selfPeerAddress !== undefined) this.report(path, 'not together with peerAddress: the overrides assume one address per member for Raft and clients');
     const out: Record<string, string> = {};
     for (const [member, address] of Object.entries(value)) {
-      if (!NODE_ID.test(member)) this.report([...path, member], `${JSON.stringify(member)} is not a valid node id`);
+      if (!isNodeId(member)) this.report([...path, member], `${JSON.stringify(member)} is not a valid node id`);
       else if (member === selfId) this.report([...path, member], 'a node does not dial itself');
       const parsed = typeof address === 'string' ? parseAddress(address) : `expected host:port, e.g. 127.0.0.1:7101; got ${describe(address)}`;
       if (typeof parsed === 'string') this.report([...path, member], parsed);

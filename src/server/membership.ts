@@ -7,6 +7,7 @@
 //  - a learner is promoted only once it has caught up with the log (it would otherwise count toward a
 //    quorum while still copying it);
 //  - leadership transfer waits until the new leader is in office.
+import { NODE_ID_RULE, isNodeId } from '../config/node-id.js';
 import { quorumOf } from '../raft/core/config.js';
 import type { ConfState, NodeId } from '../raft/core/types.js';
 import type { NodeEnv } from '../raft/env.js';
@@ -29,11 +30,10 @@ export class MembershipArgumentError extends Error {
   }
 }
 
-const NODE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
 
 export function checkNodeId(id: string, field = 'id'): void {
-  if (!NODE_ID.test(id)) throw new MembershipArgumentError(field, `'${id}' is not a node id (1-63 of A-Z a-z 0-9 . _ -, starting with a letter or digit)`);
+  if (!isNodeId(id)) throw new MembershipArgumentError(field, `'${id}' is not a node id: use ${NODE_ID_RULE}`);
 }
 
 export function checkAddress(address: string, field = 'address'): void {

@@ -239,7 +239,7 @@ nodes:
       'nodes[1].id: expected a string, got number 2 (quote it: "2")',
       'nodes[1].dataDir: must not be empty',
       'nodes[2].data_dir: unknown key (did you mean dataDir?)',
-      `nodes[2].id: "n 3" is not a valid node id: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+      `nodes[2].id: "n 3" is not a valid node id: use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit`,
       'nodes[3]: expected a mapping { id, address, dataDir }, got string "just-a-string"',
     ]);
   });
