@@ -8,6 +8,7 @@
 //    quorum while still copying it);
 //  - leadership transfer waits until the new leader is in office.
 import { NODE_ID_RULE, isNodeId } from '../config/node-id.js';
+import { parseAddress } from '../config/validate.js';
 import { quorumOf } from '../raft/core/config.js';
 import type { ConfState, NodeId } from '../raft/core/types.js';
 import type { NodeEnv } from '../raft/env.js';
@@ -30,16 +31,14 @@ export class MembershipArgumentError extends Error {
   }
 }
 
-const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
-
 export function checkNodeId(id: string, field = 'id'): void {
   if (!isNodeId(id)) throw new MembershipArgumentError(field, `'${id}' is not a node id: use ${NODE_ID_RULE}`);
 }
 
+/** The config file's address rule (parseAddress), so an address `members add` takes is one a config takes. */
 export function checkAddress(address: string, field = 'address'): void {
-  const m = HOST_PORT.exec(address);
-  const port = m ? Number(m[2]) : 0;
-  if (!m || port < 1 || port > 65535) throw new MembershipArgumentError(field, `'${address}' is not host:port`);
+  const parsed = parseAddress(address);
+  if (typeof parsed === 'string') throw new MembershipArgumentError(field, `'${address}' is not host:port: ${parsed}`);
 }
 
 export interface MembershipOptions {

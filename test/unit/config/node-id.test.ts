@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../../src/config/index.js';
 import { NODE_ID_MAX_LENGTH } from '../../../src/config/node-id.js';
-import { checkNodeId } from '../../../src/server/membership.js';
+import { checkAddress, checkNodeId } from '../../../src/server/membership.js';
 
 const configWith = (id: string) => `
 nodes:
@@ -55,5 +55,28 @@ describe('node ids: the config and members add judge them alike', () => {
     expect(configAccepts('a'.repeat(63))).toBe(true);
     expect(membershipAccepts('a'.repeat(64))).toBe(false);
     expect(configAccepts('a'.repeat(64))).toBe(false);
+  });
+});
+
+describe('addresses: members add takes what the config file takes (one parser)', () => {
+  const configAddress = (address: string): boolean => {
+    try {
+      parseConfig(configWith('n1').replace('127.0.0.1:7001', JSON.stringify(address)), '/etc/leasehold/cluster.yaml');
+      return true;
+    } catch (err) {
+      if (err instanceof ConfigError) return false;
+      throw err;
+    }
+  };
+  const membersAddress = (address: string): boolean => {
+    try {
+      checkAddress(address);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  it.each([['127.0.0.1:7001'], ['[::1]:7001'], ['node-1.example.com:7001'], ['[1.2.3.4]:7001'], ['host:0'], ['host:65536'], ['host'], ['::1:7001'], ['bad_host!:7001']])('%s', (address) => {
+    expect(membersAddress(address)).toBe(configAddress(address));
   });
 });
