@@ -434,6 +434,16 @@ class Validator {
       const at: [SectionName, string] = given('raft', 'heartbeatTicks') ? ['raft', 'heartbeatTicks'] : ['raft', 'electionTicks'];
       this.report(at, `raft.heartbeatTicks (${s.raft.heartbeatTicks}) must be less than raft.electionTicks (${s.raft.electionTicks}), or followers time out between heartbeats`);
     }
+    if (!s.raft.preVote && !s.raft.checkQuorum) {
+      // Issue 22 item 3: with neither, nothing stops a node that was removed (or cut off) and comes back
+      // with a higher term from deposing a healthy leader over and over (the Raft simulator livelocked,
+      // seed 639): Pre-Vote makes it ask first, CheckQuorum gives followers the leader lease to ignore it.
+      const at: [SectionName, string] = given('raft', 'checkQuorum') ? ['raft', 'checkQuorum'] : ['raft', 'preVote'];
+      this.report(
+        at,
+        'raft.preVote and raft.checkQuorum cannot both be false: a node rejoining with a higher term (a removed node, one back from a partition) could then depose a healthy leader again and again; keep at least one on (both, by default)',
+      );
+    }
     if (s.lock.minTtlMs > s.lock.maxTtlMs) {
       const at: [SectionName, string] = given('lock', 'minTtlMs') ? ['lock', 'minTtlMs'] : ['lock', 'maxTtlMs'];
       this.report(at, `lock.minTtlMs (${s.lock.minTtlMs}) must not exceed lock.maxTtlMs (${s.lock.maxTtlMs})`);

@@ -192,6 +192,13 @@ describe('parseConfig errors name the key path (and the line)', () => {
       'raft.heartbeatTicks: raft.heartbeatTicks (10) must be less than raft.electionTicks (10)',
     );
     expect(errorOf(withExtra('raft:\n  electionTicks: 2\n  heartbeatTicks: 2')).path).toBe('raft.heartbeatTicks');
+    // Pre-Vote and CheckQuorum both off: refused at the key given, with the reason (issue 22 item 3).
+    const both = errorOf(withExtra('raft:\n  preVote: false\n  checkQuorum: false'));
+    expect(both.path).toBe('raft.checkQuorum');
+    expect(both.message).toContain('raft.preVote and raft.checkQuorum cannot both be false');
+    expect(errorOf(withExtra('raft:\n  preVote: false\n  checkQuorum: false')).message).toMatch(/depose a healthy leader/);
+    expect(parseText(withExtra('raft:\n  preVote: false')).raft.checkQuorum).toBe(true);
+    expect(parseText(withExtra('raft:\n  checkQuorum: false')).raft.preVote).toBe(true);
     expect(errorOf(withExtra('lock:\n  minTtlMs: 5000\n  maxTtlMs: 1000')).path).toBe('lock.minTtlMs');
     expect(errorOf(withExtra('limits:\n  maxMessageBytes: 1048576')).issues.map((i) => i.path)).toEqual([
       'limits.maxMessageBytes',
