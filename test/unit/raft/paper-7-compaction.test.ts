@@ -24,7 +24,7 @@ describe('Raft §7 log compaction', () => {
     net.tick(['a']);
     const [a, b] = [net.node('a'), net.node('b')];
     expect(a.raft.status().appliedIndex).toBe(6);
-    expect(() => a.raft.compact(7, enc('too far'))).toThrow(); // beyond applied
+    expect(() => a.raft.compact(7, enc('too far'))).toThrow('compact(7) beyond applied index 6'); // beyond applied
     const snap = a.compact(6, enc('state@6'));
     expect(snap.meta).toEqual({ index: 6, term: 1, conf: { clusterId: '', voters: ['a', 'b', 'c'], learners: [], addresses: {}, removed: [] } });
     expect(a.raft.status()).toMatchObject({ firstIndex: 7, lastIndex: 6, commitIndex: 6 });
