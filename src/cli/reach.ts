@@ -18,13 +18,17 @@ export class ReachWatch {
   private readonly controller = new AbortController();
   private readonly failing = new Map<string, string>();
   private noted = false;
-  private readonly startedAt = Date.now();
+  private readonly startedAt: number;
 
   constructor(
     private readonly endpoints: readonly string[],
     private readonly say: (msg: string) => void,
     private readonly graceMs = CONNECT_GRACE_MS,
-  ) {}
+    /** The clock the grace is measured on (a test passes its own). */
+    private readonly nowMs: () => number = Date.now,
+  ) {
+    this.startedAt = nowMs();
+  }
 
   /** Aborts once every endpoint has refused connections for the grace period. */
   get signal(): AbortSignal {
@@ -42,7 +46,7 @@ export class ReachWatch {
     else this.failing.delete(endpoint); // it answered, even if only "no leader": keep waiting
     if (this.failing.size < new Set(this.endpoints).size || this.controller.signal.aborted) return;
     const last = short(details);
-    if (Date.now() - this.startedAt >= this.graceMs) {
+    if (this.nowMs() - this.startedAt >= this.graceMs) {
       this.controller.abort(new UnreachableError(this.endpoints, last));
     } else if (!this.noted) {
       this.noted = true;

@@ -67,14 +67,18 @@ describe('exit codes (SPEC: 0 done, 1 usage/INVALID_ARGUMENT, 2 no answer, 3 ref
 describe('ReachWatch', () => {
   const refused = 'No connection established. Last error: connect ECONNREFUSED 127.0.0.1:1';
 
-  it('aborts once every endpoint refused connections for the grace period, naming them', async () => {
+  it('aborts once every endpoint refused connections for the grace period, naming them', () => {
     const said: string[] = [];
-    const w = new ReachWatch(['h:1', 'h:2'], (m) => said.push(m), 30);
+    let now = 1000;
+    const w = new ReachWatch(['h:1', 'h:2'], (m) => said.push(m), 30, () => now);
     w.attemptFailed('h:1', grpc.status.UNAVAILABLE, refused);
     w.attemptFailed('h:2', grpc.status.UNAVAILABLE, refused);
     expect(w.signal.aborted).toBe(false);
     expect(said[0]).toMatch(/cannot connect to h:1, h:2 \(connection refused: ECONNREFUSED 127\.0\.0\.1:1\)/);
-    await new Promise((r) => setTimeout(r, 40));
+    now += 29; // still inside the grace: no verdict yet
+    w.attemptFailed('h:1', grpc.status.UNAVAILABLE, refused);
+    expect(w.signal.aborted).toBe(false);
+    now += 1; // the grace is over
     w.attemptFailed('h:1', grpc.status.UNAVAILABLE, refused);
     expect(w.signal.aborted).toBe(true);
     expect(w.unreachable?.message).toMatch(/tried h:1, h:2; .*Check --endpoints/);
