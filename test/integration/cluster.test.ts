@@ -3,16 +3,27 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import { RpcError } from '../../src/client/rpc.js';
 import type { AcquireResponse, GetResponse, ReleaseResponse, RenewResponse } from '../../src/transport/proto.js';
-import { TestCluster, isCode, waitFor } from './harness.js';
+import { TestCluster, freePorts, isCode, waitFor } from './harness.js';
 
 const acquireReq = (key: string, owner: string, ttl: number, extra: object = {}) => ({ key, owner, ttl_ms: String(ttl), request_id: `${owner}-${key}-${Math.random()}`, ...extra });
 
 describe('a 3-node cluster of real processes', () => {
   let c: TestCluster;
+  let metricsPorts: number[];
   beforeAll(async () => {
-    c = await TestCluster.create();
+    // A metrics endpoint per node: the FIFO test waits on the leader's waiter gauge instead of sleeping.
+    metricsPorts = await freePorts(3);
+    c = await TestCluster.create({ nodeYaml: (_id, i) => `metricsAddress: 127.0.0.1:${metricsPorts[i]}` });
     c.startAll();
   });
+
+  /** The `leasehold_lock_waiters` gauge of node `id`: acquires waiting in its queues. */
+  async function waitersAt(id: string): Promise<number> {
+    const res = await fetch(`http://127.0.0.1:${metricsPorts[c.ids.indexOf(id)]}/metrics`, { signal: AbortSignal.timeout(2000) });
+    const m = /^leasehold_lock_waiters(?:\{[^}]*\})? (\d+)$/m.exec(await res.text());
+    if (!m) throw new Error(`no leasehold_lock_waiters gauge on ${id}`);
+    return Number(m[1]);
+  }
   afterAll(async () => {
     await c?.stop();
   });
@@ -100,9 +111,10 @@ describe('a 3-node cluster of real processes', () => {
         order.push(w.owner);
         return r;
       });
-      // Space the waiters out so their arrival order (and so the expected FIFO order) is well defined;
-      // the queue itself is not observable from outside.
-      await new Promise((r) => setTimeout(r, 150));
+      // Each waiter is in the leader's queue before the next is sent, so the expected FIFO order is the
+      // order they were sent in (the leader's waiter gauge counts them; no sleeping).
+      const queued = waiters.indexOf(w) + 1;
+      await waitFor(`${w.owner} queued at the leader`, async () => (await waitersAt(leader)) === queued, 10_000, 10);
     }
     // A short-deadline waiter joins last and must give up without disturbing the others.
     const impatient = await c.raw<AcquireResponse>(leader, 'Acquire', acquireReq('fifo', 'impatient', 30_000, { wait_ms: '300' }), 5000);
