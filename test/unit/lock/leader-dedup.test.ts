@@ -140,6 +140,25 @@ describe('lock leader: dedup before any fast path', () => {
     expect(rig.acquired(retry)).toMatchObject({ acquired: true, token: granted.token });
   });
 
+  // Issue 22: the test above never reaches the parked-replay rule (decideParked, seed 377) — its retry joins
+  // the first call's acquire in flight before the park branch. Here the first acquire timed out (the rig
+  // reports the timeout while its entry stays in the log), so nothing is in flight to join: the retry is
+  // parked behind a waiter, the timed-out entry commits after all, and the parked call must get that grant.
+  // Three lookups now guard it (decideParked's replay, refuseHere's grant check, the refusal barrier's grant
+  // check): this test fails only with all three removed, which is how it was checked.
+  it('a wait_ms 0 retry parked after its first acquire timed out gets the grant that entry made, not a refusal', () => {
+    const rig = new LeaderRig().ready();
+    const first = rig.acquire('k', 'x', { requestId: 'x-1' }); // wait_ms 0: a plain acquire
+    rig.reportTimeout(rig.pending[0]!.proposalId); // its caller hears "unknown"; the entry may still commit
+    expect(rig.failures.has(first)).toBe(true);
+    rig.acquire('k', 'w', { waitMs: 5000 }); // a waiter, head of the queue, its acquire in flight
+    const retry = rig.acquire('k', 'x', { requestId: 'x-1' }); // parked behind the waiter's decision
+    expect(rig.answers.has(retry)).toBe(false);
+    rig.commitAll(); // x's timed-out acquire commits first: x holds k; w's acquire is refused and w waits
+    expect(rig.machine.get('k')).toMatchObject({ held: true, owner: 'x' });
+    expect(rig.acquired(retry)).toMatchObject({ acquired: true, token: rig.machine.get('k').token });
+  });
+
   // Found by the lock simulation (seed 102359): the retry was refused while its own first acquire, still in
   // flight, then granted the lock — a grant its client had been told it did not get.
   it('a duplicate of a plain acquire still in flight gets that acquire\'s outcome, not a judgement of its own', () => {
