@@ -91,12 +91,17 @@ class PeerLink {
   private probingGone = false;
   /** Lock calls we forward to this peer while it leads, on the same channel as our Raft stream. */
   private forwarding: ForwardSession | null = null;
+  /** The newest inbound stream (PeerTransport's count) when we last reported this peer gone: messages on
+   *  streams up to it are what the peer said before it went, flushed late, and prove nothing (markAlive). */
+  private reportedGoneAtStream = 0;
 
   constructor(
     readonly peerId: NodeId,
     readonly address: string,
     private readonly opts: PeerTransportOptions,
     private readonly clusterId: () => string,
+    /** How many inbound peer streams the transport has accepted so far. */
+    private readonly inboundStreams: () => number,
   ) {
     this.connect(opts.credentials);
   }
@@ -196,6 +201,7 @@ class PeerLink {
       if (state === grpc.connectivityState.TRANSIENT_FAILURE) {
         this.probingGone = false;
         this.opts.logger.info({ nodeId: this.opts.selfId, peer: this.peerId, address: this.address }, 'peer unreachable: stream broken and reconnect failed');
+        this.reportedGoneAtStream = this.inboundStreams();
         report(this.peerId);
         return;
       }
@@ -256,8 +262,12 @@ class PeerLink {
     return this.alive;
   }
 
-  /** A message arrived from this peer: the link works, so reset the backoff. */
-  markAlive(): void {
+  /** A message arrived from this peer on inbound stream number `stream`: the link works, so reset the
+   *  backoff. Not from a stream the peer opened before we reported it gone: a dying peer's last messages
+   *  (its stream flushed on the way out) arrived after the report and re-armed it, and the next failed
+   *  reconnect reported the same death twice (issue 22: the peer-unreachable test, 5 of 12 loaded runs). */
+  markAlive(stream: number): void {
+    if (stream <= this.reportedGoneAtStream) return;
     this.backoffMs = BACKOFF_MIN_MS;
     if (this.reconnectTimer && !this.stream) {
       // It talks to us, so it is up: reconnect now rather than when the backoff (up to 2 s) runs out.
@@ -297,6 +307,8 @@ export class PeerTransport implements PeerSender {
   private vouched = new Set<NodeId>();
   private lastAsked = new Map<NodeId, number>();
   private closed = false;
+  /** Inbound Raft streams accepted so far (each one numbered: PeerLink.markAlive). */
+  private inboundStreams = 0;
 
   constructor(private readonly opts: PeerTransportOptions) {
     this.setPeers(opts.peers);
@@ -315,7 +327,7 @@ export class PeerTransport implements PeerSender {
       }
     }
     for (const [id, address] of peers) {
-      if (id !== this.opts.selfId && !this.links.has(id)) this.links.set(id, new PeerLink(id, address, this.opts, () => this.identity.clusterId));
+      if (id !== this.opts.selfId && !this.links.has(id)) this.links.set(id, new PeerLink(id, address, this.opts, () => this.identity.clusterId, () => this.inboundStreams));
     }
   }
 
@@ -387,6 +399,7 @@ export class PeerTransport implements PeerSender {
     return {
       Forward: (call) => this.serveForwardStream(call),
       Stream: (call, callback) => {
+        const streamNumber = ++this.inboundStreams;
         let received = 0;
         let failed = false;
         const auth = this.opts.authenticator;
@@ -442,7 +455,7 @@ export class PeerTransport implements PeerSender {
             return;
           }
           received++;
-          this.links.get(m.from)?.markAlive();
+          this.links.get(m.from)?.markAlive(streamNumber);
           deliver(m);
         });
         call.on('end', () => {

@@ -1,9 +1,11 @@
 // PeerTransport's "peer unreachable" report (onPeerUnreachable): a working link whose stream breaks and
 // whose reconnect is refused — what a killed process looks like — is reported, once. Real gRPC on loopback.
+import { EventEmitter } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeerTransport } from '../../../src/transport/grpc.js';
-import { RaftClient } from '../../../src/transport/proto.js';
+import { messageToWire } from '../../../src/transport/codec.js';
+import { RaftClient, type RaftHandlers } from '../../../src/transport/proto.js';
 import type { Message, NodeId } from '../../../src/raft/core/types.js';
 import type { NodeLogger } from '../../../src/raft/logger.js';
 import { freePorts, waitFor } from '../../integration/harness.js';
@@ -23,14 +25,26 @@ interface Member {
   reports: NodeId[];
 }
 
-async function member(id: string, port: number, peers: Map<string, string>): Promise<Member> {
+/** A member's server, listening before any transport dials (see pair()); its transport comes later. */
+async function listen(port: number): Promise<{ server: grpc.Server; serve(transport: PeerTransport, received: Message[]): void }> {
+  let handlers: ReturnType<PeerTransport['handlers']> | null = null;
+  const server = new grpc.Server();
+  const lazy: RaftHandlers = {
+    Stream: (call, cb) => handlers!.Stream(call, cb),
+    Forward: (call) => handlers!.Forward(call),
+  };
+  server.addService(RaftClient.service, lazy);
+  await new Promise<void>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  return { server, serve: (transport, received) => (handlers = transport.handlers((m) => received.push(m))) };
+}
+
+function member(id: string, listening: Awaited<ReturnType<typeof listen>>, peers: Map<string, string>): Member {
   const received: Message[] = [];
   const reports: NodeId[] = [];
   const transport = new PeerTransport({ selfId: id, peers, queueLimit: 100, maxMessageBytes: 1 << 20, logger: quiet, traceMessages: false, onPeerUnreachable: (p) => reports.push(p) });
   transport.setIdentity({ clusterId: 'c1', members: new Set(['a', 'b']) });
-  const server = new grpc.Server();
-  server.addService(RaftClient.service, transport.handlers((m) => received.push(m)));
-  await new Promise<void>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  listening.serve(transport, received);
+  const server = listening.server;
   closers.push(() => {
     server.forceShutdown();
     transport.close();
@@ -38,12 +52,16 @@ async function member(id: string, port: number, peers: Map<string, string>): Pro
   return { transport, server, received, reports };
 }
 
-/** a and b, each having heard the other (so each link counts as working). */
+/** a and b, each having heard the other (so each link counts as working). Both listen before either
+ *  transport dials: a link that dialled a port nobody listened on yet left its channel in TRANSIENT_FAILURE,
+ *  and once the peer's own messages had marked the link alive, that stale state read as "reconnect
+ *  refused" and b was reported gone during set-up — the other half of the flaky ['b', 'b'] (issue 22). */
 async function pair() {
   const [pa, pb] = (await freePorts(2)) as [number, number];
   const peers = new Map([['a', `127.0.0.1:${pa}`], ['b', `127.0.0.1:${pb}`]]);
-  const a = await member('a', pa, peers);
-  const b = await member('b', pb, peers);
+  const [la, lb] = await Promise.all([listen(pa), listen(pb)]);
+  const a = member('a', la, peers);
+  const b = member('b', lb, peers);
   // Resent until through, as Raft would: a message written before the peer listened is lost.
   let seq = 0;
   await waitFor('both links to carry a message', () => {
@@ -58,6 +76,7 @@ async function pair() {
 describe('PeerTransport: peer unreachable reports', () => {
   it('reports a peer whose process is gone (sockets closed, port refusing) — once', async () => {
     const { a, b } = await pair();
+    expect(a.reports).toEqual([]); // nothing reported while setting up
     // kill -9 in miniature: b's sockets close and nothing listens on its port any more.
     b.server.forceShutdown();
     b.transport.close();
@@ -75,4 +94,35 @@ describe('PeerTransport: peer unreachable reports', () => {
     expect(a.reports).toEqual(['b']);
   });
 
+});
+
+describe('PeerTransport: what a report of a gone peer takes back', () => {
+  /** An inbound Raft stream as the server hands it to the handler: we emit its messages ourselves. */
+  function inboundStream(): EventEmitter & { getPeer(): string } {
+    return Object.assign(new EventEmitter(), { getPeer: () => 'ipv4:127.0.0.1:1' });
+  }
+
+  // The race behind the flaky test above (issue 22: 5 of 12 loaded runs reported ['b', 'b']): a dying peer's
+  // stream to us flushes its last messages on the way out; arriving after our report, they marked the link
+  // alive again, and the next failed reconnect reported the same death a second time. Driven by hand here:
+  // no timing decides it.
+  it('a message on a stream the peer opened before the report does not revive the link; one on a new stream does', async () => {
+    const { a, b } = await pair();
+    const serve = a.transport.handlers(() => {}).Stream as unknown as (call: EventEmitter, cb: () => void) => void;
+    const before = inboundStream();
+    serve(before, () => {}); // b's stream to us, open while b still lived
+    b.server.forceShutdown();
+    b.transport.close();
+    await waitFor('a to report b unreachable', () => a.reports.length > 0, 5_000, 5);
+    expect(a.transport.peerStates().get('b')).toBe(false);
+    // b's last heartbeat, flushed late on the old stream: no sign of life.
+    before.emit('data', messageToWire(hb('b', 'a', 7), 'c1'));
+    expect(a.transport.peerStates().get('b')).toBe(false);
+    // A stream opened after the report (b restarted and dialled us): b is back.
+    const after = inboundStream();
+    serve(after, () => {});
+    after.emit('data', messageToWire(hb('b', 'a', 8), 'c1'));
+    expect(a.transport.peerStates().get('b')).toBe(true);
+    expect(a.reports).toEqual(['b']);
+  });
 });
