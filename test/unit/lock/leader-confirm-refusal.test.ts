@@ -13,14 +13,21 @@ function applyForeign(rig: LeaderRig, command: Parameters<typeof encodeCommand>[
   rig.step({ type: 'applied', index, term: rig.term, result });
 }
 
+/** A ready leader that confirms refusals by hand, h holding k, and a's wait (300 ms) already over: the
+ *  refusal decided, its read barrier not yet done. */
+function refusedAtDeadline(requestId?: string): { rig: LeaderRig; a: number; h: ReturnType<LeaderRig['hold']> } {
+  const rig = new LeaderRig().ready();
+  rig.confirmRefusals = false;
+  const h = rig.hold('k', 'h');
+  const a = rig.acquire('k', 'a', { waitMs: 300, ...(requestId ? { requestId } : {}) });
+  rig.commitAll();
+  rig.advance(300);
+  return { rig, a, h };
+}
+
 describe('lock leader: refusals decided here wait for a read barrier', () => {
   it('a waiter refused at its deadline is answered only once the barrier confirms', () => {
-    const rig = new LeaderRig().ready();
-    rig.confirmRefusals = false;
-    rig.hold('k', 'h');
-    const a = rig.acquire('k', 'a', { waitMs: 300 });
-    rig.commitAll();
-    rig.advance(300);
+    const { rig, a } = refusedAtDeadline();
     expect(rig.answers.has(a)).toBe(false);
     expect(rig.refusalBarriers).toEqual([a]);
     rig.step({ type: 'readDone', callId: a });
@@ -28,24 +35,14 @@ describe('lock leader: refusals decided here wait for a read barrier', () => {
   });
 
   it('a barrier that fails (no longer leader) fails the call UNAVAILABLE: no "not acquired"', () => {
-    const rig = new LeaderRig().ready();
-    rig.confirmRefusals = false;
-    rig.hold('k', 'h');
-    const a = rig.acquire('k', 'a', { waitMs: 300 });
-    rig.commitAll();
-    rig.advance(300);
+    const { rig, a } = refusedAtDeadline();
     rig.step({ type: 'readFailed', callId: a, error: { kind: 'not-leader', message: 'not the leader', leaderId: 'n3' } });
     expect(rig.answers.has(a)).toBe(false);
     expect(rig.failures.get(a)?.kind).toBe('unavailable');
   });
 
   it('the log granted the very request before the barrier completed: the grant is the answer', () => {
-    const rig = new LeaderRig().ready();
-    rig.confirmRefusals = false;
-    const h = rig.hold('k', 'h');
-    const a = rig.acquire('k', 'a', { waitMs: 300, requestId: 'a-req' });
-    rig.commitAll();
-    rig.advance(300); // refused here at the deadline; barrier pending
+    const { rig, a, h } = refusedAtDeadline('a-req'); // refused here at the deadline; barrier pending
     // Meanwhile the log (a newer leader's entries, seen once the barrier's commit index applies) released
     // the key and granted a's very request from that leader's queue (a `queued` acquire: the log had
     // refused a's first attempt, when the key was held).
@@ -69,12 +66,7 @@ describe('lock leader: refusals decided here wait for a read barrier', () => {
   });
 
   it('a retry of a request refused here is answered from memory only after a new barrier', () => {
-    const rig = new LeaderRig().ready();
-    rig.confirmRefusals = false;
-    rig.hold('k', 'h');
-    const a = rig.acquire('k', 'a', { waitMs: 300, requestId: 'a-req' });
-    rig.commitAll();
-    rig.advance(300);
+    const { rig, a } = refusedAtDeadline('a-req');
     rig.step({ type: 'readDone', callId: a });
     expect(rig.acquired(a).acquired).toBe(false);
     const retry = rig.acquire('k', 'a', { waitMs: 300, requestId: 'a-req' });

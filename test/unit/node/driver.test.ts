@@ -77,6 +77,17 @@ class TestCluster {
     return among.find((n) => n.isLeader())!;
   }
 
+  /** A leader that has committed an entry of its own term (the first election may be contested). */
+  async steadyLeader(): Promise<RaftNode<number>> {
+    let leader = await this.leader();
+    for (let attempt = 0; ; attempt++) {
+      const warm = await this.settle(leader.propose(enc('warm'), 2000));
+      if (warm.error === undefined && leader.isLeader()) return leader;
+      if (attempt === 5) throw new Error('no stable leader');
+      leader = await this.leader();
+    }
+  }
+
   async settle<T>(p: Promise<T>, withinMs = 5_000): Promise<{ value?: T; error?: unknown }> {
     const t = track(p);
     await this.time.runUntil('the call settling', () => t.settled, withinMs);
@@ -168,14 +179,7 @@ describe('the loop applies what is durable before the next write', () => {
     for (const id of c.ids) c.storages.set(id, slowStorage(new MemoryStorage(), c.time, disk));
     await c.start();
     disk.writeMs = writeMs;
-    let leader = await c.leader();
-    // A leader that has committed an entry of its own term (the first election may be contested).
-    for (let attempt = 0; ; attempt++) {
-      const warm = await c.settle(leader.propose(enc('warm'), 2000));
-      if (warm.error === undefined && leader.isLeader()) break;
-      if (attempt === 5) throw new Error('no stable leader');
-      leader = await c.leader();
-    }
+    const leader = await c.steadyLeader();
     const latencies: number[] = [];
     const pending: Array<{ settled: boolean; error?: unknown }> = [];
     const stream = c.time.every(2, () => {
@@ -214,13 +218,7 @@ describe('commit notices wait for a later append to carry them', () => {
   const isNotice = (m: Message) => m.type === 'AppendEntries' && m.entries.length === 0 && m.commitOnly === true;
 
   async function steadyLeader(c: TestCluster): Promise<RaftNode<number>> {
-    let leader = await c.leader();
-    for (let attempt = 0; ; attempt++) {
-      const warm = await c.settle(leader.propose(enc('warm'), 2000));
-      if (warm.error === undefined && leader.isLeader()) break;
-      if (attempt === 5) throw new Error('no stable leader');
-      leader = await c.leader();
-    }
+    const leader = await c.steadyLeader();
     await c.time.advance(20); // the warm-up's own notices leave
     return leader;
   }
