@@ -5,10 +5,10 @@ import { Network, enc, ofType } from './harness.js';
 
 describe('regressions in src/raft/core', () => {
   // Fixed: the stall counter now counts only while the follower is behind. Before the fix,
-  // src/raft/core/raft.ts tickLeader (~line 370) incremented pr.ticksWithoutProgress on EVERY leader tick,
+  // src/raft/core/raft.ts tickLeader incremented pr.ticksWithoutProgress on EVERY leader tick,
   // including ticks when the follower is fully caught up, and only Progress.maybeUpdate resets it. After any
   // idle period the counter is already > STALL_TICKS, so the first heartbeat after a new proposal — while
-  // that append is merely in flight — takes the "appends were lost" branch in broadcastHeartbeat (~line 768):
+  // that append is merely in flight — takes the "appends were lost" branch in broadcastHeartbeat:
   // becomeProbe(), the in-flight entries are sent again, and pipelining is off (probe = 1 entry per
   // message) until the ack comes back. The counter's own doc says "while behind"; it counts idle time too.
   // Impact: performance only (duplicate sends, temporary loss of pipelining); no safety or liveness issue.
