@@ -100,7 +100,8 @@ export function joinWaterfall(via: 'leader' | 'follower', windows: readonly Wind
       rows.push({ stage, node, seen: xs.length / ws.length, p50Ms: percentile(xs, 50), p99Ms: percentile(xs, 99) });
     }
     const calls = ws.map((w) => w.endMs - w.startMs);
-    rows.push({ stage: 'answer received', node: 'client', seen: 1, p50Ms: percentile([...calls].sort((a, b) => a - b), 50), p99Ms: percentile([...calls].sort((a, b) => a - b), 99) });
+    const callsSorted = [...calls].sort((a, b) => a - b);
+    rows.push({ stage: 'answer received', node: 'client', seen: 1, p50Ms: percentile(callsSorted, 50), p99Ms: percentile(callsSorted, 99) });
     rows.sort((a, b) => a.p50Ms - b.p50Ms);
     const order = calls.map((d, i) => [d, i] as const).sort((a, b) => a[0] - b[0]);
     const mid = order[Math.floor(order.length / 2)];

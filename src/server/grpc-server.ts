@@ -70,6 +70,9 @@ export interface ClientApiOptions {
 const FORWARDED_METHOD: Record<LockMethod, ForwardedMethodName> = { Acquire: 'acquire', Renew: 'renew', Release: 'release', Get: 'get' };
 const LOCK_METHOD: Record<LockCallName, LockMethod> = { acquire: 'Acquire', renew: 'Renew', release: 'Release', get: 'Get' };
 
+/** The stand-in calls serveMessage builds (no metadata to send: their answers carry the leader hint). */
+const messageCalls = new WeakSet<object>();
+
 /** Calls of one Lock/Stream served at once; more are refused RESOURCE_EXHAUSTED (a bound on what one
  *  client can make a node hold; the lock leader's own limits still apply to each call). */
 export const MAX_STREAM_CALLS_IN_FLIGHT = 10_000;
@@ -222,7 +225,6 @@ export class ClientApi {
     const metadata = new grpc.Metadata();
     if (ctx.forwarded) metadata.set(FORWARDED, '1');
     const deadline = ctx.timeoutMs === null ? Infinity : Date.now() + ctx.timeoutMs;
-    let leader = '';
     // The slice of grpc.ServerUnaryCall that run() and the handlers use.
     const call = {
       request,
@@ -230,18 +232,17 @@ export class ClientApi {
       getDeadline: () => deadline,
       getPeer: () => ctx.remote,
       getAuthContext: () => ({ sslPeerCertificate: ctx.certificate }),
-      sendMetadata: (md: grpc.Metadata) => {
-        const hint = md.get(LEADER_METADATA)[0];
-        if (typeof hint === 'string') leader = hint;
-      },
+      sendMetadata: () => {},
       on: (event: string, fn: () => void) => {
         if (event === 'cancelled') ctx.signal.addEventListener('abort', fn, { once: true });
       },
     };
+    messageCalls.add(call);
     return new Promise((resolve) => {
       handler(call, (err, value) => {
-        if (err) resolve({ code: err.code ?? grpc.status.UNKNOWN, details: err.details ?? err.message, response: null, leader });
-        else resolve({ code: grpc.status.OK, details: '', response: value, leader });
+        // The leader hint a unary call gets as response metadata, on a successful answer only.
+        if (err) resolve({ code: err.code ?? grpc.status.UNKNOWN, details: err.details ?? err.message, response: null, leader: '' });
+        else resolve({ code: grpc.status.OK, details: '', response: value, leader: this.leaderAddress() ?? '' });
       });
     });
   }
@@ -335,12 +336,18 @@ export class ClientApi {
 
   /** Tell the client where the leader is, so it can skip the forwarding hop next time. */
   private sendLeaderHint(call: grpc.ServerUnaryCall<unknown, unknown>): void {
-    const leaderId = this.opts.service.node.leaderId;
-    const address = leaderId ? this.opts.members.get(leaderId) : undefined;
+    if (messageCalls.has(call)) return; // a message call's answer carries the address itself (serveMessage)
+    const address = this.leaderAddress();
     if (!address) return;
     const md = new grpc.Metadata();
     md.set(LEADER_METADATA, address);
     call.sendMetadata(md);
+  }
+
+  /** The leader's client address as this node knows it, or undefined. */
+  private leaderAddress(): string | undefined {
+    const leaderId = this.opts.service.node.leaderId;
+    return leaderId ? this.opts.members.get(leaderId) : undefined;
   }
 
   private forward<Res>(call: grpc.ServerUnaryCall<unknown, unknown>, method: LockMethod, request: unknown, leaderId: string, deadlineMs: number, cb: Reply<Res>): void {

@@ -228,30 +228,17 @@ function fits(type: string, v: number | bigint): boolean {
   return varintFits(type, v);
 }
 
+/** One walker per registry: its field plans are built once and reused by every message. */
+const walkers = new WeakMap<DescriptorRegistry, Walker>();
+
 /** The reason `buf` is not a strictly valid `message`, or null. Exported for unit tests. */
 export function strictProblem(buf: Buffer, message: MessageDescriptor, registry: DescriptorRegistry): string | null {
-  return walkerFor(registry).problem(buf, message);
-}
-
-/** One walker per registry: its field plans are built once and reused by every message. */
-const walkers = new WeakMap<DescriptorRegistry, { problem(buf: Buffer, message: MessageDescriptor): string | null }>();
-
-function walkerFor(registry: DescriptorRegistry): { problem(buf: Buffer, message: MessageDescriptor): string | null } {
-  let w = walkers.get(registry);
-  if (w === undefined) {
-    const walker = new Walker(registry);
-    w = { problem: (buf, message) => walk(walker, buf, message) };
-    walkers.set(registry, w);
-  }
-  return w;
-}
-
-function walk(walker: Walker, buf: Buffer, message: MessageDescriptor): string | null {
-  const messageName = message.name ?? 'request';
+  let walker = walkers.get(registry);
+  if (walker === undefined) walkers.set(registry, (walker = new Walker(registry)));
   try {
     return walker.check(buf, 0, buf.length, message, '', 0);
   } catch (err) {
-    return `${messageName}: malformed message (${(err as Error).message})`;
+    return `${message.name ?? 'request'}: malformed message (${(err as Error).message})`;
   }
 }
 
