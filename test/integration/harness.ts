@@ -103,7 +103,9 @@ export class TestCluster {
     const extra = (id: string, i: number) => (nodeYaml ? `    ${nodeYaml(id, i)}\n` : '');
     const nodes = (list: string[]) =>
       list.map((id) => `  - id: ${id}\n    address: 127.0.0.1:${ports[ids.indexOf(id)]}\n${peer(ids.indexOf(id))}    dataDir: ${id}\n${extra(id, ids.indexOf(id))}`).join('');
-    const settings = productRaftTiming ? extraYaml : `raft:\n  tickMs: 50\n  electionTicks: ${electionTicks}\n${extraYaml}`;
+    // The fast test timing heartbeats every tick, as it was tuned: the product default went to every 2 ticks
+    // (issue 19, idle CPU), which left a 300 ms election timeout only three heartbeats on a loaded machine.
+    const settings = productRaftTiming ? extraYaml : `raft:\n  tickMs: 50\n  electionTicks: ${electionTicks}\n  heartbeatTicks: 1\n${extraYaml}`;
     writeFileSync(this.configPath, `nodes:\n${nodes(ids.slice(0, bootstrapSize))}${settings}`);
     writeFileSync(this.joinConfigPath, `nodes:\n${nodes(ids)}${settings}`);
   }
