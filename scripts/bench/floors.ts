@@ -4,7 +4,8 @@
 // - peer round trip: a message out on our client stream to the other process and its answer back on ITS
 //   client stream to us (the peer topology of src/transport/grpc.ts: one outbound stream per direction);
 // - LevelDB sync: one batch of two puts with {sync: true} (what a Ready's write is);
-// - fdatasync: after a 200 B append to a file.
+// - fdatasync: after a 200 B append to a file;
+// - store save: a Raft store's save() of one entry + hard state, alone and three at once (storeSaveFloor).
 // The other process is this file run as a script (`node floors.js serve <port-of-ours>`).
 import { spawn } from 'node:child_process';
 import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
@@ -13,6 +14,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { Level } from 'level';
+import { bootstrapSnapshot } from '../../src/raft/core/types.js';
+import { LevelStorage } from '../../src/raft/storage/leveldb.js';
+import type { RaftStorage } from '../../src/raft/storage/types.js';
+import { WalStorage } from '../../src/raft/storage/wal-storage.js';
 import { summarize, type LatencySummary } from './stats.js';
 
 const passThrough = { serialize: (b: Buffer) => b, deserialize: (b: Buffer) => b };
@@ -55,6 +60,8 @@ export interface Floors {
   peerRoundTrip: LatencySummary;
   levelSync: LatencySummary;
   fdatasync: LatencySummary;
+  /** The Raft store a node runs (WalStorage) beside the one before it (LevelStorage), alone and three at once. */
+  storeSave: { label: string; floor: StoreSaveFloor }[];
 }
 
 function ms(t0: bigint): number {
@@ -91,7 +98,11 @@ export async function measureFloors(samples = 300): Promise<Floors> {
     }
     out.end();
     c.close();
-    return { unary: summarize(unary), peerRoundTrip: summarize(rtt), levelSync: summarize(await levelSyncFloor(samples)), fdatasync: summarize(fdatasyncFloor(samples)) };
+    const storeSave: Floors['storeSave'] = [];
+    for (const [kind, name] of [['level', 'LevelStorage'], ['wal', 'WalStorage']] as const) {
+      for (const writers of [1, 3]) storeSave.push({ label: `${name}.save(), 1 entry + hard state, ${writers === 1 ? 'alone' : '3 at once'}`, floor: await storeSaveFloor(kind, writers, samples) });
+    }
+    return { unary: summarize(unary), peerRoundTrip: summarize(rtt), levelSync: summarize(await levelSyncFloor(samples)), fdatasync: summarize(fdatasyncFloor(samples)), storeSave };
   } finally {
     child.stdin.end();
     child.kill();
@@ -122,6 +133,45 @@ async function levelSyncFloor(samples: number): Promise<number[]> {
     rmSync(dir, { recursive: true, force: true });
   }
   return out;
+}
+
+/** One store's save() of a Ready with one 150 B entry and a hard state, as a node writes per proposal:
+ *  its latency with `writers` stores saving at once on the same disk (a 3-node cluster on one machine),
+ *  and the CPU this process spent per save. The Raft log's storage choice (issue 19, item 5) rests on it. */
+export interface StoreSaveFloor {
+  latency: LatencySummary;
+  cpuUsPerSave: number;
+}
+
+export async function storeSaveFloor(kind: 'level' | 'wal', writers: number, samples: number): Promise<StoreSaveFloor> {
+  const stores: RaftStorage[] = [];
+  const dirs: string[] = [];
+  try {
+    for (let w = 0; w < writers; w++) {
+      const dir = mkdtempSync(join(tmpdir(), `leasehold-floor-${kind}-`));
+      dirs.push(dir);
+      const store = kind === 'wal' ? await WalStorage.open(dir) : await LevelStorage.open(dir);
+      stores.push(store);
+      await store.save({ hardState: { term: 1, votedFor: 'n1', commitIndex: 0 }, snapshot: bootstrapSnapshot(['n1', 'n2', 'n3']), entries: [] });
+    }
+    const data = new Uint8Array(150).fill(7);
+    const out: number[] = [];
+    let cpuStart = process.cpuUsage();
+    const loop = async (store: RaftStorage, record: boolean): Promise<void> => {
+      for (let i = 1; i <= samples + 20; i++) {
+        if (record && i === 21) cpuStart = process.cpuUsage();
+        const t0 = process.hrtime.bigint();
+        await store.save({ hardState: { term: 1, votedFor: 'n1', commitIndex: i - 1 }, snapshot: null, entries: [{ index: i, term: 1, kind: 'normal', data }] });
+        if (record && i > 20) out.push(ms(t0));
+      }
+    };
+    await Promise.all(stores.map((store, w) => loop(store, w === 0)));
+    const cpu = process.cpuUsage(cpuStart);
+    return { latency: summarize(out), cpuUsPerSave: (cpu.user + cpu.system) / (samples * writers) };
+  } finally {
+    for (const store of stores) await store.close();
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 function fdatasyncFloor(samples: number): number[] {

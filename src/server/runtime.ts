@@ -1,4 +1,4 @@
-// Wires one leasehold node together: LevelDB storage, the lock machine, the Raft driver, the peer
+// Wires one leasehold node together: storage (WAL + LevelDB), the lock machine, the Raft driver, the peer
 // transport and the client API, all on one gRPC port. Also the graceful shutdown: a leader hands
 // leadership to the most caught-up follower before it stops (kill -9 is always safe too).
 import { enableTrace } from '../trace/stages.js';
@@ -9,7 +9,7 @@ import type { ClusterConfig, NodeConfig } from '../config/types.js';
 import { RaftNode } from '../raft/node.js';
 import { realEnv, type NodeEnv } from '../raft/env.js';
 import type { LockResult } from '../lock/types.js';
-import { LevelStorage } from '../raft/storage/leveldb.js';
+import { WalStorage } from '../raft/storage/wal-storage.js';
 import type { RaftStorage } from '../raft/storage/types.js';
 import { PeerTransport } from '../transport/grpc.js';
 import { PeerAuthenticator } from '../transport/peer-auth.js';
@@ -70,8 +70,8 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   const env = options.env ?? testFaults?.env ?? realEnv();
 
   const dataDir = options.dataDir ?? self.dataDir;
-  const levelStorage = await openStorage(dataDir, id);
-  const storage: RaftStorage = testFaults ? testFaults.wrapStorage(levelStorage) : levelStorage;
+  const diskStorage = await openStorage(dataDir, id);
+  const storage: RaftStorage = testFaults ? testFaults.wrapStorage(diskStorage) : diskStorage;
   const fsm = new LockFsm({ dedupWindowMs: config.lock.dedupWindowMs });
   // Client addresses for forwarding; peers' addresses come from the configuration in the log once it is
   // known (updated on every 'conf' event below). The file's list only seeds the first boot.
@@ -378,10 +378,10 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   return { id, address: self.address, node: liveNode, service: liveService, logger, shutdown, reloadTls };
 }
 
-/** Opens the node's LevelDB, turning LevelDB's bare "Database failed to open" into the cause and the place. */
-async function openStorage(dataDir: string, id: string): Promise<LevelStorage> {
+/** Opens the node's store (its WAL and LevelDB), turning LevelDB's bare "Database failed to open" into the cause and the place. */
+async function openStorage(dataDir: string, id: string): Promise<WalStorage> {
   try {
-    return await LevelStorage.open(dataDir);
+    return await WalStorage.open(dataDir);
   } catch (err) {
     const codes: string[] = [];
     for (let e: unknown = err; e instanceof Error && codes.length < 5; e = (e as { cause?: unknown }).cause) codes.push(String((e as { code?: unknown }).code ?? ''));

@@ -33,6 +33,23 @@ export const ENTRY_KEY_LENGTH = 9;
 export const HARD_STATE_KEY: Uint8Array = new TextEncoder().encode('h');
 export const SNAPSHOT_META_KEY: Uint8Array = new TextEncoder().encode('s/meta');
 export const SNAPSHOT_DATA_KEY: Uint8Array = new TextEncoder().encode('s/data');
+/** Snapshots kept by the WAL store ('S' + 8-byte big-endian index + 'm'eta or 'd'ata): one per index, so a
+ *  new snapshot never overwrites the one the WAL still starts from (wal-storage.ts). */
+const SNAPSHOT_PREFIX = 0x53; // 'S'
+export const SNAPSHOT_KEY_LENGTH = 10;
+export const SNAPSHOT_RANGE = { gte: Uint8Array.of(SNAPSHOT_PREFIX), lt: Uint8Array.of(SNAPSHOT_PREFIX + 1) } as const;
+export function snapshotKey(index: number, part: 'meta' | 'data'): Uint8Array {
+  const key = new Uint8Array(SNAPSHOT_KEY_LENGTH);
+  key[0] = SNAPSHOT_PREFIX;
+  writeU64(new DataView(key.buffer), 1, index);
+  key[9] = part === 'meta' ? 0x6d : 0x64;
+  return key;
+}
+/** The index in a snapshot key, or null when the key is not one. */
+export function snapshotKeyIndex(key: Uint8Array): number | null {
+  if (key.length !== SNAPSHOT_KEY_LENGTH || key[0] !== SNAPSHOT_PREFIX) return null;
+  return readU64(new DataView(key.buffer, key.byteOffset, key.byteLength), 1);
+}
 /** Iterator bounds covering every entry key and nothing else. */
 export const ENTRY_RANGE = { gte: entryKey(0), lt: Uint8Array.of(ENTRY_PREFIX + 1) } as const;
 
@@ -148,13 +165,13 @@ export function decodeSnapshotData(value: Uint8Array): { index: number; data: Ui
 // ---- Fixed-width helpers ----
 
 /** u64 as two u32 halves: indexes and terms are safe integers (< 2^53), never bigint here. */
-function writeU64(view: DataView, offset: number, n: number): void {
+export function writeU64(view: DataView, offset: number, n: number): void {
   if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`not a non-negative safe integer: ${n}`);
   view.setUint32(offset, Math.floor(n / TWO_POW_32));
   view.setUint32(offset + 4, n >>> 0);
 }
 
-function readU64(view: DataView, offset: number): number {
+export function readU64(view: DataView, offset: number): number {
   const n = view.getUint32(offset) * TWO_POW_32 + view.getUint32(offset + 4);
   if (!Number.isSafeInteger(n)) throw new CorruptRecordError(`u64 value beyond 2^53 at byte ${offset}`);
   return n;

@@ -27,7 +27,8 @@ import {
   entryKey,
   entryKeyIndex,
 } from './codec.js';
-import { StorageClosedError, StorageCorruptionError, StorageFailedError } from './errors.js';
+import { StoreCallQueue } from './call-queue.js';
+import { StorageCorruptionError } from './errors.js';
 import { boundsAfterCompact, boundsAfterSave, checkBatchShape, movesOnlyCommit, type LogBounds, type WrittenVote } from './rules.js';
 import type { PersistBatch, RaftStorage } from './types.js';
 import { mark } from '../../trace/stages.js';
@@ -48,10 +49,8 @@ export interface LoadReport {
 export class LevelStorage implements RaftStorage {
   /** Invariant: the entry keys on disk are exactly snapshotIndex+1 .. lastIndex. */
   private bounds: LogBounds = { hasSnapshot: false, snapshotIndex: 0, lastIndex: 0 };
-  /** Writes, loads and close run one at a time in call order (a promise chain). */
-  private queue: Promise<unknown> = Promise.resolve();
-  private failure: Error | null = null;
-  private closed = false;
+  /** Writes, loads and close run one at a time in call order. */
+  private readonly calls: StoreCallQueue;
   private report: LoadReport = { staleEntriesRemoved: 0, droppedEntries: [], truncatedBecause: null };
   /** What open() recovered, handed to the first load() unless a write came first (its report stays valid). */
   private opened: RestoredState | null | undefined;
@@ -63,7 +62,9 @@ export class LevelStorage implements RaftStorage {
   private constructor(
     private readonly db: Db,
     readonly dir: string,
-  ) {}
+  ) {
+    this.calls = new StoreCallQueue(dir);
+  }
 
   /**
    * Opens (creating if needed) the store in `dir` and recovers it: the log is cut at the first unreadable
@@ -93,7 +94,7 @@ export class LevelStorage implements RaftStorage {
   }
 
   load(): Promise<RestoredState | null> {
-    return this.enqueue(async () => {
+    return this.calls.run(async () => {
       await this.writeDeferred(); // a load reads what was saved, commit-only batches included
       const opened = this.opened;
       this.opened = undefined;
@@ -114,7 +115,7 @@ export class LevelStorage implements RaftStorage {
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.enqueue(async () => {
+    return this.calls.run(async () => {
       const next = boundsAfterSave(this.bounds, batch);
       const ops: Op[] = [];
       let physicalLast = this.bounds.lastIndex;
@@ -147,7 +148,7 @@ export class LevelStorage implements RaftStorage {
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.enqueue(async () => {
+    return this.calls.run(async () => {
       const next = boundsAfterCompact(this.bounds, snapshot);
       const ops: Op[] = [...puts, ...this.takeDeferred([])];
       this.deleteEntries(ops, this.bounds.snapshotIndex + 1, snapshot.meta.index);
@@ -158,27 +159,11 @@ export class LevelStorage implements RaftStorage {
 
   /** Always closes the database, also after a failure; calls queued before close() still run first. */
   close(): Promise<void> {
-    if (!this.closed) {
-      this.closed = true; // refuse calls made from now on
-      // A failed store writes nothing more; otherwise the deferred commit index goes out first.
-      this.queue = this.queue.then(() => (this.failure ? undefined : this.writeDeferred().catch(() => undefined))).then(() => this.db.close());
-    }
-    return this.queue.then(() => undefined);
-  }
-
-  private enqueue<T>(task: () => Promise<T>): Promise<T> {
-    if (this.closed) return Promise.reject(new StorageClosedError(`storage at ${this.dir} is closed`));
-    const run = this.queue.then(() => {
-      if (this.failure instanceof StorageCorruptionError) throw this.failure;
-      if (this.failure) {
-        throw new StorageFailedError(`storage at ${this.dir} refused the call after an earlier write failed: ${this.failure.message}`, {
-          cause: this.failure,
-        });
-      }
-      return task();
+    // A failed store writes nothing more; otherwise the deferred commit index goes out first.
+    return this.calls.close(async () => {
+      if (!this.calls.failure) await this.writeDeferred().catch(() => undefined);
+      await this.db.close();
     });
-    this.queue = run.catch(() => undefined);
-    return run;
   }
 
   /** The hard state to write with a batch: its own (which supersedes a deferred one), else the deferred. */
@@ -203,7 +188,7 @@ export class LevelStorage implements RaftStorage {
       await this.db.batch(ops, { sync });
       if (sync) mark('disk.end');
     } catch (err) {
-      this.failure = err instanceof Error ? err : new Error(String(err));
+      this.calls.failure = err instanceof Error ? err : new Error(String(err));
       throw err;
     }
   }
@@ -217,7 +202,7 @@ export class LevelStorage implements RaftStorage {
     try {
       return await this.scan();
     } catch (err) {
-      if (err instanceof StorageCorruptionError) this.failure = err;
+      if (err instanceof StorageCorruptionError) this.calls.failure = err;
       throw err;
     }
   }

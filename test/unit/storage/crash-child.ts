@@ -1,11 +1,12 @@
 // The writer the crash test kills with SIGKILL. Usage:
-//   node --import ./test/unit/storage/ts-register.mjs test/unit/storage/crash-child.ts <dir> <seed>
+//   node --import ./test/unit/storage/ts-register.mjs test/unit/storage/crash-child.ts <dir> <seed> <level|wal>
 // It reopens the store, then writes forever with up to MAX_IN_FLIGHT calls outstanding (to exercise
 // the internal queue), printing `op <json>` BEFORE each call and `ack <seq>` after it resolves.
 // writeSync on the stdout pipe puts the line in the kernel before the next step, so SIGKILL cannot
 // lose a line that was written — the parent sees every acknowledged write, and every issued one.
 import { writeSync } from 'node:fs';
 import { LevelStorage } from '../../../src/raft/storage/leveldb.js';
+import { WalStorage } from '../../../src/raft/storage/wal-storage.js';
 import {
   applyOp,
   compactSnapshot,
@@ -21,8 +22,8 @@ import {
 const MAX_IN_FLIGHT = 4;
 const SELF_DESTRUCT_MS = 30_000; // never outlive a parent that died without killing us
 
-const [dir, seedArg] = process.argv.slice(2);
-if (!dir || !seedArg) throw new Error('usage: crash-child.ts <dir> <seed>');
+const [dir, seedArg, kind] = process.argv.slice(2);
+if (!dir || !seedArg || (kind !== 'level' && kind !== 'wal')) throw new Error('usage: crash-child.ts <dir> <seed> <level|wal>');
 const random = seededRandom(Number(seedArg));
 const int = (n: number): number => Math.floor(random() * n);
 const say = (line: string): void => {
@@ -59,7 +60,7 @@ function nextOp(state: ModelState, seq: number): CrashOp {
   return { seq, kind: 'save', hardState: { term, votedFor: `n${1 + (term % 3)}`, commitIndex }, snapshot: null, first, last: newLast, term };
 }
 
-const storage = await LevelStorage.open(dir);
+const storage = kind === 'wal' ? await WalStorage.open(dir) : await LevelStorage.open(dir);
 const loaded = await storage.load();
 let state: ModelState = loaded ?? EMPTY;
 say(`ready`);
