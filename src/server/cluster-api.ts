@@ -6,7 +6,7 @@ import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeout
 import type { NodeLogger } from '../raft/logger.js';
 import type { RaftNode } from '../raft/node.js';
 import { roleToWire } from '../transport/codec.js';
-import { NODE_CHANNEL_BACKOFF } from '../transport/grpc.js';
+import { NODE_CHANNEL_BACKOFF } from '../transport/peer-link.js';
 import { ClusterClient, type ClusterHandlers, type ClusterMethod, type Member, type WireInput } from '../transport/proto.js';
 import { Membership, MembershipArgumentError, MembershipPreconditionError } from './membership.js';
 import { statusError } from './status-error.js';

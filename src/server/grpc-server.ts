@@ -8,7 +8,7 @@ import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-
 import { validateAcquire, validateGet, validateRelease, validateRenew, type LockLimits, type Validated } from '../lock/validate.js';
 import type { AcquireResult, LockView, ReleaseResult, RenewResult } from '../lock/types.js';
 import type { NodeLogger } from '../raft/logger.js';
-import { NODE_CHANNEL_BACKOFF } from '../transport/grpc.js';
+import { NODE_CHANNEL_BACKOFF } from '../transport/peer-link.js';
 import { certificateCommonName } from '../transport/peer-auth.js';
 import {
   ClusterClient,
@@ -350,12 +350,18 @@ export class ClientApi {
     return leaderId ? this.opts.members.get(leaderId) : undefined;
   }
 
+  /** How long a forwarded call without a client deadline may take: the longest wait a call may ask for
+   *  (lock.maxWaitMs) plus the default for the commit after it — the leader bounds the call the same way. */
+  private noDeadlineForwardMs(): number {
+    return this.opts.defaultTimeoutMs + this.opts.limits.maxWaitMs;
+  }
+
   private forward<Res>(call: grpc.ServerUnaryCall<unknown, unknown>, method: LockMethod, request: unknown, leaderId: string, deadlineMs: number, cb: Reply<Res>): void {
     const session = this.opts.forwardVia?.(leaderId) ?? null;
     if (session !== null) {
       const abort = new AbortController();
       call.on('cancelled', () => abort.abort());
-      const timeoutMs = Number.isFinite(deadlineMs) ? deadlineMs - Date.now() : this.opts.defaultTimeoutMs + 300_000;
+      const timeoutMs = Number.isFinite(deadlineMs) ? deadlineMs - Date.now() : this.noDeadlineForwardMs();
       session.call(FORWARDED_METHOD[method], request, timeoutMs, abort.signal).then((reply) => {
         if (reply.code !== grpc.status.OK) {
           cb(statusError(reply.code, `${reply.details} (forwarded to leader ${leaderId})`));
@@ -383,7 +389,7 @@ export class ClientApi {
     }
     const md = new grpc.Metadata();
     md.set(FORWARDED, '1');
-    const deadline = Number.isFinite(deadlineMs) ? new Date(deadlineMs) : new Date(Date.now() + this.opts.defaultTimeoutMs + 300_000);
+    const deadline = Number.isFinite(deadlineMs) ? new Date(deadlineMs) : new Date(Date.now() + this.noDeadlineForwardMs());
     const fn = client[method] as unknown as (req: unknown, md: grpc.Metadata, opts: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, v?: unknown) => void) => void;
     fn.call(client, request, md, { deadline }, (err, value) => {
       if (err) {

@@ -1,0 +1,22 @@
+// Opening a node's data dir, with LevelDB's bare "Database failed to open" turned into the cause and the place.
+import { WalStorage } from '../raft/storage/wal-storage.js';
+
+/** Opens the node's store (its WAL and LevelDB), turning LevelDB's bare "Database failed to open" into the cause and the place. */
+export async function openStorage(dataDir: string, id: string): Promise<WalStorage> {
+  try {
+    return await WalStorage.open(dataDir);
+  } catch (err) {
+    const codes: string[] = [];
+    for (let e: unknown = err; e instanceof Error && codes.length < 5; e = (e as { cause?: unknown }).cause) codes.push(String((e as { code?: unknown }).code ?? ''));
+    const detail = (err as Error).message;
+    if (codes.includes('LEVEL_LOCKED')) {
+      throw new Error(
+        `node ${id}: dataDir ${dataDir} is locked by another process — another leasehold node (or a second copy of this one) is using it. Each node needs its own dataDir; stop the other process or fix nodes[].dataDir`,
+        { cause: err },
+      );
+    }
+    if (codes.includes('EACCES') || /permission denied/i.test(detail)) throw new Error(`node ${id}: cannot open dataDir ${dataDir}: permission denied`, { cause: err });
+    if (codes.includes('LEVEL_CORRUPTION')) throw new Error(`node ${id}: dataDir ${dataDir} is corrupt (${detail}); restore it from a peer by replacing the node`, { cause: err });
+    throw new Error(`node ${id}: cannot open dataDir ${dataDir}: ${detail}${codes.length ? ` (${codes.filter(Boolean).join(' <- ')})` : ''}`, { cause: err });
+  }
+}

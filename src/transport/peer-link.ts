@@ -1,0 +1,231 @@
+// One peer link (etcd's rafthttp peer): the long-lived client stream that carries this node's one-way Raft
+// messages to one peer, its bounded outbound queue, reconnect with backoff, the probe that tells a killed
+// peer from a broken stream (peer-probe.ts), and the forwarding session for lock calls to it while it leads.
+// - A bounded outbound queue: a dead peer costs at most `queueLimit` messages; when full, the oldest are
+//   dropped (Raft retransmits whatever matters).
+// - Reconnect with exponential backoff and jitter; HTTP/2 flow control pushes back through write().
+import * as grpc from '@grpc/grpc-js';
+import type { Message, NodeId } from '../raft/core/types.js';
+import { mark } from '../trace/stages.js';
+import { messageToWire } from './codec.js';
+import { ForwardSession } from './forward.js';
+import { probeGone } from './peer-probe.js';
+import { RaftClient } from './proto.js';
+import type { PeerTransportOptions } from './grpc.js';
+
+/** How long after a broken stream a failed reconnect still counts as "the peer is gone"; later, the
+ *  election timeout (500-1000 ms at the defaults) has done the job anyway. */
+const GONE_PROBE_MS = 1000;
+
+const BACKOFF_MIN_MS = 50;
+const BACKOFF_MAX_MS = 2000;
+
+/** Reconnect backoff for every channel a node opens to another node — peer streams and the forwarding of
+ *  client calls alike. grpc's default (1 s, x1.6, up to 120 s) left a follower unable to forward for
+ *  13.5 s after a 45 s cut of the leader had healed (issue 12). */
+export const NODE_CHANNEL_BACKOFF = {
+  'grpc.initial_reconnect_backoff_ms': BACKOFF_MIN_MS,
+  'grpc.max_reconnect_backoff_ms': BACKOFF_MAX_MS,
+} as const;
+
+export class PeerLink {
+  private client!: RaftClient;
+  private stream: grpc.ClientWritableStream<unknown> | null = null;
+  /** Outbound messages; slots before `head` are already written (no O(n) shift per message). */
+  private queue: Message[] = [];
+  private head = 0;
+  /** Set while the queue overflows, so the drop is logged once per episode, not per message. */
+  private overflowing = false;
+  private writable = true;
+  private backoffMs = BACKOFF_MIN_MS;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+  /** A confirmGone() probe is watching the channel (one at a time). */
+  private probingGone = false;
+  /** Lock calls we forward to this peer while it leads, on the same channel as our Raft stream. */
+  private forwarding: ForwardSession | null = null;
+  /** The newest inbound stream (PeerTransport's count) when we last reported this peer gone: messages on
+   *  streams up to it are what the peer said before it went, flushed late, and prove nothing (markAlive). */
+  private reportedGoneAtStream = 0;
+
+  constructor(
+    readonly peerId: NodeId,
+    readonly address: string,
+    private readonly opts: PeerTransportOptions,
+    private readonly clusterId: () => string,
+    /** How many inbound peer streams the transport has accepted so far. */
+    private readonly inboundStreams: () => number,
+  ) {
+    this.connect(opts.credentials);
+  }
+
+  /** (Re)creates the channel, e.g. with reloaded certificates, and opens the stream at once: it stays
+   *  open even while we have nothing to say. Followers never message each other until an election, and
+   *  a pre-vote (or the first forwarded call) to a peer whose connection was still to be set up waited
+   *  20-60 ms for TCP and HTTP/2 just when the leader was gone; an open call also keeps grpc from idling
+   *  the channel. After a break the stream reopens on demand (the next message), as before. */
+  connect(credentials: grpc.ChannelCredentials | undefined): void {
+    const opts = this.opts;
+    if (this.client) {
+      this.stream?.cancel();
+      this.stream = null;
+      this.forwarding?.close();
+      this.forwarding = null;
+      this.client.close();
+    }
+    this.client = new RaftClient(this.address, credentials ?? grpc.credentials.createInsecure(), {
+      // With TLS the peer proves it is `peerId`: its certificate must name the id, whatever address it has.
+      ...(credentials ? { 'grpc.ssl_target_name_override': this.peerId, 'grpc.default_authority': this.peerId } : {}),
+      'grpc.max_send_message_length': opts.maxMessageBytes,
+      'grpc.max_receive_message_length': opts.maxMessageBytes,
+      'grpc.keepalive_time_ms': 10_000,
+      'grpc.keepalive_timeout_ms': 5_000,
+      ...NODE_CHANNEL_BACKOFF,
+    });
+    this.open();
+  }
+
+  /** The stream our forwarded lock calls to this peer ride on (opened on first use). */
+  forwardSession(): ForwardSession {
+    this.forwarding ??= new ForwardSession(this.client, () => ({ from: this.opts.selfId, clusterId: this.clusterId() }), this.peerId);
+    return this.forwarding;
+  }
+
+  enqueue(m: Message): void {
+    if (this.closed) return;
+    if (this.queue.length - this.head >= this.opts.queueLimit) {
+      this.head++; // drop the oldest: Raft retransmits whatever still matters
+      if (!this.overflowing) {
+        this.overflowing = true;
+        this.opts.logger.warn({ nodeId: this.opts.selfId, peer: this.peerId, queueLimit: this.opts.queueLimit }, 'peer queue full; dropping its oldest messages');
+      }
+    }
+    this.queue.push(m);
+    this.flush();
+    this.compact(); // also while disconnected, when flush() returns before writing anything
+  }
+
+  private open(): void {
+    if (this.stream || this.closed || this.reconnectTimer) return;
+    const stream = this.client.Stream((err) => {
+      // The stream ended (peer restarted, network cut, or it refused a message): reconnect later.
+      // CANCELLED counts too unless we cancelled it ourselves (connect() drops it first): a peer that shuts
+      // down (SIGTERM, or under load even a closing socket) may end our stream that way.
+      const current = this.stream === stream;
+      if (current) this.stream = null;
+      if (this.closed) return;
+      if (err && (err.code !== grpc.status.CANCELLED || current)) {
+        this.opts.logger.debug({ nodeId: this.opts.selfId, peer: this.peerId, code: err.code, err: err.details }, 'peer stream ended');
+        // Only the break of a link that worked is news; the failed retries after it are not re-reported.
+        const wasAlive = this.alive;
+        this.markDown();
+        if (wasAlive) this.confirmGone();
+      }
+      this.scheduleReconnect();
+    }) as grpc.ClientWritableStream<unknown>;
+    stream.on('error', () => {}); // reported through the callback above
+    stream.on('drain', () => {
+      this.writable = true;
+      this.flush();
+    });
+    this.stream = stream;
+    this.writable = true;
+  }
+
+  /** Our stream to the peer ended with an error: probe whether the peer is gone (peer-probe.ts), and
+   *  report it once per break of a working link. */
+  private confirmGone(): void {
+    const report = this.opts.onPeerUnreachable;
+    if (!report || this.probingGone) return;
+    this.probingGone = true;
+    probeGone(this.client.getChannel(), GONE_PROBE_MS, () => this.closed, (gone) => {
+      this.probingGone = false;
+      if (!gone) return;
+      this.opts.logger.info({ nodeId: this.opts.selfId, peer: this.peerId, address: this.address }, 'peer unreachable: stream broken and reconnect failed');
+      this.reportedGoneAtStream = this.inboundStreams();
+      report(this.peerId);
+    });
+  }
+
+  private scheduleReconnect(): void {
+    if (this.reconnectTimer || this.closed) return;
+    const delay = this.backoffMs / 2 + Math.random() * (this.backoffMs / 2);
+    this.backoffMs = Math.min(this.backoffMs * 2, BACKOFF_MAX_MS);
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      // Only with something to send: reopening an idle link to a dead peer on every timer grew the
+      // backoff (ours and grpc's) to 2 s while it was down, and its first messages after it came back
+      // waited that long (a pre-vote answer held 1.2 s, seen in the failover bench).
+      if (this.head < this.queue.length) this.flush();
+    }, delay);
+    this.reconnectTimer.unref?.();
+  }
+
+  private flush(): void {
+    if (this.closed) return;
+    if (!this.stream) this.open();
+    const stream = this.stream;
+    if (!stream) return;
+    while (this.writable && this.head < this.queue.length) {
+      const m = this.queue[this.head++]!;
+      const wire = messageToWire(m, this.clusterId());
+      mark('peer.write');
+      this.writable = stream.write(wire);
+    }
+    this.compact();
+  }
+
+  /** Free written or dropped slots: all at once when empty, else once they are most of the array. */
+  private compact(): void {
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+      this.overflowing = false;
+    } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  private alive = false;
+
+  /** Whether the outbound stream to this peer works (it has answered since the last failure). */
+  get connected(): boolean {
+    return this.alive;
+  }
+
+  /** A message arrived from this peer on inbound stream number `stream`: the link works, so reset the
+   *  backoff. Not from a stream the peer opened before we reported it gone: a dying peer's last messages
+   *  (its stream flushed on the way out) arrived after the report and re-armed it, and the next failed
+   *  reconnect reported the same death twice (issue 22: the peer-unreachable test, 5 of 12 loaded runs). */
+  markAlive(stream: number): void {
+    if (stream <= this.reportedGoneAtStream) return;
+    this.backoffMs = BACKOFF_MIN_MS;
+    if (this.reconnectTimer && !this.stream) {
+      // It talks to us, so it is up: reconnect now rather than when the backoff (up to 2 s) runs out.
+      clearTimeout(this.reconnectTimer);
+      this.reconnectTimer = null;
+      this.flush();
+    }
+    if (!this.alive) {
+      this.alive = true;
+      this.opts.logger.info({ nodeId: this.opts.selfId, peer: this.peerId, address: this.address }, 'peer connected');
+    }
+  }
+
+  markDown(): void {
+    if (this.alive) {
+      this.alive = false;
+      this.opts.logger.info({ nodeId: this.opts.selfId, peer: this.peerId, address: this.address }, 'peer disconnected');
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.forwarding?.close();
+    this.stream?.end();
+    this.stream = null;
+    this.client.close();
+  }
+}

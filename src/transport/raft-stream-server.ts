@@ -1,0 +1,58 @@
+// The server side of a peer's Raft stream (etcd's rafthttp stream handler): admit the stream, decode each
+// message (a malformed one ends the stream with INVALID_ARGUMENT and never reaches the core), admit each
+// message (peer-admission.ts), and deliver it.
+import * as grpc from '@grpc/grpc-js';
+import type { Message, NodeId } from '../raft/core/types.js';
+import { mark } from '../trace/stages.js';
+import { messageFromWire } from './codec.js';
+import type { PeerAdmission } from './peer-admission.js';
+import type { WireRaftMessage } from './proto.js';
+
+export interface RaftStreamContext {
+  selfId: NodeId;
+  admission: PeerAdmission;
+  /** A message from `from` arrived on inbound stream `stream` (PeerLink.markAlive). */
+  heard(from: NodeId, stream: number): void;
+  deliver(m: Message): void;
+}
+
+export function serveRaftStream(
+  call: grpc.ServerReadableStream<WireRaftMessage, unknown>,
+  callback: grpc.sendUnaryData<{ received: string }>,
+  streamNumber: number,
+  ctx: RaftStreamContext,
+): void {
+  let received = 0;
+  let failed = false;
+  const end = (code: grpc.status, details: string): void => {
+    failed = true;
+    callback({ code, details });
+  };
+  const stream = ctx.admission.admitStream(() => call.getAuthContext().sslPeerCertificate, call.getPeer());
+  if ('refused' in stream) return end(grpc.status.PERMISSION_DENIED, `peer stream refused: ${stream.refused}`);
+  call.on('data', (wire: WireRaftMessage) => {
+    mark('peer.read');
+    if (failed) return;
+    // The server registers this service behind the strict decoder (src/server/strict-decode.ts),
+    // which turns an undecodable message into this marker instead of a half-decoded object.
+    const invalid = (wire as { __invalid?: unknown }).__invalid;
+    if (typeof invalid === 'string') return end(grpc.status.INVALID_ARGUMENT, `malformed raft message: ${invalid}`);
+    let m: Message;
+    try {
+      m = messageFromWire(wire);
+    } catch (err) {
+      return end(grpc.status.INVALID_ARGUMENT, `malformed raft message: ${(err as Error).message}`);
+    }
+    const refused = ctx.admission.admitMessage(stream, m.from, typeof wire.cluster_id === 'string' ? wire.cluster_id : '');
+    if (refused?.kind === 'auth') return end(grpc.status.PERMISSION_DENIED, `peer message refused: ${refused.reason}`);
+    if (m.to !== ctx.selfId) return end(grpc.status.INVALID_ARGUMENT, `raft message for ${m.to} reached ${ctx.selfId}`);
+    if (refused) return; // another cluster, or not a member: dropped, logged once per sender
+    received++;
+    ctx.heard(m.from, streamNumber);
+    ctx.deliver(m);
+  });
+  call.on('end', () => {
+    if (!failed) callback(null, { received: String(received) });
+  });
+  call.on('error', () => {});
+}
