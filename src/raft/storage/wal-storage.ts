@@ -32,12 +32,11 @@ import {
   SNAPSHOT_DATA_KEY,
   SNAPSHOT_META_KEY,
   SNAPSHOT_RANGE,
-  decodeSnapshotData,
-  decodeSnapshotMeta,
+  crc32,
+  decodeSnapshotHeader,
   encodeEntry,
   encodeHardState,
-  encodeSnapshotData,
-  encodeSnapshotMeta,
+  encodeSnapshotHeader,
   snapshotKey,
   snapshotKeyIndex,
 } from './codec.js';
@@ -387,24 +386,26 @@ export class WalStorage implements RaftStorage {
           'this node from the cluster and add a fresh one.',
       );
     }
-    const meta = decodeSnapshotMeta(metaRaw);
-    const data = decodeSnapshotData(dataRaw);
-    if (meta.index !== base.index || data.index !== base.index || meta.term !== base.term) {
-      throw new CorruptRecordError(
-        `the snapshot stored for index ${base.index} says index ${meta.index} term ${meta.term} (data ${data.index}); the log expects term ${base.term}`,
-      );
+    const { meta, dataBytes, dataCrc } = decodeSnapshotHeader(metaRaw);
+    if (meta.index !== base.index || meta.term !== base.term) {
+      throw new CorruptRecordError(`the snapshot stored for index ${base.index} says index ${meta.index} term ${meta.term}; the log expects term ${base.term}`);
     }
-    return { meta, data: data.data };
+    if (dataRaw.length !== dataBytes || crc32(dataRaw) !== dataCrc) {
+      throw new CorruptRecordError(`the data of the snapshot at index ${base.index} is ${dataRaw.length} bytes with CRC ${crc32(dataRaw)}; its header says ${dataBytes} bytes with CRC ${dataCrc}`);
+    }
+    // A plain Uint8Array view of the bytes (LevelDB may hand back a Buffer): what the caller saved.
+    return { meta, data: new Uint8Array(dataRaw.buffer, dataRaw.byteOffset, dataRaw.length) };
   }
 }
 
 type Op = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
 
+/** The header (meta, data length and CRC) and the data itself, uncopied (codec.ts encodeSnapshotHeader). */
 function snapshotPuts(snapshot: Snapshot): Op[] {
   const index = snapshot.meta.index;
   return [
-    { type: 'put', key: snapshotKey(index, 'meta'), value: encodeSnapshotMeta(snapshot.meta) },
-    { type: 'put', key: snapshotKey(index, 'data'), value: encodeSnapshotData(index, snapshot.data) },
+    { type: 'put', key: snapshotKey(index, 'meta'), value: encodeSnapshotHeader(snapshot.meta, snapshot.data) },
+    { type: 'put', key: snapshotKey(index, 'data'), value: snapshot.data },
   ];
 }
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ENTRY_RANGE, HARD_STATE_KEY, encodeEntry, encodeSnapshotData, encodeSnapshotMeta, snapshotKey } from '../../../src/raft/storage/codec.js';
+import { ENTRY_RANGE, HARD_STATE_KEY, encodeEntry, encodeSnapshotHeader, snapshotKey } from '../../../src/raft/storage/codec.js';
 import { StorageCorruptionError } from '../../../src/raft/storage/errors.js';
 import { LevelStorage } from '../../../src/raft/storage/leveldb.js';
 import { encodeFrame, replaySegment } from '../../../src/raft/storage/wal-frame.js';
@@ -162,8 +162,8 @@ describe('WalStorage on disk', () => {
     const db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
     await db.open();
     const snap = snapshotAt(4, 1);
-    await db.put(snapshotKey(4, 'meta'), encodeSnapshotMeta(snap.meta));
-    await db.put(snapshotKey(4, 'data'), encodeSnapshotData(4, snap.data));
+    await db.put(snapshotKey(4, 'meta'), encodeSnapshotHeader(snap.meta, snap.data));
+    await db.put(snapshotKey(4, 'data'), snap.data);
     await db.close();
     await writeFile(join(dir, WAL_DIR, '0000000000000009.wal.tmp'), encodeFrame({ base: { index: 4, term: 1 }, entries: [], hardState: null }).subarray(0, 10));
     const s = await openStore(dir);
@@ -190,6 +190,22 @@ describe('WalStorage on disk', () => {
     expect(indexesOf(loaded)).toEqual([[21, 3]]);
     expect(loaded?.hardState).toEqual({ term: 3, votedFor: null, commitIndex: 20 });
     expect(await segments(dir)).toEqual(current);
+  });
+
+  it('snapshot data that does not match its header (length, CRC) is refused', async () => {
+    const dir = await seeded();
+    const first = await WalStorage.open(dir);
+    await first.compact(snapshotAt(3, 1));
+    await first.close();
+    const db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
+    await db.open();
+    const data = (await db.get(snapshotKey(3, 'data')))!.slice();
+    expect(data.length).toBeGreaterThan(0);
+    data[0]! ^= 0x01;
+    await db.put(snapshotKey(3, 'data'), data);
+    await db.close();
+    const s = await openStore(dir);
+    await expect(s.load()).rejects.toThrow(/the data of the snapshot at index 3 is \d+ bytes with CRC \d+; its header says \d+ bytes with CRC \d+/);
   });
 
   it('a segment that names a snapshot LevelDB does not hold is refused', async () => {
