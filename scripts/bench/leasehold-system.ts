@@ -87,8 +87,16 @@ class LeaseholdCluster implements SystemCluster {
     return this.members.indexOf(leader);
   }
 
+  /** kill -9. With --profile, SIGTERM first (as stop() does), so the killed run's CPU profile is written
+   *  too — the fill of held-scale, before its restart, is where its stalls are. */
   async kill(member: number): Promise<void> {
-    await this.cluster.kill(this.members[member]!);
+    const id = this.members[member]!;
+    if (this.opts.profileDir) {
+      const pid = this.pids().get(id);
+      if (pid !== undefined) appendFileSync(join(this.opts.profileDir, 'pids.txt'), `${pid}\t${id}\t${this.opts.label ?? ''} (killed)\n`);
+      await Promise.race([this.cluster.kill(id, 'SIGTERM'), new Promise((r) => setTimeout(r, GRACEFUL_STOP_MS))]);
+    }
+    await this.cluster.kill(id);
   }
 
   async loopLagMaxMs(): Promise<Map<string, number>> {
