@@ -1,17 +1,30 @@
-// A hand-written indexed binary min-heap of leases ordered by (leaseDeadlineMs, fencingToken).
-//
-// Why: the leader asks "which leases are past their deadline?" on every tick; scanning a million leases
-// each time would be O(n). The heap answers in O(k) for k due leases, and keeps each lease's position in
-// `lease.heapIndex` so a renew (deadline moves) or release (lease leaves) is O(log n) instead of a search.
-// The token tie-break makes the order total, hence deterministic across replicas.
+// Hand-written indexed binary min-heaps of leases (no package keeps an element's position in the element,
+// which is what makes an update O(log n) instead of a search).
+// - DeadlineHeap, by (leaseDeadlineMs, fencingToken): the leader asks "which leases are past their
+//   deadline?" on every tick; scanning a million leases each time would be O(n). It answers in O(k) for k
+//   due leases, and a renew (deadline moves) or release (lease leaves) is O(log n).
+// - EndByHeap, by (endByKey, fencingToken): which leases a term start ends (machine.ts, lazy epochs).
+// The token tie-break makes each order total, hence deterministic across replicas.
 import type { Lease } from './lease.js';
 
 function before(a: Lease, b: Lease): boolean {
   return a.leaseDeadlineMs < b.leaseDeadlineMs || (a.leaseDeadlineMs === b.leaseDeadlineMs && a.fencingToken < b.fencingToken);
 }
 
-export class DeadlineHeap {
-  private readonly items: Lease[] = [];
+function endsBefore(a: Lease, b: Lease): boolean {
+  return a.endByKey < b.endByKey || (a.endByKey === b.endByKey && a.fencingToken < b.fencingToken);
+}
+
+/** Which of a lease's two position fields a heap owns. */
+type Slot = 'heapIndex' | 'endByIndex';
+
+class LeaseHeap {
+  protected readonly items: Lease[] = [];
+
+  constructor(
+    protected readonly before: (a: Lease, b: Lease) => boolean,
+    private readonly slot: Slot,
+  ) {}
 
   get size(): number {
     return this.items.length;
@@ -22,71 +35,50 @@ export class DeadlineHeap {
   }
 
   push(lease: Lease): void {
-    lease.heapIndex = this.items.length;
+    lease[this.slot] = this.items.length;
     this.items.push(lease);
-    this.siftUp(lease.heapIndex);
+    this.siftUp(lease[this.slot]);
   }
 
   remove(lease: Lease): void {
-    const at = lease.heapIndex;
+    const at = lease[this.slot];
     if (at < 0 || this.items[at] !== lease) return;
     const last = this.items.pop()!;
-    lease.heapIndex = -1;
+    lease[this.slot] = -1;
     if (last === lease) return;
     this.items[at] = last;
-    last.heapIndex = at;
+    last[this.slot] = at;
     this.restore(at);
   }
 
   /** Call after the lease's deadline (or token) changed. */
   update(lease: Lease): void {
-    if (lease.heapIndex >= 0 && this.items[lease.heapIndex] === lease) this.restore(lease.heapIndex);
+    if (lease[this.slot] >= 0 && this.items[lease[this.slot]] === lease) this.restore(lease[this.slot]);
   }
 
   /** Add many leases at once (snapshot restore): O(n) instead of O(n log n) pushes. */
   pushAll(leases: Iterable<Lease>): void {
     for (const lease of leases) {
-      lease.heapIndex = this.items.length;
+      lease[this.slot] = this.items.length;
       this.items.push(lease);
     }
     this.rebuild();
   }
 
-  /** Re-establish heap order after many keys changed at once (a term start touches every lease): O(n). */
+  /** Re-establish heap order after many keys changed at once: O(n). */
   rebuild(): void {
     for (let i = (this.items.length >> 1) - 1; i >= 0; i--) this.siftDown(i);
-  }
-
-  /**
-   * Up to `limit` leases with leaseDeadlineMs <= nowMs, earliest first. Walks only the due part of the
-   * heap: if a node is not due, neither is anything below it. Cost O(k log k) for k returned.
-   */
-  due(nowMs: number, limit: number): Lease[] {
-    const out: Lease[] = [];
-    if (limit <= 0 || this.items.length === 0 || this.items[0]!.leaseDeadlineMs > nowMs) return out;
-    // Best-first walk with a small frontier heap of positions, so the result is exactly the earliest k.
-    const frontier: number[] = [0];
-    const earlier = (a: number, b: number) => before(this.items[a]!, this.items[b]!);
-    while (frontier.length > 0 && out.length < limit) {
-      const at = popMin(frontier, earlier);
-      out.push(this.items[at]!);
-      for (const child of [2 * at + 1, 2 * at + 2]) {
-        const lease = this.items[child];
-        if (lease !== undefined && lease.leaseDeadlineMs <= nowMs) pushMin(frontier, child, earlier);
-      }
-    }
-    return out;
   }
 
   /** Test hook: the heap invariant and the back-pointers hold. */
   checkInvariant(): boolean {
     return this.items.every(
-      (lease, i) => lease.heapIndex === i && (i === 0 || !before(lease, this.items[(i - 1) >> 1]!)),
+      (lease, i) => lease[this.slot] === i && (i === 0 || !this.before(lease, this.items[(i - 1) >> 1]!)),
     );
   }
 
   private restore(at: number): void {
-    if (at > 0 && before(this.items[at]!, this.items[(at - 1) >> 1]!)) this.siftUp(at);
+    if (at > 0 && this.before(this.items[at]!, this.items[(at - 1) >> 1]!)) this.siftUp(at);
     else this.siftDown(at);
   }
 
@@ -97,13 +89,13 @@ export class DeadlineHeap {
     while (at > 0) {
       const parentAt = (at - 1) >> 1;
       const parent = items[parentAt]!;
-      if (!before(lease, parent)) break;
+      if (!this.before(lease, parent)) break;
       items[at] = parent;
-      parent.heapIndex = at;
+      parent[this.slot] = at;
       at = parentAt;
     }
     items[at] = lease;
-    lease.heapIndex = at;
+    lease[this.slot] = at;
   }
 
   private siftDown(start: number): void {
@@ -115,14 +107,47 @@ export class DeadlineHeap {
       const left = 2 * at + 1;
       if (left >= count) break;
       const right = left + 1;
-      const child = right < count && before(items[right]!, items[left]!) ? right : left;
-      if (!before(items[child]!, lease)) break;
+      const child = right < count && this.before(items[right]!, items[left]!) ? right : left;
+      if (!this.before(items[child]!, lease)) break;
       items[at] = items[child]!;
-      items[at]!.heapIndex = at;
+      items[at]![this.slot] = at;
       at = child;
     }
     items[at] = lease;
-    lease.heapIndex = at;
+    lease[this.slot] = at;
+  }
+}
+
+export class DeadlineHeap extends LeaseHeap {
+  constructor() {
+    super(before, 'heapIndex');
+  }
+
+  /**
+   * Up to `limit` leases with leaseDeadlineMs <= nowMs (and `only`, when given), earliest first. Walks only the due part of the
+   * heap: if a node is not due, neither is anything below it. Cost O(k log k) for k returned.
+   */
+  due(nowMs: number, limit: number, only?: (lease: Lease) => boolean): Lease[] {
+    const out: Lease[] = [];
+    if (limit <= 0 || this.items.length === 0 || this.items[0]!.leaseDeadlineMs > nowMs) return out;
+    // Best-first walk with a small frontier heap of positions, so the result is exactly the earliest k.
+    const frontier: number[] = [0];
+    const earlier = (a: number, b: number) => this.before(this.items[a]!, this.items[b]!);
+    while (frontier.length > 0 && out.length < limit) {
+      const at = popMin(frontier, earlier);
+      if (only === undefined || only(this.items[at]!)) out.push(this.items[at]!);
+      for (const child of [2 * at + 1, 2 * at + 2]) {
+        const lease = this.items[child];
+        if (lease !== undefined && lease.leaseDeadlineMs <= nowMs) pushMin(frontier, child, earlier);
+      }
+    }
+    return out;
+  }
+}
+
+export class EndByHeap extends LeaseHeap {
+  constructor() {
+    super(endsBefore, 'endByIndex');
   }
 }
 

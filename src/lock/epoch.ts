@@ -3,7 +3,6 @@
 //  - SPEC: a new leader must not expire a lease sooner than a full TTL after it took office, so a new
 //    leader whose clock runs ahead of the old one cannot cut leases short;
 //  - etcd issue 9395: extending on every election must not keep a dead holder's lease alive forever.
-import type { Lease } from './lease.js';
 
 export interface LeaseCarryOver {
   /** Leases given at least a full TTL from the new term's start. */
@@ -12,36 +11,47 @@ export interface LeaseCarryOver {
   ended: number;
 }
 
+/** One term start: P, the last log time of the finished term, and T, the new term's first log time. */
+export interface LeaseEpoch {
+  previousTermEndMs: number;
+  epochStartMs: number;
+}
+
+/** The times of a lease that an epoch changes. */
+export interface LeaseTimes {
+  ttlMs: number;
+  leaseDeadlineMs: number;
+  observedMs: number;
+  observeFromMs: number;
+}
+
 /**
- * For every lease still live at `previousTermEndMs` (P, the last log time of the finished term):
+ * Carries one lease through one epoch (P = previousTermEndMs, T = epochStartMs), if it is still live at P:
  *   observedMs += P - observeFromMs   — what the finished term measured, on ONE leader's clock: a lower
  *                                        bound of the real time that passed (clock offsets between leaders
  *                                        never enter, only one clock's differences do);
  *   observedMs >= ttlMs → it provably outlived its TTL in real time: not extended, ends at T;
  *   otherwise           → deadline = max(deadline, T + ttlMs), observed from T on.
- * T = `epochStartMs`, the new term's first log time. A lease already past its deadline at P stays expired.
- * O(leases); the caller rebuilds the deadline heap.
+ * A lease already past its deadline at P stays expired. The machine applies epochs to a lease lazily, in
+ * order, when it is next read or changed (LockMachine.settle) — the same result as applying each epoch to
+ * every lease at its term start, without a walk over every lease at a term start.
  */
-export function carryLeasesIntoTerm(leases: LeaseVisitor, previousTermEndMs: number, epochStartMs: number): LeaseCarryOver {
-  const carried = { extended: 0, ended: 0 };
-  leases.forEachValue((lease) => {
-    if (!lease.isLiveAt(previousTermEndMs)) return;
-    lease.observedMs += Math.max(0, previousTermEndMs - lease.observeFromMs);
-    lease.observeFromMs = epochStartMs;
-    if (lease.observedMs >= lease.ttlMs) {
-      // min: ending a lease never moves its deadline later.
-      lease.leaseDeadlineMs = Math.min(lease.leaseDeadlineMs, epochStartMs);
-      carried.ended++;
-    } else {
-      lease.leaseDeadlineMs = Math.max(lease.leaseDeadlineMs, epochStartMs + lease.ttlMs);
-      carried.extended++;
-    }
-  });
-  return carried;
+export function carryLease(lease: LeaseTimes, epoch: LeaseEpoch): 'extended' | 'ended' | null {
+  const { previousTermEndMs, epochStartMs } = epoch;
+  if (lease.leaseDeadlineMs <= previousTermEndMs) return null;
+  lease.observedMs += Math.max(0, previousTermEndMs - lease.observeFromMs);
+  lease.observeFromMs = epochStartMs;
+  if (lease.observedMs >= lease.ttlMs) {
+    // min: ending a lease never moves its deadline later.
+    lease.leaseDeadlineMs = Math.min(lease.leaseDeadlineMs, epochStartMs);
+    return 'ended';
+  }
+  lease.leaseDeadlineMs = Math.max(lease.leaseDeadlineMs, epochStartMs + lease.ttlMs);
+  return 'extended';
 }
 
-/** Visits every lease (KeyBuckets.forEachValue): a callback per Map, not a generator per lease — this
- *  walks every lease at every term start (a million of them took seconds through yield*). */
-export interface LeaseVisitor {
-  forEachValue(visit: (lease: Lease) => void): void;
+/** The log time at which the current term will have observed `lease` for its whole TTL: an epoch whose
+ *  previous term ends at or after it ends the lease (carryLease). */
+export function endByMs(lease: LeaseTimes): number {
+  return lease.observeFromMs + lease.ttlMs - lease.observedMs;
 }

@@ -54,11 +54,6 @@ export class KeyBuckets<V> {
     return this.buckets[b];
   }
 
-  /** Every value, in no particular order; much cheaper per value than values() on a big map. */
-  forEachValue(visit: (value: V) => void): void {
-    for (const bucket of this.buckets) if (bucket !== undefined) bucket.forEach((value) => visit(value));
-  }
-
   *values(): IterableIterator<V> {
     for (const bucket of this.buckets) if (bucket !== undefined) yield* bucket.values();
   }

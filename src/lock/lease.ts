@@ -4,6 +4,14 @@
 export class Lease {
   /** Position in the DeadlineHeap; maintained by the heap only (-1 = not in the heap). */
   heapIndex = -1;
+  /** Position in the EndByHeap; maintained by the heap only (-1 = not in the heap). */
+  endByIndex = -1;
+  /** How many of the machine's lease epochs (term starts) have been applied to this lease's times; the
+   *  rest are applied when it is next read or changed (LockMachine.settle). */
+  epochsSeen = 0;
+  /** When the current term would have observed this lease for its whole TTL (observeFromMs + ttlMs -
+   *  observedMs), minus the machine's epoch offset when it was stored: the EndByHeap's order. */
+  endByKey = 0;
 
   constructor(
     readonly key: string,

@@ -26,9 +26,9 @@
 //            one never used) may report a last_token higher than its own.
 import { CommandDecodeError, decodeCommand, wireLimitViolation } from './commands.js';
 import type { AcquireCommand, ExpireCommand, ForgetCommand, LockCommand, ReleaseCommand, RenewCommand } from './commands.js';
-import { DeadlineHeap } from './deadline-heap.js';
-import { carryLeasesIntoTerm } from './epoch.js';
-import type { LeaseCarryOver } from './epoch.js';
+import { DeadlineHeap, EndByHeap } from './deadline-heap.js';
+import { carryLease, endByMs } from './epoch.js';
+import type { LeaseCarryOver, LeaseEpoch, LeaseTimes } from './epoch.js';
 import { DedupTable, sameRequest } from './dedup.js';
 import type { DedupOperation, DedupRecord } from './dedup.js';
 import { fingerprint64 } from './digest.js';
@@ -98,6 +98,21 @@ export class LockMachine {
    *  from `leases`, so not in the snapshot. */
   private readonly leasesByOwner = new Map<string, number>();
   private readonly deadlines = new DeadlineHeap();
+  /**
+   * Term starts are applied to leases lazily (issue 19: walking a million leases at every term start held
+   * every node's event loop 0.6-2.3 s at once, long enough for the next election, whose term start did it
+   * again). `epochs` lists every term start since the state was restored; a lease has seen the first
+   * `lease.epochsSeen` of them and gets the rest when it is next read or changed (settle). What stays exact
+   * without a walk:
+   *  - the deadline heap: an epoch only moves a live lease's deadline later unless it ends it, so an unsettled
+   *    lease's stored deadline is a lower bound and expiredLeases() settles what it finds due before answering;
+   *  - the leases an epoch ENDS: those live at P whose endBy (epoch.ts endByMs) is <= P. Every epoch shifts the
+   *    endBy of every lease it does not end by the same T - P, so the EndByHeap keeps endBy minus the sum of
+   *    those shifts (epochShiftMs) and a term start pops exactly the leases it ends, and settles them at once.
+   */
+  private readonly epochs: LeaseEpoch[] = [];
+  private epochShiftMs = 0;
+  private readonly endBy = new EndByHeap();
   private readonly dedup: DedupTable;
   /** The sliced snapshot being written, if any: told before every change of a key or of every lease. */
   private writer: SnapshotWriter | null = null;
@@ -220,7 +235,7 @@ export class LockMachine {
 
   /** The lock state of `key` at the current log time (serve after a ReadIndex: appliedIndex >= readIndex). */
   get(key: string): LockView {
-    const lease = this.leases.get(key);
+    const lease = this.leaseOf(key);
     if (lease !== undefined && lease.isLiveAt(this.logNowMs)) {
       const token = BigInt(lease.fencingToken);
       return {
@@ -242,11 +257,24 @@ export class LockMachine {
    * in the answer until its expire entry applies, so the leader should remember what it has in flight.
    */
   expiredLeases(nowMs: number, limit: number): DueLease[] {
-    return this.deadlines.due(Math.max(nowMs, this.logNowMs), limit).map((lease) => ({
+    const atMs = Math.max(nowMs, this.logNowMs);
+    this.settleDue(atMs);
+    return this.deadlines.due(atMs, limit).map((lease) => ({
       key: lease.key,
       token: BigInt(lease.fencingToken),
       deadlineMs: lease.leaseDeadlineMs,
     }));
+  }
+
+  /** Settles every lease whose stored deadline is <= `atMs`: then the deadline heap's due part is exact
+   *  (a settled deadline only moves later, so what is still due afterwards is truly due). */
+  private settleDue(atMs: number): void {
+    const unsettled = (lease: Lease) => lease.epochsSeen !== this.epochs.length;
+    for (;;) {
+      const stale = this.deadlines.due(atMs, Number.MAX_SAFE_INTEGER, unsettled);
+      if (stale.length === 0) return;
+      for (const lease of stale) this.settle(lease);
+    }
   }
 
   /** Canonical, compact encoding of the whole state (see snapshot.ts). Same state => same bytes. */
@@ -290,7 +318,24 @@ export class LockMachine {
       epochStartMs: this.epochStartMsValue,
       forgottenWatermark: this.forgottenWatermark,
     };
-    return new SnapshotWriter({ header, leases: this.leases, freeKeys: this.freeKeyLastTokens, dedup: this.dedup }, sizeHint);
+    return new SnapshotWriter({ header, leases: this.leases, freeKeys: this.freeKeyLastTokens, dedup: this.dedup, timesOf: this.timesAsOfNow() }, sizeHint);
+  }
+
+  /**
+   * A lease's times as of now, for a snapshot opened now: its unseen epochs applied to a copy, the lease
+   * untouched (a read must not change what a snapshot in progress has yet to copy). Epochs added later are
+   * not applied: settle() copies a lease's section (beforeKeyWrite) before it applies one.
+   */
+  private timesAsOfNow(): (lease: Lease) => LeaseTimes {
+    const epochs = this.epochs;
+    const upTo = epochs.length;
+    return (lease) => {
+      if (lease.epochsSeen === upTo) return lease;
+      if (lease.epochsSeen > upTo) throw new Error(`lease ${JSON.stringify(lease.key)} has seen epochs the snapshot has not`);
+      const times: LeaseTimes = { ttlMs: lease.ttlMs, leaseDeadlineMs: lease.leaseDeadlineMs, observedMs: lease.observedMs, observeFromMs: lease.observeFromMs };
+      for (let i = lease.epochsSeen; i < upTo; i++) carryLease(times, epochs[i]!);
+      return times;
+    };
   }
 
   /** 64-bit hex fingerprint of snapshot(): replicas in the same state have the same digest. */
@@ -317,6 +362,10 @@ export class LockMachine {
       machine.countOwner(lease.owner, 1);
     }
     machine.deadlines.pushAll(state.leases);
+    for (const lease of state.leases) {
+      lease.endByKey = endByMs(lease);
+      machine.endBy.push(lease);
+    }
     // In freeing-time order (ties by key), the order forget() walks; see freeKeyLastTokens.
     const free = state.freeKeys.sort((a, b) => a.freedAtMs - b.freedAtMs || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     for (const { key, lastToken, freedAtMs } of free) {
@@ -385,13 +434,34 @@ export class LockMachine {
   private startLeaseEpoch(term: number, stampedMs: number): LeaseCarryOver {
     const previousTermEndMs = this.logNowMs;
     const epochStartMs = Math.max(previousTermEndMs, stampedMs);
-    this.writer?.beforeEveryKeyWrite();
-    const carried = carryLeasesIntoTerm(this.leases, previousTermEndMs, epochStartMs);
-    if (carried.extended + carried.ended > 0) this.deadlines.rebuild();
+    const carried = this.startEpoch({ previousTermEndMs, epochStartMs });
     this.epochTermValue = term;
     this.epochStartMsValue = epochStartMs;
     this.logNowMs = epochStartMs;
     return carried;
+  }
+
+  /**
+   * Starts epoch (P, T) without walking the leases (see `epochs`): the leases it ends are popped from the
+   * EndByHeap and settled at once; every other live lease is extended, lazily. Counts as the walk would.
+   */
+  private startEpoch(epoch: LeaseEpoch): LeaseCarryOver {
+    const P = epoch.previousTermEndMs;
+    // Leases past their deadline at P (awaiting their expire entry) are untouched by the epoch.
+    this.settleDue(P);
+    const expiredAtP = this.deadlines.due(P, Number.MAX_SAFE_INTEGER).length;
+    const ending: Lease[] = [];
+    for (let top = this.endBy.peek(); top !== undefined && top.endByKey + this.epochShiftMs <= P; top = this.endBy.peek()) {
+      this.endBy.remove(top);
+      this.settle(top); // the epochs before this one
+      if (!top.isLiveAt(P)) continue; // already expired: no epoch touches it until a grant or renew re-adds it
+      if (endByMs(top) <= P) ending.push(top);
+      else this.granted(top); // cannot happen while the shift rule holds; re-filed with its true endBy
+    }
+    this.epochs.push(epoch);
+    this.epochShiftMs += epoch.epochStartMs - P;
+    for (const lease of ending) this.settle(lease); // ends it: deadline min(deadline, T)
+    return { extended: this.leases.size - expiredAtP - ending.length, ended: ending.length };
   }
 
   private acquire(index: number, command: AcquireCommand): AcquireResult | ErrorResult {
@@ -399,7 +469,7 @@ export class LockMachine {
     const waitingRefusal = command.queued === true && replay !== null && replay.type === 'acquire' && !replay.acquired;
     if (replay !== null && !waitingRefusal) return replay as AcquireResult | ErrorResult;
     const nowMs = this.logNowMs;
-    let lease = this.leases.get(command.key);
+    let lease = this.leaseOf(command.key);
     let outcome: AcquireOutcome;
     if (lease !== undefined && lease.isLiveAt(nowMs) && lease.owner !== command.owner) {
       outcome = {
@@ -417,6 +487,7 @@ export class LockMachine {
         lease = new Lease(command.key, command.owner, index, command.ttlMs, nowMs + command.ttlMs, 0, nowMs);
         this.leases.set(command.key, lease);
         this.deadlines.push(lease);
+        this.granted(lease);
         this.countOwner(command.owner, 1);
       } else {
         if (lease.owner !== command.owner) {
@@ -425,6 +496,7 @@ export class LockMachine {
         }
         lease.grant(command.owner, index, command.ttlMs, nowMs);
         this.deadlines.update(lease);
+        this.granted(lease);
       }
       outcome = {
         acquired: true,
@@ -442,7 +514,7 @@ export class LockMachine {
   private renew(index: number, command: RenewCommand): RenewResult | ErrorResult {
     const replay = this.replay(index, 'renew', command.owner, command.requestId, command.key, command.token);
     if (replay !== null) return replay as RenewResult | ErrorResult;
-    const lease = this.leases.get(command.key);
+    const lease = this.leaseOf(command.key);
     const reason = this.refusal(lease, command, true);
     let outcome: RenewOutcome;
     if (lease === undefined || reason !== 'UNSPECIFIED') {
@@ -451,6 +523,7 @@ export class LockMachine {
       this.writer?.beforeKeyWrite(command.key);
       lease.grant(lease.owner, lease.fencingToken, command.ttlMs, this.logNowMs);
       this.deadlines.update(lease);
+      this.granted(lease);
       outcome = { renewed: true, ttlMs: command.ttlMs, expiresAtMs: lease.leaseDeadlineMs, reason };
     }
     this.remember(command, { type: 'renew', outcome, token: command.token });
@@ -460,7 +533,7 @@ export class LockMachine {
   private release(index: number, command: ReleaseCommand): ReleaseResult | ErrorResult {
     const replay = this.replay(index, 'release', command.owner, command.requestId, command.key, command.token);
     if (replay !== null) return replay as ReleaseResult | ErrorResult;
-    const lease = this.leases.get(command.key);
+    const lease = this.leaseOf(command.key);
     const reason = this.refusal(lease, command, false);
     if (lease !== undefined && reason === 'UNSPECIFIED') this.removeLease(lease);
     const outcome = { released: reason === 'UNSPECIFIED', reason };
@@ -469,7 +542,7 @@ export class LockMachine {
   }
 
   private expire(index: number, command: ExpireCommand): ExpireResult {
-    const lease = this.leases.get(command.key);
+    const lease = this.leaseOf(command.key);
     const due =
       lease !== undefined && BigInt(lease.fencingToken) === command.token && !lease.isLiveAt(this.logNowMs);
     if (due) this.removeLease(lease);
@@ -485,10 +558,35 @@ export class LockMachine {
     return 'UNSPECIFIED';
   }
 
+  /** `key`'s lease with every term start applied (settle), or undefined. */
+  private leaseOf(key: string): Lease | undefined {
+    const lease = this.leases.get(key);
+    if (lease !== undefined) this.settle(lease);
+    return lease;
+  }
+
+  /** Applies the epochs `lease` has not seen yet (see `epochs`). The same state, physically up to date. */
+  private settle(lease: Lease): void {
+    if (lease.epochsSeen === this.epochs.length) return;
+    this.writer?.beforeKeyWrite(lease.key); // its section as it was, if the snapshot has not reached it
+    const before = lease.leaseDeadlineMs;
+    while (lease.epochsSeen < this.epochs.length) carryLease(lease, this.epochs[lease.epochsSeen++]!);
+    if (lease.leaseDeadlineMs !== before) this.deadlines.update(lease);
+  }
+
+  /** `lease` was just granted or renewed at log time now: it has seen every epoch, and its endBy starts over. */
+  private granted(lease: Lease): void {
+    lease.epochsSeen = this.epochs.length;
+    lease.endByKey = endByMs(lease) - this.epochShiftMs;
+    if (lease.endByIndex >= 0) this.endBy.update(lease);
+    else this.endBy.push(lease);
+  }
+
   private removeLease(lease: Lease): void {
     this.writer?.beforeKeyWrite(lease.key);
     this.leases.delete(lease.key);
     this.deadlines.remove(lease);
+    this.endBy.remove(lease);
     this.countOwner(lease.owner, -1);
     this.freeKeyLastTokens.free(lease.key, lease.fencingToken, this.logNowMs);
   }

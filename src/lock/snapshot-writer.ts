@@ -7,7 +7,8 @@
 //  - the machine calls beforeKeyWrite(key) before it changes anything about `key` (its lease or its free
 //    record); if the key's section is not written yet, it is encoded now, as it still is, and kept aside
 //    until its turn; a section written (or kept) already is never looked at again;
-//  - a term start changes every lease at once: beforeEveryKeyWrite() writes all remaining sections first;
+//  - a term start changes leases lazily: the machine calls beforeKeyWrite(key) before it settles a lease, and
+//    `timesOf` encodes an unsettled lease with its pending epochs applied to a copy (machine.ts);
 //  - the dedup table hands over any record it is about to forget before the reader reached it, and keeps
 //    the records replaced since the writer opened (DedupTable.openSnapshot).
 // New keys and records created after the opening land in sections already copied or beyond the reader's
@@ -18,6 +19,7 @@ import type { DedupSnapshotReader, DedupTable } from './dedup.js';
 import type { FreeKeys } from './free-keys.js';
 import { KEY_BUCKETS, type KeyBuckets } from './key-buckets.js';
 import type { Lease } from './lease.js';
+import type { LeaseTimes } from './epoch.js';
 import { PrefixKeyWriter, sectionBitsFor, sectionOf, writeHeader, writeSection, type DecodedFreeKey, type SnapshotHeader } from './snapshot.js';
 
 /** Keys (or dedup records) one slice handles: ~2-5 ms of work on a slow shared core (measured with
@@ -27,6 +29,8 @@ export const SNAPSHOT_SLICE_ITEMS = 1024;
 export interface SnapshotSource {
   header: SnapshotHeader;
   leases: KeyBuckets<Lease>;
+  /** A lease's times as of the snapshot (the machine applies term starts to leases lazily). */
+  timesOf?: (lease: Lease) => LeaseTimes;
   freeKeys: FreeKeys;
   dedup: DedupTable;
 }
@@ -76,11 +80,6 @@ export class SnapshotWriter {
     const body = new ByteWriter(256);
     this.encodeSection(body, section);
     this.early.set(section, body.finish());
-  }
-
-  /** Call before changing every lease at once (a term start). */
-  beforeEveryKeyWrite(): void {
-    while (this.nextSection < this.sectionCount) this.writeNextSection();
   }
 
   /** Do one slice of the work; true when the snapshot is complete (then call finish()). */
@@ -136,7 +135,7 @@ export class SnapshotWriter {
     const leases = this.collect(this.source.leases, section);
     const freeKeys = this.collect(this.source.freeKeys, section);
     if (leases.length + freeKeys.length === 0) return 0;
-    writeSection(this.writeSectionStart(section), leases, freeKeys, this.header.nowMs, this.keys);
+    writeSection(this.writeSectionStart(section), leases, freeKeys, this.header.nowMs, this.keys, this.source.timesOf);
     return leases.length + freeKeys.length;
   }
 
@@ -147,7 +146,7 @@ export class SnapshotWriter {
   }
 
   private encodeSection(out: ByteWriter, section: number): void {
-    writeSection(out, this.collect(this.source.leases, section), this.collect(this.source.freeKeys, section), this.header.nowMs, this.keys);
+    writeSection(out, this.collect(this.source.leases, section), this.collect(this.source.freeKeys, section), this.header.nowMs, this.keys, this.source.timesOf);
   }
 
   /** The entries of one section (encoded at once, before anything can change them). */

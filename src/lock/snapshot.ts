@@ -26,6 +26,7 @@ import { skipDedupBody, skipDedupIdentity } from './dedup-codec.js';
 import type { FreeKey } from './free-keys.js';
 import { KEY_BUCKETS, bucketOf } from './key-buckets.js';
 import { Lease } from './lease.js';
+import type { LeaseTimes } from './epoch.js';
 import { WIRE_LIMITS } from './commands.js';
 
 const MAGIC = [0x4c, 0x48, 0x53]; // "LHS"
@@ -107,7 +108,14 @@ export function writeHeader(out: ByteWriter, header: SnapshotHeader, sectionBits
 }
 
 /** One section's body (owners, leases, free keys); sorts its inputs in place. Times relative to `nowMs`. */
-export function writeSection(out: ByteWriter, leases: Lease[], freeKeys: DecodedFreeKey[], nowMs: number, keys = new PrefixKeyWriter()): void {
+export function writeSection(
+  out: ByteWriter,
+  leases: Lease[],
+  freeKeys: DecodedFreeKey[],
+  nowMs: number,
+  keys = new PrefixKeyWriter(),
+  timesOf: (lease: Lease) => LeaseTimes = (lease) => lease,
+): void {
   leases.sort(byKey);
   freeKeys.sort(byKey);
   const owners = [...new Set(leases.map((lease) => lease.owner))].sort();
@@ -120,10 +128,11 @@ export function writeSection(out: ByteWriter, leases: Lease[], freeKeys: Decoded
     leaseKeys.write(lease.key);
     out.uint(ownerIndex.get(lease.owner)!);
     out.uint(lease.fencingToken);
-    out.uint(lease.ttlMs);
-    out.sint(lease.leaseDeadlineMs - nowMs);
-    out.uint(lease.observedMs);
-    out.uint(nowMs - lease.observeFromMs);
+    const times = timesOf(lease);
+    out.uint(times.ttlMs);
+    out.sint(times.leaseDeadlineMs - nowMs);
+    out.uint(times.observedMs);
+    out.uint(nowMs - times.observeFromMs);
   }
   out.uint(freeKeys.length);
   const freeKeyWriter = keys.restart(out);

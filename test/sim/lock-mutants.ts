@@ -28,8 +28,8 @@ export interface LockMutant {
 
 const NO_EXTENSION_PATCH: Patch = {
   file: 'epoch.ts',
-  find: `      lease.leaseDeadlineMs = Math.max(lease.leaseDeadlineMs, epochStartMs + lease.ttlMs);\n`,
-  replace: `      // planted bug: the deadline stays on the old leader's clock\n`,
+  find: `  lease.leaseDeadlineMs = Math.max(lease.leaseDeadlineMs, epochStartMs + lease.ttlMs);\n`,
+  replace: `  // planted bug: the deadline stays on the old leader's clock\n`,
 };
 
 const NODE_CLOCK = '(this.options as unknown as { nodeClock?: () => number }).nodeClock?.()';
@@ -83,7 +83,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     name: "lease deadline computed from the applying node's clock",
     maxSeeds: 50,
     patches: [
-      { file: 'machine.ts', find: `    const nowMs = this.logNowMs;\n    let lease = this.leases.get(command.key);`, replace: `    const nowMs = ${NODE_CLOCK} ?? this.logNowMs;\n    let lease = this.leases.get(command.key);` },
+      { file: 'machine.ts', find: `    const nowMs = this.logNowMs;\n    let lease = this.leaseOf(command.key);`, replace: `    const nowMs = ${NODE_CLOCK} ?? this.logNowMs;\n    let lease = this.leaseOf(command.key);` },
       { file: 'machine.ts', find: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, this.logNowMs);`, replace: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, ${NODE_CLOCK} ?? this.logNowMs);` },
     ],
   },
@@ -110,8 +110,8 @@ export const LOCK_MUTANTS: LockMutant[] = [
     patches: [
       {
         file: 'epoch.ts',
-        find: `    lease.observedMs += Math.max(0, previousTermEndMs - lease.observeFromMs);\n`,
-        replace: `    lease.observedMs += 3 * Math.max(0, previousTermEndMs - lease.observeFromMs);\n`,
+        find: `  lease.observedMs += Math.max(0, previousTermEndMs - lease.observeFromMs);\n`,
+        replace: `  lease.observedMs += 3 * Math.max(0, previousTermEndMs - lease.observeFromMs);\n`,
       },
     ],
   },
