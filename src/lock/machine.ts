@@ -362,10 +362,8 @@ export class LockMachine {
       machine.countOwner(lease.owner, 1);
     }
     machine.deadlines.pushAll(state.leases);
-    for (const lease of state.leases) {
-      lease.endByKey = endByMs(lease);
-      machine.endBy.push(lease);
-    }
+    for (const lease of state.leases) lease.endByKey = endByMs(lease);
+    machine.endBy.pushAll(state.leases);
     // In freeing-time order (ties by key), the order forget() walks; see freeKeyLastTokens.
     const free = state.freeKeys.sort((a, b) => a.freedAtMs - b.freedAtMs || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     for (const { key, lastToken, freedAtMs } of free) {
