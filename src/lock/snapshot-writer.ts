@@ -49,6 +49,7 @@ export class SnapshotWriter {
   private dedupOut: ByteWriter;
   private readonly dedupReader: DedupSnapshotReader;
   private readonly keys = new PrefixKeyWriter();
+  private readonly scratch = new ByteWriter(4096);
   private dedupWritten = 0;
   private closed = false;
 
@@ -77,7 +78,10 @@ export class SnapshotWriter {
   beforeKeyWrite(key: string): void {
     const section = sectionOf(key, this.sectionBits);
     if (section < this.nextSection || this.early.has(section)) return;
-    const body = new ByteWriter(256);
+    // One scratch writer for every early copy: a fresh small one per section grew by doubling each time
+    // (issue 19 profiles: resize was a third of the copy-on-write cost during a fill).
+    const body = this.scratch;
+    body.clear();
     this.encodeSection(body, section);
     this.early.set(section, body.finish());
   }

@@ -1,22 +1,23 @@
 // The durable store of one Raft node: entries and hard state in an append-only write-ahead log, snapshots in
-// LevelDB. Why not LevelDB for everything (leveldb.ts, before): every Ready's synced batch went through
+// files beside it. Why not LevelDB for everything (leveldb.ts, before): every Ready's synced batch went through
 // abstract-level's JS layers and LevelDB's own log, memtable and compactions — the largest package in the
-// nodes' CPU profiles (issue 19) — while a Raft log only ever appends, cuts a suffix or drops a prefix.
-// etcd keeps its log the same way (wal/ + snap/).
+// nodes' CPU profiles (issue 19) — while a Raft log only ever appends, cuts a suffix or drops a prefix; and
+// putting a 40 MB snapshot into LevelDB copied it on the event loop (350 ms). etcd keeps its log the same way
+// (wal/ + snap/). LevelDB stays for the directory's lock and to read data dirs of the older layouts.
 //
-// Layout under dataDir: LevelDB as before (it also holds the directory's lock) with one snapshot per index
-// (codec.ts snapshotKey), and wal/<seq>.wal segments (wal-frame.ts). Each save() is one frame, written
-// with one positional write on a descriptor opened O_DSYNC: durable when the write returns, all-or-nothing
-// across a crash because a torn frame fails its CRC and is cut at the next open. Segments are written full
-// of zeros when they are made (etcd preallocates too): a synced write into blocks the file already has
-// changes no file metadata, so it needs no journal commit — measured (scripts/bench/floors.ts, three
-// stores on one disk): p50 0.29-0.32 ms per save against 0.34-0.42 appending, and a fifth less CPU.
+// Layout under dataDir: wal/<seq>.wal segments (wal-frame.ts) and snap/<index>.snap (a length-prefixed
+// header — meta, data length, data CRC — then the data). Each save() is one frame, written with one
+// positional write on a descriptor opened O_DSYNC: durable when the write returns, all-or-nothing across a
+// crash because a torn frame fails its CRC and is cut at the next open. Segments are written full of zeros
+// when they are made (etcd preallocates too): a synced write into blocks the file already has changes no
+// file metadata, so it needs no journal commit — measured (scripts/bench/floors.ts, three stores on one
+// disk): p50 0.29-0.32 ms per save against 0.34-0.42 appending, and a fifth less CPU.
 //
-// A snapshot (from the leader, or compact()) is stored in LevelDB under its own index FIRST, synced; then a
-// new segment is written aside, synced and renamed into place. It starts with a base frame — the snapshot's
-// index and term, the hard state, every entry after the snapshot — so the newest segment alone is the log,
-// and the rename is the one moment the snapshot takes effect. A crash before it leaves the old segment and
-// the old snapshot in force; after it, older segments and snapshots are garbage, deleted at the next open.
+// A snapshot (from the leader, or compact()) is written to its own file FIRST, synced; then a new segment is
+// written aside, synced and renamed into place. It starts with a base frame — the snapshot's index and
+// term, the hard state, every entry after the snapshot — so the newest segment alone is the log, and the
+// rename is the one moment the snapshot takes effect. A crash before it leaves the old segment and the old
+// snapshot in force; after it, older segments and snapshots are garbage, deleted at the next open.
 //
 // The commit-only rule of leveldb.ts holds here too: a batch that only moves the commit index is not
 // written; it rides in the next frame or in close() (Raft Figure 2: the commit index is volatile).
@@ -51,6 +52,8 @@ import { mark } from '../../trace/stages.js';
 type Db = Level<Uint8Array, Uint8Array>;
 
 export const WAL_DIR = 'wal';
+export const SNAP_DIR = 'snap';
+const SNAP_SUFFIX = '.snap';
 /** A segment's preallocated size: a snapshot (every 10,000 entries by default) starts a new one, and
  *  10,000 small entries fit; a segment that outgrows it keeps growing, only its writes cost a little more. */
 export const DEFAULT_SEGMENT_BYTES = 4 * 1024 * 1024;
@@ -123,6 +126,7 @@ export class WalStorage implements RaftStorage {
     }
     try {
       await mkdir(walDir, { recursive: true });
+      await mkdir(join(dir, SNAP_DIR), { recursive: true });
       storage.opened = await storage.recover();
     } catch (err) {
       if (!(err instanceof StorageCorruptionError)) {
@@ -141,6 +145,10 @@ export class WalStorage implements RaftStorage {
     return join(this.dir, WAL_DIR);
   }
 
+  private get snapDir(): string {
+    return join(this.dir, SNAP_DIR);
+  }
+
   load(): Promise<RestoredState | null> {
     return this.calls.run(async () => {
       await this.writeDeferred();
@@ -155,12 +163,12 @@ export class WalStorage implements RaftStorage {
   save(batch: PersistBatch): Promise<void> {
     let encoded: Uint8Array[];
     let hardState: Uint8Array | null;
-    let snapshotOps: Op[] | null;
+    let snapshotOps: SnapshotFile | null;
     try {
       checkBatchShape(batch);
       encoded = batch.entries.map(encodeEntry);
       hardState = batch.hardState ? encodeHardState(batch.hardState) : null;
-      snapshotOps = batch.snapshot ? snapshotPuts(batch.snapshot) : null;
+      snapshotOps = batch.snapshot ? snapshotFile(batch.snapshot) : null;
     } catch (err) {
       return Promise.reject(err);
     }
@@ -170,7 +178,7 @@ export class WalStorage implements RaftStorage {
       const vote = batch.hardState ? { term: batch.hardState.term, votedFor: batch.hardState.votedFor } : null;
       if (batch.snapshot && snapshotOps) {
         // Raft §7: the leader's snapshot replaces the whole log; the new segment starts from it.
-        await this.putSnapshot(snapshotOps);
+        await this.putSnapshot(batch.snapshot.meta.index, snapshotOps);
         if (hardState) this.hardState = hardState;
         await this.rotate({ index: batch.snapshot.meta.index, term: batch.snapshot.meta.term }, encoded);
         this.bounds = next;
@@ -198,17 +206,17 @@ export class WalStorage implements RaftStorage {
   }
 
   compact(snapshot: Snapshot): Promise<void> {
-    let puts: Op[];
+    let file: SnapshotFile;
     try {
       checkBatchShape({ hardState: null, snapshot, entries: [] });
-      puts = snapshotPuts(snapshot);
+      file = snapshotFile(snapshot);
     } catch (err) {
       return Promise.reject(err);
     }
     return this.calls.run(async () => {
       const next = boundsAfterCompact(this.bounds, snapshot);
       this.opened = undefined;
-      await this.putSnapshot(puts);
+      await this.putSnapshot(snapshot.meta.index, file);
       const kept = this.live.slice(snapshot.meta.index - this.bounds.snapshotIndex);
       await this.rotate({ index: snapshot.meta.index, term: snapshot.meta.term }, kept);
       this.bounds = next;
@@ -269,26 +277,45 @@ export class WalStorage implements RaftStorage {
     this.hardStateDeferred = false;
   }
 
-  private async putSnapshot(ops: Op[]): Promise<void> {
+  /** snap/<index>.snap, written aside, synced and renamed in; the data goes to the kernel as it is, with
+   *  no copy (a LevelDB put copied 40 MB on the event loop: 350 ms in issue 19's profiles of a 1M fill). */
+  private async putSnapshot(index: number, file: SnapshotFile): Promise<void> {
+    const path = snapshotPath(this.snapDir, index);
     try {
-      await this.db.batch(ops, { sync: true });
+      const length = new Uint8Array(4);
+      new DataView(length.buffer).setUint32(0, file.header.length);
+      const handle = await open(path + TMP_SUFFIX, 'w', 0o644);
+      try {
+        await handle.writev([length, file.header, file.data], 0);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(path + TMP_SUFFIX, path);
+      await syncDir(this.snapDir);
     } catch (err) {
       this.fail(err);
     }
   }
 
   /** Snapshots other than the one the newest segment starts from are never read again (older ones are
-   *  superseded; a newer one was stored by a rotation the crash interrupted), nor is the all-LevelDB layout. */
+   *  superseded; a newer one was stored by a rotation the crash interrupted), nor is the all-LevelDB layout
+   *  (nor the snapshots the first WAL layout kept in LevelDB). */
   private async dropSnapshotsOtherThan(index: number): Promise<number> {
-    const doomed: Op[] = [];
-    for await (const key of this.db.keys(SNAPSHOT_RANGE)) {
-      const at = snapshotKeyIndex(key);
-      if (at === null || at !== index) doomed.push({ type: 'del', key });
+    let removed = 0;
+    const keep = snapshotPath(this.snapDir, index);
+    for (const name of await readdir(this.snapDir)) {
+      const path = join(this.snapDir, name);
+      if (path === keep) continue;
+      await rm(path, { force: true });
+      removed++;
     }
+    const doomed: Op[] = [];
+    for await (const key of this.db.keys(SNAPSHOT_RANGE)) doomed.push({ type: 'del', key });
     for (const key of [SNAPSHOT_META_KEY, SNAPSHOT_DATA_KEY, HARD_STATE_KEY]) doomed.push({ type: 'del', key });
-    if (doomed.length > 0) await this.db.batch(doomed);
+    await this.db.batch(doomed);
     await this.db.clear(ENTRY_RANGE);
-    return doomed.length - 3;
+    return removed;
   }
 
   private fail(err: unknown): never {
@@ -369,7 +396,7 @@ export class WalStorage implements RaftStorage {
 
   /** Moves an all-LevelDB store into the WAL layout: snapshot under its index, then the first segment. */
   private async migrate(state: RestoredState): Promise<void> {
-    await this.putSnapshot(snapshotPuts(state.snapshot));
+    await this.putSnapshot(state.snapshot.meta.index, snapshotFile(state.snapshot));
     this.hardState = encodeHardState(state.hardState);
     await this.rotate({ index: state.snapshot.meta.index, term: state.snapshot.meta.term }, state.entries.map(encodeEntry));
     this.writtenVote = { term: state.hardState.term, votedFor: state.hardState.votedFor };
@@ -377,15 +404,15 @@ export class WalStorage implements RaftStorage {
   }
 
   private async readSnapshot(base: WalBase): Promise<Snapshot> {
-    const metaRaw = await this.db.get(snapshotKey(base.index, 'meta'));
-    const dataRaw = await this.db.get(snapshotKey(base.index, 'data'));
-    if (metaRaw === undefined || dataRaw === undefined) {
+    const stored = (await this.readSnapshotFile(base.index)) ?? (await this.readSnapshotKeys(base.index));
+    if (stored === null) {
       throw new StorageCorruptionError(
-        `storage at ${this.dir}: the write-ahead log starts after the snapshot at index ${base.index}, but LevelDB ` +
-          'holds no such snapshot, so the state before it is unknown. Restore the directory from a backup, or remove ' +
+        `storage at ${this.dir}: the write-ahead log starts after the snapshot at index ${base.index}, but no such ` +
+          'snapshot is stored, so the state before it is unknown. Restore the directory from a backup, or remove ' +
           'this node from the cluster and add a fresh one.',
       );
     }
+    const { header: metaRaw, data: dataRaw } = stored;
     const { meta, dataBytes, dataCrc } = decodeSnapshotHeader(metaRaw);
     if (meta.index !== base.index || meta.term !== base.term) {
       throw new CorruptRecordError(`the snapshot stored for index ${base.index} says index ${meta.index} term ${meta.term}; the log expects term ${base.term}`);
@@ -393,20 +420,49 @@ export class WalStorage implements RaftStorage {
     if (dataRaw.length !== dataBytes || crc32(dataRaw) !== dataCrc) {
       throw new CorruptRecordError(`the data of the snapshot at index ${base.index} is ${dataRaw.length} bytes with CRC ${crc32(dataRaw)}; its header says ${dataBytes} bytes with CRC ${dataCrc}`);
     }
-    // A plain Uint8Array view of the bytes (LevelDB may hand back a Buffer): what the caller saved.
+    // A plain Uint8Array view of the bytes (a Buffer from the file): what the caller saved.
     return { meta, data: new Uint8Array(dataRaw.buffer, dataRaw.byteOffset, dataRaw.length) };
+  }
+
+  private async readSnapshotFile(index: number): Promise<SnapshotFile | null> {
+    let bytes: Uint8Array;
+    try {
+      bytes = await readFile(snapshotPath(this.snapDir, index));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+    const headerBytes = bytes.length >= 4 ? new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0) : -1;
+    if (headerBytes < 0 || 4 + headerBytes > bytes.length) throw new CorruptRecordError(`snapshot file for index ${index} is cut short (${bytes.length} bytes)`);
+    return { header: bytes.subarray(4, 4 + headerBytes), data: bytes.subarray(4 + headerBytes) };
+  }
+
+  /** The first WAL layout (2026-12-02, before snapshot files) kept snapshots in LevelDB: still read. */
+  private async readSnapshotKeys(index: number): Promise<SnapshotFile | null> {
+    const header = await this.db.get(snapshotKey(index, 'meta'));
+    const data = await this.db.get(snapshotKey(index, 'data'));
+    if (header === undefined || data === undefined) return null;
+    // Moved to a file now, so dropping the LevelDB copy below loses nothing.
+    const file = { header, data };
+    await this.putSnapshot(index, file);
+    return file;
   }
 }
 
 type Op = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
 
-/** The header (meta, data length and CRC) and the data itself, uncopied (codec.ts encodeSnapshotHeader). */
-function snapshotPuts(snapshot: Snapshot): Op[] {
-  const index = snapshot.meta.index;
-  return [
-    { type: 'put', key: snapshotKey(index, 'meta'), value: encodeSnapshotHeader(snapshot.meta, snapshot.data) },
-    { type: 'put', key: snapshotKey(index, 'data'), value: snapshot.data },
-  ];
+/** A snapshot file: its header (meta, data length and CRC: codec.ts encodeSnapshotHeader), then the data. */
+interface SnapshotFile {
+  header: Uint8Array;
+  data: Uint8Array;
+}
+
+function snapshotFile(snapshot: Snapshot): SnapshotFile {
+  return { header: encodeSnapshotHeader(snapshot.meta, snapshot.data), data: snapshot.data };
+}
+
+function snapshotPath(snapDir: string, index: number): string {
+  return join(snapDir, index.toString(16).padStart(16, '0') + SNAP_SUFFIX);
 }
 
 function segmentPath(walDir: string, seq: number): string {

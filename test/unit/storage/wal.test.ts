@@ -7,7 +7,7 @@ import { ENTRY_RANGE, HARD_STATE_KEY, encodeEntry, encodeSnapshotHeader, snapsho
 import { StorageCorruptionError } from '../../../src/raft/storage/errors.js';
 import { LevelStorage } from '../../../src/raft/storage/leveldb.js';
 import { encodeFrame, replaySegment } from '../../../src/raft/storage/wal-frame.js';
-import { DEFAULT_SEGMENT_BYTES, WAL_DIR, WalStorage } from '../../../src/raft/storage/wal-storage.js';
+import { DEFAULT_SEGMENT_BYTES, SNAP_DIR, WAL_DIR, WalStorage } from '../../../src/raft/storage/wal-storage.js';
 import { BOOT, HS, entries, entry, snapshotAt, storageContract } from './storage-contract.js';
 
 const dirs: string[] = [];
@@ -148,29 +148,23 @@ describe('WalStorage on disk', () => {
     expect(loaded?.snapshot.meta.index).toBe(3);
     expect(indexesOf(loaded)).toEqual([[4, 1], [5, 1]]);
     await s.close();
-    const db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
-    await db.open();
-    expect(await db.get(snapshotKey(0, 'meta'))).toBeUndefined(); // the bootstrap snapshot was superseded
-    expect(await db.get(snapshotKey(3, 'meta'))).toBeDefined();
-    await db.close();
+    // The bootstrap snapshot was superseded: only the one the segment starts from is left.
+    expect(await readdir(join(dir, SNAP_DIR))).toEqual(['0000000000000003.snap']);
   });
 
   it('a crash after a snapshot was stored but before its segment was renamed in leaves the old state in force', async () => {
     const dir = await seeded();
-    // What compact(snapshotAt(4, 1)) leaves when killed between its two steps: the snapshot in LevelDB, a
+    // What compact(snapshotAt(4, 1)) leaves when killed between its two steps: the snapshot's file, a
     // half-written segment beside the old one.
-    const db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
-    await db.open();
     const snap = snapshotAt(4, 1);
-    await db.put(snapshotKey(4, 'meta'), encodeSnapshotHeader(snap.meta, snap.data));
-    await db.put(snapshotKey(4, 'data'), snap.data);
-    await db.close();
+    const header = encodeSnapshotHeader(snap.meta, snap.data);
+    await writeFile(join(dir, SNAP_DIR, '0000000000000004.snap'), Buffer.concat([Buffer.from([0, 0, 0, header.length]), header, snap.data]));
     await writeFile(join(dir, WAL_DIR, '0000000000000009.wal.tmp'), encodeFrame({ base: { index: 4, term: 1 }, entries: [], hardState: null }).subarray(0, 10));
     const s = await openStore(dir);
     const loaded = await s.load();
     expect(loaded?.snapshot.meta.index).toBe(0);
     expect(indexesOf(loaded)).toEqual(entries(1, 5, 1).map((e) => [e.index, e.term]));
-    expect(s.loadReport).toMatchObject({ removedFiles: 1, removedSnapshots: 2 }); // the tmp file; meta + data at 4
+    expect(s.loadReport).toMatchObject({ removedFiles: 1, removedSnapshots: 1 }); // the tmp segment; the snapshot at 4
     expect(await segments(dir)).toHaveLength(1);
   });
 
@@ -197,15 +191,25 @@ describe('WalStorage on disk', () => {
     const first = await WalStorage.open(dir);
     await first.compact(snapshotAt(3, 1));
     await first.close();
-    const db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
-    await db.open();
-    const data = (await db.get(snapshotKey(3, 'data')))!.slice();
-    expect(data.length).toBeGreaterThan(0);
-    data[0]! ^= 0x01;
-    await db.put(snapshotKey(3, 'data'), data);
-    await db.close();
+    const path = join(dir, SNAP_DIR, '0000000000000003.snap');
+    const bytes = new Uint8Array(await readFile(path));
+    bytes[bytes.length - 1]! ^= 0x01; // the last byte of the data
+    await writeFile(path, bytes);
     const s = await openStore(dir);
     await expect(s.load()).rejects.toThrow(/the data of the snapshot at index 3 is \d+ bytes with CRC \d+; its header says \d+ bytes with CRC \d+/);
+  });
+
+  it('a snapshot kept in LevelDB by the first WAL layout is still read, and moved to its file', async () => {
+    const dir = await seeded();
+    await rm(join(dir, SNAP_DIR, '0000000000000000.snap'));
+    const db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
+    await db.open();
+    await db.put(snapshotKey(0, 'meta'), encodeSnapshotHeader(BOOT.meta, BOOT.data));
+    await db.put(snapshotKey(0, 'data'), BOOT.data);
+    await db.close();
+    const s = await openStore(dir);
+    expect(indexesOf(await s.load())).toEqual(entries(1, 5, 1).map((e) => [e.index, e.term]));
+    expect(await readdir(join(dir, SNAP_DIR))).toEqual(['0000000000000000.snap']);
   });
 
   it('a segment that names a snapshot LevelDB does not hold is refused', async () => {
@@ -213,7 +217,7 @@ describe('WalStorage on disk', () => {
     const path = await onlySegment(dir);
     await writeFile(path, encodeFrame({ base: { index: 7, term: 1 }, entries: [], hardState: null }));
     const s = await openStore(dir);
-    await expect(s.load()).rejects.toThrow(/starts after the snapshot at index 7, but LevelDB holds no such snapshot/);
+    await expect(s.load()).rejects.toThrow(/starts after the snapshot at index 7, but no such snapshot is stored/);
   });
 
   it('moves an all-LevelDB directory (the layout before the WAL) into the WAL, once', async () => {
