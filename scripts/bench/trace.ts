@@ -160,6 +160,7 @@ export function floorsTable(f: Floors): string {
     line('peer round trip over two client streams', f.peerRoundTrip),
     line('LevelDB batch, 2 puts, sync', f.levelSync),
     line('fdatasync after a 200 B append', f.fdatasync),
+    '(a store save(): one entry of 150 B and a hard state, as a node writes per proposal)',
     ...f.storeSave.map(({ label, floor }) => `${line(label, floor.latency)}   ${floor.cpuUsPerSave.toFixed(0)} us CPU per save`),
   ].join('\n');
 }
