@@ -89,6 +89,11 @@ export class PeerTransport implements PeerSender {
     for (const link of this.links.values()) link.connect(credentials);
   }
 
+  /** How many streams the link to `peer` has opened: its first and every reconnect attempt (diagnostics). */
+  streamsOpenedTo(peer: NodeId): number {
+    return this.links.get(peer)?.streamsOpened ?? 0;
+  }
+
   /** Each peer and whether its outbound stream is connected (metrics, quorum warnings). */
   peerStates(): Map<NodeId, boolean> {
     return new Map([...this.links].map(([id, link]) => [id, link.connected]));

@@ -105,8 +105,12 @@ export class PeerLink {
     this.compact(); // also while disconnected, when flush() returns before writing anything
   }
 
+  /** Streams this link has opened (the first, then one per reconnect attempt): diagnostics and tests. */
+  streamsOpened = 0;
+
   private open(): void {
     if (this.stream || this.closed || this.reconnectTimer) return;
+    this.streamsOpened++;
     const stream = this.client.Stream((err) => {
       // The stream ended (peer restarted, network cut, or it refused a message): reconnect later.
       // CANCELLED counts too unless we cancelled it ourselves (connect() drops it first): a peer that shuts

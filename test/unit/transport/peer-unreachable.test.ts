@@ -83,14 +83,13 @@ describe('PeerTransport: peer unreachable reports', () => {
     await waitFor('a to report b unreachable', () => a.reports.length > 0, 5_000, 5);
     expect(a.reports).toEqual(['b']);
     // The reconnects that keep failing are not reported again. A link reconnects only when it has something
-    // to send, so keep sending (as Raft's heartbeats would): the retries then run on the backoff schedule
-    // (50, 100, 200 ms ...) — wait until a few of them must have run.
-    const t0 = Date.now();
+    // to send, so keep sending (as Raft's heartbeats would) until three more reconnect attempts have run.
+    const opened = a.transport.streamsOpenedTo('b');
     let seq = 1000;
-    await waitFor('a few reconnect rounds', () => {
+    await waitFor('three reconnect attempts after the report', () => {
       a.transport.send([hb('a', 'b', ++seq)]);
-      return Date.now() - t0 > 400;
-    }, 2_000, 20);
+      return a.transport.streamsOpenedTo('b') >= opened + 3;
+    }, 5_000, 20);
     expect(a.reports).toEqual(['b']);
   });
 
