@@ -9,7 +9,8 @@
 //   clock.driftPpm          rate error of the node's MONOTONIC clock, parts per million: +20000 runs 2 % fast.
 //                           It also scales the node's timers (Raft ticks, checkpoints, housekeeping): a fast
 //                           clock fires them early in true time. Applies from the moment it is read.
-//   disk.fsyncDelayMs       extra latency added to every durable write (save/compact), before it is made.
+//   disk.fsyncDelayMs       extra latency added to every synced write (a save that syncs, compact), before it
+//                           is made; a save that only moves the commit index syncs nothing and is not delayed.
 //   disk.failWrites         every durable write fails without writing: the driver must stop the node (exit 70).
 //   disk.crashAfterBatches  the node kills itself with SIGKILL (no cleanup, no flush of anything buffered) right
 //                           after that many more durable batches land, before the driver acts on the last one.

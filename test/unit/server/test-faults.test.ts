@@ -1,5 +1,5 @@
 // The node's test-fault clock and storage wrapper, on a hand-driven true clock (no timers waited on).
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { FaultClock } from '../../../src/server/test-faults/clock.js';
 import { FaultyStorage } from '../../../src/server/test-faults/disk.js';
 import { parseTestFaults, type DiskFaults } from '../../../src/server/test-faults/spec.js';
@@ -72,6 +72,34 @@ describe('FaultyStorage', () => {
     const s = new FaultyStorage(inner, { current: () => disk, crash: (n) => crashes.push(n) });
     return { s, inner, crashes, set: (d: DiskFaults) => (disk = d) };
   };
+
+  it('fsyncDelayMs delays every save that syncs, and no save that only moves the commit index', async () => {
+    vi.useFakeTimers();
+    try {
+      const { s, inner, set } = setup();
+      set({ fsyncDelayMs: 200 });
+      /** Resolves to true once `p` settles; fake time moves only when the test says so. */
+      const settledAfter = async (p: Promise<void>, ms: number) => {
+        let done = false;
+        void p.then(() => (done = true));
+        await vi.advanceTimersByTimeAsync(ms);
+        return done;
+      };
+      const entries = s.save(batch(1));
+      expect(await settledAfter(entries, 199)).toBe(false);
+      expect(await settledAfter(entries, 1)).toBe(true);
+      expect(inner.written).toEqual([1]);
+      const commitOnly: PersistBatch = { hardState: { ...emptyHardState(), term: 1, commitIndex: 1 }, snapshot: null, entries: [] };
+      expect(await settledAfter(s.save(commitOnly), 0)).toBe(true);
+      // A new term (or vote) is synced: delayed like entries.
+      const vote: PersistBatch = { hardState: { ...emptyHardState(), term: 2, votedFor: 'b', commitIndex: 1 }, snapshot: null, entries: [] };
+      const voted = s.save(vote);
+      expect(await settledAfter(voted, 199)).toBe(false);
+      expect(await settledAfter(voted, 1)).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 
   it('failWrites refuses the write without making it', async () => {
     const { s, inner, set } = setup();
