@@ -14,7 +14,7 @@ const seconds = (startNs: bigint) => Number(process.hrtime.bigint() - startNs) /
 /** Times each synced batch; counts snapshots installed from the leader and, with the fsm wrapper, taken here. */
 export function instrumentStorage(storage: RaftStorage, m: NodeMetrics, snapshotStartedAt: () => bigint | null): RaftStorage {
   /** Term and vote of the last batch that carried a hard state: a batch that moves only the commit index
-   *  is no synced write (LevelStorage defers it to the next one), so it is not timed as one. */
+   *  is no synced write (the store defers it to the next one), so it is not timed as one. */
   let vote: WrittenVote | null = null;
   const commitOnly = (batch: PersistBatch): boolean => {
     const only = movesOnlyCommit(batch, vote);

@@ -104,7 +104,7 @@ export class NodeMetrics {
     });
     this.proposalSeconds = new Histogram({ name: 'leasehold_raft_proposal_duration_seconds', help: 'From propose to applied here, for committed proposals', buckets: FAST_BUCKETS, registers: [r] });
     this.commits = new Counter({ name: 'leasehold_raft_commits_total', help: 'Committed entries applied to the state machine on this node', registers: [r] });
-    this.fsyncSeconds = new Histogram({ name: 'leasehold_storage_fsync_duration_seconds', help: 'One synced LevelDB batch (a Ready: hard state and entries)', buckets: FAST_BUCKETS, registers: [r] });
+    this.fsyncSeconds = new Histogram({ name: 'leasehold_storage_fsync_duration_seconds', help: 'One synced write of a Ready (hard state and entries: one WAL frame)', buckets: FAST_BUCKETS, registers: [r] });
     this.snapshotBytes = new Gauge({ name: 'leasehold_snapshot_bytes', help: 'Size of the last snapshot taken here or installed from the leader', labelNames: ['kind'], registers: [r] });
     this.snapshotSeconds = new Histogram({
       name: 'leasehold_snapshot_duration_seconds',

@@ -1,17 +1,10 @@
 // Opening a node's data dir, with LevelDB's bare "Database failed to open" turned into the cause and the place.
-//
-// Nodes run LevelStorage. WalStorage (raft/storage/wal-storage.ts: a write-ahead log of preallocated
-// segments, snapshot files) is built, crash-tested and measured (bench --trace floors: a fifth less CPU and
-// ~0.1 ms less per synced save), but with it wired here test/lin/node-faults.test.ts ("a 200 ms fsync delay
-// on every node") met elections in 2 of 4 runs after test/integration/cluster.test.ts (LevelStorage: 0 of
-// 8, and 0 of 7 on the commit before the WAL). Until that is understood, the node keeps the store that is
-// stable under that fault.
-import { LevelStorage } from '../raft/storage/leveldb.js';
+import { WalStorage } from '../raft/storage/wal-storage.js';
 
-/** Opens the node's LevelDB store, turning LevelDB's bare "Database failed to open" into the cause and the place. */
-export async function openStorage(dataDir: string, id: string): Promise<LevelStorage> {
+/** Opens the node's store (its WAL and LevelDB), turning LevelDB's bare "Database failed to open" into the cause and the place. */
+export async function openStorage(dataDir: string, id: string): Promise<WalStorage> {
   try {
-    return await LevelStorage.open(dataDir);
+    return await WalStorage.open(dataDir);
   } catch (err) {
     const codes: string[] = [];
     for (let e: unknown = err; e instanceof Error && codes.length < 5; e = (e as { cause?: unknown }).cause) codes.push(String((e as { code?: unknown }).code ?? ''));

@@ -1,4 +1,4 @@
-// Wires one leasehold node together: LevelDB storage, the lock machine, the Raft driver, the peer
+// Wires one leasehold node together: storage (WAL + LevelDB), the lock machine, the Raft driver, the peer
 // transport and the client API, all on one gRPC port. Also the graceful shutdown: a leader hands
 // leadership to the most caught-up follower before it stops (kill -9 is always safe too).
 import { enableTrace } from '../trace/stages.js';

@@ -1,4 +1,4 @@
-// A test-only wrapper around the node's real storage (LevelStorage) that adds write latency, fails writes,
+// A test-only wrapper around the node's real storage (WalStorage) that adds write latency, fails writes,
 // or crashes the process between batches, as the current fault setting says. The real store still does
 // every write it is asked to do, so a restart from the same directory recovers whatever was durable.
 import { StorageFailedError } from '../../raft/storage/errors.js';
