@@ -4,6 +4,7 @@
 import { enableTrace } from '../trace/stages.js';
 import * as grpc from '@grpc/grpc-js';
 import type { Server as HttpServer } from 'node:http';
+import { getHeapStatistics } from 'node:v8';
 import type { Logger } from 'pino';
 import type { ClusterConfig } from '../config/types.js';
 import { RaftNode } from '../raft/node.js';
@@ -263,6 +264,8 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       dataDir,
       metrics: metricsAddress,
       members: Object.fromEntries(addresses.clientAddress),
+      // V8's heap bound (--max-old-space-size, or V8's default): README "Memory" says how to size it.
+      heapLimitMb: Math.round(getHeapStatistics().heap_size_limit / 2 ** 20),
     },
     'leasehold node serving',
   );
