@@ -172,6 +172,12 @@ export class LockMachine {
     return BigInt(this.forgottenWatermark);
   }
 
+  /** How many owners have a lease (live or awaiting its expire entry): one record each, none kept for an
+   *  owner whose last lease ended (a stream of one-off owners must not grow the machine). */
+  get ownersWithLeases(): number {
+    return this.leasesByOwner.size;
+  }
+
   /** Leases (live or awaiting their expire entry) whose owner is `owner`. */
   leaseCountOf(owner: string): number {
     return this.leasesByOwner.get(owner)?.leases ?? 0;

@@ -70,14 +70,21 @@ describe('forget: free keys are dropped by log time, last_token comes from the w
     const f = new Feed();
     f.termStart(0);
     const x = f.acquire('x', 'alice', 100);
-    f.acquire('y', 'alice', 100);
+    const y = f.acquire('y', 'alice', 100);
     expect(f.machine.leaseCountOf('alice')).toBe(2);
-    f.at(200).acquire('x', 'bob', 100); // alice's lease on x lapsed: bob takes it over
+    const bobs = f.at(200).acquire('x', 'bob', 100); // alice's lease on x lapsed: bob takes it over
     expect([f.machine.leaseCountOf('alice'), f.machine.leaseCountOf('bob')]).toEqual([1, 1]);
     expect(f.release('x', 'alice', x.token)).toMatchObject({ released: false, reason: 'WRONG_OWNER' });
     expect(LockMachine.restore(f.machine.snapshot()).leaseCountOf('bob')).toBe(1);
     expect(f.machine.recordOf('x')).toEqual({ owner: 'bob' });
     expect(f.machine.recordOf('zzz')).toBeUndefined();
+    expect(f.machine.ownersWithLeases).toBe(2);
+    // An owner whose last lease ends leaves no record behind (one-off owners must not grow the machine).
+    expect(f.release('x', 'bob', bobs.token)).toMatchObject({ released: true });
+    expect(f.machine.leaseCountOf('bob')).toBe(0);
+    expect(f.machine.ownersWithLeases).toBe(1);
+    f.release('y', 'alice', y.token);
+    expect(f.machine.ownersWithLeases).toBe(0);
   });
 
   it('churn: 200k short-lived keys, then forget — keys and snapshot return to the size of an empty machine', () => {
