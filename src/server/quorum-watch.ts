@@ -8,8 +8,8 @@ import type { NodeLogger } from '../raft/logger.js';
 export interface QuorumWatchOptions {
   env: NodeEnv;
   logger: NodeLogger;
-  /** The longest election timeout (2 × electionTicks × tickMs). */
-  electionTimeoutMs: number;
+  /** The longest election timeout: a follower waits a random [1, 2) × electionTicks × tickMs. */
+  maxElectionTimeoutMs: number;
   status(): Status;
   /** Peer id -> outbound stream connected. */
   peers(): Map<NodeId, boolean>;
@@ -20,11 +20,11 @@ export interface QuorumWatchOptions {
 }
 
 export function watchQuorum(o: QuorumWatchOptions): TimerHandle {
-  const firstAfterMs = 2 * o.electionTimeoutMs;
-  const repeatMs = o.repeatMs ?? Math.max(5000, 10 * o.electionTimeoutMs);
+  const firstAfterMs = 2 * o.maxElectionTimeoutMs;
+  const repeatMs = o.repeatMs ?? Math.max(5000, 10 * o.maxElectionTimeoutMs);
   let noLeaderSince: number | null = null;
   let lastWarnAt: number | null = null;
-  return o.env.scheduler.every(Math.max(50, Math.floor(o.electionTimeoutMs / 4)), () => {
+  return o.env.scheduler.every(Math.max(50, Math.floor(o.maxElectionTimeoutMs / 4)), () => {
     const st = o.status();
     const now = o.env.nowMs();
     if (st.leaderId) {

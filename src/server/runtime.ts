@@ -188,7 +188,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   const quorumWatch = watchQuorum({
     env,
     logger,
-    electionTimeoutMs: 2 * electionTimeoutMs,
+    maxElectionTimeoutMs: 2 * electionTimeoutMs, // randomized in [1, 2) x the base
     status: () => liveNode.status(),
     peers: () => transport.peerStates(),
     addresses: addresses.clientAddress,
