@@ -1,6 +1,7 @@
 // The driver: the only part of Raft that touches time and I/O. It turns scheduler ticks into core ticks
-// and runs the loop   apply what is already durable -> persist Ready (one synced batch) -> send messages
-// -> apply the rest -> advance.
+// and runs the loop, one Ready at a time:  hold the leader's commit notices -> send a leader's appends
+// early (they promise nothing about our disk) -> apply what is already durable -> persist the Ready (one
+// synced write) -> send the rest (votes, acknowledgements) -> apply the rest -> advance. See run().
 // Time, timers and randomness come in through `env` (NodeEnv), so the simulator runs this very loop on
 // virtual time; production passes realEnv().
 import { EventEmitter } from 'node:events';
