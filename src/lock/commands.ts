@@ -13,6 +13,8 @@
 //   6 checkpoint
 //   7 acquire (queued; same layout as 1)
 //   8 forget     upToMs:uvarint
+//   9 acquire that waits in line: as 1, then waitMs:uvarint (>= 1)
+//  10 dequeue    key:str ticket:uvarint cause:u8 (1 deadline passed, 2 call cancelled)
 // str = uvarint byte length + UTF-8. The tag doubles as the format version: a changed layout gets a new
 // tag, so old entries in the log keep decoding exactly as they did when they were first applied.
 import { ByteReader, ByteWriter, MAX_UINT64, utf8ByteLength } from './bytes.js';
@@ -27,6 +29,8 @@ export const WIRE_LIMITS = Object.freeze({
   maxTtlMs: 2 ** 40,
   /** ~35,000 years after the epoch. */
   maxTimeMs: 2 ** 50,
+  /** Same bound as ttlMs: a wait deadline stays far below 2^53. */
+  maxWaitMs: 2 ** 40,
 });
 
 export interface AcquireCommand {
@@ -39,8 +43,13 @@ export interface AcquireCommand {
   requestId: string;
   /** Proposed by the leader for the head of a FIFO wait queue: the request was refused when it arrived
    *  (that refusal is remembered) and is now offered the lock. Only such an acquire may turn a remembered
-   *  refusal into a grant; a plain retry or a late duplicate gets the refusal replayed. Encoded as tag 7. */
+   *  refusal into a grant; a plain retry or a late duplicate gets the refusal replayed. Encoded as tag 7.
+   *  No longer proposed (the wait line is in the machine now, wait-line.ts); decoded and applied as it was,
+   *  so old logs replay the same. */
   queued?: boolean;
+  /** > 0: if the key cannot be granted now, join its wait line (wait-line.ts) for this long (log time) at
+   *  most; the entry that ends the hold ahead of it hands it the key. Encoded as tag 9. */
+  waitMs?: number;
 }
 
 export interface RenewCommand {
@@ -68,6 +77,23 @@ export interface ExpireCommand {
   timeMs: number;
   key: string;
   token: bigint;
+}
+
+/** Why a waiter leaves its line without a grant. */
+export type DequeueCause = 'deadline' | 'cancel';
+
+/**
+ * Proposed by the leader for a waiter (by key and ticket, wait-line.ts): `deadline` — its wait deadline has
+ * passed, applied only if still true in log time, and the refusal is remembered like any other; `cancel` —
+ * its call went away before an answer, applied always, and nothing is remembered (nobody was told anything,
+ * so a retry may queue afresh).
+ */
+export interface DequeueCommand {
+  type: 'dequeue';
+  timeMs: number;
+  key: string;
+  ticket: number;
+  cause: DequeueCause;
 }
 
 /** The new leader's first command in its term: starts a lease epoch (see LEASES.md). */
@@ -101,7 +127,8 @@ export type LockCommand =
   | ExpireCommand
   | TermStartCommand
   | CheckpointCommand
-  | ForgetCommand;
+  | ForgetCommand
+  | DequeueCommand;
 
 export type LockCommandType = LockCommand['type'];
 
@@ -130,9 +157,13 @@ const TAGS: Record<LockCommandType, number> = {
   termStart: 5,
   checkpoint: 6,
   forget: 8,
+  dequeue: 10,
 };
 /** An acquire proposed for the head of a wait queue (same layout as tag 1; see AcquireCommand.queued). */
 const TAG_QUEUED_ACQUIRE = 7;
+/** An acquire that waits in line when it cannot be granted (tag 1's layout, then waitMs). */
+const TAG_WAITING_ACQUIRE = 9;
+const DEQUEUE_CAUSES: readonly DequeueCause[] = ['deadline', 'cancel'];
 
 /** Why `command` breaks the wire limits, or null when it is encodable. Shared by encode and applyCommand. */
 export function wireLimitViolation(command: LockCommand): string | null {
@@ -146,7 +177,19 @@ export function wireLimitViolation(command: LockCommand): string | null {
     case 'expire':
       return stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ?? tokenViolation(command.token);
     case 'acquire':
-      return lockIdentityViolation(command) ?? ttlViolation(command.ttlMs) ?? requestIdViolation(command.requestId);
+      return (
+        lockIdentityViolation(command) ??
+        ttlViolation(command.ttlMs) ??
+        requestIdViolation(command.requestId) ??
+        (command.waitMs === undefined || isIntegerIn(command.waitMs, 0, WIRE_LIMITS.maxWaitMs) ? null : `waitMs must be an integer in [0, 2^40], got ${String(command.waitMs)}`) ??
+        (command.queued === true && (command.waitMs ?? 0) > 0 ? 'a queued acquire cannot also wait' : null)
+      );
+    case 'dequeue':
+      return (
+        stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ??
+        (isIntegerIn(command.ticket, 1, Number.MAX_SAFE_INTEGER) ? null : `ticket must be a positive integer, got ${String(command.ticket)}`) ??
+        (DEQUEUE_CAUSES.includes(command.cause) ? null : `cause must be deadline or cancel, got ${String(command.cause)}`)
+      );
     case 'renew':
       return (
         lockIdentityViolation(command) ??
@@ -165,7 +208,7 @@ export function encodeCommand(command: LockCommand): Uint8Array {
   const violation = wireLimitViolation(command);
   if (violation !== null) throw new CommandEncodeError(`cannot encode ${command.type}: ${violation}`);
   const out = new ByteWriter(32 + ('key' in command ? command.key.length * 3 : 0));
-  out.byte(command.type === 'acquire' && command.queued === true ? TAG_QUEUED_ACQUIRE : TAGS[command.type]);
+  out.byte(tagOf(command));
   out.uint(command.timeMs);
   switch (command.type) {
     case 'acquire':
@@ -173,6 +216,12 @@ export function encodeCommand(command: LockCommand): Uint8Array {
       out.string(command.owner);
       out.uint(command.ttlMs);
       out.string(command.requestId);
+      if ((command.waitMs ?? 0) > 0) out.uint(command.waitMs!);
+      break;
+    case 'dequeue':
+      out.string(command.key);
+      out.uint(command.ticket);
+      out.byte(DEQUEUE_CAUSES.indexOf(command.cause) + 1);
       break;
     case 'renew':
       out.string(command.key);
@@ -210,12 +259,27 @@ export function decodeCommand(bytes: Uint8Array): LockCommand {
   let command: LockCommand;
   switch (tag) {
     case TAGS.acquire:
-    case TAG_QUEUED_ACQUIRE: {
+    case TAG_QUEUED_ACQUIRE:
+    case TAG_WAITING_ACQUIRE: {
       const key = readKey(input);
       const owner = readOwner(input);
       const ttlMs = readTtl(input);
       command = { type: 'acquire', timeMs, key, owner, ttlMs, requestId: readRequestId(input) };
       if (tag === TAG_QUEUED_ACQUIRE) command.queued = true;
+      if (tag === TAG_WAITING_ACQUIRE) {
+        const waitMs = input.uint();
+        if (waitMs < 1 || waitMs > WIRE_LIMITS.maxWaitMs) input.fail(`waitMs ${waitMs} is outside [1, 2^40]`);
+        command.waitMs = waitMs;
+      }
+      break;
+    }
+    case TAGS.dequeue: {
+      const key = readKey(input);
+      const ticket = input.uint();
+      if (ticket < 1) input.fail('ticket is 0');
+      const cause = DEQUEUE_CAUSES[input.byte() - 1];
+      if (cause === undefined) input.fail('unknown dequeue cause');
+      command = { type: 'dequeue', timeMs, key, ticket, cause: cause! };
       break;
     }
     case TAGS.renew: {
@@ -256,6 +320,12 @@ export function decodeCommand(bytes: Uint8Array): LockCommand {
   }
   input.end();
   return command;
+}
+
+function tagOf(command: LockCommand): number {
+  if (command.type !== 'acquire') return TAGS[command.type];
+  if (command.queued === true) return TAG_QUEUED_ACQUIRE;
+  return (command.waitMs ?? 0) > 0 ? TAG_WAITING_ACQUIRE : TAGS.acquire;
 }
 
 function readKey(input: ByteReader): string {

@@ -19,13 +19,22 @@
 //   first entry of a higher raft term starts a lease epoch: see epoch.ts and LEASES.md.
 //   forget   drops every free key freed at or before the entry's `upToMs`; their last tokens are folded into
 //            one watermark. Get answers last_token = the watermark for a key the machine has no record of.
+//   wait     an acquire with waitMs > 0 that cannot be granted joins the key's wait line (wait-line.ts); a
+//            retry of the same (owner, request_id) keeps its place. Every entry that ends a hold (release,
+//            expire, and an acquire that finds the hold past its deadline while others wait) hands the key
+//            to the head of the line in that same entry (handOff): the grant's token is the entry's index,
+//            as for any grant. Waiters whose wait deadline (log time) has passed are skipped and refused.
+//            `dequeue` takes a waiter out (deadline passed, or call cancelled). Whoever holds a waiter's call
+//            learns the decision from the entry's result (`decided`), so no leader's memory decides a grant
+//            or a refusal of a waiter.
 //            The rule keeps SPEC's guarantees: last_token is never below the real value (the watermark is
 //            at least every forgotten key's last token, and 0 stays 0 until something is forgotten), and
 //            tokens only grow, because a token is the raft index of its acquire entry, which is above every
 //            index before it — forgotten keys included. What it gives up is exactness: a forgotten key (or
 //            one never used) may report a last_token higher than its own.
 import { CommandDecodeError, decodeCommand, wireLimitViolation } from './commands.js';
-import type { AcquireCommand, ExpireCommand, ForgetCommand, LockCommand, ReleaseCommand, RenewCommand } from './commands.js';
+import type { AcquireCommand, DequeueCommand, ExpireCommand, ForgetCommand, LockCommand, ReleaseCommand, RenewCommand } from './commands.js';
+import { WaitLines, Waiter, type DueWaiter } from './wait-line.js';
 import { DeadlineHeap, EndByHeap } from './deadline-heap.js';
 import { carryLease, endByMs } from './epoch.js';
 import type { LeaseCarryOver, LeaseEpoch, LeaseTimes } from './epoch.js';
@@ -41,6 +50,7 @@ import { DEFAULT_LOCK_MACHINE_OPTIONS } from './types.js';
 import type {
   AcquireOutcome,
   AcquireResult,
+  DequeueResult,
   DueLease,
   ErrorResult,
   ExpireResult,
@@ -52,6 +62,7 @@ import type {
   ReleaseResult,
   RenewOutcome,
   RenewResult,
+  WaiterDecision,
 } from './types.js';
 
 /** A snapshot being written in slices (LockMachine.beginSnapshot). */
@@ -122,6 +133,8 @@ export class LockMachine {
   private snapshotBytesPerItem = 0;
   private readonly endBy = new EndByHeap();
   private readonly dedup: DedupTable;
+  /** Who waits for which key, in log order (see the header's `wait`). */
+  private readonly lines = new WaitLines();
   /** The sliced snapshot being written, if any: told before every change of a key or of every lease. */
   private writer: SnapshotWriter | null = null;
 
@@ -181,6 +194,33 @@ export class LockMachine {
   /** Leases (live or awaiting their expire entry) whose owner is `owner`. */
   leaseCountOf(owner: string): number {
     return this.leasesByOwner.get(owner)?.leases ?? 0;
+  }
+
+  /** Requests in every wait line. */
+  get waiterCount(): number {
+    return this.lines.size;
+  }
+
+  /** Requests in `key`'s wait line. */
+  waiterCountOf(key: string): number {
+    return this.lines.countFor(key);
+  }
+
+  /** Where (owner, request_id) waits, if it does: its key and ticket. */
+  waiterFor(owner: string, requestId: string): { key: string; ticket: number } | undefined {
+    const w = this.lines.byRequestOf(owner, requestId);
+    return w === undefined ? undefined : { key: w.key, ticket: w.ticket };
+  }
+
+  /** Whether the waiter with this ticket is still in `key`'s line. */
+  isWaiting(key: string, ticket: number): boolean {
+    return this.lines.get(key, ticket) !== undefined;
+  }
+
+  /** Up to `limit` waiters whose wait deadline is <= max(nowMs, log time), earliest first, for the leader to
+   *  propose `dequeue {key, ticket, deadline}`. Each stays in the answer until that entry applies. */
+  dueWaiters(nowMs: number, limit: number): DueWaiter[] {
+    return this.lines.due(Math.max(nowMs, this.logNowMs), limit);
   }
 
   /** The owner of `key`'s lease if it has one (live or awaiting its expire entry); null when it has a free
@@ -343,7 +383,10 @@ export class LockMachine {
       epochStartMs: this.epochStartMsValue,
       forgottenWatermark: this.forgottenWatermark,
     };
-    return new SnapshotWriter({ header, leases: this.leases, freeKeys: this.freeKeyLastTokens, dedup: this.dedup, timesOf: this.timesAsOfNow() }, sizeHint);
+    return new SnapshotWriter(
+      { header, leases: this.leases, freeKeys: this.freeKeyLastTokens, dedup: this.dedup, timesOf: this.timesAsOfNow(), waiters: this.lines },
+      sizeHint,
+    );
   }
 
   /**
@@ -397,6 +440,14 @@ export class LockMachine {
       }
       machine.freeKeyLastTokens.free(key, lastToken, freedAtMs);
     }
+    for (const w of state.waiters) {
+      // The machine's invariant: a key has waiters only while it has a lease (see the header's `wait`).
+      if (!machine.leases.has(w.key)) throw new SnapshotDecodeError(`key ${JSON.stringify(w.key)} has waiters but no lease`, bytes.length);
+      if (machine.lines.byRequestOf(w.owner, w.requestId) !== undefined) {
+        throw new SnapshotDecodeError(`request ${JSON.stringify(w.requestId)} of ${JSON.stringify(w.owner)} waits twice`, bytes.length);
+      }
+      machine.lines.join(w);
+    }
     return machine;
   }
 
@@ -428,6 +479,8 @@ export class LockMachine {
         return { type: 'checkpoint', index };
       case 'forget':
         return this.forget(index, command);
+      case 'dequeue':
+        return this.dequeue(index, command);
     }
   }
 
@@ -500,47 +553,127 @@ export class LockMachine {
     const waitingRefusal = command.queued === true && replay !== null && replay.type === 'acquire' && !replay.acquired;
     if (replay !== null && !waitingRefusal) return replay as AcquireResult | ErrorResult;
     const nowMs = this.logNowMs;
-    let lease = this.leaseOf(command.key);
-    let outcome: AcquireOutcome;
-    if (lease !== undefined && lease.isLiveAt(nowMs) && lease.owner !== command.owner) {
-      outcome = {
-        acquired: false,
-        token: 0n,
-        ttlMs: 0,
-        expiresAtMs: 0,
-        holderOwner: lease.owner,
-        holderTtlMs: lease.leaseDeadlineMs - nowMs,
-      };
-    } else {
-      this.writer?.beforeKeyWrite(command.key);
-      if (lease === undefined) {
-        this.freeKeyLastTokens.delete(command.key);
-        const owner = this.countOwner(command.owner, 1);
-        lease = new Lease(command.key, owner, index, command.ttlMs, nowMs + command.ttlMs, 0, nowMs);
-        this.leases.set(command.key, lease);
-        this.deadlines.push(lease);
-        this.granted(lease);
-      } else {
-        let owner = lease.owner;
-        if (owner !== command.owner) {
-          this.countOwner(owner, -1);
-          owner = this.countOwner(command.owner, 1);
-        }
-        lease.grant(owner, index, command.ttlMs, nowMs);
-        this.deadlines.update(lease);
-        this.granted(lease);
-      }
-      outcome = {
-        acquired: true,
-        token: BigInt(index),
-        ttlMs: command.ttlMs,
-        expiresAtMs: lease.leaseDeadlineMs,
-        holderOwner: '',
-        holderTtlMs: 0,
-      };
+    // A retry of a request already in line keeps its place and its wait deadline (SPEC: it re-attaches).
+    const inLine = this.lines.byRequestOf(command.owner, command.requestId);
+    if (inLine !== undefined) {
+      if (inLine.key !== command.key) return this.reusedInLine(index, inLine, command.key);
+      return { type: 'acquire', index, replayed: true, ...this.refusalBy(this.leaseOf(command.key), nowMs), waitTicket: inLine.ticket };
     }
-    this.remember(command, { type: 'acquire', outcome, token: 0n });
-    return { type: 'acquire', index, replayed: false, ...outcome };
+    const decided: WaiterDecision[] = [];
+    let lease = this.leaseOf(command.key);
+    if (lease !== undefined && !lease.isLiveAt(nowMs) && this.lines.countFor(command.key) > 0) {
+      // The hold ahead of the line ran out and no entry has ended it yet: this one does, and hands the key
+      // to the line first, so a newcomer never overtakes a waiter.
+      this.removeLease(lease);
+      this.handOff(command.key, index, decided);
+      lease = this.leaseOf(command.key);
+    }
+    // Held by another (or handed to a waiter in this very entry, whose token is this index: a same-owner
+    // supersede would reuse it).
+    const blocked = lease !== undefined && lease.isLiveAt(nowMs) && (lease.owner !== command.owner || lease.fencingToken === index);
+    let outcome: AcquireOutcome;
+    let waitTicket: number | undefined;
+    if (blocked) {
+      outcome = this.refusalBy(lease, nowMs);
+      if ((command.waitMs ?? 0) > 0) {
+        // In line: not an answer yet, so nothing is remembered; the entry that decides it remembers that.
+        this.lines.join(new Waiter(command.key, index, this.ownerName(command.owner), command.ttlMs, command.requestId, nowMs + command.waitMs!));
+        waitTicket = index;
+      }
+    } else {
+      lease = this.hold(command.key, lease, command.owner, index, command.ttlMs);
+      outcome = grantedOutcome(lease);
+    }
+    if (waitTicket === undefined) this.remember(command, { type: 'acquire', outcome, token: 0n });
+    const result: AcquireResult = { type: 'acquire', index, replayed: false, ...outcome };
+    if (waitTicket !== undefined) result.waitTicket = waitTicket;
+    if (decided.length > 0) result.decided = decided;
+    return result;
+  }
+
+  /** Grants `key` to `owner` with token `index` at log time now: a new lease, or `lease` re-granted. */
+  private hold(key: string, lease: Lease | undefined, ownerName: string, index: number, ttlMs: number): Lease {
+    const nowMs = this.logNowMs;
+    this.writer?.beforeKeyWrite(key);
+    if (lease === undefined) {
+      this.freeKeyLastTokens.delete(key);
+      const owner = this.countOwner(ownerName, 1);
+      lease = new Lease(key, owner, index, ttlMs, nowMs + ttlMs, 0, nowMs);
+      this.leases.set(key, lease);
+      this.deadlines.push(lease);
+    } else {
+      let owner = lease.owner;
+      if (owner !== ownerName) {
+        this.countOwner(owner, -1);
+        owner = this.countOwner(ownerName, 1);
+      }
+      lease.grant(owner, index, ttlMs, nowMs);
+      this.deadlines.update(lease);
+    }
+    this.granted(lease);
+    return lease;
+  }
+
+  /**
+   * `key`'s hold just ended in entry `index`: the first waiter still within its wait deadline gets the key,
+   * with token `index`; the ones before it whose deadline passed leave the line refused. Each decision is
+   * remembered under its request id, as if its own entry had decided it.
+   */
+  private handOff(key: string, index: number, decided: WaiterDecision[]): void {
+    for (let w = this.lines.head(key); w !== undefined; w = this.lines.head(key)) {
+      this.lines.leave(w);
+      let outcome: AcquireOutcome;
+      if (w.deadlineMs <= this.logNowMs) {
+        outcome = this.refusalBy(undefined, this.logNowMs);
+      } else {
+        outcome = grantedOutcome(this.hold(key, this.leaseOf(key), w.owner, index, w.ttlMs));
+      }
+      this.remember(w, { type: 'acquire', outcome, token: 0n });
+      decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });
+      if (outcome.acquired) return;
+    }
+  }
+
+  private dequeue(index: number, command: DequeueCommand): DequeueResult {
+    const w = this.lines.get(command.key, command.ticket);
+    const result: DequeueResult = { type: 'dequeue', index, dequeued: false, key: command.key, ticket: command.ticket };
+    if (w === undefined || (command.cause === 'deadline' && w.deadlineMs > this.logNowMs)) return result;
+    this.lines.leave(w);
+    const outcome = this.refusalBy(this.leaseOf(command.key), this.logNowMs);
+    const cancelled = command.cause === 'cancel';
+    if (!cancelled) this.remember(w, { type: 'acquire', outcome, token: 0n });
+    result.dequeued = true;
+    result.decided = [{ key: w.key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled }];
+    return result;
+  }
+
+  /** "Not acquired", naming the live holder (if any) and its time left at `nowMs`. */
+  private refusalBy(lease: Lease | undefined, nowMs: number): AcquireOutcome {
+    const live = lease !== undefined && lease.isLiveAt(nowMs);
+    return {
+      acquired: false,
+      token: 0n,
+      ttlMs: 0,
+      expiresAtMs: 0,
+      holderOwner: live ? lease.owner : '',
+      holderTtlMs: live ? lease.leaseDeadlineMs - nowMs : 0,
+    };
+  }
+
+  private reusedInLine(index: number, w: Waiter, key: string): ErrorResult {
+    return {
+      type: 'error',
+      index,
+      code: 'REQUEST_ID_REUSED',
+      message:
+        `request_id ${JSON.stringify(w.requestId)} of owner ${JSON.stringify(w.owner)} waits in line for key ` +
+        `${JSON.stringify(w.key)}, not ${JSON.stringify(key)}; use a new request_id for a different request`,
+    };
+  }
+
+  /** The shared copy of an owner's name when it has leases (see countOwner), else the name itself. */
+  private ownerName(owner: string): string {
+    return this.leasesByOwner.get(owner)?.name ?? owner;
   }
 
   private renew(index: number, command: RenewCommand): RenewResult | ErrorResult {
@@ -567,18 +700,30 @@ export class LockMachine {
     if (replay !== null) return replay as ReleaseResult | ErrorResult;
     const lease = this.leaseOf(command.key);
     const reason = this.refusal(lease, command, false);
-    if (lease !== undefined && reason === 'UNSPECIFIED') this.removeLease(lease);
+    const decided: WaiterDecision[] = [];
+    if (lease !== undefined && reason === 'UNSPECIFIED') {
+      this.removeLease(lease);
+      this.handOff(command.key, index, decided);
+    }
     const outcome = { released: reason === 'UNSPECIFIED', reason };
     this.remember(command, { type: 'release', outcome, token: command.token });
-    return { type: 'release', index, replayed: false, key: command.key, ...outcome };
+    const result: ReleaseResult = { type: 'release', index, replayed: false, key: command.key, ...outcome };
+    if (decided.length > 0) result.decided = decided;
+    return result;
   }
 
   private expire(index: number, command: ExpireCommand): ExpireResult {
     const lease = this.leaseOf(command.key);
     const due =
       lease !== undefined && BigInt(lease.fencingToken) === command.token && !lease.isLiveAt(this.logNowMs);
-    if (due) this.removeLease(lease);
-    return { type: 'expire', index, expired: due, key: command.key, token: command.token };
+    const result: ExpireResult = { type: 'expire', index, expired: due, key: command.key, token: command.token };
+    if (due) {
+      this.removeLease(lease);
+      const decided: WaiterDecision[] = [];
+      this.handOff(command.key, index, decided);
+      if (decided.length > 0) result.decided = decided;
+    }
+    return result;
   }
 
   /** Why renew/release by (owner, token) is refused; 'UNSPECIFIED' when it may proceed. */
@@ -672,6 +817,10 @@ export class LockMachine {
       ...result,
     } as DedupRecord);
   }
+}
+
+function grantedOutcome(lease: Lease): AcquireOutcome {
+  return { acquired: true, token: BigInt(lease.fencingToken), ttlMs: lease.ttlMs, expiresAtMs: lease.leaseDeadlineMs, holderOwner: '', holderTtlMs: 0 };
 }
 
 function malformed(index: number, message: string): ErrorResult {

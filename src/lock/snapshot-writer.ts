@@ -20,7 +20,8 @@ import type { FreeKeys } from './free-keys.js';
 import { KEY_BUCKETS, type KeyBuckets } from './key-buckets.js';
 import type { Lease } from './lease.js';
 import type { LeaseTimes } from './epoch.js';
-import { PrefixKeyWriter, sectionBitsFor, sectionOf, writeHeader, writeSection, type DecodedFreeKey, type SnapshotHeader } from './snapshot.js';
+import type { WaitLines } from './wait-line.js';
+import { PrefixKeyWriter, SNAPSHOT_VERSION, SNAPSHOT_VERSION_WITH_WAITERS, writeWaiters, sectionBitsFor, sectionOf, writeHeader, writeSection, type DecodedFreeKey, type SnapshotHeader } from './snapshot.js';
 
 /** Keys (or dedup records) one slice handles: ~2-5 ms of work on a slow shared core (measured with
  *  scripts/machine-scale.ts). */
@@ -33,6 +34,9 @@ export interface SnapshotSource {
   timesOf?: (lease: Lease) => LeaseTimes;
   freeKeys: FreeKeys;
   dedup: DedupTable;
+  /** The wait lines (absent or empty: a version 3 snapshot). Copied when the writer opens: they are bounded
+   *  by the admission limits, so the copy is small next to the keys. */
+  waiters?: WaitLines;
 }
 
 export class SnapshotWriter {
@@ -52,6 +56,8 @@ export class SnapshotWriter {
   private readonly scratch = new ByteWriter(4096);
   private dedupWritten = 0;
   private closed = false;
+  /** The wait lines as they were at the opening, encoded; null when nobody waited (version 3). */
+  private readonly waiterBytes: Uint8Array | null;
 
   constructor(
     private readonly source: SnapshotSource,
@@ -62,7 +68,15 @@ export class SnapshotWriter {
     this.sectionBits = sectionBitsFor(source.leases.size + source.freeKeys.size);
     this.sectionCount = 2 ** this.sectionBits;
     this.out = new ByteWriter(Math.max(1024, Math.ceil(sizeHint * 1.1)));
-    writeHeader(this.out, this.header, this.sectionBits);
+    const waiters = source.waiters !== undefined && source.waiters.size > 0 ? [...source.waiters.all()] : [];
+    if (waiters.length > 0) {
+      const lines = new ByteWriter(64 * waiters.length);
+      writeWaiters(lines, waiters, this.header.nowMs);
+      this.waiterBytes = lines.finish();
+    } else {
+      this.waiterBytes = null;
+    }
+    writeHeader(this.out, this.header, this.sectionBits, waiters.length > 0 ? SNAPSHOT_VERSION_WITH_WAITERS : SNAPSHOT_VERSION);
     this.dedupOut = new ByteWriter(1024);
     this.dedupReader = source.dedup.openSnapshot((seq) => {
       source.dedup.writeSnapshotRecord(this.dedupOut, seq, this.header.nowMs);
@@ -106,6 +120,7 @@ export class SnapshotWriter {
     if (this.dedupWritten !== this.dedupReader.count) {
       throw new Error(`snapshot writer: ${this.dedupWritten} dedup records read, ${this.dedupReader.count} expected`);
     }
+    if (this.waiterBytes !== null) this.out.raw(this.waiterBytes);
     return this.out.tight();
   }
 

@@ -15,6 +15,10 @@
 //     are sorted by key:  lease = key ownerIndex token ttlMs deadline-now:svarint observedMs now-observeFrom
 //                         freeKey = key lastToken now-freedAt
 //   dedupCount (owner:str requestId:str now-recordedAt type:u8 key:str token:uvarint64 outcome)*  oldest first
+// Version 4 is version 3 followed by the wait lines (wait-line.ts), written only when someone waits (a state
+// without waiters is written as version 3, byte for byte as before):
+//   lineCount (key waiterCount (ticketDelta owner:str ttlMs requestId:str deadline-now:svarint)*)*
+//   lines sorted by key; in a line, waiters in ticket order, the first ticket absolute, then deltas >= 1.
 // Why sections: a section is sorted and written on its own (~256-512 keys), so a snapshot of a million keys
 // is written in slices, with copy-on-write per section (snapshot-writer.ts), never one global sort.
 // Version 2 had one global owner table, then all leases and all free keys sorted by key, then the watermark;
@@ -28,6 +32,7 @@ import { KEY_BUCKETS, bucketOf } from './key-buckets.js';
 import { Lease } from './lease.js';
 import type { LeaseTimes } from './epoch.js';
 import { WIRE_LIMITS } from './commands.js';
+import { Waiter } from './wait-line.js';
 
 const MAGIC = [0x4c, 0x48, 0x53]; // "LHS"
 /** 3: keys in hash sections, each with its own owner table (see the header). 2: free keys carry the time
@@ -35,6 +40,8 @@ const MAGIC = [0x4c, 0x48, 0x53]; // "LHS"
  *  free keys count as freed at the snapshot's time (kept a full retention from there, never forgotten
  *  early), with watermark 0. */
 export const SNAPSHOT_VERSION = 3;
+/** Version 3 plus the wait lines; see the header. */
+export const SNAPSHOT_VERSION_WITH_WAITERS = 4;
 
 export class SnapshotDecodeError extends Error {
   override readonly name = 'SnapshotDecodeError';
@@ -64,6 +71,8 @@ export type DecodedFreeKey = Pick<FreeKey, 'key' | 'lastToken' | 'freedAtMs'>;
 export interface DecodedState extends SnapshotHeader {
   leases: Lease[];
   freeKeys: DecodedFreeKey[];
+  /** In line order per key (restore checks that each key has a lease). */
+  waiters: Waiter[];
 }
 
 /**
@@ -96,9 +105,9 @@ export function sectionOf(key: string, sectionBits: number): number {
   return bucketOf(key) & ((1 << sectionBits) - 1);
 }
 
-export function writeHeader(out: ByteWriter, header: SnapshotHeader, sectionBits: number): void {
+export function writeHeader(out: ByteWriter, header: SnapshotHeader, sectionBits: number, version = SNAPSHOT_VERSION): void {
   for (const b of MAGIC) out.byte(b);
-  out.byte(SNAPSHOT_VERSION);
+  out.byte(version);
   out.uint(header.appliedIndex);
   out.uint(header.nowMs);
   out.uint(header.epochTerm);
@@ -143,13 +152,39 @@ export function writeSection(
   }
 }
 
+/** The wait lines (version 4's tail): sorts `waiters` in place by (key, ticket). Times relative to `nowMs`. */
+export function writeWaiters(out: ByteWriter, waiters: Waiter[], nowMs: number): void {
+  waiters.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.ticket - b.ticket));
+  let lines = 0;
+  for (let i = 0; i < waiters.length; i++) if (i === 0 || waiters[i]!.key !== waiters[i - 1]!.key) lines++;
+  out.uint(lines);
+  const keys = new PrefixKeyWriter().restart(out);
+  for (let i = 0; i < waiters.length; ) {
+    const key = waiters[i]!.key;
+    let end = i;
+    while (end < waiters.length && waiters[end]!.key === key) end++;
+    keys.write(key);
+    out.uint(end - i);
+    let previousTicket = 0;
+    for (; i < end; i++) {
+      const w = waiters[i]!;
+      out.uint(w.ticket - previousTicket);
+      previousTicket = w.ticket;
+      out.string(w.owner);
+      out.uint(w.ttlMs);
+      out.string(w.requestId);
+      out.sint(w.deadlineMs - nowMs);
+    }
+  }
+}
+
 /** Strict decode of any version: any inconsistency (bad ordering, dangling owner index, token from the
  *  future, a key in the wrong section) throws SnapshotDecodeError. */
 export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink): DecodedState {
   const input = new ByteReader(bytes, (message, offset) => new SnapshotDecodeError(message, offset));
   for (const b of MAGIC) if (input.byte() !== b) input.fail('not a lock snapshot (bad magic)');
   const version = input.byte();
-  if (version < 1 || version > SNAPSHOT_VERSION) input.fail(`unsupported snapshot version ${version}`);
+  if (version < 1 || version > SNAPSHOT_VERSION_WITH_WAITERS) input.fail(`unsupported snapshot version ${version}`);
   const appliedIndex = input.uint();
   const nowMs = input.uint();
   const epochTerm = input.uint();
@@ -159,7 +194,7 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink): Deco
   const leases: Lease[] = [];
   const freeKeys: DecodedFreeKey[] = [];
   let forgottenWatermark: number;
-  if (version === SNAPSHOT_VERSION) {
+  if (version >= 3) {
     forgottenWatermark = input.uint();
     const sectionBits = input.byte();
     if (sectionBits > MAX_SECTION_BITS) input.fail(`section bits ${sectionBits}`);
@@ -183,8 +218,13 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink): Deco
   }
   if (forgottenWatermark > appliedIndex) input.fail(`watermark ${forgottenWatermark} is beyond index ${appliedIndex}`);
   fields.dedup(bytes, dedupSink);
+  const waiters: Waiter[] = [];
+  if (version === SNAPSHOT_VERSION_WITH_WAITERS) {
+    fields.waiters(waiters);
+    if (waiters.length === 0) input.fail('a version 4 snapshot without waiters (written as version 3)');
+  }
   input.end();
-  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark };
+  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, waiters };
 }
 
 /** Reads the parts every version shares, checking each field against the snapshot's index and time. */
@@ -257,6 +297,32 @@ class FieldReader {
       const bodyStart = input.position;
       skipDedupBody(input);
       sink.record(bytes, start, split, bodyStart, input.position, recordedAtMs);
+    }
+  }
+
+  waiters(into: Waiter[]): void {
+    const input = this.input;
+    const lineCount = countOf(input);
+    const keys = new PrefixKeyReader(input);
+    for (let line = 0; line < lineCount; line++) {
+      const key = keys.read();
+      const count = countOf(input);
+      if (count === 0) input.fail(`empty wait line for ${JSON.stringify(key)}`);
+      let ticket = 0;
+      for (let i = 0; i < count; i++) {
+        const delta = input.uint();
+        if (delta < 1) input.fail('wait line tickets are not increasing');
+        ticket += delta;
+        if (ticket > this.appliedIndex) input.fail(`ticket ${ticket} is beyond index ${this.appliedIndex}`);
+        const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
+        if (owner.length === 0) input.fail('waiter owner is empty');
+        const ttlMs = input.uint();
+        if (ttlMs < 1 || ttlMs > WIRE_LIMITS.maxTtlMs) input.fail(`waiter ttlMs ${ttlMs}`);
+        const requestId = input.string(WIRE_LIMITS.maxRequestIdBytes);
+        const deadlineMs = this.nowMs + input.sint();
+        if (deadlineMs < 0) input.fail('waiter deadline out of range');
+        into.push(new Waiter(key, ticket, owner, ttlMs, requestId, deadlineMs));
+      }
     }
   }
 

@@ -33,9 +33,26 @@ export interface ReleaseOutcome {
   reason: RefusalReason;
 }
 
+/**
+ * A waiter that left its line in this entry (wait-line.ts): granted by a hand-off, refused at its wait
+ * deadline, or cancelled. Whoever holds the waiter's call answers it with `outcome` — on any node, from any
+ * entry (a release, an expire, a dequeue, another acquire), because the log decided it.
+ */
+export interface WaiterDecision {
+  key: string;
+  ticket: number;
+  owner: string;
+  requestId: string;
+  outcome: AcquireOutcome;
+  /** Left because its call was cancelled: nobody is waiting for the outcome, and none is remembered. */
+  cancelled: boolean;
+}
+
 interface ResultBase {
   /** Raft index of the entry that produced this result (so the proposer can match its proposal). */
   index: number;
+  /** Waiters this entry took out of their lines (absent = none). */
+  decided?: WaiterDecision[];
 }
 
 interface ReplayableResult extends ResultBase {
@@ -45,6 +62,9 @@ interface ReplayableResult extends ResultBase {
 
 export interface AcquireResult extends ReplayableResult, AcquireOutcome {
   type: 'acquire';
+  /** Set when the request is (still) in the key's wait line: its ticket. Not an answer: the caller waits
+   *  for the entry whose `decided` names this ticket. */
+  waitTicket?: number;
 }
 
 export interface RenewResult extends ReplayableResult, RenewOutcome {
@@ -71,6 +91,14 @@ export interface TermStartResult extends ResultBase {
   leasesExtended: number;
   /** Leases that provably outlived their TTL across earlier terms and were ended instead. */
   leasesEnded: number;
+}
+
+export interface DequeueResult extends ResultBase {
+  type: 'dequeue';
+  /** false when the waiter was gone already (granted, cancelled) or, for a deadline, not yet due. */
+  dequeued: boolean;
+  key: string;
+  ticket: number;
 }
 
 export interface CheckpointResult extends ResultBase {
@@ -106,6 +134,7 @@ export type LockResult =
   | TermStartResult
   | CheckpointResult
   | ForgetResult
+  | DequeueResult
   | ErrorResult;
 
 /** What `get` reports, judged at the machine's current log time (proto GetResponse). */

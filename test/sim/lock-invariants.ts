@@ -115,6 +115,8 @@ export function canonicalResult(r: LockResult): string {
       return `checkpoint@${r.index}`;
     case 'forget':
       return `forget@${r.index}|${r.forgotten}|${r.watermark}`;
+    case 'dequeue':
+      return `dequeue@${r.index}|${r.dequeued}|${r.key}|${r.ticket}`;
     case 'error':
       return `error@${r.index}|${r.code}`;
   }

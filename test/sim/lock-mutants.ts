@@ -42,8 +42,8 @@ export const LOCK_MUTANTS: LockMutant[] = [
     patches: [
       {
         file: 'machine.ts',
-        find: `    const reason = this.refusal(lease, command, false);\n    if (lease !== undefined && reason === 'UNSPECIFIED') this.removeLease(lease);`,
-        replace: `    const reason: RefusalReason = lease === undefined ? 'NOT_HELD' : 'UNSPECIFIED';\n    if (lease !== undefined) this.removeLease(lease);`,
+        find: `    const reason = this.refusal(lease, command, false);\n    const decided: WaiterDecision[] = [];\n    if (lease !== undefined && reason === 'UNSPECIFIED') {`,
+        replace: `    const reason: RefusalReason = lease === undefined ? 'NOT_HELD' : 'UNSPECIFIED';\n    const decided: WaiterDecision[] = [];\n    if (lease !== undefined) {`,
       },
     ],
   },
@@ -54,8 +54,8 @@ export const LOCK_MUTANTS: LockMutant[] = [
     patches: [
       {
         file: 'machine.ts',
-        find: `    const reason = this.refusal(lease, command, false);\n    if (lease !== undefined && reason === 'UNSPECIFIED') this.removeLease(lease);`,
-        replace: `    const reason = this.refusal(lease, { owner: command.owner, token: lease === undefined ? command.token : BigInt(lease.fencingToken) }, false);\n    if (lease !== undefined && reason === 'UNSPECIFIED') this.removeLease(lease);`,
+        find: `    const reason = this.refusal(lease, command, false);\n    const decided: WaiterDecision[] = [];`,
+        replace: `    const reason = this.refusal(lease, { owner: command.owner, token: lease === undefined ? command.token : BigInt(lease.fencingToken) }, false);\n    const decided: WaiterDecision[] = [];`,
       },
     ],
   },
@@ -72,10 +72,8 @@ export const LOCK_MUTANTS: LockMutant[] = [
     patches: [
       { file: 'machine.ts', find: `  private epochStartMsValue = 0;\n`, replace: `  private epochStartMsValue = 0;\n  private leaderTokenCounter = 0;\n` },
       { file: 'machine.ts', find: `    this.epochTermValue = term;\n`, replace: `    this.epochTermValue = term;\n    this.leaderTokenCounter = 0;\n` },
-      { file: 'machine.ts', find: `      if (lease === undefined) {\n        this.freeKeyLastTokens.delete(command.key);`, replace: `      const token = ++this.leaderTokenCounter;\n      if (lease === undefined) {\n        this.freeKeyLastTokens.delete(command.key);` },
-      { file: 'machine.ts', find: `new Lease(command.key, owner, index, `, replace: `new Lease(command.key, owner, token, ` },
-      { file: 'machine.ts', find: `lease.grant(owner, index, `, replace: `lease.grant(owner, token, ` },
-      { file: 'machine.ts', find: `        token: BigInt(index),\n`, replace: `        token: BigInt(token),\n` },
+      // Every grant (a plain acquire, a hand-off to a waiter) goes through hold(): its token from the counter.
+      { file: 'machine.ts', find: `ttlMs: number): Lease {\n    const nowMs = this.logNowMs;\n`, replace: `ttlMs: number): Lease {\n    index = ++this.leaderTokenCounter;\n    const nowMs = this.logNowMs;\n` },
     ],
   },
   {
@@ -83,7 +81,8 @@ export const LOCK_MUTANTS: LockMutant[] = [
     name: "lease deadline computed from the applying node's clock",
     maxSeeds: 50,
     patches: [
-      { file: 'machine.ts', find: `    const nowMs = this.logNowMs;\n    let lease = this.leaseOf(command.key);`, replace: `    const nowMs = ${NODE_CLOCK} ?? this.logNowMs;\n    let lease = this.leaseOf(command.key);` },
+      // Every grant's deadline is set in hold() (a plain acquire, a hand-off to a waiter).
+      { file: 'machine.ts', find: `ttlMs: number): Lease {\n    const nowMs = this.logNowMs;\n`, replace: `ttlMs: number): Lease {\n    const nowMs = ${NODE_CLOCK} ?? this.logNowMs;\n` },
       { file: 'machine.ts', find: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, this.logNowMs);`, replace: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, ${NODE_CLOCK} ?? this.logNowMs);` },
     ],
   },

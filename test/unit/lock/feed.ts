@@ -33,6 +33,15 @@ export class Feed {
     return this.expect('acquire', this.apply({ type: 'acquire', timeMs: this.timeMs, key, owner, ttlMs, requestId }));
   }
 
+  /** An acquire that joins the key's wait line for up to `waitMs` (log time) when it cannot be granted. */
+  wait(key: string, owner: string, ttlMs: number, waitMs: number, requestId = '') {
+    return this.expect('acquire', this.apply({ type: 'acquire', timeMs: this.timeMs, key, owner, ttlMs, requestId, waitMs }));
+  }
+
+  dequeue(key: string, ticket: number, cause: 'deadline' | 'cancel') {
+    return this.expect('dequeue', this.apply({ type: 'dequeue', timeMs: this.timeMs, key, ticket, cause }));
+  }
+
   renew(key: string, owner: string, token: bigint, ttlMs: number, requestId = '') {
     return this.expect('renew', this.apply({ type: 'renew', timeMs: this.timeMs, key, owner, token, ttlMs, requestId }));
   }

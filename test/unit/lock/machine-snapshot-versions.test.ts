@@ -45,8 +45,8 @@ describe('snapshot versions', () => {
   it('a version from the future is refused with a clear error', () => {
     const bytes = sameHistory().snapshot();
     const future = bytes.slice();
-    future[3] = 4;
+    future[3] = 5;
     expect(() => LockMachine.restore(future)).toThrow(SnapshotDecodeError);
-    expect(() => LockMachine.restore(future)).toThrow(/unsupported snapshot version 4/);
+    expect(() => LockMachine.restore(future)).toThrow(/unsupported snapshot version 5/);
   });
 });
