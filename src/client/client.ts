@@ -63,6 +63,8 @@ export interface LockInfo {
   ttlMs: number;
   /** The highest token ever issued for the key (0n if never); survives release. */
   lastToken: bigint;
+  /** Blocking acquires waiting in the key's line. */
+  waiters: number;
 }
 
 export class LockClient {
@@ -185,7 +187,7 @@ export class LockClient {
       if (opts.signal?.aborted) throw opts.signal.reason;
       throw fromRpcError(err, `reading lock "${key}"`, this.endpoints, Date.now() - started);
     }
-    return { key, held: res.held, owner: res.owner, token: BigInt(res.token), ttlMs: Number(res.ttl_ms), lastToken: BigInt(res.last_token) };
+    return { key, held: res.held, owner: res.owner, token: BigInt(res.token), ttlMs: Number(res.ttl_ms), lastToken: BigInt(res.last_token), waiters: Number(res.waiters ?? 0) };
   }
 
   /** Handles this client holds right now. */

@@ -150,6 +150,9 @@ export interface LockView {
   expiresAtMs: number;
   /** Highest token ever issued for the key (0n if never); survives release and expiry. */
   lastToken: bigint;
+  /** Requests in the key's wait line. Set by the lock leader's Get answer (waiterCountOf); the machine's
+   *  own get() leaves it out. */
+  waiters?: number;
 }
 
 /** A lease whose deadline has passed, for the leader to propose `expire {key, token}`. */

@@ -444,5 +444,6 @@ function viewToWire(v: LockView): WireInput<GetResponse> {
     ttl_ms: String(v.ttlMs),
     expires_at_ms: String(v.expiresAtMs),
     last_token: v.lastToken.toString(),
+    waiters: v.waiters ?? 0,
   };
 }

@@ -128,19 +128,26 @@ export class LockService {
     return this.leader.isReady;
   }
 
-  /** Acquires waiting in line (wait_ms) on this node: the leader's queues; 0 on a follower. */
+  /** Acquires waiting in a wait line (wait_ms): replicated state, so every node reports the same. */
   get waiterCount(): number {
-    return this.leader.waiterCount;
+    return this.fsm.machine.waiterCount;
   }
 
-  /** See LockLeader.replaysRefusal (introspection for the simulator). */
-  replaysRefusal(key: string, owner: string, requestId: string): boolean {
-    return this.leader.replaysRefusal(key, owner, requestId);
+  /** Calls open on this node that wait for their place in line to be decided (0 on a follower). */
+  get waitingCallCount(): number {
+    return this.leader.waitingCallCount;
   }
 
-  /** See LockLeader.isQueued (introspection for tests and the simulator). */
+  /** Whether a call of this request now re-attaches to a place in `key`'s line (LockLeader.hasPlaceInLine;
+   *  introspection for the simulator). */
   isQueued(key: string, owner: string, requestId: string): boolean {
-    return this.leader.isQueued(key, owner, requestId);
+    return this.leader.hasPlaceInLine(key, owner, requestId);
+  }
+
+  /** Whether the log has refused this request already, so a call of it gets that refusal replayed
+   *  (introspection for the simulator's FIFO oracle: such a call is no waiter). */
+  replaysRefusal(key: string, owner: string, requestId: string): boolean {
+    return this.fsm.machine.rememberedAcquire(owner, requestId, key)?.acquired === false;
   }
 
   close(): void {

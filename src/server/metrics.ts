@@ -92,7 +92,7 @@ export class NodeMetrics {
       },
     });
     gauge('leasehold_lock_leases_held', 'Locks held (live leases) in the applied lock state', () => src.leasesHeld());
-    gauge('leasehold_lock_waiters', 'Acquires queued (wait_ms) on this node; non-zero only on the leader', () => src.waiters());
+    gauge('leasehold_lock_waiters', 'Acquires waiting in a wait line (wait_ms), from this node\'s applied state: the same on every node', () => src.waiters());
     gauge('leasehold_lock_dedup_entries', 'request_id outcomes remembered for retries (the dedup table)', () => src.dedupEntries());
 
     this.leaderChanges = new Counter({ name: 'leasehold_raft_leader_changes_total', help: 'Times the leader this node knows changed (to another node or to none)', registers: [r] });

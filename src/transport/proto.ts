@@ -197,6 +197,7 @@ export interface GetResponse {
   ttl_ms: WireLong;
   expires_at_ms: WireLong;
   last_token: WireLong;
+  waiters: number;
 }
 
 /** Which lock call a LockCall / LockAnswer (and a forwarded call) carries: the virtual oneof field. */

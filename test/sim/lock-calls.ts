@@ -1,7 +1,8 @@
 // What the lock service answered, judged as it answers (the simulation's view of every call):
 //  - arrival order is grant order: among waiters for one key that arrived at one leader in one term, a
 //    waiter is never granted while one that arrived before it is still waiting (not answered, not
-//    cancelled, its wait not over) — for waiters arriving directly and through a follower alike. A call
+//    cancelled, its wait not over) — for waiters arriving directly and through a follower alike (the holder
+//    re-acquiring its own live hold keeps the key and takes no one's turn: not a grant in this sense). A call
 //    the leader answers with a refusal it remembers is that refusal's replay, not a waiter (it is answered
 //    once a read barrier confirms the refusal: LockLeader.confirmRefusal): it takes nobody's turn;
 //  - a refused acquire never takes effect: once a client RECEIVED "not acquired" for (owner, request_id),
@@ -59,6 +60,13 @@ export class LockCallChecks {
     return `${owner}\u0000${requestId}`;
   }
 
+  /** Tokens of grants that superseded the same owner's live hold of the key: no turn taken from the line. */
+  private readonly supersedes = new Set<bigint>();
+
+  supersededOwnHold(token: bigint): void {
+    this.supersedes.add(token);
+  }
+
   /** The client invoked an operation carrying this request (a new op, not a retry of an old one). */
   invoked(requestKey: string, nowMs: number): void {
     const prev = this.lastInvokeAt.get(requestKey);
@@ -85,8 +93,10 @@ export class LockCallChecks {
     // (An earlier call still open counts too: calls held until the term starts are served in arrival order,
     // so a later one of the same request joins the first one's waiter.)
     const inherit = prev !== undefined && (joins || prev.open);
+    // A call re-attaching to a place taken under an earlier leader (the line is replicated): that place is
+    // ahead of every arrival in this term — seq 0, before all of them (and not compared among its kind).
     const a: Arrival = {
-      seq: inherit ? prev!.seq : ++this.seq,
+      seq: inherit ? prev!.seq : joins ? 0 : ++this.seq,
       key,
       requestKey,
       waitMs: replaysRefusal ? 0 : inherit ? prev!.waitMs : waitMs,
@@ -120,7 +130,7 @@ export class LockCallChecks {
     a.open = false;
     // A replay (the retry of a request the log already granted) is that old grant, not a new one: it takes
     // nobody's turn.
-    if (r.acquired && !r.replayed) {
+    if (r.acquired && !r.replayed && !this.supersedes.has(r.token)) {
       const list = this.arrivals.get(`${scope}/${a.term}/${a.key}`) ?? [];
       // A grant that had waiters arriving before it at this leader: the order actually mattered.
       if (list.some((q) => q.seq < a.seq && q.waitMs > 0 && q.requestKey !== a.requestKey)) this.stats.fifoChecked++;

@@ -24,9 +24,17 @@
 //      lease extended at an epoch start T is measured the same way from T (> r_g); a lease ended at an
 //      epoch start has observedMs >= ttl summed over `epochs + 1` terms, each term's integer difference
 //      overstating its clock's elapsed time by < 1 ms — hence the -1 - epochs.
-//  - every acknowledged result equals the one the log produced at its index (checkAck).
+//  - every acknowledged result equals the one the log produced at its index (checkAck);
+//  - THE WAIT LINE (wait-line.ts), modelled here independently: a blocking acquire that cannot be granted
+//    joins its key's line with its own index as ticket, and a retry of a request in line keeps its ticket;
+//    every entry that ends a hold (release, expire, an acquire finding the hold run out while others wait)
+//    hands the key to the first waiter still within its wait deadline, in ticket order (FIFO by log
+//    arrival), skipping and refusing the ones whose deadline passed; a dequeue removes a waiter only when
+//    its deadline passed (or its call was cancelled); the decisions in every result equal the model's, and
+//    a decided request's outcome is remembered like any first outcome.
 import type { Entry } from '../../src/raft/core/types.js';
 import type { LockCommand, LockResult, LockView } from '../../src/lock/index.js';
+import type { WaiterDecision } from '../../src/lock/types.js';
 import { serverMinHoldMs } from './lock-clock.js';
 import type { LockMachineLike } from './lock-module.js';
 
@@ -68,6 +76,14 @@ interface OracleLease {
   epochs: number;
 }
 
+interface OracleWaiter {
+  ticket: number;
+  owner: string;
+  requestId: string;
+  ttlMs: number;
+  deadlineMs: number;
+}
+
 interface OracleDedup {
   owner: string;
   requestId: string;
@@ -97,6 +113,12 @@ export interface OracleStats {
   maxEpochsCarried: number;
   /** Smallest (true elapsed - guaranteed min hold) over all expiry judgements, ms. */
   tightestExpiryMarginMs: number;
+  /** Wait line: joins, re-attaches, hand-off grants, refusals at the deadline, cancels. */
+  waitersJoined: number;
+  waitersReattached: number;
+  handOffs: number;
+  waitsRefused: number;
+  waitsCancelled: number;
 }
 
 export function canonicalResult(r: LockResult): string {
@@ -122,6 +144,11 @@ export function canonicalResult(r: LockResult): string {
   }
 }
 
+function decisionText(d: WaiterDecision): string {
+  const o = d.outcome;
+  return `${d.key}#${d.ticket} ${d.owner}/${d.requestId} ${o.acquired}|${o.token}|${o.ttlMs}|${o.expiresAtMs}|${o.holderOwner}|${o.holderTtlMs}${d.cancelled ? ' cancelled' : ''}`;
+}
+
 function acquireOutcome(r: Extract<LockResult, { type: 'acquire' }>): string {
   return `${r.acquired}|${r.token}|${r.ttlMs}|${r.expiresAtMs}|${r.holderOwner}|${r.holderTtlMs}`;
 }
@@ -140,13 +167,21 @@ export class LockOracle {
     acquired: 0, acquireRefused: 0, takeovers: 0, renewed: 0, renewRefused: 0, renewExpired: 0, released: 0, releaseRefused: 0,
     expired: 0, replays: 0, epochStarts: 0, leasesExtended: 0, leasesEnded: 0, maxEpochsCarried: 0,
     tightestExpiryMarginMs: Infinity,
+    waitersJoined: 0, waitersReattached: 0, handOffs: 0, waitsRefused: 0, waitsCancelled: 0,
   };
+  /** Per key, its waiters in ticket order. */
+  private readonly lines = new Map<string, OracleWaiter[]>();
+  /** Decisions about waiters by entry index and request: the canonical acquire result a waiting call of
+   *  that request is answered with (checkAck). */
+  private readonly decisions = new Map<number, Map<string, string>>();
   private readonly keyIndex = new Map<string, number>();
   private readonly leases = new Map<string, OracleLease>();
   private readonly lastIssued = new Map<string, bigint>();
   private readonly dedup = new Map<string, OracleDedup>();
   /** Dedup records in insertion (= log time) order, for pruning like the machine's window. */
   private dedupQueue: OracleDedup[] = [];
+  /** The decisions the model expects of the entry being judged (compared with its `decided`). */
+  private expectDecided: string[] = [];
   /** Canonical result of every lock entry, by index (for checkAck). */
   private readonly results: (string | undefined)[] = [];
 
@@ -162,6 +197,11 @@ export class LockOracle {
 
   resultAt(index: number): string | undefined {
     return this.results[index];
+  }
+
+  /** The answer entry `index` gave a waiting request (owner, request_id), as a canonical acquire result. */
+  decisionAt(index: number, owner: string, requestId: string): string | undefined {
+    return this.decisions.get(index)?.get(dedupId(owner, requestId));
   }
 
   /** Current holder as the oracle tracks it (lease present in the machine; maybe past its deadline). */
@@ -180,6 +220,7 @@ export class LockOracle {
     this.next = idx + 1;
     this.results[idx] = canonicalResult(result);
     if (this.violation !== null) return;
+    this.expectDecided = [];
     const at = `entry ${idx}/t${entry.term}`;
     if (cmd === null) return this.fail(`${at} does not decode as a lock command (${canonicalResult(result)}); every simulated proposal is well-formed`);
     if (stamp === undefined) return this.fail(`${at} (${cmd.type}) was never stamped by a leader of term ${entry.term} in this run`);
@@ -211,7 +252,7 @@ export class LockOracle {
         break;
       case 'release':
         if (result.type !== 'release') return this.fail(`${at}: release produced a ${result.type} result`);
-        this.judgeRelease(at, idx, cmd, result, pre, post);
+        this.judgeRelease(at, idx, cmd, result, pre, post, stamp);
         break;
       case 'expire':
         if (result.type !== 'expire') return this.fail(`${at}: expire produced a ${result.type} result`);
@@ -220,6 +261,10 @@ export class LockOracle {
       case 'termStart':
       case 'checkpoint':
         if (post.leaseCount !== pre.leaseCount) this.fail(`${at}: ${cmd.type} changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
+        break;
+      case 'dequeue':
+        if (result.type !== 'dequeue') return this.fail(`${at}: dequeue produced a ${result.type} result`);
+        this.judgeDequeue(at, idx, cmd, result, pre, post);
         break;
       case 'forget':
         // Forgetting free keys touches no lease, and a last token may only rise to the watermark (SPEC:
@@ -232,7 +277,11 @@ export class LockOracle {
         }
         return;
     }
-    if (this.violation !== null || epochStart) return;
+    if (this.violation !== null) return;
+    const got = (result.decided ?? []).map(decisionText).join(' ; ');
+    const want = this.expectDecided.join(' ; ');
+    if (got !== want) return this.fail(`wait line: ${at} (${cmd.type}) decided [${got}], but the line's order and deadlines say [${want}]`);
+    if (epochStart) return;
     // Entries touch only their own key (time passing may end other leases, never change them).
     const own = 'key' in cmd ? cmd.key : null;
     for (let i = 0; i < this.keys.length; i++) {
@@ -248,18 +297,40 @@ export class LockOracle {
     if (k < 0) return;
     const pv = pre.views[k]!;
     const qv = post.views[k]!;
-    const lease = this.leases.get(cmd.key);
+    let lease = this.leases.get(cmd.key);
     this.pruneDedup(post.nowMs);
+    const line = this.lines.get(cmd.key) ?? [];
+    const inLine = cmd.requestId === '' ? undefined : this.waiterOf(cmd.owner, cmd.requestId);
+    if (r.replayed && r.waitTicket !== undefined) {
+      // A retry of a request in line: the same place, nothing changed.
+      this.stats.waitersReattached++;
+      if (inLine === undefined || inLine.key !== cmd.key || inLine.w.ticket !== r.waitTicket) {
+        return this.fail(`wait line: ${at} re-attached ${cmd.owner}/${cmd.requestId} to ticket ${r.waitTicket} of ${cmd.key}, but the line has it ${inLine === undefined ? 'nowhere' : `at ${inLine.key}#${inLine.w.ticket}`}`);
+      }
+      return this.unchanged(at, cmd.key, pv, qv, pre, post);
+    }
     if (r.replayed) return this.judgeReplay(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), pre, post, k);
+    if (inLine !== undefined) return this.fail(`wait line: ${at} judged ${cmd.owner}/${cmd.requestId} afresh while it waits at ${inLine.key}#${inLine.w.ticket}: a retry must keep its place`);
     // Only a queued acquire (the leader serving the head waiter) may re-judge a remembered refusal.
     this.mustBeFresh(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, cmd.queued === true);
+    // A hold past its deadline with a line behind it: this entry ends it and hands the key on first.
+    let handedOff = false;
+    if (lease !== undefined && line.length > 0 && !(pv.held && pv.expiresAtMs > post.nowMs)) {
+      this.stats.takeovers++;
+      this.minHold(at, cmd.key, lease, stamp, `ended by ${cmd.owner}'s acquire, which handed the key to the line`);
+      this.leases.delete(cmd.key);
+      this.handOff(cmd.key, idx, post.nowMs, stamp);
+      lease = this.leases.get(cmd.key);
+      handedOff = true;
+    }
+    const liveHolder = handedOff ? lease !== undefined : pv.held && pv.expiresAtMs > post.nowMs;
     if (r.acquired) {
       this.stats.acquired++;
       const last = this.lastIssued.get(cmd.key) ?? 0n;
       if (r.token <= last) return this.fail(`fencing token: ${at} acquire of ${cmd.key} by ${cmd.owner} issued token ${r.token}, not above ${last} issued before for that key (tokens must strictly increase and never be reused)`);
       if (lease !== undefined && lease.owner !== cmd.owner) {
         // Another owner's lease is taken over: it must have run out — in log time and in true time.
-        if (pv.held && pv.expiresAtMs > post.nowMs) {
+        if (liveHolder) {
           return this.fail(`one holder per key: ${at} granted ${cmd.key} to ${cmd.owner} while ${lease.owner}'s lease (token ${lease.token}) runs until ${pv.expiresAtMs} > log time ${post.nowMs}`);
         }
         this.stats.takeovers++;
@@ -271,23 +342,99 @@ export class LockOracle {
       if (!qv.held || qv.owner !== cmd.owner || qv.token !== r.token || qv.expiresAtMs !== r.expiresAtMs || qv.lastToken !== r.token) {
         return this.fail(`${at}: acquire of ${cmd.key} answered token ${r.token} to ${cmd.owner}, but the state then shows ${viewText(qv)}`);
       }
-      const expectCount = pre.leaseCount + (lease === undefined ? 1 : 0);
+      // A hand-off that refused every waiter removed the old lease: this grant replaces it.
+      const expectCount = handedOff ? pre.leaseCount : pre.leaseCount + (lease === undefined ? 1 : 0);
       if (post.leaseCount !== expectCount) return this.fail(`${at}: acquire left ${post.leaseCount} leases, expected ${expectCount}`);
       this.leases.set(cmd.key, { owner: cmd.owner, token: r.token, ttlMs: cmd.ttlMs, grantIndex: idx, grantAt: stamp, epochs: 0 });
       this.lastIssued.set(cmd.key, r.token);
       this.remember(cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), idx, post.nowMs);
       return;
     }
-    this.stats.acquireRefused++;
-    if (lease === undefined || lease.owner === cmd.owner || !qv.held || qv.owner !== lease.owner) {
+    // Refused: held by another owner's live lease — or by a waiter granted in this very entry (its token is
+    // this index, which a same-owner supersede would reuse).
+    const blocking = lease !== undefined && liveHolder && (lease.owner !== cmd.owner || lease.token === BigInt(idx));
+    if (!blocking || lease === undefined || !qv.held || qv.owner !== lease.owner) {
       return this.fail(`${at}: acquire of ${cmd.key} by ${cmd.owner} refused (holder '${r.holderOwner}'), but the lock was ${lease === undefined ? 'free' : `${lease.owner}'s (token ${lease.token}), state ${viewText(qv)}`} — only another owner's live lease refuses`);
     }
     if (r.holderOwner !== lease.owner || r.holderTtlMs !== qv.expiresAtMs - post.nowMs) {
       return this.fail(`${at}: refused acquire names holder ${r.holderOwner} with ${r.holderTtlMs}ms left; the state says ${viewText(qv)} at log time ${post.nowMs}`);
     }
-    this.unchanged(at, cmd.key, pv, qv, pre, post);
+    if (!handedOff) this.unchanged(at, cmd.key, pv, qv, pre, post);
+    if ((cmd.waitMs ?? 0) > 0) {
+      if (r.waitTicket !== idx) return this.fail(`wait line: ${at} refused a blocking acquire of ${cmd.key} by ${cmd.owner} (wait ${cmd.waitMs}ms) with ticket ${String(r.waitTicket)}: it must join the line with ticket ${idx}`);
+      this.stats.waitersJoined++;
+      if (!this.lines.has(cmd.key)) this.lines.set(cmd.key, []);
+      this.lines.get(cmd.key)!.push({ ticket: idx, owner: cmd.owner, requestId: cmd.requestId, ttlMs: cmd.ttlMs, deadlineMs: post.nowMs + cmd.waitMs! });
+      return; // in line: no outcome yet, nothing remembered
+    }
+    if (r.waitTicket !== undefined) return this.fail(`wait line: ${at} put a non-blocking acquire in line (ticket ${r.waitTicket})`);
+    this.stats.acquireRefused++;
     // Refusals are first outcomes too: a retry or late duplicate must get the refusal back.
     this.remember(cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), idx, post.nowMs);
+  }
+
+  /** `key`'s hold ended in entry `idx`: the model's hand-off, recorded in expectDecided. */
+  private handOff(key: string, idx: number, nowMs: number, stamp: StampWindow): void {
+    const line = this.lines.get(key);
+    while (line !== undefined && line.length > 0) {
+      const w = line.shift()!;
+      if (line.length === 0) this.lines.delete(key);
+      let outcome: string;
+      if (w.deadlineMs <= nowMs) {
+        this.stats.waitsRefused++;
+        outcome = 'false|0|0|0||0';
+      } else {
+        this.stats.handOffs++;
+        const token = BigInt(idx);
+        const last = this.lastIssued.get(key) ?? 0n;
+        if (token <= last) return this.fail(`fencing token: entry ${idx} handed ${key} to ${w.owner} with token ${token}, not above ${last}`);
+        this.leases.set(key, { owner: w.owner, token, ttlMs: w.ttlMs, grantIndex: idx, grantAt: stamp, epochs: 0 });
+        this.lastIssued.set(key, token);
+        outcome = `true|${token}|${w.ttlMs}|${nowMs + w.ttlMs}||0`;
+      }
+      this.decide(key, idx, w, outcome, false, nowMs);
+      if (outcome.startsWith('true|')) return;
+    }
+  }
+
+  private decide(key: string, idx: number, w: OracleWaiter, outcome: string, cancelled: boolean, nowMs: number): void {
+    this.expectDecided.push(`${key}#${w.ticket} ${w.owner}/${w.requestId} ${outcome}${cancelled ? ' cancelled' : ''}`);
+    if (cancelled) return;
+    this.remember(w.owner, w.requestId, 'acquire', key, 0n, outcome, idx, nowMs);
+    let at = this.decisions.get(idx);
+    if (at === undefined) this.decisions.set(idx, (at = new Map()));
+    at.set(dedupId(w.owner, w.requestId), `acquire@${idx}|${outcome}`);
+  }
+
+  private waiterOf(owner: string, requestId: string): { key: string; w: OracleWaiter } | undefined {
+    for (const [key, line] of this.lines) {
+      const w = line.find((x) => x.owner === owner && x.requestId === requestId);
+      if (w !== undefined) return { key, w };
+    }
+    return undefined;
+  }
+
+  private judgeDequeue(at: string, idx: number, cmd: Extract<LockCommand, { type: 'dequeue' }>, r: Extract<LockResult, { type: 'dequeue' }>, pre: StateCapture, post: StateCapture): void {
+    const k = this.slot(at, cmd.key);
+    if (k < 0) return;
+    this.pruneDedup(post.nowMs);
+    const line = this.lines.get(cmd.key) ?? [];
+    const pos = line.findIndex((w) => w.ticket === cmd.ticket);
+    const w = line[pos];
+    const due = w !== undefined && (cmd.cause === 'cancel' || w.deadlineMs <= post.nowMs);
+    if (r.dequeued !== due) {
+      return this.fail(`wait line: ${at} dequeue (${cmd.cause}) of ${cmd.key}#${cmd.ticket} answered ${r.dequeued}, but the waiter is ${w === undefined ? 'not in line' : `in line until ${w.deadlineMs} at log time ${post.nowMs}`}`);
+    }
+    this.unchanged(at, cmd.key, pre.views[k]!, post.views[k]!, pre, post);
+    if (!due) return;
+    line.splice(pos, 1);
+    if (line.length === 0) this.lines.delete(cmd.key);
+    const qv = post.views[k]!;
+    const live = qv.held && qv.expiresAtMs > post.nowMs;
+    const outcome = `false|0|0|0|${live ? qv.owner : ''}|${live ? qv.expiresAtMs - post.nowMs : 0}`;
+    if (cmd.cause === 'cancel') this.stats.waitsCancelled++;
+    else this.stats.waitsRefused++;
+    this.decide(cmd.key, idx, w!, outcome, cmd.cause === 'cancel', post.nowMs);
   }
 
   private judgeRenew(at: string, idx: number, cmd: Extract<LockCommand, { type: 'renew' }>, r: Extract<LockResult, { type: 'renew' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
@@ -330,7 +477,7 @@ export class LockOracle {
     this.remember(cmd.owner, cmd.requestId, 'renew', cmd.key, cmd.token, renewOutcome(r), idx, post.nowMs);
   }
 
-  private judgeRelease(at: string, idx: number, cmd: Extract<LockCommand, { type: 'release' }>, r: Extract<LockResult, { type: 'release' }>, pre: StateCapture, post: StateCapture): void {
+  private judgeRelease(at: string, idx: number, cmd: Extract<LockCommand, { type: 'release' }>, r: Extract<LockResult, { type: 'release' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
     const k = this.slot(at, cmd.key);
     if (k < 0) return;
     const pv = pre.views[k]!;
@@ -345,10 +492,9 @@ export class LockOracle {
       if (expected !== 'UNSPECIFIED') {
         return this.fail(`controlled release: ${at} released ${cmd.key} for ${cmd.owner} token ${cmd.token}, but the lock is ${lease === undefined ? 'not held' : `${lease.owner}'s with token ${lease.token}`} (should be refused ${expected})`);
       }
-      if (qv.held || qv.lastToken !== lease!.token || post.leaseCount !== pre.leaseCount - 1) {
-        return this.fail(`${at}: release of ${cmd.key} answered released, but the state shows ${viewText(qv)} with ${post.leaseCount} leases (before: ${pre.leaseCount})`);
-      }
       this.leases.delete(cmd.key);
+      this.handOff(cmd.key, idx, post.nowMs, stamp);
+      if (!this.endedAsModelled(at, 'release', cmd.key, lease!.token, qv, pre, post)) return;
       this.remember(cmd.owner, cmd.requestId, 'release', cmd.key, cmd.token, releaseOutcome(r), idx, post.nowMs);
       return;
     }
@@ -359,7 +505,7 @@ export class LockOracle {
     this.remember(cmd.owner, cmd.requestId, 'release', cmd.key, cmd.token, releaseOutcome(r), idx, post.nowMs);
   }
 
-  private judgeExpire(at: string, _idx: number, cmd: Extract<LockCommand, { type: 'expire' }>, expired: boolean, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
+  private judgeExpire(at: string, idx: number, cmd: Extract<LockCommand, { type: 'expire' }>, expired: boolean, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
     const k = this.slot(at, cmd.key);
     if (k < 0) return;
     const pv = pre.views[k]!;
@@ -370,8 +516,9 @@ export class LockOracle {
       this.stats.expired++;
       if (!due) return this.fail(`${at}: expire removed ${cmd.key} token ${cmd.token}, but the lease is ${lease === undefined ? 'absent' : `token ${lease.token}, ${viewText(pv)} at log time ${post.nowMs}`}`);
       this.minHold(at, cmd.key, lease, stamp, 'removed by expire');
-      if (qv.held || post.leaseCount !== pre.leaseCount - 1 || qv.lastToken !== lease.token) return this.fail(`${at}: expire answered expired but the state shows ${viewText(qv)}`);
       this.leases.delete(cmd.key);
+      this.handOff(cmd.key, idx, post.nowMs, stamp);
+      this.endedAsModelled(at, 'expire', cmd.key, lease.token, qv, pre, post);
       return;
     }
     if (due) return this.fail(`${at}: expire of ${cmd.key} token ${cmd.token} was refused although the lease is past its deadline at log time ${post.nowMs}`);
@@ -414,6 +561,18 @@ export class LockOracle {
   }
 
   // ------------------------------------------------------------------ helpers
+
+  /** After a hold of `key` ended (its token `ended`): the key is free, or held by the waiter the model
+   *  handed it to, with the lease count to match. */
+  private endedAsModelled(at: string, what: string, key: string, ended: bigint, qv: LockView, pre: StateCapture, post: StateCapture): boolean {
+    const next = this.leases.get(key);
+    const ok =
+      next === undefined
+        ? !qv.held && qv.lastToken === ended && post.leaseCount === pre.leaseCount - 1
+        : qv.held && qv.owner === next.owner && qv.token === next.token && qv.lastToken === next.token && post.leaseCount === pre.leaseCount;
+    if (!ok) this.fail(`${at}: ${what} ended ${key} token ${ended}${next === undefined ? '' : ` and handed it to ${next.owner} (token ${next.token})`}, but the state shows ${viewText(qv)} with ${post.leaseCount} leases (before: ${pre.leaseCount})`);
+    return ok;
+  }
 
   private minHold(at: string, key: string, lease: OracleLease, stamp: StampWindow, why: string): void {
     const guaranteed = serverMinHoldMs(lease.ttlMs, lease.epochs, this.maxDrift);

@@ -114,6 +114,20 @@ export const LOCK_MUTANTS: LockMutant[] = [
       },
     ],
   },
+  // The replicated wait line (issue 20's planted bugs). What catches each is the oracle's own model of the
+  // line (lock-invariants.ts): the decisions an entry makes must equal the model's.
+  {
+    id: 'g',
+    name: 'a hand-off grants the head waiter even when its wait deadline passed',
+    maxSeeds: 100,
+    patches: [{ file: 'machine.ts', find: `      if (w.deadlineMs <= this.logNowMs) {\n`, replace: `      if (w.deadlineMs < 0) {\n` }],
+  },
+  {
+    id: 'h',
+    name: 'a retry re-attaches to a new place in line (the back) instead of its own',
+    maxSeeds: 100,
+    patches: [{ file: 'machine.ts', find: `    const inLine = this.lines.byRequestOf(command.owner, command.requestId);\n`, replace: `    const inLine = undefined as Waiter | undefined;\n` }],
+  },
 ];
 
 const SRC_LOCK = resolve(dirname(fileURLToPath(import.meta.url)), '../../src/lock');

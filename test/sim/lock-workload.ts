@@ -75,10 +75,26 @@ export class LockReplica implements StateMachine {
     if (judge) {
       oracle.judge(entry, cmd, result, pre!, captureState(this.machine, keys), cmd === null ? undefined : this.wl.stampOf(entry.term, cmd.timeMs));
       if (cmd !== null && 'requestId' in cmd) this.wl.requestAt.set(entry.index, LockCallChecks.requestKey(cmd.owner, cmd.requestId));
-      if (cmd?.type === 'acquire' && result.type === 'acquire' && !result.acquired && !result.replayed) {
+      if (cmd?.type === 'acquire' && result.type === 'acquire' && !result.acquired && !result.replayed && result.waitTicket === undefined) {
         this.wl.servers.checks.refusedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), this.machine.nowMs);
       }
+      // Waiters the entry took out of line: a grant or a refusal decided for them by the log.
+      for (const d of result.decided ?? []) {
+        if (d.cancelled) continue;
+        const rk = LockCallChecks.requestKey(d.owner, d.requestId);
+        if (!d.outcome.acquired) {
+          this.wl.servers.checks.refusedInLog(rk, this.machine.nowMs);
+          continue;
+        }
+        const leaderId = this.wl.sim.facts.leaderOfTerm.get(entry.term);
+        const leader = `${leaderId === undefined ? -1 : this.wl.sim.indexOf(leaderId)}/${entry.term}`;
+        this.wl.servers.checks.granted(rk, `${d.owner}'s waiting acquire ${d.requestId} of ${d.key}`, d.outcome.token, entry.index, this.machine.nowMs, leader);
+      }
       if (cmd?.type === 'acquire' && result.type === 'acquire' && result.acquired && !result.replayed) {
+        // The holder re-acquiring its own live hold supersedes it (a new token): it keeps the key rather than
+        // taking it from the line, so it overtakes nobody (machine.ts).
+        const before = pre!.views[keys.indexOf(cmd.key)];
+        if (before !== undefined && before.held && before.owner === cmd.owner && before.expiresAtMs > this.machine.nowMs) this.wl.servers.checks.supersededOwnHold(result.token);
         const leaderId = this.wl.sim.facts.leaderOfTerm.get(entry.term);
         const leader = `${leaderId === undefined ? -1 : this.wl.sim.indexOf(leaderId)}/${entry.term}`;
         this.wl.servers.checks.granted(LockCallChecks.requestKey(cmd.owner, cmd.requestId), `${cmd.owner}'s acquire ${cmd.requestId} of ${cmd.key}`, result.token, entry.index, this.machine.nowMs, leader);
@@ -318,6 +334,15 @@ export class LockWorkload implements SimWorkload<LockReplica> {
     if (ack.index === 0) return null; // answered without a new entry (a replay, a leader's decision): lock-calls.ts judges those
     const cmd = this.commandOf(ack);
     const mine = cmd !== null && 'requestId' in cmd ? LockCallChecks.requestKey(cmd.owner, cmd.requestId) : undefined;
+    // A waiting call is answered by the entry that decided its place in line (a release, an expire, a
+    // dequeue, another acquire): compare with the model's decision there.
+    if (mine !== undefined && cmd?.type === 'acquire' && this.requestAt.get(ack.index) !== mine) {
+      const decided = this.oracle.decisionAt(ack.index, cmd.owner, cmd.requestId);
+      if (decided !== undefined) {
+        const got = canonicalResult(r);
+        return got === decided ? null : `[lock] waiting op${ack.opId} (client ${ack.clientId}) was answered ${got}, but entry ${ack.index} decided ${decided}`;
+      }
+    }
     if (mine === undefined || this.requestAt.get(ack.index) !== mine) {
       return `[lock] op${ack.opId} (client ${ack.clientId}) was answered with entry ${ack.index}, which is not its request's (${this.requestAt.get(ack.index) ?? 'no client command there'})`;
     }

@@ -7,16 +7,20 @@
 // replicated state, so it may use its own values. For the bound to hold while acquires are in flight, the
 // counts are what the machine has applied PLUS what this leader has proposed and not yet seen settle,
 // each acquire counted by what it could add at most (a lease where the key has none, a record where the
-// machine keeps none, a lease for its owner where the key's lease is someone else's). Acquires proposed by
-// an earlier leader are not counted: a new leader's first entries apply before its own, so the overshoot
-// is at most what one deposed leader had in flight.
+// machine keeps none, a lease for its owner where the key's lease is someone else's, a place in a line for
+// a blocking acquire). Acquires proposed by an earlier leader are not counted: a new leader's first entries
+// apply before its own, so the overshoot is at most what one deposed leader had in flight. Waiters are
+// counted from the replicated lines, so a leader change does not reset them.
+// A hand-off to a waiter (machine.ts) is decided by the log, not admitted here: it replaces one hold of
+// the key by another, so it adds no lease and no key record; the waiter's own per-owner count was judged
+// when it joined the line.
 import type { ValidAcquire } from '../validate.js';
 import type { LockStateView, ProposalId } from './types.js';
 
 export interface LockLimitSettings {
-  /** Waiters (wait_ms > 0) queued for one key. */
+  /** Waiters (wait_ms > 0) in one key's line. */
   maxWaitersPerKey: number;
-  /** Waiters queued on this leader in all. */
+  /** Waiters in every line. */
   maxWaiters: number;
   /** Leases one owner holds (or is being granted) at a time. */
   maxHeldPerOwner: number;
@@ -40,6 +44,8 @@ interface Claim {
   lease: boolean;
   ownerLease: boolean;
   record: boolean;
+  /** The key whose line it may join ('' = it does not wait). */
+  waitKey: string;
 }
 
 export function limitMessage(limit: keyof LockLimitSettings, value: number, what: string): string {
@@ -51,6 +57,8 @@ export class Admission {
   private leasesInFlight = 0;
   private recordsInFlight = 0;
   private readonly ownerInFlight = new Map<string, number>();
+  private waitersInFlight = 0;
+  private readonly keyWaitersInFlight = new Map<string, number>();
 
   constructor(readonly limits: Readonly<LockLimitSettings>) {}
 
@@ -70,17 +78,24 @@ export class Admission {
     return null;
   }
 
-  /** Why `req` may not join a wait queue that holds `waitersForKey` of `waitersInAll` waiters, or null. */
-  refuseWaiter(waitersForKey: number, waitersInAll: number): string | null {
+  /** Why a blocking acquire of `key` may not join its line now, or null. */
+  refuseWaiter(state: LockStateView, key: string): string | null {
+    const waitersForKey = state.waiterCountOf(key) + (this.keyWaitersInFlight.get(key) ?? 0);
+    const waitersInAll = state.waiterCount + this.waitersInFlight;
     const l = this.limits;
     if (waitersForKey >= l.maxWaitersPerKey) return limitMessage('maxWaitersPerKey', l.maxWaitersPerKey, 'that many callers already wait for this key');
-    if (waitersInAll >= l.maxWaiters) return limitMessage('maxWaiters', l.maxWaiters, 'that many callers already wait for locks on this leader');
+    if (waitersInAll >= l.maxWaiters) return limitMessage('maxWaiters', l.maxWaiters, 'that many callers already wait for locks');
     return null;
   }
 
   /** An acquire of `req` was proposed as `id`: count what it may add until it settles. */
-  proposed(id: ProposalId, state: LockStateView, req: Pick<ValidAcquire, 'key' | 'owner'>): void {
+  proposed(id: ProposalId, state: LockStateView, req: Pick<ValidAcquire, 'key' | 'owner'>, waits = false): void {
     const claim = this.claimOf(state, req);
+    if (waits) {
+      claim.waitKey = req.key;
+      this.waitersInFlight++;
+      this.keyWaitersInFlight.set(req.key, (this.keyWaitersInFlight.get(req.key) ?? 0) + 1);
+    }
     this.claims.set(id, claim);
     if (claim.lease) this.leasesInFlight++;
     if (claim.record) this.recordsInFlight++;
@@ -94,6 +109,12 @@ export class Admission {
     this.claims.delete(id);
     if (claim.lease) this.leasesInFlight--;
     if (claim.record) this.recordsInFlight--;
+    if (claim.waitKey !== '') {
+      this.waitersInFlight--;
+      const n = (this.keyWaitersInFlight.get(claim.waitKey) ?? 1) - 1;
+      if (n > 0) this.keyWaitersInFlight.set(claim.waitKey, n);
+      else this.keyWaitersInFlight.delete(claim.waitKey);
+    }
     if (claim.ownerLease) {
       const n = (this.ownerInFlight.get(claim.owner) ?? 1) - 1;
       if (n > 0) this.ownerInFlight.set(claim.owner, n);
@@ -103,6 +124,6 @@ export class Admission {
 
   private claimOf(state: LockStateView, req: Pick<ValidAcquire, 'key' | 'owner'>): Claim {
     const record = state.recordOf(req.key);
-    return { owner: req.owner, lease: !record, ownerLease: record?.owner !== req.owner, record: record === undefined };
+    return { owner: req.owner, lease: !record, ownerLease: record?.owner !== req.owner, record: record === undefined, waitKey: '' };
   }
 }

@@ -1,7 +1,11 @@
-// The leader's own proposals beyond client commands: proactive expiry and idle checkpoints.
+// The leader's own proposals beyond client commands: proactive expiry (of leases and of waits) and idle
+// checkpoints.
 // - Expiry: an `expire {key, token}` for every lease past its deadline by the leader's now, so waiters
 //   proceed without polling and dead locks do not pile up. A lease stays in expiredLeases() until its
 //   expire applies, so what is in flight is remembered: one proposal per lease.
+// - Wait deadlines: a `dequeue {key, ticket, deadline}` for every waiter whose wait deadline passed by the
+//   leader's now (wait-line.ts), so its caller hears "not acquired" on time — as a fact of the log. One
+//   proposal per waiter, the same way.
 // - Checkpoint: when leases exist and nothing was proposed for checkpointIdleMs, a checkpoint records
 //   elapsed log time, so a chain of short terms cannot freeze a dead lease (LEASES.md). At most one in
 //   flight: a leader that cannot commit must not pile them up in its log (lock simulation, seed 439).
@@ -9,14 +13,16 @@
 //   with that cut-off, so the free keys' records stay bounded by the churn of one retention period. At
 //   most one in flight; the cut-off travels in the entry, so replicas with other settings agree.
 import type { LockCommand } from '../commands.js';
-import type { ExpireResult } from '../types.js';
+import type { DequeueResult, ExpireResult } from '../types.js';
 import type { LockStateView, ProposalId } from './types.js';
 
-export type HousekeepingProposal = { kind: 'expire'; leaseId: string } | { kind: 'checkpoint' } | { kind: 'forget' };
+export type HousekeepingProposal = { kind: 'expire'; leaseId: string } | { kind: 'dequeue'; waiterId: string } | { kind: 'checkpoint' } | { kind: 'forget' };
 
 export class Housekeeping {
   /** `${key}#${token}` -> the proposal expiring it. */
   private readonly expiring = new Map<string, ProposalId>();
+  /** `${key}#${ticket}` -> the proposal ending that wait. */
+  private readonly dequeuing = new Map<string, ProposalId>();
   private checkpoint: ProposalId | null = null;
   private forget: ProposalId | null = null;
   /** Stamp of the last proposal this node made as leader (any kind). */
@@ -43,6 +49,11 @@ export class Housekeeping {
       if (this.expiring.has(leaseId)) continue;
       this.expiring.set(leaseId, propose({ type: 'expire', timeMs: 0, key: due.key, token: due.token }, { kind: 'expire', leaseId }));
     }
+    for (const due of state.dueWaiters(nowMs, this.expireBatch)) {
+      const waiterId = `${due.key}#${due.ticket}`;
+      if (this.dequeuing.has(waiterId)) continue;
+      this.dequeuing.set(waiterId, propose({ type: 'dequeue', timeMs: 0, key: due.key, ticket: due.ticket, cause: 'deadline' }, { kind: 'dequeue', waiterId }));
+    }
     if (this.checkpoint === null && state.hasLiveLeases() && nowMs - this.lastProposalAtMs >= this.checkpointIdleMs) {
       this.checkpoint = propose({ type: 'checkpoint', timeMs: 0 }, { kind: 'checkpoint' });
     }
@@ -58,12 +69,19 @@ export class Housekeeping {
     this.expiring.delete(`${result.key}#${result.token}`);
   }
 
+  /** A dequeue entry applied (ours or a previous leader's): that wait is no longer in flight. */
+  dequeueApplied(result: DequeueResult): void {
+    this.dequeuing.delete(`${result.key}#${result.ticket}`);
+  }
+
   /** Our housekeeping proposal `id` applied or failed. */
   settled(id: ProposalId, purpose: HousekeepingProposal): void {
     if (purpose.kind === 'checkpoint') {
       if (this.checkpoint === id) this.checkpoint = null;
     } else if (purpose.kind === 'forget') {
       if (this.forget === id) this.forget = null;
+    } else if (purpose.kind === 'dequeue') {
+      if (this.dequeuing.get(purpose.waiterId) === id) this.dequeuing.delete(purpose.waiterId);
     } else if (this.expiring.get(purpose.leaseId) === id) {
       this.expiring.delete(purpose.leaseId);
     }
@@ -72,5 +90,6 @@ export class Housekeeping {
   /** Leadership ended: a later term proposes again what is still due. */
   leadershipLost(): void {
     this.expiring.clear();
+    this.dequeuing.clear();
   }
 }

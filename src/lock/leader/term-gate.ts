@@ -3,7 +3,6 @@
 // leases the new term has not carried over yet. So the leader stamps client commands only once its
 // termStart applied in its current term; calls arriving before then wait here, bounded, in arrival order
 // (so the order the queues see is still the order the calls arrived in).
-import { requestKey } from './recent-refusals.js';
 import type { CallId, ClientRequest, ProposalId, RaftRole } from './types.js';
 
 export interface HeldCall {
@@ -100,4 +99,9 @@ function sameRequestAs(call: HeldCall): string | null {
   const r = call.request;
   if (r.op !== 'acquire' || r.req.requestId === '') return null;
   return requestKey(r.req.owner, r.req.requestId);
+}
+
+/** One string for an (owner, request_id) pair; NUL cannot occur in either (validate.ts rejects it). */
+export function requestKey(owner: string, requestId: string): string {
+  return `${owner}\u0000${requestId}`;
 }

@@ -5,6 +5,7 @@
 import type { LockCommand } from '../commands.js';
 import type { AcquireOutcome, AcquireResult, DueLease, LockResult, LockView, ReleaseResult, RenewResult } from '../types.js';
 import type { ValidAcquire, ValidRelease, ValidRenew } from '../validate.js';
+import type { DueWaiter } from '../wait-line.js';
 import { NO_LOCK_LIMITS, type LockLimitSettings } from './admission.js';
 
 /** The adapter's handle for one client call (opaque to the module, unique while the call is open). */
@@ -22,6 +23,14 @@ export interface LockStateView {
   get(key: string): LockView;
   rememberedAcquire(owner: string, requestId: string, key: string): AcquireOutcome | null;
   expiredLeases(nowMs: number, limit: number): DueLease[];
+  /** Waiters past their wait deadline at max(nowMs, log time), earliest first (wait-line.ts). */
+  dueWaiters(nowMs: number, limit: number): DueWaiter[];
+  /** Where (owner, request_id) waits in line, if it does. */
+  waiterFor(owner: string, requestId: string): { key: string; ticket: number } | undefined;
+  isWaiting(key: string, ticket: number): boolean;
+  /** Requests in every wait line, and in `key`'s. */
+  readonly waiterCount: number;
+  waiterCountOf(key: string): number;
   hasLiveLeases(): boolean;
   /** Leases (live or awaiting expiry), and every key record (leases + free keys). */
   readonly leaseCount: number;
@@ -93,7 +102,7 @@ export type LeaderEvent =
   | ({ type: 'tick' } & At)
   /** A client call arrived. `timeoutMs` bounds the whole call (wait_ms included). */
   | ({ type: 'request'; callId: CallId; request: ClientRequest; timeoutMs: number } & At)
-  /** The caller went away (gRPC cancel, deadline): a waiter leaves its queue. */
+  /** The caller went away (gRPC cancel, deadline): a waiter nobody else waits for leaves its line. */
   | ({ type: 'cancel'; callId: CallId } & At)
   /** A proposal the module asked for applied here, in the term it was proposed in. */
   | ({ type: 'proposalApplied'; proposalId: ProposalId; index: number; result: LockResult | null } & At)
@@ -120,18 +129,15 @@ export type LeaderCommand =
 export interface LockLeaderConfig {
   /** Propose a checkpoint when leases exist and nothing was proposed for this long (ms). */
   checkpointIdleMs: number;
-  /** Timeout of the leader's own proposals: expire, checkpoint, the grant offered to a waiter (ms). */
+  /** Timeout of the leader's own proposals: expire, dequeue, checkpoint (ms). */
   proposalTimeoutMs: number;
   /** Timeout of the termStart proposal (ms). */
   termStartTimeoutMs: number;
   /** How long a request arriving before the termStart applied waits for it at most (ms); it also never
    *  waits longer than its own timeout. Then it fails UNAVAILABLE. */
   termStartWaitMs: number;
-  /** Expired leases proposed for expiry per tick at most. */
+  /** Expired leases (and waiters past their wait deadline) proposed for removal per tick at most. */
   expireBatch: number;
-  /** Leader-decided refusals remembered by (owner, request_id): count and age (injected time) bounds. */
-  refusalMemoryEntries: number;
-  refusalMemoryMs: number;
   /** Admission limits (admission.ts); node-local, so never consulted at apply time. */
   limits: Readonly<LockLimitSettings>;
   /** Free keys freed longer ago than this (log time) are forgotten by a `forget` entry (see machine.ts). */
@@ -144,8 +150,6 @@ export const DEFAULT_LOCK_LEADER_CONFIG: Readonly<LockLeaderConfig> = Object.fre
   termStartTimeoutMs: 5000,
   termStartWaitMs: 2000,
   expireBatch: 256,
-  refusalMemoryEntries: 100_000,
-  refusalMemoryMs: 10 * 60_000,
   limits: NO_LOCK_LIMITS,
   freeKeyRetentionMs: Infinity,
 });

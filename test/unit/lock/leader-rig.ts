@@ -28,11 +28,6 @@ export class LeaderRig {
   /** Call ids in the order they were answered or failed. */
   readonly settled: CallId[] = [];
   readonly reads: CallId[] = [];
-  /** Read barriers of acquires (a refusal the leader decided waits for one: LockLeader.confirmRefusal),
-   *  oldest first; the rig completes them at once unless `confirmRefusals` is false. */
-  readonly refusalBarriers: CallId[] = [];
-  confirmRefusals = true;
-  private readonly getCalls = new Set<CallId>();
   readonly wakeups: number[] = [];
   private nextCallId = 1;
 
@@ -43,7 +38,6 @@ export class LeaderRig {
 
   step(ev: NoTime<LeaderEvent>): LeaderCommand[] {
     const cmds = this.leader.step({ ...ev, nowMs: this.nowMs } as LeaderEvent);
-    const confirm: CallId[] = [];
     for (const c of cmds) {
       if (c.type === 'propose') {
         const p = { proposalId: c.proposalId, command: c.command, timeoutMs: c.timeoutMs };
@@ -56,14 +50,11 @@ export class LeaderRig {
         this.failures.set(c.callId, c.error);
         this.settled.push(c.callId);
       } else if (c.type === 'readBarrier') {
-        if (this.getCalls.has(c.callId)) this.reads.push(c.callId);
-        else if (this.confirmRefusals) confirm.push(c.callId);
-        else this.refusalBarriers.push(c.callId);
+        this.reads.push(c.callId);
       } else if (c.type === 'wakeAt') {
         this.wakeups.push(c.atMs);
       }
     }
-    for (const callId of confirm) this.step({ type: 'readDone', callId });
     return cmds;
   }
 
@@ -158,7 +149,6 @@ export class LeaderRig {
 
   get(key: string): CallId {
     const callId = this.nextCallId++;
-    this.getCalls.add(callId);
     this.step({ type: 'request', callId, request: { op: 'get', key }, timeoutMs: 5000 });
     return callId;
   }

@@ -210,7 +210,7 @@ describe('proto files and loader', () => {
     expect(fields('leasehold.v1.LockCall')).toEqual(['call_id=1:uint64', 'timeout_ms=2:uint32', 'cancel=3:bool', 'acquire=10:message', 'renew=11:message', 'release=12:message', 'get=13:message']);
     expect(fields('leasehold.v1.LockAnswer')).toEqual(['call_id=1:uint64', 'code=2:int32', 'details=3:string', 'leader=4:string', 'acquire=10:message', 'renew=11:message', 'release=12:message', 'get=13:message']);
     expect(fields('leasehold.v1.GetResponse')).toEqual([
-      'held=1:bool', 'owner=2:string', 'token=3:uint64', 'ttl_ms=4:int64', 'expires_at_ms=5:int64', 'last_token=6:uint64',
+      'held=1:bool', 'owner=2:string', 'token=3:uint64', 'ttl_ms=4:int64', 'expires_at_ms=5:int64', 'last_token=6:uint64', 'waiters=7:uint32',
     ]);
     expect(fields('leasehold.v1.StatusResponse')).toEqual([
       'node_id=1:string', 'role=2:enum', 'term=3:uint64', 'leader_id=4:string', 'commit_index=5:uint64', 'applied_index=6:uint64', 'members=7:message',
@@ -282,7 +282,7 @@ describe('proto files and loader', () => {
   it('an absent field decodes as its proto3 default, an unknown field is skipped', () => {
     const m = method('leasehold.v1.Lock', 'Get');
     expect(m.responseDeserialize(Buffer.alloc(0))).toStrictEqual({
-      held: false, owner: '', token: '0', ttl_ms: '0', expires_at_ms: '0', last_token: '0',
+      held: false, owner: '', token: '0', ttl_ms: '0', expires_at_ms: '0', last_token: '0', waiters: 0,
     });
     // field 15, varint 1 (tag 0x78): unknown to this build
     expect(method('leasehold.v1.Lock', 'Get').requestDeserialize(Buffer.from([0x0a, 0x01, 0x6b, 0x78, 0x01]))).toStrictEqual({ key: 'k' });

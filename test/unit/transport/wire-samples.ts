@@ -75,6 +75,7 @@ const getResponse: GetResponse = {
   ttl_ms: '2500',
   expires_at_ms: '1732900000000',
   last_token: '17',
+  waiters: 3,
 };
 
 // ---- leasehold.v1.Cluster ----
