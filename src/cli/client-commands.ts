@@ -160,12 +160,20 @@ export function clientCommands(program: Command): void {
       .requiredOption('--owner <owner>', 'who holds the lock (1..256 bytes)')
       .requiredOption('--ttl <duration>', 'lease length, e.g. 10s or 500ms', (v) => parseDuration(v, '--ttl'))
       .option('--wait <duration>', 'wait in line up to this long for the lock (FIFO)', (v) => parseDuration(v, '--wait'), 0)
+      .option('--lock-delay <duration>', 'if this hold expires (not on release), the key grants nobody for this long after', (v) => parseDuration(v, '--lock-delay'), 0)
       .option('--request-id <id>', 'idempotency key; a retry with the same id returns the first outcome'),
-  ).action(async (key: string, o: CommonOpts & { owner: string; ttl: number; wait: number; requestId?: string }) => {
+  ).action(async (key: string, o: CommonOpts & { owner: string; ttl: number; wait: number; lockDelay: number; requestId?: string }) => {
     const startedAt = Date.now();
     const requestId = o.requestId ?? newRequestId();
     // The same request_id on every attempt; only the remaining wait shrinks.
-    const request = () => ({ key, owner: o.owner, ttl_ms: String(o.ttl), wait_ms: String(Math.max(0, o.wait - (Date.now() - startedAt))), request_id: requestId });
+    const request = () => ({
+      key,
+      owner: o.owner,
+      ttl_ms: String(o.ttl),
+      wait_ms: String(Math.max(0, o.wait - (Date.now() - startedAt))),
+      request_id: requestId,
+      ...(o.lockDelay > 0 ? { lock_delay_ms: String(o.lockDelay) } : {}),
+    });
     await run({ ...o, timeout: Math.max(o.timeout, o.wait + 5000) }, async (ctx) => {
       const before = await peek(ctx, key);
       const stopProgress = o.wait > 0 ? queueProgress(ctx, key, startedAt) : () => {};
@@ -177,9 +185,12 @@ export function clientCommands(program: Command): void {
       }
       const json = { ...r, key, expires_at: isoTime(r.expires_at_ms), waited_ms: Date.now() - startedAt };
       if (!r.acquired) {
+        const delayLeftMs = Number(r.delay_ms_left ?? 0);
         const holder = r.holder_owner
           ? `is held by ${JSON.stringify(r.holder_owner)} for another ${formatDuration(Number(r.holder_ttl_ms))}`
-          : 'was not granted: other waiters are queued ahead';
+          : delayLeftMs > 0
+            ? `is in lock-delay for another ${formatDuration(delayLeftMs)} (its last holder's lease expired)`
+            : 'was not granted: other waiters are queued ahead';
         const waited = o.wait > 0 ? ` (waited ${formatDuration(Date.now() - startedAt)})` : '';
         return { text: `not acquired: lock "${key}" ${holder}${waited}; retry later, or queue with --wait`, json, refused: true };
       }
@@ -228,9 +239,10 @@ export function clientCommands(program: Command): void {
   withCommon(program.command('get <key>').description('show who holds a lock (linearizable read)')).action(async (key: string, o: CommonOpts) => {
     await run(o, async (ctx) => {
       const r = await ctx.call<GetResponse>('Get', { key });
+      const waiting = Number(r.waiters ?? 0) > 0 ? `; ${r.waiters} waiting` : '';
       const text = r.held
-        ? `${key}: held by ${r.owner}, token ${r.token}, ${formatDuration(Number(r.ttl_ms))} left (expires ${isoTime(r.expires_at_ms)}; last token ${r.last_token})`
-        : `${key}: free (last token ${r.last_token})`;
+        ? `${key}: held by ${r.owner}, token ${r.token}, ${formatDuration(Number(r.ttl_ms))} left (expires ${isoTime(r.expires_at_ms)}; last token ${r.last_token}${waiting})`
+        : `${key}: free (last token ${r.last_token}${waiting})`;
       return { text, json: { ...r, key, expires_at: isoTime(r.expires_at_ms) } };
     });
   });

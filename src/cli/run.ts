@@ -36,6 +36,7 @@ interface RunOptions extends TlsFlags {
   lock: string;
   ttl: number;
   wait: number;
+  lockDelay: number;
   grace: number;
   endpoints: string;
   owner?: string;
@@ -60,6 +61,7 @@ export function runCommand(program: Command): void {
     .requiredOption('--lock <key>', 'the lock to hold while the command runs')
     .option('--ttl <duration>', 'lease length, renewed every ttl/3 (e.g. 10s)', (v) => parseDuration(v, '--ttl'), RUN_DEFAULT_TTL_MS)
     .option('--wait <duration>', 'queue up to this long for the lock (FIFO); 0 = give up at once', (v) => parseDuration(v, '--wait'), 0)
+    .option('--lock-delay <duration>', 'if the lock is lost by expiry (not on release), the key grants nobody for this long after', (v) => parseDuration(v, '--lock-delay'), 0)
     .option('--grace <duration>', 'after SIGTERM on lock loss, wait this long before SIGKILL', (v) => parseDuration(v, '--grace'), 5000)
     .option('--endpoints <list>', 'comma-separated host:port of cluster nodes (env LEASEHOLD_ENDPOINTS)', DEFAULT_ENDPOINTS)
     .option('--owner <owner>', 'owner name to hold the lock as (default: <host>:<pid>:<random>/1)')
@@ -139,7 +141,7 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
   }
   let lock: LockHandle;
   try {
-    lock = await client.acquire(o.lock, { ttlMs: o.ttl, waitMs: o.wait, signal: watch.signal, ...(o.owner ? { owner: o.owner } : {}) });
+    lock = await client.acquire(o.lock, { ttlMs: o.ttl, waitMs: o.wait, signal: watch.signal, ...(o.owner ? { owner: o.owner } : {}), ...(o.lockDelay > 0 ? { lockDelayMs: o.lockDelay } : {}) });
   } catch (err) {
     client.close();
     if (err instanceof LockNotAcquiredError) {

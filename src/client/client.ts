@@ -52,6 +52,9 @@ export interface AcquireOptions {
   signal?: AbortSignal;
   /** Overall deadline of the acquire, retries included; default waitMs + the client's timeoutMs. */
   timeoutMs?: number;
+  /** If the hold EXPIRES (this client died or stalled; not on release), the key grants nobody for this
+   *  long after the lease's end: for resources that cannot check fencing tokens. 0 (default) = none. */
+  lockDelayMs?: number;
 }
 
 export interface LockInfo {
@@ -131,6 +134,7 @@ export class LockClient {
       ttl_ms: String(opts.ttlMs),
       wait_ms: String(Math.max(0, waitMs - (Date.now() - startedAtEpoch))),
       request_id: requestId,
+      ...(opts.lockDelayMs !== undefined && opts.lockDelayMs > 0 ? { lock_delay_ms: String(opts.lockDelayMs) } : {}),
     });
     this.logger.debug({ key, owner, requestId, ttlMs: opts.ttlMs, waitMs }, 'acquire sent');
     let res: AcquireResponse;

@@ -66,6 +66,7 @@ export const SETTINGS_SCHEMA = {
     maxTtlMs: int(3_600_000, 1, LOCK_WIRE_CAPS.maxTtlMs),
     dedupWindowMs: int(600_000, 1, LOCK_WIRE_CAPS.maxTtlMs),
     maxWaitMs: int(300_000, 0, LOCK_WIRE_CAPS.maxTtlMs),
+    maxLockDelayMs: int(60_000, 0, LOCK_WIRE_CAPS.maxTtlMs),
     checkpointIdleMs: int(1_000, 1, MAX),
     freeKeyRetentionMs: int(600_000, 1, LOCK_WIRE_CAPS.maxTtlMs),
   },

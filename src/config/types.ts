@@ -73,6 +73,8 @@ export interface LockSettings {
   readonly dedupWindowMs: number;
   /** Upper bound of AcquireRequest.wait_ms (0 disables waiting). */
   readonly maxWaitMs: number;
+  /** Largest AcquireRequest.lock_delay_ms (SPEC "Lock-delay"). */
+  readonly maxLockDelayMs: number;
   /** While leases are live and nothing else is proposed, the leader checkpoints log time this often. */
   readonly checkpointIdleMs: number;
   /** A free key's record (its last token) is forgotten this long (log time) after it was freed. */

@@ -15,6 +15,8 @@
 //   8 forget     upToMs:uvarint
 //   9 acquire that waits in line: as 1, then waitMs:uvarint (>= 1)
 //  10 dequeue    key:str ticket:uvarint cause:u8 (1 deadline passed, 2 call cancelled)
+//  11 acquire with a lock-delay: as 1, then waitMs:uvarint (may be 0) lockDelayMs:uvarint (>= 1)
+//  12 undelay    key:str
 // str = uvarint byte length + UTF-8. The tag doubles as the format version: a changed layout gets a new
 // tag, so old entries in the log keep decoding exactly as they did when they were first applied.
 import { ByteReader, ByteWriter, MAX_UINT64, utf8ByteLength } from './bytes.js';
@@ -31,6 +33,8 @@ export const WIRE_LIMITS = Object.freeze({
   maxTimeMs: 2 ** 50,
   /** Same bound as ttlMs: a wait deadline stays far below 2^53. */
   maxWaitMs: 2 ** 40,
+  /** Same bound again: a lock-delay's end stays far below 2^53. */
+  maxLockDelayMs: 2 ** 40,
 });
 
 export interface AcquireCommand {
@@ -50,6 +54,9 @@ export interface AcquireCommand {
   /** > 0: if the key cannot be granted now, join its wait line (wait-line.ts) for this long (log time) at
    *  most; the entry that ends the hold ahead of it hands it the key. Encoded as tag 9. */
   waitMs?: number;
+  /** > 0: when this hold EXPIRES (not when it is released), the key grants nobody for this long after
+   *  the lease's end (log time; Chubby's and Consul's lock-delay). Encoded as tag 11. */
+  lockDelayMs?: number;
 }
 
 export interface RenewCommand {
@@ -96,6 +103,14 @@ export interface DequeueCommand {
   cause: DequeueCause;
 }
 
+/** Proposed by the leader when a key's lock-delay has passed (machine.ts `delay`): applied only if it has
+ *  in log time; the key may then be handed to its line. */
+export interface UndelayCommand {
+  type: 'undelay';
+  timeMs: number;
+  key: string;
+}
+
 /** The new leader's first command in its term: starts a lease epoch (see LEASES.md). */
 export interface TermStartCommand {
   type: 'termStart';
@@ -128,7 +143,8 @@ export type LockCommand =
   | TermStartCommand
   | CheckpointCommand
   | ForgetCommand
-  | DequeueCommand;
+  | DequeueCommand
+  | UndelayCommand;
 
 export type LockCommandType = LockCommand['type'];
 
@@ -158,11 +174,14 @@ const TAGS: Record<LockCommandType, number> = {
   checkpoint: 6,
   forget: 8,
   dequeue: 10,
+  undelay: 12,
 };
 /** An acquire proposed for the head of a wait queue (same layout as tag 1; see AcquireCommand.queued). */
 const TAG_QUEUED_ACQUIRE = 7;
 /** An acquire that waits in line when it cannot be granted (tag 1's layout, then waitMs). */
 const TAG_WAITING_ACQUIRE = 9;
+/** An acquire whose hold carries a lock-delay (tag 1's layout, then waitMs and lockDelayMs). */
+const TAG_DELAYED_ACQUIRE = 11;
 const DEQUEUE_CAUSES: readonly DequeueCause[] = ['deadline', 'cancel'];
 
 /** Why `command` breaks the wire limits, or null when it is encodable. Shared by encode and applyCommand. */
@@ -182,8 +201,11 @@ export function wireLimitViolation(command: LockCommand): string | null {
         ttlViolation(command.ttlMs) ??
         requestIdViolation(command.requestId) ??
         (command.waitMs === undefined || isIntegerIn(command.waitMs, 0, WIRE_LIMITS.maxWaitMs) ? null : `waitMs must be an integer in [0, 2^40], got ${String(command.waitMs)}`) ??
-        (command.queued === true && (command.waitMs ?? 0) > 0 ? 'a queued acquire cannot also wait' : null)
+        (command.lockDelayMs === undefined || isIntegerIn(command.lockDelayMs, 0, WIRE_LIMITS.maxLockDelayMs) ? null : `lockDelayMs must be an integer in [0, 2^40], got ${String(command.lockDelayMs)}`) ??
+        (command.queued === true && ((command.waitMs ?? 0) > 0 || (command.lockDelayMs ?? 0) > 0) ? 'a queued acquire cannot also wait or carry a lock-delay' : null)
       );
+    case 'undelay':
+      return stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes);
     case 'dequeue':
       return (
         stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ??
@@ -216,7 +238,15 @@ export function encodeCommand(command: LockCommand): Uint8Array {
       out.string(command.owner);
       out.uint(command.ttlMs);
       out.string(command.requestId);
-      if ((command.waitMs ?? 0) > 0) out.uint(command.waitMs!);
+      if ((command.lockDelayMs ?? 0) > 0) {
+        out.uint(command.waitMs ?? 0);
+        out.uint(command.lockDelayMs!);
+      } else if ((command.waitMs ?? 0) > 0) {
+        out.uint(command.waitMs!);
+      }
+      break;
+    case 'undelay':
+      out.string(command.key);
       break;
     case 'dequeue':
       out.string(command.key);
@@ -260,7 +290,8 @@ export function decodeCommand(bytes: Uint8Array): LockCommand {
   switch (tag) {
     case TAGS.acquire:
     case TAG_QUEUED_ACQUIRE:
-    case TAG_WAITING_ACQUIRE: {
+    case TAG_WAITING_ACQUIRE:
+    case TAG_DELAYED_ACQUIRE: {
       const key = readKey(input);
       const owner = readOwner(input);
       const ttlMs = readTtl(input);
@@ -271,8 +302,19 @@ export function decodeCommand(bytes: Uint8Array): LockCommand {
         if (waitMs < 1 || waitMs > WIRE_LIMITS.maxWaitMs) input.fail(`waitMs ${waitMs} is outside [1, 2^40]`);
         command.waitMs = waitMs;
       }
+      if (tag === TAG_DELAYED_ACQUIRE) {
+        const waitMs = input.uint();
+        if (waitMs > WIRE_LIMITS.maxWaitMs) input.fail(`waitMs ${waitMs} is beyond 2^40`);
+        if (waitMs > 0) command.waitMs = waitMs;
+        const lockDelayMs = input.uint();
+        if (lockDelayMs < 1 || lockDelayMs > WIRE_LIMITS.maxLockDelayMs) input.fail(`lockDelayMs ${lockDelayMs} is outside [1, 2^40]`);
+        command.lockDelayMs = lockDelayMs;
+      }
       break;
     }
+    case TAGS.undelay:
+      command = { type: 'undelay', timeMs, key: readKey(input) };
+      break;
     case TAGS.dequeue: {
       const key = readKey(input);
       const ticket = input.uint();
@@ -325,6 +367,7 @@ export function decodeCommand(bytes: Uint8Array): LockCommand {
 function tagOf(command: LockCommand): number {
   if (command.type !== 'acquire') return TAGS[command.type];
   if (command.queued === true) return TAG_QUEUED_ACQUIRE;
+  if ((command.lockDelayMs ?? 0) > 0) return TAG_DELAYED_ACQUIRE;
   return (command.waitMs ?? 0) > 0 ? TAG_WAITING_ACQUIRE : TAGS.acquire;
 }
 

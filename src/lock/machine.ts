@@ -27,13 +27,19 @@
 //            `dequeue` takes a waiter out (deadline passed, or call cancelled). Whoever holds a waiter's call
 //            learns the decision from the entry's result (`decided`), so no leader's memory decides a grant
 //            or a refusal of a waiter.
+//   delay    a hold acquired with lockDelayMs > 0 that EXPIRES (its lease ran out: an expire entry, or an
+//            acquire finding it run out) puts its key in lock-delay until the lease's end + lockDelayMs (log
+//            time): nobody is granted the key until then — not a newcomer, not the line, not its own owner.
+//            A release ends a hold without a delay. Waiters stay in line; `undelay` (proposed by the leader
+//            once the delay has passed) ends it and hands the key to the line.
 //            The rule keeps SPEC's guarantees: last_token is never below the real value (the watermark is
 //            at least every forgotten key's last token, and 0 stays 0 until something is forgotten), and
 //            tokens only grow, because a token is the raft index of its acquire entry, which is above every
 //            index before it — forgotten keys included. What it gives up is exactness: a forgotten key (or
 //            one never used) may report a last_token higher than its own.
 import { CommandDecodeError, decodeCommand, wireLimitViolation } from './commands.js';
-import type { AcquireCommand, DequeueCommand, ExpireCommand, ForgetCommand, LockCommand, ReleaseCommand, RenewCommand } from './commands.js';
+import type { AcquireCommand, DequeueCommand, ExpireCommand, ForgetCommand, LockCommand, ReleaseCommand, RenewCommand, UndelayCommand } from './commands.js';
+import { KeyDelays, type DueDelay } from './key-delays.js';
 import { WaitLines, Waiter, type DueWaiter } from './wait-line.js';
 import { DeadlineHeap, EndByHeap } from './deadline-heap.js';
 import { carryLease, endByMs } from './epoch.js';
@@ -62,6 +68,7 @@ import type {
   ReleaseResult,
   RenewOutcome,
   RenewResult,
+  UndelayResult,
   WaiterDecision,
 } from './types.js';
 
@@ -135,6 +142,8 @@ export class LockMachine {
   private readonly dedup: DedupTable;
   /** Who waits for which key, in log order (see the header's `wait`). */
   private readonly lines = new WaitLines();
+  /** Lock-delays: of the current holds that carry one, and of keys in one (see the header's `delay`). */
+  private readonly delays = new KeyDelays();
   /** The sliced snapshot being written, if any: told before every change of a key or of every lease. */
   private writer: SnapshotWriter | null = null;
 
@@ -215,6 +224,17 @@ export class LockMachine {
   /** Whether the waiter with this ticket is still in `key`'s line. */
   isWaiting(key: string, ticket: number): boolean {
     return this.lines.get(key, ticket) !== undefined;
+  }
+
+  /** Log time left in `key`'s lock-delay (0 = none). */
+  delayLeftMs(key: string): number {
+    return this.delays.leftMs(key, this.logNowMs);
+  }
+
+  /** Up to `limit` keys whose lock-delay has passed by max(nowMs, log time), for the leader to propose
+   *  `undelay {key}`. Each stays in the answer until that entry applies. */
+  dueDelays(nowMs: number, limit: number): DueDelay[] {
+    return this.delays.due(Math.max(nowMs, this.logNowMs), limit);
   }
 
   /** Up to `limit` waiters whose wait deadline is <= max(nowMs, log time), earliest first, for the leader to
@@ -384,7 +404,7 @@ export class LockMachine {
       forgottenWatermark: this.forgottenWatermark,
     };
     return new SnapshotWriter(
-      { header, leases: this.leases, freeKeys: this.freeKeyLastTokens, dedup: this.dedup, timesOf: this.timesAsOfNow(), waiters: this.lines },
+      { header, leases: this.leases, freeKeys: this.freeKeyLastTokens, dedup: this.dedup, timesOf: this.timesAsOfNow(), waiters: this.lines, delays: this.delays },
       sizeHint,
     );
   }
@@ -440,9 +460,16 @@ export class LockMachine {
       }
       machine.freeKeyLastTokens.free(key, lastToken, freedAtMs);
     }
+    for (const [key, lockDelayMs] of state.holdDelays) {
+      if (!machine.leases.has(key)) throw new SnapshotDecodeError(`key ${JSON.stringify(key)} has a hold's lock-delay but no lease`, bytes.length);
+      machine.delays.setHoldDelay(key, lockDelayMs);
+    }
+    for (const [key, untilMs] of state.keyDelays) machine.delays.delayKey(key, untilMs);
     for (const w of state.waiters) {
-      // The machine's invariant: a key has waiters only while it has a lease (see the header's `wait`).
-      if (!machine.leases.has(w.key)) throw new SnapshotDecodeError(`key ${JSON.stringify(w.key)} has waiters but no lease`, bytes.length);
+      // The machine's invariant: a key has waiters only while it has a lease or is in lock-delay.
+      if (!machine.leases.has(w.key) && machine.delays.untilMs(w.key) === undefined) {
+        throw new SnapshotDecodeError(`key ${JSON.stringify(w.key)} has waiters but neither a lease nor a lock-delay`, bytes.length);
+      }
       if (machine.lines.byRequestOf(w.owner, w.requestId) !== undefined) {
         throw new SnapshotDecodeError(`request ${JSON.stringify(w.requestId)} of ${JSON.stringify(w.owner)} waits twice`, bytes.length);
       }
@@ -481,6 +508,8 @@ export class LockMachine {
         return this.forget(index, command);
       case 'dequeue':
         return this.dequeue(index, command);
+      case 'undelay':
+        return this.undelay(index, command);
     }
   }
 
@@ -561,38 +590,41 @@ export class LockMachine {
     }
     const decided: WaiterDecision[] = [];
     let lease = this.leaseOf(command.key);
-    if (lease !== undefined && !lease.isLiveAt(nowMs) && this.lines.countFor(command.key) > 0) {
-      // The hold ahead of the line ran out and no entry has ended it yet: this one does, and hands the key
-      // to the line first, so a newcomer never overtakes a waiter.
-      this.removeLease(lease);
+    if (lease !== undefined && !lease.isLiveAt(nowMs) && (this.lines.countFor(command.key) > 0 || this.delays.holdDelayOf(command.key) > 0)) {
+      // The hold ahead ran out and no entry has ended it yet: this one does — into its lock-delay if it
+      // carries one, else handing the key to the line first, so a newcomer never overtakes a waiter.
+      this.removeLease(lease, true);
       this.handOff(command.key, index, decided);
       lease = this.leaseOf(command.key);
     }
-    // Held by another (or handed to a waiter in this very entry, whose token is this index: a same-owner
-    // supersede would reuse it).
-    const blocked = lease !== undefined && lease.isLiveAt(nowMs) && (lease.owner !== command.owner || lease.fencingToken === index);
+    const delayLeftMs = this.delays.leftMs(command.key, nowMs);
+    // In lock-delay, held by another, or handed to a waiter in this very entry (whose token is this index:
+    // a same-owner supersede would reuse it).
+    const blocked = delayLeftMs > 0 || (lease !== undefined && lease.isLiveAt(nowMs) && (lease.owner !== command.owner || lease.fencingToken === index));
     let outcome: AcquireOutcome;
     let waitTicket: number | undefined;
     if (blocked) {
       outcome = this.refusalBy(lease, nowMs);
       if ((command.waitMs ?? 0) > 0) {
         // In line: not an answer yet, so nothing is remembered; the entry that decides it remembers that.
-        this.lines.join(new Waiter(command.key, index, this.ownerName(command.owner), command.ttlMs, command.requestId, nowMs + command.waitMs!));
+        this.lines.join(new Waiter(command.key, index, this.ownerName(command.owner), command.ttlMs, command.requestId, nowMs + command.waitMs!, command.lockDelayMs ?? 0));
         waitTicket = index;
       }
     } else {
-      lease = this.hold(command.key, lease, command.owner, index, command.ttlMs);
+      lease = this.hold(command.key, lease, command.owner, index, command.ttlMs, command.lockDelayMs ?? 0);
       outcome = grantedOutcome(lease);
     }
     if (waitTicket === undefined) this.remember(command, { type: 'acquire', outcome, token: 0n });
     const result: AcquireResult = { type: 'acquire', index, replayed: false, ...outcome };
     if (waitTicket !== undefined) result.waitTicket = waitTicket;
+    if (blocked && delayLeftMs > 0) result.delayMsLeft = delayLeftMs;
     if (decided.length > 0) result.decided = decided;
     return result;
   }
 
   /** Grants `key` to `owner` with token `index` at log time now: a new lease, or `lease` re-granted. */
-  private hold(key: string, lease: Lease | undefined, ownerName: string, index: number, ttlMs: number): Lease {
+  private hold(key: string, lease: Lease | undefined, ownerName: string, index: number, ttlMs: number, lockDelayMs: number): Lease {
+    this.delays.setHoldDelay(key, lockDelayMs);
     const nowMs = this.logNowMs;
     this.writer?.beforeKeyWrite(key);
     if (lease === undefined) {
@@ -617,21 +649,38 @@ export class LockMachine {
   /**
    * `key`'s hold just ended in entry `index`: the first waiter still within its wait deadline gets the key,
    * with token `index`; the ones before it whose deadline passed leave the line refused. Each decision is
-   * remembered under its request id, as if its own entry had decided it.
+   * remembered under its request id, as if its own entry had decided it. Nothing while the key is in
+   * lock-delay: the line waits for the `undelay` entry.
    */
   private handOff(key: string, index: number, decided: WaiterDecision[]): void {
+    if (this.delays.leftMs(key, this.logNowMs) > 0) return;
     for (let w = this.lines.head(key); w !== undefined; w = this.lines.head(key)) {
       this.lines.leave(w);
       let outcome: AcquireOutcome;
       if (w.deadlineMs <= this.logNowMs) {
         outcome = this.refusalBy(undefined, this.logNowMs);
       } else {
-        outcome = grantedOutcome(this.hold(key, this.leaseOf(key), w.owner, index, w.ttlMs));
+        outcome = grantedOutcome(this.hold(key, this.leaseOf(key), w.owner, index, w.ttlMs, w.lockDelayMs));
       }
       this.remember(w, { type: 'acquire', outcome, token: 0n });
       decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });
       if (outcome.acquired) return;
     }
+  }
+
+  /** `key`'s lock-delay has passed in log time: it ends, and the line (if any) gets the key. */
+  private undelay(index: number, command: UndelayCommand): UndelayResult {
+    const result: UndelayResult = { type: 'undelay', index, undelayed: false, key: command.key };
+    const untilMs = this.delays.untilMs(command.key);
+    if (untilMs === undefined || untilMs > this.logNowMs) return result;
+    this.delays.undelay(command.key);
+    result.undelayed = true;
+    if (this.leaseOf(command.key) === undefined) {
+      const decided: WaiterDecision[] = [];
+      this.handOff(command.key, index, decided);
+      if (decided.length > 0) result.decided = decided;
+    }
+    return result;
   }
 
   private dequeue(index: number, command: DequeueCommand): DequeueResult {
@@ -702,7 +751,7 @@ export class LockMachine {
     const reason = this.refusal(lease, command, false);
     const decided: WaiterDecision[] = [];
     if (lease !== undefined && reason === 'UNSPECIFIED') {
-      this.removeLease(lease);
+      this.removeLease(lease, false); // a release: no lock-delay
       this.handOff(command.key, index, decided);
     }
     const outcome = { released: reason === 'UNSPECIFIED', reason };
@@ -718,7 +767,7 @@ export class LockMachine {
       lease !== undefined && BigInt(lease.fencingToken) === command.token && !lease.isLiveAt(this.logNowMs);
     const result: ExpireResult = { type: 'expire', index, expired: due, key: command.key, token: command.token };
     if (due) {
-      this.removeLease(lease);
+      this.removeLease(lease, true);
       const decided: WaiterDecision[] = [];
       this.handOff(command.key, index, decided);
       if (decided.length > 0) result.decided = decided;
@@ -759,7 +808,12 @@ export class LockMachine {
     else this.endBy.push(lease);
   }
 
-  private removeLease(lease: Lease): void {
+  /** Ends `lease`; `expired`: it ran out (rather than being released), so its lock-delay, if any, begins —
+   *  measured from the lease's end, not from the entry that noticed it. */
+  private removeLease(lease: Lease, expired: boolean): void {
+    const lockDelayMs = this.delays.holdDelayOf(lease.key);
+    this.delays.setHoldDelay(lease.key, 0);
+    if (expired && lockDelayMs > 0) this.delays.delayKey(lease.key, lease.leaseDeadlineMs + lockDelayMs);
     this.writer?.beforeKeyWrite(lease.key);
     this.leases.delete(lease.key);
     this.deadlines.remove(lease);

@@ -20,8 +20,9 @@ import type { FreeKeys } from './free-keys.js';
 import { KEY_BUCKETS, type KeyBuckets } from './key-buckets.js';
 import type { Lease } from './lease.js';
 import type { LeaseTimes } from './epoch.js';
+import type { KeyDelays } from './key-delays.js';
 import type { WaitLines } from './wait-line.js';
-import { PrefixKeyWriter, SNAPSHOT_VERSION, SNAPSHOT_VERSION_WITH_WAITERS, writeWaiters, sectionBitsFor, sectionOf, writeHeader, writeSection, type DecodedFreeKey, type SnapshotHeader } from './snapshot.js';
+import { PrefixKeyWriter, SNAPSHOT_VERSION, SNAPSHOT_VERSION_WITH_DELAYS, SNAPSHOT_VERSION_WITH_WAITERS, writeDelays, writeWaiters, sectionBitsFor, sectionOf, writeHeader, writeSection, type DecodedFreeKey, type SnapshotHeader } from './snapshot.js';
 
 /** Keys (or dedup records) one slice handles: ~2-5 ms of work on a slow shared core (measured with
  *  scripts/machine-scale.ts). */
@@ -37,6 +38,8 @@ export interface SnapshotSource {
   /** The wait lines (absent or empty: a version 3 snapshot). Copied when the writer opens: they are bounded
    *  by the admission limits, so the copy is small next to the keys. */
   waiters?: WaitLines;
+  /** Lock-delays (absent or none: version 3 or 4). Copied at the opening like the lines. */
+  delays?: KeyDelays;
 }
 
 export class SnapshotWriter {
@@ -56,7 +59,8 @@ export class SnapshotWriter {
   private readonly scratch = new ByteWriter(4096);
   private dedupWritten = 0;
   private closed = false;
-  /** The wait lines as they were at the opening, encoded; null when nobody waited (version 3). */
+  /** The wait lines (and lock-delays) as they were at the opening, encoded; null when there were none
+   *  (version 3). */
   private readonly waiterBytes: Uint8Array | null;
 
   constructor(
@@ -69,14 +73,18 @@ export class SnapshotWriter {
     this.sectionCount = 2 ** this.sectionBits;
     this.out = new ByteWriter(Math.max(1024, Math.ceil(sizeHint * 1.1)));
     const waiters = source.waiters !== undefined && source.waiters.size > 0 ? [...source.waiters.all()] : [];
-    if (waiters.length > 0) {
-      const lines = new ByteWriter(64 * waiters.length);
-      writeWaiters(lines, waiters, this.header.nowMs);
-      this.waiterBytes = lines.finish();
-    } else {
-      this.waiterBytes = null;
+    const delays = source.delays;
+    const withDelays = (delays !== undefined && delays.holdCount + delays.keyCount > 0) || waiters.some((w) => w.lockDelayMs > 0);
+    let version = SNAPSHOT_VERSION;
+    this.waiterBytes = null;
+    if (waiters.length > 0 || withDelays) {
+      const tail = new ByteWriter(64 * waiters.length + 64);
+      writeWaiters(tail, waiters, this.header.nowMs, withDelays);
+      if (withDelays) writeDelays(tail, { holdDelays: delays?.sortedHoldDelays() ?? [], keyDelays: delays?.sortedKeyDelays() ?? [] }, this.header.nowMs);
+      this.waiterBytes = tail.finish();
+      version = withDelays ? SNAPSHOT_VERSION_WITH_DELAYS : SNAPSHOT_VERSION_WITH_WAITERS;
     }
-    writeHeader(this.out, this.header, this.sectionBits, waiters.length > 0 ? SNAPSHOT_VERSION_WITH_WAITERS : SNAPSHOT_VERSION);
+    writeHeader(this.out, this.header, this.sectionBits, version);
     this.dedupOut = new ByteWriter(1024);
     this.dedupReader = source.dedup.openSnapshot((seq) => {
       source.dedup.writeSnapshotRecord(this.dedupOut, seq, this.header.nowMs);

@@ -19,6 +19,9 @@
 // without waiters is written as version 3, byte for byte as before):
 //   lineCount (key waiterCount (ticketDelta owner:str ttlMs requestId:str deadline-now:svarint)*)*
 //   lines sorted by key; in a line, waiters in ticket order, the first ticket absolute, then deltas >= 1.
+// Version 5 adds lock-delays (machine.ts `delay`), written only when there is one: the lines as in 4 with
+// each waiter's lockDelayMs after its deadline, then the holds' delays and the keys' delays, sorted by key:
+//   holdDelayCount (key lockDelayMs)*  keyDelayCount (key until-now:svarint)*
 // Why sections: a section is sorted and written on its own (~256-512 keys), so a snapshot of a million keys
 // is written in slices, with copy-on-write per section (snapshot-writer.ts), never one global sort.
 // Version 2 had one global owner table, then all leases and all free keys sorted by key, then the watermark;
@@ -42,6 +45,14 @@ const MAGIC = [0x4c, 0x48, 0x53]; // "LHS"
 export const SNAPSHOT_VERSION = 3;
 /** Version 3 plus the wait lines; see the header. */
 export const SNAPSHOT_VERSION_WITH_WAITERS = 4;
+/** Version 4 plus lock-delays; see the header. */
+export const SNAPSHOT_VERSION_WITH_DELAYS = 5;
+
+/** The lock-delay part of a version 5 snapshot. */
+export interface DelayState {
+  holdDelays: [string, number][];
+  keyDelays: [string, number][];
+}
 
 export class SnapshotDecodeError extends Error {
   override readonly name = 'SnapshotDecodeError';
@@ -71,8 +82,11 @@ export type DecodedFreeKey = Pick<FreeKey, 'key' | 'lastToken' | 'freedAtMs'>;
 export interface DecodedState extends SnapshotHeader {
   leases: Lease[];
   freeKeys: DecodedFreeKey[];
-  /** In line order per key (restore checks that each key has a lease). */
+  /** In line order per key (restore checks that each key has a lease or a lock-delay). */
   waiters: Waiter[];
+  /** key -> lockDelayMs of its hold; key -> log time its lock-delay ends. Sorted by key. */
+  holdDelays: [string, number][];
+  keyDelays: [string, number][];
 }
 
 /**
@@ -153,7 +167,7 @@ export function writeSection(
 }
 
 /** The wait lines (version 4's tail): sorts `waiters` in place by (key, ticket). Times relative to `nowMs`. */
-export function writeWaiters(out: ByteWriter, waiters: Waiter[], nowMs: number): void {
+export function writeWaiters(out: ByteWriter, waiters: Waiter[], nowMs: number, withLockDelay = false): void {
   waiters.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.ticket - b.ticket));
   let lines = 0;
   for (let i = 0; i < waiters.length; i++) if (i === 0 || waiters[i]!.key !== waiters[i - 1]!.key) lines++;
@@ -174,7 +188,24 @@ export function writeWaiters(out: ByteWriter, waiters: Waiter[], nowMs: number):
       out.uint(w.ttlMs);
       out.string(w.requestId);
       out.sint(w.deadlineMs - nowMs);
+      if (withLockDelay) out.uint(w.lockDelayMs);
     }
+  }
+}
+
+/** Version 5's delays, after its lines. `delays` are sorted by key. */
+export function writeDelays(out: ByteWriter, delays: DelayState, nowMs: number): void {
+  out.uint(delays.holdDelays.length);
+  const holdKeys = new PrefixKeyWriter().restart(out);
+  for (const [key, lockDelayMs] of delays.holdDelays) {
+    holdKeys.write(key);
+    out.uint(lockDelayMs);
+  }
+  out.uint(delays.keyDelays.length);
+  const delayedKeys = new PrefixKeyWriter().restart(out);
+  for (const [key, untilMs] of delays.keyDelays) {
+    delayedKeys.write(key);
+    out.sint(untilMs - nowMs);
   }
 }
 
@@ -184,7 +215,7 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink): Deco
   const input = new ByteReader(bytes, (message, offset) => new SnapshotDecodeError(message, offset));
   for (const b of MAGIC) if (input.byte() !== b) input.fail('not a lock snapshot (bad magic)');
   const version = input.byte();
-  if (version < 1 || version > SNAPSHOT_VERSION_WITH_WAITERS) input.fail(`unsupported snapshot version ${version}`);
+  if (version < 1 || version > SNAPSHOT_VERSION_WITH_DELAYS) input.fail(`unsupported snapshot version ${version}`);
   const appliedIndex = input.uint();
   const nowMs = input.uint();
   const epochTerm = input.uint();
@@ -219,12 +250,18 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink): Deco
   if (forgottenWatermark > appliedIndex) input.fail(`watermark ${forgottenWatermark} is beyond index ${appliedIndex}`);
   fields.dedup(bytes, dedupSink);
   const waiters: Waiter[] = [];
+  const holdDelays: [string, number][] = [];
+  const keyDelays: [string, number][] = [];
   if (version === SNAPSHOT_VERSION_WITH_WAITERS) {
-    fields.waiters(waiters);
+    fields.waiters(waiters, false);
     if (waiters.length === 0) input.fail('a version 4 snapshot without waiters (written as version 3)');
+  } else if (version === SNAPSHOT_VERSION_WITH_DELAYS) {
+    fields.waiters(waiters, true);
+    fields.delays(holdDelays, keyDelays);
+    if (holdDelays.length + keyDelays.length === 0 && waiters.every((w) => w.lockDelayMs === 0)) input.fail('a version 5 snapshot without lock-delays (written as version 3 or 4)');
   }
   input.end();
-  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, waiters };
+  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, waiters, holdDelays, keyDelays };
 }
 
 /** Reads the parts every version shares, checking each field against the snapshot's index and time. */
@@ -300,7 +337,7 @@ class FieldReader {
     }
   }
 
-  waiters(into: Waiter[]): void {
+  waiters(into: Waiter[], withLockDelay: boolean): void {
     const input = this.input;
     const lineCount = countOf(input);
     const keys = new PrefixKeyReader(input);
@@ -321,9 +358,36 @@ class FieldReader {
         const requestId = input.string(WIRE_LIMITS.maxRequestIdBytes);
         const deadlineMs = this.nowMs + input.sint();
         if (deadlineMs < 0) input.fail('waiter deadline out of range');
-        into.push(new Waiter(key, ticket, owner, ttlMs, requestId, deadlineMs));
+        const lockDelayMs = withLockDelay ? this.lockDelay() : 0;
+        into.push(new Waiter(key, ticket, owner, ttlMs, requestId, deadlineMs, lockDelayMs));
       }
     }
+  }
+
+  delays(holdDelays: [string, number][], keyDelays: [string, number][]): void {
+    const input = this.input;
+    const holdCount = countOf(input);
+    const holdKeys = new PrefixKeyReader(input);
+    for (let i = 0; i < holdCount; i++) {
+      const key = holdKeys.read();
+      const lockDelayMs = this.lockDelay();
+      if (lockDelayMs === 0) input.fail(`hold of ${JSON.stringify(key)} with a lock-delay of 0`);
+      holdDelays.push([key, lockDelayMs]);
+    }
+    const keyCount = countOf(input);
+    const delayedKeys = new PrefixKeyReader(input);
+    for (let i = 0; i < keyCount; i++) {
+      const key = delayedKeys.read();
+      const untilMs = this.nowMs + input.sint();
+      if (untilMs < 0 || untilMs > WIRE_LIMITS.maxTimeMs + WIRE_LIMITS.maxTtlMs + WIRE_LIMITS.maxLockDelayMs) input.fail('lock-delay end out of range');
+      keyDelays.push([key, untilMs]);
+    }
+  }
+
+  private lockDelay(): number {
+    const lockDelayMs = this.input.uint();
+    if (lockDelayMs > WIRE_LIMITS.maxLockDelayMs) this.input.fail(`lockDelayMs ${lockDelayMs} is beyond 2^40`);
+    return lockDelayMs;
   }
 
   private token(): number {

@@ -65,6 +65,9 @@ export interface AcquireResult extends ReplayableResult, AcquireOutcome {
   /** Set when the request is (still) in the key's wait line: its ticket. Not an answer: the caller waits
    *  for the entry whose `decided` names this ticket. */
   waitTicket?: number;
+  /** Refused (or queued) because the key is in lock-delay: the log time left in it. Not remembered: a
+   *  replay of the refusal answers without it. */
+  delayMsLeft?: number;
 }
 
 export interface RenewResult extends ReplayableResult, RenewOutcome {
@@ -101,6 +104,13 @@ export interface DequeueResult extends ResultBase {
   ticket: number;
 }
 
+export interface UndelayResult extends ResultBase {
+  type: 'undelay';
+  /** false when the key was not in lock-delay, or its delay has not passed yet in log time. */
+  undelayed: boolean;
+  key: string;
+}
+
 export interface CheckpointResult extends ResultBase {
   type: 'checkpoint';
 }
@@ -135,6 +145,7 @@ export type LockResult =
   | CheckpointResult
   | ForgetResult
   | DequeueResult
+  | UndelayResult
   | ErrorResult;
 
 /** What `get` reports, judged at the machine's current log time (proto GetResponse). */

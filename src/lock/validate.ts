@@ -13,16 +13,19 @@ export interface LockLimits {
   maxTtlMs: number;
   /** Upper bound of AcquireRequest.wait_ms (0 = answer at once). */
   maxWaitMs: number;
+  /** Upper bound of AcquireRequest.lock_delay_ms (SPEC: lock.maxLockDelayMs, default 60 s). */
+  maxLockDelayMs: number;
 }
 
 export const DEFAULT_LOCK_LIMITS: Readonly<LockLimits> = Object.freeze({
   minTtlMs: 100,
   maxTtlMs: 3_600_000,
   maxWaitMs: 300_000,
+  maxLockDelayMs: 60_000,
 });
 
 /** Proto field names, as users see them in the API. */
-export type LockFieldName = 'key' | 'owner' | 'ttl_ms' | 'token' | 'request_id' | 'wait_ms';
+export type LockFieldName = 'key' | 'owner' | 'ttl_ms' | 'token' | 'request_id' | 'wait_ms' | 'lock_delay_ms';
 
 export class ValidationError extends Error {
   override readonly name = 'ValidationError';
@@ -42,6 +45,7 @@ export interface AcquireInput {
   ttlMs?: unknown;
   waitMs?: unknown;
   requestId?: unknown;
+  lockDelayMs?: unknown;
 }
 export interface RenewInput {
   key?: unknown;
@@ -67,6 +71,8 @@ export interface ValidAcquire {
   waitMs: number;
   /** '' when absent. */
   requestId: string;
+  /** 0 = none. */
+  lockDelayMs: number;
 }
 export interface ValidRenew {
   key: string;
@@ -92,6 +98,7 @@ export function validateAcquire(input: AcquireInput, limits: LockLimits = DEFAUL
     ttlMs: checkTtl(input.ttlMs, limits),
     waitMs: checkWait(input.waitMs, limits),
     requestId: checkRequestId(input.requestId),
+    lockDelayMs: checkLockDelay(input.lockDelayMs, limits),
   }));
 }
 
@@ -179,6 +186,14 @@ function checkWait(value: unknown, limits: LockLimits): number {
     throw new ValidationError('wait_ms', `wait_ms must be between 0 and ${limits.maxWaitMs}, got ${waitMs}`);
   }
   return Number(waitMs);
+}
+
+function checkLockDelay(value: unknown, limits: LockLimits): number {
+  const lockDelayMs = toInteger('lock_delay_ms', value ?? 0);
+  if (lockDelayMs < 0n || lockDelayMs > BigInt(limits.maxLockDelayMs)) {
+    throw new ValidationError('lock_delay_ms', `lock_delay_ms must be between 0 and ${limits.maxLockDelayMs} (lock.maxLockDelayMs), got ${lockDelayMs}`);
+  }
+  return Number(lockDelayMs);
 }
 
 function checkToken(value: unknown): bigint {

@@ -28,6 +28,8 @@ export class Waiter {
     readonly requestId: string,
     /** Log time after which it is no longer waiting: a hand-off skips it, a `dequeue` removes it. */
     readonly deadlineMs: number,
+    /** The lock-delay its hold will carry once granted (machine.ts `delay`); 0 = none. */
+    readonly lockDelayMs: number = 0,
   ) {}
 }
 

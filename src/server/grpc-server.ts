@@ -250,7 +250,7 @@ export class ClientApi {
   private lockHandlers(): LockHandlers {
     return {
       Acquire: (call, cb) => {
-        const v = validateAcquire({ key: call.request.key, owner: call.request.owner, ttlMs: call.request.ttl_ms, waitMs: call.request.wait_ms, requestId: call.request.request_id }, this.opts.limits);
+        const v = validateAcquire({ key: call.request.key, owner: call.request.owner, ttlMs: call.request.ttl_ms, waitMs: call.request.wait_ms, requestId: call.request.request_id, lockDelayMs: call.request.lock_delay_ms }, this.opts.limits);
         this.run(call, cb as Reply<AcquireResponse>, v, 'Acquire', async (req, timeoutMs, signal) => acquireToWire(await this.opts.service.acquire(req, timeoutMs, signal)));
       },
       Renew: (call, cb) => {
@@ -425,6 +425,7 @@ function acquireToWire(r: AcquireResult): WireInput<AcquireResponse> {
     expires_at_ms: String(r.expiresAtMs),
     holder_owner: r.holderOwner,
     holder_ttl_ms: String(r.holderTtlMs),
+    delay_ms_left: String(r.delayMsLeft ?? 0),
   };
 }
 

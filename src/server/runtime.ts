@@ -227,6 +227,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       minTtlMs: config.lock.minTtlMs,
       maxTtlMs: config.lock.maxTtlMs,
       maxWaitMs: config.lock.maxWaitMs,
+      maxLockDelayMs: config.lock.maxLockDelayMs,
     },
     members: addresses.clientAddress,
     dialOverrides: addresses.dialOverrides,

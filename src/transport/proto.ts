@@ -148,6 +148,8 @@ export interface AcquireRequest {
   ttl_ms: WireLong;
   wait_ms: WireLong;
   request_id: string;
+  /** Absent = 0 (older clients). */
+  lock_delay_ms?: WireLong;
 }
 
 export interface AcquireResponse {
@@ -157,6 +159,7 @@ export interface AcquireResponse {
   expires_at_ms: WireLong;
   holder_owner: string;
   holder_ttl_ms: WireLong;
+  delay_ms_left: WireLong;
 }
 
 export interface RenewRequest {

@@ -139,6 +139,8 @@ export function canonicalResult(r: LockResult): string {
       return `forget@${r.index}|${r.forgotten}|${r.watermark}`;
     case 'dequeue':
       return `dequeue@${r.index}|${r.dequeued}|${r.key}|${r.ticket}`;
+    case 'undelay':
+      return `undelay@${r.index}|${r.undelayed}|${r.key}`;
     case 'error':
       return `error@${r.index}|${r.code}`;
   }

@@ -144,7 +144,7 @@ export class SimLockServers {
     let p: Promise<LockResult | LockView>;
     switch (call.op) {
       case 'acquire':
-        p = service.acquire({ key: call.key, owner: call.owner, ttlMs: call.ttlMs, waitMs: call.waitMs, requestId: call.requestId }, timeoutMs, ac.signal);
+        p = service.acquire({ key: call.key, owner: call.owner, ttlMs: call.ttlMs, waitMs: call.waitMs, requestId: call.requestId, lockDelayMs: 0 }, timeoutMs, ac.signal);
         break;
       case 'renew':
         p = service.renew({ key: call.key, owner: call.owner, token: call.token, ttlMs: call.ttlMs, requestId: call.requestId }, timeoutMs);

@@ -6,6 +6,8 @@
 // - Wait deadlines: a `dequeue {key, ticket, deadline}` for every waiter whose wait deadline passed by the
 //   leader's now (wait-line.ts), so its caller hears "not acquired" on time — as a fact of the log. One
 //   proposal per waiter, the same way.
+// - Lock-delays: an `undelay {key}` for every key whose lock-delay has passed, so its line is served (and
+//   the key's delay record goes). One proposal per key, the same way.
 // - Checkpoint: when leases exist and nothing was proposed for checkpointIdleMs, a checkpoint records
 //   elapsed log time, so a chain of short terms cannot freeze a dead lease (LEASES.md). At most one in
 //   flight: a leader that cannot commit must not pile them up in its log (lock simulation, seed 439).
@@ -13,16 +15,23 @@
 //   with that cut-off, so the free keys' records stay bounded by the churn of one retention period. At
 //   most one in flight; the cut-off travels in the entry, so replicas with other settings agree.
 import type { LockCommand } from '../commands.js';
-import type { DequeueResult, ExpireResult } from '../types.js';
+import type { DequeueResult, ExpireResult, UndelayResult } from '../types.js';
 import type { LockStateView, ProposalId } from './types.js';
 
-export type HousekeepingProposal = { kind: 'expire'; leaseId: string } | { kind: 'dequeue'; waiterId: string } | { kind: 'checkpoint' } | { kind: 'forget' };
+export type HousekeepingProposal =
+  | { kind: 'expire'; leaseId: string }
+  | { kind: 'dequeue'; waiterId: string }
+  | { kind: 'undelay'; key: string }
+  | { kind: 'checkpoint' }
+  | { kind: 'forget' };
 
 export class Housekeeping {
   /** `${key}#${token}` -> the proposal expiring it. */
   private readonly expiring = new Map<string, ProposalId>();
   /** `${key}#${ticket}` -> the proposal ending that wait. */
   private readonly dequeuing = new Map<string, ProposalId>();
+  /** key -> the proposal ending its lock-delay. */
+  private readonly undelaying = new Map<string, ProposalId>();
   private checkpoint: ProposalId | null = null;
   private forget: ProposalId | null = null;
   /** Stamp of the last proposal this node made as leader (any kind). */
@@ -54,6 +63,10 @@ export class Housekeeping {
       if (this.dequeuing.has(waiterId)) continue;
       this.dequeuing.set(waiterId, propose({ type: 'dequeue', timeMs: 0, key: due.key, ticket: due.ticket, cause: 'deadline' }, { kind: 'dequeue', waiterId }));
     }
+    for (const due of state.dueDelays(nowMs, this.expireBatch)) {
+      if (this.undelaying.has(due.key)) continue;
+      this.undelaying.set(due.key, propose({ type: 'undelay', timeMs: 0, key: due.key }, { kind: 'undelay', key: due.key }));
+    }
     if (this.checkpoint === null && state.hasLiveLeases() && nowMs - this.lastProposalAtMs >= this.checkpointIdleMs) {
       this.checkpoint = propose({ type: 'checkpoint', timeMs: 0 }, { kind: 'checkpoint' });
     }
@@ -74,12 +87,19 @@ export class Housekeeping {
     this.dequeuing.delete(`${result.key}#${result.ticket}`);
   }
 
+  /** An undelay entry applied (ours or a previous leader's). */
+  undelayApplied(result: UndelayResult): void {
+    this.undelaying.delete(result.key);
+  }
+
   /** Our housekeeping proposal `id` applied or failed. */
   settled(id: ProposalId, purpose: HousekeepingProposal): void {
     if (purpose.kind === 'checkpoint') {
       if (this.checkpoint === id) this.checkpoint = null;
     } else if (purpose.kind === 'forget') {
       if (this.forget === id) this.forget = null;
+    } else if (purpose.kind === 'undelay') {
+      if (this.undelaying.get(purpose.key) === id) this.undelaying.delete(purpose.key);
     } else if (purpose.kind === 'dequeue') {
       if (this.dequeuing.get(purpose.waiterId) === id) this.dequeuing.delete(purpose.waiterId);
     } else if (this.expiring.get(purpose.leaseId) === id) {
@@ -91,5 +111,6 @@ export class Housekeeping {
   leadershipLost(): void {
     this.expiring.clear();
     this.dequeuing.clear();
+    this.undelaying.clear();
   }
 }

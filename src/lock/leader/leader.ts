@@ -187,6 +187,9 @@ export class LockLeader {
       case 'dequeue':
         this.housekeeping.dequeueApplied(result);
         break;
+      case 'undelay':
+        this.housekeeping.undelayApplied(result);
+        break;
       default:
         break;
     }
@@ -269,6 +272,7 @@ export class LockLeader {
     }
     const command: LockCommand = { type: 'acquire', timeMs: 0, key: req.key, owner: req.owner, ttlMs: req.ttlMs, requestId: req.requestId };
     if (req.waitMs > 0) command.waitMs = req.waitMs;
+    if (req.lockDelayMs > 0) command.lockDelayMs = req.lockDelayMs;
     // Any acquire may come back "in line": a blocking one that the log queued, and also a retry of a waiting
     // request whose remaining wait_ms has run down to 0 on the client (it re-attaches, wait or not: its
     // place keeps its first deadline). Answering that result as a refusal would tell a waiter "not
@@ -377,6 +381,7 @@ export class LockLeader {
       case 'checkpoint':
       case 'forget':
       case 'dequeue':
+      case 'undelay':
         this.housekeeping.settled(id, purpose);
         break;
     }
@@ -425,6 +430,7 @@ export class LockLeader {
       case 'checkpoint':
       case 'forget':
       case 'dequeue':
+      case 'undelay':
         this.housekeeping.settled(id, purpose);
         break;
     }

@@ -6,6 +6,7 @@ import type { LockCommand } from '../commands.js';
 import type { AcquireOutcome, AcquireResult, DueLease, LockResult, LockView, ReleaseResult, RenewResult } from '../types.js';
 import type { ValidAcquire, ValidRelease, ValidRenew } from '../validate.js';
 import type { DueWaiter } from '../wait-line.js';
+import type { DueDelay } from '../key-delays.js';
 import { NO_LOCK_LIMITS, type LockLimitSettings } from './admission.js';
 
 /** The adapter's handle for one client call (opaque to the module, unique while the call is open). */
@@ -25,6 +26,8 @@ export interface LockStateView {
   expiredLeases(nowMs: number, limit: number): DueLease[];
   /** Waiters past their wait deadline at max(nowMs, log time), earliest first (wait-line.ts). */
   dueWaiters(nowMs: number, limit: number): DueWaiter[];
+  /** Keys whose lock-delay has passed at max(nowMs, log time) (key-delays.ts). */
+  dueDelays(nowMs: number, limit: number): DueDelay[];
   /** Where (owner, request_id) waits in line, if it does. */
   waiterFor(owner: string, requestId: string): { key: string; ticket: number } | undefined;
   isWaiting(key: string, ticket: number): boolean;

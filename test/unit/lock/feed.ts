@@ -38,6 +38,15 @@ export class Feed {
     return this.expect('acquire', this.apply({ type: 'acquire', timeMs: this.timeMs, key, owner, ttlMs, requestId, waitMs }));
   }
 
+  /** An acquire whose hold carries a lock-delay (and may wait in line). */
+  delayed(key: string, owner: string, ttlMs: number, lockDelayMs: number, opts: { waitMs?: number; requestId?: string } = {}) {
+    return this.expect('acquire', this.apply({ type: 'acquire', timeMs: this.timeMs, key, owner, ttlMs, requestId: opts.requestId ?? '', waitMs: opts.waitMs ?? 0, lockDelayMs }));
+  }
+
+  undelay(key: string) {
+    return this.expect('undelay', this.apply({ type: 'undelay', timeMs: this.timeMs, key }));
+  }
+
   dequeue(key: string, ticket: number, cause: 'deadline' | 'cancel') {
     return this.expect('dequeue', this.apply({ type: 'dequeue', timeMs: this.timeMs, key, ticket, cause }));
   }

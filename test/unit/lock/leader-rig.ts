@@ -134,9 +134,9 @@ export class LeaderRig {
     this.step({ type: 'proposalFailed', proposalId, error: { kind: 'timeout', message: 'planted timeout', index: this.machine.appliedIndex + at + 1 } });
   }
 
-  acquire(key: string, owner: string, opts: { waitMs?: number; requestId?: string; ttlMs?: number; timeoutMs?: number } = {}): CallId {
+  acquire(key: string, owner: string, opts: { waitMs?: number; requestId?: string; ttlMs?: number; timeoutMs?: number; lockDelayMs?: number } = {}): CallId {
     const callId = this.nextCallId++;
-    const req = { key, owner, ttlMs: opts.ttlMs ?? 10_000, waitMs: opts.waitMs ?? 0, requestId: opts.requestId ?? `${owner}-${callId}` };
+    const req = { key, owner, ttlMs: opts.ttlMs ?? 10_000, waitMs: opts.waitMs ?? 0, requestId: opts.requestId ?? `${owner}-${callId}`, lockDelayMs: opts.lockDelayMs ?? 0 };
     this.step({ type: 'request', callId, request: { op: 'acquire', req }, timeoutMs: opts.timeoutMs ?? 5000 + req.waitMs });
     return callId;
   }

@@ -193,6 +193,27 @@ describe('lock leader: the replicated wait line', () => {
     expect(rig.acquired(retry).acquired).toBe(true);
   });
 
+  it('a lock-delay: the leader proposes undelay once it passed, and the waiter is answered from that entry', () => {
+    const rig = new LeaderRig().ready();
+    const h = rig.acquire('k', 'h', { ttlMs: 500, lockDelayMs: 2000 });
+    rig.commitAll();
+    expect(rig.acquired(h).acquired).toBe(true);
+    const w = rig.acquire('k', 'w', { waitMs: 60_000 });
+    rig.commitAll();
+    rig.advance(500); // the lease ran out: expire, into the delay
+    rig.commitAll();
+    expect(rig.machine.delayLeftMs('k')).toBe(2000);
+    rig.advance(1999);
+    expect(rig.pendingOf('undelay')).toHaveLength(0);
+    expect(rig.answers.has(w)).toBe(false);
+    rig.advance(1);
+    expect(rig.pendingOf('undelay').map((p) => p.command)).toEqual([{ type: 'undelay', timeMs: rig.nowMs, key: 'k' }]);
+    rig.advance(5); // in flight: not proposed twice
+    expect(rig.pendingOf('undelay')).toHaveLength(1);
+    rig.commitAll();
+    expect(rig.acquired(w)).toMatchObject({ acquired: true, index: rig.machine.appliedIndex });
+  });
+
   it('on close every waiting call fails UNAVAILABLE', () => {
     const rig = new LeaderRig().ready();
     rig.hold('k', 'h');

@@ -15,7 +15,7 @@ function errorOf<T>(result: Validated<T>): ValidationError {
   return result.error;
 }
 
-const acquire = { key: 'invoice:42', owner: 'worker-a', ttlMs: 10_000, waitMs: 0, requestId: 'r1' };
+const acquire = { key: 'invoice:42', owner: 'worker-a', ttlMs: 10_000, waitMs: 0, requestId: 'r1', lockDelayMs: 0 };
 const renew = { key: 'invoice:42', owner: 'worker-a', token: '41', ttlMs: 10_000, requestId: '' };
 const release = { key: 'invoice:42', owner: 'worker-a', token: 41n };
 
@@ -24,7 +24,7 @@ describe('validateAcquire', () => {
     expect(validateAcquire(acquire)).toEqual({ ok: true, value: acquire });
     expect(validateAcquire({ key: 'k', owner: 'o', ttlMs: '100' })).toEqual({
       ok: true,
-      value: { key: 'k', owner: 'o', ttlMs: 100, waitMs: 0, requestId: '' },
+      value: { key: 'k', owner: 'o', ttlMs: 100, waitMs: 0, requestId: '', lockDelayMs: 0 },
     });
   });
 
@@ -121,5 +121,16 @@ describe('control characters (issue 11: keys with newlines or tabs printed ambig
 
   it('accepts printable non-ASCII text', () => {
     expect(validateAcquire({ ...acquire, key: 'звіт:2026 ✓', owner: 'müller' }).ok).toBe(true);
+  });
+});
+
+describe('validateAcquire: lock_delay_ms', () => {
+  it('is 0 when absent, at most maxLockDelayMs, and an error names the field', () => {
+    expect(validateAcquire({ key: 'k', owner: 'o', ttlMs: 100, lockDelayMs: '2000' })).toMatchObject({ ok: true, value: { lockDelayMs: 2000 } });
+    for (const lockDelayMs of [-1, 60_001, 'x', 1.5]) {
+      const r = validateAcquire({ key: 'k', owner: 'o', ttlMs: 100, lockDelayMs });
+      expect(r.ok, String(lockDelayMs)).toBe(false);
+      if (!r.ok) expect(r.error.field).toBe('lock_delay_ms');
+    }
   });
 });

@@ -198,9 +198,9 @@ describe('proto files and loader', () => {
   it('keeps the field names, numbers and types of the public messages', () => {
     const fields = (name: string) =>
       messageDescriptor(name).field.map((f) => `${f.name}=${(f as unknown as { number: number }).number}:${f.type.slice(5).toLowerCase()}`);
-    expect(fields('leasehold.v1.AcquireRequest')).toEqual(['key=1:string', 'owner=2:string', 'ttl_ms=3:int64', 'wait_ms=4:int64', 'request_id=5:string']);
+    expect(fields('leasehold.v1.AcquireRequest')).toEqual(['key=1:string', 'owner=2:string', 'ttl_ms=3:int64', 'wait_ms=4:int64', 'request_id=5:string', 'lock_delay_ms=6:int64']);
     expect(fields('leasehold.v1.AcquireResponse')).toEqual([
-      'acquired=1:bool', 'token=2:uint64', 'ttl_ms=3:int64', 'expires_at_ms=4:int64', 'holder_owner=5:string', 'holder_ttl_ms=6:int64',
+      'acquired=1:bool', 'token=2:uint64', 'ttl_ms=3:int64', 'expires_at_ms=4:int64', 'holder_owner=5:string', 'holder_ttl_ms=6:int64', 'delay_ms_left=7:int64',
     ]);
     expect(fields('leasehold.v1.RenewRequest')).toEqual(['key=1:string', 'owner=2:string', 'token=3:uint64', 'ttl_ms=4:int64', 'request_id=5:string']);
     expect(fields('leasehold.v1.RenewResponse')).toEqual(['renewed=1:bool', 'ttl_ms=2:int64', 'expires_at_ms=3:int64', 'reason=4:enum']);
@@ -340,7 +340,7 @@ describe('generated clients and service definitions over a real gRPC connection'
         client.acquire({ key: 'k', owner: 'o', ttl_ms: '5000' }, (err, value) => (err ? rej(err) : res(value))),
       );
       expect(acquired).toStrictEqual({
-        acquired: true, token: '18446744073709551615', ttl_ms: '5000', expires_at_ms: '0', holder_owner: 'o', holder_ttl_ms: '0',
+        acquired: true, token: '18446744073709551615', ttl_ms: '5000', expires_at_ms: '0', holder_owner: 'o', holder_ttl_ms: '0', delay_ms_left: '0',
       });
       const renewed = await new Promise((res, rej) =>
         client.Renew({ key: 'k', owner: 'o', token: '1', ttl_ms: '5000' }, (err, value) => (err ? rej(err) : res(value))),

@@ -48,6 +48,7 @@ const acquireRequest: AcquireRequest = {
   ttl_ms: '30000',
   wait_ms: '5000',
   request_id: 'req-1',
+  lock_delay_ms: '2000',
 };
 const acquireResponse: AcquireResponse = {
   acquired: true,
@@ -56,6 +57,7 @@ const acquireResponse: AcquireResponse = {
   expires_at_ms: '1732900000000',
   holder_owner: 'worker-3',
   holder_ttl_ms: '1200',
+  delay_ms_left: '0',
 };
 const renewRequest: RenewRequest = {
   key: 'orders/42',

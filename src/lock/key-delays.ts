@@ -1,0 +1,119 @@
+// Lock-delay state (machine.ts, the header's `delay`): which current holds carry a lock-delay, and which
+// keys are in one — until when, in log time. Both are replicated state (in the snapshot). The due-list is
+// only the leader's question "which delays have passed?", answered from a heap of (until, key) whose stale
+// entries (a key undelayed, or delayed again) are dropped as they surface.
+
+/** A key whose lock-delay has passed, for the leader to propose `undelay {key}`. */
+export interface DueDelay {
+  key: string;
+  untilMs: number;
+}
+
+export class KeyDelays {
+  /** key -> lockDelayMs of its current hold (only holds that carry one). */
+  private readonly holdDelays = new Map<string, number>();
+  /** key -> log time until which nobody is granted the key. */
+  private readonly keyDelays = new Map<string, number>();
+  /** (untilMs, key) of every delay set, possibly stale; min-heap by untilMs then key. */
+  private readonly heap: DueDelay[] = [];
+
+  get holdCount(): number {
+    return this.holdDelays.size;
+  }
+
+  get keyCount(): number {
+    return this.keyDelays.size;
+  }
+
+  holdDelayOf(key: string): number {
+    return this.holdDelays.get(key) ?? 0;
+  }
+
+  /** The current hold of `key` carries `lockDelayMs` (0 = none). */
+  setHoldDelay(key: string, lockDelayMs: number): void {
+    if (lockDelayMs > 0) this.holdDelays.set(key, lockDelayMs);
+    else this.holdDelays.delete(key);
+  }
+
+  untilMs(key: string): number | undefined {
+    return this.keyDelays.get(key);
+  }
+
+  leftMs(key: string, nowMs: number): number {
+    const until = this.keyDelays.get(key);
+    return until === undefined ? 0 : Math.max(0, until - nowMs);
+  }
+
+  /** `key` grants nobody until `untilMs` (a later delay of the same key replaces an earlier one). */
+  delayKey(key: string, untilMs: number): void {
+    this.keyDelays.set(key, untilMs);
+    this.push({ key, untilMs });
+  }
+
+  undelay(key: string): void {
+    this.keyDelays.delete(key);
+  }
+
+  /** Up to `limit` keys whose delay is <= atMs, earliest first. Stale heap entries are dropped here. */
+  due(atMs: number, limit: number): DueDelay[] {
+    const out: DueDelay[] = [];
+    const kept: DueDelay[] = [];
+    while (this.heap.length > 0 && this.heap[0]!.untilMs <= atMs && out.length < limit) {
+      const top = this.pop();
+      if (this.keyDelays.get(top.key) !== top.untilMs) continue; // undelayed, or delayed anew since
+      out.push(top);
+      kept.push(top);
+    }
+    for (const d of kept) this.push(d); // still delayed until its undelay entry applies
+    return out;
+  }
+
+  /** Every hold delay and key delay, sorted by key (the snapshot's canonical order). */
+  sortedHoldDelays(): [string, number][] {
+    return [...this.holdDelays].sort(byKey);
+  }
+
+  sortedKeyDelays(): [string, number][] {
+    return [...this.keyDelays].sort(byKey);
+  }
+
+  private push(d: DueDelay): void {
+    const heap = this.heap;
+    let at = heap.length;
+    heap.push(d);
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      if (!earlier(heap[at]!, heap[parent]!)) break;
+      [heap[at], heap[parent]] = [heap[parent]!, heap[at]!];
+      at = parent;
+    }
+  }
+
+  private pop(): DueDelay {
+    const heap = this.heap;
+    const top = heap[0]!;
+    const last = heap.pop()!;
+    if (heap.length > 0) {
+      heap[0] = last;
+      let at = 0;
+      for (;;) {
+        const left = 2 * at + 1;
+        if (left >= heap.length) break;
+        const right = left + 1;
+        const child = right < heap.length && earlier(heap[right]!, heap[left]!) ? right : left;
+        if (!earlier(heap[child]!, heap[at]!)) break;
+        [heap[at], heap[child]] = [heap[child]!, heap[at]!];
+        at = child;
+      }
+    }
+    return top;
+  }
+}
+
+function earlier(a: DueDelay, b: DueDelay): boolean {
+  return a.untilMs < b.untilMs || (a.untilMs === b.untilMs && a.key < b.key);
+}
+
+function byKey(a: [string, number], b: [string, number]): number {
+  return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0;
+}
