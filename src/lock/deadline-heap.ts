@@ -151,8 +151,9 @@ export class EndByHeap extends LeaseHeap {
   }
 }
 
-// A plain array min-heap of positions for the best-first walk in `due` (small: at most k + 1 entries).
-function pushMin(heap: number[], value: number, earlier: (a: number, b: number) => boolean): void {
+// A plain array min-heap (no positions kept in the items): the best-first walk in `due` uses it for heap
+// positions (small: at most k + 1 entries), key-delays.ts for its (until, key) pairs.
+export function pushMin<T>(heap: T[], value: T, earlier: (a: T, b: T) => boolean): void {
   let at = heap.length;
   heap.push(value);
   while (at > 0) {
@@ -163,7 +164,7 @@ function pushMin(heap: number[], value: number, earlier: (a: number, b: number) 
   }
 }
 
-function popMin(heap: number[], earlier: (a: number, b: number) => boolean): number {
+export function popMin<T>(heap: T[], earlier: (a: T, b: T) => boolean): T {
   const top = heap[0]!;
   const last = heap.pop()!;
   if (heap.length > 0) {

@@ -2,6 +2,7 @@
 // keys are in one — until when, in log time. Both are replicated state (in the snapshot). The due-list is
 // only the leader's question "which delays have passed?", answered from a heap of (until, key) whose stale
 // entries (a key undelayed, or delayed again) are dropped as they surface.
+import { popMin, pushMin } from './deadline-heap.js';
 
 /** A key whose lock-delay has passed, for the leader to propose `undelay {key}`. */
 export interface DueDelay {
@@ -78,35 +79,11 @@ export class KeyDelays {
   }
 
   private push(d: DueDelay): void {
-    const heap = this.heap;
-    let at = heap.length;
-    heap.push(d);
-    while (at > 0) {
-      const parent = (at - 1) >> 1;
-      if (!earlier(heap[at]!, heap[parent]!)) break;
-      [heap[at], heap[parent]] = [heap[parent]!, heap[at]!];
-      at = parent;
-    }
+    pushMin(this.heap, d, earlier);
   }
 
   private pop(): DueDelay {
-    const heap = this.heap;
-    const top = heap[0]!;
-    const last = heap.pop()!;
-    if (heap.length > 0) {
-      heap[0] = last;
-      let at = 0;
-      for (;;) {
-        const left = 2 * at + 1;
-        if (left >= heap.length) break;
-        const right = left + 1;
-        const child = right < heap.length && earlier(heap[right]!, heap[left]!) ? right : left;
-        if (!earlier(heap[child]!, heap[at]!)) break;
-        [heap[at], heap[child]] = [heap[child]!, heap[at]!];
-        at = child;
-      }
-    }
-    return top;
+    return popMin(this.heap, earlier);
   }
 }
 
