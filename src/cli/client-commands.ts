@@ -161,8 +161,9 @@ export function clientCommands(program: Command): void {
       .requiredOption('--ttl <duration>', 'lease length, e.g. 10s or 500ms', (v) => parseDuration(v, '--ttl'))
       .option('--wait <duration>', 'wait in line up to this long for the lock (FIFO)', (v) => parseDuration(v, '--wait'), 0)
       .option('--lock-delay <duration>', 'if this hold expires (not on release), the key grants nobody for this long after', (v) => parseDuration(v, '--lock-delay'), 0)
+      .option('--value <text>', 'stored with the hold and shown by get (e.g. the holder\'s address)')
       .option('--request-id <id>', 'idempotency key; a retry with the same id returns the first outcome'),
-  ).action(async (key: string, o: CommonOpts & { owner: string; ttl: number; wait: number; lockDelay: number; requestId?: string }) => {
+  ).action(async (key: string, o: CommonOpts & { owner: string; ttl: number; wait: number; lockDelay: number; value?: string; requestId?: string }) => {
     const startedAt = Date.now();
     const requestId = o.requestId ?? newRequestId();
     // The same request_id on every attempt; only the remaining wait shrinks.
@@ -173,6 +174,7 @@ export function clientCommands(program: Command): void {
       wait_ms: String(Math.max(0, o.wait - (Date.now() - startedAt))),
       request_id: requestId,
       ...(o.lockDelay > 0 ? { lock_delay_ms: String(o.lockDelay) } : {}),
+      ...(o.value !== undefined ? { value: Buffer.from(o.value, 'utf8') } : {}),
     });
     await run({ ...o, timeout: Math.max(o.timeout, o.wait + 5000) }, async (ctx) => {
       const before = await peek(ctx, key);
@@ -240,10 +242,13 @@ export function clientCommands(program: Command): void {
     await run(o, async (ctx) => {
       const r = await ctx.call<GetResponse>('Get', { key });
       const waiting = Number(r.waiters ?? 0) > 0 ? `; ${r.waiters} waiting` : '';
+      const value = r.holders?.[0]?.value;
+      const valueText = value !== undefined && value.length > 0 ? `; value ${JSON.stringify(Buffer.from(value).toString('utf8'))}` : '';
       const text = r.held
-        ? `${key}: held by ${r.owner}, token ${r.token}, ${formatDuration(Number(r.ttl_ms))} left (expires ${isoTime(r.expires_at_ms)}; last token ${r.last_token}${waiting})`
+        ? `${key}: held by ${r.owner}, token ${r.token}, ${formatDuration(Number(r.ttl_ms))} left (expires ${isoTime(r.expires_at_ms)}; last token ${r.last_token}${waiting}${valueText})`
         : `${key}: free (last token ${r.last_token}${waiting})`;
-      return { text, json: { ...r, key, expires_at: isoTime(r.expires_at_ms) } };
+      const holders = (r.holders ?? []).map((h) => ({ ...h, value: Buffer.from(h.value).toString('utf8') }));
+      return { text, json: { ...r, holders, key, expires_at: isoTime(r.expires_at_ms) } };
     });
   });
 }

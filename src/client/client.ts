@@ -55,6 +55,8 @@ export interface AcquireOptions {
   /** If the hold EXPIRES (this client died or stalled; not on release), the key grants nobody for this
    *  long after the lease's end: for resources that cannot check fencing tokens. 0 (default) = none. */
   lockDelayMs?: number;
+  /** Stored with the hold and returned by get() (a leader's address, a job id); a string is sent as UTF-8. */
+  value?: Uint8Array | string;
 }
 
 export interface LockInfo {
@@ -68,6 +70,8 @@ export interface LockInfo {
   lastToken: bigint;
   /** Blocking acquires waiting in the key's line. */
   waiters: number;
+  /** The holder's value (empty when none or not held). */
+  value: Uint8Array;
 }
 
 export class LockClient {
@@ -135,6 +139,7 @@ export class LockClient {
       wait_ms: String(Math.max(0, waitMs - (Date.now() - startedAtEpoch))),
       request_id: requestId,
       ...(opts.lockDelayMs !== undefined && opts.lockDelayMs > 0 ? { lock_delay_ms: String(opts.lockDelayMs) } : {}),
+      ...(opts.value !== undefined ? { value: typeof opts.value === 'string' ? Buffer.from(opts.value, 'utf8') : opts.value } : {}),
     });
     this.logger.debug({ key, owner, requestId, ttlMs: opts.ttlMs, waitMs }, 'acquire sent');
     let res: AcquireResponse;
@@ -191,7 +196,7 @@ export class LockClient {
       if (opts.signal?.aborted) throw opts.signal.reason;
       throw fromRpcError(err, `reading lock "${key}"`, this.endpoints, Date.now() - started);
     }
-    return { key, held: res.held, owner: res.owner, token: BigInt(res.token), ttlMs: Number(res.ttl_ms), lastToken: BigInt(res.last_token), waiters: Number(res.waiters ?? 0) };
+    return { key, held: res.held, owner: res.owner, token: BigInt(res.token), ttlMs: Number(res.ttl_ms), lastToken: BigInt(res.last_token), waiters: Number(res.waiters ?? 0), value: res.holders?.[0]?.value ?? new Uint8Array(0) };
   }
 
   /** Handles this client holds right now. */

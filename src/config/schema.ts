@@ -36,7 +36,7 @@ const MAX = Number.MAX_SAFE_INTEGER;
  * Fixed caps of the lock command encoding (src/lock/commands.ts WIRE_LIMITS): a configured limit may be
  * stricter, never looser, or a valid request could be refused by the log codec after it was accepted.
  */
-export const LOCK_WIRE_CAPS = Object.freeze({ maxKeyBytes: 512, maxOwnerBytes: 256, maxTtlMs: 2 ** 40 });
+export const LOCK_WIRE_CAPS = Object.freeze({ maxKeyBytes: 512, maxOwnerBytes: 256, maxTtlMs: 2 ** 40, maxValueBytes: 64 * 1024 });
 
 /** Room left in a gRPC message around a Raft payload (entry framing, header, snapshot meta). */
 export const MESSAGE_OVERHEAD_BYTES = 64 * KiB;
@@ -67,6 +67,7 @@ export const SETTINGS_SCHEMA = {
     dedupWindowMs: int(600_000, 1, LOCK_WIRE_CAPS.maxTtlMs),
     maxWaitMs: int(300_000, 0, LOCK_WIRE_CAPS.maxTtlMs),
     maxLockDelayMs: int(60_000, 0, LOCK_WIRE_CAPS.maxTtlMs),
+    maxValueBytes: int(1024, 0, LOCK_WIRE_CAPS.maxValueBytes),
     checkpointIdleMs: int(1_000, 1, MAX),
     freeKeyRetentionMs: int(600_000, 1, LOCK_WIRE_CAPS.maxTtlMs),
   },

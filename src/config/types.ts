@@ -75,6 +75,8 @@ export interface LockSettings {
   readonly maxWaitMs: number;
   /** Largest AcquireRequest.lock_delay_ms (SPEC "Lock-delay"). */
   readonly maxLockDelayMs: number;
+  /** Largest AcquireRequest.value in bytes (SPEC "Value"). */
+  readonly maxValueBytes: number;
   /** While leases are live and nothing else is proposed, the leader checkpoints log time this often. */
   readonly checkpointIdleMs: number;
   /** A free key's record (its last token) is forgotten this long (log time) after it was freed. */

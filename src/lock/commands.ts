@@ -15,7 +15,8 @@
 //   8 forget     upToMs:uvarint
 //   9 acquire that waits in line: as 1, then waitMs:uvarint (>= 1)
 //  10 dequeue    key:str ticket:uvarint cause:u8 (1 deadline passed, 2 call cancelled)
-//  11 acquire with a lock-delay: as 1, then waitMs:uvarint (may be 0) lockDelayMs:uvarint (>= 1)
+//  11 acquire with hold options: as 1, then waitMs:uvarint lockDelayMs:uvarint value:bytes (each may be 0 /
+//     empty; used when a lock-delay or a value is set)
 //  12 undelay    key:str
 // str = uvarint byte length + UTF-8. The tag doubles as the format version: a changed layout gets a new
 // tag, so old entries in the log keep decoding exactly as they did when they were first applied.
@@ -35,6 +36,8 @@ export const WIRE_LIMITS = Object.freeze({
   maxWaitMs: 2 ** 40,
   /** Same bound again: a lock-delay's end stays far below 2^53. */
   maxLockDelayMs: 2 ** 40,
+  /** A hold's value (the server's lock.maxValueBytes is at most this). */
+  maxValueBytes: 64 * 1024,
 });
 
 export interface AcquireCommand {
@@ -57,6 +60,8 @@ export interface AcquireCommand {
   /** > 0: when this hold EXPIRES (not when it is released), the key grants nobody for this long after
    *  the lease's end (log time; Chubby's and Consul's lock-delay). Encoded as tag 11. */
   lockDelayMs?: number;
+  /** Stored with the hold and returned by Get (a leader's address, a job id). Encoded as tag 11. */
+  value?: Uint8Array;
 }
 
 export interface RenewCommand {
@@ -180,8 +185,8 @@ const TAGS: Record<LockCommandType, number> = {
 const TAG_QUEUED_ACQUIRE = 7;
 /** An acquire that waits in line when it cannot be granted (tag 1's layout, then waitMs). */
 const TAG_WAITING_ACQUIRE = 9;
-/** An acquire whose hold carries a lock-delay (tag 1's layout, then waitMs and lockDelayMs). */
-const TAG_DELAYED_ACQUIRE = 11;
+/** An acquire whose hold carries options (tag 1's layout, then waitMs, lockDelayMs and value). */
+const TAG_OPTIONS_ACQUIRE = 11;
 const DEQUEUE_CAUSES: readonly DequeueCause[] = ['deadline', 'cancel'];
 
 /** Why `command` breaks the wire limits, or null when it is encodable. Shared by encode and applyCommand. */
@@ -202,7 +207,8 @@ export function wireLimitViolation(command: LockCommand): string | null {
         requestIdViolation(command.requestId) ??
         (command.waitMs === undefined || isIntegerIn(command.waitMs, 0, WIRE_LIMITS.maxWaitMs) ? null : `waitMs must be an integer in [0, 2^40], got ${String(command.waitMs)}`) ??
         (command.lockDelayMs === undefined || isIntegerIn(command.lockDelayMs, 0, WIRE_LIMITS.maxLockDelayMs) ? null : `lockDelayMs must be an integer in [0, 2^40], got ${String(command.lockDelayMs)}`) ??
-        (command.queued === true && ((command.waitMs ?? 0) > 0 || (command.lockDelayMs ?? 0) > 0) ? 'a queued acquire cannot also wait or carry a lock-delay' : null)
+        (command.value === undefined || (command.value instanceof Uint8Array && command.value.length <= WIRE_LIMITS.maxValueBytes) ? null : `value must be at most ${WIRE_LIMITS.maxValueBytes} bytes`) ??
+        (command.queued === true && ((command.waitMs ?? 0) > 0 || hasHoldOptions(command)) ? 'a queued acquire cannot also wait or carry hold options' : null)
       );
     case 'undelay':
       return stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes);
@@ -238,9 +244,10 @@ export function encodeCommand(command: LockCommand): Uint8Array {
       out.string(command.owner);
       out.uint(command.ttlMs);
       out.string(command.requestId);
-      if ((command.lockDelayMs ?? 0) > 0) {
+      if (hasHoldOptions(command)) {
         out.uint(command.waitMs ?? 0);
-        out.uint(command.lockDelayMs!);
+        out.uint(command.lockDelayMs ?? 0);
+        out.lengthPrefixed(command.value ?? EMPTY);
       } else if ((command.waitMs ?? 0) > 0) {
         out.uint(command.waitMs!);
       }
@@ -291,7 +298,7 @@ export function decodeCommand(bytes: Uint8Array): LockCommand {
     case TAGS.acquire:
     case TAG_QUEUED_ACQUIRE:
     case TAG_WAITING_ACQUIRE:
-    case TAG_DELAYED_ACQUIRE: {
+    case TAG_OPTIONS_ACQUIRE: {
       const key = readKey(input);
       const owner = readOwner(input);
       const ttlMs = readTtl(input);
@@ -302,13 +309,16 @@ export function decodeCommand(bytes: Uint8Array): LockCommand {
         if (waitMs < 1 || waitMs > WIRE_LIMITS.maxWaitMs) input.fail(`waitMs ${waitMs} is outside [1, 2^40]`);
         command.waitMs = waitMs;
       }
-      if (tag === TAG_DELAYED_ACQUIRE) {
+      if (tag === TAG_OPTIONS_ACQUIRE) {
         const waitMs = input.uint();
         if (waitMs > WIRE_LIMITS.maxWaitMs) input.fail(`waitMs ${waitMs} is beyond 2^40`);
         if (waitMs > 0) command.waitMs = waitMs;
         const lockDelayMs = input.uint();
-        if (lockDelayMs < 1 || lockDelayMs > WIRE_LIMITS.maxLockDelayMs) input.fail(`lockDelayMs ${lockDelayMs} is outside [1, 2^40]`);
-        command.lockDelayMs = lockDelayMs;
+        if (lockDelayMs > WIRE_LIMITS.maxLockDelayMs) input.fail(`lockDelayMs ${lockDelayMs} is beyond 2^40`);
+        if (lockDelayMs > 0) command.lockDelayMs = lockDelayMs;
+        // A copy: a view would keep the whole entry (or the batch it arrived in) alive with the hold.
+        const value = input.lengthPrefixed(WIRE_LIMITS.maxValueBytes).slice();
+        if (value.length > 0) command.value = value;
       }
       break;
     }
@@ -367,8 +377,15 @@ export function decodeCommand(bytes: Uint8Array): LockCommand {
 function tagOf(command: LockCommand): number {
   if (command.type !== 'acquire') return TAGS[command.type];
   if (command.queued === true) return TAG_QUEUED_ACQUIRE;
-  if ((command.lockDelayMs ?? 0) > 0) return TAG_DELAYED_ACQUIRE;
+  if (hasHoldOptions(command)) return TAG_OPTIONS_ACQUIRE;
   return (command.waitMs ?? 0) > 0 ? TAG_WAITING_ACQUIRE : TAGS.acquire;
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** A lock-delay or a value: what only tag 11 carries. */
+function hasHoldOptions(command: AcquireCommand): boolean {
+  return (command.lockDelayMs ?? 0) > 0 || (command.value !== undefined && command.value.length > 0);
 }
 
 function readKey(input: ByteReader): string {

@@ -144,6 +144,8 @@ export class LockMachine {
   private readonly lines = new WaitLines();
   /** Lock-delays: of the current holds that carry one, and of keys in one (see the header's `delay`). */
   private readonly delays = new KeyDelays();
+  /** The value of every current hold that has one (AcquireRequest.value; returned by Get). */
+  private readonly holdValues = new Map<string, Uint8Array>();
   /** The sliced snapshot being written, if any: told before every change of a key or of every lease. */
   private writer: SnapshotWriter | null = null;
 
@@ -224,6 +226,11 @@ export class LockMachine {
   /** Whether the waiter with this ticket is still in `key`'s line. */
   isWaiting(key: string, ticket: number): boolean {
     return this.lines.get(key, ticket) !== undefined;
+  }
+
+  /** The value of `key`'s current hold, if it has one. */
+  valueOf(key: string): Uint8Array | undefined {
+    return this.holdValues.get(key);
   }
 
   /** Log time left in `key`'s lock-delay (0 = none). */
@@ -404,7 +411,7 @@ export class LockMachine {
       forgottenWatermark: this.forgottenWatermark,
     };
     return new SnapshotWriter(
-      { header, leases: this.leases, freeKeys: this.freeKeyLastTokens, dedup: this.dedup, timesOf: this.timesAsOfNow(), waiters: this.lines, delays: this.delays },
+      { header, leases: this.leases, freeKeys: this.freeKeyLastTokens, dedup: this.dedup, timesOf: this.timesAsOfNow(), waiters: this.lines, delays: this.delays, values: this.holdValues },
       sizeHint,
     );
   }
@@ -465,6 +472,10 @@ export class LockMachine {
       machine.delays.setHoldDelay(key, lockDelayMs);
     }
     for (const [key, untilMs] of state.keyDelays) machine.delays.delayKey(key, untilMs);
+    for (const [key, value] of state.holdValues) {
+      if (!machine.leases.has(key)) throw new SnapshotDecodeError(`key ${JSON.stringify(key)} has a hold's value but no lease`, bytes.length);
+      machine.holdValues.set(key, value);
+    }
     for (const w of state.waiters) {
       // The machine's invariant: a key has waiters only while it has a lease or is in lock-delay.
       if (!machine.leases.has(w.key) && machine.delays.untilMs(w.key) === undefined) {
@@ -607,11 +618,11 @@ export class LockMachine {
       outcome = this.refusalBy(lease, nowMs);
       if ((command.waitMs ?? 0) > 0) {
         // In line: not an answer yet, so nothing is remembered; the entry that decides it remembers that.
-        this.lines.join(new Waiter(command.key, index, this.ownerName(command.owner), command.ttlMs, command.requestId, nowMs + command.waitMs!, command.lockDelayMs ?? 0));
+        this.lines.join(new Waiter(command.key, index, this.ownerName(command.owner), command.ttlMs, command.requestId, nowMs + command.waitMs!, command.lockDelayMs ?? 0, command.value ?? null));
         waitTicket = index;
       }
     } else {
-      lease = this.hold(command.key, lease, command.owner, index, command.ttlMs, command.lockDelayMs ?? 0);
+      lease = this.hold(command.key, lease, command.owner, index, command.ttlMs, command.lockDelayMs ?? 0, command.value ?? null);
       outcome = grantedOutcome(lease);
     }
     if (waitTicket === undefined) this.remember(command, { type: 'acquire', outcome, token: 0n });
@@ -623,7 +634,9 @@ export class LockMachine {
   }
 
   /** Grants `key` to `owner` with token `index` at log time now: a new lease, or `lease` re-granted. */
-  private hold(key: string, lease: Lease | undefined, ownerName: string, index: number, ttlMs: number, lockDelayMs: number): Lease {
+  private hold(key: string, lease: Lease | undefined, ownerName: string, index: number, ttlMs: number, lockDelayMs: number, value: Uint8Array | null): Lease {
+    if (value !== null && value.length > 0) this.holdValues.set(key, value);
+    else this.holdValues.delete(key);
     this.delays.setHoldDelay(key, lockDelayMs);
     const nowMs = this.logNowMs;
     this.writer?.beforeKeyWrite(key);
@@ -660,7 +673,7 @@ export class LockMachine {
       if (w.deadlineMs <= this.logNowMs) {
         outcome = this.refusalBy(undefined, this.logNowMs);
       } else {
-        outcome = grantedOutcome(this.hold(key, this.leaseOf(key), w.owner, index, w.ttlMs, w.lockDelayMs));
+        outcome = grantedOutcome(this.hold(key, this.leaseOf(key), w.owner, index, w.ttlMs, w.lockDelayMs, w.value));
       }
       this.remember(w, { type: 'acquire', outcome, token: 0n });
       decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });
@@ -813,6 +826,7 @@ export class LockMachine {
   private removeLease(lease: Lease, expired: boolean): void {
     const lockDelayMs = this.delays.holdDelayOf(lease.key);
     this.delays.setHoldDelay(lease.key, 0);
+    this.holdValues.delete(lease.key);
     if (expired && lockDelayMs > 0) this.delays.delayKey(lease.key, lease.leaseDeadlineMs + lockDelayMs);
     this.writer?.beforeKeyWrite(lease.key);
     this.leases.delete(lease.key);

@@ -38,8 +38,9 @@ export interface SnapshotSource {
   /** The wait lines (absent or empty: a version 3 snapshot). Copied when the writer opens: they are bounded
    *  by the admission limits, so the copy is small next to the keys. */
   waiters?: WaitLines;
-  /** Lock-delays (absent or none: version 3 or 4). Copied at the opening like the lines. */
+  /** Lock-delays and values (absent or none: version 3 or 4). Copied at the opening like the lines. */
   delays?: KeyDelays;
+  values?: ReadonlyMap<string, Uint8Array>;
 }
 
 export class SnapshotWriter {
@@ -74,13 +75,18 @@ export class SnapshotWriter {
     this.out = new ByteWriter(Math.max(1024, Math.ceil(sizeHint * 1.1)));
     const waiters = source.waiters !== undefined && source.waiters.size > 0 ? [...source.waiters.all()] : [];
     const delays = source.delays;
-    const withDelays = (delays !== undefined && delays.holdCount + delays.keyCount > 0) || waiters.some((w) => w.lockDelayMs > 0);
+    const values = source.values;
+    const withDelays =
+      (delays !== undefined && delays.holdCount + delays.keyCount > 0) || (values !== undefined && values.size > 0) || waiters.some((w) => w.lockDelayMs > 0 || w.value !== null);
     let version = SNAPSHOT_VERSION;
     this.waiterBytes = null;
     if (waiters.length > 0 || withDelays) {
       const tail = new ByteWriter(64 * waiters.length + 64);
       writeWaiters(tail, waiters, this.header.nowMs, withDelays);
-      if (withDelays) writeDelays(tail, { holdDelays: delays?.sortedHoldDelays() ?? [], keyDelays: delays?.sortedKeyDelays() ?? [] }, this.header.nowMs);
+      if (withDelays) {
+        const holdValues = [...(values ?? [])].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+        writeDelays(tail, { holdDelays: delays?.sortedHoldDelays() ?? [], keyDelays: delays?.sortedKeyDelays() ?? [], holdValues }, this.header.nowMs);
+      }
       this.waiterBytes = tail.finish();
       version = withDelays ? SNAPSHOT_VERSION_WITH_DELAYS : SNAPSHOT_VERSION_WITH_WAITERS;
     }

@@ -19,9 +19,10 @@
 // without waiters is written as version 3, byte for byte as before):
 //   lineCount (key waiterCount (ticketDelta owner:str ttlMs requestId:str deadline-now:svarint)*)*
 //   lines sorted by key; in a line, waiters in ticket order, the first ticket absolute, then deltas >= 1.
-// Version 5 adds lock-delays (machine.ts `delay`), written only when there is one: the lines as in 4 with
-// each waiter's lockDelayMs after its deadline, then the holds' delays and the keys' delays, sorted by key:
-//   holdDelayCount (key lockDelayMs)*  keyDelayCount (key until-now:svarint)*
+// Version 5 adds hold options — lock-delays (machine.ts `delay`) and values — written only when there is
+// one: the lines as in 4 with each waiter's lockDelayMs and value:bytes after its deadline, then, sorted by
+// key, the holds' delays, the keys' delays and the holds' values:
+//   holdDelayCount (key lockDelayMs)*  keyDelayCount (key until-now:svarint)*  valueCount (key value:bytes)*
 // Why sections: a section is sorted and written on its own (~256-512 keys), so a snapshot of a million keys
 // is written in slices, with copy-on-write per section (snapshot-writer.ts), never one global sort.
 // Version 2 had one global owner table, then all leases and all free keys sorted by key, then the watermark;
@@ -45,13 +46,14 @@ const MAGIC = [0x4c, 0x48, 0x53]; // "LHS"
 export const SNAPSHOT_VERSION = 3;
 /** Version 3 plus the wait lines; see the header. */
 export const SNAPSHOT_VERSION_WITH_WAITERS = 4;
-/** Version 4 plus lock-delays; see the header. */
+/** Version 4 plus hold options (lock-delays, values); see the header. */
 export const SNAPSHOT_VERSION_WITH_DELAYS = 5;
 
 /** The lock-delay part of a version 5 snapshot. */
 export interface DelayState {
   holdDelays: [string, number][];
   keyDelays: [string, number][];
+  holdValues: [string, Uint8Array][];
 }
 
 export class SnapshotDecodeError extends Error {
@@ -87,6 +89,8 @@ export interface DecodedState extends SnapshotHeader {
   /** key -> lockDelayMs of its hold; key -> log time its lock-delay ends. Sorted by key. */
   holdDelays: [string, number][];
   keyDelays: [string, number][];
+  /** key -> its hold's value, sorted by key. */
+  holdValues: [string, Uint8Array][];
 }
 
 /**
@@ -188,7 +192,10 @@ export function writeWaiters(out: ByteWriter, waiters: Waiter[], nowMs: number, 
       out.uint(w.ttlMs);
       out.string(w.requestId);
       out.sint(w.deadlineMs - nowMs);
-      if (withLockDelay) out.uint(w.lockDelayMs);
+      if (withLockDelay) {
+        out.uint(w.lockDelayMs);
+        out.lengthPrefixed(w.value ?? EMPTY);
+      }
     }
   }
 }
@@ -207,7 +214,15 @@ export function writeDelays(out: ByteWriter, delays: DelayState, nowMs: number):
     delayedKeys.write(key);
     out.sint(untilMs - nowMs);
   }
+  out.uint(delays.holdValues.length);
+  const valueKeys = new PrefixKeyWriter().restart(out);
+  for (const [key, value] of delays.holdValues) {
+    valueKeys.write(key);
+    out.lengthPrefixed(value);
+  }
 }
+
+const EMPTY = new Uint8Array(0);
 
 /** Strict decode of any version: any inconsistency (bad ordering, dangling owner index, token from the
  *  future, a key in the wrong section) throws SnapshotDecodeError. */
@@ -252,16 +267,19 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink): Deco
   const waiters: Waiter[] = [];
   const holdDelays: [string, number][] = [];
   const keyDelays: [string, number][] = [];
+  const holdValues: [string, Uint8Array][] = [];
   if (version === SNAPSHOT_VERSION_WITH_WAITERS) {
     fields.waiters(waiters, false);
     if (waiters.length === 0) input.fail('a version 4 snapshot without waiters (written as version 3)');
   } else if (version === SNAPSHOT_VERSION_WITH_DELAYS) {
     fields.waiters(waiters, true);
-    fields.delays(holdDelays, keyDelays);
-    if (holdDelays.length + keyDelays.length === 0 && waiters.every((w) => w.lockDelayMs === 0)) input.fail('a version 5 snapshot without lock-delays (written as version 3 or 4)');
+    fields.delays(holdDelays, keyDelays, holdValues);
+    if (holdDelays.length + keyDelays.length + holdValues.length === 0 && waiters.every((w) => w.lockDelayMs === 0 && w.value === null)) {
+      input.fail('a version 5 snapshot without hold options (written as version 3 or 4)');
+    }
   }
   input.end();
-  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, waiters, holdDelays, keyDelays };
+  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, waiters, holdDelays, keyDelays, holdValues };
 }
 
 /** Reads the parts every version shares, checking each field against the snapshot's index and time. */
@@ -359,12 +377,13 @@ class FieldReader {
         const deadlineMs = this.nowMs + input.sint();
         if (deadlineMs < 0) input.fail('waiter deadline out of range');
         const lockDelayMs = withLockDelay ? this.lockDelay() : 0;
-        into.push(new Waiter(key, ticket, owner, ttlMs, requestId, deadlineMs, lockDelayMs));
+        const value = withLockDelay ? this.value() : null;
+        into.push(new Waiter(key, ticket, owner, ttlMs, requestId, deadlineMs, lockDelayMs, value));
       }
     }
   }
 
-  delays(holdDelays: [string, number][], keyDelays: [string, number][]): void {
+  delays(holdDelays: [string, number][], keyDelays: [string, number][], holdValues: [string, Uint8Array][]): void {
     const input = this.input;
     const holdCount = countOf(input);
     const holdKeys = new PrefixKeyReader(input);
@@ -382,6 +401,20 @@ class FieldReader {
       if (untilMs < 0 || untilMs > WIRE_LIMITS.maxTimeMs + WIRE_LIMITS.maxTtlMs + WIRE_LIMITS.maxLockDelayMs) input.fail('lock-delay end out of range');
       keyDelays.push([key, untilMs]);
     }
+    const valueCount = countOf(input);
+    const valueKeys = new PrefixKeyReader(input);
+    for (let i = 0; i < valueCount; i++) {
+      const key = valueKeys.read();
+      const value = this.value();
+      if (value === null) input.fail(`hold of ${JSON.stringify(key)} with an empty value`);
+      holdValues.push([key, value!]);
+    }
+  }
+
+  /** A value (copied out of the snapshot's bytes); null when empty. */
+  private value(): Uint8Array | null {
+    const bytes = this.input.lengthPrefixed(WIRE_LIMITS.maxValueBytes);
+    return bytes.length === 0 ? null : bytes.slice();
   }
 
   private lockDelay(): number {

@@ -164,6 +164,8 @@ export interface LockView {
   /** Requests in the key's wait line. Set by the lock leader's Get answer (waiterCountOf); the machine's
    *  own get() leaves it out. */
   waiters?: number;
+  /** The hold's value, when held and it has one. Set like `waiters`. */
+  value?: Uint8Array;
 }
 
 /** A lease whose deadline has passed, for the leader to propose `expire {key, token}`. */

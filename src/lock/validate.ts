@@ -15,6 +15,8 @@ export interface LockLimits {
   maxWaitMs: number;
   /** Upper bound of AcquireRequest.lock_delay_ms (SPEC: lock.maxLockDelayMs, default 60 s). */
   maxLockDelayMs: number;
+  /** Upper bound of AcquireRequest.value in bytes (SPEC: lock.maxValueBytes, default 1 KiB). */
+  maxValueBytes: number;
 }
 
 export const DEFAULT_LOCK_LIMITS: Readonly<LockLimits> = Object.freeze({
@@ -22,10 +24,11 @@ export const DEFAULT_LOCK_LIMITS: Readonly<LockLimits> = Object.freeze({
   maxTtlMs: 3_600_000,
   maxWaitMs: 300_000,
   maxLockDelayMs: 60_000,
+  maxValueBytes: 1024,
 });
 
 /** Proto field names, as users see them in the API. */
-export type LockFieldName = 'key' | 'owner' | 'ttl_ms' | 'token' | 'request_id' | 'wait_ms' | 'lock_delay_ms';
+export type LockFieldName = 'key' | 'owner' | 'ttl_ms' | 'token' | 'request_id' | 'wait_ms' | 'lock_delay_ms' | 'value';
 
 export class ValidationError extends Error {
   override readonly name = 'ValidationError';
@@ -46,6 +49,7 @@ export interface AcquireInput {
   waitMs?: unknown;
   requestId?: unknown;
   lockDelayMs?: unknown;
+  value?: unknown;
 }
 export interface RenewInput {
   key?: unknown;
@@ -73,6 +77,8 @@ export interface ValidAcquire {
   requestId: string;
   /** 0 = none. */
   lockDelayMs: number;
+  /** Absent when none (an empty value is none). */
+  value?: Uint8Array;
 }
 export interface ValidRenew {
   key: string;
@@ -99,6 +105,7 @@ export function validateAcquire(input: AcquireInput, limits: LockLimits = DEFAUL
     waitMs: checkWait(input.waitMs, limits),
     requestId: checkRequestId(input.requestId),
     lockDelayMs: checkLockDelay(input.lockDelayMs, limits),
+    ...valueField(input.value, limits),
   }));
 }
 
@@ -194,6 +201,13 @@ function checkLockDelay(value: unknown, limits: LockLimits): number {
     throw new ValidationError('lock_delay_ms', `lock_delay_ms must be between 0 and ${limits.maxLockDelayMs} (lock.maxLockDelayMs), got ${lockDelayMs}`);
   }
   return Number(lockDelayMs);
+}
+
+function valueField(value: unknown, limits: LockLimits): { value?: Uint8Array } {
+  if (value === undefined || value === null) return {};
+  if (!(value instanceof Uint8Array)) throw new ValidationError('value', 'value must be bytes');
+  if (value.length > limits.maxValueBytes) throw new ValidationError('value', `value must be at most ${limits.maxValueBytes} bytes (lock.maxValueBytes), got ${value.length}`);
+  return value.length === 0 ? {} : { value };
 }
 
 function checkToken(value: unknown): bigint {

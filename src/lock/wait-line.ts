@@ -30,6 +30,8 @@ export class Waiter {
     readonly deadlineMs: number,
     /** The lock-delay its hold will carry once granted (machine.ts `delay`); 0 = none. */
     readonly lockDelayMs: number = 0,
+    /** The value its hold will carry once granted; null = none. */
+    readonly value: Uint8Array | null = null,
   ) {}
 }
 

@@ -250,7 +250,7 @@ export class ClientApi {
   private lockHandlers(): LockHandlers {
     return {
       Acquire: (call, cb) => {
-        const v = validateAcquire({ key: call.request.key, owner: call.request.owner, ttlMs: call.request.ttl_ms, waitMs: call.request.wait_ms, requestId: call.request.request_id, lockDelayMs: call.request.lock_delay_ms }, this.opts.limits);
+        const v = validateAcquire({ key: call.request.key, owner: call.request.owner, ttlMs: call.request.ttl_ms, waitMs: call.request.wait_ms, requestId: call.request.request_id, lockDelayMs: call.request.lock_delay_ms, value: call.request.value }, this.opts.limits);
         this.run(call, cb as Reply<AcquireResponse>, v, 'Acquire', async (req, timeoutMs, signal) => acquireToWire(await this.opts.service.acquire(req, timeoutMs, signal)));
       },
       Renew: (call, cb) => {
@@ -437,6 +437,8 @@ function releaseToWire(r: ReleaseResult): WireInput<ReleaseResponse> {
   return { released: r.released, reason: r.reason };
 }
 
+const EMPTY_VALUE = new Uint8Array(0);
+
 function viewToWire(v: LockView): WireInput<GetResponse> {
   return {
     held: v.held,
@@ -446,5 +448,8 @@ function viewToWire(v: LockView): WireInput<GetResponse> {
     expires_at_ms: String(v.expiresAtMs),
     last_token: v.lastToken.toString(),
     waiters: v.waiters ?? 0,
+    holders: v.held
+      ? [{ owner: v.owner, token: v.token.toString(), ttl_ms: String(v.ttlMs), expires_at_ms: String(v.expiresAtMs), shared: false, session_id: '0', value: v.value ?? EMPTY_VALUE }]
+      : [],
   };
 }

@@ -228,6 +228,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       maxTtlMs: config.lock.maxTtlMs,
       maxWaitMs: config.lock.maxWaitMs,
       maxLockDelayMs: config.lock.maxLockDelayMs,
+      maxValueBytes: config.lock.maxValueBytes,
     },
     members: addresses.clientAddress,
     dialOverrides: addresses.dialOverrides,

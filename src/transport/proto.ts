@@ -150,6 +150,8 @@ export interface AcquireRequest {
   request_id: string;
   /** Absent = 0 (older clients). */
   lock_delay_ms?: WireLong;
+  /** Absent = none. Decoded as a Buffer. */
+  value?: Uint8Array;
 }
 
 export interface AcquireResponse {
@@ -201,6 +203,17 @@ export interface GetResponse {
   expires_at_ms: WireLong;
   last_token: WireLong;
   waiters: number;
+  holders: Holder[];
+}
+
+export interface Holder {
+  owner: string;
+  token: WireLong;
+  ttl_ms: WireLong;
+  expires_at_ms: WireLong;
+  shared: boolean;
+  session_id: WireLong;
+  value: Uint8Array;
 }
 
 /** Which lock call a LockCall / LockAnswer (and a forwarded call) carries: the virtual oneof field. */

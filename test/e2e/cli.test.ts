@@ -112,6 +112,13 @@ describe('leasehold CLI', () => {
     const json = JSON.parse((await cli(['get', 'cli-k', '--json'])).stdout) as { expires_at: string; token: string };
     expect(json.expires_at).toMatch(ISO);
 
+    // A value stored with the hold is shown by get (text and JSON).
+    const v = await cli(['acquire', 'cli-v', '--owner', 'carol', '--ttl', '30s', '--value', '10.0.0.7:8080']);
+    expect(v.code, v.stderr).toBe(0);
+    expect((await cli(['get', 'cli-v'])).stdout).toContain('value "10.0.0.7:8080"');
+    const vj = JSON.parse((await cli(['get', 'cli-v', '--json'])).stdout) as { holders: { owner: string; value: string }[] };
+    expect(vj.holders).toMatchObject([{ owner: 'carol', value: '10.0.0.7:8080' }]);
+
     const b = await cli(['acquire', 'cli-k', '--owner', 'bob', '--ttl', '5s']);
     expect(b.code).toBe(3);
     expect(b.stdout).toMatch(/not acquired: lock "cli-k" is held by "alice" for another [\d.]+s; retry later, or queue with --wait/);

@@ -55,6 +55,16 @@ describe('lock-delay', () => {
     expect(Number(next.delay_ms_left)).toBe(0);
   });
 
+  it('a value is stored with the hold and returned by Get in holders[] (from any node)', async () => {
+    const held = await call<AcquireResponse>('Acquire', { key: 'valued', owner: 'a', ttl_ms: '10000', request_id: 'v1', value: Buffer.from('10.0.0.7:8080') });
+    expect(held.acquired).toBe(true);
+    for (const id of c.ids) {
+      const g = await c.raw<GetResponse>(id, 'Get', { key: 'valued' }, 5000);
+      expect(g.holders.map((h) => [h.owner, h.token, Buffer.from(h.value).toString()])).toEqual([['a', held.token, '10.0.0.7:8080']]);
+    }
+    await expect(call('Acquire', { key: 'k', owner: 'a', ttl_ms: '1000', value: Buffer.alloc(1025) })).rejects.toThrow(/value must be at most 1024 bytes/);
+  });
+
   it('lock_delay_ms above lock.maxLockDelayMs is INVALID_ARGUMENT naming the field', async () => {
     await expect(call('Acquire', { key: 'k', owner: 'a', ttl_ms: '1000', lock_delay_ms: '60001' })).rejects.toThrow(/lock_delay_ms must be between 0 and 60000/);
   });

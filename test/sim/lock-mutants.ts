@@ -73,7 +73,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
       { file: 'machine.ts', find: `  private epochStartMsValue = 0;\n`, replace: `  private epochStartMsValue = 0;\n  private leaderTokenCounter = 0;\n` },
       { file: 'machine.ts', find: `    this.epochTermValue = term;\n`, replace: `    this.epochTermValue = term;\n    this.leaderTokenCounter = 0;\n` },
       // Every grant (a plain acquire, a hand-off to a waiter) goes through hold(): its token from the counter.
-      { file: 'machine.ts', find: `lockDelayMs: number): Lease {\n    this.delays.setHoldDelay(key, lockDelayMs);\n    const nowMs = this.logNowMs;\n`, replace: `lockDelayMs: number): Lease {\n    this.delays.setHoldDelay(key, lockDelayMs);\n    index = ++this.leaderTokenCounter;\n    const nowMs = this.logNowMs;\n` },
+      { file: 'machine.ts', find: `    this.delays.setHoldDelay(key, lockDelayMs);\n    const nowMs = this.logNowMs;\n`, replace: `    this.delays.setHoldDelay(key, lockDelayMs);\n    index = ++this.leaderTokenCounter;\n    const nowMs = this.logNowMs;\n` },
     ],
   },
   {
@@ -82,7 +82,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     maxSeeds: 50,
     patches: [
       // Every grant's deadline is set in hold() (a plain acquire, a hand-off to a waiter).
-      { file: 'machine.ts', find: `lockDelayMs: number): Lease {\n    this.delays.setHoldDelay(key, lockDelayMs);\n    const nowMs = this.logNowMs;\n`, replace: `lockDelayMs: number): Lease {\n    this.delays.setHoldDelay(key, lockDelayMs);\n    const nowMs = ${NODE_CLOCK} ?? this.logNowMs;\n` },
+      { file: 'machine.ts', find: `    this.delays.setHoldDelay(key, lockDelayMs);\n    const nowMs = this.logNowMs;\n`, replace: `    this.delays.setHoldDelay(key, lockDelayMs);\n    const nowMs = ${NODE_CLOCK} ?? this.logNowMs;\n` },
       { file: 'machine.ts', find: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, this.logNowMs);`, replace: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, ${NODE_CLOCK} ?? this.logNowMs);` },
     ],
   },

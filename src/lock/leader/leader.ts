@@ -273,6 +273,7 @@ export class LockLeader {
     const command: LockCommand = { type: 'acquire', timeMs: 0, key: req.key, owner: req.owner, ttlMs: req.ttlMs, requestId: req.requestId };
     if (req.waitMs > 0) command.waitMs = req.waitMs;
     if (req.lockDelayMs > 0) command.lockDelayMs = req.lockDelayMs;
+    if (req.value !== undefined) command.value = req.value;
     // Any acquire may come back "in line": a blocking one that the log queued, and also a retry of a waiting
     // request whose remaining wait_ms has run down to 0 on the client (it re-attaches, wait or not: its
     // place keeps its first deadline). Answering that result as a refusal would tell a waiter "not
@@ -455,7 +456,8 @@ export class LockLeader {
     const waiters = state.waiterCountOf(key);
     if (!v.held) return { ...v, waiters };
     if (v.expiresAtMs <= nowMs) return { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: v.lastToken, waiters };
-    return { ...v, ttlMs: v.expiresAtMs - nowMs, waiters };
+    const value = state.valueOf(key);
+    return { ...v, ttlMs: v.expiresAtMs - nowMs, waiters, ...(value !== undefined ? { value } : {}) };
   }
 }
 

@@ -26,6 +26,8 @@ export interface LockStateView {
   expiredLeases(nowMs: number, limit: number): DueLease[];
   /** Waiters past their wait deadline at max(nowMs, log time), earliest first (wait-line.ts). */
   dueWaiters(nowMs: number, limit: number): DueWaiter[];
+  /** The value of `key`'s current hold, if it has one. */
+  valueOf(key: string): Uint8Array | undefined;
   /** Keys whose lock-delay has passed at max(nowMs, log time) (key-delays.ts). */
   dueDelays(nowMs: number, limit: number): DueDelay[];
   /** Where (owner, request_id) waits in line, if it does. */

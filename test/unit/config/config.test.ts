@@ -69,7 +69,7 @@ describe('parseConfig: the smallest valid file and the defaults', () => {
         tickMs: 50, electionTicks: 10, heartbeatTicks: 2, preVote: true, checkQuorum: true, maxInflight: 64,
         maxEntriesPerMessage: 256, maxBytesPerMessage: 1048576, snapshotEvery: 10000, snapshotChunkBytes: 1048576,
       },
-      lock: { minTtlMs: 100, maxTtlMs: 3600000, dedupWindowMs: 600000, maxWaitMs: 300000, maxLockDelayMs: 60000, checkpointIdleMs: 1000, freeKeyRetentionMs: 600000 },
+      lock: { minTtlMs: 100, maxTtlMs: 3600000, dedupWindowMs: 600000, maxWaitMs: 300000, maxLockDelayMs: 60000, maxValueBytes: 1024, checkpointIdleMs: 1000, freeKeyRetentionMs: 600000 },
       limits: {
         maxMessageBytes: 4194304, peerQueueMessages: 10000, maxKeyBytes: 512, maxOwnerBytes: 256,
         maxWaitersPerKey: 10000, maxWaiters: 100000, maxHeldPerOwner: 100000, maxHeld: 1000000, maxKeys: 1000000,
@@ -370,6 +370,7 @@ describe('schema', () => {
       maxKeyBytes: WIRE_LIMITS.maxKeyBytes,
       maxOwnerBytes: WIRE_LIMITS.maxOwnerBytes,
       maxTtlMs: WIRE_LIMITS.maxTtlMs,
+      maxValueBytes: WIRE_LIMITS.maxValueBytes,
     });
   });
 

@@ -39,8 +39,9 @@ export class Feed {
   }
 
   /** An acquire whose hold carries a lock-delay (and may wait in line). */
-  delayed(key: string, owner: string, ttlMs: number, lockDelayMs: number, opts: { waitMs?: number; requestId?: string } = {}) {
-    return this.expect('acquire', this.apply({ type: 'acquire', timeMs: this.timeMs, key, owner, ttlMs, requestId: opts.requestId ?? '', waitMs: opts.waitMs ?? 0, lockDelayMs }));
+  delayed(key: string, owner: string, ttlMs: number, lockDelayMs: number, opts: { waitMs?: number; requestId?: string; value?: string } = {}) {
+    const value = opts.value === undefined ? {} : { value: new TextEncoder().encode(opts.value) };
+    return this.expect('acquire', this.apply({ type: 'acquire', timeMs: this.timeMs, key, owner, ttlMs, requestId: opts.requestId ?? '', waitMs: opts.waitMs ?? 0, lockDelayMs, ...value }));
   }
 
   undelay(key: string) {

@@ -134,3 +134,16 @@ describe('validateAcquire: lock_delay_ms', () => {
     }
   });
 });
+
+describe('validateAcquire: value', () => {
+  it('takes bytes up to maxValueBytes; an empty value is none; anything else names the field', () => {
+    expect(validateAcquire({ key: 'k', owner: 'o', ttlMs: 100, value: Buffer.from('x'.repeat(1024)) })).toMatchObject({ ok: true });
+    expect(validateAcquire({ key: 'k', owner: 'o', ttlMs: 100, value: Buffer.alloc(0) })).toMatchObject({ ok: true, value: { lockDelayMs: 0 } });
+    expect((validateAcquire({ key: 'k', owner: 'o', ttlMs: 100, value: Buffer.alloc(0) }) as { value: object }).value).not.toHaveProperty('value');
+    for (const value of [Buffer.alloc(1025), 'text', 42]) {
+      const r = validateAcquire({ key: 'k', owner: 'o', ttlMs: 100, value });
+      expect(r.ok).toBe(false);
+      if (!r.ok) expect(r.error.field).toBe('value');
+    }
+  });
+});

@@ -198,7 +198,7 @@ describe('proto files and loader', () => {
   it('keeps the field names, numbers and types of the public messages', () => {
     const fields = (name: string) =>
       messageDescriptor(name).field.map((f) => `${f.name}=${(f as unknown as { number: number }).number}:${f.type.slice(5).toLowerCase()}`);
-    expect(fields('leasehold.v1.AcquireRequest')).toEqual(['key=1:string', 'owner=2:string', 'ttl_ms=3:int64', 'wait_ms=4:int64', 'request_id=5:string', 'lock_delay_ms=6:int64']);
+    expect(fields('leasehold.v1.AcquireRequest')).toEqual(['key=1:string', 'owner=2:string', 'ttl_ms=3:int64', 'wait_ms=4:int64', 'request_id=5:string', 'lock_delay_ms=6:int64', 'value=7:bytes']);
     expect(fields('leasehold.v1.AcquireResponse')).toEqual([
       'acquired=1:bool', 'token=2:uint64', 'ttl_ms=3:int64', 'expires_at_ms=4:int64', 'holder_owner=5:string', 'holder_ttl_ms=6:int64', 'delay_ms_left=7:int64',
     ]);
@@ -210,13 +210,16 @@ describe('proto files and loader', () => {
     expect(fields('leasehold.v1.LockCall')).toEqual(['call_id=1:uint64', 'timeout_ms=2:uint32', 'cancel=3:bool', 'acquire=10:message', 'renew=11:message', 'release=12:message', 'get=13:message']);
     expect(fields('leasehold.v1.LockAnswer')).toEqual(['call_id=1:uint64', 'code=2:int32', 'details=3:string', 'leader=4:string', 'acquire=10:message', 'renew=11:message', 'release=12:message', 'get=13:message']);
     expect(fields('leasehold.v1.GetResponse')).toEqual([
-      'held=1:bool', 'owner=2:string', 'token=3:uint64', 'ttl_ms=4:int64', 'expires_at_ms=5:int64', 'last_token=6:uint64', 'waiters=7:uint32',
+      'held=1:bool', 'owner=2:string', 'token=3:uint64', 'ttl_ms=4:int64', 'expires_at_ms=5:int64', 'last_token=6:uint64', 'waiters=7:uint32', 'holders=8:message',
     ]);
     expect(fields('leasehold.v1.StatusResponse')).toEqual([
       'node_id=1:string', 'role=2:enum', 'term=3:uint64', 'leader_id=4:string', 'commit_index=5:uint64', 'applied_index=6:uint64', 'members=7:message',
       'cluster_id=8:string', 'serving=9:bool', 'health=10:string',
     ]);
     // SPEC "Membership".
+    expect(fields('leasehold.v1.Holder')).toEqual([
+      'owner=1:string', 'token=2:uint64', 'ttl_ms=3:int64', 'expires_at_ms=4:int64', 'shared=5:bool', 'session_id=6:uint64', 'value=7:bytes',
+    ]);
     expect(fields('leasehold.v1.Member')).toEqual(['id=1:string', 'address=2:string', 'voter=3:bool', 'match_index=4:uint64', 'learner=5:bool', 'seen=6:bool']);
     expect(fields('leasehold.v1.AddMemberRequest')).toEqual(['id=1:string', 'address=2:string', 'learner=3:bool']);
     expect(fields('leasehold.v1.PromoteMemberRequest')).toEqual(['id=1:string']);
@@ -282,7 +285,7 @@ describe('proto files and loader', () => {
   it('an absent field decodes as its proto3 default, an unknown field is skipped', () => {
     const m = method('leasehold.v1.Lock', 'Get');
     expect(m.responseDeserialize(Buffer.alloc(0))).toStrictEqual({
-      held: false, owner: '', token: '0', ttl_ms: '0', expires_at_ms: '0', last_token: '0', waiters: 0,
+      held: false, owner: '', token: '0', ttl_ms: '0', expires_at_ms: '0', last_token: '0', waiters: 0, holders: [],
     });
     // field 15, varint 1 (tag 0x78): unknown to this build
     expect(method('leasehold.v1.Lock', 'Get').requestDeserialize(Buffer.from([0x0a, 0x01, 0x6b, 0x78, 0x01]))).toStrictEqual({ key: 'k' });

@@ -49,6 +49,7 @@ const acquireRequest: AcquireRequest = {
   wait_ms: '5000',
   request_id: 'req-1',
   lock_delay_ms: '2000',
+  value: Buffer.from('job-42'),
 };
 const acquireResponse: AcquireResponse = {
   acquired: true,
@@ -78,6 +79,7 @@ const getResponse: GetResponse = {
   expires_at_ms: '1732900000000',
   last_token: '17',
   waiters: 3,
+  holders: [{ owner: 'worker-7', token: '17', ttl_ms: '2500', expires_at_ms: '1732900000000', shared: false, session_id: '0', value: Buffer.from('10.0.0.7:8080') }],
 };
 
 // ---- leasehold.v1.Cluster ----
