@@ -601,6 +601,14 @@ export class LockMachine {
     }
     const decided: WaiterDecision[] = [];
     let lease = this.leaseOf(command.key);
+    const delayedUntilMs = this.delays.untilMs(command.key);
+    if (delayedUntilMs !== undefined && delayedUntilMs <= nowMs) {
+      // The key's lock-delay has passed but no undelay entry has ended it yet: this one does, and hands the
+      // key to the line first (a newcomer overtook the line here: lock simulation seeds 5147, 5350, 5883).
+      this.delays.undelay(command.key);
+      if (lease === undefined) this.handOff(command.key, index, decided);
+      lease = this.leaseOf(command.key);
+    }
     if (lease !== undefined && !lease.isLiveAt(nowMs) && (this.lines.countFor(command.key) > 0 || this.delays.holdDelayOf(command.key) > 0)) {
       // The hold ahead ran out and no entry has ended it yet: this one does — into its lock-delay if it
       // carries one, else handing the key to the line first, so a newcomer never overtakes a waiter.

@@ -144,10 +144,10 @@ export class LockService {
     return this.leader.hasPlaceInLine(key, owner, requestId);
   }
 
-  /** Whether the log has refused this request already, so a call of it gets that refusal replayed
-   *  (introspection for the simulator's FIFO oracle: such a call is no waiter). */
-  replaysRefusal(key: string, owner: string, requestId: string): boolean {
-    return this.fsm.machine.rememberedAcquire(owner, requestId, key)?.acquired === false;
+  /** Whether the log has decided this request already (granted or refused), so a call of it gets that
+   *  outcome replayed (introspection for the simulator's FIFO oracle: such a call is no waiter). */
+  replaysOutcome(key: string, owner: string, requestId: string): boolean {
+    return this.fsm.machine.rememberedAcquire(owner, requestId, key) !== null;
   }
 
   close(): void {

@@ -75,8 +75,9 @@ export class LockCallChecks {
 
   /** An acquire reached the lock service of a node (leader or not: a follower refuses at once). */
   /** `joins`: the leader already queues this request (asked just before the call reached it).
-   *  `replaysRefusal`: the leader will answer it with a refusal it remembers (LockLeader.replaysRefusal). */
-  arrive(scope: string, key: string, requestKey: string, waitMs: number, nodeMs: number, term: number, label: string, joins: boolean, replaysRefusal = false): Arrival {
+   *  `replays`: the log has decided the request already (LockService.replaysOutcome), so the call gets that
+   *  outcome replayed — it is no waiter and takes nobody's turn. */
+  arrive(scope: string, key: string, requestKey: string, waitMs: number, nodeMs: number, term: number, label: string, joins: boolean, replays = false, inAppliedLine = false): Arrival {
     const k = `${scope}/${term}/${key}`;
     let list = this.arrivals.get(k);
     if (list === undefined) this.arrivals.set(k, (list = []));
@@ -93,13 +94,15 @@ export class LockCallChecks {
     // (An earlier call still open counts too: calls held until the term starts are served in arrival order,
     // so a later one of the same request joins the first one's waiter.)
     const inherit = prev !== undefined && (joins || prev.open);
-    // A call re-attaching to a place taken under an earlier leader (the line is replicated): that place is
-    // ahead of every arrival in this term — seq 0, before all of them (and not compared among its kind).
+    // A call re-attaching to a place already in the applied line, taken before any arrival here (under an
+    // earlier leader: the line is replicated): that place is ahead of every arrival in this term — seq 0,
+    // before all of them (and not compared among its kind). A request merely in flight is not: if its old
+    // place is gone (refused, and forgotten past the dedup window), its entry takes a new one at the back.
     const a: Arrival = {
-      seq: inherit ? prev!.seq : joins ? 0 : ++this.seq,
+      seq: inherit ? prev!.seq : inAppliedLine ? 0 : ++this.seq,
       key,
       requestKey,
-      waitMs: replaysRefusal ? 0 : inherit ? prev!.waitMs : waitMs,
+      waitMs: replays ? 0 : inherit ? prev!.waitMs : waitMs,
       arrivedNodeMs: inherit ? prev!.arrivedNodeMs : nodeMs,
       term,
       open: true,
@@ -126,7 +129,11 @@ export class LockCallChecks {
   }
 
   /** The service answered `a`'s call with `r` at the serving node's clock `nodeMs`, sim time `nowMs`. */
-  answered(scope: string, a: Arrival, r: AcquireResult, nodeMs: number, logMs: number, leader: string): void {
+  /** `placeOf(requestKey)`: that request's ticket in the serving node's applied line, if it has one. A
+   *  seq-0 arrival is ahead of a grant only while its place (ticket) is before the granting entry: entries
+   *  that applied after it arrived — a term start, say — may have refused it since, and a retry past the
+   *  dedup window may have taken a new place at the back (lock simulation seed 2147). */
+  answered(scope: string, a: Arrival, r: AcquireResult, nodeMs: number, logMs: number, leader: string, placeOf: (requestKey: string) => number | undefined = () => 0): void {
     a.open = false;
     // A replay (the retry of a request the log already granted) is that old grant, not a new one: it takes
     // nobody's turn.
@@ -136,6 +143,7 @@ export class LockCallChecks {
       if (list.some((q) => q.seq < a.seq && q.waitMs > 0 && q.requestKey !== a.requestKey)) this.stats.fifoChecked++;
       for (const q of list) {
         if (q === a || q.seq >= a.seq || !q.open || q.waitMs <= 0 || q.requestKey === a.requestKey) continue;
+        if (q.seq === 0 && !((placeOf(q.requestKey) ?? Infinity) < r.index)) continue;
         // Still waiting by the module's own clock (its deadline tick may be just due: give it 1 ms).
         if (nodeMs - q.arrivedNodeMs >= q.waitMs - 1) continue;
         this.fail(`FIFO: ${a.label} (arrival #${a.seq}) was granted ${a.key} with token ${r.token} while ${q.label} (arrival #${q.seq}, earlier, wait ${q.waitMs}ms) still waits at the same leader in term ${a.term}: arrival order must be grant order`);
@@ -145,7 +153,12 @@ export class LockCallChecks {
     }
     if (r.acquired) {
       const g = this.grants.get(a.requestKey);
-      if (g !== undefined && g.token !== r.token && logMs - g.logMs < this.dedupWindowMs) {
+      // An answer decided by an entry BEFORE the grant on record is not that grant: the request's earlier
+      // grant, replayed by a duplicate that applied just before the dedup window ran out and another
+      // duplicate was granted afresh (lock simulation seed 7800; past the window a duplicate is a new
+      // request, README "Retries are safe").
+      const decidedBefore = g !== undefined && r.index > 0 && r.index < g.index;
+      if (g !== undefined && !decidedBefore && g.token !== r.token && logMs - g.logMs < this.dedupWindowMs) {
         this.fail(`${a.label} answered acquired with token ${r.token}, but the log granted that request token ${g.token} (entry ${g.index})`);
       }
       return;

@@ -53,6 +53,9 @@ export interface LockProfile {
   leaderProposalTimeoutMs: number;
   /** Share of acquires that block (wait_ms > 0: FIFO at the leader, for half a TTL to three TTLs). */
   waitChance: number;
+  /** Share of acquires whose hold carries a lock-delay (a fifth of a TTL to 1.2 TTLs). A fixed share, not
+   *  picked per seed: drawing it would reshuffle every seed's other picks. */
+  lockDelayChance: number;
   /** Share of blocking attempts the client gives up on mid-wait (cancel, then retry the same request_id). */
   giveUpChance: number;
   /** Chance a holder next wakes up right at the end of its trust window instead of renewing early. */
@@ -87,6 +90,7 @@ export function lockProfileFor(seed: number, overrides: Partial<LockProfile> = {
     leaderProposalTimeoutMs: r.pick([300, 1000, 5000]),
     waitChance: r.pick([0, 0.3, 0.6, 0.9]),
     giveUpChance: r.pick([0, 0.1, 0.3]),
+    lockDelayChance: 0.2,
     lateRenewChance: r.pick([0, 0.1, 0.3]),
     faultMeanMs: r.pick([0, 0, 250, 500]),
     clientTrustFrom: 'send',

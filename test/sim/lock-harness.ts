@@ -172,7 +172,7 @@ export class LockScenario {
     const sent: Sent = { node, settled: false, index: 0, result: null, error: null };
     const p: Promise<LockResult> =
       call.op === 'acquire'
-        ? service.acquire({ ...call, lockDelayMs: 0 }, 60_000)
+        ? service.acquire(call, 60_000)
         : call.op === 'renew'
           ? service.renew(call, 60_000)
           : call.op === 'release'

@@ -31,7 +31,11 @@
 //    hands the key to the first waiter still within its wait deadline, in ticket order (FIFO by log
 //    arrival), skipping and refusing the ones whose deadline passed; a dequeue removes a waiter only when
 //    its deadline passed (or its call was cancelled); the decisions in every result equal the model's, and
-//    a decided request's outcome is remembered like any first outcome.
+//    a decided request's outcome is remembered like any first outcome;
+//  - LOCK-DELAY: a hold carrying lockDelayMs that expires (an expire entry, or an acquire finding it run out)
+//    keeps its key from every grant — newcomer, line, its own owner — until the lease's end (log time, as
+//    the model tracks it through renews and epochs) + lockDelayMs; a release starts no delay; a refusal in
+//    a delay says how long is left; `undelay` applies only once it passed, then the line is served.
 import type { Entry } from '../../src/raft/core/types.js';
 import type { LockCommand, LockResult, LockView } from '../../src/lock/index.js';
 import type { WaiterDecision } from '../../src/lock/types.js';
@@ -74,6 +78,9 @@ interface OracleLease {
   grantAt: StampWindow;
   /** Epoch starts this lease was carried (extended) through since its last grant/renew. */
   epochs: number;
+  /** The lease's deadline in log time, as the model follows it (grant, renew, epoch starts). */
+  deadlineMs: number;
+  lockDelayMs: number;
 }
 
 interface OracleWaiter {
@@ -82,6 +89,7 @@ interface OracleWaiter {
   requestId: string;
   ttlMs: number;
   deadlineMs: number;
+  lockDelayMs: number;
 }
 
 interface OracleDedup {
@@ -119,6 +127,10 @@ export interface OracleStats {
   handOffs: number;
   waitsRefused: number;
   waitsCancelled: number;
+  /** Lock-delay: delays started by an expiry, acquires refused in one, undelays applied. */
+  delaysStarted: number;
+  delayRefusals: number;
+  undelays: number;
 }
 
 export function canonicalResult(r: LockResult): string {
@@ -169,10 +181,12 @@ export class LockOracle {
     acquired: 0, acquireRefused: 0, takeovers: 0, renewed: 0, renewRefused: 0, renewExpired: 0, released: 0, releaseRefused: 0,
     expired: 0, replays: 0, epochStarts: 0, leasesExtended: 0, leasesEnded: 0, maxEpochsCarried: 0,
     tightestExpiryMarginMs: Infinity,
-    waitersJoined: 0, waitersReattached: 0, handOffs: 0, waitsRefused: 0, waitsCancelled: 0,
+    waitersJoined: 0, waitersReattached: 0, handOffs: 0, waitsRefused: 0, waitsCancelled: 0, delaysStarted: 0, delayRefusals: 0, undelays: 0,
   };
   /** Per key, its waiters in ticket order. */
   private readonly lines = new Map<string, OracleWaiter[]>();
+  /** Keys in lock-delay, until when (log time). */
+  private readonly delays = new Map<string, number>();
   /** Decisions about waiters by entry index and request: the canonical acquire result a waiting call of
    *  that request is answered with (checkAck). */
   private readonly decisions = new Map<number, Map<string, string>>();
@@ -268,6 +282,10 @@ export class LockOracle {
         if (result.type !== 'dequeue') return this.fail(`${at}: dequeue produced a ${result.type} result`);
         this.judgeDequeue(at, idx, cmd, result, pre, post);
         break;
+      case 'undelay':
+        if (result.type !== 'undelay') return this.fail(`${at}: undelay produced a ${result.type} result`);
+        this.judgeUndelay(at, idx, cmd, result, pre, post, stamp);
+        break;
       case 'forget':
         // Forgetting free keys touches no lease, and a last token may only rise to the watermark (SPEC:
         // last_token is never below the real value).
@@ -315,19 +333,32 @@ export class LockOracle {
     if (inLine !== undefined) return this.fail(`wait line: ${at} judged ${cmd.owner}/${cmd.requestId} afresh while it waits at ${inLine.key}#${inLine.w.ticket}: a retry must keep its place`);
     // Only a queued acquire (the leader serving the head waiter) may re-judge a remembered refusal.
     this.mustBeFresh(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, cmd.queued === true);
-    // A hold past its deadline with a line behind it: this entry ends it and hands the key on first.
+    // A lock-delay that has passed without its undelay entry: this entry ends it, and serves the line first.
     let handedOff = false;
-    if (lease !== undefined && line.length > 0 && !(pv.held && pv.expiresAtMs > post.nowMs)) {
+    const hadLease = lease !== undefined;
+    const until = this.delays.get(cmd.key);
+    if (until !== undefined && until <= post.nowMs) {
+      this.delays.delete(cmd.key);
+      if (lease === undefined) {
+        this.handOff(cmd.key, idx, post.nowMs, stamp);
+        lease = this.leases.get(cmd.key);
+        handedOff = true;
+      }
+    }
+    // A hold past its deadline with a line behind it: this entry ends it and hands the key on first.
+    if (!handedOff && lease !== undefined && (line.length > 0 || lease.lockDelayMs > 0) && !(pv.held && pv.expiresAtMs > post.nowMs)) {
       this.stats.takeovers++;
       this.minHold(at, cmd.key, lease, stamp, `ended by ${cmd.owner}'s acquire, which handed the key to the line`);
-      this.leases.delete(cmd.key);
+      this.endExpired(cmd.key, lease);
       this.handOff(cmd.key, idx, post.nowMs, stamp);
       lease = this.leases.get(cmd.key);
       handedOff = true;
     }
     const liveHolder = handedOff ? lease !== undefined : pv.held && pv.expiresAtMs > post.nowMs;
+    const delayLeftMs = Math.max(0, (this.delays.get(cmd.key) ?? 0) - post.nowMs);
     if (r.acquired) {
       this.stats.acquired++;
+      if (delayLeftMs > 0) return this.fail(`lock-delay: ${at} granted ${cmd.key} to ${cmd.owner} with ${delayLeftMs}ms of its lock-delay left (until ${this.delays.get(cmd.key)}, log time ${post.nowMs})`);
       const last = this.lastIssued.get(cmd.key) ?? 0n;
       if (r.token <= last) return this.fail(`fencing token: ${at} acquire of ${cmd.key} by ${cmd.owner} issued token ${r.token}, not above ${last} issued before for that key (tokens must strictly increase and never be reused)`);
       if (lease !== undefined && lease.owner !== cmd.owner) {
@@ -344,16 +375,27 @@ export class LockOracle {
       if (!qv.held || qv.owner !== cmd.owner || qv.token !== r.token || qv.expiresAtMs !== r.expiresAtMs || qv.lastToken !== r.token) {
         return this.fail(`${at}: acquire of ${cmd.key} answered token ${r.token} to ${cmd.owner}, but the state then shows ${viewText(qv)}`);
       }
-      // A hand-off that refused every waiter removed the old lease: this grant replaces it.
-      const expectCount = handedOff ? pre.leaseCount : pre.leaseCount + (lease === undefined ? 1 : 0);
+      // Leases before this grant: the entry may have ended a hold and handed the key over first.
+      const countBefore = pre.leaseCount - (hadLease ? 1 : 0) + (lease !== undefined ? 1 : 0);
+      const expectCount = countBefore + (lease === undefined ? 1 : 0);
       if (post.leaseCount !== expectCount) return this.fail(`${at}: acquire left ${post.leaseCount} leases, expected ${expectCount}`);
-      this.leases.set(cmd.key, { owner: cmd.owner, token: r.token, ttlMs: cmd.ttlMs, grantIndex: idx, grantAt: stamp, epochs: 0 });
+      this.leases.set(cmd.key, { owner: cmd.owner, token: r.token, ttlMs: cmd.ttlMs, grantIndex: idx, grantAt: stamp, epochs: 0, deadlineMs: r.expiresAtMs, lockDelayMs: cmd.lockDelayMs ?? 0 });
       this.lastIssued.set(cmd.key, r.token);
       this.remember(cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), idx, post.nowMs);
       return;
     }
     // Refused: held by another owner's live lease — or by a waiter granted in this very entry (its token is
     // this index, which a same-owner supersede would reuse).
+    if (delayLeftMs > 0) {
+      // In lock-delay: nobody holds the key, and the refusal says how long is left.
+      if (lease !== undefined || qv.held || r.holderOwner !== '' || r.delayMsLeft !== delayLeftMs) {
+        return this.fail(`lock-delay: ${at} refused ${cmd.owner} on ${cmd.key} (holder '${r.holderOwner}', delay left ${String(r.delayMsLeft)}), but the model has the key in lock-delay for ${delayLeftMs}ms more with ${lease === undefined ? 'no holder' : `holder ${lease.owner}`}`);
+      }
+      this.stats.delayRefusals++;
+      if (!handedOff) this.unchanged(at, cmd.key, pv, qv, pre, post);
+      return this.refusedOrQueued(at, idx, cmd, r, post);
+    }
+    if (r.delayMsLeft !== undefined) return this.fail(`lock-delay: ${at} refused ${cmd.owner} on ${cmd.key} with ${r.delayMsLeft}ms of lock-delay left, but the model has no delay there`);
     const blocking = lease !== undefined && liveHolder && (lease.owner !== cmd.owner || lease.token === BigInt(idx));
     if (!blocking || lease === undefined || !qv.held || qv.owner !== lease.owner) {
       return this.fail(`${at}: acquire of ${cmd.key} by ${cmd.owner} refused (holder '${r.holderOwner}'), but the lock was ${lease === undefined ? 'free' : `${lease.owner}'s (token ${lease.token}), state ${viewText(qv)}`} — only another owner's live lease refuses`);
@@ -362,11 +404,16 @@ export class LockOracle {
       return this.fail(`${at}: refused acquire names holder ${r.holderOwner} with ${r.holderTtlMs}ms left; the state says ${viewText(qv)} at log time ${post.nowMs}`);
     }
     if (!handedOff) this.unchanged(at, cmd.key, pv, qv, pre, post);
+    this.refusedOrQueued(at, idx, cmd, r, post);
+  }
+
+  /** A refused acquire: in line (a blocking one, no outcome yet) or refused and remembered. */
+  private refusedOrQueued(at: string, idx: number, cmd: Extract<LockCommand, { type: 'acquire' }>, r: Extract<LockResult, { type: 'acquire' }>, post: StateCapture): void {
     if ((cmd.waitMs ?? 0) > 0) {
       if (r.waitTicket !== idx) return this.fail(`wait line: ${at} refused a blocking acquire of ${cmd.key} by ${cmd.owner} (wait ${cmd.waitMs}ms) with ticket ${String(r.waitTicket)}: it must join the line with ticket ${idx}`);
       this.stats.waitersJoined++;
       if (!this.lines.has(cmd.key)) this.lines.set(cmd.key, []);
-      this.lines.get(cmd.key)!.push({ ticket: idx, owner: cmd.owner, requestId: cmd.requestId, ttlMs: cmd.ttlMs, deadlineMs: post.nowMs + cmd.waitMs! });
+      this.lines.get(cmd.key)!.push({ ticket: idx, owner: cmd.owner, requestId: cmd.requestId, ttlMs: cmd.ttlMs, deadlineMs: post.nowMs + cmd.waitMs!, lockDelayMs: cmd.lockDelayMs ?? 0 });
       return; // in line: no outcome yet, nothing remembered
     }
     if (r.waitTicket !== undefined) return this.fail(`wait line: ${at} put a non-blocking acquire in line (ticket ${r.waitTicket})`);
@@ -377,6 +424,7 @@ export class LockOracle {
 
   /** `key`'s hold ended in entry `idx`: the model's hand-off, recorded in expectDecided. */
   private handOff(key: string, idx: number, nowMs: number, stamp: StampWindow): void {
+    if ((this.delays.get(key) ?? 0) > nowMs) return; // in lock-delay: the line waits for undelay
     const line = this.lines.get(key);
     while (line !== undefined && line.length > 0) {
       const w = line.shift()!;
@@ -390,7 +438,7 @@ export class LockOracle {
         const token = BigInt(idx);
         const last = this.lastIssued.get(key) ?? 0n;
         if (token <= last) return this.fail(`fencing token: entry ${idx} handed ${key} to ${w.owner} with token ${token}, not above ${last}`);
-        this.leases.set(key, { owner: w.owner, token, ttlMs: w.ttlMs, grantIndex: idx, grantAt: stamp, epochs: 0 });
+        this.leases.set(key, { owner: w.owner, token, ttlMs: w.ttlMs, grantIndex: idx, grantAt: stamp, epochs: 0, deadlineMs: nowMs + w.ttlMs, lockDelayMs: w.lockDelayMs });
         this.lastIssued.set(key, token);
         outcome = `true|${token}|${w.ttlMs}|${nowMs + w.ttlMs}||0`;
       }
@@ -414,6 +462,37 @@ export class LockOracle {
       if (w !== undefined) return { key, w };
     }
     return undefined;
+  }
+
+  /** `lease` of `key` ran out and an entry ends it: its lock-delay (if any) starts from its end. */
+  private endExpired(key: string, lease: OracleLease): void {
+    this.leases.delete(key);
+    if (lease.lockDelayMs > 0) {
+      this.stats.delaysStarted++;
+      this.delays.set(key, lease.deadlineMs + lease.lockDelayMs);
+    }
+  }
+
+  private judgeUndelay(at: string, idx: number, cmd: Extract<LockCommand, { type: 'undelay' }>, r: Extract<LockResult, { type: 'undelay' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
+    const k = this.slot(at, cmd.key);
+    if (k < 0) return;
+    this.pruneDedup(post.nowMs);
+    const until = this.delays.get(cmd.key);
+    const due = until !== undefined && until <= post.nowMs;
+    if (r.undelayed !== due) return this.fail(`lock-delay: ${at} undelay of ${cmd.key} answered ${r.undelayed}, but the model has ${until === undefined ? 'no delay' : `a delay until ${until}`} at log time ${post.nowMs}`);
+    if (!due) return this.unchanged(at, cmd.key, pre.views[k]!, post.views[k]!, pre, post);
+    this.delays.delete(cmd.key);
+    this.stats.undelays++;
+    if (this.leases.has(cmd.key)) return this.unchanged(at, cmd.key, pre.views[k]!, post.views[k]!, pre, post);
+    this.handOff(cmd.key, idx, post.nowMs, stamp);
+    this.endedAsModelledAfterDelay(at, cmd.key, post.views[k]!, pre, post);
+  }
+
+  /** After an undelay of a key nobody held: free, or held by the waiter the model handed it to. */
+  private endedAsModelledAfterDelay(at: string, key: string, qv: LockView, pre: StateCapture, post: StateCapture): void {
+    const next = this.leases.get(key);
+    const ok = next === undefined ? !qv.held && post.leaseCount === pre.leaseCount : qv.held && qv.owner === next.owner && qv.token === next.token && post.leaseCount === pre.leaseCount + 1;
+    if (!ok) this.fail(`${at}: undelay of ${key}${next === undefined ? '' : ` handed it to ${next.owner} (token ${next.token})`}, but the state shows ${viewText(qv)} with ${post.leaseCount} leases (before: ${pre.leaseCount})`);
   }
 
   private judgeDequeue(at: string, idx: number, cmd: Extract<LockCommand, { type: 'dequeue' }>, r: Extract<LockResult, { type: 'dequeue' }>, pre: StateCapture, post: StateCapture): void {
@@ -464,6 +543,7 @@ export class LockOracle {
       lease.grantIndex = idx;
       lease.ttlMs = cmd.ttlMs;
       lease.epochs = 0;
+      lease.deadlineMs = r.expiresAtMs;
       this.remember(cmd.owner, cmd.requestId, 'renew', cmd.key, cmd.token, renewOutcome(r), idx, post.nowMs);
       return;
     }
@@ -518,7 +598,7 @@ export class LockOracle {
       this.stats.expired++;
       if (!due) return this.fail(`${at}: expire removed ${cmd.key} token ${cmd.token}, but the lease is ${lease === undefined ? 'absent' : `token ${lease.token}, ${viewText(pv)} at log time ${post.nowMs}`}`);
       this.minHold(at, cmd.key, lease, stamp, 'removed by expire');
-      this.leases.delete(cmd.key);
+      this.endExpired(cmd.key, lease);
       this.handOff(cmd.key, idx, post.nowMs, stamp);
       this.endedAsModelled(at, 'expire', cmd.key, lease.token, qv, pre, post);
       return;
@@ -551,10 +631,13 @@ export class LockOracle {
           );
         }
         lease.epochs++;
+        lease.deadlineMs = qv.expiresAtMs;
         this.stats.leasesExtended++;
         if (lease.epochs > this.stats.maxEpochsCarried) this.stats.maxEpochsCarried = lease.epochs;
       } else {
-        // Ended instead of extended: it must provably have run its TTL.
+        // Ended instead of extended: it must provably have run its TTL. Its deadline becomes the epoch's
+        // start (never later), which is where a lock-delay would count from.
+        lease.deadlineMs = Math.min(lease.deadlineMs, startMs);
         this.stats.leasesEnded++;
         this.minHold(at, key, lease, stamp, `ended at the epoch start of entry ${idx}`);
       }

@@ -128,6 +128,19 @@ export const LOCK_MUTANTS: LockMutant[] = [
     maxSeeds: 100,
     patches: [{ file: 'machine.ts', find: `    const inLine = this.lines.byRequestOf(command.owner, command.requestId);\n`, replace: `    const inLine = undefined as Waiter | undefined;\n` }],
   },
+  // Lock-delay: the oracle follows each lease's deadline through renews and epochs and keeps its own delays.
+  {
+    id: 'j',
+    name: "lock-delay measured from the expiry's entry instead of the lease's end",
+    maxSeeds: 100,
+    patches: [{ file: 'machine.ts', find: `this.delays.delayKey(lease.key, lease.leaseDeadlineMs + lockDelayMs)`, replace: `this.delays.delayKey(lease.key, this.logNowMs + lockDelayMs)` }],
+  },
+  {
+    id: 'k',
+    name: 'a hand-off grants the line during a lock-delay',
+    maxSeeds: 100,
+    patches: [{ file: 'machine.ts', find: `    if (this.delays.leftMs(key, this.logNowMs) > 0) return;\n`, replace: `` }],
+  },
 ];
 
 const SRC_LOCK = resolve(dirname(fileURLToPath(import.meta.url)), '../../src/lock');

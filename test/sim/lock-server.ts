@@ -17,7 +17,7 @@ import type { ServeOutcome } from './workload.js';
 
 /** A client call as the service takes it. */
 export type LockCall =
-  | { op: 'acquire'; key: string; owner: string; ttlMs: number; requestId: string; waitMs: number }
+  | { op: 'acquire'; key: string; owner: string; ttlMs: number; requestId: string; waitMs: number; lockDelayMs: number }
   | { op: 'renew'; key: string; owner: string; token: bigint; ttlMs: number; requestId: string }
   | { op: 'release'; key: string; owner: string; token: bigint; requestId: string }
   | { op: 'get'; key: string };
@@ -25,7 +25,7 @@ export type LockCall =
 export function callOf(cmd: LockCommand, waitMs: number): LockCall {
   switch (cmd.type) {
     case 'acquire':
-      return { op: 'acquire', key: cmd.key, owner: cmd.owner, ttlMs: cmd.ttlMs, requestId: cmd.requestId, waitMs };
+      return { op: 'acquire', key: cmd.key, owner: cmd.owner, ttlMs: cmd.ttlMs, requestId: cmd.requestId, waitMs, lockDelayMs: cmd.lockDelayMs ?? 0 };
     case 'renew':
       return { op: 'renew', key: cmd.key, owner: cmd.owner, token: cmd.token, ttlMs: cmd.ttlMs, requestId: cmd.requestId };
     case 'release':
@@ -137,14 +137,15 @@ export class SimLockServers {
     let arrival: Arrival | null = null;
     if (call.op === 'acquire' && node.rn?.isLeader()) {
       const joins = service.isQueued(call.key, call.owner, call.requestId);
-      const replay = service.replaysRefusal(call.key, call.owner, call.requestId);
-      arrival = this.checks.arrive(this.scope(node, inc), call.key, LockCallChecks.requestKey(call.owner, call.requestId), call.waitMs, sim.nodeNow(node), node.raft.status().term, label, joins, replay);
+      const replay = service.replaysOutcome(call.key, call.owner, call.requestId);
+      const inAppliedLine = call.requestId !== '' && service.machine.waiterFor(call.owner, call.requestId)?.key === call.key;
+      arrival = this.checks.arrive(this.scope(node, inc), call.key, LockCallChecks.requestKey(call.owner, call.requestId), call.waitMs, sim.nodeNow(node), node.raft.status().term, label, joins, replay, inAppliedLine);
     }
     sim.trace.add(sim.now, node.id, `call ${call.op}`, `${label}${'requestId' in call ? ` ${call.key} ${call.owner}/${call.requestId}` : ` ${call.key}`}${call.op === 'acquire' ? ` wait=${call.waitMs}` : ''}${arrival !== null ? ` arrival#${arrival.seq}` : ''}`);
     let p: Promise<LockResult | LockView>;
     switch (call.op) {
       case 'acquire':
-        p = service.acquire({ key: call.key, owner: call.owner, ttlMs: call.ttlMs, waitMs: call.waitMs, requestId: call.requestId, lockDelayMs: 0 }, timeoutMs, ac.signal);
+        p = service.acquire({ key: call.key, owner: call.owner, ttlMs: call.ttlMs, waitMs: call.waitMs, requestId: call.requestId, lockDelayMs: call.lockDelayMs }, timeoutMs, ac.signal);
         break;
       case 'renew':
         p = service.renew({ key: call.key, owner: call.owner, token: call.token, ttlMs: call.ttlMs, requestId: call.requestId }, timeoutMs);
@@ -166,7 +167,12 @@ export class SimLockServers {
         sim.trace.add(sim.now, node.id, `answer ${call.op}`, label, answer);
         if (arrival !== null) {
           const logMs = (this.machineOf(node).machine as { nowMs: number }).nowMs;
-          this.checks.answered(this.scope(node, inc), arrival, answer as AcquireResult, sim.nodeNow(node), logMs, `${node.idx}/${arrival.term}`);
+          const machine = this.machineOf(node).machine as { waiterFor?(owner: string, requestId: string): { ticket: number } | undefined };
+          const placeOf = (rk: string): number | undefined => {
+            const at = rk.indexOf('\u0000');
+            return machine.waiterFor?.(rk.slice(0, at), rk.slice(at + 1))?.ticket;
+          };
+          this.checks.answered(this.scope(node, inc), arrival, answer as AcquireResult, sim.nodeNow(node), logMs, `${node.idx}/${arrival.term}`, placeOf);
         }
         const index = 'type' in answer ? answer.index : 0;
         reply({ outcome: 'ok', result: answer, index });

@@ -60,7 +60,9 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
         'blockingAcquires', 'shortAttempts', 'queuedGrants', 'fifoChecked', 'refusalAnswers', 'forwarded', 'forwardsLost', 'forwardDuplicates', 'lateDuplicates', 'answersLost', 'cancels', 'getsChecked',
         // the replicated wait line, as the oracle modelled it: joins, retries keeping their place, hand-offs
         // decided by the entry that ended a hold, waits refused at their deadline, cancelled places
-        'waitersJoined', 'waitersReattached', 'handOffs', 'waitsRefused', 'waitsCancelled']) {
+        'waitersJoined', 'waitersReattached', 'handOffs', 'waitsRefused', 'waitsCancelled',
+        // lock-delay: holds that carry one, delays their expiry started, acquires refused in one, undelays
+        'lockDelayAcquires', 'delaysStarted', 'delayRefusals', 'undelays']) {
         expect(total[k], k).toBeGreaterThan(0);
       }
     });

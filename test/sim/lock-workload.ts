@@ -153,7 +153,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
   readonly oracle: LockOracle;
   readonly resource = new SimFencedResource();
   readonly clients: LockClients;
-  readonly stats = { blockingAcquires: 0, shortAttempts: 0, getsChecked: 0 };
+  readonly stats = { blockingAcquires: 0, shortAttempts: 0, getsChecked: 0, lockDelayAcquires: 0 };
   /** Scenario tests read results from replicas. */
   keepResults = false;
   violation: string | null = null;
@@ -236,6 +236,11 @@ export class LockWorkload implements SimWorkload<LockReplica> {
   nextWrite(ctx: WriteContext): Uint8Array {
     const c = this.clients.clients[ctx.clientId]!;
     const cmd = this.clients.nextCommand(c, ctx.opId, ctx.now);
+    if (cmd.type === 'acquire' && this.clients.rngChance(this.profile.lockDelayChance)) {
+      // A hold with a lock-delay: if it expires, its key grants nobody for a while after (the oracle checks).
+      this.stats.lockDelayAcquires++;
+      cmd.lockDelayMs = Math.max(1, Math.round(c.ttlMs * (0.2 + this.clients.rngFloat())));
+    }
     if (cmd.type === 'acquire' && this.clients.rngChance(this.profile.waitChance)) {
       // A blocking acquire: queue FIFO at the leader for up to a few TTLs.
       this.stats.blockingAcquires++;
