@@ -18,7 +18,7 @@ import type { ValidAcquire } from '../validate.js';
 import { CALLER_WENT_AWAY, LEADERSHIP_CHANGED, SHUTTING_DOWN, STILL_STARTING, notLeader, proposalFailure, unavailable } from './failures.js';
 import { Admission } from './admission.js';
 import { Housekeeping, type HousekeepingProposal } from './housekeeping.js';
-import { TermGate, requestKey, type HeldCall } from './term-gate.js';
+import { TermGate, type HeldCall } from './term-gate.js';
 import {
   DEFAULT_LOCK_LEADER_CONFIG,
   type CallFailure,
@@ -41,10 +41,8 @@ type Purpose =
   | {
       kind: 'client';
       callId: CallId;
-      /** An acquire's key: where its ticket is if the log puts it (or finds it) in line. */
-      waitKey?: string;
-      /** An acquire's `owner\0request_id` (see waitsInFlight). */
-      request?: string;
+      /** An acquire's request: where its ticket is if the log puts it (or finds it) in line. */
+      acquire?: ValidAcquire;
     }
   | { kind: 'cancelWait' }
   | HousekeepingProposal;
@@ -58,12 +56,9 @@ export class LockLeader {
   private readonly admission: Admission;
   private readonly waiting = new WaitingCalls();
   private readonly proposals = new Map<ProposalId, Purpose>();
-  /** Client calls whose proposal is in flight. */
-  private readonly callsInFlight = new Set<CallId>();
-  /** Those of them cancelled meanwhile: if an acquire puts one in line, the line is told. */
+  /** Client calls cancelled while their proposal was in flight: if an acquire puts one in line, the line
+   *  is told. */
   private readonly cancelledInFlight = new Set<CallId>();
-  /** Acquires in flight by request (`owner\0request_id` -> key), for hasPlaceInLine. */
-  private readonly waitsInFlight = new Map<string, { key: string; count: number }>();
   /** Calls waiting on their read barrier, with the key they read. */
   private readonly reads = new Map<CallId, string>();
   private nextProposalId = 1;
@@ -137,7 +132,13 @@ export class LockLeader {
   hasPlaceInLine(key: string, owner: string, requestId: string): boolean {
     if (requestId === '') return false;
     if (this.state().waiterFor(owner, requestId)?.key === key) return true;
-    return this.waitsInFlight.get(requestKey(owner, requestId))?.key === key;
+    // A scan of the proposals in flight: this is a question of the simulator's, not worth an index kept up
+    // to date on every acquire.
+    for (const purpose of this.proposals.values()) {
+      const req = purpose.kind === 'client' ? purpose.acquire : undefined;
+      if (req !== undefined && req.key === key && req.owner === owner && req.requestId === requestId) return true;
+    }
+    return false;
   }
 
   get proposalsInFlight(): number {
@@ -278,13 +279,7 @@ export class LockLeader {
     // request whose remaining wait_ms has run down to 0 on the client (it re-attaches, wait or not: its
     // place keeps its first deadline). Answering that result as a refusal would tell a waiter "not
     // acquired" while the log may still grant it.
-    const purpose: Purpose = { kind: 'client', callId, waitKey: req.key };
-    if (req.requestId !== '') {
-      purpose.request = requestKey(req.owner, req.requestId);
-      const inFlight = this.waitsInFlight.get(purpose.request);
-      if (inFlight !== undefined && inFlight.key === req.key) inFlight.count++;
-      else this.waitsInFlight.set(purpose.request, { key: req.key, count: 1 });
-    }
+    const purpose: Purpose = { kind: 'client', callId, acquire: req };
     this.propose(command, purpose, Math.min(timeoutMs, this.cfg.proposalTimeoutMs));
   }
 
@@ -317,7 +312,7 @@ export class LockLeader {
     if (left === undefined) {
       // A proposal in flight (its entry cannot be taken back): if an acquire puts the request in line, the
       // line is told then (clientApplied). Other proposals just finish; their answer goes nowhere.
-      if (this.callsInFlight.has(callId)) this.cancelledInFlight.add(callId);
+      if (this.clientProposalOf(callId)) this.cancelledInFlight.add(callId);
       return;
     }
     this.fail(callId, unavailable(CALLER_WENT_AWAY));
@@ -351,7 +346,6 @@ export class LockLeader {
   /** Stamp `command` with the leader's now and ask the adapter to propose it. */
   private propose(command: LockCommand, purpose: Purpose, timeoutMs: number): ProposalId {
     const proposalId = this.nextProposalId++;
-    if (purpose.kind === 'client') this.callsInFlight.add(purpose.callId);
     const stamped = { ...command, timeMs: this.nowMs } as LockCommand;
     this.housekeeping.lastProposalAtMs = stamped.timeMs;
     this.proposals.set(proposalId, purpose);
@@ -372,9 +366,7 @@ export class LockLeader {
         if (result?.type === 'termStart') this.onApplied(purpose.term, result);
         break;
       case 'client':
-        this.settleWait(purpose);
-        this.callsInFlight.delete(purpose.callId);
-        this.clientApplied(purpose.callId, purpose.waitKey, result);
+        this.clientApplied(purpose.callId, purpose.acquire?.key, result);
         break;
       case 'cancelWait':
         break;
@@ -388,11 +380,10 @@ export class LockLeader {
     }
   }
 
-  private settleWait(purpose: Extract<Purpose, { kind: 'client' }>): void {
-    if (purpose.request === undefined) return;
-    const inFlight = this.waitsInFlight.get(purpose.request);
-    if (inFlight === undefined || inFlight.key !== purpose.waitKey) return;
-    if (--inFlight.count <= 0) this.waitsInFlight.delete(purpose.request);
+  /** Whether `callId` has a proposal in flight (a scan: only a cancel asks). */
+  private clientProposalOf(callId: CallId): boolean {
+    for (const purpose of this.proposals.values()) if (purpose.kind === 'client' && purpose.callId === callId) return true;
+    return false;
   }
 
   private clientApplied(callId: CallId, waitKey: string | undefined, result: LockResult | null): void {
@@ -420,8 +411,6 @@ export class LockLeader {
         for (const held of this.gate.termStartFailed(id)) this.fail(held.callId, unavailable(STILL_STARTING));
         break;
       case 'client':
-        this.settleWait(purpose);
-        this.callsInFlight.delete(purpose.callId);
         this.cancelledInFlight.delete(purpose.callId);
         this.fail(purpose.callId, proposalFailure(error));
         break;
