@@ -18,6 +18,12 @@
 //  11 acquire with hold options: as 1, then waitMs:uvarint lockDelayMs:uvarint value:bytes (each may be 0 /
 //     empty; used when a lock-delay or a value is set)
 //  12 undelay    key:str
+//  13 openSession  owner:str ttlMs:uvarint requestId:str lockDelayMs:uvarint
+//  14 renewSession sessionId:uvarint owner:str ('' = not checked)
+//  15 closeSession sessionId:uvarint owner:str ('' = not checked)
+//  16 expireSession sessionId:uvarint
+//  17 acquire under a session: key:str owner:str requestId:str waitMs:uvarint lockDelayMs:uvarint value:bytes
+//     sessionId:uvarint (no ttlMs: the hold lives as long as the session)
 // str = uvarint byte length + UTF-8. The tag doubles as the format version: a changed layout gets a new
 // tag, so old entries in the log keep decoding exactly as they did when they were first applied.
 import { ByteReader, ByteWriter, MAX_UINT64, utf8ByteLength } from './bytes.js';
@@ -62,6 +68,42 @@ export interface AcquireCommand {
   lockDelayMs?: number;
   /** Stored with the hold and returned by Get (a leader's address, a job id). Encoded as tag 11. */
   value?: Uint8Array;
+  /** > 0: the hold lives under this session (session.ts) and `ttlMs` is 0. Encoded as tag 17. */
+  sessionId?: number;
+}
+
+/** Opens a session (session.ts); its id is the entry's index. */
+export interface OpenSessionCommand {
+  type: 'openSession';
+  timeMs: number;
+  owner: string;
+  ttlMs: number;
+  requestId: string;
+  /** The lock-delay of the session's holds that set none of their own (0 = none). */
+  lockDelayMs: number;
+}
+
+/** Renews a live session for its TTL from this entry's log time. `owner` '' = not checked. */
+export interface RenewSessionCommand {
+  type: 'renewSession';
+  timeMs: number;
+  sessionId: number;
+  owner: string;
+}
+
+/** Ends a session at its owner's request: its holds are released (no lock-delay), its waiters leave. */
+export interface CloseSessionCommand {
+  type: 'closeSession';
+  timeMs: number;
+  sessionId: number;
+  owner: string;
+}
+
+/** Proposed by the leader when it sees a session's deadline pass; applied only if still true in log time. */
+export interface ExpireSessionCommand {
+  type: 'expireSession';
+  timeMs: number;
+  sessionId: number;
 }
 
 export interface RenewCommand {
@@ -149,7 +191,11 @@ export type LockCommand =
   | CheckpointCommand
   | ForgetCommand
   | DequeueCommand
-  | UndelayCommand;
+  | UndelayCommand
+  | OpenSessionCommand
+  | RenewSessionCommand
+  | CloseSessionCommand
+  | ExpireSessionCommand;
 
 export type LockCommandType = LockCommand['type'];
 
@@ -180,6 +226,10 @@ const TAGS: Record<LockCommandType, number> = {
   forget: 8,
   dequeue: 10,
   undelay: 12,
+  openSession: 13,
+  renewSession: 14,
+  closeSession: 15,
+  expireSession: 16,
 };
 /** An acquire proposed for the head of a wait queue (same layout as tag 1; see AcquireCommand.queued). */
 const TAG_QUEUED_ACQUIRE = 7;
@@ -187,6 +237,8 @@ const TAG_QUEUED_ACQUIRE = 7;
 const TAG_WAITING_ACQUIRE = 9;
 /** An acquire whose hold carries options (tag 1's layout, then waitMs, lockDelayMs and value). */
 const TAG_OPTIONS_ACQUIRE = 11;
+/** An acquire whose hold lives under a session (see the header). */
+const TAG_SESSION_ACQUIRE = 17;
 const DEQUEUE_CAUSES: readonly DequeueCause[] = ['deadline', 'cancel'];
 
 /** Why `command` breaks the wire limits, or null when it is encodable. Shared by encode and applyCommand. */
@@ -203,7 +255,13 @@ export function wireLimitViolation(command: LockCommand): string | null {
     case 'acquire':
       return (
         lockIdentityViolation(command) ??
-        ttlViolation(command.ttlMs) ??
+        ((command.sessionId ?? 0) > 0
+          ? command.ttlMs === 0
+            ? sessionIdViolation(command.sessionId) ?? (command.queued === true ? 'a queued acquire cannot be under a session' : null)
+            : `ttlMs must be 0 for a hold under a session, got ${String(command.ttlMs)}`
+          : command.sessionId === undefined || command.sessionId === 0
+            ? ttlViolation(command.ttlMs)
+            : sessionIdViolation(command.sessionId)) ??
         requestIdViolation(command.requestId) ??
         (command.waitMs === undefined || isIntegerIn(command.waitMs, 0, WIRE_LIMITS.maxWaitMs) ? null : `waitMs must be an integer in [0, 2^40], got ${String(command.waitMs)}`) ??
         (command.lockDelayMs === undefined || isIntegerIn(command.lockDelayMs, 0, WIRE_LIMITS.maxLockDelayMs) ? null : `lockDelayMs must be an integer in [0, 2^40], got ${String(command.lockDelayMs)}`) ??
@@ -212,6 +270,18 @@ export function wireLimitViolation(command: LockCommand): string | null {
       );
     case 'undelay':
       return stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes);
+    case 'openSession':
+      return (
+        stringViolation('owner', command.owner, 1, WIRE_LIMITS.maxOwnerBytes) ??
+        ttlViolation(command.ttlMs) ??
+        requestIdViolation(command.requestId) ??
+        (isIntegerIn(command.lockDelayMs, 0, WIRE_LIMITS.maxLockDelayMs) ? null : `lockDelayMs must be an integer in [0, 2^40], got ${String(command.lockDelayMs)}`)
+      );
+    case 'renewSession':
+    case 'closeSession':
+      return sessionIdViolation(command.sessionId) ?? stringViolation('owner', command.owner, 0, WIRE_LIMITS.maxOwnerBytes);
+    case 'expireSession':
+      return sessionIdViolation(command.sessionId);
     case 'dequeue':
       return (
         stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ??
@@ -242,6 +312,14 @@ export function encodeCommand(command: LockCommand): Uint8Array {
     case 'acquire':
       out.string(command.key);
       out.string(command.owner);
+      if ((command.sessionId ?? 0) > 0) {
+        out.string(command.requestId);
+        out.uint(command.waitMs ?? 0);
+        out.uint(command.lockDelayMs ?? 0);
+        out.lengthPrefixed(command.value ?? EMPTY);
+        out.uint(command.sessionId!);
+        break;
+      }
       out.uint(command.ttlMs);
       out.string(command.requestId);
       if (hasHoldOptions(command)) {
@@ -254,6 +332,20 @@ export function encodeCommand(command: LockCommand): Uint8Array {
       break;
     case 'undelay':
       out.string(command.key);
+      break;
+    case 'openSession':
+      out.string(command.owner);
+      out.uint(command.ttlMs);
+      out.string(command.requestId);
+      out.uint(command.lockDelayMs);
+      break;
+    case 'renewSession':
+    case 'closeSession':
+      out.uint(command.sessionId);
+      out.string(command.owner);
+      break;
+    case 'expireSession':
+      out.uint(command.sessionId);
       break;
     case 'dequeue':
       out.string(command.key);
@@ -309,21 +401,38 @@ export function decodeCommand(bytes: Uint8Array): LockCommand {
         if (waitMs < 1 || waitMs > WIRE_LIMITS.maxWaitMs) input.fail(`waitMs ${waitMs} is outside [1, 2^40]`);
         command.waitMs = waitMs;
       }
-      if (tag === TAG_OPTIONS_ACQUIRE) {
-        const waitMs = input.uint();
-        if (waitMs > WIRE_LIMITS.maxWaitMs) input.fail(`waitMs ${waitMs} is beyond 2^40`);
-        if (waitMs > 0) command.waitMs = waitMs;
-        const lockDelayMs = input.uint();
-        if (lockDelayMs > WIRE_LIMITS.maxLockDelayMs) input.fail(`lockDelayMs ${lockDelayMs} is beyond 2^40`);
-        if (lockDelayMs > 0) command.lockDelayMs = lockDelayMs;
-        // A copy: a view would keep the whole entry (or the batch it arrived in) alive with the hold.
-        const value = input.lengthPrefixed(WIRE_LIMITS.maxValueBytes).slice();
-        if (value.length > 0) command.value = value;
-      }
+      if (tag === TAG_OPTIONS_ACQUIRE) readHoldOptions(input, command);
       break;
     }
     case TAGS.undelay:
       command = { type: 'undelay', timeMs, key: readKey(input) };
+      break;
+    case TAG_SESSION_ACQUIRE: {
+      const key = readKey(input);
+      const owner = readOwner(input);
+      command = { type: 'acquire', timeMs, key, owner, ttlMs: 0, requestId: readRequestId(input) };
+      readHoldOptions(input, command);
+      command.sessionId = readSessionId(input);
+      break;
+    }
+    case TAGS.openSession: {
+      const owner = readOwner(input);
+      const ttlMs = readTtl(input);
+      const requestId = readRequestId(input);
+      const lockDelayMs = input.uint();
+      if (lockDelayMs > WIRE_LIMITS.maxLockDelayMs) input.fail(`lockDelayMs ${lockDelayMs} is beyond 2^40`);
+      command = { type: 'openSession', timeMs, owner, ttlMs, requestId, lockDelayMs };
+      break;
+    }
+    case TAGS.renewSession:
+    case TAGS.closeSession: {
+      const sessionId = readSessionId(input);
+      const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
+      command = { type: tag === TAGS.renewSession ? 'renewSession' : 'closeSession', timeMs, sessionId, owner };
+      break;
+    }
+    case TAGS.expireSession:
+      command = { type: 'expireSession', timeMs, sessionId: readSessionId(input) };
       break;
     case TAGS.dequeue: {
       const key = readKey(input);
@@ -374,8 +483,32 @@ export function decodeCommand(bytes: Uint8Array): LockCommand {
   return command;
 }
 
+/** waitMs, lockDelayMs and value, as tags 11 and 17 carry them. */
+function readHoldOptions(input: ByteReader, command: AcquireCommand): void {
+  const waitMs = input.uint();
+  if (waitMs > WIRE_LIMITS.maxWaitMs) input.fail(`waitMs ${waitMs} is beyond 2^40`);
+  if (waitMs > 0) command.waitMs = waitMs;
+  const lockDelayMs = input.uint();
+  if (lockDelayMs > WIRE_LIMITS.maxLockDelayMs) input.fail(`lockDelayMs ${lockDelayMs} is beyond 2^40`);
+  if (lockDelayMs > 0) command.lockDelayMs = lockDelayMs;
+  // A copy: a view would keep the whole entry (or the batch it arrived in) alive with the hold.
+  const value = input.lengthPrefixed(WIRE_LIMITS.maxValueBytes).slice();
+  if (value.length > 0) command.value = value;
+}
+
+function readSessionId(input: ByteReader): number {
+  const sessionId = input.uint();
+  if (sessionId < 1) input.fail('sessionId is 0');
+  return sessionId;
+}
+
+function sessionIdViolation(sessionId: unknown): string | null {
+  return isIntegerIn(sessionId, 1, Number.MAX_SAFE_INTEGER) ? null : `sessionId must be a positive integer, got ${String(sessionId)}`;
+}
+
 function tagOf(command: LockCommand): number {
   if (command.type !== 'acquire') return TAGS[command.type];
+  if ((command.sessionId ?? 0) > 0) return TAG_SESSION_ACQUIRE;
   if (command.queued === true) return TAG_QUEUED_ACQUIRE;
   if (hasHoldOptions(command)) return TAG_OPTIONS_ACQUIRE;
   return (command.waitMs ?? 0) > 0 ? TAG_WAITING_ACQUIRE : TAGS.acquire;

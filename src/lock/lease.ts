@@ -12,6 +12,9 @@ export class Lease {
   /** When the current term would have observed this lease for its whole TTL (observeFromMs + ttlMs -
    *  observedMs), minus the machine's epoch offset when it was stored: the EndByHeap's order. */
   endByKey = 0;
+  /** The session this hold lives under (session.ts), or null. A session hold keeps no times of its own
+   *  (ttlMs 0, out of the deadline heaps): it lives exactly as long as its session, whose times it reads. */
+  session: Lease | null = null;
 
   constructor(
     readonly key: string,
@@ -41,6 +44,16 @@ export class Lease {
   }
 
   isLiveAt(nowMs: number): boolean {
-    return this.leaseDeadlineMs > nowMs;
+    return (this.session ?? this).leaseDeadlineMs > nowMs;
+  }
+
+  /** Log time at which the hold ends: its own deadline, or its session's. */
+  get endsAtMs(): number {
+    return (this.session ?? this).leaseDeadlineMs;
+  }
+
+  /** The TTL the hold was granted: its own, or its session's. */
+  get grantedTtlMs(): number {
+    return (this.session ?? this).ttlMs;
   }
 }

@@ -27,6 +27,9 @@
 //            `dequeue` takes a waiter out (deadline passed, or call cancelled). Whoever holds a waiter's call
 //            learns the decision from the entry's result (`decided`), so no leader's memory decides a grant
 //            or a refusal of a waiter.
+//   session  one lease for many holds (session.ts): holds and waiters under a session live exactly as long
+//            as it does; its end (close, expiry) drops them all in that one entry and hands each freed key
+//            to its line. Sessions ride the same epochs as leases (they are Leases, without a key).
 //   delay    a hold acquired with lockDelayMs > 0 that EXPIRES (its lease ran out: an expire entry, or an
 //            acquire finding it run out) puts its key in lock-delay until the lease's end + lockDelayMs (log
 //            time): nobody is granted the key until then — not a newcomer, not the line, not its own owner.
@@ -38,7 +41,8 @@
 //            index before it — forgotten keys included. What it gives up is exactness: a forgotten key (or
 //            one never used) may report a last_token higher than its own.
 import { CommandDecodeError, decodeCommand, wireLimitViolation } from './commands.js';
-import type { AcquireCommand, DequeueCommand, ExpireCommand, ForgetCommand, LockCommand, ReleaseCommand, RenewCommand, UndelayCommand } from './commands.js';
+import type { AcquireCommand, CloseSessionCommand, DequeueCommand, ExpireCommand, ExpireSessionCommand, ForgetCommand, LockCommand, OpenSessionCommand, ReleaseCommand, RenewCommand, RenewSessionCommand, UndelayCommand } from './commands.js';
+import { Session, type DueSession } from './session.js';
 import { KeyDelays, type DueDelay } from './key-delays.js';
 import { WaitLines, Waiter, type DueWaiter } from './wait-line.js';
 import { DeadlineHeap, EndByHeap } from './deadline-heap.js';
@@ -68,6 +72,9 @@ import type {
   ReleaseResult,
   RenewOutcome,
   RenewResult,
+  OpenSessionResult,
+  RenewSessionResult,
+  SessionEndResult,
   UndelayResult,
   WaiterDecision,
 } from './types.js';
@@ -146,6 +153,15 @@ export class LockMachine {
   private readonly delays = new KeyDelays();
   /** The value of every current hold that has one (AcquireRequest.value; returned by Get). */
   private readonly holdValues = new Map<string, Uint8Array>();
+  /** Open sessions (and run-out ones awaiting the entry that ends them), by id. Bounded by the leader's
+   *  admission (limits.maxSessions). Their own deadline and end-by heaps: a session's expiry is its own
+   *  entry (expireSession), and a term start ends the ones it provably outlived, like leases. */
+  private readonly sessions = new Map<number, Session>();
+  private readonly sessionsByRequest = new Map<string, Session>();
+  private readonly sessionDeadlines = new DeadlineHeap();
+  private readonly sessionEndBy = new EndByHeap();
+  /** Leases that live under a session (not in the lease heaps). */
+  private sessionHoldCount = 0;
   /** The sliced snapshot being written, if any: told before every change of a key or of every lease. */
   private writer: SnapshotWriter | null = null;
 
@@ -205,6 +221,26 @@ export class LockMachine {
   /** Leases (live or awaiting their expire entry) whose owner is `owner`. */
   leaseCountOf(owner: string): number {
     return this.leasesByOwner.get(owner)?.leases ?? 0;
+  }
+
+  /** Open sessions (including run-out ones whose ending entry has not applied yet). */
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  /** The session `id` as it is now (owner, holds, whether live by log time), or undefined. */
+  sessionInfo(id: number): { owner: string; holds: number; waiters: number; live: boolean; ttlMs: number; expiresAtMs: number } | undefined {
+    const session = this.sessionOf(id);
+    if (session === undefined) return undefined;
+    return { owner: session.owner, holds: session.holds.size, waiters: session.waiters.size, live: session.isLiveAt(this.logNowMs), ttlMs: session.ttlMs, expiresAtMs: session.leaseDeadlineMs };
+  }
+
+  /** Up to `limit` sessions whose deadline is <= max(nowMs, log time), earliest first, for the leader to
+   *  propose `expireSession {sessionId}`. Each stays in the answer until that entry applies. */
+  dueSessions(nowMs: number, limit: number): DueSession[] {
+    const atMs = Math.max(nowMs, this.logNowMs);
+    this.settleDue(atMs, this.sessionDeadlines);
+    return this.sessionDeadlines.due(atMs, limit).map((session) => ({ sessionId: BigInt(session.fencingToken), deadlineMs: session.leaseDeadlineMs }));
   }
 
   /** Requests in every wait line. */
@@ -268,7 +304,7 @@ export class LockMachine {
    * checkpoints while this is true and the log is idle, so every term records how long it observed them.
    */
   hasLiveLeases(): boolean {
-    return this.leases.size > 0;
+    return this.leases.size > 0 || this.sessions.size > 0;
   }
 
   /** Apply one committed 'normal' entry. Malformed bytes become a no-op `error` result on every replica. */
@@ -319,14 +355,16 @@ export class LockMachine {
     const lease = this.leaseOf(key);
     if (lease !== undefined && lease.isLiveAt(this.logNowMs)) {
       const token = BigInt(lease.fencingToken);
-      return {
+      const view: LockView = {
         held: true,
         owner: lease.owner,
         token,
-        ttlMs: lease.leaseDeadlineMs - this.logNowMs,
-        expiresAtMs: lease.leaseDeadlineMs,
+        ttlMs: lease.endsAtMs - this.logNowMs,
+        expiresAtMs: lease.endsAtMs,
         lastToken: token,
       };
+      if (lease.session !== null) view.sessionId = BigInt(lease.session.fencingToken);
+      return view;
     }
     const lastToken = lease !== undefined ? lease.fencingToken : (this.freeKeyLastTokens.get(key)?.lastToken ?? this.forgottenWatermark);
     return { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: BigInt(lastToken) };
@@ -339,7 +377,7 @@ export class LockMachine {
    */
   expiredLeases(nowMs: number, limit: number): DueLease[] {
     const atMs = Math.max(nowMs, this.logNowMs);
-    this.settleDue(atMs);
+    this.settleDue(atMs, this.deadlines);
     return this.deadlines.due(atMs, limit).map((lease) => ({
       key: lease.key,
       token: BigInt(lease.fencingToken),
@@ -349,10 +387,10 @@ export class LockMachine {
 
   /** Settles every lease whose stored deadline is <= `atMs`: then the deadline heap's due part is exact
    *  (a settled deadline only moves later, so what is still due afterwards is truly due). */
-  private settleDue(atMs: number): void {
+  private settleDue(atMs: number, heap: DeadlineHeap): void {
     const unsettled = (lease: Lease) => lease.epochsSeen !== this.epochs.length;
     for (;;) {
-      const stale = this.deadlines.due(atMs, Number.MAX_SAFE_INTEGER, unsettled);
+      const stale = heap.due(atMs, Number.MAX_SAFE_INTEGER, unsettled);
       if (stale.length === 0) return;
       for (const lease of stale) this.settle(lease);
     }
@@ -411,7 +449,7 @@ export class LockMachine {
       forgottenWatermark: this.forgottenWatermark,
     };
     return new SnapshotWriter(
-      { header, leases: this.leases, freeKeys: this.freeKeyLastTokens, dedup: this.dedup, timesOf: this.timesAsOfNow(), waiters: this.lines, delays: this.delays, values: this.holdValues },
+      { header, leases: this.leases, freeKeys: this.freeKeyLastTokens, dedup: this.dedup, timesOf: this.timesAsOfNow(), waiters: this.lines, delays: this.delays, values: this.holdValues, sessions: this.sessions },
       sizeHint,
     );
   }
@@ -452,13 +490,31 @@ export class LockMachine {
     machine.epochTermValue = state.epochTerm;
     machine.epochStartMsValue = state.epochStartMs;
     machine.forgottenWatermark = state.forgottenWatermark;
+    for (const session of state.sessions) {
+      machine.sessions.set(session.id, session);
+      if (session.requestId !== '') machine.sessionsByRequest.set(requestKeyOf(session.owner, session.requestId), session);
+      session.endByKey = endByMs(session);
+    }
+    machine.sessionDeadlines.pushAll(state.sessions);
+    machine.sessionEndBy.pushAll(state.sessions);
     for (const lease of state.leases) {
       machine.leases.set(lease.key, lease);
       lease.owner = machine.countOwner(lease.owner, 1);
     }
-    machine.deadlines.pushAll(state.leases);
-    for (const lease of state.leases) lease.endByKey = endByMs(lease);
-    machine.endBy.pushAll(state.leases);
+    for (const [key, sessionId] of state.sessionHolds) {
+      const lease = machine.leases.get(key);
+      const session = machine.sessions.get(sessionId);
+      if (lease === undefined || session === undefined || lease.owner !== session.owner) {
+        throw new SnapshotDecodeError(`key ${JSON.stringify(key)} is held under session ${sessionId}, which it cannot be`, bytes.length);
+      }
+      lease.session = session;
+      session.holds.add(key);
+      machine.sessionHoldCount++;
+    }
+    const ownTimes = state.leases.filter((lease) => lease.session === null);
+    machine.deadlines.pushAll(ownTimes);
+    for (const lease of ownTimes) lease.endByKey = endByMs(lease);
+    machine.endBy.pushAll(ownTimes);
     // In freeing-time order (ties by key), the order forget() walks; see freeKeyLastTokens.
     const free = state.freeKeys.sort((a, b) => a.freedAtMs - b.freedAtMs || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     for (const { key, lastToken, freedAtMs } of free) {
@@ -484,7 +540,10 @@ export class LockMachine {
       if (machine.lines.byRequestOf(w.owner, w.requestId) !== undefined) {
         throw new SnapshotDecodeError(`request ${JSON.stringify(w.requestId)} of ${JSON.stringify(w.owner)} waits twice`, bytes.length);
       }
-      machine.lines.join(w);
+      if (w.sessionId > 0 && machine.sessions.get(w.sessionId)?.owner !== w.owner) {
+        throw new SnapshotDecodeError(`a waiter for key ${JSON.stringify(w.key)} is under session ${w.sessionId}, which it cannot be`, bytes.length);
+      }
+      machine.joinLine(w);
     }
     return machine;
   }
@@ -521,6 +580,13 @@ export class LockMachine {
         return this.dequeue(index, command);
       case 'undelay':
         return this.undelay(index, command);
+      case 'openSession':
+        return this.openSession(index, command);
+      case 'renewSession':
+        return this.renewSession(index, command);
+      case 'closeSession':
+      case 'expireSession':
+        return this.sessionEnd(index, command);
     }
   }
 
@@ -572,20 +638,29 @@ export class LockMachine {
   private startEpoch(epoch: LeaseEpoch): LeaseCarryOver {
     const P = epoch.previousTermEndMs;
     // Leases past their deadline at P (awaiting their expire entry) are untouched by the epoch.
-    this.settleDue(P);
+    this.settleDue(P, this.deadlines);
     const expiredAtP = this.deadlines.due(P, Number.MAX_SAFE_INTEGER).length;
+    const ending = this.endingAt(P, this.endBy);
+    const endingSessions = this.endingAt(P, this.sessionEndBy);
+    this.epochs.push(epoch);
+    this.epochShiftMs += epoch.epochStartMs - P;
+    for (const lease of ending) this.settle(lease); // ends it: deadline min(deadline, T)
+    for (const session of endingSessions) this.settle(session);
+    const ownLeases = this.leases.size - this.sessionHoldCount;
+    return { extended: ownLeases - expiredAtP - ending.length, ended: ending.length };
+  }
+
+  /** The leases (or sessions) of `heap` that an epoch whose previous term ended at P ends: popped from it. */
+  private endingAt(P: number, heap: EndByHeap): Lease[] {
     const ending: Lease[] = [];
-    for (let top = this.endBy.peek(); top !== undefined && top.endByKey + this.epochShiftMs <= P; top = this.endBy.peek()) {
-      this.endBy.remove(top);
+    for (let top = heap.peek(); top !== undefined && top.endByKey + this.epochShiftMs <= P; top = heap.peek()) {
+      heap.remove(top);
       this.settle(top); // the epochs before this one
       if (!top.isLiveAt(P)) continue; // already expired: no epoch touches it until a grant or renew re-adds it
       if (endByMs(top) <= P) ending.push(top);
       else this.granted(top); // cannot happen while the shift rule holds; re-filed with its true endBy
     }
-    this.epochs.push(epoch);
-    this.epochShiftMs += epoch.epochStartMs - P;
-    for (const lease of ending) this.settle(lease); // ends it: deadline min(deadline, T)
-    return { extended: this.leases.size - expiredAtP - ending.length, ended: ending.length };
+    return ending;
   }
 
   private acquire(index: number, command: AcquireCommand): AcquireResult | ErrorResult {
@@ -599,6 +674,13 @@ export class LockMachine {
       if (inLine.key !== command.key) return this.reusedInLine(index, inLine, command.key);
       return { type: 'acquire', index, replayed: true, ...this.refusalBy(this.leaseOf(command.key), nowMs), waitTicket: inLine.ticket };
     }
+    let session: Session | null = null;
+    if ((command.sessionId ?? 0) > 0) {
+      const named = this.sessionOf(command.sessionId!);
+      if (named === undefined || !named.isLiveAt(nowMs)) return sessionError(index, 'SESSION_NOT_OPEN', `session ${command.sessionId} is not open (closed, ran out, or never opened); open a new one`);
+      if (named.owner !== command.owner) return sessionError(index, 'SESSION_OWNER_MISMATCH', `owner ${JSON.stringify(command.owner)} is not the owner of session ${command.sessionId}`);
+      session = named;
+    }
     const decided: WaiterDecision[] = [];
     let lease = this.leaseOf(command.key);
     const delayedUntilMs = this.delays.untilMs(command.key);
@@ -607,6 +689,12 @@ export class LockMachine {
       // key to the line first (a newcomer overtook the line here: lock simulation seeds 5147, 5350, 5883).
       this.delays.undelay(command.key);
       if (lease === undefined) this.handOff(command.key, index, decided);
+      lease = this.leaseOf(command.key);
+    }
+    if (lease !== undefined && lease.session !== null && !lease.isLiveAt(nowMs)) {
+      // The hold ahead lives under a session that ran out, and no entry has ended it yet: this one ends the
+      // whole session (each of its keys handed to its line), as its expireSession would.
+      this.endSession(lease.session as Session, true, index, decided);
       lease = this.leaseOf(command.key);
     }
     if (lease !== undefined && !lease.isLiveAt(nowMs) && (this.lines.countFor(command.key) > 0 || this.delays.holdDelayOf(command.key) > 0)) {
@@ -626,11 +714,11 @@ export class LockMachine {
       outcome = this.refusalBy(lease, nowMs);
       if ((command.waitMs ?? 0) > 0) {
         // In line: not an answer yet, so nothing is remembered; the entry that decides it remembers that.
-        this.lines.join(new Waiter(command.key, index, this.ownerName(command.owner), command.ttlMs, command.requestId, nowMs + command.waitMs!, command.lockDelayMs ?? 0, command.value ?? null));
+        this.joinLine(new Waiter(command.key, index, this.ownerName(command.owner), command.ttlMs, command.requestId, nowMs + command.waitMs!, command.lockDelayMs ?? 0, command.value ?? null, session?.id ?? 0));
         waitTicket = index;
       }
     } else {
-      lease = this.hold(command.key, lease, command.owner, index, command.ttlMs, command.lockDelayMs ?? 0, command.value ?? null);
+      lease = this.hold(command.key, lease, command.owner, index, command.ttlMs, command.lockDelayMs ?? 0, command.value ?? null, session);
       outcome = grantedOutcome(lease);
     }
     if (waitTicket === undefined) this.remember(command, { type: 'acquire', outcome, token: 0n });
@@ -641,10 +729,12 @@ export class LockMachine {
     return result;
   }
 
-  /** Grants `key` to `owner` with token `index` at log time now: a new lease, or `lease` re-granted. */
-  private hold(key: string, lease: Lease | undefined, ownerName: string, index: number, ttlMs: number, lockDelayMs: number, value: Uint8Array | null): Lease {
+  /** Grants `key` to `owner` with token `index` at log time now: a new lease, or `lease` re-granted; under
+   *  `session` when given (then the hold keeps no times of its own and is in neither lease heap). */
+  private hold(key: string, lease: Lease | undefined, ownerName: string, index: number, ttlMs: number, lockDelayMs: number, value: Uint8Array | null, session: Session | null = null): Lease {
     if (value !== null && value.length > 0) this.holdValues.set(key, value);
     else this.holdValues.delete(key);
+    if (session !== null && lockDelayMs === 0) lockDelayMs = session.lockDelayMs;
     this.delays.setHoldDelay(key, lockDelayMs);
     const nowMs = this.logNowMs;
     this.writer?.beforeKeyWrite(key);
@@ -653,18 +743,42 @@ export class LockMachine {
       const owner = this.countOwner(ownerName, 1);
       lease = new Lease(key, owner, index, ttlMs, nowMs + ttlMs, 0, nowMs);
       this.leases.set(key, lease);
-      this.deadlines.push(lease);
+      if (session === null) this.deadlines.push(lease);
     } else {
       let owner = lease.owner;
       if (owner !== ownerName) {
         this.countOwner(owner, -1);
         owner = this.countOwner(ownerName, 1);
       }
+      this.detachFromSession(lease);
       lease.grant(owner, index, ttlMs, nowMs);
-      this.deadlines.update(lease);
+      if (session !== null) {
+        this.deadlines.remove(lease);
+        this.endBy.remove(lease);
+      } else if (lease.heapIndex >= 0) {
+        this.deadlines.update(lease);
+      } else {
+        this.deadlines.push(lease);
+      }
     }
-    this.granted(lease);
+    if (session !== null) {
+      lease.session = session;
+      session.holds.add(key);
+      this.sessionHoldCount++;
+      lease.epochsSeen = this.epochs.length;
+    } else {
+      this.granted(lease);
+    }
     return lease;
+  }
+
+  /** `lease` no longer lives under its session (released, superseded, or its session ended). */
+  private detachFromSession(lease: Lease): void {
+    const session = lease.session as Session | null;
+    if (session === null) return;
+    session.holds.delete(lease.key);
+    lease.session = null;
+    this.sessionHoldCount--;
   }
 
   /**
@@ -676,17 +790,116 @@ export class LockMachine {
   private handOff(key: string, index: number, decided: WaiterDecision[]): void {
     if (this.delays.leftMs(key, this.logNowMs) > 0) return;
     for (let w = this.lines.head(key); w !== undefined; w = this.lines.head(key)) {
-      this.lines.leave(w);
+      this.leaveLine(w);
       let outcome: AcquireOutcome;
+      const session = w.sessionId > 0 ? (this.sessionOf(w.sessionId) ?? null) : null;
       if (w.deadlineMs <= this.logNowMs) {
         outcome = this.refusalBy(undefined, this.logNowMs);
+      } else if (session !== null && !session.isLiveAt(this.logNowMs)) {
+        outcome = this.refusalBy(undefined, this.logNowMs); // its session ran out: it cannot hold anything
       } else {
-        outcome = grantedOutcome(this.hold(key, this.leaseOf(key), w.owner, index, w.ttlMs, w.lockDelayMs, w.value));
+        outcome = grantedOutcome(this.hold(key, this.leaseOf(key), w.owner, index, w.ttlMs, w.lockDelayMs, w.value, session));
       }
       this.remember(w, { type: 'acquire', outcome, token: 0n });
       decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });
       if (outcome.acquired) return;
     }
+  }
+
+  // ---- sessions (session.ts) ----
+
+  /** Session `id` with every term start applied (settle), or undefined. */
+  private sessionOf(id: number): Session | undefined {
+    const session = this.sessions.get(id);
+    if (session !== undefined) this.settle(session);
+    return session;
+  }
+
+  private joinLine(w: Waiter): void {
+    this.lines.join(w);
+    if (w.sessionId > 0) this.sessions.get(w.sessionId)?.waiters.add(w);
+  }
+
+  private leaveLine(w: Waiter): void {
+    this.lines.leave(w);
+    if (w.sessionId > 0) this.sessions.get(w.sessionId)?.waiters.delete(w);
+  }
+
+  private openSession(index: number, command: OpenSessionCommand): OpenSessionResult {
+    const nowMs = this.logNowMs;
+    if (command.requestId !== '') {
+      // A retry of an open whose answer was lost: the session it opened, while that one lives.
+      const earlier = this.sessionsByRequest.get(requestKeyOf(command.owner, command.requestId));
+      if (earlier !== undefined) {
+        this.settle(earlier);
+        return { type: 'openSession', index, sessionId: BigInt(earlier.id), ttlMs: earlier.ttlMs, expiresAtMs: earlier.leaseDeadlineMs, replayed: true };
+      }
+    }
+    const session = new Session(index, this.ownerName(command.owner), command.ttlMs, nowMs + command.ttlMs, 0, nowMs, command.lockDelayMs, command.requestId);
+    this.sessions.set(index, session);
+    if (command.requestId !== '') this.sessionsByRequest.set(requestKeyOf(command.owner, command.requestId), session);
+    this.sessionDeadlines.push(session);
+    this.granted(session);
+    return { type: 'openSession', index, sessionId: BigInt(index), ttlMs: session.ttlMs, expiresAtMs: session.leaseDeadlineMs, replayed: false };
+  }
+
+  private renewSession(index: number, command: RenewSessionCommand): RenewSessionResult {
+    const session = this.sessionOf(command.sessionId);
+    const refused = (reason: RenewSessionResult['reason']): RenewSessionResult => ({ type: 'renewSession', index, renewed: false, ttlMs: 0, expiresAtMs: 0, reason });
+    if (session === undefined) return refused('NOT_HELD');
+    if (command.owner !== '' && command.owner !== session.owner) return refused('WRONG_OWNER');
+    if (!session.isLiveAt(this.logNowMs)) return refused('EXPIRED');
+    session.grant(session.owner, session.id, session.ttlMs, this.logNowMs);
+    this.sessionDeadlines.update(session);
+    this.granted(session);
+    return { type: 'renewSession', index, renewed: true, ttlMs: session.ttlMs, expiresAtMs: session.leaseDeadlineMs, reason: 'UNSPECIFIED' };
+  }
+
+  /** closeSession (by its owner; no lock-delay) or expireSession (only once due in log time). */
+  private sessionEnd(index: number, command: CloseSessionCommand | ExpireSessionCommand): SessionEndResult {
+    const session = this.sessionOf(command.sessionId);
+    const result: SessionEndResult = { type: command.type, index, sessionId: BigInt(command.sessionId), ended: false, reason: 'UNSPECIFIED', released: [] };
+    if (session === undefined) {
+      result.reason = 'NOT_HELD';
+      return result;
+    }
+    if (command.type === 'closeSession' && command.owner !== '' && command.owner !== session.owner) {
+      result.reason = 'WRONG_OWNER';
+      return result;
+    }
+    if (command.type === 'expireSession' && session.isLiveAt(this.logNowMs)) return result;
+    const decided: WaiterDecision[] = [];
+    result.released = this.endSession(session, command.type === 'expireSession', index, decided);
+    result.ended = true;
+    if (decided.length > 0) result.decided = decided;
+    return result;
+  }
+
+  /**
+   * Ends `session` in entry `index`: its waiters leave their lines refused, then its holds go (into their
+   * lock-delays when `expired`) and each freed key is handed to its line. Keys in key order, so every
+   * replica decides (and remembers) in the same order whatever order the holds were taken in. Returns the
+   * keys released.
+   */
+  private endSession(session: Session, expired: boolean, index: number, decided: WaiterDecision[]): string[] {
+    const waiters = [...session.waiters].sort((a, b) => a.ticket - b.ticket);
+    for (const w of waiters) {
+      this.leaveLine(w);
+      const outcome = this.refusalBy(this.leaseOf(w.key), this.logNowMs);
+      this.remember(w, { type: 'acquire', outcome, token: 0n });
+      decided.push({ key: w.key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });
+    }
+    const keys = [...session.holds].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    for (const key of keys) {
+      const lease = this.leases.get(key)!;
+      this.removeLease(lease, expired);
+      this.handOff(key, index, decided);
+    }
+    this.sessions.delete(session.id);
+    if (session.requestId !== '') this.sessionsByRequest.delete(requestKeyOf(session.owner, session.requestId));
+    this.sessionDeadlines.remove(session);
+    this.sessionEndBy.remove(session);
+    return keys;
   }
 
   /** `key`'s lock-delay has passed in log time: it ends, and the line (if any) gets the key. */
@@ -708,7 +921,7 @@ export class LockMachine {
     const w = this.lines.get(command.key, command.ticket);
     const result: DequeueResult = { type: 'dequeue', index, dequeued: false, key: command.key, ticket: command.ticket };
     if (w === undefined || (command.cause === 'deadline' && w.deadlineMs > this.logNowMs)) return result;
-    this.lines.leave(w);
+    this.leaveLine(w);
     const outcome = this.refusalBy(this.leaseOf(command.key), this.logNowMs);
     const cancelled = command.cause === 'cancel';
     if (!cancelled) this.remember(w, { type: 'acquire', outcome, token: 0n });
@@ -726,7 +939,7 @@ export class LockMachine {
       ttlMs: 0,
       expiresAtMs: 0,
       holderOwner: live ? lease.owner : '',
-      holderTtlMs: live ? lease.leaseDeadlineMs - nowMs : 0,
+      holderTtlMs: live ? lease.endsAtMs - nowMs : 0,
     };
   }
 
@@ -751,6 +964,9 @@ export class LockMachine {
     if (replay !== null) return replay as RenewResult | ErrorResult;
     const lease = this.leaseOf(command.key);
     const reason = this.refusal(lease, command, true);
+    if (lease !== undefined && lease.session !== null && reason === 'UNSPECIFIED') {
+      return sessionError(index, 'RENEW_THE_SESSION', `the hold on ${JSON.stringify(command.key)} lives under session ${lease.session.fencingToken}: renew the session, not the hold`);
+    }
     let outcome: RenewOutcome;
     if (lease === undefined || reason !== 'UNSPECIFIED') {
       outcome = { renewed: false, ttlMs: 0, expiresAtMs: 0, reason };
@@ -785,7 +1001,7 @@ export class LockMachine {
   private expire(index: number, command: ExpireCommand): ExpireResult {
     const lease = this.leaseOf(command.key);
     const due =
-      lease !== undefined && BigInt(lease.fencingToken) === command.token && !lease.isLiveAt(this.logNowMs);
+      lease !== undefined && lease.session === null && BigInt(lease.fencingToken) === command.token && !lease.isLiveAt(this.logNowMs);
     const result: ExpireResult = { type: 'expire', index, expired: due, key: command.key, token: command.token };
     if (due) {
       this.removeLease(lease, true);
@@ -814,19 +1030,35 @@ export class LockMachine {
 
   /** Applies the epochs `lease` has not seen yet (see `epochs`). The same state, physically up to date. */
   private settle(lease: Lease): void {
+    if (lease.session !== null) {
+      this.settle(lease.session); // a session hold's times are its session's
+      return;
+    }
     if (lease.epochsSeen === this.epochs.length) return;
+    if (lease instanceof Session) {
+      this.settleSession(lease);
+      return;
+    }
     this.writer?.beforeKeyWrite(lease.key); // its section as it was, if the snapshot has not reached it
     const before = lease.leaseDeadlineMs;
     while (lease.epochsSeen < this.epochs.length) carryLease(lease, this.epochs[lease.epochsSeen++]!);
     if (lease.leaseDeadlineMs !== before) this.deadlines.update(lease);
   }
 
+  /** settle() for a session: no section to copy (a snapshot copies the sessions when it opens). */
+  private settleSession(session: Session): void {
+    const before = session.leaseDeadlineMs;
+    while (session.epochsSeen < this.epochs.length) carryLease(session, this.epochs[session.epochsSeen++]!);
+    if (session.leaseDeadlineMs !== before) this.sessionDeadlines.update(session);
+  }
+
   /** `lease` was just granted or renewed at log time now: it has seen every epoch, and its endBy starts over. */
   private granted(lease: Lease): void {
     lease.epochsSeen = this.epochs.length;
     lease.endByKey = endByMs(lease) - this.epochShiftMs;
-    if (lease.endByIndex >= 0) this.endBy.update(lease);
-    else this.endBy.push(lease);
+    const endBy = lease instanceof Session ? this.sessionEndBy : this.endBy;
+    if (lease.endByIndex >= 0) endBy.update(lease);
+    else endBy.push(lease);
   }
 
   /** Ends `lease`; `expired`: it ran out (rather than being released), so its lock-delay, if any, begins —
@@ -835,7 +1067,8 @@ export class LockMachine {
     const lockDelayMs = this.delays.holdDelayOf(lease.key);
     this.delays.setHoldDelay(lease.key, 0);
     this.holdValues.delete(lease.key);
-    if (expired && lockDelayMs > 0) this.delays.delayKey(lease.key, lease.leaseDeadlineMs + lockDelayMs);
+    if (expired && lockDelayMs > 0) this.delays.delayKey(lease.key, lease.endsAtMs + lockDelayMs);
+    this.detachFromSession(lease);
     this.writer?.beforeKeyWrite(lease.key);
     this.leases.delete(lease.key);
     this.deadlines.remove(lease);
@@ -896,7 +1129,15 @@ export class LockMachine {
 }
 
 function grantedOutcome(lease: Lease): AcquireOutcome {
-  return { acquired: true, token: BigInt(lease.fencingToken), ttlMs: lease.ttlMs, expiresAtMs: lease.leaseDeadlineMs, holderOwner: '', holderTtlMs: 0 };
+  return { acquired: true, token: BigInt(lease.fencingToken), ttlMs: lease.grantedTtlMs, expiresAtMs: lease.endsAtMs, holderOwner: '', holderTtlMs: 0 };
+}
+
+function sessionError(index: number, code: 'SESSION_NOT_OPEN' | 'SESSION_OWNER_MISMATCH' | 'RENEW_THE_SESSION', message: string): ErrorResult {
+  return { type: 'error', index, code, message };
+}
+
+function requestKeyOf(owner: string, requestId: string): string {
+  return `${owner}\u0000${requestId}`;
 }
 
 function malformed(index: number, message: string): ErrorResult {

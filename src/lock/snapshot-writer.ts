@@ -22,7 +22,8 @@ import type { Lease } from './lease.js';
 import type { LeaseTimes } from './epoch.js';
 import type { KeyDelays } from './key-delays.js';
 import type { WaitLines } from './wait-line.js';
-import { PrefixKeyWriter, SNAPSHOT_VERSION, SNAPSHOT_VERSION_WITH_DELAYS, SNAPSHOT_VERSION_WITH_WAITERS, writeDelays, writeWaiters, sectionBitsFor, sectionOf, writeHeader, writeSection, type DecodedFreeKey, type SnapshotHeader } from './snapshot.js';
+import type { Session } from './session.js';
+import { PrefixKeyWriter, SNAPSHOT_VERSION, SNAPSHOT_VERSION_WITH_DELAYS, SNAPSHOT_VERSION_WITH_SESSIONS, SNAPSHOT_VERSION_WITH_WAITERS, writeDelays, writeSessions, writeWaiters, sectionBitsFor, sectionOf, writeHeader, writeSection, type DecodedFreeKey, type SnapshotHeader } from './snapshot.js';
 
 /** Keys (or dedup records) one slice handles: ~2-5 ms of work on a slow shared core (measured with
  *  scripts/machine-scale.ts). */
@@ -41,6 +42,9 @@ export interface SnapshotSource {
   /** Lock-delays and values (absent or none: version 3 or 4). Copied at the opening like the lines. */
   delays?: KeyDelays;
   values?: ReadonlyMap<string, Uint8Array>;
+  /** Open sessions (absent or none: version 5 or older). Copied at the opening like the lines (bounded
+   *  by limits.maxSessions; their holds by maxHoldsPerSession). */
+  sessions?: ReadonlyMap<number, Session>;
 }
 
 export class SnapshotWriter {
@@ -76,19 +80,23 @@ export class SnapshotWriter {
     const waiters = source.waiters !== undefined && source.waiters.size > 0 ? [...source.waiters.all()] : [];
     const delays = source.delays;
     const values = source.values;
+    const sessions = source.sessions !== undefined && source.sessions.size > 0 ? [...source.sessions.values()] : [];
+    const withSessions = sessions.length > 0;
     const withDelays =
+      withSessions ||
       (delays !== undefined && delays.holdCount + delays.keyCount > 0) || (values !== undefined && values.size > 0) || waiters.some((w) => w.lockDelayMs > 0 || w.value !== null);
     let version = SNAPSHOT_VERSION;
     this.waiterBytes = null;
     if (waiters.length > 0 || withDelays) {
       const tail = new ByteWriter(64 * waiters.length + 64);
-      writeWaiters(tail, waiters, this.header.nowMs, withDelays);
+      writeWaiters(tail, waiters, this.header.nowMs, withDelays, withSessions);
       if (withDelays) {
         const holdValues = [...(values ?? [])].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
         writeDelays(tail, { holdDelays: delays?.sortedHoldDelays() ?? [], keyDelays: delays?.sortedKeyDelays() ?? [], holdValues }, this.header.nowMs);
       }
+      if (withSessions) writeSessions(tail, sessions, this.header.nowMs, (session) => source.timesOf?.(session) ?? session);
       this.waiterBytes = tail.finish();
-      version = withDelays ? SNAPSHOT_VERSION_WITH_DELAYS : SNAPSHOT_VERSION_WITH_WAITERS;
+      version = withSessions ? SNAPSHOT_VERSION_WITH_SESSIONS : withDelays ? SNAPSHOT_VERSION_WITH_DELAYS : SNAPSHOT_VERSION_WITH_WAITERS;
     }
     writeHeader(this.out, this.header, this.sectionBits, version);
     this.dedupOut = new ByteWriter(1024);

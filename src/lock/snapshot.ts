@@ -23,6 +23,12 @@
 // one: the lines as in 4 with each waiter's lockDelayMs and value:bytes after its deadline, then, sorted by
 // key, the holds' delays, the keys' delays and the holds' values:
 //   holdDelayCount (key lockDelayMs)*  keyDelayCount (key until-now:svarint)*  valueCount (key value:bytes)*
+// Version 6 adds sessions (session.ts), written only when one is open: the tail as in 5, each waiter with
+// its sessionId (0 = none) after its value, then, sorted by id,
+//   sessionCount (idDelta>=1 owner:str ttlMs deadline-now:svarint observedMs now-observeFrom lockDelayMs
+//                 requestId:str)*
+// then, sorted by key, the holds that live under a session (their own lease times are written as 0):
+//   sessionHoldCount (key sessionId)*
 // Why sections: a section is sorted and written on its own (~256-512 keys), so a snapshot of a million keys
 // is written in slices, with copy-on-write per section (snapshot-writer.ts), never one global sort.
 // Version 2 had one global owner table, then all leases and all free keys sorted by key, then the watermark;
@@ -37,6 +43,7 @@ import { Lease } from './lease.js';
 import type { LeaseTimes } from './epoch.js';
 import { WIRE_LIMITS } from './commands.js';
 import { Waiter } from './wait-line.js';
+import { Session } from './session.js';
 
 const MAGIC = [0x4c, 0x48, 0x53]; // "LHS"
 /** 3: keys in hash sections, each with its own owner table (see the header). 2: free keys carry the time
@@ -48,6 +55,8 @@ export const SNAPSHOT_VERSION = 3;
 export const SNAPSHOT_VERSION_WITH_WAITERS = 4;
 /** Version 4 plus hold options (lock-delays, values); see the header. */
 export const SNAPSHOT_VERSION_WITH_DELAYS = 5;
+/** Version 5 plus sessions; see the header. */
+export const SNAPSHOT_VERSION_WITH_SESSIONS = 6;
 
 /** The lock-delay part of a version 5 snapshot. */
 export interface DelayState {
@@ -91,6 +100,10 @@ export interface DecodedState extends SnapshotHeader {
   keyDelays: [string, number][];
   /** key -> its hold's value, sorted by key. */
   holdValues: [string, Uint8Array][];
+  /** Open sessions, by id. */
+  sessions: Session[];
+  /** key -> the session its hold lives under, sorted by key. */
+  sessionHolds: [string, number][];
 }
 
 /**
@@ -171,7 +184,7 @@ export function writeSection(
 }
 
 /** The wait lines (version 4's tail): sorts `waiters` in place by (key, ticket). Times relative to `nowMs`. */
-export function writeWaiters(out: ByteWriter, waiters: Waiter[], nowMs: number, withLockDelay = false): void {
+export function writeWaiters(out: ByteWriter, waiters: Waiter[], nowMs: number, withLockDelay = false, withSession = false): void {
   waiters.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.ticket - b.ticket));
   let lines = 0;
   for (let i = 0; i < waiters.length; i++) if (i === 0 || waiters[i]!.key !== waiters[i - 1]!.key) lines++;
@@ -196,6 +209,7 @@ export function writeWaiters(out: ByteWriter, waiters: Waiter[], nowMs: number, 
         out.uint(w.lockDelayMs);
         out.lengthPrefixed(w.value ?? EMPTY);
       }
+      if (withSession) out.uint(w.sessionId);
     }
   }
 }
@@ -224,13 +238,42 @@ export function writeDelays(out: ByteWriter, delays: DelayState, nowMs: number):
 
 const EMPTY = new Uint8Array(0);
 
+/** Version 6's sessions and session holds, after its delays. `times` gives a session's times as of the
+ *  snapshot (term starts are applied lazily). */
+export function writeSessions(out: ByteWriter, sessions: Session[], nowMs: number, times: (session: Session) => LeaseTimes): void {
+  sessions.sort((a, b) => a.id - b.id);
+  out.uint(sessions.length);
+  let previousId = 0;
+  const holds: [string, number][] = [];
+  for (const session of sessions) {
+    const t = times(session);
+    out.uint(session.id - previousId);
+    previousId = session.id;
+    out.string(session.owner);
+    out.uint(t.ttlMs);
+    out.sint(t.leaseDeadlineMs - nowMs);
+    out.uint(t.observedMs);
+    out.uint(nowMs - t.observeFromMs);
+    out.uint(session.lockDelayMs);
+    out.string(session.requestId);
+    for (const key of session.holds) holds.push([key, session.id]);
+  }
+  holds.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  out.uint(holds.length);
+  const keys = new PrefixKeyWriter().restart(out);
+  for (const [key, id] of holds) {
+    keys.write(key);
+    out.uint(id);
+  }
+}
+
 /** Strict decode of any version: any inconsistency (bad ordering, dangling owner index, token from the
  *  future, a key in the wrong section) throws SnapshotDecodeError. */
 export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink): DecodedState {
   const input = new ByteReader(bytes, (message, offset) => new SnapshotDecodeError(message, offset));
   for (const b of MAGIC) if (input.byte() !== b) input.fail('not a lock snapshot (bad magic)');
   const version = input.byte();
-  if (version < 1 || version > SNAPSHOT_VERSION_WITH_DELAYS) input.fail(`unsupported snapshot version ${version}`);
+  if (version < 1 || version > SNAPSHOT_VERSION_WITH_SESSIONS) input.fail(`unsupported snapshot version ${version}`);
   const appliedIndex = input.uint();
   const nowMs = input.uint();
   const epochTerm = input.uint();
@@ -268,7 +311,14 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink): Deco
   const holdDelays: [string, number][] = [];
   const keyDelays: [string, number][] = [];
   const holdValues: [string, Uint8Array][] = [];
-  if (version === SNAPSHOT_VERSION_WITH_WAITERS) {
+  const sessions: Session[] = [];
+  const sessionHolds: [string, number][] = [];
+  if (version === SNAPSHOT_VERSION_WITH_SESSIONS) {
+    fields.waiters(waiters, true, true);
+    fields.delays(holdDelays, keyDelays, holdValues);
+    fields.sessions(sessions, sessionHolds);
+    if (sessions.length === 0) input.fail('a version 6 snapshot without sessions (written as version 3, 4 or 5)');
+  } else if (version === SNAPSHOT_VERSION_WITH_WAITERS) {
     fields.waiters(waiters, false);
     if (waiters.length === 0) input.fail('a version 4 snapshot without waiters (written as version 3)');
   } else if (version === SNAPSHOT_VERSION_WITH_DELAYS) {
@@ -279,7 +329,7 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink): Deco
     }
   }
   input.end();
-  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, waiters, holdDelays, keyDelays, holdValues };
+  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, waiters, holdDelays, keyDelays, holdValues, sessions, sessionHolds };
 }
 
 /** Reads the parts every version shares, checking each field against the snapshot's index and time. */
@@ -355,7 +405,7 @@ class FieldReader {
     }
   }
 
-  waiters(into: Waiter[], withLockDelay: boolean): void {
+  waiters(into: Waiter[], withLockDelay: boolean, withSession = false): void {
     const input = this.input;
     const lineCount = countOf(input);
     const keys = new PrefixKeyReader(input);
@@ -372,13 +422,16 @@ class FieldReader {
         const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
         if (owner.length === 0) input.fail('waiter owner is empty');
         const ttlMs = input.uint();
-        if (ttlMs < 1 || ttlMs > WIRE_LIMITS.maxTtlMs) input.fail(`waiter ttlMs ${ttlMs}`);
         const requestId = input.string(WIRE_LIMITS.maxRequestIdBytes);
         const deadlineMs = this.nowMs + input.sint();
         if (deadlineMs < 0) input.fail('waiter deadline out of range');
         const lockDelayMs = withLockDelay ? this.lockDelay() : 0;
         const value = withLockDelay ? this.value() : null;
-        into.push(new Waiter(key, ticket, owner, ttlMs, requestId, deadlineMs, lockDelayMs, value));
+        const sessionId = withSession ? input.uint() : 0;
+        if (sessionId > this.appliedIndex) input.fail(`waiter session ${sessionId} is beyond index ${this.appliedIndex}`);
+        // A waiter under a session asks for no TTL of its own (its hold will live as long as the session).
+        if (sessionId > 0 ? ttlMs !== 0 : ttlMs < 1 || ttlMs > WIRE_LIMITS.maxTtlMs) input.fail(`waiter ttlMs ${ttlMs}`);
+        into.push(new Waiter(key, ticket, owner, ttlMs, requestId, deadlineMs, lockDelayMs, value, sessionId));
       }
     }
   }
@@ -408,6 +461,42 @@ class FieldReader {
       const value = this.value();
       if (value === null) input.fail(`hold of ${JSON.stringify(key)} with an empty value`);
       holdValues.push([key, value!]);
+    }
+  }
+
+  sessions(into: Session[], holds: [string, number][]): void {
+    const input = this.input;
+    const nowMs = this.nowMs;
+    const count = countOf(input);
+    let id = 0;
+    for (let i = 0; i < count; i++) {
+      const delta = input.uint();
+      if (delta < 1) input.fail('session ids are not increasing');
+      id += delta;
+      if (id > this.appliedIndex) input.fail(`session ${id} is beyond index ${this.appliedIndex}`);
+      const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
+      if (owner.length === 0) input.fail('session owner is empty');
+      const ttlMs = input.uint();
+      if (ttlMs < 1 || ttlMs > WIRE_LIMITS.maxTtlMs) input.fail(`session ttlMs ${ttlMs}`);
+      const deadlineMs = nowMs + input.sint();
+      const observedMs = input.uint();
+      const observeFromMs = nowMs - input.uint();
+      if (deadlineMs < 0 || observeFromMs < 0) input.fail('session time out of range');
+      const lockDelayMs = input.uint();
+      if (lockDelayMs > WIRE_LIMITS.maxLockDelayMs) input.fail(`session lockDelayMs ${lockDelayMs}`);
+      const requestId = input.string(WIRE_LIMITS.maxRequestIdBytes);
+      into.push(new Session(id, owner, ttlMs, deadlineMs, observedMs, observeFromMs, lockDelayMs, requestId));
+    }
+    const holdCount = countOf(input);
+    const keys = new PrefixKeyReader(input);
+    let previous: string | null = null;
+    for (let i = 0; i < holdCount; i++) {
+      const key = keys.read();
+      if (previous !== null && !(previous < key)) input.fail('session holds are not sorted by key');
+      previous = key;
+      const sessionId = input.uint();
+      if (sessionId < 1 || sessionId > this.appliedIndex) input.fail(`session hold of ${JSON.stringify(key)}: session ${sessionId}`);
+      holds.push([key, sessionId]);
     }
   }
 

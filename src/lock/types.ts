@@ -111,6 +111,38 @@ export interface UndelayResult extends ResultBase {
   key: string;
 }
 
+export interface OpenSessionResult extends ResultBase {
+  type: 'openSession';
+  /** The session's id (its entry's index; or the earlier session a retry of the same request_id opened). */
+  sessionId: bigint;
+  ttlMs: number;
+  expiresAtMs: number;
+  /** true when a retry of the same (owner, request_id) found the session it opened earlier. */
+  replayed: boolean;
+}
+
+export interface RenewSessionResult extends ResultBase {
+  type: 'renewSession';
+  renewed: boolean;
+  ttlMs: number;
+  expiresAtMs: number;
+  /** Why not renewed: NOT_HELD (no such session: closed, expired and removed, never opened), WRONG_OWNER,
+   *  EXPIRED (it ran out in log time; it cannot come back). */
+  reason: RefusalReason;
+}
+
+/** A session ended by close or expiry: its holds (the keys) and its waiters went in this entry. */
+export interface SessionEndResult extends ResultBase {
+  type: 'closeSession' | 'expireSession';
+  sessionId: bigint;
+  /** false: no such session (or, for an expiry, not due yet in log time; for a close, another owner's). */
+  ended: boolean;
+  /** For a close refused: why (NOT_HELD, WRONG_OWNER). */
+  reason: RefusalReason;
+  /** The keys its holds released, in key order. */
+  released: string[];
+}
+
 export interface CheckpointResult extends ResultBase {
   type: 'checkpoint';
 }
@@ -127,8 +159,11 @@ export interface ForgetResult extends ResultBase {
  * MALFORMED_COMMAND: the entry's bytes did not decode (or a command object broke the wire limits); the
  * entry was a no-op on every replica. REQUEST_ID_REUSED: the (owner, request_id) pair was first used for a
  * different operation (type, key or token), so its remembered outcome would be a lie; nothing changed.
+ * SESSION_NOT_OPEN: an acquire named a session that is not open (closed, ran out, never opened).
+ * SESSION_OWNER_MISMATCH: an acquire's owner is not its session's owner. RENEW_THE_SESSION: a renew of a
+ * hold that lives under a session (renew the session instead). None of them changed anything.
  */
-export type LockErrorCode = 'MALFORMED_COMMAND' | 'REQUEST_ID_REUSED';
+export type LockErrorCode = 'MALFORMED_COMMAND' | 'REQUEST_ID_REUSED' | 'SESSION_NOT_OPEN' | 'SESSION_OWNER_MISMATCH' | 'RENEW_THE_SESSION';
 
 export interface ErrorResult extends ResultBase {
   type: 'error';
@@ -146,6 +181,9 @@ export type LockResult =
   | ForgetResult
   | DequeueResult
   | UndelayResult
+  | OpenSessionResult
+  | RenewSessionResult
+  | SessionEndResult
   | ErrorResult;
 
 /** What `get` reports, judged at the machine's current log time (proto GetResponse). */
@@ -166,6 +204,8 @@ export interface LockView {
   waiters?: number;
   /** The hold's value, when held and it has one. Set like `waiters`. */
   value?: Uint8Array;
+  /** The session the hold lives under; absent = none (or not held). */
+  sessionId?: bigint;
 }
 
 /** A lease whose deadline has passed, for the leader to propose `expire {key, token}`. */

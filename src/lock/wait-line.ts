@@ -32,6 +32,8 @@ export class Waiter {
     readonly lockDelayMs: number = 0,
     /** The value its hold will carry once granted; null = none. */
     readonly value: Uint8Array | null = null,
+    /** The session its hold will live under once granted (session.ts); 0 = none. */
+    readonly sessionId: number = 0,
   ) {}
 }
 

@@ -153,6 +153,13 @@ export function canonicalResult(r: LockResult): string {
       return `dequeue@${r.index}|${r.dequeued}|${r.key}|${r.ticket}`;
     case 'undelay':
       return `undelay@${r.index}|${r.undelayed}|${r.key}`;
+    case 'openSession':
+      return `openSession@${r.index}${r.replayed ? 'R' : ''}|${r.sessionId}|${r.ttlMs}|${r.expiresAtMs}`;
+    case 'renewSession':
+      return `renewSession@${r.index}|${r.renewed}|${r.ttlMs}|${r.expiresAtMs}|${r.reason}`;
+    case 'closeSession':
+    case 'expireSession':
+      return `${r.type}@${r.index}|${r.sessionId}|${r.ended}|${r.reason}|${r.released.join(',')}`;
     case 'error':
       return `error@${r.index}|${r.code}`;
   }

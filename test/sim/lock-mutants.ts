@@ -133,7 +133,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     id: 'j',
     name: "lock-delay measured from the expiry's entry instead of the lease's end",
     maxSeeds: 100,
-    patches: [{ file: 'machine.ts', find: `this.delays.delayKey(lease.key, lease.leaseDeadlineMs + lockDelayMs)`, replace: `this.delays.delayKey(lease.key, this.logNowMs + lockDelayMs)` }],
+    patches: [{ file: 'machine.ts', find: `this.delays.delayKey(lease.key, lease.endsAtMs + lockDelayMs)`, replace: `this.delays.delayKey(lease.key, this.logNowMs + lockDelayMs)` }],
   },
   {
     id: 'k',

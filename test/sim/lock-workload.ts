@@ -353,7 +353,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
     }
     // A remembered outcome the leader replays carries the index of the entry that decided it: compare the
     // outcome with that entry's, whatever the replayed flag.
-    const plain = (x: string | undefined) => (r.type !== 'error' && r.type !== 'expire' && r.type !== 'termStart' && r.type !== 'checkpoint' && r.type !== 'forget' && r.type !== 'dequeue' && r.type !== 'undelay' && r.replayed ? x?.replace(/^(\w+@\d+)R\|/, '$1|') : x);
+    const plain = (x: string | undefined) => (r.type !== 'error' && r.type !== 'expire' && r.type !== 'termStart' && r.type !== 'checkpoint' && r.type !== 'forget' && r.type !== 'dequeue' && r.type !== 'undelay' && 'replayed' in r && r.replayed ? x?.replace(/^(\w+@\d+)R\|/, '$1|') : x);
     const logged = plain(this.oracle.resultAt(ack.index));
     const got = plain(canonicalResult(r));
     if (logged !== got) return `[lock] acknowledged result ${got} of op${ack.opId} (client ${ack.clientId}) differs from what the log produced at ${ack.index}: ${logged ?? 'nothing judged there'}`;

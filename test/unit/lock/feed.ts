@@ -60,6 +60,27 @@ export class Feed {
     return this.expect('release', this.apply({ type: 'release', timeMs: this.timeMs, key, owner, token, requestId }));
   }
 
+  openSession(owner: string, ttlMs: number, opts: { requestId?: string; lockDelayMs?: number } = {}) {
+    return this.expect('openSession', this.apply({ type: 'openSession', timeMs: this.timeMs, owner, ttlMs, requestId: opts.requestId ?? '', lockDelayMs: opts.lockDelayMs ?? 0 }));
+  }
+
+  renewSession(sessionId: bigint, owner = '') {
+    return this.expect('renewSession', this.apply({ type: 'renewSession', timeMs: this.timeMs, sessionId: Number(sessionId), owner }));
+  }
+
+  closeSession(sessionId: bigint, owner = '') {
+    return this.expect('closeSession', this.apply({ type: 'closeSession', timeMs: this.timeMs, sessionId: Number(sessionId), owner }));
+  }
+
+  expireSession(sessionId: bigint) {
+    return this.expect('expireSession', this.apply({ type: 'expireSession', timeMs: this.timeMs, sessionId: Number(sessionId) }));
+  }
+
+  /** An acquire whose hold lives under `sessionId` (result: acquire, or the machine's error). */
+  underSession(key: string, owner: string, sessionId: bigint, opts: { waitMs?: number; requestId?: string; lockDelayMs?: number } = {}) {
+    return this.apply({ type: 'acquire', timeMs: this.timeMs, key, owner, ttlMs: 0, requestId: opts.requestId ?? '', sessionId: Number(sessionId), ...(opts.waitMs ? { waitMs: opts.waitMs } : {}), ...(opts.lockDelayMs ? { lockDelayMs: opts.lockDelayMs } : {}) });
+  }
+
   expire(key: string, token: bigint) {
     return this.expect('expire', this.apply({ type: 'expire', timeMs: this.timeMs, key, token }));
   }

@@ -45,8 +45,8 @@ describe('snapshot versions', () => {
   it('a version from the future is refused with a clear error', () => {
     const bytes = sameHistory().snapshot();
     const future = bytes.slice();
-    future[3] = 6;
+    future[3] = 7;
     expect(() => LockMachine.restore(future)).toThrow(SnapshotDecodeError);
-    expect(() => LockMachine.restore(future)).toThrow(/unsupported snapshot version 6/);
+    expect(() => LockMachine.restore(future)).toThrow(/unsupported snapshot version 7/);
   });
 });

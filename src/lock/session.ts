@@ -1,0 +1,49 @@
+// Sessions (SPEC "Sessions"; Chubby's and ZooKeeper's sessions, etcd's concurrency.Session): one lease for
+// many holds. A session is kept as a Lease (its id in the token field, no key), so the rule that carries a
+// lease across a leader change (epoch.ts, LEASES.md) carries a session the same way, by the same code: a
+// failover never cuts a session short and a chain of elections cannot keep a dead one alive.
+// Rules, judged by the machine at the log time of the entry (machine.ts):
+//  - open: the session's id is the index of its entry (never reused); a retry of the same (owner,
+//    request_id) while the session lives answers the same session.
+//  - renew: only while live (by log time); a session that ran out cannot come back, even before the entry
+//    that ends it applies.
+//  - a hold acquired under a session keeps no times of its own (lease.ts `session`); renewing it is refused
+//    ("renew the session"); releasing it by owner + token works as for any hold.
+//  - end (close, or expiry by the leader's `expireSession` or by an entry that finds it run out): every hold
+//    of the session is dropped and every waiter of it leaves its line, in that one entry; each freed key is
+//    handed to its line. Expiry starts the holds' lock-delays (from the session's end); close does not.
+import { Lease } from './lease.js';
+import type { Waiter } from './wait-line.js';
+
+export class Session extends Lease {
+  /** Keys held under this session. */
+  readonly holds = new Set<string>();
+  /** Its requests waiting in line. */
+  readonly waiters = new Set<Waiter>();
+
+  constructor(
+    id: number,
+    owner: string,
+    ttlMs: number,
+    deadlineMs: number,
+    observedMs: number,
+    observeFromMs: number,
+    /** The lock-delay of every hold of the session that sets none of its own (0 = none). */
+    readonly lockDelayMs: number,
+    /** The OpenSession's request_id ('' = none): a retry of it answers this session. */
+    readonly requestId: string,
+  ) {
+    super('', owner, id, ttlMs, deadlineMs, observedMs, observeFromMs);
+  }
+
+  /** The session id: the raft index of the entry that opened it. */
+  get id(): number {
+    return this.fencingToken;
+  }
+}
+
+/** A session whose deadline has passed, for the leader to propose `expireSession {sessionId}`. */
+export interface DueSession {
+  sessionId: bigint;
+  deadlineMs: number;
+}
