@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type * as grpc from '@grpc/grpc-js';
-import type { AcquireResponse, GetResponse } from '../transport/proto.js';
+import type { AcquireResponse, GetResponse, OpenSessionResponse } from '../transport/proto.js';
+import { LockSession } from './session.js';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import { InvalidRequestError, LockLostError, LockNotAcquiredError, UnavailableError, fromRpcError } from './errors.js';
 import { endpointProblems } from './endpoints.js';
@@ -59,6 +60,18 @@ export interface AcquireOptions {
   value?: Uint8Array | string;
 }
 
+export interface SessionOptions {
+  /** The session's lease; renewed automatically about every ttl/3 while it is ACTIVE. */
+  ttlMs: number;
+  /** Owner of the session and of every hold under it. Default `<clientId>/s<n>`. */
+  owner?: string;
+  /** If the session EXPIRES (not on close), each of its keys grants nobody for this long. 0 = none. */
+  lockDelayMs?: number;
+  signal?: AbortSignal;
+  /** Overall deadline of the open, retries included; default the client's timeoutMs. */
+  timeoutMs?: number;
+}
+
 export interface LockInfo {
   key: string;
   held: boolean;
@@ -72,6 +85,8 @@ export interface LockInfo {
   waiters: number;
   /** The holder's value (empty when none or not held). */
   value: Uint8Array;
+  /** The session the hold lives under (0n = none). */
+  sessionId: bigint;
 }
 
 export class LockClient {
@@ -82,6 +97,7 @@ export class LockClient {
   private readonly timeoutMs: number;
   private readonly ctx: HandleContext;
   private readonly active = new Set<LockHandle>();
+  private readonly sessions = new Set<LockSession>();
   private ownerSeq = 0;
   private closed = false;
 
@@ -163,6 +179,40 @@ export class LockClient {
   }
 
   /**
+   * Opens a session (SPEC "Sessions"): one lease, renewed by one keepalive, for many holds. Acquire under
+   * it with `session.acquire(key)`; when it ends (not renewed in time, or closed) every hold of it goes in
+   * one log entry, and each of its handles turns LOST (or RELEASED on close).
+   */
+  async session(opts: SessionOptions): Promise<LockSession> {
+    this.assertOpen();
+    if (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs <= 0) throw invalid(`session: ttlMs must be a positive integer of milliseconds (got ${opts.ttlMs})`);
+    opts.signal?.throwIfAborted();
+    const owner = opts.owner ?? `${this.clientId}/s${++this.ownerSeq}`;
+    const requestId = newRequestId();
+    const sentAt = this.ctx.now();
+    const started = Date.now();
+    const request = { owner, ttl_ms: String(opts.ttlMs), request_id: requestId, lock_delay_ms: String(opts.lockDelayMs ?? 0) };
+    let res: OpenSessionResponse;
+    try {
+      res = await this.rpc.call<OpenSessionResponse>('OpenSession', request, started + (opts.timeoutMs ?? this.timeoutMs), opts.signal);
+    } catch (err) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      throw fromRpcError(err, 'opening a session', this.endpoints, Date.now() - started);
+    }
+    const session = new LockSession(this.ctx, {
+      id: BigInt(res.session_id),
+      owner,
+      ttlMs: Number(res.ttl_ms) || opts.ttlMs,
+      sentAtMs: sentAt,
+      timeoutMs: this.timeoutMs,
+      onSettled: (s) => this.sessions.delete(s),
+    });
+    this.sessions.add(session);
+    if (this.closed) session.closeByClient();
+    return session;
+  }
+
+  /**
    * Runs `fn` while holding the lock: `lock.signal` aborts the moment the lock is lost; the lock is released
    * when `fn` settles (also when it throws). If the lock was lost while `fn` ran, rejects with LockLostError
    * (its `cause` is fn's own error, if any) even if fn completed: its writes may have been refused by the
@@ -196,7 +246,7 @@ export class LockClient {
       if (opts.signal?.aborted) throw opts.signal.reason;
       throw fromRpcError(err, `reading lock "${key}"`, this.endpoints, Date.now() - started);
     }
-    return { key, held: res.held, owner: res.owner, token: BigInt(res.token), ttlMs: Number(res.ttl_ms), lastToken: BigInt(res.last_token), waiters: Number(res.waiters ?? 0), value: res.holders?.[0]?.value ?? new Uint8Array(0) };
+    return { key, held: res.held, owner: res.owner, token: BigInt(res.token), ttlMs: Number(res.ttl_ms), lastToken: BigInt(res.last_token), waiters: Number(res.waiters ?? 0), value: res.holders?.[0]?.value ?? new Uint8Array(0), sessionId: BigInt(res.holders?.[0]?.session_id ?? 0) };
   }
 
   /** Handles this client holds right now. */
@@ -213,12 +263,15 @@ export class LockClient {
     this.closed = true;
     for (const h of [...this.active]) h.closeByClient();
     this.active.clear();
+    for (const s of [...this.sessions]) s.closeByClient();
+    this.sessions.clear();
     this.rpc.close?.();
   }
 
   /** `await using client = new LockClient(...)`: releases held locks (best effort), then closes. */
   async [Symbol.asyncDispose](): Promise<void> {
     await Promise.all([...this.active].map((h) => h[Symbol.asyncDispose]()));
+    await Promise.all([...this.sessions].map((s) => s[Symbol.asyncDispose]()));
     this.close();
   }
 

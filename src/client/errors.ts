@@ -43,7 +43,9 @@ export type LostReason =
   /** The server rejected the renew outright (bad request) — a bug, but the lock is not safe to use. */
   | 'RENEW_FAILED'
   /** LockClient.close() was called while the lock was held. */
-  | 'CLIENT_CLOSED';
+  | 'CLIENT_CLOSED'
+  /** The session the lock was held under ended (not renewed in time, refused, or closed). */
+  | 'SESSION_LOST';
 
 /** The lock was held and is no longer: stop writing; continuing needs a new acquire (and a new token). */
 export class LockLostError extends LeaseholdError {

@@ -18,6 +18,7 @@ import { performance } from 'node:perf_hooks';
 import type { Reason, ReleaseResponse, RenewResponse } from '../transport/proto.js';
 import { LockLostError, LockReleasedError, UnavailableError, fromRpcError, type LostReason } from './errors.js';
 import type { ClientLogger } from './logger.js';
+import { LocalLease } from './local-lease.js';
 import { newRequestId, type CallOptions, type LockMethod, type RequestSource } from './rpc.js';
 
 export type LockState = 'ACTIVE' | 'LOST' | 'RELEASED';
@@ -76,6 +77,9 @@ export interface HandleInit {
   ttlMs: number;
   /** Monotonic time at which the acquire that granted this token was first sent. */
   sentAtMs: number;
+  /** A hold under a session (session.ts): no renew of its own; it lives and dies with the session, which
+   *  `check()` asks (the session's local deadline). */
+  session?: { check(): void };
 }
 
 export class LockHandle extends EventEmitter<LockHandleEvents> {
@@ -86,21 +90,18 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
   readonly ttlMs: number;
   /** Renew about every ttl/3: two more tries fit before the lease would run out. */
   readonly renewIntervalMs: number;
+  /** The local lease deadline and the renew/deadline timers (local-lease.ts). */
+  private readonly lease: LocalLease;
 
   private current: LockState = 'ACTIVE';
   private readonly abort = new AbortController();
   private lostError: LockLostError | null = null;
-  /** Monotonic time the last confirmed acquire/renew was sent; the lease is measured from here. */
-  private anchorMs: number;
-  private leaseDeadlineMs: number;
-  private renewTimer: NodeJS.Timeout | null = null;
-  private deadlineTimer: NodeJS.Timeout | null = null;
   private renewing: AbortController | null = null;
-  private readonly marginMs: number;
   /** One request_id for this handle's release, reused by every retry and every release() call. */
   private readonly releaseRequestId = newRequestId();
   private releaseDone: ReleaseResult | null = null;
   private releasing: Promise<ReleaseResult> | null = null;
+  private readonly session: { check(): void } | null;
 
   /** @internal Use LockClient.acquire. */
   constructor(
@@ -112,10 +113,10 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
     this.owner = init.owner;
     this.token = init.token;
     this.ttlMs = init.ttlMs;
-    this.renewIntervalMs = Math.max(1, Math.floor(init.ttlMs / 3));
-    this.marginMs = Math.ceil(init.ttlMs * ctx.leaseSafetyFraction);
-    this.anchorMs = init.sentAtMs;
-    this.leaseDeadlineMs = init.sentAtMs + init.ttlMs - this.marginMs;
+    this.session = init.session ?? null;
+    // A session hold's deadline is its session's (checked through it).
+    this.lease = new LocalLease(ctx.now, init.sentAtMs, init.ttlMs, ctx.leaseSafetyFraction, this.session !== null);
+    this.renewIntervalMs = this.lease.renewIntervalMs;
   }
 
   /**
@@ -124,7 +125,8 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
    * re-anchor with one renew before handing the handle out. Throws LockLostError if that renew is refused.
    */
   async start(): Promise<void> {
-    if (this.ctx.now() - this.anchorMs >= this.renewIntervalMs) {
+    if (this.session !== null) return; // the session renews; it ends this handle when it ends
+    if (this.lease.sinceAnchorMs() >= this.renewIntervalMs) {
       const sentAt = this.ctx.now();
       let res: RenewResponse;
       try {
@@ -140,7 +142,7 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
         this.settle('LOST');
         throw lost;
       }
-      this.confirm(sentAt, Number(res.ttl_ms));
+      this.lease.confirm(sentAt, Number(res.ttl_ms));
     }
     this.armDeadline();
     this.scheduleRenew();
@@ -177,10 +179,22 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
     throw new LockReleasedError(this.key, this.token);
   }
 
-  /** Milliseconds left of the conservative local lease; 0 unless ACTIVE. */
+  /** Milliseconds left of the conservative local lease; 0 unless ACTIVE (Infinity for a session hold:
+   *  ask the session). */
   remainingMs(): number {
     if (this.state !== 'ACTIVE') return 0;
-    return Math.max(0, this.leaseDeadlineMs - this.ctx.now());
+    return this.lease.remainingMs();
+  }
+
+  /** @internal The session this hold lives under ended: LOST (it ran out or was refused) or RELEASED
+   *  (the session was closed, which released every hold of it). */
+  endBySession(how: 'LOST' | 'RELEASED', detail: string): void {
+    if (how === 'RELEASED') {
+      this.settle('RELEASED');
+      this.releaseDone ??= { outcome: 'released', reason: 'UNSPECIFIED' };
+    } else {
+      this.markLost('SESSION_LOST', detail);
+    }
   }
 
   /**
@@ -251,21 +265,14 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
   }
 
   private scheduleRenew(): void {
-    if (this.current !== 'ACTIVE') return;
-    const dueInMs = Math.max(0, this.anchorMs + this.renewIntervalMs - this.ctx.now());
-    this.renewTimer = setTimeout(() => void this.renewOnce(), dueInMs);
-    this.renewTimer.unref?.();
+    if (this.current === 'ACTIVE') this.lease.scheduleRenew(() => void this.renewOnce());
   }
 
   private armDeadline(): void {
-    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
-    if (this.current !== 'ACTIVE') return;
-    this.deadlineTimer = setTimeout(() => this.checkDeadline(), Math.max(0, this.leaseDeadlineMs - this.ctx.now()));
-    this.deadlineTimer.unref?.();
+    if (this.current === 'ACTIVE') this.lease.armDeadline(() => this.checkDeadline());
   }
 
   private async renewOnce(): Promise<void> {
-    this.renewTimer = null;
     this.checkDeadline();
     if (this.current !== 'ACTIVE') return;
     const sentAt = this.ctx.now();
@@ -274,7 +281,7 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
     const ctl = new AbortController();
     this.renewing = ctl;
     // No point retrying past the local deadline: by then the lock is LOST whatever the server says.
-    const deadline = Date.now() + Math.max(0, this.leaseDeadlineMs - sentAt);
+    const deadline = Date.now() + this.lease.remainingMs();
     let res: RenewResponse;
     try {
       res = await this.ctx.rpc.call<RenewResponse>('Renew', request, deadline, ctl.signal, {
@@ -297,22 +304,20 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
       this.markLost(res.reason as LostReason, `the server refused to renew it (${res.reason})`);
       return;
     }
-    this.confirm(sentAt, Number(res.ttl_ms));
+    this.lease.confirm(sentAt, Number(res.ttl_ms));
     this.armDeadline();
-    this.emit('renewed', { ttlMs: Number(res.ttl_ms) || this.ttlMs, remainingMs: Math.max(0, this.leaseDeadlineMs - this.ctx.now()) });
+    this.emit('renewed', { ttlMs: Number(res.ttl_ms) || this.ttlMs, remainingMs: this.lease.remainingMs() });
     this.scheduleRenew();
-  }
-
-  private confirm(sentAtMs: number, grantedTtlMs: number): void {
-    const ttl = grantedTtlMs > 0 ? Math.min(grantedTtlMs, this.ttlMs) : this.ttlMs;
-    this.anchorMs = sentAtMs;
-    this.leaseDeadlineMs = sentAtMs + ttl - this.marginMs;
   }
 
   // ------------------------------------------------------------------ state changes
 
   private checkDeadline(): void {
-    if (this.current === 'ACTIVE' && this.ctx.now() >= this.leaseDeadlineMs) {
+    if (this.session !== null) {
+      if (this.current === 'ACTIVE') this.session.check();
+      return;
+    }
+    if (this.current === 'ACTIVE' && this.lease.passed()) {
       this.markLost('DEADLINE', `no renew was confirmed within its ttl of ${this.ttlMs} ms (counted from when the last acquire/renew was sent)`);
     }
   }
@@ -329,9 +334,7 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
   private settle(state: 'LOST' | 'RELEASED'): void {
     if (this.current !== 'ACTIVE') return;
     this.current = state;
-    if (this.renewTimer) clearTimeout(this.renewTimer);
-    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
-    this.renewTimer = this.deadlineTimer = null;
+    this.lease.stop();
     this.renewing?.abort();
     this.abort.abort(state === 'LOST' ? this.lostError : new LockReleasedError(this.key, this.token));
     this.ctx.onSettled(this);

@@ -5,10 +5,10 @@
 // where a bare unary round trip takes 0.95 ms). The same multiplexing as the followers' Forward stream
 // (transport/forward.ts), for clients.
 import * as grpc from '@grpc/grpc-js';
-import type { LockCallName, LockClient, LockMethod, WireInput, WireLockAnswer, WireLockCall } from '../transport/proto.js';
+import { LOCK_CALL_NAME, type LockCallName, type LockClient, type LockMethod, type WireInput, type WireLockAnswer, type WireLockCall } from '../transport/proto.js';
 import { RpcError } from './rpc-error.js';
 
-const CALL_NAME: Record<LockMethod, LockCallName> = { Acquire: 'acquire', Renew: 'renew', Release: 'release', Get: 'get' };
+const CALL_NAME = LOCK_CALL_NAME;
 
 /** Most milliseconds a LockCall's timeout_ms (uint32) can say. */
 const MAX_TIMEOUT_MS = 0xffffffff;

@@ -82,6 +82,8 @@ export const SETTINGS_SCHEMA = {
     maxHeldPerOwner: int(100_000, 1, MAX),
     maxHeld: int(1_000_000, 1, MAX),
     maxKeys: int(1_000_000, 1, MAX),
+    maxSessions: int(100_000, 1, MAX),
+    maxHoldsPerSession: int(10_000, 1, MAX),
   },
   log: {
     level: { kind: 'enum', default: 'info', values: LOG_LEVELS } satisfies EnumRule,

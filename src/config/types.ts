@@ -95,6 +95,10 @@ export interface LimitSettings {
   readonly maxHeldPerOwner: number;
   readonly maxHeld: number;
   readonly maxKeys: number;
+  /** Open sessions in the cluster (each ~200 bytes plus its holds' records). */
+  readonly maxSessions: number;
+  /** Holds under one session. */
+  readonly maxHoldsPerSession: number;
 }
 
 export interface LogSettings {

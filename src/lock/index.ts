@@ -23,6 +23,8 @@ export {
   validateRenew,
   validateRelease,
   validateGet,
+  validateOpenSession,
+  validateSessionCall,
   ValidationError,
   DEFAULT_LOCK_LIMITS,
 } from './validate.js';
@@ -38,6 +40,8 @@ export type {
   ValidRenew,
   ValidRelease,
   ValidGet,
+  ValidOpenSession,
+  ValidSessionCall,
 } from './validate.js';
 export { SnapshotDecodeError } from './snapshot.js';
 export { fingerprint64 } from './digest.js';
@@ -56,6 +60,9 @@ export type {
   TermStartResult,
   CheckpointResult,
   ErrorResult,
+  OpenSessionResult,
+  RenewSessionResult,
+  SessionEndResult,
   LockResult,
   LockView,
   DueLease,

@@ -132,8 +132,7 @@ export interface RenewSessionResult extends ResultBase {
 }
 
 /** A session ended by close or expiry: its holds (the keys) and its waiters went in this entry. */
-export interface SessionEndResult extends ResultBase {
-  type: 'closeSession' | 'expireSession';
+interface SessionEnd extends ResultBase {
   sessionId: bigint;
   /** false: no such session (or, for an expiry, not due yet in log time; for a close, another owner's). */
   ended: boolean;
@@ -142,6 +141,16 @@ export interface SessionEndResult extends ResultBase {
   /** The keys its holds released, in key order. */
   released: string[];
 }
+
+export interface CloseSessionResult extends SessionEnd {
+  type: 'closeSession';
+}
+
+export interface ExpireSessionResult extends SessionEnd {
+  type: 'expireSession';
+}
+
+export type SessionEndResult = CloseSessionResult | ExpireSessionResult;
 
 export interface CheckpointResult extends ResultBase {
   type: 'checkpoint';

@@ -28,7 +28,7 @@ export const DEFAULT_LOCK_LIMITS: Readonly<LockLimits> = Object.freeze({
 });
 
 /** Proto field names, as users see them in the API. */
-export type LockFieldName = 'key' | 'owner' | 'ttl_ms' | 'token' | 'request_id' | 'wait_ms' | 'lock_delay_ms' | 'value';
+export type LockFieldName = 'key' | 'owner' | 'ttl_ms' | 'token' | 'request_id' | 'wait_ms' | 'lock_delay_ms' | 'value' | 'session_id';
 
 export class ValidationError extends Error {
   override readonly name = 'ValidationError';
@@ -50,6 +50,19 @@ export interface AcquireInput {
   requestId?: unknown;
   lockDelayMs?: unknown;
   value?: unknown;
+  sessionId?: unknown;
+}
+export interface OpenSessionInput {
+  owner?: unknown;
+  ttlMs?: unknown;
+  requestId?: unknown;
+  lockDelayMs?: unknown;
+}
+/** RenewSession and CloseSession. */
+export interface SessionCallInput {
+  sessionId?: unknown;
+  requestId?: unknown;
+  owner?: unknown;
 }
 export interface RenewInput {
   key?: unknown;
@@ -79,6 +92,20 @@ export interface ValidAcquire {
   lockDelayMs: number;
   /** Absent when none (an empty value is none). */
   value?: Uint8Array;
+  /** The session the hold lives under; 0 or absent = none (then ttlMs is the lease's; else ttlMs is 0). */
+  sessionId?: number;
+}
+export interface ValidOpenSession {
+  owner: string;
+  ttlMs: number;
+  requestId: string;
+  lockDelayMs: number;
+}
+export interface ValidSessionCall {
+  sessionId: number;
+  requestId: string;
+  /** '' = not checked (no owner binding, and the caller named none). */
+  owner: string;
 }
 export interface ValidRenew {
   key: string;
@@ -98,14 +125,40 @@ export interface ValidGet {
 }
 
 export function validateAcquire(input: AcquireInput, limits: LockLimits = DEFAULT_LOCK_LIMITS): Validated<ValidAcquire> {
+  return collect(() => {
+    const key = checkKey(input.key);
+    const owner = checkOwner(input.owner);
+    // SPEC: under a session the hold's life is the session's, so ttl_ms must be 0 (checked once the session
+    // id is known; the error still names ttl_ms, the field that is wrong).
+    const sessionId = checkSessionId(input.sessionId, false);
+    const ttlMs = sessionId > 0 ? checkNoTtl(input.ttlMs) : checkTtl(input.ttlMs, limits);
+    return {
+      key,
+      owner,
+      ttlMs,
+      waitMs: checkWait(input.waitMs, limits),
+      requestId: checkRequestId(input.requestId),
+      lockDelayMs: checkLockDelay(input.lockDelayMs, limits),
+      ...valueField(input.value, limits),
+      sessionId,
+    };
+  });
+}
+
+export function validateOpenSession(input: OpenSessionInput, limits: LockLimits = DEFAULT_LOCK_LIMITS): Validated<ValidOpenSession> {
   return collect(() => ({
-    key: checkKey(input.key),
     owner: checkOwner(input.owner),
     ttlMs: checkTtl(input.ttlMs, limits),
-    waitMs: checkWait(input.waitMs, limits),
     requestId: checkRequestId(input.requestId),
     lockDelayMs: checkLockDelay(input.lockDelayMs, limits),
-    ...valueField(input.value, limits),
+  }));
+}
+
+export function validateSessionCall(input: SessionCallInput, _limits: LockLimits = DEFAULT_LOCK_LIMITS): Validated<ValidSessionCall> {
+  return collect(() => ({
+    sessionId: checkSessionId(input.sessionId, true),
+    requestId: checkRequestId(input.requestId),
+    owner: checkText('owner', input.owner, 0, WIRE_LIMITS.maxOwnerBytes),
   }));
 }
 
@@ -185,6 +238,19 @@ function checkTtl(value: unknown, limits: LockLimits): number {
     throw new ValidationError('ttl_ms', `ttl_ms must be between ${limits.minTtlMs} and ${maxTtlMs}, got ${ttlMs}`);
   }
   return Number(ttlMs);
+}
+
+function checkNoTtl(value: unknown): number {
+  const ttlMs = toInteger('ttl_ms', value ?? 0);
+  if (ttlMs !== 0n) throw new ValidationError('ttl_ms', `ttl_ms must be 0 for a hold under a session (it lives as long as the session), got ${ttlMs}`);
+  return 0;
+}
+
+function checkSessionId(value: unknown, required: boolean): number {
+  const id = toInteger('session_id', value ?? 0);
+  if (id === 0n && required) throw new ValidationError('session_id', 'session_id is required');
+  if (id < 0n || id > BigInt(Number.MAX_SAFE_INTEGER)) throw new ValidationError('session_id', `session_id must be a session id from OpenSession, got ${id}`);
+  return Number(id);
 }
 
 function checkWait(value: unknown, limits: LockLimits): number {

@@ -5,8 +5,8 @@ import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
-import { validateAcquire, validateGet, validateRelease, validateRenew, type LockLimits, type Validated } from '../lock/validate.js';
-import type { AcquireResult, LockView, ReleaseResult, RenewResult } from '../lock/types.js';
+import { validateAcquire, validateGet, validateOpenSession, validateRelease, validateRenew, validateSessionCall, type LockLimits, type Validated } from '../lock/validate.js';
+import type { AcquireResult, LockView, OpenSessionResult, ReleaseResult, RenewResult, RenewSessionResult, SessionEndResult } from '../lock/types.js';
 import type { NodeLogger } from '../raft/logger.js';
 import { NODE_CHANNEL_BACKOFF } from '../transport/peer-link.js';
 import { certificateCommonName } from '../transport/peer-auth.js';
@@ -15,6 +15,7 @@ import {
   LOADER_OPTIONS,
   LEADER_METADATA,
   LockClient,
+  LOCK_CALL_NAME,
   type LockMethod,
   packageDefinition,
   type AcquireRequest,
@@ -26,6 +27,11 @@ import {
   type ReleaseResponse,
   type RenewRequest,
   type RenewResponse,
+  type OpenSessionResponse,
+  type RenewSessionResponse,
+  type CloseSessionResponse,
+  type SessionCallRequest,
+  type OpenSessionRequest,
   type ForwardedMethodName,
   type WireForwardedAnswer,
   type WireForwardedCall,
@@ -40,7 +46,7 @@ import type { ClusterApi } from './cluster-api.js';
 import { statusError } from './status-error.js';
 import { mark } from '../trace/stages.js';
 import { addStrictService, descriptorRegistry, invalidReason, strictRequestDeserializers } from './strict-decode.js';
-import { LimitExceededError, RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
+import { InvalidRequestError, LimitExceededError, RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
 
 const FORWARDED = 'x-leasehold-forwarded';
 
@@ -67,8 +73,8 @@ export interface ClientApiOptions {
   forwardVia?: (leaderId: string) => ForwardSession | null;
 }
 
-const FORWARDED_METHOD: Record<LockMethod, ForwardedMethodName> = { Acquire: 'acquire', Renew: 'renew', Release: 'release', Get: 'get' };
-const LOCK_METHOD: Record<LockCallName, LockMethod> = { acquire: 'Acquire', renew: 'Renew', release: 'Release', get: 'Get' };
+const FORWARDED_METHOD: Readonly<Record<LockMethod, ForwardedMethodName>> = LOCK_CALL_NAME;
+const LOCK_METHOD = Object.fromEntries(Object.entries(FORWARDED_METHOD).map(([method, name]) => [name, method])) as Record<LockCallName, LockMethod>;
 
 /** The stand-in calls serveMessage builds (no metadata to send: their answers carry the leader hint). */
 const messageCalls = new WeakSet<object>();
@@ -250,7 +256,8 @@ export class ClientApi {
   private lockHandlers(): LockHandlers {
     return {
       Acquire: (call, cb) => {
-        const v = validateAcquire({ key: call.request.key, owner: call.request.owner, ttlMs: call.request.ttl_ms, waitMs: call.request.wait_ms, requestId: call.request.request_id, lockDelayMs: call.request.lock_delay_ms, value: call.request.value }, this.opts.limits);
+        const r = call.request;
+        const v = validateAcquire({ key: r.key, owner: r.owner, ttlMs: r.ttl_ms, waitMs: r.wait_ms, requestId: r.request_id, lockDelayMs: r.lock_delay_ms, value: r.value, sessionId: r.session_id }, this.opts.limits);
         this.run(call, cb as Reply<AcquireResponse>, v, 'Acquire', async (req, timeoutMs, signal) => acquireToWire(await this.opts.service.acquire(req, timeoutMs, signal)));
       },
       Renew: (call, cb) => {
@@ -265,13 +272,40 @@ export class ClientApi {
         const v = validateGet({ key: call.request.key }, this.opts.limits);
         this.run(call, cb as Reply<GetResponse>, v, 'Get', async (req, timeoutMs) => viewToWire(await this.opts.service.get(req.key, timeoutMs)));
       },
+      OpenSession: (call, cb) => {
+        const r = call.request;
+        const v = validateOpenSession({ owner: r.owner, ttlMs: r.ttl_ms, requestId: r.request_id, lockDelayMs: r.lock_delay_ms }, this.opts.limits);
+        this.run(call, cb as Reply<OpenSessionResponse>, v, 'OpenSession', async (req, timeoutMs) => openSessionToWire(await this.opts.service.openSession(req, timeoutMs)));
+      },
+      RenewSession: (call, cb) => {
+        const v = validateSessionCall(this.sessionCallInput(call), this.opts.limits);
+        this.run(call, cb as Reply<RenewSessionResponse>, v, 'RenewSession', async (req, timeoutMs) => renewSessionToWire(await this.opts.service.renewSession(req, timeoutMs)));
+      },
+      CloseSession: (call, cb) => {
+        const v = validateSessionCall(this.sessionCallInput(call), this.opts.limits);
+        this.run(call, cb as Reply<CloseSessionResponse>, v, 'CloseSession', async (req, timeoutMs) => closeSessionToWire(await this.opts.service.closeSession(req, timeoutMs)));
+      },
       Stream: (call) => this.serveStream(call),
     };
   }
 
+  /**
+   * A RenewSession / CloseSession names no owner unless the caller sets one. Under auth.ownerBinding the
+   * caller's certificate CN becomes the owner (written into the request, so a follower forwards it and the
+   * state machine refuses another owner's session: WRONG_OWNER).
+   */
+  private sessionCallInput(call: grpc.ServerUnaryCall<SessionCallRequest, unknown>): { sessionId: unknown; requestId: unknown; owner: unknown } {
+    const r = call.request;
+    if (this.opts.ownerBinding && (r.owner ?? '') === '') {
+      const cn = certificateCommonName(call.getAuthContext()?.sslPeerCertificate);
+      if (cn !== undefined) r.owner = cn;
+    }
+    return { sessionId: r.session_id, requestId: r.request_id, owner: r.owner };
+  }
+
   /** Validate, then serve here if leader, else forward to the leader once; map errors to gRPC codes. */
   private run<V, Res>(
-    call: grpc.ServerUnaryCall<AcquireRequest | RenewRequest | ReleaseRequest | GetRequest, unknown>,
+    call: grpc.ServerUnaryCall<AcquireRequest | RenewRequest | ReleaseRequest | GetRequest | SessionCallRequest | OpenSessionRequest, unknown>,
     cb: Reply<Res>,
     validated: Validated<V>,
     method: LockMethod,
@@ -406,6 +440,7 @@ export class ClientApi {
     if (err instanceof UnavailableError) return statusError(grpc.status.UNAVAILABLE, err.message);
     if (err instanceof RequestRejectedError) return statusError(grpc.status.FAILED_PRECONDITION, err.message);
     if (err instanceof LimitExceededError) return statusError(grpc.status.RESOURCE_EXHAUSTED, err.message);
+    if (err instanceof InvalidRequestError) return statusError(grpc.status.INVALID_ARGUMENT, err.message);
     this.opts.logger.error({ err: String(err) }, 'unexpected error serving a lock call');
     return statusError(grpc.status.INTERNAL, `internal error: ${(err as Error)?.message ?? String(err)}`);
   }
@@ -437,6 +472,18 @@ function releaseToWire(r: ReleaseResult): WireInput<ReleaseResponse> {
   return { released: r.released, reason: r.reason };
 }
 
+function openSessionToWire(r: OpenSessionResult): WireInput<OpenSessionResponse> {
+  return { session_id: r.sessionId.toString(), ttl_ms: String(r.ttlMs), expires_at_ms: String(r.expiresAtMs) };
+}
+
+function renewSessionToWire(r: RenewSessionResult): WireInput<RenewSessionResponse> {
+  return { renewed: r.renewed, ttl_ms: String(r.ttlMs), expires_at_ms: String(r.expiresAtMs), reason: r.reason };
+}
+
+function closeSessionToWire(r: SessionEndResult): WireInput<CloseSessionResponse> {
+  return { closed: r.ended, released: r.released, reason: r.reason };
+}
+
 const EMPTY_VALUE = new Uint8Array(0);
 
 function viewToWire(v: LockView): WireInput<GetResponse> {
@@ -449,7 +496,7 @@ function viewToWire(v: LockView): WireInput<GetResponse> {
     last_token: v.lastToken.toString(),
     waiters: v.waiters ?? 0,
     holders: v.held
-      ? [{ owner: v.owner, token: v.token.toString(), ttl_ms: String(v.ttlMs), expires_at_ms: String(v.expiresAtMs), shared: false, session_id: '0', value: v.value ?? EMPTY_VALUE }]
+      ? [{ owner: v.owner, token: v.token.toString(), ttl_ms: String(v.ttlMs), expires_at_ms: String(v.expiresAtMs), shared: false, session_id: (v.sessionId ?? 0n).toString(), value: v.value ?? EMPTY_VALUE }]
       : [],
   };
 }

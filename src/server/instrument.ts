@@ -106,17 +106,21 @@ function outcomeOf(op: string, value: unknown): string {
   if (op === 'get') return v.held ? 'held' : 'free';
   if (op === 'renew' && v.renewed) return 'renewed';
   if (op === 'release' && v.released) return 'released';
+  if (op === 'open_session') return 'opened';
+  if (op === 'renew_session' && v.renewed) return 'renewed';
+  if (op === 'close_session' && (v as { ended?: boolean }).ended) return 'closed';
   return (v.reason ?? 'unspecified').toLowerCase();
 }
 
-/** The lock service with acquire/renew/release/get counted by outcome and timed. */
+/** The lock service with every client operation (the lock calls and the session calls) counted by outcome
+ *  and timed. */
 export function instrumentLockService(service: LockService, m: NodeMetrics): LockService {
   const wrap =
-    (op: 'acquire' | 'renew' | 'release' | 'get') =>
+    (op: 'acquire' | 'renew' | 'release' | 'get' | 'open_session' | 'renew_session' | 'close_session', method: keyof LockService = op as keyof LockService) =>
     async (...args: unknown[]) => {
       const t = process.hrtime.bigint();
       try {
-        const result: unknown = await (service[op] as (...a: unknown[]) => Promise<unknown>).apply(service, args);
+        const result: unknown = await (service[method] as (...a: unknown[]) => Promise<unknown>).apply(service, args);
         m.lockOps.inc({ op, outcome: outcomeOf(op, result) });
         return result;
       } catch (err) {
@@ -127,7 +131,15 @@ export function instrumentLockService(service: LockService, m: NodeMetrics): Loc
         m.lockOpSeconds.observe({ op }, seconds(t));
       }
     };
-  const wrapped = { acquire: wrap('acquire'), renew: wrap('renew'), release: wrap('release'), get: wrap('get') } as Record<string, unknown>;
+  const wrapped = {
+    acquire: wrap('acquire'),
+    renew: wrap('renew'),
+    release: wrap('release'),
+    get: wrap('get'),
+    openSession: wrap('open_session', 'openSession'),
+    renewSession: wrap('renew_session', 'renewSession'),
+    closeSession: wrap('close_session', 'closeSession'),
+  } as Record<string, unknown>;
   return new Proxy(service, {
     get(target, prop) {
       if (typeof prop === 'string' && prop in wrapped) return wrapped[prop];

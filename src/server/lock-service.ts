@@ -6,8 +6,8 @@
 import { encodeCommand } from '../lock/commands.js';
 import type { LockMachine } from '../lock/machine.js';
 import { LockLeader, type LockLimitSettings, type CallFailure, type CallId, type ClientAnswer, type ClientRequest, type LeaderCommand, type LeaderEvent, type ProposalError } from '../lock/leader/index.js';
-import type { AcquireResult, LockResult, LockView, ReleaseResult, RenewResult } from '../lock/types.js';
-import type { ValidAcquire, ValidRelease, ValidRenew } from '../lock/validate.js';
+import type { AcquireResult, LockResult, LockView, OpenSessionResult, ReleaseResult, RenewResult, RenewSessionResult, SessionEndResult } from '../lock/types.js';
+import type { ValidAcquire, ValidOpenSession, ValidRelease, ValidRenew, ValidSessionCall } from '../lock/validate.js';
 import type { Entry, NodeId, SoftState, Status } from '../raft/core/types.js';
 import type { NodeEnv, TimerHandle } from '../raft/env.js';
 import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from '../raft/errors.js';
@@ -29,6 +29,15 @@ export class RequestRejectedError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'RequestRejectedError';
+  }
+}
+
+/** Maps to gRPC INVALID_ARGUMENT: the request contradicts the replicated state (an owner that is not its
+ *  session's). */
+export class InvalidRequestError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidRequestError';
   }
 }
 
@@ -173,6 +182,18 @@ export class LockService {
     return this.call({ op: 'release', req }, timeoutMs) as Promise<ReleaseResult>;
   }
 
+  openSession(req: ValidOpenSession, timeoutMs: number): Promise<OpenSessionResult> {
+    return this.call({ op: 'openSession', req }, timeoutMs) as Promise<OpenSessionResult>;
+  }
+
+  renewSession(req: ValidSessionCall, timeoutMs: number): Promise<RenewSessionResult> {
+    return this.call({ op: 'renewSession', req }, timeoutMs) as Promise<RenewSessionResult>;
+  }
+
+  closeSession(req: ValidSessionCall, timeoutMs: number): Promise<SessionEndResult> {
+    return this.call({ op: 'closeSession', req }, timeoutMs) as Promise<SessionEndResult>;
+  }
+
   /** Linearizable: a ReadIndex barrier, then the applied state judged at the leader's now. */
   get(key: string, timeoutMs: number): Promise<LockView> {
     return this.call({ op: 'get', key }, timeoutMs) as Promise<LockView>;
@@ -300,6 +321,8 @@ function callError(f: CallFailure): Error {
       return new RequestRejectedError(f.message);
     case 'exhausted':
       return new LimitExceededError(f.message);
+    case 'invalid':
+      return new InvalidRequestError(f.message);
     case 'internal':
       return new Error(f.message);
   }

@@ -206,6 +206,8 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       maxHeldPerOwner: config.limits.maxHeldPerOwner,
       maxHeld: config.limits.maxHeld,
       maxKeys: config.limits.maxKeys,
+      maxSessions: config.limits.maxSessions,
+      maxHoldsPerSession: config.limits.maxHoldsPerSession,
     },
     freeKeyRetentionMs: config.lock.freeKeyRetentionMs,
   });

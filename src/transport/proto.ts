@@ -152,6 +152,41 @@ export interface AcquireRequest {
   lock_delay_ms?: WireLong;
   /** Absent = none. Decoded as a Buffer. */
   value?: Uint8Array;
+  /** Absent = 0 (none). */
+  session_id?: WireLong;
+}
+
+export interface OpenSessionRequest {
+  owner: string;
+  ttl_ms: WireLong;
+  request_id: string;
+  lock_delay_ms: WireLong;
+}
+
+export interface OpenSessionResponse {
+  session_id: WireLong;
+  ttl_ms: WireLong;
+  expires_at_ms: WireLong;
+}
+
+/** RenewSession and CloseSession requests. */
+export interface SessionCallRequest {
+  session_id: WireLong;
+  request_id: string;
+  owner: string;
+}
+
+export interface RenewSessionResponse {
+  renewed: boolean;
+  ttl_ms: WireLong;
+  expires_at_ms: WireLong;
+  reason: Reason;
+}
+
+export interface CloseSessionResponse {
+  closed: boolean;
+  released: string[];
+  reason: Reason;
 }
 
 export interface AcquireResponse {
@@ -217,7 +252,7 @@ export interface Holder {
 }
 
 /** Which lock call a LockCall / LockAnswer (and a forwarded call) carries: the virtual oneof field. */
-export type LockCallName = 'acquire' | 'renew' | 'release' | 'get';
+export type LockCallName = 'acquire' | 'renew' | 'release' | 'get' | 'open_session' | 'renew_session' | 'close_session';
 
 /** A decoded LockCall (Lock/Stream): exactly one request set (virtual `request` names it), or a cancel. */
 export interface WireLockCall {
@@ -229,6 +264,9 @@ export interface WireLockCall {
   renew?: RenewRequest;
   release?: ReleaseRequest;
   get?: GetRequest;
+  open_session?: OpenSessionRequest;
+  renew_session?: SessionCallRequest;
+  close_session?: SessionCallRequest;
 }
 
 export interface WireLockAnswer {
@@ -241,6 +279,9 @@ export interface WireLockAnswer {
   renew?: RenewResponse;
   release?: ReleaseResponse;
   get?: GetResponse;
+  open_session?: OpenSessionResponse;
+  renew_session?: RenewSessionResponse;
+  close_session?: CloseSessionResponse;
 }
 
 export interface LockClient extends grpc.Client {
@@ -252,6 +293,9 @@ export interface LockClient extends grpc.Client {
   release: UnaryMethod<ReleaseRequest, ReleaseResponse>;
   Get: UnaryMethod<GetRequest, GetResponse>;
   get: UnaryMethod<GetRequest, GetResponse>;
+  OpenSession: UnaryMethod<OpenSessionRequest, OpenSessionResponse>;
+  RenewSession: UnaryMethod<SessionCallRequest, RenewSessionResponse>;
+  CloseSession: UnaryMethod<SessionCallRequest, CloseSessionResponse>;
   Stream(options?: Partial<grpc.CallOptions>): grpc.ClientDuplexStream<WireInput<WireLockCall>, WireLockAnswer>;
 }
 
@@ -260,13 +304,27 @@ export interface LockHandlers extends grpc.UntypedServiceImplementation {
   Renew: grpc.handleUnaryCall<RenewRequest, WireInput<RenewResponse>>;
   Release: grpc.handleUnaryCall<ReleaseRequest, WireInput<ReleaseResponse>>;
   Get: grpc.handleUnaryCall<GetRequest, WireInput<GetResponse>>;
+  OpenSession: grpc.handleUnaryCall<OpenSessionRequest, WireInput<OpenSessionResponse>>;
+  RenewSession: grpc.handleUnaryCall<SessionCallRequest, WireInput<RenewSessionResponse>>;
+  CloseSession: grpc.handleUnaryCall<SessionCallRequest, WireInput<CloseSessionResponse>>;
   Stream: grpc.handleBidiStreamingCall<WireLockCall, WireInput<WireLockAnswer>>;
 }
 
 export const LockClient = clientConstructor<LockClient, LockHandlers>('leasehold.v1.Lock');
 
 /** The unary methods of service Lock. */
-export type LockMethod = 'Acquire' | 'Renew' | 'Release' | 'Get';
+export type LockMethod = 'Acquire' | 'Renew' | 'Release' | 'Get' | 'OpenSession' | 'RenewSession' | 'CloseSession';
+
+/** Each unary method's name as a Lock/Stream (and forwarded) call: the oneof field that carries it. */
+export const LOCK_CALL_NAME: Readonly<Record<LockMethod, LockCallName>> = Object.freeze({
+  Acquire: 'acquire',
+  Renew: 'renew',
+  Release: 'release',
+  Get: 'get',
+  OpenSession: 'open_session',
+  RenewSession: 'renew_session',
+  CloseSession: 'close_session',
+});
 
 /** Response metadata by which a node tells the client the current leader's address (so it can skip the
  *  follower's forwarding hop next time). */
@@ -487,6 +545,9 @@ export interface WireForwardedCall {
   renew?: RenewRequest;
   release?: ReleaseRequest;
   get?: GetRequest;
+  open_session?: OpenSessionRequest;
+  renew_session?: SessionCallRequest;
+  close_session?: SessionCallRequest;
 }
 
 export interface WireForwardedAnswer {
@@ -498,6 +559,9 @@ export interface WireForwardedAnswer {
   renew?: RenewResponse;
   release?: ReleaseResponse;
   get?: GetResponse;
+  open_session?: OpenSessionResponse;
+  renew_session?: RenewSessionResponse;
+  close_session?: CloseSessionResponse;
 }
 
 export interface RaftClient extends grpc.Client {

@@ -28,6 +28,10 @@ export interface LockLimitSettings {
   maxHeld: number;
   /** Key records the machine keeps: held keys and free keys with their last token. */
   maxKeys: number;
+  /** Open sessions in all (session.ts). */
+  maxSessions: number;
+  /** Holds under one session (a hold that waits in line counts once granted, like any hold). */
+  maxHoldsPerSession: number;
 }
 
 export const NO_LOCK_LIMITS: Readonly<LockLimitSettings> = Object.freeze({
@@ -36,6 +40,8 @@ export const NO_LOCK_LIMITS: Readonly<LockLimitSettings> = Object.freeze({
   maxHeldPerOwner: Infinity,
   maxHeld: Infinity,
   maxKeys: Infinity,
+  maxSessions: Infinity,
+  maxHoldsPerSession: Infinity,
 });
 
 /** What one in-flight acquire may add when it applies. */
@@ -46,6 +52,10 @@ interface Claim {
   record: boolean;
   /** The key whose line it may join ('' = it does not wait). */
   waitKey: string;
+  /** The session it may add a hold to (0 = none). */
+  sessionId: number;
+  /** An OpenSession: it adds a session. */
+  opens: boolean;
 }
 
 export function limitMessage(limit: keyof LockLimitSettings, value: number, what: string): string {
@@ -59,6 +69,8 @@ export class Admission {
   private readonly ownerInFlight = new Map<string, number>();
   private waitersInFlight = 0;
   private readonly keyWaitersInFlight = new Map<string, number>();
+  private opensInFlight = 0;
+  private readonly sessionHoldsInFlight = new Map<number, number>();
 
   constructor(readonly limits: Readonly<LockLimitSettings>) {}
 
@@ -78,6 +90,28 @@ export class Admission {
     return null;
   }
 
+  /** Why a new session may not be opened now, or null. */
+  refuseOpenSession(state: LockStateView): string | null {
+    const l = this.limits;
+    if (state.sessionCount + this.opensInFlight >= l.maxSessions) return limitMessage('maxSessions', l.maxSessions, 'that many sessions are open; close one or wait for one to expire');
+    return null;
+  }
+
+  /** Why one more hold under session `sessionId` (which has `holds`) must be refused now, or null. */
+  refuseSessionHold(sessionId: number, holds: number): string | null {
+    const l = this.limits;
+    if (holds + (this.sessionHoldsInFlight.get(sessionId) ?? 0) >= l.maxHoldsPerSession) {
+      return limitMessage('maxHoldsPerSession', l.maxHoldsPerSession, `session ${sessionId} holds or is acquiring that many locks; release one first`);
+    }
+    return null;
+  }
+
+  /** An OpenSession was proposed as `id`. */
+  proposedOpen(id: ProposalId): void {
+    this.claims.set(id, { owner: '', lease: false, ownerLease: false, record: false, waitKey: '', sessionId: 0, opens: true });
+    this.opensInFlight++;
+  }
+
   /** Why a blocking acquire of `key` may not join its line now, or null. */
   refuseWaiter(state: LockStateView, key: string): string | null {
     const waitersForKey = state.waiterCountOf(key) + (this.keyWaitersInFlight.get(key) ?? 0);
@@ -89,8 +123,12 @@ export class Admission {
   }
 
   /** An acquire of `req` was proposed as `id`: count what it may add until it settles. */
-  proposed(id: ProposalId, state: LockStateView, req: Pick<ValidAcquire, 'key' | 'owner'>, waits = false): void {
+  proposed(id: ProposalId, state: LockStateView, req: Pick<ValidAcquire, 'key' | 'owner'>, waits = false, sessionId = 0): void {
     const claim = this.claimOf(state, req);
+    if (sessionId > 0) {
+      claim.sessionId = sessionId;
+      this.sessionHoldsInFlight.set(sessionId, (this.sessionHoldsInFlight.get(sessionId) ?? 0) + 1);
+    }
     if (waits) {
       claim.waitKey = req.key;
       this.waitersInFlight++;
@@ -109,6 +147,12 @@ export class Admission {
     this.claims.delete(id);
     if (claim.lease) this.leasesInFlight--;
     if (claim.record) this.recordsInFlight--;
+    if (claim.opens) this.opensInFlight--;
+    if (claim.sessionId > 0) {
+      const n = (this.sessionHoldsInFlight.get(claim.sessionId) ?? 1) - 1;
+      if (n > 0) this.sessionHoldsInFlight.set(claim.sessionId, n);
+      else this.sessionHoldsInFlight.delete(claim.sessionId);
+    }
     if (claim.waitKey !== '') {
       this.waitersInFlight--;
       const n = (this.keyWaitersInFlight.get(claim.waitKey) ?? 1) - 1;
@@ -124,6 +168,6 @@ export class Admission {
 
   private claimOf(state: LockStateView, req: Pick<ValidAcquire, 'key' | 'owner'>): Claim {
     const record = state.recordOf(req.key);
-    return { owner: req.owner, lease: !record, ownerLease: record?.owner !== req.owner, record: record === undefined, waitKey: '' };
+    return { owner: req.owner, lease: !record, ownerLease: record?.owner !== req.owner, record: record === undefined, waitKey: '', sessionId: 0, opens: false };
   }
 }

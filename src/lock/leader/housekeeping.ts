@@ -6,6 +6,8 @@
 // - Wait deadlines: a `dequeue {key, ticket, deadline}` for every waiter whose wait deadline passed by the
 //   leader's now (wait-line.ts), so its caller hears "not acquired" on time — as a fact of the log. One
 //   proposal per waiter, the same way.
+// - Sessions: an `expireSession {sessionId}` for every session past its deadline (session.ts), so its holds
+//   and waiters go in one entry. One proposal per session, the same way.
 // - Lock-delays: an `undelay {key}` for every key whose lock-delay has passed, so its line is served (and
 //   the key's delay record goes). One proposal per key, the same way.
 // - Checkpoint: when leases exist and nothing was proposed for checkpointIdleMs, a checkpoint records
@@ -15,13 +17,14 @@
 //   with that cut-off, so the free keys' records stay bounded by the churn of one retention period. At
 //   most one in flight; the cut-off travels in the entry, so replicas with other settings agree.
 import type { LockCommand } from '../commands.js';
-import type { DequeueResult, ExpireResult, UndelayResult } from '../types.js';
+import type { DequeueResult, ExpireResult, SessionEndResult, UndelayResult } from '../types.js';
 import type { LockStateView, ProposalId } from './types.js';
 
 export type HousekeepingProposal =
   | { kind: 'expire'; leaseId: string }
   | { kind: 'dequeue'; waiterId: string }
   | { kind: 'undelay'; key: string }
+  | { kind: 'expireSession'; sessionId: bigint }
   | { kind: 'checkpoint' }
   | { kind: 'forget' };
 
@@ -32,6 +35,8 @@ export class Housekeeping {
   private readonly dequeuing = new Map<string, ProposalId>();
   /** key -> the proposal ending its lock-delay. */
   private readonly undelaying = new Map<string, ProposalId>();
+  /** session id -> the proposal expiring it. */
+  private readonly expiringSessions = new Map<bigint, ProposalId>();
   private checkpoint: ProposalId | null = null;
   private forget: ProposalId | null = null;
   /** Stamp of the last proposal this node made as leader (any kind). */
@@ -63,6 +68,11 @@ export class Housekeeping {
       if (this.dequeuing.has(waiterId)) continue;
       this.dequeuing.set(waiterId, propose({ type: 'dequeue', timeMs: 0, key: due.key, ticket: due.ticket, cause: 'deadline' }, { kind: 'dequeue', waiterId }));
     }
+    for (const due of state.dueSessions(nowMs, this.expireBatch)) {
+      if (this.expiringSessions.has(due.sessionId)) continue;
+      const command: LockCommand = { type: 'expireSession', timeMs: 0, sessionId: Number(due.sessionId) };
+      this.expiringSessions.set(due.sessionId, propose(command, { kind: 'expireSession', sessionId: due.sessionId }));
+    }
     for (const due of state.dueDelays(nowMs, this.expireBatch)) {
       if (this.undelaying.has(due.key)) continue;
       this.undelaying.set(due.key, propose({ type: 'undelay', timeMs: 0, key: due.key }, { kind: 'undelay', key: due.key }));
@@ -87,6 +97,11 @@ export class Housekeeping {
     this.dequeuing.delete(`${result.key}#${result.ticket}`);
   }
 
+  /** A session ended (expired, or closed by its owner meanwhile): its expiry is no longer in flight. */
+  sessionEnded(result: SessionEndResult): void {
+    if (result.ended || result.reason === 'NOT_HELD') this.expiringSessions.delete(result.sessionId);
+  }
+
   /** An undelay entry applied (ours or a previous leader's). */
   undelayApplied(result: UndelayResult): void {
     this.undelaying.delete(result.key);
@@ -98,6 +113,8 @@ export class Housekeeping {
       if (this.checkpoint === id) this.checkpoint = null;
     } else if (purpose.kind === 'forget') {
       if (this.forget === id) this.forget = null;
+    } else if (purpose.kind === 'expireSession') {
+      if (this.expiringSessions.get(purpose.sessionId) === id) this.expiringSessions.delete(purpose.sessionId);
     } else if (purpose.kind === 'undelay') {
       if (this.undelaying.get(purpose.key) === id) this.undelaying.delete(purpose.key);
     } else if (purpose.kind === 'dequeue') {
@@ -112,5 +129,6 @@ export class Housekeeping {
     this.expiring.clear();
     this.dequeuing.clear();
     this.undelaying.clear();
+    this.expiringSessions.clear();
   }
 }

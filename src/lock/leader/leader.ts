@@ -191,6 +191,10 @@ export class LockLeader {
       case 'undelay':
         this.housekeeping.undelayApplied(result);
         break;
+      case 'expireSession':
+      case 'closeSession':
+        this.housekeeping.sessionEnded(result);
+        break;
       default:
         break;
     }
@@ -253,6 +257,23 @@ export class LockLeader {
         this.reads.set(callId, request.key);
         this.out.push({ type: 'readBarrier', callId, timeoutMs });
         break;
+      case 'openSession': {
+        const exhausted = this.admission.refuseOpenSession(this.state());
+        if (exhausted !== null) {
+          this.fail(callId, { kind: 'exhausted', message: exhausted, leaderId: null });
+          break;
+        }
+        const r = request.req;
+        const id = this.proposeFor(callId, { type: 'openSession', timeMs: 0, owner: r.owner, ttlMs: r.ttlMs, requestId: r.requestId, lockDelayMs: r.lockDelayMs }, timeoutMs);
+        this.admission.proposedOpen(id);
+        break;
+      }
+      case 'renewSession':
+      case 'closeSession': {
+        const r = request.req;
+        this.proposeFor(callId, { type: request.op, timeMs: 0, sessionId: r.sessionId, owner: r.owner }, timeoutMs);
+        break;
+      }
     }
   }
 
@@ -265,8 +286,23 @@ export class LockLeader {
       this.attach(callId, inLine.key, inLine.ticket);
       return;
     }
+    const sessionId = req.sessionId ?? 0;
+    let sessionHolds = 0;
+    if (sessionId > 0) {
+      // A session's owner never changes, so the applied state answers this for every later entry too (SPEC:
+      // INVALID_ARGUMENT). A session this node has not seen yet is judged by the machine (SESSION_NOT_OPEN).
+      const session = this.state().sessionInfo(sessionId);
+      if (session !== undefined && session.owner !== req.owner) {
+        this.fail(callId, { kind: 'invalid', message: `owner: ${JSON.stringify(req.owner)} is not the owner of session ${sessionId}`, leaderId: null });
+        return;
+      }
+      sessionHolds = session?.holds ?? 0;
+    }
     // Limits (admission.ts): a new waiter must fit the lines; a grant must fit the leases and key records.
-    const exhausted = (req.waitMs > 0 ? this.admission.refuseWaiter(this.state(), req.key) : null) ?? this.admission.refuseAcquire(this.state(), req);
+    const exhausted =
+      (sessionId > 0 ? this.admission.refuseSessionHold(sessionId, sessionHolds) : null) ??
+      (req.waitMs > 0 ? this.admission.refuseWaiter(this.state(), req.key) : null) ??
+      this.admission.refuseAcquire(this.state(), req);
     if (exhausted !== null) {
       this.fail(callId, { kind: 'exhausted', message: exhausted, leaderId: null });
       return;
@@ -275,6 +311,7 @@ export class LockLeader {
     if (req.waitMs > 0) command.waitMs = req.waitMs;
     if (req.lockDelayMs > 0) command.lockDelayMs = req.lockDelayMs;
     if (req.value !== undefined) command.value = req.value;
+    if (sessionId > 0) command.sessionId = sessionId;
     // Any acquire may come back "in line": a blocking one that the log queued, and also a retry of a waiting
     // request whose remaining wait_ms has run down to 0 on the client (it re-attaches, wait or not: its
     // place keeps its first deadline). Answering that result as a refusal would tell a waiter "not
@@ -339,8 +376,8 @@ export class LockLeader {
 
   // ------------------------------------------------------------------ proposals
 
-  private proposeFor(callId: CallId, command: LockCommand, timeoutMs: number): void {
-    this.propose(command, { kind: 'client', callId }, timeoutMs);
+  private proposeFor(callId: CallId, command: LockCommand, timeoutMs: number): ProposalId {
+    return this.propose(command, { kind: 'client', callId }, timeoutMs);
   }
 
   /** Stamp `command` with the leader's now and ask the adapter to propose it. */
@@ -349,7 +386,7 @@ export class LockLeader {
     const stamped = { ...command, timeMs: this.nowMs } as LockCommand;
     this.housekeeping.lastProposalAtMs = stamped.timeMs;
     this.proposals.set(proposalId, purpose);
-    if (stamped.type === 'acquire') this.admission.proposed(proposalId, this.state(), stamped, (stamped.waitMs ?? 0) > 0);
+    if (stamped.type === 'acquire') this.admission.proposed(proposalId, this.state(), stamped, (stamped.waitMs ?? 0) > 0, stamped.sessionId ?? 0);
     this.out.push({ type: 'propose', proposalId, command: stamped, timeoutMs });
     return proposalId;
   }
@@ -375,6 +412,7 @@ export class LockLeader {
       case 'forget':
       case 'dequeue':
       case 'undelay':
+      case 'expireSession':
         this.housekeeping.settled(id, purpose);
         break;
     }
@@ -421,6 +459,7 @@ export class LockLeader {
       case 'forget':
       case 'dequeue':
       case 'undelay':
+      case 'expireSession':
         this.housekeeping.settled(id, purpose);
         break;
     }
@@ -444,7 +483,7 @@ export class LockLeader {
     const v = state.get(key);
     const waiters = state.waiterCountOf(key);
     if (!v.held) return { ...v, waiters };
-    if (v.expiresAtMs <= nowMs) return { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: v.lastToken, waiters };
+    if (v.expiresAtMs <= nowMs) return { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: v.lastToken, waiters }; // (its session's too)
     const value = state.valueOf(key);
     return { ...v, ttlMs: v.expiresAtMs - nowMs, waiters, ...(value !== undefined ? { value } : {}) };
   }

@@ -3,8 +3,9 @@
 // or a Raft node. The adapter (src/server/lock-service.ts) turns node events and client calls into events,
 // and carries the commands out: proposals through Raft, answers to callers, wake-ups on its scheduler.
 import type { LockCommand } from '../commands.js';
-import type { AcquireOutcome, AcquireResult, DueLease, LockResult, LockView, ReleaseResult, RenewResult } from '../types.js';
-import type { ValidAcquire, ValidRelease, ValidRenew } from '../validate.js';
+import type { AcquireOutcome, AcquireResult, DueLease, LockResult, LockView, OpenSessionResult, ReleaseResult, RenewResult, RenewSessionResult, SessionEndResult } from '../types.js';
+import type { ValidAcquire, ValidOpenSession, ValidRelease, ValidRenew, ValidSessionCall } from '../validate.js';
+import type { DueSession } from '../session.js';
 import type { DueWaiter } from '../wait-line.js';
 import type { DueDelay } from '../key-delays.js';
 import { NO_LOCK_LIMITS, type LockLimitSettings } from './admission.js';
@@ -37,6 +38,10 @@ export interface LockStateView {
   readonly waiterCount: number;
   waiterCountOf(key: string): number;
   hasLiveLeases(): boolean;
+  /** Open sessions; one of them as it is now; the ones past their deadline (session.ts). */
+  readonly sessionCount: number;
+  sessionInfo(id: number): { owner: string; holds: number; waiters: number; live: boolean } | undefined;
+  dueSessions(nowMs: number, limit: number): DueSession[];
   /** Leases (live or awaiting expiry), and every key record (leases + free keys). */
   readonly leaseCount: number;
   readonly keyCount: number;
@@ -52,9 +57,12 @@ export type ClientRequest =
   | { op: 'acquire'; req: ValidAcquire }
   | { op: 'renew'; req: ValidRenew }
   | { op: 'release'; req: ValidRelease }
-  | { op: 'get'; key: string };
+  | { op: 'get'; key: string }
+  | { op: 'openSession'; req: ValidOpenSession }
+  | { op: 'renewSession'; req: ValidSessionCall }
+  | { op: 'closeSession'; req: ValidSessionCall };
 
-export type ClientAnswer = AcquireResult | RenewResult | ReleaseResult | LockView;
+export type ClientAnswer = AcquireResult | RenewResult | ReleaseResult | LockView | OpenSessionResult | RenewSessionResult | SessionEndResult;
 
 export type RaftRole = 'leader' | 'follower' | 'candidate' | 'pre-candidate';
 
@@ -84,8 +92,9 @@ export interface ProposalError {
 /** What the caller is told when its call fails. `unavailable` maps to gRPC UNAVAILABLE (retry with the
  *  same request_id; with `leaderId`, a follower may forward there), `rejected` to FAILED_PRECONDITION
  *  (the state machine refused the command as a whole), `exhausted` to RESOURCE_EXHAUSTED (a configured
- *  limit, named in the message), `internal` to INTERNAL. */
-export type FailureKind = 'unavailable' | 'rejected' | 'internal' | 'exhausted';
+ *  limit, named in the message), `invalid` to INVALID_ARGUMENT (a request that contradicts the replicated
+ *  state, e.g. an owner that is not its session's), `internal` to INTERNAL. */
+export type FailureKind = 'unavailable' | 'rejected' | 'internal' | 'exhausted' | 'invalid';
 
 export interface CallFailure {
   kind: FailureKind;

@@ -72,7 +72,7 @@ describe('parseConfig: the smallest valid file and the defaults', () => {
       lock: { minTtlMs: 100, maxTtlMs: 3600000, dedupWindowMs: 600000, maxWaitMs: 300000, maxLockDelayMs: 60000, maxValueBytes: 1024, checkpointIdleMs: 1000, freeKeyRetentionMs: 600000 },
       limits: {
         maxMessageBytes: 4194304, peerQueueMessages: 10000, maxKeyBytes: 512, maxOwnerBytes: 256,
-        maxWaitersPerKey: 10000, maxWaiters: 100000, maxHeldPerOwner: 100000, maxHeld: 1000000, maxKeys: 1000000,
+        maxWaitersPerKey: 10000, maxWaiters: 100000, maxHeldPerOwner: 100000, maxHeld: 1000000, maxKeys: 1000000, maxSessions: 100000, maxHoldsPerSession: 10000,
       },
       log: { level: 'info', format: 'auto' },
       metrics: { address: null },
@@ -162,7 +162,7 @@ describe('parseConfig errors name the key path (and the line)', () => {
 
   it('an unknown key with nothing close lists what is allowed', () => {
     expect(errorOf(withExtra('limits:\n  colour: blue')).message).toContain(
-      'limits.colour: unknown key (expected one of: maxMessageBytes, peerQueueMessages, maxKeyBytes, maxOwnerBytes, maxWaitersPerKey, maxWaiters, maxHeldPerOwner, maxHeld, maxKeys)',
+      'limits.colour: unknown key (expected one of: maxMessageBytes, peerQueueMessages, maxKeyBytes, maxOwnerBytes, maxWaitersPerKey, maxWaiters, maxHeldPerOwner, maxHeld, maxKeys, maxSessions, maxHoldsPerSession)',
     );
     expect(errorOf(withExtra('raftt:\n  tickMs: 5')).message).toContain('raftt: unknown key (did you mean raft?)');
     expect(errorOf(withExtra('tickMs: 5')).message).toContain('tickMs: unknown key here (did you mean raft.tickMs?)');

@@ -134,9 +134,10 @@ export class LeaderRig {
     this.step({ type: 'proposalFailed', proposalId, error: { kind: 'timeout', message: 'planted timeout', index: this.machine.appliedIndex + at + 1 } });
   }
 
-  acquire(key: string, owner: string, opts: { waitMs?: number; requestId?: string; ttlMs?: number; timeoutMs?: number; lockDelayMs?: number } = {}): CallId {
+  acquire(key: string, owner: string, opts: { waitMs?: number; requestId?: string; ttlMs?: number; timeoutMs?: number; lockDelayMs?: number; sessionId?: number } = {}): CallId {
     const callId = this.nextCallId++;
-    const req = { key, owner, ttlMs: opts.ttlMs ?? 10_000, waitMs: opts.waitMs ?? 0, requestId: opts.requestId ?? `${owner}-${callId}`, lockDelayMs: opts.lockDelayMs ?? 0 };
+    const session = opts.sessionId ?? 0;
+    const req = { key, owner, ttlMs: session > 0 ? 0 : (opts.ttlMs ?? 10_000), waitMs: opts.waitMs ?? 0, requestId: opts.requestId ?? `${owner}-${callId}`, lockDelayMs: opts.lockDelayMs ?? 0, sessionId: session };
     this.step({ type: 'request', callId, request: { op: 'acquire', req }, timeoutMs: opts.timeoutMs ?? 5000 + req.waitMs });
     return callId;
   }
@@ -144,6 +145,17 @@ export class LeaderRig {
   release(key: string, owner: string, token: bigint): CallId {
     const callId = this.nextCallId++;
     this.step({ type: 'request', callId, request: { op: 'release', req: { key, owner, token, requestId: `rel-${callId}` } }, timeoutMs: 5000 });
+    return callId;
+  }
+
+  /** A session call: open (owner, ttlMs), renew or close (sessionId). */
+  session(request: { op: 'openSession'; owner: string; ttlMs: number } | { op: 'renewSession' | 'closeSession'; sessionId: number; owner?: string }): CallId {
+    const callId = this.nextCallId++;
+    const req =
+      request.op === 'openSession'
+        ? ({ op: 'openSession', req: { owner: request.owner, ttlMs: request.ttlMs, requestId: `open-${callId}`, lockDelayMs: 0 } } as const)
+        : ({ op: request.op, req: { sessionId: request.sessionId, requestId: `s-${callId}`, owner: request.owner ?? '' } } as const);
+    this.step({ type: 'request', callId, request: req, timeoutMs: 5000 });
     return callId;
   }
 

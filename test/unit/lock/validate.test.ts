@@ -3,6 +3,8 @@ import {
   DEFAULT_LOCK_LIMITS,
   validateAcquire,
   validateGet,
+  validateOpenSession,
+  validateSessionCall,
   validateRelease,
   validateRenew,
   ValidationError,
@@ -15,7 +17,7 @@ function errorOf<T>(result: Validated<T>): ValidationError {
   return result.error;
 }
 
-const acquire = { key: 'invoice:42', owner: 'worker-a', ttlMs: 10_000, waitMs: 0, requestId: 'r1', lockDelayMs: 0 };
+const acquire = { key: 'invoice:42', owner: 'worker-a', ttlMs: 10_000, waitMs: 0, requestId: 'r1', lockDelayMs: 0, sessionId: 0 };
 const renew = { key: 'invoice:42', owner: 'worker-a', token: '41', ttlMs: 10_000, requestId: '' };
 const release = { key: 'invoice:42', owner: 'worker-a', token: 41n };
 
@@ -24,8 +26,29 @@ describe('validateAcquire', () => {
     expect(validateAcquire(acquire)).toEqual({ ok: true, value: acquire });
     expect(validateAcquire({ key: 'k', owner: 'o', ttlMs: '100' })).toEqual({
       ok: true,
-      value: { key: 'k', owner: 'o', ttlMs: 100, waitMs: 0, requestId: '', lockDelayMs: 0 },
+      value: { key: 'k', owner: 'o', ttlMs: 100, waitMs: 0, requestId: '', lockDelayMs: 0, sessionId: 0 },
     });
+  });
+
+  it('under a session: ttl_ms must be 0 (named), session_id must be a safe positive integer', () => {
+    expect(validateAcquire({ key: 'k', owner: 'o', ttlMs: '0', sessionId: '42' })).toEqual({
+      ok: true,
+      value: { key: 'k', owner: 'o', ttlMs: 0, waitMs: 0, requestId: '', lockDelayMs: 0, sessionId: 42 },
+    });
+    expect(errorOf(validateAcquire({ key: 'k', owner: 'o', ttlMs: '100', sessionId: '42' }))).toMatchObject({ field: 'ttl_ms', message: expect.stringMatching(/must be 0 for a hold under a session/) });
+    expect(errorOf(validateAcquire({ key: 'k', owner: 'o', ttlMs: '0' }))).toMatchObject({ field: 'ttl_ms' });
+    expect(errorOf(validateAcquire({ key: 'k', owner: 'o', ttlMs: '0', sessionId: '-1' }))).toMatchObject({ field: 'session_id' });
+    expect(errorOf(validateAcquire({ key: 'k', owner: 'o', ttlMs: '0', sessionId: '9007199254740993' }))).toMatchObject({ field: 'session_id' });
+  });
+
+  it('OpenSession and RenewSession/CloseSession name their bad fields', () => {
+    expect(validateOpenSession({ owner: 'o', ttlMs: '1000', requestId: 'r' })).toEqual({ ok: true, value: { owner: 'o', ttlMs: 1000, requestId: 'r', lockDelayMs: 0 } });
+    expect(errorOf(validateOpenSession({ owner: '', ttlMs: '1000' })).field).toBe('owner');
+    expect(errorOf(validateOpenSession({ owner: 'o', ttlMs: '5' })).field).toBe('ttl_ms');
+    expect(errorOf(validateOpenSession({ owner: 'o', ttlMs: '1000', lockDelayMs: '999999999' })).field).toBe('lock_delay_ms');
+    expect(validateSessionCall({ sessionId: '7' })).toEqual({ ok: true, value: { sessionId: 7, requestId: '', owner: '' } });
+    expect(errorOf(validateSessionCall({ sessionId: '0' }))).toMatchObject({ field: 'session_id', message: 'session_id is required' });
+    expect(errorOf(validateSessionCall({ sessionId: 'x' })).field).toBe('session_id');
   });
 
   it('names the key: missing, empty, too long in UTF-8 bytes, wrong type, lone surrogate', () => {

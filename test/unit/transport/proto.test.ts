@@ -187,7 +187,9 @@ describe('proto files and loader', () => {
       Object.fromEntries(
         Object.entries(client.service).map(([name, m]) => [name, `${m.requestStream ? 'stream ' : ''}->${m.responseStream ? ' stream' : ''}`]),
       );
-    expect(shape(LockClient)).toEqual({ Acquire: '->', Renew: '->', Release: '->', Get: '->', Stream: 'stream -> stream' });
+    expect(shape(LockClient)).toEqual({
+      Acquire: '->', Renew: '->', Release: '->', Get: '->', Stream: 'stream -> stream', OpenSession: '->', RenewSession: '->', CloseSession: '->',
+    });
     expect(shape(ClusterClient)).toEqual({ Status: '->', AddMember: '->', PromoteMember: '->', RemoveMember: '->', TransferLeader: '->' });
     expect(shape(RaftClient)).toEqual({ Stream: 'stream ->', Forward: 'stream -> stream' });
     expect(LockClient.service.Acquire.path).toBe('/leasehold.v1.Lock/Acquire');
@@ -198,7 +200,14 @@ describe('proto files and loader', () => {
   it('keeps the field names, numbers and types of the public messages', () => {
     const fields = (name: string) =>
       messageDescriptor(name).field.map((f) => `${f.name}=${(f as unknown as { number: number }).number}:${f.type.slice(5).toLowerCase()}`);
-    expect(fields('leasehold.v1.AcquireRequest')).toEqual(['key=1:string', 'owner=2:string', 'ttl_ms=3:int64', 'wait_ms=4:int64', 'request_id=5:string', 'lock_delay_ms=6:int64', 'value=7:bytes']);
+    expect(fields('leasehold.v1.AcquireRequest')).toEqual(['key=1:string', 'owner=2:string', 'ttl_ms=3:int64', 'wait_ms=4:int64', 'request_id=5:string', 'lock_delay_ms=6:int64', 'value=7:bytes', 'session_id=8:uint64']);
+    // SPEC "Sessions".
+    expect(fields('leasehold.v1.OpenSessionRequest')).toEqual(['owner=1:string', 'ttl_ms=2:int64', 'request_id=3:string', 'lock_delay_ms=4:int64']);
+    expect(fields('leasehold.v1.OpenSessionResponse')).toEqual(['session_id=1:uint64', 'ttl_ms=2:int64', 'expires_at_ms=3:int64']);
+    expect(fields('leasehold.v1.RenewSessionRequest')).toEqual(['session_id=1:uint64', 'request_id=2:string', 'owner=3:string']);
+    expect(fields('leasehold.v1.RenewSessionResponse')).toEqual(['renewed=1:bool', 'ttl_ms=2:int64', 'expires_at_ms=3:int64', 'reason=4:enum']);
+    expect(fields('leasehold.v1.CloseSessionRequest')).toEqual(['session_id=1:uint64', 'request_id=2:string', 'owner=3:string']);
+    expect(fields('leasehold.v1.CloseSessionResponse')).toEqual(['closed=1:bool', 'released=2:string', 'reason=3:enum']);
     expect(fields('leasehold.v1.AcquireResponse')).toEqual([
       'acquired=1:bool', 'token=2:uint64', 'ttl_ms=3:int64', 'expires_at_ms=4:int64', 'holder_owner=5:string', 'holder_ttl_ms=6:int64', 'delay_ms_left=7:int64',
     ]);
@@ -207,8 +216,8 @@ describe('proto files and loader', () => {
     expect(fields('leasehold.v1.ReleaseRequest')).toEqual(['key=1:string', 'owner=2:string', 'token=3:uint64', 'request_id=4:string']);
     expect(fields('leasehold.v1.ReleaseResponse')).toEqual(['released=1:bool', 'reason=2:enum']);
     expect(fields('leasehold.v1.GetRequest')).toEqual(['key=1:string']);
-    expect(fields('leasehold.v1.LockCall')).toEqual(['call_id=1:uint64', 'timeout_ms=2:uint32', 'cancel=3:bool', 'acquire=10:message', 'renew=11:message', 'release=12:message', 'get=13:message']);
-    expect(fields('leasehold.v1.LockAnswer')).toEqual(['call_id=1:uint64', 'code=2:int32', 'details=3:string', 'leader=4:string', 'acquire=10:message', 'renew=11:message', 'release=12:message', 'get=13:message']);
+    expect(fields('leasehold.v1.LockCall')).toEqual(['call_id=1:uint64', 'timeout_ms=2:uint32', 'cancel=3:bool', 'acquire=10:message', 'renew=11:message', 'release=12:message', 'get=13:message', 'open_session=14:message', 'renew_session=15:message', 'close_session=16:message']);
+    expect(fields('leasehold.v1.LockAnswer')).toEqual(['call_id=1:uint64', 'code=2:int32', 'details=3:string', 'leader=4:string', 'acquire=10:message', 'renew=11:message', 'release=12:message', 'get=13:message', 'open_session=14:message', 'renew_session=15:message', 'close_session=16:message']);
     expect(fields('leasehold.v1.GetResponse')).toEqual([
       'held=1:bool', 'owner=2:string', 'token=3:uint64', 'ttl_ms=4:int64', 'expires_at_ms=5:int64', 'last_token=6:uint64', 'waiters=7:uint32', 'holders=8:message',
     ]);
@@ -311,6 +320,9 @@ describe('generated clients and service definitions over a real gRPC connection'
       Renew: (_call, cb) => cb(null, { renewed: false, reason: 'WRONG_TOKEN' }),
       Release: (_call, cb) => cb(null, { released: true }),
       Get: (_call, cb) => cb({ code: grpc.status.UNAVAILABLE, details: 'no leader' }),
+      OpenSession: (_call, cb) => cb(null, { session_id: '7', ttl_ms: '1000' }),
+      RenewSession: (_call, cb) => cb(null, { renewed: true }),
+      CloseSession: (_call, cb) => cb(null, { closed: true, released: ['a'] }),
       Stream: (call) => call.end(),
     };
     const raft: RaftHandlers = {

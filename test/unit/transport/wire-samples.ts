@@ -10,6 +10,11 @@ import type {
   AcquireResponse,
   GetRequest,
   GetResponse,
+  OpenSessionRequest,
+  OpenSessionResponse,
+  SessionCallRequest,
+  RenewSessionResponse,
+  CloseSessionResponse,
   ReleaseRequest,
   ReleaseResponse,
   RenewRequest,
@@ -50,6 +55,7 @@ const acquireRequest: AcquireRequest = {
   request_id: 'req-1',
   lock_delay_ms: '2000',
   value: Buffer.from('job-42'),
+  session_id: '9007199254740993',
 };
 const acquireResponse: AcquireResponse = {
   acquired: true,
@@ -81,6 +87,13 @@ const getResponse: GetResponse = {
   waiters: 3,
   holders: [{ owner: 'worker-7', token: '17', ttl_ms: '2500', expires_at_ms: '1732900000000', shared: false, session_id: '0', value: Buffer.from('10.0.0.7:8080') }],
 };
+
+const openSessionRequest: OpenSessionRequest = { owner: 'worker-7', ttl_ms: '10000', request_id: 'req-4', lock_delay_ms: '1000' };
+const openSessionResponse: OpenSessionResponse = { session_id: UINT64_MAX, ttl_ms: '10000', expires_at_ms: '1732900000000' };
+const renewSessionRequest: SessionCallRequest = { session_id: '41', request_id: 'req-5', owner: 'worker-7' };
+const renewSessionResponse: RenewSessionResponse = { renewed: false, ttl_ms: '0', expires_at_ms: '0', reason: 'EXPIRED' };
+const closeSessionRequest: SessionCallRequest = { session_id: '41', request_id: 'req-6', owner: '' };
+const closeSessionResponse: CloseSessionResponse = { closed: true, released: ['orders/42', 'orders/43'], reason: 'UNSPECIFIED' };
 
 // ---- leasehold.v1.Cluster ----
 const statusRequest: StatusRequest = {};
@@ -156,6 +169,9 @@ const forwardedCalls: WireForwardedCall[] = [
   { ...forwardHeader, request: 'renew', renew: renewRequest },
   { ...forwardHeader, request: 'release', release: releaseRequest },
   { ...forwardHeader, request: 'get', get: getRequest },
+  { ...forwardHeader, request: 'open_session', open_session: openSessionRequest },
+  { ...forwardHeader, request: 'renew_session', renew_session: renewSessionRequest },
+  { ...forwardHeader, request: 'close_session', close_session: closeSessionRequest },
   { ...forwardHeader, timeout_ms: 0, cancel: true },
 ];
 const forwardedAnswers: WireForwardedAnswer[] = [
@@ -163,6 +179,9 @@ const forwardedAnswers: WireForwardedAnswer[] = [
   { call_id: '8', code: 0, details: '', response: 'renew', renew: renewResponse },
   { call_id: '9', code: 0, details: '', response: 'release', release: releaseResponse },
   { call_id: '10', code: 0, details: '', response: 'get', get: getResponse },
+  { call_id: '12', code: 0, details: '', response: 'open_session', open_session: openSessionResponse },
+  { call_id: '13', code: 0, details: '', response: 'renew_session', renew_session: renewSessionResponse },
+  { call_id: '14', code: 0, details: '', response: 'close_session', close_session: closeSessionResponse },
   { call_id: '11', code: 14, details: 'no leader' },
 ];
 
@@ -171,6 +190,9 @@ const lockCalls: WireLockCall[] = [
   { call_id: '2', timeout_ms: 0, cancel: false, request: 'renew', renew: renewRequest },
   { call_id: '3', timeout_ms: 100, cancel: false, request: 'release', release: releaseRequest },
   { call_id: '4', timeout_ms: 100, cancel: false, request: 'get', get: getRequest },
+  { call_id: '6', timeout_ms: 100, cancel: false, request: 'open_session', open_session: openSessionRequest },
+  { call_id: '7', timeout_ms: 100, cancel: false, request: 'renew_session', renew_session: renewSessionRequest },
+  { call_id: '8', timeout_ms: 100, cancel: false, request: 'close_session', close_session: closeSessionRequest },
   { call_id: '1', timeout_ms: 0, cancel: true },
 ];
 const lockAnswers: WireLockAnswer[] = [
@@ -178,6 +200,9 @@ const lockAnswers: WireLockAnswer[] = [
   { call_id: '2', code: 0, details: '', leader: '', response: 'renew', renew: renewResponse },
   { call_id: '3', code: 0, details: '', leader: '', response: 'release', release: releaseResponse },
   { call_id: '4', code: 0, details: '', leader: '', response: 'get', get: getResponse },
+  { call_id: '6', code: 0, details: '', leader: '', response: 'open_session', open_session: openSessionResponse },
+  { call_id: '7', code: 0, details: '', leader: '', response: 'renew_session', renew_session: renewSessionResponse },
+  { call_id: '8', code: 0, details: '', leader: '', response: 'close_session', close_session: closeSessionResponse },
   { call_id: '5', code: 3, details: 'key: must not be empty', leader: '' },
 ];
 
@@ -204,6 +229,12 @@ export const WIRE_SAMPLES: readonly WireSample[] = [
   ...many('leasehold.v1.Lock', 'Release', 'response', [releaseResponse]),
   ...many('leasehold.v1.Lock', 'Get', 'request', [getRequest]),
   ...many('leasehold.v1.Lock', 'Get', 'response', [getResponse]),
+  ...many('leasehold.v1.Lock', 'OpenSession', 'request', [openSessionRequest]),
+  ...many('leasehold.v1.Lock', 'OpenSession', 'response', [openSessionResponse]),
+  ...many('leasehold.v1.Lock', 'RenewSession', 'request', [renewSessionRequest]),
+  ...many('leasehold.v1.Lock', 'RenewSession', 'response', [renewSessionResponse]),
+  ...many('leasehold.v1.Lock', 'CloseSession', 'request', [closeSessionRequest]),
+  ...many('leasehold.v1.Lock', 'CloseSession', 'response', [closeSessionResponse]),
   ...many('leasehold.v1.Cluster', 'Status', 'request', [statusRequest]),
   ...many('leasehold.v1.Cluster', 'Status', 'response', [statusResponse]),
   ...many('leasehold.v1.Cluster', 'AddMember', 'request', [addMemberRequest]),
