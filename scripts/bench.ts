@@ -91,6 +91,10 @@ async function runWorkload(name: WorkloadName, args: BenchArgs, scale: BenchScal
         await attempt(results, { workload: name, system: f.system, round }, async () => {
           results.rows.push(await withCluster(f, start(round), (c) => runRenew(c, scale, round)));
         });
+        console.log(`-- renew (sessions) round ${round}: ${f.system}`);
+        await attempt(results, { workload: `${name} (sessions)`, system: f.system, round }, async () => {
+          results.rows.push(await withCluster(f, start(round), (c) => runRenew(c, scale, round, true)));
+        });
       }
     }
     return workloadTable('renew', renewDescription, results.rows);

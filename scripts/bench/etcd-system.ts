@@ -203,7 +203,8 @@ class EtcdCluster implements SystemCluster {
       return new TxnSession(client, lease, await lease.grant());
     }
     const client = new EtcdMemberClient(this.address(member));
-    return new V3LockSession(client, await client.grantLease(SESSION_TTL_S, CALL_SLACK_MS), opts);
+    const sessionTtlS = opts.sessionTtlMs !== undefined ? ttlSeconds(opts.sessionTtlMs) : SESSION_TTL_S;
+    return new V3LockSession(client, await client.grantLease(sessionTtlS, CALL_SLACK_MS), opts);
   }
 
   async stop(): Promise<void> {

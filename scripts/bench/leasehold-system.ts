@@ -5,7 +5,7 @@ import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EndpointPool, newRequestId } from '../../src/client/rpc.js';
 import type { TraceStamp } from '../../src/trace/stages.js';
-import type { AcquireResponse, ReleaseResponse, RenewResponse } from '../../src/transport/proto.js';
+import type { AcquireResponse, OpenSessionResponse, ReleaseResponse, RenewResponse, RenewSessionResponse } from '../../src/transport/proto.js';
 import { TestCluster, freePorts, waitFor } from '../../test/integration/harness.js';
 import { LeaseLostError, type AcquireOptions, type HeldLock, type LockSession, type SessionOptions, type StartOptions, type SystemCluster, type SystemFactory } from './system.js';
 
@@ -20,13 +20,23 @@ let sessionSeq = 0;
 class LeaseholdSession implements LockSession {
   private readonly owner = `bench-${process.pid}-${++sessionSeq}`;
 
+  /** The server session every lock of this client lives under ('' = none: each lock is its own lease). */
+  private sessionId = '';
+
   constructor(
     private readonly pool: EndpointPool,
     private readonly onceTimeoutMs: number,
   ) {}
 
+  /** Opens the server session the locks of this client will live under (SessionOptions.sessionTtlMs). */
+  async openSession(ttlMs: number): Promise<void> {
+    const res = await this.pool.call<OpenSessionResponse>('OpenSession', { owner: this.owner, ttl_ms: String(ttlMs), request_id: newRequestId() }, Date.now() + CALL_SLACK_MS);
+    this.sessionId = res.session_id;
+  }
+
   async acquire(key: string, opts: AcquireOptions): Promise<HeldLock | null> {
-    const request = { key, owner: this.owner, ttl_ms: String(opts.ttlMs), wait_ms: String(opts.waitMs), request_id: newRequestId() };
+    const lease = this.sessionId === '' ? { ttl_ms: String(opts.ttlMs) } : { ttl_ms: '0', session_id: this.sessionId };
+    const request = { key, owner: this.owner, ...lease, wait_ms: String(opts.waitMs), request_id: newRequestId() };
     const deadline = Date.now() + opts.waitMs + (opts.once ? this.onceTimeoutMs : CALL_SLACK_MS);
     const res = await this.pool.call<AcquireResponse>('Acquire', request, deadline, undefined, opts.once ? { retry: false, attemptTimeoutMs: this.onceTimeoutMs } : {});
     return res.acquired ? { key, ref: { token: res.token, ttlMs: opts.ttlMs } } : null;
@@ -39,6 +49,11 @@ class LeaseholdSession implements LockSession {
   }
 
   async renew(lock: HeldLock): Promise<void> {
+    if (this.sessionId !== '') {
+      const res = await this.pool.call<RenewSessionResponse>('RenewSession', { session_id: this.sessionId, owner: this.owner, request_id: newRequestId() }, Date.now() + CALL_SLACK_MS);
+      if (!res.renewed) throw new LeaseLostError(`renew of session ${this.sessionId} refused: ${res.reason}`);
+      return;
+    }
     const { token, ttlMs } = lock.ref as { token: string; ttlMs: number };
     const res = await this.pool.call<RenewResponse>('Renew', { key: lock.key, owner: this.owner, token, ttl_ms: String(ttlMs), request_id: newRequestId() }, Date.now() + CALL_SLACK_MS);
     if (!res.renewed) throw new LeaseLostError(`renew of ${lock.key} refused: ${res.reason}`);
@@ -65,7 +80,9 @@ class LeaseholdCluster implements SystemCluster {
 
   async session(member: number, opts: SessionOptions = {}): Promise<LockSession> {
     const pool = new EndpointPool({ endpoints: [this.cluster.endpoint(this.members[member]!)], attemptTimeoutMs: 3000 });
-    return new LeaseholdSession(pool, opts.onceTimeoutMs ?? 3000);
+    const session = new LeaseholdSession(pool, opts.onceTimeoutMs ?? 3000);
+    if (opts.sessionTtlMs !== undefined) await session.openSession(opts.sessionTtlMs);
+    return session;
   }
 
   pids(): Map<string, number> {

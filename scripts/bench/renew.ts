@@ -13,7 +13,12 @@ export const RENEW_TTL_MS = 3000;
 const HOLDER_SESSIONS = 16;
 const CYCLE_CLIENTS = 4;
 
-export const renewDescription = `N held leases (ttl ${RENEW_TTL_MS} ms) each renewed every ttl/3, plus ${CYCLE_CLIENTS} clients doing acquire + release of fresh keys; clients = N`;
+/** The sessions row: the same N holds under this many sessions (leases), each renewed every ttl/3. */
+const HOLD_SESSIONS = 10;
+
+export const renewDescription =
+  `N held leases (ttl ${RENEW_TTL_MS} ms) each renewed every ttl/3, plus ${CYCLE_CLIENTS} clients doing acquire + release of fresh keys; clients = N. ` +
+  `"renew (sessions)": the same N holds under ${HOLD_SESSIONS} sessions (etcd: ${HOLD_SESSIONS} clients' leases), one renew per session every ttl/3`;
 
 export function heldForRenew(scale: BenchScale): number {
   return scale.quick ? 200 : 1000;
@@ -68,20 +73,26 @@ async function renewLoops(held: readonly { s: LockSession; lock: HeldLock }[], u
   return { latenciesMs, errors, lost, errorSamples: [...errorSamples] };
 }
 
-export async function runRenew(cluster: SystemCluster, scale: BenchScale, round: number): Promise<RunRow> {
+/**
+ * `sessions` false: every held lock is its own lease and renews alone (16 clients hold them). true: the same
+ * holds live under HOLD_SESSIONS sessions, and one renew per session keeps them all (the renew loop then
+ * renews one lock per session, which renews its session).
+ */
+export async function runRenew(cluster: SystemCluster, scale: BenchScale, round: number, sessions = false): Promise<RunRow> {
   const count = heldForRenew(scale);
-  const holders = await openSessions(cluster, HOLDER_SESSIONS, { leasePerLock: true });
+  const holders = sessions ? await openSessions(cluster, HOLD_SESSIONS, { sessionTtlMs: RENEW_TTL_MS }) : await openSessions(cluster, HOLDER_SESSIONS, { leasePerLock: true });
   const cyclers = await openSessions(cluster, CYCLE_CLIENTS);
   try {
     const held = await takeHeld(holders, count, round);
+    const renewed = sessions ? holders.map((s) => held.find((h) => h.s === s)!) : held;
     const m = await measured(cluster, async () => {
       const until = performance.now() + scale.seconds * 1000;
-      const [renews, cycles] = await Promise.all([renewLoops(held, until), drive(cyclers, until, (s, c, n) => cycle(s, `renew-cycle-${round}-${c}-${n}`, WAIT_MS, CYCLE_TTL_MS))]);
+      const [renews, cycles] = await Promise.all([renewLoops(renewed, until), drive(cyclers, until, (s, c, n) => cycle(s, `renew-cycle-${round}-${c}-${n}`, WAIT_MS, CYCLE_TTL_MS))]);
       return { renews, cycles };
     });
     const cycleLatency = summarize(m.result.cycles.latenciesMs);
     return {
-      workload: 'renew',
+      workload: sessions ? 'renew (sessions)' : 'renew',
       system: cluster.system,
       round,
       clients: count,
@@ -95,7 +106,7 @@ export async function runRenew(cluster: SystemCluster, scale: BenchScale, round:
       nodes: m.nodes,
       clientCpuSeconds: m.clientCpuSeconds,
       errorSamples: [...m.result.renews.errorSamples, ...m.result.cycles.errorSamples],
-      extra: { offeredRenewsPerSec: count / (RENEW_TTL_MS / 3 / 1000), leasesLost: m.result.renews.lost, cyclesPerSec: m.result.cycles.latenciesMs.length / m.seconds, cycleP99Ms: cycleLatency.p99Ms, cycleErrors: m.result.cycles.errors, ...nonZero(m.roleChanges) },
+      extra: { offeredRenewsPerSec: renewed.length / (RENEW_TTL_MS / 3 / 1000), leasesLost: m.result.renews.lost, cyclesPerSec: m.result.cycles.latenciesMs.length / m.seconds, cycleP99Ms: cycleLatency.p99Ms, cycleErrors: m.result.cycles.errors, ...nonZero(m.roleChanges) },
     };
   } finally {
     for (const s of [...holders, ...cyclers]) s.close();

@@ -36,6 +36,10 @@ export interface SessionOptions {
   leasePerLock?: boolean;
   /** Cap (ms) of a `once` acquire; other calls keep their usual deadlines and retries. */
   onceTimeoutMs?: number;
+  /** Hold every lock of this client under ONE session lease of this ttl, and renew(lock) renews that lease
+   *  (leasehold: OpenSession + Acquire.session_id + RenewSession; etcd: the client's session lease, as
+   *  clientv3's concurrency.Session). */
+  sessionTtlMs?: number;
 }
 
 export interface SystemCluster {
