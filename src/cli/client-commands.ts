@@ -1,13 +1,14 @@
-// Client commands of the `leasehold` CLI: acquire, renew, release, get (status: cluster-commands.ts).
+// Client commands of the `leasehold` CLI: acquire, renew, release, get, session open/renew/close
+// (status: cluster-commands.ts).
 // Exit codes (SPEC): 0 done, 1 usage / INVALID_ARGUMENT, 2 the cluster could not answer, 3 refused,
 // 4 permission denied — all through exit-codes.ts, which other commands reuse.
 import type { Command } from 'commander';
 import { EndpointPool, newRequestId } from '../client/rpc.js';
 import { clientTlsCredentials, type ClientTlsOptions } from '../client/tls.js';
-import type { AcquireResponse, GetResponse, ReleaseResponse, RenewResponse } from '../transport/proto.js';
+import type { AcquireResponse, CloseSessionResponse, GetResponse, OpenSessionResponse, ReleaseResponse, RenewResponse, RenewSessionResponse } from '../transport/proto.js';
 import { checkEndpoints, parseToken } from './args.js';
 import { formatDuration, isoTime, parseDuration } from './duration.js';
-import { EXIT, RefusedError, reportError } from './exit-codes.js';
+import { EXIT, RefusedError, UsageError, reportError } from './exit-codes.js';
 import { ReachWatch } from './reach.js';
 
 /** --endpoints default of every client command (and `run`). */
@@ -61,11 +62,13 @@ interface Outcome {
   refused?: boolean;
 }
 
+type CliMethod = 'Acquire' | 'Renew' | 'Release' | 'Get' | 'OpenSession' | 'RenewSession' | 'CloseSession';
+
 /** Context a command's steps get: the pool, the overall deadline, and a call that knows when nothing is reachable. */
 interface Ctx {
   pool: EndpointPool;
   deadline: number;
-  call<Res>(method: 'Acquire' | 'Renew' | 'Release' | 'Get', request: object | ((attempt: number) => object)): Promise<Res>;
+  call<Res>(method: CliMethod, request: object | ((attempt: number) => object)): Promise<Res>;
 }
 
 async function run(opts: CommonOpts, fn: (ctx: Ctx) => Promise<Outcome>): Promise<void> {
@@ -80,7 +83,7 @@ async function run(opts: CommonOpts, fn: (ctx: Ctx) => Promise<Outcome>): Promis
     const ctx: Ctx = {
       pool: livePool,
       deadline,
-      call: async <Res>(method: 'Acquire' | 'Renew' | 'Release' | 'Get', request: object | ((attempt: number) => object)) => {
+      call: async <Res>(method: CliMethod, request: object | ((attempt: number) => object)) => {
         try {
           return await livePool.call<Res>(method, request, deadline, watch.signal, { onRetry: (r) => watch.attemptFailed(r.endpoint, r.error.code, r.error.details) });
         } catch (err) {
@@ -158,19 +161,24 @@ export function clientCommands(program: Command): void {
       .command('acquire <key>')
       .description('acquire a lock; prints the fencing token (exit code 3 when the lock is held by someone else)')
       .requiredOption('--owner <owner>', 'who holds the lock (1..256 bytes)')
-      .requiredOption('--ttl <duration>', 'lease length, e.g. 10s or 500ms', (v) => parseDuration(v, '--ttl'))
+      .option('--ttl <duration>', 'lease length, e.g. 10s or 500ms (not with --session)', (v) => parseDuration(v, '--ttl'))
+      .option('--session <id>', 'hold it under this session (from `leasehold session open`): it lives as long as the session', (v) => parseToken(v, '--session'))
       .option('--wait <duration>', 'wait in line up to this long for the lock (FIFO)', (v) => parseDuration(v, '--wait'), 0)
       .option('--lock-delay <duration>', 'if this hold expires (not on release), the key grants nobody for this long after', (v) => parseDuration(v, '--lock-delay'), 0)
       .option('--value <text>', 'stored with the hold and shown by get (e.g. the holder\'s address)')
       .option('--request-id <id>', 'idempotency key; a retry with the same id returns the first outcome'),
-  ).action(async (key: string, o: CommonOpts & { owner: string; ttl: number; wait: number; lockDelay: number; value?: string; requestId?: string }) => {
+  ).action(async (key: string, o: CommonOpts & { owner: string; ttl?: number; session?: string; wait: number; lockDelay: number; value?: string; requestId?: string }) => {
+    if ((o.ttl === undefined) === (o.session === undefined)) {
+      reportError(new UsageError('acquire: give exactly one of --ttl (a lease of its own) and --session (a hold that lives as long as the session)'));
+      return;
+    }
     const startedAt = Date.now();
     const requestId = o.requestId ?? newRequestId();
     // The same request_id on every attempt; only the remaining wait shrinks.
     const request = () => ({
       key,
       owner: o.owner,
-      ttl_ms: String(o.ttl),
+      ...(o.session !== undefined ? { ttl_ms: '0', session_id: o.session } : { ttl_ms: String(o.ttl) }),
       wait_ms: String(Math.max(0, o.wait - (Date.now() - startedAt))),
       request_id: requestId,
       ...(o.lockDelay > 0 ? { lock_delay_ms: String(o.lockDelay) } : {}),
@@ -196,7 +204,10 @@ export function clientCommands(program: Command): void {
         const waited = o.wait > 0 ? ` (waited ${formatDuration(Date.now() - startedAt)})` : '';
         return { text: `not acquired: lock "${key}" ${holder}${waited}; retry later, or queue with --wait`, json, refused: true };
       }
-      let text = `acquired ${key}: token ${r.token}, ttl ${formatDuration(Number(r.ttl_ms))} (expires ${isoTime(r.expires_at_ms)} unless renewed)`;
+      let text =
+        o.session !== undefined
+          ? `acquired ${key}: token ${r.token}, under session ${o.session} (lives as long as the session; now until ${isoTime(r.expires_at_ms)} unless it is renewed)`
+          : `acquired ${key}: token ${r.token}, ttl ${formatDuration(Number(r.ttl_ms))} (expires ${isoTime(r.expires_at_ms)} unless renewed)`;
       if (before?.held && before.owner === o.owner && before.token !== r.token) {
         text += `\nnote: ${JSON.stringify(o.owner)} already held ${key} with token ${before.token}; that token is now dead (renew or release with it is refused) — use token ${r.token}`;
       }
@@ -244,11 +255,72 @@ export function clientCommands(program: Command): void {
       const waiting = Number(r.waiters ?? 0) > 0 ? `; ${r.waiters} waiting` : '';
       const value = r.holders?.[0]?.value;
       const valueText = value !== undefined && value.length > 0 ? `; value ${JSON.stringify(Buffer.from(value).toString('utf8'))}` : '';
+      const sessionId = r.holders?.[0]?.session_id ?? '0';
+      const sessionText = sessionId !== '0' ? `; under session ${sessionId}` : '';
       const text = r.held
-        ? `${key}: held by ${r.owner}, token ${r.token}, ${formatDuration(Number(r.ttl_ms))} left (expires ${isoTime(r.expires_at_ms)}; last token ${r.last_token}${waiting}${valueText})`
+        ? `${key}: held by ${r.owner}, token ${r.token}, ${formatDuration(Number(r.ttl_ms))} left (expires ${isoTime(r.expires_at_ms)}; last token ${r.last_token}${waiting}${valueText}${sessionText})`
         : `${key}: free (last token ${r.last_token}${waiting})`;
       const holders = (r.holders ?? []).map((h) => ({ ...h, value: Buffer.from(h.value).toString('utf8') }));
       return { text, json: { ...r, holders, key, expires_at: isoTime(r.expires_at_ms) } };
     });
   });
+
+  sessionCommands(program);
+}
+
+/** `leasehold session open|renew|close`: one lease for many holds (SPEC "Sessions"). */
+function sessionCommands(program: Command): void {
+  const session = program.command('session').description('open, renew or close a session: one lease for many holds (acquire --session)');
+  withCommon(
+    session
+      .command('open')
+      .description('open a session; prints its id (hold locks under it with acquire --session ID; renew it every ttl/3)')
+      .requiredOption('--owner <owner>', 'owner of the session and of every hold under it')
+      .requiredOption('--ttl <duration>', 'the session\'s lease, e.g. 30s', (v) => parseDuration(v, '--ttl'))
+      .option('--lock-delay <duration>', 'lock-delay of every hold of the session that sets none of its own', (v) => parseDuration(v, '--lock-delay'), 0)
+      .option('--request-id <id>', 'idempotency key: a retry answers the same session while it is open'),
+  ).action(async (o: CommonOpts & { owner: string; ttl: number; lockDelay: number; requestId?: string }) => {
+    const request = { owner: o.owner, ttl_ms: String(o.ttl), lock_delay_ms: String(o.lockDelay), request_id: o.requestId ?? newRequestId() };
+    await run(o, async (ctx) => {
+      const r = await ctx.call<OpenSessionResponse>('OpenSession', request);
+      return {
+        text: `opened session ${r.session_id}: ttl ${formatDuration(Number(r.ttl_ms))} (expires ${isoTime(r.expires_at_ms)} unless renewed)`,
+        json: { ...r, expires_at: isoTime(r.expires_at_ms) },
+      };
+    });
+  });
+  withCommon(
+    session
+      .command('renew <id>')
+      .description('renew a session for its ttl from now (exit code 3 when it already ended: open a new one)')
+      .option('--owner <owner>', 'checked against the session\'s owner'),
+  ).action(async (id: string, o: CommonOpts & { owner?: string }) => {
+    const sessionId = parseToken(id, 'session id');
+    await run(o, async (ctx) => {
+      const r = await ctx.call<RenewSessionResponse>('RenewSession', { session_id: sessionId, owner: o.owner ?? '', request_id: newRequestId() });
+      const json = { ...r, session_id: sessionId, expires_at: isoTime(r.expires_at_ms) };
+      if (r.renewed) return { text: `renewed session ${sessionId}: ttl ${formatDuration(Number(r.ttl_ms))} (expires ${isoTime(r.expires_at_ms)})`, json };
+      return { text: `not renewed: session ${sessionId} ${sessionRefusal(r.reason)}`, json, refused: true };
+    });
+  });
+  withCommon(
+    session
+      .command('close <id>')
+      .description('close a session: every hold of it is released in one entry (no lock-delay)')
+      .option('--owner <owner>', 'checked against the session\'s owner'),
+  ).action(async (id: string, o: CommonOpts & { owner?: string }) => {
+    const sessionId = parseToken(id, 'session id');
+    await run(o, async (ctx) => {
+      const r = await ctx.call<CloseSessionResponse>('CloseSession', { session_id: sessionId, owner: o.owner ?? '', request_id: newRequestId() });
+      const json = { ...r, session_id: sessionId };
+      if (r.closed) return { text: `closed session ${sessionId}; released ${r.released.length === 0 ? 'nothing' : r.released.join(', ')}`, json };
+      return { text: `not closed: session ${sessionId} ${sessionRefusal(r.reason)}`, json, refused: true };
+    });
+  });
+}
+
+function sessionRefusal(reason: string): string {
+  if (reason === 'WRONG_OWNER') return 'belongs to another owner (WRONG_OWNER)';
+  if (reason === 'EXPIRED') return 'ran out before this call was ordered (EXPIRED); open a new one';
+  return 'is not open (NOT_HELD: closed, expired, or never opened); open a new one';
 }

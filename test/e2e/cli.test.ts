@@ -178,4 +178,35 @@ describe('leasehold CLI', () => {
     expect(ev.find((e) => e.event === 'not-acquired')).toMatchObject({ holder: 'busy' });
     await holder.release();
   });
+  it('session open / acquire --session / get / session renew / close: holds live and end with the session (exit codes 0, 3, 1)', async () => {
+    const eps = c.endpoints().join(',');
+    const session = (args: string[]) => cli(['session', args[0]!, '--endpoints', eps, ...args.slice(1)], { endpoints: false });
+    const opened = await session(['open', '--owner', 'cli-s', '--ttl', '20s', '--json']);
+    expect(opened.code, opened.stderr).toBe(0);
+    const id = (JSON.parse(opened.stdout) as { session_id: string }).session_id;
+    expect(BigInt(id)).toBeGreaterThan(0n);
+    const held = await cli(['acquire', 'cli-sess-a', '--owner', 'cli-s', '--session', id]);
+    expect(held.code, held.stderr).toBe(0);
+    expect(held.stdout).toMatch(new RegExp(`under session ${id}`));
+    expect((await cli(['get', 'cli-sess-a'])).stdout).toMatch(new RegExp(`held by cli-s, .*under session ${id}`));
+    // --ttl and --session together, or neither: usage (exit 1) before anything is sent.
+    const both = await cli(['acquire', 'cli-sess-b', '--owner', 'cli-s', '--session', id, '--ttl', '5s']);
+    expect(both.code).toBe(1);
+    expect(both.stderr).toMatch(/exactly one of --ttl .* and --session/);
+    // Another owner under the session: INVALID_ARGUMENT, exit 1.
+    const other = await cli(['acquire', 'cli-sess-b', '--owner', 'mallory', '--session', id]);
+    expect(other.code).toBe(1);
+    expect(other.stderr).toMatch(/not the owner of session/);
+    const renewed = await session(['renew', id, '--owner', 'cli-s']);
+    expect(renewed.code, renewed.stderr).toBe(0);
+    expect(renewed.stdout).toMatch(new RegExp(`renewed session ${id}: ttl 20s`));
+    const closed = await session(['close', id]);
+    expect(closed.code, closed.stderr).toBe(0);
+    expect(closed.stdout).toBe(`closed session ${id}; released cli-sess-a\n`);
+    expect((await cli(['get', 'cli-sess-a'])).stdout).toMatch(/cli-sess-a: free/);
+    // It cannot come back: refused, exit 3, and the message says to open a new one.
+    const again = await session(['renew', id]);
+    expect(again.code).toBe(3);
+    expect(again.stdout).toMatch(/not renewed: session \d+ is not open .*open a new one/);
+  }, 60_000);
 });
