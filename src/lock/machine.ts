@@ -235,6 +235,12 @@ export class LockMachine {
     return { owner: session.owner, holds: session.holds.size, waiters: session.waiters.size, live: session.isLiveAt(this.logNowMs), ttlMs: session.ttlMs, expiresAtMs: session.leaseDeadlineMs };
   }
 
+  /** Every open session (and run-out ones awaiting their end), by id: an inspection for operators (List)
+   *  and for the simulator's oracle. O(sessions). */
+  sessionList(): { id: number; owner: string; live: boolean; ttlMs: number; expiresAtMs: number; holds: number }[] {
+    return [...this.sessions.keys()].sort((a, b) => a - b).map((id) => ({ id, ...this.sessionInfo(id)! }));
+  }
+
   /** Up to `limit` sessions whose deadline is <= max(nowMs, log time), earliest first, for the leader to
    *  propose `expireSession {sessionId}`. Each stays in the answer until that entry applies. */
   dueSessions(nowMs: number, limit: number): DueSession[] {
@@ -795,7 +801,7 @@ export class LockMachine {
       const session = w.sessionId > 0 ? (this.sessionOf(w.sessionId) ?? null) : null;
       if (w.deadlineMs <= this.logNowMs) {
         outcome = this.refusalBy(undefined, this.logNowMs);
-      } else if (session !== null && !session.isLiveAt(this.logNowMs)) {
+      } else if (w.sessionId > 0 && (session === null || !session.isLiveAt(this.logNowMs))) {
         outcome = this.refusalBy(undefined, this.logNowMs); // its session ran out: it cannot hold anything
       } else {
         outcome = grantedOutcome(this.hold(key, this.leaseOf(key), w.owner, index, w.ttlMs, w.lockDelayMs, w.value, session));

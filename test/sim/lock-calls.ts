@@ -60,6 +60,13 @@ export class LockCallChecks {
     return `${owner}\u0000${requestId}`;
   }
 
+  /** Requests the log refused as SESSION_NOT_OPEN, at the first such entry's index. */
+  private readonly sessionNotOpenAt = new Map<string, number>();
+
+  sessionNotOpen(requestKey: string, index: number): void {
+    if (!this.sessionNotOpenAt.has(requestKey)) this.sessionNotOpenAt.set(requestKey, index);
+  }
+
   /** Tokens of grants that superseded the same owner's live hold of the key: no turn taken from the line. */
   private readonly supersedes = new Set<bigint>();
 
@@ -144,6 +151,15 @@ export class LockCallChecks {
       for (const q of list) {
         if (q === a || q.seq >= a.seq || !q.open || q.waitMs <= 0 || q.requestKey === a.requestKey) continue;
         if (q.seq === 0 && !((placeOf(q.requestKey) ?? Infinity) < r.index)) continue;
+        // The log granted q's request before this grant: q is no waiter but a copy (a duplicate, a retry) of
+        // a request whose hold may already have ended — a session hold ends with its session, which can run
+        // out moments after the grant (lock simulation seeds 1182, 2469, 3037, ...). Its call gets that grant
+        // replayed; the key's next grant takes nobody's turn.
+        const earlier = this.grants.get(q.requestKey);
+        if (earlier !== undefined && earlier.index < r.index) continue;
+        // The log refused q's request because its session was not open: every copy of it meets the same
+        // answer (a session never comes back), so it waits for nothing.
+        if ((this.sessionNotOpenAt.get(q.requestKey) ?? Infinity) < r.index) continue;
         // Still waiting by the module's own clock (its deadline tick may be just due: give it 1 ms).
         if (nodeMs - q.arrivedNodeMs >= q.waitMs - 1) continue;
         this.fail(`FIFO: ${a.label} (arrival #${a.seq}) was granted ${a.key} with token ${r.token} while ${q.label} (arrival #${q.seq}, earlier, wait ${q.waitMs}ms) still waits at the same leader in term ${a.term}: arrival order must be grant order`);

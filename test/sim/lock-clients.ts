@@ -10,6 +10,11 @@
 // nothing happened (a GC pause — fencing must refuse the write once a newer token wrote); LOST clients
 // sometimes try to release or renew their old token (controlled release must refuse it).
 //
+// Half the clients hold through a session (session.ts): they open one, acquire under it, keep it (and
+// so their hold) with RenewSession, and now and then close it or abandon it (it must lapse, and its hold
+// with it). Such a client trusts its hold exactly as long as its session: from the send of the open/renew
+// the server confirmed, for the conservative share of the session's TTL.
+//
 // Real-time mutual exclusion is checked here, in true time: whenever a client starts trusting a lease or
 // writes while trusting it, no other client may trust a lease on the same key at that instant.
 import type { LockCommand, LockResult } from '../../src/lock/index.js';
@@ -23,6 +28,8 @@ export interface ClientLease {
   ttlMs: number;
   /** Client-clock ms until which it trusts the lease. */
   trustUntilLocal: number;
+  /** Held under this session (renewed by renewing the session). */
+  sessionId?: number;
 }
 
 export interface PendingLockOp {
@@ -49,8 +56,13 @@ export interface ClientStats {
 export class SimLockClient {
   readonly owner: string;
   held: ClientLease | null = null;
-  /** The lease it lost (deadline passed or renew refused): its old token, for stale release/renew tries. */
-  lost: { key: string; token: bigint } | null = null;
+  /** The lease it lost (deadline passed or renew refused): its old token (and session), for stale
+   *  release/renew tries. */
+  lost: { key: string; token: bigint; sessionId?: number } | null = null;
+  /** Holds through a session rather than a lease of each hold's own. */
+  readonly usesSessions: boolean;
+  /** Its open session as it trusts it (client-clock ms), or null. */
+  session: { id: number; trustUntilLocal: number } | null = null;
   /** It checked its lease, then paused: the next operation writes with this token without re-checking. */
   pausedWith: { key: string; token: bigint } | null = null;
   pending: PendingLockOp | null = null;
@@ -73,6 +85,8 @@ export class SimLockClient {
     readonly staller: boolean,
   ) {
     this.owner = `owner-${id}`;
+    // A fixed share, not drawn: a draw would reshuffle every seed's other picks.
+    this.usesSessions = id % 2 === 1;
   }
 
   newRequestId(): string {
@@ -121,14 +135,26 @@ export class LockClients {
     let command: LockCommand;
     if (c.confirm && c.held !== null) {
       c.confirm = false;
-      command = this.renew(c, c.held.key, c.held.token);
+      command = this.renew(c, c.held.key, c.held.token, c.held.sessionId);
+    } else if (c.usesSessions && c.held === null && c.pausedWith === null && (c.session === null || this.clock().clientReading(c.id, t) >= c.session.trustUntilLocal)) {
+      // No session it can trust: open one (a run-out one is left to lapse).
+      if (c.lost !== null && c.lost.sessionId !== undefined && r.chance(0.3)) {
+        // A LOST client's stale renew of its old session: refused, or harmless if the session still lives.
+        this.stats.staleRenews++;
+        const sessionId = c.lost.sessionId;
+        c.lost = null;
+        command = { type: 'renewSession', timeMs: 0, sessionId, owner: c.owner };
+      } else {
+        c.session = null;
+        command = { type: 'openSession', timeMs: 0, owner: c.owner, ttlMs: c.ttlMs, requestId: c.newRequestId(), lockDelayMs: 0 };
+      }
     } else if (c.pausedWith !== null) {
       // Back from the pause: write and renew as if no time had passed.
       const p = c.pausedWith;
       c.pausedWith = null;
       const stillTrusted = this.trusts(c, t) && c.held!.token === p.token;
       this.write(c, p.key, p.token, t, stillTrusted);
-      command = this.renew(c, p.key, p.token);
+      command = this.renew(c, p.key, p.token, c.held?.token === p.token ? c.held.sessionId : undefined);
     } else if (c.held !== null && this.trusts(c, t)) {
       const h = c.held;
       this.write(c, h.key, h.token, t, true);
@@ -144,6 +170,12 @@ export class LockClients {
       } else if (x < 0.15) {
         c.held = null; // RELEASED from the moment it sends the release
         command = { type: 'release', timeMs: 0, key: h.key, owner: c.owner, token: h.token, requestId: c.newRequestId() };
+      } else if (c.session !== null && h.sessionId === c.session.id && x < 0.19) {
+        // Closing the session releases its hold (RELEASED from the send, as a release).
+        const sessionId = c.session.id;
+        c.held = null;
+        c.session = null;
+        command = { type: 'closeSession', timeMs: 0, sessionId, owner: c.owner };
       } else if (x < 0.25) {
         this.stats.reacquires++;
         command = this.acquire(c, h.key, false);
@@ -151,16 +183,27 @@ export class LockClients {
         this.stats.abandons++;
         this.trace(`lock ${c.owner}`, `abandons ${h.key}#${h.token} (the lease must lapse by itself)`);
         c.held = null;
+        c.session = null; // its session too: it lapses, and ends the hold
         command = this.acquire(c, r.pick(this.profile.keys), false);
       } else {
-        command = this.renew(c, h.key, h.token);
+        command = this.renew(c, h.key, h.token, h.sessionId);
       }
     } else {
       if (c.held !== null) this.markLost(c, t, 'its deadline passed');
       const old = c.lost;
       const late = c.lateWake;
       c.lateWake = false;
-      if (old !== null && late && r.chance(0.8)) {
+      if (old !== null && old.sessionId !== undefined) {
+        // A session client's lost hold: a stale release of it now and then; its session is gone for it.
+        c.lost = null;
+        c.session = null;
+        if (r.chance(0.3)) {
+          this.stats.staleReleases++;
+          command = { type: 'release', timeMs: 0, key: old.key, owner: c.owner, token: old.token, requestId: c.newRequestId() };
+        } else {
+          command = { type: 'openSession', timeMs: 0, owner: c.owner, ttlMs: c.ttlMs, requestId: c.newRequestId(), lockDelayMs: 0 };
+        }
+      } else if (old !== null && late && r.chance(0.8)) {
         // Woke up just too late: renews anyway; it reaches the leader near the lease's deadline.
         this.stats.staleRenews++;
         c.lost = null;
@@ -194,13 +237,44 @@ export class LockClients {
     if (res === undefined || res === null || typeof res !== 'object') return this.fail(`${c.owner}: ${p.command.type} acknowledged without a lock result`);
     if (res.type === 'error') return this.fail(`${c.owner}: ${p.command.type} failed as a whole: ${res.code} ${res.message}`);
     const cmd = p.command;
+    if (cmd.type === 'openSession' && res.type === 'openSession') {
+      c.session = { id: Number(res.sessionId), trustUntilLocal: this.anchor(c, p, t) + this.trustMs(cmd.ttlMs) };
+      c.nextDelayMs = 0;
+      this.trace(`lock ${c.owner}`, `opened session ${res.sessionId}`);
+      return;
+    }
+    if (cmd.type === 'renewSession' && res.type === 'renewSession') {
+      const s = c.session;
+      if (s === null || s.id !== cmd.sessionId) return; // a stale renew: LOST is final whatever the answer
+      if (res.renewed) {
+        s.trustUntilLocal = Math.max(s.trustUntilLocal, this.anchor(c, p, t) + this.trustMs(c.ttlMs));
+        if (c.held !== null && c.held.sessionId === s.id) {
+          c.held.trustUntilLocal = s.trustUntilLocal;
+          if (this.trusts(c, t)) {
+            this.checkExclusive(c, t, 'renewed its session');
+            this.maybePause(c);
+          }
+        }
+      } else {
+        if (c.held !== null && c.held.sessionId === s.id) this.markLost(c, t, `its session's renew was refused ${res.reason}`);
+        c.session = null;
+      }
+      return;
+    }
+    if (cmd.type === 'closeSession') return;
     if (cmd.type === 'acquire' && res.type === 'acquire') {
       if (res.acquired) {
         c.refused = null;
         if (c.held !== null && c.held.key === cmd.key && c.held.token !== res.token && this.rng.chance(0.7)) c.superseded = { key: cmd.key, token: c.held.token };
-        c.held = { key: cmd.key, token: res.token, ttlMs: cmd.ttlMs, trustUntilLocal: this.anchor(c, p, t) + this.trustMs(cmd.ttlMs) };
+        // Under a session the hold lives exactly as long as the session: trusted as long as it is.
+        const session = (cmd.sessionId ?? 0) > 0 && c.session !== null && c.session.id === cmd.sessionId ? c.session : null;
+        if ((cmd.sessionId ?? 0) > 0 && session === null) return; // granted under a session it no longer has
+        c.held =
+          session !== null
+            ? { key: cmd.key, token: res.token, ttlMs: c.ttlMs, trustUntilLocal: session.trustUntilLocal, sessionId: session.id }
+            : { key: cmd.key, token: res.token, ttlMs: cmd.ttlMs, trustUntilLocal: this.anchor(c, p, t) + this.trustMs(cmd.ttlMs) };
         this.trace(`lock ${c.owner}`, `acquired ${cmd.key}#${res.token}${res.replayed ? ' (replayed)' : ''} trust until true ${this.trustEndTrue(c).toFixed(2)}`);
-        if (this.clock().clientReading(c.id, t) - p.invokeLocal >= cmd.ttlMs / 3) {
+        if (session === null && this.clock().clientReading(c.id, t) - p.invokeLocal >= cmd.ttlMs / 3) {
           c.confirm = true; // a late grant: renew at once to re-anchor
           c.nextDelayMs = 0;
         }
@@ -270,10 +344,14 @@ export class LockClients {
 
   private acquire(c: SimLockClient, key: string, reuseRefused: boolean): LockCommand {
     const requestId = reuseRefused && c.refused !== null && c.refused.key === key ? c.refused.requestId : c.newRequestId();
+    if (c.usesSessions && c.session !== null) return { type: 'acquire', timeMs: 0, key, owner: c.owner, ttlMs: 0, requestId, sessionId: c.session.id };
     return { type: 'acquire', timeMs: 0, key, owner: c.owner, ttlMs: c.ttlMs, requestId };
   }
 
-  private renew(c: SimLockClient, key: string, token: bigint): LockCommand {
+  /** A renew of the hold — or, for a hold under a session, of its session (a session hold never renews
+   *  alone). */
+  private renew(c: SimLockClient, key: string, token: bigint, sessionId?: number): LockCommand {
+    if (sessionId !== undefined) return { type: 'renewSession', timeMs: 0, sessionId, owner: c.owner };
     return { type: 'renew', timeMs: 0, key, owner: c.owner, token, ttlMs: c.ttlMs, requestId: c.newRequestId() };
   }
 
@@ -295,7 +373,7 @@ export class LockClients {
     const h = c.held!;
     this.stats.lost++;
     this.trace(`lock ${c.owner}`, `LOST ${h.key}#${h.token} at true ${t.toFixed(2)}: ${why}`);
-    c.lost = { key: h.key, token: h.token };
+    c.lost = h.sessionId !== undefined ? { key: h.key, token: h.token, sessionId: h.sessionId } : { key: h.key, token: h.token };
     c.held = null;
   }
 

@@ -36,6 +36,12 @@
 //    keeps its key from every grant — newcomer, line, its own owner — until the lease's end (log time, as
 //    the model tracks it through renews and epochs) + lockDelayMs; a release starts no delay; a refusal in
 //    a delay says how long is left; `undelay` applies only once it passed, then the line is served.
+//  - SESSIONS (session.ts), modelled here: a session's deadline follows its open, its renews and every epoch
+//    start by the lease rule (never cut short in true time: the same minimum-hold bound as a lease); a renew
+//    or an acquire under it succeeds only while it lives in log time; its end (close by its owner, expiry
+//    only once due, or an acquire finding a key held under it run out) drops its waiters (refused, in ticket
+//    order) and then its holds, in key order, each key handed to its line in that entry; a hold under it
+//    reports its session's deadline.
 import type { Entry } from '../../src/raft/core/types.js';
 import type { LockCommand, LockResult, LockView } from '../../src/lock/index.js';
 import type { WaiterDecision } from '../../src/lock/types.js';
@@ -50,6 +56,8 @@ export interface StateCapture {
   leaseCount: number;
   /** One view per profile key, in profile order. */
   views: LockView[];
+  /** Every open session, by id. */
+  sessions: Map<number, { owner: string; live: boolean; ttlMs: number; expiresAtMs: number; holds: number }>;
 }
 
 export function captureState(machine: LockMachineLike, keys: readonly string[]): StateCapture {
@@ -59,6 +67,7 @@ export function captureState(machine: LockMachineLike, keys: readonly string[]):
     epochStartMs: machine.epochStartMs,
     leaseCount: machine.leaseCount,
     views: keys.map((k) => machine.get(k)),
+    sessions: new Map((machine.sessionList?.() ?? []).map(({ id, ...s }) => [id, s])),
   };
 }
 
@@ -81,6 +90,15 @@ interface OracleLease {
   /** The lease's deadline in log time, as the model follows it (grant, renew, epoch starts). */
   deadlineMs: number;
   lockDelayMs: number;
+  /** The session the hold lives under: its times are the session's. */
+  session?: OracleSession;
+}
+
+/** A session, modelled as the machine keeps it: a lease without a key (token = its id). */
+interface OracleSession extends OracleLease {
+  id: number;
+  requestId: string;
+  holds: Set<string>;
 }
 
 interface OracleWaiter {
@@ -90,6 +108,8 @@ interface OracleWaiter {
   ttlMs: number;
   deadlineMs: number;
   lockDelayMs: number;
+  /** Its hold will live under this session (0 = none). */
+  sessionId: number;
 }
 
 interface OracleDedup {
@@ -131,6 +151,11 @@ export interface OracleStats {
   delaysStarted: number;
   delayRefusals: number;
   undelays: number;
+  /** Sessions opened, renewed, ended (closed or expired), acquires refused as SESSION_NOT_OPEN. */
+  sessionsOpened: number;
+  sessionsRenewed: number;
+  sessionsEnded: number;
+  sessionRefusals: number;
 }
 
 export function canonicalResult(r: LockResult): string {
@@ -189,6 +214,7 @@ export class LockOracle {
     expired: 0, replays: 0, epochStarts: 0, leasesExtended: 0, leasesEnded: 0, maxEpochsCarried: 0,
     tightestExpiryMarginMs: Infinity,
     waitersJoined: 0, waitersReattached: 0, handOffs: 0, waitsRefused: 0, waitsCancelled: 0, delaysStarted: 0, delayRefusals: 0, undelays: 0,
+    sessionsOpened: 0, sessionsRenewed: 0, sessionsEnded: 0, sessionRefusals: 0,
   };
   /** Per key, its waiters in ticket order. */
   private readonly lines = new Map<string, OracleWaiter[]>();
@@ -199,6 +225,9 @@ export class LockOracle {
   private readonly decisions = new Map<number, Map<string, string>>();
   private readonly keyIndex = new Map<string, number>();
   private readonly leases = new Map<string, OracleLease>();
+  private readonly sessions = new Map<number, OracleSession>();
+  /** Keys the entry being judged changed as the model expects (beyond its own key). */
+  private touched = new Set<string>();
   private readonly lastIssued = new Map<string, bigint>();
   private readonly dedup = new Map<string, OracleDedup>();
   /** Dedup records in insertion (= log time) order, for pruning like the machine's window. */
@@ -247,6 +276,8 @@ export class LockOracle {
     const at = `entry ${idx}/t${entry.term}`;
     if (cmd === null) return this.fail(`${at} does not decode as a lock command (${canonicalResult(result)}); every simulated proposal is well-formed`);
     if (stamp === undefined) return this.fail(`${at} (${cmd.type}) was never stamped by a leader of term ${entry.term} in this run`);
+    this.touched = new Set();
+    if (result.type === 'error' && result.code === 'SESSION_NOT_OPEN' && cmd.type === 'acquire' && (cmd.sessionId ?? 0) > 0) return this.judgeSessionNotOpen(at, cmd, pre, post);
     if (result.type === 'error') return this.fail(`${at} ${cmd.type} failed as a whole: ${result.code} ${result.message}`);
     const expectNow = Math.max(pre.nowMs, cmd.timeMs);
     if (post.nowMs !== expectNow) {
@@ -293,6 +324,19 @@ export class LockOracle {
         if (result.type !== 'undelay') return this.fail(`${at}: undelay produced a ${result.type} result`);
         this.judgeUndelay(at, idx, cmd, result, pre, post, stamp);
         break;
+      case 'openSession':
+        if (result.type !== 'openSession') return this.fail(`${at}: openSession produced a ${result.type} result`);
+        this.judgeOpenSession(at, idx, cmd, result, post, stamp);
+        break;
+      case 'renewSession':
+        if (result.type !== 'renewSession') return this.fail(`${at}: renewSession produced a ${result.type} result`);
+        this.judgeRenewSession(at, idx, cmd, result, post, stamp);
+        break;
+      case 'closeSession':
+      case 'expireSession':
+        if (result.type !== cmd.type) return this.fail(`${at}: ${cmd.type} produced a ${result.type} result`);
+        this.judgeSessionEnd(at, idx, cmd, result as Extract<LockResult, { type: 'closeSession' | 'expireSession' }>, post, stamp);
+        break;
       case 'forget':
         // Forgetting free keys touches no lease, and a last token may only rise to the watermark (SPEC:
         // last_token is never below the real value).
@@ -308,11 +352,16 @@ export class LockOracle {
     const got = (result.decided ?? []).map(decisionText).join(' ; ');
     const want = this.expectDecided.join(' ; ');
     if (got !== want) return this.fail(`wait line: ${at} (${cmd.type}) decided [${got}], but the line's order and deadlines say [${want}]`);
+    if (post.leaseCount !== this.leases.size) return this.fail(`${at} (${cmd.type}) left ${post.leaseCount} leases; the model has ${this.leases.size}`);
+    if (post.sessions.size !== this.sessions.size && (post.sessions.size > 0 || pre.sessions.size > 0)) {
+      return this.fail(`${at} (${cmd.type}) left ${post.sessions.size} sessions open; the model has ${this.sessions.size}`);
+    }
     if (epochStart) return;
-    // Entries touch only their own key (time passing may end other leases, never change them).
+    // Entries touch only their own key (and what the model says they touched: a session's holds); time
+    // passing may end other leases, never change them.
     const own = 'key' in cmd ? cmd.key : null;
     for (let i = 0; i < this.keys.length; i++) {
-      if (this.keys[i] === own) continue;
+      if (this.keys[i] === own || this.touched.has(this.keys[i]!)) continue;
       this.sameLock(`${at} (${cmd.type}${own === null ? '' : ' of ' + own}) on other key`, this.keys[i]!, pre.views[i]!, post.views[i]!);
     }
   }
@@ -340,6 +389,12 @@ export class LockOracle {
     if (inLine !== undefined) return this.fail(`wait line: ${at} judged ${cmd.owner}/${cmd.requestId} afresh while it waits at ${inLine.key}#${inLine.w.ticket}: a retry must keep its place`);
     // Only a queued acquire (the leader serving the head waiter) may re-judge a remembered refusal.
     this.mustBeFresh(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, cmd.queued === true);
+    const sid = cmd.sessionId ?? 0;
+    const session = sid > 0 ? this.sessions.get(sid) : undefined;
+    if (sid > 0 && (session === undefined || session.deadlineMs <= post.nowMs)) {
+      return this.fail(`sessions: ${at} judged an acquire under session ${sid}, which the model has ${session === undefined ? 'ended or never opened' : `run out at ${session.deadlineMs} <= log time ${post.nowMs}`} (SESSION_NOT_OPEN expected)`);
+    }
+    if (session !== undefined && session.owner !== cmd.owner) return this.fail(`sessions: ${at} let ${cmd.owner} acquire under ${session.owner}'s session ${sid}`);
     // A lock-delay that has passed without its undelay entry: this entry ends it, and serves the line first.
     let handedOff = false;
     const hadLease = lease !== undefined;
@@ -351,6 +406,15 @@ export class LockOracle {
         lease = this.leases.get(cmd.key);
         handedOff = true;
       }
+    }
+    // A hold under a session that ran out: this entry ends the whole session first (every key of it).
+    let sessionEnded = false;
+    if (!handedOff && lease?.session !== undefined && lease.session.deadlineMs <= post.nowMs) {
+      this.minHold(at, cmd.key, lease, stamp, `found run out by ${cmd.owner}'s acquire, which ended its session`);
+      this.endSession(lease.session, true, idx, post.nowMs, stamp);
+      lease = this.leases.get(cmd.key);
+      handedOff = true;
+      sessionEnded = true;
     }
     // A hold past its deadline with a line behind it: this entry ends it and hands the key on first.
     if (!handedOff && lease !== undefined && (line.length > 0 || lease.lockDelayMs > 0) && !(pv.held && pv.expiresAtMs > post.nowMs)) {
@@ -376,8 +440,9 @@ export class LockOracle {
         this.stats.takeovers++;
         this.minHold(at, cmd.key, lease, stamp, `taken over by ${cmd.owner}'s acquire`);
       }
-      if (r.ttlMs !== cmd.ttlMs || r.expiresAtMs !== post.nowMs + cmd.ttlMs) {
-        return this.fail(`${at}: acquire granted ttl ${r.ttlMs} until ${r.expiresAtMs}; expected ttl ${cmd.ttlMs} from log time ${post.nowMs}`);
+      const [ttlMs, untilMs] = session !== undefined ? [session.ttlMs, session.deadlineMs] : [cmd.ttlMs, post.nowMs + cmd.ttlMs];
+      if (r.ttlMs !== ttlMs || r.expiresAtMs !== untilMs) {
+        return this.fail(`${at}: acquire granted ttl ${r.ttlMs} until ${r.expiresAtMs}; expected ttl ${ttlMs} until ${untilMs}${session !== undefined ? ` (session ${sid}'s)` : ''}`);
       }
       if (!qv.held || qv.owner !== cmd.owner || qv.token !== r.token || qv.expiresAtMs !== r.expiresAtMs || qv.lastToken !== r.token) {
         return this.fail(`${at}: acquire of ${cmd.key} answered token ${r.token} to ${cmd.owner}, but the state then shows ${viewText(qv)}`);
@@ -385,8 +450,8 @@ export class LockOracle {
       // Leases before this grant: the entry may have ended a hold and handed the key over first.
       const countBefore = pre.leaseCount - (hadLease ? 1 : 0) + (lease !== undefined ? 1 : 0);
       const expectCount = countBefore + (lease === undefined ? 1 : 0);
-      if (post.leaseCount !== expectCount) return this.fail(`${at}: acquire left ${post.leaseCount} leases, expected ${expectCount}`);
-      this.leases.set(cmd.key, { owner: cmd.owner, token: r.token, ttlMs: cmd.ttlMs, grantIndex: idx, grantAt: stamp, epochs: 0, deadlineMs: r.expiresAtMs, lockDelayMs: cmd.lockDelayMs ?? 0 });
+      if (!sessionEnded && post.leaseCount !== expectCount) return this.fail(`${at}: acquire left ${post.leaseCount} leases, expected ${expectCount}`);
+      this.setLease(cmd.key, { owner: cmd.owner, token: r.token, ttlMs, grantIndex: idx, grantAt: stamp, epochs: 0, deadlineMs: r.expiresAtMs, lockDelayMs: (cmd.lockDelayMs ?? 0) || (session?.lockDelayMs ?? 0) }, session);
       this.lastIssued.set(cmd.key, r.token);
       this.remember(cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), idx, post.nowMs);
       return;
@@ -420,7 +485,7 @@ export class LockOracle {
       if (r.waitTicket !== idx) return this.fail(`wait line: ${at} refused a blocking acquire of ${cmd.key} by ${cmd.owner} (wait ${cmd.waitMs}ms) with ticket ${String(r.waitTicket)}: it must join the line with ticket ${idx}`);
       this.stats.waitersJoined++;
       if (!this.lines.has(cmd.key)) this.lines.set(cmd.key, []);
-      this.lines.get(cmd.key)!.push({ ticket: idx, owner: cmd.owner, requestId: cmd.requestId, ttlMs: cmd.ttlMs, deadlineMs: post.nowMs + cmd.waitMs!, lockDelayMs: cmd.lockDelayMs ?? 0 });
+      this.lines.get(cmd.key)!.push({ ticket: idx, owner: cmd.owner, requestId: cmd.requestId, ttlMs: cmd.ttlMs, deadlineMs: post.nowMs + cmd.waitMs!, lockDelayMs: cmd.lockDelayMs ?? 0, sessionId: cmd.sessionId ?? 0 });
       return; // in line: no outcome yet, nothing remembered
     }
     if (r.waitTicket !== undefined) return this.fail(`wait line: ${at} put a non-blocking acquire in line (ticket ${r.waitTicket})`);
@@ -437,7 +502,9 @@ export class LockOracle {
       const w = line.shift()!;
       if (line.length === 0) this.lines.delete(key);
       let outcome: string;
-      if (w.deadlineMs <= nowMs) {
+      const session = w.sessionId > 0 ? this.sessions.get(w.sessionId) : undefined;
+      this.touched.add(key);
+      if (w.deadlineMs <= nowMs || (w.sessionId > 0 && (session === undefined || session.deadlineMs <= nowMs))) {
         this.stats.waitsRefused++;
         outcome = 'false|0|0|0||0';
       } else {
@@ -445,9 +512,10 @@ export class LockOracle {
         const token = BigInt(idx);
         const last = this.lastIssued.get(key) ?? 0n;
         if (token <= last) return this.fail(`fencing token: entry ${idx} handed ${key} to ${w.owner} with token ${token}, not above ${last}`);
-        this.leases.set(key, { owner: w.owner, token, ttlMs: w.ttlMs, grantIndex: idx, grantAt: stamp, epochs: 0, deadlineMs: nowMs + w.ttlMs, lockDelayMs: w.lockDelayMs });
+        const [ttlMs, untilMs] = session !== undefined ? [session.ttlMs, session.deadlineMs] : [w.ttlMs, nowMs + w.ttlMs];
+        this.setLease(key, { owner: w.owner, token, ttlMs, grantIndex: idx, grantAt: stamp, epochs: 0, deadlineMs: untilMs, lockDelayMs: w.lockDelayMs || (session?.lockDelayMs ?? 0) }, session);
         this.lastIssued.set(key, token);
-        outcome = `true|${token}|${w.ttlMs}|${nowMs + w.ttlMs}||0`;
+        outcome = `true|${token}|${ttlMs}|${untilMs}||0`;
       }
       this.decide(key, idx, w, outcome, false, nowMs);
       if (outcome.startsWith('true|')) return;
@@ -471,12 +539,133 @@ export class LockOracle {
     return undefined;
   }
 
-  /** `lease` of `key` ran out and an entry ends it: its lock-delay (if any) starts from its end. */
+  /** `lease` of `key` ran out and an entry ends it: its lock-delay (if any) starts from its end (its
+   *  session's end, for a session hold). */
   private endExpired(key: string, lease: OracleLease): void {
-    this.leases.delete(key);
+    this.dropLease(key);
     if (lease.lockDelayMs > 0) {
       this.stats.delaysStarted++;
-      this.delays.set(key, lease.deadlineMs + lease.lockDelayMs);
+      this.delays.set(key, (lease.session ?? lease).deadlineMs + lease.lockDelayMs);
+    }
+  }
+
+  /** `key` is held by `lease` now (under `session` when given); a hold it replaces leaves its session. */
+  private setLease(key: string, lease: OracleLease, session?: OracleSession): void {
+    this.dropLease(key);
+    if (session !== undefined) {
+      lease.session = session;
+      session.holds.add(key);
+    }
+    this.leases.set(key, lease);
+  }
+
+  private dropLease(key: string): void {
+    const old = this.leases.get(key);
+    old?.session?.holds.delete(key);
+    this.leases.delete(key);
+  }
+
+  // ------------------------------------------------------------------ sessions
+
+  /** `s` ends in entry `idx`: its waiters leave refused (ticket order), then its holds go (into their
+   *  lock-delays when `expired`), in key order, each key handed to its line. Returns the keys released. */
+  private endSession(s: OracleSession, expired: boolean, idx: number, nowMs: number, stamp: StampWindow): string[] {
+    const waiters: { key: string; w: OracleWaiter }[] = [];
+    for (const [key, line] of this.lines) for (const w of line) if (w.sessionId === s.id) waiters.push({ key, w });
+    waiters.sort((a, b) => a.w.ticket - b.w.ticket);
+    for (const { key, w } of waiters) {
+      const line = this.lines.get(key)!;
+      line.splice(line.indexOf(w), 1);
+      if (line.length === 0) this.lines.delete(key);
+      const holder = this.leases.get(key);
+      const untilMs = holder === undefined ? 0 : (holder.session ?? holder).deadlineMs;
+      const live = holder !== undefined && untilMs > nowMs;
+      this.stats.waitsRefused++;
+      this.touched.add(key);
+      this.decide(key, idx, w, `false|0|0|0|${live ? holder.owner : ''}|${live ? untilMs - nowMs : 0}`, false, nowMs);
+    }
+    const keys = [...s.holds].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    for (const key of keys) {
+      const lease = this.leases.get(key)!;
+      this.touched.add(key);
+      if (expired) this.endExpired(key, lease);
+      else this.dropLease(key);
+      this.handOff(key, idx, nowMs, stamp);
+    }
+    this.sessions.delete(s.id);
+    this.stats.sessionsEnded++;
+    return keys;
+  }
+
+  private judgeSessionNotOpen(at: string, cmd: Extract<LockCommand, { type: 'acquire' }>, pre: StateCapture, post: StateCapture): void {
+    const s = this.sessions.get(cmd.sessionId!);
+    if (s !== undefined && s.deadlineMs > post.nowMs) return this.fail(`sessions: ${at} refused ${cmd.owner}'s acquire of ${cmd.key} as SESSION_NOT_OPEN, but session ${cmd.sessionId} lives until ${s.deadlineMs} > log time ${post.nowMs}`);
+    this.stats.sessionRefusals++;
+    if (post.leaseCount !== pre.leaseCount) return this.fail(`${at}: a refused acquire changed the number of leases`);
+    for (let i = 0; i < this.keys.length; i++) this.sameLock(`${at} (refused: session not open)`, this.keys[i]!, pre.views[i]!, post.views[i]!);
+  }
+
+  private judgeOpenSession(at: string, idx: number, cmd: Extract<LockCommand, { type: 'openSession' }>, r: Extract<LockResult, { type: 'openSession' }>, post: StateCapture, stamp: StampWindow): void {
+    if (cmd.requestId !== '') {
+      const earlier = [...this.sessions.values()].find((s) => s.owner === cmd.owner && s.requestId === cmd.requestId);
+      if (earlier !== undefined) {
+        if (!r.replayed || r.sessionId !== BigInt(earlier.id) || r.expiresAtMs !== earlier.deadlineMs) {
+          return this.fail(`sessions: ${at} answered a retry of ${cmd.owner}/${cmd.requestId} with session ${r.sessionId}${r.replayed ? ' (replayed)' : ''}, but session ${earlier.id} (until ${earlier.deadlineMs}) is the one it opened`);
+        }
+        return;
+      }
+    }
+    if (r.replayed || r.sessionId !== BigInt(idx) || r.ttlMs !== cmd.ttlMs || r.expiresAtMs !== post.nowMs + cmd.ttlMs) {
+      return this.fail(`sessions: ${at} opened session ${r.sessionId}${r.replayed ? ' (replayed)' : ''} ttl ${r.ttlMs} until ${r.expiresAtMs}; expected a new session ${idx} until ${post.nowMs + cmd.ttlMs}`);
+    }
+    this.stats.sessionsOpened++;
+    this.sessions.set(idx, { id: idx, owner: cmd.owner, token: BigInt(idx), ttlMs: cmd.ttlMs, grantIndex: idx, grantAt: stamp, epochs: 0, deadlineMs: r.expiresAtMs, lockDelayMs: cmd.lockDelayMs, requestId: cmd.requestId, holds: new Set() });
+  }
+
+  private judgeRenewSession(at: string, idx: number, cmd: Extract<LockCommand, { type: 'renewSession' }>, r: Extract<LockResult, { type: 'renewSession' }>, post: StateCapture, stamp: StampWindow): void {
+    const s = this.sessions.get(cmd.sessionId);
+    const expected = s === undefined ? 'NOT_HELD' : cmd.owner !== '' && cmd.owner !== s.owner ? 'WRONG_OWNER' : s.deadlineMs <= post.nowMs ? 'EXPIRED' : 'UNSPECIFIED';
+    if (r.reason !== expected || r.renewed !== (expected === 'UNSPECIFIED')) {
+      return this.fail(`sessions: ${at} renew of session ${cmd.sessionId} answered ${r.renewed ? 'renewed' : r.reason}; the model says ${expected === 'UNSPECIFIED' ? 'renewed' : expected}${s === undefined ? '' : ` (until ${s.deadlineMs}, log time ${post.nowMs})`}`);
+    }
+    if (expected === 'EXPIRED') this.minHold(at, `session ${cmd.sessionId}`, s!, stamp, 'judged run out by its renew');
+    if (!r.renewed) return;
+    this.stats.sessionsRenewed++;
+    if (r.expiresAtMs !== post.nowMs + s!.ttlMs) return this.fail(`sessions: ${at} renewed session ${cmd.sessionId} until ${r.expiresAtMs}; expected ${post.nowMs + s!.ttlMs}`);
+    Object.assign(s!, { grantAt: stamp, grantIndex: idx, epochs: 0, deadlineMs: r.expiresAtMs });
+    for (const key of s!.holds) {
+      this.touched.add(key);
+      const qv = post.views[this.keyIndex.get(key)!]!;
+      if (!qv.held || qv.expiresAtMs !== r.expiresAtMs) return this.fail(`sessions: after ${at} ${key} (held under session ${cmd.sessionId}) shows ${viewText(qv)}, not the session's new deadline ${r.expiresAtMs}`);
+    }
+  }
+
+  private judgeSessionEnd(at: string, idx: number, cmd: Extract<LockCommand, { type: 'closeSession' | 'expireSession' }>, r: Extract<LockResult, { type: 'closeSession' | 'expireSession' }>, post: StateCapture, stamp: StampWindow): void {
+    const s = this.sessions.get(cmd.sessionId);
+    this.pruneDedup(post.nowMs);
+    let ends: boolean;
+    let reason = 'UNSPECIFIED';
+    if (s === undefined) {
+      ends = false;
+      reason = 'NOT_HELD';
+    } else if (cmd.type === 'closeSession') {
+      ends = cmd.owner === '' || cmd.owner === s.owner;
+      if (!ends) reason = 'WRONG_OWNER';
+    } else {
+      ends = s.deadlineMs <= post.nowMs;
+    }
+    if (r.ended !== ends || r.reason !== reason) {
+      return this.fail(`sessions: ${at} ${cmd.type} of session ${cmd.sessionId} answered ended=${r.ended} (${r.reason}); the model says ${ends} (${reason})${s === undefined ? '' : ` (until ${s.deadlineMs}, log time ${post.nowMs})`}`);
+    }
+    if (!ends) return;
+    if (cmd.type === 'expireSession') this.minHold(at, `session ${cmd.sessionId}`, s!, stamp, 'expired');
+    const released = this.endSession(s!, cmd.type === 'expireSession', idx, post.nowMs, stamp);
+    if (r.released.join(',') !== released.join(',')) return this.fail(`sessions: ${at} released [${r.released.join(',')}]; the session held [${released.join(',')}]`);
+    for (const key of released) {
+      const qv = post.views[this.keyIndex.get(key)!]!;
+      const next = this.leases.get(key);
+      const ok = next === undefined ? !qv.held : qv.held && qv.owner === next.owner && qv.token === next.token;
+      if (!ok) return this.fail(`sessions: after ${at} ${key} shows ${viewText(qv)}; the model has it ${next === undefined ? 'free' : `${next.owner}'s (token ${next.token})`}`);
     }
   }
 
@@ -581,7 +770,7 @@ export class LockOracle {
       if (expected !== 'UNSPECIFIED') {
         return this.fail(`controlled release: ${at} released ${cmd.key} for ${cmd.owner} token ${cmd.token}, but the lock is ${lease === undefined ? 'not held' : `${lease.owner}'s with token ${lease.token}`} (should be refused ${expected})`);
       }
-      this.leases.delete(cmd.key);
+      this.dropLease(cmd.key);
       this.handOff(cmd.key, idx, post.nowMs, stamp);
       if (!this.endedAsModelled(at, 'release', cmd.key, lease!.token, qv, pre, post)) return;
       this.remember(cmd.owner, cmd.requestId, 'release', cmd.key, cmd.token, releaseOutcome(r), idx, post.nowMs);
@@ -600,7 +789,7 @@ export class LockOracle {
     const pv = pre.views[k]!;
     const qv = post.views[k]!;
     const lease = this.leases.get(cmd.key);
-    const due = lease !== undefined && lease.token === cmd.token && !(pv.held && pv.expiresAtMs > post.nowMs);
+    const due = lease !== undefined && lease.session === undefined && lease.token === cmd.token && !(pv.held && pv.expiresAtMs > post.nowMs);
     if (expired) {
       this.stats.expired++;
       if (!due) return this.fail(`${at}: expire removed ${cmd.key} token ${cmd.token}, but the lease is ${lease === undefined ? 'absent' : `token ${lease.token}, ${viewText(pv)} at log time ${post.nowMs}`}`);
@@ -629,6 +818,12 @@ export class LockOracle {
         if (qv.held) return this.fail(`${at}: epoch start revived ${key}: ${viewText(pv)} before, ${viewText(qv)} after`);
         continue;
       }
+      if (lease.session !== undefined) {
+        // Carried with its session (below): it must read the session's deadline after the epoch.
+        const s = post.sessions.get(lease.session.id);
+        if (qv.held && (s === undefined || qv.expiresAtMs !== s.expiresAtMs)) return this.fail(`sessions: after ${at} ${key} (under session ${lease.session.id}) ends at ${qv.expiresAtMs}, its session at ${s?.expiresAtMs}`);
+        continue;
+      }
       if (qv.held) {
         if (qv.owner !== pv.owner || qv.token !== pv.token) return this.fail(`${at}: epoch start changed ${key}'s holder: ${viewText(pv)} -> ${viewText(qv)}`);
         if (this.checksExtension && (qv.expiresAtMs < startMs + lease.ttlMs || qv.expiresAtMs < pv.expiresAtMs)) {
@@ -650,6 +845,28 @@ export class LockOracle {
       }
       if (this.violation !== null) return;
     }
+    // Sessions: the same rule as leases, checked on the session itself.
+    for (const s of this.sessions.values()) {
+      const info = post.sessions.get(s.id);
+      if (info === undefined) return this.fail(`sessions: ${at} (an epoch start) removed session ${s.id}`);
+      if (s.deadlineMs <= pre.nowMs) {
+        if (info.expiresAtMs !== s.deadlineMs) return this.fail(`sessions: ${at} moved run-out session ${s.id}'s deadline ${s.deadlineMs} -> ${info.expiresAtMs}`);
+        continue;
+      }
+      if (info.expiresAtMs >= startMs + s.ttlMs && info.expiresAtMs >= s.deadlineMs) {
+        s.epochs++;
+        s.deadlineMs = info.expiresAtMs;
+      } else if (info.expiresAtMs === Math.min(s.deadlineMs, startMs)) {
+        s.deadlineMs = info.expiresAtMs;
+        this.minHold(at, `session ${s.id}`, s, stamp, `ended at the epoch start of entry ${idx}`);
+      } else {
+        return this.fail(
+          `session extension: ${at} (new leader's termStart, log time ${startMs}) left session ${s.id} (${s.owner}, ttl ${s.ttlMs}) ending at ${info.expiresAtMs} ` +
+            `(was ${s.deadlineMs}) — a live session must last a full TTL from the new leader's start (${startMs + s.ttlMs}), or end there having provably run its TTL`,
+        );
+      }
+      if (this.violation !== null) return;
+    }
   }
 
   // ------------------------------------------------------------------ helpers
@@ -666,7 +883,9 @@ export class LockOracle {
     return ok;
   }
 
-  private minHold(at: string, key: string, lease: OracleLease, stamp: StampWindow, why: string): void {
+  private minHold(at: string, key: string, held: OracleLease, stamp: StampWindow, why: string): void {
+    // A hold under a session lives as long as its session: the session's grant and epochs are what count.
+    const lease = held.session ?? held;
     const guaranteed = serverMinHoldMs(lease.ttlMs, lease.epochs, this.maxDrift);
     const elapsed = stamp.max - lease.grantAt.min;
     const margin = elapsed - guaranteed;

@@ -17,6 +17,8 @@ export interface LockMachineLike {
   apply(index: number, term: number, data: Uint8Array): LockResult;
   skip(index: number): void;
   get(key: string): LockView;
+  /** Open sessions (absent in a scratch copy from before sessions). */
+  sessionList?(): { id: number; owner: string; live: boolean; ttlMs: number; expiresAtMs: number; holds: number }[];
   expiredLeases(nowMs: number, limit: number): DueLease[];
   snapshot(): Uint8Array;
   beginSnapshot?(sizeHint: number, sliceItems?: number): SnapshotJob;

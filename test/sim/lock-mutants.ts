@@ -141,6 +141,32 @@ export const LOCK_MUTANTS: LockMutant[] = [
     maxSeeds: 100,
     patches: [{ file: 'machine.ts', find: `    if (this.delays.leftMs(key, this.logNowMs) > 0) return;\n`, replace: `` }],
   },
+  // Sessions: the oracle models each session's deadline (open, renews, epochs), its holds and its waiters.
+  {
+    id: 'm',
+    name: "a session's end drops its holds but not its waiters",
+    maxSeeds: 300,
+    patches: [{ file: 'machine.ts', find: `    const waiters = [...session.waiters].sort((a, b) => a.ticket - b.ticket);\n`, replace: `    const waiters: Waiter[] = [];\n` }],
+  },
+  {
+    id: 'n',
+    name: 'a session renewed after it ran out comes back',
+    // Caught at seed 224 when written (renews of a run-out session are rare): headroom.
+    maxSeeds: 800,
+    patches: [{ file: 'machine.ts', find: `    if (!session.isLiveAt(this.logNowMs)) return refused('EXPIRED');\n`, replace: `` }],
+  },
+  {
+    id: 'o',
+    name: 'a term start does not carry sessions (the lease rule skipped for them)',
+    maxSeeds: 300,
+    patches: [{ file: 'machine.ts', find: `    while (session.epochsSeen < this.epochs.length) carryLease(session, this.epochs[session.epochsSeen++]!);\n`, replace: `    session.epochsSeen = this.epochs.length;\n` }],
+  },
+  {
+    id: 'p',
+    name: 'a hold under a session reads its own times, not its session\'s',
+    maxSeeds: 300,
+    patches: [{ file: 'lease.ts', find: `    return (this.session ?? this).leaseDeadlineMs > nowMs;\n`, replace: `    return this.leaseDeadlineMs > nowMs || this.session !== null;\n` }],
+  },
 ];
 
 const SRC_LOCK = resolve(dirname(fileURLToPath(import.meta.url)), '../../src/lock');

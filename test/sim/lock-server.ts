@@ -17,7 +17,9 @@ import type { ServeOutcome } from './workload.js';
 
 /** A client call as the service takes it. */
 export type LockCall =
-  | { op: 'acquire'; key: string; owner: string; ttlMs: number; requestId: string; waitMs: number; lockDelayMs: number }
+  | { op: 'acquire'; key: string; owner: string; ttlMs: number; requestId: string; waitMs: number; lockDelayMs: number; sessionId: number }
+  | { op: 'openSession'; owner: string; ttlMs: number; requestId: string; lockDelayMs: number }
+  | { op: 'renewSession' | 'closeSession'; sessionId: number; owner: string; requestId: string }
   | { op: 'renew'; key: string; owner: string; token: bigint; ttlMs: number; requestId: string }
   | { op: 'release'; key: string; owner: string; token: bigint; requestId: string }
   | { op: 'get'; key: string };
@@ -25,7 +27,12 @@ export type LockCall =
 export function callOf(cmd: LockCommand, waitMs: number): LockCall {
   switch (cmd.type) {
     case 'acquire':
-      return { op: 'acquire', key: cmd.key, owner: cmd.owner, ttlMs: cmd.ttlMs, requestId: cmd.requestId, waitMs, lockDelayMs: cmd.lockDelayMs ?? 0 };
+      return { op: 'acquire', key: cmd.key, owner: cmd.owner, ttlMs: cmd.ttlMs, requestId: cmd.requestId, waitMs, lockDelayMs: cmd.lockDelayMs ?? 0, sessionId: cmd.sessionId ?? 0 };
+    case 'openSession':
+      return { op: 'openSession', owner: cmd.owner, ttlMs: cmd.ttlMs, requestId: cmd.requestId, lockDelayMs: cmd.lockDelayMs };
+    case 'renewSession':
+    case 'closeSession':
+      return { op: cmd.type, sessionId: cmd.sessionId, owner: cmd.owner, requestId: '' };
     case 'renew':
       return { op: 'renew', key: cmd.key, owner: cmd.owner, token: cmd.token, ttlMs: cmd.ttlMs, requestId: cmd.requestId };
     case 'release':
@@ -141,11 +148,20 @@ export class SimLockServers {
       const inAppliedLine = call.requestId !== '' && service.machine.waiterFor(call.owner, call.requestId)?.key === call.key;
       arrival = this.checks.arrive(this.scope(node, inc), call.key, LockCallChecks.requestKey(call.owner, call.requestId), call.waitMs, sim.nodeNow(node), node.raft.status().term, label, joins, replay, inAppliedLine);
     }
-    sim.trace.add(sim.now, node.id, `call ${call.op}`, `${label}${'requestId' in call ? ` ${call.key} ${call.owner}/${call.requestId}` : ` ${call.key}`}${call.op === 'acquire' ? ` wait=${call.waitMs}` : ''}${arrival !== null ? ` arrival#${arrival.seq}` : ''}`);
+    sim.trace.add(sim.now, node.id, `call ${call.op}`, `${label}${'key' in call ? ('requestId' in call ? ` ${call.key} ${call.owner}/${call.requestId}` : ` ${call.key}`) : ` ${call.owner}${'sessionId' in call ? ` session ${call.sessionId}` : ''}`}${call.op === 'acquire' ? ` wait=${call.waitMs}` : ''}${arrival !== null ? ` arrival#${arrival.seq}` : ''}`);
     let p: Promise<LockResult | LockView>;
     switch (call.op) {
       case 'acquire':
-        p = service.acquire({ key: call.key, owner: call.owner, ttlMs: call.ttlMs, waitMs: call.waitMs, requestId: call.requestId, lockDelayMs: call.lockDelayMs }, timeoutMs, ac.signal);
+        p = service.acquire({ key: call.key, owner: call.owner, ttlMs: call.ttlMs, waitMs: call.waitMs, requestId: call.requestId, lockDelayMs: call.lockDelayMs, sessionId: call.sessionId }, timeoutMs, ac.signal);
+        break;
+      case 'openSession':
+        p = service.openSession({ owner: call.owner, ttlMs: call.ttlMs, requestId: call.requestId, lockDelayMs: call.lockDelayMs }, timeoutMs);
+        break;
+      case 'renewSession':
+        p = service.renewSession({ sessionId: call.sessionId, owner: call.owner, requestId: call.requestId }, timeoutMs);
+        break;
+      case 'closeSession':
+        p = service.closeSession({ sessionId: call.sessionId, owner: call.owner, requestId: call.requestId }, timeoutMs);
         break;
       case 'renew':
         p = service.renew({ key: call.key, owner: call.owner, token: call.token, ttlMs: call.ttlMs, requestId: call.requestId }, timeoutMs);
@@ -191,6 +207,12 @@ export class SimLockServers {
           } else {
             reply({ outcome: leader >= 0 ? 'redirect' : 'failed', hint: leader });
           }
+          return;
+        }
+        if (err instanceof RequestRejectedError && call.op === 'acquire' && call.sessionId > 0 && /is not open/.test(err.message)) {
+          // Its session ran out (by log time) before the acquire was ordered: refused by the log (the oracle
+          // judges that entry). The client's retries meet the same answer until it gives up.
+          reply({ outcome: 'failed', hint: -1 });
           return;
         }
         if (err instanceof RequestRejectedError) this.fail(`${label}: the service rejected a ${call.op} as a whole: ${err.message}`);

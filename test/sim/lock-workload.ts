@@ -74,7 +74,9 @@ export class LockReplica implements StateMachine {
     }
     if (judge) {
       oracle.judge(entry, cmd, result, pre!, captureState(this.machine, keys), cmd === null ? undefined : this.wl.stampOf(entry.term, cmd.timeMs));
-      if (cmd !== null && 'requestId' in cmd) this.wl.requestAt.set(entry.index, LockCallChecks.requestKey(cmd.owner, cmd.requestId));
+      const rk = cmd === null ? undefined : requestKeyOf(cmd);
+      if (rk !== undefined) this.wl.requestAt.set(entry.index, rk);
+      if (cmd?.type === 'acquire' && result.type === 'error' && result.code === 'SESSION_NOT_OPEN') this.wl.servers.checks.sessionNotOpen(LockCallChecks.requestKey(cmd.owner, cmd.requestId), entry.index);
       if (cmd?.type === 'acquire' && result.type === 'acquire' && !result.acquired && !result.replayed && result.waitTicket === undefined) {
         this.wl.servers.checks.refusedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), this.machine.nowMs);
       }
@@ -338,7 +340,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
     if (r === null || r === undefined || typeof r !== 'object') return `[lock] write op${ack.opId} acknowledged without a lock result`;
     if (ack.index === 0) return null; // answered without a new entry (a replay, a leader's decision): lock-calls.ts judges those
     const cmd = this.commandOf(ack);
-    const mine = cmd !== null && 'requestId' in cmd ? LockCallChecks.requestKey(cmd.owner, cmd.requestId) : undefined;
+    const mine = cmd === null ? undefined : requestKeyOf(cmd);
     // A waiting call is answered by the entry that decided its place in line (a release, an expire, a
     // dequeue, another acquire): compare with the model's decision there.
     if (mine !== undefined && cmd?.type === 'acquire' && this.requestAt.get(ack.index) !== mine) {
@@ -422,7 +424,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
     const k = this.servers.checks.stats;
     return (
       `lock: acquire ${o.acquired} ok/${o.acquireRefused} refused (${o.takeovers} takeovers of lapsed leases), renew ${o.renewed}/${o.renewRefused}, release ${o.released}/${o.releaseRefused}, ` +
-      `expire ${o.expired}, replays ${o.replays}; epochs ${o.epochStarts} (leases extended ${o.leasesExtended}, ended ${o.leasesEnded}, max carried ${o.maxEpochsCarried}); ` +
+      `expire ${o.expired}, replays ${o.replays}; sessions ${o.sessionsOpened} opened/${o.sessionsRenewed} renewed/${o.sessionsEnded} ended/${o.sessionRefusals} acquires refused not open; epochs ${o.epochStarts} (leases extended ${o.leasesExtended}, ended ${o.leasesEnded}, max carried ${o.maxEpochsCarried}); ` +
       `tightest expiry margin ${Number.isFinite(o.tightestExpiryMarginMs) ? o.tightestExpiryMarginMs.toFixed(2) + 'ms' : '-'}; ` +
       `writes ${c.honestWrites} honest/${c.staleWrites} stale (stale refused ${r.staleRejected}, accepted ${r.staleAccepted}); pauses ${c.pauses}, lost ${c.lost}, abandons ${c.abandons}, ` +
       `stale releases ${c.staleReleases}, stale renews ${c.staleRenews}; ` +
@@ -430,4 +432,11 @@ export class LockWorkload implements SimWorkload<LockReplica> {
       `${this.stats.blockingAcquires} blocking acquires (${this.stats.shortAttempts} given up mid-wait), ${k.arrivals} arrivals at a leader, ${k.queuedGrants} queued grants, ${k.fifoChecked} FIFO checks, ${k.refusalAnswers} refusal answers (${k.leaderRefusalsOutlived} leader-decided ones outlived by a late duplicate at a new leader), ${this.stats.getsChecked} Gets checked`
     );
   }
+}
+
+/** Which client request an entry carries: its (owner, request_id); a session renew or close carries none,
+ *  so it is known by its owner, kind and session (its retries may commit twice: both are that request). */
+function requestKeyOf(cmd: LockCommand): string | undefined {
+  if (cmd.type === 'renewSession' || cmd.type === 'closeSession') return LockCallChecks.requestKey(cmd.owner, `${cmd.type}#${cmd.sessionId}`);
+  return 'requestId' in cmd ? LockCallChecks.requestKey(cmd.owner, cmd.requestId) : undefined;
 }
