@@ -323,6 +323,7 @@ async function main(): Promise<number> {
     `==== chaos summary (seed ${args.seed}, ${args.nodes} nodes, ${args.workers} workers, ${args.durationS} s) ====`,
     `operations: ${recorder.ops.length} (${pending} still pending at the end, recorded as unknown)`,
     ...Object.entries(verdict.counts).map(([type, c]) => `  ${type.padEnd(8)} ok ${String(c.ok).padStart(6)}  fail ${String(c.fail).padStart(6)}  info ${String(c.info).padStart(6)}`),
+    `  holds under a session of their own: ${state.workers.reduce((n, w) => n + w.sessionHolds, 0)}`,
     `  zombie writes: ${zombie.length} (accepted ${zombie.filter((o) => o.outcome === 'ok').length}, rejected ${zombie.filter((o) => o.outcome === 'fail').length}); highest token ${maxToken}`,
     `faults injected: ${nemesis.faults.length} ${JSON.stringify(faultCounts)}; ${probes} probe Gets through single nodes; peer links ${JSON.stringify(net.stats())}`,
     `final membership: ${membership.members.join(',')}`,

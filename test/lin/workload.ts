@@ -3,9 +3,12 @@
 // several auto-renewals) -> release, or abandon the lock like a crashed holder. A holder that lost its lock
 // sometimes keeps going as a ZOMBIE: it writes, renews and releases with its old token, as a paused or
 // partitioned process would on waking up. Everything it does goes into the shared history, including its
-// holder windows and the automatic renewals its handle made.
+// holder windows and the automatic renewals its handle made. Part of its acquires are made under a session
+// of their own (LockClient.session; one hold per session, so owners stay unique per acquire, which the
+// checker relies on): the hold renews with the session, its window ends with the session's deadline, and
+// the session is closed after the release, left to lapse, or dies with a crashed client.
 import type { SimRng } from '../sim/rng.js';
-import { LockClient, LockLostError, LockNotAcquiredError, LockReleasedError, type LockHandle, type RenewedEvent } from '../../src/client/index.js';
+import { LockClient, LockLostError, LockNotAcquiredError, LockReleasedError, InvalidRequestError, SessionLostError, type LockHandle, type LockSession, type RenewedEvent } from '../../src/client/index.js';
 import { EndpointPool, newRequestId, RpcError } from '../../src/client/rpc.js';
 import { writeWithLock } from '../../src/fencing/index.js';
 import type { ReleaseResponse, RenewResponse } from '../../src/transport/proto.js';
@@ -25,6 +28,8 @@ export interface WorkerOptions {
   callTimeoutMs?: number;
   /** Fraction of acquires that queue for the lock (wait_ms > 0); default 0.25. */
   waitChance?: number;
+  /** Fraction of acquires made under the worker's session; default 0.3. */
+  sessionChance?: number;
 }
 
 const SERVER_REASONS = new Set(['NOT_HELD', 'WRONG_OWNER', 'WRONG_TOKEN', 'EXPIRED']);
@@ -44,6 +49,8 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 interface Held {
   handle: LockHandle;
+  /** The session it lives under, if any. */
+  session: LockSession | null;
   acquire: Op;
   /** Close the window at `atMs` (no-op if closed). */
   closeWindow: (atMs: number, endedBy: 'released' | 'lost' | 'deadline') => void;
@@ -53,6 +60,8 @@ export class ChaosWorker {
   readonly id: string;
   /** Errors of a kind the client should never throw here (not a typed LeaseholdError outcome). */
   readonly unexpected: string[] = [];
+  /** Holds it was granted under a session of their own. */
+  sessionHolds = 0;
   private client: LockClient;
   private readonly raw: EndpointPool;
   private ownerSeq = 0;
@@ -100,7 +109,8 @@ export class ChaosWorker {
     const key = rng.pick(keys);
     const ttlMs = rng.pick(ttlsMs);
     if (rng.chance(0.1)) await this.get(key);
-    const held = await this.acquire(key, ttlMs, rng.chance(this.o.waitChance ?? 0.25) ? rng.range(200, 1500) : 0);
+    const underSession = rng.chance(this.o.sessionChance ?? 0.3);
+    const held = await this.acquire(key, ttlMs, rng.chance(this.o.waitChance ?? 0.25) ? rng.range(200, 1500) : 0, underSession);
     if (!held) {
       await sleep(rng.range(20, 250), stop);
       return;
@@ -111,7 +121,7 @@ export class ChaosWorker {
       if (!(await this.write(h, key))) break;
       await sleep(rng.range(0, 150), stop);
       if (rng.chance(0.1)) await this.get(key);
-      if (rng.chance(0.1) && h.isActive()) await this.rawRenew(key, h.owner, h.token, ttlMs, 'raw');
+      if (rng.chance(0.1) && h.isActive() && held.session === null) await this.rawRenew(key, h.owner, h.token, ttlMs, 'raw');
     }
     // A long critical section: the handle renews itself (about every ttl/3) while we sleep.
     if (!stop.aborted && rng.chance(0.2)) {
@@ -124,9 +134,11 @@ export class ChaosWorker {
       // A crashed holder: no release, no renewals; the lease must lapse by itself within its ttl.
       held.closeWindow(this.now, 'lost');
       this.client.close();
-      this.client = this.newClient();
+      this.client = this.newClient(); // its session died with the client: the server lets it lapse
     } else {
       await this.release(held);
+      // Closed (it holds nothing now), or left to lapse on the server by its TTL.
+      if (held.session !== null && rng.chance(0.7)) await this.closeSession(held.session);
     }
     // A holder that lost its lock (or gave it up) wakes up and goes on with its old token: the fenced
     // resource must refuse its write once a newer token has written; renew and release must be refused
@@ -135,7 +147,8 @@ export class ChaosWorker {
       await sleep(rng.range(0, Math.floor(ttlMs * 1.5)), stop);
       await this.zombieWrite(key, h.token);
       if (rng.chance(0.5)) {
-        await this.rawRenew(key, h.owner, h.token, ttlMs, 'zombie');
+        // (A hold under a session has no renew of its own: the server refuses one as a usage error.)
+        if (held.session === null) await this.rawRenew(key, h.owner, h.token, ttlMs, 'zombie');
         await this.rawRelease(key, h.owner, h.token);
       }
     }
@@ -143,13 +156,22 @@ export class ChaosWorker {
 
   // ------------------------------------------------------------------ acquire, with the holder window
 
-  private async acquire(key: string, ttlMs: number, waitMs: number): Promise<Held | null> {
+  private async acquire(key: string, ttlMs: number, waitMs: number, underSession: boolean): Promise<Held | null> {
     const owner = `${this.id}/${++this.ownerSeq}`;
-    const p = this.o.recorder.invoke({ process: this.id, type: 'acquire', key, via: 'handle', owner, ttlMs, waitMs });
+    const session = underSession ? await this.openSession(ttlMs, owner) : null;
+    // A hold under a session has no TTL of its own (ttlMs left out: the lease-cut-short rule, which reads
+    // per-key renews, does not apply; its window, from the session's deadline, is checked like any other).
+    const p = this.o.recorder.invoke({ process: this.id, type: 'acquire', key, via: 'handle', owner, ...(session === null ? { ttlMs } : {}), waitMs });
     let handle: LockHandle;
     try {
-      handle = await this.client.acquire(key, { ttlMs, waitMs, owner, timeoutMs: waitMs + this.callTimeout() });
+      handle = session !== null ? await session.acquire(key, { waitMs, timeoutMs: waitMs + this.callTimeout() }) : await this.client.acquire(key, { ttlMs, waitMs, owner, timeoutMs: waitMs + this.callTimeout() });
     } catch (err) {
+      if (session !== null && (err instanceof SessionLostError || (err instanceof InvalidRequestError && /is not open/.test(err.message)))) {
+        // The session ended (by the client's deadline, or the server's) before or while the acquire ran: the
+        // outcome is a refusal for a reason outside the mutex model, so it is recorded as unknown.
+        p.info(err);
+        return null;
+      }
       if (err instanceof LockNotAcquiredError) p.fail({ holder: err.holder });
       else if (err instanceof LockLostError) {
         // Granted (we know the token) but ended before the client could confirm it: the caller never held it.
@@ -158,7 +180,25 @@ export class ChaosWorker {
       return null;
     }
     const op = p.ok({ token: handle.token });
-    return this.track(op, handle);
+    if (session !== null) this.sessionHolds++;
+    return this.track(op, handle, session);
+  }
+
+  /** A new session for one hold of `owner`; null if the open failed (the acquire then goes without one). */
+  private async openSession(ttlMs: number, owner: string): Promise<LockSession | null> {
+    try {
+      return await this.client.session({ ttlMs, owner, timeoutMs: this.callTimeout() });
+    } catch {
+      return null; // unavailable: a session it may have opened lapses by itself
+    }
+  }
+
+  private async closeSession(session: LockSession): Promise<void> {
+    try {
+      await session.close({ timeoutMs: this.callTimeout() });
+    } catch {
+      // Unavailable: it lapses by itself.
+    }
   }
 
   /**
@@ -167,16 +207,22 @@ export class ChaosWorker {
    * delivered by a timer that may fire late; the deadline is what the handle enforces synchronously).
    * The deadline is read through remainingMs() AFTER taking our own timestamp, so it is never overestimated.
    */
-  private track(op: Op, handle: LockHandle): Held {
+  private track(op: Op, handle: LockHandle, session: LockSession | null = null): Held {
     const t0 = this.now;
-    let deadlineMs = t0 + handle.remainingMs();
+    // A session hold's deadline is its session's (the handle reports Infinity).
+    let deadlineMs = t0 + (session !== null ? session.remainingMs() : handle.remainingMs());
     let lastConfirmMs = t0;
     op.window = { startMs: t0, endMs: null, endedBy: null };
     const closeWindow = (atMs: number, endedBy: 'released' | 'lost' | 'deadline') => {
       if (op.window!.endMs !== null) return;
       op.window!.endMs = Math.min(atMs, deadlineMs);
       op.window!.endedBy = atMs >= deadlineMs ? 'deadline' : endedBy;
+      session?.off('renewed', onSessionRenewed);
     };
+    const onSessionRenewed = () => {
+      deadlineMs = this.now + session!.remainingMs();
+    };
+    session?.on('renewed', onSessionRenewed);
     const margin = Math.ceil(handle.ttlMs * 0.02);
     handle.on('renewed', (ev: RenewedEvent) => {
       const t = this.now;
@@ -196,7 +242,7 @@ export class ChaosWorker {
         this.o.recorder.record({ process: this.id, type: 'renew', key: handle.key, via: 'auto', owner: handle.owner, token: handle.token, ttlMs: handle.ttlMs, invokeMs: lastConfirmMs, completeMs: t, outcome: 'fail', reason: err.reason });
       }
     });
-    return { handle, acquire: op, closeWindow };
+    return { handle, session, acquire: op, closeWindow };
   }
 
   private async release(held: Held): Promise<void> {
