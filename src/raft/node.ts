@@ -325,11 +325,6 @@ export class RaftNode<R = unknown> extends EventEmitter {
     return this.soft.role === 'leader';
   }
 
-  /** The core's own view (not the last Ready's): what the simulator's invariants inspect. */
-  coreStatus(): Status {
-    return this.raft.status();
-  }
-
   progress(): Map<NodeId, { match: number; next: number; state: string }> {
     return this.raft.progressSnapshot();
   }

@@ -146,8 +146,6 @@ export type Message =
   | ReadIndexRequest
   | ReadIndexResponse;
 
-export type MessageType = Message['type'];
-
 export type Role = 'follower' | 'pre-candidate' | 'candidate' | 'leader';
 
 /** A read that may be served once the local applied index reaches `index`. */
