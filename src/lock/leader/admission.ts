@@ -127,17 +127,17 @@ export class Admission {
     const claim = this.claimOf(state, req);
     if (sessionId > 0) {
       claim.sessionId = sessionId;
-      this.sessionHoldsInFlight.set(sessionId, (this.sessionHoldsInFlight.get(sessionId) ?? 0) + 1);
+      countIn(this.sessionHoldsInFlight, sessionId, 1);
     }
     if (waits) {
       claim.waitKey = req.key;
       this.waitersInFlight++;
-      this.keyWaitersInFlight.set(req.key, (this.keyWaitersInFlight.get(req.key) ?? 0) + 1);
+      countIn(this.keyWaitersInFlight, req.key, 1);
     }
     this.claims.set(id, claim);
     if (claim.lease) this.leasesInFlight++;
     if (claim.record) this.recordsInFlight++;
-    if (claim.ownerLease) this.ownerInFlight.set(claim.owner, (this.ownerInFlight.get(claim.owner) ?? 0) + 1);
+    if (claim.ownerLease) countIn(this.ownerInFlight, claim.owner, 1);
   }
 
   /** Proposal `id` applied (its effect is in the machine now) or failed. */
@@ -148,26 +148,24 @@ export class Admission {
     if (claim.lease) this.leasesInFlight--;
     if (claim.record) this.recordsInFlight--;
     if (claim.opens) this.opensInFlight--;
-    if (claim.sessionId > 0) {
-      const n = (this.sessionHoldsInFlight.get(claim.sessionId) ?? 1) - 1;
-      if (n > 0) this.sessionHoldsInFlight.set(claim.sessionId, n);
-      else this.sessionHoldsInFlight.delete(claim.sessionId);
-    }
+    if (claim.sessionId > 0) countIn(this.sessionHoldsInFlight, claim.sessionId, -1);
     if (claim.waitKey !== '') {
       this.waitersInFlight--;
-      const n = (this.keyWaitersInFlight.get(claim.waitKey) ?? 1) - 1;
-      if (n > 0) this.keyWaitersInFlight.set(claim.waitKey, n);
-      else this.keyWaitersInFlight.delete(claim.waitKey);
+      countIn(this.keyWaitersInFlight, claim.waitKey, -1);
     }
-    if (claim.ownerLease) {
-      const n = (this.ownerInFlight.get(claim.owner) ?? 1) - 1;
-      if (n > 0) this.ownerInFlight.set(claim.owner, n);
-      else this.ownerInFlight.delete(claim.owner);
-    }
+    if (claim.ownerLease) countIn(this.ownerInFlight, claim.owner, -1);
   }
 
   private claimOf(state: LockStateView, req: Pick<ValidAcquire, 'key' | 'owner'>): Claim {
     const record = state.recordOf(req.key);
     return { owner: req.owner, lease: !record, ownerLease: record?.owner !== req.owner, record: record === undefined, waitKey: '', sessionId: 0, opens: false };
   }
+}
+
+/** Adds `delta` to `key`'s count in `counts`; a count that reaches 0 leaves the map (it stays bounded by what
+ *  is in flight). */
+function countIn<K>(counts: Map<K, number>, key: K, delta: 1 | -1): void {
+  const n = (counts.get(key) ?? 0) + delta;
+  if (n > 0) counts.set(key, n);
+  else counts.delete(key);
 }
