@@ -70,6 +70,12 @@ export interface LockHandleEvents {
   renewed: [RenewedEvent];
 }
 
+/** What a hold under a session asks its session (session.ts). */
+export interface SessionLink {
+  check(): void;
+  remainingMs(): number;
+}
+
 export interface HandleInit {
   key: string;
   owner: string;
@@ -77,9 +83,9 @@ export interface HandleInit {
   ttlMs: number;
   /** Monotonic time at which the acquire that granted this token was first sent. */
   sentAtMs: number;
-  /** A hold under a session (session.ts): no renew of its own; it lives and dies with the session, which
-   *  `check()` asks (the session's local deadline). */
-  session?: { check(): void };
+  /** A hold under a session (session.ts): no renew of its own; it lives and dies with the session, whose
+   *  local deadline `check()` judges and `remainingMs()` reports. */
+  session?: SessionLink;
 }
 
 export class LockHandle extends EventEmitter<LockHandleEvents> {
@@ -101,7 +107,7 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
   private readonly releaseRequestId = newRequestId();
   private releaseDone: ReleaseResult | null = null;
   private releasing: Promise<ReleaseResult> | null = null;
-  private readonly session: { check(): void } | null;
+  private readonly session: SessionLink | null;
 
   /** @internal Use LockClient.acquire. */
   constructor(
@@ -179,11 +185,10 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
     throw new LockReleasedError(this.key, this.token);
   }
 
-  /** Milliseconds left of the conservative local lease; 0 unless ACTIVE (Infinity for a session hold:
-   *  ask the session). */
+  /** Milliseconds left of the conservative local lease (a session hold: its session's); 0 unless ACTIVE. */
   remainingMs(): number {
     if (this.state !== 'ACTIVE') return 0;
-    return this.lease.remainingMs();
+    return this.session !== null ? this.session.remainingMs() : this.lease.remainingMs();
   }
 
   /** @internal The session this hold lives under ended: LOST (it ran out or was refused) or RELEASED

@@ -71,7 +71,7 @@ export class LockSession extends EventEmitter<{ lost: [SessionLostError]; renewe
   private closing: Promise<SessionCloseResult> | null = null;
   private readonly closeRequestId = newRequestId();
   /** What each hold asks to check its (the session's) deadline. */
-  private readonly link = { check: () => this.checkDeadline() };
+  private readonly link = { check: () => this.checkDeadline(), remainingMs: () => this.remainingMs() };
 
   /** @internal Use LockClient.session. */
   constructor(

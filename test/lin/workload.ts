@@ -209,8 +209,8 @@ export class ChaosWorker {
    */
   private track(op: Op, handle: LockHandle, session: LockSession | null = null): Held {
     const t0 = this.now;
-    // A session hold's deadline is its session's (the handle reports Infinity).
-    let deadlineMs = t0 + (session !== null ? session.remainingMs() : handle.remainingMs());
+    // (A session hold's handle reports its session's time left.)
+    let deadlineMs = t0 + handle.remainingMs();
     let lastConfirmMs = t0;
     op.window = { startMs: t0, endMs: null, endedBy: null };
     const closeWindow = (atMs: number, endedBy: 'released' | 'lost' | 'deadline') => {

@@ -36,6 +36,10 @@ describe('client sessions', () => {
     expect(rpc.of('RenewSession').length).toBeLessThanOrEqual(10);
     expect(rpc.of('Renew')).toHaveLength(0); // holds never renew themselves
     expect([session.state, a.state, b.state]).toEqual(['ACTIVE', 'ACTIVE', 'ACTIVE']);
+    // A hold reports its session's time left, not a deadline of its own.
+    expect(a.remainingMs()).toBe(session.remainingMs());
+    expect(a.remainingMs()).toBeGreaterThan(0);
+    expect(a.remainingMs()).toBeLessThanOrEqual(TTL);
   });
 
   it('a refused renew turns the session and all its holds LOST at once', async () => {
