@@ -305,8 +305,12 @@ export class RaftNode<R = unknown> extends EventEmitter {
     return ok;
   }
 
+  /** Role, term and leader as this node has acted on them: a role change counts once the Ready that made
+   *  it is durable and the lock service has heard of it (onSoftState). The core's own view runs ahead by
+   *  one disk write, and a status saying LEADER while the service still refused as a follower sent a
+   *  client (and a test harness waiting for a leader) to a node that answered "no leader". */
   status(): Status {
-    return { ...this.raft.status(), appliedIndex: this.appliedIndex };
+    return { ...this.raft.status(), role: this.soft.role, term: this.soft.term, leaderId: this.soft.leaderId, appliedIndex: this.appliedIndex };
   }
 
   get role(): SoftState['role'] {

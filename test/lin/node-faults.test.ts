@@ -102,6 +102,7 @@ describe('node test faults (LEASEHOLD_TEST_FAULTS) on a 3-node cluster', () => {
     expect(slowMs).toBeGreaterThan(baseMs + 180);
   });
 
+
   it('disk: failWrites stops the leader with exit 70; a restart from the same dir recovers every acknowledged write', async () => {
     const l = await leader();
     const keys = ['durable-1', 'durable-2', 'durable-3'];
@@ -218,5 +219,30 @@ describe('node test faults (LEASEHOLD_TEST_FAULTS) on a 3-node cluster', () => {
       50,
     );
     expect(freedAtMs - sentMs).toBeGreaterThanOrEqual(ttlMs);
+  });
+});
+
+describe('Status and a slow disk (a one-node cluster, 300 ms fsyncs)', () => {
+  let c: TestCluster;
+  afterAll(async () => {
+    await c?.stop();
+  });
+
+  it('the node Status names leader serves an acquire at once: Status reports the role the node acted on, not the one still on its way to disk', async () => {
+    c = await TestCluster.create({ size: 1, faultFiles: true });
+    c.startAll();
+    await c.waitForLeader();
+    const id = c.ids[0]!;
+    c.faults(id).setDisk({ fsyncDelayMs: 300 });
+    await waitFor('the fsync delay applied', () => c.faults(id).state()?.applied.disk?.fsyncDelayMs === 300);
+    for (let round = 0; round < 3; round++) {
+      // A restart reads the fault file at once: its first election's vote is written with a 300 ms fsync,
+      // and a Status that reported the core's role would name it leader that long before it serves.
+      await c.kill(id);
+      c.start(id);
+      await c.waitForLeader();
+      const r = await c.raw<AcquireResponse>(id, 'Acquire', acquireReq(`slow-disk-${round}`, `o-${round}`, 5000), 5000);
+      expect(r.acquired).toBe(true);
+    }
   });
 });
