@@ -393,11 +393,13 @@ export class RaftNode<R = unknown> extends EventEmitter {
         //    durable here: they are committed (a quorum has them) and in our own log on disk, so nothing the
         //    write below does can change them. Without this every commit waited one more fsync — the one
         //    of the entries proposed while it was being replicated (etcd's raft applies concurrently with
-        //    the next write for the same reason). Entries in this very Ready, a role change or a snapshot
-        //    to install wait for the write, in the order below.
+        //    the next write for the same reason). On a follower, entries in this very Ready wait for the
+        //    write; a role change or a snapshot to install always waits, in the order below.
         let committed = rd.committedEntries;
         if (!rd.softState && !rd.snapshot && committed.length > 0) {
-          const firstUnstable = rd.entries.length > 0 ? rd.entries[0]!.index : Infinity;
+          // A leader's commit index covers only entries durable on a quorum (it counts itself once its
+          // own write ends), so it applies them all now; a follower only what its own log already holds.
+          const firstUnstable = rd.entries.length > 0 && this.soft.role !== 'leader' ? rd.entries[0]!.index : Infinity;
           let durable = 0;
           while (durable < committed.length && committed[durable]!.index < firstUnstable) durable++;
           for (let i = 0; i < durable; i++) this.applyEntry(committed[i]!);
@@ -568,6 +570,9 @@ export class RaftNode<R = unknown> extends EventEmitter {
       return;
     }
     if (!this.snapshotPolicy.due(this.appliedIndex - this.lastSnapshotIndex)) return;
+    // A leader may have applied entries its own write has not covered yet (takeDurableCommitted): the
+    // snapshot waits for a loop turn whose write covers what it would compact.
+    if (this.appliedIndex > this.raft.status().durableIndex) return;
     const index = this.appliedIndex;
     this.snapshotPolicy.started();
     const fsm = this.opts.fsm;

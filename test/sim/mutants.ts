@@ -172,7 +172,10 @@ export const MUTANTS: Mutant[] = [
     // with the AppendEntries sent before the leader's own write (thesis §10.2.1), one follower's ack
     // then commits an entry that exists durably on one node only.
     name: 'leader counts its own unpersisted entry toward a commit',
-    expect: ['commit-durable-quorum'],
+    // The leader applies such an entry at once while its own write is in flight (takeDurableCommitted):
+    // persist-before-apply sees it applied while durable on fewer than a quorum, often before the
+    // commit check runs.
+    expect: ['commit-durable-quorum', 'persist-before-apply'],
     maxSeeds: 100,
     core: (base) =>
       module(base, (cfg, restored) => {
@@ -183,6 +186,30 @@ export const MUTANTS: Mutant[] = [
           const self = c.progress.get(c.id);
           if (r.ok && self) self.match = Math.max(self.match, c.log.lastIndex());
           return r;
+        };
+        return w;
+      }),
+  },
+  {
+    // The new pipeline's rule broken: a leader applies (and so answers) what it has appended while its
+    // write is in flight, not only what its commit index covers — an answer before the entry is
+    // durable on a quorum.
+    name: 'leader applies entries before they are durable on a quorum',
+    expect: ['persist-before-apply'],
+    maxSeeds: 100,
+    core: (base) =>
+      module(base, (cfg, restored) => {
+        const w = new WrappedCore(base, cfg, restored);
+        w.takeDurableCommitted = (maxCount) => {
+          const c = internals(w.inner);
+          if (w.inner.status().role !== 'leader') return w.inner.takeDurableCommitted(maxCount);
+          const committed = c.log.committed;
+          c.log.committed = c.log.lastIndex();
+          try {
+            return w.inner.takeDurableCommitted(maxCount);
+          } finally {
+            c.log.committed = committed;
+          }
         };
         return w;
       }),

@@ -119,6 +119,14 @@ function commitConfs(sim: SimCluster, node: SimNode, index: number, term: number
   return out;
 }
 
+/** (index, term) is durable on a majority of a configuration `node` may count it on — what a leader's
+ *  commit index promises, and so what lets a leader apply an entry before its own write of it ends. */
+export function durableOnQuorum(sim: SimCluster, node: SimNode, index: number, term: number): boolean {
+  const st = node.raft.status();
+  const confs = commitConfs(sim, node, index, term, st.role === 'leader' ? st.conf : null);
+  return confs.some((c) => c.voters.length > 0 && durableCopies(sim, index, term, c) >= majority(c));
+}
+
 /** The longest a correct node may take to act on a lost quorum: several election timeouts at the
  *  slowest tick rate the 'clock' fault can give it, plus the longest network delay. */
 function leadershipWindowMs(sim: SimCluster, node: SimNode): number {

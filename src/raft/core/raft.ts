@@ -241,16 +241,20 @@ export class Raft {
   }
 
   /**
-   * Committed entries that are already durable in this node's log and were not handed out yet, marked
-   * applied: the driver applies them at once while a Ready's write is still in flight, so a commit
-   * learnt from a follower's acknowledgement is not held back by our own next fsync. Nothing while a
-   * received snapshot waits to be persisted and restored (entries after it must apply on top of it) —
-   * belt and braces: restoring it also sets stableIndex to the snapshot, so nothing after it counts as
-   * durable yet (a planted removal of this check was not caught by 300 sim seeds for that reason).
+   * Committed entries that may be applied while a Ready's write is still in flight, marked applied: the
+   * driver applies them at once, so a commit learnt from a follower's acknowledgement is not held back
+   * by our own fsync. On a follower, only those already durable in its own log. On a leader, everything
+   * committed: a leader counts itself toward a commit only once its entries are durable (advance), so
+   * an entry its commit index covers is durable on a quorum even while its own copy is still being
+   * written — thesis §10.2.1 lets the leader commit (and so apply and answer) before its own write ends,
+   * and a crash of the leader then loses nothing a quorum does not hold. Nothing while a received
+   * snapshot waits to be persisted and restored (entries after it must apply on top of it) — belt and
+   * braces: restoring it also sets stableIndex to the snapshot, so nothing after it counts as durable
+   * yet (a planted removal of this check was not caught by 300 sim seeds for that reason).
    */
   takeDurableCommitted(maxCount = MAX_COMMITTED_PER_READY): Entry[] {
     if (this.log.pendingSnapshot !== null) return [];
-    const out = this.log.takeCommitted(maxCount, this.log.stableIndex);
+    const out = this.log.takeCommitted(maxCount, this.role === 'leader' ? this.log.committed : this.log.stableIndex);
     const last = out[out.length - 1];
     if (last && last.index > this.log.applied) this.log.applied = last.index;
     return out;
@@ -262,6 +266,9 @@ export class Raft {
   compact(index: number, data: Uint8Array): Snapshot | null {
     if (index <= this.log.snapshot.meta.index) return null;
     if (index > this.log.applied) throw new Error(`compact(${index}) beyond applied index ${this.log.applied}`);
+    // A leader applies entries before its own copy is written (takeDurableCommitted); a snapshot past
+    // its durable log would drop entries the next Ready still has to write.
+    if (index > this.log.stableIndex) throw new Error(`compact(${index}) beyond the durable log (${this.log.stableIndex})`);
     const term = this.log.term(index);
     if (term === undefined) throw new Error(`compact(${index}): index is not in the log`);
     // The snapshot records the configuration AS OF its index, not a later (maybe uncommitted) one.
@@ -281,6 +288,7 @@ export class Raft {
       commitIndex: this.log.committed,
       appliedIndex: this.log.applied,
       lastIndex: this.log.lastIndex(),
+      durableIndex: this.log.stableIndex,
       firstIndex: this.log.firstIndex(),
       voters: [...this.voters],
       learners: [...this.learners],

@@ -233,6 +233,8 @@ export interface Status {
   commitIndex: number;
   appliedIndex: number;
   lastIndex: number;
+  /** Entries up to here are durable in this node's own log (a leader may apply past it: takeDurableCommitted). */
+  durableIndex: number;
   firstIndex: number;
   voters: NodeId[];
   learners: NodeId[];
