@@ -8,6 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import { CommanderError, InvalidArgumentError } from 'commander';
 import { InvalidRequestError, LeaseholdError, LockLostError, LockNotAcquiredError, UnavailableError } from '../client/errors.js';
 import { RpcError } from '../client/rpc.js';
+import { WatchHistoryLostError } from '../client/watch.js';
 
 export const EXIT = Object.freeze({ OK: 0, USAGE: 1, UNAVAILABLE: 2, REFUSED: 3, DENIED: 4 } as const);
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -71,6 +72,7 @@ export function exitCodeFor(err: unknown): ExitCode {
   if (err instanceof CommanderError) return EXIT.USAGE;
   if (err instanceof UnreachableError || err instanceof UnavailableError) return EXIT.UNAVAILABLE;
   if (err instanceof RefusedError || err instanceof LockNotAcquiredError || err instanceof LockLostError) return EXIT.REFUSED;
+  if (err instanceof WatchHistoryLostError) return EXIT.USAGE; // the index asked for is older than any node keeps
   if (err instanceof InvalidRequestError) return exitCodeForStatus(err.code);
   if (err instanceof RpcError) return exitCodeForStatus(err.code);
   const cause = rpcCause(err);

@@ -7,6 +7,7 @@ import { clientCommands } from './client-commands.js';
 import { runCommand } from './run.js';
 import { clusterCommands } from './cluster-commands.js';
 import { healthCommand } from './health.js';
+import { watchCommand } from './watch-command.js';
 import { reportError } from './exit-codes.js';
 import { packageVersion } from './version.js';
 
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
   serveCommand(program);
   devCommand(program);
   clientCommands(program);
+  watchCommand(program);
   clusterCommands(program);
   runCommand(program);
   healthCommand(program);

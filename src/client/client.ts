@@ -17,6 +17,7 @@ import { LockHandle, type HandleContext, type LockRpc } from './handle.js';
 import { silentLogger, type ClientLogger } from './logger.js';
 import { EndpointPool, newRequestId, parseEndpoints } from './rpc.js';
 import { clientTlsCredentials, type ClientTlsOptions } from './tls.js';
+import { watchEvents, type LockEventInfo, type WatchOptions } from './watch.js';
 
 export interface LockClientOptions {
   /** host:port of cluster nodes (any subset; followers forward to the leader), as a list or comma-separated. */
@@ -87,6 +88,8 @@ export interface LockInfo {
   value: Uint8Array;
   /** The session the hold lives under (0n = none). */
   sessionId: bigint;
+  /** The log index this answer was read at: `watch(key, { afterIndex: index })` continues from exactly here. */
+  index: bigint;
 }
 
 export class LockClient {
@@ -246,7 +249,19 @@ export class LockClient {
       if (opts.signal?.aborted) throw opts.signal.reason;
       throw fromRpcError(err, `reading lock "${key}"`, this.endpoints, Date.now() - started);
     }
-    return { key, held: res.held, owner: res.owner, token: BigInt(res.token), ttlMs: Number(res.ttl_ms), lastToken: BigInt(res.last_token), waiters: Number(res.waiters ?? 0), value: res.holders?.[0]?.value ?? new Uint8Array(0), sessionId: BigInt(res.holders?.[0]?.session_id ?? 0) };
+    return { key, held: res.held, owner: res.owner, token: BigInt(res.token), ttlMs: Number(res.ttl_ms), lastToken: BigInt(res.last_token), waiters: Number(res.waiters ?? 0), value: res.holders?.[0]?.value ?? new Uint8Array(0), sessionId: BigInt(res.holders?.[0]?.session_id ?? 0), index: BigInt(res.index ?? 0) };
+  }
+
+  /**
+   * The changes to `key` (or, with `prefix: true`, to every key starting with it) as an async iterator:
+   * ACQUIRED, RELEASED, EXPIRED, REVOKED, QUEUED, DEQUEUED (and RENEWED on request), each once, in log
+   * order, across reconnects and failovers (watch.ts). From now by default; `afterIndex: info.index` of a
+   * get() continues from exactly the state it read. End it with `break` or the signal.
+   */
+  watch(target: string, opts: WatchOptions = {}): AsyncGenerator<LockEventInfo, void, undefined> {
+    this.assertOpen();
+    if (!(this.rpc instanceof EndpointPool)) throw new Error('watch: this client was built with a test double instead of an endpoint pool');
+    return watchEvents(this.rpc, target, opts);
   }
 
   /** Handles this client holds right now. */

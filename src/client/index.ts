@@ -13,5 +13,6 @@ export {
   PermissionDeniedError,
   type LostReason,
 } from './errors.js';
+export { WatchHistoryLostError, type LockEventInfo, type WatchOptions } from './watch.js';
 export type { ClientLogger } from './logger.js';
 export { clientTlsCredentials, type ClientTlsOptions } from './tls.js';

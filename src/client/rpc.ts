@@ -3,7 +3,7 @@
 // the caller's deadline: the server's dedup table turns those retries into exactly-once.
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { ClusterClient, LEADER_METADATA, LockClient, type ClusterMethod, type LockMethod, type StatusResponse } from '../transport/proto.js';
+import { ClusterClient, LEADER_METADATA, LockClient, type ClusterMethod, type LockMethod, type StatusResponse, type WatchEvent, type WatchRequest, type WireInput } from '../transport/proto.js';
 import { LockStream } from './lock-stream.js';
 import { RpcError } from './rpc-error.js';
 
@@ -175,6 +175,17 @@ export class EndpointPool {
     });
   }
 
+  /** The endpoints in the order to try them: the one that answered last (likely the leader) first. */
+  endpointOrder(): string[] {
+    const n = this.endpoints.length;
+    return Array.from({ length: n }, (_, i) => this.endpoints[(this.preferred + i) % n]!);
+  }
+
+  /** Opens Lock/Watch on `ep` (watch.ts drives it: resume, failover). */
+  openWatch(ep: string, request: WireInput<WatchRequest>): grpc.ClientReadableStream<WatchEvent> {
+    return this.lockClient(ep).Watch(request);
+  }
+
   /** Cluster.Status of one endpoint. */
   status(endpoint: string, deadline: number): Promise<StatusResponse> {
     return new Promise((resolve, reject) => {
@@ -226,7 +237,8 @@ function waitMsOf(request: object): number {
   return Number.isFinite(w) ? w : 0;
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const onAbort = () => {
       clearTimeout(t);

@@ -85,6 +85,13 @@ export const SETTINGS_SCHEMA = {
     maxSessions: int(100_000, 1, MAX),
     maxHoldsPerSession: int(10_000, 1, MAX),
   },
+  watch: {
+    // Events each node keeps (~200 bytes each, plus values) for resuming watches and for watchers that
+    // lag: one that falls further behind is cut off (SPEC "Watch").
+    historyEvents: int(10_000, 1, 10_000_000),
+    // Open watches per node.
+    maxWatchers: int(10_000, 1, 1_000_000),
+  },
   log: {
     level: { kind: 'enum', default: 'info', values: LOG_LEVELS } satisfies EnumRule,
     format: { kind: 'enum', default: 'auto', values: LOG_FORMATS } satisfies EnumRule,
@@ -117,6 +124,7 @@ export const DEFAULT_SETTINGS: ClusterSettings = Object.freeze({
   raft: defaultsOf('raft'),
   lock: defaultsOf('lock'),
   limits: defaultsOf('limits'),
+  watch: defaultsOf('watch'),
   log: defaultsOf('log'),
   metrics: defaultsOf('metrics'),
 });

@@ -101,6 +101,14 @@ export interface LimitSettings {
   readonly maxHoldsPerSession: number;
 }
 
+/** Watch (SPEC "Watch"): each node's own; they shape no replicated state. */
+export interface WatchSettings {
+  /** Events kept for resuming a watch from an index; a watcher further behind is cut off. */
+  readonly historyEvents: number;
+  /** Open watches on one node. */
+  readonly maxWatchers: number;
+}
+
 export interface LogSettings {
   readonly level: LogLevel;
   readonly format: LogFormat;
@@ -115,6 +123,7 @@ export interface ClusterSettings {
   readonly raft: RaftSettings;
   readonly lock: LockSettings;
   readonly limits: LimitSettings;
+  readonly watch: WatchSettings;
   readonly log: LogSettings;
   readonly metrics: MetricsSettings;
 }

@@ -475,6 +475,7 @@ export function validateConfig(raw: unknown, ctx: ValidateContext): ClusterConfi
     raft: v.section('raft', raw['raft']),
     lock: v.section('lock', raw['lock']),
     limits: v.section('limits', raw['limits']),
+    watch: v.section('watch', raw['watch']),
     log: v.section('log', raw['log']),
     metrics: v.section('metrics', raw['metrics']),
   };

@@ -54,6 +54,7 @@ import { fingerprint64 } from './digest.js';
 import { FreeKeys } from './free-keys.js';
 import { KeyBuckets } from './key-buckets.js';
 import { Lease } from './lease.js';
+import type { LockEventKind, LockEventSink } from './events.js';
 import { SnapshotDecodeError, decodeState } from './snapshot.js';
 import { SNAPSHOT_SLICE_ITEMS, SnapshotWriter } from './snapshot-writer.js';
 import { DEFAULT_LOCK_MACHINE_OPTIONS } from './types.js';
@@ -164,6 +165,8 @@ export class LockMachine {
   private sessionHoldCount = 0;
   /** The sliced snapshot being written, if any: told before every change of a key or of every lease. */
   private writer: SnapshotWriter | null = null;
+  /** Where the changes go as entries apply (events.ts, Watch); null = nobody listens, nothing is built. */
+  eventSink: LockEventSink | null = null;
 
   constructor(options: Partial<LockMachineOptions> = {}) {
     this.options = Object.freeze({ ...DEFAULT_LOCK_MACHINE_OPTIONS, ...options });
@@ -720,7 +723,9 @@ export class LockMachine {
       outcome = this.refusalBy(lease, nowMs);
       if ((command.waitMs ?? 0) > 0) {
         // In line: not an answer yet, so nothing is remembered; the entry that decides it remembers that.
-        this.joinLine(new Waiter(command.key, index, this.ownerName(command.owner), command.ttlMs, command.requestId, nowMs + command.waitMs!, command.lockDelayMs ?? 0, command.value ?? null, session?.id ?? 0));
+        const w = new Waiter(command.key, index, this.ownerName(command.owner), command.ttlMs, command.requestId, nowMs + command.waitMs!, command.lockDelayMs ?? 0, command.value ?? null, session?.id ?? 0);
+        this.joinLine(w);
+        if (this.eventSink !== null) this.emit('QUEUED', w.key, w.owner, 0n, w.sessionId, w.value);
         waitTicket = index;
       }
     } else {
@@ -738,6 +743,11 @@ export class LockMachine {
   /** Grants `key` to `owner` with token `index` at log time now: a new lease, or `lease` re-granted; under
    *  `session` when given (then the hold keeps no times of its own and is in neither lease heap). */
   private hold(key: string, lease: Lease | undefined, ownerName: string, index: number, ttlMs: number, lockDelayMs: number, value: Uint8Array | null, session: Session | null = null): Lease {
+    // A hold that ran out and is re-granted in place ends here (a live one superseded by its own owner
+    // does not: the new ACQUIRED replaces it).
+    if (this.eventSink !== null && lease !== undefined && !lease.isLiveAt(this.logNowMs)) {
+      this.emit('EXPIRED', key, lease.owner, BigInt(lease.fencingToken), sessionIdOf(lease), this.holdValues.get(key) ?? null);
+    }
     if (value !== null && value.length > 0) this.holdValues.set(key, value);
     else this.holdValues.delete(key);
     if (session !== null && lockDelayMs === 0) lockDelayMs = session.lockDelayMs;
@@ -775,6 +785,7 @@ export class LockMachine {
     } else {
       this.granted(lease);
     }
+    if (this.eventSink !== null) this.emit('ACQUIRED', key, lease.owner, BigInt(index), session?.id ?? 0, value !== null && value.length > 0 ? value : null);
     return lease;
   }
 
@@ -809,6 +820,7 @@ export class LockMachine {
       this.remember(w, { type: 'acquire', outcome, token: 0n });
       decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });
       if (outcome.acquired) return;
+      this.dequeued(w);
     }
   }
 
@@ -894,6 +906,7 @@ export class LockMachine {
       const outcome = this.refusalBy(this.leaseOf(w.key), this.logNowMs);
       this.remember(w, { type: 'acquire', outcome, token: 0n });
       decided.push({ key: w.key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });
+      this.dequeued(w);
     }
     const keys = [...session.holds].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     for (const key of keys) {
@@ -928,6 +941,7 @@ export class LockMachine {
     const result: DequeueResult = { type: 'dequeue', index, dequeued: false, key: command.key, ticket: command.ticket };
     if (w === undefined || (command.cause === 'deadline' && w.deadlineMs > this.logNowMs)) return result;
     this.leaveLine(w);
+    this.dequeued(w);
     const outcome = this.refusalBy(this.leaseOf(command.key), this.logNowMs);
     const cancelled = command.cause === 'cancel';
     if (!cancelled) this.remember(w, { type: 'acquire', outcome, token: 0n });
@@ -982,6 +996,7 @@ export class LockMachine {
       this.deadlines.update(lease);
       this.granted(lease);
       outcome = { renewed: true, ttlMs: command.ttlMs, expiresAtMs: lease.leaseDeadlineMs, reason };
+      if (this.eventSink !== null) this.emit('RENEWED', command.key, lease.owner, command.token, 0, this.holdValues.get(command.key) ?? null);
     }
     this.remember(command, { type: 'renew', outcome, token: command.token });
     return { type: 'renew', index, replayed: false, ...outcome };
@@ -1070,6 +1085,9 @@ export class LockMachine {
   /** Ends `lease`; `expired`: it ran out (rather than being released), so its lock-delay, if any, begins —
    *  measured from the lease's end, not from the entry that noticed it. */
   private removeLease(lease: Lease, expired: boolean): void {
+    if (this.eventSink !== null) {
+      this.emit(expired ? 'EXPIRED' : 'RELEASED', lease.key, lease.owner, BigInt(lease.fencingToken), sessionIdOf(lease), this.holdValues.get(lease.key) ?? null);
+    }
     const lockDelayMs = this.delays.holdDelayOf(lease.key);
     this.delays.setHoldDelay(lease.key, 0);
     this.holdValues.delete(lease.key);
@@ -1081,6 +1099,17 @@ export class LockMachine {
     this.endBy.remove(lease);
     this.countOwner(lease.owner, -1);
     this.freeKeyLastTokens.free(lease.key, lease.fencingToken, this.logNowMs);
+  }
+
+  // ---- events (events.ts) ----
+
+  private emit(kind: LockEventKind, key: string, owner: string, token: bigint, sessionId: number, value: Uint8Array | null): void {
+    this.eventSink?.({ index: this.appliedIndexValue, key, kind, owner, token, sessionId, value, shared: false });
+  }
+
+  /** `w` left its line without the key (its wait ran out, its call was cancelled, its session ended). */
+  private dequeued(w: Waiter): void {
+    if (this.eventSink !== null) this.emit('DEQUEUED', w.key, w.owner, 0n, w.sessionId, w.value);
   }
 
   // ---- request_id dedup ----
@@ -1132,6 +1161,11 @@ export class LockMachine {
       ...result,
     } as DedupRecord);
   }
+}
+
+/** The id of the session `lease` is held under; 0 = none. */
+function sessionIdOf(lease: Lease): number {
+  return lease.session === null ? 0 : lease.session.fencingToken;
 }
 
 function grantedOutcome(lease: Lease): AcquireOutcome {

@@ -215,6 +215,8 @@ export interface LockView {
   value?: Uint8Array;
   /** The session the hold lives under; absent = none (or not held). */
   sessionId?: bigint;
+  /** The applied index the answer was read at (set like `waiters`): Watch after_index resumes from it. */
+  index?: number;
 }
 
 /** A lease whose deadline has passed, for the leader to propose `expire {key, token}`. */

@@ -28,7 +28,7 @@ export const DEFAULT_LOCK_LIMITS: Readonly<LockLimits> = Object.freeze({
 });
 
 /** Proto field names, as users see them in the API. */
-export type LockFieldName = 'key' | 'owner' | 'ttl_ms' | 'token' | 'request_id' | 'wait_ms' | 'lock_delay_ms' | 'value' | 'session_id';
+export type LockFieldName = 'key' | 'owner' | 'ttl_ms' | 'token' | 'request_id' | 'wait_ms' | 'lock_delay_ms' | 'value' | 'session_id' | 'prefix' | 'after_index';
 
 export class ValidationError extends Error {
   override readonly name = 'ValidationError';
@@ -183,6 +183,33 @@ export function validateRelease(input: ReleaseInput, _limits: LockLimits = DEFAU
 
 export function validateGet(input: GetInput, _limits: LockLimits = DEFAULT_LOCK_LIMITS): Validated<ValidGet> {
   return collect(() => ({ key: checkKey(input.key) }));
+}
+
+export interface WatchInput {
+  key: unknown;
+  prefix: unknown;
+  afterIndex: unknown;
+  includeRenewals: unknown;
+}
+
+export interface ValidWatch {
+  /** One key, or null: every key under `prefix`. */
+  key: string | null;
+  prefix: string;
+  afterIndex: number;
+  includeRenewals: boolean;
+}
+
+export function validateWatch(input: WatchInput, _limits: LockLimits = DEFAULT_LOCK_LIMITS): Validated<ValidWatch> {
+  return collect(() => {
+    const keyGiven = typeof input.key === 'string' && input.key !== '';
+    const key = keyGiven ? checkKey(input.key) : null;
+    const prefix = checkText('prefix', input.prefix, 0, WIRE_LIMITS.maxKeyBytes);
+    if (key !== null && prefix !== '') throw new ValidationError('prefix', 'prefix must be empty when key is set: watch one key or one prefix, not both');
+    const afterIndex = toInteger('after_index', input.afterIndex ?? 0);
+    if (afterIndex < 0n || afterIndex > BigInt(Number.MAX_SAFE_INTEGER)) throw new ValidationError('after_index', `after_index must be a log index (0 = from now), got ${afterIndex}`);
+    return { key, prefix, afterIndex: Number(afterIndex), includeRenewals: input.includeRenewals === true };
+  });
 }
 
 // The checks throw ValidationError and `collect` turns the first one into a result: fields are checked in

@@ -45,6 +45,7 @@ import type { PeerCertificate } from 'node:tls';
 import type { ClusterApi } from './cluster-api.js';
 import { statusError } from './status-error.js';
 import { mark } from '../trace/stages.js';
+import { serveWatch, type WatchServing } from './watch-server.js';
 import { addStrictService, descriptorRegistry, invalidReason, strictRequestDeserializers } from './strict-decode.js';
 import { InvalidRequestError, LimitExceededError, RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
 
@@ -71,6 +72,8 @@ export interface ClientApiOptions {
   /** The Forward stream on our peer link to `leaderId` (transport/forward.ts); without one (no link, or
    *  a test double), calls are forwarded as unary calls to the leader's client port. */
   forwardVia?: (leaderId: string) => ForwardSession | null;
+  /** Lock/Watch (watch-server.ts); without it the node answers UNIMPLEMENTED. */
+  watch?: WatchServing;
 }
 
 const FORWARDED_METHOD: Readonly<Record<LockMethod, ForwardedMethodName>> = LOCK_CALL_NAME;
@@ -286,6 +289,7 @@ export class ClientApi {
         this.run(call, cb as Reply<CloseSessionResponse>, v, 'CloseSession', async (req, timeoutMs) => closeSessionToWire(await this.opts.service.closeSession(req, timeoutMs)));
       },
       Stream: (call) => this.serveStream(call),
+      Watch: (call) => serveWatch(call, this.opts.watch),
     };
   }
 
@@ -495,6 +499,7 @@ function viewToWire(v: LockView): WireInput<GetResponse> {
     expires_at_ms: String(v.expiresAtMs),
     last_token: v.lastToken.toString(),
     waiters: v.waiters ?? 0,
+    index: String(v.index ?? 0),
     holders: v.held
       ? [{ owner: v.owner, token: v.token.toString(), ttl_ms: String(v.ttlMs), expires_at_ms: String(v.expiresAtMs), shared: false, session_id: (v.sessionId ?? 0n).toString(), value: v.value ?? EMPTY_VALUE }]
       : [],

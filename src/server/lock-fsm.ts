@@ -1,6 +1,7 @@
 // Adapts the pure lock machine to the Raft driver's StateMachine interface. Restores replace the machine
 // wholesale, so callers reach it through `fsm.machine`, never a saved reference.
 import { LockMachine } from '../lock/machine.js';
+import type { LockEventSink } from '../lock/events.js';
 import type { LockMachineOptions, LockResult } from '../lock/types.js';
 import type { Entry } from '../raft/core/types.js';
 import type { SnapshotJob, StateMachine } from '../raft/fsm.js';
@@ -8,8 +9,14 @@ import type { SnapshotJob, StateMachine } from '../raft/fsm.js';
 export class LockFsm implements StateMachine<LockResult | null> {
   machine: LockMachine;
 
-  constructor(private readonly options: Partial<LockMachineOptions> = {}) {
+  /** `events`: where the machine's changes go (Watch), and who must hear that the state was replaced
+   *  wholesale without events (a restore: a watcher would otherwise miss what it changed). */
+  constructor(
+    private readonly options: Partial<LockMachineOptions> = {},
+    private readonly events: { sink: LockEventSink; replaced(appliedIndex: number): void } | null = null,
+  ) {
     this.machine = new LockMachine(options);
+    this.machine.eventSink = events?.sink ?? null;
   }
 
   apply(entry: Entry): LockResult | null {
@@ -30,5 +37,7 @@ export class LockFsm implements StateMachine<LockResult | null> {
 
   restore(data: Uint8Array): void {
     this.machine = data.length === 0 ? new LockMachine(this.options) : LockMachine.restore(data, this.options);
+    this.machine.eventSink = this.events?.sink ?? null;
+    this.events?.replaced(this.machine.appliedIndex);
   }
 }

@@ -16,6 +16,7 @@ import { PeerAuthenticator } from '../transport/peer-auth.js';
 import { RaftClient, packageDefinition } from '../transport/proto.js';
 import type { ConfState, Message } from '../raft/core/types.js';
 import { LockFsm } from './lock-fsm.js';
+import { WatchHub } from './watch-hub.js';
 import { LockService } from './lock-service.js';
 import { ClientApi } from './grpc-server.js';
 import { ClusterApi } from './cluster-api.js';
@@ -79,7 +80,8 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   const dataDir = options.dataDir ?? self.dataDir;
   const diskStorage = await openStorage(dataDir, id);
   const storage: RaftStorage = testFaults ? testFaults.wrapStorage(diskStorage) : diskStorage;
-  const fsm = new LockFsm({ dedupWindowMs: config.lock.dedupWindowMs });
+  const watchHub = new WatchHub({ historyEvents: config.watch.historyEvents, maxWatchers: config.watch.maxWatchers, appliedIndex: () => fsm.machine.appliedIndex });
+  const fsm = new LockFsm({ dedupWindowMs: config.lock.dedupWindowMs }, { sink: (e) => watchHub.record(e), replaced: (index) => watchHub.reset(index) });
   const addresses = new AddressBook(config.nodes, self);
   if (addresses.dialOverrides.size) logger.warn({ nodeId: id, peerDialOverrides: Object.fromEntries(addresses.dialOverrides) }, 'peerDialOverrides: this node dials these members at these addresses instead of their advertised ones');
   const credentials = new NodeCredentials(config, self);
@@ -241,6 +243,11 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     isMember,
     // Lock calls for the leader ride our peer link to it (raft.proto Forward), not a unary call each.
     forwardVia: (leaderId) => transport.forward(leaderId),
+    watch: {
+      hub: watchHub,
+      readBarrier: (timeoutMs) => liveNode.readBarrier(timeoutMs),
+      barrierTimeoutMs: DEFAULT_CALL_TIMEOUT_MS,
+    },
   });
   api.register(server);
   transport.setForwardedCallHandler((call, peer, signal) => api.serveForwarded(call, peer, signal));
@@ -288,7 +295,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       node: liveNode,
       first: [() => health.stop()],
       handOverTimeoutMs: 2 * electionTimeoutMs,
-      beforeNode: [() => quorumWatch.cancel(), () => metricsServer?.close(), () => liveService.close()],
+      beforeNode: [() => quorumWatch.cancel(), () => metricsServer?.close(), () => liveService.close(), () => watchHub.closeAll('the node is shutting down; resume the watch on another node')],
       afterNode: [() => transport.close(), () => api.close()],
       servers: peerServer !== server ? [server, peerServer] : [server],
       last: [() => storage.close(), () => testFaults?.stop()],

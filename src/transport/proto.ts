@@ -239,6 +239,7 @@ export interface GetResponse {
   last_token: WireLong;
   waiters: number;
   holders: Holder[];
+  index: WireLong;
 }
 
 export interface Holder {
@@ -249,6 +250,28 @@ export interface Holder {
   shared: boolean;
   session_id: WireLong;
   value: Uint8Array;
+}
+
+export interface WatchRequest {
+  key: string;
+  prefix: string;
+  after_index: WireLong;
+  include_renewals: boolean;
+}
+
+/** WatchEvent.Kind value names (public contract: SPEC "Watch"). */
+export const WATCH_KINDS = ['ACQUIRED', 'RELEASED', 'EXPIRED', 'REVOKED', 'RENEWED', 'QUEUED', 'DEQUEUED', 'PROGRESS'] as const;
+export type WatchKind = (typeof WATCH_KINDS)[number];
+
+export interface WatchEvent {
+  index: WireLong;
+  key: string;
+  kind: WatchKind;
+  owner: string;
+  token: WireLong;
+  session_id: WireLong;
+  value: Uint8Array;
+  shared: boolean;
 }
 
 /** Which lock call a LockCall / LockAnswer (and a forwarded call) carries: the virtual oneof field. */
@@ -297,6 +320,7 @@ export interface LockClient extends grpc.Client {
   RenewSession: UnaryMethod<SessionCallRequest, RenewSessionResponse>;
   CloseSession: UnaryMethod<SessionCallRequest, CloseSessionResponse>;
   Stream(options?: Partial<grpc.CallOptions>): grpc.ClientDuplexStream<WireInput<WireLockCall>, WireLockAnswer>;
+  Watch(request: WireInput<WatchRequest>, options?: Partial<grpc.CallOptions>): grpc.ClientReadableStream<WatchEvent>;
 }
 
 export interface LockHandlers extends grpc.UntypedServiceImplementation {
@@ -308,6 +332,7 @@ export interface LockHandlers extends grpc.UntypedServiceImplementation {
   RenewSession: grpc.handleUnaryCall<SessionCallRequest, WireInput<RenewSessionResponse>>;
   CloseSession: grpc.handleUnaryCall<SessionCallRequest, WireInput<CloseSessionResponse>>;
   Stream: grpc.handleBidiStreamingCall<WireLockCall, WireInput<WireLockAnswer>>;
+  Watch: grpc.handleServerStreamingCall<WatchRequest, WireInput<WatchEvent>>;
 }
 
 export const LockClient = clientConstructor<LockClient, LockHandlers>('leasehold.v1.Lock');

@@ -482,10 +482,11 @@ export class LockLeader {
     const nowMs = Math.max(state.nowMs, this.nowMs);
     const v = state.get(key);
     const waiters = state.waiterCountOf(key);
-    if (!v.held) return { ...v, waiters };
-    if (v.expiresAtMs <= nowMs) return { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: v.lastToken, waiters }; // (its session's too)
+    const index = state.appliedIndex; // the state read: a watch after it continues from exactly here
+    if (!v.held) return { ...v, waiters, index };
+    if (v.expiresAtMs <= nowMs) return { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: v.lastToken, waiters, index }; // (its session's too)
     const value = state.valueOf(key);
-    return { ...v, ttlMs: v.expiresAtMs - nowMs, waiters, ...(value !== undefined ? { value } : {}) };
+    return { ...v, ttlMs: v.expiresAtMs - nowMs, waiters, index, ...(value !== undefined ? { value } : {}) };
   }
 }
 

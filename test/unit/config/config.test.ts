@@ -60,7 +60,7 @@ describe('parseConfig: the smallest valid file and the defaults', () => {
       { id: 'n3', address: '127.0.0.1:7003', dataDir: '/var/lib/leasehold/n3' },
     ]);
     expect(config.source).toBe('/etc/leasehold/cluster.yaml');
-    expect({ raft: config.raft, lock: config.lock, limits: config.limits, log: config.log, metrics: config.metrics }).toEqual(DEFAULT_SETTINGS);
+    expect({ raft: config.raft, lock: config.lock, limits: config.limits, watch: config.watch, log: config.log, metrics: config.metrics }).toEqual(DEFAULT_SETTINGS);
   });
 
   it('has the documented defaults', () => {
@@ -74,6 +74,7 @@ describe('parseConfig: the smallest valid file and the defaults', () => {
         maxMessageBytes: 4194304, peerQueueMessages: 10000, maxKeyBytes: 512, maxOwnerBytes: 256,
         maxWaitersPerKey: 10000, maxWaiters: 100000, maxHeldPerOwner: 100000, maxHeld: 1000000, maxKeys: 1000000, maxSessions: 100000, maxHoldsPerSession: 10000,
       },
+      watch: { historyEvents: 10000, maxWatchers: 10000 },
       log: { level: 'info', format: 'auto' },
       metrics: { address: null },
     });
@@ -127,7 +128,7 @@ describe('cluster.example.yaml', () => {
       ['n2', '127.0.0.1:7002', join(REPO, 'data', 'n2')],
       ['n3', '127.0.0.1:7003', join(REPO, 'data', 'n3')],
     ]);
-    expect({ raft: config.raft, lock: config.lock, limits: config.limits, log: config.log, metrics: config.metrics }).toEqual(DEFAULT_SETTINGS);
+    expect({ raft: config.raft, lock: config.lock, limits: config.limits, watch: config.watch, log: config.log, metrics: config.metrics }).toEqual(DEFAULT_SETTINGS);
   });
 
   it('documents every key of the schema, written out explicitly (none left to defaults)', () => {
@@ -135,7 +136,7 @@ describe('cluster.example.yaml', () => {
     for (const [section, rules] of Object.entries(SETTINGS_SCHEMA)) {
       expect(Object.keys(raw[section] ?? {}).sort(), section).toEqual(Object.keys(rules).sort());
     }
-    expect(Object.keys(raw).sort()).toEqual(['limits', 'lock', 'log', 'metrics', 'nodes', 'raft']);
+    expect(Object.keys(raw).sort()).toEqual(['limits', 'lock', 'log', 'metrics', 'nodes', 'raft', 'watch']);
     // tls, auth and peerAddress are off by default, so the example shows them commented out, in full.
     const text = readFileSync(EXAMPLE, 'utf8');
     for (const line of ['# tls:', '#   cert:', '#   key:', '#   ca:', '#   clientAuth: require', '# auth:', '#   ownerBinding: true', '#   peerAddress:']) expect(text).toContain(line);

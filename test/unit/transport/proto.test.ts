@@ -15,6 +15,7 @@ import {
   RaftClient,
   type RaftHandlers,
   REASONS,
+  WATCH_KINDS,
   ROLES,
   type WireRaftMessage,
 } from '../../../src/transport/proto.js';
@@ -188,7 +189,7 @@ describe('proto files and loader', () => {
         Object.entries(client.service).map(([name, m]) => [name, `${m.requestStream ? 'stream ' : ''}->${m.responseStream ? ' stream' : ''}`]),
       );
     expect(shape(LockClient)).toEqual({
-      Acquire: '->', Renew: '->', Release: '->', Get: '->', Stream: 'stream -> stream', OpenSession: '->', RenewSession: '->', CloseSession: '->',
+      Acquire: '->', Renew: '->', Release: '->', Get: '->', Stream: 'stream -> stream', OpenSession: '->', RenewSession: '->', CloseSession: '->', Watch: '-> stream',
     });
     expect(shape(ClusterClient)).toEqual({ Status: '->', AddMember: '->', PromoteMember: '->', RemoveMember: '->', TransferLeader: '->' });
     expect(shape(RaftClient)).toEqual({ Stream: 'stream ->', Forward: 'stream -> stream' });
@@ -216,10 +217,15 @@ describe('proto files and loader', () => {
     expect(fields('leasehold.v1.ReleaseRequest')).toEqual(['key=1:string', 'owner=2:string', 'token=3:uint64', 'request_id=4:string']);
     expect(fields('leasehold.v1.ReleaseResponse')).toEqual(['released=1:bool', 'reason=2:enum']);
     expect(fields('leasehold.v1.GetRequest')).toEqual(['key=1:string']);
+    // SPEC "Watch".
+    expect(fields('leasehold.v1.WatchRequest')).toEqual(['key=1:string', 'prefix=2:string', 'after_index=3:uint64', 'include_renewals=4:bool']);
+    expect(fields('leasehold.v1.WatchEvent')).toEqual([
+      'index=1:uint64', 'key=2:string', 'kind=3:enum', 'owner=4:string', 'token=5:uint64', 'session_id=6:uint64', 'value=7:bytes', 'shared=8:bool',
+    ]);
     expect(fields('leasehold.v1.LockCall')).toEqual(['call_id=1:uint64', 'timeout_ms=2:uint32', 'cancel=3:bool', 'acquire=10:message', 'renew=11:message', 'release=12:message', 'get=13:message', 'open_session=14:message', 'renew_session=15:message', 'close_session=16:message']);
     expect(fields('leasehold.v1.LockAnswer')).toEqual(['call_id=1:uint64', 'code=2:int32', 'details=3:string', 'leader=4:string', 'acquire=10:message', 'renew=11:message', 'release=12:message', 'get=13:message', 'open_session=14:message', 'renew_session=15:message', 'close_session=16:message']);
     expect(fields('leasehold.v1.GetResponse')).toEqual([
-      'held=1:bool', 'owner=2:string', 'token=3:uint64', 'ttl_ms=4:int64', 'expires_at_ms=5:int64', 'last_token=6:uint64', 'waiters=7:uint32', 'holders=8:message',
+      'held=1:bool', 'owner=2:string', 'token=3:uint64', 'ttl_ms=4:int64', 'expires_at_ms=5:int64', 'last_token=6:uint64', 'waiters=7:uint32', 'holders=8:message', 'index=9:uint64',
     ]);
     expect(fields('leasehold.v1.StatusResponse')).toEqual([
       'node_id=1:string', 'role=2:enum', 'term=3:uint64', 'leader_id=4:string', 'commit_index=5:uint64', 'applied_index=6:uint64', 'members=7:message',
@@ -250,6 +256,11 @@ describe('proto files and loader', () => {
     // Every enum in the package has a TypeScript list checked above.
     const enums = Object.keys(defs).filter((k) => defs[k]?.['format'] === 'Protocol Buffer 3 EnumDescriptorProto');
     expect(enums.sort()).toEqual(['leasehold.v1.EntryKind', 'leasehold.v1.Reason', 'leasehold.v1.Role']);
+    // Nested enums (their value names would clash in the package scope), each with its list.
+    const nested = (message: string, name: string) => messageDescriptor(message).enumType.find((e) => e.name === name)!.value.map((v) => [v.name, v.number]);
+    expect(nested('leasehold.v1.WatchEvent', 'Kind')).toEqual([['KIND_UNSPECIFIED', 0], ...WATCH_KINDS.map((n, i) => [n, i + 1])]);
+    const withNested = MESSAGE_NAMES.filter((n) => messageDescriptor(n).enumType.length > 0);
+    expect(withNested).toEqual(['leasehold.v1.WatchEvent']);
   });
 
   it('every field of every message has a counterpart in the TypeScript interfaces (samples walk)', () => {
@@ -294,7 +305,7 @@ describe('proto files and loader', () => {
   it('an absent field decodes as its proto3 default, an unknown field is skipped', () => {
     const m = method('leasehold.v1.Lock', 'Get');
     expect(m.responseDeserialize(Buffer.alloc(0))).toStrictEqual({
-      held: false, owner: '', token: '0', ttl_ms: '0', expires_at_ms: '0', last_token: '0', waiters: 0, holders: [],
+      held: false, owner: '', token: '0', ttl_ms: '0', expires_at_ms: '0', last_token: '0', waiters: 0, holders: [], index: '0',
     });
     // field 15, varint 1 (tag 0x78): unknown to this build
     expect(method('leasehold.v1.Lock', 'Get').requestDeserialize(Buffer.from([0x0a, 0x01, 0x6b, 0x78, 0x01]))).toStrictEqual({ key: 'k' });
@@ -324,6 +335,7 @@ describe('generated clients and service definitions over a real gRPC connection'
       RenewSession: (_call, cb) => cb(null, { renewed: true }),
       CloseSession: (_call, cb) => cb(null, { closed: true, released: ['a'] }),
       Stream: (call) => call.end(),
+      Watch: (call) => call.end(),
     };
     const raft: RaftHandlers = {
       Stream: (call, cb) => {

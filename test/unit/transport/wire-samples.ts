@@ -9,6 +9,8 @@ import type {
   AcquireRequest,
   AcquireResponse,
   GetRequest,
+  WatchEvent,
+  WatchRequest,
   GetResponse,
   OpenSessionRequest,
   OpenSessionResponse,
@@ -77,6 +79,8 @@ const renewResponse: RenewResponse = { renewed: false, ttl_ms: '0', expires_at_m
 const releaseRequest: ReleaseRequest = { key: 'orders/42', owner: 'worker-7', token: '17', request_id: 'req-3' };
 const releaseResponse: ReleaseResponse = { released: false, reason: 'WRONG_TOKEN' };
 const getRequest: GetRequest = { key: 'orders/42' };
+const watchRequest: WatchRequest = { key: '', prefix: 'orders/', after_index: '120', include_renewals: true };
+const watchEvent: WatchEvent = { index: '121', key: 'orders/42', kind: 'ACQUIRED', owner: 'worker-7', token: '121', session_id: '96', value: Buffer.from('10.0.0.7:8080'), shared: false };
 const getResponse: GetResponse = {
   held: true,
   owner: 'worker-7',
@@ -86,6 +90,7 @@ const getResponse: GetResponse = {
   last_token: '17',
   waiters: 3,
   holders: [{ owner: 'worker-7', token: '17', ttl_ms: '2500', expires_at_ms: '1732900000000', shared: false, session_id: '0', value: Buffer.from('10.0.0.7:8080') }],
+  index: '18',
 };
 
 const openSessionRequest: OpenSessionRequest = { owner: 'worker-7', ttl_ms: '10000', request_id: 'req-4', lock_delay_ms: '1000' };
@@ -229,6 +234,8 @@ export const WIRE_SAMPLES: readonly WireSample[] = [
   ...many('leasehold.v1.Lock', 'Release', 'response', [releaseResponse]),
   ...many('leasehold.v1.Lock', 'Get', 'request', [getRequest]),
   ...many('leasehold.v1.Lock', 'Get', 'response', [getResponse]),
+  ...many('leasehold.v1.Lock', 'Watch', 'request', [watchRequest]),
+  ...many('leasehold.v1.Lock', 'Watch', 'response', [watchEvent]),
   ...many('leasehold.v1.Lock', 'OpenSession', 'request', [openSessionRequest]),
   ...many('leasehold.v1.Lock', 'OpenSession', 'response', [openSessionResponse]),
   ...many('leasehold.v1.Lock', 'RenewSession', 'request', [renewSessionRequest]),
