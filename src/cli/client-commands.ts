@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { EndpointPool, newRequestId } from '../client/rpc.js';
 import { clientTlsCredentials, type ClientTlsOptions } from '../client/tls.js';
-import type { AcquireResponse, CloseSessionResponse, GetResponse, OpenSessionResponse, ReleaseResponse, RenewResponse, RenewSessionResponse } from '../transport/proto.js';
+import type { AcquireResponse, CloseSessionResponse, GetResponse, ListResponse, ListedLock, OpenSessionResponse, ReleaseResponse, RenewResponse, RenewSessionResponse, RevokeResponse } from '../transport/proto.js';
 import { checkEndpoints, parseToken } from './args.js';
 import { formatDuration, isoTime, parseDuration } from './duration.js';
 import { EXIT, RefusedError, UsageError, reportError } from './exit-codes.js';
@@ -62,7 +62,7 @@ interface Outcome {
   refused?: boolean;
 }
 
-type CliMethod = 'Acquire' | 'Renew' | 'Release' | 'Get' | 'OpenSession' | 'RenewSession' | 'CloseSession';
+type CliMethod = 'Acquire' | 'Renew' | 'Release' | 'Get' | 'OpenSession' | 'RenewSession' | 'CloseSession' | 'List' | 'Revoke';
 
 /** Context a command's steps get: the pool, the overall deadline, and a call that knows when nothing is reachable. */
 interface Ctx {
@@ -262,6 +262,51 @@ export function clientCommands(program: Command): void {
         : `${key}: free (last token ${r.last_token}${waiting})`;
       const holders = (r.holders ?? []).map((h) => ({ ...h, value: Buffer.from(h.value).toString('utf8') }));
       return { text, json: { ...r, holders, key, expires_at: isoTime(r.expires_at_ms) } };
+    });
+  });
+
+  withCommon(
+    program
+      .command('list [prefix]')
+      .description('list the locks held or waited on under a prefix, in byte order (any node answers)')
+      .option('--limit <n>', 'locks per page (1..1000)', '100')
+      .option('--all', 'follow next_page_token to the end'),
+  ).action(async (prefix: string | undefined, o: CommonOpts & { limit: string; all?: boolean }) => {
+    await run(o, async (ctx) => {
+      const limit = Number(o.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError(`--limit must be an integer from 1 to 1000, got ${JSON.stringify(o.limit)}`);
+      const locks: ListedLock[] = [];
+      let token = '';
+      let next = '';
+      do {
+        const page = await ctx.call<ListResponse>('List', { prefix: prefix ?? '', limit, page_token: token });
+        locks.push(...page.locks);
+        next = page.next_page_token;
+        token = next;
+      } while (o.all && next !== '');
+      const lines = locks.map((l) => {
+        const h = l.holders[0];
+        const held = h ? `held by ${h.owner}, token ${h.token}, ${formatDuration(Number(h.ttl_ms))} left${h.session_id !== '0' ? `, session ${h.session_id}` : ''}` : 'free';
+        return `${l.key}: ${held}${l.waiters > 0 ? `; ${l.waiters} waiting` : ''} (last token ${l.last_token})`;
+      });
+      if (next !== '') lines.push(`(more: --all, or the next page after ${JSON.stringify(next)})`);
+      const json = { locks: locks.map((l) => ({ ...l, holders: l.holders.map((h) => ({ ...h, value: Buffer.from(h.value).toString('utf8') })) })), next_page_token: next };
+      return { text: lines.length > 0 ? lines.join('\n') : `no locks under ${JSON.stringify(prefix ?? '')}`, json };
+    });
+  });
+
+  withCommon(
+    program
+      .command('revoke <key>')
+      .description("end a lock's hold as an operator (no lock-delay; the key goes to its line at once); under owner binding, only auth.admins")
+      .option('--token <token>', 'only the hold with this token (default: whatever hold the key has)')
+      .option('--reason <text>', 'why, for the node log', ''),
+  ).action(async (key: string, o: CommonOpts & { token?: string; reason: string }) => {
+    await run(o, async (ctx) => {
+      const token = o.token === undefined ? '0' : parseToken(o.token);
+      const r = await ctx.call<RevokeResponse>('Revoke', { key, token, reason: o.reason, request_id: newRequestId() });
+      const text = r.revoked.length > 0 ? `revoked ${key}: token ${r.revoked.join(', ')} ended` : `nothing revoked: ${key} has ${o.token === undefined ? 'no hold' : `no hold with token ${o.token}`}`;
+      return { text, json: { key, revoked: r.revoked }, refused: r.revoked.length === 0 };
     });
   });
 

@@ -4,10 +4,10 @@ import { Command } from 'commander';
 import { serveCommand } from './serve.js';
 import { devCommand } from './dev.js';
 import { clientCommands } from './client-commands.js';
-import { runCommand } from './run.js';
+import { electCommand, runCommand } from './run.js';
 import { clusterCommands } from './cluster-commands.js';
 import { healthCommand } from './health.js';
-import { watchCommand } from './watch-command.js';
+import { observeCommand, watchCommand } from './watch-command.js';
 import { reportError } from './exit-codes.js';
 import { packageVersion } from './version.js';
 
@@ -23,8 +23,10 @@ export function buildProgram(): Command {
   devCommand(program);
   clientCommands(program);
   watchCommand(program);
+  observeCommand(program);
   clusterCommands(program);
   runCommand(program);
+  electCommand(program);
   healthCommand(program);
   return program;
 }

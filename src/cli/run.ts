@@ -11,6 +11,8 @@ import type { Command } from 'commander';
 import { LockClient } from '../client/client.js';
 import { LockNotAcquiredError, UnavailableError, type LockLostError } from '../client/errors.js';
 import type { LockHandle } from '../client/handle.js';
+import type { Leadership } from '../client/election.js';
+import { electionKey } from '../client/election.js';
 import type { ClientLogger } from '../client/logger.js';
 import { checkEndpoints } from './args.js';
 import { DEFAULT_ENDPOINTS, tlsFromFlags, withTlsFlags, type TlsFlags } from './client-commands.js';
@@ -34,6 +36,8 @@ export const RUN_EXIT = Object.freeze({
 
 interface RunOptions extends TlsFlags {
   lock: string;
+  /** `leasehold elect`: campaign for this election (the lock is election/<name>, under a session). */
+  election?: { name: string; value?: string };
   ttl: number;
   wait: number;
   lockDelay: number;
@@ -97,6 +101,36 @@ Example:
     });
 }
 
+interface ElectOptions extends Omit<RunOptions, 'lock' | 'wait' | 'lockDelay' | 'election'> {
+  value?: string;
+}
+
+export function electCommand(program: Command): void {
+  withTlsFlags(program.command('elect'))
+    .description('campaign for leadership of an election; run a command while leading (candidates lead in the order they came)')
+    .argument('<name>', 'the election (its lock is election/<name>)')
+    .argument('<command...>', 'the command and its arguments (put them after --)')
+    .option('--value <value>', 'published with the leadership and shown by `leasehold observe` (an address, a job id)')
+    .option('--ttl <duration>', 'the campaign session\'s lease: how soon another candidate leads after this process dies', (v) => parseDuration(v, '--ttl'), 10_000)
+    .option('--grace <duration>', 'after SIGTERM on losing leadership, wait this long before SIGKILL', (v) => parseDuration(v, '--grace'), 5000)
+    .option('--endpoints <list>', 'comma-separated host:port of cluster nodes (env LEASEHOLD_ENDPOINTS)', DEFAULT_ENDPOINTS)
+    .option('--owner <owner>', 'candidate name (default: <host>:<pid>:<random>/s1)')
+    .option('--timeout <duration>', 'deadline of each call to the cluster, retries included', (v) => parseDuration(v, '--timeout'), 10_000)
+    .option('--quiet', 'do not print what happens on stderr')
+    .option('--json', 'print what happens as JSON lines on stderr')
+    .addHelpText(
+      'after',
+      `
+Waits in line until it leads, then runs the command with LEASEHOLD_KEY (election/<name>), LEASEHOLD_TOKEN
+(the leadership's fencing token) and LEASEHOLD_OWNER. Leadership lost: SIGTERM, SIGKILL after --grace,
+exit ${RUN_EXIT.LOST}. The command exits: leasehold resigns (the next candidate leads at once) and exits with its status.`,
+    )
+    .action(async (name: string, command: string[], o: ElectOptions) => {
+      const election = { name, ...(o.value !== undefined ? { value: o.value } : {}) };
+      process.exitCode = await runUnderLock(command, { ...o, lock: electionKey(name), wait: 0, lockDelay: 0, election });
+    });
+}
+
 async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
   /** One event: a line for people, or a JSON line with --json; nothing with --quiet. */
   const report = (event: string, text: string, fields: Record<string, unknown> = {}) => {
@@ -126,7 +160,7 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
   const client = new LockClient({ endpoints, timeoutMs: o.timeout, logger, ...(tls ? { tls } : {}) });
   const startedAt = Date.now();
   let progress: NodeJS.Timeout | null = null;
-  if (o.wait > 0) {
+  if (o.wait > 0 || o.election) {
     const tick = async () => {
       const info = await client.get(o.lock, { timeoutMs: 1000 }).catch(() => null);
       if (progress === null) return;
@@ -140,8 +174,14 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
     progress = setTimeout(() => void tick(), 1000);
   }
   let lock: LockHandle;
+  let leadership: Leadership | null = null;
   try {
-    lock = await client.acquire(o.lock, { ttlMs: o.ttl, waitMs: o.wait, signal: watch.signal, ...(o.owner ? { owner: o.owner } : {}), ...(o.lockDelay > 0 ? { lockDelayMs: o.lockDelay } : {}) });
+    if (o.election) {
+      leadership = await client.campaign(o.election.name, { ttlMs: o.ttl, signal: watch.signal, ...(o.owner ? { owner: o.owner } : {}), ...(o.election.value !== undefined ? { value: o.election.value } : {}) });
+      lock = leadership.hold;
+    } else {
+      lock = await client.acquire(o.lock, { ttlMs: o.ttl, waitMs: o.wait, signal: watch.signal, ...(o.owner ? { owner: o.owner } : {}), ...(o.lockDelay > 0 ? { lockDelayMs: o.lockDelay } : {}) });
+    }
   } catch (err) {
     client.close();
     if (err instanceof LockNotAcquiredError) {
@@ -157,7 +197,8 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
     if (progress) clearTimeout(progress);
     progress = null;
   }
-  report('acquired', `acquired lock ${JSON.stringify(o.lock)} with token ${lock.token} (ttl ${formatDuration(o.ttl)}, renewed every ${formatDuration(lock.renewIntervalMs)})`, {
+  const what = o.election ? `leadership of election ${JSON.stringify(o.election.name)}` : `lock ${JSON.stringify(o.lock)}`;
+  report('acquired', `acquired ${what} with token ${lock.token} (ttl ${formatDuration(o.ttl)}, renewed every ${formatDuration(leadership?.session.renewIntervalMs ?? lock.renewIntervalMs)})`, {
     token: lock.token.toString(),
     owner: lock.owner,
     ttl_ms: o.ttl,
@@ -206,8 +247,14 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
   // short best-effort attempt: a cluster that stopped answering renewals will not answer a release now.
   const releaseMs = lost ? RELEASE_AFTER_LOST_MS : Math.min(o.timeout, o.ttl, 5000);
   try {
-    const r = await lock.release({ timeoutMs: releaseMs });
-    report('released', `released lock ${JSON.stringify(o.lock)} (${r.outcome})`, { outcome: r.outcome });
+    if (leadership) {
+      // Resigning closes the campaign's session: the hold goes, and the next candidate leads, in one entry.
+      await Promise.race([leadership.resign(), new Promise((_, reject) => setTimeout(() => reject(new Error('no answer')), releaseMs))]);
+      report('released', `resigned ${what}`, { outcome: 'RESIGNED' });
+    } else {
+      const r = await lock.release({ timeoutMs: releaseMs });
+      report('released', `released lock ${JSON.stringify(o.lock)} (${r.outcome})`, { outcome: r.outcome });
+    }
   } catch (err) {
     report('release-failed', `could not release lock ${JSON.stringify(o.lock)} within ${formatDuration(releaseMs)}: ${(err as Error).message}`);
   }

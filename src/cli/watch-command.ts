@@ -2,9 +2,8 @@
 // cluster applies them, until Ctrl-C or --count events (SPEC "Watch"). Resumes across node failures by
 // itself (client/watch.ts); exits 1 when no node keeps the history --after-index asks for.
 import type { Command } from 'commander';
-import { EndpointPool } from '../client/rpc.js';
-import { clientTlsCredentials } from '../client/tls.js';
-import { watchEvents, type LockEventInfo } from '../client/watch.js';
+import type { LockEventInfo } from '../client/watch.js';
+import { LockClient } from '../client/client.js';
 import { checkEndpoints } from './args.js';
 import { DEFAULT_ENDPOINTS, tlsFromFlags, withTlsFlags, type TlsFlags } from './client-commands.js';
 import { EXIT, UsageError, reportError } from './exit-codes.js';
@@ -33,39 +32,52 @@ export function watchCommand(program: Command): void {
   )
     .option('--endpoints <list>', 'comma-separated host:port of cluster nodes (env LEASEHOLD_ENDPOINTS)', DEFAULT_ENDPOINTS)
     .action(async (target: string, o: WatchOpts) => {
-      let pool: EndpointPool | null = null;
-      const stop = new AbortController();
-      const onSignal = () => stop.abort();
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
-      try {
+      await untilStopped(o, async (client, signal) => {
         const afterIndex = o.afterIndex === undefined ? 0n : parseIndex(o.afterIndex, '--after-index');
-        const count = o.count === undefined ? Infinity : Number(parseIndex(o.count, '--count'));
-        if (count === 0) throw new UsageError('--count must be at least 1');
-        const tls = tlsFromFlags(o);
-        pool = new EndpointPool({ endpoints: checkEndpoints(o.endpoints), ...(tls ? { credentials: clientTlsCredentials(tls) } : {}) });
+        const count = parseCount(o.count);
         let seen = 0;
-        const events = watchEvents(pool, target, {
+        const events = client.watch(target, {
           prefix: o.prefix === true,
           afterIndex,
           includeRenewals: o.renewals === true,
           includeProgress: o.progress === true,
-          signal: stop.signal,
+          signal,
           onReconnect: (r) => process.stderr.write(`leasehold: watch: ${r.endpoint} ended the stream (${r.details}); resuming\n`),
         });
         for await (const e of events) {
           process.stdout.write((o.json ? JSON.stringify(jsonOf(e)) : textOf(e)) + '\n');
           if (e.kind !== 'PROGRESS' && ++seen >= count) break;
         }
-        process.exitCode = EXIT.OK;
-      } catch (err) {
-        reportError(err, pool?.endpoints ?? []);
-      } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-        pool?.close();
-      }
+      });
     });
+}
+
+/** Runs a long-lived command with a client until it returns or Ctrl-C / SIGTERM (then exit 0). */
+async function untilStopped(o: TlsFlags & { endpoints: string }, fn: (client: LockClient, signal: AbortSignal) => Promise<void>): Promise<void> {
+  let client: LockClient | null = null;
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const tls = tlsFromFlags(o);
+    client = new LockClient({ endpoints: checkEndpoints(o.endpoints), ...(tls ? { tls } : {}) });
+    await fn(client, stop.signal);
+    process.exitCode = EXIT.OK;
+  } catch (err) {
+    reportError(err, client?.endpoints ?? []);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    client?.close();
+  }
+}
+
+function parseCount(v: string | undefined): number {
+  if (v === undefined) return Infinity;
+  const n = Number(parseIndex(v, '--count'));
+  if (n === 0) throw new UsageError('--count must be at least 1');
+  return n;
 }
 
 function parseIndex(v: string, flag: string): bigint {
@@ -85,3 +97,31 @@ function jsonOf(e: LockEventInfo): object {
   return { index: e.index.toString(), kind: e.kind, key: e.key, owner: e.owner, token: e.token.toString(), session_id: e.sessionId.toString(), value: Buffer.from(e.value).toString('utf8'), shared: e.shared };
 }
 
+interface ObserveOpts extends TlsFlags {
+  endpoints: string;
+  count?: string;
+  json?: boolean;
+}
+
+/** `leasehold observe <name>`: one line per leader of an election, the current one first (SPEC "Election"). */
+export function observeCommand(program: Command): void {
+  withTlsFlags(
+    program
+      .command('observe <name>')
+      .description('print the leader of an election and every new one, once each, in token order, until Ctrl-C')
+      .option('--count <n>', 'exit 0 after this many leaders')
+      .option('--json', 'one JSON object per line'),
+  )
+    .option('--endpoints <list>', 'comma-separated host:port of cluster nodes (env LEASEHOLD_ENDPOINTS)', DEFAULT_ENDPOINTS)
+    .action(async (name: string, o: ObserveOpts) => {
+      await untilStopped(o, async (client, signal) => {
+        const count = parseCount(o.count);
+        let seen = 0;
+        for await (const l of client.observe(name, { signal })) {
+          const value = Buffer.from(l.value).toString('utf8');
+          process.stdout.write((o.json ? JSON.stringify({ election: name, owner: l.owner, token: l.token.toString(), value }) : `${name}: led by ${JSON.stringify(l.owner)} with token ${l.token}${value ? ` value ${JSON.stringify(value)}` : ''}`) + '\n');
+          if (++seen >= count) break;
+        }
+      });
+    });
+}

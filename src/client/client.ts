@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type * as grpc from '@grpc/grpc-js';
-import type { AcquireResponse, GetResponse, OpenSessionResponse } from '../transport/proto.js';
+import type { AcquireResponse, GetResponse, ListResponse, OpenSessionResponse, RevokeResponse } from '../transport/proto.js';
 import { LockSession } from './session.js';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import { InvalidRequestError, LockLostError, LockNotAcquiredError, UnavailableError, fromRpcError } from './errors.js';
@@ -18,6 +18,7 @@ import { silentLogger, type ClientLogger } from './logger.js';
 import { EndpointPool, newRequestId, parseEndpoints } from './rpc.js';
 import { clientTlsCredentials, type ClientTlsOptions } from './tls.js';
 import { watchEvents, type LockEventInfo, type WatchOptions } from './watch.js';
+import { campaign, observe, type CampaignOptions, type LeaderInfo, type Leadership } from './election.js';
 
 export interface LockClientOptions {
   /** host:port of cluster nodes (any subset; followers forward to the leader), as a list or comma-separated. */
@@ -90,6 +91,14 @@ export interface LockInfo {
   sessionId: bigint;
   /** The log index this answer was read at: `watch(key, { afterIndex: index })` continues from exactly here. */
   index: bigint;
+}
+
+/** One lock of a list() page. */
+export interface ListedLockInfo {
+  key: string;
+  holders: { owner: string; token: bigint; ttlMs: number; sessionId: bigint; value: Uint8Array; shared: boolean }[];
+  waiters: number;
+  lastToken: bigint;
 }
 
 export class LockClient {
@@ -253,6 +262,46 @@ export class LockClient {
   }
 
   /**
+   * Ends the hold on `key` (the one with `token`, or whatever hold it has) as an operator (SPEC "Revoke"):
+   * the key goes to its line at once, with no lock-delay. Resolves with the token ended (none: no such
+   * hold). Under owner binding only certificates listed in auth.admins may (PermissionDeniedError).
+   */
+  async revoke(key: string, opts: { token?: bigint; reason?: string; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<bigint[]> {
+    this.assertOpen();
+    const started = Date.now();
+    try {
+      const res = await this.rpc.call<RevokeResponse>('Revoke', { key, token: (opts.token ?? 0n).toString(), reason: opts.reason ?? '', request_id: newRequestId() }, started + (opts.timeoutMs ?? this.timeoutMs), opts.signal);
+      return res.revoked.map((t) => BigInt(t));
+    } catch (err) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      throw fromRpcError(err, `revoking the hold on "${key}"`, this.endpoints, Date.now() - started);
+    }
+  }
+
+  /**
+   * One page of the locks held or waited on under `prefix` (SPEC "List"), in UTF-8 byte order; pass
+   * `nextPageToken` back for the next page ('' after the last). Any node answers, after a read barrier.
+   */
+  async list(prefix: string, opts: { limit?: number; pageToken?: string; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<{ locks: ListedLockInfo[]; nextPageToken: string; index: bigint }> {
+    this.assertOpen();
+    const started = Date.now();
+    let res: ListResponse;
+    try {
+      res = await this.rpc.call<ListResponse>('List', { prefix, limit: opts.limit ?? 0, page_token: opts.pageToken ?? '' }, started + (opts.timeoutMs ?? this.timeoutMs), opts.signal);
+    } catch (err) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      throw fromRpcError(err, `listing locks under "${prefix}"`, this.endpoints, Date.now() - started);
+    }
+    const locks = res.locks.map((l) => ({
+      key: l.key,
+      waiters: l.waiters,
+      lastToken: BigInt(l.last_token),
+      holders: l.holders.map((h) => ({ owner: h.owner, token: BigInt(h.token), ttlMs: Number(h.ttl_ms), sessionId: BigInt(h.session_id), value: h.value, shared: h.shared })),
+    }));
+    return { locks, nextPageToken: res.next_page_token, index: BigInt(res.index) };
+  }
+
+  /**
    * The changes to `key` (or, with `prefix: true`, to every key starting with it) as an async iterator:
    * ACQUIRED, RELEASED, EXPIRED, REVOKED, QUEUED, DEQUEUED (and RENEWED on request), each once, in log
    * order, across reconnects and failovers (watch.ts). From now by default; `afterIndex: info.index` of a
@@ -262,6 +311,23 @@ export class LockClient {
     this.assertOpen();
     if (!(this.rpc instanceof EndpointPool)) throw new Error('watch: this client was built with a test double instead of an endpoint pool');
     return watchEvents(this.rpc, target, opts);
+  }
+
+  /**
+   * Campaigns for leadership of `name` (SPEC "Election"): resolves when this candidate leads, with the
+   * leadership's fencing token and a signal that aborts when it is lost. Candidates are served in the
+   * order they queued; when the leader's process dies, the next leads within its session's TTL.
+   */
+  campaign(name: string, opts: CampaignOptions = {}): Promise<Leadership> {
+    this.assertOpen();
+    return campaign(this, name, opts);
+  }
+
+  /** The leaders of `name` as they change: the current one first (if any), then each new one, once, in
+   *  token order — never an older one than already reported. */
+  observe(name: string, opts: { signal?: AbortSignal } = {}): AsyncGenerator<LeaderInfo, void, undefined> {
+    this.assertOpen();
+    return observe(this, name, opts);
   }
 
   /** Handles this client holds right now. */

@@ -19,14 +19,14 @@ import type { Reason, ReleaseResponse, RenewResponse } from '../transport/proto.
 import { LockLostError, LockReleasedError, UnavailableError, fromRpcError, type LostReason } from './errors.js';
 import type { ClientLogger } from './logger.js';
 import { LocalLease } from './local-lease.js';
-import { newRequestId, type CallOptions, type LockMethod, type RequestSource } from './rpc.js';
+import { newRequestId, type CallOptions, type PoolMethod, type RequestSource } from './rpc.js';
 
 export type LockState = 'ACTIVE' | 'LOST' | 'RELEASED';
 
 /** What EndpointPool offers; a narrow interface so unit tests can script the server. */
 export interface LockRpc {
   readonly endpoints: readonly string[];
-  call<Res>(method: LockMethod, request: RequestSource, deadline: number, signal?: AbortSignal, options?: boolean | CallOptions): Promise<Res>;
+  call<Res>(method: PoolMethod, request: RequestSource, deadline: number, signal?: AbortSignal, options?: boolean | CallOptions): Promise<Res>;
 }
 
 /** Shared by every handle of one LockClient. */

@@ -29,6 +29,9 @@ export function parseEndpoints(endpoints: readonly string[] | string): string[] 
   return list.map((e) => e.trim()).filter(Boolean);
 }
 
+/** What EndpointPool.call carries: the lock calls (on the stream), and List (unary: any node answers it). */
+export type PoolMethod = LockMethod | 'List' | 'Revoke';
+
 /** Per-call knobs of EndpointPool.call (the boolean form `retry` is still accepted). */
 export interface CallOptions {
   /** Retry retryable errors (UNAVAILABLE, DEADLINE_EXCEEDED, ...) on the next endpoint until the deadline. Default true. */
@@ -85,7 +88,9 @@ export class EndpointPool {
   }
 
   /** One attempt on `ep`: on its stream, or as a unary call. */
-  private async attempt<Res>(ep: string, method: LockMethod, request: object, deadline: number, signal?: AbortSignal): Promise<Res> {
+  private async attempt<Res>(ep: string, method: PoolMethod, request: object, deadline: number, signal?: AbortSignal): Promise<Res> {
+    // List (any node serves it) and Revoke (rare) are not on the stream.
+    if (method === 'List' || method === 'Revoke') return this.unary<Res>(this.lockClient(ep), method, request, deadline, signal);
     const stream = this.lockStream(ep);
     if (stream === null) return this.unary<Res>(this.lockClient(ep), method, request, deadline, signal);
     try {
@@ -122,7 +127,7 @@ export class EndpointPool {
    * function of the attempt number so a retry can adjust fields that are not part of the request's identity
    * (wait_ms) while keeping its request_id.
    */
-  async call<Res>(method: LockMethod, request: RequestSource, deadline: number, signal?: AbortSignal, options: boolean | CallOptions = true): Promise<Res> {
+  async call<Res>(method: PoolMethod, request: RequestSource, deadline: number, signal?: AbortSignal, options: boolean | CallOptions = true): Promise<Res> {
     const opts: CallOptions = typeof options === 'boolean' ? { retry: options } : options;
     const retry = opts.retry ?? true;
     let lastErr: RpcError | null = null;
@@ -158,7 +163,7 @@ export class EndpointPool {
     throw lastErr ?? new RpcError(grpc.status.DEADLINE_EXCEEDED, 'deadline passed before any endpoint answered');
   }
 
-  private unary<Res>(client: LockClient, method: LockMethod, request: object, deadline: number, signal?: AbortSignal): Promise<Res> {
+  private unary<Res>(client: LockClient, method: PoolMethod, request: object, deadline: number, signal?: AbortSignal): Promise<Res> {
     return new Promise<Res>((resolve, reject) => {
       const fn = client[method] as unknown as (req: object, opts: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, v?: Res) => void) => grpc.ClientUnaryCall;
       const call = fn.call(client, request, { deadline: new Date(deadline) }, (err, value) => {

@@ -110,7 +110,7 @@ export const NODE_KEYS = ['id', 'address', 'dataDir', 'peerAddress'] as const;
 export const OPTIONAL_NODE_KEYS = ['listen', 'metricsAddress', 'peerDialOverrides'] as const;
 
 export const TLS_KEYS = ['cert', 'key', 'ca', 'clientAuth'] as const;
-export const AUTH_KEYS = ['ownerBinding'] as const;
+export const AUTH_KEYS = ['ownerBinding', 'admins'] as const;
 
 export const TOP_LEVEL_KEYS = ['nodes', ...SECTION_NAMES, 'tls', 'auth'] as const;
 

@@ -45,6 +45,8 @@ export interface TlsSettings {
 export interface AuthSettings {
   /** The owner of every Acquire/Renew/Release must equal the caller's certificate CN. */
   readonly ownerBinding: boolean;
+  /** Certificate CNs that may call Revoke under owner binding (SPEC "Revoke"). */
+  readonly admins: readonly string[];
 }
 
 /** Raft timing and flow control. Field names match src/raft/core RaftConfig where they overlap. */

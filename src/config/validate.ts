@@ -409,14 +409,20 @@ class Validator {
 
   auth(value: unknown, tls: TlsSettings | null): AuthSettings {
     let ownerBinding = false;
+    let admins: string[] = [];
     if (value !== undefined && value !== null) {
       if (!isMapping(value)) {
-        this.report(['auth'], `expected a mapping { ownerBinding }, got ${describe(value)}`);
+        this.report(['auth'], `expected a mapping { ownerBinding, admins }, got ${describe(value)}`);
       } else {
         this.checkKeys(value, ['auth'], AUTH_KEYS, null);
         const v = value['ownerBinding'];
         if (v !== undefined && typeof v !== 'boolean') this.report(['auth', 'ownerBinding'], `expected true or false, got ${describe(v)}`);
         else ownerBinding = v === true;
+        const a = value['admins'];
+        if (a !== undefined && a !== null) {
+          if (!Array.isArray(a) || a.some((x) => typeof x !== 'string' || x === '')) this.report(['auth', 'admins'], `expected a list of certificate CNs (non-empty strings), got ${describe(a)}`);
+          else admins = a as string[];
+        }
       }
     }
     // Owner binding compares the owner with the certificate CN: without a required, verified client
@@ -424,7 +430,7 @@ class Validator {
     if (ownerBinding && tls?.clientAuth !== 'require') {
       this.report(['auth', 'ownerBinding'], `needs tls.clientAuth: require (got ${tls === null ? 'no tls section' : `tls.clientAuth: ${tls.clientAuth}`}): the owner is checked against the client certificate's CN`);
     }
-    return Object.freeze({ ownerBinding });
+    return Object.freeze({ ownerBinding, admins: Object.freeze(admins) });
   }
 
   /** Rules that involve two keys; reported at the key a user would change. */

@@ -133,6 +133,15 @@ export interface ExpireCommand {
   token: bigint;
 }
 
+/** Ends `key`'s hold as if it ran out, but with no lock-delay (SPEC "Revoke"; an operator's call): the
+ *  hold with `token`, or whatever hold the key has when `token` is 0. Encoded as tag 18. */
+export interface RevokeCommand {
+  type: 'revoke';
+  timeMs: number;
+  key: string;
+  token: bigint;
+}
+
 /** Why a waiter leaves its line without a grant. */
 export type DequeueCause = 'deadline' | 'cancel';
 
@@ -195,7 +204,8 @@ export type LockCommand =
   | OpenSessionCommand
   | RenewSessionCommand
   | CloseSessionCommand
-  | ExpireSessionCommand;
+  | ExpireSessionCommand
+  | RevokeCommand;
 
 export type LockCommandType = LockCommand['type'];
 
@@ -230,6 +240,7 @@ const TAGS: Record<LockCommandType, number> = {
   renewSession: 14,
   closeSession: 15,
   expireSession: 16,
+  revoke: 18,
 };
 /** An acquire proposed for the head of a wait queue (same layout as tag 1; see AcquireCommand.queued). */
 const TAG_QUEUED_ACQUIRE = 7;
@@ -252,6 +263,8 @@ export function wireLimitViolation(command: LockCommand): string | null {
       return isIntegerIn(command.upToMs, 0, WIRE_LIMITS.maxTimeMs) ? null : `upToMs must be an integer in [0, 2^50], got ${String(command.upToMs)}`;
     case 'expire':
       return stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ?? tokenViolation(command.token);
+    case 'revoke':
+      return stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ?? (command.token === 0n ? null : tokenViolation(command.token));
     case 'acquire':
       return (
         lockIdentityViolation(command) ??
@@ -366,6 +379,7 @@ export function encodeCommand(command: LockCommand): Uint8Array {
       out.string(command.requestId);
       break;
     case 'expire':
+    case 'revoke':
       out.string(command.key);
       out.bigUint(command.token);
       break;
@@ -461,6 +475,12 @@ export function decodeCommand(bytes: Uint8Array): LockCommand {
     case TAGS.expire: {
       const key = readKey(input);
       command = { type: 'expire', timeMs, key, token: readToken(input) };
+      break;
+    }
+    case TAGS.revoke: {
+      const key = readKey(input);
+      // 0 = whatever hold the key has.
+      command = { type: 'revoke', timeMs, key, token: input.bigUint() };
       break;
     }
     case TAGS.termStart:

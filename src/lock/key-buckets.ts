@@ -54,6 +54,10 @@ export class KeyBuckets<V> {
     return this.buckets[b];
   }
 
+  *keys(): IterableIterator<string> {
+    for (const bucket of this.buckets) if (bucket !== undefined) yield* bucket.keys();
+  }
+
   *values(): IterableIterator<V> {
     for (const bucket of this.buckets) if (bucket !== undefined) yield* bucket.values();
   }

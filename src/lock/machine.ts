@@ -41,7 +41,7 @@
 //            index before it — forgotten keys included. What it gives up is exactness: a forgotten key (or
 //            one never used) may report a last_token higher than its own.
 import { CommandDecodeError, decodeCommand, wireLimitViolation } from './commands.js';
-import type { AcquireCommand, CloseSessionCommand, DequeueCommand, ExpireCommand, ExpireSessionCommand, ForgetCommand, LockCommand, OpenSessionCommand, ReleaseCommand, RenewCommand, RenewSessionCommand, UndelayCommand } from './commands.js';
+import type { AcquireCommand, CloseSessionCommand, DequeueCommand, ExpireCommand, ExpireSessionCommand, ForgetCommand, LockCommand, OpenSessionCommand, ReleaseCommand, RenewCommand, RenewSessionCommand, RevokeCommand, UndelayCommand } from './commands.js';
 import { Session, type DueSession } from './session.js';
 import { KeyDelays, type DueDelay } from './key-delays.js';
 import { WaitLines, Waiter, type DueWaiter } from './wait-line.js';
@@ -71,6 +71,7 @@ import type {
   LockView,
   RefusalReason,
   ReleaseResult,
+  RevokeResult,
   RenewOutcome,
   RenewResult,
   OpenSessionResult,
@@ -380,6 +381,24 @@ export class LockMachine {
   }
 
   /**
+   * Up to `limit` keys that are held or waited on, starting with `prefix` and after `afterKey` in UTF-8
+   * byte order, in that order (List; SPEC "List"). One pass over the held keys and the lines, keeping the
+   * smallest `limit` (a page of a million keys costs one scan, not a sort of them all).
+   */
+  listKeys(prefix: string, afterKey: string, limit: number): string[] {
+    const page = new SmallestKeys(limit);
+    const consider = (key: string) => {
+      if (key.startsWith(prefix) && (afterKey === '' || compareUtf8(key, afterKey) > 0)) page.offer(key);
+    };
+    for (const key of this.leases.keys()) {
+      // leaseOf settles the lease (term starts carried over) before it is judged.
+      if (this.leaseOf(key)!.isLiveAt(this.logNowMs) || this.lines.countFor(key) > 0) consider(key);
+    }
+    for (const key of this.lines.keys()) if (!this.leases.has(key)) consider(key);
+    return page.sorted();
+  }
+
+  /**
    * Up to `limit` leases whose deadline is <= max(nowMs, log time), earliest first, for the leader to
    * propose `expire {key, token}` (stamped with its clock). O(k log k) via the deadline heap. A lease stays
    * in the answer until its expire entry applies, so the leader should remember what it has in flight.
@@ -596,6 +615,8 @@ export class LockMachine {
       case 'closeSession':
       case 'expireSession':
         return this.sessionEnd(index, command);
+      case 'revoke':
+        return this.revoke(index, command);
     }
   }
 
@@ -1033,6 +1054,20 @@ export class LockMachine {
     return result;
   }
 
+  /** An operator ends a hold (SPEC "Revoke"): as if it ran out, but with no lock-delay — the key goes to
+   *  its line at once; the revoked holder's writes are refused by the resource once the next is granted. */
+  private revoke(index: number, command: RevokeCommand): RevokeResult {
+    const lease = this.leaseOf(command.key);
+    const result: RevokeResult = { type: 'revoke', index, key: command.key, revoked: [] };
+    if (lease === undefined || (command.token !== 0n && BigInt(lease.fencingToken) !== command.token)) return result;
+    result.revoked.push(BigInt(lease.fencingToken));
+    this.removeLease(lease, false, 'REVOKED');
+    const decided: WaiterDecision[] = [];
+    this.handOff(command.key, index, decided);
+    if (decided.length > 0) result.decided = decided;
+    return result;
+  }
+
   /** Why renew/release by (owner, token) is refused; 'UNSPECIFIED' when it may proceed. */
   private refusal(lease: Lease | undefined, request: { owner: string; token: bigint }, mustBeLive: boolean): RefusalReason {
     if (lease === undefined) return 'NOT_HELD';
@@ -1084,9 +1119,9 @@ export class LockMachine {
 
   /** Ends `lease`; `expired`: it ran out (rather than being released), so its lock-delay, if any, begins —
    *  measured from the lease's end, not from the entry that noticed it. */
-  private removeLease(lease: Lease, expired: boolean): void {
+  private removeLease(lease: Lease, expired: boolean, kind: LockEventKind = expired ? 'EXPIRED' : 'RELEASED'): void {
     if (this.eventSink !== null) {
-      this.emit(expired ? 'EXPIRED' : 'RELEASED', lease.key, lease.owner, BigInt(lease.fencingToken), sessionIdOf(lease), this.holdValues.get(lease.key) ?? null);
+      this.emit(kind, lease.key, lease.owner, BigInt(lease.fencingToken), sessionIdOf(lease), this.holdValues.get(lease.key) ?? null);
     }
     const lockDelayMs = this.delays.holdDelayOf(lease.key);
     this.delays.setHoldDelay(lease.key, 0);
@@ -1182,4 +1217,56 @@ function requestKeyOf(owner: string, requestId: string): string {
 
 function malformed(index: number, message: string): ErrorResult {
   return { type: 'error', index, code: 'MALFORMED_COMMAND', message };
+}
+
+/** Orders strings by their UTF-8 bytes (code point order), which UTF-16 `<` gets wrong for a surrogate
+ *  pair against U+E000..U+FFFF. */
+export function compareUtf8(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    // Only when both are in U+D800..U+FFFF does UTF-16 order differ from code point order.
+    if (x >= 0xd800 && y >= 0xd800) return (x >= 0xe000 ? x - 0x800 : x + 0x2000) - (y >= 0xe000 ? y - 0x800 : y + 0x2000);
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+/** The `limit` smallest keys offered (compareUtf8), as a bounded max-heap. */
+class SmallestKeys {
+  private readonly heap: string[] = [];
+  constructor(private readonly limit: number) {}
+
+  offer(key: string): void {
+    const h = this.heap;
+    if (h.length < this.limit) {
+      h.push(key);
+      let i = h.length - 1;
+      while (i > 0) {
+        const p = (i - 1) >> 1;
+        if (compareUtf8(h[p]!, h[i]!) >= 0) break;
+        [h[p], h[i]] = [h[i]!, h[p]!];
+        i = p;
+      }
+    } else if (h.length > 0 && compareUtf8(key, h[0]!) < 0) {
+      h[0] = key;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < h.length && compareUtf8(h[l]!, h[m]!) > 0) m = l;
+        if (r < h.length && compareUtf8(h[r]!, h[m]!) > 0) m = r;
+        if (m === i) break;
+        [h[m], h[i]] = [h[i]!, h[m]!];
+        i = m;
+      }
+    }
+  }
+
+  sorted(): string[] {
+    return [...this.heap].sort(compareUtf8);
+  }
 }

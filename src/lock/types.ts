@@ -88,6 +88,15 @@ export interface ExpireResult extends ResultBase {
   token: bigint;
 }
 
+export interface RevokeResult extends ResultBase {
+  type: 'revoke';
+  key: string;
+  /** The token of the hold it ended (none: the key had no such hold). */
+  revoked: bigint[];
+  /** The waiter the key was handed to (or refused on the way), as for a release. */
+  decided?: WaiterDecision[];
+}
+
 export interface TermStartResult extends ResultBase {
   type: 'termStart';
   /** Leases given at least a full TTL from the new leader's now at this entry (see LEASES.md). */
@@ -185,6 +194,7 @@ export type LockResult =
   | RenewResult
   | ReleaseResult
   | ExpireResult
+  | RevokeResult
   | TermStartResult
   | CheckpointResult
   | ForgetResult

@@ -28,7 +28,7 @@ export const DEFAULT_LOCK_LIMITS: Readonly<LockLimits> = Object.freeze({
 });
 
 /** Proto field names, as users see them in the API. */
-export type LockFieldName = 'key' | 'owner' | 'ttl_ms' | 'token' | 'request_id' | 'wait_ms' | 'lock_delay_ms' | 'value' | 'session_id' | 'prefix' | 'after_index';
+export type LockFieldName = 'key' | 'owner' | 'ttl_ms' | 'token' | 'request_id' | 'wait_ms' | 'lock_delay_ms' | 'value' | 'session_id' | 'prefix' | 'after_index' | 'limit' | 'page_token' | 'reason';
 
 export class ValidationError extends Error {
   override readonly name = 'ValidationError';
@@ -209,6 +209,59 @@ export function validateWatch(input: WatchInput, _limits: LockLimits = DEFAULT_L
     const afterIndex = toInteger('after_index', input.afterIndex ?? 0);
     if (afterIndex < 0n || afterIndex > BigInt(Number.MAX_SAFE_INTEGER)) throw new ValidationError('after_index', `after_index must be a log index (0 = from now), got ${afterIndex}`);
     return { key, prefix, afterIndex: Number(afterIndex), includeRenewals: input.includeRenewals === true };
+  });
+}
+
+export interface RevokeInput {
+  key: unknown;
+  token: unknown;
+  reason: unknown;
+  requestId: unknown;
+}
+
+export interface ValidRevoke {
+  key: string;
+  /** 0n = whatever hold the key has. */
+  token: bigint;
+  /** Why (logged by the node; for the audit trail). */
+  reason: string;
+  requestId: string;
+}
+
+export function validateRevoke(input: RevokeInput, _limits: LockLimits = DEFAULT_LOCK_LIMITS): Validated<ValidRevoke> {
+  return collect(() => {
+    const key = checkKey(input.key);
+    const token = toInteger('token', input.token ?? 0);
+    if (token < 0n || token > (1n << 64n) - 1n) throw new ValidationError('token', `token must be a fencing token, or 0 for whatever hold the key has; got ${token}`);
+    return { key, token, reason: checkText('reason', input.reason, 0, 256), requestId: checkRequestId(input.requestId) };
+  });
+}
+
+export interface ListInput {
+  prefix: unknown;
+  limit: unknown;
+  pageToken: unknown;
+}
+
+export interface ValidList {
+  prefix: string;
+  limit: number;
+  /** The last key of the previous page ('' = first page). */
+  afterKey: string;
+}
+
+/** List pages: at most this many locks each (SPEC "List"); 0 asks for the default. */
+export const MAX_LIST_LIMIT = 1000;
+export const DEFAULT_LIST_LIMIT = 100;
+
+export function validateList(input: ListInput, _limits: LockLimits = DEFAULT_LOCK_LIMITS): Validated<ValidList> {
+  return collect(() => {
+    const prefix = checkText('prefix', input.prefix, 0, WIRE_LIMITS.maxKeyBytes);
+    const limit = toInteger('limit', input.limit ?? 0);
+    if (limit < 0n || limit > BigInt(MAX_LIST_LIMIT)) throw new ValidationError('limit', `limit must be between 0 (the default, ${DEFAULT_LIST_LIMIT}) and ${MAX_LIST_LIMIT}, got ${limit}`);
+    const afterKey = checkText('page_token', input.pageToken, 0, WIRE_LIMITS.maxKeyBytes);
+    if (afterKey !== '' && !afterKey.startsWith(prefix)) throw new ValidationError('page_token', 'page_token must be the next_page_token of a page of the same prefix');
+    return { prefix, limit: limit === 0n ? DEFAULT_LIST_LIMIT : Number(limit), afterKey };
   });
 }
 

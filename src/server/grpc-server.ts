@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
-import { validateAcquire, validateGet, validateOpenSession, validateRelease, validateRenew, validateSessionCall, type LockLimits, type Validated } from '../lock/validate.js';
+import { validateAcquire, validateGet, validateOpenSession, validateRelease, validateRenew, validateRevoke, validateSessionCall, type LockLimits, type Validated } from '../lock/validate.js';
 import type { AcquireResult, LockView, OpenSessionResult, ReleaseResult, RenewResult, RenewSessionResult, SessionEndResult } from '../lock/types.js';
 import type { NodeLogger } from '../raft/logger.js';
 import { NODE_CHANNEL_BACKOFF } from '../transport/peer-link.js';
@@ -27,6 +27,8 @@ import {
   type ReleaseResponse,
   type RenewRequest,
   type RenewResponse,
+  type RevokeRequest,
+  type RevokeResponse,
   type OpenSessionResponse,
   type RenewSessionResponse,
   type CloseSessionResponse,
@@ -46,6 +48,7 @@ import type { ClusterApi } from './cluster-api.js';
 import { statusError } from './status-error.js';
 import { mark } from '../trace/stages.js';
 import { serveWatch, type WatchServing } from './watch-server.js';
+import { serveList, type ListServing } from './list-server.js';
 import { addStrictService, descriptorRegistry, invalidReason, strictRequestDeserializers } from './strict-decode.js';
 import { InvalidRequestError, LimitExceededError, RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
 
@@ -67,6 +70,8 @@ export interface ClientApiOptions {
   forwardCredentials?: grpc.ChannelCredentials;
   /** auth.ownerBinding: the owner of Acquire/Renew/Release must equal the caller's certificate CN. */
   ownerBinding?: boolean;
+  /** auth.admins: the CNs that may Revoke under owner binding. */
+  admins?: readonly string[];
   /** Whether `id` is a current member: a call forwarded by a member node was owner-checked there. */
   isMember?: (id: string) => boolean;
   /** The Forward stream on our peer link to `leaderId` (transport/forward.ts); without one (no link, or
@@ -74,6 +79,8 @@ export interface ClientApiOptions {
   forwardVia?: (leaderId: string) => ForwardSession | null;
   /** Lock/Watch (watch-server.ts); without it the node answers UNIMPLEMENTED. */
   watch?: WatchServing;
+  /** Lock/List (list-server.ts); without it the node answers UNIMPLEMENTED. */
+  list?: ListServing;
 }
 
 const FORWARDED_METHOD: Readonly<Record<LockMethod, ForwardedMethodName>> = LOCK_CALL_NAME;
@@ -290,6 +297,18 @@ export class ClientApi {
       },
       Stream: (call) => this.serveStream(call),
       Watch: (call) => serveWatch(call, this.opts.watch),
+      List: (call, cb) => serveList(call, cb, this.opts.list),
+      Revoke: (call, cb) => {
+        const r = call.request;
+        const v = validateRevoke({ key: r.key, token: r.token, reason: r.reason, requestId: r.request_id }, this.opts.limits);
+        const denied = v.ok ? this.adminDenied(call) : null;
+        if (denied !== null) return cb(statusError(grpc.status.PERMISSION_DENIED, denied));
+        this.run(call, cb as Reply<RevokeResponse>, v, 'Revoke', async (req, timeoutMs) => {
+          const result = await this.opts.service.revoke(req, timeoutMs);
+          if (result.revoked.length > 0) this.opts.logger.warn({ key: req.key, revoked: result.revoked.map(String), reason: req.reason, by: certificateCommonName(call.getAuthContext().sslPeerCertificate) ?? call.getPeer() }, 'hold revoked');
+          return { revoked: result.revoked.map(String) };
+        });
+      },
     };
   }
 
@@ -309,10 +328,10 @@ export class ClientApi {
 
   /** Validate, then serve here if leader, else forward to the leader once; map errors to gRPC codes. */
   private run<V, Res>(
-    call: grpc.ServerUnaryCall<AcquireRequest | RenewRequest | ReleaseRequest | GetRequest | SessionCallRequest | OpenSessionRequest, unknown>,
+    call: grpc.ServerUnaryCall<AcquireRequest | RenewRequest | ReleaseRequest | GetRequest | SessionCallRequest | OpenSessionRequest | RevokeRequest, unknown>,
     cb: Reply<Res>,
     validated: Validated<V>,
-    method: LockMethod,
+    method: LockMethod | 'Revoke',
     serve: (req: V, timeoutMs: number, signal: AbortSignal) => Promise<WireInput<Res>>,
   ): void {
     mark('call.recv');
@@ -359,6 +378,16 @@ export class ClientApi {
   }
 
   /** auth.ownerBinding: why this caller may not act as the request's owner, or null. */
+  /** Revoke under owner binding: only the CNs in auth.admins (a member forwarding one checked it). */
+  private adminDenied(call: grpc.ServerUnaryCall<unknown, unknown>): string | null {
+    if (!this.opts.ownerBinding) return null;
+    const cn = certificateCommonName(call.getAuthContext().sslPeerCertificate);
+    if (cn !== undefined && call.metadata.get(FORWARDED).length > 0 && this.opts.isMember?.(cn) === true) return null;
+    if (cn === undefined) return 'Revoke under auth.ownerBinding needs a client certificate whose CN is in auth.admins, and this call has none';
+    if (!(this.opts.admins ?? []).includes(cn)) return `Revoke is for auth.admins; the client certificate CN ${JSON.stringify(cn)} is not one`;
+    return null;
+  }
+
   private ownerDenied(call: grpc.ServerUnaryCall<unknown, unknown>, request: unknown): string | null {
     if (!this.opts.ownerBinding) return null;
     const owner = (request as { owner?: unknown }).owner;
@@ -394,13 +423,14 @@ export class ClientApi {
     return this.opts.defaultTimeoutMs + this.opts.limits.maxWaitMs;
   }
 
-  private forward<Res>(call: grpc.ServerUnaryCall<unknown, unknown>, method: LockMethod, request: unknown, leaderId: string, deadlineMs: number, cb: Reply<Res>): void {
-    const session = this.opts.forwardVia?.(leaderId) ?? null;
+  private forward<Res>(call: grpc.ServerUnaryCall<unknown, unknown>, method: LockMethod | 'Revoke', request: unknown, leaderId: string, deadlineMs: number, cb: Reply<Res>): void {
+    // The peer link carries the lock calls of Lock/Stream; Revoke (rare, an operator's) goes unary.
+    const session = method === 'Revoke' ? null : (this.opts.forwardVia?.(leaderId) ?? null);
     if (session !== null) {
       const abort = new AbortController();
       call.on('cancelled', () => abort.abort());
       const timeoutMs = Number.isFinite(deadlineMs) ? deadlineMs - Date.now() : this.noDeadlineForwardMs();
-      session.call(FORWARDED_METHOD[method], request, timeoutMs, abort.signal).then((reply) => {
+      session.call(FORWARDED_METHOD[method as LockMethod], request, timeoutMs, abort.signal).then((reply) => {
         if (reply.code !== grpc.status.OK) {
           cb(statusError(reply.code, `${reply.details} (forwarded to leader ${leaderId})`));
           return;

@@ -109,6 +109,7 @@ function outcomeOf(op: string, value: unknown): string {
   if (op === 'open_session') return 'opened';
   if (op === 'renew_session' && v.renewed) return 'renewed';
   if (op === 'close_session' && (v as { ended?: boolean }).ended) return 'closed';
+  if (op === 'revoke') return ((v as { revoked?: unknown[] }).revoked?.length ?? 0) > 0 ? 'revoked' : 'not_held';
   return (v.reason ?? 'unspecified').toLowerCase();
 }
 
@@ -116,7 +117,7 @@ function outcomeOf(op: string, value: unknown): string {
  *  and timed. */
 export function instrumentLockService(service: LockService, m: NodeMetrics): LockService {
   const wrap =
-    (op: 'acquire' | 'renew' | 'release' | 'get' | 'open_session' | 'renew_session' | 'close_session', method: keyof LockService = op as keyof LockService) =>
+    (op: 'acquire' | 'renew' | 'release' | 'get' | 'open_session' | 'renew_session' | 'close_session' | 'revoke', method: keyof LockService = op as keyof LockService) =>
     async (...args: unknown[]) => {
       const t = process.hrtime.bigint();
       try {
@@ -139,6 +140,7 @@ export function instrumentLockService(service: LockService, m: NodeMetrics): Loc
     openSession: wrap('open_session', 'openSession'),
     renewSession: wrap('renew_session', 'renewSession'),
     closeSession: wrap('close_session', 'closeSession'),
+    revoke: wrap('revoke'),
   } as Record<string, unknown>;
   return new Proxy(service, {
     get(target, prop) {

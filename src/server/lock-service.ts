@@ -6,8 +6,8 @@
 import { encodeCommand } from '../lock/commands.js';
 import type { LockMachine } from '../lock/machine.js';
 import { LockLeader, type LockLimitSettings, type CallFailure, type CallId, type ClientAnswer, type ClientRequest, type LeaderCommand, type LeaderEvent, type ProposalError } from '../lock/leader/index.js';
-import type { AcquireResult, LockResult, LockView, OpenSessionResult, ReleaseResult, RenewResult, RenewSessionResult, SessionEndResult } from '../lock/types.js';
-import type { ValidAcquire, ValidOpenSession, ValidRelease, ValidRenew, ValidSessionCall } from '../lock/validate.js';
+import type { AcquireResult, LockResult, LockView, OpenSessionResult, ReleaseResult, RenewResult, RenewSessionResult, RevokeResult, SessionEndResult } from '../lock/types.js';
+import type { ValidAcquire, ValidOpenSession, ValidRelease, ValidRenew, ValidRevoke, ValidSessionCall } from '../lock/validate.js';
 import type { Entry, NodeId, SoftState, Status } from '../raft/core/types.js';
 import type { NodeEnv, TimerHandle } from '../raft/env.js';
 import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from '../raft/errors.js';
@@ -195,6 +195,11 @@ export class LockService {
   }
 
   /** Linearizable: a ReadIndex barrier, then the applied state judged at the leader's now. */
+  /** Ends a hold as an operator (SPEC "Revoke"); the caller's right to is checked by the gRPC layer. */
+  revoke(req: ValidRevoke, timeoutMs: number): Promise<RevokeResult> {
+    return this.call({ op: 'revoke', req }, timeoutMs) as Promise<RevokeResult>;
+  }
+
   get(key: string, timeoutMs: number): Promise<LockView> {
     return this.call({ op: 'get', key }, timeoutMs) as Promise<LockView>;
   }

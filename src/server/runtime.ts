@@ -240,11 +240,17 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     logger,
     ...(credentials.tls ? { forwardCredentials: credentials.freshDial() } : {}),
     ownerBinding: config.auth.ownerBinding,
+    admins: config.auth.admins,
     isMember,
     // Lock calls for the leader ride our peer link to it (raft.proto Forward), not a unary call each.
     forwardVia: (leaderId) => transport.forward(leaderId),
     watch: {
       hub: watchHub,
+      readBarrier: (timeoutMs) => liveNode.readBarrier(timeoutMs),
+      barrierTimeoutMs: DEFAULT_CALL_TIMEOUT_MS,
+    },
+    list: {
+      machine: () => fsm.machine,
       readBarrier: (timeoutMs) => liveNode.readBarrier(timeoutMs),
       barrierTimeoutMs: DEFAULT_CALL_TIMEOUT_MS,
     },

@@ -274,6 +274,36 @@ export interface WatchEvent {
   shared: boolean;
 }
 
+export interface ListRequest {
+  prefix: string;
+  limit: number;
+  page_token: string;
+}
+
+export interface ListedLock {
+  key: string;
+  holders: Holder[];
+  waiters: number;
+  last_token: WireLong;
+}
+
+export interface ListResponse {
+  locks: ListedLock[];
+  next_page_token: string;
+  index: WireLong;
+}
+
+export interface RevokeRequest {
+  key: string;
+  token: WireLong;
+  reason: string;
+  request_id: string;
+}
+
+export interface RevokeResponse {
+  revoked: WireLong[];
+}
+
 /** Which lock call a LockCall / LockAnswer (and a forwarded call) carries: the virtual oneof field. */
 export type LockCallName = 'acquire' | 'renew' | 'release' | 'get' | 'open_session' | 'renew_session' | 'close_session';
 
@@ -321,6 +351,8 @@ export interface LockClient extends grpc.Client {
   CloseSession: UnaryMethod<SessionCallRequest, CloseSessionResponse>;
   Stream(options?: Partial<grpc.CallOptions>): grpc.ClientDuplexStream<WireInput<WireLockCall>, WireLockAnswer>;
   Watch(request: WireInput<WatchRequest>, options?: Partial<grpc.CallOptions>): grpc.ClientReadableStream<WatchEvent>;
+  List: UnaryMethod<ListRequest, ListResponse>;
+  Revoke: UnaryMethod<RevokeRequest, RevokeResponse>;
 }
 
 export interface LockHandlers extends grpc.UntypedServiceImplementation {
@@ -333,6 +365,8 @@ export interface LockHandlers extends grpc.UntypedServiceImplementation {
   CloseSession: grpc.handleUnaryCall<SessionCallRequest, WireInput<CloseSessionResponse>>;
   Stream: grpc.handleBidiStreamingCall<WireLockCall, WireInput<WireLockAnswer>>;
   Watch: grpc.handleServerStreamingCall<WatchRequest, WireInput<WatchEvent>>;
+  List: grpc.handleUnaryCall<ListRequest, WireInput<ListResponse>>;
+  Revoke: grpc.handleUnaryCall<RevokeRequest, WireInput<RevokeResponse>>;
 }
 
 export const LockClient = clientConstructor<LockClient, LockHandlers>('leasehold.v1.Lock');

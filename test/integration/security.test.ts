@@ -40,12 +40,12 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
   let pkiDir = '';
   beforeAll(async () => {
     pkiDir = mkdtempSync(join(tmpdir(), 'leasehold-pki-'));
-    pki = makePki(pkiDir, ['n1', 'n2', 'n3'], ['alice', 'bob']);
+    pki = makePki(pkiDir, ['n1', 'n2', 'n3'], ['alice', 'bob', 'ops-admin']);
     // A cluster whose config points at the certificates ({id}: each node loads its own).
     c = await TestCluster.create({
       peerListeners: true,
       credentials: creds(pki, 'alice'),
-      extraYaml: `tls:\n  cert: ${pki.dir}/{id}.pem\n  key: ${pki.dir}/{id}-key.pem\n  ca: ${pki.ca}\n  clientAuth: require\nauth:\n  ownerBinding: true\n`,
+      extraYaml: `tls:\n  cert: ${pki.dir}/{id}.pem\n  key: ${pki.dir}/{id}-key.pem\n  ca: ${pki.ca}\n  clientAuth: require\nauth:\n  ownerBinding: true\n  admins: [ops-admin]\n`,
     });
     c.startAll();
     await c.waitForLeader();
@@ -126,6 +126,31 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
       bob.close();
     } finally {
       bobPool.close();
+    }
+  });
+
+  it('revoke under owner binding: refused for a non-admin certificate (even the holder\'s), done for an admin one through a follower; the waiter gets the key at once', async () => {
+    const { leader } = await c.waitForLeader();
+    const follower = c.ids.find((id) => id !== leader)!;
+    const as = (who: string) => new LeaseholdClient({ endpoints: [c.endpoint(follower)], credentials: creds(pki, who), timeoutMs: 10_000 });
+    const alice = as('alice');
+    const bob = as('bob');
+    const admin = as('ops-admin');
+    try {
+      const held = await alice.acquire('revoke-me', { ttlMs: 60_000, owner: 'alice', lockDelayMs: 30_000 });
+      const waiting = bob.acquire('revoke-me', { ttlMs: 60_000, owner: 'bob', waitMs: 20_000 });
+      for (const who of [bob, alice]) await expect(who.revoke('revoke-me', { reason: 'test' })).rejects.toBeInstanceOf(PermissionDeniedError);
+      expect((await admin.get('revoke-me')).token).toBe(held.token); // nothing changed
+      expect(await admin.revoke('revoke-me', { token: held.token, reason: 'stuck worker' })).toEqual([held.token]);
+      const next = await waiting; // no lock-delay on a revoke: granted in the same entry
+      expect(next.token).toBeGreaterThan(held.token);
+      expect(await admin.revoke('revoke-me', { token: held.token })).toEqual([]); // already gone
+      expect(c.logText(leader)).toMatch(/"msg":"hold revoked"/);
+      await next.release();
+    } finally {
+      alice.close();
+      bob.close();
+      admin.close();
     }
   });
 

@@ -168,6 +168,8 @@ export function canonicalResult(r: LockResult): string {
       return `release@${r.index}${r.replayed ? 'R' : ''}|${releaseOutcome(r)}`;
     case 'expire':
       return `expire@${r.index}|${r.expired}`;
+    case 'revoke':
+      return `revoke@${r.index}|${r.key}|${r.revoked.join(',')}`;
     case 'termStart':
       return `termStart@${r.index}|${r.leasesExtended}|${r.leasesEnded}`;
     case 'checkpoint':

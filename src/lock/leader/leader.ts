@@ -253,6 +253,9 @@ export class LockLeader {
         this.proposeFor(callId, { type: 'release', timeMs: 0, key: r.key, owner: r.owner, token: r.token, requestId: r.requestId }, timeoutMs);
         break;
       }
+      case 'revoke':
+        this.proposeFor(callId, { type: 'revoke', timeMs: 0, key: request.req.key, token: request.req.token }, timeoutMs);
+        break;
       case 'get':
         this.reads.set(callId, request.key);
         this.out.push({ type: 'readBarrier', callId, timeoutMs });

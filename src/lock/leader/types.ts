@@ -3,8 +3,8 @@
 // or a Raft node. The adapter (src/server/lock-service.ts) turns node events and client calls into events,
 // and carries the commands out: proposals through Raft, answers to callers, wake-ups on its scheduler.
 import type { LockCommand } from '../commands.js';
-import type { AcquireOutcome, AcquireResult, DueLease, LockResult, LockView, OpenSessionResult, ReleaseResult, RenewResult, RenewSessionResult, SessionEndResult } from '../types.js';
-import type { ValidAcquire, ValidOpenSession, ValidRelease, ValidRenew, ValidSessionCall } from '../validate.js';
+import type { AcquireOutcome, AcquireResult, DueLease, LockResult, LockView, OpenSessionResult, ReleaseResult, RenewResult, RenewSessionResult, RevokeResult, SessionEndResult } from '../types.js';
+import type { ValidAcquire, ValidOpenSession, ValidRelease, ValidRenew, ValidRevoke, ValidSessionCall } from '../validate.js';
 import type { DueSession } from '../session.js';
 import type { DueWaiter } from '../wait-line.js';
 import type { DueDelay } from '../key-delays.js';
@@ -23,6 +23,8 @@ export interface LockStateView {
   /** The last log index applied to this state. */
   readonly appliedIndex: number;
   get(key: string): LockView;
+  /** Keys held or waited on, under `prefix`, after `afterKey`, in UTF-8 byte order; at most `limit`. */
+  listKeys(prefix: string, afterKey: string, limit: number): string[];
   rememberedAcquire(owner: string, requestId: string, key: string): AcquireOutcome | null;
   expiredLeases(nowMs: number, limit: number): DueLease[];
   /** Waiters past their wait deadline at max(nowMs, log time), earliest first (wait-line.ts). */
@@ -58,11 +60,12 @@ export type ClientRequest =
   | { op: 'renew'; req: ValidRenew }
   | { op: 'release'; req: ValidRelease }
   | { op: 'get'; key: string }
+  | { op: 'revoke'; req: ValidRevoke }
   | { op: 'openSession'; req: ValidOpenSession }
   | { op: 'renewSession'; req: ValidSessionCall }
   | { op: 'closeSession'; req: ValidSessionCall };
 
-export type ClientAnswer = AcquireResult | RenewResult | ReleaseResult | LockView | OpenSessionResult | RenewSessionResult | SessionEndResult;
+export type ClientAnswer = AcquireResult | RenewResult | ReleaseResult | LockView | OpenSessionResult | RenewSessionResult | SessionEndResult | RevokeResult;
 
 export type RaftRole = 'leader' | 'follower' | 'candidate' | 'pre-candidate';
 

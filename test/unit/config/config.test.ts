@@ -139,7 +139,7 @@ describe('cluster.example.yaml', () => {
     expect(Object.keys(raw).sort()).toEqual(['limits', 'lock', 'log', 'metrics', 'nodes', 'raft', 'watch']);
     // tls, auth and peerAddress are off by default, so the example shows them commented out, in full.
     const text = readFileSync(EXAMPLE, 'utf8');
-    for (const line of ['# tls:', '#   cert:', '#   key:', '#   ca:', '#   clientAuth: require', '# auth:', '#   ownerBinding: true', '#   peerAddress:']) expect(text).toContain(line);
+    for (const line of ['# tls:', '#   cert:', '#   key:', '#   ca:', '#   clientAuth: require', '# auth:', '#   ownerBinding: true', '#   admins: [', '#   peerAddress:']) expect(text).toContain(line);
   });
 });
 
@@ -403,6 +403,10 @@ describe('tls, auth and peerAddress (issue 11)', () => {
     expect(parseText(withExtra('tls: { cert: a, key: b, ca: c, clientAuth: require }\nauth: { ownerBinding: true }')).auth.ownerBinding).toBe(true);
     expect(parseText(MINIMAL).auth.ownerBinding).toBe(false);
     expect(errorOf(withExtra('auth: { ownerBinding: "yes" }')).message).toContain('auth.ownerBinding: expected true or false, got string "yes"');
+    // auth.admins (SPEC "Revoke"): a list of certificate CNs.
+    expect(parseText(withExtra('tls: { cert: a, key: b, ca: c, clientAuth: require }\nauth: { ownerBinding: true, admins: [ops-1, ops-2] }')).auth.admins).toEqual(['ops-1', 'ops-2']);
+    expect(parseText(MINIMAL).auth.admins).toEqual([]);
+    expect(errorOf(withExtra('auth: { admins: ops }')).message).toContain('auth.admins: expected a list of certificate CNs');
   });
 
   it('peerAddress is optional, validated and must not collide with any address', () => {

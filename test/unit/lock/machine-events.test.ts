@@ -77,3 +77,20 @@ describe('lock events', () => {
     expect(run(true)).toBe(run(false));
   });
 });
+
+describe('revoke', () => {
+  it('ends the hold with that token (or any, with 0) with no lock-delay, hands the key on, and says REVOKED', () => {
+    const { feed, brief } = recording();
+    const a = feed.at(1000).delayed('k', 'a', 60_000, 5000);
+    feed.wait('k', 'b', 60_000, 60_000);
+    expect(feed.apply({ type: 'revoke', timeMs: 1000, key: 'k', token: a.token + 1n })).toMatchObject({ type: 'revoke', revoked: [] });
+    const r = feed.apply({ type: 'revoke', timeMs: 1000, key: 'k', token: a.token });
+    expect(r).toMatchObject({ type: 'revoke', revoked: [a.token], decided: [{ owner: 'b', outcome: { acquired: true, token: 4n } }] });
+    expect(brief()).toEqual(['1 ACQUIRED k a 1', '2 QUEUED k b 0', '4 REVOKED k a 1', '4 ACQUIRED k b 4']);
+    // token 0: whatever hold the key has; the lock-delay a carried did not apply (b got it at once).
+    expect(feed.apply({ type: 'revoke', timeMs: 1000, key: 'k', token: 0n })).toMatchObject({ revoked: [4n] });
+    expect(feed.machine.get('k').held).toBe(false);
+    expect(feed.machine.delayLeftMs('k')).toBe(0);
+    expect(feed.apply({ type: 'revoke', timeMs: 1000, key: 'nobody', token: 0n })).toMatchObject({ revoked: [] });
+  });
+});

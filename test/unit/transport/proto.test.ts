@@ -189,7 +189,7 @@ describe('proto files and loader', () => {
         Object.entries(client.service).map(([name, m]) => [name, `${m.requestStream ? 'stream ' : ''}->${m.responseStream ? ' stream' : ''}`]),
       );
     expect(shape(LockClient)).toEqual({
-      Acquire: '->', Renew: '->', Release: '->', Get: '->', Stream: 'stream -> stream', OpenSession: '->', RenewSession: '->', CloseSession: '->', Watch: '-> stream',
+      Acquire: '->', Renew: '->', Release: '->', Get: '->', Stream: 'stream -> stream', OpenSession: '->', RenewSession: '->', CloseSession: '->', Watch: '-> stream', List: '->', Revoke: '->',
     });
     expect(shape(ClusterClient)).toEqual({ Status: '->', AddMember: '->', PromoteMember: '->', RemoveMember: '->', TransferLeader: '->' });
     expect(shape(RaftClient)).toEqual({ Stream: 'stream ->', Forward: 'stream -> stream' });
@@ -217,6 +217,13 @@ describe('proto files and loader', () => {
     expect(fields('leasehold.v1.ReleaseRequest')).toEqual(['key=1:string', 'owner=2:string', 'token=3:uint64', 'request_id=4:string']);
     expect(fields('leasehold.v1.ReleaseResponse')).toEqual(['released=1:bool', 'reason=2:enum']);
     expect(fields('leasehold.v1.GetRequest')).toEqual(['key=1:string']);
+    // SPEC "Revoke".
+    expect(fields('leasehold.v1.RevokeRequest')).toEqual(['key=1:string', 'token=2:uint64', 'reason=3:string', 'request_id=4:string']);
+    expect(fields('leasehold.v1.RevokeResponse')).toEqual(['revoked=1:uint64']);
+    // SPEC "List".
+    expect(fields('leasehold.v1.ListRequest')).toEqual(['prefix=1:string', 'limit=2:uint32', 'page_token=3:string']);
+    expect(fields('leasehold.v1.ListResponse')).toEqual(['locks=1:message', 'next_page_token=2:string', 'index=3:uint64']);
+    expect(fields('leasehold.v1.ListedLock')).toEqual(['key=1:string', 'holders=2:message', 'waiters=3:uint32', 'last_token=4:uint64']);
     // SPEC "Watch".
     expect(fields('leasehold.v1.WatchRequest')).toEqual(['key=1:string', 'prefix=2:string', 'after_index=3:uint64', 'include_renewals=4:bool']);
     expect(fields('leasehold.v1.WatchEvent')).toEqual([
@@ -336,6 +343,8 @@ describe('generated clients and service definitions over a real gRPC connection'
       CloseSession: (_call, cb) => cb(null, { closed: true, released: ['a'] }),
       Stream: (call) => call.end(),
       Watch: (call) => call.end(),
+      List: (_call, cb) => cb(null, { locks: [] }),
+      Revoke: (_call, cb) => cb(null, { revoked: [] }),
     };
     const raft: RaftHandlers = {
       Stream: (call, cb) => {

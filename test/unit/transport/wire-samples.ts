@@ -9,6 +9,10 @@ import type {
   AcquireRequest,
   AcquireResponse,
   GetRequest,
+  ListRequest,
+  RevokeRequest,
+  RevokeResponse,
+  ListResponse,
   WatchEvent,
   WatchRequest,
   GetResponse,
@@ -79,6 +83,14 @@ const renewResponse: RenewResponse = { renewed: false, ttl_ms: '0', expires_at_m
 const releaseRequest: ReleaseRequest = { key: 'orders/42', owner: 'worker-7', token: '17', request_id: 'req-3' };
 const releaseResponse: ReleaseResponse = { released: false, reason: 'WRONG_TOKEN' };
 const getRequest: GetRequest = { key: 'orders/42' };
+const revokeRequest: RevokeRequest = { key: 'orders/42', token: '17', reason: 'stuck worker', request_id: 'r-1' };
+const revokeResponse: RevokeResponse = { revoked: ['17'] };
+const listRequest: ListRequest = { prefix: 'orders/', limit: 100, page_token: 'orders/41' };
+const listResponse: ListResponse = {
+  locks: [{ key: 'orders/42', holders: [{ owner: 'worker-7', token: '17', ttl_ms: '2500', expires_at_ms: '1732900000000', shared: false, session_id: '0', value: Buffer.from('x') }], waiters: 2, last_token: '17' }],
+  next_page_token: 'orders/42',
+  index: '19',
+};
 const watchRequest: WatchRequest = { key: '', prefix: 'orders/', after_index: '120', include_renewals: true };
 const watchEvent: WatchEvent = { index: '121', key: 'orders/42', kind: 'ACQUIRED', owner: 'worker-7', token: '121', session_id: '96', value: Buffer.from('10.0.0.7:8080'), shared: false };
 const getResponse: GetResponse = {
@@ -234,6 +246,10 @@ export const WIRE_SAMPLES: readonly WireSample[] = [
   ...many('leasehold.v1.Lock', 'Release', 'response', [releaseResponse]),
   ...many('leasehold.v1.Lock', 'Get', 'request', [getRequest]),
   ...many('leasehold.v1.Lock', 'Get', 'response', [getResponse]),
+  ...many('leasehold.v1.Lock', 'Revoke', 'request', [revokeRequest]),
+  ...many('leasehold.v1.Lock', 'Revoke', 'response', [revokeResponse]),
+  ...many('leasehold.v1.Lock', 'List', 'request', [listRequest]),
+  ...many('leasehold.v1.Lock', 'List', 'response', [listResponse]),
   ...many('leasehold.v1.Lock', 'Watch', 'request', [watchRequest]),
   ...many('leasehold.v1.Lock', 'Watch', 'response', [watchEvent]),
   ...many('leasehold.v1.Lock', 'OpenSession', 'request', [openSessionRequest]),
