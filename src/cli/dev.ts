@@ -14,10 +14,14 @@ export function devCommand(program: Command): void {
     .description('start a local 3-node cluster on loopback (data under ./data; Ctrl-C stops all; a restart keeps the data)')
     .option('--data <dir>', 'data directory', 'data')
     .option('--base-port <port>', 'first of three consecutive ports', '7001')
-    .action(async (opts: { data: string; basePort: string }) => {
+    .option('--metrics-base-port <port>', 'first of three consecutive ports for GET /metrics (default: --base-port + 2000; 0 = none)')
+    .action(async (opts: { data: string; basePort: string; metricsBasePort?: string }) => {
       const dataDir = resolve(opts.data);
       const basePort = Number(opts.basePort);
       if (!Number.isInteger(basePort) || basePort < 1 || basePort > 65533) throw new Error(`--base-port: expected a port number, got ${opts.basePort}`);
+      const metricsBasePort = opts.metricsBasePort === undefined ? basePort + 2000 : Number(opts.metricsBasePort);
+      if (!Number.isInteger(metricsBasePort) || metricsBasePort < 0 || metricsBasePort > 65533) throw new Error(`--metrics-base-port: expected a port number (or 0 for none), got ${opts.metricsBasePort}`);
+      const metricsAddressOf = (i: number) => `127.0.0.1:${metricsBasePort + i}`;
       mkdirSync(dataDir, { recursive: true });
       const configPath = join(dataDir, 'cluster.yaml');
       if (!existsSync(configPath)) writeFileSync(configPath, devConfigYaml(basePort));
@@ -27,7 +31,8 @@ export function devCommand(program: Command): void {
       for (const id of ids) {
         // Each node's lines are prefixed with its id; on a terminal they are pretty-printed (and coloured).
         const tty = process.stdout.isTTY === true;
-        const child = spawn(process.execPath, [mainJs, 'serve', '--config', configPath, '--id', id], {
+        const metricsArgs = metricsBasePort > 0 ? ['--metrics-address', metricsAddressOf(ids.indexOf(id))] : [];
+        const child = spawn(process.execPath, [mainJs, 'serve', '--config', configPath, '--id', id, ...metricsArgs], {
           stdio: ['ignore', 'pipe', 'pipe'],
           env: { ...process.env, ...(tty ? { LEASEHOLD_LOG_FORMAT: 'pretty', FORCE_COLOR: '1' } : {}) },
         });
@@ -44,6 +49,7 @@ export function devCommand(program: Command): void {
       process.stdout.write(
         `leasehold dev cluster: nodes ${ids.join(', ')} at ${endpoints}\n` +
           `config: ${configPath}\n` +
+          (metricsBasePort > 0 ? `metrics: ${ids.map((_, i) => `http://${metricsAddressOf(i)}/metrics`).join('  ')}\n` : '') +
           `try:    npx leasehold acquire --endpoints ${endpoints} mykey --owner me --ttl 5s\n` +
           `Ctrl-C stops all nodes.\n`,
       );

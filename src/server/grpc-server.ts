@@ -81,6 +81,9 @@ export interface ClientApiOptions {
   watch?: WatchServing;
   /** Lock/List (list-server.ts); without it the node answers UNIMPLEMENTED. */
   list?: ListServing;
+  /** Counts a call refused before it reached the lock service: malformed or invalid, or not permitted
+   *  (metrics: leasehold_lock_operations_total{outcome="invalid"|"denied"}). */
+  countRefused?: (op: string, outcome: 'invalid' | 'denied') => void;
 }
 
 const FORWARDED_METHOD: Readonly<Record<LockMethod, ForwardedMethodName>> = LOCK_CALL_NAME;
@@ -302,7 +305,10 @@ export class ClientApi {
         const r = call.request;
         const v = validateRevoke({ key: r.key, token: r.token, reason: r.reason, requestId: r.request_id }, this.opts.limits);
         const denied = v.ok ? this.adminDenied(call) : null;
-        if (denied !== null) return cb(statusError(grpc.status.PERMISSION_DENIED, denied));
+        if (denied !== null) {
+          this.opts.countRefused?.('revoke', 'denied');
+          return cb(statusError(grpc.status.PERMISSION_DENIED, denied));
+        }
         this.run(call, cb as Reply<RevokeResponse>, v, 'Revoke', async (req, timeoutMs) => {
           const result = await this.opts.service.revoke(req, timeoutMs);
           if (result.revoked.length > 0) this.opts.logger.warn({ key: req.key, revoked: result.revoked.map(String), reason: req.reason, by: certificateCommonName(call.getAuthContext().sslPeerCertificate) ?? call.getPeer() }, 'hold revoked');
@@ -337,15 +343,18 @@ export class ClientApi {
     mark('call.recv');
     const decodeError = invalidReason(call.request);
     if (decodeError !== undefined) {
+      this.opts.countRefused?.(opName(method), 'invalid');
       cb(statusError(grpc.status.INVALID_ARGUMENT, decodeError));
       return;
     }
     if (!validated.ok) {
+      this.opts.countRefused?.(opName(method), 'invalid');
       cb(statusError(grpc.status.INVALID_ARGUMENT, `${validated.error.field}: ${validated.error.message}`));
       return;
     }
     const denied = this.ownerDenied(call, validated.value);
     if (denied !== null) {
+      this.opts.countRefused?.(opName(method), 'denied');
       cb(statusError(grpc.status.PERMISSION_DENIED, denied));
       return;
     }
@@ -479,6 +488,11 @@ export class ClientApi {
     return statusError(grpc.status.INTERNAL, `internal error: ${(err as Error)?.message ?? String(err)}`);
   }
 
+}
+
+/** The op label of a method in leasehold_lock_operations_total (Acquire -> acquire, OpenSession -> open_session). */
+function opName(method: LockMethod | 'Revoke'): string {
+  return method === 'Revoke' ? 'revoke' : LOCK_CALL_NAME[method];
 }
 
 function waitOf(v: unknown): number {

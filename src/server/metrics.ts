@@ -115,7 +115,7 @@ export class NodeMetrics {
     this.snapshots = new Counter({ name: 'leasehold_snapshots_total', help: 'Snapshots taken here (taken) or received from the leader (installed)', labelNames: ['kind'], registers: [r] });
     this.lockOps = new Counter({
       name: 'leasehold_lock_operations_total',
-      help: 'Lock calls served by this node by op (acquire, renew, release, get, open_session, renew_session, close_session) and outcome (acquired, not_acquired, renewed, released, opened, closed, not_held, wrong_owner, wrong_token, expired, held, free, not_leader, unavailable, rejected, error)',
+      help: 'Lock calls served by this node by op (acquire, renew, release, get, open_session, renew_session, close_session, revoke) and outcome (acquired, not_acquired, renewed, released, opened, closed, revoked, not_held, wrong_owner, wrong_token, expired, held, free, not_leader, unavailable, rejected, error; and invalid or denied for a call refused before it was served: malformed, out of bounds, or not permitted)',
       labelNames: ['op', 'outcome'],
       registers: [r],
     });

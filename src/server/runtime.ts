@@ -56,6 +56,8 @@ export interface StartOptions {
   join?: boolean;
   /** Overrides this node's dataDir from the config (`serve --data-dir`, env LEASEHOLD_DATA_DIR). */
   dataDir?: string;
+  /** Overrides this node's Prometheus address (`serve --metrics-address`, env LEASEHOLD_METRICS_ADDRESS). */
+  metricsAddress?: string;
 }
 
 /** How long the first-boot and vouching questions to peers may take: a dead peer must not hold up a start for long. */
@@ -119,7 +121,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   });
 
   // Metrics (off unless metrics.address is set): gauges read status at scrape time; wrappers feed the rest.
-  const metricsAddress = self.metricsAddress ?? config.metrics.address;
+  const metricsAddress = options.metricsAddress ?? self.metricsAddress ?? config.metrics.address;
   const metrics = metricsAddress
     ? new NodeMetrics(id, {
         status: () => node!.status(),
@@ -241,6 +243,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     ...(credentials.tls ? { forwardCredentials: credentials.freshDial() } : {}),
     ownerBinding: config.auth.ownerBinding,
     admins: config.auth.admins,
+    ...(metrics ? { countRefused: (op: string, outcome: 'invalid' | 'denied') => metrics.lockOps.inc({ op, outcome }) } : {}),
     isMember,
     // Lock calls for the leader ride our peer link to it (raft.proto Forward), not a unary call each.
     forwardVia: (leaderId) => transport.forward(leaderId),

@@ -1,12 +1,13 @@
 // The package as a user gets it: `npm pack`, install the tarball into the example project under
 // examples/client-app, type-check its TypeScript against the shipped declarations, and run both the
 // JavaScript and the TypeScript version against a real cluster.
-import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestCluster } from '../integration/harness.js';
+import { TestCluster, waitFor } from '../integration/harness.js';
 
 const REPO = resolve('.');
 let dir: string;
@@ -77,4 +78,32 @@ describe('the npm package', () => {
     expect(BigInt(second.token)).toBeGreaterThan(BigInt(first.token));
     expect(readdirSync(join(dir, 'reports-db')).length).toBeGreaterThan(0);
   });
+
+  it('the election example: two schedulers, one leads; kill -9 it and the other leads within the 2 s session TTL, with a higher token', async () => {
+    const env = { ...process.env, LEASEHOLD_ENDPOINTS: c.endpoints().join(',') };
+    const start = (name: string) => {
+      const p = spawn(process.execPath, ['scheduler.mjs', 'pkg-election'], { cwd: app, env: { ...env, CANDIDATE: name }, stdio: ['ignore', 'pipe', 'inherit'] });
+      const lines: { event: string; candidate: string; token?: string; atMs: number }[] = [];
+      createInterface({ input: p.stdout! }).on('line', (l) => lines.push({ ...(JSON.parse(l) as { event: string; candidate: string; token?: string }), atMs: Date.now() }));
+      return { p, lines };
+    };
+    const a = start('a');
+    const b = start('b');
+    try {
+      const leading = (x: typeof a) => x.lines.find((l) => l.event === 'leading');
+      const first = await waitFor('one scheduler leads', () => (leading(a) ? a : leading(b) ? b : null), 20_000);
+      const other = first === a ? b : a;
+      await waitFor('it runs the job', () => first.lines.filter((l) => l.event === 'job').length >= 2, 10_000);
+      expect(leading(other)).toBeUndefined(); // one leader at a time
+      const killedAt = Date.now();
+      first.p.kill('SIGKILL');
+      const next = await waitFor('the other leads', () => leading(other), 20_000);
+      console.info(`election example: kill -9 -> the other leads in ${next.atMs - killedAt} ms`);
+      expect(next.atMs - killedAt).toBeLessThan(2000 + 1500);
+      expect(BigInt(next.token!)).toBeGreaterThan(BigInt(leading(first)!.token!));
+    } finally {
+      a.p.kill('SIGKILL');
+      b.p.kill('SIGKILL');
+    }
+  }, 60_000);
 });

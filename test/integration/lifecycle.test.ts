@@ -34,8 +34,10 @@ describe('leasehold dev', () => {
   it('starts a local 3-node cluster under ./data, serves the CLI, stops on Ctrl-C and keeps data across restarts', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'leasehold-dev-'));
     const [basePort] = await findThreeConsecutivePorts();
+    let [metricsBasePort] = await findThreeConsecutivePorts();
+    while (Math.abs(metricsBasePort! - basePort!) < 3) [metricsBasePort] = await findThreeConsecutivePorts(); // nothing is bound yet: keep the ranges apart
     const endpoints = [0, 1, 2].map((i) => `127.0.0.1:${basePort! + i}`).join(',');
-    const startDev = () => spawn(process.execPath, [MAIN_JS, 'dev', '--base-port', String(basePort)], { cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const startDev = () => spawn(process.execPath, [MAIN_JS, 'dev', '--base-port', String(basePort), '--metrics-base-port', String(metricsBasePort)], { cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const cli = (...args: string[]) => spawnSync(process.execPath, [MAIN_JS, ...args, '--endpoints', endpoints], { cwd, encoding: 'utf8', timeout: 20_000 });
     let dev = startDev();
     try {
@@ -49,6 +51,10 @@ describe('leasehold dev', () => {
       pool.close();
       const acq = cli('acquire', 'mykey', '--owner', 'me', '--ttl', '60s');
       expect(acq.status, acq.stderr).toBe(0);
+      // It prints each node's metrics URL, and they serve.
+      const urls = [0, 1, 2].map((i) => `http://127.0.0.1:${metricsBasePort! + i}/metrics`);
+      expect(out).toContain(`metrics: ${urls.join('  ')}`);
+      for (const url of urls) expect(await (await fetch(url, { signal: AbortSignal.timeout(3000) })).text()).toMatch(/^leasehold_raft_term/m);
       expect(acq.stdout).toMatch(/acquired mykey: token \d+/);
       const token = /token (\d+)/.exec(acq.stdout)![1]!;
       // Ctrl-C stops all three nodes and dev itself.

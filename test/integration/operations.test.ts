@@ -61,6 +61,14 @@ describe('metrics', () => {
     });
     expect(val(after, 'leasehold_lock_operations_total{op="acquire",outcome="acquired"}')).toBeGreaterThanOrEqual(63);
     expect(val(after, 'leasehold_lock_operations_total{op="release",outcome="released"}')).toBeGreaterThanOrEqual(60);
+    // Refused before it was served (a ttl below lock.minTtlMs): counted as invalid on the node that refused it.
+    const badTtl = await c.raw('n1', 'Acquire', { key: 'bad', owner: 'o', ttl_ms: '1', request_id: 'bad-1' }).then(() => 'OK', (e: unknown) => String(e));
+    expect(badTtl).toMatch(/INVALID_ARGUMENT/);
+    const n1 = await waitFor('n1 counts the invalid call', async () => {
+      const m = await scrape(maddr(0));
+      return val(m, 'leasehold_lock_operations_total{op="acquire",outcome="invalid"}') >= 1 ? m : null;
+    });
+    expect(val(n1, 'leasehold_lock_operations_total{op="acquire",outcome="invalid"}')).toBe(1);
     expect(val(after, 'leasehold_lock_operation_duration_seconds_count{op="acquire"}')).toBeGreaterThanOrEqual(63);
     expect(val(after, 'leasehold_raft_proposals_total{outcome="committed"}') - val(before, 'leasehold_raft_proposals_total{outcome="committed"}')).toBeGreaterThanOrEqual(123);
     expect(val(after, 'leasehold_raft_proposal_duration_seconds_count')).toBeGreaterThan(val(before, 'leasehold_raft_proposal_duration_seconds_count'));
