@@ -393,10 +393,30 @@ export function encodeCommand(command: LockCommand): Uint8Array {
   return out.finish();
 }
 
-/** Decodes one entry. Total: returns a command that satisfies WIRE_LIMITS or throws CommandDecodeError. */
+/** Every tag this build reads. */
+const KNOWN_TAGS: ReadonlySet<number> = new Set([...Object.values(TAGS), TAG_QUEUED_ACQUIRE, TAG_WAITING_ACQUIRE, TAG_OPTIONS_ACQUIRE, TAG_SESSION_ACQUIRE]);
+/** The newest tag this build reads (the tag is the format version: a newer build adds higher ones). */
+export const NEWEST_COMMAND_TAG = Math.max(...KNOWN_TAGS);
+
+/**
+ * An entry whose tag this build does not know: most likely a command of a newer build (SPEC "Versions").
+ * Unlike a malformed entry (a no-op error result, the same on every replica) it is not skipped — a
+ * replica that skipped it would diverge from those that apply it — so the node stops, naming what it
+ * reads and what it met, and an upgraded build takes over.
+ */
+export class UnknownCommandError extends Error {
+  override readonly name = 'UnknownCommandError';
+  constructor(readonly tag: number) {
+    super(`lock command tag ${tag} is newer than this build reads (tags up to ${NEWEST_COMMAND_TAG}): it comes from a newer leasehold; upgrade this node — it stops rather than skip or misapply the entry`);
+  }
+}
+
+/** Decodes one entry. Total: returns a command that satisfies WIRE_LIMITS, or throws CommandDecodeError
+ *  (malformed) or UnknownCommandError (a tag this build does not read). */
 export function decodeCommand(bytes: Uint8Array): LockCommand {
   const input = new ByteReader(bytes, (message, offset) => new CommandDecodeError(message, offset));
   const tag = input.byte();
+  if (!KNOWN_TAGS.has(tag)) throw new UnknownCommandError(tag);
   const timeMs = input.uint();
   if (timeMs > WIRE_LIMITS.maxTimeMs) input.fail(`timeMs ${timeMs} is beyond 2^50`);
   let command: LockCommand;

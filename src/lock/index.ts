@@ -5,6 +5,8 @@ export {
   decodeCommand,
   wireLimitViolation,
   CommandDecodeError,
+  UnknownCommandError,
+  NEWEST_COMMAND_TAG,
   CommandEncodeError,
   WIRE_LIMITS,
 } from './commands.js';

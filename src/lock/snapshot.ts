@@ -273,7 +273,9 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink): Deco
   const input = new ByteReader(bytes, (message, offset) => new SnapshotDecodeError(message, offset));
   for (const b of MAGIC) if (input.byte() !== b) input.fail('not a lock snapshot (bad magic)');
   const version = input.byte();
-  if (version < 1 || version > SNAPSHOT_VERSION_WITH_SESSIONS) input.fail(`unsupported snapshot version ${version}`);
+  if (version < 1 || version > SNAPSHOT_VERSION_WITH_SESSIONS) {
+    input.fail(`unsupported snapshot version ${version}: this build reads versions 1-${SNAPSHOT_VERSION_WITH_SESSIONS}${version > SNAPSHOT_VERSION_WITH_SESSIONS ? '; a newer leasehold wrote it: upgrade this node' : ''}`);
+  }
   const appliedIndex = input.uint();
   const nowMs = input.uint();
   const epochTerm = input.uint();

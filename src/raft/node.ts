@@ -184,8 +184,24 @@ export class RaftNode<R = unknown> extends EventEmitter {
   private applyDurable(): void {
     const entries = this.raft.takeDurableCommitted();
     if (entries.length === 0) return;
-    for (const e of entries) this.applyEntry(e);
+    try {
+      for (const e of entries) this.applyEntry(e);
+    } catch (err) {
+      // Outside the loop (a message arrived while the loop writes): the same end as a failure inside it.
+      this.failed(err);
+      return;
+    }
     this.releaseReads();
+  }
+
+  /** The node cannot go on (storage failed, or the state machine refused an entry it cannot read): stop
+   *  rather than go on with a state it cannot vouch for. */
+  private failed(err: unknown): void {
+    if (this.stopped) return;
+    this.log.error({ nodeId: this.id, err: String(err) }, 'raft loop failed; stopping the node');
+    this.stopped = true;
+    this.ticker?.cancel();
+    this.emit('fatal', err);
   }
 
   /** Has any message from `id` arrived since this node started? */
@@ -452,11 +468,9 @@ export class RaftNode<R = unknown> extends EventEmitter {
         await this.maybeSnapshot();
       }
     } catch (err) {
-      // A storage failure means we can no longer promise durability: stop rather than lie.
-      this.log.error({ nodeId: this.id, err: String(err) }, 'raft loop failed; stopping the node');
-      this.stopped = true;
-      this.ticker?.cancel();
-      this.emit('fatal', err);
+      // A storage failure means we can no longer promise durability; an entry we cannot read, that we
+      // would diverge: stop rather than lie.
+      this.failed(err);
     } finally {
       this.running = false;
     }

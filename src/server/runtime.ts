@@ -183,8 +183,10 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   });
   const liveNode = node;
   followConfiguration(liveNode, transport, addresses, logger);
-  liveNode.on('fatal', () => {
-    logger.fatal({ nodeId: id }, 'storage failed; exiting so a supervisor restarts the node from disk');
+  liveNode.on('fatal', (err: unknown) => {
+    // A storage failure (restarting from disk may help), or an entry this build cannot read (it will not:
+    // upgrade the node). Either way the node stops rather than go on with a state it cannot vouch for.
+    logger.fatal({ nodeId: id, err: err instanceof Error ? err.message : String(err) }, 'the node cannot go on; exiting (a supervisor restarts it from disk; an entry from a newer build needs an upgraded one)');
     process.exit(70);
   });
 

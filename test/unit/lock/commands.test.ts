@@ -6,6 +6,8 @@ import {
   encodeCommand,
   LockMachine,
   MAX_UINT64,
+  NEWEST_COMMAND_TAG,
+  UnknownCommandError,
   WIRE_LIMITS,
 } from '../../../src/lock/index.js';
 import type { LockCommand } from '../../../src/lock/index.js';
@@ -48,9 +50,11 @@ describe('command codec', () => {
     expect(encodeCommand({ type: 'checkpoint', timeMs: NOW }).length).toBe(7);
   });
 
-  it('rejects an empty entry, an unknown tag, truncation and trailing bytes with CommandDecodeError', () => {
+  it('rejects an empty entry, truncation and trailing bytes with CommandDecodeError; an unknown tag is UnknownCommandError (a newer build\'s)', () => {
     expect(decodeFailure(new Uint8Array(0)).message).toMatch(/unexpected end/);
-    expect(decodeFailure(Uint8Array.of(99, 0)).message).toMatch(/unknown command tag 99/);
+    expect(() => decodeCommand(Uint8Array.of(99, 0))).toThrow(UnknownCommandError);
+    expect(() => decodeCommand(Uint8Array.of(NEWEST_COMMAND_TAG + 1))).toThrow(`lock command tag ${NEWEST_COMMAND_TAG + 1} is newer than this build reads (tags up to ${NEWEST_COMMAND_TAG})`);
+    expect(NEWEST_COMMAND_TAG).toBe(18);
     const acquire = encodeCommand(samples[0]!);
     for (let cut = 1; cut < acquire.length; cut++) decodeFailure(acquire.subarray(0, cut));
     expect(decodeFailure(Uint8Array.of(...acquire, 0)).message).toMatch(/trailing/);
@@ -99,7 +103,7 @@ describe('command codec', () => {
     expect(() => encodeCommand({ type: 'expire', timeMs: 0, key: 'k', token: MAX_UINT64 + 1n })).toThrow(/token/);
   });
 
-  it('never throws anything but CommandDecodeError on random bytes', () => {
+  it('never throws anything but CommandDecodeError (or UnknownCommandError, exactly for a tag it does not know) on random bytes', () => {
     const rng = new SimRng(7);
     const random = () => rng.float();
     let decoded = 0;
@@ -111,7 +115,8 @@ describe('command codec', () => {
         expect(encodeCommand(command)).toEqual(bytes); // anything accepted is canonical
         decoded++;
       } catch (error) {
-        expect(error).toBeInstanceOf(CommandDecodeError);
+        const known = bytes.length > 0 && (bytes[0]! <= NEWEST_COMMAND_TAG && bytes[0]! > 0);
+        expect(error).toBeInstanceOf(bytes.length > 0 && !known ? UnknownCommandError : CommandDecodeError);
       }
     }
     expect(decoded).toBeGreaterThan(0);
@@ -123,7 +128,7 @@ describe('applying garbage', () => {
     const replicas = [new LockMachine(), new LockMachine()];
     const entries = [
       encodeCommand({ type: 'acquire', timeMs: 1000, key: 'k', owner: 'a', ttlMs: 500, requestId: '' }),
-      Uint8Array.of(0xde, 0xad, 0xbe, 0xef),
+      Uint8Array.of(2, 0xad, 0xbe, 0xef), // a renew's tag, then garbage
       new Uint8Array(0),
       Uint8Array.of(1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), // huge timeMs varint
       encodeCommand({ type: 'acquire', timeMs: 1100, key: 'k', owner: 'b', ttlMs: 500, requestId: '' }),
@@ -137,6 +142,15 @@ describe('applying garbage', () => {
     expect(results[0]![4]).toMatchObject({ type: 'acquire', acquired: false, holderOwner: 'a', holderTtlMs: 400 });
     expect(replicas[0]!.appliedIndex).toBe(5);
     expect(replicas[0]!.digest()).toBe(replicas[1]!.digest());
+  });
+
+  it('an entry with a tag this build does not read stops the apply (UnknownCommandError) and changes nothing', () => {
+    const machine = new LockMachine();
+    machine.apply(1, 1, encodeCommand({ type: 'acquire', timeMs: 1000, key: 'k', owner: 'a', ttlMs: 500, requestId: '' }));
+    const before = machine.digest();
+    expect(() => machine.apply(2, 1, Uint8Array.of(NEWEST_COMMAND_TAG + 1, 0))).toThrow(UnknownCommandError);
+    expect(machine.appliedIndex).toBe(1);
+    expect(machine.digest()).toBe(before);
   });
 
   it('applyCommand checks the wire limits too', () => {

@@ -13,7 +13,10 @@ import { VirtualEnv } from './virtual-env.js';
 class ListMachine implements StateMachine<number> {
   values: string[] = [];
   apply(e: Entry): number {
-    if (e.kind === 'normal') this.values.push(new TextDecoder().decode(e.data));
+    const text = new TextDecoder().decode(e.data);
+    // What the lock machine does with an entry of a newer build (UnknownCommandError): refuse to apply it.
+    if (e.kind === 'normal' && text === 'from-a-newer-build') throw new Error('cannot read this entry');
+    if (e.kind === 'normal') this.values.push(text);
     return this.values.length;
   }
   snapshot(): Uint8Array {
@@ -120,6 +123,27 @@ describe('RaftNode driver on virtual time', () => {
     await c.startOne(leader.id);
     await c.time.runUntil('the restarted node to catch up', () => c.fsms.get(leader.id)!.values.length === 51);
     expect(c.fsms.get(leader.id)!.values).toEqual(c.fsms.get(next.id)!.values);
+  });
+
+  it('an entry the state machine cannot apply stops each node that reaches it (fatal, with the error) instead of skipping it', async () => {
+    const c = await new TestCluster(['n1', 'n2', 'n3']).start();
+    const leader = await c.steadyLeader();
+    const fatal = new Map<string, string>();
+    for (const [id, n] of c.nodes) n.on('fatal', (err: unknown) => fatal.set(id, String(err)));
+    await c.time.runUntil('every node to apply the warm-up', () => [...c.fsms.values()].every((f) => f.values.length === 1));
+    const p = track(leader.propose(enc('from-a-newer-build'), 2000));
+    const after = track(leader.propose(enc('after-it'), 2000));
+    await c.time.runUntil('the leader to stop', () => fatal.has(leader.id), 5_000);
+    await c.time.advance(2_000);
+    // The leader and every follower that learnt the entry committed stopped on it (a quorum holds it);
+    // one that did not learn it yet simply has not applied it. Nobody skipped it: nothing after it
+    // applied anywhere, and neither proposal resolved as applied.
+    expect(fatal.size).toBeGreaterThanOrEqual(1);
+    for (const err of fatal.values()) expect(err).toBe('Error: cannot read this entry');
+    for (const f of c.fsms.values()) expect(f.values).toEqual(['warm']);
+    expect(p.value).toBeUndefined();
+    expect(after.value).toBeUndefined();
+    await expect(leader.propose(enc('more'), 100)).rejects.toBeInstanceOf(NodeStoppedError);
   });
 
   it('a follower forwards reads to the leader; a node cut off from the leader cannot confirm one (ReadTimeoutError)', async () => {
