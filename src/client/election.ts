@@ -8,7 +8,7 @@
 // observe() reads the key once (Get, at index i) and then watches it from i: it reports the holder at
 // that moment and every later ACQUIRED, and never one whose token is not higher than the last it
 // reported — so never an older leader, and each leader once.
-import { LockNotAcquiredError } from './errors.js';
+import { InvalidRequestError, LockNotAcquiredError } from './errors.js';
 import type { LockHandle } from './handle.js';
 import type { LockSession } from './session.js';
 
@@ -30,8 +30,11 @@ export interface CampaignOptions {
   signal?: AbortSignal;
 }
 
-/** Each wait in line: at most the server's default lock.maxWaitMs (5 min); the campaign queues again after. */
+/** Each wait in line: the server's default lock.maxWaitMs (5 min); the campaign queues again after. A
+ *  cluster configured with a lower maxWaitMs says so (INVALID_ARGUMENT naming it): the campaign then waits
+ *  that long per round. */
 const WAIT_PER_ROUND_MS = 300_000;
+const WAIT_BOUND = /wait_ms must be between 0 and (\d+)/;
 
 export interface Leadership {
   readonly name: string;
@@ -56,10 +59,11 @@ export const electionKey = (name: string): string => `election/${name}`;
 export async function campaign(client: ElectionClient, name: string, opts: CampaignOptions = {}): Promise<Leadership> {
   const session = await client.session({ ttlMs: opts.ttlMs ?? 10_000, ...(opts.owner !== undefined ? { owner: opts.owner } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
   try {
+    let waitMs = WAIT_PER_ROUND_MS;
     for (;;) {
       opts.signal?.throwIfAborted();
       try {
-        const hold = await session.acquire(electionKey(name), { waitMs: WAIT_PER_ROUND_MS, ...(opts.value !== undefined ? { value: opts.value } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
+        const hold = await session.acquire(electionKey(name), { waitMs, ...(opts.value !== undefined ? { value: opts.value } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
         return {
           name,
           token: hold.token,
@@ -71,6 +75,11 @@ export async function campaign(client: ElectionClient, name: string, opts: Campa
           },
         };
       } catch (err) {
+        const bound = err instanceof InvalidRequestError ? WAIT_BOUND.exec(err.message) : null;
+        if (bound !== null && Number(bound[1]) > 0 && Number(bound[1]) < waitMs) {
+          waitMs = Number(bound[1]); // this cluster's lock.maxWaitMs
+          continue;
+        }
         if (!(err instanceof LockNotAcquiredError)) throw err;
         // The wait ran out with another leader still in place: queue again (behind whoever queued meanwhile).
       }

@@ -309,9 +309,14 @@ export class ClientApi {
           this.opts.countRefused?.('revoke', 'denied');
           return cb(statusError(grpc.status.PERMISSION_DENIED, denied));
         }
+        // The audit trail names the caller where it entered (a forwarded call reaches the leader as the
+        // follower's); the leader logs what it ended.
+        if (v.ok && call.metadata.get(FORWARDED).length === 0) {
+          this.opts.logger.info({ key: v.value.key, token: v.value.token.toString(), reason: v.value.reason, by: certificateCommonName(call.getAuthContext().sslPeerCertificate) ?? call.getPeer() }, 'revoke requested');
+        }
         this.run(call, cb as Reply<RevokeResponse>, v, 'Revoke', async (req, timeoutMs) => {
           const result = await this.opts.service.revoke(req, timeoutMs);
-          if (result.revoked.length > 0) this.opts.logger.warn({ key: req.key, revoked: result.revoked.map(String), reason: req.reason, by: certificateCommonName(call.getAuthContext().sslPeerCertificate) ?? call.getPeer() }, 'hold revoked');
+          if (result.revoked.length > 0) this.opts.logger.warn({ key: req.key, revoked: result.revoked.map(String), reason: req.reason }, 'hold revoked');
           return { revoked: result.revoked.map(String) };
         });
       },

@@ -146,6 +146,8 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
       expect(next.token).toBeGreaterThan(held.token);
       expect(await admin.revoke('revoke-me', { token: held.token })).toEqual([]); // already gone
       expect(c.logText(leader)).toMatch(/"msg":"hold revoked"/);
+      // Where it entered, the caller is named.
+      expect(c.logText(follower)).toMatch(/"by":"ops-admin".*"msg":"revoke requested"/);
       await next.release();
     } finally {
       alice.close();

@@ -1,7 +1,10 @@
 // observe() (election.ts) against a scripted Get and Watch: the leader at the Get first, then each new one
 // once, in token order — never an older one, never one that only ended.
 import { describe, expect, it } from 'vitest';
-import { observe, type ElectionClient } from '../../../src/client/election.js';
+import * as grpc from '@grpc/grpc-js';
+import { campaign, observe, type ElectionClient } from '../../../src/client/election.js';
+import { InvalidRequestError } from '../../../src/client/errors.js';
+import type { LockSession } from '../../../src/client/session.js';
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
@@ -39,5 +42,24 @@ describe('observe', () => {
     const seen: bigint[] = [];
     for await (const l of observe(client, 'jobs')) seen.push(l.token);
     expect(seen).toEqual([4n]);
+  });
+});
+
+describe('campaign', () => {
+  it("waits per round as long as the cluster's lock.maxWaitMs allows (learnt from its INVALID_ARGUMENT), not failing", async () => {
+    const asked: number[] = [];
+    const hold = { token: 42n, signal: new AbortController().signal };
+    const session = {
+      acquire: async (_key: string, o: { waitMs: number }) => {
+        asked.push(o.waitMs);
+        if (o.waitMs > 30_000) throw new InvalidRequestError(`acquiring lock "election/x" under session 9 was refused as invalid: wait_ms: wait_ms must be between 0 and 30000, got ${o.waitMs}`, grpc.status.INVALID_ARGUMENT);
+        return hold;
+      },
+      close: async () => ({ closed: true, released: [] }),
+    } as unknown as LockSession;
+    const client: ElectionClient = { session: async () => session, get: () => Promise.reject(new Error('not used')), watch: () => { throw new Error('not used'); } };
+    const lead = await campaign(client, 'x', { value: 'me' });
+    expect(lead.token).toBe(42n);
+    expect(asked).toEqual([300_000, 30_000]);
   });
 });
