@@ -15,6 +15,7 @@ import { PeerTransport } from '../transport/grpc.js';
 import { PeerAuthenticator } from '../transport/peer-auth.js';
 import { RaftClient, packageDefinition } from '../transport/proto.js';
 import type { ConfState, Message } from '../raft/core/types.js';
+import { UnknownCommandError } from '../lock/commands.js';
 import { LockFsm } from './lock-fsm.js';
 import { WatchHub } from './watch-hub.js';
 import { LockService } from './lock-service.js';
@@ -186,7 +187,9 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   liveNode.on('fatal', (err: unknown) => {
     // A storage failure (restarting from disk may help), or an entry this build cannot read (it will not:
     // upgrade the node). Either way the node stops rather than go on with a state it cannot vouch for.
-    logger.fatal({ nodeId: id, err: err instanceof Error ? err.message : String(err) }, 'the node cannot go on; exiting (a supervisor restarts it from disk; an entry from a newer build needs an upgraded one)');
+    const message = err instanceof Error ? err.message : String(err);
+    if (err instanceof UnknownCommandError) logger.fatal({ nodeId: id, err: message }, 'an entry of a newer build: exiting; upgrade this node');
+    else logger.fatal({ nodeId: id, err: message }, 'storage failed; exiting so a supervisor restarts the node from disk');
     process.exit(70);
   });
 
