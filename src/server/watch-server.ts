@@ -18,9 +18,8 @@ export interface WatchServing {
 
 export type WatchCall = grpc.ServerWritableStream<WatchRequest, WireInput<WatchEvent>>;
 
-export function serveWatch(call: WatchCall, serving: WatchServing | undefined, onRefused?: (code: grpc.status) => void): void {
-  const fail = (code: grpc.status, details: string) => {
-    onRefused?.(code);
+export function serveWatch(call: WatchCall, serving: WatchServing | undefined): void {
+  const fail = (code: grpc.status, details: string): void => {
     call.emit('error', statusError(code, details));
   };
   if (serving === undefined) return fail(grpc.status.UNIMPLEMENTED, 'this node serves no watches');
