@@ -128,7 +128,7 @@ export function clusterCommands(program: Command): void {
         if (r.status) {
           const s = r.status;
           process.stdout.write(
-            `${r.endpoint}  ${s.node_id}  ${s.role}  term ${s.term}  leader ${s.leader_id || '-'}  commit ${s.commit_index}  applied ${s.applied_index}  ${s.serving ? 'SERVING' : `NOT_SERVING (${s.health})`}\n`,
+            `${r.endpoint}  ${s.node_id}  ${s.role}  term ${s.term}  leader ${s.leader_id || '-'}  commit ${s.commit_index}  applied ${s.applied_index}  level ${s.cluster_level || 1}/${s.build_level || 1}  ${s.serving ? 'SERVING' : `NOT_SERVING (${s.health})`}\n`,
           );
         } else process.stdout.write(`${r.endpoint}  did not answer: ${r.error}\n`);
       }

@@ -24,9 +24,12 @@
 //  16 expireSession sessionId:uvarint
 //  17 acquire under a session: key:str owner:str requestId:str waitMs:uvarint lockDelayMs:uvarint value:bytes
 //     sessionId:uvarint (no ttlMs: the hold lives as long as the session)
+//  18 revoke     key:str token:uvarint64 (0 = every hold)
+//  19 clusterLevel level:uvarint (>= 2; level 2, see versions.ts)
 // str = uvarint byte length + UTF-8. The tag doubles as the format version: a changed layout gets a new
 // tag, so old entries in the log keep decoding exactly as they did when they were first applied.
 import { ByteReader, ByteWriter, MAX_UINT64, utf8ByteLength } from './bytes.js';
+import { BASE_LEVEL, BUILD_LEVEL, LEVEL_CLOCK_PROGRESS } from './versions.js';
 
 /** Limits enforced by the codec itself. Fixed in code (not config) so every replica judges alike;
  *  the server's configurable limits (validate.ts) are at least as strict. */
@@ -173,6 +176,14 @@ export interface TermStartCommand {
   timeMs: number;
 }
 
+/** Proposed by the leader once every member reads `level` (versions.ts): from this entry on the cluster
+ *  uses what that level brings. Never lowers the level. */
+export interface ClusterLevelCommand {
+  type: 'clusterLevel';
+  timeMs: number;
+  level: number;
+}
+
 /** Only advances log time, so an idle term still records how much time it observed (see LEASES.md). */
 export interface CheckpointCommand {
   type: 'checkpoint';
@@ -205,7 +216,8 @@ export type LockCommand =
   | RenewSessionCommand
   | CloseSessionCommand
   | ExpireSessionCommand
-  | RevokeCommand;
+  | RevokeCommand
+  | ClusterLevelCommand;
 
 export type LockCommandType = LockCommand['type'];
 
@@ -241,7 +253,12 @@ const TAGS: Record<LockCommandType, number> = {
   closeSession: 15,
   expireSession: 16,
   revoke: 18,
+  clusterLevel: 19,
 };
+/** The level (versions.ts) a build must read to read each tag; tags not listed are level 1. */
+const TAG_LEVELS: ReadonlyMap<number, number> = new Map([[19, LEVEL_CLOCK_PROGRESS]]);
+/** The highest cluster level a clusterLevel entry may carry (a sanity bound of the codec, not a plan). */
+const MAX_CLUSTER_LEVEL = 1 << 16;
 /** An acquire proposed for the head of a wait queue (same layout as tag 1; see AcquireCommand.queued). */
 const TAG_QUEUED_ACQUIRE = 7;
 /** An acquire that waits in line when it cannot be granted (tag 1's layout, then waitMs). */
@@ -259,6 +276,8 @@ export function wireLimitViolation(command: LockCommand): string | null {
     case 'termStart':
     case 'checkpoint':
       return null;
+    case 'clusterLevel':
+      return isIntegerIn(command.level, BASE_LEVEL + 1, MAX_CLUSTER_LEVEL) ? null : `level must be an integer in [2, 2^16], got ${String(command.level)}`;
     case 'forget':
       return isIntegerIn(command.upToMs, 0, WIRE_LIMITS.maxTimeMs) ? null : `upToMs must be an integer in [0, 2^50], got ${String(command.upToMs)}`;
     case 'expire':
@@ -386,6 +405,9 @@ export function encodeCommand(command: LockCommand): Uint8Array {
     case 'forget':
       out.uint(command.upToMs);
       break;
+    case 'clusterLevel':
+      out.uint(command.level);
+      break;
     case 'termStart':
     case 'checkpoint':
       break;
@@ -406,17 +428,26 @@ export const NEWEST_COMMAND_TAG = Math.max(...KNOWN_TAGS);
  */
 export class UnknownCommandError extends Error {
   override readonly name = 'UnknownCommandError';
-  constructor(readonly tag: number) {
-    super(`lock command tag ${tag} is newer than this build reads (tags up to ${NEWEST_COMMAND_TAG}): it comes from a newer leasehold; upgrade this node — it stops rather than skip or misapply the entry`);
+  constructor(
+    readonly tag: number,
+    readLevel = BUILD_LEVEL,
+    what = `lock command tag ${tag}`,
+  ) {
+    super(`${what} is newer than this build reads (cluster level ${readLevel}, command tags up to ${newestTagOf(readLevel)}): it comes from a newer leasehold; upgrade this node — it stops rather than skip or misapply the entry`);
   }
 }
 
+function newestTagOf(readLevel: number): number {
+  return Math.max(...[...KNOWN_TAGS].filter((tag) => (TAG_LEVELS.get(tag) ?? BASE_LEVEL) <= readLevel));
+}
+
 /** Decodes one entry. Total: returns a command that satisfies WIRE_LIMITS, or throws CommandDecodeError
- *  (malformed) or UnknownCommandError (a tag this build does not read). */
-export function decodeCommand(bytes: Uint8Array): LockCommand {
+ *  (malformed) or UnknownCommandError (a tag this build does not read). `readLevel` plays an older build
+ *  (versions.ts) in tests: a tag above it is unknown to it. */
+export function decodeCommand(bytes: Uint8Array, readLevel = BUILD_LEVEL): LockCommand {
   const input = new ByteReader(bytes, (message, offset) => new CommandDecodeError(message, offset));
   const tag = input.byte();
-  if (!KNOWN_TAGS.has(tag)) throw new UnknownCommandError(tag);
+  if (!KNOWN_TAGS.has(tag) || (TAG_LEVELS.get(tag) ?? BASE_LEVEL) > readLevel) throw new UnknownCommandError(tag, readLevel);
   const timeMs = input.uint();
   if (timeMs > WIRE_LIMITS.maxTimeMs) input.fail(`timeMs ${timeMs} is beyond 2^50`);
   let command: LockCommand;
@@ -506,6 +537,12 @@ export function decodeCommand(bytes: Uint8Array): LockCommand {
     case TAGS.termStart:
       command = { type: 'termStart', timeMs };
       break;
+    case TAGS.clusterLevel: {
+      const level = input.uint();
+      if (level <= BASE_LEVEL || level > MAX_CLUSTER_LEVEL) input.fail(`cluster level ${level} is outside [2, 2^16]`);
+      command = { type: 'clusterLevel', timeMs, level };
+      break;
+    }
     case TAGS.checkpoint:
       command = { type: 'checkpoint', timeMs };
       break;

@@ -48,6 +48,7 @@ export type {
 export { SnapshotDecodeError } from './snapshot.js';
 export { fingerprint64 } from './digest.js';
 export { MAX_UINT64 } from './bytes.js';
+export { BUILD_LEVEL, BASE_LEVEL, LEVEL_CLOCK_PROGRESS, lowestReadLevel } from './versions.js';
 export { DEFAULT_LOCK_MACHINE_OPTIONS } from './types.js';
 export type {
   RefusalReason,

@@ -2,8 +2,8 @@
 //
 // Determinism is the whole contract: every replica that applies the same entries reaches the same state
 // (byte-identical snapshot) and returns the same results. So nothing here reads a clock, a random source
-// or the environment. Time is *log time*: max(previous log time, the leader's stamp on the entry), which
-// never goes back even when a new leader's clock is behind the old one's.
+// or the environment. Time is *log time*, made of the leaders' stamps on the entries (see `time` below); it
+// never goes back, even when a new leader's clock is behind the old one's.
 //
 // Rules (SPEC "Guarantees"), judged at the log time of the entry:
 //   acquire  wins when the key is free, its lease deadline has passed, or the live lease is the same
@@ -17,6 +17,15 @@
 //            a slow client clean up. Reasons: NOT_HELD > WRONG_OWNER > WRONG_TOKEN (never EXPIRED).
 //   expire   removes the lease only if it still has that token and its deadline has passed.
 //   first entry of a higher raft term starts a lease epoch: see epoch.ts and LEASES.md.
+//   time     at the first entry of a term, log time becomes max(log time, stamp). Within a term, at cluster
+//            level 1 it is max(log time, stamp); from level 2 (versions.ts) it advances by how far the stamp
+//            passed the term's last stamp. The difference: after a leader whose clock ran ahead, a leader on a
+//            true clock stamps below log time, and under max() log time stood still until its clock caught
+//            up — a 1 s lease was still held 4 s later (issue 22). Progress keeps log time moving at the
+//            leader's rate from wherever it is. Both keep LEASES.md's premise: within a term, a difference of
+//            log times is at most the difference of one leader's stamps.
+//   level    `clusterLevel` raises the cluster level (never lowers it); an entry of a level this build does
+//            not read stops the node (UnknownCommandError) rather than being skipped or misapplied.
 //   forget   drops every free key freed at or before the entry's `upToMs`; their last tokens are folded into
 //            one watermark. Get answers last_token = the watermark for a key the machine has no record of.
 //   wait     an acquire with waitMs > 0 that cannot be granted joins the key's wait line (wait-line.ts); a
@@ -41,7 +50,8 @@
 //            index before it — forgotten keys included. What it gives up is exactness: a forgotten key (or
 //            one never used) may report a last_token higher than its own.
 import { CommandDecodeError, decodeCommand, wireLimitViolation } from './commands.js';
-import type { AcquireCommand, CloseSessionCommand, DequeueCommand, ExpireCommand, ExpireSessionCommand, ForgetCommand, LockCommand, OpenSessionCommand, ReleaseCommand, RenewCommand, RenewSessionCommand, RevokeCommand, UndelayCommand } from './commands.js';
+import { UnknownCommandError } from './commands.js';
+import type { AcquireCommand, ClusterLevelCommand, CloseSessionCommand, DequeueCommand, ExpireCommand, ExpireSessionCommand, ForgetCommand, LockCommand, OpenSessionCommand, ReleaseCommand, RenewCommand, RenewSessionCommand, RevokeCommand, UndelayCommand } from './commands.js';
 import { Session, type DueSession } from './session.js';
 import { KeyDelays, type DueDelay } from './key-delays.js';
 import { WaitLines, Waiter, type DueWaiter } from './wait-line.js';
@@ -58,12 +68,14 @@ import type { LockEventKind, LockEventSink } from './events.js';
 import { SnapshotDecodeError, decodeState } from './snapshot.js';
 import { SNAPSHOT_SLICE_ITEMS, SnapshotWriter } from './snapshot-writer.js';
 import { DEFAULT_LOCK_MACHINE_OPTIONS } from './types.js';
+import { BASE_LEVEL, LEVEL_CLOCK_PROGRESS } from './versions.js';
 import type {
   AcquireOutcome,
   AcquireResult,
   DequeueResult,
   DueLease,
   ErrorResult,
+  ClusterLevelResult,
   ExpireResult,
   ForgetResult,
   LockMachineOptions,
@@ -110,6 +122,11 @@ export class LockMachine {
   private logNowMs = 0;
   private epochTermValue = 0;
   private epochStartMsValue = 0;
+  /** The cluster level (versions.ts): what the entries may use. Only a clusterLevel entry raises it. */
+  private clusterLevelValue = BASE_LEVEL;
+  /** From level 2: the highest stamp applied in the current term; log time advances by a stamp's progress
+   *  past it (see the header's `time`). */
+  private termLastStampMs = 0;
   /** Keys with a lease (live, or past its deadline and awaiting an expire entry). */
   private readonly leases = new KeyBuckets<Lease>();
   /**
@@ -184,6 +201,23 @@ export class LockMachine {
     return this.logNowMs;
   }
 
+  /** The cluster level: the entry kinds and rules the cluster uses (versions.ts). */
+  get clusterLevel(): number {
+    return this.clusterLevelValue;
+  }
+
+  /**
+   * Log time as the current term's leader would stamp it now, from the leader's clock reading `clockMs`:
+   * for the leader's housekeeping (which leases, waits, sessions, delays are due). At level 2 the term's log
+   * time runs at the leader's clock from the last stamp, so a leader whose clock is behind log time still
+   * finds leases due on time; at level 1 it is max(clock, log time), as log time itself is. Another node's
+   * clock gives a wrong answer only in liveness: every expiry is judged again by the entry that applies it.
+   */
+  projectedNowMs(clockMs: number): number {
+    if (this.clusterLevelValue >= LEVEL_CLOCK_PROGRESS) return this.logNowMs + Math.max(0, clockMs - this.termLastStampMs);
+    return Math.max(clockMs, this.logNowMs);
+  }
+
   /** Raft term of the current lease epoch. A new leader whose term is higher must propose termStart. */
   get epochTerm(): number {
     return this.epochTermValue;
@@ -248,7 +282,7 @@ export class LockMachine {
   /** Up to `limit` sessions whose deadline is <= max(nowMs, log time), earliest first, for the leader to
    *  propose `expireSession {sessionId}`. Each stays in the answer until that entry applies. */
   dueSessions(nowMs: number, limit: number): DueSession[] {
-    const atMs = Math.max(nowMs, this.logNowMs);
+    const atMs = this.projectedNowMs(nowMs);
     this.settleDue(atMs, this.sessionDeadlines);
     return this.sessionDeadlines.due(atMs, limit).map((session) => ({ sessionId: BigInt(session.fencingToken), deadlineMs: session.leaseDeadlineMs }));
   }
@@ -287,13 +321,13 @@ export class LockMachine {
   /** Up to `limit` keys whose lock-delay has passed by max(nowMs, log time), for the leader to propose
    *  `undelay {key}`. Each stays in the answer until that entry applies. */
   dueDelays(nowMs: number, limit: number): DueDelay[] {
-    return this.delays.due(Math.max(nowMs, this.logNowMs), limit);
+    return this.delays.due(this.projectedNowMs(nowMs), limit);
   }
 
   /** Up to `limit` waiters whose wait deadline is <= max(nowMs, log time), earliest first, for the leader to
    *  propose `dequeue {key, ticket, deadline}`. Each stays in the answer until that entry applies. */
   dueWaiters(nowMs: number, limit: number): DueWaiter[] {
-    return this.lines.due(Math.max(nowMs, this.logNowMs), limit);
+    return this.lines.due(this.projectedNowMs(nowMs), limit);
   }
 
   /** The owner of `key`'s lease if it has one (live or awaiting its expire entry); null when it has a free
@@ -322,7 +356,7 @@ export class LockMachine {
     this.checkNextIndex(index);
     let command: LockCommand;
     try {
-      command = decodeCommand(data);
+      command = decodeCommand(data, this.options.readLevel);
     } catch (error) {
       if (!(error instanceof CommandDecodeError)) throw error;
       this.appliedIndexValue = index;
@@ -404,7 +438,7 @@ export class LockMachine {
    * in the answer until its expire entry applies, so the leader should remember what it has in flight.
    */
   expiredLeases(nowMs: number, limit: number): DueLease[] {
-    const atMs = Math.max(nowMs, this.logNowMs);
+    const atMs = this.projectedNowMs(nowMs);
     this.settleDue(atMs, this.deadlines);
     return this.deadlines.due(atMs, limit).map((lease) => ({
       key: lease.key,
@@ -475,6 +509,8 @@ export class LockMachine {
       epochTerm: this.epochTermValue,
       epochStartMs: this.epochStartMsValue,
       forgottenWatermark: this.forgottenWatermark,
+      clusterLevel: this.clusterLevelValue,
+      termLastStampMs: this.clusterLevelValue >= LEVEL_CLOCK_PROGRESS ? this.termLastStampMs : 0,
     };
     return new SnapshotWriter(
       { header, leases: this.leases, freeKeys: this.freeKeyLastTokens, dedup: this.dedup, timesOf: this.timesAsOfNow(), waiters: this.lines, delays: this.delays, values: this.holdValues, sessions: this.sessions },
@@ -512,8 +548,10 @@ export class LockMachine {
   static restore(bytes: Uint8Array, options: Partial<LockMachineOptions> = {}): LockMachine {
     const machine = new LockMachine(options);
     if (bytes.length === 0) return machine;
-    const state = decodeState(bytes, machine.dedup.restoreSink());
+    const state = decodeState(bytes, machine.dedup.restoreSink(), machine.options.readLevel);
     machine.appliedIndexValue = state.appliedIndex;
+    machine.clusterLevelValue = state.clusterLevel;
+    machine.termLastStampMs = state.termLastStampMs;
     machine.logNowMs = state.nowMs;
     machine.epochTermValue = state.epochTerm;
     machine.epochStartMsValue = state.epochStartMs;
@@ -587,7 +625,7 @@ export class LockMachine {
   private execute(index: number, term: number, command: LockCommand): LockResult {
     this.appliedIndexValue = index;
     const epoch = term > this.epochTermValue ? this.startLeaseEpoch(term, command.timeMs) : null;
-    if (epoch === null) this.logNowMs = Math.max(this.logNowMs, command.timeMs);
+    if (epoch === null) this.advanceLogTime(command.timeMs);
     this.dedup.prune(this.logNowMs);
     switch (command.type) {
       case 'acquire':
@@ -602,6 +640,8 @@ export class LockMachine {
         return { type: 'termStart', index, leasesExtended: epoch?.extended ?? 0, leasesEnded: epoch?.ended ?? 0 };
       case 'checkpoint':
         return { type: 'checkpoint', index };
+      case 'clusterLevel':
+        return this.raiseClusterLevel(index, command);
       case 'forget':
         return this.forget(index, command);
       case 'dequeue':
@@ -618,6 +658,31 @@ export class LockMachine {
       case 'revoke':
         return this.revoke(index, command);
     }
+  }
+
+  /** Log time after an entry of the current term stamped `stampMs` (see the header's `time`). */
+  private advanceLogTime(stampMs: number): void {
+    if (this.clusterLevelValue < LEVEL_CLOCK_PROGRESS) {
+      this.logNowMs = Math.max(this.logNowMs, stampMs);
+      return;
+    }
+    // max(0, …): a stamp below the term's last one (a clock that stepped back) adds nothing.
+    this.logNowMs += Math.max(0, stampMs - this.termLastStampMs);
+    this.termLastStampMs = Math.max(this.termLastStampMs, stampMs);
+  }
+
+  private raiseClusterLevel(index: number, command: ClusterLevelCommand): ClusterLevelResult {
+    if (command.level > this.options.readLevel) {
+      // The cluster moved to rules this build does not know: applying more entries could misapply them.
+      throw new UnknownCommandError(19, this.options.readLevel, `cluster level ${command.level} (entry ${index})`);
+    }
+    if (command.level > this.clusterLevelValue) {
+      this.clusterLevelValue = command.level;
+      // Progress is measured from this entry's stamp on: replicas that restored a level-1 snapshot never
+      // knew the term's earlier stamps, and must agree with those that applied them.
+      this.termLastStampMs = command.timeMs;
+    }
+    return { type: 'clusterLevel', index, level: this.clusterLevelValue };
   }
 
   /** Drops the free keys freed at or before `upToMs` (log time), oldest first; see the header. */
@@ -658,6 +723,7 @@ export class LockMachine {
     this.epochTermValue = term;
     this.epochStartMsValue = epochStartMs;
     this.logNowMs = epochStartMs;
+    if (this.clusterLevelValue >= LEVEL_CLOCK_PROGRESS) this.termLastStampMs = stampedMs;
     return carried;
   }
 

@@ -23,7 +23,8 @@ import type { LeaseTimes } from './epoch.js';
 import type { KeyDelays } from './key-delays.js';
 import type { WaitLines } from './wait-line.js';
 import type { Session } from './session.js';
-import { PrefixKeyWriter, SNAPSHOT_VERSION, SNAPSHOT_VERSION_WITH_DELAYS, SNAPSHOT_VERSION_WITH_SESSIONS, SNAPSHOT_VERSION_WITH_WAITERS, writeDelays, writeSessions, writeWaiters, sectionBitsFor, sectionOf, writeHeader, writeSection, type DecodedFreeKey, type SnapshotHeader } from './snapshot.js';
+import { PrefixKeyWriter, SNAPSHOT_VERSION, SNAPSHOT_VERSION_WITH_DELAYS, SNAPSHOT_VERSION_WITH_LEVEL, SNAPSHOT_VERSION_WITH_SESSIONS, SNAPSHOT_VERSION_WITH_WAITERS, writeDelays, writeSessions, writeWaiters, sectionBitsFor, sectionOf, writeHeader, writeSection, type DecodedFreeKey, type SnapshotHeader } from './snapshot.js';
+import { BASE_LEVEL } from './versions.js';
 
 /** Keys (or dedup records) one slice handles: ~2-5 ms of work on a slow shared core (measured with
  *  scripts/machine-scale.ts). */
@@ -81,7 +82,8 @@ export class SnapshotWriter {
     const delays = source.delays;
     const values = source.values;
     const sessions = source.sessions !== undefined && source.sessions.size > 0 ? [...source.sessions.values()] : [];
-    const withSessions = sessions.length > 0;
+    const withLevel = this.header.clusterLevel > BASE_LEVEL;
+    const withSessions = withLevel || sessions.length > 0;
     const withDelays =
       withSessions ||
       (delays !== undefined && delays.holdCount + delays.keyCount > 0) || (values !== undefined && values.size > 0) || waiters.some((w) => w.lockDelayMs > 0 || w.value !== null);
@@ -95,8 +97,12 @@ export class SnapshotWriter {
         writeDelays(tail, { holdDelays: delays?.sortedHoldDelays() ?? [], keyDelays: delays?.sortedKeyDelays() ?? [], holdValues }, this.header.nowMs);
       }
       if (withSessions) writeSessions(tail, sessions, this.header.nowMs, (session) => source.timesOf?.(session) ?? session);
+      if (withLevel) {
+        tail.uint(this.header.clusterLevel);
+        tail.uint(this.header.termLastStampMs);
+      }
       this.waiterBytes = tail.finish();
-      version = withSessions ? SNAPSHOT_VERSION_WITH_SESSIONS : withDelays ? SNAPSHOT_VERSION_WITH_DELAYS : SNAPSHOT_VERSION_WITH_WAITERS;
+      version = withLevel ? SNAPSHOT_VERSION_WITH_LEVEL : withSessions ? SNAPSHOT_VERSION_WITH_SESSIONS : withDelays ? SNAPSHOT_VERSION_WITH_DELAYS : SNAPSHOT_VERSION_WITH_WAITERS;
     }
     writeHeader(this.out, this.header, this.sectionBits, version);
     this.dedupOut = new ByteWriter(1024);

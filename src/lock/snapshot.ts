@@ -29,6 +29,9 @@
 //                 requestId:str)*
 // then, sorted by key, the holds that live under a session (their own lease times are written as 0):
 //   sessionHoldCount (key sessionId)*
+// Version 7 (cluster level 2, versions.ts) is written once the cluster is at level 2 and only then (so only
+// to members that read it): the tail as in 6 — always present, possibly with no sessions — then
+//   clusterLevel termLastStampMs
 // Why sections: a section is sorted and written on its own (~256-512 keys), so a snapshot of a million keys
 // is written in slices, with copy-on-write per section (snapshot-writer.ts), never one global sort.
 // Version 2 had one global owner table, then all leases and all free keys sorted by key, then the watermark;
@@ -44,6 +47,7 @@ import type { LeaseTimes } from './epoch.js';
 import { WIRE_LIMITS } from './commands.js';
 import { Waiter } from './wait-line.js';
 import { Session } from './session.js';
+import { BASE_LEVEL, BUILD_LEVEL, LEVEL_CLOCK_PROGRESS } from './versions.js';
 
 const MAGIC = [0x4c, 0x48, 0x53]; // "LHS"
 /** 3: keys in hash sections, each with its own owner table (see the header). 2: free keys carry the time
@@ -57,6 +61,13 @@ export const SNAPSHOT_VERSION_WITH_WAITERS = 4;
 export const SNAPSHOT_VERSION_WITH_DELAYS = 5;
 /** Version 5 plus sessions; see the header. */
 export const SNAPSHOT_VERSION_WITH_SESSIONS = 6;
+/** Version 6 plus the cluster level (versions.ts); written from cluster level 2 on. */
+export const SNAPSHOT_VERSION_WITH_LEVEL = 7;
+
+/** The newest snapshot version a build reading cluster level `readLevel` reads. */
+function newestVersionFor(readLevel: number): number {
+  return readLevel >= LEVEL_CLOCK_PROGRESS ? SNAPSHOT_VERSION_WITH_LEVEL : SNAPSHOT_VERSION_WITH_SESSIONS;
+}
 
 /** The lock-delay part of a version 5 snapshot. */
 export interface DelayState {
@@ -85,6 +96,10 @@ export interface SnapshotHeader {
   epochStartMs: number;
   /** At least the last token of every key forgotten so far (see machine.ts, forget). */
   forgottenWatermark: number;
+  /** The cluster level (versions.ts); 1 in versions before 7. */
+  clusterLevel: number;
+  /** From level 2: the highest stamp of the current term (machine.ts `time`); 0 before version 7. */
+  termLastStampMs: number;
 }
 
 /** A free key as decoded: the key, its last token, when (log time) it was freed. */
@@ -269,12 +284,13 @@ export function writeSessions(out: ByteWriter, sessions: Session[], nowMs: numbe
 
 /** Strict decode of any version: any inconsistency (bad ordering, dangling owner index, token from the
  *  future, a key in the wrong section) throws SnapshotDecodeError. */
-export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink): DecodedState {
+export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink, readLevel = BUILD_LEVEL): DecodedState {
   const input = new ByteReader(bytes, (message, offset) => new SnapshotDecodeError(message, offset));
   for (const b of MAGIC) if (input.byte() !== b) input.fail('not a lock snapshot (bad magic)');
   const version = input.byte();
-  if (version < 1 || version > SNAPSHOT_VERSION_WITH_SESSIONS) {
-    input.fail(`unsupported snapshot version ${version}: this build reads versions 1-${SNAPSHOT_VERSION_WITH_SESSIONS}${version > SNAPSHOT_VERSION_WITH_SESSIONS ? '; a newer leasehold wrote it: upgrade this node' : ''}`);
+  const newest = newestVersionFor(readLevel);
+  if (version < 1 || version > newest) {
+    input.fail(`unsupported snapshot version ${version}: this build reads versions 1-${newest}${version > newest ? '; a newer leasehold wrote it: upgrade this node' : ''}`);
   }
   const appliedIndex = input.uint();
   const nowMs = input.uint();
@@ -315,7 +331,16 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink): Deco
   const holdValues: [string, Uint8Array][] = [];
   const sessions: Session[] = [];
   const sessionHolds: [string, number][] = [];
-  if (version === SNAPSHOT_VERSION_WITH_SESSIONS) {
+  let clusterLevel = BASE_LEVEL;
+  let termLastStampMs = 0;
+  if (version === SNAPSHOT_VERSION_WITH_LEVEL) {
+    fields.waiters(waiters, true, true);
+    fields.delays(holdDelays, keyDelays, holdValues);
+    fields.sessions(sessions, sessionHolds);
+    clusterLevel = input.uint();
+    if (clusterLevel <= BASE_LEVEL || clusterLevel > readLevel) input.fail(`cluster level ${clusterLevel} in a version 7 snapshot (this build reads up to ${readLevel})`);
+    termLastStampMs = input.uint();
+  } else if (version === SNAPSHOT_VERSION_WITH_SESSIONS) {
     fields.waiters(waiters, true, true);
     fields.delays(holdDelays, keyDelays, holdValues);
     fields.sessions(sessions, sessionHolds);
@@ -331,7 +356,7 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink): Deco
     }
   }
   input.end();
-  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, waiters, holdDelays, keyDelays, holdValues, sessions, sessionHolds };
+  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, clusterLevel, termLastStampMs, waiters, holdDelays, keyDelays, holdValues, sessions, sessionHolds };
 }
 
 /** Reads the parts every version shares, checking each field against the snapshot's index and time. */

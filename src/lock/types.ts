@@ -1,5 +1,6 @@
 // Results and views of the lock state machine. Plain objects with bigint fencing tokens (uint64 on the
 // wire; never a lossy number), so the server can map them field-for-field onto the proto responses.
+import { BUILD_LEVEL } from './versions.js';
 
 /** Why a renew or release was refused (proto enum `reason`). UNSPECIFIED = the operation succeeded. */
 export type RefusalReason = 'UNSPECIFIED' | 'NOT_HELD' | 'WRONG_OWNER' | 'WRONG_TOKEN' | 'EXPIRED';
@@ -165,6 +166,12 @@ export interface CheckpointResult extends ResultBase {
   type: 'checkpoint';
 }
 
+export interface ClusterLevelResult extends ResultBase {
+  type: 'clusterLevel';
+  /** The cluster level after this entry (it never goes down). */
+  level: number;
+}
+
 export interface ForgetResult extends ResultBase {
   type: 'forget';
   /** Free keys dropped by this entry. */
@@ -197,6 +204,7 @@ export type LockResult =
   | RevokeResult
   | TermStartResult
   | CheckpointResult
+  | ClusterLevelResult
   | ForgetResult
   | DequeueResult
   | UndelayResult
@@ -249,9 +257,13 @@ export interface LockMachineOptions {
    * a late retried acquire by the same owner just gets a fresh token, a late retried release a refusal.
    */
   dedupMaxEntries: number;
+  /** The highest cluster level this build reads (versions.ts). Not a setting: tests lower it to play an
+   *  older build, which stops at the first entry or snapshot of a higher level. */
+  readLevel: number;
 }
 
 export const DEFAULT_LOCK_MACHINE_OPTIONS: Readonly<LockMachineOptions> = Object.freeze({
   dedupWindowMs: 10 * 60 * 1000,
   dedupMaxEntries: 250_000,
+  readLevel: BUILD_LEVEL,
 });

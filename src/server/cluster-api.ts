@@ -18,6 +18,8 @@ export interface ClusterApiOptions {
   membership: Membership;
   /** SPEC "Health": what this node's grpc.health.v1 reports, and why. */
   health(): { serving: boolean; reason: string };
+  /** The cluster level this node's applied log reached, and the highest its build reads (versions.ts). */
+  levels(): { cluster: number; build: number };
   /** Where clients reach node `id` (its gRPC address): forwarding goes there. */
   clientAddressOf(id: string): string | undefined;
   /** Credentials for calls this node makes to its peers' client port (forwarding). */
@@ -72,6 +74,8 @@ export class ClusterApi {
           applied_index: String(st.appliedIndex),
           members: this.members(conf),
           cluster_id: conf?.clusterId ?? '',
+          cluster_level: this.opts.levels().cluster,
+          build_level: this.opts.levels().build,
         });
       },
       AddMember: (call, cb) =>

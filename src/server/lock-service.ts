@@ -84,6 +84,10 @@ export interface LockServiceOptions {
   limits?: Readonly<LockLimitSettings>;
   /** Free keys freed longer ago than this (log time) are forgotten (default: never). */
   freeKeyRetentionMs?: number;
+  /** The lowest cluster level every member reads, as this node knows it (versions.ts), or undefined while
+   *  some member has not announced its build. Asked while leading; the leader raises the cluster's level to
+   *  it. Without it the cluster stays at the level its log has (a node that cannot ask never raises it). */
+  membersReadLevel?: () => number | undefined;
 }
 
 interface OpenCall {
@@ -102,6 +106,8 @@ export class LockService {
   private backlog: LeaderEvent[] = [];
   private stepping = false;
   private closed = false;
+  /** The last `levels` event the leader was given. */
+  private membersReadLevel: number | undefined = undefined;
 
   constructor(
     readonly node: LockNode,
@@ -121,7 +127,13 @@ export class LockService {
     // Only a leader has deadlines to watch (held calls, waiters, leases to expire): a follower's tick would
     // step the module for nothing, 40 times a second (a share of the idle cluster's CPU).
     this.housekeeping = opts.env.scheduler.every(opts.housekeepingMs, () => {
-      if (this.node.isLeader()) this.step({ type: 'tick', nowMs: this.now() });
+      if (!this.node.isLeader()) return;
+      const readLevel = opts.membersReadLevel?.();
+      if (readLevel !== this.membersReadLevel) {
+        this.membersReadLevel = readLevel;
+        this.step({ type: 'levels', readLevel, nowMs: this.now() });
+      }
+      this.step({ type: 'tick', nowMs: this.now() });
     });
     const st = node.status();
     this.step({ type: 'role', role: st.role, term: st.term, leaderId: st.leaderId, nowMs: this.now() });

@@ -16,6 +16,7 @@ import { PeerAuthenticator } from '../transport/peer-auth.js';
 import { RaftClient, packageDefinition } from '../transport/proto.js';
 import type { ConfState, Message } from '../raft/core/types.js';
 import { UnknownCommandError } from '../lock/commands.js';
+import { BUILD_LEVEL, lowestReadLevel } from '../lock/versions.js';
 import { LockFsm } from './lock-fsm.js';
 import { WatchHub } from './watch-hub.js';
 import { LockService } from './lock-service.js';
@@ -118,6 +119,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     logger,
     traceMessages: logger.isLevelEnabled('debug'),
     dialOverrides: addresses.dialOverrides,
+    clusterLevel: BUILD_LEVEL,
     ...(credentials.tls ? { credentials: credentials.freshDial(), authenticator: new PeerAuthenticator({ isMember, logger, selfId: id }) } : {}),
   });
 
@@ -219,12 +221,21 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       maxHoldsPerSession: config.limits.maxHoldsPerSession,
     },
     freeKeyRetentionMs: config.lock.freeKeyRetentionMs,
+    // The version gate (versions.ts): what every member of the current configuration announced on its
+    // messages to us; one not heard from since we started holds the cluster where it is.
+    membersReadLevel: () => {
+      const conf = node?.configuration();
+      if (!conf) return undefined;
+      const others = [...conf.voters, ...conf.learners].filter((member) => member !== id);
+      return lowestReadLevel(BUILD_LEVEL, others, (member) => transport.announcedLevel(member));
+    },
   });
   const membership = new Membership(liveNode as RaftNode<unknown>, { env, electionTimeoutMs });
   const cluster = new ClusterApi({
     node: liveNode as RaftNode<unknown>,
     membership,
     health: () => liveNode.serving(electionTimeoutMs),
+    levels: () => ({ cluster: liveService.machine.clusterLevel, build: BUILD_LEVEL }),
     clientAddressOf: (member) => addresses.clientAddress.get(member),
     credentials: () => credentials.dial,
     defaultTimeoutMs: DEFAULT_CALL_TIMEOUT_MS,

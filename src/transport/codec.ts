@@ -425,7 +425,7 @@ export const RAFT_BODY_NAMES: readonly WireRaftBodyName[] = Object.values(CODECS
 
 /** A core message as the proto-loader object for leasehold.v1.RaftMessage. Throws CodecError for a
  *  value that cannot be encoded faithfully (negative or unsafe number, unknown entry kind). */
-export function messageToWire(msg: Message, clusterId = ''): WireRaftMessage {
+export function messageToWire(msg: Message, clusterId = '', clusterLevel = 0): WireRaftMessage {
   const codec = (CODECS as Record<string, BodyCodec<Message, WireRaftBodyName> | undefined>)[msg.type];
   if (codec === undefined) throw new CodecError('type', `unknown message type ${describe(msg.type)}`);
   const body = codec.toWire(msg, codec.body);
@@ -434,6 +434,7 @@ export function messageToWire(msg: Message, clusterId = ''): WireRaftMessage {
     to: requireNodeId(msg.to, 'to'),
     term: count(msg.term, 'term'),
     cluster_id: clusterId,
+    cluster_level: clusterLevel,
     body: codec.body,
     [codec.body]: body,
   } as unknown as WireRaftMessage;

@@ -38,6 +38,9 @@ export interface PeerTransportOptions {
   /** The stream to this peer failed and a fresh connection attempt failed too (PeerLink.confirmGone says
    *  why that pair): the process is most likely gone. The runtime passes it to RaftNode.peerUnreachable. */
   onPeerUnreachable?: (peer: NodeId) => void;
+  /** The highest cluster level this build reads (src/lock/versions.ts), announced on every message we send;
+   *  0 = announce nothing (a build before the gate). */
+  clusterLevel?: number;
 }
 
 export class PeerTransport implements PeerSender {
@@ -47,6 +50,8 @@ export class PeerTransport implements PeerSender {
   /** Inbound Raft streams accepted so far (each one numbered: PeerLink.markAlive). */
   private inboundStreams = 0;
   private forwardedCallHandler: ForwardedCallHandler | null = null;
+  /** The cluster level each peer announced on its latest message to us (0 = a build before the gate). */
+  private readonly announcedLevels = new Map<NodeId, number>();
 
   constructor(private readonly opts: PeerTransportOptions) {
     this.admission = new PeerAdmission({ selfId: opts.selfId, logger: opts.logger, authenticator: opts.authenticator, onUnknownSender: opts.onUnknownSender });
@@ -63,6 +68,7 @@ export class PeerTransport implements PeerSender {
       if (peers.get(id) !== link.address) {
         link.close();
         this.links.delete(id);
+        this.announcedLevels.delete(id);
       }
     }
     for (const [id, address] of peers) {
@@ -94,6 +100,19 @@ export class PeerTransport implements PeerSender {
     return this.links.get(peer)?.streamsOpened ?? 0;
   }
 
+  /** The cluster level `peer` announced on its latest message to us (1 for a build from before the gate,
+   *  which announces nothing), or undefined when nothing was heard from it since this process started. */
+  announcedLevel(peer: NodeId): number | undefined {
+    return this.announcedLevels.get(peer);
+  }
+
+  /** An admitted message from `from`: its link is alive, and we know which level its build reads. Only
+   *  members get here (admission), so the map stays as small as the membership. */
+  private heard(from: NodeId, stream: number, level: number): void {
+    this.links.get(from)?.markAlive(stream);
+    this.announcedLevels.set(from, Math.max(1, level));
+  }
+
   /** Each peer and whether its outbound stream is connected (metrics, quorum warnings). */
   peerStates(): Map<NodeId, boolean> {
     return new Map([...this.links].map(([id, link]) => [id, link.connected]));
@@ -119,7 +138,7 @@ export class PeerTransport implements PeerSender {
 
   /** Server side: the Raft service handlers feeding decoded messages to `deliver`. */
   handlers(deliver: (m: Message) => void): RaftHandlers {
-    const raft = { selfId: this.opts.selfId, admission: this.admission, deliver, heard: (from: NodeId, stream: number) => this.links.get(from)?.markAlive(stream) };
+    const raft = { selfId: this.opts.selfId, admission: this.admission, deliver, heard: (from: NodeId, stream: number, level: number) => this.heard(from, stream, level) };
     const forward = { selfId: this.opts.selfId, admission: this.admission, handler: () => this.forwardedCallHandler };
     return {
       Forward: (call) => serveForwardStream(call, forward),

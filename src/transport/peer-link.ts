@@ -178,7 +178,7 @@ export class PeerLink {
     if (!stream) return;
     while (this.writable && this.head < this.queue.length) {
       const m = this.queue[this.head++]!;
-      const wire = messageToWire(m, this.clusterId());
+      const wire = messageToWire(m, this.clusterId(), this.opts.clusterLevel ?? 0);
       mark('peer.write');
       this.writable = stream.write(wire);
     }

@@ -418,6 +418,10 @@ export interface StatusResponse {
   cluster_id: string;
   serving: boolean;
   health: string;
+  /** The cluster level the node's applied log reached, and the highest its build reads (0: a build before
+   *  the version gate). */
+  cluster_level: number;
+  build_level: number;
 }
 
 export interface AddMemberRequest {
@@ -578,6 +582,8 @@ export interface WireRaftHeader {
   term: WireLong;
   /** The sender's cluster id ('' while a joining node has not learned it). */
   cluster_id: string;
+  /** The highest cluster level the sender's build reads; 0 (absent) from a build before the gate. */
+  cluster_level?: number;
 }
 
 /** A decoded RaftMessage: the header plus exactly one body, named by the virtual `body` field. */

@@ -12,7 +12,7 @@ export interface RaftStreamContext {
   selfId: NodeId;
   admission: PeerAdmission;
   /** A message from `from` arrived on inbound stream `stream` (PeerLink.markAlive). */
-  heard(from: NodeId, stream: number): void;
+  heard(from: NodeId, stream: number, clusterLevel: number): void;
   deliver(m: Message): void;
 }
 
@@ -48,7 +48,7 @@ export function serveRaftStream(
     if (m.to !== ctx.selfId) return end(grpc.status.INVALID_ARGUMENT, `raft message for ${m.to} reached ${ctx.selfId}`);
     if (refused) return; // another cluster, or not a member: dropped, logged once per sender
     received++;
-    ctx.heard(m.from, streamNumber);
+    ctx.heard(m.from, streamNumber, typeof wire.cluster_level === 'number' ? wire.cluster_level : 0);
     ctx.deliver(m);
   });
   call.on('end', () => {

@@ -166,7 +166,7 @@ export class SimCluster {
     node.lastPersisted = null;
     node.arm = null;
     node.leaderSince = -1;
-    node.sm = this.workload.createStateMachine();
+    node.sm = this.workload.createStateMachine(node);
     node.applied = 0;
     const inc = node.incarnation;
     const io = new NodeIO(this, node);

@@ -70,6 +70,10 @@ export interface LockProfile {
   /** Mean ms between nemesis faults; 0 = the harness profile's own draw (30..250 ms). Calmer runs let
    *  leases live through whole terms, so leader changes carry live leases. */
   faultMeanMs: number;
+  /** Nodes (the first n) that start on a build of cluster level 1 (versions.ts) and run the current build
+   *  from their first restart on: a rolling upgrade. The leader may raise the level only once every member
+   *  runs the new build; an old build meeting a level-2 entry or snapshot stops (core-threw). */
+  oldBuildNodes: number;
 }
 
 export function lockProfileFor(seed: number, overrides: Partial<LockProfile> = {}): LockProfile {
@@ -93,6 +97,7 @@ export function lockProfileFor(seed: number, overrides: Partial<LockProfile> = {
     lockDelayChance: 0.2,
     lateRenewChance: r.pick([0, 0.1, 0.3]),
     faultMeanMs: r.pick([0, 0, 250, 500]),
+    oldBuildNodes: r.pick([0, 0, 0, 1, 2]),
     clientTrustFrom: 'send',
     oracleChecksExtension: true,
   };

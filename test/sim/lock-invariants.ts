@@ -156,6 +156,9 @@ export interface OracleStats {
   sessionsRenewed: number;
   sessionsEnded: number;
   sessionRefusals: number;
+  /** The cluster level the log reached, and the entry that raised it to 2 (0 = never). */
+  clusterLevel: number;
+  levelRaisedAt: number;
 }
 
 export function canonicalResult(r: LockResult): string {
@@ -174,6 +177,8 @@ export function canonicalResult(r: LockResult): string {
       return `termStart@${r.index}|${r.leasesExtended}|${r.leasesEnded}`;
     case 'checkpoint':
       return `checkpoint@${r.index}`;
+    case 'clusterLevel':
+      return `clusterLevel@${r.index}|${r.level}`;
     case 'forget':
       return `forget@${r.index}|${r.forgotten}|${r.watermark}`;
     case 'dequeue':
@@ -216,10 +221,14 @@ export class LockOracle {
     expired: 0, replays: 0, epochStarts: 0, leasesExtended: 0, leasesEnded: 0, maxEpochsCarried: 0,
     tightestExpiryMarginMs: Infinity,
     waitersJoined: 0, waitersReattached: 0, handOffs: 0, waitsRefused: 0, waitsCancelled: 0, delaysStarted: 0, delayRefusals: 0, undelays: 0,
-    sessionsOpened: 0, sessionsRenewed: 0, sessionsEnded: 0, sessionRefusals: 0,
+    sessionsOpened: 0, sessionsRenewed: 0, sessionsEnded: 0, sessionRefusals: 0, clusterLevel: 1, levelRaisedAt: 0,
   };
   /** Per key, its waiters in ticket order. */
   private readonly lines = new Map<string, OracleWaiter[]>();
+  /** The cluster level the log has reached, and from level 2 the current term's highest stamp (the
+   *  machine's `time` rule, modelled on its own). */
+  private clusterLevel = 1;
+  private termLastStampMs = 0;
   /** Keys in lock-delay, until when (log time). */
   private readonly delays = new Map<string, number>();
   /** Decisions about waiters by entry index and request: the canonical acquire result a waiting call of
@@ -279,12 +288,24 @@ export class LockOracle {
     if (cmd === null) return this.fail(`${at} does not decode as a lock command (${canonicalResult(result)}); every simulated proposal is well-formed`);
     if (stamp === undefined) return this.fail(`${at} (${cmd.type}) was never stamped by a leader of term ${entry.term} in this run`);
     this.touched = new Set();
+    // Log time: max(previous, stamp) at a term's first entry and, at cluster level 1, at every entry; from
+    // level 2, within a term, the previous log time plus the stamp's progress past the term's last stamp
+    // (so a slow-clocked leader after a fast one still moves log time on; issue 22).
+    const progress = this.clusterLevel >= 2 && entry.term <= pre.epochTerm;
+    const expectNow = progress ? pre.nowMs + Math.max(0, cmd.timeMs - this.termLastStampMs) : Math.max(pre.nowMs, cmd.timeMs);
+    if (post.nowMs !== expectNow) {
+      const rule = progress ? `previous ${pre.nowMs} + the stamp's progress past the term's last stamp ${this.termLastStampMs}` : `max(previous ${pre.nowMs}, stamp)`;
+      return this.fail(`log time: after ${at} (${cmd.type} stamped ${cmd.timeMs}) log time is ${post.nowMs}, expected ${rule} = ${expectNow} — the machine must use the leader's stamps, never a local clock`);
+    }
+    if (this.clusterLevel >= 2) this.termLastStampMs = progress ? Math.max(this.termLastStampMs, cmd.timeMs) : cmd.timeMs;
+    if (cmd.type === 'clusterLevel' && cmd.level > this.clusterLevel) {
+      this.clusterLevel = cmd.level;
+      this.termLastStampMs = cmd.timeMs;
+      this.stats.clusterLevel = cmd.level;
+      if (this.stats.levelRaisedAt === 0) this.stats.levelRaisedAt = idx;
+    }
     if (result.type === 'error' && result.code === 'SESSION_NOT_OPEN' && cmd.type === 'acquire' && (cmd.sessionId ?? 0) > 0) return this.judgeSessionNotOpen(at, cmd, pre, post);
     if (result.type === 'error') return this.fail(`${at} ${cmd.type} failed as a whole: ${result.code} ${result.message}`);
-    const expectNow = Math.max(pre.nowMs, cmd.timeMs);
-    if (post.nowMs !== expectNow) {
-      return this.fail(`log time: after ${at} (${cmd.type} stamped ${cmd.timeMs}) log time is ${post.nowMs}, expected max(previous ${pre.nowMs}, stamp) = ${expectNow} — the machine must use the leader's stamp, never a local clock`);
-    }
     const epochStart = post.epochTerm !== pre.epochTerm;
     if (epochStart) {
       if (post.epochTerm !== entry.term || entry.term < pre.epochTerm) return this.fail(`${at}: lease epoch moved from term ${pre.epochTerm} to ${post.epochTerm}`);
@@ -313,6 +334,10 @@ export class LockOracle {
       case 'expire':
         if (result.type !== 'expire') return this.fail(`${at}: expire produced a ${result.type} result`);
         this.judgeExpire(at, idx, cmd, result.expired, pre, post, stamp);
+        break;
+      case 'clusterLevel':
+        if (result.type !== 'clusterLevel' || result.level !== this.clusterLevel) return this.fail(`${at}: clusterLevel ${cmd.level} produced ${canonicalResult(result)}; the log's level is ${this.clusterLevel}`);
+        if (post.leaseCount !== pre.leaseCount) this.fail(`${at}: ${cmd.type} changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
         break;
       case 'termStart':
       case 'checkpoint':

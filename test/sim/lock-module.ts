@@ -13,6 +13,8 @@ export interface LockMachineLike {
   readonly epochStartMs: number;
   readonly leaseCount: number;
   readonly dedupSize: number;
+  /** The cluster level the log reached (versions.ts). */
+  readonly clusterLevel: number;
   hasLiveLeases(): boolean;
   apply(index: number, term: number, data: Uint8Array): LockResult;
   skip(index: number): void;

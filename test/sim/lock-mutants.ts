@@ -167,6 +167,14 @@ export const LOCK_MUTANTS: LockMutant[] = [
     maxSeeds: 300,
     patches: [{ file: 'lease.ts', find: `    return (this.session ?? this).leaseDeadlineMs > nowMs;\n`, replace: `    return this.leaseDeadlineMs > nowMs || this.session !== null;\n` }],
   },
+  // Log time (issue 22): at cluster level 2 it follows the term leader's stamps from wherever it stands; the
+  // oracle models the rule on its own, and a leader on a slower clock than the last one exposes the revert.
+  {
+    id: 'q',
+    name: 'log time stays max(log time, stamp) at cluster level 2 (stalls after a fast-clocked leader)',
+    maxSeeds: 100,
+    patches: [{ file: 'machine.ts', find: `    if (this.clusterLevelValue < LEVEL_CLOCK_PROGRESS) {\n      this.logNowMs = Math.max(this.logNowMs, stampMs);\n`, replace: `    if (this.clusterLevelValue >= 0) {\n      this.logNowMs = Math.max(this.logNowMs, stampMs);\n` }],
+  },
 ];
 
 const SRC_LOCK = resolve(dirname(fileURLToPath(import.meta.url)), '../../src/lock');

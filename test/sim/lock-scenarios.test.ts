@@ -386,6 +386,8 @@ describe('regression: leader checkpoints stay bounded when the leader cannot com
     const scn = await new LockScenario({ seed: 111, lockProfile: { checkpointIdleMs: 10 }, profile: { raft: { checkQuorum: false } } }).start();
     await scn.client('alice').acquire('orders', 60_000);
     const leader = await scn.readyLeader();
+    // The version gate's one proposal (clusterLevel) done first: what is left to count is checkpoints.
+    await scn.runUntil(() => (leader.sm as LockReplica).machine.clusterLevel === 2, 'the cluster level raised to 2');
     const before = leader.raft.status();
     scn.isolate(leader);
     await scn.advance(2_000);

@@ -48,6 +48,8 @@ export interface LockServerOptions {
   /** Timeout of the leader's own proposals (expire, checkpoint, grants to waiters). */
   leaderProposalTimeoutMs: number;
   dedupWindowMs: number;
+  /** The version gate's knowledge on `node` (LockServiceOptions.membersReadLevel). */
+  membersReadLevel?: (node: SimNode) => number | undefined;
 }
 
 interface Running {
@@ -85,6 +87,7 @@ export class SimLockServers {
       checkpointIdleMs: this.opts.checkpointIdleMs,
       defaultTimeoutMs: this.opts.leaderProposalTimeoutMs,
       logger: silentLogger,
+      ...(this.opts.membersReadLevel ? { membersReadLevel: () => this.opts.membersReadLevel!(node) } : {}),
     });
     this.running[node.idx] = { service, inc: node.incarnation };
   }

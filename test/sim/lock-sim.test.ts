@@ -67,6 +67,23 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
       }
     });
 
+    it('a rolling upgrade: the cluster moves to level 2 only once every member runs the new build, and no node meets an entry it cannot read', async () => {
+      // Two nodes start on a level-1 build and run the new one from their first restart (lock-clock.ts
+      // oldBuildNodes). An old build that met a level-2 entry or snapshot would stop: core-threw.
+      const finals = { raised: 0, stayed: 0 };
+      for (let seed = 1; seed <= 30; seed++) {
+        const r = await runLockSimulation({ seed, events: EVENTS, module, lockProfile: { oldBuildNodes: 2 } });
+        const o = r.workload.oracle.stats;
+        if (o.clusterLevel === 2) finals.raised++;
+        else finals.stayed++;
+        const everyNodeNew = r.cluster.nodes.slice(0, 2).every((n) => n.incarnation > 0);
+        // Raised while an old build could still run: the gate failed (a node not restarted yet is still old).
+        if (!everyNodeNew) expect(o.clusterLevel, `seed ${seed}: raised with an old build still running`).toBe(1);
+      }
+      expect(finals.raised, 'runs that finished the upgrade').toBeGreaterThan(0);
+      expect(finals.stayed, 'runs that did not').toBeGreaterThan(0);
+    });
+
     it('the real-time checks catch a client that counts its lease from the answer instead of the send', async () => {
       // A planted CLIENT bug (the lock machine is fine): the trust window opens when the acquire/renew answer
       // arrives, later than the grant the server measures from — so it outlives the server's lease.

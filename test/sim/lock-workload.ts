@@ -11,6 +11,7 @@
 import type { Entry } from '../../src/raft/core/types.js';
 import type { SnapshotJob } from '../../src/raft/fsm.js';
 import type { LockCommand, LockResult } from '../../src/lock/index.js';
+import { BASE_LEVEL, BUILD_LEVEL, lowestReadLevel } from '../../src/lock/index.js';
 import type { SimCluster } from './cluster.js';
 import { LockClients } from './lock-clients.js';
 import { ClockModel, type LockProfile } from './lock-clock.js';
@@ -37,7 +38,14 @@ export class LockReplica implements StateMachine {
   private digestValue: string | null = null;
   private nodeIdx = -1;
 
-  constructor(private readonly wl: LockWorkload) {
+  /** The cluster level the build of this replica's node reads (versions.ts). */
+  private readonly readLevel: number;
+
+  constructor(
+    private readonly wl: LockWorkload,
+    node?: SimNode,
+  ) {
+    this.readLevel = node === undefined ? BUILD_LEVEL : wl.buildLevelOf(node);
     this.machine = new wl.module.LockMachine(this.options());
     this.results = wl.keepResults ? new Map() : null;
   }
@@ -50,7 +58,7 @@ export class LockReplica implements StateMachine {
 
   private options(): SimLockMachineOptions {
     // nodeClock: unused by the real machine; lets a scratch copy plant "deadline from the node's clock".
-    return { dedupWindowMs: this.wl.profile.dedupWindowMs, nodeClock: () => this.wl.clock.nodeStamp(this.nodeIndex, this.wl.sim.now) };
+    return { dedupWindowMs: this.wl.profile.dedupWindowMs, readLevel: this.readLevel, nodeClock: () => this.wl.clock.nodeStamp(this.nodeIndex, this.wl.sim.now) };
   }
 
   apply(entry: Entry): unknown {
@@ -167,6 +175,8 @@ export class LockWorkload implements SimWorkload<LockReplica> {
   /** (owner, request_id) of the client command judged at each index: an acknowledged answer must be that of
    *  its own request's entry. */
   readonly requestAt = new Map<number, string>();
+  /** The build level each node ran in its latest incarnation that started. */
+  private readonly runningLevels = new Map<string, number>();
 
   constructor(
     readonly module: LockModule,
@@ -190,13 +200,28 @@ export class LockWorkload implements SimWorkload<LockReplica> {
         checkpointIdleMs: this.profile.checkpointIdleMs,
         leaderProposalTimeoutMs: this.profile.leaderProposalTimeoutMs,
         dedupWindowMs: this.profile.dedupWindowMs,
+        membersReadLevel: (node) => this.membersReadLevel(node),
       },
       (node) => node.sm as LockReplica,
     );
   }
 
-  createStateMachine(): LockReplica {
-    return new LockReplica(this);
+  createStateMachine(node?: SimNode): LockReplica {
+    return new LockReplica(this, node);
+  }
+
+  /** The cluster level `node`'s build reads in its current incarnation (profile.oldBuildNodes). */
+  buildLevelOf(node: SimNode): number {
+    return node.incarnation === 0 && node.idx < this.profile.oldBuildNodes ? BASE_LEVEL : BUILD_LEVEL;
+  }
+
+  /** What `node`'s transport would know: the level each member of its configuration announced on its
+   *  latest message (the level of the build it last ran), undefined for one that never ran. */
+  membersReadLevel(node: SimNode): number | undefined {
+    const conf = node.rn?.configuration();
+    if (!conf) return undefined;
+    const others = [...conf.voters, ...conf.learners].filter((id) => id !== node.id);
+    return lowestReadLevel(this.buildLevelOf(node), others, (id) => this.runningLevels.get(id));
   }
 
   // ------------------------------------------------------------------ the nodes' clocks and services
@@ -220,6 +245,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
   }
 
   nodeStarted(node: SimNode): void {
+    this.runningLevels.set(node.id, this.buildLevelOf(node));
     this.servers.nodeStarted(node);
   }
 
@@ -425,6 +451,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
     return (
       `lock: acquire ${o.acquired} ok/${o.acquireRefused} refused (${o.takeovers} takeovers of lapsed leases), renew ${o.renewed}/${o.renewRefused}, release ${o.released}/${o.releaseRefused}, ` +
       `expire ${o.expired}, replays ${o.replays}; sessions ${o.sessionsOpened} opened/${o.sessionsRenewed} renewed/${o.sessionsEnded} ended/${o.sessionRefusals} acquires refused not open; epochs ${o.epochStarts} (leases extended ${o.leasesExtended}, ended ${o.leasesEnded}, max carried ${o.maxEpochsCarried}); ` +
+      `cluster level ${o.clusterLevel} (raised at entry ${o.levelRaisedAt || '-'}; ${this.profile.oldBuildNodes} node(s) started on a level-1 build); ` +
       `tightest expiry margin ${Number.isFinite(o.tightestExpiryMarginMs) ? o.tightestExpiryMarginMs.toFixed(2) + 'ms' : '-'}; ` +
       `writes ${c.honestWrites} honest/${c.staleWrites} stale (stale refused ${r.staleRejected}, accepted ${r.staleAccepted}); pauses ${c.pauses}, lost ${c.lost}, abandons ${c.abandons}, ` +
       `stale releases ${c.staleReleases}, stale renews ${c.staleRenews}; ` +

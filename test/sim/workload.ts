@@ -60,7 +60,8 @@ export interface SimWorkload<M extends StateMachine = StateMachine> {
   readonly name: string;
   /** Fraction of client operations that are linearizable reads (ReadIndex); the rest are writes. */
   readonly readRatio: number;
-  createStateMachine(): M;
+  /** A fresh state machine: for `node`'s new incarnation, or (no node) a scratch one to check a snapshot. */
+  createStateMachine(node?: SimNode): M;
   /** The command bytes of a new write operation (re-proposed unchanged on retries). */
   nextWrite(ctx: WriteContext): Uint8Array;
   /** Optional: rewrite the command at the leader just before propose (e.g. stamp the leader's time).

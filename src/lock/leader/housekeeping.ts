@@ -16,6 +16,9 @@
 // - Forget: when the oldest free key was freed more than freeKeyRetentionMs ago (log time), a `forget`
 //   with that cut-off, so the free keys' records stay bounded by the churn of one retention period. At
 //   most one in flight; the cut-off travels in the entry, so replicas with other settings agree.
+// - Cluster level (versions.ts): once every member is known to read a level above the log's, a
+//   `clusterLevel` entry moves the cluster there. Never before: a member that cannot read an entry stops.
+//   At most one in flight.
 import type { LockCommand } from '../commands.js';
 import type { DequeueResult, ExpireResult, SessionEndResult, UndelayResult } from '../types.js';
 import type { LockStateView, ProposalId } from './types.js';
@@ -26,7 +29,8 @@ export type HousekeepingProposal =
   | { kind: 'undelay'; key: string }
   | { kind: 'expireSession'; sessionId: bigint }
   | { kind: 'checkpoint' }
-  | { kind: 'forget' };
+  | { kind: 'forget' }
+  | { kind: 'clusterLevel' };
 
 export class Housekeeping {
   /** `${key}#${token}` -> the proposal expiring it. */
@@ -39,6 +43,10 @@ export class Housekeeping {
   private readonly expiringSessions = new Map<bigint, ProposalId>();
   private checkpoint: ProposalId | null = null;
   private forget: ProposalId | null = null;
+  private raisingLevel: ProposalId | null = null;
+  /** The lowest cluster level every member is known to read (the adapter's knowledge of its peers'
+   *  builds, versions.ts); undefined while some member has not been heard from. */
+  membersReadLevel: number | undefined = undefined;
   /** Stamp of the last proposal this node made as leader (any kind). */
   lastProposalAtMs = 0;
 
@@ -85,6 +93,10 @@ export class Housekeeping {
       const oldest = state.freedAtOfOldest(1);
       if (upToMs >= 0 && oldest !== undefined && oldest <= upToMs) this.forget = propose({ type: 'forget', timeMs: 0, upToMs }, { kind: 'forget' });
     }
+    const level = this.membersReadLevel;
+    if (this.raisingLevel === null && level !== undefined && level > state.clusterLevel) {
+      this.raisingLevel = propose({ type: 'clusterLevel', timeMs: 0, level }, { kind: 'clusterLevel' });
+    }
   }
 
   /** An expire entry applied (ours or a previous leader's): that lease is no longer in flight. */
@@ -113,6 +125,8 @@ export class Housekeeping {
       if (this.checkpoint === id) this.checkpoint = null;
     } else if (purpose.kind === 'forget') {
       if (this.forget === id) this.forget = null;
+    } else if (purpose.kind === 'clusterLevel') {
+      if (this.raisingLevel === id) this.raisingLevel = null;
     } else if (purpose.kind === 'expireSession') {
       if (this.expiringSessions.get(purpose.sessionId) === id) this.expiringSessions.delete(purpose.sessionId);
     } else if (purpose.kind === 'undelay') {

@@ -107,6 +107,9 @@ export class LockLeader {
       case 'readFailed':
         if (this.reads.delete(ev.callId)) this.fail(ev.callId, proposalFailure(ev.error));
         break;
+      case 'levels':
+        this.housekeeping.membersReadLevel = ev.readLevel;
+        break;
       case 'close':
         this.onClose();
         break;
@@ -416,6 +419,7 @@ export class LockLeader {
       case 'dequeue':
       case 'undelay':
       case 'expireSession':
+      case 'clusterLevel':
         this.housekeeping.settled(id, purpose);
         break;
     }
@@ -463,6 +467,7 @@ export class LockLeader {
       case 'dequeue':
       case 'undelay':
       case 'expireSession':
+      case 'clusterLevel':
         this.housekeeping.settled(id, purpose);
         break;
     }
@@ -478,11 +483,11 @@ export class LockLeader {
     this.out.push({ type: 'fail', callId, error });
   }
 
-  /** The lock state of `key` judged at the leader's now: its clock, but never behind the log's time. A
+  /** The lock state of `key` judged at the leader's now (log time projected to its clock, machine.ts). A
    *  lease past its deadline is reported free (its expire entry is on its way). */
   private viewAt(key: string): LockView {
     const state = this.state();
-    const nowMs = Math.max(state.nowMs, this.nowMs);
+    const nowMs = state.projectedNowMs(this.nowMs);
     const v = state.get(key);
     const waiters = state.waiterCountOf(key);
     const index = state.appliedIndex; // the state read: a watch after it continues from exactly here

@@ -22,6 +22,10 @@ export interface LockStateView {
   readonly nowMs: number;
   /** The last log index applied to this state. */
   readonly appliedIndex: number;
+  /** The cluster level the log has reached (versions.ts). */
+  readonly clusterLevel: number;
+  /** Log time as this term's leader would stamp it at its clock reading `clockMs` (machine.ts). */
+  projectedNowMs(clockMs: number): number;
   get(key: string): LockView;
   /** Keys held or waited on, under `prefix`, after `afterKey`, in UTF-8 byte order; at most `limit`. */
   listKeys(prefix: string, afterKey: string, limit: number): string[];
@@ -127,6 +131,9 @@ export type LeaderEvent =
   /** A read barrier the module asked for passed (this node has applied everything committed before it). */
   | ({ type: 'readDone'; callId: CallId } & At)
   | ({ type: 'readFailed'; callId: CallId; error: ProposalError } & At)
+  /** What this node knows of its members' builds changed: the lowest cluster level every member reads
+   *  (its own build included), undefined while some member has not announced one (versions.ts). */
+  | ({ type: 'levels'; readLevel: number | undefined } & At)
   /** The node is shutting down: every open call fails. */
   | ({ type: 'close' } & At);
 

@@ -7,7 +7,7 @@ import type { StatusResponse } from '../../../src/transport/proto.js';
 function st(node: string, leader: string, role: StatusResponse['role'] = leader === node ? 'LEADER' : 'FOLLOWER', serving = true): StatusRow {
   return {
     endpoint: `${node}:1`,
-    status: { node_id: node, role, term: '3', leader_id: leader, commit_index: '9', applied_index: '9', members: [], cluster_id: 'c', serving, health: serving ? 'ok' : 'no quorum' },
+    status: { node_id: node, role, term: '3', leader_id: leader, commit_index: '9', applied_index: '9', members: [], cluster_id: 'c', serving, health: serving ? 'ok' : 'no quorum', cluster_level: 2, build_level: 2 },
   };
 }
 const down = (node: string): StatusRow => ({ endpoint: `${node}:1`, error: 'UNAVAILABLE' });

@@ -24,6 +24,7 @@ const samples: LockCommand[] = [
   { type: 'expire', timeMs: NOW, key: 'k'.repeat(512), token: 2n ** 53n + 1n },
   { type: 'termStart', timeMs: NOW },
   { type: 'checkpoint', timeMs: WIRE_LIMITS.maxTimeMs },
+  { type: 'clusterLevel', timeMs: NOW, level: 2 },
 ];
 
 function decodeFailure(bytes: Uint8Array): CommandDecodeError {
@@ -53,8 +54,13 @@ describe('command codec', () => {
   it('rejects an empty entry, truncation and trailing bytes with CommandDecodeError; an unknown tag is UnknownCommandError (a newer build\'s)', () => {
     expect(decodeFailure(new Uint8Array(0)).message).toMatch(/unexpected end/);
     expect(() => decodeCommand(Uint8Array.of(99, 0))).toThrow(UnknownCommandError);
-    expect(() => decodeCommand(Uint8Array.of(NEWEST_COMMAND_TAG + 1))).toThrow(`lock command tag ${NEWEST_COMMAND_TAG + 1} is newer than this build reads (tags up to ${NEWEST_COMMAND_TAG})`);
-    expect(NEWEST_COMMAND_TAG).toBe(18);
+    expect(() => decodeCommand(Uint8Array.of(NEWEST_COMMAND_TAG + 1))).toThrow(`lock command tag ${NEWEST_COMMAND_TAG + 1} is newer than this build reads (cluster level 2, command tags up to ${NEWEST_COMMAND_TAG})`);
+    expect(NEWEST_COMMAND_TAG).toBe(19);
+    // A build of level 1 (versions.ts) does not read tag 19, the clusterLevel entry.
+    const raise = encodeCommand({ type: 'clusterLevel', timeMs: NOW, level: 2 });
+    expect(() => decodeCommand(raise, 1)).toThrow('lock command tag 19 is newer than this build reads (cluster level 1, command tags up to 18)');
+    expect(decodeCommand(raise, 2)).toEqual({ type: 'clusterLevel', timeMs: NOW, level: 2 });
+    expect(decodeFailure(Uint8Array.of(19, 0, 1)).message).toMatch(/cluster level 1 is outside/);
     const acquire = encodeCommand(samples[0]!);
     for (let cut = 1; cut < acquire.length; cut++) decodeFailure(acquire.subarray(0, cut));
     expect(decodeFailure(Uint8Array.of(...acquire, 0)).message).toMatch(/trailing/);

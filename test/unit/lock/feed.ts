@@ -97,6 +97,12 @@ export class Feed {
     return this.expect('checkpoint', this.apply({ type: 'checkpoint', timeMs }));
   }
 
+  /** The leader moves the cluster to `level` (versions.ts). */
+  raiseLevel(level = 2, timeMs: number = this.timeMs) {
+    this.timeMs = timeMs;
+    return this.expect('clusterLevel', this.apply({ type: 'clusterLevel', timeMs, level }));
+  }
+
   /** A raft noop/config entry. */
   skip(): void {
     this.machine.skip(this.nextIndex);

@@ -6,7 +6,7 @@ import type { StatusResponse } from '../../../src/transport/proto.js';
 
 function answer(node: string, term: string, members: string[], commit = term === '0' ? '0' : '5', seen = true): PeerAnswer {
   const status: StatusResponse = {
-    node_id: node, role: 'FOLLOWER', term, leader_id: '', commit_index: commit, applied_index: commit, cluster_id: 'c1', serving: false, health: '',
+    node_id: node, role: 'FOLLOWER', term, leader_id: '', commit_index: commit, applied_index: commit, cluster_id: 'c1', serving: false, health: '', cluster_level: 2, build_level: 2,
     members: members.map((id) => ({ id, address: `${id}:1`, voter: true, learner: false, match_index: '0', seen })),
   };
   return { address: `${node}:1`, status };

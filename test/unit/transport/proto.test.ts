@@ -236,7 +236,7 @@ describe('proto files and loader', () => {
     ]);
     expect(fields('leasehold.v1.StatusResponse')).toEqual([
       'node_id=1:string', 'role=2:enum', 'term=3:uint64', 'leader_id=4:string', 'commit_index=5:uint64', 'applied_index=6:uint64', 'members=7:message',
-      'cluster_id=8:string', 'serving=9:bool', 'health=10:string',
+      'cluster_id=8:string', 'serving=9:bool', 'health=10:string', 'cluster_level=11:uint32', 'build_level=12:uint32',
     ]);
     // SPEC "Membership".
     expect(fields('leasehold.v1.Holder')).toEqual([

@@ -128,10 +128,12 @@ const statusResponse: StatusResponse = {
   cluster_id: 'c-1',
   serving: true,
   health: 'leader with a quorum',
+  cluster_level: 2,
+  build_level: 3,
 };
 
 // ---- leasehold.v1.Raft: one RaftMessage per body ----
-const header = { from: 'n1', to: 'n2', term: '5', cluster_id: 'c-1' } as const;
+const header = { from: 'n1', to: 'n2', term: '5', cluster_id: 'c-1', cluster_level: 2 } as const;
 const raftMessages: WireRaftMessage[] = [
   {
     ...header,

@@ -1,0 +1,31 @@
+// Cluster levels (SPEC "Versions"; etcd's cluster version): what a build reads, and the gate that keeps a
+// leader from proposing an entry, or sending a snapshot, that some member cannot read.
+//
+// A build reads every level up to BUILD_LEVEL. Level 1 is every build from before the gate (command tags
+// 1-18, snapshot versions 1-6); such builds announce no level, which counts as 1. Level 2 adds:
+//   - tag 19 `clusterLevel`: the leader records in the log that every member reads level L. It proposes it
+//     only once it has heard every member announce at least L (peer messages carry the sender's level);
+//   - log time that follows the leader's clock within a term (machine.ts, "time"): once the cluster is at 2;
+//   - snapshot version 7 (6 plus the cluster level and the term's last stamp): written once the cluster is at 2.
+// The cluster level only rises. Once it is L, every member must run a build that reads L: an older one meets
+// an entry it cannot read and stops (UnknownCommandError), never misapplies it. A downgrade below the
+// cluster level is therefore not possible in place (etcd's rule too): restore from a backup instead.
+export const BUILD_LEVEL = 2;
+
+/** Builds from before the gate, which announce nothing. */
+export const BASE_LEVEL = 1;
+
+/** The level that introduced the version gate and the log-time rule that follows the leader's clock. */
+export const LEVEL_CLOCK_PROGRESS = 2;
+
+/** The lowest level every member reads, as this node knows it: its own build's and each member's announced
+ *  one (unknown = not heard from yet = cannot be counted on, so nothing new is proposed). */
+export function lowestReadLevel(ownLevel: number, members: Iterable<string>, announced: (member: string) => number | undefined): number | undefined {
+  let lowest = ownLevel;
+  for (const member of members) {
+    const level = announced(member);
+    if (level === undefined) return undefined;
+    lowest = Math.min(lowest, level);
+  }
+  return lowest;
+}

@@ -1,0 +1,71 @@
+// Lock leader, the version gate (versions.ts): it moves the cluster to a higher level only once every
+// member is known to read it, one proposal at a time; and it judges due leases by log time projected to its
+// clock, so a leader whose clock is behind log time (after a fast one) expires them on time.
+import { describe, expect, it } from 'vitest';
+import { LeaderRig } from './leader-rig.js';
+
+describe('lock leader: cluster level', () => {
+  it('proposes clusterLevel only when every member reads a level above the log\'s', () => {
+    const rig = new LeaderRig().ready();
+    rig.advance(10);
+    expect(rig.pendingOf('clusterLevel')).toHaveLength(0); // never told: nothing
+    rig.step({ type: 'levels', readLevel: undefined });
+    rig.advance(10);
+    expect(rig.pendingOf('clusterLevel')).toHaveLength(0); // a member not heard from: nothing
+    rig.step({ type: 'levels', readLevel: 1 });
+    rig.advance(10);
+    expect(rig.pendingOf('clusterLevel')).toHaveLength(0); // a member on an old build: nothing
+    rig.step({ type: 'levels', readLevel: 2 });
+    rig.advance(10);
+    rig.advance(10);
+    expect(rig.pendingOf('clusterLevel').map((p) => p.command)).toEqual([{ type: 'clusterLevel', timeMs: rig.nowMs - 10, level: 2 }]);
+    rig.commitAll();
+    expect(rig.machine.clusterLevel).toBe(2);
+    rig.advance(10);
+    expect(rig.proposed.filter((p) => p.command.type === 'clusterLevel')).toHaveLength(1); // done: no more
+  });
+
+  it('proposes again after a failed attempt, not before', () => {
+    const rig = new LeaderRig().ready();
+    rig.step({ type: 'levels', readLevel: 2 });
+    rig.advance(10);
+    rig.advance(10);
+    expect(rig.pendingOf('clusterLevel')).toHaveLength(1);
+    rig.failProposal('timeout', rig.pendingOf('clusterLevel')[0]!.proposalId);
+    rig.advance(10);
+    expect(rig.pendingOf('clusterLevel')).toHaveLength(1);
+    expect(rig.proposed.filter((p) => p.command.type === 'clusterLevel')).toHaveLength(2);
+  });
+
+  it('nothing before its termStart applied', () => {
+    const rig = new LeaderRig().elect();
+    rig.step({ type: 'levels', readLevel: 2 });
+    rig.advance(10);
+    expect(rig.pendingOf('clusterLevel')).toHaveLength(0);
+  });
+
+  it('at level 2, a leader whose clock is behind log time expires a lease when its ttl has passed on its clock', () => {
+    const first = new LeaderRig();
+    first.nowMs = 100_000;
+    first.ready();
+    first.step({ type: 'levels', readLevel: 2 });
+    first.advance(10);
+    first.commitAll();
+    expect(first.machine.clusterLevel).toBe(2);
+    // The next leader (another node: its own module and clock) is 5 s behind log time.
+    const rig = new LeaderRig();
+    rig.machine = first.machine;
+    rig.term = first.term;
+    rig.nowMs = first.nowMs - 5000;
+    rig.ready(); // elected, its termStart applied
+    expect(rig.machine.nowMs).toBe(first.nowMs);
+    rig.acquire('k', 'a', { ttlMs: 1000 });
+    rig.commitAll();
+    rig.advance(990);
+    expect(rig.pendingOf('expire')).toHaveLength(0);
+    rig.advance(10);
+    expect(rig.pendingOf('expire')).toHaveLength(1);
+    rig.commitAll();
+    expect(rig.machine.leaseCount).toBe(0);
+  });
+});
