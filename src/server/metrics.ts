@@ -1,11 +1,13 @@
-// Prometheus metrics of one node (prom-client), served at GET /metrics on `metrics.address`. Gauges read the
-// node's existing status at scrape time (collect()); counters and histograms are fed by wrappers the runtime
-// puts around the storage, the state machine, the driver's propose() and the lock service's calls
+// Prometheus metrics of one node (prom-client), served at GET /metrics on `metrics.address`; the read-only
+// dashboard (dashboard-routes.ts) is served beside it on the same HTTP server. Gauges read the node's
+// existing status at scrape time (collect()); counters and histograms are fed by wrappers the runtime puts
+// around the storage, the state machine, the driver's propose() and the lock service's calls
 // (instrument.ts), so neither the Raft driver nor the pure layers know about metrics. README "Metrics" lists
 // every series.
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { drainTrace, traceEnabled } from '../trace/stages.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { replyText } from './http-reply.js';
 import type { NodeId, Role, SoftState, Status } from '../raft/core/types.js';
 
 /** What the scrape-time gauges read. */
@@ -129,26 +131,42 @@ export class NodeMetrics {
   }
 }
 
-/** Serves `GET /metrics` on host:port; resolves once listening. */
-export async function serveMetrics(address: string, registry: Registry): Promise<Server> {
+/** More routes on the same HTTP server (the dashboard): handle() answers and returns true for a path it serves. */
+export interface HttpRoutes {
+  handle(req: IncomingMessage, res: ServerResponse, url: URL): boolean;
+  /** What it serves, for the 404 message. */
+  readonly summary: string;
+}
+
+/** Serves `GET /metrics` on host:port, and `routes` (the dashboard) beside it; resolves once listening. */
+export async function serveMetrics(address: string, registry: Registry, routes?: HttpRoutes): Promise<Server> {
   const i = address.lastIndexOf(':');
   const host = address.slice(0, i).replace(/^\[(.*)\]$/, '$1');
   const port = Number(address.slice(i + 1));
   const server = createServer((req, res) => {
-    const path = (req.url ?? '').split('?')[0];
+    let url: URL;
+    try {
+      // Prefixed, not resolved against a base: a request target like //x must stay a path.
+      url = new URL(`http://node${req.url ?? '/'}`);
+    } catch {
+      return replyText(res, 400, 'bad request: malformed request target');
+    }
+    const path = url.pathname;
     if (req.method === 'GET' && path === '/debug/trace' && traceEnabled()) {
       // The stage stamps of the latency waterfall (LEASEHOLD_TRACE=1 only; trace/stages.ts).
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(drainTrace()));
       return;
     }
-    if (req.method !== 'GET' || path !== '/metrics') {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at GET /metrics\n');
+    if (path === '/metrics') {
+      if (req.method !== 'GET') return replyText(res, 405, `method ${req.method ?? '?'} not allowed: metrics are at GET /metrics`, { allow: 'GET' });
+      registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+        (err: unknown) => replyText(res, 500, `metrics failed: ${String(err)}`),
+      );
       return;
     }
-    registry.metrics().then(
-      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
-      (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(err)}\n`),
-    );
+    if (routes?.handle(req, res, url)) return;
+    replyText(res, 404, `not found: ${path.slice(0, 200)}; metrics are at GET /metrics${routes ? `, ${routes.summary}` : ''}`);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>

@@ -35,6 +35,7 @@ import { descriptorRegistry, strictRequestDeserializers } from './strict-decode.
 import { instrumentFsm, instrumentLockService, instrumentProposals, instrumentStorage } from './instrument.js';
 import { createNodeLogger } from './logging.js';
 import { NodeMetrics, serveMetrics } from './metrics.js';
+import { DashboardRoutes } from './dashboard-routes.js';
 import { watchQuorum } from './quorum-watch.js';
 
 export interface RunningNode {
@@ -288,7 +289,22 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     });
   await listenOn(server, bindAddress, credentials.client, self.listen ? 'nodes[].listen' : 'nodes[].address');
   if (self.peerAddress) await listenOn(peerServer, self.peerAddress, credentials.peer, 'nodes[].peerAddress');
-  const metricsServer: HttpServer | null = metrics && metricsAddress ? await serveMetrics(metricsAddress, metrics.registry) : null;
+  // The read-only dashboard rides on the metrics endpoint (same address): no metrics address, no dashboard.
+  const dashboard = metrics
+    ? new DashboardRoutes({
+        status: () => liveNode.status(),
+        progress: () => liveNode.progress(),
+        health: () => liveNode.serving(electionTimeoutMs),
+        peers: () => transport.peerStates(),
+        clientAddressOf: (member) => addresses.clientAddress.get(member),
+        everHeard: (member) => liveNode.everHeard(member),
+        machine: () => fsm.machine,
+        readBarrier: (timeoutMs) => liveNode.readBarrier(timeoutMs),
+        barrierTimeoutMs: DEFAULT_CALL_TIMEOUT_MS,
+        hub: watchHub,
+      })
+    : undefined;
+  const metricsServer: HttpServer | null = metrics && metricsAddress ? await serveMetrics(metricsAddress, metrics.registry, dashboard) : null;
   logger.info(
     {
       nodeId: id,
