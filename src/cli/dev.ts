@@ -14,7 +14,7 @@ export function devCommand(program: Command): void {
     .description('start a local 3-node cluster on loopback (data under ./data; Ctrl-C stops all; a restart keeps the data)')
     .option('--data <dir>', 'data directory', 'data')
     .option('--base-port <port>', 'first of three consecutive ports', '7001')
-    .option('--metrics-base-port <port>', 'first of three consecutive ports for GET /metrics (default: --base-port + 2000; 0 = none)')
+    .option('--metrics-base-port <port>', 'first of three consecutive ports for GET /metrics and the dashboard (default: --base-port + 2000; 0 = none)')
     .action(async (opts: { data: string; basePort: string; metricsBasePort?: string }) => {
       const dataDir = resolve(opts.data);
       const basePort = Number(opts.basePort);
@@ -50,6 +50,7 @@ export function devCommand(program: Command): void {
         `leasehold dev cluster: nodes ${ids.join(', ')} at ${endpoints}\n` +
           `config: ${configPath}\n` +
           (metricsBasePort > 0 ? `metrics: ${ids.map((_, i) => `http://${metricsAddressOf(i)}/metrics`).join('  ')}\n` : '') +
+          (metricsBasePort > 0 ? `dashboard: ${ids.map((_, i) => `http://${metricsAddressOf(i)}/`).join('  ')}\n` : '') +
           `try:    npx leasehold acquire --endpoints ${endpoints} mykey --owner me --ttl 5s\n` +
           `Ctrl-C stops all nodes.\n`,
       );
