@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DashboardAssets, DASHBOARD_CSP, DASHBOARD_FILES } from './dashboard-assets.js';
 import { clusterView, electionsView, locksView, NotCurrentError, sessionsView, VIEW_PARAMETERS, type DashboardSources } from './dashboard-api.js';
-import { DashboardEvents, EVENT_PARAMETERS, type EventStreamSources } from './dashboard-events.js';
+import { DashboardEvents, EVENT_PARAMETERS, type EventStreamLimits, type EventStreamSources } from './dashboard-events.js';
 import { BadQueryError, readQuery } from './dashboard-query.js';
 import { replyBody, replyJson, replyText } from './http-reply.js';
 import type { HttpRoutes } from './metrics.js';
@@ -23,11 +23,14 @@ export class DashboardRoutes implements HttpRoutes {
   readonly summary = `the dashboard at GET / and its APIs at GET ${[...VIEWS.keys(), EVENTS_PATH].join(', ')}`;
   readonly events: DashboardEvents;
 
+  private readonly assets: DashboardAssets;
+
   constructor(
     private readonly src: DashboardSources & EventStreamSources,
-    private readonly assets = new DashboardAssets(),
+    options: { assets?: DashboardAssets; eventLimits?: EventStreamLimits } = {},
   ) {
-    this.events = new DashboardEvents(src);
+    this.assets = options.assets ?? new DashboardAssets();
+    this.events = new DashboardEvents(src, options.eventLimits);
   }
 
   handle(req: IncomingMessage, res: ServerResponse, url: URL): boolean {
