@@ -215,6 +215,7 @@
       refreshLocks().catch(() => {});
       refreshSessions();
       refreshElections();
+      refreshCluster(); // commit and applied index moved with the event
     }, REFRESH_DEBOUNCE_MS);
   }
 
