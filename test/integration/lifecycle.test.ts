@@ -55,6 +55,10 @@ describe('leasehold dev', () => {
       const urls = [0, 1, 2].map((i) => `http://127.0.0.1:${metricsBasePort! + i}/metrics`);
       expect(out).toContain(`metrics: ${urls.join('  ')}`);
       for (const url of urls) expect(await (await fetch(url, { signal: AbortSignal.timeout(3000) })).text()).toMatch(/^leasehold_raft_term/m);
+      // And the dashboard beside them.
+      const dashboards = [0, 1, 2].map((i) => `http://127.0.0.1:${metricsBasePort! + i}/`);
+      expect(out).toContain(`dashboard: ${dashboards.join('  ')}`);
+      for (const url of dashboards) expect(await (await fetch(url, { signal: AbortSignal.timeout(3000) })).text()).toContain('<title>leasehold dashboard</title>');
       expect(acq.stdout).toMatch(/acquired mykey: token \d+/);
       const token = /token (\d+)/.exec(acq.stdout)![1]!;
       // Ctrl-C stops all three nodes and dev itself.
