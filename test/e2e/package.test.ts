@@ -47,10 +47,17 @@ afterAll(async () => {
 
 describe('the npm package', () => {
   it('ships the built library, its declarations and the protos, and nothing of the tests', () => {
-    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'dist/src/cli/main.js', 'dist/src/client/index.d.ts', 'dist/src/fencing/index.d.ts', 'proto/leasehold/v1/lock.proto']));
+    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'dist/src/cli/main.js', 'dist/src/client/index.d.ts', 'dist/src/fencing/index.d.ts', 'proto/leasehold/v1/lock.proto', 'dashboard/index.html', 'dashboard/dashboard.js', 'dashboard/dashboard.css']));
     expect(files.filter((f) => /^(test|scripts|src|examples|build)\/|^dist\/(test|scripts)\//.test(f))).toEqual([]);
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
     console.info(`npm pack: ${files.length} files`);
+  });
+
+  it('the installed package finds its dashboard files from dist/ (what a node serves at /)', () => {
+    const assets = join(app, 'node_modules/leasehold/dist/src/server/dashboard-assets.js');
+    const found = sh(process.execPath, ['--input-type=module', '-e', `import { findDashboardDir } from ${JSON.stringify(assets)}; console.log(findDashboardDir());`], app);
+    expect(found.status, out(found)).toBe(0);
+    expect(found.stdout.trim()).toBe(join(app, 'node_modules/leasehold/dashboard'));
   });
 
   it('the example project type-checks (skipLibCheck off: our .d.ts files too) against leasehold/client and leasehold/fencing, and a type error is caught', () => {
