@@ -29,10 +29,12 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/proto ./proto
 COPY package.json cluster.example.yaml ./
+# The dashboard's page (served at / on the metrics address); found from dist/ through package.json.
+COPY dashboard ./dashboard
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
-# 7001: gRPC (clients, peers, health); 9464: metrics when metrics.address is set.
+# 7001: gRPC (clients, peers, health); 9464: metrics and the dashboard when metrics.address is set.
 EXPOSE 7001 9464
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 CMD ["node", "dist/src/cli/main.js", "health", "--timeout", "3s"]
 ENTRYPOINT ["node", "dist/src/cli/main.js"]

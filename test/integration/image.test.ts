@@ -77,7 +77,7 @@ describe('Dockerfile build steps, run in a scratch directory', () => {
       const dest = join(runDir, parts.at(-1)!);
       for (const src of parts.slice(0, -1)) cpSync(from(src), parts.length > 2 ? join(dest, src.split('/').pop()!) : dest, { recursive: true });
     }
-    expect(readdirSync(runDir).sort()).toEqual(['cluster.example.yaml', 'dist', 'node_modules', 'package.json', 'proto']);
+    expect(readdirSync(runDir).sort()).toEqual(['cluster.example.yaml', 'dashboard', 'dist', 'node_modules', 'package.json', 'proto']);
     for (const dev of ['typescript', 'vitest', 'eslint', 'better-sqlite3', 'etcd3']) expect(existsSync(join(runDir, 'node_modules', dev)), dev).toBe(false);
     for (const prod of ['@grpc/grpc-js', 'level', 'pino', 'prom-client']) expect(existsSync(join(runDir, 'node_modules', prod)), prod).toBe(true);
 
@@ -88,9 +88,9 @@ describe('Dockerfile build steps, run in a scratch directory', () => {
         .flatMap((i) => i.args.split(/\s+/))
         .map((kv) => kv.split('=') as [string, string]),
     );
-    const [port] = await freePorts(1);
+    const [port, metricsPort] = await freePorts(2);
     const dataDir = join(scratch, 'data');
-    writeFileSync(join(scratch, 'cluster.yaml'), `nodes:\n  - { id: n1, address: "localhost:${port}", listen: "127.0.0.1:${port}", dataDir: ./elsewhere }\n`);
+    writeFileSync(join(scratch, 'cluster.yaml'), `nodes:\n  - { id: n1, address: "localhost:${port}", listen: "127.0.0.1:${port}", dataDir: ./elsewhere, metricsAddress: "127.0.0.1:${metricsPort}" }\n`);
     const nodeEnv = { ...process.env, ...env, LEASEHOLD_DATA_DIR: dataDir, LEASEHOLD_HEALTH_ENDPOINT: `127.0.0.1:${port}` };
     const node = spawn(process.execPath, ['dist/src/cli/main.js', 'serve', '--config', join(scratch, 'cluster.yaml'), '--id', 'n1'], { cwd: runDir, env: nodeEnv, stdio: 'ignore' });
     try {
@@ -98,6 +98,10 @@ describe('Dockerfile build steps, run in a scratch directory', () => {
       await waitFor('the HEALTHCHECK command to pass', () => spawnSync(process.execPath, healthArgs, { cwd: runDir, env: nodeEnv, encoding: 'utf8' }).status === 0, 20_000, 200);
       expect(readdirSync(dataDir).length).toBeGreaterThan(0); // LEASEHOLD_DATA_DIR, not the config's dataDir
       expect(existsSync(join(scratch, 'elsewhere'))).toBe(false);
+      // The dashboard's page is in the image and found from dist/.
+      const page = await fetch(`http://127.0.0.1:${metricsPort}/`, { signal: AbortSignal.timeout(5000) });
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('<title>leasehold dashboard</title>');
     } finally {
       node.kill('SIGKILL');
     }
