@@ -41,6 +41,8 @@ export interface PeerTransportOptions {
   /** The highest cluster level this build reads (src/lock/versions.ts), announced on every message we send;
    *  0 = announce nothing (a build before the gate). */
   clusterLevel?: number;
+  /** A monotonic clock (ms) for the link's timing rules (PeerLink.markAlive); tests drive it. */
+  nowMs?: () => number;
 }
 
 export class PeerTransport implements PeerSender {

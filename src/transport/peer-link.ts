@@ -47,6 +47,8 @@ export class PeerLink {
   /** The newest inbound stream (PeerTransport's count) when we last reported this peer gone: messages on
    *  streams up to it are what the peer said before it went, flushed late, and prove nothing (markAlive). */
   private reportedGoneAtStream = 0;
+  /** When (opts.nowMs) we last reported this peer gone. */
+  private reportedGoneAtMs = 0;
   /** The newest inbound stream when our stream last broke: while the probe runs, messages on streams up to
    *  it prove nothing either (see markAlive). */
   private brokeAtStream = 0;
@@ -153,6 +155,7 @@ export class PeerLink {
       if (!gone) return;
       this.opts.logger.info({ nodeId: this.opts.selfId, peer: this.peerId, address: this.address }, 'peer unreachable: stream broken and reconnect failed');
       this.reportedGoneAtStream = this.inboundStreams();
+      this.reportedGoneAtMs = this.nowMs();
       report(this.peerId);
     });
   }
@@ -199,6 +202,10 @@ export class PeerLink {
 
   private alive = false;
 
+  private nowMs(): number {
+    return this.opts.nowMs?.() ?? performance.now();
+  }
+
   /** Whether the outbound stream to this peer works (it has answered since the last failure). */
   get connected(): boolean {
     return this.alive;
@@ -209,7 +216,12 @@ export class PeerLink {
    *  (its stream flushed on the way out) arrived after the report and re-armed it, and the next failed
    *  reconnect reported the same death twice (issue 22: the peer-unreachable test, 5 of 12 loaded runs). */
   markAlive(stream: number): void {
-    if (stream <= this.reportedGoneAtStream) return;
+    // ...but only for as long as such late flushing can last: messages that still arrive on that old stream a
+    // probe's length after the report come from a peer that is alive (the report was wrong: e.g. our stream
+    // broke at start-up while its stream to us stayed up), and without this the link read as down — in
+    // metrics and on the dashboard — for as long as the peer's stream lived (operations test, 1 of 3 loaded
+    // runs).
+    if (stream <= this.reportedGoneAtStream && this.nowMs() - this.reportedGoneAtMs < GONE_PROBE_MS) return;
     // The same while the probe still runs: a message the dying peer flushed before the break, arriving
     // during the probe, re-armed the link before the report, and the next failed reconnect reported the
     // same death again (the peer-unreachable test under CI load, ['b', 'b'] at the first report).

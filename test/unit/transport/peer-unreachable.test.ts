@@ -38,10 +38,13 @@ async function listen(port: number): Promise<{ server: grpc.Server; serve(transp
   return { server, serve: (transport, received) => (handlers = transport.handlers((m) => received.push(m))) };
 }
 
+/** The links' clock (PeerTransportOptions.nowMs): a test moves it by hand. */
+const clock = { ms: 0 };
+
 function member(id: string, listening: Awaited<ReturnType<typeof listen>>, peers: Map<string, string>): Member {
   const received: Message[] = [];
   const reports: NodeId[] = [];
-  const transport = new PeerTransport({ selfId: id, peers, queueLimit: 100, maxMessageBytes: 1 << 20, logger: quiet, traceMessages: false, onPeerUnreachable: (p) => reports.push(p) });
+  const transport = new PeerTransport({ selfId: id, peers, queueLimit: 100, maxMessageBytes: 1 << 20, logger: quiet, traceMessages: false, onPeerUnreachable: (p) => reports.push(p), nowMs: () => clock.ms });
   transport.setIdentity({ clusterId: 'c1', members: new Set(['a', 'b']) });
   listening.serve(transport, received);
   const server = listening.server;
@@ -123,5 +126,21 @@ describe('PeerTransport: what a report of a gone peer takes back', () => {
     after.emit('data', messageToWire(hb('b', 'a', 8), 'c1'));
     expect(a.transport.peerStates().get('b')).toBe(true);
     expect(a.reports).toEqual(['b']);
+  });
+
+  it('messages that go on arriving on the old stream a probe\'s length after the report revive the link: the peer lives', async () => {
+    const { a, b } = await pair();
+    const serve = a.transport.handlers(() => {}).Stream as unknown as (call: EventEmitter, cb: () => void) => void;
+    const old = inboundStream();
+    serve(old, () => {}); // b's stream to us, which stays up
+    b.server.forceShutdown(); // our stream to b breaks and a reconnect fails: reported gone
+    await waitFor('a to report b unreachable', () => a.reports.length > 0, 5_000, 5);
+    clock.ms += 999;
+    old.emit('data', messageToWire(hb('b', 'a', 7), 'c1'));
+    expect(a.transport.peerStates().get('b')).toBe(false); // could still be a dying peer's late flush
+    clock.ms += 1;
+    old.emit('data', messageToWire(hb('b', 'a', 8), 'c1'));
+    expect(a.transport.peerStates().get('b')).toBe(true); // a second after the report: it is alive
+    b.transport.close();
   });
 });
