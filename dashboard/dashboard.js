@@ -92,7 +92,7 @@
         el('span', { class: `health ${n.serving ? 'ok' : 'bad'}`, id: 'health' }, n.serving ? 'healthy' : 'not serving'),
         ` (${n.health}) · leader `,
         el('strong', { id: 'leader' }, n.leader === null ? 'none' : n.leader),
-        ` · term ${n.term} · commit ${n.commit_index} · applied ${n.applied_index} (${n.commit_index - n.applied_index} behind) · cluster ${c.cluster_id}`,
+        ` · term ${n.term} · commit ${n.commit_index} · applied ${n.applied_index} (${n.commit_index - n.applied_index} behind) · cluster ${c.cluster_id} · level ${n.cluster_level}/${n.build_level}`,
       );
       $('cluster-view').textContent = c.view;
       fill(

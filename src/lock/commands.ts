@@ -26,6 +26,7 @@
 //     sessionId:uvarint (no ttlMs: the hold lives as long as the session)
 //  18 revoke     key:str token:uvarint64 (0 = every hold)
 //  19 clusterLevel level:uvarint (>= 2; level 2, see versions.ts)
+//  20 memberRan  memberId:str (level 2): the Raft member has run (it persisted entries of this log)
 // str = uvarint byte length + UTF-8. The tag doubles as the format version: a changed layout gets a new
 // tag, so old entries in the log keep decoding exactly as they did when they were first applied.
 import { ByteReader, ByteWriter, MAX_UINT64, utf8ByteLength } from './bytes.js';
@@ -184,6 +185,15 @@ export interface ClusterLevelCommand {
   level: number;
 }
 
+/** Proposed by the leader once member `memberId` has acknowledged entries of this log: it has run, and
+ *  from then on a start of it with an empty data dir in bootstrap mode is refused by every peer that
+ *  applied this entry — also peers restarted since it last ran (identity.ts). */
+export interface MemberRanCommand {
+  type: 'memberRan';
+  timeMs: number;
+  memberId: string;
+}
+
 /** Only advances log time, so an idle term still records how much time it observed (see LEASES.md). */
 export interface CheckpointCommand {
   type: 'checkpoint';
@@ -217,7 +227,8 @@ export type LockCommand =
   | CloseSessionCommand
   | ExpireSessionCommand
   | RevokeCommand
-  | ClusterLevelCommand;
+  | ClusterLevelCommand
+  | MemberRanCommand;
 
 export type LockCommandType = LockCommand['type'];
 
@@ -254,9 +265,15 @@ const TAGS: Record<LockCommandType, number> = {
   expireSession: 16,
   revoke: 18,
   clusterLevel: 19,
+  memberRan: 20,
 };
 /** The level (versions.ts) a build must read to read each tag; tags not listed are level 1. */
-const TAG_LEVELS: ReadonlyMap<number, number> = new Map([[19, LEVEL_CLOCK_PROGRESS]]);
+const TAG_LEVELS: ReadonlyMap<number, number> = new Map([
+  [19, LEVEL_CLOCK_PROGRESS],
+  [20, LEVEL_CLOCK_PROGRESS],
+]);
+/** A node id (src/config/node-id.ts: a DNS label of 1-63 characters; the codec checks the length only). */
+const MAX_MEMBER_ID_BYTES = 63;
 /** The highest cluster level a clusterLevel entry may carry (a sanity bound of the codec, not a plan). */
 const MAX_CLUSTER_LEVEL = 1 << 16;
 /** An acquire proposed for the head of a wait queue (same layout as tag 1; see AcquireCommand.queued). */
@@ -278,6 +295,8 @@ export function wireLimitViolation(command: LockCommand): string | null {
       return null;
     case 'clusterLevel':
       return isIntegerIn(command.level, BASE_LEVEL + 1, MAX_CLUSTER_LEVEL) ? null : `level must be an integer in [2, 2^16], got ${String(command.level)}`;
+    case 'memberRan':
+      return stringViolation('memberId', command.memberId, 1, MAX_MEMBER_ID_BYTES);
     case 'forget':
       return isIntegerIn(command.upToMs, 0, WIRE_LIMITS.maxTimeMs) ? null : `upToMs must be an integer in [0, 2^50], got ${String(command.upToMs)}`;
     case 'expire':
@@ -407,6 +426,9 @@ export function encodeCommand(command: LockCommand): Uint8Array {
       break;
     case 'clusterLevel':
       out.uint(command.level);
+      break;
+    case 'memberRan':
+      out.string(command.memberId);
       break;
     case 'termStart':
     case 'checkpoint':
@@ -541,6 +563,12 @@ export function decodeCommand(bytes: Uint8Array, readLevel = BUILD_LEVEL): LockC
       const level = input.uint();
       if (level <= BASE_LEVEL || level > MAX_CLUSTER_LEVEL) input.fail(`cluster level ${level} is outside [2, 2^16]`);
       command = { type: 'clusterLevel', timeMs, level };
+      break;
+    }
+    case TAGS.memberRan: {
+      const memberId = input.string(MAX_MEMBER_ID_BYTES);
+      if (memberId.length === 0) input.fail('memberId is empty');
+      command = { type: 'memberRan', timeMs, memberId };
       break;
     }
     case TAGS.checkpoint:

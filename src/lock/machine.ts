@@ -26,6 +26,10 @@
 //            log times is at most the difference of one leader's stamps.
 //   level    `clusterLevel` raises the cluster level (never lowers it); an entry of a level this build does
 //            not read stops the node (UnknownCommandError) rather than being skipped or misapplied.
+//   ran      `memberRan` records that a Raft member has run (from level 2; before, it changes nothing): the
+//            first-boot check refuses a bootstrap start of such a member with an empty data dir (identity.ts),
+//            on every peer that applied it, restarted or not. Ids are never reused, so the set only grows,
+//            bounded by the members ever added.
 //   forget   drops every free key freed at or before the entry's `upToMs`; their last tokens are folded into
 //            one watermark. Get answers last_token = the watermark for a key the machine has no record of.
 //   wait     an acquire with waitMs > 0 that cannot be granted joins the key's wait line (wait-line.ts); a
@@ -51,7 +55,7 @@
 //            one never used) may report a last_token higher than its own.
 import { CommandDecodeError, decodeCommand, wireLimitViolation } from './commands.js';
 import { UnknownCommandError } from './commands.js';
-import type { AcquireCommand, ClusterLevelCommand, CloseSessionCommand, DequeueCommand, ExpireCommand, ExpireSessionCommand, ForgetCommand, LockCommand, OpenSessionCommand, ReleaseCommand, RenewCommand, RenewSessionCommand, RevokeCommand, UndelayCommand } from './commands.js';
+import type { AcquireCommand, ClusterLevelCommand, MemberRanCommand, CloseSessionCommand, DequeueCommand, ExpireCommand, ExpireSessionCommand, ForgetCommand, LockCommand, OpenSessionCommand, ReleaseCommand, RenewCommand, RenewSessionCommand, RevokeCommand, UndelayCommand } from './commands.js';
 import { Session, type DueSession } from './session.js';
 import { KeyDelays, type DueDelay } from './key-delays.js';
 import { WaitLines, Waiter, type DueWaiter } from './wait-line.js';
@@ -76,6 +80,7 @@ import type {
   DueLease,
   ErrorResult,
   ClusterLevelResult,
+  MemberRanResult,
   ExpireResult,
   ForgetResult,
   LockMachineOptions,
@@ -127,6 +132,8 @@ export class LockMachine {
   /** From level 2: the highest stamp applied in the current term; log time advances by a stamp's progress
    *  past it (see the header's `time`). */
   private termLastStampMs = 0;
+  /** Raft members recorded as having run (see the header's `ran`). */
+  private readonly ranMembers = new Set<string>();
   /** Keys with a lease (live, or past its deadline and awaiting an expire entry). */
   private readonly leases = new KeyBuckets<Lease>();
   /**
@@ -216,6 +223,11 @@ export class LockMachine {
   projectedNowMs(clockMs: number): number {
     if (this.clusterLevelValue >= LEVEL_CLOCK_PROGRESS) return this.logNowMs + Math.max(0, clockMs - this.termLastStampMs);
     return Math.max(clockMs, this.logNowMs);
+  }
+
+  /** Whether member `id` is recorded as having run (a memberRan entry applied; see the header's `ran`). */
+  hasRun(id: string): boolean {
+    return this.ranMembers.has(id);
   }
 
   /** Raft term of the current lease epoch. A new leader whose term is higher must propose termStart. */
@@ -511,6 +523,7 @@ export class LockMachine {
       forgottenWatermark: this.forgottenWatermark,
       clusterLevel: this.clusterLevelValue,
       termLastStampMs: this.clusterLevelValue >= LEVEL_CLOCK_PROGRESS ? this.termLastStampMs : 0,
+      ranMembers: [...this.ranMembers].sort(),
     };
     return new SnapshotWriter(
       { header, leases: this.leases, freeKeys: this.freeKeyLastTokens, dedup: this.dedup, timesOf: this.timesAsOfNow(), waiters: this.lines, delays: this.delays, values: this.holdValues, sessions: this.sessions },
@@ -552,6 +565,7 @@ export class LockMachine {
     machine.appliedIndexValue = state.appliedIndex;
     machine.clusterLevelValue = state.clusterLevel;
     machine.termLastStampMs = state.termLastStampMs;
+    for (const id of state.ranMembers) machine.ranMembers.add(id);
     machine.logNowMs = state.nowMs;
     machine.epochTermValue = state.epochTerm;
     machine.epochStartMsValue = state.epochStartMs;
@@ -642,6 +656,8 @@ export class LockMachine {
         return { type: 'checkpoint', index };
       case 'clusterLevel':
         return this.raiseClusterLevel(index, command);
+      case 'memberRan':
+        return this.memberRan(index, command);
       case 'forget':
         return this.forget(index, command);
       case 'dequeue':
@@ -683,6 +699,14 @@ export class LockMachine {
       this.termLastStampMs = command.timeMs;
     }
     return { type: 'clusterLevel', index, level: this.clusterLevelValue };
+  }
+
+  private memberRan(index: number, command: MemberRanCommand): MemberRanResult {
+    // Below level 2 a snapshot could not carry the record (versions up to 6 have no place for it), so a
+    // replica restored from one would disagree with one that applied the entry: it changes nothing then.
+    const recorded = this.clusterLevelValue >= LEVEL_CLOCK_PROGRESS && !this.ranMembers.has(command.memberId);
+    if (recorded) this.ranMembers.add(command.memberId);
+    return { type: 'memberRan', index, memberId: command.memberId, recorded };
   }
 
   /** Drops the free keys freed at or before `upToMs` (log time), oldest first; see the header. */

@@ -100,6 +100,8 @@ export class SnapshotWriter {
       if (withLevel) {
         tail.uint(this.header.clusterLevel);
         tail.uint(this.header.termLastStampMs);
+        tail.uint(this.header.ranMembers.length);
+        for (const id of this.header.ranMembers) tail.string(id);
       }
       this.waiterBytes = tail.finish();
       version = withLevel ? SNAPSHOT_VERSION_WITH_LEVEL : withSessions ? SNAPSHOT_VERSION_WITH_SESSIONS : withDelays ? SNAPSHOT_VERSION_WITH_DELAYS : SNAPSHOT_VERSION_WITH_WAITERS;

@@ -31,7 +31,7 @@
 //   sessionHoldCount (key sessionId)*
 // Version 7 (cluster level 2, versions.ts) is written once the cluster is at level 2 and only then (so only
 // to members that read it): the tail as in 6 — always present, possibly with no sessions — then
-//   clusterLevel termLastStampMs
+//   clusterLevel termLastStampMs ranMemberCount memberId:str*   (member ids sorted, distinct)
 // Why sections: a section is sorted and written on its own (~256-512 keys), so a snapshot of a million keys
 // is written in slices, with copy-on-write per section (snapshot-writer.ts), never one global sort.
 // Version 2 had one global owner table, then all leases and all free keys sorted by key, then the watermark;
@@ -63,6 +63,9 @@ export const SNAPSHOT_VERSION_WITH_DELAYS = 5;
 export const SNAPSHOT_VERSION_WITH_SESSIONS = 6;
 /** Version 6 plus the cluster level (versions.ts); written from cluster level 2 on. */
 export const SNAPSHOT_VERSION_WITH_LEVEL = 7;
+
+/** A node id's longest form (src/config/node-id.ts), as the memberRan entry bounds it. */
+const MAX_MEMBER_ID_BYTES = 63;
 
 /** The newest snapshot version a build reading cluster level `readLevel` reads. */
 function newestVersionFor(readLevel: number): number {
@@ -100,6 +103,8 @@ export interface SnapshotHeader {
   clusterLevel: number;
   /** From level 2: the highest stamp of the current term (machine.ts `time`); 0 before version 7. */
   termLastStampMs: number;
+  /** Members recorded as having run (machine.ts `ran`), sorted; none before version 7. */
+  ranMembers: string[];
 }
 
 /** A free key as decoded: the key, its last token, when (log time) it was freed. */
@@ -333,6 +338,7 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink, readL
   const sessionHolds: [string, number][] = [];
   let clusterLevel = BASE_LEVEL;
   let termLastStampMs = 0;
+  const ranMembers: string[] = [];
   if (version === SNAPSHOT_VERSION_WITH_LEVEL) {
     fields.waiters(waiters, true, true);
     fields.delays(holdDelays, keyDelays, holdValues);
@@ -340,6 +346,12 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink, readL
     clusterLevel = input.uint();
     if (clusterLevel <= BASE_LEVEL || clusterLevel > readLevel) input.fail(`cluster level ${clusterLevel} in a version 7 snapshot (this build reads up to ${readLevel})`);
     termLastStampMs = input.uint();
+    const count = countOf(input);
+    for (let i = 0; i < count; i++) {
+      const id = input.string(MAX_MEMBER_ID_BYTES);
+      if (id.length === 0 || (i > 0 && !(ranMembers[i - 1]! < id))) input.fail('member ids are not sorted, distinct and non-empty');
+      ranMembers.push(id);
+    }
   } else if (version === SNAPSHOT_VERSION_WITH_SESSIONS) {
     fields.waiters(waiters, true, true);
     fields.delays(holdDelays, keyDelays, holdValues);
@@ -356,7 +368,7 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink, readL
     }
   }
   input.end();
-  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, clusterLevel, termLastStampMs, waiters, holdDelays, keyDelays, holdValues, sessions, sessionHolds };
+  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, clusterLevel, termLastStampMs, ranMembers, waiters, holdDelays, keyDelays, holdValues, sessions, sessionHolds };
 }
 
 /** Reads the parts every version shares, checking each field against the snapshot's index and time. */

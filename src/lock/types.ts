@@ -166,6 +166,13 @@ export interface CheckpointResult extends ResultBase {
   type: 'checkpoint';
 }
 
+export interface MemberRanResult extends ResultBase {
+  type: 'memberRan';
+  memberId: string;
+  /** False when it was recorded already, or the cluster is below level 2 (the entry then changes nothing). */
+  recorded: boolean;
+}
+
 export interface ClusterLevelResult extends ResultBase {
   type: 'clusterLevel';
   /** The cluster level after this entry (it never goes down). */
@@ -205,6 +212,7 @@ export type LockResult =
   | TermStartResult
   | CheckpointResult
   | ClusterLevelResult
+  | MemberRanResult
   | ForgetResult
   | DequeueResult
   | UndelayResult

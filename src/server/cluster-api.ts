@@ -20,6 +20,8 @@ export interface ClusterApiOptions {
   health(): { serving: boolean; reason: string };
   /** The cluster level this node's applied log reached, and the highest its build reads (versions.ts). */
   levels(): { cluster: number; build: number };
+  /** Whether the applied log records member `id` as having run (machine.ts `ran`). */
+  hasRun(id: string): boolean;
   /** Where clients reach node `id` (its gRPC address): forwarding goes there. */
   clientAddressOf(id: string): string | undefined;
   /** Credentials for calls this node makes to its peers' client port (forwarding). */
@@ -51,6 +53,7 @@ export class ClusterApi {
       learner,
       match_index: String(progress.get(id)?.match ?? 0),
       seen: id === this.opts.node.id || this.opts.node.everHeard(id),
+      ran: this.opts.hasRun(id),
     });
     return [...conf.voters.map((id) => row(id, false)), ...conf.learners.map((id) => row(id, true))];
   }

@@ -7,6 +7,7 @@ import type { LockMachine } from '../lock/machine.js';
 import type { LockView } from '../lock/types.js';
 import { validateList } from '../lock/validate.js';
 import type { NodeId, Status } from '../raft/core/types.js';
+import { BUILD_LEVEL } from '../lock/versions.js';
 import { BadQueryError, wholeNumber } from './dashboard-query.js';
 import { isoOrNull, valueJson, type JsonValue } from './dashboard-values.js';
 
@@ -62,7 +63,7 @@ export interface MemberJson {
 }
 
 export interface ClusterJson {
-  node: { id: NodeId; role: string; term: number; leader: NodeId | null; commit_index: number; applied_index: number; last_index: number; serving: boolean; health: string };
+  node: { id: NodeId; role: string; term: number; leader: NodeId | null; commit_index: number; applied_index: number; last_index: number; serving: boolean; health: string; cluster_level: number; build_level: number };
   cluster_id: string;
   /** Whose numbers these are: the match index and lag come only from the leader's own progress. */
   view: string;
@@ -103,6 +104,9 @@ export function clusterView(src: DashboardSources): ClusterJson {
       last_index: st.lastIndex,
       serving: health.serving,
       health: health.reason,
+      // The version gate (src/lock/versions.ts): what the applied log uses, and what this build reads.
+      cluster_level: src.machine().clusterLevel,
+      build_level: BUILD_LEVEL,
     },
     cluster_id: st.conf.clusterId,
     view: leading

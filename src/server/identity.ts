@@ -41,18 +41,21 @@ export class AlreadyBootstrappedError extends Error {
 
 /**
  * First boot in bootstrap mode. Refuse when a peer reports a running cluster (a term > 0) that has this
- * node as a member AND shows that this node ran before: the peer has heard from it since the peer started,
- * or the leader has a match index for it. A member that simply never ran yet (it starts after the others
+ * node as a member AND shows that this node ran before: the peer's log records it as having run (`ran`,
+ * from cluster level 2: a memberRan entry, which survives the peer's restarts), the peer has heard from it
+ * since the peer started, or the leader has a match index for it. A member that simply never ran yet (it starts after the others
  * of a new cluster elected a leader — a staggered first start) goes on: it has lost nothing. Also refuse
  * when the running cluster does not list this node at all (it must be added and started with --join).
  * Peers that know nothing yet (term 0: the cluster is being bootstrapped right now) let us go on.
- * Limit: a wiped node whose peers have all restarted since it last ran looks like one that never ran.
+ * Limit: before the cluster reached level 2 (or in the moment between a member's first acknowledgement and
+ * the commit of its memberRan entry), a wiped node whose peers have all restarted since it last ran looks
+ * like one that never ran.
  */
 export function checkFirstBoot(selfId: string, dataDir: string, answers: PeerAnswer[]): void {
   for (const { address, status } of answers) {
     if (Number(status.term) === 0 && Number(status.commit_index) === 0) continue;
     const me = status.members.find((m) => m.id === selfId);
-    if (me && !me.seen && Number(me.match_index) === 0) continue;
+    if (me && !me.seen && !me.ran && Number(me.match_index) === 0) continue;
     const known = me !== undefined;
     if (known) {
       throw new AlreadyBootstrappedError(

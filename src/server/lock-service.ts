@@ -88,6 +88,9 @@ export interface LockServiceOptions {
    *  some member has not announced its build. Asked while leading; the leader raises the cluster's level to
    *  it. Without it the cluster stays at the level its log has (a node that cannot ask never raises it). */
   membersReadLevel?: () => number | undefined;
+  /** The members known to have run (acknowledged entries of this log: the Raft leader's progress), asked
+   *  while leading; the leader records them in the log (machine.ts `ran`). */
+  membersRan?: () => readonly string[];
 }
 
 interface OpenCall {
@@ -108,6 +111,7 @@ export class LockService {
   private closed = false;
   /** The last `levels` event the leader was given. */
   private membersReadLevel: number | undefined = undefined;
+  private membersRanKey = '';
 
   constructor(
     readonly node: LockNode,
@@ -129,9 +133,12 @@ export class LockService {
     this.housekeeping = opts.env.scheduler.every(opts.housekeepingMs, () => {
       if (!this.node.isLeader()) return;
       const readLevel = opts.membersReadLevel?.();
-      if (readLevel !== this.membersReadLevel) {
+      const ran = opts.membersRan?.() ?? [];
+      const ranKey = ran.join(',');
+      if (readLevel !== this.membersReadLevel || ranKey !== this.membersRanKey) {
         this.membersReadLevel = readLevel;
-        this.step({ type: 'levels', readLevel, nowMs: this.now() });
+        this.membersRanKey = ranKey;
+        this.step({ type: 'members', readLevel, ran, nowMs: this.now() });
       }
       this.step({ type: 'tick', nowMs: this.now() });
     });

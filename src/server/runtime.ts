@@ -230,6 +230,14 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       const others = [...conf.voters, ...conf.learners].filter((member) => member !== id);
       return lowestReadLevel(BUILD_LEVEL, others, (member) => transport.announcedLevel(member));
     },
+    // Members that acknowledged entries of this log have run (the leader's own progress says so; asked
+    // only while leading), and so has the leader: recorded in the log for the first-boot check.
+    membersRan: () => {
+      const conf = node?.configuration();
+      if (!conf) return [];
+      const progress = node.progress();
+      return [...conf.voters, ...conf.learners].filter((member) => member === id || (progress.get(member)?.match ?? 0) > 0).sort();
+    },
   });
   const membership = new Membership(liveNode as RaftNode<unknown>, { env, electionTimeoutMs });
   const cluster = new ClusterApi({
@@ -237,6 +245,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     membership,
     health: () => liveNode.serving(electionTimeoutMs),
     levels: () => ({ cluster: liveService.machine.clusterLevel, build: BUILD_LEVEL }),
+    hasRun: (member) => liveService.machine.hasRun(member),
     clientAddressOf: (member) => addresses.clientAddress.get(member),
     credentials: () => credentials.dial,
     defaultTimeoutMs: DEFAULT_CALL_TIMEOUT_MS,

@@ -405,6 +405,8 @@ export interface Member {
   match_index: WireLong;
   learner: boolean;
   seen: boolean;
+  /** The answering node's log records that this member has run (survives its restarts; cluster level 2). */
+  ran: boolean;
 }
 
 export interface StatusResponse {

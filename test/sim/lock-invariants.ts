@@ -179,6 +179,8 @@ export function canonicalResult(r: LockResult): string {
       return `checkpoint@${r.index}`;
     case 'clusterLevel':
       return `clusterLevel@${r.index}|${r.level}`;
+    case 'memberRan':
+      return `memberRan@${r.index}|${r.memberId}|${r.recorded}`;
     case 'forget':
       return `forget@${r.index}|${r.forgotten}|${r.watermark}`;
     case 'dequeue':
@@ -229,6 +231,8 @@ export class LockOracle {
    *  machine's `time` rule, modelled on its own). */
   private clusterLevel = 1;
   private termLastStampMs = 0;
+  /** Members the log recorded as having run (from level 2). */
+  private readonly ranMembers = new Set<string>();
   /** Keys in lock-delay, until when (log time). */
   private readonly delays = new Map<string, number>();
   /** Decisions about waiters by entry index and request: the canonical acquire result a waiting call of
@@ -339,6 +343,13 @@ export class LockOracle {
         if (result.type !== 'clusterLevel' || result.level !== this.clusterLevel) return this.fail(`${at}: clusterLevel ${cmd.level} produced ${canonicalResult(result)}; the log's level is ${this.clusterLevel}`);
         if (post.leaseCount !== pre.leaseCount) this.fail(`${at}: ${cmd.type} changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
         break;
+      case 'memberRan': {
+        const recorded = this.clusterLevel >= 2 && !this.ranMembers.has(cmd.memberId);
+        if (recorded) this.ranMembers.add(cmd.memberId);
+        if (result.type !== 'memberRan' || result.recorded !== recorded) return this.fail(`${at}: memberRan ${cmd.memberId} produced ${canonicalResult(result)}; expected recorded=${recorded} (level ${this.clusterLevel})`);
+        if (post.leaseCount !== pre.leaseCount) this.fail(`${at}: ${cmd.type} changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
+        break;
+      }
       case 'termStart':
       case 'checkpoint':
         if (post.leaseCount !== pre.leaseCount) this.fail(`${at}: ${cmd.type} changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);

@@ -15,6 +15,8 @@ export interface LockMachineLike {
   readonly dedupSize: number;
   /** The cluster level the log reached (versions.ts). */
   readonly clusterLevel: number;
+  /** Whether the log records member `id` as having run (absent in a scratch copy from before it). */
+  hasRun?(id: string): boolean;
   hasLiveLeases(): boolean;
   apply(index: number, term: number, data: Uint8Array): LockResult;
   skip(index: number): void;

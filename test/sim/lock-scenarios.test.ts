@@ -386,8 +386,13 @@ describe('regression: leader checkpoints stay bounded when the leader cannot com
     const scn = await new LockScenario({ seed: 111, lockProfile: { checkpointIdleMs: 10 }, profile: { raft: { checkQuorum: false } } }).start();
     await scn.client('alice').acquire('orders', 60_000);
     const leader = await scn.readyLeader();
-    // The version gate's one proposal (clusterLevel) done first: what is left to count is checkpoints.
-    await scn.runUntil(() => (leader.sm as LockReplica).machine.clusterLevel === 2, 'the cluster level raised to 2');
+    // The leader's one-off proposals done first — the version gate's clusterLevel and a memberRan per member
+    // (machine.ts) — so what is left to count is checkpoints.
+    const machine = () => (leader.sm as LockReplica).machine;
+    await scn.runUntil(
+      () => machine().clusterLevel === 2 && scn.sim.nodes.every((n) => machine().hasRun?.(n.id) === true),
+      'the cluster level raised to 2 and every member recorded as having run',
+    );
     const before = leader.raft.status();
     scn.isolate(leader);
     await scn.advance(2_000);

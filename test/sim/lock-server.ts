@@ -50,6 +50,8 @@ export interface LockServerOptions {
   dedupWindowMs: number;
   /** The version gate's knowledge on `node` (LockServiceOptions.membersReadLevel). */
   membersReadLevel?: (node: SimNode) => number | undefined;
+  /** The members `node` (leading) knows have run (LockServiceOptions.membersRan). */
+  membersRan?: (node: SimNode) => readonly string[];
 }
 
 interface Running {
@@ -88,6 +90,7 @@ export class SimLockServers {
       defaultTimeoutMs: this.opts.leaderProposalTimeoutMs,
       logger: silentLogger,
       ...(this.opts.membersReadLevel ? { membersReadLevel: () => this.opts.membersReadLevel!(node) } : {}),
+      ...(this.opts.membersRan ? { membersRan: () => this.opts.membersRan!(node) } : {}),
     });
     this.running[node.idx] = { service, inc: node.incarnation };
   }

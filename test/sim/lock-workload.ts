@@ -201,6 +201,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
         leaderProposalTimeoutMs: this.profile.leaderProposalTimeoutMs,
         dedupWindowMs: this.profile.dedupWindowMs,
         membersReadLevel: (node) => this.membersReadLevel(node),
+        membersRan: (node) => this.membersRan(node),
       },
       (node) => node.sm as LockReplica,
     );
@@ -213,6 +214,15 @@ export class LockWorkload implements SimWorkload<LockReplica> {
   /** The cluster level `node`'s build reads in its current incarnation (profile.oldBuildNodes). */
   buildLevelOf(node: SimNode): number {
     return node.incarnation === 0 && node.idx < this.profile.oldBuildNodes ? BASE_LEVEL : BUILD_LEVEL;
+  }
+
+  /** As the runtime reads it: the members the leader's progress shows acknowledged entries, and itself. */
+  membersRan(node: SimNode): string[] {
+    const rn = node.rn;
+    const conf = rn?.configuration();
+    if (!rn || !conf) return [];
+    const progress = rn.progress();
+    return [...conf.voters, ...conf.learners].filter((id) => id === node.id || (progress.get(id)?.match ?? 0) > 0).sort();
   }
 
   /** What `node`'s transport would know: the level each member of its configuration announced on its

@@ -19,9 +19,13 @@
 // - Cluster level (versions.ts): once every member is known to read a level above the log's, a
 //   `clusterLevel` entry moves the cluster there. Never before: a member that cannot read an entry stops.
 //   At most one in flight.
+// - Members that ran (from level 2): a `memberRan` for every member the Raft leader's progress shows has
+//   acknowledged entries and the log does not record yet, so a wiped member is refused on a bootstrap
+//   start by every peer, restarted or not (identity.ts). One proposal per member in flight.
 import type { LockCommand } from '../commands.js';
 import type { DequeueResult, ExpireResult, SessionEndResult, UndelayResult } from '../types.js';
 import type { LockStateView, ProposalId } from './types.js';
+import { LEVEL_CLOCK_PROGRESS } from '../versions.js';
 
 export type HousekeepingProposal =
   | { kind: 'expire'; leaseId: string }
@@ -30,7 +34,8 @@ export type HousekeepingProposal =
   | { kind: 'expireSession'; sessionId: bigint }
   | { kind: 'checkpoint' }
   | { kind: 'forget' }
-  | { kind: 'clusterLevel' };
+  | { kind: 'clusterLevel' }
+  | { kind: 'memberRan'; memberId: string };
 
 export class Housekeeping {
   /** `${key}#${token}` -> the proposal expiring it. */
@@ -47,6 +52,10 @@ export class Housekeeping {
   /** The lowest cluster level every member is known to read (the adapter's knowledge of its peers'
    *  builds, versions.ts); undefined while some member has not been heard from. */
   membersReadLevel: number | undefined = undefined;
+  /** Members known to have run (the adapter's reading of the Raft leader's progress). */
+  membersRan: readonly string[] = [];
+  /** member id -> the proposal recording that it ran. */
+  private readonly recordingRan = new Map<string, ProposalId>();
   /** Stamp of the last proposal this node made as leader (any kind). */
   lastProposalAtMs = 0;
 
@@ -97,6 +106,12 @@ export class Housekeeping {
     if (this.raisingLevel === null && level !== undefined && level > state.clusterLevel) {
       this.raisingLevel = propose({ type: 'clusterLevel', timeMs: 0, level }, { kind: 'clusterLevel' });
     }
+    if (state.clusterLevel >= LEVEL_CLOCK_PROGRESS) {
+      for (const memberId of this.membersRan) {
+        if (state.hasRun(memberId) || this.recordingRan.has(memberId)) continue;
+        this.recordingRan.set(memberId, propose({ type: 'memberRan', timeMs: 0, memberId }, { kind: 'memberRan', memberId }));
+      }
+    }
   }
 
   /** An expire entry applied (ours or a previous leader's): that lease is no longer in flight. */
@@ -127,6 +142,8 @@ export class Housekeeping {
       if (this.forget === id) this.forget = null;
     } else if (purpose.kind === 'clusterLevel') {
       if (this.raisingLevel === id) this.raisingLevel = null;
+    } else if (purpose.kind === 'memberRan') {
+      if (this.recordingRan.get(purpose.memberId) === id) this.recordingRan.delete(purpose.memberId);
     } else if (purpose.kind === 'expireSession') {
       if (this.expiringSessions.get(purpose.sessionId) === id) this.expiringSessions.delete(purpose.sessionId);
     } else if (purpose.kind === 'undelay') {

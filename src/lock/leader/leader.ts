@@ -107,8 +107,9 @@ export class LockLeader {
       case 'readFailed':
         if (this.reads.delete(ev.callId)) this.fail(ev.callId, proposalFailure(ev.error));
         break;
-      case 'levels':
+      case 'members':
         this.housekeeping.membersReadLevel = ev.readLevel;
+        this.housekeeping.membersRan = ev.ran;
         break;
       case 'close':
         this.onClose();
@@ -420,6 +421,7 @@ export class LockLeader {
       case 'undelay':
       case 'expireSession':
       case 'clusterLevel':
+      case 'memberRan':
         this.housekeeping.settled(id, purpose);
         break;
     }
@@ -468,6 +470,7 @@ export class LockLeader {
       case 'undelay':
       case 'expireSession':
       case 'clusterLevel':
+      case 'memberRan':
         this.housekeeping.settled(id, purpose);
         break;
     }

@@ -26,6 +26,8 @@ export interface LockStateView {
   readonly clusterLevel: number;
   /** Log time as this term's leader would stamp it at its clock reading `clockMs` (machine.ts). */
   projectedNowMs(clockMs: number): number;
+  /** Whether the log records Raft member `id` as having run (machine.ts `ran`). */
+  hasRun(id: string): boolean;
   get(key: string): LockView;
   /** Keys held or waited on, under `prefix`, after `afterKey`, in UTF-8 byte order; at most `limit`. */
   listKeys(prefix: string, afterKey: string, limit: number): string[];
@@ -131,9 +133,10 @@ export type LeaderEvent =
   /** A read barrier the module asked for passed (this node has applied everything committed before it). */
   | ({ type: 'readDone'; callId: CallId } & At)
   | ({ type: 'readFailed'; callId: CallId; error: ProposalError } & At)
-  /** What this node knows of its members' builds changed: the lowest cluster level every member reads
-   *  (its own build included), undefined while some member has not announced one (versions.ts). */
-  | ({ type: 'levels'; readLevel: number | undefined } & At)
+  /** What this node knows of its members changed: the lowest cluster level every member reads (its own
+   *  build included; undefined while some member has not announced one: versions.ts), and the members known
+   *  to have run — acknowledged entries of this log, as the Raft leader's progress shows (machine.ts `ran`). */
+  | ({ type: 'members'; readLevel: number | undefined; ran: readonly string[] } & At)
   /** The node is shutting down: every open call fails. */
   | ({ type: 'close' } & At);
 

@@ -25,6 +25,7 @@ const samples: LockCommand[] = [
   { type: 'termStart', timeMs: NOW },
   { type: 'checkpoint', timeMs: WIRE_LIMITS.maxTimeMs },
   { type: 'clusterLevel', timeMs: NOW, level: 2 },
+  { type: 'memberRan', timeMs: NOW, memberId: 'node-7' },
 ];
 
 function decodeFailure(bytes: Uint8Array): CommandDecodeError {
@@ -55,12 +56,17 @@ describe('command codec', () => {
     expect(decodeFailure(new Uint8Array(0)).message).toMatch(/unexpected end/);
     expect(() => decodeCommand(Uint8Array.of(99, 0))).toThrow(UnknownCommandError);
     expect(() => decodeCommand(Uint8Array.of(NEWEST_COMMAND_TAG + 1))).toThrow(`lock command tag ${NEWEST_COMMAND_TAG + 1} is newer than this build reads (cluster level 2, command tags up to ${NEWEST_COMMAND_TAG})`);
-    expect(NEWEST_COMMAND_TAG).toBe(19);
-    // A build of level 1 (versions.ts) does not read tag 19, the clusterLevel entry.
+    expect(NEWEST_COMMAND_TAG).toBe(20);
+    // A build of level 1 (versions.ts) reads neither tag 19 (clusterLevel) nor tag 20 (memberRan).
     const raise = encodeCommand({ type: 'clusterLevel', timeMs: NOW, level: 2 });
     expect(() => decodeCommand(raise, 1)).toThrow('lock command tag 19 is newer than this build reads (cluster level 1, command tags up to 18)');
     expect(decodeCommand(raise, 2)).toEqual({ type: 'clusterLevel', timeMs: NOW, level: 2 });
     expect(decodeFailure(Uint8Array.of(19, 0, 1)).message).toMatch(/cluster level 1 is outside/);
+    const ran = encodeCommand({ type: 'memberRan', timeMs: NOW, memberId: 'n3' });
+    expect(() => decodeCommand(ran, 1)).toThrow('lock command tag 20 is newer than this build reads (cluster level 1, command tags up to 18)');
+    expect(decodeCommand(ran)).toEqual({ type: 'memberRan', timeMs: NOW, memberId: 'n3' });
+    expect(decodeFailure(Uint8Array.of(20, 0, 0)).message).toMatch(/memberId is empty/);
+    expect(() => encodeCommand({ type: 'memberRan', timeMs: NOW, memberId: 'x'.repeat(64) })).toThrow(/memberId must be 1..63 bytes/);
     const acquire = encodeCommand(samples[0]!);
     for (let cut = 1; cut < acquire.length; cut++) decodeFailure(acquire.subarray(0, cut));
     expect(decodeFailure(Uint8Array.of(...acquire, 0)).message).toMatch(/trailing/);

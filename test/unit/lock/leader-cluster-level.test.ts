@@ -9,13 +9,13 @@ describe('lock leader: cluster level', () => {
     const rig = new LeaderRig().ready();
     rig.advance(10);
     expect(rig.pendingOf('clusterLevel')).toHaveLength(0); // never told: nothing
-    rig.step({ type: 'levels', readLevel: undefined });
+    rig.step({ type: 'members', readLevel: undefined, ran: [] });
     rig.advance(10);
     expect(rig.pendingOf('clusterLevel')).toHaveLength(0); // a member not heard from: nothing
-    rig.step({ type: 'levels', readLevel: 1 });
+    rig.step({ type: 'members', readLevel: 1, ran: [] });
     rig.advance(10);
     expect(rig.pendingOf('clusterLevel')).toHaveLength(0); // a member on an old build: nothing
-    rig.step({ type: 'levels', readLevel: 2 });
+    rig.step({ type: 'members', readLevel: 2, ran: [] });
     rig.advance(10);
     rig.advance(10);
     expect(rig.pendingOf('clusterLevel').map((p) => p.command)).toEqual([{ type: 'clusterLevel', timeMs: rig.nowMs - 10, level: 2 }]);
@@ -27,7 +27,7 @@ describe('lock leader: cluster level', () => {
 
   it('proposes again after a failed attempt, not before', () => {
     const rig = new LeaderRig().ready();
-    rig.step({ type: 'levels', readLevel: 2 });
+    rig.step({ type: 'members', readLevel: 2, ran: [] });
     rig.advance(10);
     rig.advance(10);
     expect(rig.pendingOf('clusterLevel')).toHaveLength(1);
@@ -39,7 +39,7 @@ describe('lock leader: cluster level', () => {
 
   it('nothing before its termStart applied', () => {
     const rig = new LeaderRig().elect();
-    rig.step({ type: 'levels', readLevel: 2 });
+    rig.step({ type: 'members', readLevel: 2, ran: [] });
     rig.advance(10);
     expect(rig.pendingOf('clusterLevel')).toHaveLength(0);
   });
@@ -48,7 +48,7 @@ describe('lock leader: cluster level', () => {
     const first = new LeaderRig();
     first.nowMs = 100_000;
     first.ready();
-    first.step({ type: 'levels', readLevel: 2 });
+    first.step({ type: 'members', readLevel: 2, ran: [] });
     first.advance(10);
     first.commitAll();
     expect(first.machine.clusterLevel).toBe(2);
@@ -67,5 +67,26 @@ describe('lock leader: cluster level', () => {
     expect(rig.pendingOf('expire')).toHaveLength(1);
     rig.commitAll();
     expect(rig.machine.leaseCount).toBe(0);
+  });
+
+  it('records each member the Raft progress shows has run, once, and only from level 2 on', () => {
+    const rig = new LeaderRig().ready();
+    rig.step({ type: 'members', readLevel: 1, ran: ['n1', 'n2'] });
+    rig.advance(10);
+    expect(rig.pendingOf('memberRan')).toHaveLength(0); // level 1: the entry would change nothing
+    rig.step({ type: 'members', readLevel: 2, ran: ['n1', 'n2'] });
+    rig.advance(10);
+    rig.commitAll(); // clusterLevel 2
+    rig.advance(10);
+    rig.advance(10);
+    expect(rig.pendingOf('memberRan').map((p) => (p.command as { memberId: string }).memberId)).toEqual(['n1', 'n2']);
+    rig.commitAll();
+    expect([rig.machine.hasRun('n1'), rig.machine.hasRun('n2'), rig.machine.hasRun('n3')]).toEqual([true, true, false]);
+    rig.step({ type: 'members', readLevel: 2, ran: ['n1', 'n2', 'n3'] });
+    rig.advance(10);
+    expect(rig.pendingOf('memberRan').map((p) => (p.command as { memberId: string }).memberId)).toEqual(['n3']); // only the new one
+    rig.failProposal('timeout', rig.pendingOf('memberRan')[0]!.proposalId);
+    rig.advance(10);
+    expect(rig.pendingOf('memberRan')).toHaveLength(1); // proposed again after the failure
   });
 });

@@ -119,6 +119,31 @@ describe('log time at cluster level 2', () => {
   });
 });
 
+describe('members that ran (machine.ts `ran`)', () => {
+  it('are recorded from level 2 on, once; below level 2 the entry changes nothing', () => {
+    const feed = new Feed();
+    feed.at(1000).termStart();
+    expect(feed.expect('memberRan', feed.apply({ type: 'memberRan', timeMs: 1000, memberId: 'n2' })).recorded).toBe(false);
+    expect(feed.machine.hasRun('n2')).toBe(false);
+    expect(feed.machine.snapshot()[3]).toBe(3); // nothing a level-1 snapshot could not carry
+    feed.raiseLevel(2);
+    expect(feed.expect('memberRan', feed.apply({ type: 'memberRan', timeMs: 1000, memberId: 'n2' })).recorded).toBe(true);
+    expect(feed.expect('memberRan', feed.apply({ type: 'memberRan', timeMs: 1000, memberId: 'n2' })).recorded).toBe(false);
+    expect(feed.machine.hasRun('n2')).toBe(true);
+    expect(feed.machine.hasRun('n3')).toBe(false);
+  });
+
+  it('survive a snapshot (version 7): a restarted peer still knows who ran', () => {
+    const feed = new Feed();
+    feed.at(1000).termStart();
+    feed.raiseLevel(2);
+    for (const id of ['n3', 'n1', 'node-10']) feed.apply({ type: 'memberRan', timeMs: 1000, memberId: id });
+    const restored = LockMachine.restore(feed.machine.snapshot());
+    expect(['n1', 'n3', 'node-10', 'n2'].map((id) => restored.hasRun(id))).toEqual([true, true, true, false]);
+    expect(restored.snapshot()).toEqual(feed.machine.snapshot());
+  });
+});
+
 describe('the gate, in the machine', () => {
   it('a build that reads level 1 stops at a clusterLevel entry, naming what it reads', () => {
     const old = new LockMachine({ readLevel: 1 });

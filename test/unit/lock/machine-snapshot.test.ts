@@ -174,15 +174,18 @@ function randomLog(seed: number, length: number, termStartRate = 0.03): Entry[] 
       command = due !== undefined && random() < 0.8 ? { type: 'expire', timeMs: clock, key: due.key, token: due.token } : { type: 'expire', timeMs: clock, key, token };
     } else if (roll < 0.9) {
       // Now and then the leader moves the cluster to level 2 (log time by stamp progress, snapshot 7).
-      command = random() < 0.05 ? { type: 'clusterLevel', timeMs: clock, level: 2 } : { type: 'checkpoint', timeMs: clock };
+      // And records members that ran (a no-op below level 2).
+      const r = random();
+      command = r < 0.05 ? { type: 'clusterLevel', timeMs: clock, level: 2 } : r < 0.1 ? { type: 'memberRan', timeMs: clock, memberId: pick(['n1', 'n2', 'n3']) } : { type: 'checkpoint', timeMs: clock };
     } else if (roll < 0.95) {
       command = null;
     } else {
       // Malformed entries of known tags (a buggy proposer's): no-ops on every replica. An unknown tag is a
       // newer build's entry and stops the node instead (commands.test.ts), and so does tag 19 naming a level
-      // above this build's — which random bytes after it mostly do — so garbage uses the tags before it.
+      // above this build's — which random bytes after it mostly do — so garbage uses every other tag.
       const garbage = Uint8Array.from({ length: 1 + Math.floor(random() * 6) }, () => Math.floor(random() * 256));
-      garbage[0] = 1 + (garbage[0]! % (NEWEST_COMMAND_TAG - 1));
+      const tags = Array.from({ length: NEWEST_COMMAND_TAG }, (_, i) => i + 1).filter((tag) => tag !== 19);
+      garbage[0] = tags[garbage[0]! % tags.length]!;
       entries.push({ index, term, data: garbage });
       feedEntry(leader, entries[entries.length - 1]!);
       continue;

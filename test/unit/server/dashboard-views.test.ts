@@ -56,7 +56,7 @@ const q = (s: string) => readQuery(new URL(`http://x/?${s}`), ['prefix', 'after'
 describe('dashboard views', () => {
   it('cluster: the leader shows each member with its role, match index and lag (commit - match)', () => {
     const c = clusterView(sources(machine()));
-    expect(c.node).toMatchObject({ id: 'n1', role: 'leader', term: 3, leader: 'n1', commit_index: 100, applied_index: 99, serving: true, health: 'leader with a quorum' });
+    expect(c.node).toMatchObject({ id: 'n1', role: 'leader', term: 3, leader: 'n1', commit_index: 100, applied_index: 99, serving: true, health: 'leader with a quorum', cluster_level: 1, build_level: 2 });
     expect(c.members.map((x) => [x.id, x.role, x.match_index, x.lag, x.progress, x.connected, x.seen])).toEqual([
       ['n1', 'leader', 101, 0, null, null, true],
       ['n2', 'follower', 100, 0, 'replicate', true, true],

@@ -7,7 +7,7 @@ import type { StatusResponse } from '../../../src/transport/proto.js';
 function answer(node: string, term: string, members: string[], commit = term === '0' ? '0' : '5', seen = true): PeerAnswer {
   const status: StatusResponse = {
     node_id: node, role: 'FOLLOWER', term, leader_id: '', commit_index: commit, applied_index: commit, cluster_id: 'c1', serving: false, health: '', cluster_level: 2, build_level: 2,
-    members: members.map((id) => ({ id, address: `${id}:1`, voter: true, learner: false, match_index: '0', seen })),
+    members: members.map((id) => ({ id, address: `${id}:1`, voter: true, learner: false, match_index: '0', seen, ran: false })),
   };
   return { address: `${node}:1`, status };
 }
@@ -38,6 +38,12 @@ describe('first boot with an empty data dir', () => {
   it('refuses when the cluster never heard from it but its leader has a match index for it', () => {
     const a = answer('n1', '4', ['n1', 'n2', 'n3'], '5', false);
     a.status.members.find((m) => m.id === 'n3')!.match_index = '17';
+    expect(() => checkFirstBoot('n3', '/d', [a])).toThrow(AlreadyBootstrappedError);
+  });
+
+  it('refuses when a peer restarted since this node last ran (never heard from it, no match index) but its log records that it ran', () => {
+    const a = answer('n1', '4', ['n1', 'n2', 'n3'], '5', false);
+    a.status.members.find((m) => m.id === 'n3')!.ran = true;
     expect(() => checkFirstBoot('n3', '/d', [a])).toThrow(AlreadyBootstrappedError);
   });
 

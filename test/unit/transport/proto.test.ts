@@ -242,7 +242,7 @@ describe('proto files and loader', () => {
     expect(fields('leasehold.v1.Holder')).toEqual([
       'owner=1:string', 'token=2:uint64', 'ttl_ms=3:int64', 'expires_at_ms=4:int64', 'shared=5:bool', 'session_id=6:uint64', 'value=7:bytes',
     ]);
-    expect(fields('leasehold.v1.Member')).toEqual(['id=1:string', 'address=2:string', 'voter=3:bool', 'match_index=4:uint64', 'learner=5:bool', 'seen=6:bool']);
+    expect(fields('leasehold.v1.Member')).toEqual(['id=1:string', 'address=2:string', 'voter=3:bool', 'match_index=4:uint64', 'learner=5:bool', 'seen=6:bool', 'ran=7:bool']);
     expect(fields('leasehold.v1.AddMemberRequest')).toEqual(['id=1:string', 'address=2:string', 'learner=3:bool']);
     expect(fields('leasehold.v1.PromoteMemberRequest')).toEqual(['id=1:string']);
     expect(fields('leasehold.v1.RemoveMemberRequest')).toEqual(['id=1:string']);

@@ -122,8 +122,8 @@ const statusResponse: StatusResponse = {
   commit_index: '120',
   applied_index: '119',
   members: [
-    { id: 'n1', address: '127.0.0.1:7001', voter: true, learner: false, match_index: '120', seen: true },
-    { id: 'n2', address: '127.0.0.1:7002', voter: false, learner: true, match_index: '0', seen: false },
+    { id: 'n1', address: '127.0.0.1:7001', voter: true, learner: false, match_index: '120', seen: true, ran: true },
+    { id: 'n2', address: '127.0.0.1:7002', voter: false, learner: true, match_index: '0', seen: false, ran: false },
   ],
   cluster_id: 'c-1',
   serving: true,
