@@ -308,6 +308,7 @@ async function main(): Promise<number> {
   const problems = [...clusterCheck.problems, ...resourceProblems, ...unexpected.map((u) => `unexpected client error: ${u}`)];
   if (acquiredOk === 0 || writesOk === 0) problems.push(`no progress: ${acquiredOk} acquires and ${writesOk} fenced writes succeeded`);
   const notRecovered = nemesis.faults.filter((f) => Object.values(f.recoveryMs ?? {}).some((ms) => ms === null));
+  for (const f of nemesis.faults) if (f.problem) problems.push(f.problem);
   for (const f of notRecovered) problems.push(`after ${f.kind} (${f.targets.join(',')}) healed, ${Object.entries(f.recoveryMs!).filter(([, ms]) => ms === null).map(([id]) => id).join(',')} did not serve a Get within the recovery timeout`);
   const clean = verdict.valid && problems.length === 0;
 

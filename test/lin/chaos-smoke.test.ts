@@ -1,7 +1,8 @@
 // The CI chaos run (scripts/chaos.ts) as a child process: a real 3-node cluster, every node-to-node link
 // through a proxy, three clients, 60 s of a seeded nemesis — partitions between nodes (leader isolated,
 // splits, bridges, one-way cuts, flapping, slow and lossy links), kill -9, SIGSTOP, and the clients' own
-// partitions, held and delayed traffic — then the checker. Bounded: ~90 s wall on two cores; the child is
+// partitions, held and delayed traffic, and once a leader whose clock runs 5 s fast followed by one on the
+// true clock (a 1 s lease taken then must pass on within 3 s: issue 22) — then the checker. Bounded: ~90 s wall on two cores; the child is
 // killed by PID if it overruns, and so is every node it reported starting.
 //
 // A quarter of the acquires queue for the lock: the two anomalies the chaos runs found
@@ -81,7 +82,7 @@ function alive(pid: number): boolean {
 describe('chaos run in CI', () => {
   it(`${DURATION_S} s of node partitions, kills, pauses and client faults: the history checks clean, every node recovers after every fault, and locks were really taken and used`, { timeout: 200_000 }, async () => {
     expect(existsSync(CHAOS_JS), 'build first: npx tsc -p tsconfig.json').toBe(true);
-    const args = ['--duration', String(DURATION_S), '--seed', String(SEED), '--nodes', '3', '--workers', '3', '--faults', 'partitions,kills,pauses,clients', '--wgl-budget', '10000', '--out', outDir];
+    const args = ['--duration', String(DURATION_S), '--seed', String(SEED), '--nodes', '3', '--workers', '3', '--faults', 'partitions,kills,pauses,clients,fast-leader', '--wgl-budget', '10000', '--out', outDir];
     const { code, stdout, result } = await runChaos(args, 180_000);
     const why = `seed ${SEED}; history, faults and node logs kept in ${outDir}; replay: ${result?.replay ?? `npm run chaos -- ${args.join(' ')}`}\n${stdout.slice(-4000)}`;
     expect(result, why).not.toBeNull();
@@ -99,6 +100,8 @@ describe('chaos run in CI', () => {
     expect(kinds.some((k) => ['isolate-leader', 'split', 'bridge', 'leader-inbound', 'leader-outbound', 'flap'].includes(k)), why).toBe(true);
     expect(kinds.some((k) => k.startsWith('kill-') || k === 'restart-all'), why).toBe(true);
     expect(kinds.some((k) => k.startsWith('pause-')), why).toBe(true);
+    // A leader 5 s fast, then a true-clock one: the probe lease passed on in time (else a problem above).
+    expect(r.faults['fast-leader'], why).toBeGreaterThan(0);
     expect(r.faultsTotal, why).toBeGreaterThan(8);
     // The nodes really dialled each other through the peer links (peerDialOverrides), and cuts bit.
     expect(r.peerLinks.connections, why).toBeGreaterThan(6);

@@ -35,6 +35,9 @@
 //   clock-jump                  the node's wall clock jumps ±0.5-3 s and the node restarts (a running node's
 //                               lease stamps are monotonic: a jump reaches them only at its next start);
 //                               half the time it is then made leader (TransferLeader)
+//   fast-leader                 a voter's wall clock runs 5 s ahead (restarted) and it leads for 1-2 s, then a
+//                               true-clock voter leads; a 1 s lease taken under it must pass to the next owner
+//                               within 3 s (issue 22: under max(log time, stamp) log time stood still ~5 s)
 //   clock-drift                 its monotonic clock (and timers) runs -5 % .. +1.5 % — inside the model
 //                               (clients keep a 2 % margin), so the checker must find nothing
 //   disk-slow                   every durable write takes 5-80 ms longer
@@ -42,6 +45,7 @@
 //   disk-crash                  SIGKILL right after 0-20 more durable batches land; cleared, restarted
 import { waitFor, type TestCluster } from '../integration/harness.js';
 import type { FaultProxy } from '../e2e/proxy.js';
+import type { AcquireResponse } from '../../src/transport/proto.js';
 import type { SimRng } from '../sim/rng.js';
 import type { MembershipNemesis } from './membership-nemesis.js';
 import type { NodeFaultControl } from './node-faults.js';
@@ -49,13 +53,19 @@ import { PeerNet, type Link } from './peer-net.js';
 import type { Prober } from './probe.js';
 import { sleep } from './workload.js';
 
+/** fast-leader: how far ahead the fast voter's clock runs, and the longest a 1 s lease taken under the
+ *  next (true-clock) leader may take to pass to a waiting owner: its ttl, plus room for an expiry proposal
+ *  and one unlucky election (which extends a lease by a full ttl) — far below the ~5 s of the stall. */
+const FAST_LEADER_AHEAD_MS = 5000;
+const FAST_LEADER_HANDOVER_BOUND_MS = 3000;
+
 export const FAULT_GROUPS = {
   kills: ['kill-leader', 'kill-node', 'kill-majority', 'restart-all'],
   pauses: ['pause-leader', 'pause-node'],
   clients: ['partition-node', 'isolate-client', 'hold-client', 'slow-node'],
   partitions: ['isolate-leader', 'split', 'bridge', 'leader-inbound', 'leader-outbound', 'flap', 'slow-links', 'lossy-links', 'stale-leader'],
   membership: ['add-learner', 'add-voter', 'remove-node', 'remove-leader', 'replace-node'],
-  clock: ['clock-jump', 'clock-drift'],
+  clock: ['clock-jump', 'clock-drift', 'fast-leader'],
   disk: ['disk-slow', 'disk-fail', 'disk-crash'],
 } as const;
 export type FaultGroup = keyof typeof FAULT_GROUPS;
@@ -89,6 +99,7 @@ const WEIGHTS: Record<FaultKind, number> = {
   'replace-node': 1,
   'clock-jump': 1,
   'clock-drift': 1.5,
+  'fast-leader': 1,
   'disk-slow': 1,
   'disk-fail': 1,
   'disk-crash': 1,
@@ -118,6 +129,9 @@ export interface FaultRecord {
   recoveryMs?: Record<string, number | null>;
   /** The fault could not be carried out as planned (e.g. a membership change refused); the run goes on. */
   error?: string;
+  /** What the fault measured that the service must not do (fast-leader: a lease outliving its ttl by far);
+   *  the run reports it as a problem. */
+  problem?: string;
 }
 
 export interface NemesisOptions {
@@ -347,6 +361,8 @@ export class Nemesis {
       case 'remove-leader':
       case 'replace-node':
         return this.changeMembership(kind);
+      case 'fast-leader':
+        return this.fastLeader(hold);
       case 'clock-jump':
       case 'clock-drift':
       case 'disk-slow':
@@ -373,15 +389,7 @@ export class Nemesis {
         this.start(target);
         // A skewed clock matters most where leases are judged: half the time the node is made leader.
         if (lead) {
-          await waitFor(
-            `${target} to rejoin`,
-            async () => {
-              const st = await cluster.status(target, 800);
-              return BigInt(st.applied_index) > 0n && st.leader_id !== '';
-            },
-            20_000,
-            100,
-          );
+          await this.rejoined(target);
           await this.o.membership.transferLeader(target);
         }
         await hold(1000, 4000);
@@ -538,6 +546,65 @@ export class Nemesis {
     } catch {
       // gone already
     }
+  }
+
+  /**
+   * Issue 22: a voter whose clock runs FAST_LEADER_AHEAD_MS ahead leads for a while, so log time follows its
+   * clock; then a voter on the true clock leads. A 1 s lease taken under the second must pass to the next
+   * owner about 1 s later. Under log time = max(log time, stamp) it stayed taken for as long as the first
+   * clock had been ahead (~5 s), because the true clock stamped below log time and log time stood still.
+   */
+  private async fastLeader(hold: (lo: number, hi: number) => Promise<void>): Promise<FaultRecord | null> {
+    const { cluster, rng, nodeFaults, membership } = this.o;
+    if (!nodeFaults) throw new Error('fast-leader needs the cluster\'s test-fault files (faultFiles)');
+    const voters = ((await membership.refresh())?.voters ?? []).filter((id) => cluster.procs.has(id) && !this.paused.has(id));
+    if (voters.length < 2) return null;
+    const fast = rng.pick(voters);
+    const next = rng.pick(voters.filter((id) => id !== fast));
+    const ctl = nodeFaults(fast);
+    const f = this.begin('fast-leader', [fast, next], `${fast} +${FAST_LEADER_AHEAD_MS} ms leads, then ${next} on the true clock`);
+    ctl.setClock({ offsetMs: FAST_LEADER_AHEAD_MS });
+    await cluster.kill(fast, 'SIGKILL');
+    this.start(fast);
+    await this.rejoined(fast);
+    await membership.transferLeader(fast);
+    await hold(1000, 2000); // the workers' entries carry its stamps: log time runs ~5 s ahead of true time
+    await membership.transferLeader(next);
+    const handOverMs = await this.leaseHandOverMs(next);
+    ctl.clear(); // back to the true clock at its next start
+    f.detail += handOverMs === null ? '; the probe lease was not granted (not measured)' : `; a 1 s lease taken under ${next} passed to the next owner after ${Math.round(handOverMs)} ms`;
+    if (handOverMs !== null && handOverMs > FAST_LEADER_HANDOVER_BOUND_MS) {
+      f.problem = `fast-leader: a 1 s lease taken under ${next} (true clock, after ${fast} led ${FAST_LEADER_AHEAD_MS} ms ahead) passed to the next owner only after ${Math.round(handOverMs)} ms (bound ${FAST_LEADER_HANDOVER_BOUND_MS} ms): log time stood still`;
+    }
+    return this.end(f);
+  }
+
+  /** Until restarted node `id` has applied entries and follows a leader (or 20 s pass: then it throws). */
+  private async rejoined(id: string): Promise<void> {
+    await waitFor(
+      `${id} to rejoin`,
+      async () => {
+        const st = await this.o.cluster.status(id, 800);
+        return BigInt(st.applied_index) > 0n && st.leader_id !== '';
+      },
+      20_000,
+      100,
+    );
+  }
+
+  /** ms from a 1 s lease's grant (through `via`) until a second owner waiting for it is granted; null when
+   *  the first acquire did not succeed, Infinity when the second never did. Keys of their own (not the
+   *  workers'), so the checked history is untouched. */
+  private async leaseHandOverMs(via: string): Promise<number | null> {
+    const { cluster } = this.o;
+    const key = `fast-leader-probe-${this.faults.length}`;
+    const acquire = (owner: string, waitMs: number) =>
+      cluster.raw<AcquireResponse>(via, 'Acquire', { key, owner, ttl_ms: 1000, wait_ms: waitMs, request_id: `${key}-${owner}` }, waitMs + 3000).catch(() => null);
+    const first = await acquire('probe-first', 0);
+    if (!first?.acquired) return null;
+    const grantedAtMs = this.o.now();
+    const second = await acquire('probe-second', 15_000);
+    return second?.acquired ? this.o.now() - grantedAtMs : Infinity;
   }
 
   /** The current leader among the running, unpaused members (by their own Status), or a random running member. */
