@@ -299,8 +299,8 @@ export class ClientApi {
         this.run(call, cb as Reply<CloseSessionResponse>, v, 'CloseSession', async (req, timeoutMs) => closeSessionToWire(await this.opts.service.closeSession(req, timeoutMs)));
       },
       Stream: (call) => this.serveStream(call),
-      Watch: (call) => serveWatch(call, this.opts.watch),
-      List: (call, cb) => serveList(call, cb, this.opts.list),
+      Watch: (call) => serveWatch(call, this.opts.watch, () => this.opts.countRefused?.('watch', 'invalid')),
+      List: (call, cb) => serveList(call, cb, this.opts.list, () => this.opts.countRefused?.('list', 'invalid')),
       Revoke: (call, cb) => {
         const r = call.request;
         const v = validateRevoke({ key: r.key, token: r.token, reason: r.reason, requestId: r.request_id }, this.opts.limits);

@@ -17,12 +17,22 @@ export interface ListServing {
 
 const EMPTY = new Uint8Array(0);
 
-export function serveList(call: grpc.ServerUnaryCall<ListRequest, WireInput<ListResponse>>, cb: grpc.sendUnaryData<WireInput<ListResponse>>, serving: ListServing | undefined): void {
+/** `onInvalid` counts a request refused as malformed or out of bounds (leasehold_lock_operations_total). */
+export function serveList(
+  call: grpc.ServerUnaryCall<ListRequest, WireInput<ListResponse>>,
+  cb: grpc.sendUnaryData<WireInput<ListResponse>>,
+  serving: ListServing | undefined,
+  onInvalid?: () => void,
+): void {
   if (serving === undefined) return cb(statusError(grpc.status.UNIMPLEMENTED, 'this node serves no List'));
+  const refuse = (details: string): void => {
+    onInvalid?.();
+    cb(statusError(grpc.status.INVALID_ARGUMENT, details));
+  };
   const invalid = invalidReason(call.request);
-  if (invalid !== undefined) return cb(statusError(grpc.status.INVALID_ARGUMENT, `malformed list request: ${invalid}`));
+  if (invalid !== undefined) return refuse(`malformed list request: ${invalid}`);
   const v = validateList({ prefix: call.request.prefix, limit: call.request.limit, pageToken: call.request.page_token });
-  if (!v.ok) return cb(statusError(grpc.status.INVALID_ARGUMENT, v.error.message));
+  if (!v.ok) return refuse(v.error.message);
   const { prefix, limit, afterKey } = v.value;
   serving.readBarrier(serving.barrierTimeoutMs).then(
     () => {

@@ -18,16 +18,23 @@ export interface WatchServing {
 
 export type WatchCall = grpc.ServerWritableStream<WatchRequest, WireInput<WatchEvent>>;
 
-export function serveWatch(call: WatchCall, serving: WatchServing | undefined): void {
+/** `onInvalid` counts a request refused as malformed or out of bounds (leasehold_lock_operations_total). */
+export function serveWatch(call: WatchCall, serving: WatchServing | undefined, onInvalid?: () => void): void {
   const fail = (code: grpc.status, details: string): void => {
     call.emit('error', statusError(code, details));
   };
   if (serving === undefined) return fail(grpc.status.UNIMPLEMENTED, 'this node serves no watches');
   const invalid = invalidReason(call.request);
-  if (invalid !== undefined) return fail(grpc.status.INVALID_ARGUMENT, `malformed watch request: ${invalid}`);
+  if (invalid !== undefined) {
+    onInvalid?.();
+    return fail(grpc.status.INVALID_ARGUMENT, `malformed watch request: ${invalid}`);
+  }
   const r = call.request;
   const v = validateWatch({ key: r.key, prefix: r.prefix, afterIndex: r.after_index, includeRenewals: r.include_renewals });
-  if (!v.ok) return fail(grpc.status.INVALID_ARGUMENT, v.error.message);
+  if (!v.ok) {
+    onInvalid?.();
+    return fail(grpc.status.INVALID_ARGUMENT, v.error.message);
+  }
   let over = false;
   let handle: { close(): void } | null = null;
   const stop = () => {

@@ -69,6 +69,14 @@ describe('metrics', () => {
       return val(m, 'leasehold_lock_operations_total{op="acquire",outcome="invalid"}') >= 1 ? m : null;
     });
     expect(val(n1, 'leasehold_lock_operations_total{op="acquire",outcome="invalid"}')).toBe(1);
+    // So is a List beyond its page bound.
+    const badList = await c.raw('n1', 'List', { prefix: '', limit: 5000, page_token: '' }).then(() => 'OK', (e: unknown) => String(e));
+    expect(badList).toMatch(/INVALID_ARGUMENT/);
+    const listed = await waitFor('n1 counts the invalid List', async () => {
+      const m = await scrape(maddr(0));
+      return val(m, 'leasehold_lock_operations_total{op="list",outcome="invalid"}') >= 1 ? m : null;
+    });
+    expect(val(listed, 'leasehold_lock_operations_total{op="list",outcome="invalid"}')).toBe(1);
     expect(val(after, 'leasehold_lock_operation_duration_seconds_count{op="acquire"}')).toBeGreaterThanOrEqual(63);
     expect(val(after, 'leasehold_raft_proposals_total{outcome="committed"}') - val(before, 'leasehold_raft_proposals_total{outcome="committed"}')).toBeGreaterThanOrEqual(123);
     expect(val(after, 'leasehold_raft_proposal_duration_seconds_count')).toBeGreaterThan(val(before, 'leasehold_raft_proposal_duration_seconds_count'));
