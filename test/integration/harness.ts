@@ -235,7 +235,7 @@ export class TestCluster {
   }
 
   /** One raw unary call against one node, no retries. */
-  async raw<Res>(id: string, method: 'Acquire' | 'Renew' | 'Release' | 'Get', request: object, timeoutMs = 3000): Promise<Res> {
+  async raw<Res>(id: string, method: 'Acquire' | 'Renew' | 'Release' | 'Get' | 'List', request: object, timeoutMs = 3000): Promise<Res> {
     const pool = new EndpointPool({ endpoints: [this.endpoint(id)], attemptTimeoutMs: timeoutMs, ...this.creds() });
     try {
       return await pool.call<Res>(method, request, Date.now() + timeoutMs, undefined, false);
