@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GetResponse } from '../../src/transport/proto.js';
 import { MAIN_JS, TestCluster, waitFor } from './harness.js';
 
 const TTL_MS = 2000;
@@ -116,6 +117,30 @@ describe('election', () => {
     // observe: each leader once, in token order, with its value — the same leaders the resource saw.
     expect(seen.map((s) => [BigInt(s.token), s.value])).toEqual(leaders.map((l) => [l.token, l.candidate]));
   }, 90_000);
+
+  it('observe opened after the last leader\'s session ended reports nobody until a new candidate leads: never the dead leader', async () => {
+    for (const p of candidates) killGroup(p); // the last leader dies, and nobody else campaigns
+    await waitFor(
+      'the dead leader\'s session to run out',
+      async () => ((await c.raw<GetResponse>(c.ids[0]!, 'Get', { key: 'election/jobs' })).held ? null : true),
+      TTL_MS + 8_000,
+    );
+    const seen: { value: string }[] = [];
+    const late = spawn(process.execPath, [MAIN_JS, 'observe', 'jobs', '--json', '--endpoints', c.endpoints().join(',')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    createInterface({ input: late.stdout! }).on('line', (l) => seen.push(JSON.parse(l)));
+    try {
+      const fresh = spawn(process.execPath, [MAIN_JS, 'elect', 'jobs', '--value', 'cand-new', '--ttl', '2s', '--quiet', '--endpoints', c.endpoints().join(','), '--', process.execPath, '-e', 'setInterval(() => {}, 1000)'], {
+        stdio: 'ignore',
+        detached: true,
+      });
+      candidates.push(fresh);
+      await waitFor('observe reports the new leader', () => seen.length >= 1, 15_000);
+      await new Promise((r) => setTimeout(r, 200)); // anything it would print after it
+      expect(seen.map((s) => s.value)).toEqual(['cand-new']);
+    } finally {
+      late.kill('SIGKILL');
+    }
+  }, 60_000);
 });
 
 function readFileSafe(path: string): string {
