@@ -26,6 +26,7 @@ import { UnreachableReports } from './reports.js';
 import { EventQueue, type Timed } from './queue.js';
 import { describeNode, runSummary, violationReport } from './report.js';
 import { SimRng } from './rng.js';
+import { termNotLearned } from './term-learned.js';
 import { Trace } from './trace.js';
 import { emptyStats, SimViolation, type CoreModule, type ExtraInvariant, type SimOptions, type SimResult, type SimStats } from './types.js';
 import { ValueWorkload, type SimWorkload } from './workload.js';
@@ -367,7 +368,14 @@ export class SimCluster {
         if (this.membership !== null) this.removedBeforeDelivery = committedRemovals(node);
         node.heardAt[ev.from] = this.now;
         node.rn.receive(ev.msg);
-        if (ev.msg.term === node.raft.status().term) node.heardInTermAt[ev.from] = this.now;
+        const after = node.raft.status();
+        if (ev.msg.term === after.term) node.heardInTermAt[ev.from] = this.now;
+        // The driver steps the core synchronously: its term now is what handling this message left
+        // (term-learned.ts). A stopped driver (a recorded violation) steps nothing.
+        if (this.pending === null) {
+          const ctx = { after, checkQuorum: this.profile.raft.checkQuorum ?? true, removedBefore: this.membership !== null ? this.removedBeforeDelivery : [] };
+          this.check(termNotLearned(ev.msg, ctx), 'term-learned', node);
+        }
         this.touchedBy = node;
         this.cause = { kind: 'deliver', msg: ev.msg };
         return;

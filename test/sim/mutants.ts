@@ -291,6 +291,26 @@ export const MUTANTS: Mutant[] = [
       }),
   },
   {
+    // §5.1 broken on the leader's side: it returns on a vote or append response that carries a higher term
+    // instead of stepping down (issue 22, planted bug 2). A deposed leader then keeps leading its stale term
+    // until CheckQuorum or a higher-term request reaches it; before term-learned.ts only the end-of-run
+    // liveness phase noticed, in a few percent of seeds. term-learned caught it in 484 of seeds 1-1000
+    // (first at seed 4).
+    name: 'leader ignores a response carrying a higher term (§5.1)',
+    expect: ['term-learned'],
+    maxSeeds: 30,
+    core: (base) =>
+      module(base, (cfg, restored) => {
+        const w = new WrappedCore(base, cfg, restored);
+        w.step = (m) => {
+          const c = internals(w.inner);
+          if (c.role === 'leader' && m.term > c.term && (m.type === 'AppendEntriesResponse' || m.type === 'RequestVoteResponse')) return;
+          w.inner.step(m);
+        };
+        return w;
+      }),
+  },
+  {
     // votedFor is not reloaded after a restart (the "not persisting votedFor" bug, seen from disk).
     name: 'votedFor forgotten on restart',
     expect: ['one-vote-per-term', 'election-safety', 'state-machine-safety', 'log-matching'],
