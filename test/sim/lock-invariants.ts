@@ -46,6 +46,7 @@ import type { Entry } from '../../src/raft/core/types.js';
 import type { LockCommand, LockResult, LockView } from '../../src/lock/index.js';
 import type { WaiterDecision } from '../../src/lock/types.js';
 import { serverMinHoldMs } from './lock-clock.js';
+import type { HoldView } from './lock-max-hold.js';
 import type { LockMachineLike } from './lock-module.js';
 
 /** What a replica looked like just before / after an entry. */
@@ -269,6 +270,11 @@ export class LockOracle {
   /** The answer entry `index` gave a waiting request (owner, request_id), as a canonical acquire result. */
   decisionAt(index: number, owner: string, requestId: string): string | undefined {
     return this.decisions.get(index)?.get(dedupId(owner, requestId));
+  }
+
+  /** The model's hold of `key` (maybe past its deadline): its grant, TTL and session (lock-max-hold.ts). */
+  holdOf(key: string): HoldView | undefined {
+    return this.leases.get(key);
   }
 
   /** Current holder as the oracle tracks it (lease present in the machine; maybe past its deadline). */

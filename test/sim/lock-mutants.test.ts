@@ -36,6 +36,7 @@ describe.skipIf(!!env['SIM_LOCK'] || !!env['SEED'])('the lock simulation catches
             if (!(e instanceof SimViolation)) throw e;
             if (e.invariant === 'liveness') continue;
             if (!SAFETY.includes(e.invariant)) throw new Error(`mutant ${mutant.id} reported as ${e.invariant}, not a lock safety invariant:\n${e.message}`);
+            if (mutant.caughtBy !== undefined && !mutant.caughtBy.test(e.message)) throw new Error(`mutant ${mutant.id} must be caught by ${mutant.caughtBy}, was caught by another check:\n${e.message}`);
             // The same seed must pass on the real machine, or it is not this bug that was caught.
             await runLockSimulation({ seed, events: EVENTS, lockProfile: mutant.lockProfile });
             caught.push({ seed, invariant: e.invariant, detail: e.message.split('\n')[1]!.trim().slice(0, 160) });

@@ -24,6 +24,8 @@ export interface LockMutant {
   maxSeeds: number;
   /** Lock-profile overrides for the runs (e.g. switching a structural oracle check off). */
   lockProfile?: Partial<LockProfile>;
+  /** The check that must be the one to catch it (its violation message matches), when that is the point. */
+  caughtBy?: RegExp;
 }
 
 const NO_EXTENSION_PATCH: Patch = {
@@ -166,6 +168,24 @@ export const LOCK_MUTANTS: LockMutant[] = [
     name: 'a hold under a session reads its own times, not its session\'s',
     maxSeeds: 300,
     patches: [{ file: 'lease.ts', find: `    return (this.session ?? this).leaseDeadlineMs > nowMs;\n`, replace: `    return this.leaseDeadlineMs > nowMs || this.session !== null;\n` }],
+  },
+  // Leases kept alive by elections (issue 22, planted bug 3b; etcd #9395): each term start keeps only what the
+  // term just finished observed, so a lease whose every term is shorter than its TTL is never ended. Only
+  // the true-time max-hold bound (lock-max-hold.ts) sees it: nothing ends early, and the extension the oracle
+  // checks structurally is still there. Caught in 15 of lock seeds 1-1000 (first at seed 30): the budget
+  // leaves room for the seeds to shift.
+  {
+    id: 'r',
+    name: 'observed lease time overwritten at each term start instead of summed (a dead lease outlives its bound)',
+    maxSeeds: 300,
+    caughtBy: /max hold \(true time\)/,
+    patches: [
+      {
+        file: 'epoch.ts',
+        find: `  lease.observedMs += Math.max(0, previousTermEndMs - lease.observeFromMs);\n`,
+        replace: `  lease.observedMs = Math.max(0, previousTermEndMs - lease.observeFromMs);\n`,
+      },
+    ],
   },
   // Log time (issue 22): at cluster level 2 it follows the term leader's stamps from wherever it stands; the
   // oracle models the rule on its own, and a leader on a slower clock than the last one exposes the revert.

@@ -23,6 +23,8 @@ import type { SimNode } from './node.js';
 import { SimRng } from './rng.js';
 import { callOf, SimLockServers, type LockCall } from './lock-server.js';
 import { LockCallChecks } from './lock-calls.js';
+import { MaxHoldCheck, servedTailMs } from './lock-max-hold.js';
+import { ServedTimeline } from './lock-served.js';
 import type { Attempt, ClientOp } from './clients.js';
 import type { Ack, HistoryEvent, ServeOutcome, SimWorkload, WriteContext } from './workload.js';
 import type { LockView } from '../../src/lock/index.js';
@@ -81,7 +83,13 @@ export class LockReplica implements StateMachine {
       cmd = null;
     }
     if (judge) {
-      oracle.judge(entry, cmd, result, pre!, captureState(this.machine, keys), cmd === null ? undefined : this.wl.stampOf(entry.term, cmd.timeMs));
+      const post = captureState(this.machine, keys);
+      const stamp = cmd === null ? undefined : this.wl.stampOf(entry.term, cmd.timeMs);
+      oracle.judge(entry, cmd, result, pre!, post, stamp);
+      if (stamp !== undefined && oracle.violation === null) {
+        const level2 = oracle.stats.levelRaisedAt > 0 ? oracle.stats.levelRaisedAt : Infinity;
+        this.wl.maxHold.afterEntry(entry.index, `entry ${entry.index}/t${entry.term} (${cmd!.type})`, stamp, pre!, post, keys, (k) => oracle.holdOf(k), level2);
+      }
       const rk = cmd === null ? undefined : requestKeyOf(cmd);
       if (rk !== undefined) this.wl.requestAt.set(entry.index, rk);
       if (cmd?.type === 'acquire' && result.type === 'error' && result.code === 'SESSION_NOT_OPEN') this.wl.servers.checks.sessionNotOpen(LockCallChecks.requestKey(cmd.owner, cmd.requestId), entry.index);
@@ -162,6 +170,9 @@ export class LockWorkload implements SimWorkload<LockReplica> {
   servers!: SimLockServers;
   readonly oracle: LockOracle;
   readonly resource = new SimFencedResource();
+  /** The liveness side of leases (lock-max-hold.ts) and the true time it may excuse (lock-served.ts). */
+  served!: ServedTimeline;
+  maxHold!: MaxHoldCheck;
   readonly clients: LockClients;
   readonly stats = { blockingAcquires: 0, shortAttempts: 0, getsChecked: 0, lockDelayAcquires: 0 };
   /** Scenario tests read results from replicas. */
@@ -205,6 +216,8 @@ export class LockWorkload implements SimWorkload<LockReplica> {
       },
       (node) => node.sm as LockReplica,
     );
+    this.served = new ServedTimeline((node) => this.servers.service(node)?.isReadyLeader ?? false);
+    this.maxHold = new MaxHoldCheck(this.profile.maxDrift, servedTailMs(this.profile, sim.profile), this.served);
   }
 
   createStateMachine(node?: SimNode): LockReplica {
@@ -419,6 +432,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
 
   /** The extra invariant run after every event: client-side and resource violations, replica bookkeeping. */
   readonly invariant = (sim: SimCluster): string | null => {
+    this.served.note(sim);
     const v = this.pendingViolation();
     if (v !== null) return v;
     for (const n of sim.nodes) {
@@ -435,6 +449,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
     if (this.servers.checks.violation !== null) return `[lock] ${this.servers.checks.violation}`;
     if (this.clients.violation !== null) return `[lock] ${this.clients.violation}`;
     if (this.resource.violation !== null) return `[lock] ${this.resource.violation}`;
+    if (this.maxHold.violation !== null) return `[lock] ${this.maxHold.violation}`;
     return null;
   }
 
@@ -463,6 +478,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
       `expire ${o.expired}, replays ${o.replays}; sessions ${o.sessionsOpened} opened/${o.sessionsRenewed} renewed/${o.sessionsEnded} ended/${o.sessionRefusals} acquires refused not open; epochs ${o.epochStarts} (leases extended ${o.leasesExtended}, ended ${o.leasesEnded}, max carried ${o.maxEpochsCarried}); ` +
       `cluster level ${o.clusterLevel} (raised at entry ${o.levelRaisedAt || '-'}; ${this.profile.oldBuildNodes} node(s) started on a level-1 build); ` +
       `tightest expiry margin ${Number.isFinite(o.tightestExpiryMarginMs) ? o.tightestExpiryMarginMs.toFixed(2) + 'ms' : '-'}; ` +
+      `max hold: ${this.maxHold.stats.checks} checks, tightest margin ${Number.isFinite(this.maxHold.stats.tightestMarginMs) ? this.maxHold.stats.tightestMarginMs.toFixed(2) + 'ms' : '-'}, ${this.maxHold.stats.gaps} gaps between terms (largest served part ${this.maxHold.stats.maxServedGapMs.toFixed(1)}ms); ` +
       `writes ${c.honestWrites} honest/${c.staleWrites} stale (stale refused ${r.staleRejected}, accepted ${r.staleAccepted}); pauses ${c.pauses}, lost ${c.lost}, abandons ${c.abandons}, ` +
       `stale releases ${c.staleReleases}, stale renews ${c.staleRenews}; ` +
       `service: ${v.calls} calls, ${v.forwarded} forwarded (${v.forwardsLost} lost, ${v.forwardDuplicates} duplicated, ${v.answersLost} answers lost), ${v.lateDuplicates} late duplicates, ${v.cancels} cancels, ${v.unavailable} unavailable; ` +
