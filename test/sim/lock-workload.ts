@@ -25,6 +25,7 @@ import { callOf, SimLockServers, type LockCall } from './lock-server.js';
 import { LockCallChecks } from './lock-calls.js';
 import { MaxHoldCheck, servedTailMs } from './lock-max-hold.js';
 import { ServedTimeline } from './lock-served.js';
+import { TermGateCheck } from './lock-term-gate.js';
 import type { Attempt, ClientOp } from './clients.js';
 import type { Ack, HistoryEvent, ServeOutcome, SimWorkload, WriteContext } from './workload.js';
 import type { LockView } from '../../src/lock/index.js';
@@ -82,10 +83,19 @@ export class LockReplica implements StateMachine {
     } catch {
       cmd = null;
     }
+    if (cmd?.type === 'termStart') {
+      // Whichever replica judges the term's entries, the gate is the leader's: note when IT applied this.
+      const st = this.wl.sim.nodes[this.nodeIndex]?.raft.status();
+      this.wl.termGate.termStartApplied(entry.term, st?.role === 'leader' && st.term === entry.term, this.wl.sim.now);
+    }
     if (judge) {
       const post = captureState(this.machine, keys);
       const stamp = cmd === null ? undefined : this.wl.stampOf(entry.term, cmd.timeMs);
       oracle.judge(entry, cmd, result, pre!, post, stamp);
+      if (stamp !== undefined && cmd !== null) {
+        const gate = this.wl.termGate.check(`entry ${entry.index}/t${entry.term}`, entry.term, cmd, stamp);
+        if (gate !== null) oracle.fail(gate);
+      }
       if (stamp !== undefined && oracle.violation === null) {
         const level2 = oracle.stats.levelRaisedAt > 0 ? oracle.stats.levelRaisedAt : Infinity;
         this.wl.maxHold.afterEntry(entry.index, `entry ${entry.index}/t${entry.term} (${cmd!.type})`, stamp, pre!, post, keys, (k) => oracle.holdOf(k), level2);
@@ -173,6 +183,8 @@ export class LockWorkload implements SimWorkload<LockReplica> {
   /** The liveness side of leases (lock-max-hold.ts) and the true time it may excuse (lock-served.ts). */
   served!: ServedTimeline;
   maxHold!: MaxHoldCheck;
+  /** Nothing stamped in a term before its leader's termStart applied (lock-term-gate.ts). */
+  readonly termGate = new TermGateCheck();
   readonly clients: LockClients;
   readonly stats = { blockingAcquires: 0, shortAttempts: 0, getsChecked: 0, lockDelayAcquires: 0 };
   /** Scenario tests read results from replicas. */
