@@ -1,0 +1,51 @@
+// Cluster calls (members add/promote/remove, transfer-leader) follow the same forward-once rule as lock
+// calls: a node that is not the leader forwards a call to the leader it knows once; a call that arrives
+// already forwarded is answered, never forwarded again (two nodes that each believe the other leads must
+// not bounce it between them).
+import * as grpc from '@grpc/grpc-js';
+import { describe, expect, it } from 'vitest';
+import { NotLeaderError } from '../../../src/raft/errors.js';
+import { silentLogger } from '../../../src/raft/logger.js';
+import { ClusterApi, type ClusterApiOptions } from '../../../src/server/cluster-api.js';
+
+function api(lookups: string[]): ClusterApi {
+  const opts = {
+    node: { id: 'n1' },
+    membership: { add: () => Promise.reject(new NotLeaderError('n2')) },
+    health: () => ({ serving: true, reason: 'ok' }),
+    levels: () => ({ cluster: 2, build: 2 }),
+    hasRun: () => false,
+    clientAddressOf: (id: string) => {
+      lookups.push(id);
+      return undefined; // no address: the forward itself then fails UNAVAILABLE, without dialling anything
+    },
+    credentials: () => grpc.credentials.createInsecure(),
+    defaultTimeoutMs: 1000,
+    logger: silentLogger,
+  } as unknown as ClusterApiOptions;
+  return new ClusterApi(opts);
+}
+
+function addMember(cluster: ClusterApi, forwarded: boolean): Promise<grpc.ServiceError | null> {
+  const metadata = new grpc.Metadata();
+  if (forwarded) metadata.set('x-leasehold-forwarded', '1');
+  const call = { request: { id: 'n4', address: '127.0.0.1:7004', learner: true }, metadata, getDeadline: () => Date.now() + 1000 };
+  return new Promise((resolve) => (cluster.handlers().AddMember as unknown as (c: object, cb: (e: grpc.ServiceError | null) => void) => void)(call, (err) => resolve(err)));
+}
+
+describe('Cluster calls: forward once', () => {
+  it('a follower forwards a call to the leader it knows', async () => {
+    const lookups: string[] = [];
+    const err = await addMember(api(lookups), false);
+    expect(lookups).toEqual(['n2']); // it went looking for the leader's address to forward to
+    expect(err?.code).toBe(grpc.status.UNAVAILABLE);
+  });
+
+  it('a call that arrives already forwarded is answered UNAVAILABLE naming the leader, never forwarded again', async () => {
+    const lookups: string[] = [];
+    const err = await addMember(api(lookups), true);
+    expect(lookups).toEqual([]);
+    expect(err?.code).toBe(grpc.status.UNAVAILABLE);
+    expect(err?.details).toMatch(/n2/);
+  });
+});
