@@ -109,7 +109,7 @@ export class LockService {
   private backlog: LeaderEvent[] = [];
   private stepping = false;
   private closed = false;
-  /** The last `levels` event the leader was given. */
+  /** What the last `members` event gave the leader (to send one only on a change). */
   private membersReadLevel: number | undefined = undefined;
   private membersRanKey = '';
 

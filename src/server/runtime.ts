@@ -36,6 +36,7 @@ import { instrumentFsm, instrumentLockService, instrumentProposals, instrumentSt
 import { createNodeLogger } from './logging.js';
 import { NodeMetrics, serveMetrics } from './metrics.js';
 import { DashboardRoutes } from './dashboard-routes.js';
+import { membersThatRan } from './members-ran.js';
 import { watchQuorum } from './quorum-watch.js';
 
 export interface RunningNode {
@@ -234,9 +235,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     // only while leading), and so has the leader: recorded in the log for the first-boot check.
     membersRan: () => {
       const conf = node?.configuration();
-      if (!conf) return [];
-      const progress = node.progress();
-      return [...conf.voters, ...conf.learners].filter((member) => member === id || (progress.get(member)?.match ?? 0) > 0).sort();
+      return conf ? membersThatRan(id, conf, node.progress()) : [];
     },
   });
   const membership = new Membership(liveNode as RaftNode<unknown>, { env, electionTimeoutMs });

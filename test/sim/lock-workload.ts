@@ -22,6 +22,7 @@ import type { StateMachine } from './machine.js';
 import type { SimNode } from './node.js';
 import { SimRng } from './rng.js';
 import { callOf, SimLockServers, type LockCall } from './lock-server.js';
+import { membersThatRan } from '../../src/server/members-ran.js';
 import { LockCallChecks } from './lock-calls.js';
 import { MaxHoldCheck, servedTailMs } from './lock-max-hold.js';
 import { ServedTimeline } from './lock-served.js';
@@ -241,13 +242,11 @@ export class LockWorkload implements SimWorkload<LockReplica> {
     return node.incarnation === 0 && node.idx < this.profile.oldBuildNodes ? BASE_LEVEL : BUILD_LEVEL;
   }
 
-  /** As the runtime reads it: the members the leader's progress shows acknowledged entries, and itself. */
+  /** As the runtime reads it (members-ran.ts): from this node's Raft progress. */
   membersRan(node: SimNode): string[] {
     const rn = node.rn;
     const conf = rn?.configuration();
-    if (!rn || !conf) return [];
-    const progress = rn.progress();
-    return [...conf.voters, ...conf.learners].filter((id) => id === node.id || (progress.get(id)?.match ?? 0) > 0).sort();
+    return rn && conf ? membersThatRan(node.id, conf, rn.progress()) : [];
   }
 
   /** What `node`'s transport would know: the level each member of its configuration announced on its
