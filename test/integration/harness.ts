@@ -212,22 +212,28 @@ export class TestCluster {
 
   /** Waits until the given nodes agree on one leader (among them) and term; returns its id. */
   async waitForLeader(among = [...this.procs.keys()], timeoutMs = 20_000): Promise<{ leader: string; term: string }> {
+    // What each node said last goes into the timeout's message: a CI failure here is read from that alone.
+    let seen = 'no answer yet';
     return waitFor(
       `a leader agreed by ${among.join(',')}`,
       async () => {
-        const sts = await Promise.all(among.map((id) => this.status(id).catch(() => null)));
-        if (sts.some((s) => s === null)) return null;
-        const leaders = new Set(sts.map((s) => s!.leader_id));
-        const terms = new Set(sts.map((s) => s!.term));
+        const sts = await Promise.all(among.map((id) => this.status(id).catch((err: unknown) => String(err))));
+        seen = among.map((id, i) => { const s = sts[i]!; return typeof s === 'string' ? `${id}: ${s}` : `${id}: ${s.role} term ${s.term} leader ${s.leader_id || '-'}`; }).join('; ');
+        if (sts.some((s) => typeof s === 'string')) return null;
+        const ok = sts as StatusResponse[];
+        const leaders = new Set(ok.map((s) => s.leader_id));
+        const terms = new Set(ok.map((s) => s.term));
         if (leaders.size !== 1 || terms.size !== 1) return null;
         const leader = [...leaders][0]!;
         if (!leader || !among.includes(leader)) return null;
-        const leaderStatus = sts.find((s) => s!.node_id === leader)!;
+        const leaderStatus = ok.find((s) => s.node_id === leader)!;
         if (leaderStatus.role !== 'LEADER') return null;
         return { leader, term: [...terms][0]! };
       },
       timeoutMs,
-    );
+    ).catch((err: unknown) => {
+      throw new Error(`${String(err instanceof Error ? err.message : err)}; last seen: ${seen}; logs in ${this.dir}`);
+    });
   }
 
   pool(ids = this.ids): EndpointPool {
@@ -247,6 +253,8 @@ export class TestCluster {
   async stop(): Promise<void> {
     for (const id of [...this.procs.keys()]) await this.kill(id);
     for (const log of this.logs.values()) log.end();
+    // LEASEHOLD_KEEP_TEST_DIRS=1 keeps the nodes' logs and data for a post-mortem of a flaky run.
+    if (process.env.LEASEHOLD_KEEP_TEST_DIRS === '1') return;
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
