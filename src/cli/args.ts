@@ -23,3 +23,10 @@ export function checkEndpoints(list: string): string[] {
   if (problems.length > 0) throw new UsageError(`--endpoints: ${problems.join('; ')}`);
   return endpoints;
 }
+
+/** --limit of acquire and run: how many may hold the key at once (a semaphore; 1 = a mutex). */
+export function parseHoldLimit(value: string): number {
+  const v = value.trim();
+  if (!/^\d{1,4}$/.test(v) || Number(v) < 1 || Number(v) > 1000) throw new InvalidArgumentError(`--limit: expected how many may hold the key at once, a whole number from 1 to 1000 (got "${value}")`);
+  return Number(v);
+}

@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { EndpointPool, newRequestId } from '../client/rpc.js';
 import { clientTlsCredentials, type ClientTlsOptions } from '../client/tls.js';
 import type { AcquireResponse, CloseSessionResponse, GetResponse, ListResponse, ListedLock, OpenSessionResponse, ReleaseResponse, RenewResponse, RenewSessionResponse, RevokeResponse } from '../transport/proto.js';
-import { checkEndpoints, parseToken } from './args.js';
+import { checkEndpoints, parseHoldLimit, parseToken } from './args.js';
 import { formatDuration, isoTime, parseDuration } from './duration.js';
 import { EXIT, RefusedError, UsageError, reportError } from './exit-codes.js';
 import { ReachWatch } from './reach.js';
@@ -166,10 +166,16 @@ export function clientCommands(program: Command): void {
       .option('--wait <duration>', 'wait in line up to this long for the lock (FIFO)', (v) => parseDuration(v, '--wait'), 0)
       .option('--lock-delay <duration>', 'if this hold expires (not on release), the key grants nobody for this long after', (v) => parseDuration(v, '--lock-delay'), 0)
       .option('--value <text>', 'stored with the hold and shown by get (e.g. the holder\'s address)')
+      .option('--limit <n>', 'a semaphore: up to n holders at once, each with its own token (every acquire of the key names the same n)', (v) => parseHoldLimit(v), 1)
+      .option('--shared', 'a shared (read) hold: any number together, or one exclusive hold')
       .option('--request-id <id>', 'idempotency key; a retry with the same id returns the first outcome'),
-  ).action(async (key: string, o: CommonOpts & { owner: string; ttl?: number; session?: string; wait: number; lockDelay: number; value?: string; requestId?: string }) => {
+  ).action(async (key: string, o: CommonOpts & { owner: string; ttl?: number; session?: string; wait: number; lockDelay: number; value?: string; limit: number; shared?: boolean; requestId?: string }) => {
     if ((o.ttl === undefined) === (o.session === undefined)) {
       reportError(new UsageError('acquire: give exactly one of --ttl (a lease of its own) and --session (a hold that lives as long as the session)'));
+      return;
+    }
+    if (o.shared === true && o.limit > 1) {
+      reportError(new UsageError('acquire: --shared is for a key of shared and exclusive holds (limit 1), not with --limit'));
       return;
     }
     const startedAt = Date.now();
@@ -183,6 +189,8 @@ export function clientCommands(program: Command): void {
       request_id: requestId,
       ...(o.lockDelay > 0 ? { lock_delay_ms: String(o.lockDelay) } : {}),
       ...(o.value !== undefined ? { value: Buffer.from(o.value, 'utf8') } : {}),
+      ...(o.limit > 1 ? { limit: o.limit } : {}),
+      ...(o.shared === true ? { shared: true } : {}),
     });
     await run({ ...o, timeout: Math.max(o.timeout, o.wait + 5000) }, async (ctx) => {
       const before = await peek(ctx, key);
@@ -257,9 +265,13 @@ export function clientCommands(program: Command): void {
       const valueText = value !== undefined && value.length > 0 ? `; value ${JSON.stringify(Buffer.from(value).toString('utf8'))}` : '';
       const sessionId = r.holders?.[0]?.session_id ?? '0';
       const sessionText = sessionId !== '0' ? `; under session ${sessionId}` : '';
-      const text = r.held
-        ? `${key}: held by ${r.owner}, token ${r.token}, ${formatDuration(Number(r.ttl_ms))} left (expires ${isoTime(r.expires_at_ms)}; last token ${r.last_token}${waiting}${valueText}${sessionText})`
-        : `${key}: free (last token ${r.last_token}${waiting})`;
+      const many = (r.holders ?? []).length > 1 || (r.limit ?? 1) > 1 || (r.holders ?? []).some((h) => h.shared);
+      const text = !r.held
+        ? `${key}: free (last token ${r.last_token}${waiting})`
+        : many
+          ? `${key}: ${r.holders.length} holder${r.holders.length === 1 ? '' : 's'}${(r.limit ?? 1) > 1 ? ` of a limit of ${r.limit}` : ''} (last token ${r.last_token}${waiting})\n` +
+            r.holders.map((h) => `  ${h.owner}: token ${h.token}${h.shared ? ', shared' : ''}, ${formatDuration(Number(h.ttl_ms))} left${h.session_id !== '0' ? `, under session ${h.session_id}` : ''}`).join('\n')
+          : `${key}: held by ${r.owner}, token ${r.token}, ${formatDuration(Number(r.ttl_ms))} left (expires ${isoTime(r.expires_at_ms)}; last token ${r.last_token}${waiting}${valueText}${sessionText})`;
       const holders = (r.holders ?? []).map((h) => ({ ...h, value: Buffer.from(h.value).toString('utf8') }));
       return { text, json: { ...r, holders, key, expires_at: isoTime(r.expires_at_ms) } };
     });

@@ -14,7 +14,7 @@ import type { LockHandle } from '../client/handle.js';
 import type { Leadership } from '../client/election.js';
 import { electionKey } from '../client/election.js';
 import type { ClientLogger } from '../client/logger.js';
-import { checkEndpoints } from './args.js';
+import { checkEndpoints, parseHoldLimit } from './args.js';
 import { DEFAULT_ENDPOINTS, tlsFromFlags, withTlsFlags, type TlsFlags } from './client-commands.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { UnreachableError } from './exit-codes.js';
@@ -41,6 +41,8 @@ interface RunOptions extends TlsFlags {
   ttl: number;
   wait: number;
   lockDelay: number;
+  /** A job pool: at most this many copies hold the key (run) at once, across machines. */
+  limit?: number;
   grace: number;
   endpoints: string;
   owner?: string;
@@ -66,6 +68,7 @@ export function runCommand(program: Command): void {
     .option('--ttl <duration>', 'lease length, renewed every ttl/3 (e.g. 10s)', (v) => parseDuration(v, '--ttl'), RUN_DEFAULT_TTL_MS)
     .option('--wait <duration>', 'queue up to this long for the lock (FIFO); 0 = give up at once', (v) => parseDuration(v, '--wait'), 0)
     .option('--lock-delay <duration>', 'if the lock is lost by expiry (not on release), the key grants nobody for this long after', (v) => parseDuration(v, '--lock-delay'), 0)
+    .option('--limit <n>', 'a job pool: at most n copies run at once across machines (a semaphore; each holds its own token)', (v) => parseHoldLimit(v), 1)
     .option('--grace <duration>', 'after SIGTERM on lock loss, wait this long before SIGKILL', (v) => parseDuration(v, '--grace'), 5000)
     .option('--endpoints <list>', 'comma-separated host:port of cluster nodes (env LEASEHOLD_ENDPOINTS)', DEFAULT_ENDPOINTS)
     .option('--owner <owner>', 'owner name to hold the lock as (default: <host>:<pid>:<random>/1)')
@@ -94,7 +97,8 @@ Exit status:
   ${RUN_EXIT.ERROR}                          bad usage or an unexpected error
 
 Example:
-  leasehold run --lock nightly-report --ttl 10s --wait 30s -- ./make-report.sh --date today`,
+  leasehold run --lock nightly-report --ttl 10s --wait 30s -- ./make-report.sh --date today
+  leasehold run --lock render-pool --limit 4 --wait 10m -- ./render.sh   (at most 4 at once, anywhere)`,
     )
     .action(async (command: string[], o: RunOptions) => {
       process.exitCode = await runUnderLock(command, o);
@@ -180,7 +184,7 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
       leadership = await client.campaign(o.election.name, { ttlMs: o.ttl, signal: watch.signal, ...(o.owner ? { owner: o.owner } : {}), ...(o.election.value !== undefined ? { value: o.election.value } : {}) });
       lock = leadership.hold;
     } else {
-      lock = await client.acquire(o.lock, { ttlMs: o.ttl, waitMs: o.wait, signal: watch.signal, ...(o.owner ? { owner: o.owner } : {}), ...(o.lockDelay > 0 ? { lockDelayMs: o.lockDelay } : {}) });
+      lock = await client.acquire(o.lock, { ttlMs: o.ttl, waitMs: o.wait, signal: watch.signal, ...(o.owner ? { owner: o.owner } : {}), ...(o.lockDelay > 0 ? { lockDelayMs: o.lockDelay } : {}), ...((o.limit ?? 1) > 1 ? { limit: o.limit } : {}) });
     }
   } catch (err) {
     client.close();

@@ -19,6 +19,7 @@ import { EndpointPool, newRequestId, parseEndpoints } from './rpc.js';
 import { clientTlsCredentials, type ClientTlsOptions } from './tls.js';
 import { watchEvents, type LockEventInfo, type WatchOptions } from './watch.js';
 import { campaign, observe, type CampaignOptions, type LeaderInfo, type Leadership } from './election.js';
+import { manyHoldsFields } from './many-holds.js';
 
 export interface LockClientOptions {
   /** host:port of cluster nodes (any subset; followers forward to the leader), as a list or comma-separated. */
@@ -60,6 +61,12 @@ export interface AcquireOptions {
   lockDelayMs?: number;
   /** Stored with the hold and returned by get() (a leader's address, a job id); a string is sent as UTF-8. */
   value?: Uint8Array | string;
+  /** >= 2: a counting semaphore — up to `limit` holders at once, each with its own token (a job pool).
+   *  Every acquire of the key must name the same limit while it has holders or waiters. Default 1. */
+  limit?: number;
+  /** A shared (read) hold: any number together, or one exclusive (default) hold; a shared request behind a
+   *  waiting exclusive one waits (no writer starvation). */
+  shared?: boolean;
 }
 
 export interface SessionOptions {
@@ -91,12 +98,25 @@ export interface LockInfo {
   sessionId: bigint;
   /** The log index this answer was read at: `watch(key, { afterIndex: index })` continues from exactly here. */
   index: bigint;
+  /** Every live hold in token order (one for a mutex; the fields above describe the first). */
+  holders: HolderInfo[];
+  /** The key's limit (1 for a mutex or shared/exclusive holds). */
+  limit: number;
+}
+
+export interface HolderInfo {
+  owner: string;
+  token: bigint;
+  ttlMs: number;
+  sessionId: bigint;
+  value: Uint8Array;
+  shared: boolean;
 }
 
 /** One lock of a list() page. */
 export interface ListedLockInfo {
   key: string;
-  holders: { owner: string; token: bigint; ttlMs: number; sessionId: bigint; value: Uint8Array; shared: boolean }[];
+  holders: HolderInfo[];
   waiters: number;
   lastToken: bigint;
 }
@@ -168,6 +188,7 @@ export class LockClient {
       request_id: requestId,
       ...(opts.lockDelayMs !== undefined && opts.lockDelayMs > 0 ? { lock_delay_ms: String(opts.lockDelayMs) } : {}),
       ...(opts.value !== undefined ? { value: typeof opts.value === 'string' ? Buffer.from(opts.value, 'utf8') : opts.value } : {}),
+      ...manyHoldsFields(opts),
     });
     this.logger.debug({ key, owner, requestId, ttlMs: opts.ttlMs, waitMs }, 'acquire sent');
     let res: AcquireResponse;
@@ -258,7 +279,7 @@ export class LockClient {
       if (opts.signal?.aborted) throw opts.signal.reason;
       throw fromRpcError(err, `reading lock "${key}"`, this.endpoints, Date.now() - started);
     }
-    return { key, held: res.held, owner: res.owner, token: BigInt(res.token), ttlMs: Number(res.ttl_ms), lastToken: BigInt(res.last_token), waiters: Number(res.waiters ?? 0), value: res.holders?.[0]?.value ?? new Uint8Array(0), sessionId: BigInt(res.holders?.[0]?.session_id ?? 0), index: BigInt(res.index ?? 0) };
+    return { key, held: res.held, owner: res.owner, token: BigInt(res.token), ttlMs: Number(res.ttl_ms), lastToken: BigInt(res.last_token), waiters: Number(res.waiters ?? 0), value: res.holders?.[0]?.value ?? new Uint8Array(0), sessionId: BigInt(res.holders?.[0]?.session_id ?? 0), index: BigInt(res.index ?? 0), holders: (res.holders ?? []).map((h) => ({ owner: h.owner, token: BigInt(h.token), ttlMs: Number(h.ttl_ms), sessionId: BigInt(h.session_id), value: h.value, shared: h.shared })), limit: res.limit || 1 };
   }
 
   /**

@@ -1,5 +1,5 @@
 // Public surface of the leasehold TypeScript client.
-export { LockClient, type AcquireOptions, type ListedLockInfo, type LockClientOptions, type LockInfo, type SessionOptions } from './client.js';
+export { LockClient, type AcquireOptions, type HolderInfo, type ListedLockInfo, type LockClientOptions, type LockInfo, type SessionOptions } from './client.js';
 export { LockSession, SessionLostError, type SessionState, type SessionAcquireOptions, type SessionCloseResult } from './session.js';
 export { LockHandle, type LockState, type ReleaseResult, type RenewedEvent, type LockHandleEvents } from './handle.js';
 export {

@@ -11,6 +11,7 @@ import { LeaseholdError, LockNotAcquiredError, UnavailableError, fromRpcError } 
 import { LockHandle, type HandleContext } from './handle.js';
 import { LocalLease } from './local-lease.js';
 import { newRequestId } from './rpc.js';
+import { manyHoldsFields } from './many-holds.js';
 
 export type SessionState = 'ACTIVE' | 'LOST' | 'CLOSED';
 
@@ -33,6 +34,12 @@ export interface SessionAcquireOptions {
   lockDelayMs?: number;
   /** Stored with the hold and returned by get(). */
   value?: Uint8Array | string;
+  /** >= 2: a counting semaphore — up to `limit` holders at once, each with its own token (a job pool).
+   *  Every acquire of the key must name the same limit while it has holders or waiters. Default 1. */
+  limit?: number;
+  /** A shared (read) hold: any number together, or one exclusive (default) hold; a shared request behind a
+   *  waiting exclusive one waits (no writer starvation). */
+  shared?: boolean;
   signal?: AbortSignal;
   /** Overall deadline of the acquire, retries included; default waitMs + the client's timeoutMs. */
   timeoutMs?: number;
@@ -140,6 +147,7 @@ export class LockSession extends EventEmitter<{ lost: [SessionLostError]; renewe
       session_id: this.id.toString(),
       ...(opts.lockDelayMs !== undefined && opts.lockDelayMs > 0 ? { lock_delay_ms: String(opts.lockDelayMs) } : {}),
       ...(opts.value !== undefined ? { value: typeof opts.value === 'string' ? Buffer.from(opts.value, 'utf8') : opts.value } : {}),
+      ...manyHoldsFields(opts),
     });
     let res: AcquireResponse;
     try {

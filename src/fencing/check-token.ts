@@ -32,7 +32,9 @@ export async function checkToken(reader: LockReader, key: string, token: bigint,
   const minRemainingMs = opts.minRemainingMs ?? 0;
   if (token > lock.lastToken) return { current: false, reason: 'UNKNOWN_TOKEN', lock }; // never issued for this key
   if (!lock.held) return { current: false, reason: 'NOT_HELD', lock };
-  if (lock.token !== token) return { current: false, reason: 'SUPERSEDED', lock };
-  if (lock.ttlMs < minRemainingMs) return { current: false, reason: 'EXPIRING', lock };
+  // A key with many holds (a semaphore, shared holds): the token is current if it is any live hold's.
+  const hold = lock.holders.find((h) => h.token === token) ?? (lock.token === token ? { ttlMs: lock.ttlMs } : undefined);
+  if (hold === undefined) return { current: false, reason: 'SUPERSEDED', lock };
+  if (hold.ttlMs < minRemainingMs) return { current: false, reason: 'EXPIRING', lock };
   return { current: true, reason: 'CURRENT', lock };
 }

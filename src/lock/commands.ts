@@ -27,10 +27,14 @@
 //  18 revoke     key:str token:uvarint64 (0 = every hold)
 //  19 clusterLevel level:uvarint (>= 2; level 2, see versions.ts)
 //  20 memberRan  memberId:str (level 2): the Raft member has run (it persisted entries of this log)
+//  21 acquire of one of many holds (level 3; holds.ts): key:str owner:str ttlMs:uvarint requestId:str
+//     waitMs:uvarint lockDelayMs:uvarint value:bytes sessionId:uvarint (0 = none; then ttlMs 0)
+//     limit:uvarint (1 = one exclusive hold or many shared ones, 2..1000 = a semaphore) shared:u8 (0/1)
+//  22 handOff    key:str (level 3): grant the next head of a key with many holds that fits (holds.ts)
 // str = uvarint byte length + UTF-8. The tag doubles as the format version: a changed layout gets a new
 // tag, so old entries in the log keep decoding exactly as they did when they were first applied.
 import { ByteReader, ByteWriter, MAX_UINT64, utf8ByteLength } from './bytes.js';
-import { BASE_LEVEL, BUILD_LEVEL, LEVEL_CLOCK_PROGRESS } from './versions.js';
+import { BASE_LEVEL, BUILD_LEVEL, LEVEL_CLOCK_PROGRESS, LEVEL_MANY_HOLDERS } from './versions.js';
 
 /** Limits enforced by the codec itself. Fixed in code (not config) so every replica judges alike;
  *  the server's configurable limits (validate.ts) are at least as strict. */
@@ -48,6 +52,8 @@ export const WIRE_LIMITS = Object.freeze({
   maxLockDelayMs: 2 ** 40,
   /** A hold's value (the server's lock.maxValueBytes is at most this). */
   maxValueBytes: 64 * 1024,
+  /** A semaphore's limit (AcquireRequest.limit): every op on the key walks its holds, so they stay few. */
+  maxHoldLimit: 1000,
 });
 
 export interface AcquireCommand {
@@ -74,6 +80,10 @@ export interface AcquireCommand {
   value?: Uint8Array;
   /** > 0: the hold lives under this session (session.ts) and `ttlMs` is 0. Encoded as tag 17. */
   sessionId?: number;
+  /** >= 2: a counting semaphore of this many holds (holds.ts). Encoded as tag 21 (level 3). */
+  limit?: number;
+  /** A shared (read) hold: any number together, or one exclusive hold (holds.ts). Encoded as tag 21. */
+  shared?: boolean;
 }
 
 /** Opens a session (session.ts); its id is the entry's index. */
@@ -171,6 +181,15 @@ export interface UndelayCommand {
   key: string;
 }
 
+/** Proposed by the leader for a key with many holds whose line's head fits but was not granted by the entry
+ *  that made room (one grant per key per entry: each grant's token is its entry's index; holds.ts).
+ *  Applied by the machine's rule, whoever proposed it: it grants the head only if it fits then. Tag 22. */
+export interface HandOffCommand {
+  type: 'handOff';
+  timeMs: number;
+  key: string;
+}
+
 /** The new leader's first command in its term: starts a lease epoch (see LEASES.md). */
 export interface TermStartCommand {
   type: 'termStart';
@@ -228,7 +247,8 @@ export type LockCommand =
   | ExpireSessionCommand
   | RevokeCommand
   | ClusterLevelCommand
-  | MemberRanCommand;
+  | MemberRanCommand
+  | HandOffCommand;
 
 export type LockCommandType = LockCommand['type'];
 
@@ -266,11 +286,14 @@ const TAGS: Record<LockCommandType, number> = {
   revoke: 18,
   clusterLevel: 19,
   memberRan: 20,
+  handOff: 22,
 };
 /** The level (versions.ts) a build must read to read each tag; tags not listed are level 1. */
 const TAG_LEVELS: ReadonlyMap<number, number> = new Map([
   [19, LEVEL_CLOCK_PROGRESS],
   [20, LEVEL_CLOCK_PROGRESS],
+  [21, LEVEL_MANY_HOLDERS],
+  [22, LEVEL_MANY_HOLDERS],
 ]);
 /** A node id (src/config/node-id.ts: a DNS label of 1-63 characters; the codec checks the length only). */
 const MAX_MEMBER_ID_BYTES = 63;
@@ -284,6 +307,8 @@ const TAG_WAITING_ACQUIRE = 9;
 const TAG_OPTIONS_ACQUIRE = 11;
 /** An acquire whose hold lives under a session (see the header). */
 const TAG_SESSION_ACQUIRE = 17;
+/** An acquire of one of many holds: a semaphore's or a shared one (see the header). */
+const TAG_GROUP_ACQUIRE = 21;
 const DEQUEUE_CAUSES: readonly DequeueCause[] = ['deadline', 'cancel'];
 
 /** Why `command` breaks the wire limits, or null when it is encodable. Shared by encode and applyCommand. */
@@ -317,9 +342,13 @@ export function wireLimitViolation(command: LockCommand): string | null {
         (command.waitMs === undefined || isIntegerIn(command.waitMs, 0, WIRE_LIMITS.maxWaitMs) ? null : `waitMs must be an integer in [0, 2^40], got ${String(command.waitMs)}`) ??
         (command.lockDelayMs === undefined || isIntegerIn(command.lockDelayMs, 0, WIRE_LIMITS.maxLockDelayMs) ? null : `lockDelayMs must be an integer in [0, 2^40], got ${String(command.lockDelayMs)}`) ??
         (command.value === undefined || (command.value instanceof Uint8Array && command.value.length <= WIRE_LIMITS.maxValueBytes) ? null : `value must be at most ${WIRE_LIMITS.maxValueBytes} bytes`) ??
-        (command.queued === true && ((command.waitMs ?? 0) > 0 || hasHoldOptions(command)) ? 'a queued acquire cannot also wait or carry hold options' : null)
+        (command.queued === true && ((command.waitMs ?? 0) > 0 || hasHoldOptions(command)) ? 'a queued acquire cannot also wait or carry hold options' : null) ??
+        (command.limit === undefined || isIntegerIn(command.limit, 1, WIRE_LIMITS.maxHoldLimit) ? null : `limit must be an integer in [1, ${WIRE_LIMITS.maxHoldLimit}], got ${String(command.limit)}`) ??
+        (command.shared === undefined || typeof command.shared === 'boolean' ? null : 'shared must be a boolean') ??
+        (command.queued === true && isGroupAcquire(command) ? 'a queued acquire cannot be of a semaphore or shared' : null)
       );
     case 'undelay':
+    case 'handOff':
       return stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes);
     case 'openSession':
       return (
@@ -363,6 +392,17 @@ export function encodeCommand(command: LockCommand): Uint8Array {
     case 'acquire':
       out.string(command.key);
       out.string(command.owner);
+      if (isGroupAcquire(command)) {
+        out.uint(command.ttlMs);
+        out.string(command.requestId);
+        out.uint(command.waitMs ?? 0);
+        out.uint(command.lockDelayMs ?? 0);
+        out.lengthPrefixed(command.value ?? EMPTY);
+        out.uint(command.sessionId ?? 0);
+        out.uint(command.limit ?? 1);
+        out.byte(command.shared === true ? 1 : 0);
+        break;
+      }
       if ((command.sessionId ?? 0) > 0) {
         out.string(command.requestId);
         out.uint(command.waitMs ?? 0);
@@ -382,6 +422,7 @@ export function encodeCommand(command: LockCommand): Uint8Array {
       }
       break;
     case 'undelay':
+    case 'handOff':
       out.string(command.key);
       break;
     case 'openSession':
@@ -438,7 +479,7 @@ export function encodeCommand(command: LockCommand): Uint8Array {
 }
 
 /** Every tag this build reads. */
-const KNOWN_TAGS: ReadonlySet<number> = new Set([...Object.values(TAGS), TAG_QUEUED_ACQUIRE, TAG_WAITING_ACQUIRE, TAG_OPTIONS_ACQUIRE, TAG_SESSION_ACQUIRE]);
+const KNOWN_TAGS: ReadonlySet<number> = new Set([...Object.values(TAGS), TAG_QUEUED_ACQUIRE, TAG_WAITING_ACQUIRE, TAG_OPTIONS_ACQUIRE, TAG_SESSION_ACQUIRE, TAG_GROUP_ACQUIRE]);
 /** The newest tag this build reads (the tag is the format version: a newer build adds higher ones). */
 export const NEWEST_COMMAND_TAG = Math.max(...KNOWN_TAGS);
 
@@ -494,12 +535,36 @@ export function decodeCommand(bytes: Uint8Array, readLevel = BUILD_LEVEL): LockC
     case TAGS.undelay:
       command = { type: 'undelay', timeMs, key: readKey(input) };
       break;
+    case TAGS.handOff:
+      command = { type: 'handOff', timeMs, key: readKey(input) };
+      break;
     case TAG_SESSION_ACQUIRE: {
       const key = readKey(input);
       const owner = readOwner(input);
       command = { type: 'acquire', timeMs, key, owner, ttlMs: 0, requestId: readRequestId(input) };
       readHoldOptions(input, command);
       command.sessionId = readSessionId(input);
+      break;
+    }
+    case TAG_GROUP_ACQUIRE: {
+      const key = readKey(input);
+      const owner = readOwner(input);
+      const ttlMs = input.uint();
+      if (ttlMs > WIRE_LIMITS.maxTtlMs) input.fail(`ttlMs ${ttlMs} is beyond 2^40`);
+      command = { type: 'acquire', timeMs, key, owner, ttlMs, requestId: readRequestId(input) };
+      readHoldOptions(input, command);
+      const sessionId = input.uint();
+      // A hold lives by its own TTL or by its session's, never both and never neither.
+      if ((sessionId > 0) === (ttlMs > 0)) input.fail(sessionId > 0 ? 'ttlMs must be 0 under a session' : 'ttlMs is 0 without a session');
+      if (sessionId > 0) command.sessionId = sessionId;
+      const limit = input.uint();
+      if (limit < 1 || limit > WIRE_LIMITS.maxHoldLimit) input.fail(`limit ${limit} is outside [1, ${WIRE_LIMITS.maxHoldLimit}]`);
+      const shared = input.byte();
+      if (shared > 1) input.fail(`shared is ${shared}, not 0 or 1`);
+      if (limit > 1) command.limit = limit;
+      if (shared === 1) command.shared = true;
+      // Encoded only for a semaphore or a shared hold: anything else has its own tag.
+      if (!isGroupAcquire(command)) input.fail('limit 1 and not shared: not an acquire of many holds');
       break;
     }
     case TAGS.openSession: {
@@ -613,6 +678,7 @@ function sessionIdViolation(sessionId: unknown): string | null {
 
 function tagOf(command: LockCommand): number {
   if (command.type !== 'acquire') return TAGS[command.type];
+  if (isGroupAcquire(command)) return TAG_GROUP_ACQUIRE;
   if ((command.sessionId ?? 0) > 0) return TAG_SESSION_ACQUIRE;
   if (command.queued === true) return TAG_QUEUED_ACQUIRE;
   if (hasHoldOptions(command)) return TAG_OPTIONS_ACQUIRE;
@@ -620,6 +686,11 @@ function tagOf(command: LockCommand): number {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** An acquire of one of a key's many holds (a semaphore's, or a shared one): what only tag 21 carries. */
+export function isGroupAcquire(command: AcquireCommand): boolean {
+  return (command.limit ?? 1) > 1 || command.shared === true;
+}
 
 /** A lock-delay or a value: what only tag 11 carries. */
 function hasHoldOptions(command: AcquireCommand): boolean {

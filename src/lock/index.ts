@@ -68,6 +68,7 @@ export type {
   SessionEndResult,
   LockResult,
   LockView,
+  HolderView,
   DueLease,
   LockMachineOptions,
 } from './types.js';

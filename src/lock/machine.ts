@@ -48,14 +48,21 @@
 //            time): nobody is granted the key until then — not a newcomer, not the line, not its own owner.
 //            A release ends a hold without a delay. Waiters stay in line; `undelay` (proposed by the leader
 //            once the delay has passed) ends it and hands the key to the line.
+//   many     (level 3; holds.ts) a key acquired with limit >= 2 (a semaphore) or shared becomes a KeyGroup:
+//            many holds, each with its own token, admitted by holds.ts's rule; the line hands off to as many
+//            heads as fit, one per entry (a grant's token is its entry's index), the leader proposing a
+//            `handOff {key}` for the next one (grantableKeys). A mutex key is unchanged by all of this: it
+//            keeps its one Lease in `leases`, and becomes a group only if a shared request reaches the head
+//            of its line.
 //            The rule keeps SPEC's guarantees: last_token is never below the real value (the watermark is
 //            at least every forgotten key's last token, and 0 stays 0 until something is forgotten), and
 //            tokens only grow, because a token is the raft index of its acquire entry, which is above every
 //            index before it — forgotten keys included. What it gives up is exactness: a forgotten key (or
 //            one never used) may report a last_token higher than its own.
-import { CommandDecodeError, decodeCommand, wireLimitViolation } from './commands.js';
+import { CommandDecodeError, decodeCommand, isGroupAcquire, wireLimitViolation } from './commands.js';
+import { GroupHold, KeyGroup, limitOf } from './holds.js';
 import { UnknownCommandError } from './commands.js';
-import type { AcquireCommand, ClusterLevelCommand, MemberRanCommand, CloseSessionCommand, DequeueCommand, ExpireCommand, ExpireSessionCommand, ForgetCommand, LockCommand, OpenSessionCommand, ReleaseCommand, RenewCommand, RenewSessionCommand, RevokeCommand, UndelayCommand } from './commands.js';
+import type { HandOffCommand, AcquireCommand, ClusterLevelCommand, MemberRanCommand, CloseSessionCommand, DequeueCommand, ExpireCommand, ExpireSessionCommand, ForgetCommand, LockCommand, OpenSessionCommand, ReleaseCommand, RenewCommand, RenewSessionCommand, RevokeCommand, UndelayCommand } from './commands.js';
 import { Session, type DueSession } from './session.js';
 import { KeyDelays, type DueDelay } from './key-delays.js';
 import { WaitLines, Waiter, type DueWaiter } from './wait-line.js';
@@ -72,13 +79,15 @@ import type { LockEventKind, LockEventSink } from './events.js';
 import { SnapshotDecodeError, decodeState } from './snapshot.js';
 import { SNAPSHOT_SLICE_ITEMS, SnapshotWriter } from './snapshot-writer.js';
 import { DEFAULT_LOCK_MACHINE_OPTIONS } from './types.js';
-import { BASE_LEVEL, LEVEL_CLOCK_PROGRESS } from './versions.js';
+import { BASE_LEVEL, LEVEL_CLOCK_PROGRESS, LEVEL_MANY_HOLDERS } from './versions.js';
 import type {
   AcquireOutcome,
   AcquireResult,
   DequeueResult,
   DueLease,
   ErrorResult,
+  HandOffResult,
+  HolderView,
   ClusterLevelResult,
   MemberRanResult,
   ExpireResult,
@@ -188,6 +197,15 @@ export class LockMachine {
   private readonly sessionEndBy = new EndByHeap();
   /** Leases that live under a session (not in the lease heaps). */
   private sessionHoldCount = 0;
+  /** Keys with many holds (holds.ts; the header's `many`). A key is in at most one of `leases`, `groups`
+   *  and `freeKeyLastTokens`. */
+  private readonly groups = new Map<string, KeyGroup>();
+  /** Holds of every group, and those of them under a session. */
+  private groupHoldCount = 0;
+  private groupSessionHoldCount = 0;
+  /** Groups whose line's head fits but was not granted (one grant per key per entry): the leader proposes a
+   *  `handOff` for each. Derived from the state (rebuilt by restore), so not in the snapshot. */
+  private readonly grantable = new Set<string>();
   /** The sliced snapshot being written, if any: told before every change of a key or of every lease. */
   private writer: SnapshotWriter | null = null;
   /** Where the changes go as entries apply (events.ts, Watch); null = nobody listens, nothing is built. */
@@ -241,7 +259,7 @@ export class LockMachine {
   }
 
   get leaseCount(): number {
-    return this.leases.size;
+    return this.leases.size + this.groupHoldCount;
   }
 
   get dedupSize(): number {
@@ -250,7 +268,7 @@ export class LockMachine {
 
   /** Every key record the machine keeps: leases and free keys (limits.maxKeys counts these). */
   get keyCount(): number {
-    return this.leases.size + this.freeKeyLastTokens.size;
+    return this.leases.size + this.groups.size + this.freeKeyLastTokens.size;
   }
 
   get freeKeyCount(): number {
@@ -282,7 +300,7 @@ export class LockMachine {
   sessionInfo(id: number): { owner: string; holds: number; waiters: number; live: boolean; ttlMs: number; expiresAtMs: number } | undefined {
     const session = this.sessionOf(id);
     if (session === undefined) return undefined;
-    return { owner: session.owner, holds: session.holds.size, waiters: session.waiters.size, live: session.isLiveAt(this.logNowMs), ttlMs: session.ttlMs, expiresAtMs: session.leaseDeadlineMs };
+    return { owner: session.owner, holds: session.holds.size + session.groupHolds.size, waiters: session.waiters.size, live: session.isLiveAt(this.logNowMs), ttlMs: session.ttlMs, expiresAtMs: session.leaseDeadlineMs };
   }
 
   /** Every open session (and run-out ones awaiting their end), by id: an inspection for operators (List)
@@ -322,7 +340,19 @@ export class LockMachine {
 
   /** The value of `key`'s current hold, if it has one. */
   valueOf(key: string): Uint8Array | undefined {
+    const group = this.groups.get(key);
+    if (group !== undefined) return this.firstLiveOf(group)?.value ?? undefined;
     return this.holdValues.get(key);
+  }
+
+  /** Up to `limit` keys with many holds whose line's head fits now, for the leader to propose `handOff`. */
+  grantableKeys(limit: number): string[] {
+    const keys: string[] = [];
+    for (const key of this.grantable) {
+      if (keys.length >= limit) break;
+      keys.push(key);
+    }
+    return keys;
   }
 
   /** Log time left in `key`'s lock-delay (0 = none). */
@@ -345,6 +375,8 @@ export class LockMachine {
   /** The owner of `key`'s lease if it has one (live or awaiting its expire entry); null when it has a free
    *  record; undefined when the machine keeps no record of it. */
   recordOf(key: string): { owner: string } | null | undefined {
+    // A key with many holds: each acquire may add a hold (admission counts it as a new lease).
+    if (this.groups.has(key)) return null;
     const lease = this.leases.get(key);
     if (lease !== undefined) return { owner: lease.owner };
     return this.freeKeyLastTokens.has(key) ? null : undefined;
@@ -360,7 +392,7 @@ export class LockMachine {
    * checkpoints while this is true and the log is idle, so every term records how long it observed them.
    */
   hasLiveLeases(): boolean {
-    return this.leases.size > 0 || this.sessions.size > 0;
+    return this.leases.size > 0 || this.sessions.size > 0 || this.groups.size > 0;
   }
 
   /** Apply one committed 'normal' entry. Malformed bytes become a no-op `error` result on every replica. */
@@ -408,6 +440,8 @@ export class LockMachine {
 
   /** The lock state of `key` at the current log time (serve after a ReadIndex: appliedIndex >= readIndex). */
   get(key: string): LockView {
+    const group = this.groups.get(key);
+    if (group !== undefined) return this.groupView(group);
     const lease = this.leaseOf(key);
     if (lease !== undefined && lease.isLiveAt(this.logNowMs)) {
       const token = BigInt(lease.fencingToken);
@@ -440,7 +474,8 @@ export class LockMachine {
       // leaseOf settles the lease (term starts carried over) before it is judged.
       if (this.leaseOf(key)!.isLiveAt(this.logNowMs) || this.lines.countFor(key) > 0) consider(key);
     }
-    for (const key of this.lines.keys()) if (!this.leases.has(key)) consider(key);
+    for (const [key, group] of this.groups) if (this.firstLiveOf(group) !== undefined || this.lines.countFor(key) > 0) consider(key);
+    for (const key of this.lines.keys()) if (!this.leases.has(key) && !this.groups.has(key)) consider(key);
     return page.sorted();
   }
 
@@ -511,7 +546,7 @@ export class LockMachine {
 
   /** What a snapshot's size grows with: keys held or remembered free, and dedup records. */
   private snapshotItems(): number {
-    return this.leases.size + this.freeKeyLastTokens.size + this.dedup.size;
+    return this.leases.size + this.groupHoldCount + this.freeKeyLastTokens.size + this.dedup.size;
   }
 
   private openWriter(sizeHint: number): SnapshotWriter {
@@ -526,7 +561,7 @@ export class LockMachine {
       ranMembers: [...this.ranMembers].sort(),
     };
     return new SnapshotWriter(
-      { header, leases: this.leases, freeKeys: this.freeKeyLastTokens, dedup: this.dedup, timesOf: this.timesAsOfNow(), waiters: this.lines, delays: this.delays, values: this.holdValues, sessions: this.sessions },
+      { header, leases: this.leases, freeKeys: this.freeKeyLastTokens, dedup: this.dedup, timesOf: this.timesAsOfNow(), waiters: this.lines, delays: this.delays, values: this.holdValues, sessions: this.sessions, groups: this.groups },
       sizeHint,
     );
   }
@@ -612,9 +647,31 @@ export class LockMachine {
       if (!machine.leases.has(key)) throw new SnapshotDecodeError(`key ${JSON.stringify(key)} has a hold's value but no lease`, bytes.length);
       machine.holdValues.set(key, value);
     }
+    for (const group of state.groups) {
+      if (machine.leases.has(group.key) || machine.freeKeyLastTokens.has(group.key)) {
+        throw new SnapshotDecodeError(`key ${JSON.stringify(group.key)} has many holds and another record`, bytes.length);
+      }
+      machine.groups.set(group.key, group);
+      for (const hold of group.holds) {
+        hold.owner = machine.countOwner(hold.owner, 1);
+        machine.groupHoldCount++;
+        const sessionId = state.groupHoldSessions.get(hold) ?? 0;
+        if (sessionId > 0) {
+          const session = machine.sessions.get(sessionId);
+          if (session === undefined || session.owner !== hold.owner) throw new SnapshotDecodeError(`a hold of ${JSON.stringify(group.key)} is under session ${sessionId}, which it cannot be`, bytes.length);
+          hold.session = session;
+          session.groupHolds.add(hold);
+          machine.groupSessionHoldCount++;
+        } else {
+          machine.deadlines.push(hold);
+          hold.endByKey = endByMs(hold);
+          machine.endBy.push(hold);
+        }
+      }
+    }
     for (const w of state.waiters) {
-      // The machine's invariant: a key has waiters only while it has a lease or is in lock-delay.
-      if (!machine.leases.has(w.key) && machine.delays.untilMs(w.key) === undefined) {
+      // The machine's invariant: a key has waiters only while it has a lease, many holds, or is in lock-delay.
+      if (!machine.leases.has(w.key) && !machine.groups.has(w.key) && machine.delays.untilMs(w.key) === undefined) {
         throw new SnapshotDecodeError(`key ${JSON.stringify(w.key)} has waiters but neither a lease nor a lock-delay`, bytes.length);
       }
       if (machine.lines.byRequestOf(w.owner, w.requestId) !== undefined) {
@@ -625,6 +682,7 @@ export class LockMachine {
       }
       machine.joinLine(w);
     }
+    for (const group of machine.groups.values()) machine.markGrantable(group);
     return machine;
   }
 
@@ -664,6 +722,8 @@ export class LockMachine {
         return this.dequeue(index, command);
       case 'undelay':
         return this.undelay(index, command);
+      case 'handOff':
+        return this.handOffEntry(index, command);
       case 'openSession':
         return this.openSession(index, command);
       case 'renewSession':
@@ -766,7 +826,7 @@ export class LockMachine {
     this.epochShiftMs += epoch.epochStartMs - P;
     for (const lease of ending) this.settle(lease); // ends it: deadline min(deadline, T)
     for (const session of endingSessions) this.settle(session);
-    const ownLeases = this.leases.size - this.sessionHoldCount;
+    const ownLeases = this.leases.size - this.sessionHoldCount + this.groupHoldCount - this.groupSessionHoldCount;
     return { extended: ownLeases - expiredAtP - ending.length, ended: ending.length };
   }
 
@@ -801,6 +861,11 @@ export class LockMachine {
       if (named.owner !== command.owner) return sessionError(index, 'SESSION_OWNER_MISMATCH', `owner ${JSON.stringify(command.owner)} is not the owner of session ${command.sessionId}`);
       session = named;
     }
+    if (isGroupAcquire(command) && this.clusterLevelValue < LEVEL_MANY_HOLDERS) {
+      // A snapshot below level 3 has no place for many holds: replicas restored from one would disagree.
+      return { type: 'error', index, code: 'CLUSTER_LEVEL', message: `limit/shared: semaphores and shared holds need cluster level ${LEVEL_MANY_HOLDERS} (every member upgraded); the cluster is at ${this.clusterLevelValue}` };
+    }
+    if (isGroupAcquire(command) || this.groups.has(command.key)) return this.acquireOfMany(index, command, session);
     const decided: WaiterDecision[] = [];
     let lease = this.leaseOf(command.key);
     const delayedUntilMs = this.delays.untilMs(command.key);
@@ -836,7 +901,7 @@ export class LockMachine {
         // In line: not an answer yet, so nothing is remembered; the entry that decides it remembers that.
         const w = new Waiter(command.key, index, this.ownerName(command.owner), command.ttlMs, command.requestId, nowMs + command.waitMs!, command.lockDelayMs ?? 0, command.value ?? null, session?.id ?? 0);
         this.joinLine(w);
-        if (this.eventSink !== null) this.emit('QUEUED', w.key, w.owner, 0n, w.sessionId, w.value);
+        if (this.eventSink !== null) this.emit('QUEUED', w.key, w.owner, 0n, w.sessionId, w.value, w.shared);
         waitTicket = index;
       }
     } else {
@@ -917,6 +982,16 @@ export class LockMachine {
    */
   private handOff(key: string, index: number, decided: WaiterDecision[]): void {
     if (this.delays.leftMs(key, this.logNowMs) > 0) return;
+    const group = this.groups.get(key);
+    if (group !== undefined) {
+      this.handOffMany(group, index, decided);
+      return;
+    }
+    if (this.lines.head(key)?.shared === true && this.leases.get(key) === undefined) {
+      // A shared request reached the head of a mutex key's line: from here the key has many holds.
+      this.handOffMany(this.groupFor(key, 1), index, decided);
+      return;
+    }
     for (let w = this.lines.head(key); w !== undefined; w = this.lines.head(key)) {
       this.leaveLine(w);
       let outcome: AcquireOutcome;
@@ -933,6 +1008,299 @@ export class LockMachine {
       if (outcome.acquired) return;
       this.dequeued(w);
     }
+  }
+
+  // ---- keys with many holds (holds.ts; the header's `many`) ----
+
+  /** An acquire with limit >= 2 or shared, or any acquire of a key that has many holds. */
+  private acquireOfMany(index: number, command: AcquireCommand, session: Session | null): AcquireResult | ErrorResult {
+    const key = command.key;
+    const nowMs = this.logNowMs;
+    const limit = limitOf(command.limit);
+    const shared = command.shared === true;
+    const decided: WaiterDecision[] = [];
+    const delayedUntilMs = this.delays.untilMs(key);
+    if (delayedUntilMs !== undefined && delayedUntilMs <= nowMs) {
+      // As in the mutex path: a passed lock-delay ends here, the line served before the newcomer.
+      this.delays.undelay(key);
+      this.handOff(key, index, decided);
+    }
+    let group = this.groups.get(key);
+    if (group === undefined) {
+      // A mutex key, or a free one. A run-out hold ends here, as the mutex path ends it.
+      let lease = this.leaseOf(key);
+      if (lease !== undefined && lease.session !== null && !lease.isLiveAt(nowMs)) {
+        this.endSession(lease.session as Session, true, index, decided);
+        lease = this.leaseOf(key);
+      }
+      if (lease !== undefined && !lease.isLiveAt(nowMs)) {
+        this.removeLease(lease, true);
+        this.handOff(key, index, decided);
+        lease = this.leaseOf(key);
+      }
+      group = this.groups.get(key); // the hand-off may have reached a shared head
+      if (group === undefined && (lease !== undefined || this.lines.countFor(key) > 0)) {
+        // In use as a mutex: limit 1, exclusive holds — a shared request waits its turn in the same line.
+        if (limit !== 1) return withDecided(limitMismatch(index, key, 1, limit), decided);
+        if (lease !== undefined && lease.owner === command.owner) return withDecided(modeMismatch(index, key, command.owner, false), decided);
+        return this.blockedOfMany(index, command, session, this.refusalBy(lease, nowMs), limit, shared, decided);
+      }
+      if (group === undefined) {
+        if (this.delays.leftMs(key, nowMs) > 0 && (command.waitMs ?? 0) === 0) {
+          // Refused without a record of the key's mode: nothing holds or waits for it.
+          return this.blockedOfMany(index, command, session, this.refusalBy(undefined, nowMs), limit, shared, decided);
+        }
+        group = this.groupFor(key, limit);
+      }
+    }
+    if (group.limit !== limit) {
+      this.tidy(group);
+      return withDecided(limitMismatch(index, key, group.limit, limit), decided);
+    }
+    this.sweepRunOut(group, index, decided);
+    const own = group.holdOf(command.owner);
+    if (own !== undefined && own.shared !== shared) return withDecided(modeMismatch(index, key, command.owner, own.shared), decided);
+    const fits =
+      this.delays.leftMs(key, nowMs) === 0 &&
+      group.lastToken !== index && // one grant per key per entry: a grant's token is its entry's index
+      (own !== undefined || this.lines.countFor(key) === 0) && // FIFO, but an owner's own hold is replaced in place
+      group.fits({ owner: command.owner, limit, shared }, nowMs, own);
+    if (!fits) {
+      const first = group.firstLive(nowMs);
+      const result = this.blockedOfMany(index, command, session, this.refusalBy(first, nowMs), limit, shared, decided);
+      this.markGrantable(group);
+      this.tidy(group);
+      return result;
+    }
+    if (own !== undefined) this.removeHold(group, own, false, null); // superseded: its ACQUIRED successor says so
+    const hold = this.grantHold(group, command.owner, index, command.ttlMs, command.lockDelayMs ?? 0, command.value ?? null, session, shared);
+    const outcome = grantedOutcome(hold);
+    this.remember(command, { type: 'acquire', outcome, token: 0n });
+    this.markGrantable(group);
+    const result: AcquireResult = { type: 'acquire', index, replayed: false, ...outcome };
+    if (decided.length > 0) result.decided = decided;
+    return result;
+  }
+
+  /** Not granted now: in line when it may wait (its answer comes with the entry that decides it), else
+   *  refused and remembered. */
+  private blockedOfMany(index: number, command: AcquireCommand, session: Session | null, outcome: AcquireOutcome, limit: number, shared: boolean, decided: WaiterDecision[]): AcquireResult {
+    const result: AcquireResult = { type: 'acquire', index, replayed: false, ...outcome };
+    if ((command.waitMs ?? 0) > 0) {
+      const w = new Waiter(command.key, index, this.ownerName(command.owner), command.ttlMs, command.requestId, this.logNowMs + command.waitMs!, command.lockDelayMs ?? 0, command.value ?? null, session?.id ?? 0, limit, shared);
+      this.joinLine(w);
+      if (this.eventSink !== null) this.emit('QUEUED', w.key, w.owner, 0n, w.sessionId, w.value, w.shared);
+      result.waitTicket = index;
+    } else {
+      this.remember(command, { type: 'acquire', outcome, token: 0n });
+    }
+    const delayLeftMs = this.delays.leftMs(command.key, this.logNowMs);
+    if (delayLeftMs > 0) result.delayMsLeft = delayLeftMs;
+    if (decided.length > 0) result.decided = decided;
+    return result;
+  }
+
+  /** A new group for `key`, which has no lease: it takes over the key's free record (its last token). */
+  private groupFor(key: string, limit: number): KeyGroup {
+    this.writer?.beforeKeyWrite(key);
+    const lastToken = this.freeKeyLastTokens.get(key)?.lastToken ?? this.forgottenWatermark;
+    this.freeKeyLastTokens.delete(key);
+    const group = new KeyGroup(key, limit, lastToken);
+    this.groups.set(key, group);
+    return group;
+  }
+
+  /** A group with neither holds nor waiters is a free key again, with its last token. */
+  private tidy(group: KeyGroup): void {
+    if (group.holds.length > 0 || this.lines.countFor(group.key) > 0 || this.groups.get(group.key) !== group) return;
+    this.groups.delete(group.key);
+    this.grantable.delete(group.key);
+    this.writer?.beforeKeyWrite(group.key);
+    this.freeKeyLastTokens.free(group.key, group.lastToken, this.logNowMs);
+  }
+
+  /** The holds of `group` with every term start applied. */
+  private settleGroup(group: KeyGroup): void {
+    for (const hold of group.holds) this.settle(hold);
+  }
+
+  private firstLiveOf(group: KeyGroup): GroupHold | undefined {
+    this.settleGroup(group);
+    return group.firstLive(this.logNowMs);
+  }
+
+  /** Ends the holds of `group` that ran out (their lock-delays start from their ends), so what counts is
+   *  exact; a hold under a run-out session ends with its whole session, as in the mutex path. */
+  private sweepRunOut(group: KeyGroup, index: number, decided: WaiterDecision[]): void {
+    for (;;) {
+      this.settleGroup(group);
+      const runOut = group.holds.find((hold) => !hold.isLiveAt(this.logNowMs));
+      if (runOut === undefined) return;
+      if (runOut.session !== null) this.endSession(runOut.session as Session, true, index, decided);
+      else this.removeHold(group, runOut, true);
+    }
+  }
+
+  private grantHold(group: KeyGroup, owner: string, index: number, ttlMs: number, lockDelayMs: number, value: Uint8Array | null, session: Session | null, shared: boolean): GroupHold {
+    const nowMs = this.logNowMs;
+    if (session !== null && lockDelayMs === 0) lockDelayMs = session.lockDelayMs;
+    const ownTtlMs = session === null ? ttlMs : 0;
+    const hold = new GroupHold(group.key, this.countOwner(owner, 1), index, ownTtlMs, nowMs + ownTtlMs, 0, nowMs, shared, lockDelayMs, value !== null && value.length > 0 ? value : null);
+    group.add(hold);
+    this.groupHoldCount++;
+    if (session !== null) {
+      hold.session = session;
+      session.groupHolds.add(hold);
+      this.groupSessionHoldCount++;
+      hold.epochsSeen = this.epochs.length;
+    } else {
+      this.deadlines.push(hold);
+      this.granted(hold);
+    }
+    if (this.eventSink !== null) this.emit('ACQUIRED', group.key, hold.owner, BigInt(index), session?.id ?? 0, hold.value, shared);
+    return hold;
+  }
+
+  /** Ends `hold`; `expired`: it ran out, so its lock-delay (if any) starts from its end. `kind` null: no
+   *  event (superseded by its owner's new hold). */
+  private removeHold(group: KeyGroup, hold: GroupHold, expired: boolean, kind: LockEventKind | null = expired ? 'EXPIRED' : 'RELEASED'): void {
+    if (kind !== null && this.eventSink !== null) this.emit(kind, group.key, hold.owner, BigInt(hold.fencingToken), sessionIdOf(hold), hold.value, hold.shared);
+    if (expired && hold.lockDelayMs > 0) {
+      const untilMs = hold.endsAtMs + hold.lockDelayMs;
+      if (untilMs > (this.delays.untilMs(group.key) ?? -1)) this.delays.delayKey(group.key, untilMs);
+    }
+    const session = hold.session as Session | null;
+    if (session !== null) {
+      session.groupHolds.delete(hold);
+      hold.session = null;
+      this.groupSessionHoldCount--;
+    }
+    this.deadlines.remove(hold);
+    this.endBy.remove(hold);
+    this.countOwner(hold.owner, -1);
+    group.remove(hold);
+    this.groupHoldCount--;
+  }
+
+  /**
+   * Hands `group`'s key to the first head of its line that fits (holds.ts), in entry `index`: heads whose
+   * wait ran out, or whose session ended, leave refused on the way. At most one grant per key per entry;
+   * if the next head fits too, the key is marked for the leader's `handOff` (grantableKeys).
+   */
+  private handOffMany(group: KeyGroup, index: number, decided: WaiterDecision[]): void {
+    this.sweepRunOut(group, index, decided);
+    const key = group.key;
+    const nowMs = this.logNowMs;
+    if (this.delays.leftMs(key, nowMs) === 0) {
+      for (let w = this.lines.head(key); w !== undefined; w = this.lines.head(key)) {
+        const session = w.sessionId > 0 ? (this.sessionOf(w.sessionId) ?? null) : null;
+        if (w.deadlineMs <= nowMs || (w.sessionId > 0 && (session === null || !session.isLiveAt(nowMs)))) {
+          this.leaveLine(w);
+          const outcome = this.refusalBy(undefined, nowMs);
+          this.remember(w, { type: 'acquire', outcome, token: 0n });
+          decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });
+          this.dequeued(w);
+          continue;
+        }
+        const own = group.holdOf(w.owner);
+        if (group.lastToken === index || !group.fits(w, nowMs, own)) break;
+        this.leaveLine(w);
+        if (own !== undefined) this.removeHold(group, own, false, null);
+        const outcome = grantedOutcome(this.grantHold(group, w.owner, index, w.ttlMs, w.lockDelayMs, w.value, session, w.shared));
+        this.remember(w, { type: 'acquire', outcome, token: 0n });
+        decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });
+        break;
+      }
+    }
+    this.markGrantable(group);
+    this.tidy(group);
+  }
+
+  /** Whether the leader should propose a `handOff` for `group` (see `grantable`). */
+  private markGrantable(group: KeyGroup): void {
+    const head = this.lines.head(group.key);
+    const nowMs = this.logNowMs;
+    const ready = head !== undefined && this.groups.get(group.key) === group && this.delays.leftMs(group.key, nowMs) === 0 && group.fits(head, nowMs, group.holdOf(head.owner));
+    if (ready) this.grantable.add(group.key);
+    else this.grantable.delete(group.key);
+  }
+
+  private handOffEntry(index: number, command: HandOffCommand): HandOffResult {
+    const group = this.groups.get(command.key);
+    const result: HandOffResult = { type: 'handOff', index, key: command.key, granted: false };
+    if (group === undefined) return result;
+    const decided: WaiterDecision[] = [];
+    this.handOffMany(group, index, decided);
+    result.granted = group.lastToken === index;
+    if (decided.length > 0) result.decided = decided;
+    return result;
+  }
+
+  /** `owner`'s hold of `group` (one per owner per key), settled. */
+  private holdOf(group: KeyGroup, owner: string): GroupHold | undefined {
+    this.settleGroup(group);
+    return group.holdOf(owner);
+  }
+
+  /** refusal() for a key with many holds, where `hold` is the requester's own (by owner). */
+  private refusalIn(group: KeyGroup, hold: GroupHold | undefined, request: { owner: string; token: bigint }, mustBeLive: boolean): RefusalReason {
+    if (hold === undefined) return group.holds.length === 0 ? 'NOT_HELD' : 'WRONG_OWNER';
+    if (BigInt(hold.fencingToken) !== request.token) return 'WRONG_TOKEN';
+    if (mustBeLive && !hold.isLiveAt(this.logNowMs)) return 'EXPIRED';
+    return 'UNSPECIFIED';
+  }
+
+  private expireInGroup(index: number, command: ExpireCommand, group: KeyGroup): ExpireResult {
+    this.settleGroup(group);
+    const hold = group.holds.find((h) => BigInt(h.fencingToken) === command.token);
+    const due = hold !== undefined && hold.session === null && !hold.isLiveAt(this.logNowMs);
+    const result: ExpireResult = { type: 'expire', index, expired: due, key: command.key, token: command.token };
+    if (due) {
+      this.removeHold(group, hold, true);
+      const decided: WaiterDecision[] = [];
+      this.handOffMany(group, index, decided);
+      if (decided.length > 0) result.decided = decided;
+    }
+    return result;
+  }
+
+  private revokeInGroup(index: number, command: RevokeCommand, group: KeyGroup): RevokeResult {
+    const result: RevokeResult = { type: 'revoke', index, key: command.key, revoked: [] };
+    const ending = group.holds.filter((h) => command.token === 0n || BigInt(h.fencingToken) === command.token);
+    if (ending.length === 0) return result;
+    for (const hold of ending) {
+      result.revoked.push(BigInt(hold.fencingToken));
+      this.removeHold(group, hold, false, 'REVOKED');
+    }
+    const decided: WaiterDecision[] = [];
+    this.handOffMany(group, index, decided);
+    if (decided.length > 0) result.decided = decided;
+    return result;
+  }
+
+  /** Get for a key with many holds: its live holds in token order, the first in the single-holder fields. */
+  private groupView(group: KeyGroup): LockView {
+    this.settleGroup(group);
+    const nowMs = this.logNowMs;
+    const live = group.holds.filter((hold) => hold.isLiveAt(nowMs));
+    const holders: HolderView[] = live.map((hold) => ({
+      owner: hold.owner,
+      token: BigInt(hold.fencingToken),
+      ttlMs: hold.endsAtMs - nowMs,
+      expiresAtMs: hold.endsAtMs,
+      shared: hold.shared,
+      sessionId: BigInt(sessionIdOf(hold)),
+      value: hold.value,
+    }));
+    const first = live[0];
+    const view: LockView =
+      first === undefined
+        ? { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: BigInt(group.lastToken) }
+        : { held: true, owner: first.owner, token: BigInt(first.fencingToken), ttlMs: first.endsAtMs - nowMs, expiresAtMs: first.endsAtMs, lastToken: BigInt(group.lastToken) };
+    if (first !== undefined && first.session !== null) view.sessionId = BigInt(first.session.fencingToken);
+    view.holders = holders;
+    view.limit = group.limit;
+    return view;
   }
 
   // ---- sessions (session.ts) ----
@@ -1025,6 +1393,14 @@ export class LockMachine {
       this.removeLease(lease, expired);
       this.handOff(key, index, decided);
     }
+    // One hold per owner per key, so (key) orders them; the keys join the released list after the mutexes.
+    const groupHolds = [...session.groupHolds].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    for (const hold of groupHolds) {
+      const group = this.groups.get(hold.key)!;
+      this.removeHold(group, hold, expired);
+      this.handOffMany(group, index, decided);
+      keys.push(hold.key);
+    }
     this.sessions.delete(session.id);
     if (session.requestId !== '') this.sessionsByRequest.delete(requestKeyOf(session.owner, session.requestId));
     this.sessionDeadlines.remove(session);
@@ -1039,7 +1415,7 @@ export class LockMachine {
     if (untilMs === undefined || untilMs > this.logNowMs) return result;
     this.delays.undelay(command.key);
     result.undelayed = true;
-    if (this.leaseOf(command.key) === undefined) {
+    if (this.groups.has(command.key) || this.leaseOf(command.key) === undefined) {
       const decided: WaiterDecision[] = [];
       this.handOff(command.key, index, decided);
       if (decided.length > 0) result.decided = decided;
@@ -1058,6 +1434,12 @@ export class LockMachine {
     if (!cancelled) this.remember(w, { type: 'acquire', outcome, token: 0n });
     result.dequeued = true;
     result.decided = [{ key: w.key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled }];
+    const group = this.groups.get(command.key);
+    if (group !== undefined) {
+      // The one who left may have been what kept the next heads waiting (an exclusive request ahead of
+      // shared ones): they may fit now.
+      this.handOffMany(group, index, result.decided);
+    }
     return result;
   }
 
@@ -1093,8 +1475,9 @@ export class LockMachine {
   private renew(index: number, command: RenewCommand): RenewResult | ErrorResult {
     const replay = this.replay(index, 'renew', command.owner, command.requestId, command.key, command.token);
     if (replay !== null) return replay as RenewResult | ErrorResult;
-    const lease = this.leaseOf(command.key);
-    const reason = this.refusal(lease, command, true);
+    const group = this.groups.get(command.key);
+    const lease: Lease | undefined = group !== undefined ? this.holdOf(group, command.owner) : this.leaseOf(command.key);
+    const reason = group !== undefined ? this.refusalIn(group, lease as GroupHold | undefined, command, true) : this.refusal(lease, command, true);
     if (lease !== undefined && lease.session !== null && reason === 'UNSPECIFIED') {
       return sessionError(index, 'RENEW_THE_SESSION', `the hold on ${JSON.stringify(command.key)} lives under session ${lease.session.fencingToken}: renew the session, not the hold`);
     }
@@ -1107,7 +1490,10 @@ export class LockMachine {
       this.deadlines.update(lease);
       this.granted(lease);
       outcome = { renewed: true, ttlMs: command.ttlMs, expiresAtMs: lease.leaseDeadlineMs, reason };
-      if (this.eventSink !== null) this.emit('RENEWED', command.key, lease.owner, command.token, 0, this.holdValues.get(command.key) ?? null);
+      if (this.eventSink !== null) {
+        if (lease instanceof GroupHold) this.emit('RENEWED', command.key, lease.owner, command.token, 0, lease.value, lease.shared);
+        else this.emit('RENEWED', command.key, lease.owner, command.token, 0, this.holdValues.get(command.key) ?? null);
+      }
     }
     this.remember(command, { type: 'renew', outcome, token: command.token });
     return { type: 'renew', index, replayed: false, ...outcome };
@@ -1116,10 +1502,14 @@ export class LockMachine {
   private release(index: number, command: ReleaseCommand): ReleaseResult | ErrorResult {
     const replay = this.replay(index, 'release', command.owner, command.requestId, command.key, command.token);
     if (replay !== null) return replay as ReleaseResult | ErrorResult;
-    const lease = this.leaseOf(command.key);
-    const reason = this.refusal(lease, command, false);
+    const group = this.groups.get(command.key);
+    const lease: Lease | undefined = group !== undefined ? this.holdOf(group, command.owner) : this.leaseOf(command.key);
+    const reason = group !== undefined ? this.refusalIn(group, lease as GroupHold | undefined, command, false) : this.refusal(lease, command, false);
     const decided: WaiterDecision[] = [];
-    if (lease !== undefined && reason === 'UNSPECIFIED') {
+    if (group !== undefined && lease instanceof GroupHold && reason === 'UNSPECIFIED') {
+      this.removeHold(group, lease, false);
+      this.handOffMany(group, index, decided);
+    } else if (lease !== undefined && reason === 'UNSPECIFIED') {
       this.removeLease(lease, false); // a release: no lock-delay
       this.handOff(command.key, index, decided);
     }
@@ -1131,6 +1521,8 @@ export class LockMachine {
   }
 
   private expire(index: number, command: ExpireCommand): ExpireResult {
+    const group = this.groups.get(command.key);
+    if (group !== undefined) return this.expireInGroup(index, command, group);
     const lease = this.leaseOf(command.key);
     const due =
       lease !== undefined && lease.session === null && BigInt(lease.fencingToken) === command.token && !lease.isLiveAt(this.logNowMs);
@@ -1147,6 +1539,8 @@ export class LockMachine {
   /** An operator ends a hold (SPEC "Revoke"): as if it ran out, but with no lock-delay — the key goes to
    *  its line at once; the revoked holder's writes are refused by the resource once the next is granted. */
   private revoke(index: number, command: RevokeCommand): RevokeResult {
+    const group = this.groups.get(command.key);
+    if (group !== undefined) return this.revokeInGroup(index, command, group);
     const lease = this.leaseOf(command.key);
     const result: RevokeResult = { type: 'revoke', index, key: command.key, revoked: [] };
     if (lease === undefined || (command.token !== 0n && BigInt(lease.fencingToken) !== command.token)) return result;
@@ -1228,13 +1622,13 @@ export class LockMachine {
 
   // ---- events (events.ts) ----
 
-  private emit(kind: LockEventKind, key: string, owner: string, token: bigint, sessionId: number, value: Uint8Array | null): void {
-    this.eventSink?.({ index: this.appliedIndexValue, key, kind, owner, token, sessionId, value, shared: false });
+  private emit(kind: LockEventKind, key: string, owner: string, token: bigint, sessionId: number, value: Uint8Array | null, shared = false): void {
+    this.eventSink?.({ index: this.appliedIndexValue, key, kind, owner, token, sessionId, value, shared });
   }
 
   /** `w` left its line without the key (its wait ran out, its call was cancelled, its session ended). */
   private dequeued(w: Waiter): void {
-    if (this.eventSink !== null) this.emit('DEQUEUED', w.key, w.owner, 0n, w.sessionId, w.value);
+    if (this.eventSink !== null) this.emit('DEQUEUED', w.key, w.owner, 0n, w.sessionId, w.value, w.shared);
   }
 
   // ---- request_id dedup ----
@@ -1295,6 +1689,30 @@ function sessionIdOf(lease: Lease): number {
 
 function grantedOutcome(lease: Lease): AcquireOutcome {
   return { acquired: true, token: BigInt(lease.fencingToken), ttlMs: lease.grantedTtlMs, expiresAtMs: lease.endsAtMs, holderOwner: '', holderTtlMs: 0 };
+}
+
+/** The error result `error` with the waiters `decided` before it was found (the entry changed them). */
+function withDecided(error: ErrorResult, decided: WaiterDecision[]): ErrorResult {
+  if (decided.length > 0) error.decided = decided;
+  return error;
+}
+
+function limitMismatch(index: number, key: string, keyLimit: number, asked: number): ErrorResult {
+  return {
+    type: 'error',
+    index,
+    code: 'LIMIT_MISMATCH',
+    message: `limit: key ${JSON.stringify(key)} has limit ${keyLimit} while it has holders or waiters, and this request names ${asked}; every request on a key must name its current limit`,
+  };
+}
+
+function modeMismatch(index: number, key: string, owner: string, heldShared: boolean): ErrorResult {
+  return {
+    type: 'error',
+    index,
+    code: 'HOLD_MODE_MISMATCH',
+    message: `shared: owner ${JSON.stringify(owner)} holds key ${JSON.stringify(key)} ${heldShared ? 'shared' : 'exclusive'}; release that hold before asking for it ${heldShared ? 'exclusive' : 'shared'}`,
+  };
 }
 
 function sessionError(index: number, code: 'SESSION_NOT_OPEN' | 'SESSION_OWNER_MISMATCH' | 'RENEW_THE_SESSION', message: string): ErrorResult {

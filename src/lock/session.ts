@@ -12,12 +12,15 @@
 //  - end (close, or expiry by the leader's `expireSession` or by an entry that finds it run out): every hold
 //    of the session is dropped and every waiter of it leaves its line, in that one entry; each freed key is
 //    handed to its line. Expiry starts the holds' lock-delays (from the session's end); close does not.
+import type { GroupHold } from './holds.js';
 import { Lease } from './lease.js';
 import type { Waiter } from './wait-line.js';
 
 export class Session extends Lease {
-  /** Keys held under this session. */
+  /** Keys held under this session (mutex keys). */
   readonly holds = new Set<string>();
+  /** Its holds of keys with many holds (holds.ts). */
+  readonly groupHolds = new Set<GroupHold>();
   /** Its requests waiting in line. */
   readonly waiters = new Set<Waiter>();
 

@@ -23,8 +23,9 @@ import type { LeaseTimes } from './epoch.js';
 import type { KeyDelays } from './key-delays.js';
 import type { WaitLines } from './wait-line.js';
 import type { Session } from './session.js';
-import { PrefixKeyWriter, SNAPSHOT_VERSION, SNAPSHOT_VERSION_WITH_DELAYS, SNAPSHOT_VERSION_WITH_LEVEL, SNAPSHOT_VERSION_WITH_SESSIONS, SNAPSHOT_VERSION_WITH_WAITERS, writeDelays, writeSessions, writeWaiters, sectionBitsFor, sectionOf, writeHeader, writeSection, type DecodedFreeKey, type SnapshotHeader } from './snapshot.js';
-import { BASE_LEVEL } from './versions.js';
+import { PrefixKeyWriter, SNAPSHOT_VERSION, SNAPSHOT_VERSION_WITH_DELAYS, SNAPSHOT_VERSION_WITH_GROUPS, SNAPSHOT_VERSION_WITH_LEVEL, writeGroups, SNAPSHOT_VERSION_WITH_SESSIONS, SNAPSHOT_VERSION_WITH_WAITERS, writeDelays, writeSessions, writeWaiters, sectionBitsFor, sectionOf, writeHeader, writeSection, type DecodedFreeKey, type SnapshotHeader } from './snapshot.js';
+import { BASE_LEVEL, LEVEL_MANY_HOLDERS } from './versions.js';
+import type { GroupHold, KeyGroup } from './holds.js';
 
 /** Keys (or dedup records) one slice handles: ~2-5 ms of work on a slow shared core (measured with
  *  scripts/machine-scale.ts). */
@@ -46,6 +47,9 @@ export interface SnapshotSource {
   /** Open sessions (absent or none: version 5 or older). Copied at the opening like the lines (bounded
    *  by limits.maxSessions; their holds by maxHoldsPerSession). */
   sessions?: ReadonlyMap<number, Session>;
+  /** Keys with many holds (holds.ts; version 8). Copied at the opening like the lines: each is bounded by
+   *  its limit or by the admission limits on holds. */
+  groups?: ReadonlyMap<string, KeyGroup>;
 }
 
 export class SnapshotWriter {
@@ -83,6 +87,7 @@ export class SnapshotWriter {
     const values = source.values;
     const sessions = source.sessions !== undefined && source.sessions.size > 0 ? [...source.sessions.values()] : [];
     const withLevel = this.header.clusterLevel > BASE_LEVEL;
+    const withGroups = this.header.clusterLevel >= LEVEL_MANY_HOLDERS;
     const withSessions = withLevel || sessions.length > 0;
     const withDelays =
       withSessions ||
@@ -91,7 +96,7 @@ export class SnapshotWriter {
     this.waiterBytes = null;
     if (waiters.length > 0 || withDelays) {
       const tail = new ByteWriter(64 * waiters.length + 64);
-      writeWaiters(tail, waiters, this.header.nowMs, withDelays, withSessions);
+      writeWaiters(tail, waiters, this.header.nowMs, withDelays, withSessions, withGroups);
       if (withDelays) {
         const holdValues = [...(values ?? [])].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
         writeDelays(tail, { holdDelays: delays?.sortedHoldDelays() ?? [], keyDelays: delays?.sortedKeyDelays() ?? [], holdValues }, this.header.nowMs);
@@ -103,8 +108,9 @@ export class SnapshotWriter {
         tail.uint(this.header.ranMembers.length);
         for (const id of this.header.ranMembers) tail.string(id);
       }
+      if (withGroups) writeGroups(tail, [...(source.groups?.values() ?? [])], this.header.nowMs, (hold: GroupHold) => source.timesOf?.(hold) ?? hold);
       this.waiterBytes = tail.finish();
-      version = withLevel ? SNAPSHOT_VERSION_WITH_LEVEL : withSessions ? SNAPSHOT_VERSION_WITH_SESSIONS : withDelays ? SNAPSHOT_VERSION_WITH_DELAYS : SNAPSHOT_VERSION_WITH_WAITERS;
+      version = withGroups ? SNAPSHOT_VERSION_WITH_GROUPS : withLevel ? SNAPSHOT_VERSION_WITH_LEVEL : withSessions ? SNAPSHOT_VERSION_WITH_SESSIONS : withDelays ? SNAPSHOT_VERSION_WITH_DELAYS : SNAPSHOT_VERSION_WITH_WAITERS;
     }
     writeHeader(this.out, this.header, this.sectionBits, version);
     this.dedupOut = new ByteWriter(1024);

@@ -32,6 +32,13 @@
 // Version 7 (cluster level 2, versions.ts) is written once the cluster is at level 2 and only then (so only
 // to members that read it): the tail as in 6 — always present, possibly with no sessions — then
 //   clusterLevel termLastStampMs ranMemberCount memberId:str*   (member ids sorted, distinct)
+// Version 8 (cluster level 3) is written once the cluster is at level 3: as 7, but each waiter carries its
+// limit:uvarint and shared:u8 after its sessionId, and after the ran members come the keys with many holds
+// (holds.ts), sorted by key:
+//   groupCount (key limit:uvarint lastToken:uvarint holdCount (owner:str token:uvarint ttlMs
+//               deadline-now:svarint observedMs now-observeFrom shared:u8 lockDelayMs value:bytes
+//               sessionId:uvarint)*)*
+//   holds in token order; a hold under a session has its lease times written as 0, as in version 6.
 // Why sections: a section is sorted and written on its own (~256-512 keys), so a snapshot of a million keys
 // is written in slices, with copy-on-write per section (snapshot-writer.ts), never one global sort.
 // Version 2 had one global owner table, then all leases and all free keys sorted by key, then the watermark;
@@ -47,7 +54,8 @@ import type { LeaseTimes } from './epoch.js';
 import { WIRE_LIMITS } from './commands.js';
 import { Waiter } from './wait-line.js';
 import { Session } from './session.js';
-import { BASE_LEVEL, BUILD_LEVEL, LEVEL_CLOCK_PROGRESS } from './versions.js';
+import { BASE_LEVEL, BUILD_LEVEL, LEVEL_CLOCK_PROGRESS, LEVEL_MANY_HOLDERS } from './versions.js';
+import { GroupHold, KeyGroup } from './holds.js';
 
 const MAGIC = [0x4c, 0x48, 0x53]; // "LHS"
 /** 3: keys in hash sections, each with its own owner table (see the header). 2: free keys carry the time
@@ -63,12 +71,15 @@ export const SNAPSHOT_VERSION_WITH_DELAYS = 5;
 export const SNAPSHOT_VERSION_WITH_SESSIONS = 6;
 /** Version 6 plus the cluster level (versions.ts); written from cluster level 2 on. */
 export const SNAPSHOT_VERSION_WITH_LEVEL = 7;
+/** Version 7 plus keys with many holds (holds.ts); written from cluster level 3 on. */
+export const SNAPSHOT_VERSION_WITH_GROUPS = 8;
 
 /** A node id's longest form (src/config/node-id.ts), as the memberRan entry bounds it. */
 const MAX_MEMBER_ID_BYTES = 63;
 
 /** The newest snapshot version a build reading cluster level `readLevel` reads. */
 function newestVersionFor(readLevel: number): number {
+  if (readLevel >= LEVEL_MANY_HOLDERS) return SNAPSHOT_VERSION_WITH_GROUPS;
   return readLevel >= LEVEL_CLOCK_PROGRESS ? SNAPSHOT_VERSION_WITH_LEVEL : SNAPSHOT_VERSION_WITH_SESSIONS;
 }
 
@@ -124,6 +135,10 @@ export interface DecodedState extends SnapshotHeader {
   sessions: Session[];
   /** key -> the session its hold lives under, sorted by key. */
   sessionHolds: [string, number][];
+  /** Keys with many holds, sorted by key; each hold's session by id in `groupHoldSessions` (same order,
+   *  0 = none), for restore to attach. */
+  groups: KeyGroup[];
+  groupHoldSessions: Map<GroupHold, number>;
 }
 
 /**
@@ -204,7 +219,7 @@ export function writeSection(
 }
 
 /** The wait lines (version 4's tail): sorts `waiters` in place by (key, ticket). Times relative to `nowMs`. */
-export function writeWaiters(out: ByteWriter, waiters: Waiter[], nowMs: number, withLockDelay = false, withSession = false): void {
+export function writeWaiters(out: ByteWriter, waiters: Waiter[], nowMs: number, withLockDelay = false, withSession = false, withLimit = false): void {
   waiters.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.ticket - b.ticket));
   let lines = 0;
   for (let i = 0; i < waiters.length; i++) if (i === 0 || waiters[i]!.key !== waiters[i - 1]!.key) lines++;
@@ -230,6 +245,10 @@ export function writeWaiters(out: ByteWriter, waiters: Waiter[], nowMs: number, 
         out.lengthPrefixed(w.value ?? EMPTY);
       }
       if (withSession) out.uint(w.sessionId);
+      if (withLimit) {
+        out.uint(w.limit);
+        out.byte(w.shared ? 1 : 0);
+      }
     }
   }
 }
@@ -257,6 +276,33 @@ export function writeDelays(out: ByteWriter, delays: DelayState, nowMs: number):
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** Version 8's keys with many holds, after the ran members. `times` gives a hold's times as of the snapshot. */
+export function writeGroups(out: ByteWriter, groups: KeyGroup[], nowMs: number, times: (hold: GroupHold) => LeaseTimes): void {
+  groups.sort(byKey);
+  out.uint(groups.length);
+  const keys = new PrefixKeyWriter().restart(out);
+  for (const group of groups) {
+    keys.write(group.key);
+    out.uint(group.limit);
+    out.uint(group.lastToken);
+    out.uint(group.holds.length);
+    for (const hold of group.holds) {
+      out.string(hold.owner);
+      out.uint(hold.fencingToken);
+      const underSession = hold.session !== null;
+      const t = underSession ? { ttlMs: 0, leaseDeadlineMs: nowMs, observedMs: 0, observeFromMs: nowMs } : times(hold);
+      out.uint(t.ttlMs);
+      out.sint(t.leaseDeadlineMs - nowMs);
+      out.uint(t.observedMs);
+      out.uint(nowMs - t.observeFromMs);
+      out.byte(hold.shared ? 1 : 0);
+      out.uint(hold.lockDelayMs);
+      out.lengthPrefixed(hold.value ?? EMPTY);
+      out.uint(hold.session === null ? 0 : hold.session.fencingToken);
+    }
+  }
+}
 
 /** Version 6's sessions and session holds, after its delays. `times` gives a session's times as of the
  *  snapshot (term starts are applied lazily). */
@@ -339,12 +385,15 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink, readL
   let clusterLevel = BASE_LEVEL;
   let termLastStampMs = 0;
   const ranMembers: string[] = [];
-  if (version === SNAPSHOT_VERSION_WITH_LEVEL) {
-    fields.waiters(waiters, true, true);
+  const groups: KeyGroup[] = [];
+  const groupHoldSessions = new Map<GroupHold, number>();
+  if (version === SNAPSHOT_VERSION_WITH_LEVEL || version === SNAPSHOT_VERSION_WITH_GROUPS) {
+    fields.waiters(waiters, true, true, version === SNAPSHOT_VERSION_WITH_GROUPS);
     fields.delays(holdDelays, keyDelays, holdValues);
     fields.sessions(sessions, sessionHolds);
     clusterLevel = input.uint();
-    if (clusterLevel <= BASE_LEVEL || clusterLevel > readLevel) input.fail(`cluster level ${clusterLevel} in a version 7 snapshot (this build reads up to ${readLevel})`);
+    const lowest = version === SNAPSHOT_VERSION_WITH_GROUPS ? LEVEL_MANY_HOLDERS : BASE_LEVEL + 1;
+    if (clusterLevel < lowest || clusterLevel > readLevel) input.fail(`cluster level ${clusterLevel} in a version ${version} snapshot (this build reads up to ${readLevel})`);
     termLastStampMs = input.uint();
     const count = countOf(input);
     for (let i = 0; i < count; i++) {
@@ -352,6 +401,7 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink, readL
       if (id.length === 0 || (i > 0 && !(ranMembers[i - 1]! < id))) input.fail('member ids are not sorted, distinct and non-empty');
       ranMembers.push(id);
     }
+    if (version === SNAPSHOT_VERSION_WITH_GROUPS) fields.groups(groups, groupHoldSessions);
   } else if (version === SNAPSHOT_VERSION_WITH_SESSIONS) {
     fields.waiters(waiters, true, true);
     fields.delays(holdDelays, keyDelays, holdValues);
@@ -368,7 +418,7 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink, readL
     }
   }
   input.end();
-  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, clusterLevel, termLastStampMs, ranMembers, waiters, holdDelays, keyDelays, holdValues, sessions, sessionHolds };
+  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, clusterLevel, termLastStampMs, ranMembers, waiters, holdDelays, keyDelays, holdValues, sessions, sessionHolds, groups, groupHoldSessions };
 }
 
 /** Reads the parts every version shares, checking each field against the snapshot's index and time. */
@@ -444,7 +494,7 @@ class FieldReader {
     }
   }
 
-  waiters(into: Waiter[], withLockDelay: boolean, withSession = false): void {
+  waiters(into: Waiter[], withLockDelay: boolean, withSession = false, withLimit = false): void {
     const input = this.input;
     const lineCount = countOf(input);
     const keys = new PrefixKeyReader(input);
@@ -470,7 +520,9 @@ class FieldReader {
         if (sessionId > this.appliedIndex) input.fail(`waiter session ${sessionId} is beyond index ${this.appliedIndex}`);
         // A waiter under a session asks for no TTL of its own (its hold will live as long as the session).
         if (sessionId > 0 ? ttlMs !== 0 : ttlMs < 1 || ttlMs > WIRE_LIMITS.maxTtlMs) input.fail(`waiter ttlMs ${ttlMs}`);
-        into.push(new Waiter(key, ticket, owner, ttlMs, requestId, deadlineMs, lockDelayMs, value, sessionId));
+        const limit = withLimit ? this.limit() : 1;
+        const shared = withLimit ? this.flag('waiter shared') : false;
+        into.push(new Waiter(key, ticket, owner, ttlMs, requestId, deadlineMs, lockDelayMs, value, sessionId, limit, shared));
       }
     }
   }
@@ -537,6 +589,56 @@ class FieldReader {
       if (sessionId < 1 || sessionId > this.appliedIndex) input.fail(`session hold of ${JSON.stringify(key)}: session ${sessionId}`);
       holds.push([key, sessionId]);
     }
+  }
+
+  groups(into: KeyGroup[], sessions: Map<GroupHold, number>): void {
+    const input = this.input;
+    const nowMs = this.nowMs;
+    const count = countOf(input);
+    const keys = new PrefixKeyReader(input);
+    for (let g = 0; g < count; g++) {
+      const key = keys.read();
+      if (key.length === 0 || (g > 0 && !(into[g - 1]!.key < key))) input.fail('keys with many holds are not sorted and distinct');
+      const limit = this.limit();
+      const lastToken = input.uint();
+      if (lastToken > this.appliedIndex) input.fail(`last token ${lastToken} is beyond index ${this.appliedIndex}`);
+      const group = new KeyGroup(key, limit, lastToken);
+      const holdCount = countOf(input);
+      if (limit >= 2 && holdCount > limit) input.fail(`${holdCount} holds of ${JSON.stringify(key)}, a semaphore of ${limit}`);
+      for (let i = 0; i < holdCount; i++) {
+        const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
+        if (owner.length === 0) input.fail('hold owner is empty');
+        const token = this.token();
+        if (token > lastToken || (i > 0 && !(group.holds[i - 1]!.fencingToken < token))) input.fail(`hold tokens of ${JSON.stringify(key)} are not increasing up to its last token`);
+        const ttlMs = input.uint();
+        const deadlineMs = nowMs + input.sint();
+        const observedMs = input.uint();
+        const observeFromMs = nowMs - input.uint();
+        if (deadlineMs < 0 || observeFromMs < 0 || ttlMs > WIRE_LIMITS.maxTtlMs) input.fail('hold time out of range');
+        const shared = this.flag('hold shared');
+        const lockDelayMs = this.lockDelay();
+        const value = this.value();
+        const sessionId = input.uint();
+        if (sessionId > this.appliedIndex) input.fail(`hold session ${sessionId} is beyond index ${this.appliedIndex}`);
+        if ((sessionId > 0) === (ttlMs > 0)) input.fail(`hold of ${JSON.stringify(key)}: a TTL of its own and a session, or neither`);
+        const hold = new GroupHold(key, owner, token, ttlMs, deadlineMs, observedMs, observeFromMs, shared, lockDelayMs, value);
+        group.holds.push(hold);
+        sessions.set(hold, sessionId);
+      }
+      into.push(group);
+    }
+  }
+
+  private limit(): number {
+    const limit = this.input.uint();
+    if (limit < 1 || limit > WIRE_LIMITS.maxHoldLimit) this.input.fail(`limit ${limit} is outside [1, ${WIRE_LIMITS.maxHoldLimit}]`);
+    return limit;
+  }
+
+  private flag(what: string): boolean {
+    const b = this.input.byte();
+    if (b > 1) this.input.fail(`${what} is ${b}, not 0 or 1`);
+    return b === 1;
   }
 
   /** A value (copied out of the snapshot's bytes); null when empty. */

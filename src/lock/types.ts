@@ -121,6 +121,13 @@ export interface UndelayResult extends ResultBase {
   key: string;
 }
 
+export interface HandOffResult extends ResultBase {
+  type: 'handOff';
+  key: string;
+  /** Whether the entry granted the key's next head. */
+  granted: boolean;
+}
+
 export interface OpenSessionResult extends ResultBase {
   type: 'openSession';
   /** The session's id (its entry's index; or the earlier session a retry of the same request_id opened). */
@@ -193,9 +200,12 @@ export interface ForgetResult extends ResultBase {
  * different operation (type, key or token), so its remembered outcome would be a lie; nothing changed.
  * SESSION_NOT_OPEN: an acquire named a session that is not open (closed, ran out, never opened).
  * SESSION_OWNER_MISMATCH: an acquire's owner is not its session's owner. RENEW_THE_SESSION: a renew of a
- * hold that lives under a session (renew the session instead). None of them changed anything.
+ * hold that lives under a session (renew the session instead). LIMIT_MISMATCH: an acquire named another limit
+ * than the key has while it has holds or waiters (holds.ts). HOLD_MODE_MISMATCH: an owner that holds the key
+ * shared asked for it exclusive, or the other way (release first). CLUSTER_LEVEL: a semaphore or shared
+ * acquire before the cluster is at level 3 (versions.ts). None of them changed anything.
  */
-export type LockErrorCode = 'MALFORMED_COMMAND' | 'REQUEST_ID_REUSED' | 'SESSION_NOT_OPEN' | 'SESSION_OWNER_MISMATCH' | 'RENEW_THE_SESSION';
+export type LockErrorCode = 'MALFORMED_COMMAND' | 'REQUEST_ID_REUSED' | 'SESSION_NOT_OPEN' | 'SESSION_OWNER_MISMATCH' | 'RENEW_THE_SESSION' | 'LIMIT_MISMATCH' | 'HOLD_MODE_MISMATCH' | 'CLUSTER_LEVEL';
 
 export interface ErrorResult extends ResultBase {
   type: 'error';
@@ -216,6 +226,7 @@ export type LockResult =
   | ForgetResult
   | DequeueResult
   | UndelayResult
+  | HandOffResult
   | OpenSessionResult
   | RenewSessionResult
   | SessionEndResult
@@ -243,6 +254,21 @@ export interface LockView {
   sessionId?: bigint;
   /** The applied index the answer was read at (set like `waiters`): Watch after_index resumes from it. */
   index?: number;
+  /** A key with many holds (holds.ts): every live hold in token order (the fields above describe the first),
+   *  and the key's limit. Absent for a mutex key. */
+  holders?: HolderView[];
+  limit?: number;
+}
+
+/** One live hold of a key with many holds, as Get reports it. */
+export interface HolderView {
+  owner: string;
+  token: bigint;
+  ttlMs: number;
+  expiresAtMs: number;
+  shared: boolean;
+  sessionId: bigint;
+  value: Uint8Array | null;
 }
 
 /** A lease whose deadline has passed, for the leader to propose `expire {key, token}`. */

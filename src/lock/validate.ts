@@ -28,7 +28,7 @@ export const DEFAULT_LOCK_LIMITS: Readonly<LockLimits> = Object.freeze({
 });
 
 /** Proto field names, as users see them in the API. */
-export type LockFieldName = 'key' | 'owner' | 'ttl_ms' | 'token' | 'request_id' | 'wait_ms' | 'lock_delay_ms' | 'value' | 'session_id' | 'prefix' | 'after_index' | 'limit' | 'page_token' | 'reason';
+export type LockFieldName = 'key' | 'owner' | 'ttl_ms' | 'token' | 'request_id' | 'wait_ms' | 'lock_delay_ms' | 'value' | 'session_id' | 'prefix' | 'after_index' | 'limit' | 'page_token' | 'reason' | 'shared';
 
 export class ValidationError extends Error {
   override readonly name = 'ValidationError';
@@ -51,6 +51,8 @@ export interface AcquireInput {
   lockDelayMs?: unknown;
   value?: unknown;
   sessionId?: unknown;
+  limit?: unknown;
+  shared?: unknown;
 }
 export interface OpenSessionInput {
   owner?: unknown;
@@ -94,6 +96,10 @@ export interface ValidAcquire {
   value?: Uint8Array;
   /** The session the hold lives under; 0 or absent = none (then ttlMs is the lease's; else ttlMs is 0). */
   sessionId?: number;
+  /** 1 or absent = a mutex (or shared/exclusive holds); >= 2 = a counting semaphore of that many (holds.ts). */
+  limit?: number;
+  /** A shared (read) hold; absent = false. */
+  shared?: boolean;
 }
 export interface ValidOpenSession {
   owner: string;
@@ -141,6 +147,7 @@ export function validateAcquire(input: AcquireInput, limits: LockLimits = DEFAUL
       lockDelayMs: checkLockDelay(input.lockDelayMs, limits),
       ...valueField(input.value, limits),
       sessionId,
+      ...holdMode(input.limit, input.shared),
     };
   });
 }
@@ -331,6 +338,27 @@ function checkSessionId(value: unknown, required: boolean): number {
   if (id === 0n && required) throw new ValidationError('session_id', 'session_id is required');
   if (id < 0n || id > BigInt(Number.MAX_SAFE_INTEGER)) throw new ValidationError('session_id', `session_id must be a session id from OpenSession, got ${id}`);
   return Number(id);
+}
+
+/** AcquireRequest.limit: 0 and 1 both mean one exclusive hold (SPEC). */
+function checkHoldLimit(value: unknown): number {
+  const limit = toInteger('limit', value ?? 0);
+  if (limit < 0n || limit > BigInt(WIRE_LIMITS.maxHoldLimit)) throw new ValidationError('limit', `limit must be between 0 and ${WIRE_LIMITS.maxHoldLimit} (0 or 1 = a mutex), got ${limit}`);
+  return limit < 1n ? 1 : Number(limit);
+}
+
+function holdMode(limitValue: unknown, sharedValue: unknown): { limit: number; shared: boolean } {
+  const limit = checkHoldLimit(limitValue);
+  const shared = checkShared(sharedValue);
+  // A semaphore's holds are all alike; shared/exclusive is a key of limit 1.
+  if (shared && limit > 1) throw new ValidationError('shared', `shared holds are of a key with limit 0 or 1, not a semaphore (limit ${limit})`);
+  return { limit, shared };
+}
+
+function checkShared(value: unknown): boolean {
+  if (value === undefined || value === null || value === false) return false;
+  if (value === true) return true;
+  throw new ValidationError('shared', `shared must be a boolean, got ${typeof value === 'string' ? JSON.stringify(value) : typeof value}`);
 }
 
 function checkWait(value: unknown, limits: LockLimits): number {

@@ -10,13 +10,21 @@
 // The cluster level only rises. Once it is L, every member must run a build that reads L: an older one meets
 // an entry it cannot read and stops (UnknownCommandError), never misapplies it. A downgrade below the
 // cluster level is therefore not possible in place (etcd's rule too): restore from a backup instead.
-export const BUILD_LEVEL = 2;
+//   Level 3 adds:
+//   - tag 21: an acquire of one of a key's many holds — a counting semaphore (`limit`) or a shared hold
+//     (holds.ts). The leader refuses such requests until the cluster is at 3;
+//   - snapshot version 8 (7 plus the keys with many holds, and each waiter's limit and mode): written once
+//     the cluster is at 3.
+export const BUILD_LEVEL = 3;
 
 /** Builds from before the gate, which announce nothing. */
 export const BASE_LEVEL = 1;
 
 /** The level that introduced the version gate and the log-time rule that follows the leader's clock. */
 export const LEVEL_CLOCK_PROGRESS = 2;
+
+/** The level that introduced semaphores and shared holds (holds.ts). */
+export const LEVEL_MANY_HOLDERS = 3;
 
 /** The lowest level every member reads, as this node knows it: its own build's and each member's announced
  *  one (unknown = not heard from yet = cannot be counted on, so nothing new is proposed). */

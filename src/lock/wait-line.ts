@@ -34,6 +34,10 @@ export class Waiter {
     readonly value: Uint8Array | null = null,
     /** The session its hold will live under once granted (session.ts); 0 = none. */
     readonly sessionId: number = 0,
+    /** The key's limit it named (holds.ts): 1 = one exclusive hold or shared ones; >= 2 a semaphore. */
+    readonly limit: number = 1,
+    /** It asks for a shared hold (holds.ts). */
+    readonly shared: boolean = false,
   ) {}
 }
 

@@ -10,6 +10,7 @@ import type { NodeId, Status } from '../raft/core/types.js';
 import { BUILD_LEVEL } from '../lock/versions.js';
 import { BadQueryError, wholeNumber } from './dashboard-query.js';
 import { isoOrNull, valueJson, type JsonValue } from './dashboard-values.js';
+import { holdersOf as holdsOf } from './holders-view.js';
 
 /** What the views read; the runtime wires them to the node (runtime.ts). */
 export interface DashboardSources {
@@ -131,6 +132,8 @@ export interface HolderJson extends JsonValue {
   expires_at: string | null;
   /** '0' = not under a session. */
   session_id: string;
+  /** A shared (read) hold; false for a mutex's or a semaphore's. */
+  shared: boolean;
 }
 
 export interface LockJson {
@@ -151,18 +154,16 @@ interface Page<T> {
 }
 
 function holdersOf(m: LockMachine, key: string, view: LockView): HolderJson[] {
-  if (!view.held) return [];
-  return [
-    {
-      owner: view.owner,
-      token: view.token.toString(),
-      ttl_ms: view.ttlMs,
-      expires_at_ms: view.expiresAtMs,
-      expires_at: isoOrNull(view.expiresAtMs),
-      session_id: (view.sessionId ?? 0n).toString(),
-      ...valueJson(m.valueOf(key)),
-    },
-  ];
+  return holdsOf(view, m.valueOf(key)).map((h) => ({
+    owner: h.owner,
+    token: h.token.toString(),
+    ttl_ms: h.ttlMs,
+    expires_at_ms: h.expiresAtMs,
+    expires_at: isoOrNull(h.expiresAtMs),
+    session_id: h.sessionId.toString(),
+    shared: h.shared,
+    ...valueJson(h.value ?? undefined),
+  }));
 }
 
 function lockJson(m: LockMachine, key: string): LockJson {

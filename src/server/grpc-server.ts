@@ -49,6 +49,7 @@ import { statusError } from './status-error.js';
 import { mark } from '../trace/stages.js';
 import { serveWatch, type WatchServing } from './watch-server.js';
 import { serveList, type ListServing } from './list-server.js';
+import { holderToWire, holdersOf } from './holders-view.js';
 import { addStrictService, descriptorRegistry, invalidReason, strictRequestDeserializers } from './strict-decode.js';
 import { InvalidRequestError, LimitExceededError, RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
 
@@ -270,7 +271,7 @@ export class ClientApi {
     return {
       Acquire: (call, cb) => {
         const r = call.request;
-        const v = validateAcquire({ key: r.key, owner: r.owner, ttlMs: r.ttl_ms, waitMs: r.wait_ms, requestId: r.request_id, lockDelayMs: r.lock_delay_ms, value: r.value, sessionId: r.session_id }, this.opts.limits);
+        const v = validateAcquire({ key: r.key, owner: r.owner, ttlMs: r.ttl_ms, waitMs: r.wait_ms, requestId: r.request_id, lockDelayMs: r.lock_delay_ms, value: r.value, sessionId: r.session_id, limit: r.limit, shared: r.shared }, this.opts.limits);
         this.run(call, cb as Reply<AcquireResponse>, v, 'Acquire', async (req, timeoutMs, signal) => acquireToWire(await this.opts.service.acquire(req, timeoutMs, signal)));
       },
       Renew: (call, cb) => {
@@ -539,6 +540,7 @@ function closeSessionToWire(r: SessionEndResult): WireInput<CloseSessionResponse
 
 const EMPTY_VALUE = new Uint8Array(0);
 
+
 function viewToWire(v: LockView): WireInput<GetResponse> {
   return {
     held: v.held,
@@ -549,8 +551,7 @@ function viewToWire(v: LockView): WireInput<GetResponse> {
     last_token: v.lastToken.toString(),
     waiters: v.waiters ?? 0,
     index: String(v.index ?? 0),
-    holders: v.held
-      ? [{ owner: v.owner, token: v.token.toString(), ttl_ms: String(v.ttlMs), expires_at_ms: String(v.expiresAtMs), shared: false, session_id: (v.sessionId ?? 0n).toString(), value: v.value ?? EMPTY_VALUE }]
-      : [],
+    holders: holdersOf(v, v.value).map(holderToWire),
+    limit: v.limit ?? 1,
   };
 }

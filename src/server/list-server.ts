@@ -5,6 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { LockMachine } from '../lock/machine.js';
 import { validateList } from '../lock/validate.js';
 import type { ListRequest, ListResponse, ListedLock, WireInput } from '../transport/proto.js';
+import { holderToWire, holdersOf } from './holders-view.js';
 import { statusError } from './status-error.js';
 import { invalidReason } from './strict-decode.js';
 
@@ -44,9 +45,7 @@ export function serveList(
         const view = m.get(key);
         return {
           key,
-          holders: view.held
-            ? [{ owner: view.owner, token: view.token.toString(), ttl_ms: String(view.ttlMs), expires_at_ms: String(view.expiresAtMs), shared: false, session_id: (view.sessionId ?? 0n).toString(), value: m.valueOf(key) ?? EMPTY }]
-            : [],
+          holders: holdersOf(view, m.valueOf(key)).map(holderToWire),
           waiters: m.waiterCountOf(key),
           last_token: view.lastToken.toString(),
         };

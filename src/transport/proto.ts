@@ -154,6 +154,10 @@ export interface AcquireRequest {
   value?: Uint8Array;
   /** Absent = 0 (none). */
   session_id?: WireLong;
+  /** Absent = 0 (a mutex). */
+  limit?: number;
+  /** Absent = false. */
+  shared?: boolean;
 }
 
 export interface OpenSessionRequest {
@@ -240,6 +244,8 @@ export interface GetResponse {
   waiters: number;
   holders: Holder[];
   index: WireLong;
+  /** The key's limit; 0 from older servers (which have only mutexes: 1). */
+  limit: number;
 }
 
 export interface Holder {

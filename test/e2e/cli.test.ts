@@ -2,11 +2,13 @@
 // durations, tokens and endpoints, refusals that name the holder and the next step, progress while queued,
 // ISO times, --version and `run --json`.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient } from '../../src/client/index.js';
 import { RUN_EXIT, RUN_DEFAULT_TTL_MS } from '../../src/cli/run.js';
-import { TestCluster, freePorts } from '../integration/harness.js';
+import { TestCluster, freePorts, waitFor } from '../integration/harness.js';
 import { MAIN_JS } from './helpers.js';
 
 let c: TestCluster;
@@ -209,4 +211,43 @@ describe('leasehold CLI', () => {
     expect(again.code).toBe(3);
     expect(again.stdout).toMatch(/not renewed: session \d+ is not open .*open a new one/);
   }, 60_000);
+
+  it('acquire --limit / --shared, get listing every holder, a wrong limit refused (exit 3), run --limit as a job pool', async () => {
+    // Semaphores need cluster level 3: the leader raises it once it has heard every member.
+    await waitFor('cluster level 3', async () => (await Promise.all(c.ids.map((id) => c.status(id)))).every((s) => s.cluster_level === 3), 15_000);
+    const a = await cli(['acquire', 'cli-pool', '--owner', 'pa', '--ttl', '20s', '--limit', '2']);
+    const b = await cli(['acquire', 'cli-pool', '--owner', 'pb', '--ttl', '20s', '--limit', '2']);
+    expect([a.code, b.code], a.stderr + b.stderr).toEqual([0, 0]);
+    const full = await cli(['acquire', 'cli-pool', '--owner', 'pc', '--ttl', '20s', '--limit', '2']);
+    expect(full.code).toBe(3);
+    expect(full.stdout).toMatch(/not acquired: lock "cli-pool" is held by "pa"/);
+    const got = await cli(['get', 'cli-pool']);
+    expect(got.stdout).toMatch(/cli-pool: 2 holders of a limit of 2 /);
+    expect(got.stdout).toMatch(/\n {2}pa: token \d+, .* left\n {2}pb: token \d+, .* left/);
+    const wrong = await cli(['acquire', 'cli-pool', '--owner', 'pd', '--ttl', '20s', '--limit', '3']);
+    expect(wrong.code).toBe(3);
+    expect(wrong.stderr).toMatch(/has limit 2 while it has holders or waiters/);
+    expect((await cli(['acquire', 'cli-pool', '--owner', 'pd', '--ttl', '20s', '--limit', '0'])).code).toBe(1); // usage: 1..1000
+    expect((await cli(['acquire', 'cli-rw', '--owner', 'x', '--ttl', '5s', '--limit', '2', '--shared'])).code).toBe(1);
+    const r1 = await cli(['acquire', 'cli-rw', '--owner', 'r1', '--ttl', '20s', '--shared']);
+    const r2 = await cli(['acquire', 'cli-rw', '--owner', 'r2', '--ttl', '20s', '--shared']);
+    expect([r1.code, r2.code]).toEqual([0, 0]);
+    expect((await cli(['get', 'cli-rw'])).stdout).toMatch(/r1: token \d+, shared, .*\n {2}r2: token \d+, shared/);
+    expect((await cli(['acquire', 'cli-rw', '--owner', 'w', '--ttl', '5s'])).code).toBe(3); // exclusive: readers hold
+    // run --limit 2: four copies started at once, at most two run together (each records its start and end).
+    const log = join(mkdtempSync(join(tmpdir(), 'leasehold-pool-')), 'runs.log');
+    const job = `const fs=require('fs');fs.appendFileSync(${JSON.stringify(log)},'start '+process.env.LEASEHOLD_TOKEN+'\\n');setTimeout(()=>{fs.appendFileSync(${JSON.stringify(log)},'end '+process.env.LEASEHOLD_TOKEN+'\\n')},400)`;
+    const runs = await Promise.all([1, 2, 3, 4].map(() => cli(['run', '--lock', 'cli-jobs', '--limit', '2', '--wait', '20s', '--quiet', '--', process.execPath, '-e', job])));
+    expect(runs.map((r) => r.code), runs.map((r) => r.stderr).join('')).toEqual([0, 0, 0, 0]);
+    let inside = 0;
+    let most = 0;
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    for (const line of lines) {
+      inside += line.startsWith('start') ? 1 : -1;
+      most = Math.max(most, inside);
+    }
+    expect(lines).toHaveLength(8);
+    expect(new Set(lines.filter((l) => l.startsWith('start'))).size).toBe(4); // four tokens
+    expect(most).toBe(2);
+  }, 90_000);
 });

@@ -29,18 +29,18 @@ describe('gRPC surface', () => {
     await c?.stop();
   });
 
-  it('the version gate: members announce their build on peer messages, and the leader moves the cluster to level 2', async () => {
-    // Every node runs this build (level 2): once the leader has heard from both peers it proposes the
+  it('the version gate: members announce their build on peer messages, and the leader moves the cluster to their level', async () => {
+    // Every node runs this build (level 3): once the leader has heard from both peers it proposes the
     // clusterLevel entry, and every node's applied log reaches it (Status.cluster_level).
     const levels = await waitFor(
-      'cluster level 2 on every node',
+      'cluster level 3 on every node',
       async () => {
         const sts = await Promise.all(['n1', 'n2', 'n3'].map((id) => c.status(id)));
-        return sts.every((st) => st.cluster_level === 2) ? sts.map((st) => `${st.cluster_level}/${st.build_level}`) : null;
+        return sts.every((st) => st.cluster_level === 3) ? sts.map((st) => `${st.cluster_level}/${st.build_level}`) : null;
       },
       10_000,
     );
-    expect(levels).toEqual(['2/2', '2/2', '2/2']);
+    expect(levels).toEqual(['3/3', '3/3', '3/3']);
   });
 
   it('grpc.health.v1 answers SERVING', async () => {

@@ -188,6 +188,8 @@ export function canonicalResult(r: LockResult): string {
       return `dequeue@${r.index}|${r.dequeued}|${r.key}|${r.ticket}`;
     case 'undelay':
       return `undelay@${r.index}|${r.undelayed}|${r.key}`;
+    case 'handOff':
+      return `handOff@${r.index}|${r.granted}|${r.key}`;
     case 'openSession':
       return `openSession@${r.index}${r.replayed ? 'R' : ''}|${r.sessionId}|${r.ttlMs}|${r.expiresAtMs}`;
     case 'renewSession':

@@ -44,8 +44,8 @@ export const LOCK_MUTANTS: LockMutant[] = [
     patches: [
       {
         file: 'machine.ts',
-        find: `    const reason = this.refusal(lease, command, false);\n    const decided: WaiterDecision[] = [];\n    if (lease !== undefined && reason === 'UNSPECIFIED') {`,
-        replace: `    const reason: RefusalReason = lease === undefined ? 'NOT_HELD' : 'UNSPECIFIED';\n    const decided: WaiterDecision[] = [];\n    if (lease !== undefined) {`,
+        find: ` : this.refusal(lease, command, false);\n    const decided: WaiterDecision[] = [];`,
+        replace: ` : lease === undefined ? 'NOT_HELD' : 'UNSPECIFIED';\n    const decided: WaiterDecision[] = [];`,
       },
     ],
   },
@@ -56,8 +56,8 @@ export const LOCK_MUTANTS: LockMutant[] = [
     patches: [
       {
         file: 'machine.ts',
-        find: `    const reason = this.refusal(lease, command, false);\n    const decided: WaiterDecision[] = [];`,
-        replace: `    const reason = this.refusal(lease, { owner: command.owner, token: lease === undefined ? command.token : BigInt(lease.fencingToken) }, false);\n    const decided: WaiterDecision[] = [];`,
+        find: ` : this.refusal(lease, command, false);\n    const decided: WaiterDecision[] = [];`,
+        replace: ` : this.refusal(lease, { owner: command.owner, token: lease === undefined ? command.token : BigInt(lease.fencingToken) }, false);\n    const decided: WaiterDecision[] = [];`,
       },
     ],
   },

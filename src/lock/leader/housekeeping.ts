@@ -10,6 +10,8 @@
 //   and waiters go in one entry. One proposal per session, the same way.
 // - Lock-delays: an `undelay {key}` for every key whose lock-delay has passed, so its line is served (and
 //   the key's delay record goes). One proposal per key, the same way.
+// - Hand-offs of keys with many holds (holds.ts): a `handOff {key}` for every key whose line's head fits
+//   but was not granted by the entry that made room (one grant per key per entry). One per key in flight.
 // - Checkpoint: when leases exist and nothing was proposed for checkpointIdleMs, a checkpoint records
 //   elapsed log time, so a chain of short terms cannot freeze a dead lease (LEASES.md). At most one in
 //   flight: a leader that cannot commit must not pile them up in its log (lock simulation, seed 439).
@@ -23,7 +25,7 @@
 //   acknowledged entries and the log does not record yet, so a wiped member is refused on a bootstrap
 //   start by every peer, restarted or not (identity.ts). One proposal per member in flight.
 import type { LockCommand } from '../commands.js';
-import type { DequeueResult, ExpireResult, SessionEndResult, UndelayResult } from '../types.js';
+import type { DequeueResult, ExpireResult, HandOffResult, SessionEndResult, UndelayResult } from '../types.js';
 import type { LockStateView, ProposalId } from './types.js';
 import { LEVEL_CLOCK_PROGRESS } from '../versions.js';
 
@@ -31,6 +33,7 @@ export type HousekeepingProposal =
   | { kind: 'expire'; leaseId: string }
   | { kind: 'dequeue'; waiterId: string }
   | { kind: 'undelay'; key: string }
+  | { kind: 'handOff'; key: string }
   | { kind: 'expireSession'; sessionId: bigint }
   | { kind: 'checkpoint' }
   | { kind: 'forget' }
@@ -44,6 +47,8 @@ export class Housekeeping {
   private readonly dequeuing = new Map<string, ProposalId>();
   /** key -> the proposal ending its lock-delay. */
   private readonly undelaying = new Map<string, ProposalId>();
+  /** key -> the proposal handing it to its next head. */
+  private readonly handingOff = new Map<string, ProposalId>();
   /** session id -> the proposal expiring it. */
   private readonly expiringSessions = new Map<bigint, ProposalId>();
   private checkpoint: ProposalId | null = null;
@@ -94,6 +99,10 @@ export class Housekeeping {
       if (this.undelaying.has(due.key)) continue;
       this.undelaying.set(due.key, propose({ type: 'undelay', timeMs: 0, key: due.key }, { kind: 'undelay', key: due.key }));
     }
+    for (const key of state.grantableKeys(this.expireBatch)) {
+      if (this.handingOff.has(key)) continue;
+      this.handingOff.set(key, propose({ type: 'handOff', timeMs: 0, key }, { kind: 'handOff', key }));
+    }
     if (this.checkpoint === null && state.hasLiveLeases() && nowMs - this.lastProposalAtMs >= this.checkpointIdleMs) {
       this.checkpoint = propose({ type: 'checkpoint', timeMs: 0 }, { kind: 'checkpoint' });
     }
@@ -134,6 +143,11 @@ export class Housekeeping {
     this.undelaying.delete(result.key);
   }
 
+  /** A handOff entry applied (ours or a previous leader's). */
+  handOffApplied(result: HandOffResult): void {
+    this.handingOff.delete(result.key);
+  }
+
   /** Our housekeeping proposal `id` applied or failed. */
   settled(id: ProposalId, purpose: HousekeepingProposal): void {
     if (purpose.kind === 'checkpoint') {
@@ -146,6 +160,8 @@ export class Housekeeping {
       if (this.recordingRan.get(purpose.memberId) === id) this.recordingRan.delete(purpose.memberId);
     } else if (purpose.kind === 'expireSession') {
       if (this.expiringSessions.get(purpose.sessionId) === id) this.expiringSessions.delete(purpose.sessionId);
+    } else if (purpose.kind === 'handOff') {
+      if (this.handingOff.get(purpose.key) === id) this.handingOff.delete(purpose.key);
     } else if (purpose.kind === 'undelay') {
       if (this.undelaying.get(purpose.key) === id) this.undelaying.delete(purpose.key);
     } else if (purpose.kind === 'dequeue') {
@@ -160,6 +176,7 @@ export class Housekeeping {
     this.expiring.clear();
     this.dequeuing.clear();
     this.undelaying.clear();
+    this.handingOff.clear();
     this.expiringSessions.clear();
   }
 }

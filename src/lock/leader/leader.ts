@@ -16,6 +16,7 @@ import type { LockCommand } from '../commands.js';
 import type { LockResult, LockView, WaiterDecision } from '../types.js';
 import type { ValidAcquire } from '../validate.js';
 import { CALLER_WENT_AWAY, LEADERSHIP_CHANGED, SHUTTING_DOWN, STILL_STARTING, notLeader, proposalFailure, unavailable } from './failures.js';
+import { LEVEL_MANY_HOLDERS } from '../versions.js';
 import { Admission } from './admission.js';
 import { Housekeeping, type HousekeepingProposal } from './housekeeping.js';
 import { TermGate, type HeldCall } from './term-gate.js';
@@ -195,6 +196,9 @@ export class LockLeader {
       case 'undelay':
         this.housekeeping.undelayApplied(result);
         break;
+      case 'handOff':
+        this.housekeeping.handOffApplied(result);
+        break;
       case 'expireSession':
       case 'closeSession':
         this.housekeeping.sessionEnded(result);
@@ -314,7 +318,16 @@ export class LockLeader {
       this.fail(callId, { kind: 'exhausted', message: exhausted, leaderId: null });
       return;
     }
+    const limit = req.limit ?? 1;
+    const shared = req.shared === true;
+    if ((limit > 1 || shared) && this.state().clusterLevel < LEVEL_MANY_HOLDERS) {
+      // The entry would be refused by the machine anyway (CLUSTER_LEVEL); saying so here spares the log.
+      this.fail(callId, { kind: 'rejected', message: `limit/shared: semaphores and shared holds need cluster level ${LEVEL_MANY_HOLDERS} (every member on a build that reads it); the cluster is at ${this.state().clusterLevel}`, leaderId: null });
+      return;
+    }
     const command: LockCommand = { type: 'acquire', timeMs: 0, key: req.key, owner: req.owner, ttlMs: req.ttlMs, requestId: req.requestId };
+    if (limit > 1) command.limit = limit;
+    if (shared) command.shared = true;
     if (req.waitMs > 0) command.waitMs = req.waitMs;
     if (req.lockDelayMs > 0) command.lockDelayMs = req.lockDelayMs;
     if (req.value !== undefined) command.value = req.value;
@@ -419,6 +432,7 @@ export class LockLeader {
       case 'forget':
       case 'dequeue':
       case 'undelay':
+      case 'handOff':
       case 'expireSession':
       case 'clusterLevel':
       case 'memberRan':
@@ -468,6 +482,7 @@ export class LockLeader {
       case 'forget':
       case 'dequeue':
       case 'undelay':
+      case 'handOff':
       case 'expireSession':
       case 'clusterLevel':
       case 'memberRan':
@@ -494,11 +509,25 @@ export class LockLeader {
     const v = state.get(key);
     const waiters = state.waiterCountOf(key);
     const index = state.appliedIndex; // the state read: a watch after it continues from exactly here
+    if (v.holders !== undefined) return holdersAt(v, nowMs, waiters, index);
     if (!v.held) return { ...v, waiters, index };
     if (v.expiresAtMs <= nowMs) return { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: v.lastToken, waiters, index }; // (its session's too)
     const value = state.valueOf(key);
     return { ...v, ttlMs: v.expiresAtMs - nowMs, waiters, index, ...(value !== undefined ? { value } : {}) };
   }
+}
+
+/** A key with many holds judged at the leader's now: holds past their end are left out (their expire
+ *  entries are on their way), the first live one fills the single-holder fields. */
+function holdersAt(v: LockView, nowMs: number, waiters: number, index: number): LockView {
+  const holders = v.holders!.filter((h) => h.expiresAtMs > nowMs).map((h) => ({ ...h, ttlMs: h.expiresAtMs - nowMs }));
+  const first = holders[0];
+  const base: LockView = first === undefined
+    ? { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: v.lastToken }
+    : { held: true, owner: first.owner, token: first.token, ttlMs: first.ttlMs, expiresAtMs: first.expiresAtMs, lastToken: v.lastToken };
+  if (first !== undefined && first.sessionId > 0n) base.sessionId = first.sessionId;
+  if (first?.value) base.value = first.value;
+  return { ...base, holders, ...(v.limit !== undefined ? { limit: v.limit } : {}), waiters, index };
 }
 
 function internal(message: string): CallFailure {

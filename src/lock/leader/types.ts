@@ -37,6 +37,8 @@ export interface LockStateView {
   dueWaiters(nowMs: number, limit: number): DueWaiter[];
   /** The value of `key`'s current hold, if it has one. */
   valueOf(key: string): Uint8Array | undefined;
+  /** Keys with many holds whose line's head fits now (holds.ts): the leader proposes `handOff` for each. */
+  grantableKeys(limit: number): string[];
   /** Keys whose lock-delay has passed at max(nowMs, log time) (key-delays.ts). */
   dueDelays(nowMs: number, limit: number): DueDelay[];
   /** Where (owner, request_id) waits in line, if it does. */

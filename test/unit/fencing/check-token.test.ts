@@ -4,7 +4,7 @@ import type { LockInfo } from '../../../src/client/index.js';
 import { LockLostError } from '../../../src/client/index.js';
 import { checkToken, writeWithLock, type FencedResource } from '../../../src/fencing/index.js';
 
-const info = (p: Partial<LockInfo>): LockInfo => ({ key: 'k', held: true, owner: 'a', token: 10n, ttlMs: 900, lastToken: 10n, waiters: 0, value: new Uint8Array(0), sessionId: 0n, index: 40n, ...p });
+const info = (p: Partial<LockInfo>): LockInfo => ({ key: 'k', held: true, owner: 'a', token: 10n, ttlMs: 900, lastToken: 10n, waiters: 0, value: new Uint8Array(0), sessionId: 0n, index: 40n, holders: [], limit: 1, ...p });
 const reader = (i: LockInfo) => ({ get: async () => i });
 
 describe('checkToken', () => {

@@ -81,6 +81,34 @@ export class Feed {
     return this.apply({ type: 'acquire', timeMs: this.timeMs, key, owner, ttlMs: 0, requestId: opts.requestId ?? '', sessionId: Number(sessionId), ...(opts.waitMs ? { waitMs: opts.waitMs } : {}), ...(opts.lockDelayMs ? { lockDelayMs: opts.lockDelayMs } : {}) });
   }
 
+  /** An acquire of one of a key's many holds (holds.ts): a semaphore's (`limit` >= 2) or a shared one.
+   *  Returns the machine's result as it is (an acquire, or an error such as LIMIT_MISMATCH). */
+  many(key: string, owner: string, opts: { limit?: number; shared?: boolean; ttlMs?: number; waitMs?: number; requestId?: string; lockDelayMs?: number; sessionId?: bigint; value?: string } = {}) {
+    const sessionId = opts.sessionId === undefined ? 0 : Number(opts.sessionId);
+    return this.apply({
+      type: 'acquire',
+      timeMs: this.timeMs,
+      key,
+      owner,
+      ttlMs: sessionId > 0 ? 0 : (opts.ttlMs ?? 1000),
+      requestId: opts.requestId ?? '',
+      ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
+      ...(opts.shared === true ? { shared: true } : {}),
+      ...(opts.waitMs ? { waitMs: opts.waitMs } : {}),
+      ...(opts.lockDelayMs ? { lockDelayMs: opts.lockDelayMs } : {}),
+      ...(sessionId > 0 ? { sessionId } : {}),
+      ...(opts.value !== undefined ? { value: new TextEncoder().encode(opts.value) } : {}),
+    });
+  }
+
+  handOff(key: string) {
+    return this.expect('handOff', this.apply({ type: 'handOff', timeMs: this.timeMs, key }));
+  }
+
+  revoke(key: string, token: bigint) {
+    return this.expect('revoke', this.apply({ type: 'revoke', timeMs: this.timeMs, key, token }));
+  }
+
   expire(key: string, token: bigint) {
     return this.expect('expire', this.apply({ type: 'expire', timeMs: this.timeMs, key, token }));
   }

@@ -155,10 +155,13 @@ describe('the gate, in the machine', () => {
     expect(() => old.applyCommand(2, 1, { type: 'clusterLevel', timeMs: 1000, level: 2 })).toThrow(/cluster level 2 \(entry 2\) is newer than this build reads/);
   });
 
-  it('a build of level 2 stops at an entry raising the cluster to 3', () => {
+  it('a build of level 2 stops at an entry raising the cluster to 3, and this build at one raising it to 4', () => {
+    const old = Feed.withOptions({ readLevel: 2 });
+    old.at(1000).termStart();
+    expect(() => old.apply({ type: 'clusterLevel', timeMs: 1000, level: 3 })).toThrow(/cluster level 3 .* is newer than this build reads \(cluster level 2/);
     const feed = new Feed();
     feed.at(1000).termStart();
-    expect(() => feed.apply({ type: 'clusterLevel', timeMs: 1000, level: 3 })).toThrow(/cluster level 3 .* is newer than this build reads \(cluster level 2/);
+    expect(() => feed.apply({ type: 'clusterLevel', timeMs: 1000, level: 4 })).toThrow(/cluster level 4 .* is newer than this build reads \(cluster level 3/);
   });
 
   it('a build that reads level 1 refuses a version 7 snapshot as newer than it reads', () => {

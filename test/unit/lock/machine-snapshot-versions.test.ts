@@ -45,8 +45,8 @@ describe('snapshot versions', () => {
   it('a version from the future is refused with a clear error', () => {
     const bytes = sameHistory().snapshot();
     const future = bytes.slice();
-    future[3] = 8;
+    future[3] = 9;
     expect(() => LockMachine.restore(future)).toThrow(SnapshotDecodeError);
-    expect(() => LockMachine.restore(future)).toThrow(/unsupported snapshot version 8: this build reads versions 1-7; a newer leasehold wrote it/);
+    expect(() => LockMachine.restore(future)).toThrow(/unsupported snapshot version 9: this build reads versions 1-8; a newer leasehold wrote it/);
   });
 });

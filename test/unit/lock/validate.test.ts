@@ -17,7 +17,7 @@ function errorOf<T>(result: Validated<T>): ValidationError {
   return result.error;
 }
 
-const acquire = { key: 'invoice:42', owner: 'worker-a', ttlMs: 10_000, waitMs: 0, requestId: 'r1', lockDelayMs: 0, sessionId: 0 };
+const acquire = { key: 'invoice:42', owner: 'worker-a', ttlMs: 10_000, waitMs: 0, requestId: 'r1', lockDelayMs: 0, sessionId: 0, limit: 1, shared: false };
 const renew = { key: 'invoice:42', owner: 'worker-a', token: '41', ttlMs: 10_000, requestId: '' };
 const release = { key: 'invoice:42', owner: 'worker-a', token: 41n };
 
@@ -26,14 +26,25 @@ describe('validateAcquire', () => {
     expect(validateAcquire(acquire)).toEqual({ ok: true, value: acquire });
     expect(validateAcquire({ key: 'k', owner: 'o', ttlMs: '100' })).toEqual({
       ok: true,
-      value: { key: 'k', owner: 'o', ttlMs: 100, waitMs: 0, requestId: '', lockDelayMs: 0, sessionId: 0 },
+      value: { key: 'k', owner: 'o', ttlMs: 100, waitMs: 0, requestId: '', lockDelayMs: 0, sessionId: 0, limit: 1, shared: false },
     });
+  });
+
+  it('limit and shared: 0 and 1 are a mutex, at most 1000, shared only with limit 1, each error naming its field', () => {
+    expect(validateAcquire({ ...acquire, limit: 0 })).toMatchObject({ ok: true, value: { limit: 1, shared: false } });
+    expect(validateAcquire({ ...acquire, limit: 1000, shared: false })).toMatchObject({ ok: true, value: { limit: 1000 } });
+    expect(validateAcquire({ ...acquire, shared: true })).toMatchObject({ ok: true, value: { limit: 1, shared: true } });
+    expect(errorOf(validateAcquire({ ...acquire, limit: 1001 }))).toMatchObject({ field: 'limit', message: expect.stringMatching(/between 0 and 1000/) });
+    expect(errorOf(validateAcquire({ ...acquire, limit: -1 }))).toMatchObject({ field: 'limit' });
+    expect(errorOf(validateAcquire({ ...acquire, limit: 1.5 }))).toMatchObject({ field: 'limit' });
+    expect(errorOf(validateAcquire({ ...acquire, shared: 'yes' }))).toMatchObject({ field: 'shared' });
+    expect(errorOf(validateAcquire({ ...acquire, limit: 3, shared: true }))).toMatchObject({ field: 'shared', message: expect.stringMatching(/not a semaphore/) });
   });
 
   it('under a session: ttl_ms must be 0 (named), session_id must be a safe positive integer', () => {
     expect(validateAcquire({ key: 'k', owner: 'o', ttlMs: '0', sessionId: '42' })).toEqual({
       ok: true,
-      value: { key: 'k', owner: 'o', ttlMs: 0, waitMs: 0, requestId: '', lockDelayMs: 0, sessionId: 42 },
+      value: { key: 'k', owner: 'o', ttlMs: 0, waitMs: 0, requestId: '', lockDelayMs: 0, sessionId: 42, limit: 1, shared: false },
     });
     expect(errorOf(validateAcquire({ key: 'k', owner: 'o', ttlMs: '100', sessionId: '42' }))).toMatchObject({ field: 'ttl_ms', message: expect.stringMatching(/must be 0 for a hold under a session/) });
     expect(errorOf(validateAcquire({ key: 'k', owner: 'o', ttlMs: '0' }))).toMatchObject({ field: 'ttl_ms' });

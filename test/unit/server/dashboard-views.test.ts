@@ -56,7 +56,7 @@ const q = (s: string) => readQuery(new URL(`http://x/?${s}`), ['prefix', 'after'
 describe('dashboard views', () => {
   it('cluster: the leader shows each member with its role, match index and lag (commit - match)', () => {
     const c = clusterView(sources(machine()));
-    expect(c.node).toMatchObject({ id: 'n1', role: 'leader', term: 3, leader: 'n1', commit_index: 100, applied_index: 99, serving: true, health: 'leader with a quorum', cluster_level: 1, build_level: 2 });
+    expect(c.node).toMatchObject({ id: 'n1', role: 'leader', term: 3, leader: 'n1', commit_index: 100, applied_index: 99, serving: true, health: 'leader with a quorum', cluster_level: 1, build_level: 3 });
     expect(c.members.map((x) => [x.id, x.role, x.match_index, x.lag, x.progress, x.connected, x.seen])).toEqual([
       ['n1', 'leader', 101, 0, null, null, true],
       ['n2', 'follower', 100, 0, 'replicate', true, true],
@@ -82,7 +82,7 @@ describe('dashboard views', () => {
     expect(page.index).toBe(6);
     expect(page.locks.map((l) => l.key)).toEqual(['election/cron', 'jobs/a', 'jobs/b']);
     const a = page.locks[1]!;
-    expect(a.holders).toEqual([{ owner: 'amy', token: '3', ttl_ms: 9000, expires_at_ms: T0 + 10_000, expires_at: new Date(T0 + 10_000).toISOString(), session_id: '0', value: '//4A', value_encoding: 'base64' }]);
+    expect(a.holders).toEqual([{ owner: 'amy', token: '3', ttl_ms: 9000, expires_at_ms: T0 + 10_000, expires_at: new Date(T0 + 10_000).toISOString(), session_id: '0', shared: false, value: '//4A', value_encoding: 'base64' }]);
     expect(a.waiters).toBe(1);
     expect(a.last_token).toBe('3');
     expect(page.locks[2]!.holders[0]).toMatchObject({ owner: 'bob', token: '2', value: 'host-b:80', value_encoding: 'utf8' });

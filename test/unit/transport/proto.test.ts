@@ -201,7 +201,7 @@ describe('proto files and loader', () => {
   it('keeps the field names, numbers and types of the public messages', () => {
     const fields = (name: string) =>
       messageDescriptor(name).field.map((f) => `${f.name}=${(f as unknown as { number: number }).number}:${f.type.slice(5).toLowerCase()}`);
-    expect(fields('leasehold.v1.AcquireRequest')).toEqual(['key=1:string', 'owner=2:string', 'ttl_ms=3:int64', 'wait_ms=4:int64', 'request_id=5:string', 'lock_delay_ms=6:int64', 'value=7:bytes', 'session_id=8:uint64']);
+    expect(fields('leasehold.v1.AcquireRequest')).toEqual(['key=1:string', 'owner=2:string', 'ttl_ms=3:int64', 'wait_ms=4:int64', 'request_id=5:string', 'lock_delay_ms=6:int64', 'value=7:bytes', 'session_id=8:uint64', 'limit=9:uint32', 'shared=10:bool']);
     // SPEC "Sessions".
     expect(fields('leasehold.v1.OpenSessionRequest')).toEqual(['owner=1:string', 'ttl_ms=2:int64', 'request_id=3:string', 'lock_delay_ms=4:int64']);
     expect(fields('leasehold.v1.OpenSessionResponse')).toEqual(['session_id=1:uint64', 'ttl_ms=2:int64', 'expires_at_ms=3:int64']);
@@ -232,7 +232,7 @@ describe('proto files and loader', () => {
     expect(fields('leasehold.v1.LockCall')).toEqual(['call_id=1:uint64', 'timeout_ms=2:uint32', 'cancel=3:bool', 'acquire=10:message', 'renew=11:message', 'release=12:message', 'get=13:message', 'open_session=14:message', 'renew_session=15:message', 'close_session=16:message']);
     expect(fields('leasehold.v1.LockAnswer')).toEqual(['call_id=1:uint64', 'code=2:int32', 'details=3:string', 'leader=4:string', 'acquire=10:message', 'renew=11:message', 'release=12:message', 'get=13:message', 'open_session=14:message', 'renew_session=15:message', 'close_session=16:message']);
     expect(fields('leasehold.v1.GetResponse')).toEqual([
-      'held=1:bool', 'owner=2:string', 'token=3:uint64', 'ttl_ms=4:int64', 'expires_at_ms=5:int64', 'last_token=6:uint64', 'waiters=7:uint32', 'holders=8:message', 'index=9:uint64',
+      'held=1:bool', 'owner=2:string', 'token=3:uint64', 'ttl_ms=4:int64', 'expires_at_ms=5:int64', 'last_token=6:uint64', 'waiters=7:uint32', 'holders=8:message', 'index=9:uint64', 'limit=10:uint32',
     ]);
     expect(fields('leasehold.v1.StatusResponse')).toEqual([
       'node_id=1:string', 'role=2:enum', 'term=3:uint64', 'leader_id=4:string', 'commit_index=5:uint64', 'applied_index=6:uint64', 'members=7:message',
@@ -312,7 +312,7 @@ describe('proto files and loader', () => {
   it('an absent field decodes as its proto3 default, an unknown field is skipped', () => {
     const m = method('leasehold.v1.Lock', 'Get');
     expect(m.responseDeserialize(Buffer.alloc(0))).toStrictEqual({
-      held: false, owner: '', token: '0', ttl_ms: '0', expires_at_ms: '0', last_token: '0', waiters: 0, holders: [], index: '0',
+      held: false, owner: '', token: '0', ttl_ms: '0', expires_at_ms: '0', last_token: '0', waiters: 0, holders: [], index: '0', limit: 0,
     });
     // field 15, varint 1 (tag 0x78): unknown to this build
     expect(method('leasehold.v1.Lock', 'Get').requestDeserialize(Buffer.from([0x0a, 0x01, 0x6b, 0x78, 0x01]))).toStrictEqual({ key: 'k' });

@@ -62,6 +62,8 @@ const acquireRequest: AcquireRequest = {
   lock_delay_ms: '2000',
   value: Buffer.from('job-42'),
   session_id: '9007199254740993',
+  limit: 3,
+  shared: true,
 };
 const acquireResponse: AcquireResponse = {
   acquired: true,
@@ -103,6 +105,7 @@ const getResponse: GetResponse = {
   waiters: 3,
   holders: [{ owner: 'worker-7', token: '17', ttl_ms: '2500', expires_at_ms: '1732900000000', shared: false, session_id: '0', value: Buffer.from('10.0.0.7:8080') }],
   index: '18',
+  limit: 4,
 };
 
 const openSessionRequest: OpenSessionRequest = { owner: 'worker-7', ttl_ms: '10000', request_id: 'req-4', lock_delay_ms: '1000' };
