@@ -1,9 +1,10 @@
 // The package as a user gets it: `npm pack`, install the tarball into the example project under
 // examples/client-app, type-check its TypeScript against the shipped declarations, and run both the
-// JavaScript and the TypeScript version against a real cluster.
+// JavaScript and the TypeScript version against a real cluster; then the election and job-pool examples
+// (examples/election, examples/job-pool: scripts that import only 'leasehold/client') from the same install.
 import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,6 +32,8 @@ beforeAll(async () => {
   files = info[0]!.files.map((f) => f.path);
   app = join(dir, 'app');
   cpSync(join(REPO, 'examples/client-app'), app, { recursive: true, filter: (src) => !/node_modules|reports-db|[/\\]out$/.test(src) });
+  cpSync(join(REPO, 'examples/election/scheduler.mjs'), join(app, 'scheduler.mjs'));
+  cpSync(join(REPO, 'examples/job-pool/worker.mjs'), join(app, 'worker.mjs'));
   // From npm's cache when it can (the repository's own npm ci filled it); the registry is slow here.
   let install = sh('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], app);
   if (install.status !== 0) install = sh('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], app);
@@ -113,4 +116,28 @@ describe('the npm package', () => {
       b.p.kill('SIGKILL');
     }
   }, 60_000);
+
+  it('the job-pool example: five workers of two jobs each on a semaphore of 3 — never more than three at once', async () => {
+    // Semaphores need cluster level 3: the leader raises it once it has heard every member.
+    await waitFor('cluster level 3', async () => (await Promise.all(c.ids.map((id) => c.status(id)))).every((s) => s.cluster_level === 3), 15_000);
+    const journal = join(dir, 'jobs.log');
+    const env = { ...process.env, LEASEHOLD_ENDPOINTS: c.endpoints().join(','), SLOTS: '3', JOBS: '2', JOB_MS: '400', JOB_LOG: journal };
+    const workers = [1, 2, 3, 4, 5].map((i) => spawn(process.execPath, ['worker.mjs', 'pkg-pool'], { cwd: app, env: { ...env, WORKER: `w${i}` }, stdio: ['ignore', 'ignore', 'inherit'] }));
+    try {
+      const codes = await Promise.all(workers.map((p) => new Promise<number | null>((r) => p.on('close', r))));
+      expect(codes).toEqual([0, 0, 0, 0, 0]);
+    } finally {
+      for (const p of workers) p.kill('SIGKILL');
+    }
+    const lines = readFileSync(journal, 'utf8').trim().split('\n');
+    let inside = 0;
+    let most = 0;
+    for (const line of lines) {
+      inside += line.startsWith('start ') ? 1 : -1;
+      most = Math.max(most, inside);
+    }
+    expect(lines).toHaveLength(20);
+    expect(new Set(lines.filter((l) => l.startsWith('start '))).size).toBe(10); // ten jobs, ten tokens
+    expect(most).toBe(3); // full, and never more
+  }, 90_000);
 });
