@@ -11,7 +11,9 @@
 // measures every live node's recovery; while a node-network fault lasts it reads through every node. Then
 // it heals everything, lets the workers finish, and checks:
 //   - the recorded history (test/lin/checker.ts): tokens, fencing, mutual exclusion of holder windows,
-//     renew/release by the current holder only, and WGL linearizability per key;
+//     renew/release by the current holder only, and WGL linearizability per key; on the keys with many
+//     holds (pool-0, a semaphore of 2; rw-0, shared and exclusive holds) at most `limit` holders and never
+//     an exclusive hold beside another (group-windows.ts);
 //   - the resource's own commit log (never a lower token after a higher one);
 //   - the cluster, as its FINAL membership: one leader; every member's commit and applied index converge;
 //     a Get through every member agrees; every lease lapses once the clients are gone.
@@ -58,6 +60,7 @@ interface Args {
   wglBudgetMs: number;
   check: string | null;
   waitChance: number;
+  groupChance: number;
 }
 
 function parse(): Args {
@@ -75,6 +78,7 @@ function parse(): Args {
       'wgl-budget': { type: 'string', default: '30000' },
       check: { type: 'string' },
       'wait-chance': { type: 'string', default: '0.25' },
+      'group-chance': { type: 'string', default: '0.3' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -82,7 +86,7 @@ function parse(): Args {
     console.log(
       [
         'usage: node build/scripts/chaos.js [--duration S] [--seed N] [--nodes 3|5] [--workers N] [--keys N]',
-        '                                  [--ttl ms,ms,...] [--faults all|group|kind,...|none] [--wait-chance F]',
+        '                                  [--ttl ms,ms,...] [--faults all|group|kind,...|none] [--wait-chance F] [--group-chance F]',
         '                                  [--spares N] [--out DIR] [--wgl-budget MS]',
         '       node build/scripts/chaos.js --check DIR     re-check the history.jsonl (and audit.json) kept in DIR',
         ...Object.entries(FAULT_GROUPS).map(([g, kinds]) => `fault group ${g.padEnd(10)} ${kinds.join(', ')}`),
@@ -124,6 +128,7 @@ function parse(): Args {
     wglBudgetMs: int('wgl-budget', values['wgl-budget'], 100),
     check: values.check ?? null,
     waitChance: fraction('wait-chance', values['wait-chance']),
+    groupChance: fraction('group-chance', values['group-chance']),
   };
 }
 
@@ -243,6 +248,12 @@ async function main(): Promise<number> {
   state.store = store;
   const recorder = new HistoryRecorder();
   const keys = Array.from({ length: args.keys }, (_, i) => `hot-${i}`);
+  const groupKeys = args.groupChance > 0 ? [{ key: 'pool-0', limit: 2 }, { key: 'rw-0', limit: 1 }] : [];
+  if (groupKeys.length > 0) {
+    // Semaphores and shared holds need cluster level 3 (versions.ts): the leader raises it once it has heard
+    // every member; until then such acquires are refused, which is not what this run is about.
+    await waitFor('cluster level 3', async () => (await Promise.all(cluster.bootstrapIds.map((id) => cluster.status(id).catch(() => null)))).every((s) => s !== null && s.cluster_level >= 3), 30_000);
+  }
   const proxies = new Map<string, Map<string, FaultProxy>>();
   for (let w = 0; w < args.workers; w++) {
     const byNode = new Map<string, FaultProxy>();
@@ -264,6 +275,8 @@ async function main(): Promise<number> {
         recorder,
         resource: store,
         waitChance: args.waitChance,
+        groupKeys,
+        groupChance: args.groupChance,
       }),
     );
   }
@@ -371,6 +384,7 @@ async function main(): Promise<number> {
     faults: faultCounts,
     faultsTotal: nemesis.faults.length,
     windows: verdict.windows,
+    groupHolds: recorder.ops.filter((o) => o.type === 'acquire' && o.outcome === 'ok' && ((o.limit ?? 1) > 1 || o.shared === true || groupKeys.some((g) => g.key === o.key))).length,
     leasesChecked: verdict.leasesChecked,
     peerLinks: net.stats(),
     violations: verdict.violations.map((v) => ({ kind: v.kind, key: v.key, message: v.message })),
@@ -388,7 +402,7 @@ async function main(): Promise<number> {
 
 /** The command that runs this configuration again with the same seed. */
 function replayCommand(a: Args): string {
-  return `npm run chaos -- --seed ${a.seed} --nodes ${a.nodes} --duration ${a.durationS} --faults ${a.faultsSpec} --workers ${a.workers} --keys ${a.keys} --ttl ${a.ttlsMs.join(',')} --wait-chance ${a.waitChance} --spares ${a.spares} --out DIR`;
+  return `npm run chaos -- --seed ${a.seed} --nodes ${a.nodes} --duration ${a.durationS} --faults ${a.faultsSpec} --workers ${a.workers} --keys ${a.keys} --ttl ${a.ttlsMs.join(',')} --wait-chance ${a.waitChance} --group-chance ${a.groupChance} --spares ${a.spares} --out DIR`;
 }
 
 function checkCounts(recorder: HistoryRecorder): Verdict['counts'] {

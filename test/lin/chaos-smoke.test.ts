@@ -25,6 +25,7 @@ interface ChaosResult {
   faults: Record<string, number>;
   faultsTotal: number;
   windows: number;
+  groupHolds: number;
   peerLinks: { swallowedChunks: number; connections: number };
   violations: { kind: string; message: string }[];
   linearizability: Record<string, string>;
@@ -107,7 +108,9 @@ describe('chaos run in CI', () => {
     expect(r.peerLinks.connections, why).toBeGreaterThan(6);
     expect(r.peerLinks.swallowedChunks, why).toBeGreaterThan(0);
     expect(Object.values(r.summary).every((k) => k.recoveryMs.notRecovered === 0), why).toBe(true);
-    expect(Object.values(r.linearizability).every((v) => v === 'ok'), why).toBe(true);
+    // The mutex keys by the WGL search; the keys with many holds by over-limit / shared-with-exclusive.
+    expect(Object.entries(r.linearizability).filter(([k]) => k.startsWith('hot-')).every(([, v]) => v === 'ok'), why).toBe(true);
+    expect(r.groupHolds, why).toBeGreaterThan(10);
     // The script cleaned up: none of the nodes it started is still running.
     expect(nodePids.size).toBeGreaterThanOrEqual(3);
     expect([...nodePids].filter(alive)).toEqual([]);

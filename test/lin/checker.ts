@@ -29,9 +29,14 @@
 //       the WGL pass may linearize an unknown acquire (when its effect was observed) or leave it out.
 //   linearizability: the ok/fail operations of each key admit one total order, consistent with real time,
 //       that the sequential model (mutex-model.ts) accepts.
+//   Keys with many holds (an acquire with limit >= 2 or shared; group-windows.ts): over-limit — more windows
+//       at once than the semaphore's limit; shared-with-exclusive — an exclusive window of a limit-1 key
+//       overlapping any other window. Tokens (a), Gets and unknown tokens are checked as for a mutex; the
+//       rules that assume one holder (overlap, supersede, lease-cut-short, refusals, the mutex model) are not.
 import type { Op } from './history.js';
 import { mutexModel, mutexOpsForKey } from './mutex-model.js';
 import { checkLinearizable } from './wgl.js';
+import { checkGroupWindows, groupKeyOf } from './group-windows.js';
 
 export type ViolationKind =
   | 'token-reuse'
@@ -48,6 +53,8 @@ export type ViolationKind =
   | 'refused-took-effect'
   | 'lease-cut-short'
   | 'linearizability'
+  | 'over-limit'
+  | 'shared-with-exclusive'
   | 'malformed-history';
 
 export interface Violation {
@@ -118,6 +125,14 @@ export function checkHistory(history: readonly Op[], opts: CheckOptions = {}): V
   let leasesChecked = 0;
   const linearizability: Verdict['linearizability'] = {};
   for (const [key, ops] of byKey) {
+    const group = groupKeyOf(ops);
+    if (group !== null) {
+      checkTokens(key, ops, add);
+      checkGets(key, ops, add);
+      windows += checkGroupWindows(key, ops, group.limit, add);
+      linearizability[key] = 'skipped';
+      continue;
+    }
     checkTokens(key, ops, add);
     checkGets(key, ops, add);
     checkWrites(key, ops, add);

@@ -51,6 +51,10 @@ export interface Op {
   ttlMs?: number;
   /** acquire: how long it asked to queue for the lock. */
   waitMs?: number;
+  /** acquire of a key with many holds (SPEC "Many holders"): the semaphore's limit (>= 2), or a shared hold
+   *  (limit 1). Absent: a mutex acquire (an exclusive hold of a limit-1 key). */
+  limit?: number;
+  shared?: boolean;
   // -- outputs
   /** acquire fail: who held the lock ('' = waiters queued ahead). */
   holder?: string;
@@ -71,7 +75,7 @@ export interface Op {
   error?: string;
 }
 
-type OpInput = Pick<Op, 'process' | 'type' | 'key' | 'via'> & Partial<Pick<Op, 'owner' | 'token' | 'ttlMs' | 'waitMs' | 'activeAtInvoke'>>;
+type OpInput = Pick<Op, 'process' | 'type' | 'key' | 'via'> & Partial<Pick<Op, 'owner' | 'token' | 'ttlMs' | 'waitMs' | 'activeAtInvoke' | 'limit' | 'shared'>>;
 type OpResult = Partial<Pick<Op, 'token' | 'holder' | 'reason' | 'held' | 'getOwner' | 'getToken' | 'lastToken' | 'resourceLastToken' | 'error'>>;
 
 /** An invoked operation waiting for its outcome. Completing it twice is a bug in the workload and throws. */

@@ -30,6 +30,11 @@ export interface WorkerOptions {
   waitChance?: number;
   /** Fraction of acquires made under the worker's session; default 0.3. */
   sessionChance?: number;
+  /** Keys with many holds (SPEC "Many holders"): a semaphore (limit >= 2) or, with limit 1, a key of shared
+   *  and exclusive holds. Checked by over-limit / shared-with-exclusive (group-windows.ts). */
+  groupKeys?: readonly { key: string; limit: number }[];
+  /** Fraction of iterations on a group key (when there are some); default 0.3. */
+  groupChance?: number;
 }
 
 const SERVER_REASONS = new Set(['NOT_HELD', 'WRONG_OWNER', 'WRONG_TOKEN', 'EXPIRED']);
@@ -106,6 +111,8 @@ export class ChaosWorker {
 
   private async iteration(stop: AbortSignal): Promise<void> {
     const { rng, keys, ttlsMs } = this.o;
+    const groups = this.o.groupKeys ?? [];
+    if (groups.length > 0 && rng.chance(this.o.groupChance ?? 0.3)) return this.groupIteration(rng.pick(groups), stop);
     const key = rng.pick(keys);
     const ttlMs = rng.pick(ttlsMs);
     if (rng.chance(0.1)) await this.get(key);
@@ -152,6 +159,38 @@ export class ChaosWorker {
         await this.rawRelease(key, h.owner, h.token);
       }
     }
+  }
+
+  /** One hold of a key with many holds: a slot of a semaphore, or a shared or exclusive hold. No writes (a
+   *  fenced resource that refuses older tokens is for one holder at a time); the windows are what the
+   *  checker counts. Sometimes abandoned like a crashed holder, so slots also come back by expiry. */
+  private async groupIteration(group: { key: string; limit: number }, stop: AbortSignal): Promise<void> {
+    const { rng, ttlsMs } = this.o;
+    const ttlMs = rng.pick(ttlsMs);
+    const waitMs = rng.chance(0.5) ? rng.range(200, 2000) : 0;
+    const mode = group.limit >= 2 ? { limit: group.limit } : rng.chance(0.7) ? { shared: true } : {};
+    const owner = `${this.id}/${++this.ownerSeq}`;
+    const p = this.o.recorder.invoke({ process: this.id, type: 'acquire', key: group.key, via: 'handle', owner, ttlMs, waitMs, ...(group.limit >= 2 ? { limit: group.limit } : {}), ...('shared' in mode ? { shared: true } : {}) });
+    let handle: LockHandle;
+    try {
+      handle = await this.client.acquire(group.key, { ttlMs, waitMs, owner, timeoutMs: waitMs + this.callTimeout(), ...mode });
+    } catch (err) {
+      if (err instanceof LockNotAcquiredError) p.fail({ holder: err.holder });
+      else if (err instanceof LockLostError) p.ok({ token: err.token, error: `granted, but LOST before it was handed out: ${err.reason}` });
+      else this.unknown(p, err);
+      await sleep(rng.range(20, 250), stop);
+      return;
+    }
+    const held = this.track(p.ok({ token: handle.token }), handle, null);
+    await sleep(rng.range(0, Math.min(ttlMs * 2, 1500)), stop);
+    if (rng.chance(0.1)) await this.get(group.key);
+    if (!stop.aborted && handle.state !== 'LOST' && rng.chance(0.1)) {
+      held.closeWindow(this.now, 'lost'); // a crashed holder: the slot comes back when its lease runs out
+      this.client.close();
+      this.client = this.newClient();
+      return;
+    }
+    await this.release(held);
   }
 
   // ------------------------------------------------------------------ acquire, with the holder window
