@@ -112,7 +112,9 @@ export class ChaosWorker {
   private async iteration(stop: AbortSignal): Promise<void> {
     const { rng, keys, ttlsMs } = this.o;
     const groups = this.o.groupKeys ?? [];
-    if (groups.length > 0 && rng.chance(this.o.groupChance ?? 0.3)) return this.groupIteration(rng.pick(groups), stop);
+    // The first group key gets two thirds of the group iterations: a semaphore is only tested by more
+    // contenders at once than its limit, and a run has few workers.
+    if (groups.length > 0 && rng.chance(this.o.groupChance ?? 0.3)) return this.groupIteration(rng.chance(2 / 3) ? groups[0]! : rng.pick(groups), stop);
     const key = rng.pick(keys);
     const ttlMs = rng.pick(ttlsMs);
     if (rng.chance(0.1)) await this.get(key);
@@ -167,7 +169,7 @@ export class ChaosWorker {
   private async groupIteration(group: { key: string; limit: number }, stop: AbortSignal): Promise<void> {
     const { rng, ttlsMs } = this.o;
     const ttlMs = rng.pick(ttlsMs);
-    const waitMs = rng.chance(0.5) ? rng.range(200, 2000) : 0;
+    const waitMs = rng.chance(0.6) ? rng.range(200, 2000) : 0;
     const mode = group.limit >= 2 ? { limit: group.limit } : rng.chance(0.7) ? { shared: true } : {};
     const owner = `${this.id}/${++this.ownerSeq}`;
     const p = this.o.recorder.invoke({ process: this.id, type: 'acquire', key: group.key, via: 'handle', owner, ttlMs, waitMs, ...(group.limit >= 2 ? { limit: group.limit } : {}), ...('shared' in mode ? { shared: true } : {}) });
@@ -182,7 +184,8 @@ export class ChaosWorker {
       return;
     }
     const held = this.track(p.ok({ token: handle.token }), handle, null);
-    await sleep(rng.range(0, Math.min(ttlMs * 2, 1500)), stop);
+    // Held for a while (the handle renews it): overlapping holds are what the limit is about.
+    await sleep(rng.range(300, Math.max(600, Math.min(ttlMs * 2, 2500))), stop);
     if (rng.chance(0.1)) await this.get(group.key);
     if (!stop.aborted && handle.state !== 'LOST' && rng.chance(0.1)) {
       held.closeWindow(this.now, 'lost'); // a crashed holder: the slot comes back when its lease runs out
