@@ -203,9 +203,10 @@ export class LockMachine {
   /** Holds of every group, and those of them under a session. */
   private groupHoldCount = 0;
   private groupSessionHoldCount = 0;
-  /** Groups whose line's head fits but was not granted (one grant per key per entry): the leader proposes a
-   *  `handOff` for each. Derived from the state (rebuilt by restore), so not in the snapshot. */
-  private readonly grantable = new Set<string>();
+  /** Groups with someone in line: the candidates for a `handOff` (grantableKeys judges each when asked, at
+   *  the asker's time, so what it answers depends on the state alone). Derived (rebuilt by restore), so not
+   *  in the snapshot; bounded by the waiters. */
+  private readonly groupsInLine = new Set<string>();
   /** The sliced snapshot being written, if any: told before every change of a key or of every lease. */
   private writer: SnapshotWriter | null = null;
   /** Where the changes go as entries apply (events.ts, Watch); null = nobody listens, nothing is built. */
@@ -345,12 +346,19 @@ export class LockMachine {
     return this.holdValues.get(key);
   }
 
-  /** Up to `limit` keys with many holds whose line's head fits now, for the leader to propose `handOff`. */
+  /** Up to `limit` keys with many holds whose line's head fits at log time (the entry that made room could
+   *  grant only one head), for the leader to propose `handOff`. A read: holds are judged on settled copies
+   *  of nothing — fits() reads each hold's deadline, and an unsettled deadline is a lower bound (a head may
+   *  be offered early; the handOff entry judges it again). O(groups in line x their holds). */
   grantableKeys(limit: number): string[] {
     const keys: string[] = [];
-    for (const key of this.grantable) {
+    const nowMs = this.logNowMs;
+    for (const key of this.groupsInLine) {
       if (keys.length >= limit) break;
-      keys.push(key);
+      const group = this.groups.get(key);
+      const head = this.lines.head(key);
+      if (group === undefined || head === undefined || this.delays.leftMs(key, nowMs) > 0) continue;
+      if (group.fits(head, nowMs, group.holdOf(head.owner))) keys.push(key);
     }
     return keys;
   }
@@ -889,6 +897,9 @@ export class LockMachine {
       this.handOff(command.key, index, decided);
       lease = this.leaseOf(command.key);
     }
+    // A hand-off above reached a shared head: the key has many holds now, and this request is judged as one
+    // of them (a mutex lease beside the group would be a second record of the key).
+    if (this.groups.has(command.key)) return this.acquireOfMany(index, command, session, decided);
     const delayLeftMs = this.delays.leftMs(command.key, nowMs);
     // In lock-delay, held by another, or handed to a waiter in this very entry (whose token is this index:
     // a same-owner supersede would reuse it).
@@ -1013,12 +1024,11 @@ export class LockMachine {
   // ---- keys with many holds (holds.ts; the header's `many`) ----
 
   /** An acquire with limit >= 2 or shared, or any acquire of a key that has many holds. */
-  private acquireOfMany(index: number, command: AcquireCommand, session: Session | null): AcquireResult | ErrorResult {
+  private acquireOfMany(index: number, command: AcquireCommand, session: Session | null, decided: WaiterDecision[] = []): AcquireResult | ErrorResult {
     const key = command.key;
     const nowMs = this.logNowMs;
     const limit = limitOf(command.limit);
     const shared = command.shared === true;
-    const decided: WaiterDecision[] = [];
     const delayedUntilMs = this.delays.untilMs(key);
     if (delayedUntilMs !== undefined && delayedUntilMs <= nowMs) {
       // As in the mutex path: a passed lock-delay ends here, the line served before the newcomer.
@@ -1114,7 +1124,7 @@ export class LockMachine {
   private tidy(group: KeyGroup): void {
     if (group.holds.length > 0 || this.lines.countFor(group.key) > 0 || this.groups.get(group.key) !== group) return;
     this.groups.delete(group.key);
-    this.grantable.delete(group.key);
+    this.groupsInLine.delete(group.key);
     this.writer?.beforeKeyWrite(group.key);
     this.freeKeyLastTokens.free(group.key, group.lastToken, this.logNowMs);
   }
@@ -1216,13 +1226,10 @@ export class LockMachine {
     this.tidy(group);
   }
 
-  /** Whether the leader should propose a `handOff` for `group` (see `grantable`). */
+  /** Keeps `groupsInLine` true for `group` (see there). */
   private markGrantable(group: KeyGroup): void {
-    const head = this.lines.head(group.key);
-    const nowMs = this.logNowMs;
-    const ready = head !== undefined && this.groups.get(group.key) === group && this.delays.leftMs(group.key, nowMs) === 0 && group.fits(head, nowMs, group.holdOf(head.owner));
-    if (ready) this.grantable.add(group.key);
-    else this.grantable.delete(group.key);
+    if (this.groups.get(group.key) === group && this.lines.countFor(group.key) > 0) this.groupsInLine.add(group.key);
+    else this.groupsInLine.delete(group.key);
   }
 
   private handOffEntry(index: number, command: HandOffCommand): HandOffResult {
@@ -1386,6 +1393,12 @@ export class LockMachine {
       this.remember(w, { type: 'acquire', outcome, token: 0n });
       decided.push({ key: w.key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });
       this.dequeued(w);
+    }
+    // In a key with many holds a waiter that left may have kept the ones behind it waiting (or was the last
+    // one there): its line is served, and an emptied group goes back to a free key.
+    for (const key of new Set(waiters.map((w) => w.key))) {
+      const group = this.groups.get(key);
+      if (group !== undefined) this.handOffMany(group, index, decided);
     }
     const keys = [...session.holds].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     for (const key of keys) {

@@ -171,6 +171,20 @@ describe('shared and exclusive holds (limit 1)', () => {
     expect(feed.machine.get('k').holders?.map((h) => h.owner)).toEqual(['r1', 'r2']);
   });
 
+  it('a plain acquire that ends a run-out mutex hold hands the key to a shared head first, then is judged as one of many', () => {
+    const feed = level3();
+    feed.acquire('k', 'x', 1000);
+    acquired(feed.many('k', 'r1', { shared: true, waitMs: 60_000 }));
+    feed.at(feed.timeMs + 1500); // x's lease ran out; no expire entry yet
+    const y = acquired(feed.apply({ type: 'acquire', timeMs: feed.timeMs, key: 'k', owner: 'y', ttlMs: 1000, requestId: '' }));
+    expect(y.decided?.map((d) => [d.owner, d.outcome.acquired])).toEqual([['r1', true]]);
+    expect(y.acquired).toBe(false); // exclusive: a reader holds
+    expect(y.holderOwner).toBe('r1');
+    expect(feed.machine.get('k').holders?.map((h) => h.owner)).toEqual(['r1']);
+    expect(feed.machine.leaseCount).toBe(1);
+    roundTrips(feed);
+  });
+
   it('an owner cannot change the mode of its hold in place (release first)', () => {
     const feed = level3();
     acquired(feed.many('doc', 'a', { shared: true }));
