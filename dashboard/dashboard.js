@@ -136,7 +136,7 @@
               'tr',
               { 'data-key': lock.key, 'data-state': h === null ? 'free' : 'held', 'data-owner': h === null ? null : h.owner, 'data-token': h === null ? null : h.token },
               el('td', { class: 'key' }, first ? lock.key : ''),
-              h === null ? el('td', { class: 'muted' }, 'free') : el('td', { class: 'owner' }, h.owner),
+              h === null ? el('td', { class: 'muted' }, 'free') : el('td', { class: 'owner' }, h.shared ? `${h.owner} (shared)` : h.owner),
               el('td', { class: 'token' }, h === null ? '' : h.token),
               h === null ? el('td', {}, '') : ttlCell(h.ttl_ms),
               el('td', {}, h === null ? '' : localTime(h.expires_at)),
