@@ -114,6 +114,19 @@ describe('semaphores and shared holds', () => {
     for (const r of readers) await r.release();
   }, 60_000);
 
+  it('a bad limit or shared is INVALID_ARGUMENT naming the field, and changes nothing', async () => {
+    const raw = (extra: object) =>
+      c.raw('n1', 'Acquire', { key: 'bad/limit', owner: 'x', ttl_ms: '5000', request_id: `r-${Math.random()}`, ...extra }).then(
+        () => 'granted',
+        (err: unknown) => `${(err as { code?: number }).code}: ${(err as Error).message}`,
+      );
+    expect(await raw({ limit: 1001 })).toMatch(/^3: .*limit must be between 0 and 1000/); // 3 = INVALID_ARGUMENT
+    expect(await raw({ limit: 3, shared: true })).toMatch(/^3: .*shared holds are of a key with limit 0 or 1/);
+    const cl = client();
+    const view = await cl.get('bad/limit');
+    expect([view.held, view.lastToken]).toEqual([false, 0n]);
+  }, 30_000);
+
   it('a request naming another limit than the key has, or asking shared of a held mutex by its holder, is refused naming why', async () => {
     const cl = client();
     const a = await cl.acquire('pool/other', { ttlMs: 10_000, limit: 2, owner: 'a' });
