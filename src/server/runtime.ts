@@ -17,6 +17,7 @@ import { RaftClient, packageDefinition } from '../transport/proto.js';
 import type { ConfState, Message } from '../raft/core/types.js';
 import { UnknownCommandError } from '../lock/commands.js';
 import { BUILD_LEVEL, lowestReadLevel } from '../lock/versions.js';
+import { LockMachine } from '../lock/machine.js';
 import { LockFsm } from './lock-fsm.js';
 import { WatchHub } from './watch-hub.js';
 import { LockService } from './lock-service.js';
@@ -87,7 +88,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   const diskStorage = await openStorage(dataDir, id);
   const storage: RaftStorage = testFaults ? testFaults.wrapStorage(diskStorage) : diskStorage;
   const watchHub = new WatchHub({ historyEvents: config.watch.historyEvents, maxWatchers: config.watch.maxWatchers, appliedIndex: () => fsm.machine.appliedIndex });
-  const fsm = new LockFsm({ dedupWindowMs: config.lock.dedupWindowMs }, { sink: (e) => watchHub.record(e), replaced: (index) => watchHub.reset(index) });
+  const fsm = new LockFsm<LockMachine>(LockMachine, { dedupWindowMs: config.lock.dedupWindowMs }, { sink: (e) => watchHub.record(e), replaced: (index) => watchHub.reset(index) });
   const addresses = new AddressBook(config.nodes, self);
   if (addresses.dialOverrides.size) logger.warn({ nodeId: id, peerDialOverrides: Object.fromEntries(addresses.dialOverrides) }, 'peerDialOverrides: this node dials these members at these addresses instead of their advertised ones');
   const credentials = new NodeCredentials(config, self);

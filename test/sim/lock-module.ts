@@ -3,6 +3,7 @@
 // whose internals differ still plugs in as long as its public surface is the same.
 import { LockMachine, decodeCommand, encodeCommand } from '../../src/lock/index.js';
 import type { DueLease, LockCommand, LockMachineOptions, LockResult, LockView } from '../../src/lock/index.js';
+import type { LockEventSink } from '../../src/lock/events.js';
 import type { SnapshotJob } from '../../src/raft/fsm.js';
 
 /** The public surface of LockMachine the simulator drives. */
@@ -15,6 +16,8 @@ export interface LockMachineLike {
   readonly dedupSize: number;
   /** The cluster level the log reached (versions.ts). */
   readonly clusterLevel: number;
+  /** Where the machine reports its changes (Watch); the simulator's LockFsm sets none. */
+  eventSink: LockEventSink | null;
   /** Whether the log records member `id` as having run (absent in a scratch copy from before it). */
   hasRun?(id: string): boolean;
   hasLiveLeases(): boolean;
@@ -25,7 +28,7 @@ export interface LockMachineLike {
   sessionList?(): { id: number; owner: string; live: boolean; ttlMs: number; expiresAtMs: number; holds: number }[];
   expiredLeases(nowMs: number, limit: number): DueLease[];
   snapshot(): Uint8Array;
-  beginSnapshot?(sizeHint: number, sliceItems?: number): SnapshotJob;
+  beginSnapshot(sizeHint: number, sliceItems?: number): SnapshotJob;
   digest(): string;
 }
 

@@ -17,6 +17,7 @@ import { LockClients } from './lock-clients.js';
 import { ClockModel, type LockProfile } from './lock-clock.js';
 import { canonicalResult, captureState, LockOracle, type StampWindow } from './lock-invariants.js';
 import type { LockMachineLike, LockModule, SimLockMachineOptions } from './lock-module.js';
+import { LockFsm } from '../../src/server/lock-fsm.js';
 import { SimFencedResource } from './lock-resource.js';
 import type { StateMachine } from './machine.js';
 import type { SimNode } from './node.js';
@@ -31,27 +32,39 @@ import type { Attempt, ClientOp } from './clients.js';
 import type { Ack, HistoryEvent, ServeOutcome, SimWorkload, WriteContext } from './workload.js';
 import type { LockView } from '../../src/lock/index.js';
 
-/** Keys or dedup records per snapshot slice in the simulator (production: SNAPSHOT_SLICE_ITEMS). */
+/** Keys or dedup records per snapshot slice in the simulator (production: SNAPSHOT_SLICE_ITEMS): the
+ *  simulator's few keys then take several slices, with entries applied in between, so the copy-on-write
+ *  paths run. */
 const SIM_SNAPSHOT_SLICE_ITEMS = 2;
 
-/** One node's lock state machine (what LockFsm is in production); the oracle judges every entry once. */
+/**
+ * One node's lock state: the REAL LockFsm (src/server/lock-fsm.ts, what the runtime hands its RaftNode) over
+ * the machine under test, so how committed entries reach the machine and how snapshots are written and
+ * restored run the shipped code. Around it, test-only: the oracle judges every entry once (pre/post state),
+ * and a digest lets replicas be compared.
+ */
 export class LockReplica implements StateMachine {
-  machine: LockMachineLike;
+  readonly fsm: LockFsm<LockMachineLike, SimLockMachineOptions>;
   /** Results by index, kept only in scenario tests. */
   readonly results: Map<number, LockResult> | null;
   private digestValue: string | null = null;
   private nodeIdx = -1;
 
-  /** The cluster level the build of this replica's node reads (versions.ts). */
-  private readonly readLevel: number;
-
   constructor(
     private readonly wl: LockWorkload,
     node?: SimNode,
   ) {
-    this.readLevel = node === undefined ? BUILD_LEVEL : wl.buildLevelOf(node);
-    this.machine = new wl.module.LockMachine(this.options());
+    // The cluster level the build of this replica's node reads (versions.ts). nodeClock: unused by the real
+    // machine; lets a scratch copy plant "deadline from the node's clock".
+    const readLevel = node === undefined ? BUILD_LEVEL : wl.buildLevelOf(node);
+    const options: SimLockMachineOptions = { dedupWindowMs: wl.profile.dedupWindowMs, readLevel, nodeClock: () => wl.clock.nodeStamp(this.nodeIndex, wl.sim.now) };
+    this.fsm = new LockFsm<LockMachineLike, SimLockMachineOptions>(wl.module.LockMachine, options, null, SIM_SNAPSHOT_SLICE_ITEMS);
     this.results = wl.keepResults ? new Map() : null;
+  }
+
+  /** The machine the fsm holds now (a restore replaces it). */
+  get machine(): LockMachineLike {
+    return this.fsm.machine;
   }
 
   /** Index of the simulated node this replica belongs to (found once: node.sm is this object). */
@@ -60,24 +73,23 @@ export class LockReplica implements StateMachine {
     return this.nodeIdx;
   }
 
-  private options(): SimLockMachineOptions {
-    // nodeClock: unused by the real machine; lets a scratch copy plant "deadline from the node's clock".
-    return { dedupWindowMs: this.wl.profile.dedupWindowMs, readLevel: this.readLevel, nodeClock: () => this.wl.clock.nodeStamp(this.nodeIndex, this.wl.sim.now) };
-  }
-
   apply(entry: Entry): unknown {
     const oracle = this.wl.oracle;
     if (entry.index > oracle.next) oracle.fail(`oracle: entry ${entry.index} applied before entry ${oracle.next} was judged anywhere`);
     this.digestValue = null;
     if (entry.kind !== 'normal') {
-      this.machine.skip(entry.index);
+      this.fsm.apply(entry);
       oracle.passNonCommand(entry.index);
       return null;
     }
     const judge = entry.index === oracle.next;
     const keys = this.wl.profile.keys;
     const pre = judge ? captureState(this.machine, keys) : null;
-    const result = this.machine.apply(entry.index, entry.term, entry.data);
+    const result = this.fsm.apply(entry);
+    if (result === null) {
+      oracle.fail(`entry ${entry.index}/t${entry.term} (a lock command) was applied without a lock result`);
+      return null;
+    }
     let cmd: LockCommand | null = null;
     try {
       cmd = this.wl.module.decodeCommand(entry.data);
@@ -136,21 +148,15 @@ export class LockReplica implements StateMachine {
   }
 
   snapshot(): Uint8Array {
-    return this.machine.snapshot();
+    return this.fsm.snapshot();
   }
 
-  /** The machine's sliced writer with SIM_SNAPSHOT_SLICE_ITEMS per slice: the simulator's few keys then
-   *  take several slices, with entries applied in between, so the copy-on-write paths run. */
   beginSnapshot(sizeHint: number): SnapshotJob {
-    const m = this.machine;
-    if (m.beginSnapshot !== undefined) return m.beginSnapshot(sizeHint, SIM_SNAPSHOT_SLICE_ITEMS);
-    const data = m.snapshot();
-    return { step: () => true, finish: () => data, cancel: () => {} };
+    return this.fsm.beginSnapshot(sizeHint);
   }
 
   restore(data: Uint8Array): void {
-    const M = this.wl.module.LockMachine;
-    this.machine = data.length === 0 ? new M(this.options()) : M.restore(data, this.options());
+    this.fsm.restore(data);
     this.digestValue = null;
   }
 
@@ -227,7 +233,8 @@ export class LockWorkload implements SimWorkload<LockReplica> {
         membersReadLevel: (node) => this.membersReadLevel(node),
         membersRan: (node) => this.membersRan(node),
       },
-      (node) => node.sm as LockReplica,
+      // The service reads the applied state through the node's LockFsm, as in production (runtime.ts).
+      (node) => (node.sm as LockReplica).fsm,
     );
     this.served = new ServedTimeline((node) => this.servers.service(node)?.isReadyLeader ?? false);
     this.maxHold = new MaxHoldCheck(this.profile.maxDrift, servedTailMs(this.profile, sim.profile), this.served);
