@@ -9,9 +9,9 @@ import { roleToWire } from '../transport/codec.js';
 import { NODE_CHANNEL_BACKOFF } from '../transport/peer-link.js';
 import { ClusterClient, type ClusterHandlers, type ClusterMethod, type Member, type WireInput } from '../transport/proto.js';
 import { Membership, MembershipArgumentError, MembershipPreconditionError } from './membership.js';
+import { FORWARDED_METADATA, routeNotLeader } from './forward-once.js';
 import { statusError } from './status-error.js';
 
-const FORWARDED = 'x-leasehold-forwarded';
 
 export interface ClusterApiOptions {
   node: RaftNode<unknown>;
@@ -106,8 +106,9 @@ export class ClusterApi {
     run(timeoutMs).then(
       (res) => cb(null, res),
       (err: unknown) => {
-        if (err instanceof NotLeaderError && err.leaderId && err.leaderId !== this.opts.node.id && call.metadata.get(FORWARDED).length === 0) {
-          this.forward(method, call.request, err.leaderId, Number.isFinite(deadlineMs) ? deadlineMs : Date.now() + timeoutMs, cb);
+        const route = err instanceof NotLeaderError ? routeNotLeader(this.opts.node.id, err.leaderId, call.metadata.get(FORWARDED_METADATA).length > 0) : null;
+        if (route?.action === 'forward') {
+          this.forward(method, call.request, route.to, Number.isFinite(deadlineMs) ? deadlineMs : Date.now() + timeoutMs, cb);
           return;
         }
         cb(this.toStatus(err));
@@ -127,7 +128,7 @@ export class ClusterApi {
       this.forwardClients.set(address, client);
     }
     const md = new grpc.Metadata();
-    md.set(FORWARDED, '1');
+    md.set(FORWARDED_METADATA, '1');
     const fn = client[method] as unknown as (req: unknown, md: grpc.Metadata, o: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, v?: unknown) => void) => void;
     fn.call(client, request, md, { deadline: new Date(deadlineMs) }, (err, value) => {
       if (err) cb(statusError(err.code, `${err.details} (forwarded to leader ${leaderId})`));

@@ -1,6 +1,7 @@
 // The client-facing gRPC services of one node: Lock and Cluster, plus grpc.health.v1 and server
 // reflection, on the same port as the peer Raft service. Any node serves any call: a follower forwards
-// Lock calls to the leader with the caller's deadline (once — a forwarded call is never forwarded again).
+// Lock calls to the leader with the caller's deadline (once — a forwarded call is never forwarded again:
+// forward-once.ts).
 import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import * as protoLoader from '@grpc/proto-loader';
@@ -51,9 +52,9 @@ import { serveWatch, type WatchServing } from './watch-server.js';
 import { serveList, type ListServing } from './list-server.js';
 import { holderToWire, holdersOf } from './holders-view.js';
 import { addStrictService, descriptorRegistry, invalidReason, strictRequestDeserializers } from './strict-decode.js';
+import { FORWARDED_METADATA, routeNotLeader } from './forward-once.js';
 import { InvalidRequestError, LimitExceededError, RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
 
-const FORWARDED = 'x-leasehold-forwarded';
 
 export interface ClientApiOptions {
   service: LockService;
@@ -243,7 +244,7 @@ export class ClientApi {
   private serveMessage(name: LockCallName, request: unknown, ctx: MessageCallContext): Promise<MessageAnswer> {
     const handler = this.handlers[LOCK_METHOD[name]] as unknown as (call: unknown, cb: Reply<unknown>) => void;
     const metadata = new grpc.Metadata();
-    if (ctx.forwarded) metadata.set(FORWARDED, '1');
+    if (ctx.forwarded) metadata.set(FORWARDED_METADATA, '1');
     const deadline = ctx.timeoutMs === null ? Infinity : Date.now() + ctx.timeoutMs;
     // The slice of grpc.ServerUnaryCall that run() and the handlers use.
     const call = {
@@ -312,7 +313,7 @@ export class ClientApi {
         }
         // The audit trail names the caller where it entered (a forwarded call reaches the leader as the
         // follower's); the leader logs what it ended.
-        if (v.ok && call.metadata.get(FORWARDED).length === 0) {
+        if (v.ok && call.metadata.get(FORWARDED_METADATA).length === 0) {
           this.opts.logger.info({ key: v.value.key, token: v.value.token.toString(), reason: v.value.reason, by: certificateCommonName(call.getAuthContext().sslPeerCertificate) ?? call.getPeer() }, 'revoke requested');
         }
         this.run(call, cb as Reply<RevokeResponse>, v, 'Revoke', async (req, timeoutMs) => {
@@ -383,8 +384,9 @@ export class ClientApi {
       },
       (err: unknown) => {
         settled = true;
-        if (err instanceof UnavailableError && err.leaderId && call.metadata.get(FORWARDED).length === 0) {
-          this.forward(call, method, call.request, err.leaderId, deadlineMs, cb);
+        const route = err instanceof UnavailableError ? routeNotLeader(this.opts.service.node.id, err.leaderId, call.metadata.get(FORWARDED_METADATA).length > 0) : null;
+        if (route?.action === 'forward') {
+          this.forward(call, method, call.request, route.to, deadlineMs, cb);
           return;
         }
         cb(this.toStatus(err));
@@ -397,7 +399,7 @@ export class ClientApi {
   private adminDenied(call: grpc.ServerUnaryCall<unknown, unknown>): string | null {
     if (!this.opts.ownerBinding) return null;
     const cn = certificateCommonName(call.getAuthContext().sslPeerCertificate);
-    if (cn !== undefined && call.metadata.get(FORWARDED).length > 0 && this.opts.isMember?.(cn) === true) return null;
+    if (cn !== undefined && call.metadata.get(FORWARDED_METADATA).length > 0 && this.opts.isMember?.(cn) === true) return null;
     if (cn === undefined) return 'Revoke under auth.ownerBinding needs a client certificate whose CN is in auth.admins, and this call has none';
     if (!(this.opts.admins ?? []).includes(cn)) return `Revoke is for auth.admins; the client certificate CN ${JSON.stringify(cn)} is not one`;
     return null;
@@ -410,7 +412,7 @@ export class ClientApi {
     const cn = certificateCommonName(call.getAuthContext().sslPeerCertificate);
     // A follower forwarding a client's call presents its own (member) certificate; it checked the
     // client's CN before forwarding, so the leader trusts a forwarded call only from a member node.
-    if (cn !== undefined && call.metadata.get(FORWARDED).length > 0 && this.opts.isMember?.(cn) === true) return null;
+    if (cn !== undefined && call.metadata.get(FORWARDED_METADATA).length > 0 && this.opts.isMember?.(cn) === true) return null;
     if (cn === undefined) return `owner ${JSON.stringify(owner)}: auth.ownerBinding needs a client certificate, and this call has none`;
     if (cn !== owner) return `owner ${JSON.stringify(owner)} does not match the client certificate CN ${JSON.stringify(cn)} (auth.ownerBinding)`;
     return null;
@@ -471,7 +473,7 @@ export class ClientApi {
       this.forwardClients.set(address, client);
     }
     const md = new grpc.Metadata();
-    md.set(FORWARDED, '1');
+    md.set(FORWARDED_METADATA, '1');
     const deadline = Number.isFinite(deadlineMs) ? new Date(deadlineMs) : new Date(Date.now() + this.noDeadlineForwardMs());
     const fn = client[method] as unknown as (req: unknown, md: grpc.Metadata, opts: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, v?: unknown) => void) => void;
     fn.call(client, request, md, { deadline }, (err, value) => {

@@ -1,13 +1,16 @@
 // The server side of the lock simulation: every simulated node runs the REAL lock service
 // (src/server/lock-service.ts over the pure lock leader, src/lock/leader) on its real RaftNode, with the
-// node's clock and virtual-time scheduler. A client call reaches one node; a follower forwards it once to
-// the leader it knows — like grpc-server.ts — and that hop is a simulated message with its own delay,
-// loss and duplication (a duplicate is a late second copy of the call at the leader). A client that gives
+// node's clock and virtual-time scheduler. A client call reaches one node; a follower forwards it to the
+// leader it knows by the shipped forward-once rule (src/server/forward-once.ts, as grpc-server.ts does), and
+// that hop is a simulated message with its own delay, loss and duplication (a duplicate is a late second copy of the call at the leader). A client that gives
 // up on an attempt cancels it (the cancel reaches the servers after a client delay), which takes a waiter
-// out of its queue. What the services answer is judged as it is answered (lock-calls.ts).
+// out of its queue. What the services answer is judged as it is answered (lock-calls.ts). Checked here:
+// forward-once — no call travels more than one forwarding hop (a call bounced between two nodes that each
+// believe the other leads would never end).
 import type { AcquireResult, LockCommand, LockResult, LockView } from '../../src/lock/index.js';
 import type { LockMachine } from '../../src/lock/machine.js';
 import { silentLogger } from '../../src/raft/logger.js';
+import { routeNotLeader } from '../../src/server/forward-once.js';
 import { LockService, RequestRejectedError, UnavailableError, type LockNode } from '../../src/server/lock-service.js';
 import type { Attempt } from './clients.js';
 import type { SimCluster } from './cluster.js';
@@ -64,7 +67,9 @@ export class SimLockServers {
   /** AbortControllers of the calls an attempt opened (its first hop and any forwarded copies). */
   private readonly aborts = new Map<number, AbortController[]>();
   readonly checks: LockCallChecks;
-  readonly stats = { calls: 0, forwarded: 0, forwardsLost: 0, forwardDuplicates: 0, lateDuplicates: 0, answersLost: 0, cancels: 0, unavailable: 0 };
+  /** answeredAlreadyForwarded: forwarded calls that met a node not leading and were answered, not sent on
+   *  (the case the forward-once check is about: it must occur for the check to mean anything). */
+  readonly stats = { calls: 0, forwarded: 0, forwardsLost: 0, forwardDuplicates: 0, lateDuplicates: 0, answersLost: 0, cancels: 0, unavailable: 0, answeredAlreadyForwarded: 0 };
   violation: string | null = null;
 
   constructor(
@@ -110,12 +115,12 @@ export class SimLockServers {
       reply(o);
     };
     if (call.op === 'acquire') this.checks.invoked(LockCallChecks.requestKey(call.owner, call.requestId), attempt.op.invokedAt);
-    this.callAt(node, attempt, call, timeoutMs, false, once);
+    this.callAt(node, attempt, call, timeoutMs, 0, once);
     // A late duplicate of the call (a proxy or transport replaying it): it reaches the node up to a second
     // later, maybe after the client has its answer and moved on; whatever it is answered goes nowhere.
     if (call.op !== 'get' && this.sim.duplicate > 0 && this.sim.netRng.chance(this.sim.duplicate)) {
       this.stats.lateDuplicates++;
-      this.sim.later(this.sim.netDelay() + this.sim.netRng.float() * 1000, () => this.callAt(node, attempt, call, timeoutMs, false, () => {}));
+      this.sim.later(this.sim.netDelay() + this.sim.netRng.float() * 1000, () => this.callAt(node, attempt, call, timeoutMs, 0, () => {}));
     }
   }
 
@@ -135,7 +140,8 @@ export class SimLockServers {
     return `${node.idx}/${inc}`;
   }
 
-  private callAt(node: SimNode, attempt: Attempt, call: LockCall, timeoutMs: number, forwarded: boolean, reply: (o: ServeOutcome) => void): void {
+  /** `hops`: forwarding hops the call took to get here (0: straight from the client). */
+  private callAt(node: SimNode, attempt: Attempt, call: LockCall, timeoutMs: number, hops: number, reply: (o: ServeOutcome) => void): void {
     const sim = this.sim;
     const service = this.service(node);
     if (service === null) return; // down: the caller's deadline runs out
@@ -146,7 +152,7 @@ export class SimLockServers {
     let list = this.aborts.get(attempt.id);
     if (list === undefined) this.aborts.set(attempt.id, (list = []));
     list.push(ac);
-    const label = `client${attempt.client.id} op${attempt.op.id} attempt${attempt.id}${forwarded ? ' (forwarded)' : ''} at ${node.id}`;
+    const label = `client${attempt.client.id} op${attempt.op.id} attempt${attempt.id}${hops > 0 ? ` (forwarded${hops > 1 ? ` ${hops} times` : ''})` : ''} at ${node.id}`;
     let arrival: Arrival | null = null;
     if (call.op === 'acquire' && node.rn?.isLeader()) {
       const joins = service.isQueued(call.key, call.owner, call.requestId);
@@ -206,11 +212,13 @@ export class SimLockServers {
         if (err instanceof UnavailableError) {
           this.stats.unavailable++;
           const leader = err.leaderId === null ? -1 : sim.indexOf(err.leaderId);
-          if (!forwarded && leader >= 0 && leader !== node.idx) {
-            this.forward(node, sim.nodes[leader]!, attempt, call, timeoutMs, (o) => {
+          const route = routeNotLeader(node.id, err.leaderId, hops > 0);
+          if (route.action === 'forward' && sim.indexOf(route.to) >= 0) {
+            this.forward(node, sim.nodes[sim.indexOf(route.to)]!, attempt, call, timeoutMs, hops, label, (o) => {
               if (alive()) reply(o);
             });
           } else {
+            if (route.action === 'answer' && route.why === 'already-forwarded') this.stats.answeredAlreadyForwarded++;
             reply({ outcome: leader >= 0 ? 'redirect' : 'failed', hint: leader });
           }
           return;
@@ -227,15 +235,17 @@ export class SimLockServers {
     );
   }
 
-  /** The follower's one forwarding hop to the leader, and the answer's way back. */
-  private forward(from: SimNode, to: SimNode, attempt: Attempt, call: LockCall, timeoutMs: number, reply: (o: ServeOutcome) => void): void {
+  /** The follower's one forwarding hop to the leader, and the answer's way back. `hops`: the hops the call
+   *  took to reach `from`, which must be none (forward-once). */
+  private forward(from: SimNode, to: SimNode, attempt: Attempt, call: LockCall, timeoutMs: number, hops: number, label: string, reply: (o: ServeOutcome) => void): void {
+    if (hops > 0) this.fail(`forward-once: ${label} arrived forwarded and was forwarded again, to ${to.id} (a forwarded call must be answered, never forwarded on: two nodes that each believe the other leads would bounce it)`);
     this.stats.forwarded++;
     const back = (o: ServeOutcome) => this.hop(to, from, 'answer', () => reply(o));
-    const delivered = this.hop(from, to, 'call', () => this.callAt(to, attempt, call, timeoutMs, true, back));
+    const delivered = this.hop(from, to, 'call', () => this.callAt(to, attempt, call, timeoutMs, hops + 1, back));
     if (delivered && this.sim.duplicate > 0 && this.sim.netRng.chance(this.sim.duplicate)) {
       // A late second copy of the same call at the leader (same request_id): its answer goes nowhere.
       this.stats.forwardDuplicates++;
-      this.sim.later(this.sim.netDelay() + this.sim.netDelay(), () => this.callAt(to, attempt, call, timeoutMs, true, () => {}));
+      this.sim.later(this.sim.netDelay() + this.sim.netDelay(), () => this.callAt(to, attempt, call, timeoutMs, hops + 1, () => {}));
     }
   }
 

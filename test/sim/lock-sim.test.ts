@@ -56,8 +56,9 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
       }
       for (const k of ['acquired', 'takeovers', 'renewed', 'renewExpired', 'released', 'releaseRefused', 'expired', 'replays', 'leasesExtended', 'honestWrites', 'staleRejected', 'staleAccepted', 'pauses', 'supersededUses', 'fiveNodeRuns',
         // the real lock service: blocking acquires queued FIFO and granted, deadlines and cancels, calls
-        // forwarded by followers (lost, duplicated), linearizable Gets
-        'blockingAcquires', 'shortAttempts', 'queuedGrants', 'fifoChecked', 'refusalAnswers', 'forwarded', 'forwardsLost', 'forwardDuplicates', 'lateDuplicates', 'answersLost', 'cancels', 'getsChecked',
+        // forwarded by followers (lost, duplicated; reaching a node that no longer leads: answered, never
+        // forwarded again), linearizable Gets
+        'blockingAcquires', 'shortAttempts', 'queuedGrants', 'fifoChecked', 'refusalAnswers', 'forwarded', 'forwardsLost', 'forwardDuplicates', 'lateDuplicates', 'answersLost', 'answeredAlreadyForwarded', 'cancels', 'getsChecked',
         // the replicated wait line, as the oracle modelled it: joins, retries keeping their place, hand-offs
         // decided by the entry that ended a hold, waits refused at their deadline, cancelled places
         'waitersJoined', 'waitersReattached', 'handOffs', 'waitsRefused', 'waitsCancelled',

@@ -499,7 +499,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
       `max hold: ${this.maxHold.stats.checks} checks, tightest margin ${Number.isFinite(this.maxHold.stats.tightestMarginMs) ? this.maxHold.stats.tightestMarginMs.toFixed(2) + 'ms' : '-'}, ${this.maxHold.stats.gaps} gaps between terms (largest served part ${this.maxHold.stats.maxServedGapMs.toFixed(1)}ms); ` +
       `writes ${c.honestWrites} honest/${c.staleWrites} stale (stale refused ${r.staleRejected}, accepted ${r.staleAccepted}); pauses ${c.pauses}, lost ${c.lost}, abandons ${c.abandons}, ` +
       `stale releases ${c.staleReleases}, stale renews ${c.staleRenews}; ` +
-      `service: ${v.calls} calls, ${v.forwarded} forwarded (${v.forwardsLost} lost, ${v.forwardDuplicates} duplicated, ${v.answersLost} answers lost), ${v.lateDuplicates} late duplicates, ${v.cancels} cancels, ${v.unavailable} unavailable; ` +
+      `service: ${v.calls} calls, ${v.forwarded} forwarded (${v.forwardsLost} lost, ${v.forwardDuplicates} duplicated, ${v.answersLost} answers lost, ${v.answeredAlreadyForwarded} met a non-leader and were answered), ${v.lateDuplicates} late duplicates, ${v.cancels} cancels, ${v.unavailable} unavailable; ` +
       `${this.stats.blockingAcquires} blocking acquires (${this.stats.shortAttempts} given up mid-wait), ${k.arrivals} arrivals at a leader, ${k.queuedGrants} queued grants, ${k.fifoChecked} FIFO checks, ${k.refusalAnswers} refusal answers (${k.leaderRefusalsOutlived} leader-decided ones outlived by a late duplicate at a new leader), ${this.stats.getsChecked} Gets checked`
     );
   }
