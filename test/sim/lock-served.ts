@@ -89,11 +89,7 @@ export class ServedTimeline {
   }
 }
 
-/** Is the node's core handing its leadership over (Raft.leadTransferee)? Reaches into the core (or the core
- *  a planted bug wraps) like node-checks.ts, and fails loudly if the field was renamed. */
+/** Is the node's core handing its leadership over (its leadTransferee, read through the core's inspection)? */
 function transferring(node: SimNode): boolean {
-  let c = node.raft as unknown as { leadTransferee?: unknown; inner?: unknown };
-  for (let depth = 0; depth < 3 && !('leadTransferee' in c) && c.inner !== undefined; depth++) c = c.inner as typeof c;
-  if (!('leadTransferee' in c)) throw new Error("lock-served needs the core's leadTransferee: update test/sim/lock-served.ts");
-  return c.leadTransferee !== null;
+  return node.raft.inspect().basic().leadTransferee !== null;
 }

@@ -7,7 +7,7 @@
 // they need were renamed, rather than silently testing nothing.
 import { changeConf, encodeConfEntry, type ConfState } from '../../src/raft/core/config.js';
 import type { ConfChange, ConfChangeResult, Entry, Message, NodeId, ProposeResult, RaftConfig, Ready, ReadState, RestoredState, Snapshot, Status } from '../../src/raft/core/types.js';
-import type { CoreModule, RaftCore } from './cluster.js';
+import type { CoreInspection, CoreModule, SimCore } from './types.js';
 import type { SimProfile } from './profile.js';
 import { ValueWorkload, type SimWorkload } from './workload.js';
 
@@ -28,8 +28,8 @@ export interface Mutant {
 }
 
 /** A pass-through core; mutants override the methods they break. */
-class WrappedCore implements RaftCore {
-  readonly inner: RaftCore;
+class WrappedCore implements SimCore {
+  readonly inner: SimCore;
   constructor(base: CoreModule, cfg: RaftConfig, restored: RestoredState) {
     this.inner = new base.Raft(cfg, restored);
   }
@@ -75,9 +75,12 @@ class WrappedCore implements RaftCore {
   progressSnapshot(): Map<NodeId, { match: number; next: number; state: string }> {
     return this.inner.progressSnapshot();
   }
+  inspect(): CoreInspection {
+    return this.inner.inspect();
+  }
 }
 
-function module(base: CoreModule, make: (cfg: RaftConfig, restored: RestoredState) => RaftCore): CoreModule {
+function module(base: CoreModule, make: (cfg: RaftConfig, restored: RestoredState) => SimCore): CoreModule {
   return {
     defaultRaftConfig: base.defaultRaftConfig,
     Raft: function (cfg: RaftConfig, restored: RestoredState) {
@@ -107,7 +110,7 @@ interface MembershipInternals {
   acceptsFrom(from: NodeId): boolean;
 }
 
-function membershipInternals(core: RaftCore): CoreInternals & MembershipInternals {
+function membershipInternals(core: SimCore): CoreInternals & MembershipInternals {
   const c = internals(core) as CoreInternals & Partial<MembershipInternals>;
   if (!c.confs || typeof c.confs.current !== 'function' || !Array.isArray(c.learners) || typeof c.appendEntry !== 'function' || typeof c.promotable !== 'function' || typeof c.acceptsFrom !== 'function') {
     throw new Error('membership mutant needs Raft internals (confs, learners, appendEntry, promotable, acceptsFrom): update test/sim/mutants.ts');
@@ -117,7 +120,7 @@ function membershipInternals(core: RaftCore): CoreInternals & MembershipInternal
 
 /** Append a configuration entry for `change` without the checks proposeConfChange makes about WHEN a
  *  change may start (what a mutant drops); an impossible change is still refused. */
-function forceConfChange(core: RaftCore, change: ConfChange, refused: ConfChangeResult): ConfChangeResult {
+function forceConfChange(core: SimCore, change: ConfChange, refused: ConfChangeResult): ConfChangeResult {
   const c = membershipInternals(core);
   const next = changeConf(c.confs.current(), change);
   if (!next.ok) return refused;
@@ -131,8 +134,8 @@ function overridingRefusal(
   cfg: RaftConfig,
   restored: RestoredState,
   reason: 'conf-pending' | 'conf-not-ready' | 'conf-invalid',
-  instead: (core: RaftCore, change: ConfChange, refused: ConfChangeResult) => ConfChangeResult,
-): RaftCore {
+  instead: (core: SimCore, change: ConfChange, refused: ConfChangeResult) => ConfChangeResult,
+): SimCore {
   const w = new WrappedCore(base, cfg, restored);
   w.proposeConfChange = (change) => {
     const r = w.inner.proposeConfChange(change);
@@ -141,7 +144,7 @@ function overridingRefusal(
   return w;
 }
 
-function internals(core: RaftCore): CoreInternals {
+function internals(core: SimCore): CoreInternals {
   const c = core as unknown as Partial<CoreInternals>;
   if (!c.log || typeof c.log.committed !== 'number' || !(c.progress instanceof Map) || !Array.isArray(c.voters) || typeof c.quorumActive !== 'function') {
     throw new Error('mutant needs Raft internals (log.committed, progress, voters, quorumActive): update test/sim/mutants.ts');
@@ -152,7 +155,7 @@ function internals(core: RaftCore): CoreInternals {
 /** A leader that, on every append answer, commits the quorum-th highest match among `counted` (a
  *  majority of its voters) by itself, bypassing the core's maybeCommit — with or without the §5.4.2
  *  own-term rule. */
-function countingLeader(base: CoreModule, cfg: RaftConfig, restored: RestoredState, counted: (c: CoreInternals) => NodeId[], ownTermOnly: boolean): RaftCore {
+function countingLeader(base: CoreModule, cfg: RaftConfig, restored: RestoredState, counted: (c: CoreInternals) => NodeId[], ownTermOnly: boolean): SimCore {
   const w = new WrappedCore(base, cfg, restored);
   w.step = (m) => {
     w.inner.step(m);
@@ -432,7 +435,7 @@ export const MUTANTS: Mutant[] = [
     maxSeeds: 150,
     membership: true,
     core: (base) =>
-      module(base, (cfg, restored) => countingLeader(base, cfg, restored, (c) => [...c.voters, ...membershipInternals(c as unknown as RaftCore).learners], true)),
+      module(base, (cfg, restored) => countingLeader(base, cfg, restored, (c) => [...c.voters, ...membershipInternals(c as unknown as SimCore).learners], true)),
   },
   {
     // (b) Two changes in flight: the "one at a time" check dropped — a change is appended while the

@@ -25,6 +25,7 @@
 //    committed — a removed node that restarts with an old log cannot depose anyone. (A sender that is
 //    merely unknown may be a member added by an entry this node has not received yet, thesis §4.1; an
 //    uncommitted removal may be truncated by the very node it names.)
+import type { ConfAt } from '../../src/raft/core/inspect.js';
 import type { ConfState, Message, NodeId } from '../../src/raft/core/types.js';
 import type { SimCluster } from './cluster.js';
 import type { SimNode } from './node.js';
@@ -32,47 +33,16 @@ import type { SimNode } from './node.js';
 /** What the event that touched the node was (the pre-vote rule needs it). */
 export type EventCause = { kind: 'deliver'; msg: Message } | { kind: 'tick' } | { kind: 'other' };
 
-interface CoreLog {
-  committed: number;
-  term(index: number): number | undefined;
-}
-
-/** The core's in-memory log. Reaches into the core (or the core a planted bug wraps) and fails loudly
- *  if the field was renamed, rather than silently checking nothing. */
-function coreLog(node: SimNode): CoreLog {
-  let c = node.raft as unknown as { log?: CoreLog; inner?: unknown };
-  for (let depth = 0; depth < 3 && c.log === undefined && c.inner !== undefined; depth++) c = c.inner as typeof c;
-  if (c.log === undefined || typeof c.log.term !== 'function' || typeof c.log.committed !== 'number') throw new Error('node-checks needs the core\'s log (term(i), committed): update test/sim/node-checks.ts');
-  return c.log;
-}
-
-/** The term of entry `index` in the core's in-memory log. */
+/** The term of entry `index` in the core's in-memory log (its read-only inspection, inspect.ts). */
 function coreLogTerm(node: SimNode, index: number): number | undefined {
-  return coreLog(node).term(index);
-}
-
-interface ConfHistoryView {
-  base: { index: number; conf: ConfState };
-  entries: { index: number; conf: ConfState }[];
-}
-
-/** The configurations in the core's log (its ConfHistory: the snapshot's and one per configuration
- *  entry). Reaches into the core like coreLogTerm, and fails loudly if the fields were renamed. */
-export function coreConfs(node: SimNode): ConfHistoryView {
-  let c = node.raft as unknown as { confs?: Partial<ConfHistoryView>; inner?: unknown };
-  for (let depth = 0; depth < 3 && c.confs === undefined && c.inner !== undefined; depth++) c = c.inner as typeof c;
-  const h = c.confs;
-  if (h === undefined || h.base === undefined || !Array.isArray(h.entries)) throw new Error('node-checks needs the core\'s confs (ConfHistory base/entries): update test/sim/node-checks.ts');
-  return h as ConfHistoryView;
+  return node.raft.inspect().termAt(index);
 }
 
 /** The ids whose removal `node` knows committed: the removed list of the configuration in force at its
  *  commit index (removals accumulate in ConfState.removed). */
 export function committedRemovals(node: SimNode): NodeId[] {
-  const h = coreConfs(node);
-  const commit = coreLog(node).committed; // not status(): this runs before every delivery
-  for (let k = h.entries.length - 1; k >= 0; k--) if (h.entries[k]!.index <= commit) return h.entries[k]!.conf.removed;
-  return h.base.conf.removed;
+  const core = node.raft.inspect();
+  return core.configurationAt(core.basic().commitIndex).removed; // not status(): this runs before every delivery
 }
 
 /** A majority of a configuration's voters. */
@@ -93,14 +63,15 @@ function durableCopies(sim: SimCluster, index: number, term: number, conf: ConfS
   return n;
 }
 
-/** The configuration in force at `index` in a log, and the later ones. A joining node's empty
- *  configuration at index 0 stands for the bootstrap configuration it never saw. */
-function confsFrom(sim: SimCluster, h: ConfHistoryView, index: number): ConfState[] {
-  let k = h.entries.length - 1;
-  while (k >= 0 && h.entries[k]!.index > index) k--;
-  const inForce = k >= 0 ? h.entries[k]!.conf : h.base.conf;
-  const out = [inForce.voters.length === 0 && (k >= 0 ? h.entries[k]!.index : h.base.index) === 0 ? sim.bootConf : inForce];
-  for (let j = k + 1; j < h.entries.length; j++) out.push(h.entries[j]!.conf);
+/** The configuration in force at `index` in a log (its configurations, oldest first: the snapshot's, then
+ *  one per configuration entry), and the later ones. A joining node's empty configuration at index 0
+ *  stands for the bootstrap configuration it never saw. */
+function confsFrom(sim: SimCluster, confs: readonly ConfAt[], index: number): ConfState[] {
+  let k = confs.length - 1;
+  while (k > 0 && confs[k]!.index > index) k--;
+  const inForce = confs[k]!;
+  const out = [inForce.conf.voters.length === 0 && inForce.index === 0 ? sim.bootConf : inForce.conf];
+  for (let j = k + 1; j < confs.length; j++) out.push(confs[j]!.conf);
   return out;
 }
 
@@ -114,7 +85,7 @@ function confsFrom(sim: SimCluster, h: ConfHistoryView, index: number): ConfStat
  */
 function commitConfs(sim: SimCluster, node: SimNode, index: number, term: number, asLeader: ConfState | null): ConfState[] {
   if (asLeader !== null) return [asLeader.voters.length === 0 ? sim.bootConf : asLeader];
-  const out = confsFrom(sim, coreConfs(node), index);
+  const out = confsFrom(sim, node.raft.inspect().configurations(), index);
   for (const e of sim.facts.confEntries.values()) if (e.index > index && e.term >= term) out.push(e.conf);
   return out;
 }
@@ -189,7 +160,7 @@ export function afterNodeEvent(sim: SimCluster, node: SimNode, cause: EventCause
         const tried = confs.map((c) => `${durableCopies(sim, st.commitIndex, t, c)} of voters [${c.voters.join(',')}]${c.learners.length > 0 ? ` (learners [${c.learners.join(',')}] count toward nothing)` : ''}`);
         sim.fail('commit-durable-quorum', node, `commitIndex rose to ${st.commitIndex}/t${t} with durable copies on only ${tried.join('; ')}: no majority of a configuration's voters holds it, a power loss would erase a committed entry`);
       }
-      if (sim.membership !== null) for (const id of confsFrom(sim, coreConfs(node), st.commitIndex)[0]!.removed) sim.facts.removedCommitted.add(id);
+      if (sim.membership !== null) for (const id of confsFrom(sim, node.raft.inspect().configurations(), st.commitIndex)[0]!.removed) sim.facts.removedCommitted.add(id);
     }
   }
   if (sim.membership !== null) membershipChecks(sim, node, st, cause);
@@ -240,17 +211,18 @@ function membershipChecks(sim: SimCluster, node: SimNode, st: ReturnType<SimNode
     }
   }
   if (st.confIndex === node.confIndexSeen) return;
-  const h = coreConfs(node);
+  // Its configuration entries: all but the first configuration, the snapshot's.
+  const entries = node.raft.inspect().configurations().slice(1);
   // Remember every configuration entry any core held: a follower's commit may have been counted on it.
-  for (const e of h.entries) {
+  for (const e of entries) {
     const t = coreLogTerm(node, e.index);
     if (t !== undefined) sim.facts.noteConfEntry(e.index, t, e.conf);
   }
   if (st.role !== 'leader') return;
   let uncommitted = 0;
-  for (const e of h.entries) if (e.index > st.commitIndex) uncommitted++;
+  for (const e of entries) if (e.index > st.commitIndex) uncommitted++;
   if (uncommitted > 1) {
-    sim.fail('conf-one-pending', node, `leader of term ${st.term} holds ${uncommitted} uncommitted configuration entries (${h.entries.filter((e) => e.index > st.commitIndex).map((e) => e.index).join(', ')}; commit ${st.commitIndex}): one membership change at a time`);
+    sim.fail('conf-one-pending', node, `leader of term ${st.term} holds ${uncommitted} uncommitted configuration entries (${entries.filter((e) => e.index > st.commitIndex).map((e) => e.index).join(', ')}; commit ${st.commitIndex}): one membership change at a time`);
   }
   if (st.confIndex > node.confIndexSeen && coreLogTerm(node, st.confIndex) === st.term) {
     // It appended a configuration entry in this event; its commit index before the event must have been

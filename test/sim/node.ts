@@ -1,12 +1,12 @@
 // One simulated server: its current driver (the real RaftNode), core and state machine (gone on a
 // crash), and what outlives crashes — its durable store, its identity, its rng and its clock.
 import type { NodeId } from '../../src/raft/core/types.js';
-import type { RaftCore, RaftNode } from '../../src/raft/node.js';
+import type { RaftNode } from '../../src/raft/node.js';
 import type { PersistBatch } from '../../src/raft/storage/types.js';
 import type { DurableStore } from './durable.js';
 import type { StateMachine } from './machine.js';
 import type { SimRng } from './rng.js';
-import type { CrashArm } from './types.js';
+import type { CrashArm, SimCore } from './types.js';
 
 export class SimNode {
   up = false;
@@ -25,7 +25,7 @@ export class SimNode {
   /** The real driver of this incarnation (null while it boots or after a crash). */
   rn: RaftNode<unknown> | null = null;
   /** The core the driver built (captured through the core factory): what the invariants inspect. */
-  raft!: RaftCore;
+  raft!: SimCore;
   sm!: StateMachine;
   /** Highest index applied to `sm` in this incarnation. */
   applied = 0;

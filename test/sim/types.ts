@@ -4,12 +4,21 @@ import type { SimCluster } from './cluster.js';
 import type { SimProfile } from './profile.js';
 import type { SimWorkload } from './workload.js';
 
+import type { RaftInspection } from '../../src/raft/core/inspect.js';
 /** The slice of the core's API the driver uses (a scratch copy with a planted bug plugs in). */
 export type { RaftCore } from '../../src/raft/node.js';
 import type { RaftCore } from '../../src/raft/node.js';
 
+/** The core's read-only inspection (src/raft/core/inspect.ts), as a structural type: a scratch copy's
+ *  plugs in too. */
+export type CoreInspection = Pick<RaftInspection, 'basic' | 'termAt' | 'entryAt' | 'configurations' | 'configurationAt'>;
+
+/** What the simulator drives: the driver's slice of the core, and the inspection its invariants read
+ *  instead of the core's private fields. */
+export type SimCore = RaftCore & { inspect(): CoreInspection };
+
 export interface CoreModule {
-  Raft: new (cfg: RaftConfig, restored: RestoredState) => RaftCore;
+  Raft: new (cfg: RaftConfig, restored: RestoredState) => SimCore;
   defaultRaftConfig(id: NodeId, rng: Rng): RaftConfig;
 }
 

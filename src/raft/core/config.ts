@@ -191,6 +191,11 @@ export class ConfHistory {
     return this.base.conf;
   }
 
+  /** The snapshot's configuration, then each configuration entry's, oldest first (not copies). */
+  all(): readonly { readonly index: number; readonly conf: ConfState }[] {
+    return [this.base, ...this.entries];
+  }
+
   appended(index: number, conf: ConfState): void {
     this.entries.push({ index, conf });
   }

@@ -2,6 +2,7 @@
 // a Ready batch. No I/O, timers, clocks or ambient randomness — the driver (src/raft/node.ts) and the
 // simulator (test/sim) own all of that. Section numbers refer to the Raft paper / Ongaro's thesis.
 import { ConfHistory, changeConf, copyConf, decodeConfEntry, encodeConfEntry, quorumOf, type ConfChange } from './config.js';
+import { RaftInspection } from './inspect.js';
 import { RaftLog } from './log.js';
 import { Progress } from './progress.js';
 import { ReadOnlyQueue } from './read-only.js';
@@ -295,6 +296,11 @@ export class Raft {
       conf: copyConf(this.confs.current()),
       confIndex: this.confs.lastIndex(),
     };
+  }
+
+  /** A read-only view of this core for checks and tools (inspect.ts): nothing done through it changes the core. */
+  inspect(): RaftInspection {
+    return new RaftInspection(() => ({ id: this.id, term: this.term, votedFor: this.votedFor, role: this.role, leaderId: this.leaderId, leadTransferee: this.leadTransferee }), this.log, this.confs);
   }
 
   /** Match index of each voter as the leader sees it (empty on followers). */
