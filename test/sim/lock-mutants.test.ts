@@ -55,7 +55,9 @@ describe.skipIf(!!env['SIM_LOCK'] || !!env['SEED'])('the lock simulation catches
       } finally {
         removeMutant(dir);
       }
-    });
+      // A mutant's budget is its seeds, not wall time: (n), first caught at seed 224, took 45-60 s of a
+      // loaded 2-core machine and hit the 60 s default. Time enough for its seed budget at ~0.4 s a seed.
+    }, Math.max(60_000, (SWEEP > 0 ? SWEEP : mutant.maxSeeds) * 400));
   }
   afterAll(() => {
     if (table.length > 0) console.log(`planted lock bugs (${EVENTS} events per seed):\n  ${table.join('\n  ')}`);
