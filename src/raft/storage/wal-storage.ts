@@ -21,8 +21,7 @@
 //
 // The commit-only rule of leveldb.ts holds here too: a batch that only moves the commit index is not
 // written; it rides in the next frame or in close() (Raft Figure 2: the commit index is volatile).
-import * as fs from 'node:fs';
-import { mkdir, open, readFile, readdir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { emptyHardState, type Entry, type RestoredState, type Snapshot } from '../core/types.js';
@@ -47,6 +46,7 @@ import { LevelStorage } from './leveldb.js';
 import { boundsAfterCompact, boundsAfterSave, checkBatchShape, movesOnlyCommit, type LogBounds, type WrittenVote } from './rules.js';
 import type { PersistBatch, RaftStorage } from './types.js';
 import { encodeFrame, replaySegment, type WalBase } from './wal-frame.js';
+import { nodeWalFs, type WalFileSystem } from './wal-fs.js';
 import { mark } from '../../trace/stages.js';
 
 type Db = Level<Uint8Array, Uint8Array>;
@@ -59,6 +59,15 @@ const SNAP_SUFFIX = '.snap';
 export const DEFAULT_SEGMENT_BYTES = 4 * 1024 * 1024;
 const SEGMENT_SUFFIX = '.wal';
 const TMP_SUFFIX = '.tmp';
+
+export interface WalStorageOptions {
+  segmentBytes?: number;
+  /** The file system; default node:fs. The simulator passes its in-memory disk (wal-fs.ts says why). */
+  files?: WalFileSystem;
+  /** False: no LevelDB beside the WAL, so no lock on the directory and no older layouts read — for the
+   *  simulator's in-memory disk, which has neither. Default true. */
+  levelDb?: boolean;
+}
 
 /** What the last load() found and repaired. */
 export interface WalLoadReport {
@@ -87,22 +96,26 @@ export class WalStorage implements RaftStorage {
   private segment: { seq: number; fd: number; size: number } | null = null;
 
   private constructor(
-    private readonly db: Db,
+    /** Null without LevelDB (WalStorageOptions.levelDb false). */
+    private readonly db: Db | null,
     readonly dir: string,
     /** The all-LevelDB state found at open, to be moved into the WAL by the first recovery. */
     private legacy: RestoredState | null,
     private readonly segmentBytes: number,
+    private readonly files: WalFileSystem,
   ) {
     this.calls = new StoreCallQueue(dir);
   }
 
   /** Opens (creating if needed) the store in `dir` and recovers it. Corrupt data does not fail open();
    *  load() reports it and every write is refused. */
-  static async open(dir: string, options: { segmentBytes?: number } = {}): Promise<WalStorage> {
+  static async open(dir: string, options: WalStorageOptions = {}): Promise<WalStorage> {
+    const files = options.files ?? nodeWalFs;
+    const withLevelDb = options.levelDb ?? true;
     const walDir = join(dir, WAL_DIR);
     let legacy: RestoredState | null = null;
     let legacyFailure: Error | null = null;
-    if ((await segmentsIn(walDir)).length === 0 && (await exists(join(dir, 'CURRENT')))) {
+    if (withLevelDb && (await segmentsIn(files, walDir)).length === 0 && (await exists(files, join(dir, 'CURRENT')))) {
       // An all-LevelDB directory from before the WAL: read it with the store that wrote it.
       const old = await LevelStorage.open(dir);
       try {
@@ -113,24 +126,24 @@ export class WalStorage implements RaftStorage {
         await old.close();
       }
     }
-    const db: Db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
-    await db.open();
-    const storage = new WalStorage(db, dir, legacy, options.segmentBytes ?? DEFAULT_SEGMENT_BYTES);
+    const db: Db | null = withLevelDb ? new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' }) : null;
+    await db?.open();
+    const storage = new WalStorage(db, dir, legacy, options.segmentBytes ?? DEFAULT_SEGMENT_BYTES, files);
     if (legacyFailure) {
       if (!(legacyFailure instanceof StorageCorruptionError)) {
-        await db.close();
+        await db?.close();
         throw legacyFailure;
       }
       storage.calls.failure = legacyFailure;
       return storage;
     }
     try {
-      await mkdir(walDir, { recursive: true });
-      await mkdir(join(dir, SNAP_DIR), { recursive: true });
+      await files.promises.mkdir(walDir, { recursive: true });
+      await files.promises.mkdir(join(dir, SNAP_DIR), { recursive: true });
       storage.opened = await storage.recover();
     } catch (err) {
       if (!(err instanceof StorageCorruptionError)) {
-        await db.close();
+        await db?.close();
         throw err;
       }
     }
@@ -229,7 +242,7 @@ export class WalStorage implements RaftStorage {
     return this.calls.close(async () => {
       if (!this.calls.failure) await this.writeDeferred().catch(() => undefined);
       this.closeSegment();
-      await this.db.close();
+      await this.db?.close();
     });
   }
 
@@ -245,7 +258,7 @@ export class WalStorage implements RaftStorage {
     if (!segment) throw new StorageFailedError(`storage at ${this.dir} has no open WAL segment`);
     try {
       if (traced) mark('disk.start');
-      await writeAt(segment.fd, frame, segment.size);
+      await writeAt(this.files, segment.fd, frame, segment.size);
       if (traced) mark('disk.end');
       segment.size += frame.length;
     } catch (err) {
@@ -261,14 +274,14 @@ export class WalStorage implements RaftStorage {
     try {
       const file = new Uint8Array(Math.max(this.segmentBytes, frame.length)); // zeros after the frame
       file.set(frame, 0);
-      await writeFileSynced(path + TMP_SUFFIX, file);
-      await rename(path + TMP_SUFFIX, path);
-      await syncDir(this.walDir);
+      await writeFileSynced(this.files, path + TMP_SUFFIX, file);
+      await this.files.promises.rename(path + TMP_SUFFIX, path);
+      await syncDir(this.files, this.walDir);
       const old = this.segment;
-      this.segment = { seq, fd: await openForAppend(path, false), size: frame.length };
+      this.segment = { seq, fd: await openForAppend(this.files, path, false), size: frame.length };
       if (old) {
-        fs.closeSync(old.fd);
-        await unlink(segmentPath(this.walDir, old.seq));
+        this.files.closeSync(old.fd);
+        await this.files.promises.unlink(segmentPath(this.walDir, old.seq));
       }
     } catch (err) {
       this.fail(err);
@@ -284,15 +297,15 @@ export class WalStorage implements RaftStorage {
     try {
       const length = new Uint8Array(4);
       new DataView(length.buffer).setUint32(0, file.header.length);
-      const handle = await open(path + TMP_SUFFIX, 'w', 0o644);
+      const handle = await this.files.promises.open(path + TMP_SUFFIX, 'w', 0o644);
       try {
         await handle.writev([length, file.header, file.data], 0);
         await handle.sync();
       } finally {
         await handle.close();
       }
-      await rename(path + TMP_SUFFIX, path);
-      await syncDir(this.snapDir);
+      await this.files.promises.rename(path + TMP_SUFFIX, path);
+      await syncDir(this.files, this.snapDir);
     } catch (err) {
       this.fail(err);
     }
@@ -304,12 +317,13 @@ export class WalStorage implements RaftStorage {
   private async dropSnapshotsOtherThan(index: number): Promise<number> {
     let removed = 0;
     const keep = snapshotPath(this.snapDir, index);
-    for (const name of await readdir(this.snapDir)) {
+    for (const name of await this.files.promises.readdir(this.snapDir)) {
       const path = join(this.snapDir, name);
       if (path === keep) continue;
-      await rm(path, { force: true });
+      await this.files.promises.rm(path, { force: true });
       removed++;
     }
+    if (this.db === null) return removed;
     const doomed: Op[] = [];
     for await (const key of this.db.keys(SNAPSHOT_RANGE)) doomed.push({ type: 'del', key });
     for (const key of [SNAPSHOT_META_KEY, SNAPSHOT_DATA_KEY, HARD_STATE_KEY]) doomed.push({ type: 'del', key });
@@ -324,7 +338,7 @@ export class WalStorage implements RaftStorage {
   }
 
   private closeSegment(): void {
-    if (this.segment) fs.closeSync(this.segment.fd);
+    if (this.segment) this.files.closeSync(this.segment.fd);
     this.segment = null;
   }
 
@@ -349,13 +363,13 @@ export class WalStorage implements RaftStorage {
     const report: WalLoadReport = { truncatedBecause: null, removedFiles: 0, removedSnapshots: 0, migratedFromLevelDb: false };
     this.report = report;
     const walDir = this.walDir;
-    for (const name of await readdir(walDir)) {
+    for (const name of await this.files.promises.readdir(walDir)) {
       if (name.endsWith(TMP_SUFFIX)) {
-        await rm(join(walDir, name), { force: true }); // a rotation the crash interrupted before its rename
+        await this.files.promises.rm(join(walDir, name), { force: true }); // a rotation the crash interrupted before its rename
         report.removedFiles++;
       }
     }
-    const seqs = await segmentsIn(walDir);
+    const seqs = await segmentsIn(this.files, walDir);
     if (seqs.length === 0) {
       const legacy = this.legacy;
       this.legacy = null;
@@ -370,20 +384,20 @@ export class WalStorage implements RaftStorage {
     }
     const seq = seqs[seqs.length - 1]!;
     for (const older of seqs.slice(0, -1)) {
-      await unlink(segmentPath(walDir, older));
+      await this.files.promises.unlink(segmentPath(walDir, older));
       report.removedFiles++;
     }
     const path = segmentPath(walDir, seq);
-    const bytes = new Uint8Array(await readFile(path));
+    const bytes = new Uint8Array(await this.files.promises.readFile(path));
     const replayed = replaySegment(bytes);
     if (replayed.tornTail !== null) {
       // Zero the torn bytes (synced by openForAppend below), so no later open mistakes them for frames.
       report.truncatedBecause = replayed.tornTail;
-      await writeFile(path, bytes.fill(0, replayed.validBytes), { flag: 'r+' });
+      await this.files.promises.writeFile(path, bytes.fill(0, replayed.validBytes), { flag: 'r+' });
     }
     const snapshot = await this.readSnapshot(replayed.base);
     report.removedSnapshots = await this.dropSnapshotsOtherThan(replayed.base.index);
-    const fd = await openForAppend(path, replayed.tornTail !== null);
+    const fd = await openForAppend(this.files, path, replayed.tornTail !== null);
     this.segment = { seq, fd, size: replayed.validBytes };
     this.live = replayed.entries;
     this.hardState = replayed.hardState ? encodeHardState(replayed.hardState) : null;
@@ -427,7 +441,7 @@ export class WalStorage implements RaftStorage {
   private async readSnapshotFile(index: number): Promise<SnapshotFile | null> {
     let bytes: Uint8Array;
     try {
-      bytes = await readFile(snapshotPath(this.snapDir, index));
+      bytes = await this.files.promises.readFile(snapshotPath(this.snapDir, index));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
@@ -439,6 +453,7 @@ export class WalStorage implements RaftStorage {
 
   /** The first WAL layout (2026-12-02, before snapshot files) kept snapshots in LevelDB: still read. */
   private async readSnapshotKeys(index: number): Promise<SnapshotFile | null> {
+    if (this.db === null) return null;
     const header = await this.db.get(snapshotKey(index, 'meta'));
     const data = await this.db.get(snapshotKey(index, 'data'));
     if (header === undefined || data === undefined) return null;
@@ -470,10 +485,10 @@ function segmentPath(walDir: string, seq: number): string {
 }
 
 /** Segment sequence numbers in `walDir`, oldest first (none when the directory does not exist). */
-async function segmentsIn(walDir: string): Promise<number[]> {
+async function segmentsIn(files: WalFileSystem, walDir: string): Promise<number[]> {
   let names: string[];
   try {
-    names = await readdir(walDir);
+    names = await files.promises.readdir(walDir);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
@@ -484,9 +499,9 @@ async function segmentsIn(walDir: string): Promise<number[]> {
     .sort((a, b) => a - b);
 }
 
-async function exists(path: string): Promise<boolean> {
+async function exists(files: WalFileSystem, path: string): Promise<boolean> {
   try {
-    await stat(path);
+    await files.promises.stat(path);
     return true;
   } catch {
     return false;
@@ -494,10 +509,10 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /** The whole buffer at `position`; the callback API is one thread-pool hop, with no FileHandle promise around it. */
-function writeAt(fd: number, bytes: Uint8Array, position: number): Promise<void> {
+function writeAt(files: WalFileSystem, fd: number, bytes: Uint8Array, position: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const step = (offset: number, at: number): void => {
-      fs.write(fd, bytes, offset, bytes.length - offset, at, (err, written) => {
+      files.write(fd, bytes, offset, bytes.length - offset, at, (err, written) => {
         if (err) reject(err);
         else if (offset + written >= bytes.length) resolve();
         else step(offset + written, at + written);
@@ -507,8 +522,8 @@ function writeAt(fd: number, bytes: Uint8Array, position: number): Promise<void>
   });
 }
 
-async function writeFileSynced(path: string, bytes: Uint8Array): Promise<void> {
-  const file = await open(path, 'w', 0o644);
+async function writeFileSynced(files: WalFileSystem, path: string, bytes: Uint8Array): Promise<void> {
+  const file = await files.promises.open(path, 'w', 0o644);
   try {
     await file.write(bytes, 0, bytes.length, 0);
     await file.sync();
@@ -519,19 +534,19 @@ async function writeFileSynced(path: string, bytes: Uint8Array): Promise<void> {
 
 /** The segment's descriptor for appends: O_DSYNC, so a write returns once its bytes are durable. A
  *  truncated tail is synced first, so no later frame can land after bytes a crash might bring back. */
-function openForAppend(path: string, syncFirst: boolean): Promise<number> {
+function openForAppend(files: WalFileSystem, path: string, syncFirst: boolean): Promise<number> {
   return new Promise((resolve, reject) => {
-    fs.open(path, fs.constants.O_WRONLY | fs.constants.O_DSYNC, (err, fd) => {
+    files.open(path, fsConstants.O_WRONLY | fsConstants.O_DSYNC, (err, fd) => {
       if (err) return reject(err);
       if (!syncFirst) return resolve(fd);
-      fs.fsync(fd, (syncErr) => (syncErr ? (fs.closeSync(fd), reject(syncErr)) : resolve(fd)));
+      files.fsync(fd, (syncErr) => (syncErr ? (files.closeSync(fd), reject(syncErr)) : resolve(fd)));
     });
   });
 }
 
 /** A rename is durable only once the directory itself is synced. */
-async function syncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
+async function syncDir(files: WalFileSystem, dir: string): Promise<void> {
+  const handle = await files.promises.open(dir, 'r');
   try {
     await handle.sync();
   } finally {
