@@ -86,12 +86,15 @@ export interface ReplayedSegment {
  * the end) is a torn last write when no whole frame follows it anywhere — the crash came mid-save and nothing
  * after it was ever written — and is reported in tornTail. When a whole frame does follow, it is corruption
  * (CorruptRecordError): dropping the bad frame and what follows would silently forget a vote or an
- * acknowledged entry. A first frame without a base is corruption too.
+ * acknowledged entry. A first frame without a base is corruption too. With `from`, the replay resumes at
+ * from.validBytes of the same segment, from the state `from` holds there.
  */
-export function replaySegment(bytes: Uint8Array): ReplayedSegment {
+export function replaySegment(bytes: Uint8Array, from: ReplayedSegment | null = null): ReplayedSegment {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let at = 0;
-  let out: ReplayedSegment | null = null;
+  // Carrying on after `from` (left unchanged): the simulator's view of a segment as it grows, one frame
+  // at a time (test/sim/durable.ts), instead of replaying the whole segment after every write.
+  let at = from?.validBytes ?? 0;
+  let out: ReplayedSegment | null = from === null ? null : { ...from, entries: from.entries.slice(), decoded: from.decoded.slice() };
   let tornTail: string | null = null;
   while (at < bytes.length) {
     if (bytes.length - at >= FRAME_HEADER_BYTES && view.getUint32(at) === 0 && view.getUint32(at + 4) === 0) {
