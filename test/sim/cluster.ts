@@ -1,9 +1,9 @@
 // A seeded discrete-event simulation of a cluster of REAL Raft nodes (TigerBeetle VOPR / FoundationDB
 // style): each node is the production driver (src/raft/node.ts RaftNode: its run loop, its early
-// AppendEntries send, its proposal/read bookkeeping and deadlines) over simulated storage, network and
-// time (io.ts). One seed drives everything random: tick jitter, network delay/loss/duplication/
-// reordering, partitions, disk latency, crashes (losing the unsynced write), restarts from the durable
-// store only, client traffic. Safety invariants are checked after every event; a violation throws a
+// AppendEntries send, its proposal/read bookkeeping and deadlines) and the real store (WalStorage) over a
+// simulated disk (sim-disk.ts), network and time (io.ts). One seed drives everything random: tick jitter,
+// network delay/loss/duplication/reordering, partitions, disk latency, crashes (losing or tearing what
+// was not synced), restarts through the store's own recovery of the disk only, client traffic. Safety invariants are checked after every event; a violation throws a
 // SimViolation carrying the seed and the tail of the trace, and `SEED=<n> npm run test:sim` replays it.
 //
 // The driver is asynchronous (it awaits its storage); after every event the simulator lets the promise
@@ -13,7 +13,8 @@ import { Raft, defaultRaftConfig } from '../../src/raft/core/raft.js';
 import { bootstrapSnapshot, type ConfState, type Message, type NodeId } from '../../src/raft/core/types.js';
 import { RaftNode } from '../../src/raft/node.js';
 import { ClientDriver, type Attempt } from './clients.js';
-import { DurableStore } from './durable.js';
+import { DurableLayoutError, DurableStore } from './durable.js';
+import { checkDurableChange } from './durable-checks.js';
 import { FaultInjector } from './faults.js';
 import { GlobalFacts } from './invariants.js';
 import { NodeIO, type Cancellable } from './io.js';
@@ -26,6 +27,7 @@ import { UnreachableReports } from './reports.js';
 import { EventQueue, type Timed } from './queue.js';
 import { describeNode, runSummary, violationReport } from './report.js';
 import { SimRng } from './rng.js';
+import { SimDisk } from './sim-disk.js';
 import { termNotLearned } from './term-learned.js';
 import { Trace } from './trace.js';
 import { emptyStats, SimViolation, type CoreModule, type ExtraInvariant, type SimOptions, type SimResult, type SimStats } from './types.js';
@@ -45,7 +47,6 @@ type SimEvent = Timed &
     | { kind: 'tick'; node: number; inc: number; fn: () => void; handle: Cancellable; intervalMs: number }
     | { kind: 'call'; node: number; inc: number; fn: () => void; handle: Cancellable }
     | { kind: 'deliver'; msg: Message; from: number; to: number; dup: boolean }
-    | { kind: 'persisted'; node: number; inc: number }
     | { kind: 'crash'; node: number; inc: number; why: string }
     | { kind: 'restart'; node: number; inc: number }
     | { kind: 'fault' }
@@ -129,7 +130,19 @@ export class SimCluster {
       this.idIndex.set(id, i);
       const tickMs = this.profile.tickMs * (0.85 + 0.3 * nodeRng.float());
       const skew = (nodeRng.float() * 2 - 1) * this.profile.clockSkewMs;
-      const node = new SimNode(i, id, new DurableStore(i < initial ? this.initialIds : [], i >= initial), SimRng.derive(opts.seed, `core:${id}`), tickMs, skew, n);
+      // Every node starts on an empty disk and bootstraps through the real store (a joiner: join: true).
+      const disk = new SimDisk(SimRng.derive(opts.seed, `disk-crash:${id}`), `/${id}`);
+      const durable = new DurableStore(disk, disk.root);
+      const node = new SimNode(i, id, disk, durable, SimRng.derive(opts.seed, `core:${id}`), tickMs, skew, n);
+      disk.onDurable = (change) => {
+        try {
+          durable.follow(change);
+        } catch (err) {
+          if (err instanceof DurableLayoutError) this.fail('durable-layout', node, err.message);
+          throw err;
+        }
+      };
+      durable.onChange = (before, after) => checkDurableChange(this, node, before, after);
       if (i >= initial) {
         node.born = false;
         node.joiner = true;
@@ -163,7 +176,6 @@ export class SimCluster {
     node.booting = true;
     node.rn = null;
     node.inflight = null;
-    node.finishWrite = null;
     node.lastPersisted = null;
     node.arm = null;
     node.leaderSince = -1;
@@ -228,9 +240,14 @@ export class SimCluster {
     const node = this.nodes[i]!;
     if (!node.up) return;
     if (node.inflight) this.stats.lostBatches++;
-    this.trace.add(this.now, node.id, `CRASH (${why})`, node.inflight ? 'lost unsynced' : undefined, node.inflight ?? undefined);
-    // The incarnation dies: its timers, writes, messages and answers go nowhere from now on.
+    // The incarnation dies: its timers, disk operations, messages and answers go nowhere from now on; its
+    // disk keeps what the crash model leaves (sim-disk.ts), and the durable log follows it.
     node.up = false;
+    const disk = node.disk.crash();
+    this.stats.tornWrites += disk.torn.length;
+    const unsynced = disk.writesKept + disk.writesLost + disk.torn.length + disk.metaKept + disk.metaLost;
+    const lost = unsynced === 0 ? undefined : `disk: ${disk.writesKept} unsynced writes kept, ${disk.writesLost} lost, ${disk.torn.map((t) => `torn ${t.kept}/${t.of} B at ${t.offset}`).join(', ') || 'none torn'}; metadata ${disk.metaKept} kept, ${disk.metaLost} lost`;
+    this.trace.add(this.now, node.id, `CRASH (${why})`, lost, node.inflight ?? undefined);
     // A crash during the start (its first bootstrap write still unsynced) kills that start too: its
     // promise never settles, and the node must stay restartable.
     node.booting = false;
@@ -238,7 +255,6 @@ export class SimCluster {
     node.rn = null;
     node.io = null;
     node.inflight = null;
-    node.finishWrite = null;
     node.arm = null;
     node.leaderSince = -1;
     this.clients.nodeCrashed(node);
@@ -378,13 +394,6 @@ export class SimCluster {
         }
         this.touchedBy = node;
         this.cause = { kind: 'deliver', msg: ev.msg };
-        return;
-      }
-      case 'persisted': {
-        const node = this.nodes[ev.node]!;
-        if (!node.up || node.incarnation !== ev.inc || node.io === null) return;
-        node.io.persisted();
-        this.touchedBy = node;
         return;
       }
       case 'crash': {

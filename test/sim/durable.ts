@@ -1,75 +1,162 @@
-// One node's disk, modelled in memory: exactly what survived the last COMPLETED persist. A Ready being
-// written when the node crashes never reaches this object — that is how the simulator loses unsynced
-// writes. A restarted node is rebuilt from `restoredState()` and nothing else.
-import type { Entry, HardState, RestoredState, Snapshot } from '../../src/raft/core/types.js';
-import { bootstrapSnapshot, emptyHardState, type NodeId } from '../../src/raft/core/types.js';
+// One node's durable log as its disk holds it: what a crash right now would leave, decoded from the
+// simulated disk's durable bytes (sim-disk.ts) with the WAL's own frame reader. The invariants read this —
+// votes, terms and entries backed by the disk, a quorum's durable copies — so they judge the store that
+// ships (src/raft/storage/wal-storage.ts) and not a model of it.
+//
+// The layout is the one wal-storage.ts documents: wal/<seq>.wal segments, the newest alone being the log
+// (its first frame a base after snap/<index>.snap), each a run of CRC'd frames. The view follows the disk:
+// a frame that becomes durable at the end of the newest segment is replayed onto the view; a synced
+// rename, a synced file or a crash replays the newest segment again.
+import { join } from 'node:path';
+import { bootstrapSnapshot, emptyHardState, type Entry, type HardState, type Snapshot } from '../../src/raft/core/types.js';
+import { CorruptRecordError, decodeSnapshotHeader } from '../../src/raft/storage/codec.js';
+import { replaySegment, type ReplayedSegment } from '../../src/raft/storage/wal-frame.js';
+import { SNAP_DIR, WAL_DIR } from '../../src/raft/storage/wal-storage.js';
+import type { DurableChange, SimDisk, TornWrite } from './sim-disk.js';
+
+/** The durable log at one moment. Entries a change did not touch are the same objects in the next image. */
+export interface DurableImage {
+  /** No segment on the disk: the driver finds no state (load() answers null) and bootstraps. */
+  blank: boolean;
+  hardState: HardState;
+  snapshot: Snapshot;
+  /** Entries snapshot.meta.index+1 .., contiguous. */
+  entries: readonly Entry[];
+  replayed: ReplayedSegment | null;
+  segmentIno: number | undefined;
+  snapshotIno: number | undefined;
+  /** This image came from the previous one by one frame appended (entries it did not replace are shared). */
+  appended: boolean;
+}
+
+/** The durable bytes break a rule of the layout: the store wrote something it cannot read back. */
+export class DurableLayoutError extends Error {}
+
+const SEGMENT_NAME = /^[0-9a-f]{16}\.wal$/;
 
 export class DurableStore {
-  hardState: HardState = emptyHardState();
-  snapshot: Snapshot;
-  /** Entries after snapshot.meta.index, contiguous. */
-  entries: Entry[] = [];
+  image: DurableImage;
+  /** Told of every change of the image (the checks in durable-checks.ts). */
+  onChange: (before: DurableImage, after: DurableImage) => void = () => {};
 
-  /** A joining node's data dir before its first completed write: the driver finds no state (load()
-   *  answers null) and writes its own empty bootstrap. The initial nodes start bootstrapped. */
-  blank: boolean;
+  constructor(
+    private readonly disk: SimDisk,
+    private readonly dir: string,
+  ) {
+    this.image = blankImage();
+  }
 
-  constructor(voters: NodeId[], blank = false) {
-    this.snapshot = bootstrapSnapshot(voters);
-    this.blank = blank;
+  get blank(): boolean {
+    return this.image.blank;
+  }
+
+  get hardState(): HardState {
+    return this.image.hardState;
+  }
+
+  get snapshot(): Snapshot {
+    return this.image.snapshot;
   }
 
   get snapIndex(): number {
-    return this.snapshot.meta.index;
+    return this.image.snapshot.meta.index;
   }
 
   lastIndex(): number {
-    return this.snapshot.meta.index + this.entries.length;
+    return this.image.snapshot.meta.index + this.image.entries.length;
   }
 
   /** Term at `index`, or undefined when compacted away or beyond the end. */
   term(index: number): number | undefined {
-    const s = this.snapshot.meta.index;
-    if (index === s) return this.snapshot.meta.term;
-    if (index < s || index > s + this.entries.length) return undefined;
-    return this.entries[index - s - 1]!.term;
+    return termIn(this.image, index);
   }
 
   entry(index: number): Entry | undefined {
-    const s = this.snapshot.meta.index;
+    const s = this.image.snapshot.meta.index;
     if (index <= s) return undefined;
-    return this.entries[index - s - 1];
+    return this.image.entries[index - s - 1];
   }
 
-  /** A snapshot from the leader: it replaces everything (PersistBatch semantics). */
-  installSnapshot(snapshot: Snapshot): void {
-    this.snapshot = snapshot;
-    this.entries = [];
+  /** The disk made something durable (sim-disk.ts onDurable); writes a crash tore are judged as lost. */
+  follow(change: DurableChange): void {
+    const now = this.image;
+    let next: DurableImage | null;
+    if (change.kind === 'write' && change.ino === now.segmentIno && now.replayed !== null && change.offset === now.replayed.validBytes) {
+      next = this.appendedImage(now, now.replayed);
+    } else if (change.kind === 'sync' && change.ino !== null && change.ino !== now.segmentIno && change.ino !== now.snapshotIno) {
+      next = null; // a file the log does not use yet (a segment or snapshot written aside)
+    } else {
+      next = this.readImage(change.kind === 'crash' ? change.torn : []);
+      if (change.kind === 'sync' && change.ino === null && next.segmentIno === now.segmentIno && next.snapshotIno === now.snapshotIno) next = null;
+    }
+    if (next === null) return;
+    this.image = next;
+    this.onChange(now, next);
   }
 
-  /** Drop every entry with index >= `index` (index > snapIndex). */
-  truncateFrom(index: number): void {
-    this.entries.length = Math.max(0, index - this.snapshot.meta.index - 1);
+  private appendedImage(now: DurableImage, replayed: ReplayedSegment): DurableImage {
+    const after = decode(() => replaySegment(this.disk.durableBytes(now.segmentIno!), replayed));
+    return { ...now, hardState: after.hardState ?? emptyHardState(), entries: after.decoded, replayed: after, appended: true };
   }
 
-  append(entry: Entry): void {
-    this.entries.push(entry);
+  /** The log from the newest durable segment and its snapshot, with torn writes undone. */
+  private readImage(torn: readonly TornWrite[]): DurableImage {
+    const walDir = join(this.dir, WAL_DIR);
+    const segments = this.disk.durableNames(walDir).filter((n) => SEGMENT_NAME.test(n));
+    if (segments.length === 0) return blankImage();
+    const segmentIno = this.disk.durableIno(join(walDir, segments[segments.length - 1]!))!;
+    const replayed = decode(() => replaySegment(undoTorn(this.disk.durableBytes(segmentIno), segmentIno, torn)));
+    const snapPath = join(this.dir, SNAP_DIR, replayed.base.index.toString(16).padStart(16, '0') + '.snap');
+    const snapshotIno = this.disk.durableIno(snapPath);
+    if (snapshotIno === undefined) throw new DurableLayoutError(`the newest durable segment starts after the snapshot at ${replayed.base.index}, and no durable ${snapPath} exists`);
+    const snapshot = readSnapshot(undoTorn(this.disk.durableBytes(snapshotIno), snapshotIno, torn), snapPath);
+    if (snapshot.meta.index !== replayed.base.index || snapshot.meta.term !== replayed.base.term) {
+      throw new DurableLayoutError(`${snapPath} holds ${snapshot.meta.index}/t${snapshot.meta.term}, the segment's base is ${replayed.base.index}/t${replayed.base.term}`);
+    }
+    return { blank: false, hardState: replayed.hardState ?? emptyHardState(), snapshot, entries: replayed.decoded, replayed, segmentIno, snapshotIno, appended: false };
   }
+}
 
-  /** The application snapshotted at meta.index: keep it and drop the entries it covers. */
-  compact(snapshot: Snapshot): void {
-    const drop = snapshot.meta.index - this.snapshot.meta.index;
-    if (drop <= 0) return;
-    this.entries = drop >= this.entries.length ? [] : this.entries.slice(drop);
-    this.snapshot = snapshot;
-  }
+export function termIn(image: DurableImage, index: number): number | undefined {
+  const s = image.snapshot.meta.index;
+  if (index === s) return image.snapshot.meta.term;
+  if (index < s || index > s + image.entries.length) return undefined;
+  return image.entries[index - s - 1]!.term;
+}
 
-  /** What a restarted node loads: copies, so the new core cannot alias our arrays. */
-  restoredState(): RestoredState {
-    return {
-      hardState: { ...this.hardState },
-      snapshot: this.snapshot,
-      entries: this.entries.slice(),
-    };
+function blankImage(): DurableImage {
+  return { blank: true, hardState: emptyHardState(), snapshot: bootstrapSnapshot([]), entries: [], replayed: null, segmentIno: undefined, snapshotIno: undefined, appended: false };
+}
+
+function decode<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof CorruptRecordError) throw new DurableLayoutError(`the durable WAL does not read back: ${err.message}`);
+    throw err;
   }
+}
+
+/** The bytes as if the torn writes to this file had been lost whole: a torn frame was never written, and the
+ *  store must cut it (wal-storage.ts), so the log is what was there before it. */
+function undoTorn(bytes: Uint8Array, ino: number, torn: readonly TornWrite[]): Uint8Array {
+  const mine = torn.filter((t) => t.ino === ino);
+  if (mine.length === 0) return bytes;
+  const out = bytes.slice();
+  let size = out.length;
+  for (const t of mine) {
+    out.set(t.before, t.offset);
+    if (t.sizeBefore < t.offset + t.kept) size = Math.min(size, t.sizeBefore); // it had grown the file
+  }
+  return out.subarray(0, size);
+}
+
+/** snap/<index>.snap: [u32 header length][header (codec.ts encodeSnapshotHeader)][data]. */
+function readSnapshot(bytes: Uint8Array, path: string): Snapshot {
+  const headerBytes = bytes.length >= 4 ? new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0) : -1;
+  if (headerBytes < 0 || 4 + headerBytes > bytes.length) throw new DurableLayoutError(`${path} is cut short (${bytes.length} bytes)`);
+  const { meta, dataBytes } = decode(() => decodeSnapshotHeader(bytes.subarray(4, 4 + headerBytes)));
+  const data = bytes.slice(4 + headerBytes);
+  if (data.length !== dataBytes) throw new DurableLayoutError(`${path} holds ${data.length} bytes of data, its header says ${dataBytes}`);
+  return { meta, data };
 }

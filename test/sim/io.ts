@@ -1,19 +1,23 @@
 // One incarnation of a simulated node's I/O, handed to the REAL driver (src/raft/node.ts): its scheduler
-// (virtual time), its storage (a disk that takes time and loses the write in flight on a crash), its
+// (virtual time), its storage (the WAL store that ships, over the node's simulated disk: sim-disk.ts), its
 // peer transport (the simulated network) and its state machine. No loop of its own — the driver's loop
 // runs; this file only carries its effects into the simulation and checks each one as it happens:
-// persist-before-speak on every message sent, the log invariants on every completed write, apply order
-// and content on every applied entry, snapshot and compaction rules. After a crash the incarnation is
-// dead: its timers never fire, its writes never complete, its messages and answers go nowhere.
+// persist-before-speak on every message sent, a restart's recovery against the durable log, apply order
+// and content on every applied entry, snapshot and compaction rules (the log invariants run as the disk
+// makes writes durable: durable-checks.ts). After a crash the incarnation is dead: its timers never fire,
+// its disk operations never complete, its messages and answers go nowhere.
 import type { Entry, Message, RestoredState, Snapshot } from '../../src/raft/core/types.js';
 import type { Scheduler, TimerHandle } from '../../src/raft/env.js';
 import type { StateMachine as DriverFsm, SnapshotJob } from '../../src/raft/fsm.js';
 import type { PersistBatch, RaftStorage } from '../../src/raft/storage/types.js';
+import { WalStorage } from '../../src/raft/storage/wal-storage.js';
 import type { PeerSender } from '../../src/raft/transport.js';
 import type { SimCluster } from './cluster.js';
+import { recoveryMismatch } from './durable-checks.js';
 import { entryHash } from './machine.js';
 import { durableOnQuorum } from './node-checks.js';
 import type { SimNode } from './node.js';
+import type { DiskClock } from './sim-disk.js';
 
 export interface Cancellable {
   cancelled: boolean;
@@ -22,6 +26,10 @@ export interface Cancellable {
 export class NodeIO implements Scheduler, RaftStorage, PeerSender, DriverFsm<unknown> {
   private readonly inc: number;
   private booted = false;
+  /** The store that ships, opened by load() over the node's disk. */
+  private wal: WalStorage | null = null;
+  /** A mid-persist crash arm waiting for the save's write to start (why), or null. */
+  private crashInSync: string | null = null;
 
   constructor(
     private readonly sim: SimCluster,
@@ -56,49 +64,74 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, DriverFsm<unk
     return { cancel: () => (handle.cancelled = true) };
   }
 
-  // ------------------------------------------------------------------ RaftStorage (the modelled disk)
+  // ------------------------------------------------------------------ RaftStorage (the real WAL store)
 
-  load(): Promise<RestoredState | null> {
-    return Promise.resolve(this.node.durable.blank ? null : this.node.durable.restoredState());
+  /** Opens the store that ships over the node's simulated disk and loads it — a restart recovers by the
+   *  store's own open and load — and checks it loaded exactly what the disk holds durably. */
+  async load(): Promise<RestoredState | null> {
+    const node = this.node;
+    let loaded: RestoredState | null;
+    try {
+      const files = node.disk.open(this.diskClock());
+      const wal = await WalStorage.open(node.disk.root, { files, levelDb: false, segmentBytes: this.sim.profile.walSegmentBytes });
+      this.wal = wal;
+      loaded = await wal.load();
+    } catch (err) {
+      if (!this.alive) return new Promise(() => {});
+      this.sim.fail('storage-recovery', node, `its store refused the disk its last crash left: ${(err as Error)?.message ?? String(err)}`);
+    }
+    if (!this.alive) return new Promise(() => {});
+    this.sim.stats.recoveries++;
+    const report = this.wal!.loadReport;
+    if (report.truncatedBecause !== null) this.sim.trace.add(this.sim.now, node.id, 'recovered', `cut ${report.truncatedBecause}`);
+    this.sim.check(recoveryMismatch(node.durable.image, loaded), 'storage-recovery', node);
+    return loaded;
+  }
+
+  /** The disk's view of this incarnation: its time, its liveness, and the mid-persist crash arm. */
+  private diskClock(): DiskClock {
+    const sim = this.sim;
+    const node = this.node;
+    return {
+      alive: () => this.alive,
+      after: (ms, fn) => sim.schedule(ms, { kind: 'call', node: node.idx, inc: this.inc, fn, handle: { cancelled: false } }),
+      syncLatencyMs: () => sim.profile.diskMinMs + sim.diskRng.float() * (sim.profile.diskMaxMs - sim.profile.diskMinMs),
+      syncStarted: (ms) => {
+        const why = this.crashInSync;
+        if (why === null) return;
+        // Crash while the write is on its way to the disk: the crash decides what of it survives.
+        this.crashInSync = null;
+        sim.schedule(ms * 0.9 * sim.diskRng.float(), { kind: 'crash', node: node.idx, inc: this.inc, why });
+        sim.stats.armedCrashes++;
+      },
+    };
   }
 
   save(batch: PersistBatch): Promise<void> {
     const node = this.node;
     if (!this.alive) return new Promise(() => {}); // a dead incarnation's write never completes
     if (node.inflight !== null) this.sim.fail('driver-serial-writes', node, 'a second write was started while one is in flight');
-    return new Promise<void>((resolve) => {
-      node.inflight = batch;
-      node.finishWrite = resolve;
-      const p = this.sim.profile;
-      const latency = p.diskMinMs + this.sim.diskRng.float() * (p.diskMaxMs - p.diskMinMs);
-      this.sim.schedule(latency, { kind: 'persisted', node: node.idx, inc: this.inc });
-      if (node.arm && node.arm.point === 'mid-persist' && this.armMatches(batch)) {
-        // Crash while the write is in flight: the whole batch is lost (never fsynced).
-        this.sim.schedule(latency * 0.9 * this.sim.diskRng.float(), { kind: 'crash', node: node.idx, inc: this.inc, why: `armed: mid-persist of ${node.arm.filter}` });
-        node.arm = null;
-        this.sim.stats.armedCrashes++;
-      }
-    });
-  }
-
-  /** The 'persisted' event: the write in flight is durable now. */
-  persisted(): void {
-    const node = this.node;
-    const batch = node.inflight;
-    const finish = node.finishWrite;
-    if (!this.alive || batch === null || finish === null) return;
-    node.inflight = null;
-    node.finishWrite = null;
-    this.sim.stats.persists++;
-    this.sim.trace.add(this.sim.now, node.id, 'persisted', batch);
-    this.writeDurable(batch);
-    node.lastPersisted = batch;
-    if (node.arm && node.arm.point === 'after-persist' && this.armMatches(batch)) {
-      this.sim.stats.armedCrashes++;
-      this.sim.crash(node.idx, `armed: after persisting ${node.arm.filter}, before send`);
-      return;
+    node.inflight = batch;
+    // Stored entries are immutable; a core that mutates an entry after handing it out throws.
+    for (const e of batch.entries) Object.freeze(e);
+    if (node.arm && node.arm.point === 'mid-persist' && this.armMatches(batch)) {
+      this.crashInSync = `armed: mid-persist of ${node.arm.filter}`;
+      node.arm = null;
     }
-    finish();
+    return this.wal!.save(batch).then(() => {
+      if (!this.alive) return new Promise<void>(() => {});
+      node.inflight = null;
+      this.crashInSync = null; // a batch that wrote nothing (commit-only) had nothing to crash in
+      this.sim.stats.persists++;
+      this.sim.trace.add(this.sim.now, node.id, 'persisted', batch);
+      node.lastPersisted = batch;
+      if (node.arm && node.arm.point === 'after-persist' && this.armMatches(batch)) {
+        this.sim.stats.armedCrashes++;
+        this.sim.crash(node.idx, `armed: after persisting ${node.arm.filter}, before send`);
+        return new Promise<void>(() => {});
+      }
+      return undefined;
+    });
   }
 
   compact(snap: Snapshot): Promise<void> {
@@ -116,10 +149,9 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, DriverFsm<unk
     if (committedTerm !== undefined && snap.meta.term !== committedTerm) {
       this.sim.fail('compact', node, `snapshot at ${snap.meta.index} has term ${snap.meta.term}, committed entry has term ${committedTerm}`);
     }
-    node.durable.compact(snap);
     this.sim.stats.compactions++;
     this.sim.trace.add(this.sim.now, node.id, 'compact', `${snap.meta.index}/t${snap.meta.term} ${snap.data.length}B`);
-    return Promise.resolve();
+    return this.wal!.compact(snap).then(() => (this.alive ? undefined : new Promise<void>(() => {})));
   }
 
   close(): Promise<void> {
@@ -133,58 +165,6 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, DriverFsm<unk
     const hs = batch.hardState;
     const d = this.node.durable.hardState;
     return hs !== null && hs.votedFor !== null && (hs.term !== d.term || hs.votedFor !== d.votedFor);
-  }
-
-  /** Apply one completed write to the modelled disk, checking the log invariants on the way. */
-  private writeDurable(batch: PersistBatch): void {
-    const node = this.node;
-    const sim = this.sim;
-    const d = node.durable;
-    const old = d.hardState;
-    d.blank = false;
-    if (batch.snapshot) {
-      const s = batch.snapshot.meta;
-      if (s.index < d.snapIndex) sim.fail('snapshot-monotonic', node, `persists snapshot ${s.index} over newer durable snapshot ${d.snapIndex}`);
-      d.installSnapshot(batch.snapshot);
-    }
-    if (batch.entries.length > 0) {
-      const first = batch.entries[0]!.index;
-      if (first > d.lastIndex() + 1) sim.fail('log-contiguity', node, `persists entries from ${first} but the durable log ends at ${d.lastIndex()}`);
-      let k = 0;
-      while (k < batch.entries.length && batch.entries[k]!.index <= d.snapIndex) k++;
-      if (k < batch.entries.length) {
-        const from = batch.entries[k]!.index;
-        // Entries the node already knew committed may be rewritten only with identical ones.
-        const upTo = Math.min(d.lastIndex(), old.commitIndex);
-        for (let i = from; i <= upTo; i++) {
-          const e = batch.entries[k + (i - from)];
-          if (e !== undefined && d.term(i) !== e.term) {
-            sim.fail('committed-truncated', node, `overwrites durable entry ${i}/t${d.term(i)} with ${i}/t${e.term}, but its durable commitIndex is ${old.commitIndex}`);
-          }
-        }
-        d.truncateFrom(from);
-        for (; k < batch.entries.length; k++) {
-          const e = batch.entries[k]!;
-          const prevTerm = d.term(e.index - 1);
-          if (prevTerm === undefined) sim.fail('log-contiguity', node, `entry ${e.index} has no predecessor in the durable log`);
-          sim.check(sim.facts.notePersisted(node.id, e, prevTerm!, entryHash(e)), 'log-matching', node);
-          // Durable entries are immutable; a core that mutates an entry after handing it out throws here.
-          d.append(Object.isFrozen(e) ? e : Object.freeze(e));
-        }
-      }
-    }
-    if (batch.hardState) {
-      const hs = batch.hardState;
-      if (hs.term < old.term) sim.fail('term-monotonic', node, `durable term goes back from ${old.term} to ${hs.term}`);
-      if (hs.term === old.term && old.votedFor !== null && hs.votedFor !== old.votedFor) {
-        sim.fail('one-vote-per-term', node, `durable vote in term ${hs.term} changes from ${old.votedFor} to ${hs.votedFor ?? 'nobody'}`);
-      }
-      if (hs.commitIndex < old.commitIndex) sim.fail('commit-monotonic', node, `durable commitIndex goes back from ${old.commitIndex} to ${hs.commitIndex}`);
-      d.hardState = { ...hs };
-    }
-    if (d.hardState.commitIndex > d.lastIndex()) {
-      sim.fail('commit-in-log', node, `durable commitIndex ${d.hardState.commitIndex} is beyond the durable log (last ${d.lastIndex()})`);
-    }
   }
 
   // ------------------------------------------------------------------ PeerSender (the network)

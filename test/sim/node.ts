@@ -1,9 +1,10 @@
 // One simulated server: its current driver (the real RaftNode), core and state machine (gone on a
-// crash), and what outlives crashes — its durable store, its identity, its rng and its clock.
+// crash), and what outlives crashes — its disk (and the durable log decoded from it), its identity, its rng and its clock.
 import type { NodeId } from '../../src/raft/core/types.js';
 import type { RaftNode } from '../../src/raft/node.js';
 import type { PersistBatch } from '../../src/raft/storage/types.js';
 import type { DurableStore } from './durable.js';
+import type { SimDisk } from './sim-disk.js';
 import type { StateMachine } from './machine.js';
 import type { SimRng } from './rng.js';
 import type { CrashArm, SimCore } from './types.js';
@@ -29,10 +30,8 @@ export class SimNode {
   sm!: StateMachine;
   /** Highest index applied to `sm` in this incarnation. */
   applied = 0;
-  /** The batch being written (disk latency); null when the disk is idle. */
+  /** The batch the driver is saving (through the real store, on the disk's time); null when none is. */
   inflight: PersistBatch | null = null;
-  /** Completes the write in flight (resolves the driver's storage.save). */
-  finishWrite: (() => void) | null = null;
   /** The last completed write, for 'after-send' crash arms. */
   lastPersisted: PersistBatch | null = null;
   lastTerm = 0;
@@ -56,6 +55,8 @@ export class SimNode {
   constructor(
     readonly idx: number,
     readonly id: NodeId,
+    /** The node's disk, and its durable log as decoded from it: both outlive crashes. */
+    readonly disk: SimDisk,
     readonly durable: DurableStore,
     readonly coreRng: SimRng,
     tickMs: number,

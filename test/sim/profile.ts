@@ -48,6 +48,9 @@ export interface SimProfile {
    *  node ids the run may add (ids are never reused, so this bounds the adds). */
   memberMeanMs: number;
   spareNodes: number;
+  /** WAL segments preallocated to this many bytes (0: none, every frame grows the file): the store's two
+   *  ways a torn frame looks (zeros after it, or a file cut short). */
+  walSegmentBytes: number;
 }
 
 export function profileFor(seed: number, overrides: Partial<SimProfile> = {}): SimProfile {
@@ -91,6 +94,7 @@ export function profileFor(seed: number, overrides: Partial<SimProfile> = {}): S
     // Drawn last: the knobs above stay what they were for every seed.
     memberMeanMs: r.pick([25, 60, 150]),
     spareNodes: r.range(2, 6),
+    walSegmentBytes: r.pick([0, 256, 4096]),
   };
   if (p.diskMaxMs < p.diskMinMs) p.diskMaxMs = p.diskMinMs;
   return { ...p, ...overrides, raft: { ...p.raft, ...(overrides.raft ?? {}) } };

@@ -77,6 +77,9 @@ export interface SimStats {
   messagesReplayed: number;
   persists: number;
   lostBatches: number;
+  /** Writes a crash tore (a prefix of their bytes survived: sim-disk.ts), and storage recoveries checked. */
+  tornWrites: number;
+  recoveries: number;
   crashes: number;
   /** Crashes at a chosen pipeline point: mid-persist (batch lost), after-persist (before send), after-send. */
   armedCrashes: number;
@@ -108,7 +111,7 @@ export interface SimStats {
 export function emptyStats(): SimStats {
   return {
     events: 0, faultPhaseEvents: 0, virtualMs: 0, messagesSent: 0, messagesDropped: 0, messagesDuplicated: 0,
-    messagesReplayed: 0, persists: 0, lostBatches: 0, crashes: 0, armedCrashes: 0, restarts: 0, powerLosses: 0,
+    messagesReplayed: 0, persists: 0, lostBatches: 0, tornWrites: 0, recoveries: 0, crashes: 0, armedCrashes: 0, restarts: 0, powerLosses: 0,
     partitions: 0, snapshotsSent: 0, snapshotsInstalled: 0, compactions: 0, proposals: 0, acks: 0, readsOk: 0,
     readsFailed: 0, transfers: 0, confProposed: 0, confAccepted: 0, confRefused: 0, joins: 0, reportsTrue: 0, reportsFalse: 0, maxTerm: 0, finalCommit: 0, convergeMs: 0,
   };
