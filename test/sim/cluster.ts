@@ -12,6 +12,7 @@
 import { Raft, defaultRaftConfig } from '../../src/raft/core/raft.js';
 import { bootstrapSnapshot, type ConfState, type Message, type NodeId } from '../../src/raft/core/types.js';
 import { RaftNode } from '../../src/raft/node.js';
+import { WalStorage } from '../../src/raft/storage/wal-storage.js';
 import { ClientDriver, type Attempt } from './clients.js';
 import { DurableLayoutError, DurableStore } from './durable.js';
 import { checkDurableChange } from './durable-checks.js';
@@ -30,7 +31,7 @@ import { SimRng } from './rng.js';
 import { SimDisk } from './sim-disk.js';
 import { termNotLearned } from './term-learned.js';
 import { Trace } from './trace.js';
-import { emptyStats, SimViolation, type CoreModule, type ExtraInvariant, type SimOptions, type SimResult, type SimStats } from './types.js';
+import { emptyStats, SimViolation, type CoreModule, type StorageModule, type ExtraInvariant, type SimOptions, type SimResult, type SimStats } from './types.js';
 import { ValueWorkload, type SimWorkload } from './workload.js';
 
 // The public surface of the simulator, in one import.
@@ -89,6 +90,7 @@ export class SimCluster {
   readonly diskRng: SimRng;
   private readonly queue = new EventQueue<SimEvent>();
   private readonly core: CoreModule;
+  readonly storage: StorageModule;
   private readonly extra: ExtraInvariant[];
   private readonly traceLines: number;
   now = 0;
@@ -110,6 +112,7 @@ export class SimCluster {
     this.profile = profileFor(opts.seed, opts.profile);
     this.workload = opts.workload ?? new ValueWorkload();
     this.core = opts.core ?? defaultCore;
+    this.storage = opts.storage ?? { WalStorage };
     this.extra = opts.invariants ?? [];
     this.traceLines = opts.traceLines ?? 60;
     this.trace = new Trace(opts.fullTrace ? Infinity : Math.max(4 * this.traceLines, 240));

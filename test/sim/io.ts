@@ -10,7 +10,7 @@ import type { Entry, Message, RestoredState, Snapshot } from '../../src/raft/cor
 import type { Scheduler, TimerHandle } from '../../src/raft/env.js';
 import type { StateMachine as DriverFsm, SnapshotJob } from '../../src/raft/fsm.js';
 import type { PersistBatch, RaftStorage } from '../../src/raft/storage/types.js';
-import { WalStorage } from '../../src/raft/storage/wal-storage.js';
+import type { WalLoadReport } from '../../src/raft/storage/wal-storage.js';
 import type { PeerSender } from '../../src/raft/transport.js';
 import type { SimCluster } from './cluster.js';
 import { recoveryMismatch } from './durable-checks.js';
@@ -26,8 +26,8 @@ export interface Cancellable {
 export class NodeIO implements Scheduler, RaftStorage, PeerSender, DriverFsm<unknown> {
   private readonly inc: number;
   private booted = false;
-  /** The store that ships, opened by load() over the node's disk. */
-  private wal: WalStorage | null = null;
+  /** The store that ships (or SimOptions.storage), opened by load() over the node's disk. */
+  private wal: (RaftStorage & { readonly loadReport: WalLoadReport }) | null = null;
   /** A mid-persist crash arm waiting for the save's write to start (why), or null. */
   private crashInSync: string | null = null;
 
@@ -73,7 +73,7 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, DriverFsm<unk
     let loaded: RestoredState | null;
     try {
       const files = node.disk.open(this.diskClock());
-      const wal = await WalStorage.open(node.disk.root, { files, levelDb: false, segmentBytes: this.sim.profile.walSegmentBytes });
+      const wal = await this.sim.storage.WalStorage.open(node.disk.root, { files, levelDb: false, segmentBytes: this.sim.profile.walSegmentBytes });
       this.wal = wal;
       loaded = await wal.load();
     } catch (err) {

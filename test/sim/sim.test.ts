@@ -12,6 +12,7 @@ import { replaySeedSuite, seedSweepSuite } from './seed-suite.js';
 import { defaultCore, runSimulation, SimViolation, type CoreModule } from './cluster.js';
 import { CounterWorkload } from './counter-workload.js';
 import { MUTANTS } from './mutants.js';
+import { loadStorageMutant, materializeStorageMutant, removeStorageMutant, STORAGE_MUTANTS } from './storage-mutants.js';
 import type { HistoryEvent } from './workload.js';
 
 const env = process.env;
@@ -128,6 +129,32 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
             }
           }
           throw new Error(`mutant "${mutant.name}" survived ${mutant.maxSeeds} seeds`);
+        });
+      }
+    });
+
+    // The nodes persist through the real WalStorage (sim-disk.ts, durable.ts): a planted bug in it must trip
+    // a named check — a check that reads the disk, not a liveness timeout.
+    describe('simulation catches planted storage bugs', () => {
+      for (const mutant of STORAGE_MUTANTS) {
+        it(`catches: ${mutant.name}`, async () => {
+          const root = materializeStorageMutant(mutant);
+          try {
+            const storage = await loadStorageMutant(root);
+            for (let seed = 1; seed <= mutant.maxSeeds; seed++) {
+              try {
+                await runSimulation({ seed, events: EVENTS, membership: MEMBERSHIP, storage });
+              } catch (e) {
+                if (!(e instanceof SimViolation)) throw e;
+                if (e.invariant === 'liveness') continue;
+                if (!mutant.expect.includes(e.invariant)) throw new Error(`storage mutant "${mutant.name}" was reported as ${e.invariant}, expected one of ${mutant.expect.join(', ')}\n${e.message}`);
+                return;
+              }
+            }
+            throw new Error(`storage mutant "${mutant.name}" survived ${mutant.maxSeeds} seeds`);
+          } finally {
+            removeStorageMutant(root);
+          }
         });
       }
     });

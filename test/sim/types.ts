@@ -1,5 +1,7 @@
 // Types shared by the simulator's files: the core API it drives, run options, crash arms, statistics.
 import type { NodeId, RaftConfig, RestoredState, Rng } from '../../src/raft/core/types.js';
+import type { RaftStorage } from '../../src/raft/storage/types.js';
+import type { WalLoadReport, WalStorageOptions } from '../../src/raft/storage/wal-storage.js';
 import type { SimCluster } from './cluster.js';
 import type { SimProfile } from './profile.js';
 import type { SimWorkload } from './workload.js';
@@ -25,6 +27,11 @@ export interface CoreModule {
 /** An extra invariant run after every event; return a violation message or null. */
 export type ExtraInvariant = (sim: SimCluster) => string | null;
 
+/** The slice of src/raft/storage/wal-storage.ts the simulator opens its nodes' stores with. */
+export interface StorageModule {
+  WalStorage: { open(dir: string, options: WalStorageOptions): Promise<RaftStorage & { readonly loadReport: WalLoadReport }> };
+}
+
 export interface SimOptions {
   seed: number;
   /** Events in the fault phase (ticks, deliveries, persists, client and fault events all count). */
@@ -32,6 +39,9 @@ export interface SimOptions {
   workload?: SimWorkload<any>;
   invariants?: ExtraInvariant[];
   core?: CoreModule;
+  /** The store the nodes persist through: default the real WalStorage; a scratch copy with a planted bug
+   *  plugs in here (storage-mutants.ts). */
+  storage?: StorageModule;
   /** Overrides of the per-seed profile (e.g. { nodeCount: 5 }). */
   profile?: Partial<SimProfile>;
   /** Trace lines printed with a violation (default 60). */
