@@ -293,7 +293,17 @@ export class SimDisk {
       this.unsyncedMeta.splice(at, 1);
       this.durable.apply(op);
     }
+    this.forgetUnreachable();
     this.onDurable({ kind: 'sync', ino: null });
+  }
+
+  /** Drops files no name reaches, now or after a crash, and no descriptor holds (removed segments and
+   *  snapshots): a long run without crashes would keep every one of them. */
+  private forgetUnreachable(): void {
+    const keep = new Set<number>(this.session?.openInodes() ?? []);
+    for (const ns of [this.current, this.durable]) for (const names of ns.dirs.values()) for (const ino of names.values()) keep.add(ino);
+    for (const op of this.unsyncedMeta) if (op.kind === 'link') keep.add(op.ino);
+    for (const ino of this.inodes.keys()) if (!keep.has(ino)) this.inodes.delete(ino);
   }
 
   /** @internal */ pendingMeta(): readonly MetaOp[] {
@@ -387,6 +397,12 @@ class DiskSession implements WalFileSystem {
 
   end(): void {
     this.ended = true;
+  }
+
+  openInodes(): number[] {
+    const out: number[] = [];
+    for (const f of this.fds.values()) if (f.inode !== null) out.push(f.inode.ino);
+    return out;
   }
 
   private get live(): boolean {
