@@ -85,13 +85,30 @@ export class DurableStore {
       next = this.appendedImage(now, now.replayed);
     } else if (change.kind === 'sync' && change.ino !== null && change.ino !== now.segmentIno && change.ino !== now.snapshotIno) {
       next = null; // a file the log does not use yet (a segment or snapshot written aside)
+    } else if (change.kind === 'sync' && change.ino === null && this.sameFiles(now)) {
+      next = null; // names made durable, but the log's two files are the same files
     } else {
       next = this.readImage(change.kind === 'crash' ? change.torn : []);
-      if (change.kind === 'sync' && change.ino === null && next.segmentIno === now.segmentIno && next.snapshotIno === now.snapshotIno) next = null;
     }
     if (next === null) return;
     this.image = next;
     this.onChange(now, next);
+  }
+
+  /** The newest durable segment and its snapshot are still the files `image` was read from. */
+  private sameFiles(image: DurableImage): boolean {
+    if (image.blank) return this.newestSegment() === undefined;
+    return this.newestSegment() === image.segmentIno && this.disk.durableIno(this.snapshotPath(image.snapshot.meta.index)) === image.snapshotIno;
+  }
+
+  private newestSegment(): number | undefined {
+    const walDir = join(this.dir, WAL_DIR);
+    const segments = this.disk.durableNames(walDir).filter((n) => SEGMENT_NAME.test(n));
+    return segments.length === 0 ? undefined : this.disk.durableIno(join(walDir, segments[segments.length - 1]!));
+  }
+
+  private snapshotPath(index: number): string {
+    return join(this.dir, SNAP_DIR, index.toString(16).padStart(16, '0') + '.snap');
   }
 
   private appendedImage(now: DurableImage, replayed: ReplayedSegment): DurableImage {
@@ -101,12 +118,10 @@ export class DurableStore {
 
   /** The log from the newest durable segment and its snapshot, with torn writes undone. */
   private readImage(torn: readonly TornWrite[]): DurableImage {
-    const walDir = join(this.dir, WAL_DIR);
-    const segments = this.disk.durableNames(walDir).filter((n) => SEGMENT_NAME.test(n));
-    if (segments.length === 0) return blankImage();
-    const segmentIno = this.disk.durableIno(join(walDir, segments[segments.length - 1]!))!;
+    const segmentIno = this.newestSegment();
+    if (segmentIno === undefined) return blankImage();
     const replayed = decode(() => replaySegment(undoTorn(this.disk.durableBytes(segmentIno), segmentIno, torn)));
-    const snapPath = join(this.dir, SNAP_DIR, replayed.base.index.toString(16).padStart(16, '0') + '.snap');
+    const snapPath = this.snapshotPath(replayed.base.index);
     const snapshotIno = this.disk.durableIno(snapPath);
     if (snapshotIno === undefined) throw new DurableLayoutError(`the newest durable segment starts after the snapshot at ${replayed.base.index}, and no durable ${snapPath} exists`);
     const snapshot = readSnapshot(undoTorn(this.disk.durableBytes(snapshotIno), snapshotIno, torn), snapPath);
