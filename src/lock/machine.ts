@@ -1068,6 +1068,10 @@ export class LockMachine {
       return withDecided(limitMismatch(index, key, group.limit, limit), decided);
     }
     this.sweepRunOut(group, index, decided);
+    // A run-out session ended by the sweep may have left the key with neither holds nor waiters, and so a
+    // free key again (tidy): the request meets it as one (lock simulation seed 17: the grant went into the
+    // dropped group, so Get showed the key free and its slots were granted again).
+    if (this.groups.get(key) !== group) group = this.groupFor(key, limit);
     const own = group.holdOf(command.owner);
     if (own !== undefined && own.shared !== shared) return withDecided(modeMismatch(index, key, command.owner, own.shared), decided);
     const fits =

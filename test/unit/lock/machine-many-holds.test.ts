@@ -208,6 +208,23 @@ describe('shared and exclusive holds (limit 1)', () => {
 });
 
 describe('many holds and sessions', () => {
+  it('an acquire that finds the key\'s only hold under a run-out session ends the session and takes a free key (lock simulation seed 17)', () => {
+    // The session's end emptied the group, which became a free key in that entry; the grant then went into
+    // the dropped group: answered "acquired", counted as a lease, but Get showed the key free and the next
+    // requests were granted beside it.
+    const feed = level3();
+    const s = feed.openSession('a', 50).sessionId;
+    expect(acquired(feed.many('pool', 'a', { limit: 2, sessionId: s })).acquired).toBe(true);
+    feed.at(1_100); // the session ran out; nothing ended it yet
+    const b = acquired(feed.many('pool', 'b', { limit: 2 }));
+    expect(b.acquired).toBe(true);
+    expect(feed.machine.get('pool').holders?.map((h) => [h.owner, h.token])).toEqual([['b', b.token]]);
+    expect(feed.machine.leaseCount).toBe(1);
+    expect(acquired(feed.many('pool', 'c', { limit: 2 })).acquired).toBe(true);
+    expect(acquired(feed.many('pool', 'd', { limit: 2 })).acquired).toBe(false); // b and c hold both slots
+    roundTrips(feed);
+  });
+
   it('a session\'s end drops its holds of keys with many holds and hands each slot on', () => {
     const feed = level3();
     const s = feed.openSession('a', 5000).sessionId;
