@@ -998,12 +998,13 @@ export class LockMachine {
       this.handOffMany(group, index, decided);
       return;
     }
-    if (this.lines.head(key)?.shared === true && this.leases.get(key) === undefined) {
-      // A shared request reached the head of a mutex key's line: from here the key has many holds.
-      this.handOffMany(this.groupFor(key, 1), index, decided);
-      return;
-    }
     for (let w = this.lines.head(key); w !== undefined; w = this.lines.head(key)) {
+      if (w.shared && this.leases.get(key) === undefined) {
+        // A shared request reached the head of a mutex key's line (first, or behind heads refused just
+        // now): from here the key has many holds, and it gets a shared one.
+        this.handOffMany(this.groupFor(key, 1), index, decided);
+        return;
+      }
       this.leaveLine(w);
       let outcome: AcquireOutcome;
       const session = w.sessionId > 0 ? (this.sessionOf(w.sessionId) ?? null) : null;

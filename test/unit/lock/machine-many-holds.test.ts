@@ -207,6 +207,45 @@ describe('shared and exclusive holds (limit 1)', () => {
   });
 });
 
+describe('a plain acquire meeting a mutex key that its own entry turns into shared holds', () => {
+  it('is judged by the rules of many holds: refused (or in line) behind the shared head just granted (lock simulation, group clients only, seed 16)', () => {
+    // The entry ended the run-out lease and handed the key to its line, whose head asked shared: the key
+    // became a group with that hold — and the plain acquire, judged on as a mutex, found no lease and was
+    // granted a lease too, with the same token: an exclusive and a shared hold together.
+    const feed = level3();
+    expect(acquired(feed.acquire('rw', 'a', 100)).acquired).toBe(true);
+    const reader = acquired(feed.many('rw', 'b', { shared: true, waitMs: 5000 }));
+    expect(reader.waitTicket).toBe(reader.index);
+    feed.at(1_200); // a's lease ran out; nothing ended it yet
+    const late = acquired(feed.acquire('rw', 'c', 100));
+    expect(late.decided?.map((d) => [d.owner, d.outcome.acquired])).toEqual([['b', true]]);
+    expect(late.acquired).toBe(false);
+    expect(late.holderOwner).toBe('b');
+    expect(feed.machine.get('rw').holders?.map((h) => [h.owner, h.shared])).toEqual([['b', true]]);
+    expect(feed.machine.leaseCount).toBe(1);
+    roundTrips(feed);
+  });
+});
+
+describe('a shared request waiting on a mutex key', () => {
+  it('gets a shared hold when it reaches the head behind a head the hand-off refused (its wait ran out)', () => {
+    // The mutex hand-off looked for a shared head only before its loop: past a refused exclusive head it
+    // granted the shared request a plain (exclusive) lease — readers behind it then waited, and its owner
+    // asking shared again was told it holds exclusive.
+    const feed = level3();
+    const a = acquired(feed.acquire('rw', 'a', 1000));
+    feed.wait('rw', 'x', 100, 50); // exclusive, its wait runs out first
+    const b = acquired(feed.many('rw', 'b', { shared: true, waitMs: 5000 }));
+    feed.at(1_100);
+    const released = feed.release('rw', 'a', a.token);
+    expect(released.decided?.map((d) => [d.owner, d.outcome.acquired])).toEqual([['x', false], ['b', true]]);
+    expect(feed.machine.get('rw').holders?.map((h) => [h.owner, h.shared])).toEqual([['b', true]]);
+    expect(acquired(feed.many('rw', 'c', { shared: true })).acquired).toBe(true); // readers together
+    expect(b.waitTicket).toBe(b.index);
+    roundTrips(feed);
+  });
+});
+
 describe('many holds and sessions', () => {
   it('an acquire that finds the key\'s only hold under a run-out session ends the session and takes a free key (lock simulation seed 17)', () => {
     // The session's end emptied the group, which became a free key in that entry; the grant then went into
