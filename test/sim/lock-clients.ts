@@ -15,11 +15,16 @@
 // with it). Such a client trusts its hold exactly as long as its session: from the send of the open/renew
 // the server confirmed, for the conservative share of the session's TTL.
 //
-// Real-time mutual exclusion is checked here, in true time: whenever a client starts trusting a lease or
-// writes while trusting it, no other client may trust a lease on the same key at that instant.
+// Group clients (lock-clock.ts groupKeys) hold keys with many holds instead: a semaphore (limit 2-3) or a
+// shared/exclusive key, naming the key's limit (now and then deliberately another one, or the other mode
+// of their own hold: refused LIMIT_MISMATCH / HOLD_MODE_MISMATCH, which they take as a refusal).
+//
+// Real-time exclusion is checked here, in true time: whenever a client starts trusting a hold or writes
+// while trusting it, the clients trusting a hold on that key at that instant fit the key (holds.ts): one
+// for a mutex; at most `limit` for a semaphore; any number of shared holds or one exclusive for limit 1.
 import type { LockCommand, LockResult } from '../../src/lock/index.js';
-import { clientTrustMs, type ClockModel, type LockProfile } from './lock-clock.js';
-import type { SimFencedResource } from './lock-resource.js';
+import { clientTrustMs, mutexKeys, type ClockModel, type LockProfile } from './lock-clock.js';
+import type { SimFencedResource, WriteMode } from './lock-resource.js';
 import type { SimRng } from './rng.js';
 
 export interface ClientLease {
@@ -30,6 +35,9 @@ export interface ClientLease {
   trustUntilLocal: number;
   /** Held under this session (renewed by renewing the session). */
   sessionId?: number;
+  /** The limit the grant named (1 for a mutex) and whether the hold is shared (holds.ts). */
+  limit: number;
+  shared: boolean;
 }
 
 export interface PendingLockOp {
@@ -51,6 +59,8 @@ export interface ClientStats {
   reacquires: number;
   supersededUses: number;
   lateRenews: number;
+  /** Group acquires refused as a whole (LIMIT_MISMATCH, HOLD_MODE_MISMATCH). */
+  mismatches: number;
 }
 
 export class SimLockClient {
@@ -64,7 +74,7 @@ export class SimLockClient {
   /** Its open session as it trusts it (client-clock ms), or null. */
   session: { id: number; trustUntilLocal: number } | null = null;
   /** It checked its lease, then paused: the next operation writes with this token without re-checking. */
-  pausedWith: { key: string; token: bigint } | null = null;
+  pausedWith: { key: string; token: bigint; limit: number; shared: boolean } | null = null;
   pending: PendingLockOp | null = null;
   /** Its own token superseded by a re-acquire: a confused client may still try to renew/release it. */
   superseded: { key: string; token: bigint } | null = null;
@@ -83,6 +93,8 @@ export class SimLockClient {
     readonly id: number,
     readonly ttlMs: number,
     readonly staller: boolean,
+    /** Holds the profile's group keys (semaphores, shared/exclusive) rather than its mutex keys. */
+    readonly groupClient = false,
   ) {
     this.owner = `owner-${id}`;
     // A fixed share, not drawn: a draw would reshuffle every seed's other picks.
@@ -96,8 +108,10 @@ export class SimLockClient {
 
 export class LockClients {
   readonly clients: SimLockClient[] = [];
-  readonly stats: ClientStats = { honestWrites: 0, staleWrites: 0, pauses: 0, lost: 0, abandons: 0, staleReleases: 0, staleRenews: 0, reacquires: 0, supersededUses: 0, lateRenews: 0 };
+  readonly stats: ClientStats = { honestWrites: 0, staleWrites: 0, pauses: 0, lost: 0, abandons: 0, staleReleases: 0, staleRenews: 0, reacquires: 0, supersededUses: 0, lateRenews: 0, mismatches: 0 };
   violation: string | null = null;
+  /** Whether semaphores and shared holds can be asked for (the cluster level; set by the workload). */
+  groupsReady: () => boolean = () => true;
 
   constructor(
     readonly profile: LockProfile,
@@ -107,7 +121,8 @@ export class LockClients {
     private readonly trace: (tag: string, detail: string) => void,
   ) {
     for (let i = 0; i < profile.clients; i++) {
-      this.clients.push(new SimLockClient(i, rng.pick(profile.ttlChoicesMs), rng.chance(profile.stallerChance)));
+      const group = profile.groupKeys.length > 0 && i >= profile.clients - profile.groupClients;
+      this.clients.push(new SimLockClient(i, rng.pick(profile.ttlChoicesMs), rng.chance(profile.stallerChance), group));
     }
   }
 
@@ -153,11 +168,11 @@ export class LockClients {
       const p = c.pausedWith;
       c.pausedWith = null;
       const stillTrusted = this.trusts(c, t) && c.held!.token === p.token;
-      this.write(c, p.key, p.token, t, stillTrusted);
+      this.write(c, p, t, stillTrusted);
       command = this.renew(c, p.key, p.token, c.held?.token === p.token ? c.held.sessionId : undefined);
     } else if (c.held !== null && this.trusts(c, t)) {
       const h = c.held;
-      this.write(c, h.key, h.token, t, true);
+      this.write(c, h, t, true);
       const x = r.float();
       const old = c.superseded;
       c.superseded = null;
@@ -184,7 +199,7 @@ export class LockClients {
         this.trace(`lock ${c.owner}`, `abandons ${h.key}#${h.token} (the lease must lapse by itself)`);
         c.held = null;
         c.session = null; // its session too: it lapses, and ends the hold
-        command = this.acquire(c, r.pick(this.profile.keys), false);
+        command = this.acquire(c, c.groupClient ? this.pickKey(c) : r.pick(mutexKeys(this.profile)), false);
       } else {
         command = this.renew(c, h.key, h.token, h.sessionId);
       }
@@ -219,7 +234,7 @@ export class LockClients {
       } else {
         c.lost = null;
         const reuse = c.refused !== null && r.chance(0.5);
-        command = this.acquire(c, reuse ? c.refused!.key : this.pickKey(), reuse);
+        command = this.acquire(c, reuse ? c.refused!.key : this.pickKey(c), reuse);
       }
     }
     const nowLocal = this.clock().clientReading(c.id, t);
@@ -235,8 +250,15 @@ export class LockClients {
     c.pending = null;
     const res = result as LockResult | undefined;
     if (res === undefined || res === null || typeof res !== 'object') return this.fail(`${c.owner}: ${p.command.type} acknowledged without a lock result`);
-    if (res.type === 'error') return this.fail(`${c.owner}: ${p.command.type} failed as a whole: ${res.code} ${res.message}`);
     const cmd = p.command;
+    if (res.type === 'error' && cmd.type === 'acquire' && c.groupClient && (res.code === 'LIMIT_MISMATCH' || res.code === 'HOLD_MODE_MISMATCH')) {
+      // Its deliberate mismatch (or the key taken meanwhile by one): refused as a whole, its hold (if any)
+      // untouched. The oracle judged the entry.
+      this.stats.mismatches++;
+      c.nextDelayMs = this.rng.exp(c.ttlMs / 3);
+      return;
+    }
+    if (res.type === 'error') return this.fail(`${c.owner}: ${p.command.type} failed as a whole: ${res.code} ${res.message}`);
     if (cmd.type === 'openSession' && res.type === 'openSession') {
       c.session = { id: Number(res.sessionId), trustUntilLocal: this.anchor(c, p, t) + this.trustMs(cmd.ttlMs) };
       c.nextDelayMs = 0;
@@ -269,10 +291,11 @@ export class LockClients {
         // Under a session the hold lives exactly as long as the session: trusted as long as it is.
         const session = (cmd.sessionId ?? 0) > 0 && c.session !== null && c.session.id === cmd.sessionId ? c.session : null;
         if ((cmd.sessionId ?? 0) > 0 && session === null) return; // granted under a session it no longer has
+        const mode = { limit: cmd.limit ?? 1, shared: cmd.shared === true };
         c.held =
           session !== null
-            ? { key: cmd.key, token: res.token, ttlMs: c.ttlMs, trustUntilLocal: session.trustUntilLocal, sessionId: session.id }
-            : { key: cmd.key, token: res.token, ttlMs: cmd.ttlMs, trustUntilLocal: this.anchor(c, p, t) + this.trustMs(cmd.ttlMs) };
+            ? { key: cmd.key, token: res.token, ttlMs: c.ttlMs, trustUntilLocal: session.trustUntilLocal, sessionId: session.id, ...mode }
+            : { key: cmd.key, token: res.token, ttlMs: cmd.ttlMs, trustUntilLocal: this.anchor(c, p, t) + this.trustMs(cmd.ttlMs), ...mode };
         this.trace(`lock ${c.owner}`, `acquired ${cmd.key}#${res.token}${res.replayed ? ' (replayed)' : ''} trust until true ${this.trustEndTrue(c).toFixed(2)}`);
         if (session === null && this.clock().clientReading(c.id, t) - p.invokeLocal >= cmd.ttlMs / 3) {
           c.confirm = true; // a late grant: renew at once to re-anchor
@@ -332,7 +355,7 @@ export class LockClients {
 
   /** The key a read (Get) by client c looks at. */
   readKey(c: SimLockClient): string {
-    return c.held?.key ?? this.pickKey();
+    return c.held?.key ?? this.pickKey(c);
   }
 
   // ------------------------------------------------------------------ helpers
@@ -344,8 +367,22 @@ export class LockClients {
 
   private acquire(c: SimLockClient, key: string, reuseRefused: boolean): LockCommand {
     const requestId = reuseRefused && c.refused !== null && c.refused.key === key ? c.refused.requestId : c.newRequestId();
-    if (c.usesSessions && c.session !== null) return { type: 'acquire', timeMs: 0, key, owner: c.owner, ttlMs: 0, requestId, sessionId: c.session.id };
-    return { type: 'acquire', timeMs: 0, key, owner: c.owner, ttlMs: c.ttlMs, requestId };
+    const command: Extract<LockCommand, { type: 'acquire' }> =
+      c.usesSessions && c.session !== null ? { type: 'acquire', timeMs: 0, key, owner: c.owner, ttlMs: 0, requestId, sessionId: c.session.id } : { type: 'acquire', timeMs: 0, key, owner: c.owner, ttlMs: c.ttlMs, requestId };
+    const spec = this.profile.groupKeys.find((g) => g.key === key);
+    if (!c.groupClient || spec === undefined) return command;
+    // A key with many holds: its limit; for limit 1, shared or exclusive (a re-acquire keeps its mode: it
+    // supersedes its own hold). Now and then deliberately the wrong limit or the other mode.
+    const own = c.held?.key === key ? c.held : null;
+    let limit = spec.limit;
+    let shared = own !== null ? own.shared : spec.limit === 1 && this.rng.chance(0.6);
+    if (this.rng.chance(this.profile.groupMismatchChance)) {
+      if (own !== null && spec.limit === 1 && this.rng.chance(0.5)) shared = !shared;
+      else limit = spec.limit === 1 ? 2 : spec.limit + 1;
+    }
+    if (limit > 1) command.limit = limit;
+    if (shared && limit === 1) command.shared = true;
+    return command;
   }
 
   /** A renew of the hold — or, for a hold under a session, of its session (a session hold never renews
@@ -355,8 +392,9 @@ export class LockClients {
     return { type: 'renew', timeMs: 0, key, owner: c.owner, token, ttlMs: c.ttlMs, requestId: c.newRequestId() };
   }
 
-  private pickKey(): string {
-    const keys = this.profile.keys;
+  private pickKey(c: SimLockClient): string {
+    const keys = mutexKeys(this.profile);
+    if (c.groupClient && (keys.length === 0 || this.groupsReady())) return this.rng.pick(this.profile.groupKeys).key;
     // The first key is hot: most clients fight over it.
     return this.rng.chance(0.6) ? keys[0]! : this.rng.pick(keys);
   }
@@ -364,7 +402,7 @@ export class LockClients {
   private maybePause(c: SimLockClient): void {
     if (!c.staller || c.held === null || c.confirm || !this.rng.chance(0.35)) return;
     this.stats.pauses++;
-    c.pausedWith = { key: c.held.key, token: c.held.token };
+    c.pausedWith = { key: c.held.key, token: c.held.token, limit: c.held.limit, shared: c.held.shared };
     c.nextDelayMs = c.held.ttlMs * (1.2 + 1.8 * this.rng.float());
     this.trace(`lock ${c.owner}`, `checked ${c.held.key}#${c.held.token}, now pauses ${c.nextDelayMs.toFixed(1)}ms (past its TTL)`);
   }
@@ -377,28 +415,38 @@ export class LockClients {
     c.held = null;
   }
 
-  private write(c: SimLockClient, key: string, token: bigint, t: number, honest: boolean): void {
+  /** A write with the hold `h` (the one it trusts, or the one it checked before a pause). */
+  private write(c: SimLockClient, h: { key: string; token: bigint; limit: number; shared: boolean }, t: number, honest: boolean): void {
+    const { key, token } = h;
     if (honest) {
       this.stats.honestWrites++;
       this.checkExclusive(c, t, `writes ${key} with token ${token}`);
     } else {
       this.stats.staleWrites++;
     }
-    const accepted = this.resource.write(key, token, c.owner, t, honest);
+    const mode: WriteMode = h.limit >= 2 ? 'slot' : h.shared ? 'shared' : 'exclusive';
+    const accepted = this.resource.write(key, token, c.owner, t, honest, mode);
     this.trace(`lock ${c.owner}`, `write ${key}#${token}${honest ? '' : ' (stale, after a pause)'} ${accepted ? 'accepted' : 'REFUSED by the resource'}`);
   }
 
-  /** Mutual exclusion in true time: nobody else trusts a lease on c's key right now. */
+  /** Exclusion in true time: the clients trusting a hold on c's key right now fit it. A mutex or an
+   *  exclusive hold: nobody else (mutual exclusion); a shared hold: no exclusive one (shared with exclusive);
+   *  a semaphore: at most its limit, counted (semaphore limit). All trusted holds of a key were granted
+   *  under one limit: a key keeps its limit while anyone holds it, and a trust window ends before its hold. */
   private checkExclusive(c: SimLockClient, t: number, what: string): void {
     const h = c.held!;
-    for (const o of this.clients) {
-      if (o === c || o.held === null || o.held.key !== h.key || !this.trusts(o, t)) continue;
-      this.fail(
-        `mutual exclusion: at true t=${t.toFixed(3)} ${c.owner} ${what} (token ${h.token}, trusted until true ${this.trustEndTrue(c).toFixed(3)}) ` +
-          `while ${o.owner} trusts its lease on ${h.key} (token ${o.held.token}, until true ${this.trustEndTrue(o).toFixed(3)})`,
-      );
+    const others = this.clients.filter((o) => o !== c && o.held !== null && o.held.key === h.key && this.trusts(o, t));
+    const mine = `${c.owner} ${what} (token ${h.token}${h.shared ? ', shared' : ''}, trusted until true ${this.trustEndTrue(c).toFixed(3)})`;
+    const list = () => others.map((o) => `${o.owner} (token ${o.held!.token}${o.held!.shared ? ', shared' : ''}, limit ${o.held!.limit}, until true ${this.trustEndTrue(o).toFixed(3)})`).join(', ');
+    if (h.limit >= 2) {
+      if (others.length + 1 > h.limit) this.fail(`semaphore limit: at true t=${t.toFixed(3)} ${mine} as the ${others.length + 1}th holder of ${h.key} (limit ${h.limit}), with ${list()}`);
       return;
     }
+    const clash = others.filter((o) => !h.shared || !o.held!.shared);
+    if (clash.length === 0) return;
+    const o = clash[0]!;
+    const rule = h.shared || o.held!.shared ? 'shared with exclusive' : 'mutual exclusion';
+    this.fail(`${rule}: at true t=${t.toFixed(3)} ${mine} while ${o.owner} trusts its hold on ${h.key} (token ${o.held!.token}${o.held!.shared ? ', shared' : ''}, until true ${this.trustEndTrue(o).toFixed(3)})`);
   }
 
   private trustEndTrue(c: SimLockClient): number {

@@ -74,6 +74,22 @@ export interface LockProfile {
    *  from their first restart on: a rolling upgrade. The leader may raise the level only once every member
    *  runs the new build; an old build meeting a level-2 entry or snapshot stops (core-threw). */
   oldBuildNodes: number;
+  /** Keys with many holds (holds.ts), also in `keys`: each used only by the group clients, with its own
+   *  limit (a semaphore of 2-3, or 1 with shared and exclusive holds). Empty = a mutex-only run. */
+  groupKeys: GroupKeySpec[];
+  /** Share of acquires of a group key that deliberately name another limit (LIMIT_MISMATCH expected
+   *  while the key has holders or waiters), or ask the other mode of the client's own hold. */
+  groupMismatchChance: number;
+  /** Every client is a group client (mutex keys unused): for mutants that must be caught on group keys. */
+  groupsOnly: boolean;
+  /** The last this-many of `clients` are group clients (the mutex clients before them keep their ids). */
+  groupClients: number;
+}
+
+/** A key with many holds in the workload: a semaphore (`limit` >= 2) or a shared/exclusive key (limit 1). */
+export interface GroupKeySpec {
+  key: string;
+  limit: number;
 }
 
 export function lockProfileFor(seed: number, overrides: Partial<LockProfile> = {}): LockProfile {
@@ -100,8 +116,36 @@ export function lockProfileFor(seed: number, overrides: Partial<LockProfile> = {
     oldBuildNodes: r.pick([0, 0, 0, 1, 2]),
     clientTrustFrom: 'send',
     oracleChecksExtension: true,
+    groupKeys: [],
+    groupMismatchChance: 0.03,
+    groupsOnly: false,
+    groupClients: 0,
   };
-  return { ...p, ...overrides };
+  // Drawn from a stream of their own, so the picks above stay what they were for every seed.
+  const g = SimRng.derive(seed, 'lock-groups');
+  if (overrides.keys === undefined) {
+    const pick = g.pick(['none', 'semaphore', 'shared', 'both', 'both']);
+    if (pick === 'semaphore' || pick === 'both') p.groupKeys.push({ key: 's0', limit: g.pick([2, 3]) });
+    if (pick === 'shared' || pick === 'both') p.groupKeys.push({ key: 'r0', limit: 1 });
+    p.keys = [...p.keys, ...p.groupKeys.map((k) => k.key)];
+    if (p.groupKeys.length > 0) {
+      // Enough of them to contend for a semaphore's slots and to hold shared together.
+      p.groupClients = g.range(3, 5);
+      p.clients += p.groupClients;
+    }
+  }
+  const merged = { ...p, ...overrides };
+  if (merged.groupsOnly && merged.groupKeys.length === 0) merged.groupKeys = [{ key: 's0', limit: 2 }, { key: 'r0', limit: 1 }];
+  if (merged.groupsOnly) {
+    merged.keys = merged.groupKeys.map((k) => k.key);
+    merged.groupClients = merged.clients;
+  }
+  return merged;
+}
+
+/** The keys only mutex clients use (the profile's keys that have no group spec). */
+export function mutexKeys(p: LockProfile): string[] {
+  return p.keys.filter((k) => !p.groupKeys.some((g) => g.key === k));
 }
 
 /** Every node's and client's clock for one run. */

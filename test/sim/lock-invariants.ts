@@ -42,12 +42,15 @@
 //    only once due, or an acquire finding a key held under it run out) drops its waiters (refused, in ticket
 //    order) and then its holds, in key order, each key handed to its line in that entry; a hold under it
 //    reports its session's deadline.
+//  - MANY HOLDS (holds.ts): semaphores and shared/exclusive keys, modelled in lock-oracle-groups.ts, which
+//    judges every entry on a key that is a group in the model and every acquire naming a limit or shared.
 import type { Entry } from '../../src/raft/core/types.js';
 import type { LockCommand, LockResult, LockView } from '../../src/lock/index.js';
 import type { WaiterDecision } from '../../src/lock/types.js';
 import { serverMinHoldMs } from './lock-clock.js';
 import type { HoldView } from './lock-max-hold.js';
 import type { LockMachineLike } from './lock-module.js';
+import { GroupOracle, type GroupHost } from './lock-oracle-groups.js';
 
 /** What a replica looked like just before / after an entry. */
 export interface StateCapture {
@@ -80,7 +83,7 @@ export interface StampWindow {
   node: string;
 }
 
-interface OracleLease {
+export interface OracleLease {
   owner: string;
   token: bigint;
   ttlMs: number;
@@ -96,14 +99,17 @@ interface OracleLease {
 }
 
 /** A session, modelled as the machine keeps it: a lease without a key (token = its id). */
-interface OracleSession extends OracleLease {
+export interface OracleSession extends OracleLease {
   id: number;
   requestId: string;
   holds: Set<string>;
 }
 
-interface OracleWaiter {
+export interface OracleWaiter {
   ticket: number;
+  /** The limit it named and whether it asks a shared hold (holds.ts); 1 and false for a mutex request. */
+  limit: number;
+  shared: boolean;
   owner: string;
   requestId: string;
   ttlMs: number;
@@ -217,7 +223,7 @@ function releaseOutcome(r: Extract<LockResult, { type: 'release' }>): string {
   return `${r.released}|${r.reason}`;
 }
 
-export class LockOracle {
+export class LockOracle implements GroupHost {
   /** The next log index to judge (every index is judged exactly once, in order). */
   next = 1;
   violation: string | null = null;
@@ -229,7 +235,7 @@ export class LockOracle {
     sessionsOpened: 0, sessionsRenewed: 0, sessionsEnded: 0, sessionRefusals: 0, clusterLevel: 1, levelRaisedAt: 0,
   };
   /** Per key, its waiters in ticket order. */
-  private readonly lines = new Map<string, OracleWaiter[]>();
+  readonly lines = new Map<string, OracleWaiter[]>();
   /** The cluster level the log has reached, and from level 2 the current term's highest stamp (the
    *  machine's `time` rule, modelled on its own). */
   private clusterLevel = 1;
@@ -237,16 +243,16 @@ export class LockOracle {
   /** Members the log recorded as having run (from level 2). */
   private readonly ranMembers = new Set<string>();
   /** Keys in lock-delay, until when (log time). */
-  private readonly delays = new Map<string, number>();
+  readonly delays = new Map<string, number>();
   /** Decisions about waiters by entry index and request: the canonical acquire result a waiting call of
    *  that request is answered with (checkAck). */
   private readonly decisions = new Map<number, Map<string, string>>();
   private readonly keyIndex = new Map<string, number>();
   private readonly leases = new Map<string, OracleLease>();
-  private readonly sessions = new Map<number, OracleSession>();
+  readonly sessions = new Map<number, OracleSession>();
   /** Keys the entry being judged changed as the model expects (beyond its own key). */
-  private touched = new Set<string>();
-  private readonly lastIssued = new Map<string, bigint>();
+  readonly touched = new Set<string>();
+  readonly lastIssued = new Map<string, bigint>();
   private readonly dedup = new Map<string, OracleDedup>();
   /** Dedup records in insertion (= log time) order, for pruning like the machine's window. */
   private dedupQueue: OracleDedup[] = [];
@@ -263,6 +269,15 @@ export class LockOracle {
     readonly checksExtension = true,
   ) {
     keys.forEach((k, i) => this.keyIndex.set(k, i));
+    this.groups = new GroupOracle(this, keys);
+  }
+
+  /** Keys with many holds (lock-oracle-groups.ts). */
+  readonly groups: GroupOracle;
+
+  /** The key's mutex lease, if any (GroupHost). */
+  leaseOf(key: string): OracleLease | undefined {
+    return this.leases.get(key);
   }
 
   resultAt(index: number): string | undefined {
@@ -299,7 +314,8 @@ export class LockOracle {
     const at = `entry ${idx}/t${entry.term}`;
     if (cmd === null) return this.fail(`${at} does not decode as a lock command (${canonicalResult(result)}); every simulated proposal is well-formed`);
     if (stamp === undefined) return this.fail(`${at} (${cmd.type}) was never stamped by a leader of term ${entry.term} in this run`);
-    this.touched = new Set();
+    this.touched.clear();
+    this.groups.noteBefore(pre.nowMs);
     // Log time: max(previous, stamp) at a term's first entry and, at cluster level 1, at every entry; from
     // level 2, within a term, the previous log time plus the stamp's progress past the term's last stamp
     // (so a slow-clocked leader after a fast one still moves log time on; issue 22).
@@ -317,7 +333,9 @@ export class LockOracle {
       if (this.stats.levelRaisedAt === 0) this.stats.levelRaisedAt = idx;
     }
     if (result.type === 'error' && result.code === 'SESSION_NOT_OPEN' && cmd.type === 'acquire' && (cmd.sessionId ?? 0) > 0) return this.judgeSessionNotOpen(at, cmd, pre, post);
-    if (result.type === 'error') return this.fail(`${at} ${cmd.type} failed as a whole: ${result.code} ${result.message}`);
+    // Refused as a whole by the rules of many holds: the model says whether it should have been.
+    const groupRefusal = result.type === 'error' && cmd.type === 'acquire' && (result.code === 'LIMIT_MISMATCH' || result.code === 'HOLD_MODE_MISMATCH');
+    if (result.type === 'error' && !groupRefusal) return this.fail(`${at} ${cmd.type} failed as a whole: ${result.code} ${result.message}`);
     const epochStart = post.epochTerm !== pre.epochTerm;
     if (epochStart) {
       if (post.epochTerm !== entry.term || entry.term < pre.epochTerm) return this.fail(`${at}: lease epoch moved from term ${pre.epochTerm} to ${post.epochTerm}`);
@@ -332,20 +350,35 @@ export class LockOracle {
     if (this.violation !== null) return;
     switch (cmd.type) {
       case 'acquire':
-        if (result.type !== 'acquire') return this.fail(`${at}: acquire produced a ${result.type} result`);
-        this.judgeAcquire(at, idx, cmd, result, pre, post, stamp);
+        if (result.type !== 'acquire' && !groupRefusal) return this.fail(`${at}: acquire produced a ${result.type} result`);
+        this.judgeAcquire(at, idx, cmd, result as Extract<LockResult, { type: 'acquire' | 'error' }>, pre, post, stamp);
         break;
       case 'renew':
         if (result.type !== 'renew') return this.fail(`${at}: renew produced a ${result.type} result`);
-        this.judgeRenew(at, idx, cmd, result, pre, post, stamp);
+        if (this.groups.has(cmd.key) && !result.replayed) {
+          this.pruneDedup(post.nowMs);
+          this.mustBeFresh(at, cmd.owner, cmd.requestId, 'renew', cmd.key, cmd.token);
+          this.groups.judgeRenew(at, idx, cmd, result, post.nowMs, stamp);
+        } else this.judgeRenew(at, idx, cmd, result, pre, post, stamp);
         break;
       case 'release':
         if (result.type !== 'release') return this.fail(`${at}: release produced a ${result.type} result`);
-        this.judgeRelease(at, idx, cmd, result, pre, post, stamp);
+        if (this.groups.has(cmd.key) && !result.replayed) {
+          this.pruneDedup(post.nowMs);
+          this.mustBeFresh(at, cmd.owner, cmd.requestId, 'release', cmd.key, cmd.token);
+          this.groups.judgeRelease(at, idx, cmd, result, post.nowMs, stamp);
+        } else {
+          this.judgeRelease(at, idx, cmd, result, pre, post, stamp);
+        }
         break;
       case 'expire':
         if (result.type !== 'expire') return this.fail(`${at}: expire produced a ${result.type} result`);
-        this.judgeExpire(at, idx, cmd, result.expired, pre, post, stamp);
+        if (this.groups.has(cmd.key)) this.groups.judgeExpire(at, idx, cmd, result.expired, post.nowMs, stamp);
+        else this.judgeExpire(at, idx, cmd, result.expired, pre, post, stamp);
+        break;
+      case 'handOff':
+        if (result.type !== 'handOff') return this.fail(`${at}: handOff produced a ${result.type} result`);
+        this.groups.judgeHandOffEntry(at, idx, cmd, result, post.nowMs, stamp);
         break;
       case 'clusterLevel':
         if (result.type !== 'clusterLevel' || result.level !== this.clusterLevel) return this.fail(`${at}: clusterLevel ${cmd.level} produced ${canonicalResult(result)}; the log's level is ${this.clusterLevel}`);
@@ -364,7 +397,7 @@ export class LockOracle {
         break;
       case 'dequeue':
         if (result.type !== 'dequeue') return this.fail(`${at}: dequeue produced a ${result.type} result`);
-        this.judgeDequeue(at, idx, cmd, result, pre, post);
+        this.judgeDequeue(at, idx, cmd, result, pre, post, stamp);
         break;
       case 'undelay':
         if (result.type !== 'undelay') return this.fail(`${at}: undelay produced a ${result.type} result`);
@@ -395,10 +428,15 @@ export class LockOracle {
         return;
     }
     if (this.violation !== null) return;
+    this.groups.checkGrants(at, idx, cmd, result, post.nowMs);
+    if (this.violation !== null) return;
     const got = (result.decided ?? []).map(decisionText).join(' ; ');
     const want = this.expectDecided.join(' ; ');
     if (got !== want) return this.fail(`wait line: ${at} (${cmd.type}) decided [${got}], but the line's order and deadlines say [${want}]`);
-    if (post.leaseCount !== this.leases.size) return this.fail(`${at} (${cmd.type}) left ${post.leaseCount} leases; the model has ${this.leases.size}`);
+    this.groups.checkViews(at, post);
+    if (this.violation !== null) return;
+    const modelled = this.leases.size + this.groups.holdCount();
+    if (post.leaseCount !== modelled) return this.fail(`${at} (${cmd.type}) left ${post.leaseCount} leases (holds of many included); the model has ${modelled}: [${[...this.leases.keys()].join(",")}] + ${this.groups.holdCount()} of many`);
     if (post.sessions.size !== this.sessions.size && (post.sessions.size > 0 || pre.sessions.size > 0)) {
       return this.fail(`${at} (${cmd.type}) left ${post.sessions.size} sessions open; the model has ${this.sessions.size}`);
     }
@@ -414,7 +452,7 @@ export class LockOracle {
 
   // ------------------------------------------------------------------ per command
 
-  private judgeAcquire(at: string, idx: number, cmd: Extract<LockCommand, { type: 'acquire' }>, r: Extract<LockResult, { type: 'acquire' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
+  private judgeAcquire(at: string, idx: number, cmd: Extract<LockCommand, { type: 'acquire' }>, result: Extract<LockResult, { type: 'acquire' | 'error' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
     const k = this.slot(at, cmd.key);
     if (k < 0) return;
     const pv = pre.views[k]!;
@@ -423,7 +461,10 @@ export class LockOracle {
     this.pruneDedup(post.nowMs);
     const line = this.lines.get(cmd.key) ?? [];
     const inLine = cmd.requestId === '' ? undefined : this.waiterOf(cmd.owner, cmd.requestId);
-    if (r.replayed && r.waitTicket !== undefined) {
+    const many = (cmd.limit ?? 1) > 1 || cmd.shared === true || this.groups.has(cmd.key);
+    if (result.type === 'error' && (!many || inLine !== undefined)) return this.fail(`${at}: acquire of ${cmd.key} by ${cmd.owner} failed as a whole (${result.code}), but ${inLine !== undefined ? 'it waits in line: a retry re-attaches' : 'it is a plain acquire of a key with one hold'}`);
+    const r = result as Extract<LockResult, { type: 'acquire' }>;
+    if (result.type === 'acquire' && r.replayed && r.waitTicket !== undefined) {
       // A retry of a request in line: the same place, nothing changed.
       this.stats.waitersReattached++;
       if (inLine === undefined || inLine.key !== cmd.key || inLine.w.ticket !== r.waitTicket) {
@@ -431,7 +472,7 @@ export class LockOracle {
       }
       return this.unchanged(at, cmd.key, pv, qv, pre, post);
     }
-    if (r.replayed) return this.judgeReplay(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), pre, post, k);
+    if (result.type === 'acquire' && r.replayed) return this.judgeReplay(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), pre, post, k);
     if (inLine !== undefined) return this.fail(`wait line: ${at} judged ${cmd.owner}/${cmd.requestId} afresh while it waits at ${inLine.key}#${inLine.w.ticket}: a retry must keep its place`);
     // Only a queued acquire (the leader serving the head waiter) may re-judge a remembered refusal.
     this.mustBeFresh(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, cmd.queued === true);
@@ -441,6 +482,7 @@ export class LockOracle {
       return this.fail(`sessions: ${at} judged an acquire under session ${sid}, which the model has ${session === undefined ? 'ended or never opened' : `run out at ${session.deadlineMs} <= log time ${post.nowMs}`} (SESSION_NOT_OPEN expected)`);
     }
     if (session !== undefined && session.owner !== cmd.owner) return this.fail(`sessions: ${at} let ${cmd.owner} acquire under ${session.owner}'s session ${sid}`);
+    if (many) return this.groups.judgeAcquire(at, idx, cmd, result, post.nowMs, stamp, session);
     // A lock-delay that has passed without its undelay entry: this entry ends it, and serves the line first.
     let handedOff = false;
     const hadLease = lease !== undefined;
@@ -451,6 +493,8 @@ export class LockOracle {
         this.handOff(cmd.key, idx, post.nowMs, stamp);
         lease = this.leases.get(cmd.key);
         handedOff = true;
+        // The line's head asked shared: the key now has many holds, and this acquire meets them.
+        if (this.groups.has(cmd.key)) return this.groups.judgeAcquire(at, idx, cmd, result, post.nowMs, stamp, session);
       }
     }
     // A hold under a session that ran out: this entry ends the whole session first (every key of it).
@@ -461,6 +505,7 @@ export class LockOracle {
       lease = this.leases.get(cmd.key);
       handedOff = true;
       sessionEnded = true;
+      if (this.groups.has(cmd.key)) return this.groups.judgeAcquire(at, idx, cmd, result, post.nowMs, stamp, session);
     }
     // A hold past its deadline with a line behind it: this entry ends it and hands the key on first.
     if (!handedOff && lease !== undefined && (line.length > 0 || lease.lockDelayMs > 0) && !(pv.held && pv.expiresAtMs > post.nowMs)) {
@@ -470,6 +515,7 @@ export class LockOracle {
       this.handOff(cmd.key, idx, post.nowMs, stamp);
       lease = this.leases.get(cmd.key);
       handedOff = true;
+      if (this.groups.has(cmd.key)) return this.groups.judgeAcquire(at, idx, cmd, result, post.nowMs, stamp, session);
     }
     const liveHolder = handedOff ? lease !== undefined : pv.held && pv.expiresAtMs > post.nowMs;
     const delayLeftMs = Math.max(0, (this.delays.get(cmd.key) ?? 0) - post.nowMs);
@@ -531,7 +577,7 @@ export class LockOracle {
       if (r.waitTicket !== idx) return this.fail(`wait line: ${at} refused a blocking acquire of ${cmd.key} by ${cmd.owner} (wait ${cmd.waitMs}ms) with ticket ${String(r.waitTicket)}: it must join the line with ticket ${idx}`);
       this.stats.waitersJoined++;
       if (!this.lines.has(cmd.key)) this.lines.set(cmd.key, []);
-      this.lines.get(cmd.key)!.push({ ticket: idx, owner: cmd.owner, requestId: cmd.requestId, ttlMs: cmd.ttlMs, deadlineMs: post.nowMs + cmd.waitMs!, lockDelayMs: cmd.lockDelayMs ?? 0, sessionId: cmd.sessionId ?? 0 });
+      this.lines.get(cmd.key)!.push({ ticket: idx, owner: cmd.owner, requestId: cmd.requestId, ttlMs: cmd.ttlMs, deadlineMs: post.nowMs + cmd.waitMs!, lockDelayMs: cmd.lockDelayMs ?? 0, sessionId: cmd.sessionId ?? 0, limit: 1, shared: false });
       return; // in line: no outcome yet, nothing remembered
     }
     if (r.waitTicket !== undefined) return this.fail(`wait line: ${at} put a non-blocking acquire in line (ticket ${r.waitTicket})`);
@@ -541,10 +587,17 @@ export class LockOracle {
   }
 
   /** `key`'s hold ended in entry `idx`: the model's hand-off, recorded in expectDecided. */
-  private handOff(key: string, idx: number, nowMs: number, stamp: StampWindow): void {
+  handOff(key: string, idx: number, nowMs: number, stamp: StampWindow): void {
     if ((this.delays.get(key) ?? 0) > nowMs) return; // in lock-delay: the line waits for undelay
+    if (this.groups.has(key)) return this.groups.handOffKey(key, idx, nowMs, stamp);
     const line = this.lines.get(key);
     while (line !== undefined && line.length > 0) {
+      if (line[0]!.shared && !this.leases.has(key)) {
+        // A shared request at the head of a mutex key's line (first, or behind heads refused just now): from
+        // here the key has many holds, and it gets a shared one.
+        this.groups.startFromLine(key);
+        return this.groups.handOffKey(key, idx, nowMs, stamp);
+      }
       const w = line.shift()!;
       if (line.length === 0) this.lines.delete(key);
       let outcome: string;
@@ -568,7 +621,7 @@ export class LockOracle {
     }
   }
 
-  private decide(key: string, idx: number, w: OracleWaiter, outcome: string, cancelled: boolean, nowMs: number): void {
+  decide(key: string, idx: number, w: OracleWaiter, outcome: string, cancelled: boolean, nowMs: number): void {
     this.expectDecided.push(`${key}#${w.ticket} ${w.owner}/${w.requestId} ${outcome}${cancelled ? ' cancelled' : ''}`);
     if (cancelled) return;
     this.remember(w.owner, w.requestId, 'acquire', key, 0n, outcome, idx, nowMs);
@@ -587,7 +640,7 @@ export class LockOracle {
 
   /** `lease` of `key` ran out and an entry ends it: its lock-delay (if any) starts from its end (its
    *  session's end, for a session hold). */
-  private endExpired(key: string, lease: OracleLease): void {
+  endExpired(key: string, lease: OracleLease): void {
     this.dropLease(key);
     if (lease.lockDelayMs > 0) {
       this.stats.delaysStarted++;
@@ -615,7 +668,7 @@ export class LockOracle {
 
   /** `s` ends in entry `idx`: its waiters leave refused (ticket order), then its holds go (into their
    *  lock-delays when `expired`), in key order, each key handed to its line. Returns the keys released. */
-  private endSession(s: OracleSession, expired: boolean, idx: number, nowMs: number, stamp: StampWindow): string[] {
+  endSession(s: OracleSession, expired: boolean, idx: number, nowMs: number, stamp: StampWindow): string[] {
     const waiters: { key: string; w: OracleWaiter }[] = [];
     for (const [key, line] of this.lines) for (const w of line) if (w.sessionId === s.id) waiters.push({ key, w });
     waiters.sort((a, b) => a.w.ticket - b.w.ticket);
@@ -638,6 +691,7 @@ export class LockOracle {
       else this.dropLease(key);
       this.handOff(key, idx, nowMs, stamp);
     }
+    keys.push(...this.groups.endSessionHolds(`entry ${idx}`, s, expired, idx, nowMs, stamp));
     this.sessions.delete(s.id);
     this.stats.sessionsEnded++;
     return keys;
@@ -708,6 +762,7 @@ export class LockOracle {
     const released = this.endSession(s!, cmd.type === 'expireSession', idx, post.nowMs, stamp);
     if (r.released.join(',') !== released.join(',')) return this.fail(`sessions: ${at} released [${r.released.join(',')}]; the session held [${released.join(',')}]`);
     for (const key of released) {
+      if (this.groups.has(key)) continue;
       const qv = post.views[this.keyIndex.get(key)!]!;
       const next = this.leases.get(key);
       const ok = next === undefined ? !qv.held : qv.held && qv.owner === next.owner && qv.token === next.token;
@@ -725,19 +780,20 @@ export class LockOracle {
     if (!due) return this.unchanged(at, cmd.key, pre.views[k]!, post.views[k]!, pre, post);
     this.delays.delete(cmd.key);
     this.stats.undelays++;
-    if (this.leases.has(cmd.key)) return this.unchanged(at, cmd.key, pre.views[k]!, post.views[k]!, pre, post);
+    if (this.leases.has(cmd.key) && !this.groups.has(cmd.key)) return this.unchanged(at, cmd.key, pre.views[k]!, post.views[k]!, pre, post);
     this.handOff(cmd.key, idx, post.nowMs, stamp);
     this.endedAsModelledAfterDelay(at, cmd.key, post.views[k]!, pre, post);
   }
 
   /** After an undelay of a key nobody held: free, or held by the waiter the model handed it to. */
   private endedAsModelledAfterDelay(at: string, key: string, qv: LockView, pre: StateCapture, post: StateCapture): void {
+    if (this.groups.has(key)) return;
     const next = this.leases.get(key);
     const ok = next === undefined ? !qv.held && post.leaseCount === pre.leaseCount : qv.held && qv.owner === next.owner && qv.token === next.token && post.leaseCount === pre.leaseCount + 1;
     if (!ok) this.fail(`${at}: undelay of ${key}${next === undefined ? '' : ` handed it to ${next.owner} (token ${next.token})`}, but the state shows ${viewText(qv)} with ${post.leaseCount} leases (before: ${pre.leaseCount})`);
   }
 
-  private judgeDequeue(at: string, idx: number, cmd: Extract<LockCommand, { type: 'dequeue' }>, r: Extract<LockResult, { type: 'dequeue' }>, pre: StateCapture, post: StateCapture): void {
+  private judgeDequeue(at: string, idx: number, cmd: Extract<LockCommand, { type: 'dequeue' }>, r: Extract<LockResult, { type: 'dequeue' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
     const k = this.slot(at, cmd.key);
     if (k < 0) return;
     this.pruneDedup(post.nowMs);
@@ -748,16 +804,19 @@ export class LockOracle {
     if (r.dequeued !== due) {
       return this.fail(`wait line: ${at} dequeue (${cmd.cause}) of ${cmd.key}#${cmd.ticket} answered ${r.dequeued}, but the waiter is ${w === undefined ? 'not in line' : `in line until ${w.deadlineMs} at log time ${post.nowMs}`}`);
     }
-    this.unchanged(at, cmd.key, pre.views[k]!, post.views[k]!, pre, post);
+    // (A group's next heads may be granted by this entry: the group model checks its holds.)
+    if (!this.groups.has(cmd.key)) this.unchanged(at, cmd.key, pre.views[k]!, post.views[k]!, pre, post);
     if (!due) return;
     line.splice(pos, 1);
     if (line.length === 0) this.lines.delete(cmd.key);
     const qv = post.views[k]!;
-    const live = qv.held && qv.expiresAtMs > post.nowMs;
+    const group = this.groups.has(cmd.key);
+    const live = !group && qv.held && qv.expiresAtMs > post.nowMs;
     const outcome = `false|0|0|0|${live ? qv.owner : ''}|${live ? qv.expiresAtMs - post.nowMs : 0}`;
     if (cmd.cause === 'cancel') this.stats.waitsCancelled++;
     else this.stats.waitsRefused++;
     this.decide(cmd.key, idx, w!, outcome, cmd.cause === 'cancel', post.nowMs);
+    if (group) this.groups.afterDequeue(at, idx, cmd.key, post.nowMs, stamp);
   }
 
   private judgeRenew(at: string, idx: number, cmd: Extract<LockCommand, { type: 'renew' }>, r: Extract<LockResult, { type: 'renew' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
@@ -860,6 +919,7 @@ export class LockOracle {
       const qv = post.views[i]!;
       const lease = this.leases.get(key);
       if (qv.lastToken !== pv.lastToken) return this.fail(`${at}: epoch start changed ${key}'s last token ${pv.lastToken} -> ${qv.lastToken}`);
+      if (this.groups.has(key)) continue; // carried below, hold by hold
       if (lease === undefined || !pv.held) {
         if (qv.held) return this.fail(`${at}: epoch start revived ${key}: ${viewText(pv)} before, ${viewText(qv)} after`);
         continue;
@@ -891,6 +951,8 @@ export class LockOracle {
       }
       if (this.violation !== null) return;
     }
+    this.groups.carry(at, idx, pre, post, stamp, (key) => post.views[this.keyIndex.get(key)!]);
+    if (this.violation !== null) return;
     // Sessions: the same rule as leases, checked on the session itself.
     for (const s of this.sessions.values()) {
       const info = post.sessions.get(s.id);
@@ -920,6 +982,7 @@ export class LockOracle {
   /** After a hold of `key` ended (its token `ended`): the key is free, or held by the waiter the model
    *  handed it to, with the lease count to match. */
   private endedAsModelled(at: string, what: string, key: string, ended: bigint, qv: LockView, pre: StateCapture, post: StateCapture): boolean {
+    if (this.groups.has(key)) return true; // handed to a shared head: the group model checks it
     const next = this.leases.get(key);
     const ok =
       next === undefined
@@ -929,7 +992,7 @@ export class LockOracle {
     return ok;
   }
 
-  private minHold(at: string, key: string, held: OracleLease, stamp: StampWindow, why: string): void {
+  minHold(at: string, key: string, held: OracleLease, stamp: StampWindow, why: string): void {
     // A hold under a session lives as long as its session: the session's grant and epochs are what count.
     const lease = held.session ?? held;
     const guaranteed = serverMinHoldMs(lease.ttlMs, lease.epochs, this.maxDrift);
@@ -946,6 +1009,8 @@ export class LockOracle {
   }
 
   private sameLock(at: string, key: string, pv: LockView, qv: LockView): void {
+    // A key with many holds: its first holder changes as holds run out; the group model compares them all.
+    if (pv.holders !== undefined || qv.holders !== undefined) return;
     if (qv.lastToken !== pv.lastToken || (qv.held && (!pv.held || qv.owner !== pv.owner || qv.token !== pv.token || qv.expiresAtMs !== pv.expiresAtMs))) {
       this.fail(`${at} changed ${key}: ${viewText(pv)} -> ${viewText(qv)}`);
     }
@@ -975,7 +1040,7 @@ export class LockOracle {
     }
   }
 
-  private remember(owner: string, requestId: string, type: OracleDedup['type'], key: string, token: bigint, outcome: string, index: number, nowMs: number): void {
+  remember(owner: string, requestId: string, type: OracleDedup['type'], key: string, token: bigint, outcome: string, index: number, nowMs: number): void {
     if (requestId === '') return;
     const rec: OracleDedup = { owner, requestId, type, key, token, outcome, index, recordedAtMs: nowMs };
     this.dedup.set(dedupId(owner, requestId), rec);

@@ -187,6 +187,40 @@ export const LOCK_MUTANTS: LockMutant[] = [
       },
     ],
   },
+  // Keys with many holds (holds.ts; issue 20 item 8): the oracle's group model (lock-oracle-groups.ts), its
+  // named invariants and the clients' real-time counting must see each.
+  {
+    id: 'i',
+    name: 'a semaphore counts its owner\'s superseded hold (a re-acquire is refused when the key is full)',
+    maxSeeds: 400,
+    patches: [{ file: 'holds.ts', find: `      if (hold === ignoring || !hold.isLiveAt(nowMs)) continue;\n`, replace: `      if (!hold.isLiveAt(nowMs)) continue;\n` }],
+  },
+  {
+    id: 'i2',
+    name: 'a superseded hold of many is not removed (its owner holds twice)',
+    maxSeeds: 400,
+    patches: [{ file: 'machine.ts', find: `    if (own !== undefined) this.removeHold(group, own, false, null); // superseded: its ACQUIRED successor says so\n`, replace: `` }],
+  },
+  {
+    id: 's',
+    name: 'a shared hold is granted while an exclusive waiter is ahead of it (FIFO dropped for shared)',
+    maxSeeds: 400,
+    patches: [{ file: 'machine.ts', find: `      (own !== undefined || this.lines.countFor(key) === 0) && // FIFO`, replace: `      (own !== undefined || shared || this.lines.countFor(key) === 0) && // FIFO` }],
+  },
+  {
+    id: 'g2',
+    name: 'a group hand-off grants the head waiter even when its wait deadline passed',
+    maxSeeds: 400,
+    patches: [{ file: 'machine.ts', find: `        if (w.deadlineMs <= nowMs || (w.sessionId > 0 && (session === null || !session.isLiveAt(nowMs)))) {\n`, replace: `        if (w.deadlineMs < 0 || (w.sessionId > 0 && (session === null || !session.isLiveAt(nowMs)))) {\n` }],
+  },
+  {
+    // The re-attach path is shared by every key; here only group clients run, on group keys.
+    id: 'h2',
+    name: 'a retry of a waiter for a key with many holds re-attaches to a new place in line',
+    maxSeeds: 400,
+    lockProfile: { groupsOnly: true },
+    patches: [{ file: 'machine.ts', find: `    const inLine = this.lines.byRequestOf(command.owner, command.requestId);\n`, replace: `    const inLine = undefined as Waiter | undefined;\n` }],
+  },
   // Log time (issue 22): at cluster level 2 it follows the term leader's stamps from wherever it stands; the
   // oracle models the rule on its own, and a leader on a slower clock than the last one exposes the revert.
   {

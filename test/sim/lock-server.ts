@@ -20,7 +20,7 @@ import type { ServeOutcome } from './workload.js';
 
 /** A client call as the service takes it. */
 export type LockCall =
-  | { op: 'acquire'; key: string; owner: string; ttlMs: number; requestId: string; waitMs: number; lockDelayMs: number; sessionId: number }
+  | { op: 'acquire'; key: string; owner: string; ttlMs: number; requestId: string; waitMs: number; lockDelayMs: number; sessionId: number; limit?: number; shared?: boolean }
   | { op: 'openSession'; owner: string; ttlMs: number; requestId: string; lockDelayMs: number }
   | { op: 'renewSession' | 'closeSession'; sessionId: number; owner: string; requestId: string }
   | { op: 'renew'; key: string; owner: string; token: bigint; ttlMs: number; requestId: string }
@@ -30,7 +30,7 @@ export type LockCall =
 export function callOf(cmd: LockCommand, waitMs: number): LockCall {
   switch (cmd.type) {
     case 'acquire':
-      return { op: 'acquire', key: cmd.key, owner: cmd.owner, ttlMs: cmd.ttlMs, requestId: cmd.requestId, waitMs, lockDelayMs: cmd.lockDelayMs ?? 0, sessionId: cmd.sessionId ?? 0 };
+      return { op: 'acquire', key: cmd.key, owner: cmd.owner, ttlMs: cmd.ttlMs, requestId: cmd.requestId, waitMs, lockDelayMs: cmd.lockDelayMs ?? 0, sessionId: cmd.sessionId ?? 0, ...(cmd.limit !== undefined ? { limit: cmd.limit } : {}), ...(cmd.shared === true ? { shared: true } : {}) };
     case 'openSession':
       return { op: 'openSession', owner: cmd.owner, ttlMs: cmd.ttlMs, requestId: cmd.requestId, lockDelayMs: cmd.lockDelayMs };
     case 'renewSession':
@@ -164,7 +164,7 @@ export class SimLockServers {
     let p: Promise<LockResult | LockView>;
     switch (call.op) {
       case 'acquire':
-        p = service.acquire({ key: call.key, owner: call.owner, ttlMs: call.ttlMs, waitMs: call.waitMs, requestId: call.requestId, lockDelayMs: call.lockDelayMs, sessionId: call.sessionId }, timeoutMs, ac.signal);
+        p = service.acquire({ key: call.key, owner: call.owner, ttlMs: call.ttlMs, waitMs: call.waitMs, requestId: call.requestId, lockDelayMs: call.lockDelayMs, sessionId: call.sessionId, limit: call.limit, shared: call.shared }, timeoutMs, ac.signal);
         break;
       case 'openSession':
         p = service.openSession({ owner: call.owner, ttlMs: call.ttlMs, requestId: call.requestId, lockDelayMs: call.lockDelayMs }, timeoutMs);
@@ -227,6 +227,18 @@ export class SimLockServers {
           // Its session ran out (by log time) before the acquire was ordered: refused by the log (the oracle
           // judges that entry). The client's retries meet the same answer until it gives up.
           reply({ outcome: 'failed', hint: -1 });
+          return;
+        }
+        if (err instanceof RequestRejectedError && call.op === 'acquire' && /^limit\/shared: .*cluster level/.test(err.message)) {
+          // A semaphore or shared hold asked of a leader whose log is not at level 3 yet: retried until it is.
+          reply({ outcome: 'failed', hint: -1 });
+          return;
+        }
+        const mismatch = err instanceof RequestRejectedError && call.op === 'acquire' ? /^(limit|shared): key|^shared: owner/.exec(err.message) : null;
+        if (mismatch !== null) {
+          // The log refused it as a whole (LIMIT_MISMATCH / HOLD_MODE_MISMATCH; the oracle judged the entry): the
+          // client is told so, as gRPC's FAILED_PRECONDITION would, and does not retry it.
+          reply({ outcome: 'ok', index: 0, result: { type: 'error', index: 0, code: mismatch[1] === 'limit' ? 'LIMIT_MISMATCH' : 'HOLD_MODE_MISMATCH', message: (err as Error).message } });
           return;
         }
         if (err instanceof RequestRejectedError) this.fail(`${label}: the service rejected a ${call.op} as a whole: ${err.message}`);

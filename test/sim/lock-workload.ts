@@ -135,7 +135,8 @@ export class LockReplica implements StateMachine {
         // The holder re-acquiring its own live hold supersedes it (a new token): it keeps the key rather than
         // taking it from the line, so it overtakes nobody (machine.ts).
         const before = pre!.views[keys.indexOf(cmd.key)];
-        if (before !== undefined && before.held && before.owner === cmd.owner && before.expiresAtMs > this.machine.nowMs) this.wl.servers.checks.supersededOwnHold(result.token);
+        const ownHold = before?.holders !== undefined ? before.holders.some((h) => h.owner === cmd.owner && h.expiresAtMs > this.machine.nowMs) : before !== undefined && before.held && before.owner === cmd.owner && before.expiresAtMs > this.machine.nowMs;
+        if (ownHold) this.wl.servers.checks.supersededOwnHold(result.token);
         const leaderId = this.wl.sim.facts.leaderOfTerm.get(entry.term);
         const leader = `${leaderId === undefined ? -1 : this.wl.sim.indexOf(leaderId)}/${entry.term}`;
         this.wl.servers.checks.granted(LockCallChecks.requestKey(cmd.owner, cmd.requestId), `${cmd.owner}'s acquire ${cmd.requestId} of ${cmd.key}`, result.token, entry.index, this.machine.nowMs, leader);
@@ -236,6 +237,9 @@ export class LockWorkload implements SimWorkload<LockReplica> {
       // The service reads the applied state through the node's LockFsm, as in production (runtime.ts).
       (node) => (node.sm as LockReplica).fsm,
     );
+    // Group clients ask for semaphores and shared holds only once some node's log is at level 3 (before,
+    // every leader refuses them).
+    this.clients.groupsReady = () => sim.nodes.some((n) => n.up && (n.sm as LockReplica).machine.clusterLevel >= 3);
     this.served = new ServedTimeline((node) => this.servers.service(node)?.isReadyLeader ?? false);
     this.maxHold = new MaxHoldCheck(this.profile.maxDrift, servedTailMs(this.profile, sim.profile), this.served);
   }
