@@ -67,6 +67,13 @@ export class LockCallChecks {
     if (!this.sessionNotOpenAt.has(requestKey)) this.sessionNotOpenAt.set(requestKey, index);
   }
 
+  /** Each request's latest ticket (the index of the entry that put it in the replicated line). */
+  private readonly tickets = new Map<string, number>();
+
+  queuedInLog(requestKey: string, ticket: number): void {
+    this.tickets.set(requestKey, ticket);
+  }
+
   /** Tokens of grants that superseded the same owner's live hold of the key: no turn taken from the line. */
   private readonly supersedes = new Set<bigint>();
 
@@ -151,6 +158,12 @@ export class LockCallChecks {
       for (const q of list) {
         if (q === a || q.seq >= a.seq || !q.open || q.waitMs <= 0 || q.requestKey === a.requestKey) continue;
         if (q.seq === 0 && !((placeOf(q.requestKey) ?? Infinity) < r.index)) continue;
+        // The granted request held a place in the replicated line ahead of q's (its entry, of an earlier term,
+        // applied here only after its retry arrived): the log's order, which the oracle checks by ticket, is
+        // the order (lock simulation seed 2603).
+        const aTicket = this.tickets.get(a.requestKey);
+        const qTicket = placeOf(q.requestKey);
+        if (aTicket !== undefined && qTicket !== undefined && aTicket < qTicket) continue;
         // The log granted q's request before this grant: q is no waiter but a copy (a duplicate, a retry) of
         // a request whose hold may already have ended — a session hold ends with its session, which can run
         // out moments after the grant (lock simulation seeds 1182, 2469, 3037, ...). Its call gets that grant

@@ -348,6 +348,10 @@ export class LockOracle implements GroupHost {
       return this.fail(`${at}: first entry of a higher term did not start a lease epoch (epoch term stays ${pre.epochTerm})`);
     }
     if (this.violation !== null) return;
+    // The named invariants of many holds look at what the machine did, before the model says what it should.
+    this.groups.checkGrants(at, idx, cmd, result, post.nowMs);
+    this.groups.checkCounts(at, post);
+    if (this.violation !== null) return;
     switch (cmd.type) {
       case 'acquire':
         if (result.type !== 'acquire' && !groupRefusal) return this.fail(`${at}: acquire produced a ${result.type} result`);
@@ -427,8 +431,7 @@ export class LockOracle implements GroupHost {
         }
         return;
     }
-    if (this.violation !== null) return;
-    this.groups.checkGrants(at, idx, cmd, result, post.nowMs);
+    this.groups.checkDelayAfter(at, post.nowMs);
     if (this.violation !== null) return;
     const got = (result.decided ?? []).map(decisionText).join(' ; ');
     const want = this.expectDecided.join(' ; ');
@@ -780,9 +783,11 @@ export class LockOracle implements GroupHost {
     if (!due) return this.unchanged(at, cmd.key, pre.views[k]!, post.views[k]!, pre, post);
     this.delays.delete(cmd.key);
     this.stats.undelays++;
-    if (this.leases.has(cmd.key) && !this.groups.has(cmd.key)) return this.unchanged(at, cmd.key, pre.views[k]!, post.views[k]!, pre, post);
+    const group = this.groups.has(cmd.key);
+    if (this.leases.has(cmd.key) && !group) return this.unchanged(at, cmd.key, pre.views[k]!, post.views[k]!, pre, post);
     this.handOff(cmd.key, idx, post.nowMs, stamp);
-    this.endedAsModelledAfterDelay(at, cmd.key, post.views[k]!, pre, post);
+    // A group (before or after the hand-off): the group model checks its holds, run-out ones swept included.
+    if (!group) this.endedAsModelledAfterDelay(at, cmd.key, post.views[k]!, pre, post);
   }
 
   /** After an undelay of a key nobody held: free, or held by the waiter the model handed it to. */

@@ -205,6 +205,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     id: 's',
     name: 'a shared hold is granted while an exclusive waiter is ahead of it (FIFO dropped for shared)',
     maxSeeds: 400,
+    caughtBy: /FIFO \(group\)/,
     patches: [{ file: 'machine.ts', find: `      (own !== undefined || this.lines.countFor(key) === 0) && // FIFO`, replace: `      (own !== undefined || shared || this.lines.countFor(key) === 0) && // FIFO` }],
   },
   {
@@ -220,6 +221,46 @@ export const LOCK_MUTANTS: LockMutant[] = [
     maxSeeds: 400,
     lockProfile: { groupsOnly: true },
     patches: [{ file: 'machine.ts', find: `    const inLine = this.lines.byRequestOf(command.owner, command.requestId);\n`, replace: `    const inLine = undefined as Waiter | undefined;\n` }],
+  },
+  // One per named invariant of many holds (lock-oracle-groups.ts): each must be the check that fires.
+  {
+    id: 'w',
+    name: 'a semaphore admits one hold more than its limit',
+    maxSeeds: 400,
+    caughtBy: /semaphore limit/,
+    patches: [{ file: 'holds.ts', find: `    if (this.limit >= 2) return live < this.limit;\n`, replace: `    if (this.limit >= 2) return live <= this.limit;\n` }],
+  },
+  {
+    id: 'v',
+    name: 'a shared request fits beside an exclusive hold',
+    maxSeeds: 400,
+    caughtBy: /shared with exclusive/,
+    patches: [{ file: 'holds.ts', find: `    return request.shared ? !exclusive : live === 0;\n`, replace: `    return request.shared ? true : live === 0;\n` }],
+  },
+  {
+    id: 'u',
+    name: 'a group hand-off grants every head that fits in one entry (their holds share its index as token)',
+    maxSeeds: 400,
+    caughtBy: /fencing token \(group\)/,
+    patches: [
+      {
+        file: 'machine.ts',
+        find: `        if (group.lastToken === index || !group.fits(w, nowMs, own)) break;\n`,
+        replace: `        if (!group.fits(w, nowMs, own)) break;\n`,
+      },
+      {
+        file: 'machine.ts',
+        find: `        decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });\n        break;\n      }\n    }\n    this.markGrantable(group);`,
+        replace: `        decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });\n      }\n    }\n    this.markGrantable(group);`,
+      },
+    ],
+  },
+  {
+    id: 'k2',
+    name: 'a group hand-off grants the line during a lock-delay',
+    maxSeeds: 400,
+    caughtBy: /lock-delay \(group\)/,
+    patches: [{ file: 'machine.ts', find: `    if (this.delays.leftMs(key, nowMs) === 0) {\n      for (let w = this.lines.head(key);`, replace: `    if (nowMs >= 0) {\n      for (let w = this.lines.head(key);` }],
   },
   // Log time (issue 22): at cluster level 2 it follows the term leader's stamps from wherever it stands; the
   // oracle models the rule on its own, and a leader on a slower clock than the last one exposes the revert.

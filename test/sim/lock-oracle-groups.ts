@@ -87,6 +87,8 @@ export class GroupOracle {
   readonly groups = new Map<string, Group>();
   readonly stats: GroupStats = { groupGrants: 0, groupHandOffs: 0, handOffEntries: 0, groupWaits: 0, groupRefusals: 0, supersedes: 0, limitMismatches: 0, modeMismatches: 0, groupsFreed: 0, maxHolds: 0, maxShared: 0 };
   /** Before the entry being judged: each line's tickets and requests, each key's delay and last token. */
+  /** The grants the machine made in the entry being judged (checkGrants). */
+  private grantsOfEntry: { key: string; owner: string; token: bigint }[] = [];
   private before = new Map<string, { line: OracleWaiter[]; delayUntil: number | undefined; lastToken: bigint; owners: Set<string> }>();
 
   constructor(
@@ -300,6 +302,7 @@ export class GroupOracle {
     if (cmd.type === 'acquire' && r.type === 'acquire' && r.acquired && !r.replayed) grants.push({ key: cmd.key, owner: cmd.owner, requestId: cmd.requestId, token: r.token, ticket: null });
     const decidedTickets = new Set((r.decided ?? []).map((d: WaiterDecision) => `${d.key}#${d.ticket}`));
     const seen = new Set<string>();
+    this.grantsOfEntry = grants;
     for (const gr of grants) {
       const before = this.before.get(gr.key);
       if (before === undefined) continue; // not a key of the model (the oracle reports that itself)
@@ -320,9 +323,8 @@ export class GroupOracle {
     }
   }
 
-  /** Every key's holds as the machine shows them (Get: live holds, limit) against the model; the named
-   *  counting invariants on what the machine shows first. */
-  checkViews(at: string, post: StateCapture): void {
+  /** The named counting invariants on every key's live holds as the machine shows them (Get). */
+  checkCounts(at: string, post: StateCapture): void {
     const nowMs = post.nowMs;
     for (let i = 0; i < this.keys.length; i++) {
       const key = this.keys[i]!;
@@ -338,6 +340,26 @@ export class GroupOracle {
         this.stats.maxHolds = Math.max(this.stats.maxHolds, holders.length);
         this.stats.maxShared = Math.max(this.stats.maxShared, holders.filter((x) => x.shared).length);
       }
+    }
+  }
+
+  /** After the model judged the entry: no grant on a key the entry left in lock-delay (a delay the entry
+   *  started, a hold ending with one, is in the model's delays now). */
+  checkDelayAfter(at: string, nowMs: number): void {
+    for (const gr of this.grantsOfEntry) {
+      const until = this.host.delays.get(gr.key);
+      if ((this.groups.has(gr.key) || this.before.get(gr.key)?.line.some((w) => w.shared || w.limit > 1)) && until !== undefined && until > nowMs) {
+        return this.host.fail(`lock-delay (group): ${at} granted ${gr.key} to ${gr.owner} (token ${gr.token}) while the entry leaves it in lock-delay until ${until} (log time ${nowMs})`);
+      }
+    }
+  }
+
+  /** Every key's holds as the machine shows them (Get: live holds, limit) against the model's. */
+  checkViews(at: string, post: StateCapture): void {
+    const nowMs = post.nowMs;
+    for (let i = 0; i < this.keys.length; i++) {
+      const key = this.keys[i]!;
+      const v = post.views[i]!;
       const g = this.groups.get(key);
       if (g === undefined) {
         if (v.holders !== undefined) return this.host.fail(`${at}: ${key} shows many holds (limit ${v.limit}: ${describeView(v)}), but the model has no group there (a group with neither holds nor waiters is a free key again)`);
