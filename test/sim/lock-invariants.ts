@@ -686,6 +686,10 @@ export class LockOracle implements GroupHost {
       this.touched.add(key);
       this.decide(key, idx, w, `false|0|0|0|${live ? holder.owner : ''}|${live ? untilMs - nowMs : 0}`, false, nowMs);
     }
+    // A group's line that lost a waiter is served (the ones behind an exclusive waiter may fit now), and a
+    // group left with neither holds nor waiters is a free key again — in the order the keys' first waiters
+    // had, as the machine does.
+    for (const key of new Set(waiters.map((x) => x.key))) if (this.groups.has(key)) this.groups.handOffKey(key, idx, nowMs, stamp);
     const keys = [...s.holds].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     for (const key of keys) {
       const lease = this.leases.get(key)!;

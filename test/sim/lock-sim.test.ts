@@ -47,7 +47,9 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
 
     it('exercises what it claims to: takeovers, leases carried across leader changes, fencing refusals, replays, FIFO waiters, forwarding, cancels, duplicates', async () => {
       const total: Record<string, number> = {};
-      for (let seed = 1; seed <= 60; seed++) {
+      // 120 seeds: with the group clients and the real storage in the runs, a stale write refused by the
+      // resource became rare (0 of 17 stale writes in seeds 1-60 were refused; 3 of 36 in 1-120).
+      for (let seed = 1; seed <= 120; seed++) {
         const r = await runLockSimulation({ seed, events: EVENTS, module });
         const w = r.workload;
         const stats = { ...w.oracle.stats, ...w.oracle.groups.stats, ...w.clients.stats, ...w.resource.stats, ...w.servers.stats, ...w.servers.checks.stats, ...w.stats };
