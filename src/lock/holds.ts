@@ -10,10 +10,10 @@
 //  - hand-off: when a hold ends, the line's heads are granted in ticket order for as long as each fits (a run
 //    of shared requests, or up to the free slots), each with its own token = the entry's index. Heads whose
 //    wait deadline passed, or whose session ended, leave refused on the way.
-//  - tokens: every hold has its own fencing token, strictly increasing per key (an entry's index; a hand-off
-//    of several heads in one entry gives them all that index — they hold together, and a resource that
-//    fences by token accepts each, as it accepts the holds of one semaphore).
-//    Hmm: see `grantRun` in machine.ts for how a run gets distinct tokens.
+//  - tokens: every hold has its own fencing token, strictly increasing per key: the index of the entry that
+//    granted it. So an entry grants at most one hold per key; when it frees room for several heads (a run
+//    of readers, slots freed together) the rest are granted by the leader's `handOff {key}` entries, one
+//    each (machine.ts grantableKeys).
 //  - one hold per owner per key: an owner's new acquire supersedes its live hold of the same mode (its old
 //    token dies); of the other mode it is refused (HOLD_MODE_MISMATCH): release first — an in-place upgrade
 //    from shared to exclusive is how read/write locks deadlock.
