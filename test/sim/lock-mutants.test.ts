@@ -29,6 +29,7 @@ describe.skipIf(!!env['SIM_LOCK'] || !!env['SEED'])('the lock simulation catches
         const broken = await loadLockModule(dir);
         const seeds = SWEEP > 0 ? SWEEP : mutant.maxSeeds;
         const caught: { seed: number; invariant: string; detail: string }[] = [];
+        const otherCatches: string[] = [];
         for (let seed = 1; seed <= seeds; seed++) {
           try {
             await runLockSimulation({ seed, events: EVENTS, module: broken, lockProfile: mutant.lockProfile });
@@ -36,7 +37,13 @@ describe.skipIf(!!env['SIM_LOCK'] || !!env['SEED'])('the lock simulation catches
             if (!(e instanceof SimViolation)) throw e;
             if (e.invariant === 'liveness') continue;
             if (!SAFETY.includes(e.invariant)) throw new Error(`mutant ${mutant.id} reported as ${e.invariant}, not a lock safety invariant:\n${e.message}`);
-            if (mutant.caughtBy !== undefined && !mutant.caughtBy.test(e.message)) throw new Error(`mutant ${mutant.id} must be caught by ${mutant.caughtBy}, was caught by another check:\n${e.message}`);
+            // A mutant written for one named invariant must be caught by it within its budget; a seed where
+            // another check fires first (the same patch showing another way) does not count, and the sweep
+            // goes on (mutant u on the merged tree: the oracle's wait-line check at seed 129).
+            if (mutant.caughtBy !== undefined && !mutant.caughtBy.test(e.message)) {
+              otherCatches.push(`${seed} (${e.invariant})`);
+              continue;
+            }
             // The same seed must pass on the real machine, or it is not this bug that was caught.
             await runLockSimulation({ seed, events: EVENTS, lockProfile: mutant.lockProfile });
             caught.push({ seed, invariant: e.invariant, detail: e.message.split('\n')[1]!.trim().slice(0, 160) });
@@ -51,7 +58,7 @@ describe.skipIf(!!env['SIM_LOCK'] || !!env['SEED'])('the lock simulation catches
                 (SWEEP > 0 ? `, caught by ${caught.length}/${seeds} seeds (${((100 * caught.length) / seeds).toFixed(1)}%)` : '') +
                 ` — ${first.invariant}: ${first.detail}`,
         );
-        expect(first, `mutant ${mutant.id} survived ${seeds} seeds x ${EVENTS} events`).toBeDefined();
+        expect(first, `mutant ${mutant.id} survived ${seeds} seeds x ${EVENTS} events${otherCatches.length > 0 ? ` (caught only by other checks than ${mutant.caughtBy}: seeds ${otherCatches.join(', ')})` : ''}`).toBeDefined();
       } finally {
         removeMutant(dir);
       }
