@@ -14,8 +14,8 @@
 import { describe, expect, it } from 'vitest';
 import { encodeCommand, LockMachine } from '../../../src/lock/index.js';
 import type { LockCommand, LockResult } from '../../../src/lock/index.js';
-import { canonicalResult } from '../../sim/lock-invariants.js';
 import { SimRng } from '../../sim/rng.js';
+import { checkSnapshotContinues } from './snapshot-continues.js';
 
 const KEYS = Array.from({ length: 24 }, (_, i) => `k${i}`);
 const OWNERS = ['a', 'b', 'c', 'd'];
@@ -152,25 +152,7 @@ function runSeed(seed: number, entries: number): { log: SessionLog; restores: nu
     stats.set(tag, (stats.get(tag) ?? 0) + 1);
     for (const d of r.type !== 'error' ? (r.decided ?? []) : []) stats.set(d.outcome.acquired ? 'handed off' : 'waiter refused', (stats.get(d.outcome.acquired ? 'handed off' : 'waiter refused') ?? 0) + 1);
     if (log.entries % 97 === 0) {
-      // The snapshot restores to a machine that continues exactly alike.
-      const bytes = log.machine.snapshot();
-      const copy = LockMachine.restore(bytes, OPTIONS);
-      expect(copy.snapshot(), `seed ${seed} entry ${log.machine.appliedIndex}: restore is not byte-identical`).toEqual(bytes);
-      // A sliced snapshot opened now, with entries applied between its slices, equals `bytes`.
-      const job = log.machine.beginSnapshot(bytes.length, 3);
-      const replay: { next: { command: LockCommand; term: number }; result: LockResult }[] = [];
-      while (!job.step()) {
-        const next = log.next();
-        replay.push({ next, result: log.apply(next) });
-        slices++;
-      }
-      expect(job.finish(), `seed ${seed}: a sliced snapshot differs from the one taken at its opening`).toEqual(bytes);
-      // The restored copy gives the same result for every entry applied since.
-      for (const { next, result } of replay) {
-        const got = copy.apply(copy.appliedIndex + 1, next.term, encodeCommand(next.command));
-        expect(canonicalResult(got), `seed ${seed}: the restored copy answered entry ${got.index} differently`).toBe(canonicalResult(result));
-      }
-      expect(copy.snapshot(), `seed ${seed}: the restored copy diverged after ${replay.length} entries`).toEqual(log.machine.snapshot());
+      slices += checkSnapshotContinues(log, seed, OPTIONS).slices;
       restores++;
     }
   }
