@@ -47,6 +47,16 @@ interface PidTrack {
   node: string;
   firstTicks: number;
   lastTicks: number;
+  firstRunDelayNs: number;
+  lastRunDelayNs: number;
+}
+
+/** run_delay of /proc/<pid>/schedstat (its second field): nanoseconds the process's main thread spent
+ *  runnable but waiting for a CPU. On a machine whose cores the nodes and clients share, it is how long
+ *  a hop waited for a core rather than for the disk or the network. */
+export function runDelayNsOf(schedstatText: string): number {
+  const f = schedstatText.trim().split(/\s+/);
+  return Number(f[1] ?? 0);
 }
 
 export class ProcSampler {
@@ -71,10 +81,17 @@ export class ProcSampler {
       const status = read(`/proc/${pid}/status`);
       if (stat === null || status === null) continue;
       const ticks = cpuTicksOf(stat);
+      const sched = read(`/proc/${pid}/schedstat`);
+      const delayNs = sched === null ? 0 : runDelayNsOf(sched);
       const t = this.tracks.get(pid);
       // A PID first seen mid-run is a restarted node: its CPU counts from 0 (it did all of it in this run).
-      if (t) t.lastTicks = ticks;
-      else this.tracks.set(pid, { node, firstTicks: this.timer === null ? ticks : 0, lastTicks: ticks });
+      if (t) {
+        t.lastTicks = ticks;
+        t.lastRunDelayNs = delayNs;
+      } else {
+        const fresh = this.timer !== null;
+        this.tracks.set(pid, { node, firstTicks: fresh ? 0 : ticks, lastTicks: ticks, firstRunDelayNs: fresh ? 0 : delayNs, lastRunDelayNs: delayNs });
+      }
       this.peakKb.set(node, Math.max(this.peakKb.get(node) ?? 0, rssKbOf(status)));
     }
   }
@@ -85,8 +102,10 @@ export class ProcSampler {
     this.timer = null;
     const nodes = [...new Set([...this.tracks.values()].map((t) => t.node))].sort();
     return nodes.map((node) => {
-      const ticks = [...this.tracks.values()].filter((t) => t.node === node).reduce((a, t) => a + t.lastTicks - t.firstTicks, 0);
-      return { node, cpuSeconds: ticks / ticksPerSecond(), peakRssMb: (this.peakKb.get(node) ?? 0) / 1024 };
+      const tracks = [...this.tracks.values()].filter((t) => t.node === node);
+      const ticks = tracks.reduce((a, t) => a + t.lastTicks - t.firstTicks, 0);
+      const delayNs = tracks.reduce((a, t) => a + t.lastRunDelayNs - t.firstRunDelayNs, 0);
+      return { node, cpuSeconds: ticks / ticksPerSecond(), peakRssMb: (this.peakKb.get(node) ?? 0) / 1024, runQueueMs: delayNs / 1e6 };
     });
   }
 }

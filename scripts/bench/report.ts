@@ -15,13 +15,14 @@ function cells(r: RunRow, workload: string): string[] {
   const cpu = r.nodes.map((n) => fmt(n.cpuSeconds, 1)).join('/');
   const rss = r.nodes.map((n) => fmt(n.peakRssMb)).join('/');
   const lag = r.nodes.some((n) => n.loopLagMaxMs !== undefined) ? r.nodes.map((n) => fmt(n.loopLagMaxMs ?? NaN)).join('/') : '-';
+  const runq = r.nodes.some((n) => n.runQueueMs !== undefined) ? r.nodes.map((n) => fmt(n.runQueueMs ?? NaN)).join('/') : '-';
   const extra = Object.entries(r.extra)
     .map(([k, v]) => `${k}=${fmt(v, Number.isInteger(v) ? 0 : 1)}`)
     .join(' ');
-  return [variant ? `${r.system} ${variant}` : r.system, String(r.round), String(r.clients), fmt(r.opsPerSec), fmt(r.latency.p50Ms, 1), fmt(r.latency.p90Ms, 1), fmt(r.latency.p99Ms, 1), fmt(r.latency.maxMs, 1), String(r.errors), String(r.elections), cpu, fmt(r.clientCpuSeconds, 1), rss, lag, extra];
+  return [variant ? `${r.system} ${variant}` : r.system, String(r.round), String(r.clients), fmt(r.opsPerSec), fmt(r.latency.p50Ms, 1), fmt(r.latency.p90Ms, 1), fmt(r.latency.p99Ms, 1), fmt(r.latency.maxMs, 1), String(r.errors), String(r.elections), cpu, fmt(r.clientCpuSeconds, 1), runq, rss, lag, extra];
 }
 
-const HEADER = ['system', 'round', 'clients', 'ops/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'errors', 'elections', 'cpu s per node', 'client cpu s', 'peak RSS MB per node', 'loop stall max ms', 'extra'];
+const HEADER = ['system', 'round', 'clients', 'ops/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'errors', 'elections', 'cpu s per node', 'client cpu s', 'cpu wait ms per node', 'peak RSS MB per node', 'loop stall max ms', 'extra'];
 
 function table(rows: string[][]): string {
   const widths = HEADER.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));

@@ -5,6 +5,8 @@ export interface NodeUsage {
   node: string;
   /** utime + stime of the node's process(es) during the run. */
   cpuSeconds: number;
+  /** Time the node's main thread waited for a CPU during the run (schedstat run_delay). */
+  runQueueMs?: number;
   /** Highest VmRSS sampled during the run. */
   peakRssMb: number;
   /** leasehold: the longest event-loop stall during the run (a snapshot on the loop shows here). */

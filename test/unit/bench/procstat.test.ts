@@ -1,11 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { roleChangesInLog, snapshotsInLog } from '../../../scripts/bench/node-log.js';
-import { cpuTicksOf, rssKbOf } from '../../../scripts/bench/procstat.js';
+import { cpuTicksOf, rssKbOf, runDelayNsOf } from '../../../scripts/bench/procstat.js';
 
 describe('bench /proc and log parsing', () => {
   it('utime + stime are fields 14 and 15 of stat(5), also when the command name has spaces and parens', () => {
     const stat = '4242 (node (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 1234 567 0 0 20 0 11 0 900 1000 200';
     expect(cpuTicksOf(stat)).toBe(1234 + 567);
+  });
+
+  it('run_delay is the second field of schedstat (ns waiting for a CPU)', () => {
+    expect(runDelayNsOf('8123456789 1450000000 51234\n')).toBe(1_450_000_000);
   });
 
   it('VmRSS in kB', () => {
