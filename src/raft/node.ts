@@ -2,6 +2,8 @@
 // and runs the loop, one Ready at a time:  hold the leader's commit notices -> send a leader's appends
 // early (they promise nothing about our disk) -> apply what is already durable -> persist the Ready (one
 // synced write) -> send the rest (votes, acknowledgements) -> apply the rest -> advance. See run().
+// While the write is in flight, what new input makes that the write cannot take back — a leader's appends
+// and heartbeats, a follower's answers that acknowledge only what is on disk — leaves at once (schedule()).
 // Time, timers and randomness come in through `env` (NodeEnv), so the simulator runs this very loop on
 // virtual time; production passes realEnv().
 import { EventEmitter } from 'node:events';
@@ -31,6 +33,7 @@ export interface RaftCore {
   ready(): Ready;
   advance(rd: Ready): void;
   takeDurableCommitted(maxCount?: number): Entry[];
+  takeMessagesNotWaitingForDisk(): Message[];
   compact(index: number, data: Uint8Array): Snapshot | null;
   status(): Status;
   progressSnapshot(): Map<NodeId, { match: number; next: number; state: string }>;
@@ -107,6 +110,9 @@ export class RaftNode<R = unknown> extends EventEmitter {
   /** The loop is waiting on a write whose Ready changes neither role nor snapshot: entries that commit
    *  meanwhile and are already durable here may be applied from receive(), without waiting for it. */
   private applyWhileWriting = false;
+  /** The loop is waiting on a write in flight: messages that promise nothing it would make durable leave
+   *  at once, from whatever input made them (schedule(), Raft.takeMessagesNotWaitingForDisk). */
+  private writing = false;
   private conf: ConfState | null = null;
   /** Commit notices held back, one per follower (holdNotices). */
   private heldNotices = new Map<NodeId, Message>();
@@ -367,6 +373,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
   // ------------------------------------------------------------------ the loop
 
   private schedule(): void {
+    if (this.writing && !this.stopped) this.sendWhatNeedNotWait();
     if (this.scheduled || this.running || this.stopped) return;
     this.scheduled = true;
     this.env.scheduler.soon(() => {
@@ -428,10 +435,12 @@ export class RaftNode<R = unknown> extends EventEmitter {
         //    service must hear of it before anything applies in the new role) or installs a snapshot.
         if (rd.hardState || rd.snapshot || rd.entries.length > 0) {
           this.applyWhileWriting = !rd.softState && !rd.snapshot;
+          this.writing = true;
           try {
             await this.opts.storage.save({ hardState: rd.hardState, snapshot: rd.snapshot, entries: rd.entries });
           } finally {
             this.applyWhileWriting = false;
+            this.writing = false;
           }
           if (this.stopped) return; // a stopped node says nothing more, not even what it just persisted
         }
@@ -475,6 +484,17 @@ export class RaftNode<R = unknown> extends EventEmitter {
       this.running = false;
     }
     if (!this.stopped && (this.raft.hasReady() || this.snapshotJob?.done === true)) this.schedule();
+  }
+
+  /** While a write is in flight: a leader's appends and heartbeats, and a follower's answers that claim
+   *  only what is on disk, leave now instead of after the write (Raft.takeMessagesNotWaitingForDisk). */
+  private sendWhatNeedNotWait(): void {
+    const messages = this.raft.takeMessagesNotWaitingForDisk();
+    if (messages.length === 0) return;
+    const now = this.holdNotices(messages);
+    if (now.length === 0) return;
+    mark('loop.send-early');
+    this.sendNow(now);
   }
 
   /**

@@ -66,6 +66,9 @@ class WrappedCore implements SimCore {
   takeDurableCommitted(maxCount?: number): Entry[] {
     return this.inner.takeDurableCommitted(maxCount);
   }
+  takeMessagesNotWaitingForDisk(): Message[] {
+    return this.inner.takeMessagesNotWaitingForDisk();
+  }
   compact(index: number, data: Uint8Array): Snapshot | null {
     return this.inner.compact(index, data);
   }
@@ -213,6 +216,25 @@ export const MUTANTS: Mutant[] = [
           } finally {
             c.log.committed = committed;
           }
+        };
+        return w;
+      }),
+  },
+  {
+    // Saying during a write what the write could take back (issue 19's early messages): every
+    // acknowledgement leaves while the write is in flight, also one of entries not yet on disk — a
+    // crash then loses entries a leader counted toward a commit.
+    name: 'acknowledgements of entries being written leave before the write',
+    expect: ['persist-before-speak'],
+    maxSeeds: 100,
+    core: (base) =>
+      module(base, (cfg, restored) => {
+        const w = new WrappedCore(base, cfg, restored);
+        w.takeMessagesNotWaitingForDisk = () => {
+          const inner = w.inner as unknown as { msgs: Message[] };
+          const acks = inner.msgs.filter((m) => m.type === 'AppendEntriesResponse' && m.success);
+          inner.msgs = inner.msgs.filter((m) => !(m.type === 'AppendEntriesResponse' && m.success));
+          return [...w.inner.takeMessagesNotWaitingForDisk(), ...acks];
         };
         return w;
       }),

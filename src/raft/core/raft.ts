@@ -261,6 +261,41 @@ export class Raft {
     return out;
   }
 
+  /**
+   * Messages that may leave while this node's write is still in flight, taken out of the next Ready's:
+   * they promise nothing the write would make durable. Two kinds, and only while the term and vote we
+   * send in are already on disk and no received snapshot waits to be persisted:
+   * - a leader's AppendEntries, with or without entries: they promise nothing about the leader's own
+   *   disk (thesis §10.2.1 — it counts itself toward a commit only once its write ends, advance());
+   * - a follower's successful AppendEntriesResponse whose match index our log already had on disk. A
+   *   heartbeat is anchored at our match index (sendHeartbeat), so its answer is one of these unless the
+   *   commit index it carries runs past our durable log.
+   * Everything else (votes, acknowledgements of entries being written) still waits for the write.
+   * Why: a node sent nothing while its write was in flight. With a slow disk a leader's heartbeats then
+   * waited for its own writes (one after the other under load), followers heard nothing for longer than
+   * an election timeout and deposed it; their answers waited for theirs, and CheckQuorum deposed it from
+   * the other side — a 200 ms fsync on every node cost elections again and again (issue 19). And every
+   * proposal made during a write reached the followers only after it.
+   */
+  takeMessagesNotWaitingForDisk(): Message[] {
+    this.flushBroadcast();
+    if (this.msgs.length === 0 || this.log.pendingSnapshot !== null) return [];
+    const onDisk = this.persistedHardState;
+    if (onDisk.term !== this.term || onDisk.votedFor !== this.votedFor) return [];
+    let out: Message[] | null = null;
+    const keep: Message[] = [];
+    for (const m of this.msgs) {
+      const free =
+        (m.type === 'AppendEntries' && this.role === 'leader') ||
+        (m.type === 'AppendEntriesResponse' && m.success && m.matchIndex <= this.log.stableIndex);
+      if (free) (out ??= []).push(m);
+      else keep.push(m);
+    }
+    if (out === null) return [];
+    this.msgs = keep;
+    return out;
+  }
+
   /** The application snapshotted its state at applied index `index`; drop the log up to it. Returns null
    *  when the log is already compacted past `index` — e.g. a leader's snapshot was installed while the
    *  application was still applying older entries (etcd's ErrCompacted); the caller then persists nothing. */
