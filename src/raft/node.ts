@@ -7,7 +7,7 @@
 // Time, timers and randomness come in through `env` (NodeEnv), so the simulator runs this very loop on
 // virtual time; production passes realEnv().
 import { EventEmitter } from 'node:events';
-import { quorumOf } from './core/config.js';
+import { quorumOf } from './core/quorum.js';
 import { Raft, defaultRaftConfig } from './core/raft.js';
 import type { ConfChange, ConfChangeResult, ConfState, Entry, Message, NodeId, ProposeResult, RaftConfig, Ready, RestoredState, SoftState, Snapshot, Status } from './core/types.js';
 import { bootstrapSnapshot, emptyHardState } from './core/types.js';

@@ -9,7 +9,7 @@
 //  - leadership transfer waits until the new leader is in office.
 import { NODE_ID_RULE, isNodeId } from '../config/node-id.js';
 import { parseAddress } from '../config/validate.js';
-import { quorumOf } from '../raft/core/config.js';
+import { quorumOf } from '../raft/core/quorum.js';
 import type { ConfState, NodeId } from '../raft/core/types.js';
 import type { NodeEnv } from '../raft/env.js';
 import { ConfChangeRefusedError, NotLeaderError } from '../raft/errors.js';

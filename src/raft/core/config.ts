@@ -38,11 +38,6 @@ export type ConfChange =
   | { type: 'promote'; id: NodeId }
   | { type: 'remove'; id: NodeId };
 
-/** A majority of `voters` voters (Raft §5.2): the size every election, commit and CheckQuorum needs. */
-export function quorumOf(voters: number): number {
-  return Math.floor(voters / 2) + 1;
-}
-
 export function emptyConf(clusterId = ''): ConfState {
   return { clusterId, voters: [], learners: [], addresses: {}, removed: [] };
 }

@@ -1,7 +1,9 @@
 // The pure Raft state machine (etcd-io/raft style): input is a tick, a message or a proposal; output is
 // a Ready batch. No I/O, timers, clocks or ambient randomness — the driver (src/raft/node.ts) and the
 // simulator (test/sim) own all of that. Section numbers refer to the Raft paper / Ongaro's thesis.
-import { ConfHistory, changeConf, copyConf, decodeConfEntry, encodeConfEntry, quorumOf, type ConfChange } from './config.js';
+import { ConfHistory, changeConf, copyConf, decodeConfEntry, encodeConfEntry, type ConfChange } from './config.js';
+import { committedIndex, isMajority, voteResult, type VoteResult } from './quorum.js';
+import { SnapshotReceiver } from './snapshot-receiver.js';
 import { RaftInspection } from './inspect.js';
 import { RaftLog } from './log.js';
 import { Progress } from './progress.js';
@@ -34,13 +36,6 @@ import type {
 } from './types.js';
 
 type Outgoing = Message extends infer M ? (M extends Message ? Omit<M, 'from' | 'term'> & { term?: number } : never) : never;
-
-interface IncomingSnapshot {
-  index: number;
-  term: number;
-  chunks: Uint8Array[];
-  offset: number;
-}
 
 export function defaultRaftConfig(id: NodeId, rng: RaftConfig['rng']): RaftConfig {
   return {
@@ -92,7 +87,7 @@ export class Raft {
   private readonly reads = new ReadOnlyQueue();
   private leadTransferee: NodeId | null = null;
   private transferElapsed = 0;
-  private incomingSnapshot: IncomingSnapshot | null = null;
+  private readonly incomingSnapshot = new SnapshotReceiver();
 
   private msgs: Message[] = [];
   private readStates: ReadState[] = [];
@@ -475,7 +470,7 @@ export class Raft {
     this.progress = new Map();
     this.leadTransferee = null;
     this.needsBroadcast = false;
-    this.incomingSnapshot = null;
+    this.incomingSnapshot.reset();
   }
 
   private resetElectionTimeout(): void {
@@ -541,14 +536,12 @@ export class Raft {
     }
   }
 
+  /** Heard from a majority of the voters since the last check (ourselves included if we are one);
+   *  starts the next round. */
   private quorumActive(): boolean {
-    let active = 0;
-    for (const [id, pr] of this.progress) {
-      // Learners and a leader outside its own configuration count toward no quorum.
-      if (this.voters.includes(id) && (id === this.id || pr.recentActive)) active++;
-      if (id !== this.id) pr.recentActive = false;
-    }
-    return active >= this.quorum();
+    const active = isMajority(this.voters, (id) => id === this.id || this.progress.get(id)?.recentActive === true);
+    for (const [id, pr] of this.progress) if (id !== this.id) pr.recentActive = false;
+    return active;
   }
 
   private handOffOnRemoval(): void {
@@ -593,10 +586,6 @@ export class Raft {
     if (this.leadTransferee !== null && !this.voters.includes(this.leadTransferee)) this.leadTransferee = null;
   }
 
-  private quorum(): number {
-    return quorumOf(this.voters.length);
-  }
-
   private campaign(transfer: boolean): void {
     if (this.cfg.preVote && !transfer) {
       this.becomePreCandidate();
@@ -620,17 +609,8 @@ export class Raft {
     if (!this.votes.has(id)) this.votes.set(id, granted);
   }
 
-  private tallyVotes(): 'won' | 'lost' | 'pending' {
-    let granted = 0;
-    let rejected = 0;
-    for (const id of this.voters) {
-      const v = this.votes.get(id);
-      if (v === true) granted++;
-      else if (v === false) rejected++;
-    }
-    if (granted >= this.quorum()) return 'won';
-    if (rejected >= this.quorum()) return 'lost';
-    return 'pending';
+  private tallyVotes(): VoteResult {
+    return voteResult(this.voters, this.votes);
   }
 
   private onElectionWon(preVote: boolean): void {
@@ -763,27 +743,12 @@ export class Raft {
       reply(true, 0, true);
       return;
     }
-    let inc = this.incomingSnapshot;
-    if (inc === null || inc.index !== m.meta.index || inc.term !== m.meta.term) {
-      if (m.offset !== 0) {
-        reply(false, 0, false);
-        return;
-      }
-      inc = { index: m.meta.index, term: m.meta.term, chunks: [], offset: 0 };
-      this.incomingSnapshot = inc;
-    }
-    if (m.offset !== inc.offset) {
-      reply(false, inc.offset, false);
+    const chunk = this.incomingSnapshot.accept(m);
+    if (chunk.kind !== 'whole') {
+      reply(chunk.kind === 'more', chunk.nextOffset, false);
       return;
     }
-    inc.chunks.push(m.chunk);
-    inc.offset += m.chunk.length;
-    if (!m.done) {
-      reply(true, inc.offset, false);
-      return;
-    }
-    this.incomingSnapshot = null;
-    const data = concat(inc.chunks, inc.offset);
+    const data = chunk.data;
     const snapshot: Snapshot = { meta: { index: m.meta.index, term: m.meta.term, conf: m.meta.conf }, data };
     if (this.log.matchTerm(snapshot.meta.index, snapshot.meta.term)) {
       // We hold the snapshot's last entry: our log already contains it; just commit up to there.
@@ -871,10 +836,7 @@ export class Raft {
 
   /** §5.3/§5.4.2: commit the highest index stored on a majority — only if it is from our term. */
   private maybeCommit(): boolean {
-    const matches: number[] = [];
-    for (const id of this.voters) matches.push(this.progress.get(id)?.match ?? 0);
-    matches.sort((a, b) => b - a);
-    const quorumIndex = matches[this.quorum() - 1]!;
+    const quorumIndex = committedIndex(this.voters, (id) => this.progress.get(id)?.match ?? 0);
     if (quorumIndex > this.log.committed && this.log.term(quorumIndex) === this.term) {
       const hadCommitInTerm = this.log.term(this.log.committed) === this.term;
       this.log.committed = quorumIndex;
@@ -1054,7 +1016,7 @@ export class Raft {
 
   private ackReads(from: NodeId, round: number): void {
     if (!this.voters.includes(from)) return; // a learner's answer confirms nothing
-    for (const r of this.reads.ack(from, round, this.quorum())) this.deliverRead(r.ctx, r.requester, r.index);
+    for (const r of this.reads.ack(from, round, (acks) => isMajority(this.voters, (id) => acks.has(id)))) this.deliverRead(r.ctx, r.requester, r.index);
   }
 
   private deliverRead(ctx: string, requester: NodeId, index: number): void {
@@ -1108,15 +1070,4 @@ function sameHardState(a: HardState, b: HardState): boolean {
 
 function sameSoftState(a: SoftState, b: SoftState): boolean {
   return a.role === b.role && a.leaderId === b.leaderId && a.term === b.term;
-}
-
-function concat(chunks: Uint8Array[], total: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
 }

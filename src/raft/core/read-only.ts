@@ -39,13 +39,13 @@ export class ReadOnlyQueue {
 
   /** `from` answered a message of heartbeat round `round`. Returns the reads now confirmed, oldest first:
    *  leadership confirmed at a later round also confirms every earlier pending read. */
-  ack(from: NodeId, round: number, quorum: number): (ReadRequest & { index: number })[] {
+  ack(from: NodeId, round: number, confirmed: (acks: ReadonlySet<NodeId>) => boolean): (ReadRequest & { index: number })[] {
     if (this.pending.length === 0) return [];
     let lastConfirmed = -1;
     for (let i = 0; i < this.pending.length; i++) {
       const r = this.pending[i]!;
       if (round >= r.round) r.acks.add(from);
-      if (r.acks.size >= quorum) lastConfirmed = i;
+      if (confirmed(r.acks)) lastConfirmed = i;
     }
     return lastConfirmed < 0 ? [] : this.pending.splice(0, lastConfirmed + 1);
   }

@@ -248,6 +248,30 @@ describe('thesis §4.2.2 removing servers, the leader included', () => {
     expect(a.raft.role).toBe('follower');
   });
 
+  it('thesis §6.4: a read pending when the leader removes itself needs a majority of the voters that remain; its own ack no longer counts', () => {
+    const net = cluster(['a', 'b', 'c', 'd']);
+    const a = net.node('a');
+    // The read's heartbeats reach nobody yet: it waits for acks.
+    net.isolate('a');
+    a.raft.readIndex('r1');
+    const heartbeats = net.collect().filter((m) => m.type === 'AppendEntries' && m.from === 'a'); // dropped
+    const round = heartbeats[0]!.type === 'AppendEntries' ? heartbeats[0]!.round : 0;
+    expect(round).toBeGreaterThan(0);
+    // a removes itself: from this append on, the voters are b, c, d (quorum 2) and a is none of them.
+    expect(a.raft.proposeConfChange({ type: 'remove', id: 'a' })).toMatchObject({ ok: true });
+    expect(a.raft.status().voters).toEqual(['b', 'c', 'd']);
+    net.collect();
+    // Only b answers the read's round. Counting a's own ack, {a, b} made 2 of 3 and the read was served —
+    // though c and d, a majority of the new voters, may already follow a newer leader.
+    net.inject({ type: 'AppendEntriesResponse', from: 'b', to: 'a', term: a.raft.term, success: true, matchIndex: 0, conflictIndex: 0, conflictTerm: 0, round });
+    a.drain();
+    expect(a.reads.map((r) => r.ctx)).toEqual([]);
+    // c's answer makes b and c: a majority of b, c, d.
+    net.inject({ type: 'AppendEntriesResponse', from: 'c', to: 'a', term: a.raft.term, success: true, matchIndex: 0, conflictIndex: 0, conflictTerm: 0, round });
+    a.drain();
+    expect(a.reads.map((r) => r.ctx)).toEqual(['r1']);
+  });
+
   it('a removed node that restarts from an old log (it still thinks it is a voter) cannot disturb the cluster', () => {
     const net = cluster();
     const c = net.node('c');
