@@ -336,3 +336,138 @@ describe('checker: lease-cut-short (no lease ended before its TTL by true time)'
     expect(cutShort(at(979)).map((v) => v.ops)).toEqual([[0, 1]]);
   });
 });
+
+describe('checker: fifo-order (grants in the order the log queued the waiters)', () => {
+  /** H holds; A queues (its QUEUED seen at 20); B is sent at `bSentMs`; then B and A are granted, tokens as given. */
+  function line(bSentMs: number, tokens: { a: bigint; b: bigint }, aOutcome: 'ok' | 'fail' = 'ok'): HistoryBuilder {
+    const h = new HistoryBuilder();
+    h.acquired('H', K, 5n, [0, 5], [5, 50]);
+    h.release('H', K, 'H/5', 5n, [50, 55]);
+    const first = tokens.b < tokens.a ? 'b' : 'a';
+    const grant = (who: 'a' | 'b', at: [number, number], w: [number, number]) => {
+      if (who === 'a') {
+        if (aOutcome === 'ok') Object.assign(h.acquired('A', K, tokens.a, [10, at[1]], w, 'A/w'), { waitMs: 500 });
+        else Object.assign(h.refused('A', K, '', [10, at[1]], 'A/w'), { waitMs: 500 });
+      } else h.acquired('B', K, tokens.b, [bSentMs, at[1]], w, 'B/w');
+    };
+    h.queued(K, 'A/w', 20, 12n);
+    grant(first, [0, 60], [60, 80]);
+    h.release(first === 'a' ? 'A' : 'B', K, first === 'a' ? 'A/w' : 'B/w', first === 'a' ? tokens.a : tokens.b, [80, 85]);
+    grant(first === 'a' ? 'b' : 'a', [0, 90], [90, 150]);
+    return h;
+  }
+
+  it('a newcomer sent after the waiter was seen in line, granted before it: fifo-order, and nothing else sees it', () => {
+    const v = checkHistory(line(30, { a: 9n, b: 7n }).ops);
+    expect(v.violations.map((x) => x.kind)).toEqual(['fifo-order']);
+    expect(v.violations[0]!.message).toMatch(/QUEUED at log index 12/);
+    expect(v.lockModel.fifoPairs).toBe(1);
+  });
+
+  it('no alarm when the newcomer was sent before the QUEUED event was seen, when the waiter went first, or was refused', () => {
+    expect(checkHistory(line(15, { a: 9n, b: 7n }).ops).violations).toEqual([]); // B's entry may precede A's
+    expect(checkHistory(line(30, { a: 7n, b: 9n }).ops).violations).toEqual([]);
+    expect(checkHistory(line(30, { a: 9n, b: 7n }, 'fail').ops).violations).toEqual([]); // A left the line (deadline)
+  });
+});
+
+describe('checker: session-end (nothing shows a session alive after it was seen ended)', () => {
+  const S = 3n;
+  /** A session S holds K with token 5 and is closed (acknowledged at 110). */
+  function closed(): HistoryBuilder {
+    const h = new HistoryBuilder();
+    h.openSession('A', 'A/5', S, [0, 10], 1000);
+    Object.assign(h.acquired('A', K, 5n, [10, 20], [20, 100]), { sessionId: S });
+    h.closeSession('A', 'A/5', S, [100, 110]);
+    return h;
+  }
+  const showsHold = (h: HistoryBuilder, at: [number, number]) => Object.assign(h.get('C', K, at, { held: true, owner: 'A/5', token: 5n }), { getSessionId: S });
+
+  it('a Get sent after the close was acknowledged shows its hold: session-end; one sent before the answer came does not', () => {
+    const bad = closed();
+    showsHold(bad, [120, 125]);
+    const v = checkHistory(bad.ops);
+    expect(v.violations.map((x) => x.kind)).toEqual(['session-end']);
+    expect(v.lockModel.sessionsEnded).toBe(1);
+    const good = closed();
+    showsHold(good, [105, 125]);
+    expect(checkHistory(good.ops).violations).toEqual([]);
+  });
+
+  it('a refused renew ends it: a later acknowledged renew, or a refusal naming its owner, is session-end', () => {
+    const h = new HistoryBuilder();
+    h.openSession('A', 'A/5', S, [0, 10], 1000);
+    Object.assign(h.acquired('A', K, 5n, [10, 20], [20, 100]), { sessionId: S });
+    h.renewSession('A', 'A/5', S, [300, 1200], 'fail', 'EXPIRED');
+    expect(checkHistory(h.ops).violations).toEqual([]);
+    h.renewSession('A', 'A/5', S, [1210, 1220]);
+    h.refused('B', K, 'A/5', [1230, 1240]);
+    expect(kinds(h)).toEqual(['session-end']);
+    expect(checkHistory(h.ops).violations.map((x) => x.ops)).toEqual([[2, 3], [2, 4]]);
+    // A refusal from WRONG_OWNER says nothing about the session's end.
+    const w = new HistoryBuilder();
+    w.openSession('A', 'A/5', S, [0, 10], 1000);
+    w.renewSession('A', 'A/5', S, [300, 310], 'fail', 'WRONG_OWNER');
+    w.renewSession('A', 'A/5', S, [400, 410]);
+    expect(checkHistory(w.ops).violations).toEqual([]);
+  });
+
+  it("a waiter of the session granted after it ended: its token is newer than one the log issued after the end", () => {
+    const waiter = (waiterToken: bigint) => {
+      const h = closed();
+      Object.assign(h.acquired('A', 'k2', waiterToken, [50, 400], [400, 450], 'A/5'), { sessionId: S, waitMs: 1000 });
+      h.acquired('C', 'k2', 10n, [150, 160], [160, 200]);
+      h.release('C', 'k2', 'C/10', 10n, [200, 205]);
+      return h;
+    };
+    expect(kinds(waiter(12n))).toEqual(['session-end']);
+    expect(checkHistory(waiter(9n).ops).violations).toEqual([]); // granted (token 9) before C: may be before the end
+  });
+});
+
+describe('checker: lock-delay (a run-out hold keeps the key from everybody for its delay)', () => {
+  const withTtl = <T extends { ttlMs?: number }>(op: T, ttlMs = 1000): T => Object.assign(op, { ttlMs });
+  /** A holds K (ttl 1000, lock-delay 500; owed until 980, the delay until 1000 + 500 - 30 = 1470) and never releases it. */
+  function ranOut(bAt: [number, number], opts: { lockDelayMs?: number; release?: 'ok' | 'info'; renew?: 'ok' | 'info' } = {}): HistoryBuilder {
+    const h = new HistoryBuilder();
+    Object.assign(withTtl(h.acquired('A', K, 5n, [0, 10], [10, 480])), opts.lockDelayMs === 0 ? {} : { lockDelayMs: opts.lockDelayMs ?? 500 });
+    if (opts.release) h.release('A', K, 'A/5', 5n, [500, 510], opts.release);
+    if (opts.renew) withTtl(h.renew('A', K, 'A/5', 5n, [800, 810], opts.renew));
+    withTtl(h.acquired('B', K, 9n, bAt));
+    return h;
+  }
+
+  it('a grant after the lease but inside the delay is lock-delay (and lease-cut-short stays quiet)', () => {
+    const v = checkHistory(ranOut([1000, 1100]).ops);
+    expect(v.violations.map((x) => x.kind)).toEqual(['lock-delay']);
+    expect(v.violations[0]!.message).toMatch(/to nobody until 1470\.0 ms/);
+    expect(v.lockModel.lockDelayHolds).toBe(1);
+    expect(kinds(ranOut([1465, 1469]))).toEqual(['lock-delay']);
+  });
+
+  it('no alarm at the end of the delay, without a delay, after a release (acknowledged or unknown)', () => {
+    expect(checkHistory(ranOut([1470, 1475]).ops).violations).toEqual([]);
+    expect(checkHistory(ranOut([1000, 1100], { lockDelayMs: 0 }).ops).violations).toEqual([]);
+    expect(checkHistory(ranOut([600, 610], { release: 'ok' }).ops).violations).toEqual([]);
+    expect(checkHistory(ranOut([600, 610], { release: 'info' }).ops).violations).toEqual([]);
+  });
+
+  it('an acknowledged renew moves the delay on; one of unknown outcome does not', () => {
+    expect(kinds(ranOut([2000, 2010], { renew: 'ok' }))).toEqual(['lock-delay']); // owed until 800 + 1500 - 30
+    expect(checkHistory(ranOut([2000, 2010], { renew: 'info' }).ops).violations).toEqual([]);
+  });
+
+  it("a session's lock-delay: counted from its last acknowledged renew; a close sent excuses it", () => {
+    const session = (close: boolean) => {
+      const h = new HistoryBuilder();
+      h.openSession('A', 'A/5', 4n, [0, 10], 1000, 500);
+      Object.assign(h.acquired('A', K, 5n, [10, 20], [20, 600]), { sessionId: 4n });
+      h.renewSession('A', 'A/5', 4n, [300, 310], 'ok', undefined, 1000);
+      if (close) h.closeSession('A', 'A/5', 4n, [400, 5000], 'info');
+      withTtl(h.acquired('B', K, 9n, [1500, 1510])); // after 300 + 980, before 300 + 1470
+      return h;
+    };
+    expect(kinds(session(false))).toEqual(['lock-delay']);
+    expect(checkHistory(session(true).ops).violations).toEqual([]);
+  });
+});

@@ -33,7 +33,39 @@
 //       at once than the semaphore's limit; shared-with-exclusive — an exclusive window of a limit-1 key
 //       overlapping any other window. Tokens (a), Gets and unknown tokens are checked as for a mutex; the
 //       rules that assume one holder (overlap, supersede, lease-cut-short, refusals, the mutex model) are not.
-import type { Op } from './history.js';
+//       token-order covers these keys too: every hold's token is the index of the entry that granted it.
+//   The lock model of SPEC part three (lock-model-rules.ts; issue 20 item 8), on every key:
+//   fifo-order: a granted acquire A whose QUEUED event (a Watch over every key, test/lin/queue-watch.ts) was
+//       received at Q, and a granted acquire B of another owner SENT after Q: B's token must be newer than A's.
+//       Sound: the watch serves applied entries, so A was in the line before any attempt of B reached the log;
+//       a request leaves the line only granted or refused (and a refusal is remembered for its retries), so a
+//       granted A was still there; FIFO puts B behind it, and a token is its grant's entry index. Cannot see:
+//       a waiter whose QUEUED event never arrived (a gap the watch could not close) or arrived after B was
+//       sent (B's first attempt may have been in the log first); a waiter refused or of unknown outcome (when
+//       it left the line is not visible); a B granted 'info'.
+//   session-end: a session is seen ended at E when its close was acknowledged (closed, or "already ended")
+//       or a renew of it was refused EXPIRED / NOT_HELD — each an applied entry. Nothing SENT after E may show
+//       it alive: an acknowledged renew of it, a granted acquire under it, a Get showing one of its holds (by
+//       session id, or owner and token), an acquire refused naming its owner (an owner used under no other
+//       session); and none of its holds may carry a token newer than one the log issued after E (a token
+//       granted to an acquire sent after E, a Get's last_token read after E): a waiter of it granted after it
+//       ended. Cannot see: a session that ended with nobody told (a crashed client's, one given up at its
+//       local deadline) — it has no E; when in [last renew, E] it really ended; a session cut short before its
+//       ttl (its holds' windows are still checked by overlap); fenced writes with its tokens — the resource
+//       compares tokens only, so such a write is wrong only once a newer token wrote (stale-write-accepted).
+//   lock-delay: an exclusive hold of a limit-1 key with a lock-delay D (its own, or its session's) that
+//       nobody released — no release of it (acknowledged or unknown) and no close of its session sent before
+//       the grant in question was acknowledged; the workload never revokes — ran out, so the key grants
+//       nobody for D after the lease's end. The lease is owed until (the last acquire/renew of the hold, or
+//       open/renew of its session, SENT and acknowledged before the grant was sent) + ttl, so another owner's
+//       grant with a newer token acknowledged before that + ttl + D - the drift margin over (ttl + D) breaks
+//       the delay (a grant before the lease's own end is lease-cut-short's, for a hold with a ttl). Cannot
+//       see: delays of holds granted 'info', of shared or semaphore holds (another holder may be granted
+//       while they live), a grant late in a delay that a renew of unknown outcome prolonged, a hold released
+//       after it ran out (the server gives that no delay; the rule excuses every release sent); a session
+//       hold's grant inside its session's lease (no lease-cut-short for sessions yet).
+import { isSessionOp, type Op } from './history.js';
+import { checkFifo, checkLockDelay, checkSessionEnd, sessionsOf } from './lock-model-rules.js';
 import { mutexModel, mutexOpsForKey } from './mutex-model.js';
 import { checkLinearizable } from './wgl.js';
 import { checkGroupWindows, groupKeyOf } from './group-windows.js';
@@ -55,6 +87,9 @@ export type ViolationKind =
   | 'linearizability'
   | 'over-limit'
   | 'shared-with-exclusive'
+  | 'fifo-order'
+  | 'session-end'
+  | 'lock-delay'
   | 'malformed-history';
 
 export interface Violation {
@@ -94,6 +129,9 @@ export interface Verdict {
   /** Granted acquires whose lease the lease-cut-short rule checked (those with a known ttl). */
   leasesChecked: number;
   linearizability: Record<string, 'ok' | 'violation' | 'unknown' | 'skipped'>;
+  /** How much the rules of the lock model judged: (waiter, later acquire) pairs for fifo-order, sessions
+   *  seen ended for session-end, holds with a lock-delay for lock-delay. */
+  lockModel: { fifoPairs: number; sessionsEnded: number; lockDelayHolds: number };
   notes: string[];
 }
 
@@ -117,6 +155,7 @@ export function checkHistory(history: readonly Op[], opts: CheckOptions = {}): V
 
   const byKey = new Map<string, Op[]>();
   for (const op of history) {
+    if (isSessionOp(op)) continue; // a session names no key: session-end and lock-delay read them below
     if (!byKey.has(op.key)) byKey.set(op.key, []);
     byKey.get(op.key)!.push(op);
   }
@@ -124,7 +163,11 @@ export function checkHistory(history: readonly Op[], opts: CheckOptions = {}): V
   let windows = 0;
   let leasesChecked = 0;
   const linearizability: Verdict['linearizability'] = {};
+  const sessions = sessionsOf(history);
+  const lockModel: Verdict['lockModel'] = { fifoPairs: 0, sessionsEnded: checkSessionEnd(history, sessions, add), lockDelayHolds: 0 };
   for (const [key, ops] of byKey) {
+    lockModel.fifoPairs += checkFifo(key, ops, add);
+    lockModel.lockDelayHolds += checkLockDelay(key, ops, sessions, add, opts.leaseSafetyFraction ?? 0.02);
     const group = groupKeyOf(ops);
     if (group !== null) {
       checkTokens(key, ops, add);
@@ -168,7 +211,7 @@ export function checkHistory(history: readonly Op[], opts: CheckOptions = {}): V
   }
 
   if (opts.resourceAudit) checkAudit(opts.resourceAudit, add);
-  return { valid: violations.length === 0, violations, counts, windows, leasesChecked, linearizability, notes };
+  return { valid: violations.length === 0, violations, counts, windows, leasesChecked, linearizability, lockModel, notes };
 }
 
 type Add = (kind: ViolationKind, key: string, message: string, ops: number[]) => void;
@@ -424,6 +467,7 @@ export function formatVerdict(v: Verdict, maxViolations = 20): string {
     .map(([k, r]) => `${k}=${r}`)
     .join(' ');
   lines.push(`  holder windows checked: ${v.windows}; leases checked against their ttl (lease-cut-short): ${v.leasesChecked}; linearizability per key: ${lin || '(no keys)'}`);
+  lines.push(`  lock model: fifo-order pairs judged ${v.lockModel.fifoPairs}; sessions seen ended (session-end) ${v.lockModel.sessionsEnded}; holds with a lock-delay (lock-delay) ${v.lockModel.lockDelayHolds}`);
   const byKind = new Map<string, number>();
   for (const x of v.violations) byKind.set(x.kind, (byKind.get(x.kind) ?? 0) + 1);
   if (byKind.size) lines.push(`  by kind: ${[...byKind].map(([k, n]) => `${k}=${n}`).join(' ')}`);

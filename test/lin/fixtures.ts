@@ -39,6 +39,23 @@ export class HistoryBuilder {
       : this.add('get', process, key, at, 'ok', { held: false, getOwner: '', getToken: 0n, lastToken: result.last });
   }
 
+  /** A Watch QUEUED event: `owner` joined the line of `key` (log index `logIndex`), received at `atMs`. */
+  queued(key: string, owner: string, atMs: number, logIndex = 1n): Op {
+    return this.add('queued', 'watch', key, [atMs, atMs], 'ok', { owner, logIndex, via: 'watch' });
+  }
+
+  openSession(process: string, owner: string, id: bigint, at: [number, number], ttlMs: number, lockDelayMs = 0): Op {
+    return this.add('open-session', process, '', at, 'ok', { owner, sessionId: id, ttlMs, ...(lockDelayMs > 0 ? { lockDelayMs } : {}) });
+  }
+
+  renewSession(process: string, owner: string, id: bigint, at: [number, number], outcome: Outcome = 'ok', reason?: string, ttlMs?: number): Op {
+    return this.add('renew-session', process, '', at, outcome, { owner, sessionId: id, via: 'auto', ...(reason ? { reason } : {}), ...(ttlMs ? { ttlMs } : {}) });
+  }
+
+  closeSession(process: string, owner: string, id: bigint, at: [number, number], outcome: Outcome = 'ok', closed = true): Op {
+    return this.add('close-session', process, '', at, outcome, { owner, sessionId: id, ...(outcome === 'ok' ? { closed } : {}) });
+  }
+
   write(process: string, key: string, token: bigint, at: [number, number], accepted: boolean, opts: { active?: boolean; resourceLast?: bigint } = {}): Op {
     return this.add('write', process, key, at, accepted ? 'ok' : 'fail', {
       token,

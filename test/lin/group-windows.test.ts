@@ -65,3 +65,26 @@ describe('checker: keys with many holds', () => {
     expect(kinds(h)).toEqual(['token-reuse']);
   });
 });
+
+describe('checker: tokens and the wait line on keys with many holds', () => {
+  it('token-order covers group keys: a token lower than one acknowledged before the acquire was sent', () => {
+    const h = new HistoryBuilder();
+    slot(h, 'A', 9n, [10, 100]);
+    slot(h, 'B', 5n, [30, 110]); // sent at 25, after A's token 9 was acknowledged at 10
+    expect(kinds(h)).toEqual(['token-order']);
+  });
+
+  it('fifo-order on a semaphore: a newcomer overtaking a queued waiter is caught; one sent before the QUEUED was seen is not', () => {
+    const run = (bSentMs: number) => {
+      const h = new HistoryBuilder();
+      slot(h, 'A', 5n, [10, 100], 2);
+      slot(h, 'B', 6n, [20, 110], 2);
+      Object.assign(h.acquired('W', P, 9n, [30, 120], [120, 200], 'W/w'), { limit: 2, waitMs: 500 });
+      h.queued(P, 'W/w', 40, 8n);
+      Object.assign(h.acquired('N', P, 7n, [bSentMs, 100], [100, 180], 'N/n'), { limit: 2 });
+      return h;
+    };
+    expect(kinds(run(50))).toEqual(['fifo-order']);
+    expect(kinds(run(35))).toEqual([]);
+  });
+});

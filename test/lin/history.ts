@@ -15,13 +15,21 @@
 // it held the lock — from the moment the acquire was acknowledged to the moment its handle turned LOST or
 // RELEASED, or its conservative local lease deadline, whichever is first. Mutual exclusion is checked on
 // these windows (checker.ts).
+//
+// Besides lock operations: a session's calls (open-session, its automatic renew-session — the send time
+// estimated as for a handle's renew — a renew the server refused, close-session), which name no key (key ''),
+// the session by sessionId; and 'queued' observations: a Watch QUEUED event (an owner joined a key's line
+// at logIndex), received at invokeMs = completeMs (test/lin/queue-watch.ts).
 import { performance } from 'node:perf_hooks';
 
-export type OpType = 'acquire' | 'release' | 'renew' | 'get' | 'write';
+export type OpType = 'acquire' | 'release' | 'renew' | 'get' | 'write' | SessionOpType | 'queued';
+/** Operations on a session (SPEC "Sessions"); they name no key (key ''), the session by `sessionId`. */
+export type SessionOpType = 'open-session' | 'renew-session' | 'close-session';
+export const isSessionOp = (op: Op): boolean => op.type === 'open-session' || op.type === 'renew-session' || op.type === 'close-session';
 export type Outcome = 'ok' | 'fail' | 'info';
 
 /** How the operation was made: through a LockHandle, its automatic renewals, a raw RPC, or by a holder that lost its lock (a zombie). */
-export type OpVia = 'handle' | 'auto' | 'raw' | 'zombie' | 'final' | 'probe';
+export type OpVia = 'handle' | 'auto' | 'raw' | 'zombie' | 'final' | 'probe' | 'watch';
 
 export interface HolderWindow {
   /** The acquire was acknowledged (the handle was handed to the caller). */
@@ -55,6 +63,11 @@ export interface Op {
    *  (limit 1). Absent: a mutex acquire (an exclusive hold of a limit-1 key). */
   limit?: number;
   shared?: boolean;
+  /** acquire under a session, and every session operation: the session's id (acquire: as opened; the
+   *  open-session op gets it from its answer). */
+  sessionId?: bigint;
+  /** acquire / open-session: the lock-delay asked for (SPEC "Lock-delay"); absent = none. */
+  lockDelayMs?: number;
   // -- outputs
   /** acquire fail: who held the lock ('' = waiters queued ahead). */
   holder?: string;
@@ -65,6 +78,13 @@ export interface Op {
   getOwner?: string;
   getToken?: bigint;
   lastToken?: bigint;
+  /** get ok: the session the holder's hold lives under (0n = none). */
+  getSessionId?: bigint;
+  /** close-session ok: the server's `closed` (false: it had ended already). */
+  closed?: boolean;
+  /** queued: the Raft index of the entry that put `owner` in the key's line (a Watch QUEUED event, observed
+   *  at completeMs; invokeMs is the same moment). */
+  logIndex?: bigint;
   /** write: the resource's highest accepted token after the call. */
   resourceLastToken?: bigint;
   /** write: the handle said ACTIVE right before the write was made (a legitimate holder's write). */
@@ -75,8 +95,8 @@ export interface Op {
   error?: string;
 }
 
-type OpInput = Pick<Op, 'process' | 'type' | 'key' | 'via'> & Partial<Pick<Op, 'owner' | 'token' | 'ttlMs' | 'waitMs' | 'activeAtInvoke' | 'limit' | 'shared'>>;
-type OpResult = Partial<Pick<Op, 'token' | 'holder' | 'reason' | 'held' | 'getOwner' | 'getToken' | 'lastToken' | 'resourceLastToken' | 'error'>>;
+type OpInput = Pick<Op, 'process' | 'type' | 'key' | 'via'> & Partial<Pick<Op, 'owner' | 'token' | 'ttlMs' | 'waitMs' | 'activeAtInvoke' | 'limit' | 'shared' | 'sessionId' | 'lockDelayMs'>>;
+type OpResult = Partial<Pick<Op, 'token' | 'holder' | 'reason' | 'held' | 'getOwner' | 'getToken' | 'lastToken' | 'getSessionId' | 'resourceLastToken' | 'sessionId' | 'closed' | 'logIndex' | 'error'>>;
 
 /** An invoked operation waiting for its outcome. Completing it twice is a bug in the workload and throws. */
 export class PendingOp {
@@ -141,7 +161,7 @@ export class HistoryRecorder {
 
 // ------------------------------------------------------------------ (de)serialisation: JSON lines, bigints as strings
 
-const BIGINT_FIELDS = ['token', 'getToken', 'lastToken', 'resourceLastToken'] as const;
+const BIGINT_FIELDS = ['token', 'getToken', 'lastToken', 'resourceLastToken', 'sessionId', 'getSessionId', 'logIndex'] as const;
 
 export function opToJson(op: Op): string {
   return JSON.stringify(op, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
