@@ -13,7 +13,9 @@
 //   - the recorded history (test/lin/checker.ts): tokens, fencing, mutual exclusion of holder windows,
 //     renew/release by the current holder only, and WGL linearizability per key; on the keys with many
 //     holds (pool-0, a semaphore of 2; rw-0, shared and exclusive holds) at most `limit` holders and never
-//     an exclusive hold beside another (group-windows.ts);
+//     an exclusive hold beside another (group-windows.ts); grants in the order the log queued them
+//     (fifo-order, from a Watch of QUEUED events: test/lin/queue-watch.ts); no hold of a session seen
+//     ended (session-end); no grant inside a run-out hold's lock-delay (lock-delay);
 //   - the resource's own commit log (never a lower token after a higher one);
 //   - the cluster, as its FINAL membership: one leader; every member's commit and applied index converge;
 //     a Get through every member agrees; every lease lapses once the clients are gone.
@@ -43,6 +45,7 @@ import { PeerNet } from '../test/lin/peer-net.js';
 import { renderTimeline } from '../test/lin/timeline.js';
 import { Prober } from '../test/lin/probe.js';
 import { ChaosWorker, sleep } from '../test/lin/workload.js';
+import { QueueWatcher } from '../test/lin/queue-watch.js';
 import { SimRng } from '../test/sim/rng.js';
 import type { GetResponse } from '../src/transport/proto.js';
 
@@ -146,16 +149,18 @@ interface RunState {
   net: PeerNet | null;
   ports: NodePorts | null;
   workers: ChaosWorker[];
+  watcher: QueueWatcher | null;
   store: AuditedFencedStore | null;
   cleaned: boolean;
 }
-const state: RunState = { cluster: null, proxies: [], net: null, ports: null, workers: [], store: null, cleaned: false };
+const state: RunState = { cluster: null, proxies: [], net: null, ports: null, workers: [], watcher: null, store: null, cleaned: false };
 
 /** Kill every node by PID, close proxies and clients, remove the temp dir. Idempotent. */
 async function cleanup(): Promise<void> {
   if (state.cleaned) return;
   state.cleaned = true;
   for (const w of state.workers) w.close();
+  await state.watcher?.close();
   await Promise.all(state.proxies.map((p) => p.close().catch(() => undefined)));
   await state.net?.close();
   await state.ports?.close();
@@ -280,6 +285,13 @@ async function main(): Promise<number> {
       }),
     );
   }
+  // The wait lines as the log has them (QUEUED events), for the fifo-order rule.
+  const watcher = new QueueWatcher(
+    cluster.bootstrapIds.map((id) => cluster.endpoint(id)),
+    recorder,
+  );
+  state.watcher = watcher;
+  watcher.start();
   const membership = new MembershipNemesis(cluster, ports, log);
   const prober = new Prober(cluster, recorder, keys);
   const nemesis = new Nemesis({ cluster, proxies, net, membership, prober, rng: SimRng.derive(args.seed, 'nemesis'), now: recorder.now, log, maxTtlMs: maxTtl, kinds: args.faults, ...(nodeSide ? { nodeFaults: (id: string) => cluster.faults(id) } : {}) });
@@ -300,6 +312,7 @@ async function main(): Promise<number> {
   stopWorkers.abort();
   const finished = await Promise.race([Promise.all(runs).then(() => true), sleep(30_000).then(() => false)]);
   if (!finished) log('WARNING: some workers did not finish within 30 s');
+  await watcher.close();
   const pending = recorder.closePending();
   for (const w of state.workers) w.close();
 
@@ -337,7 +350,7 @@ async function main(): Promise<number> {
     `==== chaos summary (seed ${args.seed}, ${args.nodes} nodes, ${args.workers} workers, ${args.durationS} s) ====`,
     `operations: ${recorder.ops.length} (${pending} still pending at the end, recorded as unknown)`,
     ...Object.entries(verdict.counts).map(([type, c]) => `  ${type.padEnd(8)} ok ${String(c.ok).padStart(6)}  fail ${String(c.fail).padStart(6)}  info ${String(c.info).padStart(6)}`),
-    `  holds under a session of their own: ${state.workers.reduce((n, w) => n + w.sessionHolds, 0)}`,
+    `  holds under a session of their own: ${state.workers.reduce((n, w) => n + w.sessionHolds, 0)}; QUEUED events observed: ${watcher.observed} (watch restarted ${watcher.restarts} times)`,
     `  zombie writes: ${zombie.length} (accepted ${zombie.filter((o) => o.outcome === 'ok').length}, rejected ${zombie.filter((o) => o.outcome === 'fail').length}); highest token ${maxToken}`,
     `faults injected: ${nemesis.faults.length} ${JSON.stringify(faultCounts)}; ${probes} probe Gets through single nodes; peer links ${JSON.stringify(net.stats())}`,
     `final membership: ${membership.members.join(',')}`,
@@ -386,6 +399,8 @@ async function main(): Promise<number> {
     windows: verdict.windows,
     groupHolds: recorder.ops.filter((o) => o.type === 'acquire' && o.outcome === 'ok' && ((o.limit ?? 1) > 1 || o.shared === true || groupKeys.some((g) => g.key === o.key))).length,
     leasesChecked: verdict.leasesChecked,
+    lockModel: verdict.lockModel,
+    queuedObserved: watcher.observed,
     peerLinks: net.stats(),
     violations: verdict.violations.map((v) => ({ kind: v.kind, key: v.key, message: v.message })),
     linearizability: verdict.linearizability,

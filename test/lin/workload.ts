@@ -6,7 +6,11 @@
 // holder windows and the automatic renewals its handle made. Part of its acquires are made under a session
 // of their own (LockClient.session; one hold per session, so owners stay unique per acquire, which the
 // checker relies on): the hold renews with the session, its window ends with the session's deadline, and
-// the session is closed after the release, left to lapse, or dies with a crashed client.
+// the session is closed after the release, closed while it still holds (the close releases the hold), left
+// to lapse, or dies with a crashed client. The session's own calls go into the history too (open-session,
+// its automatic renews and the refusal that ended it, close-session) for the session-end rule. Part of the
+// acquires and sessions carry a lock-delay (SPEC "Lock-delay"): when such a hold runs out — a crashed client,
+// a renew that came too late — the key grants nobody for that long (the lock-delay rule).
 import type { SimRng } from '../sim/rng.js';
 import { LockClient, LockLostError, LockNotAcquiredError, LockReleasedError, InvalidRequestError, SessionLostError, type LockHandle, type LockSession, type RenewedEvent } from '../../src/client/index.js';
 import { EndpointPool, newRequestId, RpcError } from '../../src/client/rpc.js';
@@ -35,6 +39,8 @@ export interface WorkerOptions {
   groupKeys?: readonly { key: string; limit: number }[];
   /** Fraction of iterations on a group key (when there are some); default 0.3. */
   groupChance?: number;
+  /** Fraction of mutex acquires (and of sessions) that carry a lock-delay of 200-1200 ms; default 0.25. */
+  lockDelayChance?: number;
 }
 
 const SERVER_REASONS = new Set(['NOT_HELD', 'WRONG_OWNER', 'WRONG_TOKEN', 'EXPIRED']);
@@ -119,7 +125,8 @@ export class ChaosWorker {
     const ttlMs = rng.pick(ttlsMs);
     if (rng.chance(0.1)) await this.get(key);
     const underSession = rng.chance(this.o.sessionChance ?? 0.3);
-    const held = await this.acquire(key, ttlMs, rng.chance(this.o.waitChance ?? 0.25) ? rng.range(200, 1500) : 0, underSession);
+    const lockDelayMs = rng.chance(this.o.lockDelayChance ?? 0.25) ? rng.range(200, 1200) : 0;
+    const held = await this.acquire(key, ttlMs, rng.chance(this.o.waitChance ?? 0.25) ? rng.range(200, 1500) : 0, underSession, lockDelayMs);
     if (!held) {
       await sleep(rng.range(20, 250), stop);
       return;
@@ -144,6 +151,11 @@ export class ChaosWorker {
       held.closeWindow(this.now, 'lost');
       this.client.close();
       this.client = this.newClient(); // its session died with the client: the server lets it lapse
+    } else if (held.session !== null && !lostMeanwhile && rng.chance(0.3)) {
+      // Closed while it still holds: the close releases the hold (no lock-delay), and a Get may look.
+      held.closeWindow(this.now, 'released'); // close() ends the session's holds synchronously
+      await this.closeSession(held.session);
+      if (rng.chance(0.5)) await this.get(key);
     } else {
       await this.release(held);
       // Closed (it holds nothing now), or left to lapse on the server by its TTL.
@@ -198,15 +210,27 @@ export class ChaosWorker {
 
   // ------------------------------------------------------------------ acquire, with the holder window
 
-  private async acquire(key: string, ttlMs: number, waitMs: number, underSession: boolean): Promise<Held | null> {
+  private async acquire(key: string, ttlMs: number, waitMs: number, underSession: boolean, lockDelayMs: number): Promise<Held | null> {
     const owner = `${this.id}/${++this.ownerSeq}`;
-    const session = underSession ? await this.openSession(ttlMs, owner) : null;
+    // Under a session the lock-delay is the session's (every hold of it gets it); otherwise the acquire's own.
+    const session = underSession ? await this.openSession(ttlMs, owner, lockDelayMs) : null;
     // A hold under a session has no TTL of its own (ttlMs left out: the lease-cut-short rule, which reads
     // per-key renews, does not apply; its window, from the session's deadline, is checked like any other).
-    const p = this.o.recorder.invoke({ process: this.id, type: 'acquire', key, via: 'handle', owner, ...(session === null ? { ttlMs } : {}), waitMs });
+    const p = this.o.recorder.invoke({
+      process: this.id,
+      type: 'acquire',
+      key,
+      via: 'handle',
+      owner,
+      ...(session === null ? { ttlMs, ...(lockDelayMs > 0 ? { lockDelayMs } : {}) } : { sessionId: session.id }),
+      waitMs,
+    });
     let handle: LockHandle;
     try {
-      handle = session !== null ? await session.acquire(key, { waitMs, timeoutMs: waitMs + this.callTimeout() }) : await this.client.acquire(key, { ttlMs, waitMs, owner, timeoutMs: waitMs + this.callTimeout() });
+      handle =
+        session !== null
+          ? await session.acquire(key, { waitMs, timeoutMs: waitMs + this.callTimeout() })
+          : await this.client.acquire(key, { ttlMs, waitMs, owner, timeoutMs: waitMs + this.callTimeout(), ...(lockDelayMs > 0 ? { lockDelayMs } : {}) });
     } catch (err) {
       if (session !== null && (err instanceof SessionLostError || (err instanceof InvalidRequestError && /is not open/.test(err.message)))) {
         // The session ended (by the client's deadline, or the server's) before or while the acquire ran: the
@@ -226,20 +250,44 @@ export class ChaosWorker {
     return this.track(op, handle, session);
   }
 
-  /** A new session for one hold of `owner`; null if the open failed (the acquire then goes without one). */
-  private async openSession(ttlMs: number, owner: string): Promise<LockSession | null> {
+  /** A new session for one hold of `owner`; null if the open failed (the acquire then goes without one).
+   *  Its open, its automatic renews (with the best known send time, as for a handle's) and a renew the
+   *  server refused go into the history. */
+  private async openSession(ttlMs: number, owner: string, lockDelayMs: number): Promise<LockSession | null> {
+    const p = this.o.recorder.invoke({ process: this.id, type: 'open-session', key: '', via: 'handle', owner, ttlMs, ...(lockDelayMs > 0 ? { lockDelayMs } : {}) });
+    let session: LockSession;
     try {
-      return await this.client.session({ ttlMs, owner, timeoutMs: this.callTimeout() });
-    } catch {
-      return null; // unavailable: a session it may have opened lapses by itself
+      session = await this.client.session({ ttlMs, owner, timeoutMs: this.callTimeout(), ...(lockDelayMs > 0 ? { lockDelayMs } : {}) });
+    } catch (err) {
+      p.info(err); // unavailable: a session it may have opened lapses by itself
+      return null;
     }
+    p.ok({ sessionId: session.id });
+    let lastConfirmMs = this.now;
+    const margin = Math.ceil(session.ttlMs * 0.02);
+    const base = { process: this.id, key: '', via: 'auto' as const, owner, sessionId: session.id, ttlMs: session.ttlMs };
+    session.on('renewed', ({ remainingMs }) => {
+      const t = this.now;
+      // Sent after the previous confirmation, at (deadline - ttl + margin) if the server granted our ttl (a
+      // shorter grant only makes this earlier: never later than the true send).
+      const sentAt = Math.min(t, Math.max(lastConfirmMs, t + remainingMs - session.ttlMs + margin));
+      this.o.recorder.record({ ...base, type: 'renew-session', invokeMs: sentAt, completeMs: t, outcome: 'ok' });
+      lastConfirmMs = t;
+    });
+    session.on('lost', (err: SessionLostError) => {
+      // Only the server's refusals are facts about the session; a local deadline or a closed client is not.
+      if (SERVER_REASONS.has(err.reason)) this.o.recorder.record({ ...base, type: 'renew-session', invokeMs: lastConfirmMs, completeMs: this.now, outcome: 'fail', reason: err.reason });
+    });
+    return session;
   }
 
   private async closeSession(session: LockSession): Promise<void> {
+    const p = this.o.recorder.invoke({ process: this.id, type: 'close-session', key: '', via: 'handle', owner: session.owner, sessionId: session.id });
     try {
-      await session.close({ timeoutMs: this.callTimeout() });
-    } catch {
-      // Unavailable: it lapses by itself.
+      const r = await session.close({ timeoutMs: this.callTimeout() });
+      p.ok({ closed: r.closed });
+    } catch (err) {
+      p.info(err); // unavailable: it lapses by itself
     }
   }
 
@@ -333,7 +381,7 @@ export class ChaosWorker {
     const p = this.o.recorder.invoke({ process: this.id, type: 'get', key, via: 'handle' });
     try {
       const info = await this.client.get(key, { timeoutMs: this.callTimeout() });
-      p.ok({ held: info.held, getOwner: info.owner, getToken: info.token, lastToken: info.lastToken });
+      p.ok({ held: info.held, getOwner: info.owner, getToken: info.token, lastToken: info.lastToken, getSessionId: info.sessionId });
     } catch (err) {
       this.unknown(p, err);
     }
