@@ -285,9 +285,10 @@ async function main(): Promise<number> {
       }),
     );
   }
-  // The wait lines as the log has them (QUEUED events), for the fifo-order rule.
+  // The wait lines as the log has them (QUEUED events), for the fifo-order rule. Every id's endpoint, spares
+  // included, so the watch follows membership changes (a spare's placeholder resets the connection at once).
   const watcher = new QueueWatcher(
-    cluster.bootstrapIds.map((id) => cluster.endpoint(id)),
+    cluster.ids.map((id) => cluster.endpoint(id)),
     recorder,
   );
   state.watcher = watcher;
