@@ -19,12 +19,22 @@ export interface QuorumWatchOptions {
   repeatMs?: number;
 }
 
+/** No leader for this many election timeouts is more than an election in progress: warn. */
+const WARN_AFTER_ELECTION_TIMEOUTS = 2;
+/** Then repeat the warning at most this often (in election timeouts, and never more than every 5 s):
+ *  a cluster without quorum must not flood its log. */
+const REPEAT_ELECTION_TIMEOUTS = 10;
+const REPEAT_AT_LEAST_MS = 5000;
+/** Look four times per election timeout, but not more than every 50 ms. */
+const LOOKS_PER_ELECTION_TIMEOUT = 4;
+const LOOK_AT_MOST_EVERY_MS = 50;
+
 export function watchQuorum(o: QuorumWatchOptions): TimerHandle {
-  const firstAfterMs = 2 * o.maxElectionTimeoutMs;
-  const repeatMs = o.repeatMs ?? Math.max(5000, 10 * o.maxElectionTimeoutMs);
+  const firstAfterMs = WARN_AFTER_ELECTION_TIMEOUTS * o.maxElectionTimeoutMs;
+  const repeatMs = o.repeatMs ?? Math.max(REPEAT_AT_LEAST_MS, REPEAT_ELECTION_TIMEOUTS * o.maxElectionTimeoutMs);
   let noLeaderSince: number | null = null;
   let lastWarnAt: number | null = null;
-  return o.env.scheduler.every(Math.max(50, Math.floor(o.maxElectionTimeoutMs / 4)), () => {
+  return o.env.scheduler.every(Math.max(LOOK_AT_MOST_EVERY_MS, Math.floor(o.maxElectionTimeoutMs / LOOKS_PER_ELECTION_TIMEOUT)), () => {
     const st = o.status();
     const now = o.env.nowMs();
     if (st.leaderId) {

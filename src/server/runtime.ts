@@ -40,6 +40,11 @@ import { DashboardRoutes } from './dashboard-routes.js';
 import { membersThatRan } from './members-ran.js';
 import { watchQuorum } from './quorum-watch.js';
 
+/** A node that stops because it cannot go on (storage failed, an entry of a newer build) exits with
+ *  sysexits' EX_SOFTWARE, apart from the client commands' codes (cli/exit-codes.ts): a supervisor restarts
+ *  it, and an operator reading the code knows it was the node's own decision. */
+export const NODE_EXIT_FAILED = 70;
+
 export interface RunningNode {
   id: string;
   address: string;
@@ -195,7 +200,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     const message = err instanceof Error ? err.message : String(err);
     if (err instanceof UnknownCommandError) logger.fatal({ nodeId: id, err: message }, 'an entry of a newer build: exiting; upgrade this node');
     else logger.fatal({ nodeId: id, err: message }, 'storage failed; exiting so a supervisor restarts the node from disk');
-    process.exit(70);
+    process.exit(NODE_EXIT_FAILED);
   });
 
   if (metrics) liveNode.on('softState', (ss, prev) => metrics.onSoftState(ss, prev));

@@ -20,9 +20,6 @@ export interface Mutant {
   profile?: Partial<SimProfile>;
   workload?: SimWorkload<any>;
   events?: number;
-  /** Caught only about once per thousand seeds: left to the sweep (sim.test.ts skips it unless
-   *  SIM_MUTANTS_ALL=1). */
-  sweepOnly?: boolean;
   /** Run with membership changes in the fault schedule (membership.ts). */
   membership?: boolean;
 }

@@ -333,7 +333,8 @@ export class Raft {
     return new RaftInspection(() => ({ id: this.id, term: this.term, votedFor: this.votedFor, role: this.role, leaderId: this.leaderId, leadTransferee: this.leadTransferee }), this.log, this.confs);
   }
 
-  /** Match index of each voter as the leader sees it (empty on followers). */
+  /** Each tracked member's progress as the leader sees it — voters, learners and the leader itself (empty
+   *  on followers). */
   progressSnapshot(): Map<NodeId, { match: number; next: number; state: string }> {
     const out = new Map<NodeId, { match: number; next: number; state: string }>();
     for (const [id, pr] of this.progress) out.set(id, { match: pr.match, next: pr.next, state: pr.state });

@@ -167,13 +167,16 @@ export interface SoftState {
 }
 
 /**
- * One batch of work for the driver, in this order:
- *   1. persist `snapshot` (if any), `entries` (replacing any stored entries with index >= entries[0].index)
- *      and `hardState` (if any) in ONE atomic, synced write;
- *   2. send `messages`;
- *   3. restore the state machine from `snapshot` (if any), then apply `committedEntries`;
- *   4. call `advance(ready)`.
- * Do not call ready() again before advance(); step()/tick()/propose() in between are fine.
+ * One batch of work for the driver. What safety needs of its order:
+ *   - persist `snapshot` (if any), `entries` (replacing any stored entries with index >= entries[0].index)
+ *     and `hardState` (if any) in ONE atomic, synced write before sending any message that depends on
+ *     them — a leader's AppendEntries depend on none of it and may leave first (thesis §10.2.1), and so
+ *     may what takeMessagesNotWaitingForDisk() hands out meanwhile;
+ *   - restore the state machine from `snapshot` (if any) before applying `committedEntries`; committed
+ *     entries already durable here may be applied before the write (takeDurableCommitted);
+ *   - then call `advance(ready)`.
+ * Do not call ready() again before advance(); step()/tick()/propose() in between are fine. The driver
+ * (node.ts) says how it runs this order.
  */
 export interface Ready {
   softState: SoftState | null;
