@@ -6,19 +6,28 @@
 // - term start before stamping (term-gate.ts);
 // - admission against the limits (admission.ts);
 // - proactive expiry of leases and of waiters past their wait deadline, idle checkpoints (housekeeping.ts);
-// - which open calls wait for which waiter (waiting-calls.ts).
+// - which open calls wait for which waiter (waiting-calls.ts);
+// - what each proposal in flight is for (proposals.ts), and what is known of a request id (request-ids.ts).
+// Beside them, pure functions of the applied state: the acquire decision (acquire.ts), the entry each call
+// proposes (call-commands.ts), the answer a call reads off an applied result (answers.ts), and the view a
+// read answers (read-view.ts). This file is the step function that wires them.
 // Everything else is decided by the log: a blocking acquire is proposed like any other and either decided
 // at once or put in the key's replicated wait line (wait-line.ts); the entry that later grants or refuses
 // it names it in `decided`, and that is the call's answer. No refusal or grant comes from this module's
 // memory, so a leader that was deposed without knowing it cannot tell a client "not acquired" for a
 // request the log granted (lock simulation seeds 424, 3746, 5348 found what that used to cost).
 import type { LockCommand } from '../commands.js';
-import type { LockResult, LockView, WaiterDecision } from '../types.js';
+import type { LockResult, WaiterDecision } from '../types.js';
 import type { ValidAcquire } from '../validate.js';
-import { CALLER_WENT_AWAY, LEADERSHIP_CHANGED, SHUTTING_DOWN, STILL_STARTING, notLeader, proposalFailure, unavailable } from './failures.js';
-import { LEVEL_MANY_HOLDERS } from '../versions.js';
+import { acquireStep } from './acquire.js';
 import { Admission } from './admission.js';
-import { Housekeeping, type HousekeepingProposal } from './housekeeping.js';
+import { decisionAnswer, proposalAnswer, type CallAnswer } from './answers.js';
+import { commandOf } from './call-commands.js';
+import { CALLER_WENT_AWAY, LEADERSHIP_CHANGED, SHUTTING_DOWN, STILL_STARTING, notLeader, proposalFailure, unavailable } from './failures.js';
+import { Housekeeping } from './housekeeping.js';
+import { ProposalTable, isHousekeeping, type Purpose } from './proposals.js';
+import { viewAt } from './read-view.js';
+import { hasPlaceInLine } from './request-ids.js';
 import { TermGate, type HeldCall } from './term-gate.js';
 import {
   DEFAULT_LOCK_LEADER_CONFIG,
@@ -36,33 +45,15 @@ import {
 } from './types.js';
 import { WaitingCalls } from './waiting-calls.js';
 
-/** Why a proposal was made, so its outcome reaches the right place. */
-type Purpose =
-  | { kind: 'termStart'; term: number }
-  | {
-      kind: 'client';
-      callId: CallId;
-      /** An acquire's request: where its ticket is if the log puts it (or finds it) in line. */
-      acquire?: ValidAcquire;
-    }
-  | { kind: 'cancelWait' }
-  | HousekeepingProposal;
-
-const WAIT_CANCELLED = 'the wait was cancelled before it was decided; retry with the same request_id to queue again';
-
 export class LockLeader {
   private readonly cfg: LockLeaderConfig;
   private readonly gate = new TermGate();
   private readonly housekeeping: Housekeeping;
   private readonly admission: Admission;
   private readonly waiting = new WaitingCalls();
-  private readonly proposals = new Map<ProposalId, Purpose>();
-  /** Client calls cancelled while their proposal was in flight: if an acquire puts one in line, the line
-   *  is told. */
-  private readonly cancelledInFlight = new Set<CallId>();
+  private readonly proposals = new ProposalTable();
   /** Calls waiting on their read barrier, with the key they read. */
   private readonly reads = new Map<CallId, string>();
-  private nextProposalId = 1;
   private nowMs = 0;
   private out: LeaderCommand[] = [];
 
@@ -135,15 +126,7 @@ export class LockLeader {
   /** Whether (owner, request_id) holds a place in `key`'s line, or is about to (its blocking acquire is in
    *  flight): a new call of it re-attaches there instead of queueing at the back. For the simulator. */
   hasPlaceInLine(key: string, owner: string, requestId: string): boolean {
-    if (requestId === '') return false;
-    if (this.state().waiterFor(owner, requestId)?.key === key) return true;
-    // A scan of the proposals in flight: this is a question of the simulator's, not worth an index kept up
-    // to date on every acquire.
-    for (const purpose of this.proposals.values()) {
-      const req = purpose.kind === 'client' ? purpose.acquire : undefined;
-      if (req !== undefined && req.key === key && req.owner === owner && req.requestId === requestId) return true;
-    }
-    return false;
+    return hasPlaceInLine(this.state(), this.proposals, key, owner, requestId);
   }
 
   get proposalsInFlight(): number {
@@ -214,10 +197,7 @@ export class LockLeader {
   }
 
   private answerDecision(callId: CallId, index: number, d: WaiterDecision): void {
-    // A cancelled waiter's outcome is no answer (nothing was decided about the request; nothing is
-    // remembered): a call of the same request that attached meanwhile retries and queues again.
-    if (d.cancelled) this.fail(callId, unavailable(WAIT_CANCELLED));
-    else this.answer(callId, { type: 'acquire', index, replayed: false, ...d.outcome });
+    this.send(callId, decisionAnswer(index, d));
   }
 
   // ------------------------------------------------------------------ time
@@ -251,19 +231,6 @@ export class LockLeader {
       case 'acquire':
         this.acquire(callId, request.req, timeoutMs);
         break;
-      case 'renew': {
-        const r = request.req;
-        this.proposeFor(callId, { type: 'renew', timeMs: 0, key: r.key, owner: r.owner, token: r.token, ttlMs: r.ttlMs, requestId: r.requestId }, timeoutMs);
-        break;
-      }
-      case 'release': {
-        const r = request.req;
-        this.proposeFor(callId, { type: 'release', timeMs: 0, key: r.key, owner: r.owner, token: r.token, requestId: r.requestId }, timeoutMs);
-        break;
-      }
-      case 'revoke':
-        this.proposeFor(callId, { type: 'revoke', timeMs: 0, key: request.req.key, token: request.req.token }, timeoutMs);
-        break;
       case 'get':
         this.reads.set(callId, request.key);
         this.out.push({ type: 'readBarrier', callId, timeoutMs });
@@ -274,70 +241,29 @@ export class LockLeader {
           this.fail(callId, { kind: 'exhausted', message: exhausted, leaderId: null });
           break;
         }
-        const r = request.req;
-        const id = this.proposeFor(callId, { type: 'openSession', timeMs: 0, owner: r.owner, ttlMs: r.ttlMs, requestId: r.requestId, lockDelayMs: r.lockDelayMs }, timeoutMs);
-        this.admission.proposedOpen(id);
+        this.admission.proposedOpen(this.proposeFor(callId, commandOf(request), timeoutMs));
         break;
       }
-      case 'renewSession':
-      case 'closeSession': {
-        const r = request.req;
-        this.proposeFor(callId, { type: request.op, timeMs: 0, sessionId: r.sessionId, owner: r.owner }, timeoutMs);
+      default:
+        this.proposeFor(callId, commandOf(request), timeoutMs);
         break;
-      }
     }
   }
 
   private acquire(callId: CallId, req: ValidAcquire, timeoutMs: number): void {
-    // A retry of a request already in line (its call here was lost, or went to a leader that is gone): it
-    // re-attaches to its place without a new entry. Its decision may be applied already: then that is the
-    // answer (the dedup table remembers it).
-    const inLine = req.requestId === '' ? undefined : this.state().waiterFor(req.owner, req.requestId);
-    if (inLine !== undefined && inLine.key === req.key) {
-      this.attach(callId, inLine.key, inLine.ticket);
-      return;
+    const step = acquireStep(this.state(), this.admission, req);
+    switch (step.kind) {
+      case 'reattach':
+        this.attach(callId, step.key, step.ticket);
+        break;
+      case 'refuse':
+        this.fail(callId, step.failure);
+        break;
+      case 'propose':
+        // Its purpose carries the request: the entry may put it in line (answers.ts proposalAnswer).
+        this.propose(step.command, { kind: 'client', callId, acquire: req }, Math.min(timeoutMs, this.cfg.proposalTimeoutMs));
+        break;
     }
-    const sessionId = req.sessionId ?? 0;
-    let sessionHolds = 0;
-    if (sessionId > 0) {
-      // A session's owner never changes, so the applied state answers this for every later entry too (SPEC:
-      // INVALID_ARGUMENT). A session this node has not seen yet is judged by the machine (SESSION_NOT_OPEN).
-      const session = this.state().sessionInfo(sessionId);
-      if (session !== undefined && session.owner !== req.owner) {
-        this.fail(callId, { kind: 'invalid', message: `owner: ${JSON.stringify(req.owner)} is not the owner of session ${sessionId}`, leaderId: null });
-        return;
-      }
-      sessionHolds = session?.holds ?? 0;
-    }
-    // Limits (admission.ts): a new waiter must fit the lines; a grant must fit the leases and key records.
-    const exhausted =
-      (sessionId > 0 ? this.admission.refuseSessionHold(sessionId, sessionHolds) : null) ??
-      (req.waitMs > 0 ? this.admission.refuseWaiter(this.state(), req.key) : null) ??
-      this.admission.refuseAcquire(this.state(), req);
-    if (exhausted !== null) {
-      this.fail(callId, { kind: 'exhausted', message: exhausted, leaderId: null });
-      return;
-    }
-    const limit = req.limit ?? 1;
-    const shared = req.shared === true;
-    if ((limit > 1 || shared) && this.state().clusterLevel < LEVEL_MANY_HOLDERS) {
-      // The entry would be refused by the machine anyway (CLUSTER_LEVEL); saying so here spares the log.
-      this.fail(callId, { kind: 'rejected', message: `limit/shared: semaphores and shared holds need cluster level ${LEVEL_MANY_HOLDERS} (every member on a build that reads it); the cluster is at ${this.state().clusterLevel}`, leaderId: null });
-      return;
-    }
-    const command: LockCommand = { type: 'acquire', timeMs: 0, key: req.key, owner: req.owner, ttlMs: req.ttlMs, requestId: req.requestId };
-    if (limit > 1) command.limit = limit;
-    if (shared) command.shared = true;
-    if (req.waitMs > 0) command.waitMs = req.waitMs;
-    if (req.lockDelayMs > 0) command.lockDelayMs = req.lockDelayMs;
-    if (req.value !== undefined) command.value = req.value;
-    if (sessionId > 0) command.sessionId = sessionId;
-    // Any acquire may come back "in line": a blocking one that the log queued, and also a retry of a waiting
-    // request whose remaining wait_ms has run down to 0 on the client (it re-attaches, wait or not: its
-    // place keeps its first deadline). Answering that result as a refusal would tell a waiter "not
-    // acquired" while the log may still grant it.
-    const purpose: Purpose = { kind: 'client', callId, acquire: req };
-    this.propose(command, purpose, Math.min(timeoutMs, this.cfg.proposalTimeoutMs));
   }
 
   /** `callId` waits for the waiter (key, ticket) to be decided. */
@@ -369,7 +295,7 @@ export class LockLeader {
     if (left === undefined) {
       // A proposal in flight (its entry cannot be taken back): if an acquire puts the request in line, the
       // line is told then (clientApplied). Other proposals just finish; their answer goes nowhere.
-      if (this.clientProposalOf(callId)) this.cancelledInFlight.add(callId);
+      this.proposals.cancelInFlight(callId);
       return;
     }
     this.fail(callId, unavailable(CALLER_WENT_AWAY));
@@ -386,7 +312,7 @@ export class LockLeader {
     const key = this.reads.get(callId);
     if (key === undefined) return;
     this.reads.delete(callId);
-    this.answer(callId, this.viewAt(key));
+    this.answer(callId, viewAt(this.state(), this.nowMs, key));
   }
 
   private onClose(): void {
@@ -402,20 +328,22 @@ export class LockLeader {
 
   /** Stamp `command` with the leader's now and ask the adapter to propose it. */
   private propose(command: LockCommand, purpose: Purpose, timeoutMs: number): ProposalId {
-    const proposalId = this.nextProposalId++;
+    const proposalId = this.proposals.add(purpose);
     const stamped = { ...command, timeMs: this.nowMs } as LockCommand;
     this.housekeeping.lastProposalAtMs = stamped.timeMs;
-    this.proposals.set(proposalId, purpose);
     if (stamped.type === 'acquire') this.admission.proposed(proposalId, this.state(), stamped, (stamped.waitMs ?? 0) > 0, stamped.sessionId ?? 0);
     this.out.push({ type: 'propose', proposalId, command: stamped, timeoutMs });
     return proposalId;
   }
 
   private onProposalApplied(id: ProposalId, result: LockResult | null): void {
-    const purpose = this.proposals.get(id);
+    const purpose = this.proposals.take(id);
     if (!purpose) return;
-    this.proposals.delete(id);
     this.admission.settled(id);
+    if (isHousekeeping(purpose)) {
+      this.housekeeping.settled(id, purpose);
+      return;
+    }
     switch (purpose.kind) {
       case 'termStart':
         // Normally the applied event got here first; this covers a driver that reports only outcomes. A
@@ -427,66 +355,38 @@ export class LockLeader {
         break;
       case 'cancelWait':
         break;
-      case 'expire':
-      case 'checkpoint':
-      case 'forget':
-      case 'dequeue':
-      case 'undelay':
-      case 'handOff':
-      case 'expireSession':
-      case 'clusterLevel':
-      case 'memberRan':
-        this.housekeeping.settled(id, purpose);
-        break;
     }
   }
 
-  /** Whether `callId` has a proposal in flight (a scan: only a cancel asks). */
-  private clientProposalOf(callId: CallId): boolean {
-    for (const purpose of this.proposals.values()) if (purpose.kind === 'client' && purpose.callId === callId) return true;
-    return false;
-  }
-
   private clientApplied(callId: CallId, waitKey: string | undefined, result: LockResult | null): void {
-    const cancelled = this.cancelledInFlight.delete(callId);
-    if (result === null) {
-      this.fail(callId, internal('a lock command applied without a result'));
-    } else if (result.type === 'error') {
-      this.fail(callId, { kind: 'rejected', message: result.message, leaderId: null });
-    } else if (result.type === 'acquire' && result.waitTicket !== undefined && waitKey !== undefined) {
+    const cancelled = this.proposals.takeCancelled(callId);
+    const answer = proposalAnswer(result, waitKey);
+    if (answer.kind === 'inLine') {
       // In line: the answer comes with the entry that decides it.
-      if (!cancelled) this.attach(callId, waitKey, result.waitTicket);
-      else if (this.state().isWaiting(waitKey, result.waitTicket)) this.cancelWait(waitKey, result.waitTicket);
-    } else if (!cancelled) {
-      this.answer(callId, result as ClientAnswer);
+      if (!cancelled) this.attach(callId, answer.key, answer.ticket);
+      else if (this.state().isWaiting(answer.key, answer.ticket)) this.cancelWait(answer.key, answer.ticket);
+    } else if (answer.kind === 'fail' || !cancelled) {
+      this.send(callId, answer);
     }
   }
 
   private onProposalFailed(id: ProposalId, error: ProposalError): void {
-    const purpose = this.proposals.get(id);
+    const purpose = this.proposals.take(id);
     if (!purpose) return;
-    this.proposals.delete(id);
     this.admission.settled(id);
+    if (isHousekeeping(purpose)) {
+      this.housekeeping.settled(id, purpose);
+      return;
+    }
     switch (purpose.kind) {
       case 'termStart':
         for (const held of this.gate.termStartFailed(id)) this.fail(held.callId, unavailable(STILL_STARTING));
         break;
       case 'client':
-        this.cancelledInFlight.delete(purpose.callId);
+        this.proposals.takeCancelled(purpose.callId);
         this.fail(purpose.callId, proposalFailure(error));
         break;
       case 'cancelWait':
-        break;
-      case 'expire':
-      case 'checkpoint':
-      case 'forget':
-      case 'dequeue':
-      case 'undelay':
-      case 'handOff':
-      case 'expireSession':
-      case 'clusterLevel':
-      case 'memberRan':
-        this.housekeeping.settled(id, purpose);
         break;
     }
   }
@@ -501,35 +401,8 @@ export class LockLeader {
     this.out.push({ type: 'fail', callId, error });
   }
 
-  /** The lock state of `key` judged at the leader's now (log time projected to its clock, machine.ts). A
-   *  lease past its deadline is reported free (its expire entry is on its way). */
-  private viewAt(key: string): LockView {
-    const state = this.state();
-    const nowMs = state.projectedNowMs(this.nowMs);
-    const v = state.get(key);
-    const waiters = state.waiterCountOf(key);
-    const index = state.appliedIndex; // the state read: a watch after it continues from exactly here
-    if (v.holders !== undefined) return holdersAt(v, nowMs, waiters, index);
-    if (!v.held) return { ...v, waiters, index };
-    if (v.expiresAtMs <= nowMs) return { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: v.lastToken, waiters, index }; // (its session's too)
-    const value = state.valueOf(key);
-    return { ...v, ttlMs: v.expiresAtMs - nowMs, waiters, index, ...(value !== undefined ? { value } : {}) };
+  private send(callId: CallId, answer: CallAnswer): void {
+    if (answer.kind === 'fail') this.fail(callId, answer.failure);
+    else this.answer(callId, answer.result);
   }
-}
-
-/** A key with many holds judged at the leader's now: holds past their end are left out (their expire
- *  entries are on their way), the first live one fills the single-holder fields. */
-function holdersAt(v: LockView, nowMs: number, waiters: number, index: number): LockView {
-  const holders = v.holders!.filter((h) => h.expiresAtMs > nowMs).map((h) => ({ ...h, ttlMs: h.expiresAtMs - nowMs }));
-  const first = holders[0];
-  const base: LockView = first === undefined
-    ? { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: v.lastToken }
-    : { held: true, owner: first.owner, token: first.token, ttlMs: first.ttlMs, expiresAtMs: first.expiresAtMs, lastToken: v.lastToken };
-  if (first !== undefined && first.sessionId > 0n) base.sessionId = first.sessionId;
-  if (first?.value) base.value = first.value;
-  return { ...base, holders, ...(v.limit !== undefined ? { limit: v.limit } : {}), waiters, index };
-}
-
-function internal(message: string): CallFailure {
-  return { kind: 'internal', message: `internal: ${message}`, leaderId: null };
 }
