@@ -34,7 +34,9 @@ const NO_EXTENSION_PATCH: Patch = {
   replace: `  // planted bug: the deadline stays on the old leader's clock\n`,
 };
 
-const NODE_CLOCK = '(this.options as unknown as { nodeClock?: () => number }).nodeClock?.()';
+/** The clock of the node applying the entry, read through the options of `owner` (the machine's `this`, or
+ *  the state `s` its parts take). */
+const nodeClockOf = (owner: string) => `(${owner}.options as unknown as { nodeClock?: () => number }).nodeClock?.()`;
 
 export const LOCK_MUTANTS: LockMutant[] = [
   {
@@ -65,17 +67,17 @@ export const LOCK_MUTANTS: LockMutant[] = [
     id: 'b',
     name: 'renew ignores expiry',
     maxSeeds: 100,
-    patches: [{ file: 'machine.ts', find: `    if (mustBeLive && !lease.isLiveAt(this.logNowMs)) return 'EXPIRED';\n`, replace: '' }],
+    patches: [{ file: 'machine.ts', find: `    if (mustBeLive && !lease.isLiveAt(this.s.logNowMs)) return 'EXPIRED';\n`, replace: '' }],
   },
   {
     id: 'c',
     name: 'token from a per-leader counter that resets on election',
     maxSeeds: 100,
     patches: [
-      { file: 'machine.ts', find: `  private epochStartMsValue = 0;\n`, replace: `  private epochStartMsValue = 0;\n  private leaderTokenCounter = 0;\n` },
-      { file: 'machine.ts', find: `    this.epochTermValue = term;\n`, replace: `    this.epochTermValue = term;\n    this.leaderTokenCounter = 0;\n` },
-      // Every grant (a plain acquire, a hand-off to a waiter) goes through hold(): its token from the counter.
-      { file: 'machine.ts', find: `    this.delays.setHoldDelay(key, lockDelayMs);\n    const nowMs = this.logNowMs;\n`, replace: `    this.delays.setHoldDelay(key, lockDelayMs);\n    index = ++this.leaderTokenCounter;\n    const nowMs = this.logNowMs;\n` },
+      { file: 'machine-state.ts', find: `  epochShiftMs = 0;\n`, replace: `  epochShiftMs = 0;\n  leaderTokenCounter = 0;\n` },
+      { file: 'machine.ts', find: `    this.epochTermValue = term;\n`, replace: `    this.epochTermValue = term;\n    this.s.leaderTokenCounter = 0;\n` },
+      // Every mutex grant (a plain acquire, a hand-off to a waiter) goes through hold(): its token from the counter.
+      { file: 'machine-leases.ts', find: `  s.delays.setHoldDelay(key, lockDelayMs);\n  const nowMs = s.logNowMs;\n`, replace: `  s.delays.setHoldDelay(key, lockDelayMs);\n  index = ++s.leaderTokenCounter;\n  const nowMs = s.logNowMs;\n` },
     ],
   },
   {
@@ -83,9 +85,9 @@ export const LOCK_MUTANTS: LockMutant[] = [
     name: "lease deadline computed from the applying node's clock",
     maxSeeds: 50,
     patches: [
-      // Every grant's deadline is set in hold() (a plain acquire, a hand-off to a waiter).
-      { file: 'machine.ts', find: `    this.delays.setHoldDelay(key, lockDelayMs);\n    const nowMs = this.logNowMs;\n`, replace: `    this.delays.setHoldDelay(key, lockDelayMs);\n    const nowMs = ${NODE_CLOCK} ?? this.logNowMs;\n` },
-      { file: 'machine.ts', find: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, this.logNowMs);`, replace: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, ${NODE_CLOCK} ?? this.logNowMs);` },
+      // Every mutex grant's deadline is set in hold() (a plain acquire, a hand-off to a waiter).
+      { file: 'machine-leases.ts', find: `  s.delays.setHoldDelay(key, lockDelayMs);\n  const nowMs = s.logNowMs;\n`, replace: `  s.delays.setHoldDelay(key, lockDelayMs);\n  const nowMs = ${nodeClockOf('s')} ?? s.logNowMs;\n` },
+      { file: 'machine.ts', find: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, this.s.logNowMs);`, replace: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, ${nodeClockOf('this')} ?? this.s.logNowMs);` },
     ],
   },
   {
@@ -122,46 +124,46 @@ export const LOCK_MUTANTS: LockMutant[] = [
     id: 'g',
     name: 'a hand-off grants the head waiter even when its wait deadline passed',
     maxSeeds: 100,
-    patches: [{ file: 'machine.ts', find: `      if (w.deadlineMs <= this.logNowMs) {\n`, replace: `      if (w.deadlineMs < 0) {\n` }],
+    patches: [{ file: 'machine-wait-lines.ts', find: `    if (w.deadlineMs <= s.logNowMs) {\n`, replace: `    if (w.deadlineMs < 0) {\n` }],
   },
   {
     id: 'h',
     name: 'a retry re-attaches to a new place in line (the back) instead of its own',
     maxSeeds: 100,
-    patches: [{ file: 'machine.ts', find: `    const inLine = this.lines.byRequestOf(command.owner, command.requestId);\n`, replace: `    const inLine = undefined as Waiter | undefined;\n` }],
+    patches: [{ file: 'machine.ts', find: `    const inLine = this.s.lines.byRequestOf(command.owner, command.requestId);\n`, replace: `    const inLine = undefined as Waiter | undefined;\n` }],
   },
   // Lock-delay: the oracle follows each lease's deadline through renews and epochs and keeps its own delays.
   {
     id: 'j',
     name: "lock-delay measured from the expiry's entry instead of the lease's end",
     maxSeeds: 100,
-    patches: [{ file: 'machine.ts', find: `this.delays.delayKey(lease.key, lease.endsAtMs + lockDelayMs)`, replace: `this.delays.delayKey(lease.key, this.logNowMs + lockDelayMs)` }],
+    patches: [{ file: 'machine-leases.ts', find: `s.delays.delayKey(lease.key, lease.endsAtMs + lockDelayMs)`, replace: `s.delays.delayKey(lease.key, s.logNowMs + lockDelayMs)` }],
   },
   {
     id: 'k',
     name: 'a hand-off grants the line during a lock-delay',
     maxSeeds: 100,
-    patches: [{ file: 'machine.ts', find: `    if (this.delays.leftMs(key, this.logNowMs) > 0) return;\n`, replace: `` }],
+    patches: [{ file: 'machine-wait-lines.ts', find: `  if (s.delays.leftMs(key, s.logNowMs) > 0) return;\n`, replace: `` }],
   },
   // Sessions: the oracle models each session's deadline (open, renews, epochs), its holds and its waiters.
   {
     id: 'm',
     name: "a session's end drops its holds but not its waiters",
     maxSeeds: 300,
-    patches: [{ file: 'machine.ts', find: `    const waiters = [...session.waiters].sort((a, b) => a.ticket - b.ticket);\n`, replace: `    const waiters: Waiter[] = [];\n` }],
+    patches: [{ file: 'machine-sessions.ts', find: `  const waiters = [...session.waiters].sort((a, b) => a.ticket - b.ticket);\n`, replace: `  const waiters: Waiter[] = [];\n` }],
   },
   {
     id: 'n',
     name: 'a session renewed after it ran out comes back',
     // Caught at seed 224 when written (renews of a run-out session are rare): headroom.
     maxSeeds: 800,
-    patches: [{ file: 'machine.ts', find: `    if (!session.isLiveAt(this.logNowMs)) return refused('EXPIRED');\n`, replace: `` }],
+    patches: [{ file: 'machine-sessions.ts', find: `  if (!session.isLiveAt(s.logNowMs)) return refused('EXPIRED');\n`, replace: `` }],
   },
   {
     id: 'o',
     name: 'a term start does not carry sessions (the lease rule skipped for them)',
     maxSeeds: 300,
-    patches: [{ file: 'machine.ts', find: `    while (session.epochsSeen < this.epochs.length) carryLease(session, this.epochs[session.epochsSeen++]!);\n`, replace: `    session.epochsSeen = this.epochs.length;\n` }],
+    patches: [{ file: 'machine-state.ts', find: `    while (session.epochsSeen < this.epochs.length) carryLease(session, this.epochs[session.epochsSeen++]!);\n`, replace: `    session.epochsSeen = this.epochs.length;\n` }],
   },
   {
     id: 'p',
@@ -199,20 +201,20 @@ export const LOCK_MUTANTS: LockMutant[] = [
     id: 'i2',
     name: 'a superseded hold of many is not removed (its owner holds twice)',
     maxSeeds: 400,
-    patches: [{ file: 'machine.ts', find: `    if (own !== undefined) this.removeHold(group, own, false, null); // superseded: its ACQUIRED successor says so\n`, replace: `` }],
+    patches: [{ file: 'machine-groups.ts', find: `  if (own !== undefined) removeHold(s, group, own, false, null); // superseded: its ACQUIRED successor says so\n`, replace: `` }],
   },
   {
     id: 's',
     name: 'a shared hold is granted while an exclusive waiter is ahead of it (FIFO dropped for shared)',
     maxSeeds: 400,
     caughtBy: /FIFO \(group\)/,
-    patches: [{ file: 'machine.ts', find: `      (own !== undefined || this.lines.countFor(key) === 0) && // FIFO`, replace: `      (own !== undefined || shared || this.lines.countFor(key) === 0) && // FIFO` }],
+    patches: [{ file: 'machine-groups.ts', find: `    (own !== undefined || s.lines.countFor(key) === 0) && // FIFO`, replace: `    (own !== undefined || shared || s.lines.countFor(key) === 0) && // FIFO` }],
   },
   {
     id: 'g2',
     name: 'a group hand-off grants the head waiter even when its wait deadline passed',
     maxSeeds: 400,
-    patches: [{ file: 'machine.ts', find: `        if (w.deadlineMs <= nowMs || (w.sessionId > 0 && (session === null || !session.isLiveAt(nowMs)))) {\n`, replace: `        if (w.deadlineMs < 0 || (w.sessionId > 0 && (session === null || !session.isLiveAt(nowMs)))) {\n` }],
+    patches: [{ file: 'machine-groups.ts', find: `      if (w.deadlineMs <= nowMs || (w.sessionId > 0 && (session === null || !session.isLiveAt(nowMs)))) {\n`, replace: `      if (w.deadlineMs < 0 || (w.sessionId > 0 && (session === null || !session.isLiveAt(nowMs)))) {\n` }],
   },
   {
     // The re-attach path is shared by every key; here only group clients run, on group keys.
@@ -220,7 +222,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     name: 'a retry of a waiter for a key with many holds re-attaches to a new place in line',
     maxSeeds: 400,
     lockProfile: { groupsOnly: true },
-    patches: [{ file: 'machine.ts', find: `    const inLine = this.lines.byRequestOf(command.owner, command.requestId);\n`, replace: `    const inLine = undefined as Waiter | undefined;\n` }],
+    patches: [{ file: 'machine.ts', find: `    const inLine = this.s.lines.byRequestOf(command.owner, command.requestId);\n`, replace: `    const inLine = undefined as Waiter | undefined;\n` }],
   },
   // One per named invariant of many holds (lock-oracle-groups.ts): each must be the check that fires.
   {
@@ -247,14 +249,14 @@ export const LOCK_MUTANTS: LockMutant[] = [
     caughtBy: /fencing token \(group\)|wait line/,
     patches: [
       {
-        file: 'machine.ts',
-        find: `        if (group.lastToken === index || !group.fits(w, nowMs, own)) break;\n`,
-        replace: `        if (!group.fits(w, nowMs, own)) break;\n`,
+        file: 'machine-groups.ts',
+        find: `      if (group.lastToken === index || !group.fits(w, nowMs, own)) break;\n`,
+        replace: `      if (!group.fits(w, nowMs, own)) break;\n`,
       },
       {
-        file: 'machine.ts',
-        find: `        decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });\n        break;\n      }\n    }\n    this.markGrantable(group);`,
-        replace: `        decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });\n      }\n    }\n    this.markGrantable(group);`,
+        file: 'machine-groups.ts',
+        find: `      decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });\n      break;\n    }\n  }\n  markGrantable(s, group);`,
+        replace: `      decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });\n    }\n  }\n  markGrantable(s, group);`,
       },
     ],
   },
@@ -267,7 +269,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     // (seeds 106 and 237 saw only workload-apply after the driver's early messages). Only group clients,
     // and lock-delay on half the holds, so delayed group keys with waiters are common.
     lockProfile: { groupsOnly: true, lockDelayChance: 0.5 },
-    patches: [{ file: 'machine.ts', find: `    if (this.delays.leftMs(key, nowMs) === 0) {\n      for (let w = this.lines.head(key);`, replace: `    if (nowMs >= 0) {\n      for (let w = this.lines.head(key);` }],
+    patches: [{ file: 'machine-groups.ts', find: `  if (s.delays.leftMs(key, nowMs) === 0) {\n    for (let w = s.lines.head(key);`, replace: `  if (nowMs >= 0) {\n    for (let w = s.lines.head(key);` }],
   },
   // Log time (issue 22): at cluster level 2 it follows the term leader's stamps from wherever it stands; the
   // oracle models the rule on its own, and a leader on a slower clock than the last one exposes the revert.
@@ -275,7 +277,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     id: 'q',
     name: 'log time stays max(log time, stamp) at cluster level 2 (stalls after a fast-clocked leader)',
     maxSeeds: 100,
-    patches: [{ file: 'machine.ts', find: `    if (this.clusterLevelValue < LEVEL_CLOCK_PROGRESS) {\n      this.logNowMs = Math.max(this.logNowMs, stampMs);\n`, replace: `    if (this.clusterLevelValue >= 0) {\n      this.logNowMs = Math.max(this.logNowMs, stampMs);\n` }],
+    patches: [{ file: 'machine.ts', find: `    if (this.clusterLevelValue < LEVEL_CLOCK_PROGRESS) {\n      this.s.logNowMs = Math.max(this.s.logNowMs, stampMs);\n`, replace: `    if (this.clusterLevelValue >= 0) {\n      this.s.logNowMs = Math.max(this.s.logNowMs, stampMs);\n` }],
   },
 ];
 

@@ -150,17 +150,17 @@ describe('a snapshot written in slices while entries keep applying', () => {
     {
       id: 'cow-renew',
       name: 'a renew does not copy its section before changing the lease',
-      patches: [{ file: 'machine.ts', find: `      this.writer?.beforeKeyWrite(command.key);\n      lease.grant(lease.owner,`, replace: `      lease.grant(lease.owner,` }],
+      patches: [{ file: 'machine.ts', find: `      this.s.writer?.beforeKeyWrite(command.key);\n      lease.grant(lease.owner,`, replace: `      lease.grant(lease.owner,` }],
     },
     {
       id: 'cow-release',
       name: 'a release (or expire) does not copy its section before removing the lease',
-      patches: [{ file: 'machine.ts', find: `    this.writer?.beforeKeyWrite(lease.key);\n    this.leases.delete(lease.key);`, replace: `    this.leases.delete(lease.key);` }],
+      patches: [{ file: 'machine-leases.ts', find: `  s.writer?.beforeKeyWrite(lease.key);\n  s.leases.delete(lease.key);`, replace: `  s.leases.delete(lease.key);` }],
     },
     {
       id: 'cow-settle',
       name: 'a term start reaching a lease lazily changes it without copying its section',
-      patches: [{ file: 'machine.ts', find: `    this.writer?.beforeKeyWrite(lease.key); // its section as it was, if the snapshot has not reached it\n`, replace: `` }],
+      patches: [{ file: 'machine-state.ts', find: `    this.writer?.beforeKeyWrite(lease.key); // its section as it was, if the snapshot has not reached it\n`, replace: `` }],
     },
     {
       id: 'cow-dedup',

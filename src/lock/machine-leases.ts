@@ -1,0 +1,117 @@
+// A mutex key's one lease (SPEC "Guarantees"; machine.ts `acquire`, `release`, `expire`, `delay`): how it
+// is granted and how it ends, whichever entry does it (an acquire, a hand-off to a waiter, a release, an
+// expiry, a revoke, its session's end). Rules:
+//  - a grant's fencing token is the index of the entry that grants it, so tokens only grow, per key and in
+//    all, and are never reused; a grant to the lease's own owner supersedes its old token in place;
+//  - a hold keeps its value and lock-delay beside its lease (holdValues, key-delays.ts); a hold under a
+//    session takes the session's lock-delay when it names none, keeps no times of its own (its session's
+//    are its times) and is in neither lease heap;
+//  - a lease that EXPIRES (never one released or revoked) puts its key in lock-delay until the lease's end
+//    plus its delay — measured from the lease's end, not from the entry that noticed it;
+//  - a key whose lease ends is a free key, keeping its last token (Get's last_token survives release).
+// Every change copies the key's snapshot section first (writer.beforeKeyWrite), so a sliced snapshot in
+// progress still writes the state it began with.
+import type { LockEventKind } from './events.js';
+import { Lease } from './lease.js';
+import type { LockState } from './machine-state.js';
+import type { Session } from './session.js';
+import type { AcquireOutcome } from './types.js';
+
+/** Grants `key` to `owner` with token `index` at log time now: a new lease, or `lease` re-granted; under
+ *  `session` when given (then the hold keeps no times of its own and is in neither lease heap). */
+export function hold(s: LockState, key: string, lease: Lease | undefined, ownerName: string, index: number, ttlMs: number, lockDelayMs: number, value: Uint8Array | null, session: Session | null = null): Lease {
+  // A hold that ran out and is re-granted in place ends here (a live one superseded by its own owner
+  // does not: the new ACQUIRED replaces it).
+  if (s.eventSink !== null && lease !== undefined && !lease.isLiveAt(s.logNowMs)) {
+    s.emit('EXPIRED', key, lease.owner, BigInt(lease.fencingToken), sessionIdOf(lease), s.holdValues.get(key) ?? null);
+  }
+  if (value !== null && value.length > 0) s.holdValues.set(key, value);
+  else s.holdValues.delete(key);
+  if (session !== null && lockDelayMs === 0) lockDelayMs = session.lockDelayMs;
+  s.delays.setHoldDelay(key, lockDelayMs);
+  const nowMs = s.logNowMs;
+  s.writer?.beforeKeyWrite(key);
+  if (lease === undefined) {
+    s.freeKeyLastTokens.delete(key);
+    const owner = s.countOwner(ownerName, 1);
+    lease = new Lease(key, owner, index, ttlMs, nowMs + ttlMs, 0, nowMs);
+    s.leases.set(key, lease);
+    if (session === null) s.deadlines.push(lease);
+  } else {
+    let owner = lease.owner;
+    if (owner !== ownerName) {
+      s.countOwner(owner, -1);
+      owner = s.countOwner(ownerName, 1);
+    }
+    detachFromSession(s, lease);
+    lease.grant(owner, index, ttlMs, nowMs);
+    if (session !== null) {
+      s.deadlines.remove(lease);
+      s.endBy.remove(lease);
+    } else if (lease.heapIndex >= 0) {
+      s.deadlines.update(lease);
+    } else {
+      s.deadlines.push(lease);
+    }
+  }
+  if (session !== null) {
+    lease.session = session;
+    session.holds.add(key);
+    s.sessionHoldCount++;
+    lease.epochsSeen = s.epochs.length;
+  } else {
+    s.granted(lease);
+  }
+  if (s.eventSink !== null) s.emit('ACQUIRED', key, lease.owner, BigInt(index), session?.id ?? 0, value !== null && value.length > 0 ? value : null);
+  return lease;
+}
+
+/** Ends `lease`; `expired`: it ran out (rather than being released), so its lock-delay, if any, begins —
+ *  measured from the lease's end, not from the entry that noticed it. */
+export function removeLease(s: LockState, lease: Lease, expired: boolean, kind: LockEventKind = expired ? 'EXPIRED' : 'RELEASED'): void {
+  if (s.eventSink !== null) {
+    s.emit(kind, lease.key, lease.owner, BigInt(lease.fencingToken), sessionIdOf(lease), s.holdValues.get(lease.key) ?? null);
+  }
+  const lockDelayMs = s.delays.holdDelayOf(lease.key);
+  s.delays.setHoldDelay(lease.key, 0);
+  s.holdValues.delete(lease.key);
+  if (expired && lockDelayMs > 0) s.delays.delayKey(lease.key, lease.endsAtMs + lockDelayMs);
+  detachFromSession(s, lease);
+  s.writer?.beforeKeyWrite(lease.key);
+  s.leases.delete(lease.key);
+  s.deadlines.remove(lease);
+  s.endBy.remove(lease);
+  s.countOwner(lease.owner, -1);
+  s.freeKeyLastTokens.free(lease.key, lease.fencingToken, s.logNowMs);
+}
+
+/** `lease` no longer lives under its session (released, superseded, or its session ended). */
+function detachFromSession(s: LockState, lease: Lease): void {
+  const session = lease.session as Session | null;
+  if (session === null) return;
+  session.holds.delete(lease.key);
+  lease.session = null;
+  s.sessionHoldCount--;
+}
+
+/** "Not acquired", naming the live holder (if any) and its time left at `nowMs`. */
+export function refusalBy(lease: Lease | undefined, nowMs: number): AcquireOutcome {
+  const live = lease !== undefined && lease.isLiveAt(nowMs);
+  return {
+    acquired: false,
+    token: 0n,
+    ttlMs: 0,
+    expiresAtMs: 0,
+    holderOwner: live ? lease.owner : '',
+    holderTtlMs: live ? lease.endsAtMs - nowMs : 0,
+  };
+}
+
+/** The id of the session `lease` is held under; 0 = none. */
+export function sessionIdOf(lease: Lease): number {
+  return lease.session === null ? 0 : lease.session.fencingToken;
+}
+
+export function grantedOutcome(lease: Lease): AcquireOutcome {
+  return { acquired: true, token: BigInt(lease.fencingToken), ttlMs: lease.grantedTtlMs, expiresAtMs: lease.endsAtMs, holderOwner: '', holderTtlMs: 0 };
+}

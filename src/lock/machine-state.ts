@@ -1,0 +1,206 @@
+// The lock machine's state: every lease, free key, wait line, lock-delay, session and group a snapshot holds
+// (snapshot-writer.ts reads these very collections), the indexes derived from them (owner counts, the heaps,
+// the groups in line), and the bookkeeping every change goes through, whichever part makes it:
+// - term starts reach a lease lazily (settle): anything that reads or changes a lease settles it first, so
+//   it sees the times every epoch since its last grant gave it (epoch.ts, LEASES.md);
+// - a grant or renewal files the lease afresh in its end-by heap (granted);
+// - owners' names are shared and their leases counted (countOwner), for the leader's admission;
+// - every first outcome of a request id is remembered (remember), refusals included;
+// - every change is reported to the event sink, if one listens (emit).
+// The parts that change it are functions of it: machine.ts (the entries, dispatched), machine-leases.ts,
+// machine-wait-lines.ts, machine-sessions.ts, machine-groups.ts. Nothing here reads a clock: log time is
+// `logNowMs`, moved only by machine.ts as entries apply.
+import { DeadlineHeap, EndByHeap } from './deadline-heap.js';
+import type { DedupRecord } from './dedup.js';
+import { DedupTable } from './dedup.js';
+import { carryLease, endByMs } from './epoch.js';
+import type { LeaseEpoch } from './epoch.js';
+import type { LockEventKind, LockEventSink } from './events.js';
+import { FreeKeys } from './free-keys.js';
+import type { KeyGroup } from './holds.js';
+import { KeyBuckets } from './key-buckets.js';
+import { KeyDelays } from './key-delays.js';
+import type { Lease } from './lease.js';
+import { Session } from './session.js';
+import type { SnapshotWriter } from './snapshot-writer.js';
+import type { LockMachineOptions } from './types.js';
+import { WaitLines } from './wait-line.js';
+
+/** An owner's lease count, and the copy of its name its leases share. */
+interface OwnerLeases {
+  readonly name: string;
+  leases: number;
+}
+
+export class LockState {
+  /** Index of the last entry applied or skipped. */
+  appliedIndex = 0;
+  /** Log time (ms): see machine.ts `time`. Never decreases. */
+  logNowMs = 0;
+  /** Keys with a lease (live, or past its deadline and awaiting an expire entry). */
+  readonly leases = new KeyBuckets<Lease>();
+  /**
+   * Keys that had a lease once and have none now, with the highest token ever issued for them (GetResponse
+   * .last_token survives release). A key is in exactly one of `leases` / `freeKeyLastTokens`, so a held
+   * key keeps its last token in the lease itself. Memory, measured with 16-character keys on Node 20: a held
+   * lease ~225 bytes (Lease object, key and owner strings, Map entry, heap slot); a free key ~72 bytes (Map
+   * entry + key string, + ~32 for the record). Kept until a `forget` entry drops them (machine.ts `forget`).
+   * Insertion order is freeing order, so freedAtMs never decreases along it (log time is monotone, and a key
+   * is re-inserted, at the end, each time it is freed); forget() relies on that to stop at the first newer
+   * key. After a restore the order is (freedAtMs, key): equal times may sit in another order than on a
+   * replica that applied them, which is why forget() cuts by time only, never by a count. (FreeKeys keeps
+   * that order in a FIFO beside its hash buckets.)
+   */
+  readonly freeKeyLastTokens = new FreeKeys();
+  /** At least the last token of every key forgotten so far; the last_token of any key without a record. */
+  forgottenWatermark = 0;
+  /** Leases (live or awaiting their expire) per owner, for the leader's maxHeldPerOwner admission. Derived
+   *  from `leases`, so not in the snapshot. */
+  readonly leasesByOwner = new Map<string, OwnerLeases>();
+  readonly deadlines = new DeadlineHeap();
+  /**
+   * Term starts are applied to leases lazily (issue 19: walking a million leases at every term start held
+   * every node's event loop 0.6-2.3 s at once, long enough for the next election, whose term start did it
+   * again). `epochs` lists every term start since the state was restored; a lease has seen the first
+   * `lease.epochsSeen` of them and gets the rest when it is next read or changed (settle). What stays exact
+   * without a walk:
+   *  - the deadline heap: an epoch only moves a live lease's deadline later unless it ends it, so an unsettled
+   *    lease's stored deadline is a lower bound and expiredLeases() settles what it finds due before answering;
+   *  - the leases an epoch ENDS: those live at P whose endBy (epoch.ts endByMs) is <= P. Every epoch shifts the
+   *    endBy of every lease it does not end by the same T - P, so the EndByHeap keeps endBy minus the sum of
+   *    those shifts (epochShiftMs) and a term start pops exactly the leases it ends, and settles them at once.
+   */
+  readonly epochs: LeaseEpoch[] = [];
+  epochShiftMs = 0;
+  readonly endBy = new EndByHeap();
+  /** Every request's first outcome, by (owner, request_id) (dedup.ts; remember below). */
+  readonly dedup: DedupTable;
+  /** Who waits for which key, in log order (machine.ts `wait`; machine-wait-lines.ts). */
+  readonly lines = new WaitLines();
+  /** Lock-delays: of the current holds that carry one, and of keys in one (machine.ts `delay`). */
+  readonly delays = new KeyDelays();
+  /** The value of every current hold that has one (AcquireRequest.value; returned by Get). */
+  readonly holdValues = new Map<string, Uint8Array>();
+  /** Open sessions (and run-out ones awaiting the entry that ends them), by id. Bounded by the leader's
+   *  admission (limits.maxSessions). Their own deadline and end-by heaps: a session's expiry is its own
+   *  entry (expireSession), and a term start ends the ones it provably outlived, like leases. */
+  readonly sessions = new Map<number, Session>(); // machine-sessions.ts
+  readonly sessionsByRequest = new Map<string, Session>();
+  readonly sessionDeadlines = new DeadlineHeap();
+  readonly sessionEndBy = new EndByHeap();
+  /** Leases that live under a session (not in the lease heaps). */
+  sessionHoldCount = 0;
+  /** Keys with many holds (holds.ts, machine-groups.ts). A key is in at most one of `leases`, `groups`
+   *  and `freeKeyLastTokens`. */
+  readonly groups = new Map<string, KeyGroup>();
+  /** Holds of every group, and those of them under a session. */
+  groupHoldCount = 0;
+  groupSessionHoldCount = 0;
+  /** Groups with someone in line: the candidates for a `handOff` (grantableKeys judges each when asked, at
+   *  the asker's time, so what it answers depends on the state alone). Derived (rebuilt by restore), so not
+   *  in the snapshot; bounded by the waiters. */
+  readonly groupsInLine = new Set<string>();
+  /** Where the changes go as entries apply (events.ts, Watch); null = nobody listens, nothing is built. */
+  eventSink: LockEventSink | null = null;
+  /** The sliced snapshot being written, if any: told before every change of a key or of every lease. */
+  writer: SnapshotWriter | null = null;
+
+  constructor(readonly options: Readonly<LockMachineOptions>) {
+    this.dedup = new DedupTable(options.dedupWindowMs, options.dedupMaxEntries);
+  }
+
+  /** Applies the epochs `lease` has not seen yet (see `epochs`). The same state, physically up to date. */
+  settle(lease: Lease): void {
+    if (lease.session !== null) {
+      this.settle(lease.session); // a session hold's times are its session's
+      return;
+    }
+    if (lease.epochsSeen === this.epochs.length) return;
+    if (lease instanceof Session) {
+      this.settleSession(lease);
+      return;
+    }
+    this.writer?.beforeKeyWrite(lease.key); // its section as it was, if the snapshot has not reached it
+    const before = lease.leaseDeadlineMs;
+    while (lease.epochsSeen < this.epochs.length) carryLease(lease, this.epochs[lease.epochsSeen++]!);
+    if (lease.leaseDeadlineMs !== before) this.deadlines.update(lease);
+  }
+
+  /** settle() for a session: no section to copy (a snapshot copies the sessions when it opens). */
+  settleSession(session: Session): void {
+    const before = session.leaseDeadlineMs;
+    while (session.epochsSeen < this.epochs.length) carryLease(session, this.epochs[session.epochsSeen++]!);
+    if (session.leaseDeadlineMs !== before) this.sessionDeadlines.update(session);
+  }
+
+  /** Settles every lease whose stored deadline is <= `atMs`: then the deadline heap's due part is exact
+   *  (a settled deadline only moves later, so what is still due afterwards is truly due). */
+  settleDue(atMs: number, heap: DeadlineHeap): void {
+    const unsettled = (lease: Lease) => lease.epochsSeen !== this.epochs.length;
+    for (;;) {
+      const stale = heap.due(atMs, Number.MAX_SAFE_INTEGER, unsettled);
+      if (stale.length === 0) return;
+      for (const lease of stale) this.settle(lease);
+    }
+  }
+
+  /** `lease` was just granted or renewed at log time now: it has seen every epoch, and its endBy starts over. */
+  granted(lease: Lease): void {
+    lease.epochsSeen = this.epochs.length;
+    lease.endByKey = endByMs(lease) - this.epochShiftMs;
+    const endBy = lease instanceof Session ? this.sessionEndBy : this.endBy;
+    if (lease.endByIndex >= 0) endBy.update(lease);
+    else endBy.push(lease);
+  }
+
+  /** Counts a lease in (+1) or out (-1) of `owner`'s, and returns the one copy of the owner's name every
+   *  lease of that owner shares: each acquire decodes its own copy of the string, and a million leases of a
+   *  few owners kept a million copies (30-40 MB of a 1M fill; a restored state shared them already). */
+  countOwner(owner: string, delta: 1 | -1): string {
+    const counted = this.leasesByOwner.get(owner);
+    if (counted === undefined) {
+      if (delta > 0) this.leasesByOwner.set(owner, { name: owner, leases: 1 });
+      return owner;
+    }
+    counted.leases += delta;
+    if (counted.leases <= 0) this.leasesByOwner.delete(owner);
+    return counted.name;
+  }
+
+  /** The shared copy of an owner's name when it has leases (see countOwner), else the name itself. */
+  ownerName(owner: string): string {
+    return this.leasesByOwner.get(owner)?.name ?? owner;
+  }
+
+  /** `key`'s lease with every term start applied (settle), or undefined. */
+  leaseOf(key: string): Lease | undefined {
+    const lease = this.leases.get(key);
+    if (lease !== undefined) this.settle(lease);
+    return lease;
+  }
+
+  /**
+   * Every first outcome is remembered, refusals included (SPEC: a repeated request_id returns the first
+   * outcome unchanged) — so a late duplicate of a refused acquire, delivered after the key freed, cannot
+   * grant a lock to a client that was already told "not acquired". The one exception is a `queued` acquire
+   * (the leader offering the lock to the head of a wait queue), which may turn a remembered refusal of the
+   * same request into a grant; that grant then replaces the refusal.
+   */
+  remember(
+    command: { owner: string; requestId: string; key: string },
+    result: Pick<DedupRecord, 'type' | 'outcome' | 'token'>,
+  ): void {
+    if (command.requestId === '') return;
+    this.dedup.remember({
+      owner: command.owner,
+      requestId: command.requestId,
+      recordedAtMs: this.logNowMs,
+      key: command.key,
+      ...result,
+    } as DedupRecord);
+  }
+
+  emit(kind: LockEventKind, key: string, owner: string, token: bigint, sessionId: number, value: Uint8Array | null, shared = false): void {
+    this.eventSink?.({ index: this.appliedIndex, key, kind, owner, token, sessionId, value, shared });
+  }
+}
