@@ -1,5 +1,5 @@
 // Keys that had a lease once and have none now, with the highest token ever issued for each and the log
-// time it was freed (see machine.ts, freeKeys). Two views of one set:
+// time it was freed (see machine-state.ts, freeKeyLastTokens). Two views of one set:
 //  - by key, in hash buckets (KeyBuckets), for lookups and for the bucket-by-bucket snapshot;
 //  - in freeing order, a FIFO of the records, for `forget`, which drops the oldest first and stops at the
 //    first one freed after its cut. Log time never goes back, so push order IS freeing-time order.

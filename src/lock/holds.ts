@@ -1,7 +1,8 @@
 // Keys with many holds (SPEC "Many holders"): a counting semaphore of `limit` holds, or a shared (read) /
 // exclusive (write) lock. A mutex key keeps its one Lease in the machine's `leases` map, untouched; a key
 // becomes a KeyGroup when a request with limit >= 2 or `shared` meets it, and stays one while it has holds
-// or waiters. Rules, judged by the machine at the log time of the entry (machine.ts, `many`):
+// or waiters. Rules, judged by the machine at the log time of the entry (machine.ts `many`, applied by
+// machine-groups.ts):
 //  - limit: every request on a key names the key's limit while it has holds or waiters (1 for a mutex or a
 //    shared/exclusive key); another limit is refused, naming the current one (LIMIT_MISMATCH).
 //  - admission: a request fits when nobody waits ahead of it (FIFO: a newcomer never overtakes the line)
@@ -13,7 +14,7 @@
 //  - tokens: every hold has its own fencing token, strictly increasing per key: the index of the entry that
 //    granted it. So an entry grants at most one hold per key; when it frees room for several heads (a run
 //    of readers, slots freed together) the rest are granted by the leader's `handOff {key}` entries, one
-//    each (machine.ts grantableKeys).
+//    each (machine-groups.ts grantableKeys).
 //  - one hold per owner per key: an owner's new acquire supersedes its live hold of the same mode (its old
 //    token dies); of the other mode it is refused (HOLD_MODE_MISMATCH): release first — an in-place upgrade
 //    from shared to exclusive is how read/write locks deadlock.

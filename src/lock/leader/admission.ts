@@ -11,7 +11,7 @@
 // a blocking acquire). Acquires proposed by an earlier leader are not counted: a new leader's first entries
 // apply before its own, so the overshoot is at most what one deposed leader had in flight. Waiters are
 // counted from the replicated lines, so a leader change does not reset them.
-// A hand-off to a waiter (machine.ts) is decided by the log, not admitted here: it replaces one hold of
+// A hand-off to a waiter (machine-wait-lines.ts) is decided by the log, not admitted here: it replaces one hold of
 // the key by another, so it adds no lease and no key record; the waiter's own per-owner count was judged
 // when it joined the line.
 import type { ValidAcquire } from '../validate.js';
