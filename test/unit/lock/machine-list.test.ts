@@ -1,6 +1,6 @@
 // listKeys (SPEC "List"): the keys held or waited on under a prefix, in UTF-8 byte order, paged.
 import { describe, expect, it } from 'vitest';
-import { compareUtf8 } from '../../../src/lock/machine.js';
+import { compareUtf8 } from '../../../src/lock/list-keys.js';
 import { Feed } from './feed.js';
 
 describe('listKeys', () => {
