@@ -19,6 +19,12 @@
 // shared/exclusive key, naming the key's limit (now and then deliberately another one, or the other mode
 // of their own hold: refused LIMIT_MISMATCH / HOLD_MODE_MISMATCH, which they take as a refusal).
 //
+// Now and then a client that is about to ask for a new key acts as an operator instead: it revokes a hold
+// (SPEC "Revoke": by key and token — one some client holds, the key's last one, or 0 for every hold),
+// mutex and group keys alike. A revoked holder is not told: it goes on trusting and writing with its token
+// until a renew is refused, so from the revoke's entry on its writes count as stale (the resource may
+// refuse them once the next holder wrote) and its trust no longer counts in the exclusion checks.
+//
 // Real-time exclusion is checked here, in true time: whenever a client starts trusting a hold or writes
 // while trusting it, the clients trusting a hold on that key at that instant fit the key (holds.ts): one
 // for a mutex; at most `limit` for a semaphore; any number of shared holds or one exclusive for limit 1.
@@ -38,6 +44,8 @@ export interface ClientLease {
   /** The limit the grant named (1 for a mutex) and whether the hold is shared (holds.ts). */
   limit: number;
   shared: boolean;
+  /** An entry revoked it (the client does not know): its trust and writes no longer count as a holder's. */
+  revoked?: boolean;
 }
 
 export interface PendingLockOp {
@@ -61,6 +69,12 @@ export interface ClientStats {
   lateRenews: number;
   /** Group acquires refused as a whole (LIMIT_MISMATCH, HOLD_MODE_MISMATCH). */
   mismatches: number;
+  /** Revokes sent (by key and token, by key alone), holds a client trusted that a revoke ended, and writes
+   *  made with a revoked token (stale). */
+  revokes: number;
+  revokesAll: number;
+  trustedRevoked: number;
+  revokedWrites: number;
 }
 
 export class SimLockClient {
@@ -108,7 +122,9 @@ export class SimLockClient {
 
 export class LockClients {
   readonly clients: SimLockClient[] = [];
-  readonly stats: ClientStats = { honestWrites: 0, staleWrites: 0, pauses: 0, lost: 0, abandons: 0, staleReleases: 0, staleRenews: 0, reacquires: 0, supersededUses: 0, lateRenews: 0, mismatches: 0 };
+  readonly stats: ClientStats = { honestWrites: 0, staleWrites: 0, pauses: 0, lost: 0, abandons: 0, staleReleases: 0, staleRenews: 0, reacquires: 0, supersededUses: 0, lateRenews: 0, mismatches: 0, revokes: 0, revokesAll: 0, trustedRevoked: 0, revokedWrites: 0 };
+  /** `${key}#${token}` of every hold a revoke ended (a grant answered after its revoke is born revoked). */
+  private readonly revokedTokens = new Set<string>();
   violation: string | null = null;
   /** Whether semaphores and shared holds can be asked for (the cluster level; set by the workload). */
   groupsReady: () => boolean = () => true;
@@ -119,6 +135,8 @@ export class LockClients {
     private readonly clock: () => ClockModel,
     private readonly resource: SimFencedResource,
     private readonly trace: (tag: string, detail: string) => void,
+    /** The operators' own stream (whether to revoke, what): draws from it leave every other pick as it was. */
+    private readonly revokeRng: SimRng | null = null,
   ) {
     for (let i = 0; i < profile.clients; i++) {
       const group = profile.groupKeys.length > 0 && i >= profile.clients - profile.groupClients;
@@ -144,6 +162,24 @@ export class LockClients {
     return c.held !== null && this.clock().clientReading(c.id, t) < c.held.trustUntilLocal;
   }
 
+  /** Does client c trust a hold at true time t that it really has (not revoked behind its back)? */
+  private holdsTrusted(c: SimLockClient, t: number): boolean {
+    return this.trusts(c, t) && c.held!.revoked !== true;
+  }
+
+  /** The log revoked `tokens` of `key` (judged once, in the revoking entry): their holders are not told. */
+  revoked(key: string, tokens: readonly bigint[], t: number): void {
+    for (const token of tokens) {
+      this.revokedTokens.add(`${key}#${token}`);
+      for (const c of this.clients) {
+        if (c.held === null || c.held.key !== key || c.held.token !== token || c.held.revoked === true) continue;
+        c.held.revoked = true;
+        if (this.trusts(c, t)) this.stats.trustedRevoked++;
+        this.trace(`lock ${c.owner}`, `its hold ${key}#${token} was revoked (it is not told)`);
+      }
+    }
+  }
+
   /** The next command of client c at true time t (its previous operation has completed). */
   nextCommand(c: SimLockClient, opId: number, t: number): LockCommand {
     const r = this.rng;
@@ -167,12 +203,13 @@ export class LockClients {
       // Back from the pause: write and renew as if no time had passed.
       const p = c.pausedWith;
       c.pausedWith = null;
-      const stillTrusted = this.trusts(c, t) && c.held!.token === p.token;
+      const stillTrusted = this.holdsTrusted(c, t) && c.held!.token === p.token;
       this.write(c, p, t, stillTrusted);
       command = this.renew(c, p.key, p.token, c.held?.token === p.token ? c.held.sessionId : undefined);
     } else if (c.held !== null && this.trusts(c, t)) {
       const h = c.held;
-      this.write(c, h, t, true);
+      // A revoked hold's holder writes as before (it does not know): a stale write from the revoke on.
+      this.write(c, h, t, h.revoked !== true);
       const x = r.float();
       const old = c.superseded;
       c.superseded = null;
@@ -233,8 +270,13 @@ export class LockClients {
         command = this.renew(c, old.key, old.token);
       } else {
         c.lost = null;
-        const reuse = c.refused !== null && r.chance(0.5);
-        command = this.acquire(c, reuse ? c.refused!.key : this.pickKey(c), reuse);
+        const revoke = this.revokeRng !== null && this.revokeRng.chance(this.profile.revokeChance) ? this.revoke(this.revokeRng) : null;
+        if (revoke !== null) {
+          command = revoke;
+        } else {
+          const reuse = c.refused !== null && r.chance(0.5);
+          command = this.acquire(c, reuse ? c.refused!.key : this.pickKey(c), reuse);
+        }
       }
     }
     const nowLocal = this.clock().clientReading(c.id, t);
@@ -272,7 +314,7 @@ export class LockClients {
         s.trustUntilLocal = Math.max(s.trustUntilLocal, this.anchor(c, p, t) + this.trustMs(c.ttlMs));
         if (c.held !== null && c.held.sessionId === s.id) {
           c.held.trustUntilLocal = s.trustUntilLocal;
-          if (this.trusts(c, t)) {
+          if (this.holdsTrusted(c, t)) {
             this.checkExclusive(c, t, 'renewed its session');
             this.maybePause(c);
           }
@@ -291,7 +333,7 @@ export class LockClients {
         // Under a session the hold lives exactly as long as the session: trusted as long as it is.
         const session = (cmd.sessionId ?? 0) > 0 && c.session !== null && c.session.id === cmd.sessionId ? c.session : null;
         if ((cmd.sessionId ?? 0) > 0 && session === null) return; // granted under a session it no longer has
-        const mode = { limit: cmd.limit ?? 1, shared: cmd.shared === true };
+        const mode = { limit: cmd.limit ?? 1, shared: cmd.shared === true, ...(this.revokedTokens.has(`${cmd.key}#${res.token}`) ? { revoked: true } : {}) };
         c.held =
           session !== null
             ? { key: cmd.key, token: res.token, ttlMs: c.ttlMs, trustUntilLocal: session.trustUntilLocal, sessionId: session.id, ...mode }
@@ -301,7 +343,7 @@ export class LockClients {
           c.confirm = true; // a late grant: renew at once to re-anchor
           c.nextDelayMs = 0;
         }
-        if (this.trusts(c, t)) {
+        if (this.holdsTrusted(c, t)) {
           this.checkExclusive(c, t, 'starts trusting its new lease');
           this.maybePause(c);
         }
@@ -317,7 +359,7 @@ export class LockClients {
       if (!mine) return; // a LOST client's stale renew: LOST is final for that lease whatever the answer
       if (res.renewed) {
         c.held!.trustUntilLocal = Math.max(c.held!.trustUntilLocal, this.anchor(c, p, t) + this.trustMs(cmd.ttlMs));
-        if (this.trusts(c, t)) {
+        if (this.holdsTrusted(c, t)) {
           this.checkExclusive(c, t, 'renewed its lease');
           this.maybePause(c);
         }
@@ -392,6 +434,27 @@ export class LockClients {
     return { type: 'renew', timeMs: 0, key, owner: c.owner, token, ttlMs: c.ttlMs, requestId: c.newRequestId() };
   }
 
+  /** An operator's revoke (SPEC "Revoke"): mostly of a hold some client has (as Get or List would show it),
+   *  by its token or by key alone (token 0: every hold of the key); else of any key of the run, by the last
+   *  token the resource saw there (maybe long gone) or by key. Retried unchanged like any call, so a retry
+   *  of a revoke by key alone may end a hold granted after its first copy applied. */
+  private revoke(rng: SimRng): LockCommand {
+    this.stats.revokes++;
+    const held = this.clients.filter((o) => o.held !== null).map((o) => o.held!);
+    let key: string;
+    let token: bigint;
+    if (held.length > 0 && rng.chance(0.75)) {
+      const h = rng.pick(held);
+      key = h.key;
+      token = rng.chance(0.7) ? h.token : 0n;
+    } else {
+      key = rng.pick(this.profile.keys);
+      token = rng.chance(0.5) ? this.resource.last(key) : 0n;
+    }
+    if (token === 0n) this.stats.revokesAll++;
+    return { type: 'revoke', timeMs: 0, key, token };
+  }
+
   private pickKey(c: SimLockClient): string {
     const keys = mutexKeys(this.profile);
     if (c.groupClient && (keys.length === 0 || this.groupsReady())) return this.rng.pick(this.profile.groupKeys).key;
@@ -423,6 +486,7 @@ export class LockClients {
       this.checkExclusive(c, t, `writes ${key} with token ${token}`);
     } else {
       this.stats.staleWrites++;
+      if (this.revokedTokens.has(`${key}#${token}`)) this.stats.revokedWrites++;
     }
     const mode: WriteMode = h.limit >= 2 ? 'slot' : h.shared ? 'shared' : 'exclusive';
     const accepted = this.resource.write(key, token, c.owner, t, honest, mode);
@@ -435,7 +499,7 @@ export class LockClients {
    *  under one limit: a key keeps its limit while anyone holds it, and a trust window ends before its hold. */
   private checkExclusive(c: SimLockClient, t: number, what: string): void {
     const h = c.held!;
-    const others = this.clients.filter((o) => o !== c && o.held !== null && o.held.key === h.key && this.trusts(o, t));
+    const others = this.clients.filter((o) => o !== c && o.held !== null && o.held.key === h.key && this.holdsTrusted(o, t));
     const mine = `${c.owner} ${what} (token ${h.token}${h.shared ? ', shared' : ''}, trusted until true ${this.trustEndTrue(c).toFixed(3)})`;
     const list = () => others.map((o) => `${o.owner} (token ${o.held!.token}${o.held!.shared ? ', shared' : ''}, limit ${o.held!.limit}, until true ${this.trustEndTrue(o).toFixed(3)})`).join(', ');
     if (h.limit >= 2) {

@@ -84,6 +84,10 @@ export interface LockProfile {
   groupsOnly: boolean;
   /** The last this-many of `clients` are group clients (the mutex clients before them keep their ids). */
   groupClients: number;
+  /** Share of a client's asks for a new key that are an operator's Revoke instead (lock-clients.ts). A fixed
+   *  share, drawn from a stream of its own: the other picks of every seed stay what they were up to the
+   *  first revoke. */
+  revokeChance: number;
 }
 
 /** A key with many holds in the workload: a semaphore (`limit` >= 2) or a shared/exclusive key (limit 1). */
@@ -120,6 +124,7 @@ export function lockProfileFor(seed: number, overrides: Partial<LockProfile> = {
     groupMismatchChance: 0.03,
     groupsOnly: false,
     groupClients: 0,
+    revokeChance: 0.1,
   };
   // Drawn from a stream of their own, so the picks above stay what they were for every seed.
   const g = SimRng.derive(seed, 'lock-groups');

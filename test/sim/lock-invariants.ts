@@ -44,6 +44,14 @@
 //    reports its session's deadline.
 //  - MANY HOLDS (holds.ts): semaphores and shared/exclusive keys, modelled in lock-oracle-groups.ts, which
 //    judges every entry on a key that is a group in the model and every acquire naming a limit or shared.
+//  - REVOKE (SPEC "Revoke"; an operator's call, no request_id): it ends the key's hold with its token (0: every
+//    hold of the key, run-out ones included) with no lock-delay, and the key goes to its line in the same
+//    entry as after a release (a group's line: one grant, run-out holds swept first); a revoke naming no hold
+//    changes nothing. The named invariant `revoke`, on what the machine did: the entry answers exactly the
+//    named holds revoked, none of them is still held after it, the key's line is served in it (the first
+//    waiter still in line, its wait and session live, does not fit beside the key's live holds — unless the
+//    entry granted the key already or left it in lock-delay), and a revoked token never renews, releases
+//    or expires again.
 import type { Entry } from '../../src/raft/core/types.js';
 import type { LockCommand, LockResult, LockView } from '../../src/lock/index.js';
 import type { WaiterDecision } from '../../src/lock/types.js';
@@ -166,6 +174,10 @@ export interface OracleStats {
   /** The cluster level the log reached, and the entry that raised it to 2 (0 = never). */
   clusterLevel: number;
   levelRaisedAt: number;
+  /** Revoke entries, the holds they ended, and those that also granted the key to a waiter. */
+  revokeEntries: number;
+  holdsRevoked: number;
+  revokeHandOffs: number;
 }
 
 export function canonicalResult(r: LockResult): string {
@@ -233,7 +245,10 @@ export class LockOracle implements GroupHost {
     tightestExpiryMarginMs: Infinity,
     waitersJoined: 0, waitersReattached: 0, handOffs: 0, waitsRefused: 0, waitsCancelled: 0, delaysStarted: 0, delayRefusals: 0, undelays: 0,
     sessionsOpened: 0, sessionsRenewed: 0, sessionsEnded: 0, sessionRefusals: 0, clusterLevel: 1, levelRaisedAt: 0,
+    revokeEntries: 0, holdsRevoked: 0, revokeHandOffs: 0,
   };
+  /** `${key}#${token}` of every hold a revoke ended -> the revoking entry (named invariant `revoke`). */
+  private readonly revokedAt = new Map<string, number>();
   /** Per key, its waiters in ticket order. */
   readonly lines = new Map<string, OracleWaiter[]>();
   /** The cluster level the log has reached, and from level 2 the current term's highest stamp (the
@@ -351,6 +366,7 @@ export class LockOracle implements GroupHost {
     // The named invariants of many holds look at what the machine did, before the model says what it should.
     this.groups.checkGrants(at, idx, cmd, result, post.nowMs);
     this.groups.checkCounts(at, post);
+    this.checkRevokedToken(at, cmd, result);
     if (this.violation !== null) return;
     switch (cmd.type) {
       case 'acquire':
@@ -379,6 +395,10 @@ export class LockOracle implements GroupHost {
         if (result.type !== 'expire') return this.fail(`${at}: expire produced a ${result.type} result`);
         if (this.groups.has(cmd.key)) this.groups.judgeExpire(at, idx, cmd, result.expired, post.nowMs, stamp);
         else this.judgeExpire(at, idx, cmd, result.expired, pre, post, stamp);
+        break;
+      case 'revoke':
+        if (result.type !== 'revoke') return this.fail(`${at}: revoke produced a ${result.type} result`);
+        this.judgeRevoke(at, idx, cmd, result, pre, post, stamp);
         break;
       case 'handOff':
         if (result.type !== 'handOff') return this.fail(`${at}: handOff produced a ${result.type} result`);
@@ -432,6 +452,7 @@ export class LockOracle implements GroupHost {
         return;
     }
     this.groups.checkDelayAfter(at, post.nowMs);
+    if (cmd.type === 'revoke' && result.type === 'revoke') this.checkRevokeServed(at, cmd.key, result, post);
     if (this.violation !== null) return;
     const got = (result.decided ?? []).map(decisionText).join(' ; ');
     const want = this.expectDecided.join(' ; ');
@@ -895,6 +916,79 @@ export class LockOracle implements GroupHost {
     if (r.reason !== expected) return this.fail(`${at}: release of ${cmd.key} by ${cmd.owner} token ${cmd.token} refused ${r.reason}, expected ${expected}`);
     this.unchanged(at, cmd.key, pv, qv, pre, post);
     this.remember(cmd.owner, cmd.requestId, 'release', cmd.key, cmd.token, releaseOutcome(r), idx, post.nowMs);
+  }
+
+  /** An operator's revoke: the named invariant `revoke` on what the machine did, then the model's own. */
+  private judgeRevoke(at: string, idx: number, cmd: Extract<LockCommand, { type: 'revoke' }>, r: Extract<LockResult, { type: 'revoke' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
+    const k = this.slot(at, cmd.key);
+    if (k < 0) return;
+    const pv = pre.views[k]!;
+    const qv = post.views[k]!;
+    this.stats.revokeEntries++;
+    const group = this.groups.has(cmd.key);
+    const lease = this.leases.get(cmd.key);
+    // Every hold the key has, run out or not (the machine keeps one until an entry ends it), in token order.
+    const holds = group ? this.groups.tokensOf(cmd.key) : lease === undefined ? [] : [lease.token];
+    const named = holds.filter((t) => cmd.token === 0n || t === cmd.token);
+    const what = `${at} (revoke ${cmd.key} ${cmd.token === 0n ? 'every hold' : `token ${cmd.token}`})`;
+    const extra = r.revoked.find((t) => !named.includes(t));
+    if (extra !== undefined) return this.fail(`revoke: ${what} revoked token ${extra}, which is no hold it names (the key's holds: [${holds.join(',')}])`);
+    const missed = named.find((t) => !r.revoked.includes(t));
+    if (missed !== undefined || r.revoked.length !== named.length || r.key !== cmd.key) {
+      return this.fail(`revoke: ${what} answered ${r.key} revoked [${r.revoked.join(',')}], but it names the holds [${named.join(',')}]: each ends in this entry, once${missed !== undefined ? ` (token ${missed} left in place)` : ''}`);
+    }
+    const shown = qv.holders?.map((h) => h.token) ?? (qv.held ? [qv.token] : []);
+    const still = named.find((t) => shown.includes(t));
+    if (still !== undefined) return this.fail(`revoke: ${what} revoked token ${still}, but after the entry the key still shows it held (${qv.holders === undefined ? viewText(qv) : `holders ${qv.holders.map((h) => `${h.owner}#${h.token}`).join(',')}`})`);
+    for (const t of named) this.revokedAt.set(`${cmd.key}#${t}`, idx);
+    if (named.length === 0) return this.unchanged(at, cmd.key, pv, qv, pre, post);
+    this.stats.holdsRevoked += named.length;
+    // The model: the holds end with no lock-delay (a revoke is no expiry), and the line is served.
+    if (group) return this.groups.judgeRevoke(at, idx, cmd.key, named, post.nowMs, stamp);
+    this.dropLease(cmd.key);
+    this.handOff(cmd.key, idx, post.nowMs, stamp);
+    this.endedAsModelled(at, 'revoke', cmd.key, lease!.token, qv, pre, post);
+  }
+
+  /** Named invariant `revoke`: a revoked token never renews, releases or expires again (a replay of an
+   *  outcome decided before the revoke is that old outcome). */
+  private checkRevokedToken(at: string, cmd: LockCommand, r: LockResult): void {
+    if (cmd.type !== 'renew' && cmd.type !== 'release' && cmd.type !== 'expire') return;
+    const revokedBy = this.revokedAt.get(`${cmd.key}#${cmd.token}`);
+    if (revokedBy === undefined) return;
+    const took = r.type === 'renew' ? r.renewed && !r.replayed : r.type === 'release' ? r.released && !r.replayed : r.type === 'expire' && r.expired;
+    if (took) this.fail(`revoke: ${at} ${cmd.type === 'expire' ? 'expired' : `${cmd.type}d`} ${cmd.key} token ${cmd.token}${cmd.type === 'expire' ? '' : ` for ${cmd.owner}`}, which entry ${revokedBy} revoked: a revoked token never renews, releases or expires again`);
+  }
+
+  /** Named invariant `revoke`: a revoke that ended holds serves the key's line in its own entry. After it,
+   *  the first waiter still in the machine's line (the line before the entry less the waiters it decided)
+   *  whose wait and session live must not fit beside the key's live holds — unless the entry granted the
+   *  key already (one grant per key per entry) or left it in lock-delay (a hold its sweep ended). */
+  private checkRevokeServed(at: string, key: string, r: Extract<LockResult, { type: 'revoke' }>, post: StateCapture): void {
+    if (r.revoked.length === 0) return;
+    const decided = (r.decided ?? []).filter((d) => d.key === key);
+    if (decided.some((d) => d.outcome.acquired)) {
+      this.stats.revokeHandOffs++;
+      return;
+    }
+    if ((this.delays.get(key) ?? 0) > post.nowMs) return;
+    const k = this.keyIndex.get(key);
+    if (k === undefined) return;
+    const head = this.groups
+      .lineBefore(key)
+      .filter((w) => !decided.some((d) => d.ticket === w.ticket))
+      .find((w) => w.deadlineMs > post.nowMs && (w.sessionId === 0 || post.sessions.get(w.sessionId)?.live === true));
+    if (head === undefined) return;
+    const v = post.views[k]!;
+    const holders = (v.holders ?? (v.held ? [{ owner: v.owner, token: v.token, shared: false, expiresAtMs: v.expiresAtMs }] : [])).filter((h) => h.expiresAtMs > post.nowMs && h.owner !== head.owner);
+    const limit = v.limit ?? 1;
+    const fits = limit >= 2 ? holders.length < limit : head.shared ? holders.every((h) => h.shared === true) : holders.length === 0;
+    if (fits) {
+      this.fail(
+        `revoke: ${at} revoked ${key} token(s) ${r.revoked.join(',')} and granted nobody, while ${head.owner}/${head.requestId} (ticket ${head.ticket}${head.shared ? ', shared' : ''}, wait until ${head.deadlineMs}) ` +
+          `waits first in line and fits beside the key's live holds [${holders.map((h) => `${h.owner}#${h.token}`).join(',')}] (limit ${limit}, log time ${post.nowMs}): a revoke hands the key to its line in the same entry`,
+      );
+    }
   }
 
   private judgeExpire(at: string, idx: number, cmd: Extract<LockCommand, { type: 'expire' }>, expired: boolean, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {

@@ -271,6 +271,37 @@ export const LOCK_MUTANTS: LockMutant[] = [
     lockProfile: { groupsOnly: true, lockDelayChance: 0.5 },
     patches: [{ file: 'machine-groups.ts', find: `  if (s.delays.leftMs(key, nowMs) === 0) {\n    for (let w = s.lines.head(key);`, replace: `  if (nowMs >= 0) {\n    for (let w = s.lines.head(key);` }],
   },
+  // Revoke (issue 22 finding 6): an operator's revoke is in the workload; the named invariant `revoke`
+  // (lock-invariants.ts) must be the check that sees each of these.
+  {
+    id: 'x',
+    name: 'a revoke of a mutex hold answers it revoked but leaves the hold in place',
+    // Caught by 42 of lock seeds 1-100 (first at seed 4).
+    maxSeeds: 100,
+    caughtBy: /revoke:/,
+    patches: [
+      {
+        file: 'machine.ts',
+        find: `    result.revoked.push(BigInt(lease.fencingToken));\n    removeLease(this.s, lease, false, 'REVOKED');\n    const decided: WaiterDecision[] = [];\n    handOff(this.s, command.key, index, decided);\n    if (decided.length > 0) result.decided = decided;\n    return result;\n`,
+        replace: `    result.revoked.push(BigInt(lease.fencingToken));\n    return result;\n`,
+      },
+    ],
+  },
+  {
+    id: 'x2',
+    name: 'a revoke of holds of many does not hand the key to its line',
+    // Rare by nature (a revoke of a group key, a waiter behind it that the freed room fits): caught by 2 of
+    // lock seeds 1-100 (first at seed 16).
+    maxSeeds: 400,
+    caughtBy: /revoke:/,
+    patches: [
+      {
+        file: 'machine-groups.ts',
+        find: `    removeHold(s, group, hold, false, 'REVOKED');\n  }\n  const decided: WaiterDecision[] = [];\n  handOffMany(s, group, index, decided);\n  if (decided.length > 0) result.decided = decided;\n  return result;\n`,
+        replace: `    removeHold(s, group, hold, false, 'REVOKED');\n  }\n  markGrantable(s, group);\n  tidy(s, group);\n  return result;\n`,
+      },
+    ],
+  },
   // Log time (issue 22): at cluster level 2 it follows the term leader's stamps from wherever it stands; the
   // oracle models the rule on its own, and a leader on a slower clock than the last one exposes the revert.
   {

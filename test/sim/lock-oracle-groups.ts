@@ -73,6 +73,8 @@ export interface GroupStats {
   limitMismatches: number;
   modeMismatches: number;
   groupsFreed: number;
+  /** Revoke entries that ended holds of many. */
+  groupRevokes: number;
   /** Most live holds seen on one key at once, and the most shared holds together. */
   maxHolds: number;
   maxShared: number;
@@ -85,7 +87,7 @@ const REFUSED_FREE = 'false|0|0|0||0';
 
 export class GroupOracle {
   readonly groups = new Map<string, Group>();
-  readonly stats: GroupStats = { groupGrants: 0, groupHandOffs: 0, handOffEntries: 0, groupWaits: 0, groupRefusals: 0, supersedes: 0, limitMismatches: 0, modeMismatches: 0, groupsFreed: 0, maxHolds: 0, maxShared: 0 };
+  readonly stats: GroupStats = { groupGrants: 0, groupHandOffs: 0, handOffEntries: 0, groupWaits: 0, groupRefusals: 0, supersedes: 0, limitMismatches: 0, modeMismatches: 0, groupsFreed: 0, groupRevokes: 0, maxHolds: 0, maxShared: 0 };
   /** Before the entry being judged: each line's tickets and requests, each key's delay and last token. */
   /** The grants the machine made in the entry being judged (checkGrants). */
   private grantsOfEntry: { key: string; owner: string; token: bigint }[] = [];
@@ -238,6 +240,25 @@ export class GroupOracle {
     if (g !== undefined) this.handOff(g, idx, nowMs, stamp, at);
     const granted = this.host.lastIssued.get(cmd.key) === BigInt(idx);
     if (r.granted !== granted || r.key !== cmd.key) this.host.fail(`${at}: handOff of ${cmd.key} answered granted=${r.granted}; the model ${granted ? 'grants the head' : 'grants nobody'}${g === undefined ? ' (no group)' : ` (${this.describe(g, nowMs)})`}`);
+  }
+
+  /** The tokens of `key`'s holds, run out or not, in token order. */
+  tokensOf(key: string): bigint[] {
+    return (this.groups.get(key)?.holds ?? []).map((x) => x.token);
+  }
+
+  /** `key`'s line as it was before the entry being judged. */
+  lineBefore(key: string): readonly OracleWaiter[] {
+    return this.before.get(key)?.line ?? [];
+  }
+
+  /** A revoke ended `tokens` of `key` (LockOracle checked that they are the ones it names): no lock-delay,
+   *  then the line is served, run-out holds swept first, as after a release. */
+  judgeRevoke(at: string, idx: number, key: string, tokens: readonly bigint[], nowMs: number, stamp: StampWindow): void {
+    const g = this.groups.get(key)!;
+    this.stats.groupRevokes++;
+    for (const token of tokens) this.remove(g, g.holds.find((x) => x.token === token)!, false);
+    this.handOff(g, idx, nowMs, stamp, at);
   }
 
   /** A dequeue on a group key (LockOracle took the waiter out and decided it): the next heads may fit. */

@@ -25,6 +25,7 @@ export type LockCall =
   | { op: 'renewSession' | 'closeSession'; sessionId: number; owner: string; requestId: string }
   | { op: 'renew'; key: string; owner: string; token: bigint; ttlMs: number; requestId: string }
   | { op: 'release'; key: string; owner: string; token: bigint; requestId: string }
+  | { op: 'revoke'; key: string; token: bigint }
   | { op: 'get'; key: string };
 
 export function callOf(cmd: LockCommand, waitMs: number): LockCall {
@@ -40,6 +41,8 @@ export function callOf(cmd: LockCommand, waitMs: number): LockCall {
       return { op: 'renew', key: cmd.key, owner: cmd.owner, token: cmd.token, ttlMs: cmd.ttlMs, requestId: cmd.requestId };
     case 'release':
       return { op: 'release', key: cmd.key, owner: cmd.owner, token: cmd.token, requestId: cmd.requestId };
+    case 'revoke':
+      return { op: 'revoke', key: cmd.key, token: cmd.token };
     default:
       throw new Error(`clients do not send ${cmd.type}`);
   }
@@ -180,6 +183,9 @@ export class SimLockServers {
         break;
       case 'release':
         p = service.release({ key: call.key, owner: call.owner, token: call.token, requestId: call.requestId }, timeoutMs);
+        break;
+      case 'revoke':
+        p = service.revoke({ key: call.key, token: call.token, reason: 'lock simulation operator', requestId: '' }, timeoutMs);
         break;
       case 'get':
         p = service.get(call.key, timeoutMs);

@@ -115,6 +115,8 @@ export class LockReplica implements StateMachine {
       }
       const rk = cmd === null ? undefined : requestKeyOf(cmd);
       if (rk !== undefined) this.wl.requestAt.set(entry.index, rk);
+      // A revoke ends holds behind their holders' backs: from here their trust and writes are not a holder's.
+      if (cmd?.type === 'revoke' && result.type === 'revoke' && result.revoked.length > 0) this.wl.clients.revoked(cmd.key, result.revoked, this.wl.sim.now);
       if (cmd?.type === 'acquire' && result.type === 'acquire' && result.waitTicket !== undefined) this.wl.servers.checks.queuedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), result.waitTicket);
       if (cmd?.type === 'acquire' && result.type === 'error' && result.code === 'SESSION_NOT_OPEN') this.wl.servers.checks.sessionNotOpen(LockCallChecks.requestKey(cmd.owner, cmd.requestId), entry.index);
       if (cmd?.type === 'acquire' && result.type === 'acquire' && !result.acquired && !result.replayed && result.waitTicket === undefined) {
@@ -217,7 +219,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
   ) {
     this.readRatio = profile.readRatio;
     this.oracle = new LockOracle(profile.keys, profile.maxDrift, profile.dedupWindowMs, profile.oracleChecksExtension);
-    this.clients = new LockClients(profile, SimRng.derive(seed, 'lock-clients'), () => this.clock, this.resource, (tag, detail) => this.sim.trace.add(this.sim.now, '', tag, detail));
+    this.clients = new LockClients(profile, SimRng.derive(seed, 'lock-clients'), () => this.clock, this.resource, (tag, detail) => this.sim.trace.add(this.sim.now, '', tag, detail), SimRng.derive(seed, 'lock-revoke'));
   }
 
   /** Bind to the cluster before it runs (clocks need its node count). */
@@ -376,6 +378,11 @@ export class LockWorkload implements SimWorkload<LockReplica> {
       if (r.type === 'release' && r.released && cmd.type === 'release' && v.held && v.token === cmd.token) {
         this.fail(`stale Get: read op${op.id} at ${node.id} answered ${key} held with token ${cmd.token}, whose release was acknowledged before the read began`);
       }
+      if (r.type === 'revoke') {
+        const shown = v.holders?.map((h) => h.token) ?? (v.held ? [v.token] : []);
+        const still = r.revoked.find((t) => shown.includes(t));
+        if (still !== undefined) this.fail(`stale Get: read op${op.id} at ${node.id} answered ${key} held with token ${still}, whose revoke was acknowledged before the read began`);
+      }
     }
   }
 
@@ -511,8 +518,11 @@ export class LockWorkload implements SimWorkload<LockReplica> {
 }
 
 /** Which client request an entry carries: its (owner, request_id); a session renew or close carries none,
- *  so it is known by its owner, kind and session (its retries may commit twice: both are that request). */
+ *  so it is known by its owner, kind and session (its retries may commit twice: both are that request); a
+ *  revoke by its key and token. */
 function requestKeyOf(cmd: LockCommand): string | undefined {
   if (cmd.type === 'renewSession' || cmd.type === 'closeSession') return LockCallChecks.requestKey(cmd.owner, `${cmd.type}#${cmd.sessionId}`);
+  // A revoke carries no owner nor request_id in the log: it is known by what it names.
+  if (cmd.type === 'revoke') return LockCallChecks.requestKey('', `revoke#${cmd.key}#${cmd.token}`);
   return 'requestId' in cmd ? LockCallChecks.requestKey(cmd.owner, cmd.requestId) : undefined;
 }
