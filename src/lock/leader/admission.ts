@@ -8,9 +8,14 @@
 // counts are what the machine has applied PLUS what this leader has proposed and not yet seen settle,
 // each acquire counted by what it could add at most (a lease where the key has none, a record where the
 // machine keeps none, a lease for its owner where the key's lease is someone else's, a place in a line for
-// a blocking acquire). Acquires proposed by an earlier leader are not counted: a new leader's first entries
-// apply before its own, so the overshoot is at most what one deposed leader had in flight. Waiters are
-// counted from the replicated lines, so a leader change does not reset them.
+// a blocking acquire). Together these are the whole log: a leader admits nothing before its term start
+// applied (term-gate.ts), so whatever an earlier leader left in its log — in flight there, or committed and
+// not applied here yet — is in the applied state by then, and every entry after its term start is its own
+// proposal, counted here until it APPLIES. A proposal that timed out is not gone: its entry stays in this
+// leader's log and may still commit, so its claim stays counted (by the index the driver reports) until the
+// log applies that index, or the leadership ends (a later term of ours starts after it). (Until issue 22
+// finding 7 a timeout released the claim at once, and what was admitted meanwhile committed beside it.)
+// Waiters are counted from the replicated lines, so a leader change does not reset them.
 // A hand-off to a waiter (machine-wait-lines.ts) is decided by the log, not admitted here: it replaces one hold of
 // the key by another, so it adds no lease and no key record; the waiter's own per-owner count was judged
 // when it joined the line.
@@ -71,6 +76,8 @@ export class Admission {
   private readonly keyWaitersInFlight = new Map<string, number>();
   private opensInFlight = 0;
   private readonly sessionHoldsInFlight = new Map<number, number>();
+  /** Claims of proposals whose outcome is unknown (timed out), by the index of their entry in our log. */
+  private readonly unknownOutcome = new Map<ProposalId, number>();
 
   constructor(readonly limits: Readonly<LockLimitSettings>) {}
 
@@ -138,6 +145,29 @@ export class Admission {
     if (claim.lease) this.leasesInFlight++;
     if (claim.record) this.recordsInFlight++;
     if (claim.ownerLease) countIn(this.ownerInFlight, claim.owner, 1);
+  }
+
+  /** Proposal `id` timed out: its entry, at `index` of this leader's log, may still commit. Its claim counts
+   *  until the log applies that index (`applied`) or the leadership ends (`leadershipLost`). */
+  timedOut(id: ProposalId, index: number): void {
+    if (this.claims.has(id)) this.unknownOutcome.set(id, index);
+  }
+
+  /** The entry at `index` applied: claims of timed-out proposals at or before it are in the state now. */
+  applied(index: number): void {
+    if (this.unknownOutcome.size === 0) return;
+    for (const [id, at] of this.unknownOutcome) {
+      if (at > index) continue;
+      this.unknownOutcome.delete(id);
+      this.settled(id);
+    }
+  }
+
+  /** This node no longer leads that term: if it leads again, its next term start applies after every entry
+   *  of this one, so nothing of it needs counting here. */
+  leadershipLost(): void {
+    for (const id of this.unknownOutcome.keys()) this.settled(id);
+    this.unknownOutcome.clear();
   }
 
   /** Proposal `id` applied (its effect is in the machine now) or failed. */

@@ -76,6 +76,7 @@ export class LockLeader {
         this.onRole(ev.role, ev.term, ev.leaderId);
         break;
       case 'applied':
+        this.admission.applied(ev.index);
         this.onApplied(ev.term, ev.result);
         break;
       case 'tick':
@@ -146,6 +147,7 @@ export class LockLeader {
       // UNAVAILABLE so the client retries with the same request_id at the new leader, which re-attaches it.
       for (const id of this.waiting.takeAll()) this.fail(id, { ...unavailable(LEADERSHIP_CHANGED), leaderId });
       this.housekeeping.leadershipLost();
+      this.admission.leadershipLost();
     }
     if (!this.gate.isLeader) {
       for (const held of this.gate.takeAll()) this.fail(held.callId, notLeader(leaderId));
@@ -373,7 +375,10 @@ export class LockLeader {
   private onProposalFailed(id: ProposalId, error: ProposalError): void {
     const purpose = this.proposals.take(id);
     if (!purpose) return;
-    this.admission.settled(id);
+    // A timeout is no failure of the entry: it stays in our log and may commit, so while we lead, what it
+    // may add stays counted until it applies (admission.ts).
+    if (error.kind === 'timeout' && this.gate.isLeader && error.index !== undefined && error.index > this.state().appliedIndex) this.admission.timedOut(id, error.index);
+    else this.admission.settled(id);
     if (isHousekeeping(purpose)) {
       this.housekeeping.settled(id, purpose);
       return;

@@ -104,4 +104,74 @@ describe('lock leader: limits', () => {
     rig.commitAll();
     expect(rig.failures.has(w2)).toBe(false);
   });
+
+  // Issue 22 finding 7, "limits across a leader change": the counts must be those of the whole log, not
+  // only of what applied plus the calls this leader still waits on.
+  describe('counted from the log', () => {
+    it('an acquire whose proposal timed out still counts until its entry applies (the entry stays in the log and may commit)', () => {
+      const rig = rigWith({ maxHeld: 1 });
+      rig.acquire('a', 'o1');
+      const [first] = rig.pendingOf('acquire');
+      // The driver gives up waiting (outcome unknown, the client retries); the entry is still in the leader's
+      // log and commits later, with whatever the leader admitted meanwhile.
+      rig.reportTimeout(first!.proposalId);
+      const second = rig.acquire('b', 'o2');
+      rig.commitAll();
+      expect(rig.machine.leaseCount, 'leases held once the log applied (limits.maxHeld is 1)').toBe(1);
+      expect(exhausted(rig, second)).toBe('limit limits.maxHeld (1) reached: that many locks are held or being acquired; retry after some are released or expire');
+      // Once its entry applied, the lease is counted from the state (once): releasing it makes room.
+      rig.release('a', 'o1', rig.machine.get('a').token);
+      rig.commitAll();
+      expect(rig.hold('b', 'o2').acquired).toBe(true);
+    });
+
+    it('the same for the other limits: per owner, key records, waiters, sessions', () => {
+      const cases: { limits: Partial<LockLimitSettings>; first: (rig: LeaderRig) => void; next: (rig: LeaderRig) => number; limit: RegExp }[] = [
+        { limits: { maxHeldPerOwner: 1 }, first: (rig) => rig.acquire('a', 'alice'), next: (rig) => rig.acquire('b', 'alice'), limit: /^limit limits\.maxHeldPerOwner \(1\)/ },
+        { limits: { maxKeys: 1 }, first: (rig) => rig.acquire('a', 'o1'), next: (rig) => rig.acquire('b', 'o2'), limit: /^limit limits\.maxKeys \(1\)/ },
+        { limits: { maxWaiters: 1 }, first: (rig) => rig.acquire('k', 'w1', { waitMs: 60_000 }), next: (rig) => rig.acquire('k', 'w2', { waitMs: 60_000 }), limit: /^limit limits\.maxWaiters \(1\)/ },
+        { limits: { maxSessions: 1 }, first: (rig) => rig.session({ op: 'openSession', owner: 'o1', ttlMs: 10_000 }), next: (rig) => rig.session({ op: 'openSession', owner: 'o2', ttlMs: 10_000 }), limit: /^limit limits\.maxSessions \(1\)/ },
+      ];
+      for (const c of cases) {
+        const rig = rigWith(c.limits);
+        if (c.limits.maxWaiters !== undefined) rig.hold('k', 'holder');
+        c.first(rig);
+        rig.reportTimeout(rig.pending[rig.pending.length - 1]!.proposalId);
+        const next = c.next(rig);
+        rig.commitAll();
+        expect(exhausted(rig, next)).toMatch(c.limit);
+      }
+    });
+
+    it('a timed-out claim ends with the leadership: re-elected, the node counts that entry from the state once its term start applied', () => {
+      const rig = rigWith({ maxHeld: 1 });
+      rig.acquire('a', 'o1');
+      rig.reportTimeout(rig.pendingOf('acquire')[0]!.proposalId);
+      rig.stepDown();
+      rig.elect(); // its termStart goes after the old entry, which is still in the log
+      const b = rig.acquire('b', 'o2'); // held until the term starts
+      expect(rig.pendingOf('acquire')).toHaveLength(1);
+      rig.commitAll();
+      expect(rig.machine.leaseCount).toBe(1);
+      expect(exhausted(rig, b)).toMatch(/^limit limits\.maxHeld \(1\)/);
+      // The old claim is gone (not counted twice): once 'a' is released, 'b' fits.
+      rig.release('a', 'o1', rig.machine.get('a').token);
+      rig.commitAll();
+      expect(rig.hold('b', 'o2').acquired).toBe(true);
+    });
+
+    it('a new leader inherits the deposed one\'s acquires in its log: it admits nothing before its term start applied, so they are counted (the term gate)', () => {
+      // Leader B never proposed the two acquires: deposed leader A did (they were in flight there, up to
+      // the limit), and they sit in B's log, uncommitted, when B is elected. B's termStart goes after them.
+      const b = new LeaderRig({ limits: { ...NO_LOCK_LIMITS, maxHeld: 2 } });
+      for (const [key, owner] of [['a', 'o1'], ['b', 'o2']] as const) {
+        b.pending.push({ proposalId: -1, command: { type: 'acquire', timeMs: b.nowMs, key, owner, ttlMs: 10_000, requestId: `${owner}-1` }, timeoutMs: 5000 });
+      }
+      b.elect(2);
+      const third = b.acquire('c', 'o3');
+      b.commitAll();
+      expect(b.machine.leaseCount, 'leases held once the log applied (limits.maxHeld is 2)').toBe(2);
+      expect(exhausted(b, third)).toMatch(/^limit limits\.maxHeld \(2\)/);
+    });
+  });
 });
