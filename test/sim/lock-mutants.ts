@@ -244,9 +244,13 @@ export const LOCK_MUTANTS: LockMutant[] = [
     name: 'a group hand-off grants every head that fits in one entry (their holds share its index as token)',
     maxSeeds: 400,
     // Two heads granted in one entry share its token (fencing token (group), first at seed 186 on the helper's
-    // tree); with the real storage under the runs the first catch in 400 seeds is the oracle's wait-line
+    // tree); with the real storage under the runs the first catch in 400 seeds was the oracle's wait-line
     // comparison (seed 129: the loop went on past its grant and refused the next head in the same entry).
+    // That one catch was luck: with revoke in the workload (issue 22 finding 6) the runs changed and none of
+    // 400 seeds caught it. Only group clients, so that several heads fit at once more often: 6 of seeds
+    // 1-100 (first at 16, the wait-line comparison).
     caughtBy: /fencing token \(group\)|wait line/,
+    lockProfile: { groupsOnly: true },
     patches: [
       {
         file: 'machine-groups.ts',
