@@ -369,6 +369,31 @@ describe('checker: fifo-order (grants in the order the log queued the waiters)',
     expect(checkHistory(line(30, { a: 7n, b: 9n }).ops).violations).toEqual([]);
     expect(checkHistory(line(30, { a: 9n, b: 7n }, 'fail').ops).violations).toEqual([]); // A left the line (deadline)
   });
+
+  it('a waiter that joined again (its call was cancelled — a reset connection — and its retry joined anew) is judged by its last join', () => {
+    // Chaos seed 2026: A QUEUED at 20, its call cancelled and its place given up; B sent at 30; A joins again at
+    // 40, after B: B granted first is FIFO. Judged by A's first join this was a false alarm.
+    const rejoined = line(30, { a: 9n, b: 7n });
+    rejoined.queued(K, 'A/w', 40, 14n);
+    expect(checkHistory(rejoined.ops).violations).toEqual([]);
+    // Its last join before B was sent still binds B.
+    const early = line(30, { a: 9n, b: 7n });
+    early.queued(K, 'A/w', 25, 13n);
+    expect(checkHistory(early.ops).violations.map((x) => x.kind)).toEqual(['fifo-order']);
+    expect(checkHistory(early.ops).violations[0]!.message).toMatch(/last join QUEUED at log index 13/);
+  });
+
+  it("no judgement where the queue watch had a gap between the waiter's last seen join and its grant (a later join may be unseen)", () => {
+    const h = line(30, { a: 9n, b: 7n });
+    h.watchGap(35, 45);
+    const v = checkHistory(h.ops);
+    expect(v.violations).toEqual([]);
+    expect(v.lockModel.fifoPairs).toBe(0);
+    // A gap after the grant changes nothing.
+    const late = line(30, { a: 9n, b: 7n });
+    late.watchGap(200, 210);
+    expect(checkHistory(late.ops).violations.map((x) => x.kind)).toEqual(['fifo-order']);
+  });
 });
 
 describe('checker: session-end (nothing shows a session alive after it was seen ended)', () => {

@@ -65,7 +65,7 @@
 //       after it ran out (the server gives that no delay; the rule excuses every release sent); a session
 //       hold's grant inside its session's lease (no lease-cut-short for sessions yet).
 import { isSessionOp, type Op } from './history.js';
-import { checkFifo, checkLockDelay, checkSessionEnd, sessionsOf } from './lock-model-rules.js';
+import { checkFifo, checkLockDelay, checkSessionEnd, sessionsOf, watchGapsOf } from './lock-model-rules.js';
 import { mutexModel, mutexOpsForKey } from './mutex-model.js';
 import { checkLinearizable } from './wgl.js';
 import { checkGroupWindows, groupKeyOf } from './group-windows.js';
@@ -154,8 +154,10 @@ export function checkHistory(history: readonly Op[], opts: CheckOptions = {}): V
   }
 
   const byKey = new Map<string, Op[]>();
+  const watchGaps = watchGapsOf(history);
   for (const op of history) {
     if (isSessionOp(op)) continue; // a session names no key: session-end and lock-delay read them below
+    if (op.type === 'queued' && !op.owner) continue; // a gap of the queue watch (watchGaps)
     if (!byKey.has(op.key)) byKey.set(op.key, []);
     byKey.get(op.key)!.push(op);
   }
@@ -166,7 +168,7 @@ export function checkHistory(history: readonly Op[], opts: CheckOptions = {}): V
   const sessions = sessionsOf(history);
   const lockModel: Verdict['lockModel'] = { fifoPairs: 0, sessionsEnded: checkSessionEnd(history, sessions, add), lockDelayHolds: 0 };
   for (const [key, ops] of byKey) {
-    lockModel.fifoPairs += checkFifo(key, ops, add);
+    lockModel.fifoPairs += checkFifo(key, ops, add, watchGaps);
     lockModel.lockDelayHolds += checkLockDelay(key, ops, sessions, add, opts.leaseSafetyFraction ?? 0.02);
     const group = groupKeyOf(ops);
     if (group !== null) {

@@ -44,6 +44,11 @@ export class HistoryBuilder {
     return this.add('queued', 'watch', key, [atMs, atMs], 'ok', { owner, logIndex, via: 'watch' });
   }
 
+  /** A gap of the queue watch (it started again from "now"): events between `fromMs` and `toMs` may be unseen. */
+  watchGap(fromMs: number, toMs: number): Op {
+    return this.add('queued', 'watch', '', [fromMs, toMs], 'ok', { owner: '', via: 'watch' });
+  }
+
   openSession(process: string, owner: string, id: bigint, at: [number, number], ttlMs: number, lockDelayMs = 0): Op {
     return this.add('open-session', process, '', at, 'ok', { owner, sessionId: id, ttlMs, ...(lockDelayMs > 0 ? { lockDelayMs } : {}) });
   }

@@ -22,31 +22,47 @@ function singleAcquireOwners(ops: readonly Op[]): Set<string> {
 
 // ------------------------------------------------------------------ fifo-order
 
+/** A stretch of time in which the queue watch may have missed events (it had to start again from "now"). */
+export interface WatchGap {
+  fromMs: number;
+  toMs: number;
+}
+
 /**
- * A granted acquire A whose QUEUED event (its owner joined the key's line) was received at time Q; every
- * granted acquire B of another owner invoked after Q must have a newer token than A. Why that is sound: the
- * watch serves applied, so committed, entries; every attempt of B was sent after Q, so B's entries follow
- * A's in the log; A stayed in line from then to its grant (a request leaves the line only when granted, or
- * refused — its deadline, a cancel, its session's end — and a refusal is remembered for its retries, so a
- * granted A never left); FIFO then puts B behind A, and a grant's token is its entry's index.
- * Returns how many (A, B) pairs it judged.
+ * A granted acquire A whose last QUEUED event before its grant (its owner's final join of the key's line)
+ * was received at time Q; every granted acquire B of another owner invoked after Q must have a newer token
+ * than A. Why that is sound: the watch serves applied, so committed, entries; every attempt of B was sent
+ * after Q, so B's entries follow that join in the log; A stayed in line from that join to its grant — a
+ * request leaves the line only when granted, refused (its wait deadline, its session's end: remembered for
+ * its retries), or when its call is cancelled, and then it can come back only by joining again, which is a
+ * QUEUED event of its own. (A cancel need not come from the client: a connection the fault proxy resets
+ * cancels the server's call, and the retry with the same request id joins anew — chaos seed 2026 saw a
+ * waiter join three times; judging its FIRST join, as this rule first did, was a false alarm.) So the final
+ * join is the one granted — if the watch saw every event between it and the grant: an A whose window from Q
+ * to its grant meets a watch gap is not judged. FIFO then puts B behind A, and a grant's token is its
+ * entry's index. Returns how many (A, B) pairs it judged.
  */
-export function checkFifo(key: string, ops: readonly Op[], add: Add): number {
+export function checkFifo(key: string, ops: readonly Op[], add: Add, gaps: readonly WatchGap[] = []): number {
   const single = singleAcquireOwners(ops);
-  const queuedAt = new Map<string, Op>();
+  const joins = new Map<string, Op[]>();
   for (const q of ops) {
     if (q.type !== 'queued' || !q.owner || !done(q)) continue;
-    const prev = queuedAt.get(q.owner);
-    if (!prev || q.completeMs! < prev.completeMs!) queuedAt.set(q.owner, q);
+    const list = joins.get(q.owner) ?? [];
+    list.push(q);
+    joins.set(q.owner, list);
   }
-  if (queuedAt.size === 0) return 0;
+  if (joins.size === 0) return 0;
   const granted = grantedOf(ops).filter((o) => single.has(o.owner ?? ''));
   const byInvoke = [...granted].sort((a, b) => a.invokeMs - b.invokeMs);
   let pairs = 0;
   for (const a of granted) {
-    const q = queuedAt.get(a.owner!);
+    // Its final join: the last QUEUED of its owner received before the grant was.
+    let q: Op | undefined;
+    for (const j of joins.get(a.owner!) ?? []) if (j.completeMs! <= a.completeMs! && (q === undefined || j.completeMs! > q.completeMs!)) q = j;
     if (!q) continue;
-    for (let i = byInvoke.length - 1; i >= 0 && byInvoke[i]!.invokeMs > q.completeMs!; i--) {
+    const from = q.completeMs!;
+    if (gaps.some((g) => g.fromMs <= a.completeMs! && g.toMs >= from)) continue; // a later join may be unseen
+    for (let i = byInvoke.length - 1; i >= 0 && byInvoke[i]!.invokeMs > from; i--) {
       const b = byInvoke[i]!;
       if (b === a) continue;
       pairs++;
@@ -54,7 +70,7 @@ export function checkFifo(key: string, ops: readonly Op[], add: Add): number {
         add(
           'fifo-order',
           key,
-          `"${key}": ${a.owner} was in the wait line (QUEUED at log index ${q.logIndex ?? '?'}, seen at ${q.completeMs!.toFixed(1)} ms) before acquire ${b.index} by ${b.owner} was sent ` +
+          `"${key}": ${a.owner} was in the wait line (its last join QUEUED at log index ${q.logIndex ?? '?'}, seen at ${from.toFixed(1)} ms) before acquire ${b.index} by ${b.owner} was sent ` +
             `(${b.invokeMs.toFixed(1)} ms), yet ${b.owner} was granted first (token ${b.token}) and ${a.owner} later (token ${a.token}, acquire ${a.index}): a newcomer overtook a waiter`,
           [a.index, q.index, b.index],
         );
@@ -62,6 +78,11 @@ export function checkFifo(key: string, ops: readonly Op[], add: Add): number {
     }
   }
   return pairs;
+}
+
+/** The watch's gaps: 'queued' observations with no owner (queue-watch.ts records one for each restart). */
+export function watchGapsOf(history: readonly Op[]): WatchGap[] {
+  return history.filter((o) => o.type === 'queued' && !o.owner && done(o)).map((o) => ({ fromMs: o.invokeMs, toMs: o.completeMs! }));
 }
 
 // ------------------------------------------------------------------ sessions

@@ -4,7 +4,9 @@
 // acquire's entry put its owner in a key's line — joins the history as a 'queued' observation at the moment
 // it was received. Watch events come from applied (so committed) entries only, so an acquire invoked after
 // that moment has every attempt in the log after it: the fifo-order rule (checker.ts) needs nothing else.
-// Events it never receives (a gap it could not close, the run's end) only leave pairs unchecked.
+// When it has to start again from "now" (its history gone on every node), events may be missed: it records
+// that gap (a 'queued' observation with no owner, from the last event before to the first after), and the
+// fifo-order rule judges no waiter whose time in line meets one.
 import { LockClient } from '../../src/client/index.js';
 import type { HistoryRecorder } from './history.js';
 
@@ -28,12 +30,19 @@ export class QueueWatcher {
     this.running ??= this.loop();
   }
 
+  /** Since when events may have been missed (the last one received before the watch broke), or null. */
+  private gapSince: number | null = null;
+  private lastEventAt = 0;
+
   private async loop(): Promise<void> {
+    this.lastEventAt = this.recorder.now();
     while (!this.stop.signal.aborted) {
       try {
         for await (const ev of this.client.watch('', { prefix: true, signal: this.stop.signal })) {
-          if (ev.kind !== 'QUEUED') continue;
           const at = this.recorder.now();
+          this.closeGap(at);
+          this.lastEventAt = at;
+          if (ev.kind !== 'QUEUED') continue;
           this.recorder.record({ process: 'watch', type: 'queued', key: ev.key, via: 'watch', owner: ev.owner, logIndex: ev.index, invokeMs: at, completeMs: at, outcome: 'ok' });
           this.observed++;
         }
@@ -41,14 +50,24 @@ export class QueueWatcher {
         // WatchHistoryLostError, or a closed client: start again from now (events in between are missed).
         if (this.stop.signal.aborted) break;
         this.restarts++;
+        this.gapSince ??= this.lastEventAt;
         await new Promise((r) => setTimeout(r, 200));
       }
     }
   }
 
+  /** A gap ends with the first event received after it (anything the new watch missed came before that):
+   *  recorded as a 'queued' observation with no owner, which the fifo-order rule reads as "unseen". */
+  private closeGap(at: number): void {
+    if (this.gapSince === null) return;
+    this.recorder.record({ process: 'watch', type: 'queued', key: '', via: 'watch', owner: '', invokeMs: this.gapSince, completeMs: at, outcome: 'ok' });
+    this.gapSince = null;
+  }
+
   async close(): Promise<void> {
     this.stop.abort();
     await this.running?.catch(() => undefined);
+    this.closeGap(this.recorder.now());
     this.client.close();
   }
 }
