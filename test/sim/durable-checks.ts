@@ -2,7 +2,7 @@
 // when a restarted node has loaded its state: what the modelled disk used to check on every completed
 // persist, now on the bytes the real store wrote — so they hold for any order of frames and syncs the
 // store chooses, and across crashes (what was durable stays durable).
-import type { RestoredState } from '../../src/raft/core/types.js';
+import type { Entry, RestoredState } from '../../src/raft/core/types.js';
 import type { SimCluster } from './cluster.js';
 import { termIn, type DurableImage } from './durable.js';
 import { entryHash } from './machine.js';
@@ -50,17 +50,24 @@ function firstChanged(before: DurableImage, after: DurableImage): number {
   const b = before.snapshot.meta.index;
   const a = after.snapshot.meta.index;
   if (after.appended && a === b) {
-    // One frame appended: it replaced a suffix, and the entries below it are the very same objects.
+    // One frame appended: it replaced a suffix, and the entries below it are the very same objects. The
+    // frame's own entries are new objects even where they repeat what was there (a core whose write was
+    // overtaken by a truncation marks nothing of it stable, and writes the unchanged prefix again — lock
+    // sim seeds 6914, 9630): the first CHANGED entry is the first whose content differs.
     let i = to;
     while (i >= from && before.entries[i - b - 1] !== after.entries[i - a - 1]) i--;
-    return i + 1;
+    let j = i + 1;
+    while (j <= to && sameEntry(before.entries[j - b - 1]!, after.entries[j - a - 1]!)) j++;
+    return j;
   }
   for (let i = from; i <= to; i++) {
-    const x = before.entries[i - b - 1]!;
-    const y = after.entries[i - a - 1]!;
-    if (x !== y && (x.term !== y.term || x.kind !== y.kind || entryHash(x) !== entryHash(y))) return i;
+    if (!sameEntry(before.entries[i - b - 1]!, after.entries[i - a - 1]!)) return i;
   }
   return to + 1;
+}
+
+function sameEntry(x: Entry, y: Entry): boolean {
+  return x === y || (x.term === y.term && x.kind === y.kind && entryHash(x) === entryHash(y));
 }
 
 /**
