@@ -285,10 +285,13 @@ async function main(): Promise<number> {
       }),
     );
   }
-  // The wait lines as the log has them (QUEUED events), for the fifo-order rule. Every id's endpoint, spares
-  // included, so the watch follows membership changes (a spare's placeholder resets the connection at once).
+  // The wait lines as the log has them (QUEUED events), for the fifo-order rule. The bootstrap members' endpoints
+  // only: dialling the spares' (reset by their placeholders until they start) put grpc-js's subchannels to
+  // those addresses — shared by every client in this process — into their reconnect backoff, and when a spare
+  // joined, the nemesis could not reach it for tens of seconds ("No connection established": seed 2026, twice,
+  // three recovery PROBLEMs). When every bootstrap member is gone the watch restarts and records the gap.
   const watcher = new QueueWatcher(
-    cluster.ids.map((id) => cluster.endpoint(id)),
+    cluster.bootstrapIds.map((id) => cluster.endpoint(id)),
     recorder,
   );
   state.watcher = watcher;
