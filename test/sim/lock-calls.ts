@@ -47,6 +47,8 @@ export class LockCallChecks {
   private readonly refusalLogMs = new Map<string, number>();
   /** Log time of the first log entry that refused the request (the machine's dedup record dates from it). */
   private readonly refusedInLogMs = new Map<string, number>();
+  /** Index of the latest log entry that refused the request (a wait deadline by log time, a refusal). */
+  private readonly refusedInLogAt = new Map<string, number>();
   private readonly lastInvokeAt = new Map<string, number>();
   readonly stats = { arrivals: 0, queuedGrants: 0, refusalAnswers: 0, fifoChecked: 0, leaderRefusalsOutlived: 0 };
   /** The last refusal answered per request: decided by the log (index > 0) or by a leader (`node/term`). */
@@ -173,6 +175,13 @@ export class LockCallChecks {
         // The log refused q's request because its session was not open: every copy of it meets the same
         // answer (a session never comes back), so it waits for nothing.
         if ((this.sessionNotOpenAt.get(q.requestKey) ?? Infinity) < r.index) continue;
+        // The log took q's request out of line before this grant (its wait deadline passed by log time, which
+        // a leader whose clock runs ahead of this node's moves faster than this node's clock) and q has no
+        // later place: its call waits for an answer the log already gave — a refusal, replayed to its retry —
+        // not for a turn (lock simulation seed 7153: the call sat at a node that learned the refusal from a
+        // snapshot, which carries no decisions to answer calls with).
+        const refusedAt = this.refusedInLogAt.get(q.requestKey);
+        if (refusedAt !== undefined && refusedAt < r.index && !(qTicket !== undefined && qTicket > refusedAt && qTicket < r.index)) continue;
         // Still waiting by the module's own clock (its deadline tick may be just due: give it 1 ms).
         if (nodeMs - q.arrivedNodeMs >= q.waitMs - 1) continue;
         this.fail(`FIFO: ${a.label} (arrival #${a.seq}) was granted ${a.key} with token ${r.token} while ${q.label} (arrival #${q.seq}, earlier, wait ${q.waitMs}ms) still waits at the same leader in term ${a.term}: arrival order must be grant order`);
@@ -201,9 +210,10 @@ export class LockCallChecks {
     this.lastRefusal.set(a.requestKey, { logDecided: r.index > 0, leader });
   }
 
-  /** A log entry refused (owner, request_id) afresh (not a replay) at log time `logMs`. */
-  refusedInLog(requestKey: string, logMs: number): void {
+  /** A log entry (`index`) refused (owner, request_id) afresh (not a replay) at log time `logMs`. */
+  refusedInLog(requestKey: string, logMs: number, index: number): void {
     if (!this.refusedInLogMs.has(requestKey)) this.refusedInLogMs.set(requestKey, logMs);
+    this.refusedInLogAt.set(requestKey, index);
   }
 
   /** The client received "not acquired" for this request at sim time `nowMs`. */

@@ -120,14 +120,14 @@ export class LockReplica implements StateMachine {
       if (cmd?.type === 'acquire' && result.type === 'acquire' && result.waitTicket !== undefined) this.wl.servers.checks.queuedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), result.waitTicket);
       if (cmd?.type === 'acquire' && result.type === 'error' && result.code === 'SESSION_NOT_OPEN') this.wl.servers.checks.sessionNotOpen(LockCallChecks.requestKey(cmd.owner, cmd.requestId), entry.index);
       if (cmd?.type === 'acquire' && result.type === 'acquire' && !result.acquired && !result.replayed && result.waitTicket === undefined) {
-        this.wl.servers.checks.refusedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), this.machine.nowMs);
+        this.wl.servers.checks.refusedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), this.machine.nowMs, entry.index);
       }
       // Waiters the entry took out of line: a grant or a refusal decided for them by the log.
       for (const d of result.decided ?? []) {
         if (d.cancelled) continue;
         const rk = LockCallChecks.requestKey(d.owner, d.requestId);
         if (!d.outcome.acquired) {
-          this.wl.servers.checks.refusedInLog(rk, this.machine.nowMs);
+          this.wl.servers.checks.refusedInLog(rk, this.machine.nowMs, entry.index);
           continue;
         }
         const leaderId = this.wl.sim.facts.leaderOfTerm.get(entry.term);
