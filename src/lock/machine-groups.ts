@@ -3,7 +3,9 @@
 // waiters. Rules, judged at the log time of the entry:
 //  - limit: every request names the key's current limit while it has holds or waiters (a mutex key's is 1),
 //    else LIMIT_MISMATCH; one hold per owner per key: a re-acquire of the same mode supersedes the old hold
-//    (its token dies), of the other mode it is refused (HOLD_MODE_MISMATCH);
+//    (its token dies) — from level 4 only under the same session, else it waits or is refused like any
+//    request that does not fit (machine-leases.ts `supersedes`) — of the other mode it is refused
+//    (HOLD_MODE_MISMATCH);
 //  - admission (holds.ts fits): FIFO — a newcomer never overtakes the line, an owner's own hold is replaced
 //    in place — then the slots or modes; nothing during a lock-delay;
 //  - one grant per key per entry: a hold's token is its entry's index, so tokens of a key's holds differ and
@@ -15,7 +17,7 @@
 import type { AcquireCommand, ExpireCommand, HandOffCommand, RevokeCommand } from './commands.js';
 import type { LockEventKind } from './events.js';
 import { GroupHold, KeyGroup, limitOf } from './holds.js';
-import { grantedOutcome, refusalBy, removeLease, sessionIdOf } from './machine-leases.js';
+import { grantedOutcome, refusalBy, removeLease, sessionIdOf, supersedes } from './machine-leases.js';
 import { endSession, sessionOf } from './machine-sessions.js';
 import type { LockState } from './machine-state.js';
 import { dequeued, handOff, leaveLine, queue } from './machine-wait-lines.js';
@@ -75,6 +77,8 @@ export function acquireOfMany(s: LockState, index: number, command: AcquireComma
   if (own !== undefined && own.shared !== shared) return withDecided(modeMismatch(index, key, command.owner, own.shared), decided);
   const fits =
     s.delays.leftMs(key, nowMs) === 0 &&
+    // One hold per owner per key: its hold under another session is neither superseded nor joined (level 4).
+    (own === undefined || !own.isLiveAt(nowMs) || supersedes(s, own, session?.id ?? 0)) &&
     group.lastToken !== index && // one grant per key per entry: a grant's token is its entry's index
     (own !== undefined || s.lines.countFor(key) === 0) && // FIFO, but an owner's own hold is replaced in place
     group.fits({ owner: command.owner, limit, shared }, nowMs, own);
@@ -217,6 +221,9 @@ export function handOffMany(s: LockState, group: KeyGroup, index: number, decide
       }
       const own = group.holdOf(w.owner);
       if (group.lastToken === index || !group.fits(w, nowMs, own)) break;
+      // The head's owner holds the key under another session (level 4): it waits, at the head, for that
+      // hold to end — a second hold would break one-per-owner, superseding it would end a trusted hold.
+      if (own !== undefined && !supersedes(s, own, w.sessionId)) break;
       leaveLine(s, w);
       if (own !== undefined) removeHold(s, group, own, false, null);
       const outcome = grantedOutcome(grantHold(s, group, w.owner, index, w.ttlMs, w.lockDelayMs, w.value, session, w.shared));
@@ -319,9 +326,10 @@ export function groupView(s: LockState, group: KeyGroup): LockView {
 }
 
 /** Up to `limit` keys with many holds whose line's head fits at log time (the entry that made room could
- *  grant only one head), for the leader to propose `handOff`. A read: holds are judged on settled copies
- *  of nothing — fits() reads each hold's deadline, and an unsettled deadline is a lower bound (a head may
- *  be offered early; the handOff entry judges it again). O(groups in line x their holds). */
+ *  grant only one head), for the leader to propose `handOff`. A read, but it settles the holds it judges,
+ *  as Get does: an unsettled deadline is only a lower bound, so a replica that restored a snapshot (its
+ *  holds unsettled) offered heads that one which applied the entries did not (unit test seed 404 of the
+ *  many-holds random logs). The handOff entry judges again either way. O(groups in line x their holds). */
 export function grantableKeys(s: LockState, limit: number): string[] {
   const keys: string[] = [];
   const nowMs = s.logNowMs;
@@ -330,7 +338,10 @@ export function grantableKeys(s: LockState, limit: number): string[] {
     const group = s.groups.get(key);
     const head = s.lines.head(key);
     if (group === undefined || head === undefined || s.delays.leftMs(key, nowMs) > 0) continue;
-    if (group.fits(head, nowMs, group.holdOf(head.owner))) keys.push(key);
+    settleGroup(s, group);
+    const own = group.holdOf(head.owner);
+    // As handOffMany judges the head (a hold of its owner under another session keeps it waiting).
+    if (group.fits(head, nowMs, own) && (own === undefined || supersedes(s, own, head.sessionId))) keys.push(key);
   }
   return keys;
 }

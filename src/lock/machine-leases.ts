@@ -112,6 +112,14 @@ export function sessionIdOf(lease: Lease): number {
   return lease.session === null ? 0 : lease.session.fencingToken;
 }
 
+/** Whether an acquire by `own`'s owner under session `sessionId` (0: none) may supersede `own` in place.
+ *  From cluster level 4 only under the same session: a hold under another session may still be trusted by
+ *  a client that never sent this request (a late duplicate past the dedup window, an old session kept alive
+ *  by elections), so it counts as another holder's (versions.ts, level 4). */
+export function supersedes(s: LockState, own: Lease, sessionId: number): boolean {
+  return !s.supersedeSameSessionOnly || sessionIdOf(own) === sessionId;
+}
+
 export function grantedOutcome(lease: Lease): AcquireOutcome {
   return { acquired: true, token: BigInt(lease.fencingToken), ttlMs: lease.grantedTtlMs, expiresAtMs: lease.endsAtMs, holderOwner: '', holderTtlMs: 0 };
 }

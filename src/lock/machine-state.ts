@@ -90,6 +90,9 @@ export class LockState {
   readonly sessionEndBy = new EndByHeap();
   /** Leases that live under a session (not in the lease heaps). */
   sessionHoldCount = 0;
+  /** From cluster level 4 (versions.ts): an owner's acquire supersedes its own hold only under the same
+   *  session (machine-leases.ts `supersedes`). Set from the machine's cluster level. */
+  supersedeSameSessionOnly = false;
   /** Keys with many holds (holds.ts, machine-groups.ts). A key is in at most one of `leases`, `groups`
    *  and `freeKeyLastTokens`. */
   readonly groups = new Map<string, KeyGroup>();

@@ -9,7 +9,9 @@
 //   acquire  wins when the key is free, its lease deadline has passed, or the live lease is the same
 //            owner's; every win issues a NEW fencing token = the entry's raft index (so tokens only grow,
 //            per key and globally, and are never reused — also across restarts and failovers, because the
-//            index is). A same-owner re-acquire supersedes the old token.
+//            index is). A same-owner re-acquire supersedes the old token — from cluster level 4 only
+//            under the same session (or both under none); under another it is blocked like anyone's
+//            (machine-leases.ts `supersedes`).
 //   renew    needs a lease with the same owner and token, not yet expired. Refusal reasons are checked in
 //            this order: NOT_HELD (no lease at all) > WRONG_OWNER > WRONG_TOKEN > EXPIRED.
 //   release  needs the same owner and token. An expired lease that no `expire` entry has removed yet can
@@ -83,14 +85,14 @@ import { SmallestKeys, compareUtf8 } from './list-keys.js';
 import type { Lease } from './lease.js';
 import type { LockEventSink } from './events.js';
 import { LockState } from './machine-state.js';
-import { grantedOutcome, hold, refusalBy, removeLease } from './machine-leases.js';
+import { grantedOutcome, hold, refusalBy, removeLease, supersedes } from './machine-leases.js';
 import { dequeue, handOff, joinLine, queue, reusedInLine, undelay } from './machine-wait-lines.js';
 import { endSession, openSession, renewSession, requestKeyOf, sessionEnd, sessionError, sessionOf } from './machine-sessions.js';
 import { acquireOfMany, expireInGroup, firstLiveOf, grantableKeys, groupView, handOffEntry, handOffMany, holdOf, markGrantable, refusalIn, removeHold, revokeInGroup } from './machine-groups.js';
 import { SnapshotDecodeError, decodeState } from './snapshot.js';
 import { SNAPSHOT_SLICE_ITEMS, SnapshotWriter } from './snapshot-writer.js';
 import { DEFAULT_LOCK_MACHINE_OPTIONS } from './types.js';
-import { BASE_LEVEL, LEVEL_CLOCK_PROGRESS, LEVEL_MANY_HOLDERS } from './versions.js';
+import { BASE_LEVEL, LEVEL_CLOCK_PROGRESS, LEVEL_MANY_HOLDERS, LEVEL_SUPERSEDE_SAME_SESSION } from './versions.js';
 import type {
   AcquireOutcome,
   AcquireResult,
@@ -526,6 +528,7 @@ export class LockMachine {
     const state = decodeState(bytes, machine.s.dedup.restoreSink(), machine.options.readLevel);
     machine.s.appliedIndex = state.appliedIndex;
     machine.clusterLevelValue = state.clusterLevel;
+    machine.s.supersedeSameSessionOnly = state.clusterLevel >= LEVEL_SUPERSEDE_SAME_SESSION;
     machine.termLastStampMs = state.termLastStampMs;
     for (const id of state.ranMembers) machine.ranMembers.add(id);
     machine.s.logNowMs = state.nowMs;
@@ -681,6 +684,7 @@ export class LockMachine {
     }
     if (command.level > this.clusterLevelValue) {
       this.clusterLevelValue = command.level;
+      this.s.supersedeSameSessionOnly = command.level >= LEVEL_SUPERSEDE_SAME_SESSION;
       // Progress is measured from this entry's stamp on: replicas that restored a level-1 snapshot never
       // knew the term's earlier stamps, and must agree with those that applied them.
       this.termLastStampMs = command.timeMs;
@@ -808,7 +812,10 @@ export class LockMachine {
     const delayLeftMs = this.s.delays.leftMs(command.key, nowMs);
     // In lock-delay, held by another, or handed to a waiter in this very entry (whose token is this index:
     // a same-owner supersede would reuse it).
-    const blocked = delayLeftMs > 0 || (lease !== undefined && lease.isLiveAt(nowMs) && (lease.owner !== command.owner || lease.fencingToken === index));
+    // From level 4 the owner's own hold under another session blocks too (machine-leases.ts `supersedes`).
+    const blocked =
+      delayLeftMs > 0 ||
+      (lease !== undefined && lease.isLiveAt(nowMs) && (lease.owner !== command.owner || lease.fencingToken === index || !supersedes(this.s, lease, session?.id ?? 0)));
     let outcome: AcquireOutcome;
     let waitTicket: number | undefined;
     if (blocked) {

@@ -15,7 +15,14 @@
 //     (holds.ts). The leader refuses such requests until the cluster is at 3;
 //   - snapshot version 8 (7 plus the keys with many holds, and each waiter's limit and mode): written once
 //     the cluster is at 3.
-export const BUILD_LEVEL = 3;
+//   Level 4 adds no entry and no snapshot format, only a rule every replica must apply alike:
+//   - an owner's new acquire supersedes its live hold of the key only under the same session (or both under
+//     none). Under another, the hold is like another holder's: the request waits its turn or is refused,
+//     and never ends a hold its client may still trust. Before it, a late duplicate of an old request, past
+//     the dedup window and under an old session the elections had kept alive, took the key's token from the
+//     owner's newer hold; that hold's client still trusted it while its room went to another (lock
+//     simulation seed 3516: three holders of a semaphore of two).
+export const BUILD_LEVEL = 4;
 
 /** Builds from before the gate, which announce nothing. */
 export const BASE_LEVEL = 1;
@@ -25,6 +32,10 @@ export const LEVEL_CLOCK_PROGRESS = 2;
 
 /** The level that introduced semaphores and shared holds (holds.ts). */
 export const LEVEL_MANY_HOLDERS = 3;
+
+/** The level from which an owner supersedes its own hold only under the same session (machine-leases.ts
+ *  `supersedes`). */
+export const LEVEL_SUPERSEDE_SAME_SESSION = 4;
 
 /** The lowest level every member reads, as this node knows it: its own build's and each member's announced
  *  one (unknown = not heard from yet = cannot be counted on, so nothing new is proposed). */

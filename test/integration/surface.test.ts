@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AcquireResponse, ReleaseResponse } from '../../src/transport/proto.js';
 import { RpcError } from '../../src/client/rpc.js';
 import { TestCluster, waitFor } from './harness.js';
+import { BUILD_LEVEL } from '../../src/lock/versions.js';
 
 const require = createRequire(import.meta.url);
 
@@ -30,17 +31,17 @@ describe('gRPC surface', () => {
   });
 
   it('the version gate: members announce their build on peer messages, and the leader moves the cluster to their level', async () => {
-    // Every node runs this build (level 3): once the leader has heard from both peers it proposes the
+    // Every node runs this build (BUILD_LEVEL): once the leader has heard from both peers it proposes the
     // clusterLevel entry, and every node's applied log reaches it (Status.cluster_level).
     const levels = await waitFor(
-      'cluster level 3 on every node',
+      `cluster level ${BUILD_LEVEL} on every node`,
       async () => {
         const sts = await Promise.all(['n1', 'n2', 'n3'].map((id) => c.status(id)));
-        return sts.every((st) => st.cluster_level === 3) ? sts.map((st) => `${st.cluster_level}/${st.build_level}`) : null;
+        return sts.every((st) => st.cluster_level === BUILD_LEVEL) ? sts.map((st) => `${st.cluster_level}/${st.build_level}`) : null;
       },
       10_000,
     );
-    expect(levels).toEqual(['3/3', '3/3', '3/3']);
+    expect(levels).toEqual(Array(3).fill(`${BUILD_LEVEL}/${BUILD_LEVEL}`));
   });
 
   it('grpc.health.v1 answers SERVING', async () => {

@@ -254,6 +254,10 @@ export class LockOracle implements GroupHost {
   /** The cluster level the log has reached, and from level 2 the current term's highest stamp (the
    *  machine's `time` rule, modelled on its own). */
   private clusterLevel = 1;
+  /** Cluster level 4 (versions.ts): an owner's own hold is superseded only under the same session. */
+  get supersedeSameSessionOnly(): boolean {
+    return this.clusterLevel >= 4;
+  }
   private termLastStampMs = 0;
   /** Members the log recorded as having run (from level 2). */
   private readonly ranMembers = new Set<string>();
@@ -543,8 +547,13 @@ export class LockOracle implements GroupHost {
     }
     const liveHolder = handedOff ? lease !== undefined : pv.held && pv.expiresAtMs > post.nowMs;
     const delayLeftMs = Math.max(0, (this.delays.get(cmd.key) ?? 0) - post.nowMs);
+    // From level 4 the owner's own hold under another session blocks too (versions.ts).
+    const otherSession = this.supersedeSameSessionOnly && (lease?.session?.id ?? 0) !== sid;
     if (r.acquired) {
       this.stats.acquired++;
+      if (lease !== undefined && liveHolder && lease.owner === cmd.owner && otherSession) {
+        return this.fail(`one hold per session: ${at} superseded ${cmd.owner}'s live hold of ${cmd.key} (token ${lease.token}, session ${lease.session?.id ?? 'none'}) by a request under session ${sid || 'none'} (cluster level ${this.clusterLevel})`);
+      }
       if (delayLeftMs > 0) return this.fail(`lock-delay: ${at} granted ${cmd.key} to ${cmd.owner} with ${delayLeftMs}ms of its lock-delay left (until ${this.delays.get(cmd.key)}, log time ${post.nowMs})`);
       const last = this.lastIssued.get(cmd.key) ?? 0n;
       if (r.token <= last) return this.fail(`fencing token: ${at} acquire of ${cmd.key} by ${cmd.owner} issued token ${r.token}, not above ${last} issued before for that key (tokens must strictly increase and never be reused)`);
@@ -584,7 +593,7 @@ export class LockOracle implements GroupHost {
       return this.refusedOrQueued(at, idx, cmd, r, post);
     }
     if (r.delayMsLeft !== undefined) return this.fail(`lock-delay: ${at} refused ${cmd.owner} on ${cmd.key} with ${r.delayMsLeft}ms of lock-delay left, but the model has no delay there`);
-    const blocking = lease !== undefined && liveHolder && (lease.owner !== cmd.owner || lease.token === BigInt(idx));
+    const blocking = lease !== undefined && liveHolder && (lease.owner !== cmd.owner || lease.token === BigInt(idx) || otherSession);
     if (!blocking || lease === undefined || !qv.held || qv.owner !== lease.owner) {
       return this.fail(`${at}: acquire of ${cmd.key} by ${cmd.owner} refused (holder '${r.holderOwner}'), but the lock was ${lease === undefined ? 'free' : `${lease.owner}'s (token ${lease.token}), state ${viewText(qv)}`} — only another owner's live lease refuses`);
     }

@@ -314,6 +314,12 @@ export const LOCK_MUTANTS: LockMutant[] = [
     maxSeeds: 100,
     patches: [{ file: 'machine.ts', find: `    if (this.clusterLevelValue < LEVEL_CLOCK_PROGRESS) {\n      this.s.logNowMs = Math.max(this.s.logNowMs, stampMs);\n`, replace: `    if (this.clusterLevelValue >= 0) {\n      this.s.logNowMs = Math.max(this.s.logNowMs, stampMs);\n` }],
   },
+  {
+    id: 't',
+    name: 'an owner supersedes its own hold under another session at cluster level 4 (a late duplicate ends a trusted hold)',
+    maxSeeds: 100,
+    patches: [{ file: 'machine-leases.ts', find: `  return !s.supersedeSameSessionOnly || sessionIdOf(own) === sessionId;\n`, replace: `  return !s.supersedeSameSessionOnly || sessionIdOf(own) >= 0 || sessionId < 0;\n` }],
+  },
 ];
 
 const SRC_LOCK = resolve(dirname(fileURLToPath(import.meta.url)), '../../src/lock');

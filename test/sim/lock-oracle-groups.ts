@@ -13,7 +13,8 @@
 //    place), the key is in no lock-delay, no grant for the key was made in this entry (a token is an
 //    entry's index), and it fits: limit >= 2 fewer live holds than the limit; limit 1 shared no live
 //    exclusive hold; exclusive no live hold at all (its owner's own hold not counted);
-//  - one hold per owner: a re-acquire of the same mode supersedes (the old token dies, no lock-delay), the
+//  - one hold per owner: a re-acquire of the same mode supersedes (the old token dies, no lock-delay) —
+//    from cluster level 4 only under the same session, else it is blocked as by another's hold — the
 //    other mode is HOLD_MODE_MISMATCH;
 //  - a hold past its end counts for nothing: the entry that meets it ends it (lock-delay from its end), or
 //    ends its whole session;
@@ -39,6 +40,8 @@ export interface GroupHost {
   readonly stats: OracleStats;
   readonly touched: Set<string>;
   readonly checksExtension: boolean;
+  /** Cluster level 4 reached: an owner's own hold is replaced only by a request under its session. */
+  readonly supersedeSameSessionOnly: boolean;
   /** The key's mutex lease (no group), if any. */
   leaseOf(key: string): OracleLease | undefined;
   decide(key: string, idx: number, w: OracleWaiter, outcome: string, cancelled: boolean, nowMs: number): void;
@@ -177,7 +180,12 @@ export class GroupOracle {
     }
     const own = g.holds.find((x) => x.owner === cmd.owner);
     if (own !== undefined && own.shared !== shared) return this.mismatch(at, r, 'HOLD_MODE_MISMATCH', `${cmd.owner} holds ${key} ${own.shared ? 'shared' : 'exclusive'}`);
-    const admitted = delayLeft(h, key, nowMs) === 0 && h.lastIssued.get(key) !== BigInt(idx) && (own !== undefined || (h.lines.get(key)?.length ?? 0) === 0) && fits(g, shared, own, nowMs);
+    const admitted =
+      delayLeft(h, key, nowMs) === 0 &&
+      h.lastIssued.get(key) !== BigInt(idx) &&
+      (own !== undefined || (h.lines.get(key)?.length ?? 0) === 0) &&
+      (own === undefined || replaceable(h, own, session?.id ?? 0)) &&
+      fits(g, shared, own, nowMs);
     if (!admitted) {
       this.blocked(at, idx, cmd, r, nowMs, g.holds.find((x) => live(x, nowMs)), limit, shared);
       this.tidy(g);
@@ -452,6 +460,7 @@ export class GroupOracle {
       }
       const own = g.holds.find((x) => x.owner === w.owner);
       if (h.lastIssued.get(g.key) === BigInt(idx) || !fits(g, w.shared, own, nowMs)) break;
+      if (own !== undefined && !replaceable(h, own, w.sessionId)) break; // waits at the head for that hold to end
       line.shift();
       if (own !== undefined) this.remove(g, own, false);
       this.stats.groupHandOffs++;
@@ -512,6 +521,12 @@ function live(l: OracleLease, nowMs: number): boolean {
 
 function delayLeft(h: GroupHost, key: string, nowMs: number): number {
   return Math.max(0, (h.delays.get(key) ?? 0) - nowMs);
+}
+
+/** Whether a request under session `sessionId` (0: none) may replace its owner's hold `own`: always below
+ *  level 4; from it only under the same session (a hold under another blocks it, as another's would). */
+function replaceable(h: GroupHost, own: GroupHold, sessionId: number): boolean {
+  return !h.supersedeSameSessionOnly || (own.session?.id ?? 0) === sessionId;
 }
 
 /** Whether a request of this mode fits beside `g`'s live holds, its owner's own (`own`) not counted. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  BUILD_LEVEL,
   CommandDecodeError,
   CommandEncodeError,
   decodeCommand,
@@ -55,7 +56,7 @@ describe('command codec', () => {
   it('rejects an empty entry, truncation and trailing bytes with CommandDecodeError; an unknown tag is UnknownCommandError (a newer build\'s)', () => {
     expect(decodeFailure(new Uint8Array(0)).message).toMatch(/unexpected end/);
     expect(() => decodeCommand(Uint8Array.of(99, 0))).toThrow(UnknownCommandError);
-    expect(() => decodeCommand(Uint8Array.of(NEWEST_COMMAND_TAG + 1))).toThrow(`lock command tag ${NEWEST_COMMAND_TAG + 1} is newer than this build reads (cluster level 3, command tags up to ${NEWEST_COMMAND_TAG})`);
+    expect(() => decodeCommand(Uint8Array.of(NEWEST_COMMAND_TAG + 1))).toThrow(`lock command tag ${NEWEST_COMMAND_TAG + 1} is newer than this build reads (cluster level ${BUILD_LEVEL}, command tags up to ${NEWEST_COMMAND_TAG})`);
     expect(NEWEST_COMMAND_TAG).toBe(22);
     // A build of level 1 (versions.ts) reads neither tag 19 (clusterLevel) nor tag 20 (memberRan).
     const raise = encodeCommand({ type: 'clusterLevel', timeMs: NOW, level: 2 });

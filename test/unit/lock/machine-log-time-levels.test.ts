@@ -3,7 +3,7 @@
 // once (issue 22: under max(log time, stamp) a 1 s lease was still held 4 s later). And the gate's machine
 // side: the level only rises, and a build that reads a lower level stops at the entry or snapshot.
 import { describe, expect, it } from 'vitest';
-import { encodeCommand, LockMachine, SnapshotDecodeError, UnknownCommandError } from '../../../src/lock/index.js';
+import { BUILD_LEVEL, encodeCommand, LockMachine, SnapshotDecodeError, UnknownCommandError } from '../../../src/lock/index.js';
 import { Feed } from './feed.js';
 
 const AHEAD_MS = 5_000;
@@ -155,13 +155,14 @@ describe('the gate, in the machine', () => {
     expect(() => old.applyCommand(2, 1, { type: 'clusterLevel', timeMs: 1000, level: 2 })).toThrow(/cluster level 2 \(entry 2\) is newer than this build reads/);
   });
 
-  it('a build of level 2 stops at an entry raising the cluster to 3, and this build at one raising it to 4', () => {
+  it('a build of level 2 stops at an entry raising the cluster to 3, and this build at one raising it past its own level', () => {
     const old = Feed.withOptions({ readLevel: 2 });
     old.at(1000).termStart();
     expect(() => old.apply({ type: 'clusterLevel', timeMs: 1000, level: 3 })).toThrow(/cluster level 3 .* is newer than this build reads \(cluster level 2/);
     const feed = new Feed();
     feed.at(1000).termStart();
-    expect(() => feed.apply({ type: 'clusterLevel', timeMs: 1000, level: 4 })).toThrow(/cluster level 4 .* is newer than this build reads \(cluster level 3/);
+    const next = BUILD_LEVEL + 1;
+    expect(() => feed.apply({ type: 'clusterLevel', timeMs: 1000, level: next })).toThrow(new RegExp(`cluster level ${next} .* is newer than this build reads \\(cluster level ${BUILD_LEVEL}`));
   });
 
   it('a build that reads level 1 refuses a version 7 snapshot as newer than it reads', () => {

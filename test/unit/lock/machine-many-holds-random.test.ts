@@ -8,6 +8,8 @@
 //  - the live holds of a key have distinct tokens, and a new one is above every token the key had;
 //  - nobody takes a live hold: a hold live before an entry is still there after it unless that entry is its
 //    release, its owner's re-acquire, its session's close, a revoke of it, or a term start (epoch.ts);
+//    from cluster level 4 the re-acquire only counts under the hold's own session (versions.ts);
+//  - an owner has at most one live hold of a key;
 //  - no grant is born dead;
 // and every 89 entries the snapshot (version 8) restores to a machine that continues identically, and a
 // snapshot written in slices while entries apply equals the one taken at its opening.
@@ -40,10 +42,16 @@ class ManyLog {
   private readonly sessions: { id: number; owner: string }[] = [];
   violation: string | null = null;
   entries = 0;
+  /** Acquires by an owner holding the key live under another session (or none vs one), and how many of
+   *  those left the old hold standing: the level-4 rule's cases. */
+  crossSessionAcquires = 0;
+  crossSessionKept = 0;
 
   constructor(
     public machine: LockMachine,
     seed: number,
+    /** The cluster level the log raises to in its first entry (3 or 4: versions.ts). */
+    readonly level = 3,
   ) {
     this.rng = new SimRng(seed);
   }
@@ -65,7 +73,7 @@ class ManyLog {
 
   next(): { command: LockCommand; term: number } {
     const m = this.machine;
-    if (this.entries === 0) return { command: { type: 'clusterLevel', timeMs: this.clockMs, level: 3 }, term: this.term };
+    if (this.entries === 0) return { command: { type: 'clusterLevel', timeMs: this.clockMs, level: this.level }, term: this.term };
     if (this.rng.float() < 0.01) {
       this.term++;
       this.clockMs += this.rng.int(2) === 0 ? -this.rng.int(3000) : this.rng.int(3000);
@@ -146,17 +154,27 @@ class ManyLog {
       const limit = SEMAPHORES.get(key) ?? 1;
       if (now.length > limit && !(limit === 1 && now.every((h) => h.shared))) fail(`${key} has ${now.length} live holds (${now.map((h) => `${h.owner}:${h.token}${h.shared ? 's' : ''}`).join(', ')}), limit ${limit}`);
       if (new Set(now.map((h) => h.token)).size !== now.length) fail(`${key} has two live holds with one token`);
+      if (new Set(now.map((h) => h.owner)).size !== now.length) fail(`${key} has two live holds of one owner`);
       const last = m.get(key).lastToken;
       if (last < lastBefore.get(key)!) fail(`${key}'s last token went back ${lastBefore.get(key)} -> ${last}`);
       const was = before.get(key)!;
+      if (cmd.type === 'acquire' && cmd.key === key) {
+        const own = was.find((w) => w.owner === cmd.owner && w.expiresAtMs > m.nowMs);
+        if (own !== undefined && own.sessionId !== BigInt(cmd.sessionId ?? 0)) {
+          this.crossSessionAcquires++;
+          if (now.some((h) => h.token === own.token)) this.crossSessionKept++;
+        }
+      }
       for (const h of now) if (!was.some((w) => w.token === h.token) && h.token <= lastBefore.get(key)!) fail(`${key} granted token ${h.token}, not above ${lastBefore.get(key)}`);
       if (cmd.type === 'termStart') continue;
       for (const w of was) {
         if (w.expiresAtMs <= m.nowMs || now.some((h) => h.token === w.token && h.owner === w.owner)) continue;
         // Its owner's own later request, granted now (from the line, or at once), supersedes it (one hold per
-        // owner per key).
-        const reacquired = (result.decided ?? []).some((d) => d.key === key && d.owner === w.owner && d.outcome.acquired);
-        const byHolder = (cmd.type === 'release' && cmd.key === key && cmd.owner === w.owner && cmd.token === w.token) || (cmd.type === 'acquire' && cmd.key === key && cmd.owner === w.owner) || reacquired;
+        // owner per key) — from level 4 only under the same session: the owner's new hold has w's session.
+        const sameSession = this.level < 4 || now.some((h) => h.owner === w.owner && h.sessionId === w.sessionId);
+        const reacquired = (result.decided ?? []).some((d) => d.key === key && d.owner === w.owner && d.outcome.acquired) && sameSession;
+        const byAcquire = cmd.type === 'acquire' && cmd.key === key && cmd.owner === w.owner && sameSession;
+        const byHolder = (cmd.type === 'release' && cmd.key === key && cmd.owner === w.owner && cmd.token === w.token) || byAcquire || reacquired;
         const byClose = cmd.type === 'closeSession' && w.sessionId !== 0n && BigInt(cmd.sessionId) === w.sessionId;
         const byRevoke = cmd.type === 'revoke' && cmd.key === key && (cmd.token === 0n || cmd.token === w.token);
         if (!byHolder && !byClose && !byRevoke) fail(`${key}: ${w.owner}'s live hold (token ${w.token}, until ${w.expiresAtMs} > log time ${m.nowMs}) is gone`);
@@ -165,8 +183,8 @@ class ManyLog {
   }
 }
 
-function runSeed(seed: number, entries: number): { log: ManyLog; restores: number; stats: Map<string, number> } {
-  const log = new ManyLog(new LockMachine(OPTIONS), seed);
+function runSeed(seed: number, entries: number, level = 3): { log: ManyLog; restores: number; stats: Map<string, number> } {
+  const log = new ManyLog(new LockMachine(OPTIONS), seed, level);
   const stats = new Map<string, number>();
   let restores = 0;
   while (log.entries < entries && log.violation === null) {
@@ -191,13 +209,19 @@ function runSeed(seed: number, entries: number): { log: ManyLog; restores: numbe
 
 describe('keys with many holds under random logs', () => {
   const SEEDS = Array.from({ length: 12 }, (_, i) => 301 + i);
-  it.each(SEEDS)('seed %i: 3,000 entries keep the limits and the holds; snapshots restore and slice exactly', (seed) => {
-    const { log, restores, stats } = runSeed(seed, 3000);
+  const runs = [...SEEDS.map((seed) => ({ seed, level: 3 })), ...SEEDS.slice(0, 6).map((seed) => ({ seed: seed + 100, level: 4 }))];
+  it.each(runs)('seed $seed at cluster level $level: 3,000 entries keep the limits and the holds; snapshots restore and slice exactly', ({ seed, level }) => {
+    const { log, restores, stats } = runSeed(seed, 3000, level);
     if (log.violation !== null) console.log(`VIOLATION seed ${seed}: ${log.violation}`);
     expect(log.violation, `seed ${seed}`).toBeNull();
     expect(restores).toBeGreaterThan(10);
     for (const tag of ['acquired', 'queued', 'handed off', 'handOff true', 'revoke', 'error LIMIT_MISMATCH', 'semaphore with 2+ holders', 'readers together', 'termStart']) {
       expect(stats.get(tag) ?? 0, `seed ${seed}: no ${tag} (${JSON.stringify([...stats])})`).toBeGreaterThan(0);
     }
+    // The logs do reach an owner acquiring under another session than its live hold's; below level 4 that
+    // supersedes the hold, from level 4 the hold stands.
+    expect(log.crossSessionAcquires, `seed ${seed}: cross-session acquires`).toBeGreaterThan(0);
+    if (level >= 4) expect(log.crossSessionKept).toBe(log.crossSessionAcquires);
+    else expect(log.crossSessionKept).toBeLessThan(log.crossSessionAcquires);
   });
 });

@@ -115,7 +115,7 @@ describe('sessions', () => {
     expect(feed.machine.delayLeftMs('k3')).toBe(0);
   });
 
-  it('a re-acquire by its owner moves a hold into or out of a session', () => {
+  it('below cluster level 4, a re-acquire by its owner moves a hold into or out of a session', () => {
     const feed = new Feed();
     const s = feed.at(1000).openSession('a', 500);
     feed.acquire('k', 'a', 10_000);

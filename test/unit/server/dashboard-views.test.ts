@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LockMachine } from '../../../src/lock/machine.js';
+import { BUILD_LEVEL } from '../../../src/lock/versions.js';
 import type { Status } from '../../../src/raft/core/types.js';
 import { clusterView, electionsView, locksView, NotCurrentError, sessionsView, type DashboardSources } from '../../../src/server/dashboard-api.js';
 import { findDashboardDir } from '../../../src/server/dashboard-assets.js';
@@ -56,7 +57,7 @@ const q = (s: string) => readQuery(new URL(`http://x/?${s}`), ['prefix', 'after'
 describe('dashboard views', () => {
   it('cluster: the leader shows each member with its role, match index and lag (commit - match)', () => {
     const c = clusterView(sources(machine()));
-    expect(c.node).toMatchObject({ id: 'n1', role: 'leader', term: 3, leader: 'n1', commit_index: 100, applied_index: 99, serving: true, health: 'leader with a quorum', cluster_level: 1, build_level: 3 });
+    expect(c.node).toMatchObject({ id: 'n1', role: 'leader', term: 3, leader: 'n1', commit_index: 100, applied_index: 99, serving: true, health: 'leader with a quorum', cluster_level: 1, build_level: BUILD_LEVEL });
     expect(c.members.map((x) => [x.id, x.role, x.match_index, x.lag, x.progress, x.connected, x.seen])).toEqual([
       ['n1', 'leader', 101, 0, null, null, true],
       ['n2', 'follower', 100, 0, 'replicate', true, true],
