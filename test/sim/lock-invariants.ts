@@ -972,7 +972,9 @@ export class LockOracle implements GroupHost {
   /** Named invariant `revoke`: a revoke that ended holds serves the key's line in its own entry. After it,
    *  the first waiter still in the machine's line (the line before the entry less the waiters it decided)
    *  whose wait and session live must not fit beside the key's live holds — unless the entry granted the
-   *  key already (one grant per key per entry) or left it in lock-delay (a hold its sweep ended). */
+   *  key already (one grant per key per entry), left it in lock-delay (a hold its sweep ended), or, from
+   *  cluster level 4, the waiter's owner still holds the key under another session (it waits for that hold
+   *  to end: lock simulation seed 6695). */
   private checkRevokeServed(at: string, key: string, r: Extract<LockResult, { type: 'revoke' }>, post: StateCapture): void {
     if (r.revoked.length === 0) return;
     const decided = (r.decided ?? []).filter((d) => d.key === key);
@@ -989,7 +991,10 @@ export class LockOracle implements GroupHost {
       .find((w) => w.deadlineMs > post.nowMs && (w.sessionId === 0 || post.sessions.get(w.sessionId)?.live === true));
     if (head === undefined) return;
     const v = post.views[k]!;
-    const holders = (v.holders ?? (v.held ? [{ owner: v.owner, token: v.token, shared: false, expiresAtMs: v.expiresAtMs }] : [])).filter((h) => h.expiresAtMs > post.nowMs && h.owner !== head.owner);
+    const live = (v.holders ?? (v.held ? [{ owner: v.owner, token: v.token, shared: false, expiresAtMs: v.expiresAtMs, sessionId: v.sessionId ?? 0n }] : [])).filter((h) => h.expiresAtMs > post.nowMs);
+    const own = live.find((h) => h.owner === head.owner);
+    if (own !== undefined && this.supersedeSameSessionOnly && own.sessionId !== BigInt(head.sessionId)) return;
+    const holders = live.filter((h) => h.owner !== head.owner);
     const limit = v.limit ?? 1;
     const fits = limit >= 2 ? holders.length < limit : head.shared ? holders.every((h) => h.shared === true) : holders.length === 0;
     if (fits) {
