@@ -208,6 +208,9 @@ export const LOCK_MUTANTS: LockMutant[] = [
     name: 'a shared hold is granted while an exclusive waiter is ahead of it (FIFO dropped for shared)',
     maxSeeds: 400,
     caughtBy: /FIFO \(group\)/,
+    // On the mixed workload its first catch moved from seed 185 to 355 with level 4's changed runs, and the
+    // 400-seed budget ran out of time in a loaded CI run. Only group clients: 5 of seeds 1-100 (first at 29).
+    lockProfile: { groupsOnly: true },
     patches: [{ file: 'machine-groups.ts', find: `    (own !== undefined || s.lines.countFor(key) === 0) && // FIFO`, replace: `    (own !== undefined || shared || s.lines.countFor(key) === 0) && // FIFO` }],
   },
   {
