@@ -11,6 +11,7 @@ import { quorumOf } from './core/quorum.js';
 import { Raft, defaultRaftConfig } from './core/raft.js';
 import type { ConfChange, ConfChangeResult, ConfState, Entry, Message, NodeId, ProposeResult, RaftConfig, Ready, RestoredState, SoftState, Snapshot, Status } from './core/types.js';
 import { bootstrapSnapshot, emptyHardState } from './core/types.js';
+import type { ProgressView } from './core/progress.js';
 import { realEnv, type NodeEnv, type TimerHandle } from './env.js';
 import { ConfChangeRefusedError, NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from './errors.js';
 import type { SnapshotJob, StateMachine } from './fsm.js';
@@ -36,7 +37,7 @@ export interface RaftCore {
   takeMessagesNotWaitingForDisk(): Message[];
   compact(index: number, data: Uint8Array): Snapshot | null;
   status(): Status;
-  progressSnapshot(): Map<NodeId, { match: number; next: number; state: string }>;
+  progressSnapshot(): Map<NodeId, ProgressView>;
 }
 
 export type CoreFactory = (cfg: RaftConfig, restored: RestoredState) => RaftCore;
@@ -351,7 +352,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
     return this.soft.role === 'leader';
   }
 
-  progress(): Map<NodeId, { match: number; next: number; state: string }> {
+  progress(): Map<NodeId, ProgressView> {
     return this.raft.progressSnapshot();
   }
 

@@ -7,6 +7,7 @@ import type { LockMachine } from '../lock/machine.js';
 import type { LockView } from '../lock/types.js';
 import { validateList } from '../lock/validate.js';
 import type { NodeId, Status } from '../raft/core/types.js';
+import type { ProgressView } from '../raft/core/progress.js';
 import { BUILD_LEVEL } from '../lock/versions.js';
 import { BadQueryError, wholeNumber } from './dashboard-query.js';
 import { isoOrNull, valueJson, type JsonValue } from './dashboard-values.js';
@@ -16,7 +17,7 @@ import { holdersOf as holdsOf } from './holders-view.js';
 export interface DashboardSources {
   status(): Status;
   /** The leader's replication progress per member (meaningful on the leader only). */
-  progress(): Map<NodeId, { match: number; next: number; state: string }>;
+  progress(): Map<NodeId, ProgressView>;
   /** What grpc.health.v1 reports for this node, and why (health.ts, RaftNode.serving). */
   health(): { serving: boolean; reason: string };
   /** Outbound peer streams: true while connected. */
@@ -75,7 +76,7 @@ export function clusterView(src: DashboardSources): ClusterJson {
   const st = src.status();
   const health = src.health();
   const leading = st.role === 'leader';
-  const progress = leading ? src.progress() : new Map<NodeId, { match: number; next: number; state: string }>();
+  const progress = leading ? src.progress() : new Map<NodeId, ProgressView>();
   const peers = src.peers();
   const row = (id: NodeId, learner: boolean): MemberJson => {
     const self = id === st.id;

@@ -9,6 +9,7 @@ import { LockLeader, type LockLimitSettings, type CallFailure, type CallId, type
 import type { AcquireResult, LockResult, LockView, OpenSessionResult, ReleaseResult, RenewResult, RenewSessionResult, RevokeResult, SessionEndResult } from '../lock/types.js';
 import type { ValidAcquire, ValidOpenSession, ValidRelease, ValidRenew, ValidRevoke, ValidSessionCall } from '../lock/validate.js';
 import type { Entry, NodeId, SoftState, Status } from '../raft/core/types.js';
+import type { ProgressView } from '../raft/core/progress.js';
 import type { NodeEnv, TimerHandle } from '../raft/env.js';
 import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from '../raft/errors.js';
 import type { NodeLogger } from '../raft/logger.js';
@@ -57,7 +58,7 @@ export interface LockNode {
   readonly leaderId: NodeId | null;
   isLeader(): boolean;
   status(): Status;
-  progress(): Map<NodeId, { match: number; next: number; state: string }>;
+  progress(): Map<NodeId, ProgressView>;
   propose(data: Uint8Array, timeoutMs: number): Promise<{ index: number; result: LockResult | null }>;
   readBarrier(timeoutMs: number): Promise<number>;
   on(event: 'softState', listener: (ss: SoftState, prev: SoftState) => void): unknown;

@@ -9,11 +9,12 @@ import { drainTrace, traceEnabled } from '../trace/stages.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { replyText } from './http-reply.js';
 import type { NodeId, Role, SoftState, Status } from '../raft/core/types.js';
+import type { ProgressView } from '../raft/core/progress.js';
 
 /** What the scrape-time gauges read. */
 export interface MetricsSources {
   status(): Status;
-  progress(): Map<NodeId, { match: number; next: number; state: string }>;
+  progress(): Map<NodeId, ProgressView>;
   /** Outbound peer streams: true while connected. */
   peers(): Map<NodeId, boolean>;
   leasesHeld(): number;

@@ -7,6 +7,7 @@
 // they need were renamed, rather than silently testing nothing.
 import { changeConf, encodeConfEntry, type ConfState } from '../../src/raft/core/config.js';
 import type { ConfChange, ConfChangeResult, Entry, Message, NodeId, ProposeResult, RaftConfig, Ready, ReadState, RestoredState, Snapshot, Status } from '../../src/raft/core/types.js';
+import type { ProgressView } from '../../src/raft/core/progress.js';
 import type { CoreInspection, CoreModule, SimCore } from './types.js';
 import type { SimProfile } from './profile.js';
 import { ValueWorkload, type SimWorkload } from './workload.js';
@@ -72,7 +73,7 @@ class WrappedCore implements SimCore {
   status(): Status {
     return this.inner.status();
   }
-  progressSnapshot(): Map<NodeId, { match: number; next: number; state: string }> {
+  progressSnapshot(): Map<NodeId, ProgressView> {
     return this.inner.progressSnapshot();
   }
   inspect(): CoreInspection {

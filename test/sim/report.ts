@@ -1,6 +1,7 @@
 // Human-readable output: the violation report (seed, invariant, node states, replay command, trace
 // tail) and the run summary printed when replaying one seed.
 import type { NodeId, Status } from '../../src/raft/core/types.js';
+import type { ProgressView } from '../../src/raft/core/progress.js';
 import type { SimCluster } from './cluster.js';
 import type { SimNode } from './node.js';
 import type { RaftCore } from './types.js';
@@ -31,7 +32,7 @@ export function describeNode(n: SimNode): string {
   }
   // The real core exposes the leader's per-follower progress; show it when available.
   let progress = '';
-  const core = n.raft as RaftCore & { progressSnapshot?: () => Map<NodeId, { match: number; next: number; state: string }> };
+  const core = n.raft as RaftCore & { progressSnapshot?: () => Map<NodeId, ProgressView> };
   if (st.role === 'leader' && typeof core.progressSnapshot === 'function') {
     const parts: string[] = [];
     for (const [id, p] of core.progressSnapshot()) if (id !== n.id) parts.push(`${id}:${p.state}/m${p.match}/n${p.next}`);

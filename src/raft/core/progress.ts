@@ -4,6 +4,14 @@ import type { NodeId } from './types.js';
 
 export type ProgressState = 'probe' | 'replicate' | 'snapshot';
 
+/** One member's progress as the leader reports it to the rest of the node (status, metrics, the dashboard,
+ *  hand-over and membership decisions, the simulator's report): a copy, never the live Progress. */
+export interface ProgressView {
+  match: number;
+  next: number;
+  state: ProgressState;
+}
+
 export class Progress {
   match = 0;
   next: number;

@@ -6,7 +6,7 @@ import { committedIndex, isMajority, voteResult, type VoteResult } from './quoru
 import { SnapshotReceiver } from './snapshot-receiver.js';
 import { RaftInspection } from './inspect.js';
 import { RaftLog } from './log.js';
-import { Progress } from './progress.js';
+import { Progress, type ProgressView } from './progress.js';
 import { ReadOnlyQueue } from './read-only.js';
 import type {
   AppendEntries,
@@ -335,8 +335,8 @@ export class Raft {
 
   /** Each tracked member's progress as the leader sees it — voters, learners and the leader itself (empty
    *  on followers). */
-  progressSnapshot(): Map<NodeId, { match: number; next: number; state: string }> {
-    const out = new Map<NodeId, { match: number; next: number; state: string }>();
+  progressSnapshot(): Map<NodeId, ProgressView> {
+    const out = new Map<NodeId, ProgressView>();
     for (const [id, pr] of this.progress) out.set(id, { match: pr.match, next: pr.next, state: pr.state });
     return out;
   }
