@@ -2,9 +2,9 @@
 // wraps the real core and breaks one Raft rule — the classic bugs of the JavaScript Raft libraries
 // (DESIGN.md) and a few more. sim.test.ts asserts each is caught within `maxSeeds` seeds.
 //
-// Most mutants only rewrite messages and Readys at the API boundary. Two need to reach into the core
-// (its log's commit index and the leader's progress map); they say so and fail loudly if the fields
-// they need were renamed, rather than silently testing nothing.
+// Most mutants only rewrite messages and Readys at the API boundary. Some reach into the core (its log,
+// its progress tracker, its configuration history, the messages it has not handed out yet); they say so
+// and fail loudly if the fields they need were renamed, rather than silently testing nothing.
 import { changeConf, encodeConfEntry, type ConfState } from '../../src/raft/core/config.js';
 import type { ConfChange, ConfChangeResult, Entry, Message, NodeId, ProposeResult, RaftConfig, Ready, ReadState, RestoredState, Snapshot, Status } from '../../src/raft/core/types.js';
 import type { ProgressView } from '../../src/raft/core/progress.js';
@@ -93,19 +93,17 @@ function module(base: CoreModule, make: (cfg: RaftConfig, restored: RestoredStat
 interface CoreInternals {
   id: NodeId;
   log: { committed: number; lastIndex(): number; term(i: number): number | undefined };
-  progress: Map<NodeId, { match: number }>;
-  voters: NodeId[];
+  /** src/raft/core/tracker.ts */
+  tracker: { progress: Map<NodeId, { match: number }>; voters: NodeId[]; learners: NodeId[]; quorumActive(self: NodeId): boolean };
   term: number;
   votedFor: NodeId | null;
   role: string;
-  quorumActive(): boolean;
 }
 
 /** What the membership mutants reach: the configuration history, the log append, and the two
  *  predicates that keep non-voters from campaigning and removed nodes from being heard. */
 interface MembershipInternals {
   confs: { current(): ConfState; lastIndex(): number };
-  learners: NodeId[];
   appendEntry(kind: 'config', data: Uint8Array): Entry;
   promotable(): boolean;
   acceptsFrom(from: NodeId): boolean;
@@ -113,8 +111,8 @@ interface MembershipInternals {
 
 function membershipInternals(core: SimCore): CoreInternals & MembershipInternals {
   const c = internals(core) as CoreInternals & Partial<MembershipInternals>;
-  if (!c.confs || typeof c.confs.current !== 'function' || !Array.isArray(c.learners) || typeof c.appendEntry !== 'function' || typeof c.promotable !== 'function' || typeof c.acceptsFrom !== 'function') {
-    throw new Error('membership mutant needs Raft internals (confs, learners, appendEntry, promotable, acceptsFrom): update test/sim/mutants.ts');
+  if (!c.confs || typeof c.confs.current !== 'function' || typeof c.appendEntry !== 'function' || typeof c.promotable !== 'function' || typeof c.acceptsFrom !== 'function') {
+    throw new Error('membership mutant needs Raft internals (confs, appendEntry, promotable, acceptsFrom): update test/sim/mutants.ts');
   }
   return c as CoreInternals & MembershipInternals;
 }
@@ -147,8 +145,9 @@ function overridingRefusal(
 
 function internals(core: SimCore): CoreInternals {
   const c = core as unknown as Partial<CoreInternals>;
-  if (!c.log || typeof c.log.committed !== 'number' || !(c.progress instanceof Map) || !Array.isArray(c.voters) || typeof c.quorumActive !== 'function') {
-    throw new Error('mutant needs Raft internals (log.committed, progress, voters, quorumActive): update test/sim/mutants.ts');
+  const t = c.tracker;
+  if (!c.log || typeof c.log.committed !== 'number' || !t || !(t.progress instanceof Map) || !Array.isArray(t.voters) || !Array.isArray(t.learners) || typeof t.quorumActive !== 'function') {
+    throw new Error('mutant needs Raft internals (log.committed, tracker.progress, tracker.voters, tracker.learners, tracker.quorumActive): update test/sim/mutants.ts');
   }
   return c as CoreInternals;
 }
@@ -163,8 +162,8 @@ function countingLeader(base: CoreModule, cfg: RaftConfig, restored: RestoredSta
     if (m.type !== 'AppendEntriesResponse') return;
     const c = internals(w.inner);
     if (c.role !== 'leader') return;
-    const matches = counted(c).map((id) => c.progress.get(id)?.match ?? 0).sort((a, b) => b - a);
-    const q = matches[Math.floor(c.voters.length / 2)]!;
+    const matches = counted(c).map((id) => c.tracker.progress.get(id)?.match ?? 0).sort((a, b) => b - a);
+    const q = matches[Math.floor(c.tracker.voters.length / 2)]!;
     if (q > c.log.committed && (!ownTermOnly || c.log.term(q) === c.term)) c.log.committed = q;
   };
   return w;
@@ -187,7 +186,7 @@ export const MUTANTS: Mutant[] = [
         w.propose = (data) => {
           const r = w.inner.propose(data);
           const c = internals(w.inner);
-          const self = c.progress.get(c.id);
+          const self = c.tracker.progress.get(c.id);
           if (r.ok && self) self.match = Math.max(self.match, c.log.lastIndex());
           return r;
         };
@@ -248,7 +247,7 @@ export const MUTANTS: Mutant[] = [
       module(base, (cfg, restored) => {
         const w = new WrappedCore(base, cfg, restored);
         const c = internals(w.inner);
-        c.quorumActive = () => true;
+        c.tracker.quorumActive = () => true;
         return w;
       }),
   },
@@ -443,7 +442,7 @@ export const MUTANTS: Mutant[] = [
     expect: ['commit-rule', 'commit-durable-quorum', 'state-machine-safety', 'replica-digest', 'committed-truncated', 'acked-committed', 'acked-durable', 'snapshot-restore', 'workload-final', 'linearizable-read', 'applied-index', 'commit-in-log', 'persist-before-apply'],
     maxSeeds: 100,
     core: (base) =>
-      module(base, (cfg, restored) => countingLeader(base, cfg, restored, (c) => c.voters, false)),
+      module(base, (cfg, restored) => countingLeader(base, cfg, restored, (c) => c.tracker.voters, false)),
   },
   // ---- runtime membership (src/raft/core/config.ts; the nemesis is membership.ts)
   {
@@ -455,7 +454,7 @@ export const MUTANTS: Mutant[] = [
     maxSeeds: 150,
     membership: true,
     core: (base) =>
-      module(base, (cfg, restored) => countingLeader(base, cfg, restored, (c) => [...c.voters, ...membershipInternals(c as unknown as SimCore).learners], true)),
+      module(base, (cfg, restored) => countingLeader(base, cfg, restored, (c) => [...c.tracker.voters, ...c.tracker.learners], true)),
   },
   {
     // (b) Two changes in flight: the "one at a time" check dropped — a change is appended while the

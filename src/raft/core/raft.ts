@@ -2,12 +2,12 @@
 // a Ready batch. No I/O, timers, clocks or ambient randomness — the driver (src/raft/node.ts) and the
 // simulator (test/sim) own all of that. Section numbers refer to the Raft paper / Ongaro's thesis.
 import { ConfHistory, changeConf, copyConf, decodeConfEntry, encodeConfEntry, type ConfChange } from './config.js';
-import { committedIndex, isMajority, voteResult, type VoteResult } from './quorum.js';
 import { SnapshotReceiver } from './snapshot-receiver.js';
 import { RaftInspection } from './inspect.js';
 import { RaftLog } from './log.js';
-import { Progress, type ProgressView } from './progress.js';
+import type { Progress, ProgressView } from './progress.js';
 import { ReadOnlyQueue } from './read-only.js';
+import { ProgressTracker } from './tracker.js';
 import type {
   AppendEntries,
   AppendEntriesResponse,
@@ -69,19 +69,16 @@ export class Raft {
   private votedFor: NodeId | null;
   role: Role = 'follower';
   leaderId: NodeId | null = null;
-  /** The configuration in use (config.ts): voters and learners mirror confs.current(). */
-  private voters: NodeId[] = [];
-  private learners: NodeId[] = [];
+  /** The configuration in use (config.ts): the tracker's voters and learners mirror confs.current(). */
   private readonly confs: ConfHistory;
+  private readonly tracker = new ProgressTracker();
   /** The next Ready reports the configuration (the driver updates peer addresses from it). */
   private confChanged = true;
 
   private electionElapsed = 0;
   private heartbeatElapsed = 0;
   private randomizedElectionTimeout = 0;
-  private votes = new Map<NodeId, boolean>();
 
-  private progress = new Map<NodeId, Progress>();
   private heartbeatRound = 0;
   private needsBroadcast = false;
   private readonly reads = new ReadOnlyQueue();
@@ -174,10 +171,10 @@ export class Raft {
 
   /** Leadership transfer (thesis §3.10). Returns false when it cannot start. */
   transferLeadership(to: NodeId): boolean {
-    if (this.role !== 'leader' || to === this.id || !this.voters.includes(to)) return false;
+    if (this.role !== 'leader' || to === this.id || !this.tracker.isVoter(to)) return false;
     this.leadTransferee = to;
     this.transferElapsed = 0;
-    const pr = this.progress.get(to)!;
+    const pr = this.tracker.progress.get(to)!;
     if (pr.match === this.log.lastIndex()) this.send({ type: 'TimeoutNow', to });
     else this.sendAppend(to, true);
     return true;
@@ -231,7 +228,7 @@ export class Raft {
     if (lastApplied && lastApplied.index > this.log.applied) this.log.applied = lastApplied.index;
     if (this.role === 'leader' && lastPersisted) {
       // The leader's own vote in the commit quorum counts only once its entries are durable.
-      const self = this.progress.get(this.id);
+      const self = this.tracker.progress.get(this.id);
       if (self && self.maybeUpdate(this.log.stableIndex) && this.maybeCommit()) this.needsBroadcast = true;
     }
   }
@@ -321,8 +318,8 @@ export class Raft {
       lastIndex: this.log.lastIndex(),
       durableIndex: this.log.stableIndex,
       firstIndex: this.log.firstIndex(),
-      voters: [...this.voters],
-      learners: [...this.learners],
+      voters: [...this.tracker.voters],
+      learners: [...this.tracker.learners],
       conf: copyConf(this.confs.current()),
       confIndex: this.confs.lastIndex(),
     };
@@ -336,9 +333,7 @@ export class Raft {
   /** Each tracked member's progress as the leader sees it — voters, learners and the leader itself (empty
    *  on followers). */
   progressSnapshot(): Map<NodeId, ProgressView> {
-    const out = new Map<NodeId, ProgressView>();
-    for (const [id, pr] of this.progress) out.set(id, { match: pr.match, next: pr.next, state: pr.state });
-    return out;
+    return this.tracker.view();
   }
 
   step(m: Message): void {
@@ -428,7 +423,7 @@ export class Raft {
     // partitioned away cannot force elections by returning with an inflated term.
     this.role = 'pre-candidate';
     this.leaderId = null;
-    this.votes = new Map();
+    this.tracker.resetVotes();
     this.electionElapsed = 0;
     this.resetElectionTimeout();
   }
@@ -445,20 +440,7 @@ export class Raft {
     this.role = 'leader';
     this.leaderId = this.id;
     this.reset();
-    const last = this.log.lastIndex();
-    for (const id of [...this.voters, ...this.learners]) {
-      const pr = new Progress(id, last);
-      if (id === this.id) pr.match = this.log.stableIndex;
-      pr.recentActive = true;
-      this.progress.set(id, pr);
-    }
-    if (!this.progress.has(this.id)) {
-      // A leader outside its own configuration (its removal is in the log, not yet committed) still
-      // tracks its own durable index, though it counts toward no quorum.
-      const self = new Progress(this.id, last);
-      self.match = this.log.stableIndex;
-      this.progress.set(this.id, self);
-    }
+    this.tracker.startLeading(this.id, this.log.lastIndex(), this.log.stableIndex);
     // §5.4.2 / §8: a leader commits entries of earlier terms only by committing one of its own.
     this.appendEntry('noop', new Uint8Array(0));
   }
@@ -467,8 +449,8 @@ export class Raft {
     this.electionElapsed = 0;
     this.heartbeatElapsed = 0;
     this.resetElectionTimeout();
-    this.votes = new Map();
-    this.progress = new Map();
+    this.tracker.resetVotes();
+    this.tracker.clearProgress();
     this.leadTransferee = null;
     this.needsBroadcast = false;
     this.incomingSnapshot.reset();
@@ -480,7 +462,7 @@ export class Raft {
   }
 
   private promotable(): boolean {
-    return this.voters.includes(this.id) && this.log.pendingSnapshot === null;
+    return this.tracker.isVoter(this.id) && this.log.pendingSnapshot === null;
   }
 
   private tickElection(): void {
@@ -500,7 +482,7 @@ export class Raft {
    * failover bench: 900 ms). Pre-votes change no state, so asking twice is harmless.
    */
   private reaskPreVotes(): void {
-    for (const id of this.voters) if (id !== this.id && !this.votes.has(id)) this.sendVoteRequest(id, true, this.term + 1, false);
+    for (const id of this.tracker.voters) if (id !== this.id && !this.tracker.hasAnswered(id)) this.sendVoteRequest(id, true, this.term + 1, false);
   }
 
   private sendVoteRequest(to: NodeId, preVote: boolean, term: number, transfer: boolean): void {
@@ -508,7 +490,7 @@ export class Raft {
   }
 
   private tickLeader(): void {
-    if (!this.voters.includes(this.id) && this.log.committed >= this.confs.lastIndex()) {
+    if (!this.tracker.isVoter(this.id) && this.log.committed >= this.confs.lastIndex()) {
       // Our own removal is committed (thesis §4.2.2): hand over to the most caught-up voter and step down.
       // We no longer count in any quorum, and promotable() keeps us from campaigning again.
       this.handOffOnRemoval();
@@ -518,11 +500,11 @@ export class Raft {
     this.heartbeatElapsed++;
     // Only a follower that is behind can be stalled; an idle, caught-up one is not.
     const last = this.log.lastIndex();
-    for (const pr of this.progress.values()) pr.ticksWithoutProgress = pr.match < last ? pr.ticksWithoutProgress + 1 : 0;
+    for (const pr of this.tracker.progress.values()) pr.ticksWithoutProgress = pr.match < last ? pr.ticksWithoutProgress + 1 : 0;
     this.electionElapsed++;
     if (this.electionElapsed >= this.cfg.electionTicks) {
       this.electionElapsed = 0;
-      if (this.cfg.checkQuorum && !this.quorumActive()) {
+      if (this.cfg.checkQuorum && !this.tracker.quorumActive(this.id)) {
         // CheckQuorum: a leader cut off from a majority steps down, so a stale leader stops serving.
         this.becomeFollower(this.term, null);
         return;
@@ -537,20 +519,8 @@ export class Raft {
     }
   }
 
-  /** Heard from a majority of the voters since the last check (ourselves included if we are one);
-   *  starts the next round. */
-  private quorumActive(): boolean {
-    const active = isMajority(this.voters, (id) => id === this.id || this.progress.get(id)?.recentActive === true);
-    for (const [id, pr] of this.progress) if (id !== this.id) pr.recentActive = false;
-    return active;
-  }
-
   private handOffOnRemoval(): void {
-    let best: Progress | null = null;
-    for (const id of this.voters) {
-      const pr = this.progress.get(id);
-      if (pr && (best === null || pr.match > best.match)) best = pr;
-    }
+    const best = this.tracker.mostCaughtUpVoter();
     if (best && best.match === this.log.lastIndex()) this.send({ type: 'TimeoutNow', to: best.id });
   }
 
@@ -567,24 +537,11 @@ export class Raft {
   /** Act on confs.current(): the voter and learner lists, and (leading) one Progress per member. */
   private useCurrentConf(): void {
     const conf = this.confs.current();
-    this.voters = [...conf.voters];
-    this.learners = [...conf.learners];
+    this.tracker.useConf(conf.voters, conf.learners);
     this.confChanged = true;
     if (this.role !== 'leader') return;
-    const last = this.log.lastIndex();
-    for (const id of [...this.voters, ...this.learners]) {
-      if (this.progress.has(id)) continue;
-      // Probe a new member WITH the last entry (next = last, as etcd does): a probe carrying no entry is
-      // never resent by the heartbeat path, so if the first one is lost (the joining node is not up
-      // yet) and no new entry follows, the member would never be caught up.
-      const pr = new Progress(id, Math.max(0, last - 1));
-      pr.recentActive = true;
-      this.progress.set(id, pr);
-    }
-    for (const id of [...this.progress.keys()]) {
-      if (id !== this.id && !this.voters.includes(id) && !this.learners.includes(id)) this.progress.delete(id);
-    }
-    if (this.leadTransferee !== null && !this.voters.includes(this.leadTransferee)) this.leadTransferee = null;
+    this.tracker.trackMembers(this.id, this.log.lastIndex());
+    if (this.leadTransferee !== null && !this.tracker.isVoter(this.leadTransferee)) this.leadTransferee = null;
   }
 
   private campaign(transfer: boolean): void {
@@ -598,20 +555,12 @@ export class Raft {
   }
 
   private requestVotes(preVote: boolean, term: number, transfer: boolean): void {
-    this.recordVote(this.id, true);
-    if (this.tallyVotes() === 'won') {
+    this.tracker.recordVote(this.id, true);
+    if (this.tracker.tallyVotes() === 'won') {
       this.onElectionWon(preVote);
       return;
     }
-    for (const id of this.voters) if (id !== this.id) this.sendVoteRequest(id, preVote, term, transfer);
-  }
-
-  private recordVote(id: NodeId, granted: boolean): void {
-    if (!this.votes.has(id)) this.votes.set(id, granted);
-  }
-
-  private tallyVotes(): VoteResult {
-    return voteResult(this.voters, this.votes);
+    for (const id of this.tracker.voters) if (id !== this.id) this.sendVoteRequest(id, preVote, term, transfer);
   }
 
   private onElectionWon(preVote: boolean): void {
@@ -671,8 +620,8 @@ export class Raft {
         return;
       case 'RequestVoteResponse': {
         if (m.preVote !== (this.role === 'pre-candidate')) return;
-        this.recordVote(m.from, m.granted);
-        const result = this.tallyVotes();
+        this.tracker.recordVote(m.from, m.granted);
+        const result = this.tracker.tallyVotes();
         if (result === 'won') this.onElectionWon(m.preVote);
         else if (result === 'lost') this.becomeFollower(this.term, null);
         return;
@@ -765,7 +714,7 @@ export class Raft {
   // ------------------------------------------------------------------ leader: replication
 
   private stepLeader(m: Message): void {
-    const pr = this.progress.get(m.from);
+    const pr = this.tracker.progress.get(m.from);
     switch (m.type) {
       case 'AppendEntriesResponse':
         if (!pr) return;
@@ -837,7 +786,7 @@ export class Raft {
 
   /** §5.3/§5.4.2: commit the highest index stored on a majority — only if it is from our term. */
   private maybeCommit(): boolean {
-    const quorumIndex = committedIndex(this.voters, (id) => this.progress.get(id)?.match ?? 0);
+    const quorumIndex = this.tracker.committed();
     if (quorumIndex > this.log.committed && this.log.term(quorumIndex) === this.term) {
       const hadCommitInTerm = this.log.term(this.log.committed) === this.term;
       this.log.committed = quorumIndex;
@@ -878,13 +827,13 @@ export class Raft {
   private flushBroadcast(): void {
     if (!this.needsBroadcast || this.role !== 'leader') return;
     this.needsBroadcast = false;
-    for (const id of this.progress.keys()) if (id !== this.id) this.sendAppend(id, true);
-    if (this.voters.length === 1 || this.progress.size === 1) this.maybeCommit();
+    for (const id of this.tracker.progress.keys()) if (id !== this.id) this.sendAppend(id, true);
+    if (this.tracker.voters.length === 1 || this.tracker.progress.size === 1) this.maybeCommit();
   }
 
   /** Send what the follower is missing. `sendEmpty` also sends when there is nothing new (carries commit). */
   private sendAppend(to: NodeId, sendEmpty: boolean): void {
-    const pr = this.progress.get(to);
+    const pr = this.tracker.progress.get(to);
     if (!pr) return;
     for (;;) {
       if (pr.isPaused(this.cfg.maxInflight)) return;
@@ -949,7 +898,7 @@ export class Raft {
    *  as AppendEntries anchored at the follower's match index, so they never disturb pipelining. */
   private broadcastHeartbeat(): void {
     this.heartbeatRound++;
-    for (const [id, pr] of this.progress) {
+    for (const [id, pr] of this.tracker.progress) {
       if (id === this.id) continue;
       if (pr.state === 'snapshot') {
         this.sendSnapshotChunk(pr); // also retransmits a lost chunk
@@ -996,28 +945,28 @@ export class Raft {
       this.reads.defer({ ctx, requester });
       return;
     }
-    if (!this.voters.includes(this.id)) {
+    if (!this.tracker.isVoter(this.id)) {
       // Outside our own configuration we cannot confirm leadership with our own ack.
       if (requester === this.id) this.readFailures.push({ ctx, reason: 'not-ready' });
       else this.send({ type: 'ReadIndexResponse', to: requester, ctx, index: 0 });
       return;
     }
-    if (this.voters.length === 1) {
+    if (this.tracker.voters.length === 1) {
       this.deliverRead(ctx, requester, this.log.committed);
       return;
     }
     this.heartbeatRound++;
     this.reads.register({ ctx, requester }, this.log.committed, this.heartbeatRound, this.id);
-    for (const id of this.voters) {
+    for (const id of this.tracker.voters) {
       if (id === this.id) continue;
       // Followers whose match is compacted (being snapshotted) confirm through the next chunk's answer.
-      this.sendHeartbeat(this.progress.get(id)!);
+      this.sendHeartbeat(this.tracker.progress.get(id)!);
     }
   }
 
   private ackReads(from: NodeId, round: number): void {
-    if (!this.voters.includes(from)) return; // a learner's answer confirms nothing
-    for (const r of this.reads.ack(from, round, (acks) => isMajority(this.voters, (id) => acks.has(id)))) this.deliverRead(r.ctx, r.requester, r.index);
+    if (!this.tracker.isVoter(from)) return; // a learner's answer confirms nothing
+    for (const r of this.reads.ack(from, round, (acks) => this.tracker.isQuorum(acks))) this.deliverRead(r.ctx, r.requester, r.index);
   }
 
   private deliverRead(ctx: string, requester: NodeId, index: number): void {
