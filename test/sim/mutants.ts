@@ -228,9 +228,11 @@ export const MUTANTS: Mutant[] = [
       module(base, (cfg, restored) => {
         const w = new WrappedCore(base, cfg, restored);
         w.takeMessagesNotWaitingForDisk = () => {
-          const inner = w.inner as unknown as { msgs: Message[] };
-          const acks = inner.msgs.filter((m) => m.type === 'AppendEntriesResponse' && m.success);
-          inner.msgs = inner.msgs.filter((m) => !(m.type === 'AppendEntriesResponse' && m.success));
+          // The messages the core has not handed out yet (src/raft/core/ready.ts).
+          const pending = (w.inner as unknown as { pending?: { msgs?: Message[] } }).pending;
+          if (!pending || !Array.isArray(pending.msgs)) throw new Error('mutant needs Raft internals (pending.msgs): update test/sim/mutants.ts');
+          const acks = pending.msgs.filter((m) => m.type === 'AppendEntriesResponse' && m.success);
+          pending.msgs = pending.msgs.filter((m) => !(m.type === 'AppendEntriesResponse' && m.success));
           return [...w.inner.takeMessagesNotWaitingForDisk(), ...acks];
         };
         return w;

@@ -7,6 +7,7 @@ import { RaftInspection } from './inspect.js';
 import { RaftLog } from './log.js';
 import type { Progress, ProgressView } from './progress.js';
 import { ReadOnlyQueue } from './read-only.js';
+import { PendingReady } from './ready.js';
 import { ProgressTracker } from './tracker.js';
 import type {
   AppendEntries,
@@ -24,7 +25,6 @@ import type {
   ReadFailure,
   ReadIndexRequest,
   ReadIndexResponse,
-  ReadState,
   Ready,
   RequestVote,
   RequestVoteResponse,
@@ -52,7 +52,6 @@ export function defaultRaftConfig(id: NodeId, rng: RaftConfig['rng']): RaftConfi
   };
 }
 
-const MAX_COMMITTED_PER_READY = 1024;
 /** After leaderUnreachable(): campaign on one of the next this many ticks. Randomized (and each node's
  *  ticks run on its own timer) so the survivors, told at about the same instant by their kernels, rarely
  *  pre-campaign within one round trip of each other and split the vote. */
@@ -72,8 +71,6 @@ export class Raft {
   /** The configuration in use (config.ts): the tracker's voters and learners mirror confs.current(). */
   private readonly confs: ConfHistory;
   private readonly tracker = new ProgressTracker();
-  /** The next Ready reports the configuration (the driver updates peer addresses from it). */
-  private confChanged = true;
 
   private electionElapsed = 0;
   private heartbeatElapsed = 0;
@@ -86,11 +83,8 @@ export class Raft {
   private transferElapsed = 0;
   private readonly incomingSnapshot = new SnapshotReceiver();
 
-  private msgs: Message[] = [];
-  private readStates: ReadState[] = [];
-  private readFailures: ReadFailure[] = [];
-  private persistedHardState: HardState;
-  private lastSoftState: SoftState;
+  /** What the next Ready carries, and what the driver did with the last ones (ready.ts). */
+  private readonly pending: PendingReady;
 
   constructor(cfg: RaftConfig, restored: RestoredState) {
     this.cfg = cfg;
@@ -100,9 +94,8 @@ export class Raft {
     this.votedFor = restored.hardState.votedFor;
     this.confs = new ConfHistory(restored.snapshot.meta.index, restored.snapshot.meta.conf);
     for (const e of restored.entries) if (e.kind === 'config') this.confs.appended(e.index, decodeConfEntry(e.data).conf);
+    this.pending = new PendingReady(this.log, this.confs, { hardState: () => this.hardState(), softState: () => this.softState() });
     this.useCurrentConf();
-    this.persistedHardState = this.hardState();
-    this.lastSoftState = this.softState();
     this.resetElectionTimeout();
   }
 
@@ -165,7 +158,7 @@ export class Raft {
     } else if (this.leaderId !== null) {
       this.send({ type: 'ReadIndexRequest', to: this.leaderId, ctx });
     } else {
-      this.readFailures.push({ ctx, reason: 'no-leader' });
+      this.pending.readFailures.push({ ctx, reason: 'no-leader' });
     }
   }
 
@@ -180,52 +173,21 @@ export class Raft {
     return true;
   }
 
+  // The Ready API (ready.ts keeps its bookkeeping): the driver takes a Ready, persists, sends and applies
+  // it, and calls advance(); while the write is in flight it may send and apply what needs no disk.
+
   hasReady(): boolean {
     this.flushBroadcast();
-    return (
-      this.msgs.length > 0 ||
-      this.log.stableIndex < this.log.lastIndex() ||
-      this.log.pendingSnapshot !== null ||
-      this.log.hasUnhandedCommitted() ||
-      this.readStates.length > 0 ||
-      this.readFailures.length > 0 ||
-      this.confChanged ||
-      !sameHardState(this.hardState(), this.persistedHardState) ||
-      !sameSoftState(this.softState(), this.lastSoftState)
-    );
+    return this.pending.hasReady();
   }
 
   ready(): Ready {
     this.flushBroadcast();
-    const hs = this.hardState();
-    const ss = this.softState();
-    const entries = this.log.unstableEntries();
-    const rd: Ready = {
-      softState: sameSoftState(ss, this.lastSoftState) ? null : ss,
-      hardState: sameHardState(hs, this.persistedHardState) ? null : hs,
-      snapshot: this.log.pendingSnapshot,
-      entries,
-      messages: this.msgs,
-      committedEntries: this.log.takeCommitted(MAX_COMMITTED_PER_READY),
-      readStates: this.readStates,
-      readFailures: this.readFailures,
-      conf: this.confChanged ? copyConf(this.confs.current()) : null,
-    };
-    this.confChanged = false;
-    this.msgs = [];
-    this.readStates = [];
-    this.readFailures = [];
-    if (rd.softState) this.lastSoftState = rd.softState;
-    return rd;
+    return this.pending.ready();
   }
 
   advance(rd: Ready): void {
-    if (rd.hardState) this.persistedHardState = rd.hardState;
-    if (rd.snapshot && this.log.pendingSnapshot === rd.snapshot) this.log.pendingSnapshot = null;
-    const lastPersisted = rd.entries[rd.entries.length - 1];
-    if (lastPersisted) this.log.stableTo(lastPersisted.index, lastPersisted.term);
-    const lastApplied = rd.committedEntries[rd.committedEntries.length - 1];
-    if (lastApplied && lastApplied.index > this.log.applied) this.log.applied = lastApplied.index;
+    const lastPersisted = this.pending.advance(rd);
     if (this.role === 'leader' && lastPersisted) {
       // The leader's own vote in the commit quorum counts only once its entries are durable.
       const self = this.tracker.progress.get(this.id);
@@ -233,59 +195,15 @@ export class Raft {
     }
   }
 
-  /**
-   * Committed entries that may be applied while a Ready's write is still in flight, marked applied: the
-   * driver applies them at once, so a commit learnt from a follower's acknowledgement is not held back
-   * by our own fsync. On a follower, only those already durable in its own log. On a leader, everything
-   * committed: a leader counts itself toward a commit only once its entries are durable (advance), so
-   * an entry its commit index covers is durable on a quorum even while its own copy is still being
-   * written — thesis §10.2.1 lets the leader commit (and so apply and answer) before its own write ends,
-   * and a crash of the leader then loses nothing a quorum does not hold. Nothing while a received
-   * snapshot waits to be persisted and restored (entries after it must apply on top of it) — belt and
-   * braces: restoring it also sets stableIndex to the snapshot, so nothing after it counts as durable
-   * yet (a planted removal of this check was not caught by 300 sim seeds for that reason).
-   */
-  takeDurableCommitted(maxCount = MAX_COMMITTED_PER_READY): Entry[] {
-    if (this.log.pendingSnapshot !== null) return [];
-    const out = this.log.takeCommitted(maxCount, this.role === 'leader' ? this.log.committed : this.log.stableIndex);
-    const last = out[out.length - 1];
-    if (last && last.index > this.log.applied) this.log.applied = last.index;
-    return out;
+  /** Committed entries that may be applied while a write is in flight, marked applied (ready.ts says which). */
+  takeDurableCommitted(maxCount?: number): Entry[] {
+    return this.pending.takeDurableCommitted(this.role === 'leader', maxCount);
   }
 
-  /**
-   * Messages that may leave while this node's write is still in flight, taken out of the next Ready's:
-   * they promise nothing the write would make durable. Two kinds, and only while the term and vote we
-   * send in are already on disk and no received snapshot waits to be persisted:
-   * - a leader's AppendEntries, with or without entries: they promise nothing about the leader's own
-   *   disk (thesis §10.2.1 — it counts itself toward a commit only once its write ends, advance());
-   * - a follower's successful AppendEntriesResponse whose match index our log already had on disk. A
-   *   heartbeat is anchored at our match index (sendHeartbeat), so its answer is one of these unless the
-   *   commit index it carries runs past our durable log.
-   * Everything else (votes, acknowledgements of entries being written) still waits for the write.
-   * Why: a node sent nothing while its write was in flight. With a slow disk a leader's heartbeats then
-   * waited for its own writes (one after the other under load), followers heard nothing for longer than
-   * an election timeout and deposed it; their answers waited for theirs, and CheckQuorum deposed it from
-   * the other side — a 200 ms fsync on every node cost elections again and again (issue 19). And every
-   * proposal made during a write reached the followers only after it.
-   */
+  /** Messages that may leave while this node's write is in flight (ready.ts says which and why). */
   takeMessagesNotWaitingForDisk(): Message[] {
     this.flushBroadcast();
-    if (this.msgs.length === 0 || this.log.pendingSnapshot !== null) return [];
-    const onDisk = this.persistedHardState;
-    if (onDisk.term !== this.term || onDisk.votedFor !== this.votedFor) return [];
-    let out: Message[] | null = null;
-    const keep: Message[] = [];
-    for (const m of this.msgs) {
-      const free =
-        (m.type === 'AppendEntries' && this.role === 'leader') ||
-        (m.type === 'AppendEntriesResponse' && m.success && m.matchIndex <= this.log.stableIndex);
-      if (free) (out ??= []).push(m);
-      else keep.push(m);
-    }
-    if (out === null) return [];
-    this.msgs = keep;
-    return out;
+    return this.pending.takeMessagesNotWaitingForDisk(this.term, this.votedFor, this.role === 'leader');
   }
 
   /** The application snapshotted its state at applied index `index`; drop the log up to it. Returns null
@@ -538,7 +456,7 @@ export class Raft {
   private useCurrentConf(): void {
     const conf = this.confs.current();
     this.tracker.useConf(conf.voters, conf.learners);
-    this.confChanged = true;
+    this.pending.confChanged = true;
     if (this.role !== 'leader') return;
     this.tracker.trackMembers(this.id, this.log.lastIndex());
     if (this.leadTransferee !== null && !this.tracker.isVoter(this.leadTransferee)) this.leadTransferee = null;
@@ -947,7 +865,7 @@ export class Raft {
     }
     if (!this.tracker.isVoter(this.id)) {
       // Outside our own configuration we cannot confirm leadership with our own ack.
-      if (requester === this.id) this.readFailures.push({ ctx, reason: 'not-ready' });
+      if (requester === this.id) this.pending.readFailures.push({ ctx, reason: 'not-ready' });
       else this.send({ type: 'ReadIndexResponse', to: requester, ctx, index: 0 });
       return;
     }
@@ -970,7 +888,7 @@ export class Raft {
   }
 
   private deliverRead(ctx: string, requester: NodeId, index: number): void {
-    if (requester === this.id) this.readStates.push({ ctx, index });
+    if (requester === this.id) this.pending.readStates.push({ ctx, index });
     else this.send({ type: 'ReadIndexResponse', to: requester, ctx, index });
   }
 
@@ -980,7 +898,7 @@ export class Raft {
 
   private failPendingReads(reason: ReadFailure['reason']): void {
     for (const r of this.reads.drain()) {
-      if (r.requester === this.id) this.readFailures.push({ ctx: r.ctx, reason });
+      if (r.requester === this.id) this.pending.readFailures.push({ ctx: r.ctx, reason });
       else this.send({ type: 'ReadIndexResponse', to: r.requester, ctx: r.ctx, index: 0 });
     }
   }
@@ -994,14 +912,14 @@ export class Raft {
   }
 
   private handleReadIndexResponse(m: ReadIndexResponse): void {
-    if (m.index > 0) this.readStates.push({ ctx: m.ctx, index: m.index });
-    else this.readFailures.push({ ctx: m.ctx, reason: 'not-ready' });
+    if (m.index > 0) this.pending.readStates.push({ ctx: m.ctx, index: m.index });
+    else this.pending.readFailures.push({ ctx: m.ctx, reason: 'not-ready' });
   }
 
   // ------------------------------------------------------------------ helpers
 
   private send(m: Outgoing): void {
-    this.msgs.push({ ...m, from: this.id, term: m.term ?? this.term } as Message);
+    this.pending.msgs.push({ ...m, from: this.id, term: m.term ?? this.term } as Message);
   }
 
   private hardState(): HardState {
@@ -1012,12 +930,4 @@ export class Raft {
     return { role: this.role, leaderId: this.leaderId, term: this.term };
   }
 
-}
-
-function sameHardState(a: HardState, b: HardState): boolean {
-  return a.term === b.term && a.votedFor === b.votedFor && a.commitIndex === b.commitIndex;
-}
-
-function sameSoftState(a: SoftState, b: SoftState): boolean {
-  return a.role === b.role && a.leaderId === b.leaderId && a.term === b.term;
 }
