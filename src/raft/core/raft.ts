@@ -8,16 +8,15 @@ import { RaftLog } from './log.js';
 import type { Progress, ProgressView } from './progress.js';
 import { ReadOnlyQueue } from './read-only.js';
 import { PendingReady } from './ready.js';
+import { Replicator } from './replication.js';
 import { ProgressTracker } from './tracker.js';
 import type {
   AppendEntries,
-  AppendEntriesResponse,
   ConfChangeResult,
   Entry,
   EntryKind,
   HardState,
   InstallSnapshot,
-  InstallSnapshotResponse,
   Message,
   NodeId,
   ProposeResult,
@@ -27,15 +26,13 @@ import type {
   ReadIndexResponse,
   Ready,
   RequestVote,
-  RequestVoteResponse,
   RestoredState,
   Role,
   Snapshot,
   SoftState,
   Status,
+  UnstampedMessage,
 } from './types.js';
-
-type Outgoing = Message extends infer M ? (M extends Message ? Omit<M, 'from' | 'term'> & { term?: number } : never) : never;
 
 export function defaultRaftConfig(id: NodeId, rng: RaftConfig['rng']): RaftConfig {
   return {
@@ -56,8 +53,6 @@ export function defaultRaftConfig(id: NodeId, rng: RaftConfig['rng']): RaftConfi
  *  ticks run on its own timer) so the survivors, told at about the same instant by their kernels, rarely
  *  pre-campaign within one round trip of each other and split the vote. */
 const UNREACHABLE_CAMPAIGN_SPREAD_TICKS = 2;
-/** Leader ticks a replicating follower may go without progress (while behind) before we re-probe it. */
-const STALL_TICKS = 3;
 
 export class Raft {
   readonly id: NodeId;
@@ -76,7 +71,8 @@ export class Raft {
   private heartbeatElapsed = 0;
   private randomizedElectionTimeout = 0;
 
-  private heartbeatRound = 0;
+  /** What the leader sends each member, and when (replication.ts). */
+  private readonly replicator: Replicator;
   private needsBroadcast = false;
   private readonly reads = new ReadOnlyQueue();
   private leadTransferee: NodeId | null = null;
@@ -95,6 +91,7 @@ export class Raft {
     this.confs = new ConfHistory(restored.snapshot.meta.index, restored.snapshot.meta.conf);
     for (const e of restored.entries) if (e.kind === 'config') this.confs.appended(e.index, decodeConfEntry(e.data).conf);
     this.pending = new PendingReady(this.log, this.confs, { hardState: () => this.hardState(), softState: () => this.softState() });
+    this.replicator = new Replicator(cfg, this.log, this.tracker, { send: (m) => this.send(m), matched: (pr) => this.matched(pr) });
     this.useCurrentConf();
     this.resetElectionTimeout();
   }
@@ -169,7 +166,7 @@ export class Raft {
     this.transferElapsed = 0;
     const pr = this.tracker.progress.get(to)!;
     if (pr.match === this.log.lastIndex()) this.send({ type: 'TimeoutNow', to });
-    else this.sendAppend(to, true);
+    else this.replicator.sendAppend(to, true);
     return true;
   }
 
@@ -416,9 +413,7 @@ export class Raft {
       return;
     }
     this.heartbeatElapsed++;
-    // Only a follower that is behind can be stalled; an idle, caught-up one is not.
-    const last = this.log.lastIndex();
-    for (const pr of this.tracker.progress.values()) pr.ticksWithoutProgress = pr.match < last ? pr.ticksWithoutProgress + 1 : 0;
+    this.replicator.countStalls();
     this.electionElapsed++;
     if (this.electionElapsed >= this.cfg.electionTicks) {
       this.electionElapsed = 0;
@@ -433,7 +428,7 @@ export class Raft {
     }
     if (this.heartbeatElapsed >= this.cfg.heartbeatTicks) {
       this.heartbeatElapsed = 0;
-      this.broadcastHeartbeat();
+      this.replicator.broadcastHeartbeat();
     }
   }
 
@@ -637,13 +632,13 @@ export class Raft {
       case 'AppendEntriesResponse':
         if (!pr) return;
         pr.recentActive = true;
-        this.handleAppendResponse(m, pr);
+        this.replicator.onAppendResponse(m, pr);
         this.ackReads(m.from, m.round);
         return;
       case 'InstallSnapshotResponse':
         if (!pr) return;
         pr.recentActive = true;
-        this.handleSnapshotResponse(m, pr);
+        this.replicator.onSnapshotResponse(m, pr);
         this.ackReads(m.from, m.round);
         return;
       case 'RequestVoteResponse':
@@ -656,50 +651,13 @@ export class Raft {
     }
   }
 
-  private handleAppendResponse(m: AppendEntriesResponse, pr: Progress): void {
-    if (!m.success) {
-      // A stale-term reply carries matchIndex 0 and was handled in step(); here: log mismatch.
-      if (m.matchIndex <= pr.match) return; // stale rejection of something already matched
-      if (pr.state === 'replicate' || (pr.state === 'probe' && m.matchIndex === pr.next - 1)) {
-        let next: number;
-        if (m.conflictTerm > 0) {
-          const last = this.log.lastIndexOfTerm(m.conflictTerm);
-          next = last > 0 ? last + 1 : m.conflictIndex;
-        } else {
-          next = m.conflictIndex;
-        }
-        pr.becomeProbe();
-        pr.next = Math.max(pr.match + 1, Math.min(next, m.matchIndex));
-        this.sendAppend(pr.id, true);
-      }
-      return;
+  /** An answer moved a member's match forward: commit what a quorum now holds, and hand leadership to a
+   *  transferee that has caught up (thesis §3.10). */
+  private matched(pr: Progress): void {
+    if (this.maybeCommit()) this.needsBroadcast = true;
+    if (this.leadTransferee === pr.id && pr.match === this.log.lastIndex()) {
+      this.send({ type: 'TimeoutNow', to: pr.id });
     }
-    const wasPaused = pr.isPaused(this.cfg.maxInflight);
-    if (pr.maybeUpdate(m.matchIndex)) {
-      if (pr.state === 'probe') pr.becomeReplicate();
-      if (this.maybeCommit()) this.needsBroadcast = true;
-      if (this.leadTransferee === pr.id && pr.match === this.log.lastIndex()) {
-        this.send({ type: 'TimeoutNow', to: pr.id });
-      }
-    } else if (pr.state === 'probe' && pr.next > pr.match + 1) {
-      // A success that did not move match (a heartbeat answered at pr.match) while probing beyond it: that
-      // probe was lost — e.g. sent before a new member was up. Probe again from what is known to match;
-      // else an idle leader (nothing new to broadcast) would never resend it and the follower stalls.
-      pr.next = pr.match + 1;
-    }
-    if (wasPaused || pr.next <= this.log.lastIndex()) this.sendAppend(pr.id, false);
-  }
-
-  private handleSnapshotResponse(m: InstallSnapshotResponse, pr: Progress): void {
-    if (pr.state !== 'snapshot' || m.snapshotIndex !== pr.snapshotIndex) return;
-    if (m.done && m.success) {
-      pr.maybeUpdate(m.snapshotIndex);
-      pr.becomeProbe();
-      this.sendAppend(pr.id, true);
-      return;
-    }
-    pr.snapshotOffset = m.nextOffset;
-    this.sendSnapshotChunk(pr);
   }
 
   /** §5.3/§5.4.2: commit the highest index stored on a majority — only if it is from our term. */
@@ -745,114 +703,8 @@ export class Raft {
   private flushBroadcast(): void {
     if (!this.needsBroadcast || this.role !== 'leader') return;
     this.needsBroadcast = false;
-    for (const id of this.tracker.progress.keys()) if (id !== this.id) this.sendAppend(id, true);
+    this.replicator.broadcastAppend();
     if (this.tracker.voters.length === 1 || this.tracker.progress.size === 1) this.maybeCommit();
-  }
-
-  /** Send what the follower is missing. `sendEmpty` also sends when there is nothing new (carries commit). */
-  private sendAppend(to: NodeId, sendEmpty: boolean): void {
-    const pr = this.tracker.progress.get(to);
-    if (!pr) return;
-    for (;;) {
-      if (pr.isPaused(this.cfg.maxInflight)) return;
-      const prevLogIndex = pr.next - 1;
-      const prevLogTerm = this.log.term(prevLogIndex);
-      if (prevLogTerm === undefined) {
-        // §7: the entries it needs are compacted away — stream the snapshot.
-        pr.becomeSnapshot(this.log.snapshot.meta.index);
-        this.sendSnapshotChunk(pr);
-        return;
-      }
-      const entries = this.log.slice(
-        pr.next,
-        this.log.lastIndex(),
-        pr.state === 'probe' ? 1 : this.cfg.maxEntriesPerMessage,
-        this.cfg.maxBytesPerMessage,
-      );
-      if (entries.length === 0 && !sendEmpty) return;
-      if (entries.length === 0 && pr.state === 'replicate') {
-        // Nothing new, only the commit index to carry: anchor at the match index so an in-flight
-        // (possibly reordered) append is not rejected and pipelining is not thrown back to probing.
-        this.sendHeartbeat(pr, true);
-        return;
-      }
-      this.send({
-        type: 'AppendEntries',
-        to,
-        prevLogIndex,
-        prevLogTerm,
-        entries,
-        leaderCommit: this.log.committed,
-        round: this.heartbeatRound,
-      });
-      if (entries.length > 0) pr.sentEntries(entries[entries.length - 1]!.index);
-      else if (pr.state === 'probe') pr.probeSent = true;
-      if (entries.length === 0 || pr.state !== 'replicate') return;
-      sendEmpty = false;
-    }
-  }
-
-  private sendSnapshotChunk(pr: Progress): void {
-    const snap = this.log.snapshot;
-    if (snap.meta.index !== pr.snapshotIndex) {
-      // We compacted again meanwhile: start over with the newer snapshot.
-      pr.snapshotIndex = snap.meta.index;
-      pr.snapshotOffset = 0;
-    }
-    const start = pr.snapshotOffset;
-    const end = Math.min(snap.data.length, start + this.cfg.snapshotChunkBytes);
-    this.send({
-      type: 'InstallSnapshot',
-      to: pr.id,
-      meta: snap.meta,
-      offset: start,
-      chunk: snap.data.subarray(start, end),
-      done: end >= snap.data.length,
-      round: this.heartbeatRound,
-    });
-  }
-
-  /** Heartbeats (§5.2) double as the leadership check for ReadIndex (round numbers). They are shaped
-   *  as AppendEntries anchored at the follower's match index, so they never disturb pipelining. */
-  private broadcastHeartbeat(): void {
-    this.heartbeatRound++;
-    for (const [id, pr] of this.tracker.progress) {
-      if (id === this.id) continue;
-      if (pr.state === 'snapshot') {
-        this.sendSnapshotChunk(pr); // also retransmits a lost chunk
-        continue;
-      }
-      if (pr.state === 'probe') pr.probeSent = false; // a lost probe must not stall the follower forever
-      if (pr.state === 'replicate' && pr.match < this.log.lastIndex() && pr.ticksWithoutProgress > STALL_TICKS) {
-        // §5.3 "the leader retries AppendEntries indefinitely": pipelined appends (or their answers) were
-        // lost — heartbeats still succeed at pr.match but nothing moves. Fall back to probing from match.
-        pr.becomeProbe();
-        pr.ticksWithoutProgress = 0;
-      }
-      if (!this.sendHeartbeat(pr)) {
-        this.sendAppend(id, true);
-        continue;
-      }
-      if (pr.state === 'probe' || pr.next <= this.log.lastIndex()) this.sendAppend(id, false);
-    }
-  }
-
-  /** An empty AppendEntries at the follower's match index; false when that entry is compacted. */
-  private sendHeartbeat(pr: Progress, commitOnly = false): boolean {
-    const prevLogTerm = this.log.term(pr.match);
-    if (prevLogTerm === undefined) return false;
-    this.send({
-      type: 'AppendEntries',
-      to: pr.id,
-      prevLogIndex: pr.match,
-      prevLogTerm,
-      entries: [],
-      // The follower is only known to match up to pr.match; never tell it to commit past that.
-      leaderCommit: Math.min(pr.match, this.log.committed),
-      round: this.heartbeatRound,
-      ...(commitOnly ? { commitOnly: true as const } : {}),
-    });
-    return true;
   }
 
   // ------------------------------------------------------------------ ReadIndex (§8, thesis §6.4)
@@ -873,12 +725,12 @@ export class Raft {
       this.deliverRead(ctx, requester, this.log.committed);
       return;
     }
-    this.heartbeatRound++;
-    this.reads.register({ ctx, requester }, this.log.committed, this.heartbeatRound, this.id);
+    this.replicator.round++;
+    this.reads.register({ ctx, requester }, this.log.committed, this.replicator.round, this.id);
     for (const id of this.tracker.voters) {
       if (id === this.id) continue;
       // Followers whose match is compacted (being snapshotted) confirm through the next chunk's answer.
-      this.sendHeartbeat(this.tracker.progress.get(id)!);
+      this.replicator.sendHeartbeat(this.tracker.progress.get(id)!);
     }
   }
 
@@ -918,7 +770,7 @@ export class Raft {
 
   // ------------------------------------------------------------------ helpers
 
-  private send(m: Outgoing): void {
+  private send(m: UnstampedMessage): void {
     this.pending.msgs.push({ ...m, from: this.id, term: m.term ?? this.term } as Message);
   }
 

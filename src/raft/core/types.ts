@@ -53,6 +53,9 @@ interface MessageBase {
   term: number;
 }
 
+/** A message as the core's parts write it: the core stamps `from`, and `term` unless it is given. */
+export type UnstampedMessage = Message extends infer M ? (M extends Message ? Omit<M, 'from' | 'term'> & { term?: number } : never) : never;
+
 export interface RequestVote extends MessageBase {
   type: 'RequestVote';
   /** Pre-Vote (Raft thesis §9.6): `term` is the term the candidate *would* use; nobody changes state. */
