@@ -1,9 +1,14 @@
 // The driver: the only part of Raft that touches time and I/O. It turns scheduler ticks into core ticks
-// and runs the loop, one Ready at a time:  hold the leader's commit notices -> send a leader's appends
-// early (they promise nothing about our disk) -> apply what is already durable -> persist the Ready (one
-// synced write) -> send the rest (votes, acknowledgements) -> apply the rest -> advance. See run().
-// While the write is in flight, what new input makes that the write cannot take back — a leader's appends
-// and heartbeats, a follower's answers that acknowledge only what is on disk — leaves at once (schedule()).
+// and runs the loop, one Ready at a time (run()): report a new configuration (the transport dials a new
+// member before the first append to it) -> hold the leader's commit notices -> send a leader's appends
+// early (they promise nothing about our disk) -> apply the committed entries this write is not needed
+// for (a follower's already on its disk; all of a leader's, a quorum holds them) -> persist the Ready (one
+// synced write) -> send the rest (votes, acknowledgements of what was just written) -> apply the rest (a
+// role change, a received snapshot, entries, read results) -> advance.
+// The node is not silent while the write is in flight: what new input makes that the write cannot take
+// back — a leader's appends and heartbeats, a follower's answers that acknowledge only what is on disk —
+// leaves at once (schedule(), Raft.takeMessagesNotWaitingForDisk), and entries that commit meanwhile are
+// applied at once by the same rule (receive(), Raft.takeDurableCommitted).
 // Time, timers and randomness come in through `env` (NodeEnv), so the simulator runs this very loop on
 // virtual time; production passes realEnv().
 import { EventEmitter } from 'node:events';

@@ -1,6 +1,11 @@
 // The pure Raft state machine (etcd-io/raft style): input is a tick, a message or a proposal; output is
 // a Ready batch. No I/O, timers, clocks or ambient randomness — the driver (src/raft/node.ts) and the
 // simulator (test/sim) own all of that. Section numbers refer to the Raft paper / Ongaro's thesis.
+// This file is step() and the roles: terms and elections, what each role does with a message or a tick,
+// the commit rule, and the API the driver calls. Its parts have files of their own (ARCHITECTURE.md, "The
+// Raft core"): the Ready bookkeeping (ready.ts), the members with their votes and progress (tracker.ts),
+// what the leader sends each of them (replication.ts), majorities (quorum.ts), ReadIndex (read-only.ts),
+// a snapshot received in chunks (snapshot-receiver.ts), the log (log.ts), membership (config.ts).
 import { ConfHistory, changeConf, copyConf, decodeConfEntry, encodeConfEntry, type ConfChange } from './config.js';
 import { SnapshotReceiver } from './snapshot-receiver.js';
 import { RaftInspection } from './inspect.js';
@@ -63,8 +68,10 @@ export class Raft {
   private votedFor: NodeId | null;
   role: Role = 'follower';
   leaderId: NodeId | null = null;
-  /** The configuration in use (config.ts): the tracker's voters and learners mirror confs.current(). */
+  /** Every configuration the log holds (config.ts); the one in use is confs.current(). */
   private readonly confs: ConfHistory;
+  /** The configuration in use (mirroring confs.current()), an election's votes and, while leading, one
+   *  Progress per member (tracker.ts). */
   private readonly tracker = new ProgressTracker();
 
   private electionElapsed = 0;
@@ -624,7 +631,7 @@ export class Raft {
     reply(true, 0, true);
   }
 
-  // ------------------------------------------------------------------ leader: replication
+  // ------------------------------------------------------------------ leader: answers, commits, new entries
 
   private stepLeader(m: Message): void {
     const pr = this.tracker.progress.get(m.from);

@@ -2,8 +2,8 @@
 // the configuration in use (who votes, who only learns), the votes of an election under way, and while
 // leading one Progress per member. Every decision it takes by majority — an election, a commit,
 // CheckQuorum — goes through quorum.ts over the CURRENT VOTERS ONLY, so a learner's answer or a leader
-// outside its own configuration never counts. What the leader sends each member from its Progress, and
-// when a role change resets what is tracked, raft.ts decides.
+// outside its own configuration never counts. What the leader sends each member from its Progress is
+// replication.ts's; when a role change resets what is tracked, raft.ts decides.
 // PURE: no I/O, no time.
 import { Progress, type ProgressView } from './progress.js';
 import { committedIndex, isMajority, voteResult, type VoteResult } from './quorum.js';
