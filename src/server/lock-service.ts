@@ -5,7 +5,7 @@
 // virtual time. Transport-agnostic: the gRPC layer (grpc-server.ts) maps calls and errors onto it.
 import { encodeCommand } from '../lock/commands.js';
 import type { LockMachine } from '../lock/machine.js';
-import { LockLeader, type LockLimitSettings, type CallFailure, type CallId, type ClientAnswer, type ClientRequest, type LeaderCommand, type LeaderEvent, type ProposalError } from '../lock/leader/index.js';
+import { LockLeader, type LockLimitSettings, type CallFailure, type CallId, type ClientAnswer, type ClientRequest, type LeaderCommand, type LeaderEvent, type LockLeaderConfig, type LockStateView, type ProposalError } from '../lock/leader/index.js';
 import type { AcquireResult, LockResult, LockView, OpenSessionResult, ReleaseResult, RenewResult, RenewSessionResult, RevokeResult, SessionEndResult } from '../lock/types.js';
 import type { ValidAcquire, ValidOpenSession, ValidRelease, ValidRenew, ValidRevoke, ValidSessionCall } from '../lock/validate.js';
 import type { Entry, NodeId, SoftState, Status } from '../raft/core/types.js';
@@ -92,6 +92,9 @@ export interface LockServiceOptions {
   /** The members known to have run (acknowledged entries of this log: the Raft leader's progress), asked
    *  while leading; the leader records them in the log (machine.ts `ran`). */
   membersRan?: () => readonly string[];
+  /** Builds the lock leader (default: src/lock/leader's). The simulator hands in the one of a scratch copy of
+   *  src/lock, so a bug planted in the leader runs under it as one planted in the machine does. */
+  createLeader?: (state: () => LockStateView, config: Partial<LockLeaderConfig>) => LockLeader;
 }
 
 interface OpenCall {
@@ -119,12 +122,14 @@ export class LockService {
     private readonly fsm: LockStateHolder,
     private readonly opts: LockServiceOptions,
   ) {
-    this.leader = new LockLeader(() => this.fsm.machine, {
+    const config: Partial<LockLeaderConfig> = {
       checkpointIdleMs: opts.checkpointIdleMs,
       proposalTimeoutMs: opts.defaultTimeoutMs,
       ...(opts.limits ? { limits: opts.limits } : {}),
       ...(opts.freeKeyRetentionMs !== undefined ? { freeKeyRetentionMs: opts.freeKeyRetentionMs } : {}),
-    });
+    };
+    const state = () => this.fsm.machine;
+    this.leader = opts.createLeader ? opts.createLeader(state, config) : new LockLeader(state, config);
     node.on('softState', (ss: SoftState) => this.step({ type: 'role', role: ss.role, term: ss.term, leaderId: ss.leaderId, nowMs: this.now() }));
     node.on('applied', (entry: Entry, result: LockResult | null | undefined) => {
       this.step({ type: 'applied', index: entry.index, term: entry.term, result: result ?? null, nowMs: this.now() });

@@ -1,7 +1,8 @@
-// Which lock state machine the simulation runs: the real one (src/lock), or a scratch copy with a planted
-// bug (SIM_LOCK=/abs/dir, a copy of src/lock — see lock-mutants.ts). Typed structurally, so a scratch copy
-// whose internals differ still plugs in as long as its public surface is the same.
+// Which lock state machine (and lock leader) the simulation runs: the real one (src/lock), or a scratch copy
+// with a planted bug (SIM_LOCK=/abs/dir, a copy of src/lock — see lock-mutants.ts). Typed structurally, so a
+// scratch copy whose internals differ still plugs in as long as its public surface is the same.
 import { LockMachine, decodeCommand, encodeCommand } from '../../src/lock/index.js';
+import { LockLeader, type LockLeaderConfig, type LockStateView } from '../../src/lock/leader/index.js';
 import type { DueLease, LockCommand, LockMachineOptions, LockResult, LockView } from '../../src/lock/index.js';
 import type { LockEventSink } from '../../src/lock/events.js';
 import type { SnapshotJob } from '../../src/raft/fsm.js';
@@ -44,10 +45,14 @@ export interface LockMachineClass {
   restore(bytes: Uint8Array, options?: SimLockMachineOptions): LockMachineLike;
 }
 
+/** The lock leader (src/lock/leader): every node's lock service runs the module's (LockServiceOptions.createLeader). */
+export type LockLeaderClass = new (state: () => LockStateView, config?: Partial<LockLeaderConfig>) => LockLeader;
+
 export interface LockModule {
   /** 'src/lock' or the scratch directory. */
   label: string;
   LockMachine: LockMachineClass;
+  LockLeader: LockLeaderClass;
   encodeCommand(command: LockCommand): Uint8Array;
   decodeCommand(bytes: Uint8Array): LockCommand;
 }
@@ -55,17 +60,20 @@ export interface LockModule {
 export const realLockModule: LockModule = {
   label: 'src/lock',
   LockMachine: LockMachine as unknown as LockMachineClass,
+  LockLeader,
   encodeCommand,
   decodeCommand,
 };
 
-/** The module at `dir` (a copy of src/lock: machine.ts and commands.ts), or the real one when dir is empty. */
+/** The module at `dir` (a copy of src/lock: machine.ts, commands.ts and leader/index.ts), or the real one when
+ *  dir is empty. The leader comes from the copy too, so a bug planted in src/lock/leader runs. */
 export async function loadLockModule(dir: string | undefined): Promise<LockModule> {
   if (dir === undefined || dir === '') return realLockModule;
   const machine = (await import(`${dir}/machine.ts`)) as { LockMachine?: LockMachineClass };
   const commands = (await import(`${dir}/commands.ts`)) as Partial<Pick<LockModule, 'encodeCommand' | 'decodeCommand'>>;
-  if (!machine.LockMachine || !commands.encodeCommand || !commands.decodeCommand) {
-    throw new Error(`SIM_LOCK=${dir}: expected machine.ts (LockMachine) and commands.ts (encodeCommand, decodeCommand)`);
+  const leader = (await import(`${dir}/leader/index.ts`)) as { LockLeader?: LockLeaderClass };
+  if (!machine.LockMachine || !commands.encodeCommand || !commands.decodeCommand || !leader.LockLeader) {
+    throw new Error(`SIM_LOCK=${dir}: expected machine.ts (LockMachine), commands.ts (encodeCommand, decodeCommand) and leader/index.ts (LockLeader)`);
   }
-  return { label: dir, LockMachine: machine.LockMachine, encodeCommand: commands.encodeCommand, decodeCommand: commands.decodeCommand };
+  return { label: dir, LockMachine: machine.LockMachine, LockLeader: leader.LockLeader, encodeCommand: commands.encodeCommand, decodeCommand: commands.decodeCommand };
 }

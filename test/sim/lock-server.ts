@@ -15,6 +15,7 @@ import { LockService, RequestRejectedError, UnavailableError, type LockNode } fr
 import type { Attempt } from './clients.js';
 import type { SimCluster } from './cluster.js';
 import { LockCallChecks, type Arrival } from './lock-calls.js';
+import type { LockLeaderClass } from './lock-module.js';
 import type { SimNode } from './node.js';
 import type { ServeOutcome } from './workload.js';
 
@@ -58,6 +59,8 @@ export interface LockServerOptions {
   membersReadLevel?: (node: SimNode) => number | undefined;
   /** The members `node` (leading) knows have run (LockServiceOptions.membersRan). */
   membersRan?: (node: SimNode) => readonly string[];
+  /** The lock leader every service runs (the module's: a scratch copy's may carry a planted bug). */
+  leader: LockLeaderClass;
 }
 
 interface Running {
@@ -91,8 +94,10 @@ export class SimLockServers {
 
   nodeStarted(node: SimNode): void {
     const sim = this.sim;
+    const Leader = this.opts.leader;
     const service = new LockService(node.rn as unknown as LockNode, this.machineOf(node) as { readonly machine: LockMachine }, {
       env: { nowMs: () => sim.nodeNow(node), scheduler: node.io!, rng: node.coreRng },
+      createLeader: (state, config) => new Leader(state, config),
       housekeepingMs: this.opts.housekeepingMs,
       checkpointIdleMs: this.opts.checkpointIdleMs,
       defaultTimeoutMs: this.opts.leaderProposalTimeoutMs,

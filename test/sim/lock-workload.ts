@@ -236,6 +236,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
         dedupWindowMs: this.profile.dedupWindowMs,
         membersReadLevel: (node) => this.membersReadLevel(node),
         membersRan: (node) => this.membersRan(node),
+        leader: this.module.LockLeader,
       },
       // The service reads the applied state through the node's LockFsm, as in production (runtime.ts).
       (node) => (node.sm as LockReplica).fsm,
