@@ -31,6 +31,7 @@
 import type { LockCommand, LockResult } from '../../src/lock/index.js';
 import { clientTrustMs, mutexKeys, type ClockModel, type LockProfile } from './lock-clock.js';
 import type { SimFencedResource, WriteMode } from './lock-resource.js';
+import type { ExhaustedAnswer } from './lock-server.js';
 import type { SimRng } from './rng.js';
 
 export interface ClientLease {
@@ -75,6 +76,8 @@ export interface ClientStats {
   revokesAll: number;
   trustedRevoked: number;
   revokedWrites: number;
+  /** Operations the client was answered RESOURCE_EXHAUSTED. */
+  exhaustedAnswers: number;
 }
 
 export class SimLockClient {
@@ -122,7 +125,7 @@ export class SimLockClient {
 
 export class LockClients {
   readonly clients: SimLockClient[] = [];
-  readonly stats: ClientStats = { honestWrites: 0, staleWrites: 0, pauses: 0, lost: 0, abandons: 0, staleReleases: 0, staleRenews: 0, reacquires: 0, supersededUses: 0, lateRenews: 0, mismatches: 0, revokes: 0, revokesAll: 0, trustedRevoked: 0, revokedWrites: 0 };
+  readonly stats: ClientStats = { honestWrites: 0, staleWrites: 0, pauses: 0, lost: 0, abandons: 0, staleReleases: 0, staleRenews: 0, reacquires: 0, supersededUses: 0, lateRenews: 0, mismatches: 0, revokes: 0, revokesAll: 0, trustedRevoked: 0, revokedWrites: 0, exhaustedAnswers: 0 };
   /** `${key}#${token}` of every hold a revoke ended (a grant answered after its revoke is born revoked). */
   private readonly revokedTokens = new Set<string>();
   violation: string | null = null;
@@ -290,8 +293,15 @@ export class LockClients {
     const p = c.pending;
     if (p === null || p.opId !== opId) return;
     c.pending = null;
-    const res = result as LockResult | undefined;
+    const res = result as LockResult | ExhaustedAnswer | undefined;
     if (res === undefined || res === null || typeof res !== 'object') return this.fail(`${c.owner}: ${p.command.type} acknowledged without a lock result`);
+    if (res.type === 'exhausted') {
+      // RESOURCE_EXHAUSTED (a leader's limit, lock-clock.ts `limits`): nothing was proposed; whatever it holds
+      // is as before. It backs off and picks its next move afresh.
+      this.stats.exhaustedAnswers++;
+      c.nextDelayMs = this.rng.exp(c.ttlMs / 3);
+      return;
+    }
     const cmd = p.command;
     if (res.type === 'error' && cmd.type === 'acquire' && c.groupClient && (res.code === 'LIMIT_MISMATCH' || res.code === 'HOLD_MODE_MISMATCH')) {
       // Its deliberate mismatch (or the key taken meanwhile by one): refused as a whole, its hold (if any)

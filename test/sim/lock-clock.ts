@@ -14,6 +14,7 @@
 //    it was carried through (each term's integer stamps can overstate the time it measured by < 1 ms);
 //  - client: it trusts its lease for (ttl - 1 - slack) * (1 - maxDrift) / (1 + maxDrift) of its OWN clock
 //    from the moment it sent the request, which in true time is at most (ttl - 1 - slack) / (1 + maxDrift).
+import type { LockLimitSettings } from '../../src/lock/leader/index.js';
 import { SimRng } from './rng.js';
 
 export interface LinearClock {
@@ -88,6 +89,12 @@ export interface LockProfile {
    *  share, drawn from a stream of its own: the other picks of every seed stay what they were up to the
    *  first revoke. */
   revokeChance: number;
+  /** Share of seeds whose leaders admit under small limits (`limits`), decided by a stream of its own. */
+  limitsShare: number;
+  /** The admission limits every node's lock leader enforces (src/lock/leader/admission.ts), small enough for
+   *  the workload to meet them (RESOURCE_EXHAUSTED), or null: none (NO_LOCK_LIMITS). Drawn for a share of the
+   *  seeds (`limitsShare`) unless given. */
+  limits: Readonly<LockLimitSettings> | null;
 }
 
 /** A key with many holds in the workload: a semaphore (`limit` >= 2) or a shared/exclusive key (limit 1). */
@@ -125,6 +132,8 @@ export function lockProfileFor(seed: number, overrides: Partial<LockProfile> = {
     groupsOnly: false,
     groupClients: 0,
     revokeChance: 0.1,
+    limitsShare: 0.25,
+    limits: null,
   };
   // Drawn from a stream of their own, so the picks above stay what they were for every seed.
   const g = SimRng.derive(seed, 'lock-groups');
@@ -145,7 +154,28 @@ export function lockProfileFor(seed: number, overrides: Partial<LockProfile> = {
     merged.keys = merged.groupKeys.map((k) => k.key);
     merged.groupClients = merged.clients;
   }
+  if (overrides.limits === undefined) merged.limits = limitsFor(seed, merged);
   return merged;
+}
+
+/** Small admission limits for a share of seeds (`limitsShare`), from a stream of their own (every other pick
+ *  of the seed stays what it was). Each limit is tight on its own draw, else unlimited, so a run meets some
+ *  of them and not others: one reached first hides the ones behind it (admission refuses by the first). */
+function limitsFor(seed: number, p: LockProfile): Readonly<LockLimitSettings> | null {
+  const r = SimRng.derive(seed, 'lock-limits');
+  if (!r.chance(p.limitsShare)) return null;
+  const tight = (chance: number, values: number[]) => (r.chance(chance) ? r.pick(values) : Infinity);
+  return {
+    maxHeld: tight(0.6, [1, 2, 3]),
+    maxHeldPerOwner: tight(0.6, [1, 2]),
+    maxWaitersPerKey: tight(0.6, [1, 2]),
+    maxWaiters: tight(0.5, [1, 2, 3]),
+    // Key records are never forgotten in the simulation (no freeKeyRetentionMs): one fewer than the run's keys
+    // keeps its last key refused once the others have records.
+    maxKeys: tight(0.4, [Math.max(1, p.keys.length - 1)]),
+    maxSessions: tight(0.6, [1, 2, 3]),
+    maxHoldsPerSession: tight(0.5, [1]),
+  };
 }
 
 /** The keys only mutex clients use (the profile's keys that have no group spec). */

@@ -53,6 +53,8 @@ export class LockScenario {
       waitChance: 0,
       giveUpChance: 0,
       readRatio: 0,
+      // Scripted steps expect every call admitted: no limits unless a scenario sets them.
+      limits: null,
       ...opts.lockProfile,
     });
     this.workload = new LockWorkload(opts.module ?? realLockModule, seed, lockProfile);

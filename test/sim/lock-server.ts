@@ -11,13 +11,22 @@ import type { AcquireResult, LockCommand, LockResult, LockView } from '../../src
 import type { LockMachine } from '../../src/lock/machine.js';
 import { silentLogger } from '../../src/raft/logger.js';
 import { routeNotLeader } from '../../src/server/forward-once.js';
-import { LockService, RequestRejectedError, UnavailableError, type LockNode } from '../../src/server/lock-service.js';
+import type { LockLimitSettings } from '../../src/lock/leader/index.js';
+import { LimitExceededError, LockService, RequestRejectedError, UnavailableError, type LockNode } from '../../src/server/lock-service.js';
 import type { Attempt } from './clients.js';
 import type { SimCluster } from './cluster.js';
 import { LockCallChecks, type Arrival } from './lock-calls.js';
 import type { LockLeaderClass } from './lock-module.js';
 import type { SimNode } from './node.js';
 import type { ServeOutcome } from './workload.js';
+
+/** A call the leader refused RESOURCE_EXHAUSTED (admission.ts): nothing was proposed for it, so it is answered
+ *  without an entry, as a result of its own kind (no lock result: the log decided nothing). */
+export interface ExhaustedAnswer {
+  type: 'exhausted';
+  limit: keyof LockLimitSettings;
+  message: string;
+}
 
 /** A client call as the service takes it. */
 export type LockCall =
@@ -61,6 +70,8 @@ export interface LockServerOptions {
   membersRan?: (node: SimNode) => readonly string[];
   /** The lock leader every service runs (the module's: a scratch copy's may carry a planted bug). */
   leader: LockLeaderClass;
+  /** Admission limits of every node's leader (null: none). */
+  limits: Readonly<LockLimitSettings> | null;
 }
 
 interface Running {
@@ -75,7 +86,9 @@ export class SimLockServers {
   readonly checks: LockCallChecks;
   /** answeredAlreadyForwarded: forwarded calls that met a node not leading and were answered, not sent on
    *  (the case the forward-once check is about: it must occur for the check to mean anything). */
-  readonly stats = { calls: 0, forwarded: 0, forwardsLost: 0, forwardDuplicates: 0, lateDuplicates: 0, answersLost: 0, cancels: 0, unavailable: 0, answeredAlreadyForwarded: 0 };
+  readonly stats = { calls: 0, forwarded: 0, forwardsLost: 0, forwardDuplicates: 0, lateDuplicates: 0, answersLost: 0, cancels: 0, unavailable: 0, answeredAlreadyForwarded: 0, exhausted: 0 };
+  /** Calls refused RESOURCE_EXHAUSTED, by the limit the refusal names. */
+  readonly exhaustedBy: Record<keyof LockLimitSettings, number> = { maxWaitersPerKey: 0, maxWaiters: 0, maxHeldPerOwner: 0, maxHeld: 0, maxKeys: 0, maxSessions: 0, maxHoldsPerSession: 0 };
   violation: string | null = null;
 
   constructor(
@@ -98,6 +111,7 @@ export class SimLockServers {
     const service = new LockService(node.rn as unknown as LockNode, this.machineOf(node) as { readonly machine: LockMachine }, {
       env: { nowMs: () => sim.nodeNow(node), scheduler: node.io!, rng: node.coreRng },
       createLeader: (state, config) => new Leader(state, config),
+      ...(this.opts.limits !== null ? { limits: this.opts.limits } : {}),
       housekeepingMs: this.opts.housekeepingMs,
       checkpointIdleMs: this.opts.checkpointIdleMs,
       defaultTimeoutMs: this.opts.leaderProposalTimeoutMs,
@@ -232,6 +246,17 @@ export class SimLockServers {
             if (route.action === 'answer' && route.why === 'already-forwarded') this.stats.answeredAlreadyForwarded++;
             reply({ outcome: leader >= 0 ? 'redirect' : 'failed', hint: leader });
           }
+          return;
+        }
+        if (err instanceof LimitExceededError) {
+          // RESOURCE_EXHAUSTED: the leader's admission refused it before proposing anything. The client is told
+          // so and moves on (a retry would meet the same limit until something is released).
+          const limit = /^limit limits\.(\w+) /.exec(err.message)?.[1] as keyof LockLimitSettings | undefined;
+          if (limit === undefined || !(limit in this.exhaustedBy)) return this.fail(`${label}: RESOURCE_EXHAUSTED names no limit: ${err.message}`);
+          this.stats.exhausted++;
+          this.exhaustedBy[limit]++;
+          const answer: ExhaustedAnswer = { type: 'exhausted', limit, message: err.message };
+          reply({ outcome: 'ok', index: 0, result: answer });
           return;
         }
         if (err instanceof RequestRejectedError && call.op === 'acquire' && call.sessionId > 0 && /is not open/.test(err.message)) {

@@ -72,9 +72,22 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
         // an operator's revoke (issue 22 finding 6): revokes sent, by key alone too, holds they ended, the key
         // handed to a waiter in the revoking entry, on keys with many holds too; revoked holders that still
         // trusted their hold and wrote with its token
-        'revokes', 'revokesAll', 'holdsRevoked', 'revokeHandOffs', 'groupRevokes', 'trustedRevoked', 'revokedWrites']) {
+        'revokes', 'revokesAll', 'holdsRevoked', 'revokeHandOffs', 'groupRevokes', 'trustedRevoked', 'revokedWrites',
+        // admission limits (a quarter of seeds: lock-clock.ts `limits`): calls refused RESOURCE_EXHAUSTED, and
+        // the clients told so
+        'exhausted', 'exhaustedAnswers']) {
         expect(total[k], k).toBeGreaterThan(0);
       }
+    });
+
+    it('the limits profile: every limit refuses RESOURCE_EXHAUSTED', async () => {
+      // Every seed with small limits (lock-clock.ts `limitsShare`; a quarter of the sweep's seeds have them).
+      const refused: Record<string, number> = {};
+      for (let seed = 1; seed <= 40; seed++) {
+        const w = (await runLockSimulation({ seed, events: EVENTS, module, lockProfile: { limitsShare: 1 } })).workload;
+        for (const [limit, n] of Object.entries(w.servers.exhaustedBy)) refused[limit] = (refused[limit] ?? 0) + n;
+      }
+      for (const [limit, n] of Object.entries(refused)) expect(n, `calls refused by limits.${limit}`).toBeGreaterThan(0);
     });
 
     it('a rolling upgrade: the cluster moves to level 2 only once every member runs the new build, and no node meets an entry it cannot read', async () => {

@@ -237,6 +237,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
         membersReadLevel: (node) => this.membersReadLevel(node),
         membersRan: (node) => this.membersRan(node),
         leader: this.module.LockLeader,
+        limits: this.profile.limits,
       },
       // The service reads the applied state through the node's LockFsm, as in production (runtime.ts).
       (node) => (node.sm as LockReplica).fsm,
@@ -513,8 +514,18 @@ export class LockWorkload implements SimWorkload<LockReplica> {
       `writes ${c.honestWrites} honest/${c.staleWrites} stale (stale refused ${r.staleRejected}, accepted ${r.staleAccepted}); pauses ${c.pauses}, lost ${c.lost}, abandons ${c.abandons}, ` +
       `stale releases ${c.staleReleases}, stale renews ${c.staleRenews}; ` +
       `service: ${v.calls} calls, ${v.forwarded} forwarded (${v.forwardsLost} lost, ${v.forwardDuplicates} duplicated, ${v.answersLost} answers lost, ${v.answeredAlreadyForwarded} met a non-leader and were answered), ${v.lateDuplicates} late duplicates, ${v.cancels} cancels, ${v.unavailable} unavailable; ` +
-      `${this.stats.blockingAcquires} blocking acquires (${this.stats.shortAttempts} given up mid-wait), ${k.arrivals} arrivals at a leader, ${k.queuedGrants} queued grants, ${k.fifoChecked} FIFO checks, ${k.refusalAnswers} refusal answers (${k.leaderRefusalsOutlived} leader-decided ones outlived by a late duplicate at a new leader), ${this.stats.getsChecked} Gets checked`
+      `${this.stats.blockingAcquires} blocking acquires (${this.stats.shortAttempts} given up mid-wait), ${k.arrivals} arrivals at a leader, ${k.queuedGrants} queued grants, ${k.fifoChecked} FIFO checks, ${k.refusalAnswers} refusal answers (${k.leaderRefusalsOutlived} leader-decided ones outlived by a late duplicate at a new leader), ${this.stats.getsChecked} Gets checked` +
+      this.limitsSummary()
     );
+  }
+
+  /** The limits the leaders admitted under, and the refusals they gave. */
+  private limitsSummary(): string {
+    const limits = this.profile.limits;
+    if (limits === null) return '';
+    const set = Object.entries(limits).filter(([, v]) => Number.isFinite(v)).map(([k, v]) => `${k} ${v}`);
+    const by = Object.entries(this.servers.exhaustedBy).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`);
+    return `; limits (${set.join(', ') || 'none finite'}): ${this.servers.stats.exhausted} RESOURCE_EXHAUSTED (${by.join(', ') || '-'})`;
   }
 }
 
