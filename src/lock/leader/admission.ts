@@ -15,12 +15,22 @@
 // leader's log and may still commit, so its claim stays counted (by the index the driver reports) until the
 // log applies that index, or the leadership ends (a later term of ours starts after it). (Until issue 22
 // finding 7 a timeout released the claim at once, and what was admitted meanwhile committed beside it.)
+// A claim is judged on the state it meets, and that state moves on before the acquire applies: one judged
+// while its key had a lease or a record counts no lease (or none of its owner, or no record), yet if that
+// lease ends (or that record is forgotten) first, the acquire adds it — while the room the end made counted
+// as free to every admission meanwhile. So such a claim is judged again as each entry applies, and a part
+// once counted stays counted until it settles. (Found by the lock simulation's `limits` check, seeds 271 and
+// 470: with maxHeld 1, an acquire was admitted while an expire or a revoke freed a key that an acquire in
+// flight then took; two leases.)
 // Waiters are counted from the replicated lines, so a leader change does not reset them.
 // A hand-off to a waiter (machine-wait-lines.ts) is decided by the log, not admitted here: it replaces one hold of
 // the key by another, so it adds no lease and no key record; the waiter's own per-owner count was judged
 // when it joined the line.
 import type { ValidAcquire } from '../validate.js';
 import type { LockStateView, ProposalId } from './types.js';
+
+/** What admission reads of an acquire. */
+type AcquireShape = Pick<ValidAcquire, 'key' | 'owner'>;
 
 export interface LockLimitSettings {
   /** Waiters (wait_ms > 0) in one key's line. */
@@ -51,6 +61,7 @@ export const NO_LOCK_LIMITS: Readonly<LockLimitSettings> = Object.freeze({
 
 /** What one in-flight acquire may add when it applies. */
 interface Claim {
+  key: string;
   owner: string;
   lease: boolean;
   ownerLease: boolean;
@@ -78,11 +89,14 @@ export class Admission {
   private readonly sessionHoldsInFlight = new Map<number, number>();
   /** Claims of proposals whose outcome is unknown (timed out), by the index of their entry in our log. */
   private readonly unknownOutcome = new Map<ProposalId, number>();
+  /** Acquire claims judged while their key had a lease or record (some part a finite limit counts is not
+   *  counted): judged again as entries apply. */
+  private readonly partial = new Set<ProposalId>();
 
   constructor(readonly limits: Readonly<LockLimitSettings>) {}
 
   /** Why an acquire of `req` must be refused now, or null. */
-  refuseAcquire(state: LockStateView, req: Pick<ValidAcquire, 'key' | 'owner'>): string | null {
+  refuseAcquire(state: LockStateView, req: AcquireShape): string | null {
     const claim = this.claimOf(state, req);
     const l = this.limits;
     if (claim.ownerLease && state.leaseCountOf(req.owner) + (this.ownerInFlight.get(req.owner) ?? 0) >= l.maxHeldPerOwner) {
@@ -115,7 +129,7 @@ export class Admission {
 
   /** An OpenSession was proposed as `id`. */
   proposedOpen(id: ProposalId): void {
-    this.claims.set(id, { owner: '', lease: false, ownerLease: false, record: false, waitKey: '', sessionId: 0, opens: true });
+    this.claims.set(id, { key: '', owner: '', lease: false, ownerLease: false, record: false, waitKey: '', sessionId: 0, opens: true });
     this.opensInFlight++;
   }
 
@@ -130,7 +144,7 @@ export class Admission {
   }
 
   /** An acquire of `req` was proposed as `id`: count what it may add until it settles. */
-  proposed(id: ProposalId, state: LockStateView, req: Pick<ValidAcquire, 'key' | 'owner'>, waits = false, sessionId = 0): void {
+  proposed(id: ProposalId, state: LockStateView, req: AcquireShape, waits = false, sessionId = 0): void {
     const claim = this.claimOf(state, req);
     if (sessionId > 0) {
       claim.sessionId = sessionId;
@@ -145,6 +159,13 @@ export class Admission {
     if (claim.lease) this.leasesInFlight++;
     if (claim.record) this.recordsInFlight++;
     if (claim.ownerLease) countIn(this.ownerInFlight, claim.owner, 1);
+    if (this.uncounted(claim)) this.partial.add(id);
+  }
+
+  /** Whether some part of `claim` a finite limit counts is not counted yet (unlimited parts cost nothing). */
+  private uncounted(claim: Claim): boolean {
+    const l = this.limits;
+    return (!claim.lease && l.maxHeld < Infinity) || (!claim.ownerLease && l.maxHeldPerOwner < Infinity) || (!claim.record && l.maxKeys < Infinity);
   }
 
   /** Proposal `id` timed out: its entry, at `index` of this leader's log, may still commit. Its claim counts
@@ -153,14 +174,34 @@ export class Admission {
     if (this.claims.has(id)) this.unknownOutcome.set(id, index);
   }
 
-  /** The entry at `index` applied: claims of timed-out proposals at or before it are in the state now. */
-  applied(index: number): void {
-    if (this.unknownOutcome.size === 0) return;
+  /** The entry at `index` applied, leaving `state`: claims of timed-out proposals at or before it are in the
+   *  state now, and a claim judged while its key had a lease counts what it may add now that it may not. */
+  applied(index: number, state: LockStateView): void {
     for (const [id, at] of this.unknownOutcome) {
       if (at > index) continue;
       this.unknownOutcome.delete(id);
       this.settled(id);
     }
+    for (const id of this.partial) this.rejudge(id, state);
+  }
+
+  /** Counts the parts of claim `id` that `state` would make it add, and keeps them counted. */
+  private rejudge(id: ProposalId, state: LockStateView): void {
+    const claim = this.claims.get(id)!;
+    const now = this.claimOf(state, claim);
+    if (now.lease && !claim.lease) {
+      claim.lease = true;
+      this.leasesInFlight++;
+    }
+    if (now.ownerLease && !claim.ownerLease) {
+      claim.ownerLease = true;
+      countIn(this.ownerInFlight, claim.owner, 1);
+    }
+    if (now.record && !claim.record) {
+      claim.record = true;
+      this.recordsInFlight++;
+    }
+    if (!this.uncounted(claim)) this.partial.delete(id);
   }
 
   /** This node no longer leads that term: if it leads again, its next term start applies after every entry
@@ -175,6 +216,7 @@ export class Admission {
     const claim = this.claims.get(id);
     if (!claim) return;
     this.claims.delete(id);
+    this.partial.delete(id);
     if (claim.lease) this.leasesInFlight--;
     if (claim.record) this.recordsInFlight--;
     if (claim.opens) this.opensInFlight--;
@@ -186,9 +228,9 @@ export class Admission {
     if (claim.ownerLease) countIn(this.ownerInFlight, claim.owner, -1);
   }
 
-  private claimOf(state: LockStateView, req: Pick<ValidAcquire, 'key' | 'owner'>): Claim {
+  private claimOf(state: LockStateView, req: AcquireShape): Claim {
     const record = state.recordOf(req.key);
-    return { owner: req.owner, lease: !record, ownerLease: record?.owner !== req.owner, record: record === undefined, waitKey: '', sessionId: 0, opens: false };
+    return { key: req.key, owner: req.owner, lease: !record, ownerLease: record?.owner !== req.owner, record: record === undefined, waitKey: '', sessionId: 0, opens: false };
   }
 }
 

@@ -76,7 +76,7 @@ export class LockLeader {
         this.onRole(ev.role, ev.term, ev.leaderId);
         break;
       case 'applied':
-        this.admission.applied(ev.index);
+        this.admission.applied(ev.index, this.state());
         this.onApplied(ev.term, ev.result);
         break;
       case 'tick':

@@ -160,6 +160,48 @@ describe('lock leader: limits', () => {
       expect(rig.hold('b', 'o2').acquired).toBe(true);
     });
 
+    it('an acquire judged while its key was held counts the lease once that hold ends before it applies (lock simulation seeds 271, 470)', () => {
+      // o2 waits for 'a' (held by o1: it claims no lease); o1's release commits first, so o2's entry will
+      // take 'a'. An acquire admitted in between must count that: the release made no room.
+      const rig = rigWith({ maxHeld: 1 });
+      const a = rig.hold('a', 'o1');
+      rig.release('a', 'o1', a.token);
+      rig.acquire('a', 'o2', { waitMs: 60_000 });
+      rig.commit(); // the release: 'a' is free, o2's acquire still in flight
+      const third = rig.acquire('b', 'o3');
+      rig.commitAll();
+      expect(rig.machine.leaseCount, 'leases held once the log applied (limits.maxHeld is 1)').toBe(1);
+      expect(exhausted(rig, third)).toMatch(/^limit limits\.maxHeld \(1\)/);
+    });
+
+    it('the same per owner and for key records: a supersede whose hold ends first, a record forgotten first', () => {
+      const owner = rigWith({ maxHeldPerOwner: 1 });
+      const held = owner.hold('a', 'alice');
+      owner.release('a', 'alice', held.token);
+      owner.acquire('a', 'alice'); // a re-acquire of her own hold: no lease of hers claimed
+      owner.commit(); // the release
+      const other = owner.acquire('b', 'alice');
+      owner.commitAll();
+      expect(owner.machine.leaseCountOf('alice')).toBe(1);
+      expect(exhausted(owner, other)).toMatch(/^limit limits\.maxHeldPerOwner \(1\)/);
+
+      const keys = rigWith({ maxKeys: 1 }, { freeKeyRetentionMs: 60_000 });
+      const k = keys.hold('a', 'o');
+      keys.release('a', 'o', k.token);
+      keys.commitAll();
+      keys.advance(61_000);
+      keys.release('x', 'o', 1n); // an entry that moves log time past the retention, and keeps no record
+      keys.commitAll();
+      keys.advance(10); // the leader proposes forgetting 'a'
+      expect(keys.pendingOf('forget')).toHaveLength(1);
+      keys.acquire('a', 'o2'); // 'a' still has its free record: no record claimed
+      keys.commit(); // the forget
+      const b = keys.acquire('b', 'o3');
+      keys.commitAll();
+      expect(keys.machine.keyCount).toBe(1);
+      expect(exhausted(keys, b)).toMatch(/^limit limits\.maxKeys \(1\)/);
+    });
+
     it('a new leader inherits the deposed one\'s acquires in its log: it admits nothing before its term start applied, so they are counted (the term gate)', () => {
       // Leader B never proposed the two acquires: deposed leader A did (they were in flight there, up to
       // the limit), and they sit in B's log, uncommitted, when B is elected. B's termStart goes after them.
