@@ -6,22 +6,24 @@
 // identically on every replica whatever each node's YAML says; the leader's admission changes no
 // replicated state, so it may use its own values. For the bound to hold while acquires are in flight, the
 // counts are what the machine has applied PLUS what this leader has proposed and not yet seen settle,
-// each acquire counted by what it could add at most (a lease where the key has none, a record where the
-// machine keeps none, a lease for its owner where the key's lease is someone else's, a place in a line for
-// a blocking acquire). Together these are the whole log: a leader admits nothing before its term start
-// applied (term-gate.ts), so whatever an earlier leader left in its log — in flight there, or committed and
-// not applied here yet — is in the applied state by then, and every entry after its term start is its own
-// proposal, counted here until it APPLIES. A proposal that timed out is not gone: its entry stays in this
-// leader's log and may still commit, so its claim stays counted (by the index the driver reports) until the
-// log applies that index, or the leadership ends (a later term of ours starts after it). (Until issue 22
-// finding 7 a timeout released the claim at once, and what was admitted meanwhile committed beside it.)
+// each acquire counted by what it could add at most (a lease where the key has none — for a hold that may
+// share its key, shared or a semaphore's slot, always —, a record where the machine keeps none, a lease for
+// its owner where the key's lease is someone else's, a place in a line for a blocking acquire). Together
+// these are the whole log: a leader admits nothing before its term start applied (term-gate.ts), so whatever
+// an earlier leader left in its log — in flight there, or committed and not applied here yet — is in the
+// applied state by then, and every entry after its term start is its own proposal, counted here until it
+// APPLIES. A proposal that timed out is not gone: its entry stays in this leader's log and may still commit,
+// so its claim stays counted (by the index the driver reports) until the log applies that index, or the
+// leadership ends (a later term of ours starts after it). (Until issue 22 finding 7 a timeout released the
+// claim at once, and what was admitted meanwhile committed beside it.)
 // A claim is judged on the state it meets, and that state moves on before the acquire applies: one judged
 // while its key had a lease or a record counts no lease (or none of its owner, or no record), yet if that
 // lease ends (or that record is forgotten) first, the acquire adds it — while the room the end made counted
 // as free to every admission meanwhile. So such a claim is judged again as each entry applies, and a part
 // once counted stays counted until it settles. (Found by the lock simulation's `limits` check, seeds 271 and
 // 470: with maxHeld 1, an acquire was admitted while an expire or a revoke freed a key that an acquire in
-// flight then took; two leases.)
+// flight then took; two leases. And seed 861: two shared acquires admitted while their key had one
+// exclusive hold, both granted once a revoke ended it.)
 // Waiters are counted from the replicated lines, so a leader change does not reset them.
 // A hand-off to a waiter (machine-wait-lines.ts) is decided by the log, not admitted here: it replaces one hold of
 // the key by another, so it adds no lease and no key record; the waiter's own per-owner count was judged
@@ -30,7 +32,7 @@ import type { ValidAcquire } from '../validate.js';
 import type { LockStateView, ProposalId } from './types.js';
 
 /** What admission reads of an acquire. */
-type AcquireShape = Pick<ValidAcquire, 'key' | 'owner'>;
+type AcquireShape = Pick<ValidAcquire, 'key' | 'owner' | 'limit' | 'shared'>;
 
 export interface LockLimitSettings {
   /** Waiters (wait_ms > 0) in one key's line. */
@@ -63,6 +65,8 @@ export const NO_LOCK_LIMITS: Readonly<LockLimitSettings> = Object.freeze({
 interface Claim {
   key: string;
   owner: string;
+  /** It asks a hold that may share its key (shared, or a semaphore's slot). */
+  many: boolean;
   lease: boolean;
   ownerLease: boolean;
   record: boolean;
@@ -129,7 +133,7 @@ export class Admission {
 
   /** An OpenSession was proposed as `id`. */
   proposedOpen(id: ProposalId): void {
-    this.claims.set(id, { key: '', owner: '', lease: false, ownerLease: false, record: false, waitKey: '', sessionId: 0, opens: true });
+    this.claims.set(id, { key: '', owner: '', many: false, lease: false, ownerLease: false, record: false, waitKey: '', sessionId: 0, opens: true });
     this.opensInFlight++;
   }
 
@@ -188,7 +192,7 @@ export class Admission {
   /** Counts the parts of claim `id` that `state` would make it add, and keeps them counted. */
   private rejudge(id: ProposalId, state: LockStateView): void {
     const claim = this.claims.get(id)!;
-    const now = this.claimOf(state, claim);
+    const now = this.claimOf(state, { key: claim.key, owner: claim.owner, shared: claim.many });
     if (now.lease && !claim.lease) {
       claim.lease = true;
       this.leasesInFlight++;
@@ -230,7 +234,11 @@ export class Admission {
 
   private claimOf(state: LockStateView, req: AcquireShape): Claim {
     const record = state.recordOf(req.key);
-    return { key: req.key, owner: req.owner, lease: !record, ownerLease: record?.owner !== req.owner, record: record === undefined, waitKey: '', sessionId: 0, opens: false };
+    // A hold that may share its key adds a lease even where the key has one now: once that hold ends, every
+    // such request in flight may be granted beside the others (a key turning from one exclusive hold to
+    // shared ones), not one in its place.
+    const many = req.shared === true || (req.limit ?? 1) >= 2;
+    return { key: req.key, owner: req.owner, many, lease: many || !record, ownerLease: record?.owner !== req.owner, record: record === undefined, waitKey: '', sessionId: 0, opens: false };
   }
 }
 

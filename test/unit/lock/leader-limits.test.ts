@@ -2,6 +2,7 @@
 // itself and its value, counting what is held plus what is in flight, and the leader keeps serving.
 import { describe, expect, it } from 'vitest';
 import { NO_LOCK_LIMITS, type LockLimitSettings } from '../../../src/lock/leader/index.js';
+import { LEVEL_MANY_HOLDERS } from '../../../src/lock/versions.js';
 import { LeaderRig } from './leader-rig.js';
 
 const rigWith = (limits: Partial<LockLimitSettings>, extra = {}) => new LeaderRig({ limits: { ...NO_LOCK_LIMITS, ...limits }, ...extra }).ready();
@@ -200,6 +201,23 @@ describe('lock leader: limits', () => {
       keys.commitAll();
       expect(keys.machine.keyCount).toBe(1);
       expect(exhausted(keys, b)).toMatch(/^limit limits\.maxKeys \(1\)/);
+    });
+
+    it('a shared acquire counts a lease even where its key has one now: two admitted beside one exclusive hold would both be granted once it ends (lock simulation seed 861)', () => {
+      const rig = rigWith({ maxHeld: 2 });
+      rig.step({ type: 'members', readLevel: LEVEL_MANY_HOLDERS, ran: [] });
+      rig.advance(10);
+      rig.commitAll();
+      expect(rig.machine.clusterLevel).toBe(LEVEL_MANY_HOLDERS);
+      rig.hold('k', 'o4');
+      const r = rig.hold('r', 'o1'); // exclusive: two leases now, the limit
+      rig.release('r', 'o1', r.token);
+      const first = rig.acquire('r', 'o2', { shared: true, waitMs: 60_000 });
+      const second = rig.acquire('r', 'o3', { shared: true, waitMs: 60_000 });
+      rig.commitAll();
+      expect(rig.machine.leaseCount, 'leases held once the log applied (limits.maxHeld is 2)').toBeLessThanOrEqual(2);
+      expect(exhausted(rig, first)).toMatch(/^limit limits\.maxHeld \(2\)/);
+      expect(exhausted(rig, second)).toMatch(/^limit limits\.maxHeld \(2\)/);
     });
 
     it('a new leader inherits the deposed one\'s acquires in its log: it admits nothing before its term start applied, so they are counted (the term gate)', () => {

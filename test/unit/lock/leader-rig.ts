@@ -134,10 +134,10 @@ export class LeaderRig {
     this.step({ type: 'proposalFailed', proposalId, error: { kind: 'timeout', message: 'planted timeout', index: this.machine.appliedIndex + at + 1 } });
   }
 
-  acquire(key: string, owner: string, opts: { waitMs?: number; requestId?: string; ttlMs?: number; timeoutMs?: number; lockDelayMs?: number; sessionId?: number } = {}): CallId {
+  acquire(key: string, owner: string, opts: { waitMs?: number; requestId?: string; ttlMs?: number; timeoutMs?: number; lockDelayMs?: number; sessionId?: number; shared?: boolean } = {}): CallId {
     const callId = this.nextCallId++;
     const session = opts.sessionId ?? 0;
-    const req = { key, owner, ttlMs: session > 0 ? 0 : (opts.ttlMs ?? 10_000), waitMs: opts.waitMs ?? 0, requestId: opts.requestId ?? `${owner}-${callId}`, lockDelayMs: opts.lockDelayMs ?? 0, sessionId: session };
+    const req = { key, owner, ttlMs: session > 0 ? 0 : (opts.ttlMs ?? 10_000), waitMs: opts.waitMs ?? 0, requestId: opts.requestId ?? `${owner}-${callId}`, lockDelayMs: opts.lockDelayMs ?? 0, sessionId: session, ...(opts.shared === true ? { shared: true } : {}) };
     this.step({ type: 'request', callId, request: { op: 'acquire', req }, timeoutMs: opts.timeoutMs ?? 5000 + req.waitMs });
     return callId;
   }
