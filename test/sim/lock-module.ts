@@ -15,6 +15,13 @@ export interface LockMachineLike {
   readonly epochStartMs: number;
   readonly leaseCount: number;
   readonly dedupSize: number;
+  /** What the leader's admission counts (src/lock/leader/types.ts LockStateView), read by the limits check. */
+  readonly keyCount: number;
+  readonly waiterCount: number;
+  readonly sessionCount: number;
+  leaseCountOf(owner: string): number;
+  waiterCountOf(key: string): number;
+  recordOf(key: string): { owner: string } | null | undefined;
   /** The cluster level the log reached (versions.ts). */
   readonly clusterLevel: number;
   /** Where the machine reports its changes (Watch); the simulator's LockFsm sets none. */

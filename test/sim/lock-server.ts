@@ -72,6 +72,9 @@ export interface LockServerOptions {
   leader: LockLeaderClass;
   /** Admission limits of every node's leader (null: none). */
   limits: Readonly<LockLimitSettings> | null;
+  /** Told of every entry a service appends to its node's log, as it appends it (while the leader's state is
+   *  still the one it judged the proposal on). */
+  proposed?: (node: SimNode, index: number, term: number, data: Uint8Array) => void;
 }
 
 interface Running {
@@ -107,8 +110,10 @@ export class SimLockServers {
 
   nodeStarted(node: SimNode): void {
     const sim = this.sim;
+    const proposed = this.opts.proposed;
+    const raftNode = node.rn as unknown as LockNode;
     const Leader = this.opts.leader;
-    const service = new LockService(node.rn as unknown as LockNode, this.machineOf(node) as { readonly machine: LockMachine }, {
+    const service = new LockService(proposed ? watchProposals(raftNode, (index, term, data) => proposed(node, index, term, data)) : raftNode, this.machineOf(node) as { readonly machine: LockMachine }, {
       env: { nowMs: () => sim.nodeNow(node), scheduler: node.io!, rng: node.coreRng },
       createLeader: (state, config) => new Leader(state, config),
       ...(this.opts.limits !== null ? { limits: this.opts.limits } : {}),
@@ -317,4 +322,24 @@ export class SimLockServers {
   private fail(message: string): void {
     if (this.violation === null) this.violation = message;
   }
+}
+
+/** `node` as the lock service sees it, with every entry it appends reported to `seen` (index, term, bytes)
+ *  the moment the Raft node appends it: the log position a proposal took is known only there. */
+function watchProposals(node: LockNode, seen: (index: number, term: number, data: Uint8Array) => void): LockNode {
+  return new Proxy(node, {
+    get(target, prop) {
+      if (prop === 'propose') {
+        return (data: Uint8Array, timeoutMs: number) => {
+          const before = target.status().lastIndex;
+          const appended = target.propose(data, timeoutMs);
+          const after = target.status();
+          if (after.lastIndex === before + 1) seen(after.lastIndex, after.term, data);
+          return appended;
+        };
+      }
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }

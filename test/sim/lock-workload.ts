@@ -28,6 +28,7 @@ import { LockCallChecks } from './lock-calls.js';
 import { MaxHoldCheck, servedTailMs } from './lock-max-hold.js';
 import { ServedTimeline } from './lock-served.js';
 import { TermGateCheck } from './lock-term-gate.js';
+import { LimitCheck } from './lock-limits.js';
 import type { Attempt, ClientOp } from './clients.js';
 import type { Ack, HistoryEvent, ServeOutcome, SimWorkload, WriteContext } from './workload.js';
 import type { LockView } from '../../src/lock/index.js';
@@ -85,6 +86,8 @@ export class LockReplica implements StateMachine {
     const judge = entry.index === oracle.next;
     const keys = this.wl.profile.keys;
     const pre = judge ? captureState(this.machine, keys) : null;
+    const limits = judge ? this.wl.limits : null;
+    const preCounts = limits?.capture(this.machine);
     const result = this.fsm.apply(entry);
     if (result === null) {
       oracle.fail(`entry ${entry.index}/t${entry.term} (a lock command) was applied without a lock result`);
@@ -105,6 +108,10 @@ export class LockReplica implements StateMachine {
       const post = captureState(this.machine, keys);
       const stamp = cmd === null ? undefined : this.wl.stampOf(entry.term, cmd.timeMs);
       oracle.judge(entry, cmd, result, pre!, post, stamp);
+      if (limits !== null && cmd !== null && oracle.violation === null) {
+        const exceeded = limits.judge(entry, cmd, result, preCounts!, limits.capture(this.machine));
+        if (exceeded !== null) oracle.fail(exceeded);
+      }
       if (stamp !== undefined && cmd !== null) {
         const gate = this.wl.termGate.check(`entry ${entry.index}/t${entry.term}`, entry.term, cmd, stamp);
         if (gate !== null) oracle.fail(gate);
@@ -197,6 +204,8 @@ export class LockWorkload implements SimWorkload<LockReplica> {
   /** Nothing stamped in a term before its leader's termStart applied (lock-term-gate.ts). */
   readonly termGate = new TermGateCheck();
   readonly clients: LockClients;
+  /** The named invariant `limits` when the run's leaders admit under limits (lock-limits.ts). */
+  readonly limits: LimitCheck | null;
   readonly stats = { blockingAcquires: 0, shortAttempts: 0, getsChecked: 0, lockDelayAcquires: 0 };
   /** Scenario tests read results from replicas. */
   keepResults = false;
@@ -220,6 +229,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
     this.readRatio = profile.readRatio;
     this.oracle = new LockOracle(profile.keys, profile.maxDrift, profile.dedupWindowMs, profile.oracleChecksExtension);
     this.clients = new LockClients(profile, SimRng.derive(seed, 'lock-clients'), () => this.clock, this.resource, (tag, detail) => this.sim.trace.add(this.sim.now, '', tag, detail), SimRng.derive(seed, 'lock-revoke'));
+    this.limits = profile.limits === null ? null : new LimitCheck(profile.limits, seed, this.clients.clients.map((c) => c.owner), profile.keys);
   }
 
   /** Bind to the cluster before it runs (clocks need its node count). */
@@ -238,6 +248,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
         membersRan: (node) => this.membersRan(node),
         leader: this.module.LockLeader,
         limits: this.profile.limits,
+        ...(this.limits !== null ? { proposed: (node: SimNode, index: number, term: number, data: Uint8Array) => this.proposed(node, index, term, data) } : {}),
       },
       // The service reads the applied state through the node's LockFsm, as in production (runtime.ts).
       (node) => (node.sm as LockReplica).fsm,
@@ -285,6 +296,18 @@ export class LockWorkload implements SimWorkload<LockReplica> {
     if (w === undefined) m.set(v, { min: now, max: now, node: this.sim.nodes[i]!.id });
     else if (now > w.max) w.max = now;
     return v;
+  }
+
+  /** A node's lock service appended `data` at (index, term): the limits check notes what its leader's
+   *  admission judged (the node's applied state is still the one it judged on). */
+  private proposed(node: SimNode, index: number, term: number, data: Uint8Array): void {
+    let cmd: LockCommand;
+    try {
+      cmd = this.module.decodeCommand(data);
+    } catch {
+      return; // the oracle reports an undecodable entry if it commits
+    }
+    this.limits!.proposed(index, term, cmd, (node.sm as LockReplica).machine);
   }
 
   /** The true-time window of a stamp `timeMs` in an entry of `term` (taken by that term's leader). */
@@ -519,13 +542,14 @@ export class LockWorkload implements SimWorkload<LockReplica> {
     );
   }
 
-  /** The limits the leaders admitted under, and the refusals they gave. */
+  /** The limits the leaders admitted under, the refusals they gave, and what the limits check saw. */
   private limitsSummary(): string {
     const limits = this.profile.limits;
-    if (limits === null) return '';
+    if (limits === null || this.limits === null) return '';
     const set = Object.entries(limits).filter(([, v]) => Number.isFinite(v)).map(([k, v]) => `${k} ${v}`);
     const by = Object.entries(this.servers.exhaustedBy).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`);
-    return `; limits (${set.join(', ') || 'none finite'}): ${this.servers.stats.exhausted} RESOURCE_EXHAUSTED (${by.join(', ') || '-'})`;
+    const l = this.limits.stats;
+    return `; limits (${set.join(', ') || 'none finite'}): ${this.servers.stats.exhausted} RESOURCE_EXHAUSTED (${by.join(', ') || '-'}), ${l.admissionsChecked} admissions checked (${l.claimsChecked} claims), ${l.entriesAtLimit} entries at a limit, ${l.entriesOverLimit} over one by ${l.softGrowth} granted by hand-offs`;
   }
 }
 

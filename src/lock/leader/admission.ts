@@ -25,9 +25,12 @@
 // flight then took; two leases. And seed 861: two shared acquires admitted while their key had one
 // exclusive hold, both granted once a revoke ended it.)
 // Waiters are counted from the replicated lines, so a leader change does not reset them.
-// A hand-off to a waiter (machine-wait-lines.ts) is decided by the log, not admitted here: it replaces one hold of
-// the key by another, so it adds no lease and no key record; the waiter's own per-owner count was judged
-// when it joined the line.
+// A hand-off to a waiter (machine-wait-lines.ts) is decided by the log, not admitted here: the waiter's own
+// counts (its owner's, its session's) were judged when it joined the line, and it counts once granted. Most
+// hand-offs replace one hold of the key by another in the same entry, adding no lease and no key record; an
+// undelay grants after the hold ended in an earlier entry, and a key with many holds may hand the room of
+// one exclusive hold to several shared ones. That much is soft: the lock simulation's `limits` check
+// (test/sim/lock-limits.ts) allows a count above its limit by exactly what hand-offs granted.
 import type { ValidAcquire } from '../validate.js';
 import type { LockStateView, ProposalId } from './types.js';
 
