@@ -8,6 +8,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NO_LOCK_LIMITS } from '../../src/lock/leader/index.js';
 import type { LockProfile } from './lock-clock.js';
 
 interface Patch {
@@ -322,6 +323,42 @@ export const LOCK_MUTANTS: LockMutant[] = [
     name: 'an owner supersedes its own hold under another session at cluster level 4 (a late duplicate ends a trusted hold)',
     maxSeeds: 100,
     patches: [{ file: 'machine-leases.ts', find: `  return !s.supersedeSameSessionOnly || sessionIdOf(own) === sessionId;\n`, replace: `  return !s.supersedeSameSessionOnly || sessionIdOf(own) >= 0 || sessionId < 0;\n` }],
+  },
+  // Admission limits (src/lock/leader/admission.ts; issue 22 findings 6 and 7): the leader is in the scratch copy
+  // too. Each runs every seed with small limits (a quarter of seeds have them otherwise: lock-clock.ts
+  // `limits`), and the named invariant `limits` (lock-limits.ts) must be the check that sees it.
+  {
+    id: 'l1',
+    name: 'admission counts only the applied state: nothing in flight is claimed (finding 7: what a leader has in flight overshoots)',
+    // Caught by 91 of lock seeds 1-200 (first at seed 4).
+    maxSeeds: 60,
+    caughtBy: /limits: /,
+    lockProfile: { limitsShare: 1 },
+    patches: [
+      { file: 'leader/admission.ts', find: `    const claim = this.claimOf(state, req);\n    if (sessionId > 0) {\n`, replace: `    return; // planted bug: an acquire in flight claims nothing\n    const claim = this.claimOf(state, req);\n    if (sessionId > 0) {\n` },
+      { file: 'leader/admission.ts', find: `    this.claims.set(id, { key: '', owner: '', many: false, lease: false, ownerLease: false, record: false, waitKey: '', sessionId: 0, opens: true });\n    this.opensInFlight++;\n`, replace: `` },
+    ],
+  },
+  {
+    id: 'l2',
+    name: 'a timed-out proposal releases its claim at once, though its entry stays in the log and may commit (the pre-fix behaviour)',
+    maxSeeds: 150,
+    caughtBy: /limits: /,
+    // It needs an entry that commits after its proposal timed out, and another admitted meanwhile at a limit:
+    // with the seed's own proposal timeouts (300 ms and up) and limits, 1 of seeds 1-200 (seed 121). Proposals
+    // time out after 20 ms here, under three limits of 1 that nothing masks: 32 of seeds 1-200 (first at 14).
+    lockProfile: { leaderProposalTimeoutMs: 20, limits: { ...NO_LOCK_LIMITS, maxHeld: 1, maxWaiters: 1, maxSessions: 1 } },
+    patches: [{ file: 'leader/admission.ts', find: `    if (this.claims.has(id)) this.unknownOutcome.set(id, index);\n`, replace: `    this.settled(id); // planted bug: its claim ends with the timeout\n` }],
+  },
+  {
+    id: 'l3',
+    name: 'maxHeldPerOwner compared with > (an owner at its limit is admitted one lease more)',
+    maxSeeds: 150,
+    caughtBy: /limits: /,
+    // Only the per-owner limit, at 1: maxHeld (judged after it) would refuse much of what the bug lets through.
+    // With the seed's own limits, 2 of seeds 1-100 (first at 53); so, 26 of seeds 1-200 (first at 17).
+    lockProfile: { limits: { ...NO_LOCK_LIMITS, maxHeldPerOwner: 1 } },
+    patches: [{ file: 'leader/admission.ts', find: `(this.ownerInFlight.get(req.owner) ?? 0) >= l.maxHeldPerOwner`, replace: `(this.ownerInFlight.get(req.owner) ?? 0) > l.maxHeldPerOwner` }],
   },
 ];
 
