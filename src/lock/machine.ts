@@ -175,6 +175,12 @@ export class LockMachine {
     return this.clusterLevelValue;
   }
 
+  /** The cluster level, and the rules the state's parts read from it (set together, on apply and restore). */
+  private useClusterLevel(level: number): void {
+    this.clusterLevelValue = level;
+    this.s.supersedeSameSessionOnly = level >= LEVEL_SUPERSEDE_SAME_SESSION;
+  }
+
   /**
    * Log time as the current term's leader would stamp it now, from the leader's clock reading `clockMs`:
    * for the leader's housekeeping (which leases, waits, sessions, delays are due). At level 2 the term's log
@@ -527,8 +533,7 @@ export class LockMachine {
     if (bytes.length === 0) return machine;
     const state = decodeState(bytes, machine.s.dedup.restoreSink(), machine.options.readLevel);
     machine.s.appliedIndex = state.appliedIndex;
-    machine.clusterLevelValue = state.clusterLevel;
-    machine.s.supersedeSameSessionOnly = state.clusterLevel >= LEVEL_SUPERSEDE_SAME_SESSION;
+    machine.useClusterLevel(state.clusterLevel);
     machine.termLastStampMs = state.termLastStampMs;
     for (const id of state.ranMembers) machine.ranMembers.add(id);
     machine.s.logNowMs = state.nowMs;
@@ -683,8 +688,7 @@ export class LockMachine {
       throw new UnknownCommandError(19, this.options.readLevel, `cluster level ${command.level} (entry ${index})`);
     }
     if (command.level > this.clusterLevelValue) {
-      this.clusterLevelValue = command.level;
-      this.s.supersedeSameSessionOnly = command.level >= LEVEL_SUPERSEDE_SAME_SESSION;
+      this.useClusterLevel(command.level);
       // Progress is measured from this entry's stamp on: replicas that restored a level-1 snapshot never
       // knew the term's earlier stamps, and must agree with those that applied them.
       this.termLastStampMs = command.timeMs;
