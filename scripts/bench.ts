@@ -12,6 +12,7 @@ import { leaseholdFactory } from './bench/leasehold-system.js';
 import { runLoop } from './bench/loop.js';
 import { renewDescription, runRenew } from './bench/renew.js';
 import { failoverTable, heldScaleTable } from './bench/report-extra.js';
+import { idleTable, runIdle, type IdleResult } from './bench/idle.js';
 import { ratios, workloadTable } from './bench/report.js';
 import { startBackgroundJob, stopAll, stopBackgroundJob, withCluster } from './bench/run-state.js';
 import { chartSvg } from './bench/svg.js';
@@ -28,6 +29,7 @@ interface BenchResults {
   ratios: ReturnType<typeof ratios>;
   heldScale: HeldScaleResult[];
   failover: FailoverResult[];
+  idle: IdleResult[];
   /** Runs that failed (a cluster that did not start, a fill that did not finish ...); the others went on. */
   failures: { workload: string; system: string; round: number; error: string }[];
   trace?: TraceResult;
@@ -72,6 +74,17 @@ async function runWorkload(name: WorkloadName, args: BenchArgs, scale: BenchScal
       });
     }
     return heldScaleTable(results.heldScale);
+  }
+  if (name === 'idle') {
+    for (let round = 1; round <= args.rounds; round++) {
+      for (const f of systemsFor(args, { tryLockOk: false, etcd: true })) {
+        console.log(`-- idle round ${round}: ${f.system}`);
+        await attempt(results, { workload: name, system: f.system, round }, async () => {
+          results.idle.push(await withCluster(f, start(round), (c) => runIdle(c, args.seconds, round)));
+        });
+      }
+    }
+    return idleTable(results.idle);
   }
   if (name === 'failover') {
     for (let round = 1; round <= args.rounds; round++) {
@@ -133,7 +146,7 @@ async function main(): Promise<number> {
   if (args.profileDir) mkdirSync(args.profileDir, { recursive: true });
   if (args.backgroundJob) console.log(`bench: a niced busy loop runs beside the clusters (pid ${startBackgroundJob()})`);
   const scale: BenchScale = { seconds: args.seconds, clients: args.clients, quick: args.quick };
-  const results: BenchResults = { startedAt: new Date().toISOString(), args, rows: [], ratios: [], heldScale: [], failover: [], failures: [] };
+  const results: BenchResults = { startedAt: new Date().toISOString(), args, rows: [], ratios: [], heldScale: [], failover: [], idle: [], failures: [] };
   const abort = async (why: string, code: number) => {
     console.error(`bench: ${why}: stopping every cluster`);
     results.aborted = why;
