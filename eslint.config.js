@@ -48,9 +48,15 @@ const layers = [
   },
   {
     root: 'src/client',
-    only: ['src/transport/proto.ts'],
+    only: ['src/wire/lock.ts', 'src/wire/cluster.ts', 'src/wire/scalars.ts'],
     packages: true,
-    why: 'the client speaks only the wire contract: besides its own files it may import src/transport/proto.ts (the generated types and wire constants), nothing from server, raft or lock.',
+    why: 'the client speaks only the wire contract: besides its own files it may import src/wire/lock.ts, cluster.ts and scalars.ts (the message types, services and wire constants of Lock and Cluster), nothing from server, raft, lock or transport, nor the peer service (src/wire/raft*.ts).',
+  },
+  {
+    root: 'src/wire',
+    never: ['src/server', 'src/client', 'src/cli', 'src/transport', 'src/raft/storage', 'src/config', 'src/fencing'],
+    packages: true,
+    why: 'the wire contract sits below everything that speaks it: it never imports server, client, cli, transport, storage, config or fencing (only the core\'s types it converts to and from).',
   },
   {
     root: 'src/raft/storage',
@@ -68,7 +74,7 @@ const layers = [
     root: 'src/server',
     never: ['src/client'],
     packages: true,
-    why: 'the server shares only the wire contract (src/transport/proto.ts) with the client: it never imports src/client.',
+    why: 'the server shares only the wire contract (src/wire) with the client: it never imports src/client.',
   },
 ];
 

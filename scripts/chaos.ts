@@ -47,7 +47,7 @@ import { Prober } from '../test/lin/probe.js';
 import { ChaosWorker, sleep } from '../test/lin/workload.js';
 import { QueueWatcher } from '../test/lin/queue-watch.js';
 import { SimRng } from '../test/sim/rng.js';
-import type { GetResponse } from '../src/transport/proto.js';
+import type { GetResponse } from '../src/wire/lock.js';
 
 interface Args {
   durationS: number;

@@ -19,11 +19,11 @@ const FORBIDDEN = [
   [/\bglobalThis\b/, 'reaches globalThis'],
   [/\bcrypto\s*\./, 'uses crypto'],
   [/\bconsole\s*\./, 'writes to the console (I/O)'],
-  [/from\s+['"]\.\.\/\.\.\/(storage|transport|server|client|cli|config)/, 'imports an impure layer'],
-  [/from\s+['"]\.\.\/(raft\/storage|raft\/node|transport|server|client|cli|config|fencing)/, 'imports an impure layer'],
+  [/from\s+['"]\.\.\/\.\.\/(storage|transport|wire|server|client|cli|config)/, 'imports an impure layer'],
+  [/from\s+['"]\.\.\/(raft\/storage|raft\/node|transport|wire|server|client|cli|config|fencing)/, 'imports an impure layer'],
   // Any depth (src/lock/leader is two levels down): the driver, its env and errors, storage, transport,
-  // server, client, cli, config and fencing are all impure layers.
-  [/from\s+['"](\.\.\/)+(raft\/)?(storage|node|env|errors|transport|server|client|cli|config|fencing)\b/, 'imports an impure layer'],
+  // the wire module (gRPC, proto files), server, client, cli, config and fencing are all impure layers.
+  [/from\s+['"](\.\.\/)+(raft\/)?(storage|node|env|errors|transport|wire|server|client|cli|config|fencing)\b/, 'imports an impure layer'],
 ];
 
 function walk(dir) {

@@ -5,7 +5,7 @@ import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EndpointPool, newRequestId } from '../../src/client/rpc.js';
 import type { TraceStamp } from '../../src/trace/stages.js';
-import type { AcquireResponse, OpenSessionResponse, ReleaseResponse, RenewResponse, RenewSessionResponse } from '../../src/transport/proto.js';
+import type { AcquireResponse, OpenSessionResponse, ReleaseResponse, RenewResponse, RenewSessionResponse } from '../../src/wire/lock.js';
 import { TestCluster, freePorts, waitFor } from '../../test/integration/harness.js';
 import { LeaseLostError, type AcquireOptions, type HeldLock, type LockSession, type SessionOptions, type StartOptions, type SystemCluster, type SystemFactory } from './system.js';
 

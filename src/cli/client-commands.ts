@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { EndpointPool, newRequestId } from '../client/rpc.js';
 import { clientTlsCredentials, type ClientTlsOptions } from '../client/tls.js';
-import type { AcquireResponse, CloseSessionResponse, GetResponse, ListResponse, ListedLock, OpenSessionResponse, ReleaseResponse, RenewResponse, RenewSessionResponse, RevokeResponse } from '../transport/proto.js';
+import type { AcquireResponse, CloseSessionResponse, GetResponse, ListedLock, ListResponse, OpenSessionResponse, ReleaseResponse, RenewResponse, RenewSessionResponse, RevokeResponse } from '../wire/lock.js';
 import { checkEndpoints, parseHoldLimit, parseToken } from './args.js';
 import { formatDuration, isoTime, parseDuration } from './duration.js';
 import { EXIT, RefusedError, UsageError, reportError } from './exit-codes.js';

@@ -4,7 +4,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Command } from 'commander';
 import { EndpointPool, RpcError } from '../client/rpc.js';
-import type { Member, MembersResponse, StatusResponse, TransferLeaderResponse } from '../transport/proto.js';
+import type { Member, MembersResponse, StatusResponse, TransferLeaderResponse } from '../wire/cluster.js';
 import { clientTlsCredentials } from '../client/tls.js';
 import { DEFAULT_ENDPOINTS, tlsFromFlags, withTlsFlags, type TlsFlags } from './client-commands.js';
 import { parseDuration } from './duration.js';

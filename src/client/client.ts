@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type * as grpc from '@grpc/grpc-js';
-import type { AcquireResponse, GetResponse, ListResponse, OpenSessionResponse, RevokeResponse } from '../transport/proto.js';
+import type { AcquireResponse, GetResponse, ListResponse, OpenSessionResponse, RevokeResponse } from '../wire/lock.js';
 import { LockSession } from './session.js';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import { InvalidRequestError, LockLostError, LockNotAcquiredError, UnavailableError, fromRpcError } from './errors.js';

@@ -15,7 +15,7 @@
 import './dispose.js';
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
-import type { Reason, ReleaseResponse, RenewResponse } from '../transport/proto.js';
+import type { Reason, ReleaseResponse, RenewResponse } from '../wire/lock.js';
 import { LockLostError, LockReleasedError, UnavailableError, fromRpcError, type LostReason } from './errors.js';
 import type { ClientLogger } from './logger.js';
 import { LocalLease } from './local-lease.js';

@@ -5,7 +5,8 @@
 // where a bare unary round trip takes 0.95 ms). The same multiplexing as the followers' Forward stream
 // (transport/forward.ts), for clients.
 import * as grpc from '@grpc/grpc-js';
-import { LOCK_CALL_NAME, type LockCallName, type LockClient, type LockMethod, type WireInput, type WireLockAnswer, type WireLockCall } from '../transport/proto.js';
+import type { WireInput } from '../wire/scalars.js';
+import { LOCK_CALL_NAME, type LockAnswer, type LockCall, type LockCallName, type LockClient, type LockMethod } from '../wire/lock.js';
 import { RpcError } from './rpc-error.js';
 
 const CALL_NAME = LOCK_CALL_NAME;
@@ -14,7 +15,7 @@ const CALL_NAME = LOCK_CALL_NAME;
 const MAX_TIMEOUT_MS = 0xffffffff;
 
 interface Pending {
-  settle(err: RpcError | null, answer?: WireLockAnswer): void;
+  settle(err: RpcError | null, answer?: LockAnswer): void;
 }
 
 export interface StreamAnswer<Res> {
@@ -24,7 +25,7 @@ export interface StreamAnswer<Res> {
 }
 
 export class LockStream {
-  private stream: grpc.ClientDuplexStream<WireInput<WireLockCall>, WireLockAnswer> | null = null;
+  private stream: grpc.ClientDuplexStream<WireInput<LockCall>, LockAnswer> | null = null;
   private readonly pending = new Map<string, Pending>();
   private nextCallId = 1;
   /** The server answered UNIMPLEMENTED: it predates Lock/Stream (the caller goes unary from now on). */
@@ -77,7 +78,7 @@ export class LockStream {
           resolve({ response: response as Res, leader: a.leader });
         },
       });
-      stream.write({ call_id: callId, timeout_ms: Math.min(MAX_TIMEOUT_MS, remainingMs), [name]: request } as WireInput<WireLockCall>);
+      stream.write({ call_id: callId, timeout_ms: Math.min(MAX_TIMEOUT_MS, remainingMs), [name]: request } as WireInput<LockCall>);
     });
   }
 
@@ -86,11 +87,11 @@ export class LockStream {
     this.fail(new RpcError(grpc.status.CANCELLED, 'the client was closed'));
   }
 
-  private open(): grpc.ClientDuplexStream<WireInput<WireLockCall>, WireLockAnswer> {
+  private open(): grpc.ClientDuplexStream<WireInput<LockCall>, LockAnswer> {
     if (this.stream) return this.stream;
     const stream = this.client.Stream();
     this.stream = stream;
-    stream.on('data', (answer: WireLockAnswer) => this.pending.get(answer.call_id)?.settle(null, answer));
+    stream.on('data', (answer: LockAnswer) => this.pending.get(answer.call_id)?.settle(null, answer));
     const broke = (err: RpcError) => {
       if (this.stream !== stream) return;
       if (err.code === grpc.status.UNIMPLEMENTED) this.unsupported = true;

@@ -3,13 +3,15 @@
 // the caller's deadline: the server's dedup table turns those retries into exactly-once.
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { ClusterClient, LEADER_METADATA, LockClient, type ClusterMethod, type LockMethod, type StatusResponse, type WatchEvent, type WatchRequest, type WireInput } from '../transport/proto.js';
+import type { WireInput } from '../wire/scalars.js';
+import { LEADER_METADATA, type LockClient, type LockMethod, lockService, type WatchEvent, type WatchRequest } from '../wire/lock.js';
+import { type ClusterClient, type ClusterMethod, clusterService, type StatusResponse } from '../wire/cluster.js';
 import { LockStream } from './lock-stream.js';
 import { RpcError } from './rpc-error.js';
 
 export { RpcError } from './rpc-error.js';
 
-export type { LockMethod } from '../transport/proto.js';
+export type { LockMethod } from '../wire/lock.js';
 
 const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED, grpc.status.CANCELLED, grpc.status.RESOURCE_EXHAUSTED]);
 
@@ -107,7 +109,7 @@ export class EndpointPool {
   private lockClient(ep: string): LockClient {
     let c = this.lock.get(ep);
     if (!c) {
-      c = new LockClient(ep, this.creds);
+      c = lockService.client(ep, this.creds);
       this.lock.set(ep, c);
     }
     return c;
@@ -116,7 +118,7 @@ export class EndpointPool {
   private clusterClient(ep: string): ClusterClient {
     let c = this.cluster.get(ep);
     if (!c) {
-      c = new ClusterClient(ep, this.creds);
+      c = clusterService.client(ep, this.creds);
       this.cluster.set(ep, c);
     }
     return c;

@@ -6,7 +6,7 @@
 //   - every hold acquired under the session (`acquire`) is a LockHandle that does not renew itself and turns
 //     LOST with the session (reason SESSION_LOST), or RELEASED when the session is closed.
 import { EventEmitter } from 'node:events';
-import type { AcquireResponse, CloseSessionResponse, RenewSessionResponse } from '../transport/proto.js';
+import type { AcquireResponse, CloseSessionResponse, RenewSessionResponse } from '../wire/lock.js';
 import { LeaseholdError, LockNotAcquiredError, UnavailableError, fromRpcError } from './errors.js';
 import { LockHandle, type HandleContext } from './handle.js';
 import { LocalLease } from './local-lease.js';

@@ -12,7 +12,7 @@
 // stream is paused, so HTTP/2 flow control holds the node back, and a node that then has more than its
 // backlog bound for us cuts us off — which we survive by resuming, like any other break.
 import * as grpc from '@grpc/grpc-js';
-import type { WatchEvent, WatchKind } from '../transport/proto.js';
+import type { WatchEvent, WatchKind } from '../wire/lock.js';
 import { InvalidRequestError, LeaseholdError } from './errors.js';
 import { sleep, type EndpointPool } from './rpc.js';
 

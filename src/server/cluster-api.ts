@@ -5,9 +5,10 @@ import type { ConfState } from '../raft/core/types.js';
 import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ConfChangeRefusedError } from '../raft/errors.js';
 import type { NodeLogger } from '../raft/logger.js';
 import type { RaftNode } from '../raft/node.js';
-import { roleToWire } from '../transport/codec.js';
+import { roleToWire } from '../wire/cluster.js';
 import { NODE_CHANNEL_BACKOFF } from '../transport/peer-link.js';
-import { ClusterClient, type ClusterHandlers, type ClusterMethod, type Member, type WireInput } from '../transport/proto.js';
+import type { WireInput } from '../wire/scalars.js';
+import { type ClusterClient, type ClusterHandlers, type ClusterMethod, clusterService, type Member } from '../wire/cluster.js';
 import { Membership, MembershipArgumentError, MembershipPreconditionError } from './membership.js';
 import { FORWARDED_METADATA, routeNotLeader } from './forward-once.js';
 import { statusError } from './status-error.js';
@@ -124,7 +125,7 @@ export class ClusterApi {
     }
     let client = this.forwardClients.get(address);
     if (!client) {
-      client = new ClusterClient(address, this.opts.credentials(), { ...NODE_CHANNEL_BACKOFF });
+      client = clusterService.client(address, this.opts.credentials(), { ...NODE_CHANNEL_BACKOFF });
       this.forwardClients.set(address, client);
     }
     const md = new grpc.Metadata();

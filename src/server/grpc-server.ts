@@ -11,38 +11,11 @@ import type { AcquireResult, LockView, OpenSessionResult, ReleaseResult, RenewRe
 import type { NodeLogger } from '../raft/logger.js';
 import { NODE_CHANNEL_BACKOFF } from '../transport/peer-link.js';
 import { certificateCommonName } from '../transport/peer-auth.js';
-import {
-  ClusterClient,
-  LOADER_OPTIONS,
-  LEADER_METADATA,
-  LockClient,
-  LOCK_CALL_NAME,
-  type LockMethod,
-  packageDefinition,
-  type AcquireRequest,
-  type AcquireResponse,
-  type GetRequest,
-  type GetResponse,
-  type LockHandlers,
-  type ReleaseRequest,
-  type ReleaseResponse,
-  type RenewRequest,
-  type RenewResponse,
-  type RevokeRequest,
-  type RevokeResponse,
-  type OpenSessionResponse,
-  type RenewSessionResponse,
-  type CloseSessionResponse,
-  type SessionCallRequest,
-  type OpenSessionRequest,
-  type ForwardedMethodName,
-  type WireForwardedAnswer,
-  type WireForwardedCall,
-  type WireInput,
-  type LockCallName,
-  type WireLockAnswer,
-  type WireLockCall,
-} from '../transport/proto.js';
+import { LOADER_OPTIONS, packageDefinition } from '../wire/load.js';
+import type { WireInput } from '../wire/scalars.js';
+import { type AcquireRequest, type AcquireResponse, type CloseSessionResponse, type GetRequest, type GetResponse, LEADER_METADATA, LOCK_CALL_NAME, type LockAnswer, type LockCall, type LockCallName, type LockClient, type LockHandlers, type LockMethod, lockService, type OpenSessionRequest, type OpenSessionResponse, type ReleaseRequest, type ReleaseResponse, type RenewRequest, type RenewResponse, type RenewSessionResponse, type RevokeRequest, type RevokeResponse, type SessionCallRequest } from '../wire/lock.js';
+import { clusterService } from '../wire/cluster.js';
+import type { ForwardedAnswer, ForwardedCall } from '../wire/raft.js';
 import type { ForwardSession } from '../transport/forward.js';
 import type { PeerCertificate } from 'node:tls';
 import type { ClusterApi } from './cluster-api.js';
@@ -88,7 +61,7 @@ export interface ClientApiOptions {
   countRefused?: (op: string, outcome: 'invalid' | 'denied') => void;
 }
 
-const FORWARDED_METHOD: Readonly<Record<LockMethod, ForwardedMethodName>> = LOCK_CALL_NAME;
+const FORWARDED_METHOD: Readonly<Record<LockMethod, LockCallName>> = LOCK_CALL_NAME;
 const LOCK_METHOD = Object.fromEntries(Object.entries(FORWARDED_METHOD).map(([method, name]) => [name, method])) as Record<LockCallName, LockMethod>;
 
 /** The stand-in calls serveMessage builds (no metadata to send: their answers carry the leader hint). */
@@ -137,16 +110,16 @@ export class ClientApi {
 
   register(server: grpc.Server): void {
     const healthDefinition = protoLoader.loadSync(healthProtoPath, { ...LOADER_OPTIONS });
-    const registry = descriptorRegistry(packageDefinition, healthDefinition);
+    const registry = descriptorRegistry(packageDefinition(), healthDefinition);
     // Every service behind the same strict decoder: garbage is INVALID_ARGUMENT, never INTERNAL.
-    server.addService(strictRequestDeserializers(LockClient.service, registry), this.handlers);
-    addStrictService(server, ClusterClient.service, this.opts.cluster.handlers() as unknown as grpc.UntypedServiceImplementation, registry);
+    server.addService(strictRequestDeserializers(lockService.definition(), registry), this.handlers);
+    addStrictService(server, clusterService.definition(), this.opts.cluster.handlers() as unknown as grpc.UntypedServiceImplementation, registry);
     this.health.addToServer({
       addService: (service: grpc.ServiceDefinition, impl: grpc.UntypedServiceImplementation) => addStrictService(server, service, impl, registry),
     } as unknown as grpc.Server);
     // Reflection describes our services and the standard health service (grpcurl list / describe). Its
     // bidi stream keeps the library's own decoder: it only reads descriptors and changes nothing.
-    new ReflectionService({ ...packageDefinition, ...healthDefinition }, { services: ['leasehold.v1.Lock', 'leasehold.v1.Cluster', 'grpc.health.v1.Health'] }).addToServer(server);
+    new ReflectionService({ ...packageDefinition(), ...healthDefinition }, { services: ['leasehold.v1.Lock', 'leasehold.v1.Cluster', 'grpc.health.v1.Health'] }).addToServer(server);
   }
 
   close(): void {
@@ -165,14 +138,14 @@ export class ClientApi {
    * its sender): served exactly like the same call forwarded as a unary call — validated, owner-checked
    * (trusting a member's certificate, as for a forwarded unary call), never forwarded again.
    */
-  async serveForwarded(wire: WireForwardedCall, peer: { certificate: PeerCertificate | undefined; remote: string }, signal: AbortSignal): Promise<WireInput<WireForwardedAnswer>> {
+  async serveForwarded(wire: ForwardedCall, peer: { certificate: PeerCertificate | undefined; remote: string }, signal: AbortSignal): Promise<WireInput<ForwardedAnswer>> {
     const name = wire.request;
     const request = name ? wire[name] : undefined;
     if (!name || request === undefined) {
       return { call_id: wire.call_id, code: grpc.status.INVALID_ARGUMENT, details: 'forwarded call: request: no lock call in it' };
     }
     const answer = await this.serveMessage(name, request, { forwarded: true, timeoutMs: Math.max(1, wire.timeout_ms), ...peer, signal });
-    return { call_id: wire.call_id, code: answer.code, details: answer.details, ...(answer.code === grpc.status.OK ? { [name]: answer.response } : {}) } as WireInput<WireForwardedAnswer>;
+    return { call_id: wire.call_id, code: answer.code, details: answer.details, ...(answer.code === grpc.status.OK ? { [name]: answer.response } : {}) } as WireInput<ForwardedAnswer>;
   }
 
   /**
@@ -183,7 +156,7 @@ export class ClientApi {
    * when it stops, we stop reading its calls (pause until drain), so a client that never reads cannot
    * grow our memory; and at most MAX_STREAM_CALLS_IN_FLIGHT calls of one stream are served at once.
    */
-  private serveStream(call: grpc.ServerDuplexStream<WireLockCall, WireInput<WireLockAnswer>>): void {
+  private serveStream(call: grpc.ServerDuplexStream<LockCall, WireInput<LockAnswer>>): void {
     const certificate = call.getAuthContext()?.sslPeerCertificate;
     const remote = call.getPeer();
     const inFlight = new Map<string, AbortController>();
@@ -194,7 +167,7 @@ export class ClientApi {
       for (const a of inFlight.values()) a.abort();
       inFlight.clear();
     };
-    const answer = (a: WireInput<WireLockAnswer>) => {
+    const answer = (a: WireInput<LockAnswer>) => {
       if (!open) return;
       mark('call.sent');
       if (!call.write(a)) {
@@ -202,7 +175,7 @@ export class ClientApi {
         call.once('drain', () => call.resume());
       }
     };
-    call.on('data', (wire: WireLockCall) => {
+    call.on('data', (wire: LockCall) => {
       if (!open) return;
       const invalid = invalidReason(wire);
       if (invalid !== undefined) {
@@ -228,7 +201,7 @@ export class ClientApi {
       void this.serveMessage(name, request, { forwarded: false, timeoutMs: wire.timeout_ms > 0 ? wire.timeout_ms : null, certificate, remote, signal: abort.signal }).then((a) => {
         if (inFlight.get(id) !== abort) return; // cancelled, or the stream went away
         inFlight.delete(id);
-        answer({ call_id: id, code: a.code, details: a.details, leader: a.leader, ...(a.code === grpc.status.OK ? { [name]: a.response } : {}) } as WireInput<WireLockAnswer>);
+        answer({ call_id: id, code: a.code, details: a.details, leader: a.leader, ...(a.code === grpc.status.OK ? { [name]: a.response } : {}) } as WireInput<LockAnswer>);
       });
     });
     call.on('end', () => {
@@ -466,7 +439,7 @@ export class ClientApi {
     let client = this.forwardClients.get(address);
     if (!client) {
       // With TLS the leader's certificate names its id, not necessarily its address.
-      client = new LockClient(address, this.forwardCredentials, {
+      client = lockService.client(address, this.forwardCredentials, {
         ...NODE_CHANNEL_BACKOFF,
         ...(this.opts.forwardCredentials ? { 'grpc.ssl_target_name_override': leaderId, 'grpc.default_authority': leaderId } : {}),
       });

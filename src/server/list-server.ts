@@ -4,7 +4,8 @@
 import * as grpc from '@grpc/grpc-js';
 import type { LockMachine } from '../lock/machine.js';
 import { validateList } from '../lock/validate.js';
-import type { ListRequest, ListResponse, ListedLock, WireInput } from '../transport/proto.js';
+import type { WireInput } from '../wire/scalars.js';
+import type { ListedLock, ListRequest, ListResponse } from '../wire/lock.js';
 import { holderToWire, holdersOf } from './holders-view.js';
 import { statusError } from './status-error.js';
 import { invalidReason } from './strict-decode.js';

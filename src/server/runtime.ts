@@ -13,7 +13,8 @@ import type { LockResult } from '../lock/types.js';
 import type { RaftStorage } from '../raft/storage/types.js';
 import { PeerTransport } from '../transport/grpc.js';
 import { PeerAuthenticator } from '../transport/peer-auth.js';
-import { RaftClient, packageDefinition } from '../transport/proto.js';
+import { packageDefinition } from '../wire/load.js';
+import { raftService } from '../wire/raft.js';
 import type { ConfState, Message } from '../raft/core/types.js';
 import { UnknownCommandError } from '../lock/commands.js';
 import { BUILD_LEVEL, lowestReadLevel } from '../lock/versions.js';
@@ -153,7 +154,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   const peerServer = self.peerAddress ? new grpc.Server(serverOptions) : server;
   // The peer stream sits behind the same strict decoder as the client services (no silently wrapped
   // varints or replaced UTF-8 in a Raft message either).
-  peerServer.addService(strictRequestDeserializers(RaftClient.service, descriptorRegistry(packageDefinition)), transport.handlers((m: Message) => node?.receive(m)));
+  peerServer.addService(strictRequestDeserializers(raftService.definition(), descriptorRegistry(packageDefinition())), transport.handlers((m: Message) => node?.receive(m)));
 
   const electionTimeoutMs = config.raft.tickMs * config.raft.electionTicks;
   node = await RaftNode.start({

@@ -4,7 +4,8 @@
 import * as grpc from '@grpc/grpc-js';
 import type { LockEvent } from '../lock/events.js';
 import { validateWatch } from '../lock/validate.js';
-import type { WatchEvent, WatchRequest, WireInput } from '../transport/proto.js';
+import type { WireInput } from '../wire/scalars.js';
+import type { WatchEvent, WatchRequest } from '../wire/lock.js';
 import { statusError } from './status-error.js';
 import { invalidReason } from './strict-decode.js';
 import { OutOfRangeError, TooManyWatchersError, type WatchHub } from './watch-hub.js';

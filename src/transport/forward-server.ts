@@ -6,14 +6,15 @@ import * as grpc from '@grpc/grpc-js';
 import type { NodeId } from '../raft/core/types.js';
 import { mark } from '../trace/stages.js';
 import type { PeerAdmission } from './peer-admission.js';
-import type { WireForwardedAnswer, WireForwardedCall, WireInput } from './proto.js';
+import type { WireInput } from '../wire/scalars.js';
+import type { ForwardedAnswer, ForwardedCall } from '../wire/raft.js';
 
 /** Serves one lock call a follower forwarded to us (the client API behind it); resolves with the answer. */
 export type ForwardedCallHandler = (
-  call: WireForwardedCall,
+  call: ForwardedCall,
   peer: { certificate: PeerCertificate | undefined; remote: string },
   signal: AbortSignal,
-) => Promise<WireInput<WireForwardedAnswer>>;
+) => Promise<WireInput<ForwardedAnswer>>;
 
 export interface ForwardStreamContext {
   selfId: NodeId;
@@ -22,7 +23,7 @@ export interface ForwardStreamContext {
   handler(): ForwardedCallHandler | null;
 }
 
-export function serveForwardStream(call: grpc.ServerDuplexStream<WireForwardedCall, WireInput<WireForwardedAnswer>>, ctx: ForwardStreamContext): void {
+export function serveForwardStream(call: grpc.ServerDuplexStream<ForwardedCall, WireInput<ForwardedAnswer>>, ctx: ForwardStreamContext): void {
   const remote = call.getPeer();
   const certificate = call.getAuthContext().sslPeerCertificate;
   const inFlight = new Map<string, AbortController>();
@@ -39,7 +40,7 @@ export function serveForwardStream(call: grpc.ServerDuplexStream<WireForwardedCa
   };
   const stream = ctx.admission.admitStream(() => certificate, remote);
   if ('refused' in stream) return refuse(grpc.status.PERMISSION_DENIED, `forward stream refused: ${stream.refused}`);
-  call.on('data', (wire: WireForwardedCall) => {
+  call.on('data', (wire: ForwardedCall) => {
     mark('fwd.recv');
     if (!open) return;
     const invalid = (wire as { __invalid?: unknown }).__invalid;

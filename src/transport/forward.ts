@@ -10,7 +10,9 @@
 // call outlives neither its deadline (DEADLINE_EXCEEDED) nor its caller (a cancel goes to the leader).
 import { mark } from '../trace/stages.js';
 import * as grpc from '@grpc/grpc-js';
-import type { ForwardedMethodName, RaftClient, WireForwardedAnswer, WireForwardedCall, WireInput } from './proto.js';
+import type { WireInput } from '../wire/scalars.js';
+import type { LockCallName } from '../wire/lock.js';
+import type { ForwardedAnswer, ForwardedCall, RaftClient } from '../wire/raft.js';
 
 /** The leader's answer to one forwarded call, as the follower hands it back to its client. */
 export interface ForwardedReply {
@@ -28,7 +30,7 @@ interface PendingCall {
 const ANSWER_GRACE_MS = 200;
 
 export class ForwardSession {
-  private stream: grpc.ClientDuplexStream<WireInput<WireForwardedCall>, WireForwardedAnswer> | null = null;
+  private stream: grpc.ClientDuplexStream<WireInput<ForwardedCall>, ForwardedAnswer> | null = null;
   private nextCallId = 1;
   private readonly pending = new Map<string, PendingCall>();
   private closed = false;
@@ -45,7 +47,7 @@ export class ForwardSession {
     return this.pending.size;
   }
 
-  call(method: ForwardedMethodName, request: unknown, timeoutMs: number, signal?: AbortSignal): Promise<ForwardedReply> {
+  call(method: LockCallName, request: unknown, timeoutMs: number, signal?: AbortSignal): Promise<ForwardedReply> {
     if (this.closed) return Promise.resolve(unavailable(`the link to leader ${this.leaderId} is closed`));
     const stream = this.open();
     const callId = String(this.nextCallId++);
@@ -71,7 +73,7 @@ export class ForwardSession {
       this.pending.set(callId, { settle });
       const timeout = Math.max(1, Math.min(0xffffffff, Math.floor(timeoutMs)));
       mark('call.forward');
-      stream.write({ call_id: callId, ...this.header(), timeout_ms: timeout, [method]: request } as WireInput<WireForwardedCall>);
+      stream.write({ call_id: callId, ...this.header(), timeout_ms: timeout, [method]: request } as WireInput<ForwardedCall>);
     });
   }
 
@@ -86,11 +88,11 @@ export class ForwardSession {
     return { from: s.from, cluster_id: s.clusterId };
   }
 
-  private open(): grpc.ClientDuplexStream<WireInput<WireForwardedCall>, WireForwardedAnswer> {
+  private open(): grpc.ClientDuplexStream<WireInput<ForwardedCall>, ForwardedAnswer> {
     if (this.stream) return this.stream;
     const stream = this.client.Forward();
     this.stream = stream;
-    stream.on('data', (answer: WireForwardedAnswer) => {
+    stream.on('data', (answer: ForwardedAnswer) => {
       mark('fwd.reply');
       const p = this.pending.get(answer.call_id);
       if (!p) return; // timed out or cancelled here already

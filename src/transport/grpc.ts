@@ -12,7 +12,7 @@ import { serveForwardStream, type ForwardedCallHandler } from './forward-server.
 import { PeerAdmission, type PeerIdentity } from './peer-admission.js';
 import type { PeerAuthenticator } from './peer-auth.js';
 import { PeerLink } from './peer-link.js';
-import type { RaftHandlers } from './proto.js';
+import type { RaftHandlers } from '../wire/raft.js';
 import { serveRaftStream } from './raft-stream-server.js';
 
 

@@ -7,10 +7,10 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Message, NodeId } from '../raft/core/types.js';
 import { mark } from '../trace/stages.js';
-import { messageToWire } from './codec.js';
+import { messageToWire } from '../wire/raft-codec.js';
 import { ForwardSession } from './forward.js';
 import { probeGone } from './peer-probe.js';
-import { RaftClient } from './proto.js';
+import { type RaftClient, raftService } from '../wire/raft.js';
 import type { PeerTransportOptions } from './grpc.js';
 
 /** How long after a broken stream a failed reconnect still counts as "the peer is gone"; later, the
@@ -78,7 +78,7 @@ export class PeerLink {
       this.forwarding = null;
       this.client.close();
     }
-    this.client = new RaftClient(this.address, credentials ?? grpc.credentials.createInsecure(), {
+    this.client = raftService.client(this.address, credentials ?? grpc.credentials.createInsecure(), {
       // With TLS the peer proves it is `peerId`: its certificate must name the id, whatever address it has.
       ...(credentials ? { 'grpc.ssl_target_name_override': this.peerId, 'grpc.default_authority': this.peerId } : {}),
       'grpc.max_send_message_length': opts.maxMessageBytes,

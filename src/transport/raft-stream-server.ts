@@ -4,9 +4,9 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Message, NodeId } from '../raft/core/types.js';
 import { mark } from '../trace/stages.js';
-import { messageFromWire } from './codec.js';
+import { messageFromWire } from '../wire/raft-codec.js';
 import type { PeerAdmission } from './peer-admission.js';
-import type { WireRaftMessage } from './proto.js';
+import type { RaftMessage } from '../wire/raft.js';
 
 export interface RaftStreamContext {
   selfId: NodeId;
@@ -17,7 +17,7 @@ export interface RaftStreamContext {
 }
 
 export function serveRaftStream(
-  call: grpc.ServerReadableStream<WireRaftMessage, unknown>,
+  call: grpc.ServerReadableStream<RaftMessage, unknown>,
   callback: grpc.sendUnaryData<{ received: string }>,
   streamNumber: number,
   ctx: RaftStreamContext,
@@ -30,7 +30,7 @@ export function serveRaftStream(
   };
   const stream = ctx.admission.admitStream(() => call.getAuthContext().sslPeerCertificate, call.getPeer());
   if ('refused' in stream) return end(grpc.status.PERMISSION_DENIED, `peer stream refused: ${stream.refused}`);
-  call.on('data', (wire: WireRaftMessage) => {
+  call.on('data', (wire: RaftMessage) => {
     mark('peer.read');
     if (failed) return;
     // The server registers this service behind the strict decoder (src/server/strict-decode.ts),

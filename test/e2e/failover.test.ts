@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient, type LockHandle } from '../../src/client/index.js';
 import { LevelFencedStore, writeWithLock } from '../../src/fencing/index.js';
-import type { GetResponse } from '../../src/transport/proto.js';
+import type { GetResponse } from '../../src/wire/lock.js';
 import { TestCluster, waitFor } from '../integration/harness.js';
 
 let c: TestCluster;

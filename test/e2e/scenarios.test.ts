@@ -11,7 +11,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient, LockLostError, LockNotAcquiredError, type LockClientOptions, type LockHandle } from '../../src/client/index.js';
 import { LevelFencedStore, SqlFencedStore, betterSqlite3Driver, checkToken, writeWithLock } from '../../src/fencing/index.js';
-import type { AcquireResponse, ReleaseResponse, RenewResponse } from '../../src/transport/proto.js';
+import type { AcquireResponse, ReleaseResponse, RenewResponse } from '../../src/wire/lock.js';
 import { TestCluster, waitFor } from '../integration/harness.js';
 import { FaultProxy } from './proxy.js';
 import { HOLDER_JS, JsonChild, capturingLogger } from './helpers.js';

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import { RpcError } from '../../src/client/rpc.js';
-import type { AcquireResponse, GetResponse, ReleaseResponse, RenewResponse } from '../../src/transport/proto.js';
+import type { AcquireResponse, GetResponse, ReleaseResponse, RenewResponse } from '../../src/wire/lock.js';
 import { TestCluster, freePorts, isCode, waitFor } from './harness.js';
 
 const acquireReq = (key: string, owner: string, ttl: number, extra: object = {}) => ({ key, owner, ttl_ms: String(ttl), request_id: `${owner}-${key}-${Math.random()}`, ...extra });

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GetResponse } from '../../src/transport/proto.js';
+import type { GetResponse } from '../../src/wire/lock.js';
 import { MAIN_JS, TestCluster, waitFor } from './harness.js';
 
 const TTL_MS = 2000;

@@ -5,7 +5,7 @@
 // their refusal applied, so requests arriving meanwhile overtook them (observed 0,17,18,1,2,3,4,19,5,...).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EndpointPool } from '../../src/client/rpc.js';
-import type { AcquireResponse, ReleaseResponse } from '../../src/transport/proto.js';
+import type { AcquireResponse, ReleaseResponse } from '../../src/wire/lock.js';
 import { TestCluster } from './harness.js';
 
 const WAITERS = 300;

@@ -12,7 +12,7 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EndpointPool, RpcError } from '../../src/client/rpc.js';
-import type { AcquireResponse } from '../../src/transport/proto.js';
+import type { AcquireResponse } from '../../src/wire/lock.js';
 import { TestCluster, freePorts } from './harness.js';
 
 class Forwarder {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { EndpointPool, RpcError } from '../../src/client/rpc.js';
-import type { StatusResponse } from '../../src/transport/proto.js';
+import type { StatusResponse } from '../../src/wire/cluster.js';
 import { NodeFaultControl, clusterFaultFile } from '../lin/node-faults.js';
 
 export const MAIN_JS = resolve('dist/src/cli/main.js');

@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LimitExceededError, LockClient } from '../../src/client/index.js';
 import { RpcError } from '../../src/client/rpc.js';
-import type { AcquireResponse, GetResponse, RenewResponse } from '../../src/transport/proto.js';
+import type { AcquireResponse, GetResponse, RenewResponse } from '../../src/wire/lock.js';
 import { TestCluster, waitFor } from './harness.js';
 
 function varint(v: bigint): number[] {

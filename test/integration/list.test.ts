@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient } from '../../src/client/index.js';
 import type { EndpointPool } from '../../src/client/rpc.js';
-import type { AcquireResponse } from '../../src/transport/proto.js';
+import type { AcquireResponse } from '../../src/wire/lock.js';
 import { MAIN_JS, TestCluster } from './harness.js';
 
 const KEYS = 10_000;

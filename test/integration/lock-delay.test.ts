@@ -3,7 +3,7 @@
 // only once it has passed — while a key whose delayed hold was RELEASED grants at once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EndpointPool } from '../../src/client/rpc.js';
-import type { AcquireResponse, GetResponse, ReleaseResponse } from '../../src/transport/proto.js';
+import type { AcquireResponse, GetResponse, ReleaseResponse } from '../../src/wire/lock.js';
 import { TestCluster, waitFor } from './harness.js';
 
 let c: TestCluster;

@@ -3,18 +3,19 @@
 // the line; a malformed message ends the stream; a bad request fails only its own call.
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LockClient, type WireLockAnswer, type WireLockCall, type WireInput } from '../../src/transport/proto.js';
+import type { WireInput } from '../../src/wire/scalars.js';
+import { type LockAnswer, type LockCall, lockService } from '../../src/wire/lock.js';
 import { TestCluster } from './harness.js';
 
-type Stream = grpc.ClientDuplexStream<WireInput<WireLockCall>, WireLockAnswer>;
+type Stream = grpc.ClientDuplexStream<WireInput<LockCall>, LockAnswer>;
 
 /** A raw Lock/Stream with a helper that waits for the answer to one call_id. */
-function openStream(address: string): { stream: Stream; answers: Map<string, WireLockAnswer>; next(id: string, timeoutMs?: number): Promise<WireLockAnswer>; ended: Promise<grpc.ServiceError | null>; close(): void } {
-  const client = new LockClient(address, grpc.credentials.createInsecure());
+function openStream(address: string): { stream: Stream; answers: Map<string, LockAnswer>; next(id: string, timeoutMs?: number): Promise<LockAnswer>; ended: Promise<grpc.ServiceError | null>; close(): void } {
+  const client = lockService.client(address, grpc.credentials.createInsecure());
   const stream = client.Stream();
-  const answers = new Map<string, WireLockAnswer>();
-  const waiters = new Map<string, (a: WireLockAnswer) => void>();
-  stream.on('data', (a: WireLockAnswer) => {
+  const answers = new Map<string, LockAnswer>();
+  const waiters = new Map<string, (a: LockAnswer) => void>();
+  stream.on('data', (a: LockAnswer) => {
     answers.set(a.call_id, a);
     waiters.get(a.call_id)?.(a);
   });
@@ -144,7 +145,7 @@ describe('Lock/Stream', () => {
   }, 30_000);
 
   it('a malformed message (an unknown field) ends the stream with INVALID_ARGUMENT', async () => {
-    const client = new LockClient(c.endpoint(leader), grpc.credentials.createInsecure());
+    const client = lockService.client(c.endpoint(leader), grpc.credentials.createInsecure());
     // A raw stream with a pass-through serializer, so we can send bytes no well-behaved client would.
     const raw = client.makeBidiStreamRequest(
       '/leasehold.v1.Lock/Stream',

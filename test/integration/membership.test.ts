@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RpcError } from '../../src/client/rpc.js';
-import type { AcquireResponse, GetResponse, ReleaseResponse, StatusResponse } from '../../src/transport/proto.js';
+import type { AcquireResponse, GetResponse, ReleaseResponse } from '../../src/wire/lock.js';
+import type { StatusResponse } from '../../src/wire/cluster.js';
 import { MAIN_JS, TestCluster, waitFor } from './harness.js';
 
 interface CliResult {

@@ -10,7 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientTlsCredentials } from '../../src/client/tls.js';
 import { EndpointPool, RpcError } from '../../src/client/rpc.js';
 import { LockClient as LeaseholdClient, PermissionDeniedError } from '../../src/client/index.js';
-import { RaftClient, type AcquireResponse, type StatusResponse } from '../../src/transport/proto.js';
+import type { AcquireResponse } from '../../src/wire/lock.js';
+import type { StatusResponse } from '../../src/wire/cluster.js';
+import { raftService } from '../../src/wire/raft.js';
 import { makePki, type TestPki } from './certs.js';
 import { MAIN_JS, TestCluster, waitFor } from './harness.js';
 
@@ -77,7 +79,7 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
     const peerEndpoint = `127.0.0.1:${c.peerPorts[c.ids.indexOf(target)]}`;
     const inject = (endpoint: string) =>
       new Promise<string>((resolve) => {
-        const client = new RaftClient(endpoint, creds(pki, 'alice'));
+        const client = raftService.client(endpoint, creds(pki, 'alice'));
         const stream = client.Stream((err) => {
           client.close();
           resolve(err ? grpc.status[err.code]! : 'OK');

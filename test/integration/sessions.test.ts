@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import type { EndpointPool } from '../../src/client/rpc.js';
-import type { AcquireResponse, CloseSessionResponse, GetResponse, OpenSessionResponse, RenewResponse, RenewSessionResponse } from '../../src/transport/proto.js';
+import type { AcquireResponse, CloseSessionResponse, GetResponse, OpenSessionResponse, RenewResponse, RenewSessionResponse } from '../../src/wire/lock.js';
 import { TestCluster, freePorts, isCode, waitFor } from './harness.js';
 
 const SESSION_HOLDER_JS = resolve('build/test/integration/fixtures/session-holder.js');

@@ -5,7 +5,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AcquireResponse, ReleaseResponse } from '../../src/transport/proto.js';
+import type { AcquireResponse, ReleaseResponse } from '../../src/wire/lock.js';
 import { RpcError } from '../../src/client/rpc.js';
 import { TestCluster, waitFor } from './harness.js';
 import { BUILD_LEVEL } from '../../src/lock/versions.js';

@@ -4,7 +4,7 @@
 // (not to the back), and the hand-offs grant them in the order they queued, with tokens increasing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EndpointPool } from '../../src/client/rpc.js';
-import type { AcquireResponse, GetResponse, ReleaseResponse } from '../../src/transport/proto.js';
+import type { AcquireResponse, GetResponse, ReleaseResponse } from '../../src/wire/lock.js';
 import { TestCluster, waitFor } from './harness.js';
 
 const WAITERS = 100;

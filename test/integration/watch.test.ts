@@ -10,7 +10,7 @@ import * as http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient, WatchHistoryLostError, type LockEventInfo } from '../../src/client/index.js';
-import { LockClient as LockGrpcClient, type WatchEvent } from '../../src/transport/proto.js';
+import { lockService, type WatchEvent } from '../../src/wire/lock.js';
 import { TestCluster, waitFor } from './harness.js';
 
 const HISTORY = 400;
@@ -31,7 +31,7 @@ const rssKb = (id: string) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/$
 
 /** Lock/Watch on one node with no resume: every event until the stream ends, and how it ended. */
 function rawWatch(id: string, request: object, opts: { read: boolean } = { read: true }) {
-  const client = new LockGrpcClient(c.endpoint(id), grpc.credentials.createInsecure());
+  const client = lockService.client(c.endpoint(id), grpc.credentials.createInsecure());
   const stream = client.Watch(request);
   const events: WatchEvent[] = [];
   const ended = new Promise<{ code: grpc.status; details: string }>((resolve) => {
@@ -48,7 +48,7 @@ function rawWatch(id: string, request: object, opts: { read: boolean } = { read:
 function stalledWatch(id: string, request: object) {
   const session = http2.connect(`http://${c.endpoint(id)}`);
   const stream = session.request({ ':method': 'POST', ':path': '/leasehold.v1.Lock/Watch', 'content-type': 'application/grpc', te: 'trailers' });
-  const body = LockGrpcClient.service.Watch.requestSerialize(request);
+  const body = lockService.definition().Watch.requestSerialize(request);
   const frame = Buffer.alloc(5 + body.length);
   frame.writeUInt32BE(body.length, 1);
   body.copy(frame, 5);

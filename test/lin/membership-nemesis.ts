@@ -8,7 +8,7 @@
 // After every change the run's idea of the membership is re-read from the leader (what committed, not what
 // we asked for), so a change whose answer was lost is still accounted for.
 import { EndpointPool, RpcError } from '../../src/client/rpc.js';
-import type { MembersResponse, StatusResponse, TransferLeaderResponse } from '../../src/transport/proto.js';
+import type { MembersResponse, StatusResponse, TransferLeaderResponse } from '../../src/wire/cluster.js';
 import type { TestCluster } from '../integration/harness.js';
 import { waitFor } from '../integration/harness.js';
 import type { NodePorts } from './node-ports.js';

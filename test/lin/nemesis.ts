@@ -45,7 +45,7 @@
 //   disk-crash                  SIGKILL right after 0-20 more durable batches land; cleared, restarted
 import { waitFor, type TestCluster } from '../integration/harness.js';
 import type { FaultProxy } from '../e2e/proxy.js';
-import type { AcquireResponse } from '../../src/transport/proto.js';
+import type { AcquireResponse } from '../../src/wire/lock.js';
 import type { SimRng } from '../sim/rng.js';
 import type { MembershipNemesis } from './membership-nemesis.js';
 import type { NodeFaultControl } from './node-faults.js';

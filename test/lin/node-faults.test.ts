@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AcquireResponse, GetResponse } from '../../src/transport/proto.js';
+import type { AcquireResponse, GetResponse } from '../../src/wire/lock.js';
 import { MAIN_JS, TestCluster, waitFor } from '../integration/harness.js';
 import { checkHistory } from './checker.js';
 import { HistoryRecorder } from './history.js';

@@ -8,7 +8,7 @@
 // Each probe uses a fresh channel (cluster.raw): a warm one would add grpc's own reconnect backoff to the
 // measurement. Only the Gets that succeeded join the history: a read changes nothing, so one whose outcome
 // is unknown constrains nothing and can be left out.
-import type { GetResponse } from '../../src/transport/proto.js';
+import type { GetResponse } from '../../src/wire/lock.js';
 import type { TestCluster } from '../integration/harness.js';
 import type { HistoryRecorder } from './history.js';
 import { sleep } from './workload.js';

@@ -23,7 +23,7 @@
 // Each scenario has a test that it ran as designed, and one that asserts the correct behaviour.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient, LockNotAcquiredError, type LockHandle, type LockInfo } from '../../src/client/index.js';
-import type { ReleaseResponse } from '../../src/transport/proto.js';
+import type { ReleaseResponse } from '../../src/wire/lock.js';
 import { FaultProxy } from '../e2e/proxy.js';
 import { TestCluster, waitFor } from '../integration/harness.js';
 

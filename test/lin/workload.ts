@@ -15,7 +15,7 @@ import type { SimRng } from '../sim/rng.js';
 import { LockClient, LockLostError, LockNotAcquiredError, LockReleasedError, InvalidRequestError, SessionLostError, type LockHandle, type LockSession, type RenewedEvent } from '../../src/client/index.js';
 import { EndpointPool, newRequestId, RpcError } from '../../src/client/rpc.js';
 import { writeWithLock } from '../../src/fencing/index.js';
-import type { ReleaseResponse, RenewResponse } from '../../src/transport/proto.js';
+import type { ReleaseResponse, RenewResponse } from '../../src/wire/lock.js';
 import type { AuditedFencedStore } from './audited-store.js';
 import type { HistoryRecorder, Op, PendingOp } from './history.js';
 

@@ -2,7 +2,7 @@
 // itself answers as a leader with a quorum); 2 otherwise.
 import { describe, expect, it } from 'vitest';
 import { judgeStatus, type StatusRow } from '../../../src/cli/cluster-commands.js';
-import type { StatusResponse } from '../../../src/transport/proto.js';
+import type { StatusResponse } from '../../../src/wire/cluster.js';
 
 function st(node: string, leader: string, role: StatusResponse['role'] = leader === node ? 'LEADER' : 'FOLLOWER', serving = true): StatusRow {
   return {

@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LockStream } from '../../../src/client/lock-stream.js';
 import { EndpointPool, RpcError } from '../../../src/client/rpc.js';
-import { LockClient, type LockHandlers, type WireLockCall } from '../../../src/transport/proto.js';
+import { type LockCall, type LockHandlers, lockService } from '../../../src/wire/lock.js';
 
 type StreamHandler = LockHandlers['Stream'];
 
@@ -25,7 +25,7 @@ async function serve(stream: StreamHandler | null): Promise<string> {
   const server = new grpc.Server();
   // Without a Stream handler grpc-js answers the method UNIMPLEMENTED, as a server from before it would.
   const handlers = { ...unaryHandlers(), ...(stream ? { Stream: stream } : {}) } as LockHandlers;
-  server.addService(LockClient.service, handlers);
+  server.addService(lockService.definition(), handlers);
   const port = await new Promise<number>((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))));
   servers.push(server);
   return `127.0.0.1:${port}`;
@@ -33,9 +33,9 @@ async function serve(stream: StreamHandler | null): Promise<string> {
 
 describe('LockStream (client side of Lock/Stream)', () => {
   it('matches answers to calls by call_id, in any order, and passes the leader hint', async () => {
-    const seen: WireLockCall[] = [];
+    const seen: LockCall[] = [];
     const address = await serve((call) => {
-      call.on('data', (m: WireLockCall) => {
+      call.on('data', (m: LockCall) => {
         seen.push(m);
         if (seen.length < 3) return;
         // Answer the three calls in reverse order.
@@ -44,7 +44,7 @@ describe('LockStream (client side of Lock/Stream)', () => {
         }
       });
     });
-    const s = new LockStream(new LockClient(address, grpc.credentials.createInsecure()));
+    const s = new LockStream(lockService.client(address, grpc.credentials.createInsecure()));
     try {
       const keys = ['a', 'b', 'c'];
       const answers = await Promise.all(keys.map((key) => s.call<{ owner: string }>('Get', { key }, Date.now() + 5000)));
@@ -59,8 +59,8 @@ describe('LockStream (client side of Lock/Stream)', () => {
   });
 
   it("an error answer rejects with the server's code and details", async () => {
-    const address = await serve((call) => call.on('data', (m: WireLockCall) => call.write({ call_id: m.call_id, code: grpc.status.INVALID_ARGUMENT, details: 'key: must not be empty' })));
-    const s = new LockStream(new LockClient(address, grpc.credentials.createInsecure()));
+    const address = await serve((call) => call.on('data', (m: LockCall) => call.write({ call_id: m.call_id, code: grpc.status.INVALID_ARGUMENT, details: 'key: must not be empty' })));
+    const s = new LockStream(lockService.client(address, grpc.credentials.createInsecure()));
     try {
       const err = await s.call('Acquire', { key: '' }, Date.now() + 5000).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(RpcError);
@@ -73,8 +73,8 @@ describe('LockStream (client side of Lock/Stream)', () => {
 
   it('a deadline rejects DEADLINE_EXCEEDED and tells the server to drop the call; an abort rejects CANCELLED the same way', async () => {
     const cancels: string[] = [];
-    const address = await serve((call) => call.on('data', (m: WireLockCall) => m.cancel && cancels.push(m.call_id))); // never answers
-    const s = new LockStream(new LockClient(address, grpc.credentials.createInsecure()));
+    const address = await serve((call) => call.on('data', (m: LockCall) => m.cancel && cancels.push(m.call_id))); // never answers
+    const s = new LockStream(lockService.client(address, grpc.credentials.createInsecure()));
     try {
       const late = await s.call('Get', { key: 'k' }, Date.now() + 100).catch((e: unknown) => e);
       expect((late as RpcError).code).toBe(grpc.status.DEADLINE_EXCEEDED);
@@ -94,12 +94,12 @@ describe('LockStream (client side of Lock/Stream)', () => {
     let streams = 0;
     const address = await serve((call) => {
       streams++;
-      call.on('data', (m: WireLockCall) => {
+      call.on('data', (m: LockCall) => {
         if (streams === 1) call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'node shutting down' });
         else call.write({ call_id: m.call_id, code: 0, get: { held: false } });
       });
     });
-    const s = new LockStream(new LockClient(address, grpc.credentials.createInsecure()));
+    const s = new LockStream(lockService.client(address, grpc.credentials.createInsecure()));
     try {
       const err = await s.call('Get', { key: 'k' }, Date.now() + 5000).catch((e: unknown) => e);
       expect((err as RpcError).code).toBe(grpc.status.UNAVAILABLE);
@@ -125,7 +125,7 @@ describe('LockStream (client side of Lock/Stream)', () => {
   it('EndpointPool uses the stream by default: the call reaches the Stream handler, not the unary one', async () => {
     const viaStream: string[] = [];
     const address = await serve((call) =>
-      call.on('data', (m: WireLockCall) => {
+      call.on('data', (m: LockCall) => {
         viaStream.push(m.request ?? '');
         call.write({ call_id: m.call_id, code: 0, acquire: { acquired: true, token: '7' } });
       }),

@@ -18,7 +18,8 @@ import type { ClusterApi } from '../../../src/server/cluster-api.js';
 import { ClientApi } from '../../../src/server/grpc-server.js';
 import { UnavailableError, type LockService } from '../../../src/server/lock-service.js';
 import type { ForwardedReply, ForwardSession } from '../../../src/transport/forward.js';
-import { LockClient, type AcquireRequest, type AcquireResponse, type ForwardedMethodName, type WireInput } from '../../../src/transport/proto.js';
+import type { WireInput } from '../../../src/wire/scalars.js';
+import { type AcquireRequest, type AcquireResponse, type LockCallName, type LockClient, lockService } from '../../../src/wire/lock.js';
 
 const FORWARDED = 'x-leasehold-forwarded';
 /** Far more hops than the rule allows: the stand-in link stops a bouncing call here instead of looping. */
@@ -27,7 +28,7 @@ const HOP_CAP = 8;
 interface Hop {
   from: string;
   to: string;
-  method: ForwardedMethodName;
+  method: LockCallName;
 }
 
 /** A node that is not the leader and believes `believedLeader` is. */
@@ -43,7 +44,7 @@ function follower(id: string, believedLeader: string, hops: Hop[], peers: Map<st
   const cluster = { handlers: () => ({}), close: () => {} } as unknown as ClusterApi;
   const session = (to: string) =>
     ({
-      call: async (method: ForwardedMethodName, request: unknown, timeoutMs: number, signal?: AbortSignal): Promise<ForwardedReply> => {
+      call: async (method: LockCallName, request: unknown, timeoutMs: number, signal?: AbortSignal): Promise<ForwardedReply> => {
         hops.push({ from: id, to, method });
         if (hops.length >= HOP_CAP) return { code: grpc.status.ABORTED, details: `stand-in link: ${hops.length} hops, the call is bouncing`, response: null };
         const target = peers.get(to)!;
@@ -80,7 +81,7 @@ describe('forward once: a call that was forwarded already is never forwarded aga
     server = new grpc.Server();
     peers.get('a')!.register(server);
     const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
-    client = new LockClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    client = lockService.client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   });
   afterAll(async () => {
     client?.close();

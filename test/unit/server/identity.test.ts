@@ -2,7 +2,7 @@
 // refuses to bootstrap when its peers report a running cluster.
 import { describe, expect, it } from 'vitest';
 import { AlreadyBootstrappedError, checkFirstBoot, clusterIdFor, type PeerAnswer } from '../../../src/server/identity.js';
-import type { StatusResponse } from '../../../src/transport/proto.js';
+import type { StatusResponse } from '../../../src/wire/cluster.js';
 
 function answer(node: string, term: string, members: string[], commit = term === '0' ? '0' : '5', seen = true): PeerAnswer {
   const status: StatusResponse = {

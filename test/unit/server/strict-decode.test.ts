@@ -2,9 +2,9 @@
 // protobuf decoder accepted (and silently changed) before — see issue 11.
 import { describe, expect, it } from 'vitest';
 import { descriptorRegistry, strictProblem } from '../../../src/server/strict-decode.js';
-import { packageDefinition } from '../../../src/transport/proto.js';
+import { packageDefinition } from '../../../src/wire/load.js';
 
-const registry = descriptorRegistry(packageDefinition);
+const registry = descriptorRegistry(packageDefinition());
 const message = (name: string) => registry.get(`leasehold.v1.${name}`)!;
 
 function varint(v: bigint): number[] {

@@ -3,7 +3,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeerTransport } from '../../../src/transport/grpc.js';
-import { RaftClient } from '../../../src/transport/proto.js';
+import { raftService } from '../../../src/wire/raft.js';
 import type { Message } from '../../../src/raft/core/types.js';
 import type { NodeLogger } from '../../../src/raft/logger.js';
 import { freePorts, waitFor } from '../../integration/harness.js';
@@ -26,7 +26,7 @@ async function receiver(port: number, logger: NodeLogger) {
   const transport = new PeerTransport({ selfId: 'b', peers: new Map(), queueLimit: 100, maxMessageBytes: 1 << 20, logger, traceMessages: false });
   transport.setIdentity({ clusterId: 'cluster-1', members: new Set(['a', 'b', 'c']) });
   const server = new grpc.Server();
-  server.addService(RaftClient.service, transport.handlers((m) => received.push({ from: m.from, seq: m.type === 'AppendEntries' ? m.prevLogIndex : -1 })));
+  server.addService(raftService.definition(), transport.handlers((m) => received.push({ from: m.from, seq: m.type === 'AppendEntries' ? m.prevLogIndex : -1 })));
   await new Promise<void>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
   closers.push(() => {
     server.forceShutdown();
@@ -84,7 +84,7 @@ describe('PeerTransport: a sender our stale configuration does not list', () => 
     });
     transport.setIdentity({ clusterId: 'cluster-1', members: new Set(['a', 'b', 'c']) });
     const server = new grpc.Server();
-    server.addService(RaftClient.service, transport.handlers((m) => received.push(`${m.from}:${m.type === 'AppendEntries' ? m.prevLogIndex : -1}`)));
+    server.addService(raftService.definition(), transport.handlers((m) => received.push(`${m.from}:${m.type === 'AppendEntries' ? m.prevLogIndex : -1}`)));
     await new Promise<void>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
     closers.push(() => {
       server.forceShutdown();

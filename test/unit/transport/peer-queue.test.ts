@@ -5,7 +5,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeerTransport } from '../../../src/transport/grpc.js';
-import { RaftClient } from '../../../src/transport/proto.js';
+import { raftService } from '../../../src/wire/raft.js';
 import type { Message } from '../../../src/raft/core/types.js';
 import type { NodeLogger } from '../../../src/raft/logger.js';
 import { freePorts, waitFor } from '../../integration/harness.js';
@@ -46,7 +46,7 @@ async function startPeer(port: number): Promise<number[]> {
   const received: number[] = [];
   const transport = new PeerTransport({ selfId: 'b', peers: new Map([['b', `127.0.0.1:${port}`]]), queueLimit: QUEUE_LIMIT, maxMessageBytes: 1 << 20, logger: recordingLogger(), traceMessages: false });
   const server = new grpc.Server();
-  server.addService(RaftClient.service, transport.handlers((m) => received.push(m.type === 'AppendEntries' ? m.prevLogIndex : -1)));
+  server.addService(raftService.definition(), transport.handlers((m) => received.push(m.type === 'AppendEntries' ? m.prevLogIndex : -1)));
   await new Promise<void>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
   closers.push(() => {
     server.forceShutdown();

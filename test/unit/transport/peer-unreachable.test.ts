@@ -4,8 +4,8 @@ import { EventEmitter } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeerTransport } from '../../../src/transport/grpc.js';
-import { messageToWire } from '../../../src/transport/codec.js';
-import { RaftClient, type RaftHandlers } from '../../../src/transport/proto.js';
+import { messageToWire } from '../../../src/wire/raft-codec.js';
+import { type RaftHandlers, raftService } from '../../../src/wire/raft.js';
 import type { Message, NodeId } from '../../../src/raft/core/types.js';
 import type { NodeLogger } from '../../../src/raft/logger.js';
 import { freePorts, waitFor } from '../../integration/harness.js';
@@ -33,7 +33,7 @@ async function listen(port: number): Promise<{ server: grpc.Server; serve(transp
     Stream: (call, cb) => handlers!.Stream(call, cb),
     Forward: (call) => handlers!.Forward(call),
   };
-  server.addService(RaftClient.service, lazy);
+  server.addService(raftService.definition(), lazy);
   await new Promise<void>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
   return { server, serve: (transport, received) => (handlers = transport.handlers((m) => received.push(m))) };
 }

@@ -4,22 +4,11 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  ClusterClient,
-  ENTRY_KINDS,
-  findProtoRoot,
-  LockClient,
-  type LockHandlers,
-  packageDefinition,
-  PROTO_ROOT,
-  RaftClient,
-  type RaftHandlers,
-  REASONS,
-  WATCH_KINDS,
-  ROLES,
-  type WireRaftMessage,
-} from '../../../src/transport/proto.js';
-import { messageFromWire, messageToWire } from '../../../src/transport/codec.js';
+import { findProtoRoot, packageDefinition, protoRoot } from '../../../src/wire/load.js';
+import { lockService, type LockHandlers, REASONS, WATCH_KINDS } from '../../../src/wire/lock.js';
+import { clusterService, ROLES } from '../../../src/wire/cluster.js';
+import { ENTRY_KINDS, raftService, type RaftHandlers, type RaftMessage } from '../../../src/wire/raft.js';
+import { messageFromWire, messageToWire } from '../../../src/wire/raft-codec.js';
 import type { Message } from '../../../src/raft/core/types.js';
 import { WIRE_SAMPLES } from './wire-samples.js';
 
@@ -53,7 +42,7 @@ interface MethodDef {
   responseType: { type: MessageDescriptor };
 }
 
-const defs = packageDefinition as unknown as Record<string, Record<string, unknown>>;
+const defs = packageDefinition() as unknown as Record<string, Record<string, unknown>>;
 
 function packageOf(fullName: string): string {
   return fullName.slice(0, fullName.lastIndexOf('.'));
@@ -177,25 +166,25 @@ class Walk {
 describe('proto files and loader', () => {
   it('finds the proto root from src/ and from a compiled dist/ layout', () => {
     const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-    expect(PROTO_ROOT).toBe(join(repoRoot, 'proto'));
-    expect(findProtoRoot(join(repoRoot, 'dist', 'src', 'transport'))).toBe(join(repoRoot, 'proto'));
+    expect(protoRoot()).toBe(join(repoRoot, 'proto'));
+    expect(findProtoRoot(join(repoRoot, 'dist', 'src', 'wire'))).toBe(join(repoRoot, 'proto'));
     const elsewhere = mkdtempSync(join(tmpdir(), 'leasehold-noproto-'));
     expect(() => findProtoRoot(elsewhere)).toThrow(/cannot find proto\/leasehold\/v1\/lock\.proto/);
   });
 
   it('keeps the public contract of SPEC.md: services, methods and their streaming shape', () => {
-    const shape = (client: { service: grpc.ServiceDefinition }) =>
+    const shape = (service: grpc.ServiceDefinition) =>
       Object.fromEntries(
-        Object.entries(client.service).map(([name, m]) => [name, `${m.requestStream ? 'stream ' : ''}->${m.responseStream ? ' stream' : ''}`]),
+        Object.entries(service).map(([name, m]) => [name, `${m.requestStream ? 'stream ' : ''}->${m.responseStream ? ' stream' : ''}`]),
       );
-    expect(shape(LockClient)).toEqual({
+    expect(shape(lockService.definition())).toEqual({
       Acquire: '->', Renew: '->', Release: '->', Get: '->', Stream: 'stream -> stream', OpenSession: '->', RenewSession: '->', CloseSession: '->', Watch: '-> stream', List: '->', Revoke: '->',
     });
-    expect(shape(ClusterClient)).toEqual({ Status: '->', AddMember: '->', PromoteMember: '->', RemoveMember: '->', TransferLeader: '->' });
-    expect(shape(RaftClient)).toEqual({ Stream: 'stream ->', Forward: 'stream -> stream' });
-    expect(LockClient.service.Acquire.path).toBe('/leasehold.v1.Lock/Acquire');
-    expect(ClusterClient.service.Status.path).toBe('/leasehold.v1.Cluster/Status');
-    expect(RaftClient.service.Stream.path).toBe('/leasehold.v1.Raft/Stream');
+    expect(shape(clusterService.definition())).toEqual({ Status: '->', AddMember: '->', PromoteMember: '->', RemoveMember: '->', TransferLeader: '->' });
+    expect(shape(raftService.definition())).toEqual({ Stream: 'stream ->', Forward: 'stream -> stream' });
+    expect(lockService.definition().Acquire.path).toBe('/leasehold.v1.Lock/Acquire');
+    expect(clusterService.definition().Status.path).toBe('/leasehold.v1.Cluster/Status');
+    expect(raftService.definition().Stream.path).toBe('/leasehold.v1.Raft/Stream');
   });
 
   it('keeps the field names, numbers and types of the public messages', () => {
@@ -349,7 +338,7 @@ describe('generated clients and service definitions over a real gRPC connection'
     const raft: RaftHandlers = {
       Stream: (call, cb) => {
         let count = 0;
-        call.on('data', (w: WireRaftMessage) => {
+        call.on('data', (w: RaftMessage) => {
           received.push(messageFromWire(w));
           count += 1;
         });
@@ -357,8 +346,8 @@ describe('generated clients and service definitions over a real gRPC connection'
       },
       Forward: (call) => call.end(),
     };
-    server.addService(LockClient.service, lock);
-    server.addService(RaftClient.service, raft);
+    server.addService(lockService.definition(), lock);
+    server.addService(raftService.definition(), raft);
     const port = await new Promise<number>((res, rej) =>
       server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? rej(err) : res(p))),
     );
@@ -370,7 +359,7 @@ describe('generated clients and service definitions over a real gRPC connection'
   });
 
   it('Lock: typed unary calls carry uint64 tokens and enums exactly; errors keep their status code', async () => {
-    const client = new LockClient(address, grpc.credentials.createInsecure());
+    const client = lockService.client(address, grpc.credentials.createInsecure());
     try {
       const acquired = await new Promise((res, rej) =>
         client.acquire({ key: 'k', owner: 'o', ttl_ms: '5000' }, (err, value) => (err ? rej(err) : res(value))),
@@ -390,7 +379,7 @@ describe('generated clients and service definitions over a real gRPC connection'
   });
 
   it('Raft: a client stream delivers core messages in order through the codec', async () => {
-    const client = new RaftClient(address, grpc.credentials.createInsecure());
+    const client = raftService.client(address, grpc.credentials.createInsecure());
     const sent: Message[] = [
       { type: 'RequestVote', from: 'n1', to: 'n2', term: 3, preVote: false, lastLogIndex: 9, lastLogTerm: 2, transfer: false },
       {

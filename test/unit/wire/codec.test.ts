@@ -1,20 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { Entry, EntryKind, Message } from '../../../src/raft/core/types.js';
-import {
-  CodecError,
-  countFromWire,
-  messageFromWire,
-  messageToWire,
-  RAFT_BODY_NAMES,
-  roleToWire,
-  uint64FromWire,
-  uint64ToWire,
-} from '../../../src/transport/codec.js';
-import { packageDefinition } from '../../../src/transport/proto.js';
+import { CodecError, countFromWire, uint64FromWire, uint64ToWire } from '../../../src/wire/scalars.js';
+import { roleToWire } from '../../../src/wire/cluster.js';
+import { messageFromWire, messageToWire, RAFT_BODY_NAMES } from '../../../src/wire/raft-codec.js';
+import { packageDefinition } from '../../../src/wire/load.js';
 import { SimRng } from '../../sim/rng.js';
 
 // The real serializer grpc-js uses for Raft.Stream requests: fromObject -> encode, decode -> toObject.
-const streamMethod = (packageDefinition['leasehold.v1.Raft'] as Record<string, {
+const streamMethod = (packageDefinition()['leasehold.v1.Raft'] as Record<string, {
   requestSerialize(v: unknown): Buffer;
   requestDeserialize(b: Buffer): unknown;
 }>)['Stream']!;

@@ -1,5 +1,5 @@
 // One fully populated sample per request/response type of every service in proto/, typed with the
-// hand-written interfaces of src/transport/proto.ts. Each sample is checked twice in proto.test.ts:
+// hand-written interfaces of src/wire/{lock,cluster,raft}.ts. Each sample is checked twice in proto.test.ts:
 //   - by the compiler: an annotated object literal must have every field of its interface and no other;
 //   - at run time: its keys and value kinds against the loaded descriptor, and a serialize -> deserialize
 //     round trip must give it back exactly (so the shape is the one proto-loader really produces).
@@ -8,38 +8,38 @@
 import type {
   AcquireRequest,
   AcquireResponse,
+  CloseSessionRequest,
+  CloseSessionResponse,
   GetRequest,
-  ListRequest,
-  RevokeRequest,
-  RevokeResponse,
-  ListResponse,
-  WatchEvent,
-  WatchRequest,
   GetResponse,
+  ListRequest,
+  ListResponse,
+  LockAnswer,
+  LockCall,
   OpenSessionRequest,
   OpenSessionResponse,
-  SessionCallRequest,
-  RenewSessionResponse,
-  CloseSessionResponse,
   ReleaseRequest,
   ReleaseResponse,
   RenewRequest,
   RenewResponse,
-  StatusRequest,
+  RenewSessionRequest,
+  RenewSessionResponse,
+  RevokeRequest,
+  RevokeResponse,
+  WatchEvent,
+  WatchRequest,
+} from '../../../src/wire/lock.js';
+import type {
   AddMemberRequest,
+  MembersResponse,
   PromoteMemberRequest,
   RemoveMemberRequest,
-  MembersResponse,
+  StatusRequest,
+  StatusResponse,
   TransferLeaderRequest,
   TransferLeaderResponse,
-  StatusResponse,
-  WireForwardedAnswer,
-  WireForwardedCall,
-  WireLockAnswer,
-  WireLockCall,
-  WireRaftMessage,
-  WireStreamSummary,
-} from '../../../src/transport/proto.js';
+} from '../../../src/wire/cluster.js';
+import type { ForwardedAnswer, ForwardedCall, RaftMessage, StreamSummary } from '../../../src/wire/raft.js';
 
 export interface WireSample {
   /** Fully-qualified service name, e.g. leasehold.v1.Lock. */
@@ -110,9 +110,9 @@ const getResponse: GetResponse = {
 
 const openSessionRequest: OpenSessionRequest = { owner: 'worker-7', ttl_ms: '10000', request_id: 'req-4', lock_delay_ms: '1000' };
 const openSessionResponse: OpenSessionResponse = { session_id: UINT64_MAX, ttl_ms: '10000', expires_at_ms: '1732900000000' };
-const renewSessionRequest: SessionCallRequest = { session_id: '41', request_id: 'req-5', owner: 'worker-7' };
+const renewSessionRequest: RenewSessionRequest = { session_id: '41', request_id: 'req-5', owner: 'worker-7' };
 const renewSessionResponse: RenewSessionResponse = { renewed: false, ttl_ms: '0', expires_at_ms: '0', reason: 'EXPIRED' };
-const closeSessionRequest: SessionCallRequest = { session_id: '41', request_id: 'req-6', owner: '' };
+const closeSessionRequest: CloseSessionRequest = { session_id: '41', request_id: 'req-6', owner: '' };
 const closeSessionResponse: CloseSessionResponse = { closed: true, released: ['orders/42', 'orders/43'], reason: 'UNSPECIFIED' };
 
 // ---- leasehold.v1.Cluster ----
@@ -137,7 +137,7 @@ const statusResponse: StatusResponse = {
 
 // ---- leasehold.v1.Raft: one RaftMessage per body ----
 const header = { from: 'n1', to: 'n2', term: '5', cluster_id: 'c-1', cluster_level: 2 } as const;
-const raftMessages: WireRaftMessage[] = [
+const raftMessages: RaftMessage[] = [
   {
     ...header,
     body: 'request_vote',
@@ -184,9 +184,9 @@ const raftMessages: WireRaftMessage[] = [
   { ...header, body: 'read_index_request', read_index_request: { ctx: 'read-1' } },
   { ...header, body: 'read_index_response', read_index_response: { ctx: 'read-1', index: '120' } },
 ];
-const streamSummary: WireStreamSummary = { received: '42' };
+const streamSummary: StreamSummary = { received: '42' };
 const forwardHeader = { call_id: UINT64_MAX, from: 'n2', cluster_id: 'c-1', timeout_ms: 4294967295, cancel: false };
-const forwardedCalls: WireForwardedCall[] = [
+const forwardedCalls: ForwardedCall[] = [
   { ...forwardHeader, request: 'acquire', acquire: acquireRequest },
   { ...forwardHeader, request: 'renew', renew: renewRequest },
   { ...forwardHeader, request: 'release', release: releaseRequest },
@@ -196,7 +196,7 @@ const forwardedCalls: WireForwardedCall[] = [
   { ...forwardHeader, request: 'close_session', close_session: closeSessionRequest },
   { ...forwardHeader, timeout_ms: 0, cancel: true },
 ];
-const forwardedAnswers: WireForwardedAnswer[] = [
+const forwardedAnswers: ForwardedAnswer[] = [
   { call_id: '7', code: 0, details: '', response: 'acquire', acquire: acquireResponse },
   { call_id: '8', code: 0, details: '', response: 'renew', renew: renewResponse },
   { call_id: '9', code: 0, details: '', response: 'release', release: releaseResponse },
@@ -207,7 +207,7 @@ const forwardedAnswers: WireForwardedAnswer[] = [
   { call_id: '11', code: 14, details: 'no leader' },
 ];
 
-const lockCalls: WireLockCall[] = [
+const lockCalls: LockCall[] = [
   { call_id: UINT64_MAX, timeout_ms: 4294967295, cancel: false, request: 'acquire', acquire: acquireRequest },
   { call_id: '2', timeout_ms: 0, cancel: false, request: 'renew', renew: renewRequest },
   { call_id: '3', timeout_ms: 100, cancel: false, request: 'release', release: releaseRequest },
@@ -217,7 +217,7 @@ const lockCalls: WireLockCall[] = [
   { call_id: '8', timeout_ms: 100, cancel: false, request: 'close_session', close_session: closeSessionRequest },
   { call_id: '1', timeout_ms: 0, cancel: true },
 ];
-const lockAnswers: WireLockAnswer[] = [
+const lockAnswers: LockAnswer[] = [
   { call_id: UINT64_MAX, code: 0, details: '', leader: '127.0.0.1:7001', response: 'acquire', acquire: acquireResponse },
   { call_id: '2', code: 0, details: '', leader: '', response: 'renew', renew: renewResponse },
   { call_id: '3', code: 0, details: '', leader: '', response: 'release', release: releaseResponse },

@@ -1,5 +1,5 @@
 // Conversion between the Raft core's messages (numbers, Uint8Array; src/raft/core/types.ts) and the
-// proto-loader object shape of leasehold.v1.RaftMessage (longs as decimal strings, bytes as Buffer).
+// proto-loader object shape of leasehold.v1.RaftMessage (raft.ts: longs as decimal strings, bytes as Buffer).
 //
 // Everything arriving from a peer is untrusted: a buggy or newer peer, or a stray client on the peer
 // port, must never make the core see a NaN index, a negative term, an entry of unknown kind or a gap in
@@ -17,137 +17,24 @@ import type {
   ReadIndexResponse,
   RequestVote,
   RequestVoteResponse,
-  Role,
   SnapshotMeta,
   TimeoutNow,
 } from '../raft/core/types.js';
-import type {
-  WireEntry,
-  WireEntryKind,
-  WireLong,
-  WireRaftBodies,
-  WireRaftBodyName,
-  WireRaftMessage,
-  WireRole,
-  WireSnapshotMeta,
-} from './proto.js';
+import type * as raftpb from './raft.js';
+import {
+  bytesFromWire,
+  bytesToWire,
+  CodecError,
+  countFromWire,
+  countToWire,
+  describe,
+  requireBool,
+  requireNodeId,
+  requireObject,
+  requireString,
+} from './scalars.js';
 
-/** A message (or a value) that cannot cross the wire: malformed input from a peer, or an out-of-range
- *  value on the way out. `path` names the offending field, e.g. `append_entries.entries[2].index`. */
-export class CodecError extends Error {
-  override readonly name = 'CodecError';
-  constructor(
-    readonly path: string,
-    readonly detail: string,
-  ) {
-    super(path === '' ? detail : `${path}: ${detail}`);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Scalars
-// ---------------------------------------------------------------------------------------------------
-
-const DECIMAL = /^(0|[1-9][0-9]*)$/;
-const UINT64_MAX = (1n << 64n) - 1n;
-
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
-  if (typeof value === 'bigint') return `${value}n`;
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (value instanceof Uint8Array) return `${value.byteLength} bytes`;
-  if (typeof value === 'object') return 'an object';
-  return String(value);
-}
-
-/**
- * A uint64 from the wire as a bigint (e.g. a fencing token). Accepts the decimal string proto-loader
- * produces, a safe non-negative integer number, or a bigint; anything else throws CodecError.
- */
-export function uint64FromWire(value: unknown, path: string): bigint {
-  let n: bigint;
-  if (typeof value === 'string' && DECIMAL.test(value)) n = BigInt(value);
-  else if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) n = BigInt(value);
-  else if (typeof value === 'bigint') n = value;
-  else throw new CodecError(path, `expected an unsigned 64-bit integer as a decimal string, got ${describe(value)}`);
-  if (n < 0n || n > UINT64_MAX) throw new CodecError(path, `${n} is outside the unsigned 64-bit range`);
-  return n;
-}
-
-/** A uint64 to the wire: a decimal string. Refuses negatives, fractions, NaN and unsafe numbers. */
-export function uint64ToWire(value: number | bigint, path: string): WireLong {
-  if (typeof value === 'number' && !(Number.isSafeInteger(value) && value >= 0)) {
-    throw new CodecError(path, `expected a non-negative safe integer, got ${describe(value)}`);
-  }
-  if (typeof value === 'bigint' && (value < 0n || value > UINT64_MAX)) {
-    throw new CodecError(path, `${value} is outside the unsigned 64-bit range`);
-  }
-  return String(value);
-}
-
-/**
- * A Raft index, term, offset or round from the wire as a number. These count log entries, elections and
- * bytes, and stay far below 2^53; a larger value can only be corruption, so it is refused rather than
- * rounded.
- */
-export function countFromWire(value: unknown, path: string): number {
-  // Fast paths (every Raft message carries several counts): a safe integer, or up to 15 decimal digits
-  // (below 10^15 < 2^53), needs no bigint on the way.
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
-  if (typeof value === 'string' && value.length <= 15 && DECIMAL.test(value)) return Number(value);
-  const n = uint64FromWire(value, path);
-  if (n > BigInt(Number.MAX_SAFE_INTEGER)) {
-    throw new CodecError(path, `${n} exceeds ${Number.MAX_SAFE_INTEGER} (2^53-1), the largest count this node can hold`);
-  }
-  return Number(n);
-}
-
-function count(value: number, path: string): WireLong {
-  return uint64ToWire(value, path);
-}
-
-function requireObject(value: unknown, path: string): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof Uint8Array) {
-    throw new CodecError(path, `expected a message, got ${describe(value)}`);
-  }
-  return value as Record<string, unknown>;
-}
-
-function requireString(value: unknown, path: string): string {
-  if (typeof value !== 'string') throw new CodecError(path, `expected a string, got ${describe(value)}`);
-  return value;
-}
-
-function requireNodeId(value: unknown, path: string): string {
-  const id = requireString(value, path);
-  if (id === '') throw new CodecError(path, 'expected a node id, got an empty string');
-  return id;
-}
-
-function requireBool(value: unknown, path: string): boolean {
-  if (typeof value !== 'boolean') throw new CodecError(path, `expected a boolean, got ${describe(value)}`);
-  return value;
-}
-
-/** Bytes from the wire, copied into a plain Uint8Array: the decoded Buffer is a view into the whole
- *  received message, and the core may keep an entry for a long time (unstable log, snapshots). */
-function bytesFromWire(value: unknown, path: string): Uint8Array {
-  if (!(value instanceof Uint8Array)) throw new CodecError(path, `expected bytes, got ${describe(value)}`);
-  return new Uint8Array(value);
-}
-
-/** Bytes to the wire: a Buffer view over the same memory (no copy; the serializer copies once). */
-function bytesToWire(value: Uint8Array, path: string): Buffer {
-  if (!(value instanceof Uint8Array)) throw new CodecError(path, `expected a Uint8Array, got ${describe(value)}`);
-  return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Enums
-// ---------------------------------------------------------------------------------------------------
-
-const ENTRY_KIND_TO_WIRE: Record<EntryKind, WireEntryKind> = {
+const ENTRY_KIND_TO_WIRE: Record<EntryKind, raftpb.EntryKind> = {
   normal: 'ENTRY_KIND_NORMAL',
   noop: 'ENTRY_KIND_NOOP',
   config: 'ENTRY_KIND_CONFIG',
@@ -157,29 +44,16 @@ const ENTRY_KIND_FROM_WIRE: ReadonlyMap<unknown, EntryKind> = new Map(
   Object.entries(ENTRY_KIND_TO_WIRE).map(([kind, wire]) => [wire, kind as EntryKind]),
 );
 
-const ROLE_TO_WIRE: Record<Role, WireRole> = {
-  leader: 'LEADER',
-  follower: 'FOLLOWER',
-  // Pre-Vote's pre-candidate is campaigning without a known leader: outside, it is a candidate.
-  'pre-candidate': 'CANDIDATE',
-  candidate: 'CANDIDATE',
-};
-
-/** The core's role as the public Cluster.Status enum (SPEC: LEADER, FOLLOWER or CANDIDATE). */
-export function roleToWire(role: Role): WireRole {
-  return ROLE_TO_WIRE[role];
-}
-
 // ---------------------------------------------------------------------------------------------------
 // Composite values
 // ---------------------------------------------------------------------------------------------------
 
-function entryToWire(entry: Entry, path: string): WireEntry {
+function entryToWire(entry: Entry, path: string): raftpb.Entry {
   const kind = ENTRY_KIND_TO_WIRE[entry.kind];
   if (kind === undefined) throw new CodecError(`${path}.kind`, `unknown entry kind ${describe(entry.kind)}`);
   return {
-    index: count(entry.index, `${path}.index`),
-    term: count(entry.term, `${path}.term`),
+    index: countToWire(entry.index, `${path}.index`),
+    term: countToWire(entry.term, `${path}.term`),
     kind,
     data: bytesToWire(entry.data, `${path}.data`),
   };
@@ -199,10 +73,10 @@ function entryFromWire(value: unknown, path: string): Entry {
   return { index, term, kind, data: bytesFromWire(w['data'], `${path}.data`) };
 }
 
-function snapshotMetaToWire(meta: SnapshotMeta, path: string): WireSnapshotMeta {
+function snapshotMetaToWire(meta: SnapshotMeta, path: string): raftpb.SnapshotMeta {
   return {
-    index: count(meta.index, `${path}.index`),
-    term: count(meta.term, `${path}.term`),
+    index: countToWire(meta.index, `${path}.index`),
+    term: countToWire(meta.term, `${path}.term`),
     conf: {
       voters: meta.conf.voters.map((v, i) => requireNodeId(v, `${path}.conf.voters[${i}]`)),
       learners: meta.conf.learners.map((v, i) => requireNodeId(v, `${path}.conf.learners[${i}]`)),
@@ -254,9 +128,9 @@ function snapshotMetaFromWire(value: unknown, path: string): SnapshotMeta {
 // ---------------------------------------------------------------------------------------------------
 
 type Header = { from: string; to: string; term: number };
-type BodyCodec<M extends Message, B extends WireRaftBodyName> = {
+type BodyCodec<M extends Message, B extends raftpb.RaftMessageBodyName> = {
   body: B;
-  toWire(msg: M, path: string): WireRaftBodies[B];
+  toWire(msg: M, path: string): raftpb.RaftMessageBodies[B];
   fromWire(w: Record<string, unknown>, header: Header, path: string): M;
 };
 
@@ -266,8 +140,8 @@ const CODECS = {
     body: 'request_vote',
     toWire: (m, p) => ({
       pre_vote: m.preVote,
-      last_log_index: count(m.lastLogIndex, `${p}.last_log_index`),
-      last_log_term: count(m.lastLogTerm, `${p}.last_log_term`),
+      last_log_index: countToWire(m.lastLogIndex, `${p}.last_log_index`),
+      last_log_term: countToWire(m.lastLogTerm, `${p}.last_log_term`),
       transfer: m.transfer,
     }),
     fromWire: (w, h, p) => ({
@@ -294,11 +168,11 @@ const CODECS = {
   AppendEntries: {
     body: 'append_entries',
     toWire: (m, p) => ({
-      prev_log_index: count(m.prevLogIndex, `${p}.prev_log_index`),
-      prev_log_term: count(m.prevLogTerm, `${p}.prev_log_term`),
+      prev_log_index: countToWire(m.prevLogIndex, `${p}.prev_log_index`),
+      prev_log_term: countToWire(m.prevLogTerm, `${p}.prev_log_term`),
       entries: m.entries.map((e, i) => entryToWire(e, `${p}.entries[${i}]`)),
-      leader_commit: count(m.leaderCommit, `${p}.leader_commit`),
-      round: count(m.round, `${p}.round`),
+      leader_commit: countToWire(m.leaderCommit, `${p}.leader_commit`),
+      round: countToWire(m.round, `${p}.round`),
     }),
     fromWire: (w, h, p) => {
       const prevLogIndex = countFromWire(w['prev_log_index'], `${p}.prev_log_index`);
@@ -336,10 +210,10 @@ const CODECS = {
     body: 'append_entries_response',
     toWire: (m, p) => ({
       success: m.success,
-      match_index: count(m.matchIndex, `${p}.match_index`),
-      conflict_index: count(m.conflictIndex, `${p}.conflict_index`),
-      conflict_term: count(m.conflictTerm, `${p}.conflict_term`),
-      round: count(m.round, `${p}.round`),
+      match_index: countToWire(m.matchIndex, `${p}.match_index`),
+      conflict_index: countToWire(m.conflictIndex, `${p}.conflict_index`),
+      conflict_term: countToWire(m.conflictTerm, `${p}.conflict_term`),
+      round: countToWire(m.round, `${p}.round`),
     }),
     fromWire: (w, h, p) => ({
       type: 'AppendEntriesResponse',
@@ -356,10 +230,10 @@ const CODECS = {
     body: 'install_snapshot',
     toWire: (m, p) => ({
       meta: snapshotMetaToWire(m.meta, `${p}.meta`),
-      offset: count(m.offset, `${p}.offset`),
+      offset: countToWire(m.offset, `${p}.offset`),
       chunk: bytesToWire(m.chunk, `${p}.chunk`),
       done: m.done,
-      round: count(m.round, `${p}.round`),
+      round: countToWire(m.round, `${p}.round`),
     }),
     fromWire: (w, h, p) => ({
       type: 'InstallSnapshot',
@@ -375,11 +249,11 @@ const CODECS = {
   InstallSnapshotResponse: {
     body: 'install_snapshot_response',
     toWire: (m, p) => ({
-      snapshot_index: count(m.snapshotIndex, `${p}.snapshot_index`),
-      next_offset: count(m.nextOffset, `${p}.next_offset`),
+      snapshot_index: countToWire(m.snapshotIndex, `${p}.snapshot_index`),
+      next_offset: countToWire(m.nextOffset, `${p}.next_offset`),
       done: m.done,
       success: m.success,
-      round: count(m.round, `${p}.round`),
+      round: countToWire(m.round, `${p}.round`),
     }),
     fromWire: (w, h, p) => ({
       type: 'InstallSnapshotResponse',
@@ -406,7 +280,7 @@ const CODECS = {
 
   ReadIndexResponse: {
     body: 'read_index_response',
-    toWire: (m, p) => ({ ctx: requireString(m.ctx, `${p}.ctx`), index: count(m.index, `${p}.index`) }),
+    toWire: (m, p) => ({ ctx: requireString(m.ctx, `${p}.ctx`), index: countToWire(m.index, `${p}.index`) }),
     fromWire: (w, h, p) => ({
       type: 'ReadIndexResponse',
       ...h,
@@ -414,30 +288,30 @@ const CODECS = {
       index: countFromWire(w['index'], `${p}.index`),
     }),
   } satisfies BodyCodec<ReadIndexResponse, 'read_index_response'>,
-} satisfies { [T in Message['type']]: BodyCodec<Extract<Message, { type: T }>, WireRaftBodyName> };
+} satisfies { [T in Message['type']]: BodyCodec<Extract<Message, { type: T }>, raftpb.RaftMessageBodyName> };
 
-const CODEC_BY_BODY: ReadonlyMap<string, BodyCodec<Message, WireRaftBodyName>> = new Map(
-  Object.values(CODECS).map((c) => [c.body, c as unknown as BodyCodec<Message, WireRaftBodyName>]),
+const CODEC_BY_BODY: ReadonlyMap<string, BodyCodec<Message, raftpb.RaftMessageBodyName>> = new Map(
+  Object.values(CODECS).map((c) => [c.body, c as unknown as BodyCodec<Message, raftpb.RaftMessageBodyName>]),
 );
 
 /** The body names the codec knows, in proto field order. */
-export const RAFT_BODY_NAMES: readonly WireRaftBodyName[] = Object.values(CODECS).map((c) => c.body);
+export const RAFT_BODY_NAMES: readonly raftpb.RaftMessageBodyName[] = Object.values(CODECS).map((c) => c.body);
 
 /** A core message as the proto-loader object for leasehold.v1.RaftMessage. Throws CodecError for a
  *  value that cannot be encoded faithfully (negative or unsafe number, unknown entry kind). */
-export function messageToWire(msg: Message, clusterId = '', clusterLevel = 0): WireRaftMessage {
-  const codec = (CODECS as Record<string, BodyCodec<Message, WireRaftBodyName> | undefined>)[msg.type];
+export function messageToWire(msg: Message, clusterId = '', clusterLevel = 0): raftpb.RaftMessage {
+  const codec = (CODECS as Record<string, BodyCodec<Message, raftpb.RaftMessageBodyName> | undefined>)[msg.type];
   if (codec === undefined) throw new CodecError('type', `unknown message type ${describe(msg.type)}`);
   const body = codec.toWire(msg, codec.body);
   return {
     from: requireNodeId(msg.from, 'from'),
     to: requireNodeId(msg.to, 'to'),
-    term: count(msg.term, 'term'),
+    term: countToWire(msg.term, 'term'),
     cluster_id: clusterId,
     cluster_level: clusterLevel,
     body: codec.body,
     [codec.body]: body,
-  } as unknown as WireRaftMessage;
+  } as unknown as raftpb.RaftMessage;
 }
 
 /**

@@ -1,0 +1,173 @@
+// leasehold.v1.Raft (proto/leasehold/v1/raft.proto), the peer service: the decoded shape of each message,
+// named as in the .proto, and the service's client and handler types. Many of these names are the core's
+// too (src/raft/core/types.ts: Entry, AppendEntries, ...): a file that needs both imports this one as a
+// namespace, `import type * as raftpb from '../wire/raft.js'`, as etcd writes raftpb.Message.
+// raft-codec.ts converts between the two.
+import type * as grpc from '@grpc/grpc-js';
+import type { AcquireRequest, AcquireResponse, CloseSessionRequest, CloseSessionResponse, GetRequest, GetResponse, LockCallName, OpenSessionRequest, OpenSessionResponse, ReleaseRequest, ReleaseResponse, RenewRequest, RenewResponse, RenewSessionRequest, RenewSessionResponse } from './lock.js';
+import { protoService, type ClientStreamingMethod } from './load.js';
+import type { WireInput, WireLong } from './scalars.js';
+
+export const ENTRY_KINDS = ['ENTRY_KIND_UNSPECIFIED', 'ENTRY_KIND_NORMAL', 'ENTRY_KIND_NOOP', 'ENTRY_KIND_CONFIG'] as const;
+export type EntryKind = (typeof ENTRY_KINDS)[number];
+
+export interface Entry {
+  index: WireLong;
+  term: WireLong;
+  kind: EntryKind;
+  data: Buffer;
+}
+
+export interface ConfState {
+  voters: string[];
+  learners: string[];
+  removed: string[];
+  addresses: PeerAddress[];
+  cluster_id: string;
+}
+
+export interface PeerAddress {
+  id: string;
+  address: string;
+}
+
+export interface SnapshotMeta {
+  index: WireLong;
+  term: WireLong;
+  conf: ConfState | null;
+}
+
+export interface RequestVote {
+  pre_vote: boolean;
+  last_log_index: WireLong;
+  last_log_term: WireLong;
+  transfer: boolean;
+}
+
+export interface RequestVoteResponse {
+  pre_vote: boolean;
+  granted: boolean;
+}
+
+export interface AppendEntries {
+  prev_log_index: WireLong;
+  prev_log_term: WireLong;
+  entries: Entry[];
+  leader_commit: WireLong;
+  round: WireLong;
+}
+
+export interface AppendEntriesResponse {
+  success: boolean;
+  match_index: WireLong;
+  conflict_index: WireLong;
+  conflict_term: WireLong;
+  round: WireLong;
+}
+
+export interface InstallSnapshot {
+  meta: SnapshotMeta | null;
+  offset: WireLong;
+  chunk: Buffer;
+  done: boolean;
+  round: WireLong;
+}
+
+export interface InstallSnapshotResponse {
+  snapshot_index: WireLong;
+  next_offset: WireLong;
+  done: boolean;
+  success: boolean;
+  round: WireLong;
+}
+
+export interface TimeoutNow {}
+
+export interface ReadIndexRequest {
+  ctx: string;
+}
+
+export interface ReadIndexResponse {
+  ctx: string;
+  index: WireLong;
+}
+
+/** The members of RaftMessage's `body` oneof, by field name. */
+export interface RaftMessageBodies {
+  request_vote: RequestVote;
+  request_vote_response: RequestVoteResponse;
+  append_entries: AppendEntries;
+  append_entries_response: AppendEntriesResponse;
+  install_snapshot: InstallSnapshot;
+  install_snapshot_response: InstallSnapshotResponse;
+  timeout_now: TimeoutNow;
+  read_index_request: ReadIndexRequest;
+  read_index_response: ReadIndexResponse;
+}
+
+export type RaftMessageBodyName = keyof RaftMessageBodies;
+
+export interface RaftMessageHeader {
+  from: string;
+  to: string;
+  term: WireLong;
+  /** The sender's cluster id ('' while a joining node has not learned it). */
+  cluster_id: string;
+  /** The highest cluster level the sender's build reads; 0 (absent) from a build before the gate. */
+  cluster_level?: number;
+}
+
+/** A decoded RaftMessage: the header plus exactly one body, named by the virtual `body` field. */
+export type RaftMessage = {
+  [K in RaftMessageBodyName]: RaftMessageHeader & { body: K } & { [P in K]: RaftMessageBodies[K] };
+}[RaftMessageBodyName];
+
+export interface StreamSummary {
+  received: WireLong;
+}
+
+/** A decoded ForwardedCall: exactly one request set (virtual `request` names it), or a cancel. */
+export interface ForwardedCall {
+  call_id: WireLong;
+  from: string;
+  cluster_id: string;
+  timeout_ms: number;
+  cancel: boolean;
+  request?: LockCallName;
+  acquire?: AcquireRequest;
+  renew?: RenewRequest;
+  release?: ReleaseRequest;
+  get?: GetRequest;
+  open_session?: OpenSessionRequest;
+  renew_session?: RenewSessionRequest;
+  close_session?: CloseSessionRequest;
+}
+
+export interface ForwardedAnswer {
+  call_id: WireLong;
+  code: number;
+  details: string;
+  response?: LockCallName;
+  acquire?: AcquireResponse;
+  renew?: RenewResponse;
+  release?: ReleaseResponse;
+  get?: GetResponse;
+  open_session?: OpenSessionResponse;
+  renew_session?: RenewSessionResponse;
+  close_session?: CloseSessionResponse;
+}
+
+export interface RaftClient extends grpc.Client {
+  Stream: ClientStreamingMethod<RaftMessage, StreamSummary>;
+  stream: ClientStreamingMethod<RaftMessage, StreamSummary>;
+  Forward(options?: Partial<grpc.CallOptions>): grpc.ClientDuplexStream<WireInput<ForwardedCall>, ForwardedAnswer>;
+}
+
+export interface RaftHandlers extends grpc.UntypedServiceImplementation {
+  Stream: grpc.handleClientStreamingCall<RaftMessage, WireInput<StreamSummary>>;
+  Forward: grpc.handleBidiStreamingCall<ForwardedCall, WireInput<ForwardedAnswer>>;
+}
+
+/** leasehold.v1.Raft for grpc-js: `raftService.client(address, credentials)`, `raftService.definition()`
+ *  (the proto files are read on the first call of either). */
+export const raftService = protoService<RaftClient, RaftHandlers>('leasehold.v1.Raft');
