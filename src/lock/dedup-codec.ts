@@ -5,9 +5,8 @@
 import type { ByteReader, ByteWriter } from './bytes.js';
 import { WIRE_LIMITS } from './commands.js';
 import type { DedupOperation, DedupRecord } from './dedup.js';
-import type { RefusalReason } from './types.js';
+import { REFUSAL_REASONS, type RefusalReason } from './types.js';
 
-const REASONS: readonly RefusalReason[] = ['UNSPECIFIED', 'NOT_HELD', 'WRONG_OWNER', 'WRONG_TOKEN', 'EXPIRED'];
 const DEDUP_TYPES: readonly DedupOperation[] = ['acquire', 'renew', 'release'];
 
 /** The identity part: what a lookup by (owner, request_id) compares. */
@@ -37,13 +36,13 @@ export function writeDedupBody(out: ByteWriter, record: DedupRecord): void {
       out.byte(o.renewed ? 1 : 0);
       out.uint(o.ttlMs);
       out.uint(o.expiresAtMs);
-      out.byte(REASONS.indexOf(o.reason));
+      out.byte(REFUSAL_REASONS.indexOf(o.reason));
       break;
     }
     case 'release': {
       const o = record.outcome;
       out.byte(o.released ? 1 : 0);
-      out.byte(REASONS.indexOf(o.reason));
+      out.byte(REFUSAL_REASONS.indexOf(o.reason));
       break;
     }
   }
@@ -122,5 +121,5 @@ function flag(input: ByteReader): boolean {
 }
 
 function reason(input: ByteReader): RefusalReason {
-  return REASONS[input.byte()] ?? input.fail('unknown refusal reason');
+  return REFUSAL_REASONS[input.byte()] ?? input.fail('unknown refusal reason');
 }

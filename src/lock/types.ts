@@ -2,8 +2,11 @@
 // wire; never a lossy number), so the server can map them field-for-field onto the proto responses.
 import { BUILD_LEVEL } from './versions.js';
 
-/** Why a renew or release was refused (proto enum `reason`). UNSPECIFIED = the operation succeeded. */
-export type RefusalReason = 'UNSPECIFIED' | 'NOT_HELD' | 'WRONG_OWNER' | 'WRONG_TOKEN' | 'EXPIRED';
+/** Why a renew or release was refused. UNSPECIFIED = the operation succeeded. The one list of these values:
+ *  the wire's `Reason` (src/wire/lock.ts) is this type, in the order of the proto enum leasehold.v1.Reason
+ *  (index = enum number; test/unit/wire/proto.test.ts checks it), and the dedup codec stores the index. */
+export const REFUSAL_REASONS = ['UNSPECIFIED', 'NOT_HELD', 'WRONG_OWNER', 'WRONG_TOKEN', 'EXPIRED'] as const;
+export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 
 /** The outcome of an acquire, without the entry bookkeeping (this is what the dedup table remembers). */
 export interface AcquireOutcome {

@@ -2,11 +2,14 @@
 // .proto, the service's client and handler types, and the wire constants of the lock calls. The client
 // (src/client) and the server (src/server) both speak it; what a field means is in lock.proto and SPEC.
 import type * as grpc from '@grpc/grpc-js';
+import type { RefusalReason } from '../lock/types.js';
 import { protoService, type UnaryMethod } from './load.js';
 import type { WireInput, WireLong } from './scalars.js';
 
-export const REASONS = ['UNSPECIFIED', 'NOT_HELD', 'WRONG_OWNER', 'WRONG_TOKEN', 'EXPIRED'] as const;
-export type Reason = (typeof REASONS)[number];
+/** leasehold.v1.Reason, why a renew or release was refused: the lock machine's `RefusalReason`, whose value
+ *  list (`REFUSAL_REASONS`, src/lock/types.ts) is in enum number order. A type import: the client loads no
+ *  part of src/lock. */
+export type Reason = RefusalReason;
 
 export interface AcquireRequest {
   key: string;

@@ -8,7 +8,6 @@ export type {
   LockStateView,
   ClientRequest,
   ClientAnswer,
-  RaftRole,
   ProposalErrorKind,
   ProposalError,
   FailureKind,

@@ -16,6 +16,7 @@
 // it names it in `decided`, and that is the call's answer. No refusal or grant comes from this module's
 // memory, so a leader that was deposed without knowing it cannot tell a client "not acquired" for a
 // request the log granted (lock simulation seeds 424, 3746, 5348 found what that used to cost).
+import type { Role } from '../../raft/core/types.js';
 import type { LockCommand } from '../commands.js';
 import type { LockResult, WaiterDecision } from '../types.js';
 import type { ValidAcquire } from '../validate.js';
@@ -41,7 +42,6 @@ import {
   type LockStateView,
   type ProposalError,
   type ProposalId,
-  type RaftRole,
 } from './types.js';
 import { WaitingCalls } from './waiting-calls.js';
 
@@ -136,7 +136,7 @@ export class LockLeader {
 
   // ------------------------------------------------------------------ role and term
 
-  private onRole(role: RaftRole, term: number, leaderId: string | null): void {
+  private onRole(role: Role, term: number, leaderId: string | null): void {
     const wasLeader = this.gate.isLeader;
     const prevTerm = this.gate.term;
     this.gate.role = role;

@@ -3,7 +3,8 @@
 // leases the new term has not carried over yet. So the leader stamps client commands only once its
 // termStart applied in its current term; calls arriving before then wait here, bounded, in arrival order
 // (so the order the queues see is still the order the calls arrived in).
-import type { CallId, ClientRequest, ProposalId, RaftRole } from './types.js';
+import type { Role } from '../../raft/core/types.js';
+import type { CallId, ClientRequest, ProposalId } from './types.js';
 
 export interface HeldCall {
   callId: CallId;
@@ -14,7 +15,7 @@ export interface HeldCall {
 }
 
 export class TermGate {
-  role: RaftRole = 'follower';
+  role: Role = 'follower';
   term = 0;
   leaderId: string | null = null;
   /** Term whose termStart entry has applied here while we led it. */

@@ -2,6 +2,7 @@
 // events in, commands out. Time arrives only as `nowMs` on events; nothing here owns a timer, a promise
 // or a Raft node. The adapter (src/server/lock-service.ts) turns node events and client calls into events,
 // and carries the commands out: proposals through Raft, answers to callers, wake-ups on its scheduler.
+import type { Role } from '../../raft/core/types.js';
 import type { LockCommand } from '../commands.js';
 import type { AcquireOutcome, AcquireResult, DueLease, LockResult, LockView, OpenSessionResult, ReleaseResult, RenewResult, RenewSessionResult, RevokeResult, SessionEndResult } from '../types.js';
 import type { ValidAcquire, ValidOpenSession, ValidRelease, ValidRenew, ValidRevoke, ValidSessionCall } from '../validate.js';
@@ -75,8 +76,6 @@ export type ClientRequest =
 
 export type ClientAnswer = AcquireResult | RenewResult | ReleaseResult | LockView | OpenSessionResult | RenewSessionResult | SessionEndResult | RevokeResult;
 
-export type RaftRole = 'leader' | 'follower' | 'candidate' | 'pre-candidate';
-
 /** Why a proposal or read barrier did not produce a result (the driver's errors, by kind). */
 export type ProposalErrorKind =
   /** This node is not (or no longer) the leader; `leaderId` names the new one when known. */
@@ -120,7 +119,7 @@ interface At {
 
 export type LeaderEvent =
   /** The node's soft state changed (or, once at start, what it is). */
-  | ({ type: 'role'; role: RaftRole; term: number; leaderId: string | null } & At)
+  | ({ type: 'role'; role: Role; term: number; leaderId: string | null } & At)
   /** An entry applied on this node (every entry, ours or not), with the state machine's result. */
   | ({ type: 'applied'; index: number; term: number; result: LockResult | null } & At)
   /** Time passed: housekeeping, wait deadlines, term-start waits. */

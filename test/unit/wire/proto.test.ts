@@ -5,10 +5,11 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findProtoRoot, packageDefinition, protoRoot } from '../../../src/wire/load.js';
-import { lockService, type LockHandlers, REASONS, WATCH_KINDS } from '../../../src/wire/lock.js';
+import { lockService, type LockHandlers, WATCH_KINDS } from '../../../src/wire/lock.js';
 import { clusterService, ROLES } from '../../../src/wire/cluster.js';
 import { ENTRY_KINDS, raftService, type RaftHandlers, type RaftMessage } from '../../../src/wire/raft.js';
 import { messageFromWire, messageToWire } from '../../../src/wire/raft-codec.js';
+import { REFUSAL_REASONS } from '../../../src/lock/types.js';
 import type { Message } from '../../../src/raft/core/types.js';
 import { WIRE_SAMPLES } from './wire-samples.js';
 
@@ -246,7 +247,7 @@ describe('proto files and loader', () => {
       expect(def?.['format']).toBe('Protocol Buffer 3 EnumDescriptorProto');
       return (def!['type'] as EnumDescriptor).value.map((v) => [v.name, v.number]);
     };
-    expect(values('leasehold.v1.Reason')).toEqual(REASONS.map((n, i) => [n, i]));
+    expect(values('leasehold.v1.Reason')).toEqual(REFUSAL_REASONS.map((n, i) => [n, i]));
     expect(values('leasehold.v1.Role')).toEqual(ROLES.map((n, i) => [n, i]));
     expect(values('leasehold.v1.EntryKind')).toEqual(ENTRY_KINDS.map((n, i) => [n, i]));
     // Every enum in the package has a TypeScript list checked above.
