@@ -4,11 +4,11 @@
 // is logged once per episode, not per message. Loopback sockets only; waits are on conditions with deadlines.
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PeerTransport } from '../../../src/transport/grpc.js';
-import { raftService } from '../../../src/wire/raft.js';
-import type { Message } from '../../../src/raft/core/types.js';
-import type { NodeLogger } from '../../../src/raft/logger.js';
-import { freePorts, waitFor } from '../../integration/harness.js';
+import { PeerTransport } from '../../src/transport/grpc.js';
+import { raftService } from '../../src/wire/raft.js';
+import type { Message } from '../../src/raft/core/types.js';
+import type { NodeLogger } from '../../src/raft/logger.js';
+import { freePorts, waitFor } from './harness.js';
 
 const QUEUE_LIMIT = 100;
 const BURST = 20_000;

@@ -2,11 +2,11 @@
 // says so in its log once per sender, and keeps taking its members' messages. Real gRPC on loopback.
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PeerTransport } from '../../../src/transport/grpc.js';
-import { raftService } from '../../../src/wire/raft.js';
-import type { Message } from '../../../src/raft/core/types.js';
-import type { NodeLogger } from '../../../src/raft/logger.js';
-import { freePorts, waitFor } from '../../integration/harness.js';
+import { PeerTransport } from '../../src/transport/grpc.js';
+import { raftService } from '../../src/wire/raft.js';
+import type { Message } from '../../src/raft/core/types.js';
+import type { NodeLogger } from '../../src/raft/logger.js';
+import { freePorts, waitFor } from './harness.js';
 
 const hb = (from: string, seq: number): Message => ({ type: 'AppendEntries', from, to: 'b', term: 1, prevLogIndex: seq, prevLogTerm: 1, entries: [], leaderCommit: 0, round: seq });
 

@@ -3,12 +3,12 @@
 import { EventEmitter } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PeerTransport } from '../../../src/transport/grpc.js';
-import { messageToWire } from '../../../src/wire/raft-codec.js';
-import { type RaftHandlers, raftService } from '../../../src/wire/raft.js';
-import type { Message, NodeId } from '../../../src/raft/core/types.js';
-import type { NodeLogger } from '../../../src/raft/logger.js';
-import { freePorts, waitFor } from '../../integration/harness.js';
+import { PeerTransport } from '../../src/transport/grpc.js';
+import { messageToWire } from '../../src/wire/raft-codec.js';
+import { type RaftHandlers, raftService } from '../../src/wire/raft.js';
+import type { Message, NodeId } from '../../src/raft/core/types.js';
+import type { NodeLogger } from '../../src/raft/logger.js';
+import { freePorts, waitFor } from './harness.js';
 
 const quiet: NodeLogger = { info: () => {}, debug: () => {}, warn: () => {}, error: () => {} };
 const hb = (from: string, to: string, seq: number): Message => ({ type: 'AppendEntries', from, to, term: 1, prevLogIndex: seq, prevLogTerm: 1, entries: [], leaderCommit: 0, round: seq });
