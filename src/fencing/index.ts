@@ -1,4 +1,7 @@
-// Helpers for the protected-resource side of fencing.
+// The protected-resource side of fencing, the package's `leasehold/fencing` entry: check a token and write
+// with it atomically (resource.ts), on LevelDB or SQL, a keyed mutex, and checkToken against a live Get.
+// Who may import it: applications and tests. It imports only the client's types (LockHandle, LockInfo) and
+// the level package; nothing of the server, the lock machine or the Raft layers.
 import type { LockHandle } from '../client/handle.js';
 import type { FencedResource, FencedWriteResult } from './resource.js';
 
