@@ -1,6 +1,6 @@
 // Hand-written indexed binary min-heaps of leases (no package keeps an element's position in the element,
 // which is what makes an update O(log n) instead of a search).
-// - DeadlineHeap, by (leaseDeadlineMs, fencingToken): the leader asks "which leases are past their
+// - DeadlineHeap, by (expiresAtMs, fencingToken): the leader asks "which leases are past their
 //   deadline?" on every tick; scanning a million leases each time would be O(n). It answers in O(k) for k
 //   due leases, and a renew (deadline moves) or release (lease leaves) is O(log n).
 // - EndByHeap, by (endByKey, fencingToken): which leases a term start ends (lazy epochs: machine-state.ts
@@ -9,7 +9,7 @@
 import type { Lease } from './lease.js';
 
 function before(a: Lease, b: Lease): boolean {
-  return a.leaseDeadlineMs < b.leaseDeadlineMs || (a.leaseDeadlineMs === b.leaseDeadlineMs && a.fencingToken < b.fencingToken);
+  return a.expiresAtMs < b.expiresAtMs || (a.expiresAtMs === b.expiresAtMs && a.fencingToken < b.fencingToken);
 }
 
 function endsBefore(a: Lease, b: Lease): boolean {
@@ -125,12 +125,12 @@ export class DeadlineHeap extends LeaseHeap {
   }
 
   /**
-   * Up to `limit` leases with leaseDeadlineMs <= nowMs (and `only`, when given), earliest first. Walks only the due part of the
+   * Up to `limit` leases with expiresAtMs <= nowMs (and `only`, when given), earliest first. Walks only the due part of the
    * heap: if a node is not due, neither is anything below it. Cost O(k log k) for k returned.
    */
   due(nowMs: number, limit: number, only?: (lease: Lease) => boolean): Lease[] {
     const out: Lease[] = [];
-    if (limit <= 0 || this.items.length === 0 || this.items[0]!.leaseDeadlineMs > nowMs) return out;
+    if (limit <= 0 || this.items.length === 0 || this.items[0]!.expiresAtMs > nowMs) return out;
     // Best-first walk with a small frontier heap of positions, so the result is exactly the earliest k.
     const frontier: number[] = [0];
     const earlier = (a: number, b: number) => this.before(this.items[a]!, this.items[b]!);
@@ -139,7 +139,7 @@ export class DeadlineHeap extends LeaseHeap {
       if (only === undefined || only(this.items[at]!)) out.push(this.items[at]!);
       for (const child of [2 * at + 1, 2 * at + 2]) {
         const lease = this.items[child];
-        if (lease !== undefined && lease.leaseDeadlineMs <= nowMs) pushMin(frontier, child, earlier);
+        if (lease !== undefined && lease.expiresAtMs <= nowMs) pushMin(frontier, child, earlier);
       }
     }
     return out;

@@ -20,7 +20,7 @@ export interface LeaseEpoch {
 /** The times of a lease that an epoch changes. */
 export interface LeaseTimes {
   ttlMs: number;
-  leaseDeadlineMs: number;
+  expiresAtMs: number;
   observedMs: number;
   observeFromMs: number;
 }
@@ -38,15 +38,15 @@ export interface LeaseTimes {
  */
 export function carryLease(lease: LeaseTimes, epoch: LeaseEpoch): 'extended' | 'ended' | null {
   const { previousTermEndMs, epochStartMs } = epoch;
-  if (lease.leaseDeadlineMs <= previousTermEndMs) return null;
+  if (lease.expiresAtMs <= previousTermEndMs) return null;
   lease.observedMs += Math.max(0, previousTermEndMs - lease.observeFromMs);
   lease.observeFromMs = epochStartMs;
   if (lease.observedMs >= lease.ttlMs) {
     // min: ending a lease never moves its deadline later.
-    lease.leaseDeadlineMs = Math.min(lease.leaseDeadlineMs, epochStartMs);
+    lease.expiresAtMs = Math.min(lease.expiresAtMs, epochStartMs);
     return 'ended';
   }
-  lease.leaseDeadlineMs = Math.max(lease.leaseDeadlineMs, epochStartMs + lease.ttlMs);
+  lease.expiresAtMs = Math.max(lease.expiresAtMs, epochStartMs + lease.ttlMs);
   return 'extended';
 }
 

@@ -30,7 +30,7 @@ export class GroupHold extends Lease {
     owner: string,
     token: number,
     ttlMs: number,
-    deadlineMs: number,
+    expiresAtMs: number,
     observedMs: number,
     observeFromMs: number,
     readonly shared: boolean,
@@ -39,7 +39,7 @@ export class GroupHold extends Lease {
     /** Stored with the hold (AcquireRequest.value); null = none. */
     readonly value: Uint8Array | null,
   ) {
-    super(key, owner, token, ttlMs, deadlineMs, observedMs, observeFromMs);
+    super(key, owner, token, ttlMs, expiresAtMs, observedMs, observeFromMs);
   }
 }
 

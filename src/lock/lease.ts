@@ -25,8 +25,8 @@ export class Lease {
      */
     public fencingToken: number,
     public ttlMs: number,
-    /** Log time at which the lease ends; expired when leaseDeadlineMs <= log time. */
-    public leaseDeadlineMs: number,
+    /** Log time at which the lease ends; expired when expiresAtMs <= log time. */
+    public expiresAtMs: number,
     /** Lease time already observed to have elapsed in completed terms since the last grant/renew. */
     public observedMs: number,
     /** Log time from which the current term observes this lease: max(grant/renew time, term start). */
@@ -38,18 +38,18 @@ export class Lease {
     this.owner = owner;
     this.fencingToken = fencingToken;
     this.ttlMs = ttlMs;
-    this.leaseDeadlineMs = nowMs + ttlMs;
+    this.expiresAtMs = nowMs + ttlMs;
     this.observedMs = 0;
     this.observeFromMs = nowMs;
   }
 
   isLiveAt(nowMs: number): boolean {
-    return (this.session ?? this).leaseDeadlineMs > nowMs;
+    return (this.session ?? this).expiresAtMs > nowMs;
   }
 
-  /** Log time at which the hold ends: its own deadline, or its session's. */
-  get endsAtMs(): number {
-    return (this.session ?? this).leaseDeadlineMs;
+  /** Log time at which the hold ends: its own expiresAtMs, or its session's (a session hold keeps none). */
+  get effectiveExpiresAtMs(): number {
+    return (this.session ?? this).expiresAtMs;
   }
 
   /** The TTL the hold was granted: its own, or its session's. */

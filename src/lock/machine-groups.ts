@@ -19,13 +19,13 @@ import type { LockEventKind } from './events.js';
 import { GroupHold, KeyGroup, limitOf } from './holds.js';
 import { grantedOutcome, refusalBy, removeLease, sessionIdOf, supersedes } from './machine-leases.js';
 import { endSession, sessionOf } from './machine-sessions.js';
-import type { LockState } from './machine-state.js';
+import type { MachineState } from './machine-state.js';
 import { dequeued, handOff, leaveLine, queue } from './machine-wait-lines.js';
 import type { Session } from './session.js';
 import type { AcquireOutcome, AcquireResult, ErrorResult, ExpireResult, HandOffResult, HolderView, LockView, RefusalReason, RevokeResult, WaiterDecision } from './types.js';
 
 /** An acquire with limit >= 2 or shared, or any acquire of a key that has many holds. */
-export function acquireOfMany(s: LockState, index: number, command: AcquireCommand, session: Session | null, decided: WaiterDecision[] = []): AcquireResult | ErrorResult {
+export function acquireOfMany(s: MachineState, index: number, command: AcquireCommand, session: Session | null, decided: WaiterDecision[] = []): AcquireResult | ErrorResult {
   const key = command.key;
   const nowMs = s.logNowMs;
   const limit = limitOf(command.limit);
@@ -101,7 +101,7 @@ export function acquireOfMany(s: LockState, index: number, command: AcquireComma
 
 /** Not granted now: in line when it may wait (its answer comes with the entry that decides it), else
  *  refused and remembered. */
-function blockedOfMany(s: LockState, index: number, command: AcquireCommand, session: Session | null, outcome: AcquireOutcome, limit: number, shared: boolean, decided: WaiterDecision[]): AcquireResult {
+function blockedOfMany(s: MachineState, index: number, command: AcquireCommand, session: Session | null, outcome: AcquireOutcome, limit: number, shared: boolean, decided: WaiterDecision[]): AcquireResult {
   const result: AcquireResult = { type: 'acquire', index, replayed: false, ...outcome };
   if ((command.waitMs ?? 0) > 0) {
     queue(s, index, command, session, limit, shared);
@@ -116,7 +116,7 @@ function blockedOfMany(s: LockState, index: number, command: AcquireCommand, ses
 }
 
 /** A new group for `key`, which has no lease: it takes over the key's free record (its last token). */
-export function groupFor(s: LockState, key: string, limit: number): KeyGroup {
+export function groupFor(s: MachineState, key: string, limit: number): KeyGroup {
   s.writer?.beforeKeyWrite(key);
   const lastToken = s.freeKeyLastTokens.get(key)?.lastToken ?? s.forgottenWatermark;
   s.freeKeyLastTokens.delete(key);
@@ -126,7 +126,7 @@ export function groupFor(s: LockState, key: string, limit: number): KeyGroup {
 }
 
 /** A group with neither holds nor waiters is a free key again, with its last token. */
-function tidy(s: LockState, group: KeyGroup): void {
+function tidy(s: MachineState, group: KeyGroup): void {
   if (group.holds.length > 0 || s.lines.countFor(group.key) > 0 || s.groups.get(group.key) !== group) return;
   s.groups.delete(group.key);
   s.groupsInLine.delete(group.key);
@@ -135,18 +135,18 @@ function tidy(s: LockState, group: KeyGroup): void {
 }
 
 /** The holds of `group` with every term start applied. */
-function settleGroup(s: LockState, group: KeyGroup): void {
+function settleGroup(s: MachineState, group: KeyGroup): void {
   for (const hold of group.holds) s.settle(hold);
 }
 
-export function firstLiveOf(s: LockState, group: KeyGroup): GroupHold | undefined {
+export function firstLiveOf(s: MachineState, group: KeyGroup): GroupHold | undefined {
   settleGroup(s, group);
   return group.firstLive(s.logNowMs);
 }
 
 /** Ends the holds of `group` that ran out (their lock-delays start from their ends), so what counts is
  *  exact; a hold under a run-out session ends with its whole session, as in the mutex path. */
-function sweepRunOut(s: LockState, group: KeyGroup, index: number, decided: WaiterDecision[]): void {
+function sweepRunOut(s: MachineState, group: KeyGroup, index: number, decided: WaiterDecision[]): void {
   for (;;) {
     settleGroup(s, group);
     const runOut = group.holds.find((hold) => !hold.isLiveAt(s.logNowMs));
@@ -158,7 +158,7 @@ function sweepRunOut(s: LockState, group: KeyGroup, index: number, decided: Wait
 
 /** A new hold of `group` for `owner`, its token `index`; under `session` when given (no times of its own,
  *  in neither lease heap), else filed in the deadline and end-by heaps. */
-function grantHold(s: LockState, group: KeyGroup, owner: string, index: number, ttlMs: number, lockDelayMs: number, value: Uint8Array | null, session: Session | null, shared: boolean): GroupHold {
+function grantHold(s: MachineState, group: KeyGroup, owner: string, index: number, ttlMs: number, lockDelayMs: number, value: Uint8Array | null, session: Session | null, shared: boolean): GroupHold {
   const nowMs = s.logNowMs;
   if (session !== null && lockDelayMs === 0) lockDelayMs = session.lockDelayMs;
   const ownTtlMs = session === null ? ttlMs : 0;
@@ -180,10 +180,10 @@ function grantHold(s: LockState, group: KeyGroup, owner: string, index: number, 
 
 /** Ends `hold`; `expired`: it ran out, so its lock-delay (if any) starts from its end. `kind` null: no
  *  event (superseded by its owner's new hold). */
-export function removeHold(s: LockState, group: KeyGroup, hold: GroupHold, expired: boolean, kind: LockEventKind | null = expired ? 'EXPIRED' : 'RELEASED'): void {
+export function removeHold(s: MachineState, group: KeyGroup, hold: GroupHold, expired: boolean, kind: LockEventKind | null = expired ? 'EXPIRED' : 'RELEASED'): void {
   if (kind !== null && s.eventSink !== null) s.emit(kind, group.key, hold.owner, BigInt(hold.fencingToken), sessionIdOf(hold), hold.value, hold.shared);
   if (expired && hold.lockDelayMs > 0) {
-    const untilMs = hold.endsAtMs + hold.lockDelayMs;
+    const untilMs = hold.effectiveExpiresAtMs + hold.lockDelayMs;
     if (untilMs > (s.delays.untilMs(group.key) ?? -1)) s.delays.delayKey(group.key, untilMs);
   }
   const session = hold.session as Session | null;
@@ -204,7 +204,7 @@ export function removeHold(s: LockState, group: KeyGroup, hold: GroupHold, expir
  * wait ran out, or whose session ended, leave refused on the way. At most one grant per key per entry;
  * if the next head fits too, the key is marked for the leader's `handOff` (grantableKeys).
  */
-export function handOffMany(s: LockState, group: KeyGroup, index: number, decided: WaiterDecision[]): void {
+export function handOffMany(s: MachineState, group: KeyGroup, index: number, decided: WaiterDecision[]): void {
   sweepRunOut(s, group, index, decided);
   const key = group.key;
   const nowMs = s.logNowMs;
@@ -237,13 +237,13 @@ export function handOffMany(s: LockState, group: KeyGroup, index: number, decide
 }
 
 /** Keeps `groupsInLine` true for `group` (see there). */
-export function markGrantable(s: LockState, group: KeyGroup): void {
+export function markGrantable(s: MachineState, group: KeyGroup): void {
   if (s.groups.get(group.key) === group && s.lines.countFor(group.key) > 0) s.groupsInLine.add(group.key);
   else s.groupsInLine.delete(group.key);
 }
 
 /** A `handOff {key}` entry (the leader's, from grantableKeys): the next head that fits is granted. */
-export function handOffEntry(s: LockState, index: number, command: HandOffCommand): HandOffResult {
+export function handOffEntry(s: MachineState, index: number, command: HandOffCommand): HandOffResult {
   const group = s.groups.get(command.key);
   const result: HandOffResult = { type: 'handOff', index, key: command.key, granted: false };
   if (group === undefined) return result;
@@ -255,13 +255,13 @@ export function handOffEntry(s: LockState, index: number, command: HandOffComman
 }
 
 /** `owner`'s hold of `group` (one per owner per key), settled. */
-export function holdOf(s: LockState, group: KeyGroup, owner: string): GroupHold | undefined {
+export function holdOf(s: MachineState, group: KeyGroup, owner: string): GroupHold | undefined {
   settleGroup(s, group);
   return group.holdOf(owner);
 }
 
 /** refusal() for a key with many holds, where `hold` is the requester's own (by owner). */
-export function refusalIn(s: LockState, group: KeyGroup, hold: GroupHold | undefined, request: { owner: string; token: bigint }, mustBeLive: boolean): RefusalReason {
+export function refusalIn(s: MachineState, group: KeyGroup, hold: GroupHold | undefined, request: { owner: string; token: bigint }, mustBeLive: boolean): RefusalReason {
   if (hold === undefined) return group.holds.length === 0 ? 'NOT_HELD' : 'WRONG_OWNER';
   if (BigInt(hold.fencingToken) !== request.token) return 'WRONG_TOKEN';
   if (mustBeLive && !hold.isLiveAt(s.logNowMs)) return 'EXPIRED';
@@ -270,7 +270,7 @@ export function refusalIn(s: LockState, group: KeyGroup, hold: GroupHold | undef
 
 /** An `expire` entry for a hold of a key with many holds: it ends only if it ran out (not under a
  *  session: a session's end is its own entry), and the line is served. */
-export function expireInGroup(s: LockState, index: number, command: ExpireCommand, group: KeyGroup): ExpireResult {
+export function expireInGroup(s: MachineState, index: number, command: ExpireCommand, group: KeyGroup): ExpireResult {
   settleGroup(s, group);
   const hold = group.holds.find((h) => BigInt(h.fencingToken) === command.token);
   const due = hold !== undefined && hold.session === null && !hold.isLiveAt(s.logNowMs);
@@ -286,7 +286,7 @@ export function expireInGroup(s: LockState, index: number, command: ExpireComman
 
 /** A `revoke` of a key with many holds: the hold with that token, or every hold (token 0), ends with no
  *  lock-delay, and the line is served. */
-export function revokeInGroup(s: LockState, index: number, command: RevokeCommand, group: KeyGroup): RevokeResult {
+export function revokeInGroup(s: MachineState, index: number, command: RevokeCommand, group: KeyGroup): RevokeResult {
   const result: RevokeResult = { type: 'revoke', index, key: command.key, revoked: [] };
   const ending = group.holds.filter((h) => command.token === 0n || BigInt(h.fencingToken) === command.token);
   if (ending.length === 0) return result;
@@ -301,15 +301,15 @@ export function revokeInGroup(s: LockState, index: number, command: RevokeComman
 }
 
 /** Get for a key with many holds: its live holds in token order, the first in the single-holder fields. */
-export function groupView(s: LockState, group: KeyGroup): LockView {
+export function groupView(s: MachineState, group: KeyGroup): LockView {
   settleGroup(s, group);
   const nowMs = s.logNowMs;
   const live = group.holds.filter((hold) => hold.isLiveAt(nowMs));
   const holders: HolderView[] = live.map((hold) => ({
     owner: hold.owner,
     token: BigInt(hold.fencingToken),
-    ttlMs: hold.endsAtMs - nowMs,
-    expiresAtMs: hold.endsAtMs,
+    ttlMs: hold.effectiveExpiresAtMs - nowMs,
+    expiresAtMs: hold.effectiveExpiresAtMs,
     shared: hold.shared,
     sessionId: BigInt(sessionIdOf(hold)),
     value: hold.value,
@@ -318,7 +318,7 @@ export function groupView(s: LockState, group: KeyGroup): LockView {
   const view: LockView =
     first === undefined
       ? { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: BigInt(group.lastToken) }
-      : { held: true, owner: first.owner, token: BigInt(first.fencingToken), ttlMs: first.endsAtMs - nowMs, expiresAtMs: first.endsAtMs, lastToken: BigInt(group.lastToken) };
+      : { held: true, owner: first.owner, token: BigInt(first.fencingToken), ttlMs: first.effectiveExpiresAtMs - nowMs, expiresAtMs: first.effectiveExpiresAtMs, lastToken: BigInt(group.lastToken) };
   if (first !== undefined && first.session !== null) view.sessionId = BigInt(first.session.fencingToken);
   view.holders = holders;
   view.limit = group.limit;
@@ -330,7 +330,7 @@ export function groupView(s: LockState, group: KeyGroup): LockView {
  *  as Get does: an unsettled deadline is only a lower bound, so a replica that restored a snapshot (its
  *  holds unsettled) offered heads that one which applied the entries did not (unit test seed 404 of the
  *  many-holds random logs). The handOff entry judges again either way. O(groups in line x their holds). */
-export function grantableKeys(s: LockState, limit: number): string[] {
+export function grantableKeys(s: MachineState, limit: number): string[] {
   const keys: string[] = [];
   const nowMs = s.logNowMs;
   for (const key of s.groupsInLine) {

@@ -13,13 +13,13 @@
 // progress still writes the state it began with.
 import type { LockEventKind } from './events.js';
 import { Lease } from './lease.js';
-import type { LockState } from './machine-state.js';
+import type { MachineState } from './machine-state.js';
 import type { Session } from './session.js';
 import type { AcquireOutcome } from './types.js';
 
 /** Grants `key` to `owner` with token `index` at log time now: a new lease, or `lease` re-granted; under
  *  `session` when given (then the hold keeps no times of its own and is in neither lease heap). */
-export function hold(s: LockState, key: string, lease: Lease | undefined, ownerName: string, index: number, ttlMs: number, lockDelayMs: number, value: Uint8Array | null, session: Session | null = null): Lease {
+export function hold(s: MachineState, key: string, lease: Lease | undefined, ownerName: string, index: number, ttlMs: number, lockDelayMs: number, value: Uint8Array | null, session: Session | null = null): Lease {
   // A hold that ran out and is re-granted in place ends here (a live one superseded by its own owner
   // does not: the new ACQUIRED replaces it).
   if (s.eventSink !== null && lease !== undefined && !lease.isLiveAt(s.logNowMs)) {
@@ -68,14 +68,14 @@ export function hold(s: LockState, key: string, lease: Lease | undefined, ownerN
 
 /** Ends `lease`; `expired`: it ran out (rather than being released), so its lock-delay, if any, begins —
  *  measured from the lease's end, not from the entry that noticed it. */
-export function removeLease(s: LockState, lease: Lease, expired: boolean, kind: LockEventKind = expired ? 'EXPIRED' : 'RELEASED'): void {
+export function removeLease(s: MachineState, lease: Lease, expired: boolean, kind: LockEventKind = expired ? 'EXPIRED' : 'RELEASED'): void {
   if (s.eventSink !== null) {
     s.emit(kind, lease.key, lease.owner, BigInt(lease.fencingToken), sessionIdOf(lease), s.holdValues.get(lease.key) ?? null);
   }
   const lockDelayMs = s.delays.holdDelayOf(lease.key);
   s.delays.setHoldDelay(lease.key, 0);
   s.holdValues.delete(lease.key);
-  if (expired && lockDelayMs > 0) s.delays.delayKey(lease.key, lease.endsAtMs + lockDelayMs);
+  if (expired && lockDelayMs > 0) s.delays.delayKey(lease.key, lease.effectiveExpiresAtMs + lockDelayMs);
   detachFromSession(s, lease);
   s.writer?.beforeKeyWrite(lease.key);
   s.leases.delete(lease.key);
@@ -86,7 +86,7 @@ export function removeLease(s: LockState, lease: Lease, expired: boolean, kind: 
 }
 
 /** `lease` no longer lives under its session (released, superseded, or its session ended). */
-function detachFromSession(s: LockState, lease: Lease): void {
+function detachFromSession(s: MachineState, lease: Lease): void {
   const session = lease.session as Session | null;
   if (session === null) return;
   session.holds.delete(lease.key);
@@ -103,7 +103,7 @@ export function refusalBy(lease: Lease | undefined, nowMs: number): AcquireOutco
     ttlMs: 0,
     expiresAtMs: 0,
     holderOwner: live ? lease.owner : '',
-    holderTtlMs: live ? lease.endsAtMs - nowMs : 0,
+    holderTtlMs: live ? lease.effectiveExpiresAtMs - nowMs : 0,
   };
 }
 
@@ -116,10 +116,10 @@ export function sessionIdOf(lease: Lease): number {
  *  From cluster level 4 only under the same session: a hold under another session may still be trusted by
  *  a client that never sent this request (a late duplicate past the dedup window, an old session kept alive
  *  by elections), so it counts as another holder's (versions.ts, level 4). */
-export function supersedes(s: LockState, own: Lease, sessionId: number): boolean {
+export function supersedes(s: MachineState, own: Lease, sessionId: number): boolean {
   return !s.supersedeSameSessionOnly || sessionIdOf(own) === sessionId;
 }
 
 export function grantedOutcome(lease: Lease): AcquireOutcome {
-  return { acquired: true, token: BigInt(lease.fencingToken), ttlMs: lease.grantedTtlMs, expiresAtMs: lease.endsAtMs, holderOwner: '', holderTtlMs: 0 };
+  return { acquired: true, token: BigInt(lease.fencingToken), ttlMs: lease.grantedTtlMs, expiresAtMs: lease.effectiveExpiresAtMs, holderOwner: '', holderTtlMs: 0 };
 }

@@ -13,27 +13,27 @@
 import type { CloseSessionCommand, ExpireSessionCommand, OpenSessionCommand, RenewSessionCommand } from './commands.js';
 import { handOffMany, removeHold } from './machine-groups.js';
 import { refusalBy, removeLease } from './machine-leases.js';
-import type { LockState } from './machine-state.js';
+import type { MachineState } from './machine-state.js';
 import { dequeued, handOff, leaveLine } from './machine-wait-lines.js';
 import { Session } from './session.js';
 import type { ErrorResult, OpenSessionResult, RenewSessionResult, SessionEndResult, WaiterDecision } from './types.js';
 
 /** Session `id` with every term start applied (settle), or undefined. */
-export function sessionOf(s: LockState, id: number): Session | undefined {
+export function sessionOf(s: MachineState, id: number): Session | undefined {
   const session = s.sessions.get(id);
   if (session !== undefined) s.settle(session);
   return session;
 }
 
 /** An `openSession` entry: a new session whose id is the entry's index, or the live one a retry opened. */
-export function openSession(s: LockState, index: number, command: OpenSessionCommand): OpenSessionResult {
+export function openSession(s: MachineState, index: number, command: OpenSessionCommand): OpenSessionResult {
   const nowMs = s.logNowMs;
   if (command.requestId !== '') {
     // A retry of an open whose answer was lost: the session it opened, while that one lives.
     const earlier = s.sessionsByRequest.get(requestKeyOf(command.owner, command.requestId));
     if (earlier !== undefined) {
       s.settle(earlier);
-      return { type: 'openSession', index, sessionId: BigInt(earlier.id), ttlMs: earlier.ttlMs, expiresAtMs: earlier.leaseDeadlineMs, replayed: true };
+      return { type: 'openSession', index, sessionId: BigInt(earlier.id), ttlMs: earlier.ttlMs, expiresAtMs: earlier.expiresAtMs, replayed: true };
     }
   }
   const session = new Session(index, s.ownerName(command.owner), command.ttlMs, nowMs + command.ttlMs, 0, nowMs, command.lockDelayMs, command.requestId);
@@ -41,11 +41,11 @@ export function openSession(s: LockState, index: number, command: OpenSessionCom
   if (command.requestId !== '') s.sessionsByRequest.set(requestKeyOf(command.owner, command.requestId), session);
   s.sessionDeadlines.push(session);
   s.granted(session);
-  return { type: 'openSession', index, sessionId: BigInt(index), ttlMs: session.ttlMs, expiresAtMs: session.leaseDeadlineMs, replayed: false };
+  return { type: 'openSession', index, sessionId: BigInt(index), ttlMs: session.ttlMs, expiresAtMs: session.expiresAtMs, replayed: false };
 }
 
 /** A `renewSession` entry: a full TTL again from log time now, only while the session lives. */
-export function renewSession(s: LockState, index: number, command: RenewSessionCommand): RenewSessionResult {
+export function renewSession(s: MachineState, index: number, command: RenewSessionCommand): RenewSessionResult {
   const session = sessionOf(s, command.sessionId);
   const refused = (reason: RenewSessionResult['reason']): RenewSessionResult => ({ type: 'renewSession', index, renewed: false, ttlMs: 0, expiresAtMs: 0, reason });
   if (session === undefined) return refused('NOT_HELD');
@@ -54,11 +54,11 @@ export function renewSession(s: LockState, index: number, command: RenewSessionC
   session.grant(session.owner, session.id, session.ttlMs, s.logNowMs);
   s.sessionDeadlines.update(session);
   s.granted(session);
-  return { type: 'renewSession', index, renewed: true, ttlMs: session.ttlMs, expiresAtMs: session.leaseDeadlineMs, reason: 'UNSPECIFIED' };
+  return { type: 'renewSession', index, renewed: true, ttlMs: session.ttlMs, expiresAtMs: session.expiresAtMs, reason: 'UNSPECIFIED' };
 }
 
 /** closeSession (by its owner; no lock-delay) or expireSession (only once due in log time). */
-export function sessionEnd(s: LockState, index: number, command: CloseSessionCommand | ExpireSessionCommand): SessionEndResult {
+export function sessionEnd(s: MachineState, index: number, command: CloseSessionCommand | ExpireSessionCommand): SessionEndResult {
   const session = sessionOf(s, command.sessionId);
   const result: SessionEndResult = { type: command.type, index, sessionId: BigInt(command.sessionId), ended: false, reason: 'UNSPECIFIED', released: [] };
   if (session === undefined) {
@@ -83,7 +83,7 @@ export function sessionEnd(s: LockState, index: number, command: CloseSessionCom
  * replica decides (and remembers) in the same order whatever order the holds were taken in. Returns the
  * keys released.
  */
-export function endSession(s: LockState, session: Session, expired: boolean, index: number, decided: WaiterDecision[]): string[] {
+export function endSession(s: MachineState, session: Session, expired: boolean, index: number, decided: WaiterDecision[]): string[] {
   const waiters = [...session.waiters].sort((a, b) => a.ticket - b.ticket);
   for (const w of waiters) {
     leaveLine(s, w);

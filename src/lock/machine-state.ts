@@ -32,7 +32,7 @@ interface OwnerLeases {
   leases: number;
 }
 
-export class LockState {
+export class MachineState {
   /** Index of the last entry applied or skipped. */
   appliedIndex = 0;
   /** Log time (ms): see machine.ts `time`. Never decreases. */
@@ -124,16 +124,16 @@ export class LockState {
       return;
     }
     this.writer?.beforeKeyWrite(lease.key); // its section as it was, if the snapshot has not reached it
-    const before = lease.leaseDeadlineMs;
+    const before = lease.expiresAtMs;
     while (lease.epochsSeen < this.epochs.length) carryLease(lease, this.epochs[lease.epochsSeen++]!);
-    if (lease.leaseDeadlineMs !== before) this.deadlines.update(lease);
+    if (lease.expiresAtMs !== before) this.deadlines.update(lease);
   }
 
   /** settle() for a session: no section to copy (a snapshot copies the sessions when it opens). */
   settleSession(session: Session): void {
-    const before = session.leaseDeadlineMs;
+    const before = session.expiresAtMs;
     while (session.epochsSeen < this.epochs.length) carryLease(session, this.epochs[session.epochsSeen++]!);
-    if (session.leaseDeadlineMs !== before) this.sessionDeadlines.update(session);
+    if (session.expiresAtMs !== before) this.sessionDeadlines.update(session);
   }
 
   /** Settles every lease whose stored deadline is <= `atMs`: then the deadline heap's due part is exact

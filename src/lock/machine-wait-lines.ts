@@ -16,20 +16,20 @@ import type { AcquireCommand, DequeueCommand, UndelayCommand } from './commands.
 import { groupFor, handOffMany } from './machine-groups.js';
 import { grantedOutcome, hold, refusalBy } from './machine-leases.js';
 import { sessionOf } from './machine-sessions.js';
-import type { LockState } from './machine-state.js';
+import type { MachineState } from './machine-state.js';
 import type { Session } from './session.js';
 import type { AcquireOutcome, DequeueResult, ErrorResult, UndelayResult, WaiterDecision } from './types.js';
 import { Waiter } from './wait-line.js';
 
 /** `w` takes its place in its key's line, and in its session's waiters (whose end takes it out). */
-export function joinLine(s: LockState, w: Waiter): void {
+export function joinLine(s: MachineState, w: Waiter): void {
   s.lines.join(w);
   if (w.sessionId > 0) s.sessions.get(w.sessionId)?.waiters.add(w);
 }
 
 /** `command` cannot be granted now and may wait: it joins its key's line, its ticket `index`. Not an answer
  *  yet, so nothing is remembered; the entry that decides it remembers that. */
-export function queue(s: LockState, index: number, command: AcquireCommand, session: Session | null, limit = 1, shared = false): Waiter {
+export function queue(s: MachineState, index: number, command: AcquireCommand, session: Session | null, limit = 1, shared = false): Waiter {
   const w = new Waiter(command.key, index, s.ownerName(command.owner), command.ttlMs, command.requestId, s.logNowMs + command.waitMs!, command.lockDelayMs ?? 0, command.value ?? null, session?.id ?? 0, limit, shared);
   joinLine(s, w);
   if (s.eventSink !== null) s.emit('QUEUED', w.key, w.owner, 0n, w.sessionId, w.value, w.shared);
@@ -37,7 +37,7 @@ export function queue(s: LockState, index: number, command: AcquireCommand, sess
 }
 
 /** `w` leaves its key's line and its session's waiters (granted, refused, cancelled). */
-export function leaveLine(s: LockState, w: Waiter): void {
+export function leaveLine(s: MachineState, w: Waiter): void {
   s.lines.leave(w);
   if (w.sessionId > 0) s.sessions.get(w.sessionId)?.waiters.delete(w);
 }
@@ -48,7 +48,7 @@ export function leaveLine(s: LockState, w: Waiter): void {
  * remembered under its request id, as if its own entry had decided it. Nothing while the key is in
  * lock-delay: the line waits for the `undelay` entry.
  */
-export function handOff(s: LockState, key: string, index: number, decided: WaiterDecision[]): void {
+export function handOff(s: MachineState, key: string, index: number, decided: WaiterDecision[]): void {
   if (s.delays.leftMs(key, s.logNowMs) > 0) return;
   const group = s.groups.get(key);
   if (group !== undefined) {
@@ -82,7 +82,7 @@ export function handOff(s: LockState, key: string, index: number, decided: Waite
 /** A `dequeue` entry: the waiter leaves its line if it is still there — refused (and remembered) when its
  *  wait deadline has passed by log time, without an outcome when its call was cancelled. In a key with many
  *  holds, the heads behind it may fit now. */
-export function dequeue(s: LockState, index: number, command: DequeueCommand): DequeueResult {
+export function dequeue(s: MachineState, index: number, command: DequeueCommand): DequeueResult {
   const w = s.lines.get(command.key, command.ticket);
   const result: DequeueResult = { type: 'dequeue', index, dequeued: false, key: command.key, ticket: command.ticket };
   if (w === undefined || (command.cause === 'deadline' && w.deadlineMs > s.logNowMs)) return result;
@@ -103,7 +103,7 @@ export function dequeue(s: LockState, index: number, command: DequeueCommand): D
 }
 
 /** `key`'s lock-delay has passed in log time: it ends, and the line (if any) gets the key. */
-export function undelay(s: LockState, index: number, command: UndelayCommand): UndelayResult {
+export function undelay(s: MachineState, index: number, command: UndelayCommand): UndelayResult {
   const result: UndelayResult = { type: 'undelay', index, undelayed: false, key: command.key };
   const untilMs = s.delays.untilMs(command.key);
   if (untilMs === undefined || untilMs > s.logNowMs) return result;
@@ -118,7 +118,7 @@ export function undelay(s: LockState, index: number, command: UndelayCommand): U
 }
 
 /** `w` left its line without the key (its wait ran out, its call was cancelled, its session ended). */
-export function dequeued(s: LockState, w: Waiter): void {
+export function dequeued(s: MachineState, w: Waiter): void {
   if (s.eventSink !== null) s.emit('DEQUEUED', w.key, w.owner, 0n, w.sessionId, w.value, w.shared);
 }
 

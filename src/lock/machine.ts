@@ -84,7 +84,7 @@ import { fingerprint64 } from './digest.js';
 import { SmallestKeys, compareUtf8 } from './list-keys.js';
 import type { Lease } from './lease.js';
 import type { LockEventSink } from './events.js';
-import { LockState } from './machine-state.js';
+import { MachineState } from './machine-state.js';
 import { grantedOutcome, hold, refusalBy, removeLease, supersedes } from './machine-leases.js';
 import { dequeue, handOff, joinLine, queue, reusedInLine, undelay } from './machine-wait-lines.js';
 import { endSession, openSession, renewSession, requestKeyOf, sessionEnd, sessionError, sessionOf } from './machine-sessions.js';
@@ -114,7 +114,7 @@ import type {
 } from './types.js';
 
 /** A snapshot being written in slices (LockMachine.beginSnapshot). */
-export interface SnapshotJob {
+export interface LockSnapshotJob {
   /** The index whose state the snapshot holds. */
   readonly appliedIndex: number;
   /** One slice of work; true when the snapshot is complete. */
@@ -144,11 +144,11 @@ export class LockMachine {
   /** Bytes per item (snapshotItems) of the last sliced snapshot: the next one's buffer is sized by it. */
   private snapshotBytesPerItem = 0;
   /** Every lease, line, session and group, and the bookkeeping every change goes through (machine-state.ts). */
-  private readonly s: LockState;
+  private readonly s: MachineState;
 
   constructor(options: Partial<LockMachineOptions> = {}) {
     this.options = Object.freeze({ ...DEFAULT_LOCK_MACHINE_OPTIONS, ...options });
-    this.s = new LockState(this.options);
+    this.s = new MachineState(this.options);
   }
 
   /** Where the changes go as entries apply (events.ts, Watch); null = nobody listens, nothing is built. */
@@ -166,7 +166,7 @@ export class LockMachine {
   }
 
   /** Current log time (ms): the latest leader stamp applied, never decreasing. */
-  get nowMs(): number {
+  get logNowMs(): number {
     return this.s.logNowMs;
   }
 
@@ -250,7 +250,7 @@ export class LockMachine {
   sessionInfo(id: number): { owner: string; holds: number; waiters: number; live: boolean; ttlMs: number; expiresAtMs: number } | undefined {
     const session = sessionOf(this.s, id);
     if (session === undefined) return undefined;
-    return { owner: session.owner, holds: session.holds.size + session.groupHolds.size, waiters: session.waiters.size, live: session.isLiveAt(this.s.logNowMs), ttlMs: session.ttlMs, expiresAtMs: session.leaseDeadlineMs };
+    return { owner: session.owner, holds: session.holds.size + session.groupHolds.size, waiters: session.waiters.size, live: session.isLiveAt(this.s.logNowMs), ttlMs: session.ttlMs, expiresAtMs: session.expiresAtMs };
   }
 
   /** Every open session (and run-out ones awaiting their end), by id: an inspection for operators (List)
@@ -259,12 +259,12 @@ export class LockMachine {
     return [...this.s.sessions.keys()].sort((a, b) => a - b).map((id) => ({ id, ...this.sessionInfo(id)! }));
   }
 
-  /** Up to `limit` sessions whose deadline is <= max(nowMs, log time), earliest first, for the leader to
-   *  propose `expireSession {sessionId}`. Each stays in the answer until that entry applies. */
-  dueSessions(nowMs: number, limit: number): DueSession[] {
-    const atMs = this.projectedNowMs(nowMs);
+  /** Up to `limit` sessions that have expired by projectedNowMs(clockMs), earliest first, for the leader
+   *  to propose `expireSession {sessionId}`. Each stays in the answer until that entry applies. */
+  dueSessions(clockMs: number, limit: number): DueSession[] {
+    const atMs = this.projectedNowMs(clockMs);
     this.s.settleDue(atMs, this.s.sessionDeadlines);
-    return this.s.sessionDeadlines.due(atMs, limit).map((session) => ({ sessionId: BigInt(session.fencingToken), deadlineMs: session.leaseDeadlineMs }));
+    return this.s.sessionDeadlines.due(atMs, limit).map((session) => ({ sessionId: BigInt(session.fencingToken), expiresAtMs: session.expiresAtMs }));
   }
 
   /** Requests in every wait line. */
@@ -306,16 +306,16 @@ export class LockMachine {
     return this.s.delays.leftMs(key, this.s.logNowMs);
   }
 
-  /** Up to `limit` keys whose lock-delay has passed by max(nowMs, log time), for the leader to propose
+  /** Up to `limit` keys whose lock-delay has passed by projectedNowMs(clockMs), for the leader to propose
    *  `undelay {key}`. Each stays in the answer until that entry applies. */
-  dueDelays(nowMs: number, limit: number): DueDelay[] {
-    return this.s.delays.due(this.projectedNowMs(nowMs), limit);
+  dueDelays(clockMs: number, limit: number): DueDelay[] {
+    return this.s.delays.due(this.projectedNowMs(clockMs), limit);
   }
 
-  /** Up to `limit` waiters whose wait deadline is <= max(nowMs, log time), earliest first, for the leader to
-   *  propose `dequeue {key, ticket, deadline}`. Each stays in the answer until that entry applies. */
-  dueWaiters(nowMs: number, limit: number): DueWaiter[] {
-    return this.s.lines.due(this.projectedNowMs(nowMs), limit);
+  /** Up to `limit` waiters whose wait deadline is <= projectedNowMs(clockMs), earliest first, for the leader
+   *  to propose `dequeue {key, ticket, deadline}`. Each stays in the answer until that entry applies. */
+  dueWaiters(clockMs: number, limit: number): DueWaiter[] {
+    return this.s.lines.due(this.projectedNowMs(clockMs), limit);
   }
 
   /** The owner of `key`'s lease if it has one (live or awaiting its expire entry); null when it has a free
@@ -395,8 +395,8 @@ export class LockMachine {
         held: true,
         owner: lease.owner,
         token,
-        ttlMs: lease.endsAtMs - this.s.logNowMs,
-        expiresAtMs: lease.endsAtMs,
+        ttlMs: lease.effectiveExpiresAtMs - this.s.logNowMs,
+        expiresAtMs: lease.effectiveExpiresAtMs,
         lastToken: token,
       };
       if (lease.session !== null) view.sessionId = BigInt(lease.session.fencingToken);
@@ -426,17 +426,17 @@ export class LockMachine {
   }
 
   /**
-   * Up to `limit` leases whose deadline is <= max(nowMs, log time), earliest first, for the leader to
+   * Up to `limit` leases that have expired by projectedNowMs(clockMs), earliest first, for the leader to
    * propose `expire {key, token}` (stamped with its clock). O(k log k) via the deadline heap. A lease stays
    * in the answer until its expire entry applies, so the leader should remember what it has in flight.
    */
-  expiredLeases(nowMs: number, limit: number): DueLease[] {
-    const atMs = this.projectedNowMs(nowMs);
+  expiredLeases(clockMs: number, limit: number): DueLease[] {
+    const atMs = this.projectedNowMs(clockMs);
     this.s.settleDue(atMs, this.s.deadlines);
     return this.s.deadlines.due(atMs, limit).map((lease) => ({
       key: lease.key,
       token: BigInt(lease.fencingToken),
-      deadlineMs: lease.leaseDeadlineMs,
+      expiresAtMs: lease.expiresAtMs,
     }));
   }
 
@@ -454,7 +454,7 @@ export class LockMachine {
    * `sizeHint` (the previous snapshot's size) saves the buffer from growing by copies; `sliceItems` is
    * how many keys or dedup records one step handles (tests make it tiny to force many slices).
    */
-  beginSnapshot(sizeHint = 0, sliceItems = SNAPSHOT_SLICE_ITEMS): SnapshotJob {
+  beginSnapshot(sizeHint = 0, sliceItems = SNAPSHOT_SLICE_ITEMS): LockSnapshotJob {
     this.s.writer?.close();
     // A state that grew since the last snapshot (a fill) outgrew a hint of the last size: the buffer then
     // doubled by copying 40 MB and the result was copied again to its size (issue 19 profiles: 300-400 ms
@@ -512,7 +512,7 @@ export class LockMachine {
     return (lease) => {
       if (lease.epochsSeen === upTo) return lease;
       if (lease.epochsSeen > upTo) throw new Error(`lease ${JSON.stringify(lease.key)} has seen epochs the snapshot has not`);
-      const times: LeaseTimes = { ttlMs: lease.ttlMs, leaseDeadlineMs: lease.leaseDeadlineMs, observedMs: lease.observedMs, observeFromMs: lease.observeFromMs };
+      const times: LeaseTimes = { ttlMs: lease.ttlMs, expiresAtMs: lease.expiresAtMs, observedMs: lease.observedMs, observeFromMs: lease.observeFromMs };
       for (let i = lease.epochsSeen; i < upTo; i++) carryLease(times, epochs[i]!);
       return times;
     };
@@ -862,7 +862,7 @@ export class LockMachine {
       lease.grant(lease.owner, lease.fencingToken, command.ttlMs, this.s.logNowMs);
       this.s.deadlines.update(lease);
       this.s.granted(lease);
-      outcome = { renewed: true, ttlMs: command.ttlMs, expiresAtMs: lease.leaseDeadlineMs, reason };
+      outcome = { renewed: true, ttlMs: command.ttlMs, expiresAtMs: lease.expiresAtMs, reason };
       if (this.s.eventSink !== null) {
         if (lease instanceof GroupHold) this.s.emit('RENEWED', command.key, lease.owner, command.token, 0, lease.value, lease.shared);
         else this.s.emit('RENEWED', command.key, lease.owner, command.token, 0, this.s.holdValues.get(command.key) ?? null);

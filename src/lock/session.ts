@@ -28,7 +28,7 @@ export class Session extends Lease {
     id: number,
     owner: string,
     ttlMs: number,
-    deadlineMs: number,
+    expiresAtMs: number,
     observedMs: number,
     observeFromMs: number,
     /** The lock-delay of every hold of the session that sets none of its own (0 = none). */
@@ -36,7 +36,7 @@ export class Session extends Lease {
     /** The OpenSession's request_id ('' = none): a retry of it answers this session. */
     readonly requestId: string,
   ) {
-    super('', owner, id, ttlMs, deadlineMs, observedMs, observeFromMs);
+    super('', owner, id, ttlMs, expiresAtMs, observedMs, observeFromMs);
   }
 
   /** The session id: the raft index of the entry that opened it. */
@@ -48,5 +48,5 @@ export class Session extends Lease {
 /** A session whose deadline has passed, for the leader to propose `expireSession {sessionId}`. */
 export interface DueSession {
   sessionId: bigint;
-  deadlineMs: number;
+  expiresAtMs: number;
 }

@@ -205,7 +205,7 @@ export function writeSection(
     out.uint(lease.fencingToken);
     const times = timesOf(lease);
     out.uint(times.ttlMs);
-    out.sint(times.leaseDeadlineMs - nowMs);
+    out.sint(times.expiresAtMs - nowMs);
     out.uint(times.observedMs);
     out.uint(nowMs - times.observeFromMs);
   }
@@ -291,9 +291,9 @@ export function writeGroups(out: ByteWriter, groups: KeyGroup[], nowMs: number, 
       out.string(hold.owner);
       out.uint(hold.fencingToken);
       const underSession = hold.session !== null;
-      const t = underSession ? { ttlMs: 0, leaseDeadlineMs: nowMs, observedMs: 0, observeFromMs: nowMs } : times(hold);
+      const t = underSession ? { ttlMs: 0, expiresAtMs: nowMs, observedMs: 0, observeFromMs: nowMs } : times(hold);
       out.uint(t.ttlMs);
-      out.sint(t.leaseDeadlineMs - nowMs);
+      out.sint(t.expiresAtMs - nowMs);
       out.uint(t.observedMs);
       out.uint(nowMs - t.observeFromMs);
       out.byte(hold.shared ? 1 : 0);
@@ -317,7 +317,7 @@ export function writeSessions(out: ByteWriter, sessions: Session[], nowMs: numbe
     previousId = session.id;
     out.string(session.owner);
     out.uint(t.ttlMs);
-    out.sint(t.leaseDeadlineMs - nowMs);
+    out.sint(t.expiresAtMs - nowMs);
     out.uint(t.observedMs);
     out.uint(nowMs - t.observeFromMs);
     out.uint(session.lockDelayMs);
@@ -453,11 +453,11 @@ class FieldReader {
       if (ownerAt >= owners.length) input.fail(`owner index ${ownerAt} out of range`);
       const fencingToken = this.token();
       const ttlMs = input.uint();
-      const deadlineMs = nowMs + input.sint();
+      const expiresAtMs = nowMs + input.sint();
       const observedMs = input.uint();
       const observeFromMs = nowMs - input.uint();
-      if (deadlineMs < 0 || observeFromMs < 0) input.fail('lease time out of range');
-      into.push(new Lease(key, owners[ownerAt]!, fencingToken, ttlMs, deadlineMs, observedMs, observeFromMs));
+      if (expiresAtMs < 0 || observeFromMs < 0) input.fail('lease time out of range');
+      into.push(new Lease(key, owners[ownerAt]!, fencingToken, ttlMs, expiresAtMs, observedMs, observeFromMs));
     }
   }
 
@@ -569,14 +569,14 @@ class FieldReader {
       if (owner.length === 0) input.fail('session owner is empty');
       const ttlMs = input.uint();
       if (ttlMs < 1 || ttlMs > WIRE_LIMITS.maxTtlMs) input.fail(`session ttlMs ${ttlMs}`);
-      const deadlineMs = nowMs + input.sint();
+      const expiresAtMs = nowMs + input.sint();
       const observedMs = input.uint();
       const observeFromMs = nowMs - input.uint();
-      if (deadlineMs < 0 || observeFromMs < 0) input.fail('session time out of range');
+      if (expiresAtMs < 0 || observeFromMs < 0) input.fail('session time out of range');
       const lockDelayMs = input.uint();
       if (lockDelayMs > WIRE_LIMITS.maxLockDelayMs) input.fail(`session lockDelayMs ${lockDelayMs}`);
       const requestId = input.string(WIRE_LIMITS.maxRequestIdBytes);
-      into.push(new Session(id, owner, ttlMs, deadlineMs, observedMs, observeFromMs, lockDelayMs, requestId));
+      into.push(new Session(id, owner, ttlMs, expiresAtMs, observedMs, observeFromMs, lockDelayMs, requestId));
     }
     const holdCount = countOf(input);
     const keys = new PrefixKeyReader(input);
@@ -611,17 +611,17 @@ class FieldReader {
         const token = this.token();
         if (token > lastToken || (i > 0 && !(group.holds[i - 1]!.fencingToken < token))) input.fail(`hold tokens of ${JSON.stringify(key)} are not increasing up to its last token`);
         const ttlMs = input.uint();
-        const deadlineMs = nowMs + input.sint();
+        const expiresAtMs = nowMs + input.sint();
         const observedMs = input.uint();
         const observeFromMs = nowMs - input.uint();
-        if (deadlineMs < 0 || observeFromMs < 0 || ttlMs > WIRE_LIMITS.maxTtlMs) input.fail('hold time out of range');
+        if (expiresAtMs < 0 || observeFromMs < 0 || ttlMs > WIRE_LIMITS.maxTtlMs) input.fail('hold time out of range');
         const shared = this.flag('hold shared');
         const lockDelayMs = this.lockDelay();
         const value = this.value();
         const sessionId = input.uint();
         if (sessionId > this.appliedIndex) input.fail(`hold session ${sessionId} is beyond index ${this.appliedIndex}`);
         if ((sessionId > 0) === (ttlMs > 0)) input.fail(`hold of ${JSON.stringify(key)}: a TTL of its own and a session, or neither`);
-        const hold = new GroupHold(key, owner, token, ttlMs, deadlineMs, observedMs, observeFromMs, shared, lockDelayMs, value);
+        const hold = new GroupHold(key, owner, token, ttlMs, expiresAtMs, observedMs, observeFromMs, shared, lockDelayMs, value);
         group.holds.push(hold);
         sessions.set(hold, sessionId);
       }

@@ -278,7 +278,7 @@ export interface HolderView {
 export interface DueLease {
   key: string;
   token: bigint;
-  deadlineMs: number;
+  expiresAtMs: number;
 }
 
 /**

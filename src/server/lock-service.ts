@@ -130,9 +130,9 @@ export class LockService {
     };
     const state = () => this.fsm.machine;
     this.leader = opts.createLeader ? opts.createLeader(state, config) : new LockLeader(state, config);
-    node.on('softState', (ss: SoftState) => this.step({ type: 'role', role: ss.role, term: ss.term, leaderId: ss.leaderId, nowMs: this.now() }));
+    node.on('softState', (ss: SoftState) => this.step({ type: 'role', role: ss.role, term: ss.term, leaderId: ss.leaderId, clockMs: this.now() }));
     node.on('applied', (entry: Entry, result: LockResult | null | undefined) => {
-      this.step({ type: 'applied', index: entry.index, term: entry.term, result: result ?? null, nowMs: this.now() });
+      this.step({ type: 'applied', index: entry.index, term: entry.term, result: result ?? null, clockMs: this.now() });
     });
     // Only a leader has deadlines to watch (held calls, waiters, leases to expire): a follower's tick would
     // step the module for nothing, 40 times a second (a share of the idle cluster's CPU).
@@ -144,12 +144,12 @@ export class LockService {
       if (readLevel !== this.membersReadLevel || ranKey !== this.membersRanKey) {
         this.membersReadLevel = readLevel;
         this.membersRanKey = ranKey;
-        this.step({ type: 'members', readLevel, ran, nowMs: this.now() });
+        this.step({ type: 'members', readLevel, ran, clockMs: this.now() });
       }
-      this.step({ type: 'tick', nowMs: this.now() });
+      this.step({ type: 'tick', clockMs: this.now() });
     });
     const st = node.status();
-    this.step({ type: 'role', role: st.role, term: st.term, leaderId: st.leaderId, nowMs: this.now() });
+    this.step({ type: 'role', role: st.role, term: st.term, leaderId: st.leaderId, clockMs: this.now() });
   }
 
   /** The applied lock state (replaced wholesale when a snapshot is installed). */
@@ -186,7 +186,7 @@ export class LockService {
 
   close(): void {
     if (this.closed) return;
-    this.step({ type: 'close', nowMs: this.now() });
+    this.step({ type: 'close', clockMs: this.now() });
     this.closed = true;
     this.housekeeping.cancel();
     for (const t of this.wakeups.values()) t.cancel();
@@ -233,7 +233,7 @@ export class LockService {
     if (this.closed) return Promise.reject(new UnavailableError('the node is shutting down; retry on another node'));
     const callId = this.nextCallId++;
     return new Promise<ClientAnswer>((resolve, reject) => {
-      const onAbort = (): void => this.step({ type: 'cancel', callId, nowMs: this.now() });
+      const onAbort = (): void => this.step({ type: 'cancel', callId, clockMs: this.now() });
       signal?.addEventListener('abort', onAbort, { once: true });
       const done = (): void => {
         signal?.removeEventListener('abort', onAbort);
@@ -249,7 +249,7 @@ export class LockService {
           reject(e);
         },
       });
-      this.step({ type: 'request', callId, request, timeoutMs, nowMs: this.now() });
+      this.step({ type: 'request', callId, request, timeoutMs, clockMs: this.now() });
     });
   }
 
@@ -282,20 +282,20 @@ export class LockService {
         try {
           data = encodeCommand(cmd.command);
         } catch (err) {
-          this.step({ type: 'proposalFailed', proposalId, error: { kind: 'internal', message: String(err) }, nowMs: this.now() });
+          this.step({ type: 'proposalFailed', proposalId, error: { kind: 'internal', message: String(err) }, clockMs: this.now() });
           return;
         }
         this.node.propose(data, cmd.timeoutMs).then(
-          (r) => this.step({ type: 'proposalApplied', proposalId, index: r.index, result: r.result ?? null, nowMs: this.now() }),
-          (err: unknown) => this.step({ type: 'proposalFailed', proposalId, error: proposalError(err), nowMs: this.now() }),
+          (r) => this.step({ type: 'proposalApplied', proposalId, index: r.index, result: r.result ?? null, clockMs: this.now() }),
+          (err: unknown) => this.step({ type: 'proposalFailed', proposalId, error: proposalError(err), clockMs: this.now() }),
         );
         return;
       }
       case 'readBarrier': {
         const { callId } = cmd;
         this.node.readBarrier(cmd.timeoutMs).then(
-          () => this.step({ type: 'readDone', callId, nowMs: this.now() }),
-          (err: unknown) => this.step({ type: 'readFailed', callId, error: proposalError(err), nowMs: this.now() }),
+          () => this.step({ type: 'readDone', callId, clockMs: this.now() }),
+          (err: unknown) => this.step({ type: 'readFailed', callId, error: proposalError(err), clockMs: this.now() }),
         );
         return;
       }
@@ -327,7 +327,7 @@ export class LockService {
         // every lease look older than it is (found by the lock simulation with a 3% slow clock).
         const now = this.now();
         if (now < atMs) this.wakeAt(atMs);
-        else this.step({ type: 'tick', nowMs: now });
+        else this.step({ type: 'tick', clockMs: now });
       }),
     );
   }

@@ -211,7 +211,7 @@ export class LockScenario {
     await this.runUntil(() => leader.applied >= target, 'the leader applying its commit index');
     const m = (leader.sm as LockReplica).machine;
     const v = m.get(key);
-    const now = Math.max(m.nowMs, this.workload.clock.nodeStamp(leader.idx, this.sim.now));
+    const now = Math.max(m.logNowMs, this.workload.clock.nodeStamp(leader.idx, this.sim.now));
     if (v.held && v.expiresAtMs <= now) return { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: v.lastToken };
     return v.held ? { ...v, ttlMs: v.expiresAtMs - now } : v;
   }
@@ -222,7 +222,7 @@ export class LockScenario {
     if (leader === null) return null;
     const m = (leader.sm as LockReplica).machine;
     const v = m.get(key);
-    const now = Math.max(m.nowMs, this.workload.clock.nodeStamp(leader.idx, this.sim.now));
+    const now = Math.max(m.logNowMs, this.workload.clock.nodeStamp(leader.idx, this.sim.now));
     return v.held && v.expiresAtMs > now ? v : { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: v.lastToken };
   }
 

@@ -74,7 +74,7 @@ export interface StateCapture {
 
 export function captureState(machine: LockMachineLike, keys: readonly string[]): StateCapture {
   return {
-    nowMs: machine.nowMs,
+    nowMs: machine.logNowMs,
     epochTerm: machine.epochTerm,
     epochStartMs: machine.epochStartMs,
     leaseCount: machine.leaseCount,

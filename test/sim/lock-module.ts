@@ -10,7 +10,7 @@ import type { SnapshotJob } from '../../src/raft/fsm.js';
 /** The public surface of LockMachine the simulator drives. */
 export interface LockMachineLike {
   readonly appliedIndex: number;
-  readonly nowMs: number;
+  readonly logNowMs: number;
   readonly epochTerm: number;
   readonly epochStartMs: number;
   readonly leaseCount: number;

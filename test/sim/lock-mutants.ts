@@ -31,7 +31,7 @@ export interface LockMutant {
 
 const NO_EXTENSION_PATCH: Patch = {
   file: 'epoch.ts',
-  find: `  lease.leaseDeadlineMs = Math.max(lease.leaseDeadlineMs, epochStartMs + lease.ttlMs);\n`,
+  find: `  lease.expiresAtMs = Math.max(lease.expiresAtMs, epochStartMs + lease.ttlMs);\n`,
   replace: `  // planted bug: the deadline stays on the old leader's clock\n`,
 };
 
@@ -138,7 +138,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     id: 'j',
     name: "lock-delay measured from the expiry's entry instead of the lease's end",
     maxSeeds: 100,
-    patches: [{ file: 'machine-leases.ts', find: `s.delays.delayKey(lease.key, lease.endsAtMs + lockDelayMs)`, replace: `s.delays.delayKey(lease.key, s.logNowMs + lockDelayMs)` }],
+    patches: [{ file: 'machine-leases.ts', find: `s.delays.delayKey(lease.key, lease.effectiveExpiresAtMs + lockDelayMs)`, replace: `s.delays.delayKey(lease.key, s.logNowMs + lockDelayMs)` }],
   },
   {
     id: 'k',
@@ -170,7 +170,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     id: 'p',
     name: 'a hold under a session reads its own times, not its session\'s',
     maxSeeds: 300,
-    patches: [{ file: 'lease.ts', find: `    return (this.session ?? this).leaseDeadlineMs > nowMs;\n`, replace: `    return this.leaseDeadlineMs > nowMs || this.session !== null;\n` }],
+    patches: [{ file: 'lease.ts', find: `    return (this.session ?? this).expiresAtMs > nowMs;\n`, replace: `    return this.expiresAtMs > nowMs || this.session !== null;\n` }],
   },
   // Leases kept alive by elections (issue 22, planted bug 3b; etcd #9395): each term start keeps only what the
   // term just finished observed, so a lease whose every term is shorter than its TTL is never ended. Only

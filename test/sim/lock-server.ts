@@ -224,7 +224,7 @@ export class SimLockServers {
         if (!alive()) return;
         sim.trace.add(sim.now, node.id, `answer ${call.op}`, label, answer);
         if (arrival !== null) {
-          const logMs = (this.machineOf(node).machine as { nowMs: number }).nowMs;
+          const logMs = (this.machineOf(node).machine as { logNowMs: number }).logNowMs;
           const machine = this.machineOf(node).machine as { waiterFor?(owner: string, requestId: string): { ticket: number } | undefined };
           const placeOf = (rk: string): number | undefined => {
             const at = rk.indexOf('\u0000');

@@ -127,29 +127,29 @@ export class LockReplica implements StateMachine {
       if (cmd?.type === 'acquire' && result.type === 'acquire' && result.waitTicket !== undefined) this.wl.servers.checks.queuedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), result.waitTicket);
       if (cmd?.type === 'acquire' && result.type === 'error' && result.code === 'SESSION_NOT_OPEN') this.wl.servers.checks.sessionNotOpen(LockCallChecks.requestKey(cmd.owner, cmd.requestId), entry.index);
       if (cmd?.type === 'acquire' && result.type === 'acquire' && !result.acquired && !result.replayed && result.waitTicket === undefined) {
-        this.wl.servers.checks.refusedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), this.machine.nowMs, entry.index);
+        this.wl.servers.checks.refusedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), this.machine.logNowMs, entry.index);
       }
       // Waiters the entry took out of line: a grant or a refusal decided for them by the log.
       for (const d of result.decided ?? []) {
         if (d.cancelled) continue;
         const rk = LockCallChecks.requestKey(d.owner, d.requestId);
         if (!d.outcome.acquired) {
-          this.wl.servers.checks.refusedInLog(rk, this.machine.nowMs, entry.index);
+          this.wl.servers.checks.refusedInLog(rk, this.machine.logNowMs, entry.index);
           continue;
         }
         const leaderId = this.wl.sim.facts.leaderOfTerm.get(entry.term);
         const leader = `${leaderId === undefined ? -1 : this.wl.sim.indexOf(leaderId)}/${entry.term}`;
-        this.wl.servers.checks.granted(rk, `${d.owner}'s waiting acquire ${d.requestId} of ${d.key}`, d.outcome.token, entry.index, this.machine.nowMs, leader);
+        this.wl.servers.checks.granted(rk, `${d.owner}'s waiting acquire ${d.requestId} of ${d.key}`, d.outcome.token, entry.index, this.machine.logNowMs, leader);
       }
       if (cmd?.type === 'acquire' && result.type === 'acquire' && result.acquired && !result.replayed) {
         // The holder re-acquiring its own live hold supersedes it (a new token): it keeps the key rather than
         // taking it from the line, so it overtakes nobody (machine.ts).
         const before = pre!.views[keys.indexOf(cmd.key)];
-        const ownHold = before?.holders !== undefined ? before.holders.some((h) => h.owner === cmd.owner && h.expiresAtMs > this.machine.nowMs) : before !== undefined && before.held && before.owner === cmd.owner && before.expiresAtMs > this.machine.nowMs;
+        const ownHold = before?.holders !== undefined ? before.holders.some((h) => h.owner === cmd.owner && h.expiresAtMs > this.machine.logNowMs) : before !== undefined && before.held && before.owner === cmd.owner && before.expiresAtMs > this.machine.logNowMs;
         if (ownHold) this.wl.servers.checks.supersededOwnHold(result.token);
         const leaderId = this.wl.sim.facts.leaderOfTerm.get(entry.term);
         const leader = `${leaderId === undefined ? -1 : this.wl.sim.indexOf(leaderId)}/${entry.term}`;
-        this.wl.servers.checks.granted(LockCallChecks.requestKey(cmd.owner, cmd.requestId), `${cmd.owner}'s acquire ${cmd.requestId} of ${cmd.key}`, result.token, entry.index, this.machine.nowMs, leader);
+        this.wl.servers.checks.granted(LockCallChecks.requestKey(cmd.owner, cmd.requestId), `${cmd.owner}'s acquire ${cmd.requestId} of ${cmd.key}`, result.token, entry.index, this.machine.logNowMs, leader);
       }
       // Formatted only if a trace is printed: the command and what the machine made of it.
       this.wl.sim.trace.add(this.wl.sim.now, this.wl.sim.nodes[this.nodeIndex]?.id ?? '', `lock ${entry.index}/t${entry.term}`, cmd ?? 'undecodable', result);
@@ -178,7 +178,7 @@ export class LockReplica implements StateMachine {
       if (m.appliedIndex % 8 === 0) {
         this.digestValue = m.digest();
       } else {
-        let s = `${m.appliedIndex}|${m.nowMs}|${m.epochTerm}|${m.epochStartMs}|${m.leaseCount}|${m.dedupSize}`;
+        let s = `${m.appliedIndex}|${m.logNowMs}|${m.epochTerm}|${m.epochStartMs}|${m.leaseCount}|${m.dedupSize}`;
         for (const k of this.wl.profile.keys) {
           const v = m.get(k);
           s += v.held ? `|${v.owner}#${v.token}<${v.expiresAtMs}` : `|-${v.lastToken}`;

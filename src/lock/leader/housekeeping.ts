@@ -79,23 +79,23 @@ export class Housekeeping {
   }
 
   /** What to propose now; `propose` stamps and sends each command and returns its id. */
-  run(state: LockStateView, nowMs: number, propose: (command: LockCommand, purpose: HousekeepingProposal) => ProposalId): void {
-    for (const due of state.expiredLeases(nowMs, this.expireBatch)) {
+  run(state: LockStateView, clockMs: number, propose: (command: LockCommand, purpose: HousekeepingProposal) => ProposalId): void {
+    for (const due of state.expiredLeases(clockMs, this.expireBatch)) {
       const leaseId = `${due.key}#${due.token}`;
       if (this.expiring.has(leaseId)) continue;
       this.expiring.set(leaseId, propose({ type: 'expire', timeMs: 0, key: due.key, token: due.token }, { kind: 'expire', leaseId }));
     }
-    for (const due of state.dueWaiters(nowMs, this.expireBatch)) {
+    for (const due of state.dueWaiters(clockMs, this.expireBatch)) {
       const waiterId = `${due.key}#${due.ticket}`;
       if (this.dequeuing.has(waiterId)) continue;
       this.dequeuing.set(waiterId, propose({ type: 'dequeue', timeMs: 0, key: due.key, ticket: due.ticket, cause: 'deadline' }, { kind: 'dequeue', waiterId }));
     }
-    for (const due of state.dueSessions(nowMs, this.expireBatch)) {
+    for (const due of state.dueSessions(clockMs, this.expireBatch)) {
       if (this.expiringSessions.has(due.sessionId)) continue;
       const command: LockCommand = { type: 'expireSession', timeMs: 0, sessionId: Number(due.sessionId) };
       this.expiringSessions.set(due.sessionId, propose(command, { kind: 'expireSession', sessionId: due.sessionId }));
     }
-    for (const due of state.dueDelays(nowMs, this.expireBatch)) {
+    for (const due of state.dueDelays(clockMs, this.expireBatch)) {
       if (this.undelaying.has(due.key)) continue;
       this.undelaying.set(due.key, propose({ type: 'undelay', timeMs: 0, key: due.key }, { kind: 'undelay', key: due.key }));
     }
@@ -103,11 +103,11 @@ export class Housekeeping {
       if (this.handingOff.has(key)) continue;
       this.handingOff.set(key, propose({ type: 'handOff', timeMs: 0, key }, { kind: 'handOff', key }));
     }
-    if (this.checkpoint === null && state.hasLiveLeases() && nowMs - this.lastProposalAtMs >= this.checkpointIdleMs) {
+    if (this.checkpoint === null && state.hasLiveLeases() && clockMs - this.lastProposalAtMs >= this.checkpointIdleMs) {
       this.checkpoint = propose({ type: 'checkpoint', timeMs: 0 }, { kind: 'checkpoint' });
     }
     if (this.forget === null && Number.isFinite(this.freeKeyRetentionMs) && state.freeKeyCount > 0) {
-      const upToMs = state.nowMs - this.freeKeyRetentionMs;
+      const upToMs = state.logNowMs - this.freeKeyRetentionMs;
       const oldest = state.freedAtOfOldest(1);
       if (upToMs >= 0 && oldest !== undefined && oldest <= upToMs) this.forget = propose({ type: 'forget', timeMs: 0, upToMs }, { kind: 'forget' });
     }

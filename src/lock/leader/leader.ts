@@ -54,7 +54,7 @@ export class LockLeader {
   private readonly proposals = new ProposalTable();
   /** Calls waiting on their read barrier, with the key they read. */
   private readonly reads = new Map<CallId, string>();
-  private nowMs = 0;
+  private clockMs = 0;
   private out: LeaderCommand[] = [];
 
   /** `state` returns the applied lock machine (read-only); it is called anew each time, because a
@@ -70,7 +70,7 @@ export class LockLeader {
 
   /** Handle one event; returns the commands to carry out, in order. */
   step(ev: LeaderEvent): LeaderCommand[] {
-    this.nowMs = Math.max(this.nowMs, ev.nowMs);
+    this.clockMs = Math.max(this.clockMs, ev.clockMs);
     switch (ev.type) {
       case 'role':
         this.onRole(ev.role, ev.term, ev.leaderId);
@@ -205,9 +205,9 @@ export class LockLeader {
   // ------------------------------------------------------------------ time
 
   private onTick(): void {
-    for (const held of this.gate.takeDue(this.nowMs)) this.fail(held.callId, unavailable(STILL_STARTING));
+    for (const held of this.gate.takeDue(this.clockMs)) this.fail(held.callId, unavailable(STILL_STARTING));
     if (!this.gate.ready) return;
-    this.housekeeping.run(this.state(), this.nowMs, (command, purpose) => this.propose(command, purpose, this.cfg.proposalTimeoutMs));
+    this.housekeeping.run(this.state(), this.clockMs, (command, purpose) => this.propose(command, purpose, this.cfg.proposalTimeoutMs));
   }
 
   // ------------------------------------------------------------------ client calls
@@ -218,13 +218,13 @@ export class LockLeader {
       return;
     }
     if (!this.gate.ready) {
-      const deadlineMs = this.nowMs + Math.min(timeoutMs, this.cfg.termStartWaitMs);
+      const deadlineMs = this.clockMs + Math.min(timeoutMs, this.cfg.termStartWaitMs);
       this.gate.hold({ callId, request, timeoutMs, deadlineMs });
       this.out.push({ type: 'wakeAt', atMs: deadlineMs });
       this.maybeProposeTermStart();
       return;
     }
-    this.serve({ callId, request, timeoutMs, deadlineMs: this.nowMs });
+    this.serve({ callId, request, timeoutMs, deadlineMs: this.clockMs });
   }
 
   /** A call on a ready leader, in arrival order. */
@@ -314,7 +314,7 @@ export class LockLeader {
     const key = this.reads.get(callId);
     if (key === undefined) return;
     this.reads.delete(callId);
-    this.answer(callId, viewAt(this.state(), this.nowMs, key));
+    this.answer(callId, viewAt(this.state(), this.clockMs, key));
   }
 
   private onClose(): void {
@@ -331,7 +331,7 @@ export class LockLeader {
   /** Stamp `command` with the leader's now and ask the adapter to propose it. */
   private propose(command: LockCommand, purpose: Purpose, timeoutMs: number): ProposalId {
     const proposalId = this.proposals.add(purpose);
-    const stamped = { ...command, timeMs: this.nowMs } as LockCommand;
+    const stamped = { ...command, timeMs: this.clockMs } as LockCommand;
     this.housekeeping.lastProposalAtMs = stamped.timeMs;
     if (stamped.type === 'acquire') this.admission.proposed(proposalId, this.state(), stamped, (stamped.waitMs ?? 0) > 0, stamped.sessionId ?? 0);
     this.out.push({ type: 'propose', proposalId, command: stamped, timeoutMs });

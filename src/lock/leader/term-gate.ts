@@ -81,10 +81,10 @@ export class TermGate {
   }
 
   /** Held calls whose wait is over, in arrival order. */
-  takeDue(nowMs: number): HeldCall[] {
-    if (!this.held.some((c) => c.deadlineMs <= nowMs)) return [];
-    const due = this.held.filter((c) => c.deadlineMs <= nowMs);
-    this.held = this.held.filter((c) => c.deadlineMs > nowMs);
+  takeDue(clockMs: number): HeldCall[] {
+    if (!this.held.some((c) => c.deadlineMs <= clockMs)) return [];
+    const due = this.held.filter((c) => c.deadlineMs <= clockMs);
+    this.held = this.held.filter((c) => c.deadlineMs > clockMs);
     return due;
   }
 

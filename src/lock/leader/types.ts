@@ -1,7 +1,8 @@
 // The lock leader's inputs and outputs. The module (leader.ts) is a pure, deterministic step function:
-// events in, commands out. Time arrives only as `nowMs` on events; nothing here owns a timer, a promise
-// or a Raft node. The adapter (src/server/lock-service.ts) turns node events and client calls into events,
-// and carries the commands out: proposals through Raft, answers to callers, wake-ups on its scheduler.
+// events in, commands out. Time arrives only as `clockMs` on events (the adapter's clock; the machine's
+// time is its `logNowMs`); nothing here owns a timer, a promise or a Raft node. The adapter
+// (src/server/lock-service.ts) turns node events and client calls into events, and carries the commands
+// out: proposals through Raft, answers to callers, wake-ups on its scheduler.
 import type { Role } from '../../raft/core/types.js';
 import type { LockCommand } from '../commands.js';
 import type { AcquireOutcome, AcquireResult, DueLease, LockResult, LockView, OpenSessionResult, ReleaseResult, RenewResult, RenewSessionResult, RevokeResult, SessionEndResult } from '../types.js';
@@ -20,7 +21,7 @@ export type ProposalId = number;
  *  machine object wholesale (`fsm.machine`), so a saved reference would go stale. */
 export interface LockStateView {
   /** The machine's log time (max of every applied stamp). */
-  readonly nowMs: number;
+  readonly logNowMs: number;
   /** The last log index applied to this state. */
   readonly appliedIndex: number;
   /** The cluster level the log has reached (versions.ts). */
@@ -33,15 +34,15 @@ export interface LockStateView {
   /** Keys held or waited on, under `prefix`, after `afterKey`, in UTF-8 byte order; at most `limit`. */
   listKeys(prefix: string, afterKey: string, limit: number): string[];
   rememberedAcquire(owner: string, requestId: string, key: string): AcquireOutcome | null;
-  expiredLeases(nowMs: number, limit: number): DueLease[];
-  /** Waiters past their wait deadline at max(nowMs, log time), earliest first (wait-line.ts). */
-  dueWaiters(nowMs: number, limit: number): DueWaiter[];
+  expiredLeases(clockMs: number, limit: number): DueLease[];
+  /** Waiters past their wait deadline at projectedNowMs(clockMs), earliest first (wait-line.ts). */
+  dueWaiters(clockMs: number, limit: number): DueWaiter[];
   /** The value of `key`'s current hold, if it has one. */
   valueOf(key: string): Uint8Array | undefined;
   /** Keys with many holds whose line's head fits now (holds.ts): the leader proposes `handOff` for each. */
   grantableKeys(limit: number): string[];
-  /** Keys whose lock-delay has passed at max(nowMs, log time) (key-delays.ts). */
-  dueDelays(nowMs: number, limit: number): DueDelay[];
+  /** Keys whose lock-delay has passed at projectedNowMs(clockMs) (key-delays.ts). */
+  dueDelays(clockMs: number, limit: number): DueDelay[];
   /** Where (owner, request_id) waits in line, if it does. */
   waiterFor(owner: string, requestId: string): { key: string; ticket: number } | undefined;
   isWaiting(key: string, ticket: number): boolean;
@@ -52,7 +53,7 @@ export interface LockStateView {
   /** Open sessions; one of them as it is now; the ones past their deadline (session.ts). */
   readonly sessionCount: number;
   sessionInfo(id: number): { owner: string; holds: number; waiters: number; live: boolean } | undefined;
-  dueSessions(nowMs: number, limit: number): DueSession[];
+  dueSessions(clockMs: number, limit: number): DueSession[];
   /** Leases (live or awaiting expiry), and every key record (leases + free keys). */
   readonly leaseCount: number;
   readonly keyCount: number;
@@ -114,7 +115,7 @@ export interface CallFailure {
 
 interface At {
   /** The adapter's clock when the event happened (monotonic ms). The module's only source of time. */
-  nowMs: number;
+  clockMs: number;
 }
 
 export type LeaderEvent =

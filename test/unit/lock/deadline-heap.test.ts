@@ -4,8 +4,8 @@ import { DeadlineHeap } from '../../../src/lock/deadline-heap.js';
 import { Lease } from '../../../src/lock/lease.js';
 import { SimRng } from '../../sim/rng.js';
 
-function lease(key: string, token: number, deadlineMs: number): Lease {
-  return new Lease(key, 'o', token, 100, deadlineMs, 0, 0);
+function lease(key: string, token: number, expiresAtMs: number): Lease {
+  return new Lease(key, 'o', token, 100, expiresAtMs, 0, 0);
 }
 
 describe('DeadlineHeap', () => {
@@ -28,10 +28,10 @@ describe('DeadlineHeap', () => {
         heap.remove(l); // removing twice is harmless
       } else if (roll < 0.9) {
         const l = live[Math.floor(random() * live.length)]!;
-        l.leaseDeadlineMs = Math.floor(random() * 1000);
+        l.expiresAtMs = Math.floor(random() * 1000);
         heap.update(l);
       } else {
-        for (const l of live) if (random() < 0.5) l.leaseDeadlineMs += Math.floor(random() * 500);
+        for (const l of live) if (random() < 0.5) l.expiresAtMs += Math.floor(random() * 500);
         heap.rebuild();
       }
       expect(heap.size).toBe(live.length);
@@ -40,8 +40,8 @@ describe('DeadlineHeap', () => {
         const now = Math.floor(random() * 1200);
         const limit = Math.floor(random() * 20);
         const expected = live
-          .filter((l) => l.leaseDeadlineMs <= now)
-          .sort((a, b) => a.leaseDeadlineMs - b.leaseDeadlineMs || a.fencingToken - b.fencingToken)
+          .filter((l) => l.expiresAtMs <= now)
+          .sort((a, b) => a.expiresAtMs - b.expiresAtMs || a.fencingToken - b.fencingToken)
           .slice(0, limit);
         expect(heap.due(now, limit)).toEqual(expected);
       }

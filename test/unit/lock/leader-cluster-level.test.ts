@@ -58,7 +58,7 @@ describe('lock leader: cluster level', () => {
     rig.term = first.term;
     rig.nowMs = first.nowMs - 5000;
     rig.ready(); // elected, its termStart applied
-    expect(rig.machine.nowMs).toBe(first.nowMs);
+    expect(rig.machine.logNowMs).toBe(first.nowMs);
     rig.acquire('k', 'a', { ttlMs: 1000 });
     rig.commitAll();
     rig.advance(990);

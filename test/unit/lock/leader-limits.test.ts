@@ -67,7 +67,7 @@ describe('lock leader: limits', () => {
     expect(rig.pendingOf('forget')).toHaveLength(0); // retention is judged in log time, which has not moved
     rig.hold('b', 'o'); // a re-acquire stamped now moves log time past the retention
     rig.advance(10);
-    expect(rig.pendingOf('forget').map((p) => p.command)).toEqual([{ type: 'forget', timeMs: rig.nowMs, upToMs: rig.machine.nowMs - 60_000 }]);
+    expect(rig.pendingOf('forget').map((p) => p.command)).toEqual([{ type: 'forget', timeMs: rig.nowMs, upToMs: rig.machine.logNowMs - 60_000 }]);
     rig.commitAll();
     expect(rig.machine.keyCount).toBe(1);
     expect(rig.machine.get('a').lastToken).toBe(rig.machine.lastTokenWatermark);

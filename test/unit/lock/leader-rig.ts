@@ -12,7 +12,7 @@ export interface Pending {
   timeoutMs: number;
 }
 
-type NoTime<E> = E extends unknown ? Omit<E, 'nowMs'> : never;
+type NoTime<E> = E extends unknown ? Omit<E, 'clockMs'> : never;
 
 export class LeaderRig {
   machine = new LockMachine();
@@ -37,7 +37,7 @@ export class LeaderRig {
   }
 
   step(ev: NoTime<LeaderEvent>): LeaderCommand[] {
-    const cmds = this.leader.step({ ...ev, nowMs: this.nowMs } as LeaderEvent);
+    const cmds = this.leader.step({ ...ev, clockMs: this.nowMs } as LeaderEvent);
     for (const c of cmds) {
       if (c.type === 'propose') {
         const p = { proposalId: c.proposalId, command: c.command, timeoutMs: c.timeoutMs };

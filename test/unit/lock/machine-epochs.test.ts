@@ -24,7 +24,7 @@ describe('termStart: extension on leader change', () => {
     feed.at(1001).checkpoint();
     // New leader's clock is behind: T = max(1001, 500) = 1001; T + ttl = 11_001 > 11_000.
     feed.termStart(500);
-    expect(feed.machine.nowMs).toBe(1001);
+    expect(feed.machine.logNowMs).toBe(1001);
     expect(feed.machine.get('k').expiresAtMs).toBe(11_001);
   });
 
@@ -50,7 +50,7 @@ describe('termStart: extension on leader change', () => {
     expect(start).toMatchObject({ leasesExtended: 0, leasesEnded: 1 });
     expect(feed.machine.get('k').held).toBe(false);
     expect(feed.renew('k', 'a', a.token, 1000).reason).toBe('EXPIRED');
-    expect(feed.machine.expiredLeases(50_500, 10)).toEqual([{ key: 'k', token: a.token, deadlineMs: 50_500 }]);
+    expect(feed.machine.expiredLeases(50_500, 10)).toEqual([{ key: 'k', token: a.token, expiresAtMs: 50_500 }]);
     expect(feed.acquire('k', 'b', 1000)).toMatchObject({ acquired: true });
   });
 

@@ -22,7 +22,7 @@ class EagerModel {
   nowMs = 0;
 
   grant(key: string, owner: string, token: bigint, ttlMs: number): void {
-    this.leases.set(key, { owner, token, ttlMs, leaseDeadlineMs: this.nowMs + ttlMs, observedMs: 0, observeFromMs: this.nowMs });
+    this.leases.set(key, { owner, token, ttlMs, expiresAtMs: this.nowMs + ttlMs, observedMs: 0, observeFromMs: this.nowMs });
   }
 
   termStart(stampMs: number): { extended: number; ended: number } {
@@ -38,7 +38,7 @@ class EagerModel {
   }
 
   due(atMs: number): string[] {
-    return [...this.leases].filter(([, l]) => l.leaseDeadlineMs <= atMs).map(([k]) => k).sort();
+    return [...this.leases].filter(([, l]) => l.expiresAtMs <= atMs).map(([k]) => k).sort();
   }
 }
 
@@ -83,7 +83,7 @@ function run(seed: number, steps: number): { termStarts: number; ended: number; 
       if (r.type === 'release' && r.released) model.leases.delete(key);
     } else {
       // The leader proposes what the machine says is due; the model must agree on the whole set.
-      const atMs = Math.max(stampMs, machine.nowMs);
+      const atMs = Math.max(stampMs, machine.logNowMs);
       const due = machine.expiredLeases(atMs, 10_000).map((d) => d.key).sort();
       expect(due, `seed ${seed} step ${step}: expiredLeases(${atMs})`).toEqual(model.due(Math.max(atMs, model.nowMs)));
       const first = machine.expiredLeases(atMs, 1)[0];
@@ -93,15 +93,15 @@ function run(seed: number, steps: number): { termStarts: number; ended: number; 
         model.leases.delete(first.key);
       }
     }
-    expect(machine.nowMs).toBe(model.nowMs);
+    expect(machine.logNowMs).toBe(model.nowMs);
     if (step % 50 === 0) {
       checks++;
       for (const k of KEYS) {
         const lease = model.leases.get(k);
         const view = machine.get(k);
-        const live = lease !== undefined && lease.leaseDeadlineMs > model.nowMs;
+        const live = lease !== undefined && lease.expiresAtMs > model.nowMs;
         expect(view.held, `seed ${seed} step ${step}: ${k} held`).toBe(live);
-        if (live) expect(view.expiresAtMs, `seed ${seed} step ${step}: ${k} deadline`).toBe(lease.leaseDeadlineMs);
+        if (live) expect(view.expiresAtMs, `seed ${seed} step ${step}: ${k} deadline`).toBe(lease.expiresAtMs);
       }
     }
   }

@@ -60,11 +60,11 @@ describe('log time at cluster level 2', () => {
     feed.raiseLevel(2, 10_000);
     feed.termStart(20_000); // log time 20,000
     feed.checkpoint(20_300);
-    expect(feed.machine.nowMs).toBe(20_300);
+    expect(feed.machine.logNowMs).toBe(20_300);
     feed.checkpoint(20_100); // stepped back: no progress, and the next progress is measured from 20,300
-    expect(feed.machine.nowMs).toBe(20_300);
+    expect(feed.machine.logNowMs).toBe(20_300);
     feed.checkpoint(20_400);
-    expect(feed.machine.nowMs).toBe(20_400);
+    expect(feed.machine.logNowMs).toBe(20_400);
   });
 
   it('the level entry starts the progress count from its own stamp', () => {
@@ -72,11 +72,11 @@ describe('log time at cluster level 2', () => {
     feed.at(50_000).termStart();
     feed.termStart(40_000); // a slow leader: log time stays 50,000 under max()
     feed.checkpoint(40_500);
-    expect(feed.machine.nowMs).toBe(50_000);
+    expect(feed.machine.logNowMs).toBe(50_000);
     feed.raiseLevel(2, 41_000);
-    expect(feed.machine.nowMs).toBe(50_000);
+    expect(feed.machine.logNowMs).toBe(50_000);
     feed.checkpoint(41_250);
-    expect(feed.machine.nowMs).toBe(50_250); // 250 ms past the level entry's stamp, not past any earlier one
+    expect(feed.machine.logNowMs).toBe(50_250); // 250 ms past the level entry's stamp, not past any earlier one
   });
 
   it('the level only rises', () => {
@@ -90,7 +90,7 @@ describe('log time at cluster level 2', () => {
 
   it('projects log time to the leader\'s clock: from the term\'s last stamp at level 2, max() at level 1', () => {
     const feed = fastThenTrue(2);
-    expect(feed.machine.nowMs).toBe(1_000_400 + AHEAD_MS);
+    expect(feed.machine.logNowMs).toBe(1_000_400 + AHEAD_MS);
     expect(feed.machine.projectedNowMs(1_000_800)).toBe(1_000_400 + AHEAD_MS + 200);
     expect(feed.machine.projectedNowMs(1_000_500)).toBe(1_000_400 + AHEAD_MS); // before its last stamp: log time
     const old = fastThenTrue(1);
@@ -108,7 +108,7 @@ describe('log time at cluster level 2', () => {
     const next = encodeCommand({ type: 'checkpoint', timeMs: 1_001_200 });
     feed.machine.apply(feed.nextIndex, feed.term, next);
     restored.apply(restored.appliedIndex + 1, feed.term, next);
-    expect(restored.nowMs).toBe(feed.machine.nowMs);
+    expect(restored.logNowMs).toBe(feed.machine.logNowMs);
     expect(restored.digest()).toBe(feed.machine.digest());
   });
 

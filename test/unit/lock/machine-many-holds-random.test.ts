@@ -147,7 +147,7 @@ class ManyLog {
     };
     if (result.type === 'error' && !(cmd.type === 'acquire' && EXPECTED_ERRORS.has(result.code))) fail(`unexpected error ${result.code}: ${result.message}`);
     const grants = [...(result.type === 'acquire' && result.acquired ? [result] : []), ...(result.type !== 'error' || result.decided ? (result.decided ?? []).filter((d) => d.outcome.acquired).map((d) => d.outcome) : [])];
-    for (const g of grants) if (g.expiresAtMs <= m.nowMs) fail(`granted token ${g.token} with a lease that ended at ${g.expiresAtMs} <= log time ${m.nowMs}`);
+    for (const g of grants) if (g.expiresAtMs <= m.logNowMs) fail(`granted token ${g.token} with a lease that ended at ${g.expiresAtMs} <= log time ${m.logNowMs}`);
     const after = this.holds();
     for (const key of KEYS) {
       const now = after.get(key)!;
@@ -159,7 +159,7 @@ class ManyLog {
       if (last < lastBefore.get(key)!) fail(`${key}'s last token went back ${lastBefore.get(key)} -> ${last}`);
       const was = before.get(key)!;
       if (cmd.type === 'acquire' && cmd.key === key) {
-        const own = was.find((w) => w.owner === cmd.owner && w.expiresAtMs > m.nowMs);
+        const own = was.find((w) => w.owner === cmd.owner && w.expiresAtMs > m.logNowMs);
         if (own !== undefined && own.sessionId !== BigInt(cmd.sessionId ?? 0)) {
           this.crossSessionAcquires++;
           if (now.some((h) => h.token === own.token)) this.crossSessionKept++;
@@ -168,7 +168,7 @@ class ManyLog {
       for (const h of now) if (!was.some((w) => w.token === h.token) && h.token <= lastBefore.get(key)!) fail(`${key} granted token ${h.token}, not above ${lastBefore.get(key)}`);
       if (cmd.type === 'termStart') continue;
       for (const w of was) {
-        if (w.expiresAtMs <= m.nowMs || now.some((h) => h.token === w.token && h.owner === w.owner)) continue;
+        if (w.expiresAtMs <= m.logNowMs || now.some((h) => h.token === w.token && h.owner === w.owner)) continue;
         // Its owner's own later request, granted now (from the line, or at once), supersedes it (one hold per
         // owner per key) — from level 4 only under the same session: the owner's new hold has w's session.
         const sameSession = this.level < 4 || now.some((h) => h.owner === w.owner && h.sessionId === w.sessionId);
@@ -177,7 +177,7 @@ class ManyLog {
         const byHolder = (cmd.type === 'release' && cmd.key === key && cmd.owner === w.owner && cmd.token === w.token) || byAcquire || reacquired;
         const byClose = cmd.type === 'closeSession' && w.sessionId !== 0n && BigInt(cmd.sessionId) === w.sessionId;
         const byRevoke = cmd.type === 'revoke' && cmd.key === key && (cmd.token === 0n || cmd.token === w.token);
-        if (!byHolder && !byClose && !byRevoke) fail(`${key}: ${w.owner}'s live hold (token ${w.token}, until ${w.expiresAtMs} > log time ${m.nowMs}) is gone`);
+        if (!byHolder && !byClose && !byRevoke) fail(`${key}: ${w.owner}'s live hold (token ${w.token}, until ${w.expiresAtMs} > log time ${m.logNowMs}) is gone`);
       }
     }
   }

@@ -110,12 +110,12 @@ class SessionLog {
       this.violation ??= `${at}: ${msg}`;
     };
     if (result.type === 'error' && !(cmd.type === 'acquire' && (result.code === 'SESSION_NOT_OPEN' || result.code === 'SESSION_OWNER_MISMATCH' || result.code === 'REQUEST_ID_REUSED'))) fail(`unexpected error ${result.code}: ${result.message}`);
-    if (cmd.type === 'expireSession' && result.type === 'expireSession' && result.ended && (sessionBefore === undefined || sessionBefore.expiresAtMs > m.nowMs)) {
-      fail(`session ended at log time ${m.nowMs}, before its deadline ${sessionBefore?.expiresAtMs}`);
+    if (cmd.type === 'expireSession' && result.type === 'expireSession' && result.ended && (sessionBefore === undefined || sessionBefore.expiresAtMs > m.logNowMs)) {
+      fail(`session ended at log time ${m.logNowMs}, before its deadline ${sessionBefore?.expiresAtMs}`);
     }
     // A grant is never born dead: a hold (or a waiter's hand-off) is granted with time left on it.
     const grants = [...(result.type === 'acquire' && result.acquired ? [result] : []), ...(result.type !== 'error' ? (result.decided ?? []).filter((d) => d.outcome.acquired).map((d) => d.outcome) : [])];
-    for (const g of grants) if (g.expiresAtMs <= m.nowMs) fail(`granted token ${g.token} with a lease that ended at ${g.expiresAtMs} <= log time ${m.nowMs}`);
+    for (const g of grants) if (g.expiresAtMs <= m.logNowMs) fail(`granted token ${g.token} with a lease that ended at ${g.expiresAtMs} <= log time ${m.logNowMs}`);
     const ended = (result.type === 'expireSession' || result.type === 'closeSession') && result.ended ? result.sessionId : null;
     KEYS.forEach((key, i) => {
       const pv = before[i]!;
@@ -131,10 +131,10 @@ class SessionLog {
       // Nobody takes a live hold (judged at this entry's log time). A term start may end a hold whose lease
       // (or session) has provably run its TTL across terms though its deadline was later (epoch.ts): that
       // rule is checked in true time by the simulator's oracle, not here.
-      if (cmd.type !== 'termStart' && pv.held && pv.expiresAtMs > m.nowMs && !(qv.held && qv.owner === pv.owner && qv.token === pv.token)) {
+      if (cmd.type !== 'termStart' && pv.held && pv.expiresAtMs > m.logNowMs && !(qv.held && qv.owner === pv.owner && qv.token === pv.token)) {
         const byHolder = (cmd.type === 'release' && cmd.key === key && cmd.owner === pv.owner && cmd.token === pv.token) || (cmd.type === 'acquire' && cmd.key === key && cmd.owner === pv.owner);
         const byClose = cmd.type === 'closeSession' && pv.sessionId !== undefined && BigInt(cmd.sessionId) === pv.sessionId;
-        if (!byHolder && !byClose) fail(`${key} was ${pv.owner}'s (token ${pv.token}, until ${pv.expiresAtMs} > log time ${m.nowMs}) and is now ${qv.held ? `${qv.owner}'s (token ${qv.token})` : 'free'}`);
+        if (!byHolder && !byClose) fail(`${key} was ${pv.owner}'s (token ${pv.token}, until ${pv.expiresAtMs} > log time ${m.logNowMs}) and is now ${qv.held ? `${qv.owner}'s (token ${qv.token})` : 'free'}`);
       }
     });
   }

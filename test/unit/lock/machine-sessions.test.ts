@@ -20,7 +20,7 @@ describe('sessions', () => {
     // Nothing due on the lease heap: holds have no deadline of their own.
     expect(feed.machine.expiredLeases(10_000, 10)).toEqual([]);
     expect(feed.machine.dueSessions(1899, 10)).toEqual([]);
-    expect(feed.machine.dueSessions(1900, 10)).toEqual([{ sessionId: 1n, deadlineMs: 1900 }]);
+    expect(feed.machine.dueSessions(1900, 10)).toEqual([{ sessionId: 1n, expiresAtMs: 1900 }]);
     expect(feed.at(1899).expireSession(s.sessionId).ended).toBe(false);
     const end = feed.at(1900).expireSession(s.sessionId);
     expect(end).toMatchObject({ ended: true, released: ['k1', 'k2'] });

@@ -21,7 +21,7 @@ describe('snapshot', () => {
     const restored = LockMachine.restore(bytes);
     expect(restored.snapshot()).toEqual(bytes);
     expect(restored.appliedIndex).toBe(feed.machine.appliedIndex);
-    expect(restored.nowMs).toBe(feed.machine.nowMs);
+    expect(restored.logNowMs).toBe(feed.machine.logNowMs);
     expect(restored.epochTerm).toBe(2);
     expect(restored.epochStartMs).toBe(300_000);
     expect(restored.dedupSize).toBe(5);
@@ -245,7 +245,7 @@ describe('seeded property tests', () => {
         const key = [...before.keys()].find((k) => machine.get(k).token === result.token)!;
         const previous = before.get(key)!;
         if (!newEpoch && previous.held && previous.owner !== machine.get(key).owner) {
-          expect(previous.expiresAtMs, `seed ${seed}: took a live lease at index ${entry.index}`).toBeLessThanOrEqual(machine.nowMs);
+          expect(previous.expiresAtMs, `seed ${seed}: took a live lease at index ${entry.index}`).toBeLessThanOrEqual(machine.logNowMs);
         }
       }
       for (const key of KEYS) {
@@ -261,9 +261,9 @@ describe('seeded property tests', () => {
       // Due by the leader's now (log time projected to a clock reading, here log time itself): such a lease
       // is free, or ends by then. At level 2 the projection runs from the term's last stamp, so it can be
       // ahead of log time after a leader whose clock is behind it.
-      const projectedMs = machine.projectedNowMs(machine.nowMs);
-      expect(projectedMs).toBeGreaterThanOrEqual(machine.nowMs);
-      for (const lease of machine.expiredLeases(machine.nowMs, 100)) {
+      const projectedMs = machine.projectedNowMs(machine.logNowMs);
+      expect(projectedMs).toBeGreaterThanOrEqual(machine.logNowMs);
+      for (const lease of machine.expiredLeases(machine.logNowMs, 100)) {
         const view = machine.get(lease.key);
         if (view.held) expect(view.expiresAtMs, `seed ${seed}: ${lease.key} reported due at ${projectedMs}`).toBeLessThanOrEqual(projectedMs);
       }

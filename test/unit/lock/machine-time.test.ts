@@ -6,13 +6,13 @@ import { Feed } from './feed.js';
 describe('log time', () => {
   it('is the max of the previous log time and the entry stamp', () => {
     const feed = new Feed();
-    expect(feed.machine.nowMs).toBe(0);
+    expect(feed.machine.logNowMs).toBe(0);
     feed.at(1000).checkpoint();
-    expect(feed.machine.nowMs).toBe(1000);
+    expect(feed.machine.logNowMs).toBe(1000);
     feed.at(900).checkpoint(); // a stamp in the past does not move time back
-    expect(feed.machine.nowMs).toBe(1000);
+    expect(feed.machine.logNowMs).toBe(1000);
     feed.at(1200).acquire('k', 'a', 100);
-    expect(feed.machine.nowMs).toBe(1200);
+    expect(feed.machine.logNowMs).toBe(1200);
   });
 
   it('judges expiry at entry time: a lease is live until exactly its deadline', () => {
@@ -53,8 +53,8 @@ describe('expiredLeases (for the leader to propose expire)', () => {
     const m = feed.machine;
     expect(m.expiredLeases(99, 10)).toEqual([]);
     expect(m.expiredLeases(100, 10)).toEqual([
-      { key: 'a', token: 2n, deadlineMs: 100 },
-      { key: 'd', token: 4n, deadlineMs: 100 },
+      { key: 'a', token: 2n, expiresAtMs: 100 },
+      { key: 'd', token: 4n, expiresAtMs: 100 },
     ]);
     expect(m.expiredLeases(1000, 3).map((d) => d.key)).toEqual(['a', 'd', 'b']);
     expect(m.expiredLeases(1000, 0)).toEqual([]);
@@ -73,7 +73,7 @@ describe('expiredLeases (for the leader to propose expire)', () => {
     expect(feed.machine.expiredLeases(100, 10)).toEqual([]);
     feed.at(1050);
     const due = feed.machine.expiredLeases(1050, 10);
-    expect(due).toEqual([{ key: 'a', token: a.token, deadlineMs: 1050 }]);
+    expect(due).toEqual([{ key: 'a', token: a.token, expiresAtMs: 1050 }]);
     expect(feed.expire(due[0]!.key, due[0]!.token).expired).toBe(true);
     expect(feed.machine.expiredLeases(1e12, 10)).toEqual([]);
     expect(feed.machine.hasLiveLeases()).toBe(false);
@@ -89,6 +89,6 @@ describe('expiredLeases (for the leader to propose expire)', () => {
     }
     const due = machine.expiredLeases(2500, 50);
     const expected = deadlines.filter((d) => d <= 2500).sort((x, y) => x - y).slice(0, 50);
-    expect(due.map((d) => d.deadlineMs)).toEqual(expected);
+    expect(due.map((d) => d.expiresAtMs)).toEqual(expected);
   });
 });
