@@ -78,8 +78,9 @@ export interface LockServiceOptions {
   housekeepingMs: number;
   /** Propose a checkpoint when leases exist and nothing was proposed for this long (ms). */
   checkpointIdleMs: number;
-  /** Timeout of the leader's own proposals (expire, checkpoint, grants to waiters) (ms). */
-  defaultTimeoutMs: number;
+  /** Timeout of the leader's own proposals (expire, checkpoint, grants to waiters), and the most an
+   *  acquire's entry may take to apply (LockLeaderConfig.proposalTimeoutMs) (ms). */
+  proposalTimeoutMs: number;
   logger: NodeLogger;
   /** Admission limits of this node while it leads (default: none). */
   limits?: Readonly<LockLimitSettings>;
@@ -124,7 +125,7 @@ export class LockService {
   ) {
     const config: Partial<LockLeaderConfig> = {
       checkpointIdleMs: opts.checkpointIdleMs,
-      proposalTimeoutMs: opts.defaultTimeoutMs,
+      proposalTimeoutMs: opts.proposalTimeoutMs,
       ...(opts.limits ? { limits: opts.limits } : {}),
       ...(opts.freeKeyRetentionMs !== undefined ? { freeKeyRetentionMs: opts.freeKeyRetentionMs } : {}),
     };

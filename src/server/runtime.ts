@@ -73,8 +73,11 @@ export interface StartOptions {
 
 /** How long the first-boot and vouching questions to peers may take: a dead peer must not hold up a start for long. */
 const ASK_PEERS_TIMEOUT_MS = 1500;
-/** The deadline of a call that names none: the lock service's proposals, cluster calls, client calls. */
+/** The deadline of a call that names none: cluster calls, client calls, the read barriers they wait on. */
 const DEFAULT_CALL_TIMEOUT_MS = 5000;
+/** How long the lock leader's proposals may take (its own, and an acquire's entry): as long as a call that
+ *  names no deadline. */
+const LEADER_PROPOSAL_TIMEOUT_MS = DEFAULT_CALL_TIMEOUT_MS;
 
 export async function startNode(config: ClusterConfig, id: string, options: StartOptions = {}): Promise<RunningNode> {
   const self = config.nodes.find((n) => n.id === id);
@@ -218,7 +221,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     env,
     housekeepingMs: Math.max(10, Math.floor(config.raft.tickMs / 2)),
     checkpointIdleMs: config.lock.checkpointIdleMs,
-    defaultTimeoutMs: DEFAULT_CALL_TIMEOUT_MS,
+    proposalTimeoutMs: LEADER_PROPOSAL_TIMEOUT_MS,
     logger,
     limits: {
       maxWaitersPerKey: config.limits.maxWaitersPerKey,

@@ -119,7 +119,7 @@ export class SimLockServers {
       ...(this.opts.limits !== null ? { limits: this.opts.limits } : {}),
       housekeepingMs: this.opts.housekeepingMs,
       checkpointIdleMs: this.opts.checkpointIdleMs,
-      defaultTimeoutMs: this.opts.leaderProposalTimeoutMs,
+      proposalTimeoutMs: this.opts.leaderProposalTimeoutMs,
       logger: silentLogger,
       ...(this.opts.membersReadLevel ? { membersReadLevel: () => this.opts.membersReadLevel!(node) } : {}),
       ...(this.opts.membersRan ? { membersRan: () => this.opts.membersRan!(node) } : {}),

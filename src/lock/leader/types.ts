@@ -158,7 +158,8 @@ export type LeaderCommand =
 export interface LockLeaderConfig {
   /** Propose a checkpoint when leases exist and nothing was proposed for this long (ms). */
   checkpointIdleMs: number;
-  /** Timeout of the leader's own proposals: expire, dequeue, checkpoint (ms). */
+  /** Timeout of the leader's own proposals (expire, dequeue, checkpoint), and the most an acquire's entry
+   *  may take to apply (its call may wait longer, in line) (ms). */
   proposalTimeoutMs: number;
   /** Timeout of the termStart proposal (ms). */
   termStartTimeoutMs: number;
