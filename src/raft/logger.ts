@@ -6,4 +6,4 @@ export interface NodeLogger {
   debug(obj: object, msg: string): void;
 }
 
-export const silentLogger: NodeLogger = { info() {}, warn() {}, error() {}, debug() {} };
+export const silentNodeLogger: NodeLogger = { info() {}, warn() {}, error() {}, debug() {} };

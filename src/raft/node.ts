@@ -21,7 +21,7 @@ import { realEnv, type NodeEnv, type TimerHandle } from './env.js';
 import { ConfChangeRefusedError, NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from './errors.js';
 import type { SnapshotJob, StateMachine } from './fsm.js';
 import { SnapshotPolicy } from './snapshot-policy.js';
-import { silentLogger, type NodeLogger } from './logger.js';
+import { silentNodeLogger, type NodeLogger } from './logger.js';
 import type { RaftStorage } from './storage/types.js';
 import type { PeerSender } from './transport.js';
 import { mark } from '../trace/stages.js';
@@ -97,7 +97,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
   private raft!: RaftCore;
   private readonly opts: RaftNodeOptions<R>;
   private readonly env: NodeEnv;
-  private readonly log: NodeLogger;
+  private readonly logger: NodeLogger;
   private ticker: TimerHandle | null = null;
   private scheduled = false;
   private running = false;
@@ -131,7 +131,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
     this.opts = opts;
     this.id = opts.id;
     this.env = opts.env ?? realEnv();
-    this.log = opts.logger ?? silentLogger;
+    this.logger = opts.logger ?? silentNodeLogger;
   }
 
   static async start<R>(opts: RaftNodeOptions<R>): Promise<RaftNode<R>> {
@@ -160,7 +160,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
     const cfg: RaftConfig = { ...defaultRaftConfig(this.id, rng), ...this.opts.raft, id: this.id, rng };
     this.raft = (this.opts.core ?? realCore)(cfg, restored);
     this.soft = { role: 'follower', leaderId: null, term: restored.hardState.term };
-    this.log.info(
+    this.logger.info(
       { nodeId: this.id, term: restored.hardState.term, snapshotIndex: restored.snapshot.meta.index, entries: restored.entries.length },
       'raft node restored from storage',
     );
@@ -210,7 +210,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
    *  rather than go on with a state it cannot vouch for. */
   private failed(err: unknown): void {
     if (this.stopped) return;
-    this.log.error({ nodeId: this.id, err: String(err) }, 'raft loop failed; stopping the node');
+    this.logger.error({ nodeId: this.id, err: String(err) }, 'raft loop failed; stopping the node');
     this.stopped = true;
     this.ticker?.cancel();
     this.emit('fatal', err);
@@ -463,7 +463,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
           this.opts.fsm.restore(rd.snapshot.data);
           this.appliedIndex = rd.snapshot.meta.index;
           this.lastSnapshotIndex = rd.snapshot.meta.index;
-          this.log.info({ nodeId: this.id, index: rd.snapshot.meta.index, bytes: rd.snapshot.data.length }, 'installed snapshot from leader');
+          this.logger.info({ nodeId: this.id, index: rd.snapshot.meta.index, bytes: rd.snapshot.data.length }, 'installed snapshot from leader');
           this.failProposalsUpTo(rd.snapshot.meta.index);
         }
         for (const e of committed) this.applyEntry(e);
@@ -581,7 +581,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
     const prev = this.soft;
     this.soft = ss;
     if (prev.role !== ss.role || prev.term !== ss.term || prev.leaderId !== ss.leaderId) {
-      this.log.info({ nodeId: this.id, role: ss.role, term: ss.term, leaderId: ss.leaderId }, 'raft role/term changed');
+      this.logger.info({ nodeId: this.id, role: ss.role, term: ss.term, leaderId: ss.leaderId }, 'raft role/term changed');
       this.emit('softState', ss, prev);
     }
     if (prev.role === 'leader' && ss.role !== 'leader') {
@@ -640,7 +640,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
     this.snapshotPolicy.taken(data.length);
     if (snapshot === null) return; // a newer snapshot from the leader already covers it
     await this.opts.storage.compact(snapshot);
-    this.log.info({ nodeId: this.id, index, bytes: data.length }, 'snapshot taken, log compacted');
+    this.logger.info({ nodeId: this.id, index, bytes: data.length }, 'snapshot taken, log compacted');
   }
 
   private cancelSnapshotJob(): void {

@@ -39,7 +39,7 @@ export * from './types.js';
 export { SimNode } from './node.js';
 export type { SimProfile } from './profile.js';
 export type { Ack, HistoryEvent, ReadServe, SimWorkload } from './workload.js';
-export type { StateMachine } from './machine.js';
+export type { SimStateMachine } from './machine.js';
 
 export const defaultCore: CoreModule = { Raft, defaultRaftConfig };
 

@@ -5,10 +5,10 @@
 //   - a read invoked after an increment was acknowledged returns at least that increment's total, and
 //     a later read never returns less than an earlier completed one (linearizable counter).
 import type { Entry } from '../../src/raft/core/types.js';
-import { fnv1a, type StateMachine } from './machine.js';
+import { fnv1a, type SimStateMachine } from './machine.js';
 import type { Ack, HistoryEvent, ReadServe, SimWorkload, WriteContext } from './workload.js';
 
-export class CounterMachine implements StateMachine {
+export class CounterMachine implements SimStateMachine {
   total = 0;
   private rolling = 0x811c9dc5;
 

@@ -8,7 +8,7 @@
 // its disk operations never complete, its messages and answers go nowhere.
 import type { Entry, Message, RestoredState, Snapshot } from '../../src/raft/core/types.js';
 import type { Scheduler, TimerHandle } from '../../src/raft/env.js';
-import type { StateMachine as DriverFsm, SnapshotJob } from '../../src/raft/fsm.js';
+import type { SnapshotJob, StateMachine } from '../../src/raft/fsm.js';
 import type { PersistBatch, RaftStorage } from '../../src/raft/storage/types.js';
 import type { WalLoadReport } from '../../src/raft/storage/wal-storage.js';
 import type { PeerSender } from '../../src/raft/transport.js';
@@ -23,7 +23,7 @@ export interface Cancellable {
   cancelled: boolean;
 }
 
-export class NodeIO implements Scheduler, RaftStorage, PeerSender, DriverFsm<unknown> {
+export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<unknown> {
   private readonly inc: number;
   private booted = false;
   /** The store that ships (or SimOptions.storage), opened by load() over the node's disk. */

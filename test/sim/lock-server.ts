@@ -9,7 +9,7 @@
 // believe the other leads would never end).
 import type { AcquireResult, LockCommand, LockResult, LockView } from '../../src/lock/index.js';
 import type { LockMachine } from '../../src/lock/machine.js';
-import { silentLogger } from '../../src/raft/logger.js';
+import { silentNodeLogger } from '../../src/raft/logger.js';
 import { routeNotLeader } from '../../src/server/forward-once.js';
 import type { LockLimitSettings } from '../../src/lock/leader/index.js';
 import { LimitExceededError, LockService, RequestRejectedError, UnavailableError, type LockNode } from '../../src/server/lock-service.js';
@@ -120,7 +120,7 @@ export class SimLockServers {
       housekeepingMs: this.opts.housekeepingMs,
       checkpointIdleMs: this.opts.checkpointIdleMs,
       proposalTimeoutMs: this.opts.leaderProposalTimeoutMs,
-      logger: silentLogger,
+      logger: silentNodeLogger,
       ...(this.opts.membersReadLevel ? { membersReadLevel: () => this.opts.membersReadLevel!(node) } : {}),
       ...(this.opts.membersRan ? { membersRan: () => this.opts.membersRan!(node) } : {}),
     });

@@ -19,7 +19,7 @@ import { canonicalResult, captureState, LockOracle, type StampWindow } from './l
 import type { LockMachineLike, LockModule, SimLockMachineOptions } from './lock-module.js';
 import { LockFsm } from '../../src/server/lock-fsm.js';
 import { SimFencedResource } from './lock-resource.js';
-import type { StateMachine } from './machine.js';
+import type { SimStateMachine } from './machine.js';
 import type { SimNode } from './node.js';
 import { SimRng } from './rng.js';
 import { callOf, SimLockServers, type LockCall } from './lock-server.js';
@@ -44,7 +44,7 @@ const SIM_SNAPSHOT_SLICE_ITEMS = 2;
  * restored run the shipped code. Around it, test-only: the oracle judges every entry once (pre/post state),
  * and a digest lets replicas be compared.
  */
-export class LockReplica implements StateMachine {
+export class LockReplica implements SimStateMachine {
   readonly fsm: LockFsm<LockMachineLike, SimLockMachineOptions>;
   /** Results by index, kept only in scenario tests. */
   readonly results: Map<number, LockResult> | null;

@@ -4,7 +4,7 @@
 import type { Entry } from '../../src/raft/core/types.js';
 import type { SnapshotJob } from '../../src/raft/fsm.js';
 
-export interface StateMachine {
+export interface SimStateMachine {
   /** Apply one committed entry (every kind: 'normal', 'noop', 'config'). The return value is handed to
    *  the client whose proposal this was (e.g. a lock machine's acquire result). */
   apply(entry: Entry): unknown;
@@ -56,7 +56,7 @@ export function decodeValueId(data: Uint8Array): number {
  * normal entries were applied, and a rolling hash over the whole applied sequence (so two replicas that
  * applied the same values in a different order disagree).
  */
-export class ValueSetMachine implements StateMachine {
+export class ValueSetMachine implements SimStateMachine {
   private counts = new Map<number, number>();
   private appliedCount = 0;
   private rolling = 0x811c9dc5;

@@ -5,7 +5,7 @@ import type { RaftNode } from '../../src/raft/node.js';
 import type { PersistBatch } from '../../src/raft/storage/types.js';
 import type { DurableStore } from './durable.js';
 import type { SimDisk } from './sim-disk.js';
-import type { StateMachine } from './machine.js';
+import type { SimStateMachine } from './machine.js';
 import type { SimRng } from './rng.js';
 import type { CrashArm, SimCore } from './types.js';
 
@@ -27,7 +27,7 @@ export class SimNode {
   rn: RaftNode<unknown> | null = null;
   /** The core the driver built (captured through the core factory): what the invariants inspect. */
   raft!: SimCore;
-  sm!: StateMachine;
+  sm!: SimStateMachine;
   /** Highest index applied to `sm` in this incarnation. */
   applied = 0;
   /** The batch the driver is saving (through the real store, on the disk's time); null when none is. */

@@ -3,7 +3,7 @@
 // in the harness; a workload adds the state machine, the commands clients propose, and the checks that
 // only make sense for that machine (e.g. fencing tokens only grow, for the lock machine).
 import type { Entry, NodeId } from '../../src/raft/core/types.js';
-import { ValueSetMachine, decodeValueId, encodeValue, type StateMachine } from './machine.js';
+import { ValueSetMachine, decodeValueId, encodeValue, type SimStateMachine } from './machine.js';
 import type { SimRng } from './rng.js';
 import type { Attempt, ClientOp } from './clients.js';
 import type { SimNode } from './node.js';
@@ -27,7 +27,7 @@ export interface Ack {
   /** Virtual ms: when the op was first invoked, and when the client received the acknowledgement. */
   invokedAt: number;
   ackedAt: number;
-  /** What StateMachine.apply returned for this entry on the acknowledging node. */
+  /** What SimStateMachine.apply returned for this entry on the acknowledging node. */
   result: unknown;
 }
 
@@ -56,7 +56,7 @@ export interface ProposeContext {
   term: number;
 }
 
-export interface SimWorkload<M extends StateMachine = StateMachine> {
+export interface SimWorkload<M extends SimStateMachine = SimStateMachine> {
   readonly name: string;
   /** Fraction of client operations that are linearizable reads (ReadIndex); the rest are writes. */
   readonly readRatio: number;
@@ -123,7 +123,7 @@ export interface HistoryEvent {
   /** ok: where the write was applied / the read index served. */
   index?: number;
   term?: number;
-  /** ok write: what StateMachine.apply returned; ok read: workload.readValue(...). */
+  /** ok write: what SimStateMachine.apply returned; ok read: workload.readValue(...). */
   result?: unknown;
 }
 

@@ -11,14 +11,16 @@ export interface ReadRequest {
   requester: NodeId;
 }
 
-interface PendingRead extends ReadRequest {
+/** A read registered at `index` in heartbeat round `round`, with the members that have answered that round
+ *  (etcd's readIndexStatus). */
+interface ReadIndexStatus extends ReadRequest {
   index: number;
   round: number;
   acks: Set<NodeId>;
 }
 
 export class ReadOnlyQueue {
-  private pending: PendingRead[] = [];
+  private pending: ReadIndexStatus[] = [];
   private awaitingCommit: ReadRequest[] = [];
 
   /** Before the leader's first commit in its term. */

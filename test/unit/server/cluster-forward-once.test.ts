@@ -5,7 +5,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { NotLeaderError } from '../../../src/raft/errors.js';
-import { silentLogger } from '../../../src/raft/logger.js';
+import { silentNodeLogger } from '../../../src/raft/logger.js';
 import { ClusterApi, type ClusterApiOptions } from '../../../src/server/cluster-api.js';
 
 function api(lookups: string[]): ClusterApi {
@@ -21,7 +21,7 @@ function api(lookups: string[]): ClusterApi {
     },
     credentials: () => grpc.credentials.createInsecure(),
     defaultTimeoutMs: 1000,
-    logger: silentLogger,
+    logger: silentNodeLogger,
   } as unknown as ClusterApiOptions;
   return new ClusterApi(opts);
 }

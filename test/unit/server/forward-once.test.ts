@@ -13,7 +13,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { notLeader } from '../../../src/lock/leader/failures.js';
 import { DEFAULT_LOCK_LIMITS } from '../../../src/lock/validate.js';
-import { silentLogger } from '../../../src/raft/logger.js';
+import { silentNodeLogger } from '../../../src/raft/logger.js';
 import type { ClusterApi } from '../../../src/server/cluster-api.js';
 import { ClientApi } from '../../../src/server/grpc-server.js';
 import { UnavailableError, type LockService } from '../../../src/server/lock-service.js';
@@ -61,7 +61,7 @@ function follower(id: string, believedLeader: string, hops: Hop[], peers: Map<st
     ]),
     cluster,
     defaultTimeoutMs: 2000,
-    logger: silentLogger,
+    logger: silentNodeLogger,
     forwardVia: session,
   });
 }
