@@ -16,6 +16,7 @@ import { PeerAuthenticator } from '../transport/peer-auth.js';
 import { packageDefinition } from '../wire/load.js';
 import { raftService } from '../wire/raft.js';
 import type { ConfState, Message } from '../raft/core/types.js';
+import { isMember } from '../raft/core/config.js';
 import { UnknownCommandError } from '../lock/commands.js';
 import { BUILD_LEVEL, lowestReadLevel } from '../lock/versions.js';
 import { LockMachine } from '../lock/machine.js';
@@ -105,10 +106,10 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   let service: LockService | null = null;
   // Who is a member, for peer authentication (TLS) and owner binding: the live Raft configuration (and the
   // leader we follow, which may be on its way out); before a joining node knows one, the nodes it was told of.
-  const isMember = (memberId: string): boolean => {
+  const isKnownMember = (memberId: string): boolean => {
     const conf = node?.configuration();
     if (!conf || conf.voters.length === 0) return addresses.clientAddress.has(memberId);
-    return conf.voters.includes(memberId) || conf.learners.includes(memberId) || memberId === node?.leaderId;
+    return isMember(conf, memberId) || memberId === node?.leaderId;
   };
   const transport: PeerTransport = new PeerTransport({
     onUnknownSender: askMembersAbout({
@@ -132,7 +133,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     traceMessages: logger.isLevelEnabled('debug'),
     dialOverrides: addresses.dialOverrides,
     clusterLevel: BUILD_LEVEL,
-    ...(credentials.tls ? { credentials: credentials.freshDial(), authenticator: new PeerAuthenticator({ isMember, logger, selfId: id }) } : {}),
+    ...(credentials.tls ? { credentials: credentials.freshDial(), authenticator: new PeerAuthenticator({ isMember: isKnownMember, logger, selfId: id }) } : {}),
   });
 
   // Metrics (off unless metrics.address is set): gauges read status at scrape time; wrappers feed the rest.
@@ -279,7 +280,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     ownerBinding: config.auth.ownerBinding,
     admins: config.auth.admins,
     ...(metrics ? { countRefused: (op: string, outcome: 'invalid' | 'denied') => metrics.lockOps.inc({ op, outcome }) } : {}),
-    isMember,
+    isMember: isKnownMember,
     // Lock calls for the leader ride our peer link to it (raft.proto Forward), not a unary call each.
     forwardVia: (leaderId) => transport.forward(leaderId),
     watch: {
@@ -379,7 +380,7 @@ function followConfiguration(node: RaftNode<LockResult | null>, transport: PeerT
     addresses.onConf(conf);
     refreshPeers();
     transport.setIdentity({ clusterId: conf.clusterId, members: new Set([...conf.voters, ...conf.learners]), leaderId: node.leaderId });
-    const selfIsMember = conf.voters.includes(node.id) || conf.learners.includes(node.id);
+    const selfIsMember = isMember(conf, node.id);
     if (!selfIsMember && !warnedNotMember) {
       warnedNotMember = true;
       logger.warn({ nodeId: node.id, voters: conf.voters, learners: conf.learners }, 'this node is not a member of the cluster configuration (removed?); it will not campaign and its messages are refused');
