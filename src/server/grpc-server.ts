@@ -26,7 +26,7 @@ import { serveList, type ListServing } from './list-server.js';
 import { holderToWire, holdersOf } from './holders-view.js';
 import { addStrictService, descriptorRegistry, invalidReason, strictRequestDeserializers } from './strict-decode.js';
 import { FORWARDED_METADATA, routeNotLeader } from './forward-once.js';
-import { InvalidRequestError, LimitExceededError, RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
+import { AdmissionLimitError, ConflictingRequestError, LeaderUnavailableError, RequestRejectedError, type LockService } from './lock-service.js';
 
 
 export interface ClientApiOptions {
@@ -357,7 +357,7 @@ export class ClientApi {
       },
       (err: unknown) => {
         settled = true;
-        const route = err instanceof UnavailableError ? routeNotLeader(this.opts.service.node.id, err.leaderId, call.metadata.get(FORWARDED_METADATA).length > 0) : null;
+        const route = err instanceof LeaderUnavailableError ? routeNotLeader(this.opts.service.node.id, err.leaderId, call.metadata.get(FORWARDED_METADATA).length > 0) : null;
         if (route?.action === 'forward') {
           this.forward(call, method, call.request, route.to, deadlineMs, cb);
           return;
@@ -461,10 +461,10 @@ export class ClientApi {
   }
 
   private toStatus(err: unknown): grpc.ServiceError {
-    if (err instanceof UnavailableError) return statusError(grpc.status.UNAVAILABLE, err.message);
+    if (err instanceof LeaderUnavailableError) return statusError(grpc.status.UNAVAILABLE, err.message);
     if (err instanceof RequestRejectedError) return statusError(grpc.status.FAILED_PRECONDITION, err.message);
-    if (err instanceof LimitExceededError) return statusError(grpc.status.RESOURCE_EXHAUSTED, err.message);
-    if (err instanceof InvalidRequestError) return statusError(grpc.status.INVALID_ARGUMENT, err.message);
+    if (err instanceof AdmissionLimitError) return statusError(grpc.status.RESOURCE_EXHAUSTED, err.message);
+    if (err instanceof ConflictingRequestError) return statusError(grpc.status.INVALID_ARGUMENT, err.message);
     this.opts.logger.error({ err: String(err) }, 'unexpected error serving a lock call');
     return statusError(grpc.status.INTERNAL, `internal error: ${(err as Error)?.message ?? String(err)}`);
   }

@@ -7,7 +7,7 @@ import type { StateMachine } from '../raft/fsm.js';
 import { movesOnlyCommit, type WrittenVote } from '../raft/storage/rules.js';
 import type { PersistBatch, RaftStorage } from '../raft/storage/types.js';
 import type { NodeMetrics } from './metrics.js';
-import { RequestRejectedError, UnavailableError, type LockService } from './lock-service.js';
+import { LeaderUnavailableError, RequestRejectedError, type LockService } from './lock-service.js';
 
 const seconds = (startNs: bigint) => Number(process.hrtime.bigint() - startNs) / 1e9;
 
@@ -125,7 +125,7 @@ export function instrumentLockService(service: LockService, m: NodeMetrics): Loc
         m.lockOps.inc({ op, outcome: outcomeOf(op, result) });
         return result;
       } catch (err) {
-        const outcome = err instanceof UnavailableError ? (err.leaderId ? 'not_leader' : 'unavailable') : err instanceof RequestRejectedError ? 'rejected' : 'error';
+        const outcome = err instanceof LeaderUnavailableError ? (err.leaderId ? 'not_leader' : 'unavailable') : err instanceof RequestRejectedError ? 'rejected' : 'error';
         m.lockOps.inc({ op, outcome });
         throw err;
       } finally {

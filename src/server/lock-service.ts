@@ -14,14 +14,17 @@ import type { NodeEnv, TimerHandle } from '../raft/env.js';
 import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from '../raft/errors.js';
 import type { NodeLogger } from '../raft/logger.js';
 
-/** Maps to gRPC UNAVAILABLE: the caller should retry (same request_id), possibly on another node. */
-export class UnavailableError extends Error {
+/** The call found no leader here to serve it: this node is not the leader (`leaderId` names the one it
+ *  knows), is still starting its term or shutting down, lost the leadership, or no quorum confirmed the
+ *  entry in time (src/lock/leader/failures.ts). Maps to gRPC UNAVAILABLE: the caller should retry (same
+ *  request_id), possibly on another node. The client's UnavailableError is what a caller sees of it. */
+export class LeaderUnavailableError extends Error {
   constructor(
     message: string,
     readonly leaderId: string | null = null,
   ) {
     super(message);
-    this.name = 'UnavailableError';
+    this.name = 'LeaderUnavailableError';
   }
 }
 
@@ -33,20 +36,21 @@ export class RequestRejectedError extends Error {
   }
 }
 
-/** Maps to gRPC INVALID_ARGUMENT: the request contradicts the replicated state (an owner that is not its
- *  session's). */
-export class InvalidRequestError extends Error {
+/** The request contradicts the replicated state (an owner that is not its session's). Maps to gRPC
+ *  INVALID_ARGUMENT (the client's InvalidRequestError). */
+export class ConflictingRequestError extends Error {
   constructor(message: string) {
     super(message);
-    this.name = 'InvalidRequestError';
+    this.name = 'ConflictingRequestError';
   }
 }
 
-/** Maps to gRPC RESOURCE_EXHAUSTED: a configured limit (named in the message) refused the call. */
-export class LimitExceededError extends Error {
+/** The leader's admission (src/lock/leader/admission.ts) refused the call under a configured limit, named
+ *  in the message. Maps to gRPC RESOURCE_EXHAUSTED (the client's LimitExceededError). */
+export class AdmissionLimitError extends Error {
   constructor(message: string) {
     super(message);
-    this.name = 'LimitExceededError';
+    this.name = 'AdmissionLimitError';
   }
 }
 
@@ -231,7 +235,7 @@ export class LockService {
   }
 
   private call(request: ClientRequest, timeoutMs: number, signal?: AbortSignal): Promise<ClientAnswer> {
-    if (this.closed) return Promise.reject(new UnavailableError('the node is shutting down; retry on another node'));
+    if (this.closed) return Promise.reject(new LeaderUnavailableError('the node is shutting down; retry on another node'));
     const callId = this.nextCallId++;
     return new Promise<ClientAnswer>((resolve, reject) => {
       const onAbort = (): void => this.step({ type: 'cancel', callId, clockMs: this.now() });
@@ -347,13 +351,13 @@ function proposalError(err: unknown): ProposalError {
 function callError(f: CallFailure): Error {
   switch (f.kind) {
     case 'unavailable':
-      return new UnavailableError(f.message, f.leaderId);
+      return new LeaderUnavailableError(f.message, f.leaderId);
     case 'rejected':
       return new RequestRejectedError(f.message);
     case 'exhausted':
-      return new LimitExceededError(f.message);
+      return new AdmissionLimitError(f.message);
     case 'invalid':
-      return new InvalidRequestError(f.message);
+      return new ConflictingRequestError(f.message);
     case 'internal':
       return new Error(f.message);
   }

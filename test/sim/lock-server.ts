@@ -12,7 +12,7 @@ import type { LockMachine } from '../../src/lock/machine.js';
 import { silentNodeLogger } from '../../src/raft/logger.js';
 import { routeNotLeader } from '../../src/server/forward-once.js';
 import type { LockLimitSettings } from '../../src/lock/leader/index.js';
-import { LimitExceededError, LockService, RequestRejectedError, UnavailableError, type LockNode } from '../../src/server/lock-service.js';
+import { AdmissionLimitError, LeaderUnavailableError, LockService, RequestRejectedError, type LockNode } from '../../src/server/lock-service.js';
 import type { Attempt } from './clients.js';
 import type { SimCluster } from './cluster.js';
 import { LockCallChecks, type Arrival } from './lock-calls.js';
@@ -239,7 +239,7 @@ export class SimLockServers {
         if (arrival !== null) this.checks.close(arrival);
         if (!alive()) return;
         sim.trace.add(sim.now, node.id, `fail ${call.op}`, `${label}: ${(err as Error)?.message ?? String(err)}`);
-        if (err instanceof UnavailableError) {
+        if (err instanceof LeaderUnavailableError) {
           this.stats.unavailable++;
           const leader = err.leaderId === null ? -1 : sim.indexOf(err.leaderId);
           const route = routeNotLeader(node.id, err.leaderId, hops > 0);
@@ -253,7 +253,7 @@ export class SimLockServers {
           }
           return;
         }
-        if (err instanceof LimitExceededError) {
+        if (err instanceof AdmissionLimitError) {
           // RESOURCE_EXHAUSTED: the leader's admission refused it before proposing anything. The client is told
           // so and moves on (a retry would meet the same limit until something is released).
           const limit = /^limit limits\.(\w+) /.exec(err.message)?.[1] as keyof LockLimitSettings | undefined;

@@ -16,7 +16,7 @@ import { DEFAULT_LOCK_LIMITS } from '../../../src/lock/validate.js';
 import { silentNodeLogger } from '../../../src/raft/logger.js';
 import type { ClusterApi } from '../../../src/server/cluster-api.js';
 import { ClientApi } from '../../../src/server/grpc-server.js';
-import { UnavailableError, type LockService } from '../../../src/server/lock-service.js';
+import { LeaderUnavailableError, type LockService } from '../../../src/server/lock-service.js';
 import type { ForwardedReply, ForwardSession } from '../../../src/transport/forward.js';
 import type { WireInput } from '../../../src/wire/scalars.js';
 import { type AcquireRequest, type AcquireResponse, type LockCallName, type LockClient, lockService } from '../../../src/wire/lock.js';
@@ -33,7 +33,7 @@ interface Hop {
 
 /** A node that is not the leader and believes `believedLeader` is. */
 function follower(id: string, believedLeader: string, hops: Hop[], peers: Map<string, ClientApi>): ClientApi {
-  const refuse = (): Promise<never> => Promise.reject(new UnavailableError(notLeader(believedLeader).message, believedLeader));
+  const refuse = (): Promise<never> => Promise.reject(new LeaderUnavailableError(notLeader(believedLeader).message, believedLeader));
   const service = {
     node: { id, leaderId: believedLeader },
     acquire: refuse,
