@@ -9,7 +9,8 @@
 // rename, a synced file or a crash replays the newest segment again.
 import { join } from 'node:path';
 import { bootstrapSnapshot, emptyHardState, type Entry, type HardState, type Snapshot } from '../../src/raft/core/types.js';
-import { CorruptRecordError, decodeSnapshotHeader } from '../../src/raft/storage/codec.js';
+import { decodeSnapshotHeader } from '../../src/raft/storage/codec.js';
+import { CorruptRecordError } from '../../src/raft/storage/errors.js';
 import { replaySegment, type ReplayedSegment } from '../../src/raft/storage/wal-frame.js';
 import { SNAP_DIR, WAL_DIR } from '../../src/raft/storage/wal-storage.js';
 import type { DurableChange, SimDisk, TornWrite } from './sim-disk.js';

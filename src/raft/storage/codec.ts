@@ -4,6 +4,7 @@
 import { crc32 as nativeCrc32 } from '@node-rs/crc32';
 import { decodeConf, emptyConf, encodeConf } from '../core/config.js';
 import type { Entry, EntryKind, HardState, SnapshotMeta } from '../core/types.js';
+import { CorruptRecordError } from './errors.js';
 
 // ---- CRC32 (IEEE 802.3) ----
 // @node-rs/crc32 (SIMD, native): node:zlib only exports crc32() from Node 22 on, and the hand-written
@@ -59,11 +60,6 @@ export function entryKeyIndex(key: Uint8Array): number | null {
 }
 
 // ---- Records ----
-
-/** A value that fails its CRC or does not parse. Callers decide whether that is fatal. */
-export class CorruptRecordError extends Error {
-  override readonly name = 'CorruptRecordError';
-}
 
 // One tag byte per record type; a new layout gets a new tag, so old data is never misread.
 const TAG_ENTRY = 0x45; // 'E' v1

@@ -1,8 +1,17 @@
 // Typed storage errors. Each message says what is wrong and what an operator or caller can do about it.
 
-/** Data on disk cannot be trusted (CRC mismatch, missing snapshot). Starting the node would be unsafe. */
+/** Data on disk cannot be trusted (CRC mismatch, missing snapshot). Starting the node would be unsafe.
+ *  The store's verdict, fatal: every later call is refused with it. */
 export class StorageCorruptionError extends Error {
   override readonly name = 'StorageCorruptionError';
+}
+
+/** One record (a value or a WAL frame) fails its CRC or does not parse: what the codec finds, not yet a
+ *  verdict. The store that read it decides: LevelStorage ends the log at a bad entry (the leader resends
+ *  the rest); a record Raft cannot do without becomes a StorageCorruptionError that says where and what an
+ *  operator can do. */
+export class CorruptRecordError extends Error {
+  override readonly name = 'CorruptRecordError';
 }
 
 /** The caller broke a log rule (gap, overlap with the snapshot, out-of-order snapshot). Nothing was written. */

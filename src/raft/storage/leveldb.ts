@@ -11,7 +11,6 @@
 import { Level } from 'level';
 import { emptyHardState, type Entry, type RestoredState, type Snapshot } from '../core/types.js';
 import {
-  CorruptRecordError,
   ENTRY_RANGE,
   HARD_STATE_KEY,
   SNAPSHOT_DATA_KEY,
@@ -28,7 +27,7 @@ import {
   entryKeyIndex,
 } from './codec.js';
 import { StoreCallQueue } from './call-queue.js';
-import { StorageCorruptionError } from './errors.js';
+import { CorruptRecordError, StorageCorruptionError } from './errors.js';
 import { boundsAfterCompact, boundsAfterSave, checkBatchShape, movesOnlyCommit, type LogBounds, type WrittenVote } from './rules.js';
 import type { PersistBatch, RaftStorage } from './types.js';
 import { mark } from '../../trace/stages.js';

@@ -5,7 +5,8 @@
 // entries (codec.ts encodeEntry) and a hard state (encodeHardState). A frame is the unit of atomicity: a
 // crash leaves it whole or torn, and a torn frame fails its length or CRC check, so a save() is never
 // half-read. Every segment's first frame carries a base, so the newest segment alone holds the whole log.
-import { CorruptRecordError, crc32, decodeEntry, decodeHardState, readU64, writeU64 } from './codec.js';
+import { crc32, decodeEntry, decodeHardState, readU64, writeU64 } from './codec.js';
+import { CorruptRecordError } from './errors.js';
 import type { Entry, HardState } from '../core/types.js';
 
 export const FRAME_HEADER_BYTES = 8;

@@ -26,7 +26,6 @@ import { join } from 'node:path';
 import { Level } from 'level';
 import { emptyHardState, type Entry, type RestoredState, type Snapshot } from '../core/types.js';
 import {
-  CorruptRecordError,
   ENTRY_RANGE,
   HARD_STATE_KEY,
   SNAPSHOT_DATA_KEY,
@@ -41,7 +40,7 @@ import {
   snapshotKeyIndex,
 } from './codec.js';
 import { StoreCallQueue } from './call-queue.js';
-import { StorageCorruptionError, StorageFailedError } from './errors.js';
+import { CorruptRecordError, StorageCorruptionError, StorageFailedError } from './errors.js';
 import { LevelStorage } from './leveldb.js';
 import { boundsAfterCompact, boundsAfterSave, checkBatchShape, movesOnlyCommit, type LogBounds, type WrittenVote } from './rules.js';
 import type { PersistBatch, RaftStorage } from './types.js';

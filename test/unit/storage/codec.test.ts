@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Entry, HardState, SnapshotMeta } from '../../../src/raft/core/types.js';
 import {
-  CorruptRecordError,
   ENTRY_RANGE,
   crc32,
   decodeEntry,
@@ -15,6 +14,7 @@ import {
   entryKey,
   entryKeyIndex,
 } from '../../../src/raft/storage/codec.js';
+import { CorruptRecordError } from '../../../src/raft/storage/errors.js';
 
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
 
