@@ -1,6 +1,7 @@
 // The in-memory view of one node's Raft log: the latest snapshot plus the entries after it.
 // `stableIndex` splits it into what is already durable and what the next Ready must persist.
 // PURE: no I/O. The driver loads the durable copy at start and persists each Ready's tail.
+import { RaftInvariantError } from './errors.js';
 import type { Entry, Snapshot } from './types.js';
 
 export class RaftLog {
@@ -100,7 +101,7 @@ export class RaftLog {
       if (have !== undefined) {
         // Conflict: everything from here on is replaced. Committed entries can never conflict.
         if (e.index <= this.committed) {
-          throw new Error(`raft invariant: conflicting entry at committed index ${e.index}`);
+          throw new RaftInvariantError(`raft invariant: conflicting entry at committed index ${e.index}`);
         }
         this.truncateFrom(e.index);
       }

@@ -7,6 +7,7 @@
 // what the leader sends each of them (replication.ts), majorities (quorum.ts), ReadIndex (read-only.ts),
 // a snapshot received in chunks (snapshot-receiver.ts), the log (log.ts), membership (config.ts).
 import { ConfHistory, changeConf, copyConf, decodeConfEntry, encodeConfEntry, type ConfChange } from './config.js';
+import { CompactionRangeError } from './errors.js';
 import { SnapshotReceiver } from './snapshot-receiver.js';
 import { RaftInspection } from './inspect.js';
 import { RaftLog } from './log.js';
@@ -215,12 +216,12 @@ export class Raft {
    *  application was still applying older entries (etcd's ErrCompacted); the caller then persists nothing. */
   compact(index: number, data: Uint8Array): Snapshot | null {
     if (index <= this.log.snapshot.meta.index) return null;
-    if (index > this.log.applied) throw new Error(`compact(${index}) beyond applied index ${this.log.applied}`);
+    if (index > this.log.applied) throw new CompactionRangeError(`compact(${index}) beyond applied index ${this.log.applied}`);
     // A leader applies entries before its own copy is written (takeDurableCommitted); a snapshot past
     // its durable log would drop entries the next Ready still has to write.
-    if (index > this.log.stableIndex) throw new Error(`compact(${index}) beyond the durable log (${this.log.stableIndex})`);
+    if (index > this.log.stableIndex) throw new CompactionRangeError(`compact(${index}) beyond the durable log (${this.log.stableIndex})`);
     const term = this.log.term(index);
-    if (term === undefined) throw new Error(`compact(${index}): index is not in the log`);
+    if (term === undefined) throw new CompactionRangeError(`compact(${index}): index is not in the log`);
     // The snapshot records the configuration AS OF its index, not a later (maybe uncommitted) one.
     const conf = copyConf(this.confs.at(index));
     const snapshot: Snapshot = { meta: { index, term, conf }, data };
