@@ -30,7 +30,7 @@ function poolFor(o: Opts): EndpointPool {
 }
 
 /** SPEC's exit code of a failed cluster call: the one mapping every command shares (exit-codes.ts). */
-export function exitCodeOfRpc(err: RpcError): number {
+function exitCodeOfRpc(err: RpcError): number {
   return exitCodeForStatus(err.code);
 }
 

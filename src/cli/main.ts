@@ -11,7 +11,7 @@ import { observeCommand, watchCommand } from './watch-command.js';
 import { reportError } from './exit-codes.js';
 import { packageVersion } from './version.js';
 
-export function buildProgram(): Command {
+function buildProgram(): Command {
   const program = new Command();
   program
     .name('leasehold')

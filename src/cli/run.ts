@@ -57,7 +57,7 @@ export const RUN_DEFAULT_TTL_MS = 15_000;
 
 /** After LOST, one short release attempt: the lease may still be ours on the server (lost only by the local
  *  deadline), but a cluster that stopped answering will not answer now either. */
-export const RELEASE_AFTER_LOST_MS = 500;
+const RELEASE_AFTER_LOST_MS = 500;
 
 export function runCommand(program: Command): void {
   withTlsFlags(program

@@ -28,7 +28,7 @@ export class ConfigError extends Error {
   }
 }
 
-export function formatIssue(source: string, issue: ConfigIssue): string {
+function formatIssue(source: string, issue: ConfigIssue): string {
   const where = issue.line === undefined ? source : `${source}:${issue.line}:${issue.column ?? 1}`;
   return issue.path === '' ? `${where}: ${issue.message}` : `${where}: ${issue.path}: ${issue.message}`;
 }

@@ -35,7 +35,7 @@ export interface ValidateContext {
   locate?: (path: readonly PathSegment[]) => Position | undefined;
 }
 
-export function formatPath(path: readonly PathSegment[]): string {
+function formatPath(path: readonly PathSegment[]): string {
   let out = '';
   for (const seg of path) out += typeof seg === 'number' ? `[${seg}]` : out === '' ? seg : `.${seg}`;
   return out;
@@ -72,7 +72,7 @@ function editDistance(a: string, b: string): number {
 const normalize = (s: string): string => s.toLowerCase().replace(/[-_\s]/g, '');
 
 /** The closest known key, if it is close enough to be a typo (or the same word in another case style). */
-export function closestKey(key: string, candidates: readonly string[]): string | undefined {
+function closestKey(key: string, candidates: readonly string[]): string | undefined {
   const k = normalize(key);
   let best: string | undefined;
   let bestDistance = Infinity;

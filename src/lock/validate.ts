@@ -258,8 +258,8 @@ export interface ValidList {
 }
 
 /** List pages: at most this many locks each (SPEC "List"); 0 asks for the default. */
-export const MAX_LIST_LIMIT = 1000;
-export const DEFAULT_LIST_LIMIT = 100;
+const MAX_LIST_LIMIT = 1000;
+const DEFAULT_LIST_LIMIT = 100;
 
 export function validateList(input: ListInput, _limits: LockLimits = DEFAULT_LOCK_LIMITS): Validated<ValidList> {
   return collect(() => {

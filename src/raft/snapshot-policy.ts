@@ -8,7 +8,7 @@
 /** Below this size a snapshot is cheap: the entry count alone decides (what tests and small clusters see). */
 export const LARGE_SNAPSHOT_BYTES = 1 << 20;
 /** A large state is snapshotted once the log since the last one holds this share of its size. */
-export const LOG_SHARE_OF_STATE = 1 / 4;
+const LOG_SHARE_OF_STATE = 1 / 4;
 /** Per-entry bookkeeping (index, term, kind, framing) counted on top of its data. */
 const ENTRY_OVERHEAD_BYTES = 16;
 

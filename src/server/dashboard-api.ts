@@ -37,10 +37,10 @@ export class NotCurrentError extends Error {
   override readonly name = 'NotCurrentError';
 }
 
-export const MAX_PAGE = 1000;
+const MAX_PAGE = 1000;
 const DEFAULT_PAGE = 100;
 /** Where campaigns live (src/client/election.ts, electionKey): the server may not import the client. */
-export const ELECTION_PREFIX = 'election/';
+const ELECTION_PREFIX = 'election/';
 
 // ---------------------------------------------------------------------------------------------------
 // /api/cluster

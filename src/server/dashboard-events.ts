@@ -35,7 +35,7 @@ export interface EventStreamLimits {
   keepaliveMs: number;
 }
 
-export const EVENT_STREAM_LIMITS: EventStreamLimits = { maxStreams: 32, stallMs: 15_000, keepaliveMs: 15_000 };
+const EVENT_STREAM_LIMITS: EventStreamLimits = { maxStreams: 32, stallMs: 15_000, keepaliveMs: 15_000 };
 
 export const EVENT_PARAMETERS = ['prefix', 'after_index', 'renewals'] as const;
 

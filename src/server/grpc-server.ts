@@ -69,7 +69,7 @@ const messageCalls = new WeakSet<object>();
 
 /** Calls of one Lock/Stream served at once; more are refused RESOURCE_EXHAUSTED (a bound on what one
  *  client can make a node hold; the lock leader's own limits still apply to each call). */
-export const MAX_STREAM_CALLS_IN_FLIGHT = 10_000;
+const MAX_STREAM_CALLS_IN_FLIGHT = 10_000;
 
 interface MessageCallContext {
   /** Forwarded by a member follower (never forwarded again; owner checked there). */

@@ -75,7 +75,7 @@ export function serveWatch(call: WatchCall, serving: WatchServing | undefined, o
   );
 }
 
-export function eventToWire(e: LockEvent): WireInput<WatchEvent> {
+function eventToWire(e: LockEvent): WireInput<WatchEvent> {
   return {
     index: String(e.index),
     key: e.key,

@@ -12,7 +12,7 @@
 // (OpenTelemetry allocates a span object per stage and needs a collector).
 
 /** Every stage, in roughly the order a call meets them. The index is the stamp's code. */
-export const STAGES = [
+const STAGES = [
   'call.recv', // a lock call's handler starts (request decoded by grpc-js and our strict decoder)
   'call.propose', // the lock leader proposes the call's command (RaftNode.propose)
   'call.read', // a read barrier starts (RaftNode.readBarrier)

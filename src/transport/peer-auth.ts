@@ -8,7 +8,7 @@ import type { PeerCertificate } from 'node:tls';
 import type { NodeLogger } from '../raft/logger.js';
 
 /** The CN and DNS subject-alternative names of a certificate (what a node id may be written as). */
-export function certificateNames(cert: Pick<PeerCertificate, 'subject' | 'subjectaltname'> | undefined): string[] {
+function certificateNames(cert: Pick<PeerCertificate, 'subject' | 'subjectaltname'> | undefined): string[] {
   if (!cert) return [];
   const names = new Set<string>();
   const cn = cert.subject?.CN as string | string[] | undefined;

@@ -130,10 +130,6 @@ export class LockLeader {
     return hasPlaceInLine(this.state(), this.proposals, key, owner, requestId);
   }
 
-  get proposalsInFlight(): number {
-    return this.proposals.size;
-  }
-
   // ------------------------------------------------------------------ role and term
 
   private onRole(role: Role, term: number, leaderId: string | null): void {

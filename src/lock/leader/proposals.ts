@@ -27,10 +27,6 @@ export class ProposalTable {
   private readonly cancelled = new Set<CallId>();
   private nextId = 1;
 
-  get size(): number {
-    return this.purposes.size;
-  }
-
   /** A new proposal for `purpose`: its id, unique for the life of this leader module. */
   add(purpose: Purpose): ProposalId {
     const id = this.nextId++;

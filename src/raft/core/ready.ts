@@ -11,7 +11,7 @@ import type { Entry, HardState, Message, NodeId, ReadFailure, ReadState, Ready, 
 
 /** The most committed entries one Ready (or one takeDurableCommitted) hands out: a large backlog is
  *  applied over several turns of the driver's loop, not in one. */
-export const MAX_COMMITTED_PER_READY = 1024;
+const MAX_COMMITTED_PER_READY = 1024;
 
 /** What a Ready reports of the core's own state, read when the driver asks. */
 export interface ReadySource {

@@ -22,14 +22,14 @@ export function crc32(bytes: Uint8Array, start = 0, end = bytes.length): number 
 
 const TWO_POW_32 = 0x1_0000_0000; // declared before ENTRY_RANGE, which encodes a key at module load
 const ENTRY_PREFIX = 0x65; // 'e'
-export const ENTRY_KEY_LENGTH = 9;
+const ENTRY_KEY_LENGTH = 9;
 export const HARD_STATE_KEY: Uint8Array = new TextEncoder().encode('h');
 export const SNAPSHOT_META_KEY: Uint8Array = new TextEncoder().encode('s/meta');
 export const SNAPSHOT_DATA_KEY: Uint8Array = new TextEncoder().encode('s/data');
 /** Snapshots kept by the WAL store ('S' + 8-byte big-endian index + 'm'eta or 'd'ata): one per index, so a
  *  new snapshot never overwrites the one the WAL still starts from (wal-storage.ts). */
 const SNAPSHOT_PREFIX = 0x53; // 'S'
-export const SNAPSHOT_KEY_LENGTH = 10;
+const SNAPSHOT_KEY_LENGTH = 10;
 export const SNAPSHOT_RANGE = { gte: Uint8Array.of(SNAPSHOT_PREFIX), lt: Uint8Array.of(SNAPSHOT_PREFIX + 1) } as const;
 export function snapshotKey(index: number, part: 'meta' | 'data'): Uint8Array {
   const key = new Uint8Array(SNAPSHOT_KEY_LENGTH);

@@ -16,7 +16,7 @@ const KIND_ENTRY = 2;
 const KIND_HARD_STATE = 3;
 const BASE_BYTES = 16;
 /** A frame longer than this is not a frame we wrote (a snapshot never rides in the WAL). */
-export const MAX_FRAME_BYTES = 1 << 30;
+const MAX_FRAME_BYTES = 1 << 30;
 
 /** The log restarts after this snapshot: entries at or below it are gone. */
 export interface WalBase {

@@ -33,7 +33,7 @@ export interface TestFaults {
 }
 
 /** A fast clock beyond this is refused outright: it would make timers spin (and is no clock a host has). */
-export const MAX_DRIFT_PPM = 500_000;
+const MAX_DRIFT_PPM = 500_000;
 
 /** Parses a fault file's text; throws with the reason on a malformed one (the caller keeps the last good one). */
 export function parseTestFaults(text: string): TestFaults {
