@@ -9,6 +9,7 @@ import { CommanderError, InvalidArgumentError } from 'commander';
 import { InvalidRequestError, LeaseholdError, LockLostError, LockNotAcquiredError, UnavailableError } from '../client/errors.js';
 import { RpcError } from '../client/rpc.js';
 import { WatchHistoryLostError } from '../client/watch.js';
+import { causeChain } from '../server/error-causes.js';
 
 export const EXIT = Object.freeze({ OK: 0, USAGE: 1, UNAVAILABLE: 2, REFUSED: 3, DENIED: 4 } as const);
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -60,10 +61,7 @@ export function exitCodeForStatus(code: grpc.status): ExitCode {
 }
 
 function rpcCause(err: unknown): RpcError | null {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if (e instanceof RpcError) return e;
-  }
-  return null;
+  return causeChain(err).find((e): e is RpcError => e instanceof RpcError) ?? null;
 }
 
 /** The exit code of anything a client command can throw. Unknown errors count as usage errors (1). */

@@ -265,19 +265,22 @@ class Validator {
       const address = text('address');
       const dataDir = text('dataDir');
       const peerAddress = text('peerAddress', true);
-      if (peerAddress !== undefined) {
-        const parsed = parseAddress(peerAddress);
+      // A node's address or peerAddress, parsed; each must differ from every other address in the config.
+      const claimAddress = (key: 'address' | 'peerAddress', address: string): HostPort | undefined => {
+        const parsed = parseAddress(address);
         if (typeof parsed === 'string') {
-          this.report([...path, 'peerAddress'], parsed);
-        } else {
-          const canonical = `${parsed.host.toLowerCase()}:${parsed.port}`;
-          if (seenAddresses.has(canonical)) {
-            this.report([...path, 'peerAddress'], `duplicate address ${peerAddress} (also nodes[${seenAddresses.get(canonical)}])`);
-          } else {
-            seenAddresses.set(canonical, i);
-          }
+          this.report([...path, key], parsed);
+          return undefined;
         }
-      }
+        const canonical = `${parsed.host.toLowerCase()}:${parsed.port}`;
+        if (seenAddresses.has(canonical)) {
+          this.report([...path, key], `duplicate address ${address} (also nodes[${seenAddresses.get(canonical)}])`);
+        } else {
+          seenAddresses.set(canonical, i);
+        }
+        return parsed;
+      };
+      if (peerAddress !== undefined) claimAddress('peerAddress', peerAddress);
 
       if (id !== undefined) {
         if (!isNodeId(id)) {
@@ -288,21 +291,7 @@ class Validator {
           seenIds.set(id, i);
         }
       }
-      let hostPort: HostPort | undefined;
-      if (address !== undefined) {
-        const parsed = parseAddress(address);
-        if (typeof parsed === 'string') {
-          this.report([...path, 'address'], parsed);
-        } else {
-          hostPort = parsed;
-          const canonical = `${parsed.host.toLowerCase()}:${parsed.port}`;
-          if (seenAddresses.has(canonical)) {
-            this.report([...path, 'address'], `duplicate address ${address} (also nodes[${seenAddresses.get(canonical)}])`);
-          } else {
-            seenAddresses.set(canonical, i);
-          }
-        }
-      }
+      const hostPort = address !== undefined ? claimAddress('address', address) : undefined;
       let resolvedDir: string | undefined;
       if (dataDir !== undefined) {
         resolvedDir = resolveDir(dataDir, this.ctx.baseDir);

@@ -223,8 +223,13 @@ export class RaftNode<R = unknown> extends EventEmitter {
 
   /** Did a message from `id` arrive within the last `windowMs`? */
   heardWithin(id: NodeId, windowMs: number): boolean {
+    return this.heardWithinAt(id, this.env.nowMs(), windowMs);
+  }
+
+  /** Did a message from `id` arrive in the `windowMs` before `nowMs`? */
+  private heardWithinAt(id: NodeId, nowMs: number, windowMs: number): boolean {
     const t = this.lastHeardMs.get(id);
-    return t !== undefined && this.env.nowMs() - t < windowMs;
+    return t !== undefined && nowMs - t < windowMs;
   }
 
   /**
@@ -235,10 +240,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
   serving(windowMs: number): { serving: boolean; reason: string } {
     if (this.stopped) return { serving: false, reason: 'shutting down' };
     const now = this.env.nowMs();
-    const recent = (id: NodeId) => {
-      const t = this.lastHeardMs.get(id);
-      return t !== undefined && now - t < windowMs;
-    };
+    const recent = (id: NodeId) => this.heardWithinAt(id, now, windowMs);
     const conf = this.conf;
     if (this.soft.role === 'leader') {
       if (!conf || !conf.voters.includes(this.id)) return { serving: false, reason: 'leader outside its own configuration' };

@@ -1,13 +1,13 @@
 // Opening a node's data dir, with LevelDB's bare "Database failed to open" turned into the cause and the place.
 import { WalStorage } from '../raft/storage/wal-storage.js';
+import { causeChain } from './error-causes.js';
 
 /** Opens the node's store (its WAL and LevelDB), turning LevelDB's bare "Database failed to open" into the cause and the place. */
 export async function openStorage(dataDir: string, id: string): Promise<WalStorage> {
   try {
     return await WalStorage.open(dataDir);
   } catch (err) {
-    const codes: string[] = [];
-    for (let e: unknown = err; e instanceof Error && codes.length < 5; e = (e as { cause?: unknown }).cause) codes.push(String((e as { code?: unknown }).code ?? ''));
+    const codes = causeChain(err).map((e) => String((e as { code?: unknown }).code ?? ''));
     const detail = (err as Error).message;
     if (codes.includes('LEVEL_LOCKED')) {
       throw new Error(
