@@ -4,6 +4,9 @@
 //   0 done · 1 usage error or INVALID_ARGUMENT (client- or server-side) · 2 the cluster could not answer
 //   (no leader, no quorum, unreachable, deadline) · 3 refused (held by another, wrong owner/token, not held,
 //   an impossible change) · 4 permission denied or unauthenticated.
+// `serve` has one code of its own: 70, the node stopped because it cannot go on (storage failed, an entry
+// of a newer build) — sysexits' EX_SOFTWARE, apart from the codes above: a supervisor restarts it, and an
+// operator reading the code knows it was the node's own decision.
 import * as grpc from '@grpc/grpc-js';
 import { CommanderError, InvalidArgumentError } from 'commander';
 import { InvalidRequestError, LeaseholdError, LockLostError, LockNotAcquiredError, UnavailableError } from '../client/errors.js';
@@ -11,7 +14,7 @@ import { RpcError } from '../client/rpc.js';
 import { WatchHistoryLostError } from '../client/watch.js';
 import { causeChain } from '../server/error-causes.js';
 
-export const EXIT = Object.freeze({ OK: 0, USAGE: 1, UNAVAILABLE: 2, REFUSED: 3, DENIED: 4 } as const);
+export const EXIT = Object.freeze({ OK: 0, USAGE: 1, UNAVAILABLE: 2, REFUSED: 3, DENIED: 4, NODE_FAILED: 70 } as const);
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 /** Bad usage found by the CLI itself (a malformed token or endpoint, a missing argument): exit 1. */

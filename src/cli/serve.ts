@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { startNode } from '../server/runtime.js';
+import { EXIT } from './exit-codes.js';
 
 export function serveCommand(program: Command): void {
   program
@@ -15,7 +16,12 @@ export function serveCommand(program: Command): void {
     .action(async (opts: { config: string; id: string; join?: boolean; dataDir?: string; metricsAddress?: string }) => {
       const config = loadConfig(opts.config);
       if (opts.metricsAddress !== undefined && !/^[^\s:]+:\d{1,5}$/.test(opts.metricsAddress)) throw new Error(`--metrics-address: expected host:port, got ${JSON.stringify(opts.metricsAddress)}`);
-      const running = await startNode(config, opts.id, { join: opts.join ?? false, ...(opts.dataDir ? { dataDir: resolve(opts.dataDir) } : {}), ...(opts.metricsAddress ? { metricsAddress: opts.metricsAddress } : {}) });
+      const running = await startNode(config, opts.id, {
+        join: opts.join ?? false,
+        ...(opts.dataDir ? { dataDir: resolve(opts.dataDir) } : {}),
+        ...(opts.metricsAddress ? { metricsAddress: opts.metricsAddress } : {}),
+        onFatal: () => process.exit(EXIT.NODE_FAILED),
+      });
       let signals = 0;
       const stop = (signal: string) => {
         signals++;

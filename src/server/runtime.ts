@@ -42,11 +42,6 @@ import { DashboardRoutes } from './dashboard-routes.js';
 import { membersThatRan } from './members-ran.js';
 import { watchQuorum } from './quorum-watch.js';
 
-/** A node that stops because it cannot go on (storage failed, an entry of a newer build) exits with
- *  sysexits' EX_SOFTWARE, apart from the client commands' codes (cli/exit-codes.ts): a supervisor restarts
- *  it, and an operator reading the code knows it was the node's own decision. */
-export const NODE_EXIT_FAILED = 70;
-
 export interface RunningNode {
   id: string;
   address: string;
@@ -70,6 +65,9 @@ export interface StartOptions {
   dataDir?: string;
   /** Overrides this node's Prometheus address (`serve --metrics-address`, env LEASEHOLD_METRICS_ADDRESS). */
   metricsAddress?: string;
+  /** The node cannot go on (storage failed, an entry of a newer build); why is logged already. It must
+   *  not serve on: `serve` exits at once with EXIT.NODE_FAILED (cli/exit-codes.ts). */
+  onFatal: (err: unknown) => void;
 }
 
 /** How long the first-boot and vouching questions to peers may take: a dead peer must not hold up a start for long. */
@@ -80,7 +78,7 @@ const DEFAULT_CALL_TIMEOUT_MS = 5000;
  *  names no deadline. */
 const LEADER_PROPOSAL_TIMEOUT_MS = DEFAULT_CALL_TIMEOUT_MS;
 
-export async function startNode(config: ClusterConfig, id: string, options: StartOptions = {}): Promise<RunningNode> {
+export async function startNode(config: ClusterConfig, id: string, options: StartOptions): Promise<RunningNode> {
   const self = config.nodes.find((n) => n.id === id);
   if (!self) throw new Error(`--id ${id}: no node with that id in the config (have: ${config.nodes.map((n) => n.id).join(', ')})`);
   const logger = options.logger ?? createNodeLogger(config.log);
@@ -205,7 +203,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     const message = err instanceof Error ? err.message : String(err);
     if (err instanceof UnknownCommandError) logger.fatal({ nodeId: id, err: message }, 'an entry of a newer build: exiting; upgrade this node');
     else logger.fatal({ nodeId: id, err: message }, 'storage failed; exiting so a supervisor restarts the node from disk');
-    process.exit(NODE_EXIT_FAILED);
+    options.onFatal(err);
   });
 
   if (metrics) liveNode.on('softState', (ss, prev) => metrics.onSoftState(ss, prev));
