@@ -7,6 +7,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Message, NodeId } from '../raft/core/types.js';
 import type { NodeLogger } from '../raft/logger.js';
 import type { PeerSender } from '../raft/transport.js';
+import { BASE_LEVEL } from '../lock/versions.js';
 import type { ForwardSession } from './forward.js';
 import { serveForwardStream, type ForwardedCallHandler } from './forward-server.js';
 import { PeerAdmission, type PeerIdentity } from './peer-admission.js';
@@ -39,7 +40,7 @@ export interface PeerTransportOptions {
    *  why that pair): the process is most likely gone. The runtime passes it to RaftNode.peerUnreachable. */
   onPeerUnreachable?: (peer: NodeId) => void;
   /** The highest cluster level this build reads (src/lock/versions.ts), announced on every message we send;
-   *  0 = announce nothing (a build before the gate). */
+   *  NO_LEVEL_ANNOUNCED (peer-link.ts; the default) = announce nothing, as a build before the gate. */
   clusterLevel?: number;
   /** A monotonic clock (ms) for the link's timing rules (PeerLink.markAlive); tests drive it. */
   nowMs?: () => number;
@@ -52,7 +53,8 @@ export class PeerTransport implements PeerSender {
   /** Inbound Raft streams accepted so far (each one numbered: PeerLink.markAlive). */
   private inboundStreams = 0;
   private forwardedCallHandler: ForwardedCallHandler | null = null;
-  /** The cluster level each peer announced on its latest message to us (0 = a build before the gate). */
+  /** The cluster level each peer announced on its latest message to us (BASE_LEVEL for a build before the
+   *  gate, which announces none). */
   private readonly announcedLevels = new Map<NodeId, number>();
 
   constructor(private readonly opts: PeerTransportOptions) {
@@ -112,7 +114,7 @@ export class PeerTransport implements PeerSender {
    *  members get here (admission), so the map stays as small as the membership. */
   private heard(from: NodeId, stream: number, level: number): void {
     this.links.get(from)?.markAlive(stream);
-    this.announcedLevels.set(from, Math.max(1, level));
+    this.announcedLevels.set(from, Math.max(BASE_LEVEL, level)); // none announced: a build before the gate
   }
 
   /** Each peer and whether its outbound stream is connected (metrics, quorum warnings). */

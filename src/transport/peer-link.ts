@@ -17,8 +17,22 @@ import type { PeerTransportOptions } from './grpc.js';
  *  election timeout (500-1000 ms at the defaults) has done the job anyway. */
 const GONE_PROBE_MS = 1000;
 
+/** The first reconnect waits 25-50 ms (with jitter): a peer back from a restart or a short cut is redialled
+ *  well within a heartbeat (100 ms at the defaults). */
 const BACKOFF_MIN_MS = 50;
+/** The longest wait between reconnects: a peer back from a long outage is redialled within about two
+ *  election timeouts (500-1000 ms at the defaults), not after grpc's 120 s (see NODE_CHANNEL_BACKOFF). */
 const BACKOFF_MAX_MS = 2000;
+/** Each failed reconnect doubles the backoff (up to BACKOFF_MAX_MS): from 50 ms, 2 s is six failures away. */
+const BACKOFF_GROWTH = 2;
+
+/** The cluster level a message carries when its build announces none (a build before the gate): proto3's
+ *  default, what such a build's messages decode to. */
+export const NO_LEVEL_ANNOUNCED = 0;
+
+/** Written slots are freed once there are more than this many and they are most of the queue: copying the
+ *  unwritten tail is then paid for by the writes that freed them, and below it they waste little memory. */
+const COMPACT_AFTER_SLOTS = 1024;
 
 /** Reconnect backoff for every channel a node opens to another node — peer streams and the forwarding of
  *  client calls alike. grpc's default (1 s, x1.6, up to 120 s) left a follower unable to forward for
@@ -162,8 +176,10 @@ export class PeerLink {
 
   private scheduleReconnect(): void {
     if (this.reconnectTimer || this.closed) return;
+    // "Equal jitter": half the backoff for sure, the other half at random, so links that broke together
+    // (a restarted peer, a healed partition) do not all redial at once.
     const delay = this.backoffMs / 2 + Math.random() * (this.backoffMs / 2);
-    this.backoffMs = Math.min(this.backoffMs * 2, BACKOFF_MAX_MS);
+    this.backoffMs = Math.min(this.backoffMs * BACKOFF_GROWTH, BACKOFF_MAX_MS);
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = null;
       // Only with something to send: reopening an idle link to a dead peer on every timer grew the
@@ -181,7 +197,7 @@ export class PeerLink {
     if (!stream) return;
     while (this.writable && this.head < this.queue.length) {
       const m = this.queue[this.head++]!;
-      const wire = messageToWire(m, this.clusterId(), this.opts.clusterLevel ?? 0);
+      const wire = messageToWire(m, this.clusterId(), this.opts.clusterLevel ?? NO_LEVEL_ANNOUNCED);
       mark('peer.write');
       this.writable = stream.write(wire);
     }
@@ -194,7 +210,7 @@ export class PeerLink {
       this.queue = [];
       this.head = 0;
       this.overflowing = false;
-    } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
+    } else if (this.head > COMPACT_AFTER_SLOTS && this.head * 2 > this.queue.length) {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
