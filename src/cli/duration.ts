@@ -1,5 +1,5 @@
-// Durations on the command line: always with a unit. A bare number is ambiguous (`--ttl 5` used to mean
-// 5 ms), so it is refused with the likely meaning spelled out; only 0 needs no unit.
+// Durations on the command line: always with a unit. A bare number is ambiguous (`--ttl 5`: 5 ms or 5 s?),
+// so it is refused with the likely meaning spelled out; only 0 needs no unit.
 import { InvalidArgumentError } from 'commander';
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };

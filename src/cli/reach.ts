@@ -1,6 +1,6 @@
 // Tells "the cluster is unreachable" (nothing accepts a connection: a wrong --endpoints, nodes down) from
 // "the cluster is busy" (nodes answer UNAVAILABLE during an election). The first ends a command after a
-// short grace with the endpoints it tried; the second is retried until --timeout as before.
+// short grace with the endpoints it tried; the second is retried until --timeout.
 import * as grpc from '@grpc/grpc-js';
 import { UnreachableError } from './exit-codes.js';
 import { formatDuration } from './duration.js';

@@ -67,8 +67,8 @@ export interface AcquireCommand {
   /** Proposed by the leader for the head of a FIFO wait queue: the request was refused when it arrived
    *  (that refusal is remembered) and is now offered the lock. Only such an acquire may turn a remembered
    *  refusal into a grant; a plain retry or a late duplicate gets the refusal replayed. Encoded as tag 7.
-   *  No longer proposed (the wait line is in the machine now, wait-line.ts); decoded and applied as it was,
-   *  so old logs replay the same. */
+   *  This build never proposes it (the wait line is the machine's: wait-line.ts); it is decoded and applied
+   *  as written, so a log that holds it replays the same. */
   queued?: boolean;
   /** > 0: if the key cannot be granted now, join its wait line (wait-line.ts) for this long (log time) at
    *  most; the entry that ends the hold ahead of it hands it the key. Encoded as tag 9. */

@@ -28,7 +28,7 @@
 //            log times is at most the difference of one leader's stamps.
 //   level    `clusterLevel` raises the cluster level (never lowers it); an entry of a level this build does
 //            not read stops the node (UnknownCommandError) rather than being skipped or misapplied.
-//   ran      `memberRan` records that a Raft member has run (from level 2; before, it changes nothing): the
+//   ran      `memberRan` records that a Raft member has run (from level 2; below it, it changes nothing): the
 //            first-boot check refuses a bootstrap start of such a member with an empty data dir (identity.ts),
 //            on every peer that applied it, restarted or not. Ids are never reused, so the set only grows,
 //            bounded by the members ever added.

@@ -16,7 +16,7 @@
 //                         freeKey = key lastToken now-freedAt
 //   dedupCount (owner:str requestId:str now-recordedAt type:u8 key:str token:uvarint64 outcome)*  oldest first
 // Version 4 is version 3 followed by the wait lines (wait-line.ts), written only when someone waits (a state
-// without waiters is written as version 3, byte for byte as before):
+// without waiters is written as version 3, byte for byte):
 //   lineCount (key waiterCount (ticketDelta owner:str ttlMs requestId:str deadline-now:svarint)*)*
 //   lines sorted by key; in a line, waiters in ticket order, the first ticket absolute, then deltas >= 1.
 // Version 5 adds hold options — lock-delays (machine.ts `delay`) and values — written only when there is

@@ -82,7 +82,7 @@ export class PeerLink {
    *  open even while we have nothing to say. Followers never message each other until an election, and
    *  a pre-vote (or the first forwarded call) to a peer whose connection was still to be set up waited
    *  20-60 ms for TCP and HTTP/2 just when the leader was gone; an open call also keeps grpc from idling
-   *  the channel. After a break the stream reopens on demand (the next message), as before. */
+   *  the channel. After a break the stream reopens on demand (the next message). */
   connect(credentials: grpc.ChannelCredentials | undefined): void {
     const opts = this.opts;
     if (this.client) {
@@ -182,9 +182,9 @@ export class PeerLink {
     this.backoffMs = Math.min(this.backoffMs * BACKOFF_GROWTH, BACKOFF_MAX_MS);
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = null;
-      // Only with something to send: reopening an idle link to a dead peer on every timer grew the
-      // backoff (ours and grpc's) to 2 s while it was down, and its first messages after it came back
-      // waited that long (a pre-vote answer held 1.2 s, seen in the failover bench).
+      // Only with something to send: reopening an idle link to a dead peer on every timer would grow the
+      // backoff (ours and grpc's) to 2 s while it is down, and its first messages after it comes back would
+      // wait that long (a pre-vote answer held 1.2 s in the failover bench).
       if (this.head < this.queue.length) this.flush();
     }, delay);
     this.reconnectTimer.unref?.();

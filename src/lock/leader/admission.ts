@@ -14,8 +14,8 @@
 // applied state by then, and every entry after its term start is its own proposal, counted here until it
 // APPLIES. A proposal that timed out is not gone: its entry stays in this leader's log and may still commit,
 // so its claim stays counted (by the index the driver reports) until the log applies that index, or the
-// leadership ends (a later term of ours starts after it). (Until issue 22 finding 7 a timeout released the
-// claim at once, and what was admitted meanwhile committed beside it.)
+// leadership ends (a later term of ours starts after it). (Released at the timeout, what was admitted
+// meanwhile could commit beside it: issue 22 finding 7, lock mutant l2.)
 // A claim is judged on the state it meets, and that state moves on before the acquire applies: one judged
 // while its key had a lease or a record counts no lease (or none of its owner, or no record), yet if that
 // lease ends (or that record is forgotten) first, the acquire adds it — while the room the end made counted

@@ -113,13 +113,13 @@ export class Raft {
 
   /**
    * The driver's transport says `from` is gone (its connection to us broke and a reconnect failed — see
-   * src/transport/grpc.ts for which signal counts). If `from` is the leader we follow, stop waiting out
-   * the election timeout: forget it as leader (so we no longer refuse votes in its name — leader
+   * src/transport/peer-probe.ts for which signal counts). If `from` is the leader we follow, stop waiting
+   * out the election timeout: forget it as leader (so we no longer refuse votes in its name — leader
    * stickiness) and campaign on one of the next two ticks (randomized). Timing only: the campaign is an
-   * ordinary one, Pre-Vote first, so a false report (the leader is alive, only our link to it broke) is harmless — the
-   * other voters still hear the leader and ignore the pre-vote, and the leader's next message to us
-   * makes us its follower again. A report about anyone else, or while we lead or campaign, changes
-   * nothing (etcd-io/raft's ReportUnreachable is the leader-side counterpart).
+   * ordinary one, Pre-Vote first, so a false report (the leader is alive, only our link to it broke) is
+   * harmless — the other voters still hear the leader and ignore the pre-vote, and the leader's next
+   * message to us makes us its follower again. A report about anyone else, or while we lead or campaign,
+   * changes nothing (etcd-io/raft's ReportUnreachable is the leader-side counterpart).
    */
   leaderUnreachable(from: NodeId): void {
     if (this.role !== 'follower' || this.leaderId !== from || from === this.id || !this.promotable()) return;
@@ -399,10 +399,10 @@ export class Raft {
   }
 
   /**
-   * A pre-candidate asks again, every tick, the voters that have not answered. A voter that still
-   * counted on the old leader (its own report not in yet) ignored the first request without a word, and
-   * otherwise both survivors of a killed leader waited out a whole election timeout (seen in the
-   * failover bench: 900 ms). Pre-votes change no state, so asking twice is harmless.
+   * A pre-candidate asks again, every tick, the voters that have not answered. A voter that still counts
+   * on the old leader (its own report not in yet) ignores the first request without a word; asked only
+   * once, both survivors of a killed leader would wait out a whole election timeout (900 ms in the
+   * failover bench). Pre-votes change no state, so asking twice is harmless.
    */
   private reaskPreVotes(): void {
     for (const id of this.tracker.voters) if (id !== this.id && !this.tracker.hasAnswered(id)) this.sendVoteRequest(id, true, this.term + 1, false);
@@ -521,7 +521,7 @@ export class Raft {
    * election in the same term and split it, costing a whole election timeout. So a pre-candidate grants
    * another's pre-vote only for a log more up to date than its own, or an equal one from a lower id: one
    * of them goes ahead. Liveness only — a pre-vote grant changes nothing durable — and a node that is not
-   * itself campaigning grants as before.
+   * itself campaigning grants by the ordinary rule alone.
    */
   private yieldsPreVoteTo(m: RequestVote): boolean {
     if (!m.preVote || this.role !== 'pre-candidate') return true;
@@ -707,7 +707,8 @@ export class Raft {
     if (changed) this.useCurrentConf();
   }
 
-  /** Coalesce: many proposals between two Readys go out as one AppendEntries per follower. */
+  /** Coalesce: many proposals between two Readys go out as at most one AppendEntries per member
+   *  (followers and learners alike; each as its Progress allows: replication.ts). */
   private flushBroadcast(): void {
     if (!this.needsBroadcast || this.role !== 'leader') return;
     this.needsBroadcast = false;

@@ -7,7 +7,8 @@ import type { ConfState } from './config.js';
 export type NodeId = string;
 
 /** 'noop' is the empty entry a new leader appends to commit entries of earlier terms (Raft §5.4.2, §8).
- *  'config' carries a membership change (ConfState encoded by the application layer). */
+ *  'config' carries a membership change: the change and the configuration it makes (config.ts ConfEntry,
+ *  encoded by the core). */
 export type EntryKind = 'normal' | 'noop' | 'config';
 
 export interface Entry {
@@ -134,7 +135,9 @@ export interface ReadIndexRequest extends MessageBase {
 export interface ReadIndexResponse extends MessageBase {
   type: 'ReadIndexResponse';
   ctx: string;
-  /** 0 when the leader could not serve it (e.g. not yet committed an entry in its term). */
+  /** 0 when it could not be served: the node asked is not the leader, is outside its own configuration,
+   *  or lost its leadership before the read was confirmed. (A leader that has not committed an entry of
+   *  its term yet holds the read until it has: read-only.ts.) */
   index: number;
 }
 
@@ -157,7 +160,9 @@ export interface ReadState {
   index: number;
 }
 
-/** A ReadIndex that could not be served (no leader, leader lost, leader not ready). */
+/** A ReadIndex that could not be served. 'no-leader': none is known, or this node lost its leadership
+ *  before the read was confirmed. 'not-ready': the leader asked (this node, or the one a follower asked)
+ *  could not serve it — not the leader (any more), or outside its own configuration. */
 export interface ReadFailure {
   ctx: string;
   reason: 'no-leader' | 'not-ready';
@@ -203,7 +208,8 @@ export interface RaftConfig {
   rng: Rng;
   preVote: boolean;
   checkQuorum: boolean;
-  /** Max AppendEntries messages in flight to one follower while it is replicating (pipelining). */
+  /** Max AppendEntries messages in flight to one member (follower or learner) while it is replicating
+   *  (pipelining). */
   maxInflight: number;
   /** Max entries in one AppendEntries. */
   maxEntriesPerMessage: number;
