@@ -6,7 +6,7 @@
 // (transport/forward.ts), for clients.
 import * as grpc from '@grpc/grpc-js';
 import type { WireInput } from '../wire/scalars.js';
-import { LOCK_CALL_NAME, type LockAnswer, type LockCall, type LockCallName, type LockClient, type LockMethod } from '../wire/lock.js';
+import { LOCK_CALL_NAME, type LockAnswer, type LockCall, type LockCallName, type LockStub, type LockMethod } from '../wire/lock.js';
 import { RpcError } from './rpc-error.js';
 
 const CALL_NAME = LOCK_CALL_NAME;
@@ -31,7 +31,7 @@ export class LockStream {
   /** The server answered UNIMPLEMENTED: it predates Lock/Stream (the caller goes unary from now on). */
   unsupported = false;
 
-  constructor(private readonly client: LockClient) {}
+  constructor(private readonly client: LockStub) {}
 
   /** Calls waiting for their answer. */
   get inFlight(): number {

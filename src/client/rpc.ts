@@ -4,8 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { WireInput } from '../wire/scalars.js';
-import { LEADER_METADATA, type LockClient, type LockMethod, lockService, type WatchEvent, type WatchRequest } from '../wire/lock.js';
-import { type ClusterClient, type ClusterMethod, clusterService, type StatusResponse } from '../wire/cluster.js';
+import { LEADER_METADATA, type LockStub, type LockMethod, lockService, type WatchEvent, type WatchRequest } from '../wire/lock.js';
+import { type ClusterStub, type ClusterMethod, clusterService, type StatusResponse } from '../wire/cluster.js';
 import { LockStream } from './lock-stream.js';
 import { RpcError } from './rpc-error.js';
 
@@ -59,8 +59,8 @@ export interface EndpointPoolOptions {
 
 /** Channels to every endpoint, kept warm; remembers which endpoint answered last (likely the leader). */
 export class EndpointPool {
-  private readonly lock = new Map<string, LockClient>();
-  private readonly cluster = new Map<string, ClusterClient>();
+  private readonly lock = new Map<string, LockStub>();
+  private readonly cluster = new Map<string, ClusterStub>();
   private readonly streams = new Map<string, LockStream>();
   private readonly useStreams: boolean;
   private preferred = 0;
@@ -106,7 +106,7 @@ export class EndpointPool {
     }
   }
 
-  private lockClient(ep: string): LockClient {
+  private lockClient(ep: string): LockStub {
     let c = this.lock.get(ep);
     if (!c) {
       c = lockService.client(ep, this.creds);
@@ -115,7 +115,7 @@ export class EndpointPool {
     return c;
   }
 
-  private clusterClient(ep: string): ClusterClient {
+  private clusterClient(ep: string): ClusterStub {
     let c = this.cluster.get(ep);
     if (!c) {
       c = clusterService.client(ep, this.creds);
@@ -165,7 +165,7 @@ export class EndpointPool {
     throw lastErr ?? new RpcError(grpc.status.DEADLINE_EXCEEDED, 'deadline passed before any endpoint answered');
   }
 
-  private unary<Res>(client: LockClient, method: PoolMethod, request: object, deadline: number, signal?: AbortSignal): Promise<Res> {
+  private unary<Res>(client: LockStub, method: PoolMethod, request: object, deadline: number, signal?: AbortSignal): Promise<Res> {
     return new Promise<Res>((resolve, reject) => {
       const fn = client[method] as unknown as (req: object, opts: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, v?: Res) => void) => grpc.ClientUnaryCall;
       const call = fn.call(client, request, { deadline: new Date(deadline) }, (err, value) => {

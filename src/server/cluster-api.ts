@@ -8,7 +8,7 @@ import type { RaftNode } from '../raft/node.js';
 import { roleToWire } from '../wire/cluster.js';
 import { NODE_CHANNEL_BACKOFF } from '../transport/peer-link.js';
 import type { WireInput } from '../wire/scalars.js';
-import { type ClusterClient, type ClusterHandlers, type ClusterMethod, clusterService, type Member } from '../wire/cluster.js';
+import { type ClusterStub, type ClusterHandlers, type ClusterMethod, clusterService, type Member } from '../wire/cluster.js';
 import { Membership, MembershipArgumentError, MembershipPreconditionError } from './membership.js';
 import { FORWARDED_METADATA, routeNotLeader } from './forward-once.js';
 import { statusError } from './status-error.js';
@@ -35,7 +35,7 @@ type Reply<T> = (err: grpc.ServiceError | null, value?: WireInput<T>) => void;
 
 
 export class ClusterApi {
-  private forwardClients = new Map<string, ClusterClient>();
+  private forwardClients = new Map<string, ClusterStub>();
 
   constructor(private readonly opts: ClusterApiOptions) {}
 

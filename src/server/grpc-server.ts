@@ -13,7 +13,7 @@ import { NODE_CHANNEL_BACKOFF } from '../transport/peer-link.js';
 import { certificateCommonName } from '../transport/peer-auth.js';
 import { LOADER_OPTIONS, packageDefinition } from '../wire/load.js';
 import type { WireInput } from '../wire/scalars.js';
-import { type AcquireRequest, type AcquireResponse, type CloseSessionResponse, type GetRequest, type GetResponse, LEADER_METADATA, LOCK_CALL_NAME, type LockAnswer, type LockCall, type LockCallName, type LockClient, type LockHandlers, type LockMethod, lockService, type OpenSessionRequest, type OpenSessionResponse, type ReleaseRequest, type ReleaseResponse, type RenewRequest, type RenewResponse, type RenewSessionResponse, type RevokeRequest, type RevokeResponse, type SessionCallRequest } from '../wire/lock.js';
+import { type AcquireRequest, type AcquireResponse, type CloseSessionResponse, type GetRequest, type GetResponse, LEADER_METADATA, LOCK_CALL_NAME, type LockAnswer, type LockCall, type LockCallName, type LockStub, type LockHandlers, type LockMethod, lockService, type OpenSessionRequest, type OpenSessionResponse, type ReleaseRequest, type ReleaseResponse, type RenewRequest, type RenewResponse, type RenewSessionResponse, type RevokeRequest, type RevokeResponse, type SessionCallRequest } from '../wire/lock.js';
 import { clusterService } from '../wire/cluster.js';
 import type { ForwardedAnswer, ForwardedCall } from '../wire/raft.js';
 import type { ForwardSession } from '../transport/forward.js';
@@ -93,7 +93,7 @@ type Reply<T> = (err: grpc.ServiceError | null, value?: WireInput<T>) => void;
 
 
 export class ClientApi {
-  private forwardClients = new Map<string, LockClient>();
+  private forwardClients = new Map<string, LockStub>();
   readonly health = new HealthImplementation({ '': 'SERVING', 'leasehold.v1.Lock': 'SERVING', 'leasehold.v1.Cluster': 'SERVING' });
 
   private forwardCredentials: grpc.ChannelCredentials;

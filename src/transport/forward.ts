@@ -12,7 +12,7 @@ import { mark } from '../trace/stages.js';
 import * as grpc from '@grpc/grpc-js';
 import type { WireInput } from '../wire/scalars.js';
 import type { LockCallName } from '../wire/lock.js';
-import type { ForwardedAnswer, ForwardedCall, RaftClient } from '../wire/raft.js';
+import type { ForwardedAnswer, ForwardedCall, RaftStub } from '../wire/raft.js';
 
 /** The leader's answer to one forwarded call, as the follower hands it back to its client. */
 export interface ForwardedReply {
@@ -36,7 +36,7 @@ export class ForwardSession {
   private closed = false;
 
   constructor(
-    private readonly client: RaftClient,
+    private readonly client: RaftStub,
     /** Our id and cluster id now (the cluster id is learnt while joining). */
     private readonly self: () => { from: string; clusterId: string },
     private readonly leaderId: string,

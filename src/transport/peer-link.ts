@@ -10,7 +10,7 @@ import { mark } from '../trace/stages.js';
 import { messageToWire } from '../wire/raft-codec.js';
 import { ForwardSession } from './forward.js';
 import { probeGone } from './peer-probe.js';
-import { type RaftClient, raftService } from '../wire/raft.js';
+import { type RaftStub, raftService } from '../wire/raft.js';
 import type { PeerTransportOptions } from './grpc.js';
 
 /** How long after a broken stream a failed reconnect still counts as "the peer is gone"; later, the
@@ -43,7 +43,7 @@ export const NODE_CHANNEL_BACKOFF = {
 } as const;
 
 export class PeerLink {
-  private client!: RaftClient;
+  private client!: RaftStub;
   private stream: grpc.ClientWritableStream<unknown> | null = null;
   /** Outbound messages; slots before `head` are already written (no O(n) shift per message). */
   private queue: Message[] = [];

@@ -82,7 +82,8 @@ export interface TransferLeaderResponse {
 
 export type ClusterMethod = 'AddMember' | 'PromoteMember' | 'RemoveMember' | 'TransferLeader';
 
-export interface ClusterClient extends grpc.Client {
+/** The grpc-js client stub of service Cluster. */
+export interface ClusterStub extends grpc.Client {
   Status: UnaryMethod<StatusRequest, StatusResponse>;
   status: UnaryMethod<StatusRequest, StatusResponse>;
   AddMember: UnaryMethod<AddMemberRequest, MembersResponse>;
@@ -101,4 +102,4 @@ export interface ClusterHandlers extends grpc.UntypedServiceImplementation {
 
 /** leasehold.v1.Cluster for grpc-js: `clusterService.client(address, credentials)`,
  *  `clusterService.definition()` (the proto files are read on the first call of either). */
-export const clusterService = protoService<ClusterClient, ClusterHandlers>('leasehold.v1.Cluster');
+export const clusterService = protoService<ClusterStub, ClusterHandlers>('leasehold.v1.Cluster');

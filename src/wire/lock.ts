@@ -220,7 +220,8 @@ export interface LockAnswer {
   close_session?: CloseSessionResponse;
 }
 
-export interface LockClient extends grpc.Client {
+/** The grpc-js client stub of service Lock (not the library's LockClient, src/client/client.ts, which is built on it). */
+export interface LockStub extends grpc.Client {
   Acquire: UnaryMethod<AcquireRequest, AcquireResponse>;
   acquire: UnaryMethod<AcquireRequest, AcquireResponse>;
   Renew: UnaryMethod<RenewRequest, RenewResponse>;
@@ -254,7 +255,7 @@ export interface LockHandlers extends grpc.UntypedServiceImplementation {
 
 /** leasehold.v1.Lock for grpc-js: `lockService.client(address, credentials)`, `lockService.definition()`
  *  (the proto files are read on the first call of either). */
-export const lockService = protoService<LockClient, LockHandlers>('leasehold.v1.Lock');
+export const lockService = protoService<LockStub, LockHandlers>('leasehold.v1.Lock');
 
 /** The unary methods of service Lock. */
 export type LockMethod = 'Acquire' | 'Renew' | 'Release' | 'Get' | 'OpenSession' | 'RenewSession' | 'CloseSession';

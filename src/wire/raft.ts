@@ -157,7 +157,8 @@ export interface ForwardedAnswer {
   close_session?: CloseSessionResponse;
 }
 
-export interface RaftClient extends grpc.Client {
+/** The grpc-js client stub of the peer service Raft. */
+export interface RaftStub extends grpc.Client {
   Stream: ClientStreamingMethod<RaftMessage, StreamSummary>;
   stream: ClientStreamingMethod<RaftMessage, StreamSummary>;
   Forward(options?: Partial<grpc.CallOptions>): grpc.ClientDuplexStream<WireInput<ForwardedCall>, ForwardedAnswer>;
@@ -170,4 +171,4 @@ export interface RaftHandlers extends grpc.UntypedServiceImplementation {
 
 /** leasehold.v1.Raft for grpc-js: `raftService.client(address, credentials)`, `raftService.definition()`
  *  (the proto files are read on the first call of either). */
-export const raftService = protoService<RaftClient, RaftHandlers>('leasehold.v1.Raft');
+export const raftService = protoService<RaftStub, RaftHandlers>('leasehold.v1.Raft');

@@ -19,7 +19,7 @@ import { ClientApi } from '../../../src/server/grpc-server.js';
 import { LeaderUnavailableError, type LockService } from '../../../src/server/lock-service.js';
 import type { ForwardedReply, ForwardSession } from '../../../src/transport/forward.js';
 import type { WireInput } from '../../../src/wire/scalars.js';
-import { type AcquireRequest, type AcquireResponse, type LockCallName, type LockClient, lockService } from '../../../src/wire/lock.js';
+import { type AcquireRequest, type AcquireResponse, type LockCallName, type LockStub, lockService } from '../../../src/wire/lock.js';
 
 const FORWARDED = 'x-leasehold-forwarded';
 /** Far more hops than the rule allows: the stand-in link stops a bouncing call here instead of looping. */
@@ -72,7 +72,7 @@ describe('forward once: a call that was forwarded already is never forwarded aga
   const hops: Hop[] = [];
   const peers = new Map<string, ClientApi>();
   let server: grpc.Server;
-  let client: LockClient;
+  let client: LockStub;
 
   beforeAll(async () => {
     // Each believes the other leads: the state in which a second forward would bounce forever.
