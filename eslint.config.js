@@ -56,7 +56,7 @@ const layers = [
     root: 'src/wire',
     never: ['src/server', 'src/client', 'src/cli', 'src/transport', 'src/raft/storage', 'src/config', 'src/fencing'],
     packages: true,
-    why: 'the wire contract sits below everything that speaks it: it never imports server, client, cli, transport, storage, config or fencing (only the core\'s types it converts to and from).',
+    why: "the wire contract sits below everything that speaks it: it never imports server, client, cli, transport, storage, config or fencing (only the core's types it converts to and from).",
   },
   {
     root: 'src/raft/storage',
@@ -107,7 +107,10 @@ function layerBlocks(layer) {
   blocks.push({
     files: [`${layer.root}/${'*/'.repeat(MAX_DEPTH + 1)}**/*.ts`],
     rules: restrict([
-      { regex: '.*', message: `nested deeper than the layering rules in eslint.config.js cover (MAX_DEPTH = ${MAX_DEPTH}): raise MAX_DEPTH.` },
+      {
+        regex: '.*',
+        message: `nested deeper than the layering rules in eslint.config.js cover (MAX_DEPTH = ${MAX_DEPTH}): raise MAX_DEPTH.`,
+      },
     ]),
   });
   return blocks;

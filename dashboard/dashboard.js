@@ -77,7 +77,8 @@
 
   function valueCell(holder) {
     if (holder.value === null) return el('td', { class: 'muted' }, '—');
-    if (holder.value_encoding === 'base64') return el('td', { class: 'value', title: 'not UTF-8 text: base64' }, el('span', { class: 'tag' }, 'base64'), ' ', holder.value);
+    if (holder.value_encoding === 'base64')
+      return el('td', { class: 'value', title: 'not UTF-8 text: base64' }, el('span', { class: 'tag' }, 'base64'), ' ', holder.value);
     return el('td', { class: 'value' }, holder.value);
   }
 
@@ -134,7 +135,12 @@
           rows.push(
             el(
               'tr',
-              { 'data-key': lock.key, 'data-state': h === null ? 'free' : 'held', 'data-owner': h === null ? null : h.owner, 'data-token': h === null ? null : h.token },
+              {
+                'data-key': lock.key,
+                'data-state': h === null ? 'free' : 'held',
+                'data-owner': h === null ? null : h.owner,
+                'data-token': h === null ? null : h.token,
+              },
               el('td', { class: 'key' }, first ? lock.key : ''),
               h === null ? el('td', { class: 'muted' }, 'free') : el('td', { class: 'owner' }, h.shared ? `${h.owner} (shared)` : h.owner),
               el('td', { class: 'token' }, h === null ? '' : h.token),
@@ -169,7 +175,16 @@
       fill(
         $('sessions-table').tBodies[0],
         page.sessions.map((s) =>
-          el('tr', { 'data-session': s.id }, el('td', {}, s.id), el('td', { class: 'owner' }, s.owner), el('td', {}, s.holds), ttlCell(s.ttl_ms), el('td', {}, localTime(s.expires_at)), el('td', {}, s.live ? 'live' : 'ending')),
+          el(
+            'tr',
+            { 'data-session': s.id },
+            el('td', {}, s.id),
+            el('td', { class: 'owner' }, s.owner),
+            el('td', {}, s.holds),
+            ttlCell(s.ttl_ms),
+            el('td', {}, localTime(s.expires_at)),
+            el('td', {}, s.live ? 'live' : 'ending'),
+          ),
         ),
       );
       $('sessions-empty').hidden = page.sessions.length > 0;
@@ -232,7 +247,17 @@
     const log = $('event-log');
     const value = e.value === null ? '' : e.value_encoding === 'base64' ? ` value (base64) ${e.value}` : ` value ${e.value}`;
     log.prepend(
-      el('li', { 'data-kind': e.kind }, el('span', { class: `kind ${e.kind}` }, e.kind), ` #${e.index} `, el('span', { class: 'key' }, e.key), ` owner ${e.owner}`, e.token !== '0' ? ` token ${e.token}` : '', e.session_id !== '0' ? ` session ${e.session_id}` : '', value),
+      el(
+        'li',
+        { 'data-kind': e.kind },
+        el('span', { class: `kind ${e.kind}` }, e.kind),
+        ` #${e.index} `,
+        el('span', { class: 'key' }, e.key),
+        ` owner ${e.owner}`,
+        e.token !== '0' ? ` token ${e.token}` : '',
+        e.session_id !== '0' ? ` session ${e.session_id}` : '',
+        value,
+      ),
     );
     while (log.children.length > MAX_LOGGED_EVENTS) log.lastElementChild.remove();
   }

@@ -53,7 +53,11 @@ function writeResults(args: BenchArgs, results: BenchResults): void {
 
 /** One run of a workload on one system; a failure is recorded and printed, and the benchmark goes on (one
  *  cluster that does not come up on a busy machine must not throw away an hour of results). */
-async function attempt(results: BenchResults, what: { workload: string; system: string; round: number }, body: () => Promise<void>): Promise<void> {
+async function attempt(
+  results: BenchResults,
+  what: { workload: string; system: string; round: number },
+  body: () => Promise<void>,
+): Promise<void> {
   try {
     await body();
   } catch (err) {
@@ -146,7 +150,16 @@ async function main(): Promise<number> {
   if (args.profileDir) mkdirSync(args.profileDir, { recursive: true });
   if (args.backgroundJob) console.log(`bench: a niced busy loop runs beside the clusters (pid ${startBackgroundJob()})`);
   const scale: BenchScale = { seconds: args.seconds, clients: args.clients, quick: args.quick };
-  const results: BenchResults = { startedAt: new Date().toISOString(), args, rows: [], ratios: [], heldScale: [], failover: [], idle: [], failures: [] };
+  const results: BenchResults = {
+    startedAt: new Date().toISOString(),
+    args,
+    rows: [],
+    ratios: [],
+    heldScale: [],
+    failover: [],
+    idle: [],
+    failures: [],
+  };
   const abort = async (why: string, code: number) => {
     console.error(`bench: ${why}: stopping every cluster`);
     results.aborted = why;
@@ -163,7 +176,9 @@ async function main(): Promise<number> {
   process.once('SIGTERM', () => void abort('terminated (SIGTERM)', 143));
   const watchdog = setTimeout(() => void abort(`still running after --max-minutes ${args.maxMinutes}`, 2), args.maxMinutes * 60_000);
 
-  console.log(`bench: ${args.workloads.join(', ')}; ${args.seconds} s per run, ${args.rounds} round(s), systems: leasehold${args.compareEtcd ? ` vs etcd-v3lock${args.etcdTxn ? ' (+ etcd-txn where no one waits)' : ''}` : ''}; out: ${args.outDir}`);
+  console.log(
+    `bench: ${args.workloads.join(', ')}; ${args.seconds} s per run, ${args.rounds} round(s), systems: leasehold${args.compareEtcd ? ` vs etcd-v3lock${args.etcdTxn ? ' (+ etcd-txn where no one waits)' : ''}` : ''}; out: ${args.outDir}`,
+  );
   const tables: string[] = [];
   try {
     if (args.trace) {
@@ -191,7 +206,9 @@ async function main(): Promise<number> {
   results.finishedAt = new Date().toISOString();
   writeResults(args, results);
   const failed = results.failures.map((f) => `!! ${f.workload} round ${f.round} on ${f.system}: ${f.error}`).join('\n');
-  console.log(`\n==== all tables ====\n\n${tables.join('\n\n')}\n\n${failed ? `${failed}\n\n` : ''}bench.json and bench.svg in ${args.outDir}`);
+  console.log(
+    `\n==== all tables ====\n\n${tables.join('\n\n')}\n\n${failed ? `${failed}\n\n` : ''}bench.json and bench.svg in ${args.outDir}`,
+  );
   return results.failures.length ? 1 : 0;
 }
 

@@ -207,7 +207,10 @@ function recheck(dir: string, wglBudgetMs: number): number {
   const ops = historyFromJsonl(readFileSync(join(dir, 'history.jsonl'), 'utf8'));
   const auditPath = join(dir, 'audit.json');
   const audit = existsSync(auditPath)
-    ? (JSON.parse(readFileSync(auditPath, 'utf8')) as { resourceId: string; token: string; seq: number }[]).map((e) => ({ ...e, token: BigInt(e.token) }))
+    ? (JSON.parse(readFileSync(auditPath, 'utf8')) as { resourceId: string; token: string; seq: number }[]).map((e) => ({
+        ...e,
+        token: BigInt(e.token),
+      }))
     : undefined;
   const verdict = checkHistory(ops, { ...(audit ? { resourceAudit: audit } : {}), wglBudgetMs });
   console.log(`${ops.length} operations from ${dir}`);
@@ -221,7 +224,8 @@ async function main(): Promise<number> {
     state.cleaned = true;
     return recheck(args.check, args.wglBudgetMs);
   }
-  if (!existsSync(resolve('dist/src/cli/main.js'))) usage('run from the repository root after `npm run build` (dist/src/cli/main.js not found)');
+  if (!existsSync(resolve('dist/src/cli/main.js')))
+    usage('run from the repository root after `npm run build` (dist/src/cli/main.js not found)');
   const maxTtl = Math.max(...args.ttlsMs);
   const hardTimeoutMs = args.durationS * 1000 + 180_000;
   const hard = setTimeout(() => {
@@ -229,14 +233,21 @@ async function main(): Promise<number> {
     void cleanup().finally(() => process.exit(3));
   }, hardTimeoutMs);
 
-  log(`seed ${args.seed}, ${args.nodes} nodes (+${args.spares} spare ids), ${args.workers} workers, keys ${args.keys}, ttl ${args.ttlsMs.join('/')} ms, wait chance ${args.waitChance}, ${args.durationS} s, faults: ${args.faults.join(',') || 'none'}`);
+  log(
+    `seed ${args.seed}, ${args.nodes} nodes (+${args.spares} spare ids), ${args.workers} workers, keys ${args.keys}, ttl ${args.ttlsMs.join('/')} ms, wait chance ${args.waitChance}, ${args.durationS} s, faults: ${args.faults.join(',') || 'none'}`,
+  );
   // The peer links first: the cluster's config tells each node to dial its peers through them.
   const allIds = Array.from({ length: args.nodes + args.spares }, (_, i) => `n${i + 1}`);
   const net = await PeerNet.create(allIds, SimRng.derive(args.seed, 'peer-net'));
   state.net = net;
   // Clock and disk faults need each node's test-fault file (LEASEHOLD_TEST_FAULTS); other runs go without it.
   const nodeSide = args.faults.some((f) => [...FAULT_GROUPS.clock, ...FAULT_GROUPS.disk].includes(f as never));
-  const cluster = await TestCluster.create({ size: args.nodes, spare: args.spares, nodeYaml: (id) => net.overridesYaml(id), faultFiles: nodeSide });
+  const cluster = await TestCluster.create({
+    size: args.nodes,
+    spare: args.spares,
+    nodeYaml: (id) => net.overridesYaml(id),
+    faultFiles: nodeSide,
+  });
   if (cluster.ids.join() !== allIds.join()) throw new Error(`the harness named the nodes ${cluster.ids.join()}, expected ${allIds.join()}`);
   net.pointAt((id) => cluster.endpoint(id));
   state.cluster = cluster;
@@ -253,11 +264,24 @@ async function main(): Promise<number> {
   state.store = store;
   const recorder = new HistoryRecorder();
   const keys = Array.from({ length: args.keys }, (_, i) => `hot-${i}`);
-  const groupKeys = args.groupChance > 0 ? [{ key: 'pool-0', limit: 2 }, { key: 'rw-0', limit: 1 }] : [];
+  const groupKeys =
+    args.groupChance > 0
+      ? [
+          { key: 'pool-0', limit: 2 },
+          { key: 'rw-0', limit: 1 },
+        ]
+      : [];
   if (groupKeys.length > 0) {
     // Semaphores and shared holds need cluster level 3 (versions.ts): the leader raises it once it has heard
     // every member; until then such acquires are refused, which is not what this run is about.
-    await waitFor('cluster level 3', async () => (await Promise.all(cluster.bootstrapIds.map((id) => cluster.status(id).catch(() => null)))).every((s) => s !== null && s.cluster_level >= 3), 30_000);
+    await waitFor(
+      'cluster level 3',
+      async () =>
+        (await Promise.all(cluster.bootstrapIds.map((id) => cluster.status(id).catch(() => null)))).every(
+          (s) => s !== null && s.cluster_level >= 3,
+        ),
+      30_000,
+    );
   }
   const proxies = new Map<string, Map<string, FaultProxy>>();
   for (let w = 0; w < args.workers; w++) {
@@ -298,7 +322,19 @@ async function main(): Promise<number> {
   watcher.start();
   const membership = new MembershipNemesis(cluster, ports, log);
   const prober = new Prober(cluster, recorder, keys);
-  const nemesis = new Nemesis({ cluster, proxies, net, membership, prober, rng: SimRng.derive(args.seed, 'nemesis'), now: recorder.now, log, maxTtlMs: maxTtl, kinds: args.faults, ...(nodeSide ? { nodeFaults: (id: string) => cluster.faults(id) } : {}) });
+  const nemesis = new Nemesis({
+    cluster,
+    proxies,
+    net,
+    membership,
+    prober,
+    rng: SimRng.derive(args.seed, 'nemesis'),
+    now: recorder.now,
+    log,
+    maxTtlMs: maxTtl,
+    kinds: args.faults,
+    ...(nodeSide ? { nodeFaults: (id: string) => cluster.faults(id) } : {}),
+  });
 
   // ---------------------------------------------------------------- the run
   const stopWorkers = new AbortController();
@@ -339,7 +375,13 @@ async function main(): Promise<number> {
   if (acquiredOk === 0 || writesOk === 0) problems.push(`no progress: ${acquiredOk} acquires and ${writesOk} fenced writes succeeded`);
   const notRecovered = nemesis.faults.filter((f) => Object.values(f.recoveryMs ?? {}).some((ms) => ms === null));
   for (const f of nemesis.faults) if (f.problem) problems.push(f.problem);
-  for (const f of notRecovered) problems.push(`after ${f.kind} (${f.targets.join(',')}) healed, ${Object.entries(f.recoveryMs!).filter(([, ms]) => ms === null).map(([id]) => id).join(',')} did not serve a Get within the recovery timeout`);
+  for (const f of notRecovered)
+    problems.push(
+      `after ${f.kind} (${f.targets.join(',')}) healed, ${Object.entries(f.recoveryMs!)
+        .filter(([, ms]) => ms === null)
+        .map(([id]) => id)
+        .join(',')} did not serve a Get within the recovery timeout`,
+    );
   const clean = verdict.valid && problems.length === 0;
 
   // ---------------------------------------------------------------- summary
@@ -353,7 +395,10 @@ async function main(): Promise<number> {
     '',
     `==== chaos summary (seed ${args.seed}, ${args.nodes} nodes, ${args.workers} workers, ${args.durationS} s) ====`,
     `operations: ${recorder.ops.length} (${pending} still pending at the end, recorded as unknown)`,
-    ...Object.entries(verdict.counts).map(([type, c]) => `  ${type.padEnd(8)} ok ${String(c.ok).padStart(6)}  fail ${String(c.fail).padStart(6)}  info ${String(c.info).padStart(6)}`),
+    ...Object.entries(verdict.counts).map(
+      ([type, c]) =>
+        `  ${type.padEnd(8)} ok ${String(c.ok).padStart(6)}  fail ${String(c.fail).padStart(6)}  info ${String(c.info).padStart(6)}`,
+    ),
     `  holds under a session of their own: ${state.workers.reduce((n, w) => n + w.sessionHolds, 0)}; QUEUED events observed: ${watcher.observed} (watch restarted ${watcher.restarts} times)`,
     `  zombie writes: ${zombie.length} (accepted ${zombie.filter((o) => o.outcome === 'ok').length}, rejected ${zombie.filter((o) => o.outcome === 'fail').length}); highest token ${maxToken}`,
     `faults injected: ${nemesis.faults.length} ${JSON.stringify(faultCounts)}; ${probes} probe Gets through single nodes; peer links ${JSON.stringify(net.stats())}`,
@@ -373,7 +418,22 @@ async function main(): Promise<number> {
     mkdirSync(keep, { recursive: true });
     writeFileSync(join(keep, 'history.jsonl'), historyToJsonl(recorder.ops));
     writeFileSync(join(keep, 'faults.json'), JSON.stringify(nemesis.faults, null, 2));
-    writeFileSync(join(keep, 'summary.json'), JSON.stringify({ seed: args.seed, command: replayCommand(args), clean, ops: recorder.ops.length, faultsTotal: nemesis.faults.length, finalMembers: membership.members, ...summary }, null, 2));
+    writeFileSync(
+      join(keep, 'summary.json'),
+      JSON.stringify(
+        {
+          seed: args.seed,
+          command: replayCommand(args),
+          clean,
+          ops: recorder.ops.length,
+          faultsTotal: nemesis.faults.length,
+          finalMembers: membership.members,
+          ...summary,
+        },
+        null,
+        2,
+      ),
+    );
     writeFileSync(
       join(keep, 'timeline.html'),
       renderTimeline({
@@ -385,8 +445,14 @@ async function main(): Promise<number> {
         title: `leasehold chaos: seed ${args.seed}, ${args.nodes} nodes, ${args.durationS} s, faults ${args.faultsSpec} — ${clean ? 'CLEAN' : 'VIOLATIONS FOUND'}`,
       }),
     );
-    writeFileSync(join(keep, 'verdict.json'), JSON.stringify({ verdict, problems }, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2));
-    writeFileSync(join(keep, 'audit.json'), JSON.stringify(store.audit, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
+    writeFileSync(
+      join(keep, 'verdict.json'),
+      JSON.stringify({ verdict, problems }, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2),
+    );
+    writeFileSync(
+      join(keep, 'audit.json'),
+      JSON.stringify(store.audit, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)),
+    );
     for (const id of cluster.ids) {
       const src = join(cluster.dir, `${id}.log`);
       if (existsSync(src)) copyFileSync(src, join(keep, `${id}.log`));
@@ -401,7 +467,10 @@ async function main(): Promise<number> {
     faults: faultCounts,
     faultsTotal: nemesis.faults.length,
     windows: verdict.windows,
-    groupHolds: recorder.ops.filter((o) => o.type === 'acquire' && o.outcome === 'ok' && ((o.limit ?? 1) > 1 || o.shared === true || groupKeys.some((g) => g.key === o.key))).length,
+    groupHolds: recorder.ops.filter(
+      (o) =>
+        o.type === 'acquire' && o.outcome === 'ok' && ((o.limit ?? 1) > 1 || o.shared === true || groupKeys.some((g) => g.key === o.key)),
+    ).length,
     leasesChecked: verdict.leasesChecked,
     lockModel: verdict.lockModel,
     queuedObserved: watcher.observed,
@@ -434,9 +503,11 @@ function checkCounts(recorder: HistoryRecorder): Verdict['counts'] {
 }
 
 function summarizeOps(counts: Verdict['counts']): string {
-  return Object.entries(counts)
-    .map(([t, c]) => `${t} ${c.ok}/${c.fail}/${c.info}`)
-    .join(', ') + ' (ok/fail/info)';
+  return (
+    Object.entries(counts)
+      .map(([t, c]) => `${t} ${c.ok}/${c.fail}/${c.info}`)
+      .join(', ') + ' (ok/fail/info)'
+  );
 }
 
 /**
@@ -444,7 +515,13 @@ function summarizeOps(counts: Verdict['counts']): string {
  * every node; a Get through each node (forwarded to the leader) gives the same answer. The final Gets go
  * into the history too, so the checker holds them to the same rules.
  */
-async function checkCluster(cluster: TestCluster, members: string[], keys: string[], recorder: HistoryRecorder, maxTtlMs: number): Promise<ClusterCheck> {
+async function checkCluster(
+  cluster: TestCluster,
+  members: string[],
+  keys: string[],
+  recorder: HistoryRecorder,
+  maxTtlMs: number,
+): Promise<ClusterCheck> {
   const problems: string[] = [];
   const out: ClusterCheck = { problems, applied: {}, finalGets: {} };
   try {
@@ -515,9 +592,11 @@ async function checkResource(store: AuditedFencedStore, keys: string[], cc: Clus
     const rec = await store.store.read(key);
     const committed = store.audit.filter((e) => e.resourceId === key);
     const maxAccepted = committed.reduce((m, e) => (e.token > m ? e.token : m), 0n);
-    if ((rec?.token ?? 0n) !== maxAccepted) problems.push(`resource ${key} stores token ${rec?.token ?? 0n}, but the highest token it accepted is ${maxAccepted}`);
+    if ((rec?.token ?? 0n) !== maxAccepted)
+      problems.push(`resource ${key} stores token ${rec?.token ?? 0n}, but the highest token it accepted is ${maxAccepted}`);
     const last = cc.finalGets[key]?.lastToken;
-    if (last !== undefined && maxAccepted > BigInt(last)) problems.push(`resource ${key} accepted token ${maxAccepted}, above the cluster's last_token ${last}`);
+    if (last !== undefined && maxAccepted > BigInt(last))
+      problems.push(`resource ${key} accepted token ${maxAccepted}, above the cluster's last_token ${last}`);
   }
   return problems;
 }

@@ -41,7 +41,10 @@ export function violations(files) {
   for (const file of files) {
     const lines = readFileSync(file, 'utf8').split('\n');
     lines.forEach((line, i) => {
-      const code = line.replace(/\/\/.*$/, '').replace(/^\s*\*.*$/, '').replace(/^\s*\/\*.*$/, '');
+      const code = line
+        .replace(/\/\/.*$/, '')
+        .replace(/^\s*\*.*$/, '')
+        .replace(/^\s*\/\*.*$/, '');
       for (const [re, why] of FORBIDDEN) {
         if (re.test(code)) found.push(`${file}:${i + 1}: ${why}: ${line.trim()}`);
       }

@@ -76,10 +76,16 @@ export function lintDockerfile(text: string, exists: (path: string) => boolean =
   const build = stages[0];
   const runtime = stages[stages.length - 1];
   if (build && runtime && build !== runtime) {
-    const buildRuns = build.instructions.filter((i) => i.op === 'RUN').map((i) => i.args).join('\n');
-    for (const tool of ['python3', 'make', 'g++']) if (!new RegExp(`apt-get install[^\\n]*\\s${tool.replace('+', '\\+')}(\\s|$)`).test(buildRuns)) bad(null, `build stage: install ${tool} for native modules`);
+    const buildRuns = build.instructions
+      .filter((i) => i.op === 'RUN')
+      .map((i) => i.args)
+      .join('\n');
+    for (const tool of ['python3', 'make', 'g++'])
+      if (!new RegExp(`apt-get install[^\\n]*\\s${tool.replace('+', '\\+')}(\\s|$)`).test(buildRuns))
+        bad(null, `build stage: install ${tool} for native modules`);
     if (!/npm ci\b/.test(buildRuns)) bad(null, 'build stage: install with npm ci (the lock file)');
-    if (!/npm prune --omit=dev/.test(buildRuns)) bad(null, 'build stage: npm prune --omit=dev before node_modules is copied to the runtime stage');
+    if (!/npm prune --omit=dev/.test(buildRuns))
+      bad(null, 'build stage: npm prune --omit=dev before node_modules is copied to the runtime stage');
     const ins = runtime.instructions;
     const user = ins.filter((i) => i.op === 'USER').pop();
     if (!user || /^(root|0)(:|$)/.test(user.args)) bad(user ?? null, 'runtime stage: run as a non-root USER');
@@ -87,10 +93,13 @@ export function lintDockerfile(text: string, exists: (path: string) => boolean =
     if (!health) bad(null, 'runtime stage: a HEALTHCHECK is required');
     else if (!/CMD \[.*"health"/.test(health.args)) bad(health, 'HEALTHCHECK must ask grpc health (leasehold health) in exec form');
     if (!ins.some((i) => i.op === 'VOLUME' && /"\/data"/.test(i.args))) bad(null, 'runtime stage: VOLUME ["/data"]');
-    if (!ins.some((i) => i.op === 'ENV' && /LEASEHOLD_DATA_DIR=\/data\b/.test(i.args))) bad(null, 'runtime stage: ENV LEASEHOLD_DATA_DIR=/data (data under the volume by default)');
+    if (!ins.some((i) => i.op === 'ENV' && /LEASEHOLD_DATA_DIR=\/data\b/.test(i.args)))
+      bad(null, 'runtime stage: ENV LEASEHOLD_DATA_DIR=/data (data under the volume by default)');
     for (const i of ins) {
-      if (i.op === 'COPY' && /(^|\s)(\.\/)?(test|scripts|src|examples)(\/|\s|$)|\/app\/(test|build|src)\b/.test(i.args)) bad(i, `runtime stage: no tests, scripts or sources (${i.args})`);
-      if (i.op === 'RUN' && /npm (ci|install)\b/.test(i.args) && !/--omit=dev/.test(i.args)) bad(i, 'runtime stage: npm install without --omit=dev brings dev dependencies');
+      if (i.op === 'COPY' && /(^|\s)(\.\/)?(test|scripts|src|examples)(\/|\s|$)|\/app\/(test|build|src)\b/.test(i.args))
+        bad(i, `runtime stage: no tests, scripts or sources (${i.args})`);
+      if (i.op === 'RUN' && /npm (ci|install)\b/.test(i.args) && !/--omit=dev/.test(i.args))
+        bad(i, 'runtime stage: npm install without --omit=dev brings dev dependencies');
     }
   }
   return problems;

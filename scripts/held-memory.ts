@@ -49,7 +49,10 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 2000));
     await report(c, 'restarted');
     for (let i = 0; i < c.members.length; i++) {
-      const lines = c.logText(i).split('\n').filter((l) => /restored|listening|serving|role\/term|snapshot/i.test(l));
+      const lines = c
+        .logText(i)
+        .split('\n')
+        .filter((l) => /restored|listening|serving|role\/term|snapshot/i.test(l));
       console.log(`--- ${c.members[i]} log (last lines of interest)\n${lines.slice(-8).join('\n')}`);
     }
   } finally {

@@ -74,7 +74,18 @@ type SlicedMachine = LockMachine & { beginSnapshot?: () => SnapshotJobLike };
  * (one call) on a machine without beginSnapshot, else one slice per setImmediate turn, with `applyBetween`
  * applying more entries between slices (the state keeps changing while the snapshot is written).
  */
-async function timedSnapshot(machine: SlicedMachine, applyBetween: () => void): Promise<{ bytes: Uint8Array; ms: number; cpuMs: number; maxStallMs: number; maxSliceMs: number; maxSliceCpuMs: number; slices: number }> {
+async function timedSnapshot(
+  machine: SlicedMachine,
+  applyBetween: () => void,
+): Promise<{
+  bytes: Uint8Array;
+  ms: number;
+  cpuMs: number;
+  maxStallMs: number;
+  maxSliceMs: number;
+  maxSliceCpuMs: number;
+  slices: number;
+}> {
   const delay = monitorEventLoopDelay({ resolution: 1 });
   delay.enable();
   await new Promise((r) => setTimeout(r, 20));
@@ -150,7 +161,14 @@ async function measureLocks(args: Args) {
   const ownerOf = (i: number) => `owner-${String(args.owners === 0 ? i : i % args.owners).padStart(8, '0')}`;
   const applyStart = performance.now();
   for (let i = 0; i < args.locks; i++) {
-    const data = encodeCommand({ type: 'acquire', timeMs: T0 + i, key: `lock:${String(i).padStart(10, '0')}`, owner: ownerOf(i), ttlMs: HOUR_MS, requestId: '' });
+    const data = encodeCommand({
+      type: 'acquire',
+      timeMs: T0 + i,
+      key: `lock:${String(i).padStart(10, '0')}`,
+      owner: ownerOf(i),
+      ttlMs: HOUR_MS,
+      requestId: '',
+    });
     machine.apply(++index, 1, data);
   }
   const applyMs = performance.now() - applyStart;
@@ -161,8 +179,16 @@ async function measureLocks(args: Args) {
   const applyBetween = () => {
     for (let k = 0; k < 20; k++) {
       const key = `churn:${extra++}`;
-      machine.apply(++index, 1, encodeCommand({ type: 'acquire', timeMs: T0 + args.locks + extra, key, owner: 'churner', ttlMs: 1000, requestId: '' }));
-      machine.apply(++index, 1, encodeCommand({ type: 'release', timeMs: T0 + args.locks + extra, key, owner: 'churner', token: BigInt(index - 1), requestId: '' }));
+      machine.apply(
+        ++index,
+        1,
+        encodeCommand({ type: 'acquire', timeMs: T0 + args.locks + extra, key, owner: 'churner', ttlMs: 1000, requestId: '' }),
+      );
+      machine.apply(
+        ++index,
+        1,
+        encodeCommand({ type: 'release', timeMs: T0 + args.locks + extra, key, owner: 'churner', token: BigInt(index - 1), requestId: '' }),
+      );
     }
   };
   const snap = await timedSnapshot(machine, applyBetween);

@@ -48,7 +48,16 @@ interface WorkerProgress {
 }
 
 function parseArgs(argv: string[]): SweepArgs {
-  const a: SweepArgs = { from: 1, seeds: 10_000, events: 2000, workers: Math.max(1, Math.min(2, cpus().length)), mutant: null, core: null, nodes: null, liveness: true };
+  const a: SweepArgs = {
+    from: 1,
+    seeds: 10_000,
+    events: 2000,
+    workers: Math.max(1, Math.min(2, cpus().length)),
+    mutant: null,
+    core: null,
+    nodes: null,
+    liveness: true,
+  };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]!;
     const v = () => {
@@ -111,48 +120,65 @@ async function runSlice(args: SweepArgs, worker: number): Promise<void> {
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   if (args.core) args.core = new URL(args.core, `file://${process.cwd()}/`).href;
-  console.log(`sweep: seeds ${args.from}..${args.from + args.seeds - 1}, ${args.events} events each, ${args.workers} workers${args.mutant ? `, mutant "${args.mutant}"` : ''}${args.core ? `, core ${args.core}` : ''}`);
+  console.log(
+    `sweep: seeds ${args.from}..${args.from + args.seeds - 1}, ${args.events} events each, ${args.workers} workers${args.mutant ? `, mutant "${args.mutant}"` : ''}${args.core ? `, core ${args.core}` : ''}`,
+  );
   const t0 = performance.now();
   let done = 0;
   let failedSoFar = 0;
   const perWorkerFailed = new Array<number>(args.workers).fill(0);
   const results = await Promise.all(
-    Array.from({ length: args.workers }, (_, w) =>
-      new Promise<WorkerDone>((resolve, reject) => {
-        const worker = new Worker(new URL(import.meta.url), { workerData: { args, worker: w } });
-        worker.on('message', (m: WorkerDone | WorkerProgress) => {
-          if (m.kind === 'progress') {
-            done += m.seeds;
-            perWorkerFailed[w] = m.failed;
-            failedSoFar = perWorkerFailed.reduce((x, y) => x + y, 0);
-            if (m.seeds > 0 && done % 1000 < 250) {
-              console.log(`  ${done}/${args.seeds} seeds, ${failedSoFar} failed, ${((performance.now() - t0) / 1000).toFixed(0)}s`);
-            }
-          } else resolve(m);
-        });
-        worker.on('error', reject);
-      }),
+    Array.from(
+      { length: args.workers },
+      (_, w) =>
+        new Promise<WorkerDone>((resolve, reject) => {
+          const worker = new Worker(new URL(import.meta.url), { workerData: { args, worker: w } });
+          worker.on('message', (m: WorkerDone | WorkerProgress) => {
+            if (m.kind === 'progress') {
+              done += m.seeds;
+              perWorkerFailed[w] = m.failed;
+              failedSoFar = perWorkerFailed.reduce((x, y) => x + y, 0);
+              if (m.seeds > 0 && done % 1000 < 250) {
+                console.log(`  ${done}/${args.seeds} seeds, ${failedSoFar} failed, ${((performance.now() - t0) / 1000).toFixed(0)}s`);
+              }
+            } else resolve(m);
+          });
+          worker.on('error', reject);
+        }),
     ),
   );
   const wallS = (performance.now() - t0) / 1000;
   const events = results.reduce((s, r) => s + r.events, 0);
   const failures = results.flatMap((r) => r.failures).sort((a, b) => a.seed - b.seed);
-  console.log(`\n${args.seeds} seeds in ${wallS.toFixed(1)}s wall: ${events} events (passing seeds) = ${(events / wallS).toFixed(0)} events/s overall`);
+  console.log(
+    `\n${args.seeds} seeds in ${wallS.toFixed(1)}s wall: ${events} events (passing seeds) = ${(events / wallS).toFixed(0)} events/s overall`,
+  );
   // Group by invariant and the shape of the detail line (numbers and node ids blanked), so one bug
   // shows up once however many seeds hit it.
   const byInvariant = new Map<string, Failure[]>();
   for (const f of failures) {
-    const detail = (f.message.split('\n')[1] ?? '').trim().replace(/\bn\d+\b/g, 'n?').replace(/\d+/g, '#').slice(0, 100);
+    const detail = (f.message.split('\n')[1] ?? '')
+      .trim()
+      .replace(/\bn\d+\b/g, 'n?')
+      .replace(/\d+/g, '#')
+      .slice(0, 100);
     const key = `${f.invariant} — ${detail}`;
     (byInvariant.get(key) ?? byInvariant.set(key, []).get(key)!).push(f);
   }
   for (const [inv, fs] of byInvariant) {
-    console.log(`\n=== ${inv}: ${fs.length} seed(s): ${fs.slice(0, 40).map((f) => f.seed).join(' ')}${fs.length > 40 ? ' ...' : ''}`);
+    console.log(
+      `\n=== ${inv}: ${fs.length} seed(s): ${fs
+        .slice(0, 40)
+        .map((f) => f.seed)
+        .join(' ')}${fs.length > 40 ? ' ...' : ''}`,
+    );
     console.log(fs[0]!.message);
   }
   if (args.mutant) {
     const safety = failures.filter((f) => f.invariant !== 'liveness');
-    console.log(`\nmutant "${args.mutant}": caught by a safety invariant in ${safety.length}/${args.seeds} seeds${safety.length ? `, first at seed ${safety[0]!.seed}` : ''}`);
+    console.log(
+      `\nmutant "${args.mutant}": caught by a safety invariant in ${safety.length}/${args.seeds} seeds${safety.length ? `, first at seed ${safety[0]!.seed}` : ''}`,
+    );
     process.exitCode = safety.length > 0 ? 0 : 1;
   } else {
     console.log(failures.length === 0 ? '\nno failures' : `\n${failures.length} failing seed(s)`);

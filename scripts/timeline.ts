@@ -16,8 +16,13 @@ if (!dir) {
 }
 const history = historyFromJsonl(readFileSync(join(dir, 'history.jsonl'), 'utf8'));
 const faults = existsSync(join(dir, 'faults.json')) ? (JSON.parse(readFileSync(join(dir, 'faults.json'), 'utf8')) as TimelineFault[]) : [];
-const violations = existsSync(join(dir, 'verdict.json')) ? ((JSON.parse(readFileSync(join(dir, 'verdict.json'), 'utf8')) as { verdict: { violations: Violation[] } }).verdict.violations ?? []) : [];
-const times = [...history.flatMap((o) => [o.invokeMs, o.completeMs ?? o.invokeMs]), ...faults.flatMap((f) => [f.startMs, f.endMs ?? f.startMs])];
+const violations = existsSync(join(dir, 'verdict.json'))
+  ? ((JSON.parse(readFileSync(join(dir, 'verdict.json'), 'utf8')) as { verdict: { violations: Violation[] } }).verdict.violations ?? [])
+  : [];
+const times = [
+  ...history.flatMap((o) => [o.invokeMs, o.completeMs ?? o.invokeMs]),
+  ...faults.flatMap((f) => [f.startMs, f.endMs ?? f.startMs]),
+];
 const startMs = Math.min(...times);
 const endMs = Math.max(...times);
 const out = join(dir, 'timeline.html');

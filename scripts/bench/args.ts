@@ -38,7 +38,8 @@ export const USAGE = `usage: npm run bench -- [--compare etcd] [--workloads ${AL
 
 function list(v: string | undefined, flag: string): number[] {
   const xs = (v ?? '').split(',').map((x) => Number(x.trim()));
-  if (xs.length === 0 || xs.some((x) => !Number.isSafeInteger(x) || x <= 0)) throw new Error(`${flag}: give positive integers separated by commas (got ${v ?? 'nothing'})`);
+  if (xs.length === 0 || xs.some((x) => !Number.isSafeInteger(x) || x <= 0))
+    throw new Error(`${flag}: give positive integers separated by commas (got ${v ?? 'nothing'})`);
   return xs;
 }
 
@@ -78,7 +79,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     } else if (k === '--workloads') {
       const names = (v() ?? '').split(',').map((x) => x.trim());
       const bad = names.filter((x) => !(ALL_WORKLOADS as readonly string[]).includes(x));
-      if (bad.length || names.length === 0) throw new Error(`--workloads: unknown ${bad.join(',') || '(empty)'}; known: ${ALL_WORKLOADS.join(',')}`);
+      if (bad.length || names.length === 0)
+        throw new Error(`--workloads: unknown ${bad.join(',') || '(empty)'}; known: ${ALL_WORKLOADS.join(',')}`);
       a.workloads = names as WorkloadName[];
       workloadsGiven = true;
     } else if (k === '--seconds') a.seconds = positive(v(), k);

@@ -12,7 +12,8 @@ function protoDir(): string {
   for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
     const candidate = join(dir, 'scripts', 'bench', 'proto');
     if (existsSync(join(candidate, 'v3lockpb.proto'))) return candidate;
-    if (dirname(dir) === dir) throw new Error('bench: cannot find scripts/bench/proto/v3lockpb.proto above ' + fileURLToPath(import.meta.url));
+    if (dirname(dir) === dir)
+      throw new Error('bench: cannot find scripts/bench/proto/v3lockpb.proto above ' + fileURLToPath(import.meta.url));
   }
 }
 
@@ -22,8 +23,16 @@ let loaded: { Lock: Ctor; Lease: Ctor; Maintenance: Ctor } | null = null;
 function services(): { Lock: Ctor; Lease: Ctor; Maintenance: Ctor } {
   if (!loaded) {
     const dir = protoDir();
-    const def = protoLoader.loadSync(['v3lockpb.proto', 'etcdserverpb.proto'], { includeDirs: [dir], keepCase: true, longs: String, defaults: true });
-    const pkg = grpc.loadPackageDefinition(def) as unknown as { v3lockpb: { Lock: Ctor }; etcdserverpb: { Lease: Ctor; Maintenance: Ctor } };
+    const def = protoLoader.loadSync(['v3lockpb.proto', 'etcdserverpb.proto'], {
+      includeDirs: [dir],
+      keepCase: true,
+      longs: String,
+      defaults: true,
+    });
+    const pkg = grpc.loadPackageDefinition(def) as unknown as {
+      v3lockpb: { Lock: Ctor };
+      etcdserverpb: { Lease: Ctor; Maintenance: Ctor };
+    };
     loaded = { Lock: pkg.v3lockpb.Lock, Lease: pkg.etcdserverpb.Lease, Maintenance: pkg.etcdserverpb.Maintenance };
   }
   return loaded;
@@ -54,7 +63,9 @@ class KeepAliveStream {
 
   private open(): grpc.ClientDuplexStream<object, { ID: string; TTL: string }> {
     if (this.stream) return this.stream;
-    const s = (this.lease as unknown as { LeaseKeepAlive: () => grpc.ClientDuplexStream<object, { ID: string; TTL: string }> }).LeaseKeepAlive();
+    const s = (
+      this.lease as unknown as { LeaseKeepAlive: () => grpc.ClientDuplexStream<object, { ID: string; TTL: string }> }
+    ).LeaseKeepAlive();
     s.on('data', (res) => {
       const q = this.waiting.get(res.ID);
       const w = q?.shift();

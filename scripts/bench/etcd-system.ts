@@ -124,19 +124,34 @@ class EtcdCluster implements SystemCluster {
     if (this.procs.has(name)) throw new Error(`${name} already running`);
     const initial = this.members.map((n, j) => `${n}=${this.peerUrl(j)}`).join(',');
     // The --initial-* flags only matter on the first start; a restart on the same data dir ignores them.
-    const child = spawn(ETCD_BIN, [
-      '--name', name,
-      '--data-dir', join(this.dir, name),
-      '--listen-client-urls', this.clientUrl(i),
-      '--advertise-client-urls', this.clientUrl(i),
-      '--listen-peer-urls', this.peerUrl(i),
-      '--initial-advertise-peer-urls', this.peerUrl(i),
-      '--initial-cluster', initial,
-      '--initial-cluster-state', 'new',
-      '--initial-cluster-token', 'bench',
-      '--logger', 'zap',
-      '--log-level', 'warn',
-    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      ETCD_BIN,
+      [
+        '--name',
+        name,
+        '--data-dir',
+        join(this.dir, name),
+        '--listen-client-urls',
+        this.clientUrl(i),
+        '--advertise-client-urls',
+        this.clientUrl(i),
+        '--listen-peer-urls',
+        this.peerUrl(i),
+        '--initial-advertise-peer-urls',
+        this.peerUrl(i),
+        '--initial-cluster',
+        initial,
+        '--initial-cluster-state',
+        'new',
+        '--initial-cluster-token',
+        'bench',
+        '--logger',
+        'zap',
+        '--log-level',
+        'warn',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     const log = createWriteStream(join(this.dir, `${name}.log`), { flags: 'a' });
     child.stdout!.pipe(log, { end: false });
     child.stderr!.pipe(log, { end: false });
@@ -184,15 +199,20 @@ class EtcdCluster implements SystemCluster {
   }
 
   async leader(timeoutMs = 20_000): Promise<number> {
-    return waitFor('an etcd leader agreed by every running member', async () => {
-      const sts = (await this.statuses(500)).filter((s, i) => s !== null || !this.procs.has(this.members[i]!));
-      const live = sts.filter((s): s is NonNullable<typeof s> => s !== null);
-      if (live.length < this.procs.size || live.length === 0) return null;
-      const leaders = new Set(live.map((s) => s.leader));
-      if (leaders.size !== 1 || [...leaders][0] === '0') return null;
-      const leader = live.find((s) => s.self === [...leaders][0]);
-      return leader ? leader.member + 1 : null; // +1: member 0 must not read as "not yet"
-    }, timeoutMs, 25).then((m) => m - 1);
+    return waitFor(
+      'an etcd leader agreed by every running member',
+      async () => {
+        const sts = (await this.statuses(500)).filter((s, i) => s !== null || !this.procs.has(this.members[i]!));
+        const live = sts.filter((s): s is NonNullable<typeof s> => s !== null);
+        if (live.length < this.procs.size || live.length === 0) return null;
+        const leaders = new Set(live.map((s) => s.leader));
+        if (leaders.size !== 1 || [...leaders][0] === '0') return null;
+        const leader = live.find((s) => s.self === [...leaders][0]);
+        return leader ? leader.member + 1 : null; // +1: member 0 must not read as "not yet"
+      },
+      timeoutMs,
+      25,
+    ).then((m) => m - 1);
   }
 
   async session(member: number, opts: SessionOptions = {}): Promise<LockSession> {

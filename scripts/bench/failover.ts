@@ -76,12 +76,22 @@ export async function runFailover(cluster: SystemCluster, kills: number, round: 
     await Promise.all(probes.map((s, i) => cycle(s, `warm-probe-${i}`, WAIT_MS, CYCLE_TTL_MS)));
     const m = await measured(cluster, async () => {
       // Light load: one client per member, acquire + release of fresh keys, until the kills are done.
-      const background = drive(load, () => stopLoad, (s, c, i) => cycle(s, `fo-load-${round}-${c}-${i}`, WAIT_MS, CYCLE_TTL_MS));
+      const background = drive(
+        load,
+        () => stopLoad,
+        (s, c, i) => cycle(s, `fo-load-${round}-${c}-${i}`, WAIT_MS, CYCLE_TTL_MS),
+      );
       for (let k = 0; k < kills; k++) {
         const leader = await cluster.leader();
         const t0 = performance.now();
         await cluster.kill(leader);
-        recoveryMs.push(await timeToAcquire(probes.filter((_, i) => i !== leader), t0, `fo-probe-${round}-${k}`));
+        recoveryMs.push(
+          await timeToAcquire(
+            probes.filter((_, i) => i !== leader),
+            t0,
+            `fo-probe-${round}-${k}`,
+          ),
+        );
         await cluster.restart(leader);
         await cluster.leader(60_000); // every member, the restarted one too, agrees on a leader again
       }

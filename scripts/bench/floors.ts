@@ -22,8 +22,24 @@ import { summarize, type LatencySummary } from './stats.js';
 
 const passThrough = { serialize: (b: Buffer) => b, deserialize: (b: Buffer) => b };
 const SERVICE: grpc.ServiceDefinition = {
-  Echo: { path: '/floor.Floor/Echo', requestStream: false, responseStream: false, requestSerialize: passThrough.serialize, requestDeserialize: passThrough.deserialize, responseSerialize: passThrough.serialize, responseDeserialize: passThrough.deserialize },
-  Pipe: { path: '/floor.Floor/Pipe', requestStream: true, responseStream: false, requestSerialize: passThrough.serialize, requestDeserialize: passThrough.deserialize, responseSerialize: passThrough.serialize, responseDeserialize: passThrough.deserialize },
+  Echo: {
+    path: '/floor.Floor/Echo',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: passThrough.serialize,
+    requestDeserialize: passThrough.deserialize,
+    responseSerialize: passThrough.serialize,
+    responseDeserialize: passThrough.deserialize,
+  },
+  Pipe: {
+    path: '/floor.Floor/Pipe',
+    requestStream: true,
+    responseStream: false,
+    requestSerialize: passThrough.serialize,
+    requestDeserialize: passThrough.deserialize,
+    responseSerialize: passThrough.serialize,
+    responseDeserialize: passThrough.deserialize,
+  },
 };
 const FloorClient = grpc.makeGenericClientConstructor(SERVICE, 'Floor');
 
@@ -39,7 +55,9 @@ async function startServer(onPipe: (b: Buffer) => void): Promise<{ server: grpc.
     Echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, call.request),
     Pipe: (call: grpc.ServerReadableStream<Buffer, Buffer>) => call.on('data', onPipe),
   });
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+  );
   return { server, port };
 }
 
@@ -72,7 +90,9 @@ function ms(t0: bigint): number {
 export async function measureFloors(samples = 300): Promise<Floors> {
   let onBack: (() => void) | null = null;
   const ours = await startServer(() => onBack?.());
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'serve', String(ours.port)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'serve', String(ours.port)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   try {
     const port = await new Promise<number>((resolve, reject) => {
       child.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
@@ -99,10 +119,23 @@ export async function measureFloors(samples = 300): Promise<Floors> {
     out.end();
     c.close();
     const storeSave: Floors['storeSave'] = [];
-    for (const [kind, name] of [['level', 'LevelStorage'], ['wal', 'WalStorage']] as const) {
-      for (const writers of [1, 3]) storeSave.push({ label: `${name}.save(), ${writers === 1 ? 'alone' : '3 at once'}`, floor: await storeSaveFloor(kind, writers, samples) });
+    for (const [kind, name] of [
+      ['level', 'LevelStorage'],
+      ['wal', 'WalStorage'],
+    ] as const) {
+      for (const writers of [1, 3])
+        storeSave.push({
+          label: `${name}.save(), ${writers === 1 ? 'alone' : '3 at once'}`,
+          floor: await storeSaveFloor(kind, writers, samples),
+        });
     }
-    return { unary: summarize(unary), peerRoundTrip: summarize(rtt), levelSync: summarize(await levelSyncFloor(samples)), fdatasync: summarize(fdatasyncFloor(samples)), storeSave };
+    return {
+      unary: summarize(unary),
+      peerRoundTrip: summarize(rtt),
+      levelSync: summarize(await levelSyncFloor(samples)),
+      fdatasync: summarize(fdatasyncFloor(samples)),
+      storeSave,
+    };
   } finally {
     child.stdin.end();
     child.kill();
@@ -152,7 +185,11 @@ export async function storeSaveFloor(kind: 'level' | 'wal', writers: number, sam
       dirs.push(dir);
       const store = kind === 'wal' ? await WalStorage.open(dir) : await LevelStorage.open(dir);
       stores.push(store);
-      await store.save({ hardState: { term: 1, votedFor: 'n1', commitIndex: 0 }, snapshot: bootstrapSnapshot(['n1', 'n2', 'n3']), entries: [] });
+      await store.save({
+        hardState: { term: 1, votedFor: 'n1', commitIndex: 0 },
+        snapshot: bootstrapSnapshot(['n1', 'n2', 'n3']),
+        entries: [],
+      });
     }
     const data = new Uint8Array(150).fill(7);
     const out: number[] = [];
@@ -161,7 +198,11 @@ export async function storeSaveFloor(kind: 'level' | 'wal', writers: number, sam
       for (let i = 1; i <= samples + 20; i++) {
         if (record && i === 21) cpuStart = process.cpuUsage();
         const t0 = process.hrtime.bigint();
-        await store.save({ hardState: { term: 1, votedFor: 'n1', commitIndex: i - 1 }, snapshot: null, entries: [{ index: i, term: 1, kind: 'normal', data }] });
+        await store.save({
+          hardState: { term: 1, votedFor: 'n1', commitIndex: i - 1 },
+          snapshot: null,
+          entries: [{ index: i, term: 1, kind: 'normal', data }],
+        });
         if (record && i > 20) out.push(ms(t0));
       }
     };

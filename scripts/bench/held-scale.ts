@@ -86,7 +86,9 @@ export async function fill(c: LeaseholdCluster, held: number): Promise<{ seconds
   const deadline = t0 + FILL_DEADLINE_MS;
   let lastDone = 0;
   const progress = setInterval(() => {
-    console.log(`   fill: ${done.toLocaleString('en-US')} of ${held.toLocaleString('en-US')} held, ${Math.round(((done - lastDone) * 1000) / FILL_PROGRESS_EVERY_MS)}/s now`);
+    console.log(
+      `   fill: ${done.toLocaleString('en-US')} of ${held.toLocaleString('en-US')} held, ${Math.round(((done - lastDone) * 1000) / FILL_PROGRESS_EVERY_MS)}/s now`,
+    );
     lastDone = done;
   }, FILL_PROGRESS_EVERY_MS);
   try {
@@ -111,7 +113,8 @@ export async function fill(c: LeaseholdCluster, held: number): Promise<{ seconds
     clearInterval(progress);
     for (const s of sessions) s.close();
   }
-  if (retry.length > 0 || next < held) throw new Error(`held-scale: fill of ${held} stopped at ${done} after ${FILL_DEADLINE_MS / 60_000} min`);
+  if (retry.length > 0 || next < held)
+    throw new Error(`held-scale: fill of ${held} stopped at ${done} after ${FILL_DEADLINE_MS / 60_000} min`);
   return { seconds: (performance.now() - t0) / 1000, errors, alreadyHeld };
 }
 
@@ -121,7 +124,7 @@ export function rssNow(c: LeaseholdCluster): Map<string, number> {
 
 async function sampleRss(c: LeaseholdCluster, ms: number): Promise<Map<string, number>> {
   const peak = new Map<string, number>();
-  for (const end = performance.now() + ms; performance.now() < end; ) {
+  for (const end = performance.now() + ms; performance.now() < end;) {
     for (const [id, mb] of rssNow(c)) peak.set(id, Math.max(peak.get(id) ?? 0, mb));
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -134,7 +137,8 @@ export async function runHeldScale(held: number, scale: BenchScale, round: numbe
   const c = await leaseholdFactory.start({ ...start, extraYaml });
   const untrack = track(c);
   try {
-    const throughput = (label: string) => runLoop(c, { ...uncontended.spec(scale, 16, round), workload: 'held-scale', opName: `cycles (${label})` });
+    const throughput = (label: string) =>
+      runLoop(c, { ...uncontended.spec(scale, 16, round), workload: 'held-scale', opName: `cycles (${label})` });
     const throughputNone = { ...(await throughput('0 held')), extra: { held: 0 } };
     const fm = await measured(c, () => fill(c, held));
     const f = fm.result;

@@ -35,7 +35,12 @@ export async function runIdle(c: SystemCluster, seconds: number, round: number):
   return idleResultOf(c.system, round, elapsedS, usage);
 }
 
-export function idleResultOf(system: string, round: number, elapsedS: number, usage: readonly { node: string; cpuSeconds: number }[]): IdleResult {
+export function idleResultOf(
+  system: string,
+  round: number,
+  elapsedS: number,
+  usage: readonly { node: string; cpuSeconds: number }[],
+): IdleResult {
   return { system, round, seconds: elapsedS, nodes: usage.map((u) => ({ node: u.node, cpuPercent: (100 * u.cpuSeconds) / elapsedS })) };
 }
 
@@ -43,11 +48,15 @@ export function idleResultOf(system: string, round: number, elapsedS: number, us
 export const IDLE_GOAL_PERCENT = 2;
 
 export function idleTable(results: readonly IdleResult[]): string {
-  const lines = [`== idle: a 3-member cluster with no traffic; CPU of each member in % of one core (goal for leasehold: each <= ${IDLE_GOAL_PERCENT} %) ==`];
+  const lines = [
+    `== idle: a 3-member cluster with no traffic; CPU of each member in % of one core (goal for leasehold: each <= ${IDLE_GOAL_PERCENT} %) ==`,
+  ];
   for (const r of results) {
     const worst = Math.max(...r.nodes.map((n) => n.cpuPercent));
     const goal = r.system === 'leasehold' ? (worst <= IDLE_GOAL_PERCENT ? '; goal met' : '; goal not met') : '';
-    lines.push(`${r.system.padEnd(12)} round ${r.round}: ${r.nodes.map((n) => `${n.node} ${n.cpuPercent.toFixed(1)} %`).join(', ')} over ${r.seconds.toFixed(1)} s (max ${worst.toFixed(1)} %${goal})`);
+    lines.push(
+      `${r.system.padEnd(12)} round ${r.round}: ${r.nodes.map((n) => `${n.node} ${n.cpuPercent.toFixed(1)} %`).join(', ')} over ${r.seconds.toFixed(1)} s (max ${worst.toFixed(1)} %${goal})`,
+    );
   }
   return lines.join('\n');
 }

@@ -7,7 +7,16 @@ import { EndpointPool, newRequestId } from '../../src/client/rpc.js';
 import type { TraceStamp } from '../../src/trace/stages.js';
 import type { AcquireResponse, OpenSessionResponse, ReleaseResponse, RenewResponse, RenewSessionResponse } from '../../src/wire/lock.js';
 import { TestCluster, freePorts, waitFor } from '../../test/integration/harness.js';
-import { LeaseLostError, type AcquireOptions, type HeldLock, type LockSession, type SessionOptions, type StartOptions, type SystemCluster, type SystemFactory } from './system.js';
+import {
+  LeaseLostError,
+  type AcquireOptions,
+  type HeldLock,
+  type LockSession,
+  type SessionOptions,
+  type StartOptions,
+  type SystemCluster,
+  type SystemFactory,
+} from './system.js';
 
 /** RPC slack beyond the lock wait: a blocked acquire answers at wait_ms at the latest. */
 const CALL_SLACK_MS = 5000;
@@ -30,7 +39,11 @@ class LeaseholdSession implements LockSession {
 
   /** Opens the server session the locks of this client will live under (SessionOptions.sessionTtlMs). */
   async openSession(ttlMs: number): Promise<void> {
-    const res = await this.pool.call<OpenSessionResponse>('OpenSession', { owner: this.owner, ttl_ms: String(ttlMs), request_id: newRequestId() }, Date.now() + CALL_SLACK_MS);
+    const res = await this.pool.call<OpenSessionResponse>(
+      'OpenSession',
+      { owner: this.owner, ttl_ms: String(ttlMs), request_id: newRequestId() },
+      Date.now() + CALL_SLACK_MS,
+    );
     this.sessionId = res.session_id;
   }
 
@@ -38,24 +51,42 @@ class LeaseholdSession implements LockSession {
     const lease = this.sessionId === '' ? { ttl_ms: String(opts.ttlMs) } : { ttl_ms: '0', session_id: this.sessionId };
     const request = { key, owner: this.owner, ...lease, wait_ms: String(opts.waitMs), request_id: newRequestId() };
     const deadline = Date.now() + opts.waitMs + (opts.once ? this.onceTimeoutMs : CALL_SLACK_MS);
-    const res = await this.pool.call<AcquireResponse>('Acquire', request, deadline, undefined, opts.once ? { retry: false, attemptTimeoutMs: this.onceTimeoutMs } : {});
+    const res = await this.pool.call<AcquireResponse>(
+      'Acquire',
+      request,
+      deadline,
+      undefined,
+      opts.once ? { retry: false, attemptTimeoutMs: this.onceTimeoutMs } : {},
+    );
     return res.acquired ? { key, ref: { token: res.token, ttlMs: opts.ttlMs } } : null;
   }
 
   async release(lock: HeldLock): Promise<void> {
     const { token } = lock.ref as { token: string };
-    const res = await this.pool.call<ReleaseResponse>('Release', { key: lock.key, owner: this.owner, token, request_id: newRequestId() }, Date.now() + CALL_SLACK_MS);
+    const res = await this.pool.call<ReleaseResponse>(
+      'Release',
+      { key: lock.key, owner: this.owner, token, request_id: newRequestId() },
+      Date.now() + CALL_SLACK_MS,
+    );
     if (!res.released) throw new Error(`release of ${lock.key} refused: ${res.reason}`);
   }
 
   async renew(lock: HeldLock): Promise<void> {
     if (this.sessionId !== '') {
-      const res = await this.pool.call<RenewSessionResponse>('RenewSession', { session_id: this.sessionId, owner: this.owner, request_id: newRequestId() }, Date.now() + CALL_SLACK_MS);
+      const res = await this.pool.call<RenewSessionResponse>(
+        'RenewSession',
+        { session_id: this.sessionId, owner: this.owner, request_id: newRequestId() },
+        Date.now() + CALL_SLACK_MS,
+      );
       if (!res.renewed) throw new LeaseLostError(`renew of session ${this.sessionId} refused: ${res.reason}`);
       return;
     }
     const { token, ttlMs } = lock.ref as { token: string; ttlMs: number };
-    const res = await this.pool.call<RenewResponse>('Renew', { key: lock.key, owner: this.owner, token, ttl_ms: String(ttlMs), request_id: newRequestId() }, Date.now() + CALL_SLACK_MS);
+    const res = await this.pool.call<RenewResponse>(
+      'Renew',
+      { key: lock.key, owner: this.owner, token, ttl_ms: String(ttlMs), request_id: newRequestId() },
+      Date.now() + CALL_SLACK_MS,
+    );
     if (!res.renewed) throw new LeaseLostError(`renew of ${lock.key} refused: ${res.reason}`);
   }
 
@@ -137,7 +168,8 @@ class LeaseholdCluster implements SystemCluster {
   /** The member's stage stamps since the last call (GET /debug/trace: nodes started with LEASEHOLD_TRACE=1). */
   async traceStamps(member: number): Promise<TraceStamp[]> {
     const res = await fetch(`http://127.0.0.1:${this.metricsPorts[member]}/debug/trace`, { signal: AbortSignal.timeout(10_000) });
-    if (!res.ok) throw new Error(`trace stamps of ${this.members[member]}: HTTP ${res.status} (was the node started with LEASEHOLD_TRACE=1?)`);
+    if (!res.ok)
+      throw new Error(`trace stamps of ${this.members[member]}: HTTP ${res.status} (was the node started with LEASEHOLD_TRACE=1?)`);
     return (await res.json()) as TraceStamp[];
   }
 
@@ -151,10 +183,15 @@ class LeaseholdCluster implements SystemCluster {
 
   /** Every member answers Status with serving = true (what `leasehold status` shows as SERVING). */
   async waitAllServing(timeoutMs: number): Promise<void> {
-    await waitFor('every member SERVING', async () => {
-      const sts = await Promise.all(this.members.map((id) => this.cluster.status(id, 500).catch(() => null)));
-      return sts.every((s) => s?.serving === true);
-    }, timeoutMs, 25);
+    await waitFor(
+      'every member SERVING',
+      async () => {
+        const sts = await Promise.all(this.members.map((id) => this.cluster.status(id, 500).catch(() => null)));
+        return sts.every((s) => s?.serving === true);
+      },
+      timeoutMs,
+      25,
+    );
   }
 
   async stop(): Promise<void> {
@@ -162,7 +199,8 @@ class LeaseholdCluster implements SystemCluster {
       const lines = [...this.pids()].map(([id, pid]) => `${pid}\t${id}\t${this.opts.label ?? ''}\n`).join('');
       appendFileSync(join(this.opts.profileDir, 'pids.txt'), lines);
       // SIGTERM: the node shuts down and exits, and node writes its CPU profile on the way out.
-      for (const id of this.members) await Promise.race([this.cluster.kill(id, 'SIGTERM'), new Promise((r) => setTimeout(r, GRACEFUL_STOP_MS))]);
+      for (const id of this.members)
+        await Promise.race([this.cluster.kill(id, 'SIGTERM'), new Promise((r) => setTimeout(r, GRACEFUL_STOP_MS))]);
     }
     if (!this.opts.keep) return this.cluster.stop();
     for (const id of this.members) await this.cluster.kill(id);

@@ -28,7 +28,12 @@ export interface LoopSpec {
 
 export type Pin = 'spread' | 'leader' | 'follower';
 
-export async function openSessions(cluster: SystemCluster, count: number, opts?: SessionOptions, pin: Pin = 'spread'): Promise<LockSession[]> {
+export async function openSessions(
+  cluster: SystemCluster,
+  count: number,
+  opts?: SessionOptions,
+  pin: Pin = 'spread',
+): Promise<LockSession[]> {
   const n = cluster.members.length;
   const leader = pin === 'spread' ? 0 : await cluster.leader();
   const memberOf = (c: number) => (pin === 'spread' ? c % n : pin === 'leader' ? leader : (leader + 1) % n);
@@ -123,7 +128,14 @@ export async function measured<T>(cluster: SystemCluster, body: () => Promise<T>
   const lag = await cluster.loopLagMaxMs?.().catch(() => undefined);
   const nodes = sampler.stop().map((u) => (lag?.has(u.node) ? { ...u, loopLagMaxMs: lag.get(u.node)! } : u));
   const termAfter = await cluster.maxTerm();
-  return { seconds, nodes, elections: termAfter - termBefore, roleChanges: roleChangesSince(cluster, logsBefore), clientCpuSeconds: (cpu.user + cpu.system) / 1e6, result };
+  return {
+    seconds,
+    nodes,
+    elections: termAfter - termBefore,
+    roleChanges: roleChangesSince(cluster, logsBefore),
+    clientCpuSeconds: (cpu.user + cpu.system) / 1e6,
+    result,
+  };
 }
 
 export async function runLoop(cluster: SystemCluster, spec: LoopSpec): Promise<RunRow> {

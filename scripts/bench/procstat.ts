@@ -90,7 +90,13 @@ export class ProcSampler {
         t.lastRunDelayNs = delayNs;
       } else {
         const fresh = this.timer !== null;
-        this.tracks.set(pid, { node, firstTicks: fresh ? 0 : ticks, lastTicks: ticks, firstRunDelayNs: fresh ? 0 : delayNs, lastRunDelayNs: delayNs });
+        this.tracks.set(pid, {
+          node,
+          firstTicks: fresh ? 0 : ticks,
+          lastTicks: ticks,
+          firstRunDelayNs: fresh ? 0 : delayNs,
+          lastRunDelayNs: delayNs,
+        });
       }
       this.peakKb.set(node, Math.max(this.peakKb.get(node) ?? 0, rssKbOf(status)));
     }

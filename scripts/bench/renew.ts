@@ -60,7 +60,13 @@ class FillKeepAlive {
 
 /** Takes `count` holds round-robin over `holders`; `keep` renews each session's first hold (sessions: one
  *  renew keeps all its holds) or every hold (each its own lease) while the fill goes on. */
-async function takeHeld(holders: readonly LockSession[], count: number, round: number, keep: FillKeepAlive, sessions: boolean): Promise<{ s: LockSession; lock: HeldLock }[]> {
+async function takeHeld(
+  holders: readonly LockSession[],
+  count: number,
+  round: number,
+  keep: FillKeepAlive,
+  sessions: boolean,
+): Promise<{ s: LockSession; lock: HeldLock }[]> {
   const held: { s: LockSession; lock: HeldLock }[] = [];
   await Promise.all(
     holders.map(async (s, h) => {
@@ -76,7 +82,10 @@ async function takeHeld(holders: readonly LockSession[], count: number, round: n
 }
 
 /** Renews every lock once per interval until `until`; a refused or failed renew is an error. */
-async function renewLoops(held: readonly { s: LockSession; lock: HeldLock }[], until: number): Promise<{ latenciesMs: number[]; errors: number; lost: number; errorSamples: string[] }> {
+async function renewLoops(
+  held: readonly { s: LockSession; lock: HeldLock }[],
+  until: number,
+): Promise<{ latenciesMs: number[]; errors: number; lost: number; errorSamples: string[] }> {
   const intervalMs = RENEW_TTL_MS / 3;
   const latenciesMs: number[] = [];
   let errors = 0;
@@ -117,7 +126,9 @@ async function renewLoops(held: readonly { s: LockSession; lock: HeldLock }[], u
  */
 export async function runRenew(cluster: SystemCluster, scale: BenchScale, round: number, sessions = false): Promise<RunRow> {
   const count = heldForRenew(scale);
-  const holders = sessions ? await openSessions(cluster, HOLD_SESSIONS, { sessionTtlMs: RENEW_TTL_MS }) : await openSessions(cluster, HOLDER_SESSIONS, { leasePerLock: true });
+  const holders = sessions
+    ? await openSessions(cluster, HOLD_SESSIONS, { sessionTtlMs: RENEW_TTL_MS })
+    : await openSessions(cluster, HOLDER_SESSIONS, { leasePerLock: true });
   const cyclers = await openSessions(cluster, CYCLE_CLIENTS);
   try {
     const keep = new FillKeepAlive();
@@ -130,7 +141,10 @@ export async function runRenew(cluster: SystemCluster, scale: BenchScale, round:
     const renewed = sessions ? holders.map((s) => held.find((h) => h.s === s)!) : held;
     const m = await measured(cluster, async () => {
       const until = performance.now() + scale.seconds * 1000;
-      const [renews, cycles] = await Promise.all([renewLoops(renewed, until), drive(cyclers, until, (s, c, n) => cycle(s, `renew-cycle-${round}-${c}-${n}`, WAIT_MS, CYCLE_TTL_MS))]);
+      const [renews, cycles] = await Promise.all([
+        renewLoops(renewed, until),
+        drive(cyclers, until, (s, c, n) => cycle(s, `renew-cycle-${round}-${c}-${n}`, WAIT_MS, CYCLE_TTL_MS)),
+      ]);
       return { renews, cycles };
     });
     const cycleLatency = summarize(m.result.cycles.latenciesMs);
@@ -149,7 +163,14 @@ export async function runRenew(cluster: SystemCluster, scale: BenchScale, round:
       nodes: m.nodes,
       clientCpuSeconds: m.clientCpuSeconds,
       errorSamples: [...m.result.renews.errorSamples, ...m.result.cycles.errorSamples],
-      extra: { offeredRenewsPerSec: renewed.length / (RENEW_TTL_MS / 3 / 1000), leasesLost: m.result.renews.lost, cyclesPerSec: m.result.cycles.latenciesMs.length / m.seconds, cycleP99Ms: cycleLatency.p99Ms, cycleErrors: m.result.cycles.errors, ...nonZero(m.roleChanges) },
+      extra: {
+        offeredRenewsPerSec: renewed.length / (RENEW_TTL_MS / 3 / 1000),
+        leasesLost: m.result.renews.lost,
+        cyclesPerSec: m.result.cycles.latenciesMs.length / m.seconds,
+        cycleP99Ms: cycleLatency.p99Ms,
+        cycleErrors: m.result.cycles.errors,
+        ...nonZero(m.roleChanges),
+      },
     };
   } finally {
     for (const s of [...holders, ...cyclers]) s.close();

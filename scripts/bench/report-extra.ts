@@ -30,7 +30,9 @@ export function heldScaleTable(results: readonly HeldScaleResult[]): string {
 }
 
 export function failoverTable(results: readonly FailoverResult[]): string {
-  const lines = ['== failover: kill -9 of the leader under light load (1 client per member); ms from the kill to the next acquire through a survivor =='];
+  const lines = [
+    '== failover: kill -9 of the leader under light load (1 client per member); ms from the kill to the next acquire through a survivor ==',
+  ];
   for (const r of results) {
     lines.push(
       `${r.system.padEnd(12)} round ${r.round}: ${r.kills} kills, median ${n0(r.medianMs)} ms, max ${n0(r.maxMs)} ms, term +${r.termIncrease} (${r.termIncrease - r.kills} beyond one per kill)${roles(r.roleChanges)}; ` +

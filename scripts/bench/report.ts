@@ -19,14 +19,55 @@ function cells(r: RunRow, workload: string): string[] {
   const extra = Object.entries(r.extra)
     .map(([k, v]) => `${k}=${fmt(v, Number.isInteger(v) ? 0 : 1)}`)
     .join(' ');
-  return [variant ? `${r.system} ${variant}` : r.system, String(r.round), String(r.clients), fmt(r.opsPerSec), fmt(r.latency.p50Ms, 1), fmt(r.latency.p90Ms, 1), fmt(r.latency.p99Ms, 1), fmt(r.latency.maxMs, 1), String(r.errors), String(r.elections), cpu, fmt(r.clientCpuSeconds, 1), runq, rss, lag, extra];
+  return [
+    variant ? `${r.system} ${variant}` : r.system,
+    String(r.round),
+    String(r.clients),
+    fmt(r.opsPerSec),
+    fmt(r.latency.p50Ms, 1),
+    fmt(r.latency.p90Ms, 1),
+    fmt(r.latency.p99Ms, 1),
+    fmt(r.latency.maxMs, 1),
+    String(r.errors),
+    String(r.elections),
+    cpu,
+    fmt(r.clientCpuSeconds, 1),
+    runq,
+    rss,
+    lag,
+    extra,
+  ];
 }
 
-const HEADER = ['system', 'round', 'clients', 'ops/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'errors', 'elections', 'cpu s per node', 'client cpu s', 'cpu wait ms per node', 'peak RSS MB per node', 'loop stall max ms', 'extra'];
+const HEADER = [
+  'system',
+  'round',
+  'clients',
+  'ops/s',
+  'p50 ms',
+  'p90 ms',
+  'p99 ms',
+  'max ms',
+  'errors',
+  'elections',
+  'cpu s per node',
+  'client cpu s',
+  'cpu wait ms per node',
+  'peak RSS MB per node',
+  'loop stall max ms',
+  'extra',
+];
 
 function table(rows: string[][]): string {
   const widths = HEADER.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 export interface RatioLine {
@@ -76,7 +117,9 @@ export function workloadTable(workload: string, description: string, rows: reado
   }
   for (const q of ratios(mine)) {
     const variant = q.workload.slice(workload.length);
-    lines.push(`ratio ${OURS}/${q.other}${variant} @${q.clients} clients: throughput ${fmt(q.throughputRatio, 2)}x, p99 ${fmt(q.p99Ratio, 2)}x`);
+    lines.push(
+      `ratio ${OURS}/${q.other}${variant} @${q.clients} clients: throughput ${fmt(q.throughputRatio, 2)}x, p99 ${fmt(q.p99Ratio, 2)}x`,
+    );
   }
   return lines.join('\n');
 }

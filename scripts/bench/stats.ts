@@ -29,7 +29,10 @@ export function summarize(samplesMs: readonly number[]): LatencySummary {
 }
 
 export function median(values: readonly number[]): number {
-  return percentile([...values].sort((a, b) => a - b), 50);
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 }
 
 export function mean(values: readonly number[]): number {

@@ -53,12 +53,16 @@ function panel(title: string, unit: string, series: readonly Series[], x0: numbe
   }
   for (const c of clients) out.push(`<text x="${xOf(c)}" y="${PAD.top + h + 16}" text-anchor="middle" font-size="11">${c}</text>`);
   out.push(`<text x="${x0 + PAD.left + w / 2}" y="${PANEL_H - 8}" text-anchor="middle" font-size="12">clients</text>`);
-  out.push(`<text x="${x0 + 14}" y="${PAD.top + h / 2}" text-anchor="middle" font-size="12" transform="rotate(-90 ${x0 + 14} ${PAD.top + h / 2})">${esc(unit)}</text>`);
+  out.push(
+    `<text x="${x0 + 14}" y="${PAD.top + h / 2}" text-anchor="middle" font-size="12" transform="rotate(-90 ${x0 + 14} ${PAD.top + h / 2})">${esc(unit)}</text>`,
+  );
   series.forEach((s, i) => {
     const color = COLORS[i % COLORS.length]!;
     const pts = s.points.filter((p) => Number.isFinite(p[1]));
     if (pts.length === 0) return;
-    out.push(`<polyline class="series" data-system="${esc(s.system)}" fill="none" stroke="${color}" stroke-width="2" points="${pts.map((p) => `${xOf(p[0]).toFixed(1)},${yOf(p[1]).toFixed(1)}`).join(' ')}"/>`);
+    out.push(
+      `<polyline class="series" data-system="${esc(s.system)}" fill="none" stroke="${color}" stroke-width="2" points="${pts.map((p) => `${xOf(p[0]).toFixed(1)},${yOf(p[1]).toFixed(1)}`).join(' ')}"/>`,
+    );
     for (const p of pts) out.push(`<circle cx="${xOf(p[0]).toFixed(1)}" cy="${yOf(p[1]).toFixed(1)}" r="3" fill="${color}"/>`);
   });
   return out.join('\n');
@@ -70,7 +74,10 @@ export function chartSvg(title: string, rows: readonly RunRow[]): string {
   const p99 = seriesOf(rows, (r) => r.latency.p99Ms);
   const legendY = PANEL_H + 10;
   const legend = throughput
-    .map((s, i) => `<rect x="${PAD.left + i * 160}" y="${legendY}" width="14" height="4" fill="${COLORS[i % COLORS.length]}"/><text x="${PAD.left + i * 160 + 20}" y="${legendY + 6}" font-size="12">${esc(s.system)}</text>`)
+    .map(
+      (s, i) =>
+        `<rect x="${PAD.left + i * 160}" y="${legendY}" width="14" height="4" fill="${COLORS[i % COLORS.length]}"/><text x="${PAD.left + i * 160 + 20}" y="${legendY + 6}" font-size="12">${esc(s.system)}</text>`,
+    )
     .join('\n');
   const width = 2 * PANEL_W;
   const height = PANEL_H + 50;

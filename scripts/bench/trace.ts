@@ -54,7 +54,11 @@ async function makeCalls(pool: EndpointPool, count: number, prefix: string, wind
     const key = `${prefix}-${i}`;
     await timed('Get', () => pool.call('Get', { key }, Date.now() + 5000));
     const got = await timed('Acquire', () =>
-      pool.call<{ acquired: boolean; token: string }>('Acquire', { key, owner, ttl_ms: '10000', wait_ms: '0', request_id: newRequestId() }, Date.now() + 5000),
+      pool.call<{ acquired: boolean; token: string }>(
+        'Acquire',
+        { key, owner, ttl_ms: '10000', wait_ms: '0', request_id: newRequestId() },
+        Date.now() + 5000,
+      ),
     );
     if (!got.acquired) throw new Error(`trace: acquire of fresh key ${key} was refused`);
     await timed('Release', () => pool.call('Release', { key, owner, token: got.token, request_id: newRequestId() }, Date.now() + 5000));
@@ -62,7 +66,11 @@ async function makeCalls(pool: EndpointPool, count: number, prefix: string, wind
 }
 
 /** Joins the stamps of every node with the client's windows into one waterfall per call kind. */
-export function joinWaterfall(via: 'leader' | 'follower', windows: readonly Window[], stampsByNode: ReadonlyMap<string, readonly TraceStamp[]>): Waterfall[] {
+export function joinWaterfall(
+  via: 'leader' | 'follower',
+  windows: readonly Window[],
+  stampsByNode: ReadonlyMap<string, readonly TraceStamp[]>,
+): Waterfall[] {
   const out: Waterfall[] = [];
   for (const kind of ['Get', 'Acquire', 'Release'] as const) {
     const ws = windows.filter((w) => w.kind === kind).sort((a, b) => a.startMs - b.startMs);
@@ -101,11 +109,20 @@ export function joinWaterfall(via: 'leader' | 'follower', windows: readonly Wind
     }
     const calls = ws.map((w) => w.endMs - w.startMs);
     const callsSorted = [...calls].sort((a, b) => a - b);
-    rows.push({ stage: 'answer received', node: 'client', seen: 1, p50Ms: percentile(callsSorted, 50), p99Ms: percentile(callsSorted, 99) });
+    rows.push({
+      stage: 'answer received',
+      node: 'client',
+      seen: 1,
+      p50Ms: percentile(callsSorted, 50),
+      p99Ms: percentile(callsSorted, 99),
+    });
     rows.sort((a, b) => a.p50Ms - b.p50Ms);
     const order = calls.map((d, i) => [d, i] as const).sort((a, b) => a[0] - b[0]);
     const mid = order[Math.floor(order.length / 2)];
-    const example = mid === undefined ? [] : [...byWindow[mid[1]]!, { node: 'client', stage: 'answer received', atMs: mid[0] }].sort((a, b) => a.atMs - b.atMs);
+    const example =
+      mid === undefined
+        ? []
+        : [...byWindow[mid[1]]!, { node: 'client', stage: 'answer received', atMs: mid[0] }].sort((a, b) => a.atMs - b.atMs);
     out.push({ via, kind, calls: summarize(calls), rows, example });
   }
   return out;
@@ -126,7 +143,10 @@ export async function runTrace(calls: number, opts: { keep: boolean }): Promise<
   try {
     const leader = await cluster.leader();
     const follower = (leader + 1) % cluster.members.length;
-    for (const [via, member] of [['leader', leader], ['follower', follower]] as const) {
+    for (const [via, member] of [
+      ['leader', leader],
+      ['follower', follower],
+    ] as const) {
       const pool = new EndpointPool({ endpoints: [cluster.cluster.endpoint(cluster.members[member]!)], attemptTimeoutMs: 3000 });
       try {
         await makeCalls(pool, 50, `warm-${via}`, null);
@@ -135,7 +155,8 @@ export async function runTrace(calls: number, opts: { keep: boolean }): Promise<
         await makeCalls(pool, calls, `trace-${via}`, windows);
         const stamps = new Map<string, TraceStamp[]>();
         for (let i = 0; i < cluster.members.length; i++) {
-          const name = i === leader ? 'leader' : i === member ? `follower ${cluster.members[i]} (serving)` : `follower ${cluster.members[i]}`;
+          const name =
+            i === leader ? 'leader' : i === member ? `follower ${cluster.members[i]} (serving)` : `follower ${cluster.members[i]}`;
           stamps.set(name, await cluster.traceStamps(i));
         }
         waterfalls.push(...joinWaterfall(via, windows, stamps));
@@ -167,10 +188,15 @@ export function floorsTable(f: Floors): string {
 
 export function waterfallTable(w: Waterfall, f: Floors): string {
   const head = `== waterfall: ${w.kind} via the ${w.via}, ${w.calls.count} calls one at a time: p50 ${f2(w.calls.p50Ms)} ms, p99 ${f2(w.calls.p99Ms)} ms ==`;
-  const lines = [head, `${'at p50'.padStart(7)} ${'step'.padStart(6)} ${'at p99'.padStart(7)}  ${'seen'.padStart(5)}  ${'node'.padEnd(24)} stage`];
+  const lines = [
+    head,
+    `${'at p50'.padStart(7)} ${'step'.padStart(6)} ${'at p99'.padStart(7)}  ${'seen'.padStart(5)}  ${'node'.padEnd(24)} stage`,
+  ];
   let prev = 0;
   for (const r of w.rows) {
-    lines.push(`${f2(r.p50Ms).padStart(7)} ${f2(r.p50Ms - prev).padStart(6)} ${f2(r.p99Ms).padStart(7)}  ${`${Math.round(r.seen * 100)}%`.padStart(5)}  ${r.node.padEnd(24)} ${r.stage}`);
+    lines.push(
+      `${f2(r.p50Ms).padStart(7)} ${f2(r.p50Ms - prev).padStart(6)} ${f2(r.p99Ms).padStart(7)}  ${`${Math.round(r.seen * 100)}%`.padStart(5)}  ${r.node.padEnd(24)} ${r.stage}`,
+    );
     prev = r.p50Ms;
   }
   if (w.example.length > 0) {
@@ -182,10 +208,15 @@ export function waterfallTable(w: Waterfall, f: Floors): string {
     }
   }
   const rtt = f.unary.p50Ms + f.peerRoundTrip.p50Ms;
-  if (w.kind === 'Get' && w.via === 'leader') lines.push(`budget (unary + peer round trip + 0.3 ms): ${f2(rtt + 0.3)} ms; p50 ${f2(w.calls.p50Ms)} ms: ${w.calls.p50Ms <= rtt + 0.3 ? 'met' : 'NOT met'}`);
+  if (w.kind === 'Get' && w.via === 'leader')
+    lines.push(
+      `budget (unary + peer round trip + 0.3 ms): ${f2(rtt + 0.3)} ms; p50 ${f2(w.calls.p50Ms)} ms: ${w.calls.p50Ms <= rtt + 0.3 ? 'met' : 'NOT met'}`,
+    );
   if (w.kind === 'Acquire' && w.via === 'leader') {
     const budget = rtt + f.fdatasync.p50Ms + 0.5;
-    lines.push(`budget (unary + peer round trip + fdatasync + 0.5 ms): ${f2(budget)} ms; p50 ${f2(w.calls.p50Ms)} ms: ${w.calls.p50Ms <= budget ? 'met' : 'NOT met'}`);
+    lines.push(
+      `budget (unary + peer round trip + fdatasync + 0.5 ms): ${f2(budget)} ms; p50 ${f2(w.calls.p50Ms)} ms: ${w.calls.p50Ms <= budget ? 'met' : 'NOT met'}`,
+    );
   }
   return lines.join('\n');
 }

@@ -59,7 +59,12 @@ function freshKeys(name: string, description: string, clients: (o: BenchScale) =
 }
 
 export const uncontended = freshKeys('uncontended', 'a fresh key per cycle, acquire + release, 16 clients', () => [16]);
-export const oneClient = freshKeys('one-client', '1 client, a fresh key per cycle, acquire + release; one row with the client on the leader, one on a follower', () => [1], ['leader', 'follower']);
+export const oneClient = freshKeys(
+  'one-client',
+  '1 client, a fresh key per cycle, acquire + release; one row with the client on the leader, one on a follower',
+  () => [1],
+  ['leader', 'follower'],
+);
 
 export const blocking: LoopWorkload = {
   name: 'blocking',

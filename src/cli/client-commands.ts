@@ -5,7 +5,18 @@
 import type { Command } from 'commander';
 import { EndpointPool, newRequestId } from '../client/rpc.js';
 import { clientTlsCredentials, type ClientTlsOptions } from '../client/tls.js';
-import type { AcquireResponse, CloseSessionResponse, GetResponse, ListedLock, ListResponse, OpenSessionResponse, ReleaseResponse, RenewResponse, RenewSessionResponse, RevokeResponse } from '../wire/lock.js';
+import type {
+  AcquireResponse,
+  CloseSessionResponse,
+  GetResponse,
+  ListedLock,
+  ListResponse,
+  OpenSessionResponse,
+  ReleaseResponse,
+  RenewResponse,
+  RenewSessionResponse,
+  RevokeResponse,
+} from '../wire/lock.js';
 import { checkEndpoints, parseHoldLimit, parseToken } from './args.js';
 import { formatDuration, isoTime, parseDuration } from './duration.js';
 import { EXIT, RefusedError, UsageError, reportError } from './exit-codes.js';
@@ -30,7 +41,11 @@ interface CommonOpts extends TlsFlags {
 export function withTlsFlags(cmd: Command): Command {
   const env = (name: string) => process.env[name] || undefined;
   return cmd
-    .option('--cacert <file>', 'CA certificate (PEM) to verify the nodes with; turns TLS on (env LEASEHOLD_CACERT)', env('LEASEHOLD_CACERT'))
+    .option(
+      '--cacert <file>',
+      'CA certificate (PEM) to verify the nodes with; turns TLS on (env LEASEHOLD_CACERT)',
+      env('LEASEHOLD_CACERT'),
+    )
     .option('--cert <file>', 'client certificate (PEM) for mTLS and owner binding (env LEASEHOLD_CERT)', env('LEASEHOLD_CERT'))
     .option('--key <file>', 'private key (PEM) of --cert (env LEASEHOLD_KEY)', env('LEASEHOLD_KEY'));
 }
@@ -85,7 +100,9 @@ async function run(opts: CommonOpts, fn: (ctx: Ctx) => Promise<Outcome>): Promis
       deadline,
       call: async <Res>(method: CliMethod, request: object | ((attempt: number) => object)) => {
         try {
-          return await livePool.call<Res>(method, request, deadline, watch.signal, { onRetry: (r) => watch.attemptFailed(r.endpoint, r.error.code, r.error.details) });
+          return await livePool.call<Res>(method, request, deadline, watch.signal, {
+            onRetry: (r) => watch.attemptFailed(r.endpoint, r.error.code, r.error.details),
+          });
         } catch (err) {
           throw watch.unreachable ?? err;
         }
@@ -104,7 +121,10 @@ async function run(opts: CommonOpts, fn: (ctx: Ctx) => Promise<Outcome>): Promis
 /** Best effort: who holds `key` now (for refusal messages); null when the read fails. */
 async function peek(ctx: Ctx, key: string): Promise<GetResponse | null> {
   try {
-    return await ctx.pool.call<GetResponse>('Get', { key }, Math.min(ctx.deadline, Date.now() + 1000), undefined, { retry: false, attemptTimeoutMs: 1000 });
+    return await ctx.pool.call<GetResponse>('Get', { key }, Math.min(ctx.deadline, Date.now() + 1000), undefined, {
+      retry: false,
+      attemptTimeoutMs: 1000,
+    });
   } catch {
     return null;
   }
@@ -145,7 +165,11 @@ function queueProgress(ctx: Ctx, key: string, startedAt: number, firstMs = 1000,
     const g = await peek(ctx, key);
     if (stopped) return;
     const waited = formatDuration(Date.now() - startedAt);
-    say(g?.held ? `waiting for lock "${key}": ${holderText(g)}; waited ${waited}` : `waiting for lock "${key}": queued behind other waiters; waited ${waited}`);
+    say(
+      g?.held
+        ? `waiting for lock "${key}": ${holderText(g)}; waited ${waited}`
+        : `waiting for lock "${key}": queued behind other waiters; waited ${waited}`,
+    );
     timer = setTimeout(() => void tick(), everyMs);
   };
   timer = setTimeout(() => void tick(), firstMs);
@@ -162,66 +186,97 @@ export function clientCommands(program: Command): void {
       .description('acquire a lock; prints the fencing token (exit code 3 when the lock is held by someone else)')
       .requiredOption('--owner <owner>', 'who holds the lock (1..256 bytes)')
       .option('--ttl <duration>', 'lease length, e.g. 10s or 500ms (not with --session)', (v) => parseDuration(v, '--ttl'))
-      .option('--session <id>', 'hold it under this session (from `leasehold session open`): it lives as long as the session', (v) => parseToken(v, '--session'))
+      .option('--session <id>', 'hold it under this session (from `leasehold session open`): it lives as long as the session', (v) =>
+        parseToken(v, '--session'),
+      )
       .option('--wait <duration>', 'wait in line up to this long for the lock (FIFO)', (v) => parseDuration(v, '--wait'), 0)
-      .option('--lock-delay <duration>', 'if this hold expires (not on release), the key grants nobody for this long after', (v) => parseDuration(v, '--lock-delay'), 0)
-      .option('--value <text>', 'stored with the hold and shown by get (e.g. the holder\'s address)')
-      .option('--limit <n>', 'a semaphore: up to n holders at once, each with its own token (every acquire of the key names the same n)', (v) => parseHoldLimit(v), 1)
+      .option(
+        '--lock-delay <duration>',
+        'if this hold expires (not on release), the key grants nobody for this long after',
+        (v) => parseDuration(v, '--lock-delay'),
+        0,
+      )
+      .option('--value <text>', "stored with the hold and shown by get (e.g. the holder's address)")
+      .option(
+        '--limit <n>',
+        'a semaphore: up to n holders at once, each with its own token (every acquire of the key names the same n)',
+        (v) => parseHoldLimit(v),
+        1,
+      )
       .option('--shared', 'a shared (read) hold: any number together, or one exclusive hold')
       .option('--request-id <id>', 'idempotency key; a retry with the same id returns the first outcome'),
-  ).action(async (key: string, o: CommonOpts & { owner: string; ttl?: number; session?: string; wait: number; lockDelay: number; value?: string; limit: number; shared?: boolean; requestId?: string }) => {
-    if ((o.ttl === undefined) === (o.session === undefined)) {
-      reportError(new UsageError('acquire: give exactly one of --ttl (a lease of its own) and --session (a hold that lives as long as the session)'));
-      return;
-    }
-    if (o.shared === true && o.limit > 1) {
-      reportError(new UsageError('acquire: --shared is for a key of shared and exclusive holds (limit 1), not with --limit'));
-      return;
-    }
-    const startedAt = Date.now();
-    const requestId = o.requestId ?? newRequestId();
-    // The same request_id on every attempt; only the remaining wait shrinks.
-    const request = () => ({
-      key,
-      owner: o.owner,
-      ...(o.session !== undefined ? { ttl_ms: '0', session_id: o.session } : { ttl_ms: String(o.ttl) }),
-      wait_ms: String(Math.max(0, o.wait - (Date.now() - startedAt))),
-      request_id: requestId,
-      ...(o.lockDelay > 0 ? { lock_delay_ms: String(o.lockDelay) } : {}),
-      ...(o.value !== undefined ? { value: Buffer.from(o.value, 'utf8') } : {}),
-      ...(o.limit > 1 ? { limit: o.limit } : {}),
-      ...(o.shared === true ? { shared: true } : {}),
-    });
-    await run({ ...o, timeout: Math.max(o.timeout, o.wait + 5000) }, async (ctx) => {
-      const before = await peek(ctx, key);
-      const stopProgress = o.wait > 0 ? queueProgress(ctx, key, startedAt) : () => {};
-      let r: AcquireResponse;
-      try {
-        r = await ctx.call<AcquireResponse>('Acquire', request);
-      } finally {
-        stopProgress();
+  ).action(
+    async (
+      key: string,
+      o: CommonOpts & {
+        owner: string;
+        ttl?: number;
+        session?: string;
+        wait: number;
+        lockDelay: number;
+        value?: string;
+        limit: number;
+        shared?: boolean;
+        requestId?: string;
+      },
+    ) => {
+      if ((o.ttl === undefined) === (o.session === undefined)) {
+        reportError(
+          new UsageError(
+            'acquire: give exactly one of --ttl (a lease of its own) and --session (a hold that lives as long as the session)',
+          ),
+        );
+        return;
       }
-      const json = { ...r, key, expires_at: isoTime(r.expires_at_ms), waited_ms: Date.now() - startedAt };
-      if (!r.acquired) {
-        const delayLeftMs = Number(r.delay_ms_left ?? 0);
-        const holder = r.holder_owner
-          ? `is held by ${JSON.stringify(r.holder_owner)} for another ${formatDuration(Number(r.holder_ttl_ms))}`
-          : delayLeftMs > 0
-            ? `is in lock-delay for another ${formatDuration(delayLeftMs)} (its last holder's lease expired)`
-            : 'was not granted: other waiters are queued ahead';
-        const waited = o.wait > 0 ? ` (waited ${formatDuration(Date.now() - startedAt)})` : '';
-        return { text: `not acquired: lock "${key}" ${holder}${waited}; retry later, or queue with --wait`, json, refused: true };
+      if (o.shared === true && o.limit > 1) {
+        reportError(new UsageError('acquire: --shared is for a key of shared and exclusive holds (limit 1), not with --limit'));
+        return;
       }
-      let text =
-        o.session !== undefined
-          ? `acquired ${key}: token ${r.token}, under session ${o.session} (lives as long as the session; now until ${isoTime(r.expires_at_ms)} unless it is renewed)`
-          : `acquired ${key}: token ${r.token}, ttl ${formatDuration(Number(r.ttl_ms))} (expires ${isoTime(r.expires_at_ms)} unless renewed)`;
-      if (before?.held && before.owner === o.owner && before.token !== r.token) {
-        text += `\nnote: ${JSON.stringify(o.owner)} already held ${key} with token ${before.token}; that token is now dead (renew or release with it is refused) — use token ${r.token}`;
-      }
-      return { text, json };
-    });
-  });
+      const startedAt = Date.now();
+      const requestId = o.requestId ?? newRequestId();
+      // The same request_id on every attempt; only the remaining wait shrinks.
+      const request = () => ({
+        key,
+        owner: o.owner,
+        ...(o.session !== undefined ? { ttl_ms: '0', session_id: o.session } : { ttl_ms: String(o.ttl) }),
+        wait_ms: String(Math.max(0, o.wait - (Date.now() - startedAt))),
+        request_id: requestId,
+        ...(o.lockDelay > 0 ? { lock_delay_ms: String(o.lockDelay) } : {}),
+        ...(o.value !== undefined ? { value: Buffer.from(o.value, 'utf8') } : {}),
+        ...(o.limit > 1 ? { limit: o.limit } : {}),
+        ...(o.shared === true ? { shared: true } : {}),
+      });
+      await run({ ...o, timeout: Math.max(o.timeout, o.wait + 5000) }, async (ctx) => {
+        const before = await peek(ctx, key);
+        const stopProgress = o.wait > 0 ? queueProgress(ctx, key, startedAt) : () => {};
+        let r: AcquireResponse;
+        try {
+          r = await ctx.call<AcquireResponse>('Acquire', request);
+        } finally {
+          stopProgress();
+        }
+        const json = { ...r, key, expires_at: isoTime(r.expires_at_ms), waited_ms: Date.now() - startedAt };
+        if (!r.acquired) {
+          const delayLeftMs = Number(r.delay_ms_left ?? 0);
+          const holder = r.holder_owner
+            ? `is held by ${JSON.stringify(r.holder_owner)} for another ${formatDuration(Number(r.holder_ttl_ms))}`
+            : delayLeftMs > 0
+              ? `is in lock-delay for another ${formatDuration(delayLeftMs)} (its last holder's lease expired)`
+              : 'was not granted: other waiters are queued ahead';
+          const waited = o.wait > 0 ? ` (waited ${formatDuration(Date.now() - startedAt)})` : '';
+          return { text: `not acquired: lock "${key}" ${holder}${waited}; retry later, or queue with --wait`, json, refused: true };
+        }
+        let text =
+          o.session !== undefined
+            ? `acquired ${key}: token ${r.token}, under session ${o.session} (lives as long as the session; now until ${isoTime(r.expires_at_ms)} unless it is renewed)`
+            : `acquired ${key}: token ${r.token}, ttl ${formatDuration(Number(r.ttl_ms))} (expires ${isoTime(r.expires_at_ms)} unless renewed)`;
+        if (before?.held && before.owner === o.owner && before.token !== r.token) {
+          text += `\nnote: ${JSON.stringify(o.owner)} already held ${key} with token ${before.token}; that token is now dead (renew or release with it is refused) — use token ${r.token}`;
+        }
+        return { text, json };
+      });
+    },
+  );
 
   withCommon(
     program
@@ -257,25 +312,32 @@ export function clientCommands(program: Command): void {
     });
   });
 
-  withCommon(program.command('get <key>').description('show who holds a lock (linearizable read)')).action(async (key: string, o: CommonOpts) => {
-    await run(o, async (ctx) => {
-      const r = await ctx.call<GetResponse>('Get', { key });
-      const waiting = Number(r.waiters ?? 0) > 0 ? `; ${r.waiters} waiting` : '';
-      const value = r.holders?.[0]?.value;
-      const valueText = value !== undefined && value.length > 0 ? `; value ${JSON.stringify(Buffer.from(value).toString('utf8'))}` : '';
-      const sessionId = r.holders?.[0]?.session_id ?? '0';
-      const sessionText = sessionId !== '0' ? `; under session ${sessionId}` : '';
-      const many = (r.holders ?? []).length > 1 || (r.limit ?? 1) > 1 || (r.holders ?? []).some((h) => h.shared);
-      const text = !r.held
-        ? `${key}: free (last token ${r.last_token}${waiting})`
-        : many
-          ? `${key}: ${r.holders.length} holder${r.holders.length === 1 ? '' : 's'}${(r.limit ?? 1) > 1 ? ` of a limit of ${r.limit}` : ''} (last token ${r.last_token}${waiting})\n` +
-            r.holders.map((h) => `  ${h.owner}: token ${h.token}${h.shared ? ', shared' : ''}, ${formatDuration(Number(h.ttl_ms))} left${h.session_id !== '0' ? `, under session ${h.session_id}` : ''}`).join('\n')
-          : `${key}: held by ${r.owner}, token ${r.token}, ${formatDuration(Number(r.ttl_ms))} left (expires ${isoTime(r.expires_at_ms)}; last token ${r.last_token}${waiting}${valueText}${sessionText})`;
-      const holders = (r.holders ?? []).map((h) => ({ ...h, value: Buffer.from(h.value).toString('utf8') }));
-      return { text, json: { ...r, holders, key, expires_at: isoTime(r.expires_at_ms) } };
-    });
-  });
+  withCommon(program.command('get <key>').description('show who holds a lock (linearizable read)')).action(
+    async (key: string, o: CommonOpts) => {
+      await run(o, async (ctx) => {
+        const r = await ctx.call<GetResponse>('Get', { key });
+        const waiting = Number(r.waiters ?? 0) > 0 ? `; ${r.waiters} waiting` : '';
+        const value = r.holders?.[0]?.value;
+        const valueText = value !== undefined && value.length > 0 ? `; value ${JSON.stringify(Buffer.from(value).toString('utf8'))}` : '';
+        const sessionId = r.holders?.[0]?.session_id ?? '0';
+        const sessionText = sessionId !== '0' ? `; under session ${sessionId}` : '';
+        const many = (r.holders ?? []).length > 1 || (r.limit ?? 1) > 1 || (r.holders ?? []).some((h) => h.shared);
+        const text = !r.held
+          ? `${key}: free (last token ${r.last_token}${waiting})`
+          : many
+            ? `${key}: ${r.holders.length} holder${r.holders.length === 1 ? '' : 's'}${(r.limit ?? 1) > 1 ? ` of a limit of ${r.limit}` : ''} (last token ${r.last_token}${waiting})\n` +
+              r.holders
+                .map(
+                  (h) =>
+                    `  ${h.owner}: token ${h.token}${h.shared ? ', shared' : ''}, ${formatDuration(Number(h.ttl_ms))} left${h.session_id !== '0' ? `, under session ${h.session_id}` : ''}`,
+                )
+                .join('\n')
+            : `${key}: held by ${r.owner}, token ${r.token}, ${formatDuration(Number(r.ttl_ms))} left (expires ${isoTime(r.expires_at_ms)}; last token ${r.last_token}${waiting}${valueText}${sessionText})`;
+        const holders = (r.holders ?? []).map((h) => ({ ...h, value: Buffer.from(h.value).toString('utf8') }));
+        return { text, json: { ...r, holders, key, expires_at: isoTime(r.expires_at_ms) } };
+      });
+    },
+  );
 
   withCommon(
     program
@@ -286,7 +348,8 @@ export function clientCommands(program: Command): void {
   ).action(async (prefix: string | undefined, o: CommonOpts & { limit: string; all?: boolean }) => {
     await run(o, async (ctx) => {
       const limit = Number(o.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError(`--limit must be an integer from 1 to 1000, got ${JSON.stringify(o.limit)}`);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+        throw new UsageError(`--limit must be an integer from 1 to 1000, got ${JSON.stringify(o.limit)}`);
       const locks: ListedLock[] = [];
       let token = '';
       let next = '';
@@ -298,11 +361,16 @@ export function clientCommands(program: Command): void {
       } while (o.all && next !== '');
       const lines = locks.map((l) => {
         const h = l.holders[0];
-        const held = h ? `held by ${h.owner}, token ${h.token}, ${formatDuration(Number(h.ttl_ms))} left${h.session_id !== '0' ? `, session ${h.session_id}` : ''}` : 'free';
+        const held = h
+          ? `held by ${h.owner}, token ${h.token}, ${formatDuration(Number(h.ttl_ms))} left${h.session_id !== '0' ? `, session ${h.session_id}` : ''}`
+          : 'free';
         return `${l.key}: ${held}${l.waiters > 0 ? `; ${l.waiters} waiting` : ''} (last token ${l.last_token})`;
       });
       if (next !== '') lines.push(`(more: --all, or the next page after ${JSON.stringify(next)})`);
-      const json = { locks: locks.map((l) => ({ ...l, holders: l.holders.map((h) => ({ ...h, value: Buffer.from(h.value).toString('utf8') })) })), next_page_token: next };
+      const json = {
+        locks: locks.map((l) => ({ ...l, holders: l.holders.map((h) => ({ ...h, value: Buffer.from(h.value).toString('utf8') })) })),
+        next_page_token: next,
+      };
       return { text: lines.length > 0 ? lines.join('\n') : `no locks under ${JSON.stringify(prefix ?? '')}`, json };
     });
   });
@@ -310,14 +378,19 @@ export function clientCommands(program: Command): void {
   withCommon(
     program
       .command('revoke <key>')
-      .description("end a lock's hold as an operator (no lock-delay; the key goes to its line at once); under owner binding, only auth.admins")
+      .description(
+        "end a lock's hold as an operator (no lock-delay; the key goes to its line at once); under owner binding, only auth.admins",
+      )
       .option('--token <token>', 'only the hold with this token (default: whatever hold the key has)')
       .option('--reason <text>', 'why, for the node log', ''),
   ).action(async (key: string, o: CommonOpts & { token?: string; reason: string }) => {
     await run(o, async (ctx) => {
       const token = o.token === undefined ? '0' : parseToken(o.token);
       const r = await ctx.call<RevokeResponse>('Revoke', { key, token, reason: o.reason, request_id: newRequestId() });
-      const text = r.revoked.length > 0 ? `revoked ${key}: token ${r.revoked.join(', ')} ended` : `nothing revoked: ${key} has ${o.token === undefined ? 'no hold' : `no hold with token ${o.token}`}`;
+      const text =
+        r.revoked.length > 0
+          ? `revoked ${key}: token ${r.revoked.join(', ')} ended`
+          : `nothing revoked: ${key} has ${o.token === undefined ? 'no hold' : `no hold with token ${o.token}`}`;
       return { text, json: { key, revoked: r.revoked }, refused: r.revoked.length === 0 };
     });
   });
@@ -333,11 +406,21 @@ function sessionCommands(program: Command): void {
       .command('open')
       .description('open a session; prints its id (hold locks under it with acquire --session ID; renew it every ttl/3)')
       .requiredOption('--owner <owner>', 'owner of the session and of every hold under it')
-      .requiredOption('--ttl <duration>', 'the session\'s lease, e.g. 30s', (v) => parseDuration(v, '--ttl'))
-      .option('--lock-delay <duration>', 'lock-delay of every hold of the session that sets none of its own', (v) => parseDuration(v, '--lock-delay'), 0)
+      .requiredOption('--ttl <duration>', "the session's lease, e.g. 30s", (v) => parseDuration(v, '--ttl'))
+      .option(
+        '--lock-delay <duration>',
+        'lock-delay of every hold of the session that sets none of its own',
+        (v) => parseDuration(v, '--lock-delay'),
+        0,
+      )
       .option('--request-id <id>', 'idempotency key: a retry answers the same session while it is open'),
   ).action(async (o: CommonOpts & { owner: string; ttl: number; lockDelay: number; requestId?: string }) => {
-    const request = { owner: o.owner, ttl_ms: String(o.ttl), lock_delay_ms: String(o.lockDelay), request_id: o.requestId ?? newRequestId() };
+    const request = {
+      owner: o.owner,
+      ttl_ms: String(o.ttl),
+      lock_delay_ms: String(o.lockDelay),
+      request_id: o.requestId ?? newRequestId(),
+    };
     await run(o, async (ctx) => {
       const r = await ctx.call<OpenSessionResponse>('OpenSession', request);
       return {
@@ -350,13 +433,21 @@ function sessionCommands(program: Command): void {
     session
       .command('renew <id>')
       .description('renew a session for its ttl from now (exit code 3 when it already ended: open a new one)')
-      .option('--owner <owner>', 'checked against the session\'s owner'),
+      .option('--owner <owner>', "checked against the session's owner"),
   ).action(async (id: string, o: CommonOpts & { owner?: string }) => {
     const sessionId = parseToken(id, 'session id');
     await run(o, async (ctx) => {
-      const r = await ctx.call<RenewSessionResponse>('RenewSession', { session_id: sessionId, owner: o.owner ?? '', request_id: newRequestId() });
+      const r = await ctx.call<RenewSessionResponse>('RenewSession', {
+        session_id: sessionId,
+        owner: o.owner ?? '',
+        request_id: newRequestId(),
+      });
       const json = { ...r, session_id: sessionId, expires_at: isoTime(r.expires_at_ms) };
-      if (r.renewed) return { text: `renewed session ${sessionId}: ttl ${formatDuration(Number(r.ttl_ms))} (expires ${isoTime(r.expires_at_ms)})`, json };
+      if (r.renewed)
+        return {
+          text: `renewed session ${sessionId}: ttl ${formatDuration(Number(r.ttl_ms))} (expires ${isoTime(r.expires_at_ms)})`,
+          json,
+        };
       return { text: `not renewed: session ${sessionId} ${sessionRefusal(r.reason)}`, json, refused: true };
     });
   });
@@ -364,13 +455,18 @@ function sessionCommands(program: Command): void {
     session
       .command('close <id>')
       .description('close a session: every hold of it is released in one entry (no lock-delay)')
-      .option('--owner <owner>', 'checked against the session\'s owner'),
+      .option('--owner <owner>', "checked against the session's owner"),
   ).action(async (id: string, o: CommonOpts & { owner?: string }) => {
     const sessionId = parseToken(id, 'session id');
     await run(o, async (ctx) => {
-      const r = await ctx.call<CloseSessionResponse>('CloseSession', { session_id: sessionId, owner: o.owner ?? '', request_id: newRequestId() });
+      const r = await ctx.call<CloseSessionResponse>('CloseSession', {
+        session_id: sessionId,
+        owner: o.owner ?? '',
+        request_id: newRequestId(),
+      });
       const json = { ...r, session_id: sessionId };
-      if (r.closed) return { text: `closed session ${sessionId}; released ${r.released.length === 0 ? 'nothing' : r.released.join(', ')}`, json };
+      if (r.closed)
+        return { text: `closed session ${sessionId}; released ${r.released.length === 0 ? 'nothing' : r.released.join(', ')}`, json };
       return { text: `not closed: session ${sessionId} ${sessionRefusal(r.reason)}`, json, refused: true };
     });
   });

@@ -57,18 +57,26 @@ export function judgeStatus(rows: StatusRow[]): { code: number; reason: string }
   const leaderId = [...leaders][0]!;
   const leaderRow = answered.find((r) => r.status!.node_id === leaderId);
   if (!leaderRow) return { code: 2, reason: `the leader ${leaderId} did not answer` };
-  if (leaderRow.status!.role !== 'LEADER') return { code: 2, reason: `${leaderId} is named leader but answers as ${leaderRow.status!.role}` };
+  if (leaderRow.status!.role !== 'LEADER')
+    return { code: 2, reason: `${leaderId} is named leader but answers as ${leaderRow.status!.role}` };
   if (!leaderRow.status!.serving) return { code: 2, reason: `the leader ${leaderId} has no quorum (${leaderRow.status!.health})` };
   return { code: 0, reason: `leader ${leaderId}, term ${leaderRow.status!.term}` };
 }
 
 function printMembers(members: Member[]): string {
-  const rows = members.map((m) => `${m.id}  ${m.address}  ${m.learner ? 'learner' : 'voter'}${m.match_index !== '0' ? `  match ${m.match_index}` : ''}`);
+  const rows = members.map(
+    (m) => `${m.id}  ${m.address}  ${m.learner ? 'learner' : 'voter'}${m.match_index !== '0' ? `  match ${m.match_index}` : ''}`,
+  );
   return rows.join('\n');
 }
 
 /** Run `fn` on a pool of the endpoints; print its answer (or JSON), or the failure with SPEC's exit code. */
-async function answer<T>(o: Opts, fn: (pool: EndpointPool) => Promise<T>, print: (r: T) => string, asJson: (r: T) => unknown = (r) => r): Promise<void> {
+async function answer<T>(
+  o: Opts,
+  fn: (pool: EndpointPool) => Promise<T>,
+  print: (r: T) => string,
+  asJson: (r: T) => unknown = (r) => r,
+): Promise<void> {
   const pool = poolFor(o);
   try {
     const r = await fn(pool);
@@ -83,7 +91,12 @@ async function answer<T>(o: Opts, fn: (pool: EndpointPool) => Promise<T>, print:
   }
 }
 
-function clusterCall<Res>(o: Opts, method: Parameters<EndpointPool['clusterCall']>[0], request: object, print: (r: Res) => string): Promise<void> {
+function clusterCall<Res>(
+  o: Opts,
+  method: Parameters<EndpointPool['clusterCall']>[0],
+  request: object,
+  print: (r: Res) => string,
+): Promise<void> {
   return answer(o, (pool) => pool.clusterCall<Res>(method, request, Date.now() + o.timeout), print);
 }
 
@@ -106,7 +119,12 @@ async function bestStatus(p: EndpointPool, deadline: number): Promise<StatusResp
 }
 
 export function clusterCommands(program: Command): void {
-  common(program.command('status').description("show each node's role, term, leader, indexes and health; exit 0 only when they agree on one leader with a quorum"), 3000).action(async (o: Opts) => {
+  common(
+    program
+      .command('status')
+      .description("show each node's role, term, leader, indexes and health; exit 0 only when they agree on one leader with a quorum"),
+    3000,
+  ).action(async (o: Opts) => {
     const p = poolFor(o);
     const deadline = Date.now() + o.timeout;
     const rows: StatusRow[] = await Promise.all(
@@ -122,7 +140,9 @@ export function clusterCommands(program: Command): void {
     const verdict = judgeStatus(rows);
     const silent = rows.filter((r) => !r.status).map((r) => r.endpoint);
     if (o.json) {
-      process.stdout.write(JSON.stringify({ ok: verdict.code === 0, reason: verdict.reason, unreachable: silent, nodes: rows }, null, 2) + '\n');
+      process.stdout.write(
+        JSON.stringify({ ok: verdict.code === 0, reason: verdict.reason, unreachable: silent, nodes: rows }, null, 2) + '\n',
+      );
     } else {
       for (const r of rows) {
         if (r.status) {
@@ -140,22 +160,49 @@ export function clusterCommands(program: Command): void {
 
   const members = program.command('members').description('list or change the cluster membership (one change at a time)');
   common(members.command('list').description('the members as the leader sees them (voter or learner)'), 5000).action(async (o: Opts) => {
-    await answer(o, (p) => bestStatus(p, Date.now() + o.timeout), (s) => printMembers(s.members), (s) => ({ members: s.members, from: s.node_id }));
+    await answer(
+      o,
+      (p) => bestStatus(p, Date.now() + o.timeout),
+      (s) => printMembers(s.members),
+      (s) => ({ members: s.members, from: s.node_id }),
+    );
   });
-  common(members.command('add <id> <address>').description('add a node (start it with `leasehold serve --join`); --learner to add it non-voting, then promote').option('--learner', 'add as a learner: it catches up without voting or counting toward a quorum'), 60_000).action(
-    async (id: string, address: string, o: Opts & { learner?: boolean }) => {
-      await clusterCall<MembersResponse>(o, 'AddMember', { id, address, learner: o.learner ?? false }, (r) => `added ${id}${o.learner ? ' as a learner' : ''}\n${printMembers(r.members)}`);
+  common(
+    members
+      .command('add <id> <address>')
+      .description('add a node (start it with `leasehold serve --join`); --learner to add it non-voting, then promote')
+      .option('--learner', 'add as a learner: it catches up without voting or counting toward a quorum'),
+    60_000,
+  ).action(async (id: string, address: string, o: Opts & { learner?: boolean }) => {
+    await clusterCall<MembersResponse>(
+      o,
+      'AddMember',
+      { id, address, learner: o.learner ?? false },
+      (r) => `added ${id}${o.learner ? ' as a learner' : ''}\n${printMembers(r.members)}`,
+    );
+  });
+  common(members.command('promote <id>').description('make a learner a voter once it has caught up'), 60_000).action(
+    async (id: string, o: Opts) => {
+      await clusterCall<MembersResponse>(o, 'PromoteMember', { id }, (r) => `promoted ${id}\n${printMembers(r.members)}`);
     },
   );
-  common(members.command('promote <id>').description('make a learner a voter once it has caught up'), 60_000).action(async (id: string, o: Opts) => {
-    await clusterCall<MembersResponse>(o, 'PromoteMember', { id }, (r) => `promoted ${id}\n${printMembers(r.members)}`);
-  });
-  common(members.command('remove <id>').description('remove a node (the leader too: it hands over first); its id is never reused'), 30_000).action(async (id: string, o: Opts) => {
+  common(
+    members.command('remove <id>').description('remove a node (the leader too: it hands over first); its id is never reused'),
+    30_000,
+  ).action(async (id: string, o: Opts) => {
     await clusterCall<MembersResponse>(o, 'RemoveMember', { id }, (r) => `removed ${id}\n${printMembers(r.members)}`);
   });
-  common(program.command('transfer-leader [id]').description('hand leadership to a voter (default: the most caught-up one), e.g. before restarting the leader'), 10_000).action(
-    async (id: string | undefined, o: Opts) => {
-      await clusterCall<TransferLeaderResponse>(o, 'TransferLeader', { to_id: id ?? '' }, (r) => `leader is now ${r.leader_id} (term ${r.term})`);
-    },
-  );
+  common(
+    program
+      .command('transfer-leader [id]')
+      .description('hand leadership to a voter (default: the most caught-up one), e.g. before restarting the leader'),
+    10_000,
+  ).action(async (id: string | undefined, o: Opts) => {
+    await clusterCall<TransferLeaderResponse>(
+      o,
+      'TransferLeader',
+      { to_id: id ?? '' },
+      (r) => `leader is now ${r.leader_id} (term ${r.term})`,
+    );
+  });
 }

@@ -14,13 +14,18 @@ export function devCommand(program: Command): void {
     .description('start a local 3-node cluster on loopback (data under ./data; Ctrl-C stops all; a restart keeps the data)')
     .option('--data <dir>', 'data directory', 'data')
     .option('--base-port <port>', 'first of three consecutive ports', '7001')
-    .option('--metrics-base-port <port>', 'first of three consecutive ports for GET /metrics and the dashboard (default: --base-port + 2000; 0 = none)')
+    .option(
+      '--metrics-base-port <port>',
+      'first of three consecutive ports for GET /metrics and the dashboard (default: --base-port + 2000; 0 = none)',
+    )
     .action(async (opts: { data: string; basePort: string; metricsBasePort?: string }) => {
       const dataDir = resolve(opts.data);
       const basePort = Number(opts.basePort);
-      if (!Number.isInteger(basePort) || basePort < 1 || basePort > 65533) throw new Error(`--base-port: expected a port number, got ${opts.basePort}`);
+      if (!Number.isInteger(basePort) || basePort < 1 || basePort > 65533)
+        throw new Error(`--base-port: expected a port number, got ${opts.basePort}`);
       const metricsBasePort = opts.metricsBasePort === undefined ? basePort + 2000 : Number(opts.metricsBasePort);
-      if (!Number.isInteger(metricsBasePort) || metricsBasePort < 0 || metricsBasePort > 65533) throw new Error(`--metrics-base-port: expected a port number (or 0 for none), got ${opts.metricsBasePort}`);
+      if (!Number.isInteger(metricsBasePort) || metricsBasePort < 0 || metricsBasePort > 65533)
+        throw new Error(`--metrics-base-port: expected a port number (or 0 for none), got ${opts.metricsBasePort}`);
       const metricsAddressOf = (i: number) => `127.0.0.1:${metricsBasePort + i}`;
       mkdirSync(dataDir, { recursive: true });
       const configPath = join(dataDir, 'cluster.yaml');

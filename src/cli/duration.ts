@@ -9,7 +9,9 @@ export function parseDuration(value: string, field = 'duration'): number {
   const v = value.trim();
   if (v === '0') return 0;
   if (/^\d+(?:\.\d+)?$/.test(v)) {
-    throw new InvalidArgumentError(`${field}: "${v}" has no unit — did you mean ${v}s? (write ${v}ms for milliseconds; units: ms, s, m, h)`);
+    throw new InvalidArgumentError(
+      `${field}: "${v}" has no unit — did you mean ${v}s? (write ${v}ms for milliseconds; units: ms, s, m, h)`,
+    );
   }
   if (!/^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$/.test(v)) {
     throw new InvalidArgumentError(`${field}: expected a duration such as 500ms, 10s, 2m or 1m30s (got "${value}")`);

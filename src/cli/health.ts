@@ -8,13 +8,19 @@ import { checkEndpoints } from './args.js';
 import { parseDuration } from './duration.js';
 import { EXIT, reportError } from './exit-codes.js';
 
-type HealthClient = grpc.Client & { Check(req: { service: string }, opts: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, v?: { status: string }) => void): void };
+type HealthClient = grpc.Client & {
+  Check(req: { service: string }, opts: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, v?: { status: string }) => void): void;
+};
 
 export function healthCommand(program: Command): void {
   program
     .command('health')
     .description("ask one node's grpc.health.v1 whether it serves (exit 0 SERVING, 2 otherwise): for HEALTHCHECK and probes")
-    .option('--endpoint <host:port>', 'the node to ask (env LEASEHOLD_HEALTH_ENDPOINT)', process.env['LEASEHOLD_HEALTH_ENDPOINT'] ?? '127.0.0.1:7001')
+    .option(
+      '--endpoint <host:port>',
+      'the node to ask (env LEASEHOLD_HEALTH_ENDPOINT)',
+      process.env['LEASEHOLD_HEALTH_ENDPOINT'] ?? '127.0.0.1:7001',
+    )
     .option('--service <name>', "health service name ('' is the whole node)", '')
     .option('--timeout <duration>', 'how long to wait for the answer', (v) => parseDuration(v, '--timeout'), 2000)
     .action(async (o: { endpoint: string; service: string; timeout: number }) => {
@@ -22,11 +28,17 @@ export function healthCommand(program: Command): void {
       try {
         endpoint = checkEndpoints(o.endpoint)[0]!;
         const def = protoLoader.loadSync(healthProtoPath, { keepCase: true, enums: String, defaults: true });
-        const Health = (grpc.loadPackageDefinition(def) as unknown as { grpc: { health: { v1: { Health: new (a: string, c: grpc.ChannelCredentials) => HealthClient } } } }).grpc.health.v1.Health;
+        const Health = (
+          grpc.loadPackageDefinition(def) as unknown as {
+            grpc: { health: { v1: { Health: new (a: string, c: grpc.ChannelCredentials) => HealthClient } } };
+          }
+        ).grpc.health.v1.Health;
         const client = new Health(endpoint, grpc.credentials.createInsecure());
         try {
           const status = await new Promise<string>((resolve, reject) =>
-            client.Check({ service: o.service }, { deadline: new Date(Date.now() + o.timeout) }, (err, v) => (err ? reject(err) : resolve(v?.status ?? 'UNKNOWN'))),
+            client.Check({ service: o.service }, { deadline: new Date(Date.now() + o.timeout) }, (err, v) =>
+              err ? reject(err) : resolve(v?.status ?? 'UNKNOWN'),
+            ),
           );
           process.stdout.write(`${endpoint}: ${status}\n`);
           process.exitCode = status === 'SERVING' ? EXIT.OK : EXIT.UNAVAILABLE;

@@ -8,7 +8,8 @@ import { formatDuration } from './duration.js';
 /** How long every endpoint may refuse connections before a command gives up (a node may be restarting). */
 const CONNECT_GRACE_MS = 2000;
 
-const CONNECTION_FAILURE = /No connection established|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|Name resolution failed|getaddrinfo|EHOSTUNREACH|ENETUNREACH|ECONNRESET|Failed to connect/i;
+const CONNECTION_FAILURE =
+  /No connection established|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|Name resolution failed|getaddrinfo|EHOSTUNREACH|ENETUNREACH|ECONNRESET|Failed to connect/i;
 
 function isConnectionFailure(code: number, details: string): boolean {
   return code === grpc.status.UNAVAILABLE && CONNECTION_FAILURE.test(details);

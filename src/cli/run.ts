@@ -60,21 +60,30 @@ export const RUN_DEFAULT_TTL_MS = 15_000;
 const RELEASE_AFTER_LOST_MS = 500;
 
 export function runCommand(program: Command): void {
-  withTlsFlags(program
-    .command('run'))
+  withTlsFlags(program.command('run'))
     .description('acquire a lock, run a command while it is held, release it when the command exits')
     .argument('<command...>', 'the command and its arguments (put them after --)')
     .requiredOption('--lock <key>', 'the lock to hold while the command runs')
     .option('--ttl <duration>', 'lease length, renewed every ttl/3 (e.g. 10s)', (v) => parseDuration(v, '--ttl'), RUN_DEFAULT_TTL_MS)
     .option('--wait <duration>', 'queue up to this long for the lock (FIFO); 0 = give up at once', (v) => parseDuration(v, '--wait'), 0)
-    .option('--lock-delay <duration>', 'if the lock is lost by expiry (not on release), the key grants nobody for this long after', (v) => parseDuration(v, '--lock-delay'), 0)
-    .option('--limit <n>', 'a job pool: at most n copies run at once across machines (a semaphore; each holds its own token)', (v) => parseHoldLimit(v), 1)
+    .option(
+      '--lock-delay <duration>',
+      'if the lock is lost by expiry (not on release), the key grants nobody for this long after',
+      (v) => parseDuration(v, '--lock-delay'),
+      0,
+    )
+    .option(
+      '--limit <n>',
+      'a job pool: at most n copies run at once across machines (a semaphore; each holds its own token)',
+      (v) => parseHoldLimit(v),
+      1,
+    )
     .option('--grace <duration>', 'after SIGTERM on lock loss, wait this long before SIGKILL', (v) => parseDuration(v, '--grace'), 5000)
     .option('--endpoints <list>', 'comma-separated host:port of cluster nodes (env LEASEHOLD_ENDPOINTS)', DEFAULT_ENDPOINTS)
     .option('--owner <owner>', 'owner name to hold the lock as (default: <host>:<pid>:<random>/1)')
     .option('--timeout <duration>', 'deadline of each call to the cluster, retries included', (v) => parseDuration(v, '--timeout'), 10_000)
     .option('--quiet', 'do not print what happens to the lock on stderr')
-    .option('--json', 'print what happens to the lock as JSON lines on stderr (stdout is the command\'s)')
+    .option('--json', "print what happens to the lock as JSON lines on stderr (stdout is the command's)")
     .addHelpText(
       'after',
       `
@@ -115,8 +124,18 @@ export function electCommand(program: Command): void {
     .argument('<name>', 'the election (its lock is election/<name>)')
     .argument('<command...>', 'the command and its arguments (put them after --)')
     .option('--value <value>', 'published with the leadership and shown by `leasehold observe` (an address, a job id)')
-    .option('--ttl <duration>', 'the campaign session\'s lease: how soon another candidate leads after this process dies', (v) => parseDuration(v, '--ttl'), 10_000)
-    .option('--grace <duration>', 'after SIGTERM on losing leadership, wait this long before SIGKILL', (v) => parseDuration(v, '--grace'), 5000)
+    .option(
+      '--ttl <duration>',
+      "the campaign session's lease: how soon another candidate leads after this process dies",
+      (v) => parseDuration(v, '--ttl'),
+      10_000,
+    )
+    .option(
+      '--grace <duration>',
+      'after SIGTERM on losing leadership, wait this long before SIGKILL',
+      (v) => parseDuration(v, '--grace'),
+      5000,
+    )
     .option('--endpoints <list>', 'comma-separated host:port of cluster nodes (env LEASEHOLD_ENDPOINTS)', DEFAULT_ENDPOINTS)
     .option('--owner <owner>', 'candidate name (default: <host>:<pid>:<random>/s1)')
     .option('--timeout <duration>', 'deadline of each call to the cluster, retries included', (v) => parseDuration(v, '--timeout'), 10_000)
@@ -172,7 +191,10 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
       const text = info?.held
         ? `waiting for lock ${JSON.stringify(o.lock)}: held by ${JSON.stringify(info.owner)} with token ${info.token} for another ${formatDuration(info.ttlMs)}; waited ${formatDuration(waitedMs)}`
         : `waiting for lock ${JSON.stringify(o.lock)}: queued; waited ${formatDuration(waitedMs)}`;
-      report('queued', text, { waited_ms: waitedMs, ...(info?.held ? { holder: info.owner, holder_token: info.token.toString(), holder_ttl_ms: info.ttlMs } : {}) });
+      report('queued', text, {
+        waited_ms: waitedMs,
+        ...(info?.held ? { holder: info.owner, holder_token: info.token.toString(), holder_ttl_ms: info.ttlMs } : {}),
+      });
       progress = setTimeout(() => void tick(), 5000);
     };
     progress = setTimeout(() => void tick(), 1000);
@@ -181,17 +203,34 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
   let leadership: Leadership | null = null;
   try {
     if (o.election) {
-      leadership = await client.campaign(o.election.name, { ttlMs: o.ttl, signal: watch.signal, ...(o.owner ? { owner: o.owner } : {}), ...(o.election.value !== undefined ? { value: o.election.value } : {}) });
+      leadership = await client.campaign(o.election.name, {
+        ttlMs: o.ttl,
+        signal: watch.signal,
+        ...(o.owner ? { owner: o.owner } : {}),
+        ...(o.election.value !== undefined ? { value: o.election.value } : {}),
+      });
       lock = leadership.hold;
     } else {
-      lock = await client.acquire(o.lock, { ttlMs: o.ttl, waitMs: o.wait, signal: watch.signal, ...(o.owner ? { owner: o.owner } : {}), ...(o.lockDelay > 0 ? { lockDelayMs: o.lockDelay } : {}), ...((o.limit ?? 1) > 1 ? { limit: o.limit } : {}) });
+      lock = await client.acquire(o.lock, {
+        ttlMs: o.ttl,
+        waitMs: o.wait,
+        signal: watch.signal,
+        ...(o.owner ? { owner: o.owner } : {}),
+        ...(o.lockDelay > 0 ? { lockDelayMs: o.lockDelay } : {}),
+        ...((o.limit ?? 1) > 1 ? { limit: o.limit } : {}),
+      });
     }
   } catch (err) {
     client.close();
     if (err instanceof LockNotAcquiredError) {
-      const who = err.holder ? `is held by ${JSON.stringify(err.holder)} for another ${formatDuration(err.holderTtlMs)}` : 'was not granted: other waiters are queued ahead';
+      const who = err.holder
+        ? `is held by ${JSON.stringify(err.holder)} for another ${formatDuration(err.holderTtlMs)}`
+        : 'was not granted: other waiters are queued ahead';
       const waited = o.wait > 0 ? ` (waited ${formatDuration(Date.now() - startedAt)})` : '';
-      report('not-acquired', `lock ${JSON.stringify(o.lock)} ${who}${waited}; the command did not run (queue for it with --wait)`, { holder: err.holder, holder_ttl_ms: err.holderTtlMs });
+      report('not-acquired', `lock ${JSON.stringify(o.lock)} ${who}${waited}; the command did not run (queue for it with --wait)`, {
+        holder: err.holder,
+        holder_ttl_ms: err.holderTtlMs,
+      });
       return RUN_EXIT.NOT_ACQUIRED;
     }
     report('unavailable', (err as Error).message);
@@ -202,11 +241,15 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
     progress = null;
   }
   const what = o.election ? `leadership of election ${JSON.stringify(o.election.name)}` : `lock ${JSON.stringify(o.lock)}`;
-  report('acquired', `acquired ${what} with token ${lock.token} (ttl ${formatDuration(o.ttl)}, renewed every ${formatDuration(leadership?.session.renewIntervalMs ?? lock.renewIntervalMs)})`, {
-    token: lock.token.toString(),
-    owner: lock.owner,
-    ttl_ms: o.ttl,
-  });
+  report(
+    'acquired',
+    `acquired ${what} with token ${lock.token} (ttl ${formatDuration(o.ttl)}, renewed every ${formatDuration(leadership?.session.renewIntervalMs ?? lock.renewIntervalMs)})`,
+    {
+      token: lock.token.toString(),
+      owner: lock.owner,
+      ttl_ms: o.ttl,
+    },
+  );
 
   const [file, ...args] = command as [string, ...string[]];
   const child = spawn(file, args, {
@@ -223,7 +266,11 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
       // BEFORE the signal, or the child may see SIGTERM before the moment we report as the loss.
       const lostAt = new Date();
       child.kill('SIGTERM');
-      report('lost', `LOST at ${lostAt.toISOString()}: ${err.message}; sent SIGTERM to pid ${child.pid}, SIGKILL in ${formatDuration(o.grace)}`, { reason: err.reason, pid: child.pid });
+      report(
+        'lost',
+        `LOST at ${lostAt.toISOString()}: ${err.message}; sent SIGTERM to pid ${child.pid}, SIGKILL in ${formatDuration(o.grace)}`,
+        { reason: err.reason, pid: child.pid },
+      );
       killTimer = setTimeout(() => {
         if (child.exitCode === null && child.signalCode === null) {
           report('killed', `pid ${child.pid} still running after ${formatDuration(o.grace)}; sending SIGKILL`, { pid: child.pid });
@@ -260,7 +307,10 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
       report('released', `released lock ${JSON.stringify(o.lock)} (${r.outcome})`, { outcome: r.outcome });
     }
   } catch (err) {
-    report('release-failed', `could not release lock ${JSON.stringify(o.lock)} within ${formatDuration(releaseMs)}: ${(err as Error).message}`);
+    report(
+      'release-failed',
+      `could not release lock ${JSON.stringify(o.lock)} within ${formatDuration(releaseMs)}: ${(err as Error).message}`,
+    );
   }
   client.close();
 

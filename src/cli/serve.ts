@@ -11,11 +11,20 @@ export function serveCommand(program: Command): void {
     .requiredOption('--config <file>', 'cluster config (YAML); see cluster.example.yaml')
     .requiredOption('--id <nodeId>', 'which node of the config this process is')
     .option('--join', 'first start of a node added with `leasehold members add`: never bootstrap; wait for the leader and catch up')
-    .option('--data-dir <dir>', "this node's data directory, instead of its dataDir in the config (env LEASEHOLD_DATA_DIR)", process.env['LEASEHOLD_DATA_DIR'])
-    .option('--metrics-address <host:port>', "serve GET /metrics and the dashboard (GET /) here, instead of the config's metricsAddress (env LEASEHOLD_METRICS_ADDRESS)", process.env['LEASEHOLD_METRICS_ADDRESS'])
+    .option(
+      '--data-dir <dir>',
+      "this node's data directory, instead of its dataDir in the config (env LEASEHOLD_DATA_DIR)",
+      process.env['LEASEHOLD_DATA_DIR'],
+    )
+    .option(
+      '--metrics-address <host:port>',
+      "serve GET /metrics and the dashboard (GET /) here, instead of the config's metricsAddress (env LEASEHOLD_METRICS_ADDRESS)",
+      process.env['LEASEHOLD_METRICS_ADDRESS'],
+    )
     .action(async (opts: { config: string; id: string; join?: boolean; dataDir?: string; metricsAddress?: string }) => {
       const config = loadConfig(opts.config);
-      if (opts.metricsAddress !== undefined && !/^[^\s:]+:\d{1,5}$/.test(opts.metricsAddress)) throw new Error(`--metrics-address: expected host:port, got ${JSON.stringify(opts.metricsAddress)}`);
+      if (opts.metricsAddress !== undefined && !/^[^\s:]+:\d{1,5}$/.test(opts.metricsAddress))
+        throw new Error(`--metrics-address: expected host:port, got ${JSON.stringify(opts.metricsAddress)}`);
       const running = await startNode(config, opts.id, {
         join: opts.join ?? false,
         ...(opts.dataDir ? { dataDir: resolve(opts.dataDir) } : {}),

@@ -53,7 +53,10 @@ export function watchCommand(program: Command): void {
 }
 
 /** Runs a long-lived command with a client until it returns or Ctrl-C / SIGTERM (then exit 0). */
-async function untilStopped(o: TlsFlags & { endpoints: string }, fn: (client: LockClient, signal: AbortSignal) => Promise<void>): Promise<void> {
+async function untilStopped(
+  o: TlsFlags & { endpoints: string },
+  fn: (client: LockClient, signal: AbortSignal) => Promise<void>,
+): Promise<void> {
   let client: LockClient | null = null;
   const stop = new AbortController();
   const onSignal = () => stop.abort();
@@ -94,7 +97,16 @@ function textOf(e: LockEventInfo): string {
 }
 
 function jsonOf(e: LockEventInfo): object {
-  return { index: e.index.toString(), kind: e.kind, key: e.key, owner: e.owner, token: e.token.toString(), session_id: e.sessionId.toString(), value: Buffer.from(e.value).toString('utf8'), shared: e.shared };
+  return {
+    index: e.index.toString(),
+    kind: e.kind,
+    key: e.key,
+    owner: e.owner,
+    token: e.token.toString(),
+    session_id: e.sessionId.toString(),
+    value: Buffer.from(e.value).toString('utf8'),
+    shared: e.shared,
+  };
 }
 
 interface ObserveOpts extends TlsFlags {
@@ -119,7 +131,11 @@ export function observeCommand(program: Command): void {
         let seen = 0;
         for await (const l of client.observe(name, { signal })) {
           const value = Buffer.from(l.value).toString('utf8');
-          process.stdout.write((o.json ? JSON.stringify({ election: name, owner: l.owner, token: l.token.toString(), value }) : `${name}: led by ${JSON.stringify(l.owner)} with token ${l.token}${value ? ` value ${JSON.stringify(value)}` : ''}`) + '\n');
+          process.stdout.write(
+            (o.json
+              ? JSON.stringify({ election: name, owner: l.owner, token: l.token.toString(), value })
+              : `${name}: led by ${JSON.stringify(l.owner)} with token ${l.token}${value ? ` value ${JSON.stringify(value)}` : ''}`) + '\n',
+          );
           if (++seen >= count) break;
         }
       });

@@ -168,9 +168,11 @@ export class LockClient {
   async acquire(key: string, opts: AcquireOptions): Promise<LockHandle> {
     this.assertOpen();
     if (typeof key !== 'string' || key === '') throw invalid('acquire: key must be a non-empty string');
-    if (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs <= 0) throw invalid(`acquire "${key}": ttlMs must be a positive integer of milliseconds (got ${opts.ttlMs})`);
+    if (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs <= 0)
+      throw invalid(`acquire "${key}": ttlMs must be a positive integer of milliseconds (got ${opts.ttlMs})`);
     const waitMs = opts.waitMs ?? 0;
-    if (!Number.isSafeInteger(waitMs) || waitMs < 0) throw invalid(`acquire "${key}": waitMs must be a non-negative integer of milliseconds (got ${waitMs})`);
+    if (!Number.isSafeInteger(waitMs) || waitMs < 0)
+      throw invalid(`acquire "${key}": waitMs must be a non-negative integer of milliseconds (got ${waitMs})`);
     opts.signal?.throwIfAborted();
 
     const owner = opts.owner ?? `${this.clientId}/${++this.ownerSeq}`;
@@ -194,7 +196,11 @@ export class LockClient {
     let res: AcquireResponse;
     try {
       res = await this.rpc.call<AcquireResponse>('Acquire', request, startedAtEpoch + timeoutMs, opts.signal, {
-        onRetry: (r) => this.logger.debug({ key, owner, requestId, endpoint: r.endpoint, attempt: r.attempt, code: r.error.code, error: r.error.details }, 'acquire retried with the same request_id'),
+        onRetry: (r) =>
+          this.logger.debug(
+            { key, owner, requestId, endpoint: r.endpoint, attempt: r.attempt, code: r.error.code, error: r.error.details },
+            'acquire retried with the same request_id',
+          ),
       });
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
@@ -203,7 +209,13 @@ export class LockClient {
     if (!res.acquired) {
       throw new LockNotAcquiredError(key, res.holder_owner, Number(res.holder_ttl_ms), waitMs > 0 ? Date.now() - startedAtEpoch : 0);
     }
-    const handle = new LockHandle(this.ctx, { key, owner, token: BigInt(res.token), ttlMs: Number(res.ttl_ms) || opts.ttlMs, sentAtMs: sentAt });
+    const handle = new LockHandle(this.ctx, {
+      key,
+      owner,
+      token: BigInt(res.token),
+      ttlMs: Number(res.ttl_ms) || opts.ttlMs,
+      sentAtMs: sentAt,
+    });
     this.logger.debug({ key, owner, requestId, token: res.token }, 'acquired');
     this.active.add(handle);
     await handle.start();
@@ -218,7 +230,8 @@ export class LockClient {
    */
   async session(opts: SessionOptions): Promise<LockSession> {
     this.assertOpen();
-    if (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs <= 0) throw invalid(`session: ttlMs must be a positive integer of milliseconds (got ${opts.ttlMs})`);
+    if (!Number.isSafeInteger(opts.ttlMs) || opts.ttlMs <= 0)
+      throw invalid(`session: ttlMs must be a positive integer of milliseconds (got ${opts.ttlMs})`);
     opts.signal?.throwIfAborted();
     const owner = opts.owner ?? `${this.clientId}/s${++this.ownerSeq}`;
     const requestId = newRequestId();
@@ -259,7 +272,8 @@ export class LockClient {
     } catch (err) {
       const lost = lock.lostReason;
       await lock[Symbol.asyncDispose]();
-      if (lost && !(err instanceof LockLostError)) throw new LockLostError(lost.key, lost.token, lost.reason, `${lost.detail} while the critical section ran`, { cause: err });
+      if (lost && !(err instanceof LockLostError))
+        throw new LockLostError(lost.key, lost.token, lost.reason, `${lost.detail} while the critical section ran`, { cause: err });
       throw err;
     }
     const lost = lock.lostReason;
@@ -279,7 +293,27 @@ export class LockClient {
       if (opts.signal?.aborted) throw opts.signal.reason;
       throw fromRpcError(err, `reading lock "${key}"`, this.endpoints, Date.now() - started);
     }
-    return { key, held: res.held, owner: res.owner, token: BigInt(res.token), ttlMs: Number(res.ttl_ms), lastToken: BigInt(res.last_token), waiters: Number(res.waiters ?? 0), value: res.holders?.[0]?.value ?? new Uint8Array(0), sessionId: BigInt(res.holders?.[0]?.session_id ?? 0), index: BigInt(res.index ?? 0), holders: (res.holders ?? []).map((h) => ({ owner: h.owner, token: BigInt(h.token), ttlMs: Number(h.ttl_ms), sessionId: BigInt(h.session_id), value: h.value, shared: h.shared })), limit: res.limit || 1 };
+    return {
+      key,
+      held: res.held,
+      owner: res.owner,
+      token: BigInt(res.token),
+      ttlMs: Number(res.ttl_ms),
+      lastToken: BigInt(res.last_token),
+      waiters: Number(res.waiters ?? 0),
+      value: res.holders?.[0]?.value ?? new Uint8Array(0),
+      sessionId: BigInt(res.holders?.[0]?.session_id ?? 0),
+      index: BigInt(res.index ?? 0),
+      holders: (res.holders ?? []).map((h) => ({
+        owner: h.owner,
+        token: BigInt(h.token),
+        ttlMs: Number(h.ttl_ms),
+        sessionId: BigInt(h.session_id),
+        value: h.value,
+        shared: h.shared,
+      })),
+      limit: res.limit || 1,
+    };
   }
 
   /**
@@ -291,7 +325,12 @@ export class LockClient {
     this.assertOpen();
     const started = Date.now();
     try {
-      const res = await this.rpc.call<RevokeResponse>('Revoke', { key, token: (opts.token ?? 0n).toString(), reason: opts.reason ?? '', request_id: newRequestId() }, started + (opts.timeoutMs ?? this.timeoutMs), opts.signal);
+      const res = await this.rpc.call<RevokeResponse>(
+        'Revoke',
+        { key, token: (opts.token ?? 0n).toString(), reason: opts.reason ?? '', request_id: newRequestId() },
+        started + (opts.timeoutMs ?? this.timeoutMs),
+        opts.signal,
+      );
       return res.revoked.map((t) => BigInt(t));
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
@@ -303,12 +342,20 @@ export class LockClient {
    * One page of the locks held or waited on under `prefix` (SPEC "List"), in UTF-8 byte order; pass
    * `nextPageToken` back for the next page ('' after the last). Any node answers, after a read barrier.
    */
-  async list(prefix: string, opts: { limit?: number; pageToken?: string; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<{ locks: ListedLockInfo[]; nextPageToken: string; index: bigint }> {
+  async list(
+    prefix: string,
+    opts: { limit?: number; pageToken?: string; timeoutMs?: number; signal?: AbortSignal } = {},
+  ): Promise<{ locks: ListedLockInfo[]; nextPageToken: string; index: bigint }> {
     this.assertOpen();
     const started = Date.now();
     let res: ListResponse;
     try {
-      res = await this.rpc.call<ListResponse>('List', { prefix, limit: opts.limit ?? 0, page_token: opts.pageToken ?? '' }, started + (opts.timeoutMs ?? this.timeoutMs), opts.signal);
+      res = await this.rpc.call<ListResponse>(
+        'List',
+        { prefix, limit: opts.limit ?? 0, page_token: opts.pageToken ?? '' },
+        started + (opts.timeoutMs ?? this.timeoutMs),
+        opts.signal,
+      );
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
       throw fromRpcError(err, `listing locks under "${prefix}"`, this.endpoints, Date.now() - started);
@@ -317,7 +364,14 @@ export class LockClient {
       key: l.key,
       waiters: l.waiters,
       lastToken: BigInt(l.last_token),
-      holders: l.holders.map((h) => ({ owner: h.owner, token: BigInt(h.token), ttlMs: Number(h.ttl_ms), sessionId: BigInt(h.session_id), value: h.value, shared: h.shared })),
+      holders: l.holders.map((h) => ({
+        owner: h.owner,
+        token: BigInt(h.token),
+        ttlMs: Number(h.ttl_ms),
+        sessionId: BigInt(h.session_id),
+        value: h.value,
+        shared: h.shared,
+      })),
     }));
     return { locks, nextPageToken: res.next_page_token, index: BigInt(res.index) };
   }

@@ -15,8 +15,14 @@ import type { LockSession } from './session.js';
 /** What a campaign needs from the client (client.ts). */
 export interface ElectionClient {
   session(opts: { ttlMs: number; owner?: string; signal?: AbortSignal }): Promise<LockSession>;
-  get(key: string, opts?: { signal?: AbortSignal }): Promise<{ held: boolean; owner: string; token: bigint; value: Uint8Array; index: bigint }>;
-  watch(key: string, opts: { afterIndex: bigint; signal?: AbortSignal }): AsyncGenerator<{ kind: string; owner: string; token: bigint; value: Uint8Array }, void, undefined>;
+  get(
+    key: string,
+    opts?: { signal?: AbortSignal },
+  ): Promise<{ held: boolean; owner: string; token: bigint; value: Uint8Array; index: bigint }>;
+  watch(
+    key: string,
+    opts: { afterIndex: bigint; signal?: AbortSignal },
+  ): AsyncGenerator<{ kind: string; owner: string; token: bigint; value: Uint8Array }, void, undefined>;
 }
 
 export interface CampaignOptions {
@@ -57,13 +63,21 @@ export interface LeaderInfo {
 export const electionKey = (name: string): string => `election/${name}`;
 
 export async function campaign(client: ElectionClient, name: string, opts: CampaignOptions = {}): Promise<Leadership> {
-  const session = await client.session({ ttlMs: opts.ttlMs ?? 10_000, ...(opts.owner !== undefined ? { owner: opts.owner } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
+  const session = await client.session({
+    ttlMs: opts.ttlMs ?? 10_000,
+    ...(opts.owner !== undefined ? { owner: opts.owner } : {}),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
   try {
     let waitMs = WAIT_PER_ROUND_MS;
     for (;;) {
       opts.signal?.throwIfAborted();
       try {
-        const hold = await session.acquire(electionKey(name), { waitMs, ...(opts.value !== undefined ? { value: opts.value } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
+        const hold = await session.acquire(electionKey(name), {
+          waitMs,
+          ...(opts.value !== undefined ? { value: opts.value } : {}),
+          ...(opts.signal ? { signal: opts.signal } : {}),
+        });
         return {
           name,
           token: hold.token,
@@ -90,7 +104,11 @@ export async function campaign(client: ElectionClient, name: string, opts: Campa
   }
 }
 
-export async function* observe(client: ElectionClient, name: string, opts: { signal?: AbortSignal } = {}): AsyncGenerator<LeaderInfo, void, undefined> {
+export async function* observe(
+  client: ElectionClient,
+  name: string,
+  opts: { signal?: AbortSignal } = {},
+): AsyncGenerator<LeaderInfo, void, undefined> {
   const key = electionKey(name);
   const now = await client.get(key, opts.signal ? { signal: opts.signal } : {});
   let last = 0n;

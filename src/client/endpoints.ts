@@ -25,7 +25,8 @@ export function endpointProblem(endpoint: string): string | null {
   }
   if (host === '') return `"${e}": the host is missing, e.g. 127.0.0.1${port ? `:${port}` : ':7001'}`;
   if (port === undefined || port === '') return `"${e}" has no port: did you mean ${bracketed ? `[${host}]` : host}:7001?`;
-  if (!/^\d+$/.test(port) || Number(port) < 1 || Number(port) > 65535) return `"${e}": the port must be a number from 1 to 65535, got "${port}"`;
+  if (!/^\d+$/.test(port) || Number(port) < 1 || Number(port) > 65535)
+    return `"${e}": the port must be a number from 1 to 65535, got "${port}"`;
   if (/[\s/]/.test(host)) return `"${e}": "${host}" is not a host name or IP address`;
   return null;
 }

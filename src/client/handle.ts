@@ -26,7 +26,13 @@ export type LockState = 'ACTIVE' | 'LOST' | 'RELEASED';
 /** What EndpointPool offers; a narrow interface so unit tests can script the server. */
 export interface LockRpc {
   readonly endpoints: readonly string[];
-  call<Res>(method: PoolMethod, request: RequestSource, deadline: number, signal?: AbortSignal, options?: boolean | CallOptions): Promise<Res>;
+  call<Res>(
+    method: PoolMethod,
+    request: RequestSource,
+    deadline: number,
+    signal?: AbortSignal,
+    options?: boolean | CallOptions,
+  ): Promise<Res>;
 }
 
 /** Shared by every handle of one LockClient. */
@@ -136,14 +142,21 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
       const sentAt = this.ctx.now();
       let res: RenewResponse;
       try {
-        res = await this.ctx.rpc.call<RenewResponse>('Renew', this.renewRequest(), Date.now() + this.ttlMs, undefined, { attemptTimeoutMs: this.attemptTimeoutMs() });
+        res = await this.ctx.rpc.call<RenewResponse>('Renew', this.renewRequest(), Date.now() + this.ttlMs, undefined, {
+          attemptTimeoutMs: this.attemptTimeoutMs(),
+        });
       } catch (err) {
         this.lostError = new LockLostError(this.key, this.token, 'DEADLINE', 'the lock was granted but could not be confirmed');
         this.settle('LOST');
         throw fromRpcError(err, `confirming lock "${this.key}" after a late grant`, this.ctx.rpc.endpoints, this.ttlMs);
       }
       if (!res.renewed) {
-        const lost = new LockLostError(this.key, this.token, res.reason as LostReason, `the lock was granted but ended before it could be confirmed (server says ${res.reason})`);
+        const lost = new LockLostError(
+          this.key,
+          this.token,
+          res.reason as LostReason,
+          `the lock was granted but ended before it could be confirmed (server says ${res.reason})`,
+        );
         this.lostError = lost;
         this.settle('LOST');
         throw lost;
@@ -214,14 +227,20 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
     this.checkDeadline();
     if (this.current === 'ACTIVE') this.settle('RELEASED');
     if (this.ctx.isClosed()) {
-      return Promise.reject(new UnavailableError(`releasing lock "${this.key}": the LockClient is closed; the lease lapses by itself within its ttl`));
+      return Promise.reject(
+        new UnavailableError(`releasing lock "${this.key}": the LockClient is closed; the lease lapses by itself within its ttl`),
+      );
     }
     const timeoutMs = opts.timeoutMs ?? this.ctx.releaseTimeoutMs;
     const request = { key: this.key, owner: this.owner, token: this.token.toString(), request_id: this.releaseRequestId };
     this.ctx.logger.debug({ key: this.key, token: String(this.token), requestId: this.releaseRequestId }, 'release sent');
     this.releasing = this.ctx.rpc
       .call<ReleaseResponse>('Release', request, Date.now() + timeoutMs, undefined, {
-        onRetry: (r) => this.ctx.logger.debug({ key: this.key, requestId: this.releaseRequestId, endpoint: r.endpoint, attempt: r.attempt, code: r.error.code }, 'release retried with the same request_id'),
+        onRetry: (r) =>
+          this.ctx.logger.debug(
+            { key: this.key, requestId: this.releaseRequestId, endpoint: r.endpoint, attempt: r.attempt, code: r.error.code },
+            'release retried with the same request_id',
+          ),
       })
       .then(
         (res) => {
@@ -249,7 +268,10 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
     try {
       await this.release();
     } catch (err) {
-      this.ctx.logger.warn({ key: this.key, token: String(this.token), err: (err as Error).message }, 'release at dispose failed; the lease lapses by itself');
+      this.ctx.logger.warn(
+        { key: this.key, token: String(this.token), err: (err as Error).message },
+        'release at dispose failed; the lease lapses by itself',
+      );
     }
   }
 
@@ -291,7 +313,11 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
     try {
       res = await this.ctx.rpc.call<RenewResponse>('Renew', request, deadline, ctl.signal, {
         attemptTimeoutMs: this.attemptTimeoutMs(),
-        onRetry: (r) => this.ctx.logger.debug({ key: this.key, token: String(this.token), endpoint: r.endpoint, attempt: r.attempt, code: r.error.code }, 'renew retried with the same request_id'),
+        onRetry: (r) =>
+          this.ctx.logger.debug(
+            { key: this.key, token: String(this.token), endpoint: r.endpoint, attempt: r.attempt, code: r.error.code },
+            'renew retried with the same request_id',
+          ),
       });
     } catch (err) {
       if (this.current !== 'ACTIVE') return;
@@ -323,7 +349,10 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
       return;
     }
     if (this.current === 'ACTIVE' && this.lease.passed()) {
-      this.markLost('DEADLINE', `no renew was confirmed within its ttl of ${this.ttlMs} ms (counted from when the last acquire/renew was sent)`);
+      this.markLost(
+        'DEADLINE',
+        `no renew was confirmed within its ttl of ${this.ttlMs} ms (counted from when the last acquire/renew was sent)`,
+      );
     }
   }
 

@@ -4,7 +4,15 @@
 // throw. Who may import it: applications, src/cli, src/fencing, tests and scripts; never src/server. It
 // imports only its own files, the wire contract of Lock and Cluster (src/wire/lock.ts, cluster.ts,
 // scalars.ts), gRPC and Node — nothing of server, raft, lock or transport (eslint.config.js).
-export { LockClient, type AcquireOptions, type HolderInfo, type ListedLockInfo, type LockClientOptions, type LockInfo, type SessionOptions } from './client.js';
+export {
+  LockClient,
+  type AcquireOptions,
+  type HolderInfo,
+  type ListedLockInfo,
+  type LockClientOptions,
+  type LockInfo,
+  type SessionOptions,
+} from './client.js';
 export { LockSession, SessionLostError, type SessionState, type SessionAcquireOptions, type SessionCloseResult } from './session.js';
 export { LockHandle, type LockState, type ReleaseResult, type RenewedEvent, type LockHandleEvents } from './handle.js';
 export {

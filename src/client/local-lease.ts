@@ -50,10 +50,13 @@ export class LocalLease {
   /** Calls `renew` one renew interval after the last anchor. */
   scheduleRenew(renew: () => void): void {
     this.clearRenew();
-    this.renewTimer = setTimeout(() => {
-      this.renewTimer = null;
-      renew();
-    }, Math.max(0, this.anchorMs + this.renewIntervalMs - this.now()));
+    this.renewTimer = setTimeout(
+      () => {
+        this.renewTimer = null;
+        renew();
+      },
+      Math.max(0, this.anchorMs + this.renewIntervalMs - this.now()),
+    );
     this.renewTimer.unref?.();
   }
 

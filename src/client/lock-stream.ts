@@ -64,7 +64,10 @@ export class LockStream {
       };
       const onAbort = () => giveUp(new RpcError(grpc.status.CANCELLED, 'cancelled by the caller'));
       const remainingMs = Math.max(1, Math.ceil(deadlineMs - Date.now()));
-      const timer = setTimeout(() => giveUp(new RpcError(grpc.status.DEADLINE_EXCEEDED, `no answer within ${remainingMs} ms`)), remainingMs);
+      const timer = setTimeout(
+        () => giveUp(new RpcError(grpc.status.DEADLINE_EXCEEDED, `no answer within ${remainingMs} ms`)),
+        remainingMs,
+      );
       signal?.addEventListener('abort', onAbort, { once: true });
       this.pending.set(callId, {
         settle: (err, answer) => {
@@ -74,7 +77,8 @@ export class LockStream {
           const a = answer!;
           if (a.code !== grpc.status.OK) return reject(new RpcError(a.code, a.details));
           const response = a.response === name ? a[name] : undefined;
-          if (response === undefined) return reject(new RpcError(grpc.status.INTERNAL, `the answer to call ${callId} carries no ${name} response`));
+          if (response === undefined)
+            return reject(new RpcError(grpc.status.INTERNAL, `the answer to call ${callId} carries no ${name} response`));
           resolve({ response: response as Res, leader: a.leader });
         },
       });
@@ -101,7 +105,12 @@ export class LockStream {
       // The calls in flight may or may not have been applied: the same uncertainty as a unary call cut
       // off mid-way, and the same code (UNAVAILABLE unless the server said otherwise), so a caller
       // retries with the same request_id.
-      broke(new RpcError(err.code === grpc.status.CANCELLED ? grpc.status.UNAVAILABLE : err.code, `the stream to the server broke: ${err.details || err.message}`)),
+      broke(
+        new RpcError(
+          err.code === grpc.status.CANCELLED ? grpc.status.UNAVAILABLE : err.code,
+          `the stream to the server broke: ${err.details || err.message}`,
+        ),
+      ),
     );
     stream.on('end', () => broke(new RpcError(grpc.status.UNAVAILABLE, 'the server ended the stream')));
     return stream;

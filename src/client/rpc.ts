@@ -129,7 +129,13 @@ export class EndpointPool {
    * function of the attempt number so a retry can adjust fields that are not part of the request's identity
    * (wait_ms) while keeping its request_id.
    */
-  async call<Res>(method: PoolMethod, request: RequestSource, deadline: number, signal?: AbortSignal, options: boolean | CallOptions = true): Promise<Res> {
+  async call<Res>(
+    method: PoolMethod,
+    request: RequestSource,
+    deadline: number,
+    signal?: AbortSignal,
+    options: boolean | CallOptions = true,
+  ): Promise<Res> {
     const opts: CallOptions = typeof options === 'boolean' ? { retry: options } : options;
     const retry = opts.retry ?? true;
     let lastErr: RpcError | null = null;
@@ -167,7 +173,11 @@ export class EndpointPool {
 
   private unary<Res>(client: LockStub, method: PoolMethod, request: object, deadline: number, signal?: AbortSignal): Promise<Res> {
     return new Promise<Res>((resolve, reject) => {
-      const fn = client[method] as unknown as (req: object, opts: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, v?: Res) => void) => grpc.ClientUnaryCall;
+      const fn = client[method] as unknown as (
+        req: object,
+        opts: Partial<grpc.CallOptions>,
+        cb: (e: grpc.ServiceError | null, v?: Res) => void,
+      ) => grpc.ClientUnaryCall;
       const call = fn.call(client, request, { deadline: new Date(deadline) }, (err, value) => {
         signal?.removeEventListener('abort', onAbort);
         if (err) reject(new RpcError(err.code, err.details));
@@ -216,8 +226,14 @@ export class EndpointPool {
         try {
           return await new Promise<Res>((resolve, reject) => {
             const client = this.clusterClient(ep);
-            const fn = client[method] as unknown as (req: object, o: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, v?: unknown) => void) => void;
-            fn.call(client, request, { deadline: new Date(deadline) }, (err, value) => (err ? reject(new RpcError(err.code, err.details)) : resolve(value as Res)));
+            const fn = client[method] as unknown as (
+              req: object,
+              o: Partial<grpc.CallOptions>,
+              cb: (e: grpc.ServiceError | null, v?: unknown) => void,
+            ) => void;
+            fn.call(client, request, { deadline: new Date(deadline) }, (err, value) =>
+              err ? reject(new RpcError(err.code, err.details)) : resolve(value as Res),
+            );
           });
         } catch (err) {
           if (!(err instanceof RpcError) || err.code !== grpc.status.UNAVAILABLE) throw err;
@@ -226,7 +242,10 @@ export class EndpointPool {
       }
       await sleep(Math.min(200 * (round + 1), 1000));
     }
-    throw lastErr ?? new RpcError(grpc.status.DEADLINE_EXCEEDED, `no endpoint answered before the deadline (tried ${this.endpoints.join(', ')})`);
+    throw (
+      lastErr ??
+      new RpcError(grpc.status.DEADLINE_EXCEEDED, `no endpoint answered before the deadline (tried ${this.endpoints.join(', ')})`)
+    );
   }
 
   close(): void {

@@ -23,7 +23,9 @@ export class SessionLostError extends LeaseholdError {
     readonly reason: 'EXPIRED' | 'NOT_HELD' | 'WRONG_OWNER' | 'DEADLINE' | 'RENEW_FAILED' | 'CLIENT_CLOSED',
     readonly detail: string,
   ) {
-    super(`session ${sessionId} is LOST: ${detail}; every lock held under it is lost too — stop writing with their tokens and open a new session`);
+    super(
+      `session ${sessionId} is LOST: ${detail}; every lock held under it is lost too — stop writing with their tokens and open a new session`,
+    );
   }
 }
 
@@ -156,8 +158,16 @@ export class LockSession extends EventEmitter<{ lost: [SessionLostError]; renewe
       if (opts.signal?.aborted) throw opts.signal.reason;
       throw fromRpcError(err, `acquiring lock "${key}" under session ${this.id}`, this.ctx.rpc.endpoints, Date.now() - startedAtEpoch);
     }
-    if (!res.acquired) throw new LockNotAcquiredError(key, res.holder_owner, Number(res.holder_ttl_ms), waitMs > 0 ? Date.now() - startedAtEpoch : 0);
-    const handle = new LockHandle(this.ctx, { key, owner: this.owner, token: BigInt(res.token), ttlMs: this.ttlMs, sentAtMs: sentAt, session: this.link });
+    if (!res.acquired)
+      throw new LockNotAcquiredError(key, res.holder_owner, Number(res.holder_ttl_ms), waitMs > 0 ? Date.now() - startedAtEpoch : 0);
+    const handle = new LockHandle(this.ctx, {
+      key,
+      owner: this.owner,
+      token: BigInt(res.token),
+      ttlMs: this.ttlMs,
+      sentAtMs: sentAt,
+      session: this.link,
+    });
     this.holds.add(handle);
     handle.once('lost', () => this.holds.delete(handle));
     // The session may have ended while the acquire was in flight: the hold ended with it.
@@ -191,7 +201,10 @@ export class LockSession extends EventEmitter<{ lost: [SessionLostError]; renewe
     try {
       await this.close();
     } catch (err) {
-      this.ctx.logger.warn({ sessionId: String(this.id), err: (err as Error).message }, 'closing the session at dispose failed; it lapses by itself');
+      this.ctx.logger.warn(
+        { sessionId: String(this.id), err: (err as Error).message },
+        'closing the session at dispose failed; it lapses by itself',
+      );
     }
   }
 
@@ -235,7 +248,10 @@ export class LockSession extends EventEmitter<{ lost: [SessionLostError]; renewe
     this.checkDeadline();
     if (this.current !== 'ACTIVE') return;
     if (!res.renewed) {
-      this.markLost(res.reason === 'WRONG_OWNER' ? 'WRONG_OWNER' : res.reason === 'NOT_HELD' ? 'NOT_HELD' : 'EXPIRED', `the server refused to renew it (${res.reason})`);
+      this.markLost(
+        res.reason === 'WRONG_OWNER' ? 'WRONG_OWNER' : res.reason === 'NOT_HELD' ? 'NOT_HELD' : 'EXPIRED',
+        `the server refused to renew it (${res.reason})`,
+      );
       return;
     }
     this.lease.confirm(sentAt, Number(res.ttl_ms));
@@ -248,7 +264,10 @@ export class LockSession extends EventEmitter<{ lost: [SessionLostError]; renewe
 
   private checkDeadline(): void {
     if (this.current === 'ACTIVE' && this.lease.passed()) {
-      this.markLost('DEADLINE', `no renew was confirmed within its ttl of ${this.ttlMs} ms (counted from when the last open/renew was sent)`);
+      this.markLost(
+        'DEADLINE',
+        `no renew was confirmed within its ttl of ${this.ttlMs} ms (counted from when the last open/renew was sent)`,
+      );
     }
   }
 

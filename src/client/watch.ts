@@ -50,7 +50,9 @@ export class WatchHistoryLostError extends LeaseholdError {
     readonly afterIndex: bigint,
     details: string,
   ) {
-    super(`the watch cannot resume after index ${afterIndex}: no node keeps events that old any more (${details}); read the current state with get() and start a new watch`);
+    super(
+      `the watch cannot resume after index ${afterIndex}: no node keeps events that old any more (${details}); read the current state with get() and start a new watch`,
+    );
   }
 }
 
@@ -58,8 +60,13 @@ const QUEUE_HIGH = 1000;
 const QUEUE_LOW = 100;
 const MAX_BACKOFF_MS = 1000;
 
-export async function* watchEvents(pool: EndpointPool, target: string, opts: WatchOptions = {}): AsyncGenerator<LockEventInfo, void, undefined> {
-  if (typeof target !== 'string' || (target === '' && opts.prefix !== true)) throw new InvalidRequestError('watch: key must be a non-empty string (or use prefix: true)', grpc.status.INVALID_ARGUMENT);
+export async function* watchEvents(
+  pool: EndpointPool,
+  target: string,
+  opts: WatchOptions = {},
+): AsyncGenerator<LockEventInfo, void, undefined> {
+  if (typeof target !== 'string' || (target === '' && opts.prefix !== true))
+    throw new InvalidRequestError('watch: key must be a non-empty string (or use prefix: true)', grpc.status.INVALID_ARGUMENT);
   // Every event of every entry up to `done` has been delivered; of entry `partial` (above it), the
   // first `partialCount`. An entry's events come in the same order from every node (the machine
   // decides them), so a resume after `done` skips that many of `partial`'s.
@@ -73,7 +80,12 @@ export async function* watchEvents(pool: EndpointPool, target: string, opts: Wat
   while (!signal?.aborted) {
     const order = pool.endpointOrder();
     const ep = order[failures % order.length]!;
-    const request = { key: opts.prefix ? '' : target, prefix: opts.prefix ? target : '', after_index: done.toString(), include_renewals: opts.includeRenewals === true };
+    const request = {
+      key: opts.prefix ? '' : target,
+      prefix: opts.prefix ? target : '',
+      after_index: done.toString(),
+      include_renewals: opts.includeRenewals === true,
+    };
     const stream = pool.openWatch(ep, request);
     const queue: WatchEvent[] = [];
     let ended: { code: grpc.status; details: string } | null = null;

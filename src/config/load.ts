@@ -65,7 +65,14 @@ export function loadConfig(path: string): ClusterConfig {
     text = readFileSync(path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : (err as Error).message;
+    const why =
+      code === 'ENOENT'
+        ? 'no such file'
+        : code === 'EACCES'
+          ? 'permission denied'
+          : code === 'EISDIR'
+            ? 'is a directory'
+            : (err as Error).message;
     throw new ConfigError(path, [{ path: '', message: `cannot read the config file: ${why}` }]);
   }
   return parseConfig(text, path);
@@ -83,5 +90,14 @@ export function findNode(config: ClusterConfig, id: string): NodeConfig {
 /** The config as YAML that parseConfig reads back to an equal config (every key written out explicitly). */
 export function stringifyConfig(config: ClusterConfig): string {
   const { nodes, raft, lock, limits, log, metrics, tls, auth } = config;
-  return stringify({ nodes: nodes.map((n) => ({ ...n })), raft, lock, limits, log, metrics, ...(tls ? { tls } : {}), ...(auth.ownerBinding ? { auth } : {}) });
+  return stringify({
+    nodes: nodes.map((n) => ({ ...n })),
+    raft,
+    lock,
+    limits,
+    log,
+    metrics,
+    ...(tls ? { tls } : {}),
+    ...(auth.ownerBinding ? { auth } : {}),
+  });
 }

@@ -17,7 +17,15 @@ import {
   type Rule,
   type SectionName,
 } from './schema.js';
-import { CLIENT_AUTH_MODES, type AuthSettings, type ClientAuthMode, type ClusterConfig, type ClusterSettings, type NodeConfig, type TlsSettings } from './types.js';
+import {
+  CLIENT_AUTH_MODES,
+  type AuthSettings,
+  type ClientAuthMode,
+  type ClusterConfig,
+  type ClusterSettings,
+  type NodeConfig,
+  type TlsSettings,
+} from './types.js';
 
 export type PathSegment = string | number;
 
@@ -137,7 +145,6 @@ function machineOf(host: string): string {
   if (h === 'localhost' || h === '::1' || /^127\./.test(h)) return 'loopback';
   return h;
 }
-
 
 function resolveDir(dir: string, baseDir: string): string {
   if (dir === '~' || dir.startsWith('~/')) return join(homedir(), dir.slice(1));
@@ -300,7 +307,10 @@ class Validator {
         if (hostPort !== undefined) {
           const where = `${machineOf(hostPort.host)}\u0000${resolvedDir}`;
           if (seenDirs.has(where)) {
-            this.report([...path, 'dataDir'], `${resolvedDir} is also the data directory of nodes[${seenDirs.get(where)}] on the same host`);
+            this.report(
+              [...path, 'dataDir'],
+              `${resolvedDir} is also the data directory of nodes[${seenDirs.get(where)}] on the same host`,
+            );
           } else {
             seenDirs.set(where, i);
           }
@@ -339,25 +349,36 @@ class Validator {
       const overrides = isMapping(entry) && isMapping(entry['peerDialOverrides']) ? Object.keys(entry['peerDialOverrides']) : [];
       for (const member of overrides) {
         const target = nodes.find((n) => n.id === member);
-        if (target?.peerAddress !== undefined) this.report(['nodes', i, 'peerDialOverrides', member], `${member} has a separate peerAddress; peerDialOverrides is for members that serve Raft and clients on one address`);
+        if (target?.peerAddress !== undefined)
+          this.report(
+            ['nodes', i, 'peerDialOverrides', member],
+            `${member} has a separate peerAddress; peerDialOverrides is for members that serve Raft and clients on one address`,
+          );
       }
     });
     return nodes;
   }
 
   /** nodes[].peerDialOverrides: { memberId: host:port }, never this node itself. */
-  dialOverrides(value: unknown, path: readonly PathSegment[], selfId: string | undefined, selfPeerAddress: string | undefined): Readonly<Record<string, string>> | undefined {
+  dialOverrides(
+    value: unknown,
+    path: readonly PathSegment[],
+    selfId: string | undefined,
+    selfPeerAddress: string | undefined,
+  ): Readonly<Record<string, string>> | undefined {
     if (value === undefined || value === null) return undefined;
     if (!isMapping(value)) {
       this.report(path, `expected a mapping { memberId: host:port }, got ${describe(value)}`);
       return undefined;
     }
-    if (selfPeerAddress !== undefined) this.report(path, 'not together with peerAddress: the overrides assume one address per member for Raft and clients');
+    if (selfPeerAddress !== undefined)
+      this.report(path, 'not together with peerAddress: the overrides assume one address per member for Raft and clients');
     const out: Record<string, string> = {};
     for (const [member, address] of Object.entries(value)) {
       if (!isNodeId(member)) this.report([...path, member], `${JSON.stringify(member)} is not a valid node id`);
       else if (member === selfId) this.report([...path, member], 'a node does not dial itself');
-      const parsed = typeof address === 'string' ? parseAddress(address) : `expected host:port, e.g. 127.0.0.1:7101; got ${describe(address)}`;
+      const parsed =
+        typeof address === 'string' ? parseAddress(address) : `expected host:port, e.g. 127.0.0.1:7101; got ${describe(address)}`;
       if (typeof parsed === 'string') this.report([...path, member], parsed);
       else out[member] = address as string;
     }
@@ -376,7 +397,10 @@ class Validator {
       const v = value[key];
       if (typeof v !== 'string' || v.trim() === '') {
         // ca is required too: peers verify each other against it (and clients' certificates with clientAuth).
-        this.report(['tls', key], v === undefined || v === null ? 'missing required key (a PEM file path)' : `expected a PEM file path, got ${describe(v)}`);
+        this.report(
+          ['tls', key],
+          v === undefined || v === null ? 'missing required key (a PEM file path)' : `expected a PEM file path, got ${describe(v)}`,
+        );
         return '';
       }
       return resolveDir(v, this.ctx.baseDir);
@@ -409,7 +433,8 @@ class Validator {
         else ownerBinding = v === true;
         const a = value['admins'];
         if (a !== undefined && a !== null) {
-          if (!Array.isArray(a) || a.some((x) => typeof x !== 'string' || x === '')) this.report(['auth', 'admins'], `expected a list of certificate CNs (non-empty strings), got ${describe(a)}`);
+          if (!Array.isArray(a) || a.some((x) => typeof x !== 'string' || x === ''))
+            this.report(['auth', 'admins'], `expected a list of certificate CNs (non-empty strings), got ${describe(a)}`);
           else admins = a as string[];
         }
       }
@@ -417,17 +442,24 @@ class Validator {
     // Owner binding compares the owner with the certificate CN: without a required, verified client
     // certificate there is no CN to compare with, and the option would protect nothing.
     if (ownerBinding && tls?.clientAuth !== 'require') {
-      this.report(['auth', 'ownerBinding'], `needs tls.clientAuth: require (got ${tls === null ? 'no tls section' : `tls.clientAuth: ${tls.clientAuth}`}): the owner is checked against the client certificate's CN`);
+      this.report(
+        ['auth', 'ownerBinding'],
+        `needs tls.clientAuth: require (got ${tls === null ? 'no tls section' : `tls.clientAuth: ${tls.clientAuth}`}): the owner is checked against the client certificate's CN`,
+      );
     }
     return Object.freeze({ ownerBinding, admins: Object.freeze(admins) });
   }
 
   /** Rules that involve two keys; reported at the key a user would change. */
   crossChecks(s: ClusterSettings, raw: Record<string, unknown>): void {
-    const given = (section: SectionName, key: string): boolean => isMapping(raw[section]) && (raw[section] as Record<string, unknown>)[key] !== undefined;
+    const given = (section: SectionName, key: string): boolean =>
+      isMapping(raw[section]) && (raw[section] as Record<string, unknown>)[key] !== undefined;
     if (s.raft.heartbeatTicks >= s.raft.electionTicks) {
       const at: [SectionName, string] = given('raft', 'heartbeatTicks') ? ['raft', 'heartbeatTicks'] : ['raft', 'electionTicks'];
-      this.report(at, `raft.heartbeatTicks (${s.raft.heartbeatTicks}) must be less than raft.electionTicks (${s.raft.electionTicks}), or followers time out between heartbeats`);
+      this.report(
+        at,
+        `raft.heartbeatTicks (${s.raft.heartbeatTicks}) must be less than raft.electionTicks (${s.raft.electionTicks}), or followers time out between heartbeats`,
+      );
     }
     if (!s.raft.preVote && !s.raft.checkQuorum) {
       // Issue 22 item 3: with neither, nothing stops a node that was removed (or cut off) and comes back

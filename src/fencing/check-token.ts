@@ -27,7 +27,12 @@ export interface TokenCheck {
   lock: LockInfo;
 }
 
-export async function checkToken(reader: LockReader, key: string, token: bigint, opts: { minRemainingMs?: number } = {}): Promise<TokenCheck> {
+export async function checkToken(
+  reader: LockReader,
+  key: string,
+  token: bigint,
+  opts: { minRemainingMs?: number } = {},
+): Promise<TokenCheck> {
   const lock = await reader.get(key);
   const minRemainingMs = opts.minRemainingMs ?? 0;
   if (token > lock.lastToken) return { current: false, reason: 'UNKNOWN_TOKEN', lock }; // never issued for this key

@@ -28,7 +28,12 @@ export { checkToken, type LockReader, type TokenCheck } from './check-token.js';
  * LockLostError / LockReleasedError without touching the resource), then write WITH the token, so the
  * resource refuses it if a newer holder got there first (the lease may end between the check and the write).
  */
-export async function writeWithLock<V>(lock: LockHandle, resource: FencedResource<V>, resourceId: string, value: V): Promise<FencedWriteResult> {
+export async function writeWithLock<V>(
+  lock: LockHandle,
+  resource: FencedResource<V>,
+  resourceId: string,
+  value: V,
+): Promise<FencedWriteResult> {
   const token = lock.assertActive();
   return resource.write(resourceId, token, value);
 }

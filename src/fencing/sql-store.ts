@@ -73,7 +73,8 @@ export class SqlFencedStore<V> implements FencedResource<V> {
   ) {
     this.sameToken = opts.sameToken ?? 'accept';
     const table = opts.table ?? 'leasehold_fenced';
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new RangeError(`table: expected a plain SQL identifier (got ${JSON.stringify(table)})`);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table))
+      throw new RangeError(`table: expected a plain SQL identifier (got ${JSON.stringify(table)})`);
     const p = opts.placeholders === 'dollar' ? (i: number) => `$${i}` : () => '?';
     const cmp = this.sameToken === 'accept' ? '<=' : '<';
     this.sql = {

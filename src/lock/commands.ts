@@ -319,31 +319,47 @@ export function wireLimitViolation(command: LockCommand): string | null {
     case 'checkpoint':
       return null;
     case 'clusterLevel':
-      return isIntegerIn(command.level, BASE_LEVEL + 1, MAX_CLUSTER_LEVEL) ? null : `level must be an integer in [2, 2^16], got ${String(command.level)}`;
+      return isIntegerIn(command.level, BASE_LEVEL + 1, MAX_CLUSTER_LEVEL)
+        ? null
+        : `level must be an integer in [2, 2^16], got ${String(command.level)}`;
     case 'memberRan':
       return stringViolation('memberId', command.memberId, 1, MAX_MEMBER_ID_BYTES);
     case 'forget':
-      return isIntegerIn(command.upToMs, 0, WIRE_LIMITS.maxTimeMs) ? null : `upToMs must be an integer in [0, 2^50], got ${String(command.upToMs)}`;
+      return isIntegerIn(command.upToMs, 0, WIRE_LIMITS.maxTimeMs)
+        ? null
+        : `upToMs must be an integer in [0, 2^50], got ${String(command.upToMs)}`;
     case 'expire':
       return stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ?? tokenViolation(command.token);
     case 'revoke':
-      return stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ?? (command.token === 0n ? null : tokenViolation(command.token));
+      return (
+        stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ?? (command.token === 0n ? null : tokenViolation(command.token))
+      );
     case 'acquire':
       return (
         lockIdentityViolation(command) ??
         ((command.sessionId ?? 0) > 0
           ? command.ttlMs === 0
-            ? sessionIdViolation(command.sessionId) ?? (command.queued === true ? 'a queued acquire cannot be under a session' : null)
+            ? (sessionIdViolation(command.sessionId) ?? (command.queued === true ? 'a queued acquire cannot be under a session' : null))
             : `ttlMs must be 0 for a hold under a session, got ${String(command.ttlMs)}`
           : command.sessionId === undefined || command.sessionId === 0
             ? ttlViolation(command.ttlMs)
             : sessionIdViolation(command.sessionId)) ??
         requestIdViolation(command.requestId) ??
-        (command.waitMs === undefined || isIntegerIn(command.waitMs, 0, WIRE_LIMITS.maxWaitMs) ? null : `waitMs must be an integer in [0, 2^40], got ${String(command.waitMs)}`) ??
-        (command.lockDelayMs === undefined || isIntegerIn(command.lockDelayMs, 0, WIRE_LIMITS.maxLockDelayMs) ? null : `lockDelayMs must be an integer in [0, 2^40], got ${String(command.lockDelayMs)}`) ??
-        (command.value === undefined || (command.value instanceof Uint8Array && command.value.length <= WIRE_LIMITS.maxValueBytes) ? null : `value must be at most ${WIRE_LIMITS.maxValueBytes} bytes`) ??
-        (command.queued === true && ((command.waitMs ?? 0) > 0 || hasHoldOptions(command)) ? 'a queued acquire cannot also wait or carry hold options' : null) ??
-        (command.limit === undefined || isIntegerIn(command.limit, 1, WIRE_LIMITS.maxHoldLimit) ? null : `limit must be an integer in [1, ${WIRE_LIMITS.maxHoldLimit}], got ${String(command.limit)}`) ??
+        (command.waitMs === undefined || isIntegerIn(command.waitMs, 0, WIRE_LIMITS.maxWaitMs)
+          ? null
+          : `waitMs must be an integer in [0, 2^40], got ${String(command.waitMs)}`) ??
+        (command.lockDelayMs === undefined || isIntegerIn(command.lockDelayMs, 0, WIRE_LIMITS.maxLockDelayMs)
+          ? null
+          : `lockDelayMs must be an integer in [0, 2^40], got ${String(command.lockDelayMs)}`) ??
+        (command.value === undefined || (command.value instanceof Uint8Array && command.value.length <= WIRE_LIMITS.maxValueBytes)
+          ? null
+          : `value must be at most ${WIRE_LIMITS.maxValueBytes} bytes`) ??
+        (command.queued === true && ((command.waitMs ?? 0) > 0 || hasHoldOptions(command))
+          ? 'a queued acquire cannot also wait or carry hold options'
+          : null) ??
+        (command.limit === undefined || isIntegerIn(command.limit, 1, WIRE_LIMITS.maxHoldLimit)
+          ? null
+          : `limit must be an integer in [1, ${WIRE_LIMITS.maxHoldLimit}], got ${String(command.limit)}`) ??
         (command.shared === undefined || typeof command.shared === 'boolean' ? null : 'shared must be a boolean') ??
         (command.queued === true && isGroupAcquire(command) ? 'a queued acquire cannot be of a semaphore or shared' : null)
       );
@@ -355,7 +371,9 @@ export function wireLimitViolation(command: LockCommand): string | null {
         stringViolation('owner', command.owner, 1, WIRE_LIMITS.maxOwnerBytes) ??
         ttlViolation(command.ttlMs) ??
         requestIdViolation(command.requestId) ??
-        (isIntegerIn(command.lockDelayMs, 0, WIRE_LIMITS.maxLockDelayMs) ? null : `lockDelayMs must be an integer in [0, 2^40], got ${String(command.lockDelayMs)}`)
+        (isIntegerIn(command.lockDelayMs, 0, WIRE_LIMITS.maxLockDelayMs)
+          ? null
+          : `lockDelayMs must be an integer in [0, 2^40], got ${String(command.lockDelayMs)}`)
       );
     case 'renewSession':
     case 'closeSession':
@@ -365,7 +383,9 @@ export function wireLimitViolation(command: LockCommand): string | null {
     case 'dequeue':
       return (
         stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ??
-        (isIntegerIn(command.ticket, 1, Number.MAX_SAFE_INTEGER) ? null : `ticket must be a positive integer, got ${String(command.ticket)}`) ??
+        (isIntegerIn(command.ticket, 1, Number.MAX_SAFE_INTEGER)
+          ? null
+          : `ticket must be a positive integer, got ${String(command.ticket)}`) ??
         (DEQUEUE_CAUSES.includes(command.cause) ? null : `cause must be deadline or cancel, got ${String(command.cause)}`)
       );
     case 'renew':
@@ -479,7 +499,14 @@ export function encodeCommand(command: LockCommand): Uint8Array {
 }
 
 /** Every tag this build reads. */
-const KNOWN_TAGS: ReadonlySet<number> = new Set([...Object.values(TAGS), TAG_QUEUED_ACQUIRE, TAG_WAITING_ACQUIRE, TAG_OPTIONS_ACQUIRE, TAG_SESSION_ACQUIRE, TAG_GROUP_ACQUIRE]);
+const KNOWN_TAGS: ReadonlySet<number> = new Set([
+  ...Object.values(TAGS),
+  TAG_QUEUED_ACQUIRE,
+  TAG_WAITING_ACQUIRE,
+  TAG_OPTIONS_ACQUIRE,
+  TAG_SESSION_ACQUIRE,
+  TAG_GROUP_ACQUIRE,
+]);
 /** The newest tag this build reads (the tag is the format version: a newer build adds higher ones). */
 export const NEWEST_COMMAND_TAG = Math.max(...KNOWN_TAGS);
 
@@ -496,7 +523,9 @@ export class UnknownCommandError extends Error {
     readLevel = BUILD_LEVEL,
     what = `lock command tag ${tag}`,
   ) {
-    super(`${what} is newer than this build reads (cluster level ${readLevel}, command tags up to ${newestTagOf(readLevel)}): it comes from a newer leasehold; upgrade this node — it stops rather than skip or misapply the entry`);
+    super(
+      `${what} is newer than this build reads (cluster level ${readLevel}, command tags up to ${newestTagOf(readLevel)}): it comes from a newer leasehold; upgrade this node — it stops rather than skip or misapply the entry`,
+    );
   }
 }
 
@@ -555,7 +584,7 @@ export function decodeCommand(bytes: Uint8Array, readLevel = BUILD_LEVEL): LockC
       readHoldOptions(input, command);
       const sessionId = input.uint();
       // A hold lives by its own TTL or by its session's, never both and never neither.
-      if ((sessionId > 0) === (ttlMs > 0)) input.fail(sessionId > 0 ? 'ttlMs must be 0 under a session' : 'ttlMs is 0 without a session');
+      if (sessionId > 0 === ttlMs > 0) input.fail(sessionId > 0 ? 'ttlMs must be 0 under a session' : 'ttlMs is 0 without a session');
       if (sessionId > 0) command.sessionId = sessionId;
       const limit = input.uint();
       if (limit < 1 || limit > WIRE_LIMITS.maxHoldLimit) input.fail(`limit ${limit} is outside [1, ${WIRE_LIMITS.maxHoldLimit}]`);
@@ -739,8 +768,7 @@ function stringViolation(field: string, value: unknown, minBytes: number, maxByt
 
 function lockIdentityViolation(command: { key: unknown; owner: unknown }): string | null {
   return (
-    stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ??
-    stringViolation('owner', command.owner, 1, WIRE_LIMITS.maxOwnerBytes)
+    stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ?? stringViolation('owner', command.owner, 1, WIRE_LIMITS.maxOwnerBytes)
   );
 }
 

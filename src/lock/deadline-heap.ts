@@ -73,9 +73,7 @@ class LeaseHeap {
 
   /** Test hook: the heap invariant and the back-pointers hold. */
   checkInvariant(): boolean {
-    return this.items.every(
-      (lease, i) => lease[this.slot] === i && (i === 0 || !this.before(lease, this.items[(i - 1) >> 1]!)),
-    );
+    return this.items.every((lease, i) => lease[this.slot] === i && (i === 0 || !this.before(lease, this.items[(i - 1) >> 1]!)));
   }
 
   private restore(at: number): void {

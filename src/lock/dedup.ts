@@ -28,11 +28,7 @@ interface DedupIdentity {
 }
 
 export type DedupRecord = DedupIdentity &
-  (
-    | { type: 'acquire'; outcome: AcquireOutcome }
-    | { type: 'renew'; outcome: RenewOutcome }
-    | { type: 'release'; outcome: ReleaseOutcome }
-  );
+  ({ type: 'acquire'; outcome: AcquireOutcome } | { type: 'renew'; outcome: RenewOutcome } | { type: 'release'; outcome: ReleaseOutcome });
 
 export type DedupOperation = DedupRecord['type'];
 
@@ -209,7 +205,10 @@ export class DedupTable {
   }
 
   private decode(at: number): DedupRecord {
-    const input = new ByteReader(this.arena.view().subarray(this.offsets[at]!, this.endOf(at)), (message) => new ArenaError(`dedup record ${at}: ${message}`));
+    const input = new ByteReader(
+      this.arena.view().subarray(this.offsets[at]!, this.endOf(at)),
+      (message) => new ArenaError(`dedup record ${at}: ${message}`),
+    );
     const identity = readDedupIdentity(input);
     return readDedupBody(input, { ...identity, recordedAtMs: this.recordedAt[at]! });
   }

@@ -22,10 +22,27 @@ import { endSession, sessionOf } from './machine-sessions.js';
 import type { MachineState } from './machine-state.js';
 import { dequeued, handOff, leaveLine, queue } from './machine-wait-lines.js';
 import type { Session } from './session.js';
-import type { AcquireOutcome, AcquireResult, ErrorResult, ExpireResult, HandOffResult, HolderView, LockView, RefusalReason, RevokeResult, WaiterDecision } from './types.js';
+import type {
+  AcquireOutcome,
+  AcquireResult,
+  ErrorResult,
+  ExpireResult,
+  HandOffResult,
+  HolderView,
+  LockView,
+  RefusalReason,
+  RevokeResult,
+  WaiterDecision,
+} from './types.js';
 
 /** An acquire with limit >= 2 or shared, or any acquire of a key that has many holds. */
-export function acquireOfMany(s: MachineState, index: number, command: AcquireCommand, session: Session | null, decided: WaiterDecision[] = []): AcquireResult | ErrorResult {
+export function acquireOfMany(
+  s: MachineState,
+  index: number,
+  command: AcquireCommand,
+  session: Session | null,
+  decided: WaiterDecision[] = [],
+): AcquireResult | ErrorResult {
   const key = command.key;
   const nowMs = s.logNowMs;
   const limit = limitOf(command.limit);
@@ -101,7 +118,16 @@ export function acquireOfMany(s: MachineState, index: number, command: AcquireCo
 
 /** Not granted now: in line when it may wait (its answer comes with the entry that decides it), else
  *  refused and remembered. */
-function blockedOfMany(s: MachineState, index: number, command: AcquireCommand, session: Session | null, outcome: AcquireOutcome, limit: number, shared: boolean, decided: WaiterDecision[]): AcquireResult {
+function blockedOfMany(
+  s: MachineState,
+  index: number,
+  command: AcquireCommand,
+  session: Session | null,
+  outcome: AcquireOutcome,
+  limit: number,
+  shared: boolean,
+  decided: WaiterDecision[],
+): AcquireResult {
   const result: AcquireResult = { type: 'acquire', index, replayed: false, ...outcome };
   if ((command.waitMs ?? 0) > 0) {
     queue(s, index, command, session, limit, shared);
@@ -158,11 +184,32 @@ function sweepRunOut(s: MachineState, group: KeyGroup, index: number, decided: W
 
 /** A new hold of `group` for `owner`, its token `index`; under `session` when given (no times of its own,
  *  in neither lease heap), else filed in the deadline and end-by heaps. */
-function grantHold(s: MachineState, group: KeyGroup, owner: string, index: number, ttlMs: number, lockDelayMs: number, value: Uint8Array | null, session: Session | null, shared: boolean): GroupHold {
+function grantHold(
+  s: MachineState,
+  group: KeyGroup,
+  owner: string,
+  index: number,
+  ttlMs: number,
+  lockDelayMs: number,
+  value: Uint8Array | null,
+  session: Session | null,
+  shared: boolean,
+): GroupHold {
   const nowMs = s.logNowMs;
   if (session !== null && lockDelayMs === 0) lockDelayMs = session.lockDelayMs;
   const ownTtlMs = session === null ? ttlMs : 0;
-  const hold = new GroupHold(group.key, s.countOwner(owner, 1), index, ownTtlMs, nowMs + ownTtlMs, 0, nowMs, shared, lockDelayMs, value !== null && value.length > 0 ? value : null);
+  const hold = new GroupHold(
+    group.key,
+    s.countOwner(owner, 1),
+    index,
+    ownTtlMs,
+    nowMs + ownTtlMs,
+    0,
+    nowMs,
+    shared,
+    lockDelayMs,
+    value !== null && value.length > 0 ? value : null,
+  );
   group.add(hold);
   s.groupHoldCount++;
   if (session !== null) {
@@ -180,8 +227,15 @@ function grantHold(s: MachineState, group: KeyGroup, owner: string, index: numbe
 
 /** Ends `hold`; `expired`: it ran out, so its lock-delay (if any) starts from its end. `kind` null: no
  *  event (superseded by its owner's new hold). */
-export function removeHold(s: MachineState, group: KeyGroup, hold: GroupHold, expired: boolean, kind: LockEventKind | null = expired ? 'EXPIRED' : 'RELEASED'): void {
-  if (kind !== null && s.eventSink !== null) s.emit(kind, group.key, hold.owner, BigInt(hold.fencingToken), sessionIdOf(hold), hold.value, hold.shared);
+export function removeHold(
+  s: MachineState,
+  group: KeyGroup,
+  hold: GroupHold,
+  expired: boolean,
+  kind: LockEventKind | null = expired ? 'EXPIRED' : 'RELEASED',
+): void {
+  if (kind !== null && s.eventSink !== null)
+    s.emit(kind, group.key, hold.owner, BigInt(hold.fencingToken), sessionIdOf(hold), hold.value, hold.shared);
   if (expired && hold.lockDelayMs > 0) {
     const untilMs = hold.effectiveExpiresAtMs + hold.lockDelayMs;
     if (untilMs > (s.delays.untilMs(group.key) ?? -1)) s.delays.delayKey(group.key, untilMs);
@@ -261,7 +315,13 @@ export function holdOf(s: MachineState, group: KeyGroup, owner: string): GroupHo
 }
 
 /** refusal() for a key with many holds, where `hold` is the requester's own (by owner). */
-export function refusalIn(s: MachineState, group: KeyGroup, hold: GroupHold | undefined, request: { owner: string; token: bigint }, mustBeLive: boolean): RefusalReason {
+export function refusalIn(
+  s: MachineState,
+  group: KeyGroup,
+  hold: GroupHold | undefined,
+  request: { owner: string; token: bigint },
+  mustBeLive: boolean,
+): RefusalReason {
   if (hold === undefined) return group.holds.length === 0 ? 'NOT_HELD' : 'WRONG_OWNER';
   if (BigInt(hold.fencingToken) !== request.token) return 'WRONG_TOKEN';
   if (mustBeLive && !hold.isLiveAt(s.logNowMs)) return 'EXPIRED';
@@ -318,7 +378,14 @@ export function groupView(s: MachineState, group: KeyGroup): LockView {
   const view: LockView =
     first === undefined
       ? { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: BigInt(group.lastToken) }
-      : { held: true, owner: first.owner, token: BigInt(first.fencingToken), ttlMs: first.effectiveExpiresAtMs - nowMs, expiresAtMs: first.effectiveExpiresAtMs, lastToken: BigInt(group.lastToken) };
+      : {
+          held: true,
+          owner: first.owner,
+          token: BigInt(first.fencingToken),
+          ttlMs: first.effectiveExpiresAtMs - nowMs,
+          expiresAtMs: first.effectiveExpiresAtMs,
+          lastToken: BigInt(group.lastToken),
+        };
   if (first !== undefined && first.session !== null) view.sessionId = BigInt(first.session.fencingToken);
   view.holders = holders;
   view.limit = group.limit;

@@ -19,7 +19,17 @@ import type { AcquireOutcome } from './types.js';
 
 /** Grants `key` to `owner` with token `index` at log time now: a new lease, or `lease` re-granted; under
  *  `session` when given (then the hold keeps no times of its own and is in neither lease heap). */
-export function hold(s: MachineState, key: string, lease: Lease | undefined, ownerName: string, index: number, ttlMs: number, lockDelayMs: number, value: Uint8Array | null, session: Session | null = null): Lease {
+export function hold(
+  s: MachineState,
+  key: string,
+  lease: Lease | undefined,
+  ownerName: string,
+  index: number,
+  ttlMs: number,
+  lockDelayMs: number,
+  value: Uint8Array | null,
+  session: Session | null = null,
+): Lease {
   // A hold that ran out and is re-granted in place ends here (a live one superseded by its own owner
   // does not: the new ACQUIRED replaces it).
   if (s.eventSink !== null && lease !== undefined && !lease.isLiveAt(s.logNowMs)) {
@@ -62,7 +72,8 @@ export function hold(s: MachineState, key: string, lease: Lease | undefined, own
   } else {
     s.granted(lease);
   }
-  if (s.eventSink !== null) s.emit('ACQUIRED', key, lease.owner, BigInt(index), session?.id ?? 0, value !== null && value.length > 0 ? value : null);
+  if (s.eventSink !== null)
+    s.emit('ACQUIRED', key, lease.owner, BigInt(index), session?.id ?? 0, value !== null && value.length > 0 ? value : null);
   return lease;
 }
 
@@ -121,5 +132,12 @@ export function supersedes(s: MachineState, own: Lease, sessionId: number): bool
 }
 
 export function grantedOutcome(lease: Lease): AcquireOutcome {
-  return { acquired: true, token: BigInt(lease.fencingToken), ttlMs: lease.grantedTtlMs, expiresAtMs: lease.effectiveExpiresAtMs, holderOwner: '', holderTtlMs: 0 };
+  return {
+    acquired: true,
+    token: BigInt(lease.fencingToken),
+    ttlMs: lease.grantedTtlMs,
+    expiresAtMs: lease.effectiveExpiresAtMs,
+    holderOwner: '',
+    holderTtlMs: 0,
+  };
 }

@@ -33,10 +33,26 @@ export function openSession(s: MachineState, index: number, command: OpenSession
     const earlier = s.sessionsByRequest.get(requestKeyOf(command.owner, command.requestId));
     if (earlier !== undefined) {
       s.settle(earlier);
-      return { type: 'openSession', index, sessionId: BigInt(earlier.id), ttlMs: earlier.ttlMs, expiresAtMs: earlier.expiresAtMs, replayed: true };
+      return {
+        type: 'openSession',
+        index,
+        sessionId: BigInt(earlier.id),
+        ttlMs: earlier.ttlMs,
+        expiresAtMs: earlier.expiresAtMs,
+        replayed: true,
+      };
     }
   }
-  const session = new Session(index, s.ownerName(command.owner), command.ttlMs, nowMs + command.ttlMs, 0, nowMs, command.lockDelayMs, command.requestId);
+  const session = new Session(
+    index,
+    s.ownerName(command.owner),
+    command.ttlMs,
+    nowMs + command.ttlMs,
+    0,
+    nowMs,
+    command.lockDelayMs,
+    command.requestId,
+  );
   s.sessions.set(index, session);
   if (command.requestId !== '') s.sessionsByRequest.set(requestKeyOf(command.owner, command.requestId), session);
   s.sessionDeadlines.push(session);
@@ -47,7 +63,14 @@ export function openSession(s: MachineState, index: number, command: OpenSession
 /** A `renewSession` entry: a full TTL again from log time now, only while the session lives. */
 export function renewSession(s: MachineState, index: number, command: RenewSessionCommand): RenewSessionResult {
   const session = sessionOf(s, command.sessionId);
-  const refused = (reason: RenewSessionResult['reason']): RenewSessionResult => ({ type: 'renewSession', index, renewed: false, ttlMs: 0, expiresAtMs: 0, reason });
+  const refused = (reason: RenewSessionResult['reason']): RenewSessionResult => ({
+    type: 'renewSession',
+    index,
+    renewed: false,
+    ttlMs: 0,
+    expiresAtMs: 0,
+    reason,
+  });
   if (session === undefined) return refused('NOT_HELD');
   if (command.owner !== '' && command.owner !== session.owner) return refused('WRONG_OWNER');
   if (!session.isLiveAt(s.logNowMs)) return refused('EXPIRED');
@@ -60,7 +83,14 @@ export function renewSession(s: MachineState, index: number, command: RenewSessi
 /** closeSession (by its owner; no lock-delay) or expireSession (only once due in log time). */
 export function sessionEnd(s: MachineState, index: number, command: CloseSessionCommand | ExpireSessionCommand): SessionEndResult {
   const session = sessionOf(s, command.sessionId);
-  const result: SessionEndResult = { type: command.type, index, sessionId: BigInt(command.sessionId), ended: false, reason: 'UNSPECIFIED', released: [] };
+  const result: SessionEndResult = {
+    type: command.type,
+    index,
+    sessionId: BigInt(command.sessionId),
+    ended: false,
+    reason: 'UNSPECIFIED',
+    released: [],
+  };
   if (session === undefined) {
     result.reason = 'NOT_HELD';
     return result;
@@ -120,7 +150,11 @@ export function endSession(s: MachineState, session: Session, expired: boolean, 
 }
 
 /** An acquire or renew refused for its session (SPEC "Sessions"). */
-export function sessionError(index: number, code: 'SESSION_NOT_OPEN' | 'SESSION_OWNER_MISMATCH' | 'RENEW_THE_SESSION', message: string): ErrorResult {
+export function sessionError(
+  index: number,
+  code: 'SESSION_NOT_OPEN' | 'SESSION_OWNER_MISMATCH' | 'RENEW_THE_SESSION',
+  message: string,
+): ErrorResult {
   return { type: 'error', index, code, message };
 }
 

@@ -189,10 +189,7 @@ export class MachineState {
    * (the leader offering the lock to the head of a wait queue), which may turn a remembered refusal of the
    * same request into a grant; that grant then replaces the refusal.
    */
-  remember(
-    command: { owner: string; requestId: string; key: string },
-    result: Pick<DedupRecord, 'type' | 'outcome' | 'token'>,
-  ): void {
+  remember(command: { owner: string; requestId: string; key: string }, result: Pick<DedupRecord, 'type' | 'outcome' | 'token'>): void {
     if (command.requestId === '') return;
     this.dedup.remember({
       owner: command.owner,

@@ -30,7 +30,19 @@ export function joinLine(s: MachineState, w: Waiter): void {
 /** `command` cannot be granted now and may wait: it joins its key's line, its ticket `index`. Not an answer
  *  yet, so nothing is remembered; the entry that decides it remembers that. */
 export function queue(s: MachineState, index: number, command: AcquireCommand, session: Session | null, limit = 1, shared = false): Waiter {
-  const w = new Waiter(command.key, index, s.ownerName(command.owner), command.ttlMs, command.requestId, s.logNowMs + command.waitMs!, command.lockDelayMs ?? 0, command.value ?? null, session?.id ?? 0, limit, shared);
+  const w = new Waiter(
+    command.key,
+    index,
+    s.ownerName(command.owner),
+    command.ttlMs,
+    command.requestId,
+    s.logNowMs + command.waitMs!,
+    command.lockDelayMs ?? 0,
+    command.value ?? null,
+    session?.id ?? 0,
+    limit,
+    shared,
+  );
   joinLine(s, w);
   if (s.eventSink !== null) s.emit('QUEUED', w.key, w.owner, 0n, w.sessionId, w.value, w.shared);
   return w;

@@ -71,7 +71,17 @@
 import { CommandDecodeError, decodeCommand, isGroupAcquire, wireLimitViolation } from './commands.js';
 import { GroupHold } from './holds.js';
 import { UnknownCommandError } from './commands.js';
-import type { AcquireCommand, ClusterLevelCommand, MemberRanCommand, ExpireCommand, ForgetCommand, LockCommand, ReleaseCommand, RenewCommand, RevokeCommand } from './commands.js';
+import type {
+  AcquireCommand,
+  ClusterLevelCommand,
+  MemberRanCommand,
+  ExpireCommand,
+  ForgetCommand,
+  LockCommand,
+  ReleaseCommand,
+  RenewCommand,
+  RevokeCommand,
+} from './commands.js';
 import type { Session, DueSession } from './session.js';
 import type { DueDelay } from './key-delays.js';
 import type { DueWaiter } from './wait-line.js';
@@ -88,7 +98,20 @@ import { MachineState } from './machine-state.js';
 import { grantedOutcome, hold, refusalBy, removeLease, supersedes } from './machine-leases.js';
 import { dequeue, handOff, joinLine, queue, reusedInLine, undelay } from './machine-wait-lines.js';
 import { endSession, openSession, renewSession, requestKeyOf, sessionEnd, sessionError, sessionOf } from './machine-sessions.js';
-import { acquireOfMany, expireInGroup, firstLiveOf, grantableKeys, groupView, handOffEntry, handOffMany, holdOf, markGrantable, refusalIn, removeHold, revokeInGroup } from './machine-groups.js';
+import {
+  acquireOfMany,
+  expireInGroup,
+  firstLiveOf,
+  grantableKeys,
+  groupView,
+  handOffEntry,
+  handOffMany,
+  holdOf,
+  markGrantable,
+  refusalIn,
+  removeHold,
+  revokeInGroup,
+} from './machine-groups.js';
 import { SnapshotDecodeError, decodeState } from './snapshot.js';
 import { SNAPSHOT_SLICE_ITEMS, SnapshotWriter } from './snapshot-writer.js';
 import { DEFAULT_LOCK_MACHINE_OPTIONS } from './types.js';
@@ -247,10 +270,19 @@ export class LockMachine {
   }
 
   /** The session `id` as it is now (owner, holds, whether live by log time), or undefined. */
-  sessionInfo(id: number): { owner: string; holds: number; waiters: number; live: boolean; ttlMs: number; expiresAtMs: number } | undefined {
+  sessionInfo(
+    id: number,
+  ): { owner: string; holds: number; waiters: number; live: boolean; ttlMs: number; expiresAtMs: number } | undefined {
     const session = sessionOf(this.s, id);
     if (session === undefined) return undefined;
-    return { owner: session.owner, holds: session.holds.size + session.groupHolds.size, waiters: session.waiters.size, live: session.isLiveAt(this.s.logNowMs), ttlMs: session.ttlMs, expiresAtMs: session.expiresAtMs };
+    return {
+      owner: session.owner,
+      holds: session.holds.size + session.groupHolds.size,
+      waiters: session.waiters.size,
+      live: session.isLiveAt(this.s.logNowMs),
+      ttlMs: session.ttlMs,
+      expiresAtMs: session.expiresAtMs,
+    };
   }
 
   /** Every open session (and run-out ones awaiting their end), by id: an inspection for operators (List)
@@ -264,7 +296,9 @@ export class LockMachine {
   dueSessions(clockMs: number, limit: number): DueSession[] {
     const atMs = this.projectedNowMs(clockMs);
     this.s.settleDue(atMs, this.s.sessionDeadlines);
-    return this.s.sessionDeadlines.due(atMs, limit).map((session) => ({ sessionId: BigInt(session.fencingToken), expiresAtMs: session.expiresAtMs }));
+    return this.s.sessionDeadlines
+      .due(atMs, limit)
+      .map((session) => ({ sessionId: BigInt(session.fencingToken), expiresAtMs: session.expiresAtMs }));
   }
 
   /** Requests in every wait line. */
@@ -402,7 +436,8 @@ export class LockMachine {
       if (lease.session !== null) view.sessionId = BigInt(lease.session.fencingToken);
       return view;
     }
-    const lastToken = lease !== undefined ? lease.fencingToken : (this.s.freeKeyLastTokens.get(key)?.lastToken ?? this.s.forgottenWatermark);
+    const lastToken =
+      lease !== undefined ? lease.fencingToken : (this.s.freeKeyLastTokens.get(key)?.lastToken ?? this.s.forgottenWatermark);
     return { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: BigInt(lastToken) };
   }
 
@@ -496,7 +531,18 @@ export class LockMachine {
       ranMembers: [...this.ranMembers].sort(),
     };
     return new SnapshotWriter(
-      { header, leases: this.s.leases, freeKeys: this.s.freeKeyLastTokens, dedup: this.s.dedup, timesOf: this.timesAsOfNow(), waiters: this.s.lines, delays: this.s.delays, values: this.s.holdValues, sessions: this.s.sessions, groups: this.s.groups },
+      {
+        header,
+        leases: this.s.leases,
+        freeKeys: this.s.freeKeyLastTokens,
+        dedup: this.s.dedup,
+        timesOf: this.timesAsOfNow(),
+        waiters: this.s.lines,
+        delays: this.s.delays,
+        values: this.s.holdValues,
+        sessions: this.s.sessions,
+        groups: this.s.groups,
+      },
       sizeHint,
     );
   }
@@ -512,7 +558,12 @@ export class LockMachine {
     return (lease) => {
       if (lease.epochsSeen === upTo) return lease;
       if (lease.epochsSeen > upTo) throw new Error(`lease ${JSON.stringify(lease.key)} has seen epochs the snapshot has not`);
-      const times: LeaseTimes = { ttlMs: lease.ttlMs, expiresAtMs: lease.expiresAtMs, observedMs: lease.observedMs, observeFromMs: lease.observeFromMs };
+      const times: LeaseTimes = {
+        ttlMs: lease.ttlMs,
+        expiresAtMs: lease.expiresAtMs,
+        observedMs: lease.observedMs,
+        observeFromMs: lease.observeFromMs,
+      };
       for (let i = lease.epochsSeen; i < upTo; i++) carryLease(times, epochs[i]!);
       return times;
     };
@@ -574,12 +625,14 @@ export class LockMachine {
       machine.s.freeKeyLastTokens.free(key, lastToken, freedAtMs);
     }
     for (const [key, lockDelayMs] of state.holdDelays) {
-      if (!machine.s.leases.has(key)) throw new SnapshotDecodeError(`key ${JSON.stringify(key)} has a hold's lock-delay but no lease`, bytes.length);
+      if (!machine.s.leases.has(key))
+        throw new SnapshotDecodeError(`key ${JSON.stringify(key)} has a hold's lock-delay but no lease`, bytes.length);
       machine.s.delays.setHoldDelay(key, lockDelayMs);
     }
     for (const [key, untilMs] of state.keyDelays) machine.s.delays.delayKey(key, untilMs);
     for (const [key, value] of state.holdValues) {
-      if (!machine.s.leases.has(key)) throw new SnapshotDecodeError(`key ${JSON.stringify(key)} has a hold's value but no lease`, bytes.length);
+      if (!machine.s.leases.has(key))
+        throw new SnapshotDecodeError(`key ${JSON.stringify(key)} has a hold's value but no lease`, bytes.length);
       machine.s.holdValues.set(key, value);
     }
     for (const group of state.groups) {
@@ -593,7 +646,11 @@ export class LockMachine {
         const sessionId = state.groupHoldSessions.get(hold) ?? 0;
         if (sessionId > 0) {
           const session = machine.s.sessions.get(sessionId);
-          if (session === undefined || session.owner !== hold.owner) throw new SnapshotDecodeError(`a hold of ${JSON.stringify(group.key)} is under session ${sessionId}, which it cannot be`, bytes.length);
+          if (session === undefined || session.owner !== hold.owner)
+            throw new SnapshotDecodeError(
+              `a hold of ${JSON.stringify(group.key)} is under session ${sessionId}, which it cannot be`,
+              bytes.length,
+            );
           hold.session = session;
           session.groupHolds.add(hold);
           machine.s.groupSessionHoldCount++;
@@ -613,7 +670,10 @@ export class LockMachine {
         throw new SnapshotDecodeError(`request ${JSON.stringify(w.requestId)} of ${JSON.stringify(w.owner)} waits twice`, bytes.length);
       }
       if (w.sessionId > 0 && machine.s.sessions.get(w.sessionId)?.owner !== w.owner) {
-        throw new SnapshotDecodeError(`a waiter for key ${JSON.stringify(w.key)} is under session ${w.sessionId}, which it cannot be`, bytes.length);
+        throw new SnapshotDecodeError(
+          `a waiter for key ${JSON.stringify(w.key)} is under session ${w.sessionId}, which it cannot be`,
+          bytes.length,
+        );
       }
       joinLine(machine.s, w);
     }
@@ -625,7 +685,9 @@ export class LockMachine {
 
   private checkNextIndex(index: number): void {
     if (index !== this.s.appliedIndex + 1) {
-      throw new LockApplyOrderError(`expected entry ${this.s.appliedIndex + 1}, got ${index}: entries must be applied (or skipped) in order, once`);
+      throw new LockApplyOrderError(
+        `expected entry ${this.s.appliedIndex + 1}, got ${index}: entries must be applied (or skipped) in order, once`,
+      );
     }
   }
 
@@ -778,13 +840,28 @@ export class LockMachine {
     let session: Session | null = null;
     if ((command.sessionId ?? 0) > 0) {
       const named = sessionOf(this.s, command.sessionId!);
-      if (named === undefined || !named.isLiveAt(nowMs)) return sessionError(index, 'SESSION_NOT_OPEN', `session ${command.sessionId} is not open (closed, ran out, or never opened); open a new one`);
-      if (named.owner !== command.owner) return sessionError(index, 'SESSION_OWNER_MISMATCH', `owner ${JSON.stringify(command.owner)} is not the owner of session ${command.sessionId}`);
+      if (named === undefined || !named.isLiveAt(nowMs))
+        return sessionError(
+          index,
+          'SESSION_NOT_OPEN',
+          `session ${command.sessionId} is not open (closed, ran out, or never opened); open a new one`,
+        );
+      if (named.owner !== command.owner)
+        return sessionError(
+          index,
+          'SESSION_OWNER_MISMATCH',
+          `owner ${JSON.stringify(command.owner)} is not the owner of session ${command.sessionId}`,
+        );
       session = named;
     }
     if (isGroupAcquire(command) && this.clusterLevelValue < LEVEL_MANY_HOLDERS) {
       // A snapshot below level 3 has no place for many holds: replicas restored from one would disagree.
-      return { type: 'error', index, code: 'CLUSTER_LEVEL', message: `limit/shared: semaphores and shared holds need cluster level ${LEVEL_MANY_HOLDERS} (every member upgraded); the cluster is at ${this.clusterLevelValue}` };
+      return {
+        type: 'error',
+        index,
+        code: 'CLUSTER_LEVEL',
+        message: `limit/shared: semaphores and shared holds need cluster level ${LEVEL_MANY_HOLDERS} (every member upgraded); the cluster is at ${this.clusterLevelValue}`,
+      };
     }
     if (isGroupAcquire(command) || this.s.groups.has(command.key)) return acquireOfMany(this.s, index, command, session);
     const decided: WaiterDecision[] = [];
@@ -803,7 +880,11 @@ export class LockMachine {
       endSession(this.s, lease.session as Session, true, index, decided);
       lease = this.s.leaseOf(command.key);
     }
-    if (lease !== undefined && !lease.isLiveAt(nowMs) && (this.s.lines.countFor(command.key) > 0 || this.s.delays.holdDelayOf(command.key) > 0)) {
+    if (
+      lease !== undefined &&
+      !lease.isLiveAt(nowMs) &&
+      (this.s.lines.countFor(command.key) > 0 || this.s.delays.holdDelayOf(command.key) > 0)
+    ) {
       // The hold ahead ran out and no entry has ended it yet: this one does — into its lock-delay if it
       // carries one, else handing the key to the line first, so a newcomer never overtakes a waiter.
       removeLease(this.s, lease, true);
@@ -819,7 +900,9 @@ export class LockMachine {
     // From level 4 the owner's own hold under another session blocks too (machine-leases.ts `supersedes`).
     const blocked =
       delayLeftMs > 0 ||
-      (lease !== undefined && lease.isLiveAt(nowMs) && (lease.owner !== command.owner || lease.fencingToken === index || !supersedes(this.s, lease, session?.id ?? 0)));
+      (lease !== undefined &&
+        lease.isLiveAt(nowMs) &&
+        (lease.owner !== command.owner || lease.fencingToken === index || !supersedes(this.s, lease, session?.id ?? 0)));
     let outcome: AcquireOutcome;
     let waitTicket: number | undefined;
     if (blocked) {
@@ -830,7 +913,17 @@ export class LockMachine {
         waitTicket = index;
       }
     } else {
-      lease = hold(this.s, command.key, lease, command.owner, index, command.ttlMs, command.lockDelayMs ?? 0, command.value ?? null, session);
+      lease = hold(
+        this.s,
+        command.key,
+        lease,
+        command.owner,
+        index,
+        command.ttlMs,
+        command.lockDelayMs ?? 0,
+        command.value ?? null,
+        session,
+      );
       outcome = grantedOutcome(lease);
     }
     if (waitTicket === undefined) this.s.remember(command, { type: 'acquire', outcome, token: 0n });
@@ -850,9 +943,14 @@ export class LockMachine {
     if (replay !== null) return replay as RenewResult | ErrorResult;
     const group = this.s.groups.get(command.key);
     const lease: Lease | undefined = group !== undefined ? holdOf(this.s, group, command.owner) : this.s.leaseOf(command.key);
-    const reason = group !== undefined ? refusalIn(this.s, group, lease as GroupHold | undefined, command, true) : this.refusal(lease, command, true);
+    const reason =
+      group !== undefined ? refusalIn(this.s, group, lease as GroupHold | undefined, command, true) : this.refusal(lease, command, true);
     if (lease !== undefined && lease.session !== null && reason === 'UNSPECIFIED') {
-      return sessionError(index, 'RENEW_THE_SESSION', `the hold on ${JSON.stringify(command.key)} lives under session ${lease.session.fencingToken}: renew the session, not the hold`);
+      return sessionError(
+        index,
+        'RENEW_THE_SESSION',
+        `the hold on ${JSON.stringify(command.key)} lives under session ${lease.session.fencingToken}: renew the session, not the hold`,
+      );
     }
     let outcome: RenewOutcome;
     if (lease === undefined || reason !== 'UNSPECIFIED') {
@@ -877,7 +975,8 @@ export class LockMachine {
     if (replay !== null) return replay as ReleaseResult | ErrorResult;
     const group = this.s.groups.get(command.key);
     const lease: Lease | undefined = group !== undefined ? holdOf(this.s, group, command.owner) : this.s.leaseOf(command.key);
-    const reason = group !== undefined ? refusalIn(this.s, group, lease as GroupHold | undefined, command, false) : this.refusal(lease, command, false);
+    const reason =
+      group !== undefined ? refusalIn(this.s, group, lease as GroupHold | undefined, command, false) : this.refusal(lease, command, false);
     const decided: WaiterDecision[] = [];
     if (group !== undefined && lease instanceof GroupHold && reason === 'UNSPECIFIED') {
       removeHold(this.s, group, lease, false);
@@ -964,7 +1063,6 @@ export class LockMachine {
         return { type: 'release', index, replayed: true, key, ...record.outcome };
     }
   }
-
 }
 
 function malformed(index: number, message: string): ErrorResult {

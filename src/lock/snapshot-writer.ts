@@ -23,7 +23,25 @@ import type { LeaseTimes } from './epoch.js';
 import type { KeyDelays } from './key-delays.js';
 import type { WaitLines } from './wait-line.js';
 import type { Session } from './session.js';
-import { PrefixKeyWriter, SNAPSHOT_VERSION, SNAPSHOT_VERSION_WITH_DELAYS, SNAPSHOT_VERSION_WITH_GROUPS, SNAPSHOT_VERSION_WITH_LEVEL, writeGroups, SNAPSHOT_VERSION_WITH_SESSIONS, SNAPSHOT_VERSION_WITH_WAITERS, writeDelays, writeSessions, writeWaiters, sectionBitsFor, sectionOf, writeHeader, writeSection, type DecodedFreeKey, type SnapshotHeader } from './snapshot.js';
+import {
+  PrefixKeyWriter,
+  SNAPSHOT_VERSION,
+  SNAPSHOT_VERSION_WITH_DELAYS,
+  SNAPSHOT_VERSION_WITH_GROUPS,
+  SNAPSHOT_VERSION_WITH_LEVEL,
+  writeGroups,
+  SNAPSHOT_VERSION_WITH_SESSIONS,
+  SNAPSHOT_VERSION_WITH_WAITERS,
+  writeDelays,
+  writeSessions,
+  writeWaiters,
+  sectionBitsFor,
+  sectionOf,
+  writeHeader,
+  writeSection,
+  type DecodedFreeKey,
+  type SnapshotHeader,
+} from './snapshot.js';
 import { BASE_LEVEL, LEVEL_MANY_HOLDERS } from './versions.js';
 import type { GroupHold, KeyGroup } from './holds.js';
 
@@ -91,7 +109,9 @@ export class SnapshotWriter {
     const withSessions = withLevel || sessions.length > 0;
     const withDelays =
       withSessions ||
-      (delays !== undefined && delays.holdCount + delays.keyCount > 0) || (values !== undefined && values.size > 0) || waiters.some((w) => w.lockDelayMs > 0 || w.value !== null);
+      (delays !== undefined && delays.holdCount + delays.keyCount > 0) ||
+      (values !== undefined && values.size > 0) ||
+      waiters.some((w) => w.lockDelayMs > 0 || w.value !== null);
     let version = SNAPSHOT_VERSION;
     this.waiterBytes = null;
     if (waiters.length > 0 || withDelays) {
@@ -99,7 +119,11 @@ export class SnapshotWriter {
       writeWaiters(tail, waiters, this.header.nowMs, withDelays, withSessions, withGroups);
       if (withDelays) {
         const holdValues = [...(values ?? [])].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-        writeDelays(tail, { holdDelays: delays?.sortedHoldDelays() ?? [], keyDelays: delays?.sortedKeyDelays() ?? [], holdValues }, this.header.nowMs);
+        writeDelays(
+          tail,
+          { holdDelays: delays?.sortedHoldDelays() ?? [], keyDelays: delays?.sortedKeyDelays() ?? [], holdValues },
+          this.header.nowMs,
+        );
       }
       if (withSessions) writeSessions(tail, sessions, this.header.nowMs, (session) => source.timesOf?.(session) ?? session);
       if (withLevel) {
@@ -108,9 +132,18 @@ export class SnapshotWriter {
         tail.uint(this.header.ranMembers.length);
         for (const id of this.header.ranMembers) tail.string(id);
       }
-      if (withGroups) writeGroups(tail, [...(source.groups?.values() ?? [])], this.header.nowMs, (hold: GroupHold) => source.timesOf?.(hold) ?? hold);
+      if (withGroups)
+        writeGroups(tail, [...(source.groups?.values() ?? [])], this.header.nowMs, (hold: GroupHold) => source.timesOf?.(hold) ?? hold);
       this.waiterBytes = tail.finish();
-      version = withGroups ? SNAPSHOT_VERSION_WITH_GROUPS : withLevel ? SNAPSHOT_VERSION_WITH_LEVEL : withSessions ? SNAPSHOT_VERSION_WITH_SESSIONS : withDelays ? SNAPSHOT_VERSION_WITH_DELAYS : SNAPSHOT_VERSION_WITH_WAITERS;
+      version = withGroups
+        ? SNAPSHOT_VERSION_WITH_GROUPS
+        : withLevel
+          ? SNAPSHOT_VERSION_WITH_LEVEL
+          : withSessions
+            ? SNAPSHOT_VERSION_WITH_SESSIONS
+            : withDelays
+              ? SNAPSHOT_VERSION_WITH_DELAYS
+              : SNAPSHOT_VERSION_WITH_WAITERS;
     }
     writeHeader(this.out, this.header, this.sectionBits, version);
     this.dedupOut = new ByteWriter(1024);
@@ -201,7 +234,14 @@ export class SnapshotWriter {
   }
 
   private encodeSection(out: ByteWriter, section: number): void {
-    writeSection(out, this.collect(this.source.leases, section), this.collect(this.source.freeKeys, section), this.header.nowMs, this.keys, this.source.timesOf);
+    writeSection(
+      out,
+      this.collect(this.source.leases, section),
+      this.collect(this.source.freeKeys, section),
+      this.header.nowMs,
+      this.keys,
+      this.source.timesOf,
+    );
   }
 
   /** The entries of one section (encoded at once, before anything can change them). */

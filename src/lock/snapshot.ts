@@ -219,13 +219,20 @@ export function writeSection(
 }
 
 /** The wait lines (version 4's tail): sorts `waiters` in place by (key, ticket). Times relative to `nowMs`. */
-export function writeWaiters(out: ByteWriter, waiters: Waiter[], nowMs: number, withLockDelay = false, withSession = false, withLimit = false): void {
+export function writeWaiters(
+  out: ByteWriter,
+  waiters: Waiter[],
+  nowMs: number,
+  withLockDelay = false,
+  withSession = false,
+  withLimit = false,
+): void {
   waiters.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.ticket - b.ticket));
   let lines = 0;
   for (let i = 0; i < waiters.length; i++) if (i === 0 || waiters[i]!.key !== waiters[i - 1]!.key) lines++;
   out.uint(lines);
   const keys = new PrefixKeyWriter().restart(out);
-  for (let i = 0; i < waiters.length; ) {
+  for (let i = 0; i < waiters.length;) {
     const key = waiters[i]!.key;
     let end = i;
     while (end < waiters.length && waiters[end]!.key === key) end++;
@@ -341,7 +348,9 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink, readL
   const version = input.byte();
   const newest = newestVersionFor(readLevel);
   if (version < 1 || version > newest) {
-    input.fail(`unsupported snapshot version ${version}: this build reads versions 1-${newest}${version > newest ? '; a newer leasehold wrote it: upgrade this node' : ''}`);
+    input.fail(
+      `unsupported snapshot version ${version}: this build reads versions 1-${newest}${version > newest ? '; a newer leasehold wrote it: upgrade this node' : ''}`,
+    );
   }
   const appliedIndex = input.uint();
   const nowMs = input.uint();
@@ -368,7 +377,8 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink, readL
       fields.freeKeys(freeKeys, true, inSection);
       if (leases.length + freeKeys.length === before) input.fail(`empty section ${section}`);
     }
-    if (sectionBits !== sectionBitsFor(leases.length + freeKeys.length)) input.fail(`${sectionBits} section bits for ${leases.length + freeKeys.length} keys`);
+    if (sectionBits !== sectionBitsFor(leases.length + freeKeys.length))
+      input.fail(`${sectionBits} section bits for ${leases.length + freeKeys.length} keys`);
   } else {
     fields.leases(fields.owners(), leases, () => {});
     fields.freeKeys(freeKeys, version === 2, () => {});
@@ -393,7 +403,8 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink, readL
     fields.sessions(sessions, sessionHolds);
     clusterLevel = input.uint();
     const lowest = version === SNAPSHOT_VERSION_WITH_GROUPS ? LEVEL_MANY_HOLDERS : BASE_LEVEL + 1;
-    if (clusterLevel < lowest || clusterLevel > readLevel) input.fail(`cluster level ${clusterLevel} in a version ${version} snapshot (this build reads up to ${readLevel})`);
+    if (clusterLevel < lowest || clusterLevel > readLevel)
+      input.fail(`cluster level ${clusterLevel} in a version ${version} snapshot (this build reads up to ${readLevel})`);
     termLastStampMs = input.uint();
     const count = countOf(input);
     for (let i = 0; i < count; i++) {
@@ -418,7 +429,26 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink, readL
     }
   }
   input.end();
-  return { appliedIndex, nowMs, epochTerm, epochStartMs, leases, freeKeys, forgottenWatermark, clusterLevel, termLastStampMs, ranMembers, waiters, holdDelays, keyDelays, holdValues, sessions, sessionHolds, groups, groupHoldSessions };
+  return {
+    appliedIndex,
+    nowMs,
+    epochTerm,
+    epochStartMs,
+    leases,
+    freeKeys,
+    forgottenWatermark,
+    clusterLevel,
+    termLastStampMs,
+    ranMembers,
+    waiters,
+    holdDelays,
+    keyDelays,
+    holdValues,
+    sessions,
+    sessionHolds,
+    groups,
+    groupHoldSessions,
+  };
 }
 
 /** Reads the parts every version shares, checking each field against the snapshot's index and time. */
@@ -542,7 +572,8 @@ class FieldReader {
     for (let i = 0; i < keyCount; i++) {
       const key = delayedKeys.read();
       const untilMs = this.nowMs + input.sint();
-      if (untilMs < 0 || untilMs > WIRE_LIMITS.maxTimeMs + WIRE_LIMITS.maxTtlMs + WIRE_LIMITS.maxLockDelayMs) input.fail('lock-delay end out of range');
+      if (untilMs < 0 || untilMs > WIRE_LIMITS.maxTimeMs + WIRE_LIMITS.maxTtlMs + WIRE_LIMITS.maxLockDelayMs)
+        input.fail('lock-delay end out of range');
       keyDelays.push([key, untilMs]);
     }
     const valueCount = countOf(input);
@@ -609,7 +640,8 @@ class FieldReader {
         const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
         if (owner.length === 0) input.fail('hold owner is empty');
         const token = this.token();
-        if (token > lastToken || (i > 0 && !(group.holds[i - 1]!.fencingToken < token))) input.fail(`hold tokens of ${JSON.stringify(key)} are not increasing up to its last token`);
+        if (token > lastToken || (i > 0 && !(group.holds[i - 1]!.fencingToken < token)))
+          input.fail(`hold tokens of ${JSON.stringify(key)} are not increasing up to its last token`);
         const ttlMs = input.uint();
         const expiresAtMs = nowMs + input.sint();
         const observedMs = input.uint();
@@ -620,7 +652,7 @@ class FieldReader {
         const value = this.value();
         const sessionId = input.uint();
         if (sessionId > this.appliedIndex) input.fail(`hold session ${sessionId} is beyond index ${this.appliedIndex}`);
-        if ((sessionId > 0) === (ttlMs > 0)) input.fail(`hold of ${JSON.stringify(key)}: a TTL of its own and a session, or neither`);
+        if (sessionId > 0 === ttlMs > 0) input.fail(`hold of ${JSON.stringify(key)}: a TTL of its own and a session, or neither`);
         const hold = new GroupHold(key, owner, token, ttlMs, expiresAtMs, observedMs, observeFromMs, shared, lockDelayMs, value);
         group.holds.push(hold);
         sessions.set(hold, sessionId);

@@ -208,7 +208,15 @@ export interface ForgetResult extends ResultBase {
  * shared asked for it exclusive, or the other way (release first). CLUSTER_LEVEL: a semaphore or shared
  * acquire before the cluster is at level 3 (versions.ts). None of them changed anything.
  */
-export type LockErrorCode = 'MALFORMED_COMMAND' | 'REQUEST_ID_REUSED' | 'SESSION_NOT_OPEN' | 'SESSION_OWNER_MISMATCH' | 'RENEW_THE_SESSION' | 'LIMIT_MISMATCH' | 'HOLD_MODE_MISMATCH' | 'CLUSTER_LEVEL';
+export type LockErrorCode =
+  | 'MALFORMED_COMMAND'
+  | 'REQUEST_ID_REUSED'
+  | 'SESSION_NOT_OPEN'
+  | 'SESSION_OWNER_MISMATCH'
+  | 'RENEW_THE_SESSION'
+  | 'LIMIT_MISMATCH'
+  | 'HOLD_MODE_MISMATCH'
+  | 'CLUSTER_LEVEL';
 
 export interface ErrorResult extends ResultBase {
   type: 'error';

@@ -28,7 +28,22 @@ export const DEFAULT_LOCK_LIMITS: Readonly<LockLimits> = Object.freeze({
 });
 
 /** Proto field names, as users see them in the API. */
-export type LockFieldName = 'key' | 'owner' | 'ttl_ms' | 'token' | 'request_id' | 'wait_ms' | 'lock_delay_ms' | 'value' | 'session_id' | 'prefix' | 'after_index' | 'limit' | 'page_token' | 'reason' | 'shared';
+export type LockFieldName =
+  | 'key'
+  | 'owner'
+  | 'ttl_ms'
+  | 'token'
+  | 'request_id'
+  | 'wait_ms'
+  | 'lock_delay_ms'
+  | 'value'
+  | 'session_id'
+  | 'prefix'
+  | 'after_index'
+  | 'limit'
+  | 'page_token'
+  | 'reason'
+  | 'shared';
 
 export class ValidationError extends Error {
   override readonly name = 'ValidationError';
@@ -212,9 +227,11 @@ export function validateWatch(input: WatchInput, _limits: LockLimits = DEFAULT_L
     const keyGiven = typeof input.key === 'string' && input.key !== '';
     const key = keyGiven ? checkKey(input.key) : null;
     const prefix = checkText('prefix', input.prefix, 0, WIRE_LIMITS.maxKeyBytes);
-    if (key !== null && prefix !== '') throw new ValidationError('prefix', 'prefix must be empty when key is set: watch one key or one prefix, not both');
+    if (key !== null && prefix !== '')
+      throw new ValidationError('prefix', 'prefix must be empty when key is set: watch one key or one prefix, not both');
     const afterIndex = toInteger('after_index', input.afterIndex ?? 0);
-    if (afterIndex < 0n || afterIndex > BigInt(Number.MAX_SAFE_INTEGER)) throw new ValidationError('after_index', `after_index must be a log index (0 = from now), got ${afterIndex}`);
+    if (afterIndex < 0n || afterIndex > BigInt(Number.MAX_SAFE_INTEGER))
+      throw new ValidationError('after_index', `after_index must be a log index (0 = from now), got ${afterIndex}`);
     return { key, prefix, afterIndex: Number(afterIndex), includeRenewals: input.includeRenewals === true };
   });
 }
@@ -239,7 +256,8 @@ export function validateRevoke(input: RevokeInput, _limits: LockLimits = DEFAULT
   return collect(() => {
     const key = checkKey(input.key);
     const token = toInteger('token', input.token ?? 0);
-    if (token < 0n || token > (1n << 64n) - 1n) throw new ValidationError('token', `token must be a fencing token, or 0 for whatever hold the key has; got ${token}`);
+    if (token < 0n || token > (1n << 64n) - 1n)
+      throw new ValidationError('token', `token must be a fencing token, or 0 for whatever hold the key has; got ${token}`);
     return { key, token, reason: checkText('reason', input.reason, 0, 256), requestId: checkRequestId(input.requestId) };
   });
 }
@@ -265,9 +283,14 @@ export function validateList(input: ListInput, _limits: LockLimits = DEFAULT_LOC
   return collect(() => {
     const prefix = checkText('prefix', input.prefix, 0, WIRE_LIMITS.maxKeyBytes);
     const limit = toInteger('limit', input.limit ?? 0);
-    if (limit < 0n || limit > BigInt(MAX_LIST_LIMIT)) throw new ValidationError('limit', `limit must be between 0 (the default, ${DEFAULT_LIST_LIMIT}) and ${MAX_LIST_LIMIT}, got ${limit}`);
+    if (limit < 0n || limit > BigInt(MAX_LIST_LIMIT))
+      throw new ValidationError(
+        'limit',
+        `limit must be between 0 (the default, ${DEFAULT_LIST_LIMIT}) and ${MAX_LIST_LIMIT}, got ${limit}`,
+      );
     const afterKey = checkText('page_token', input.pageToken, 0, WIRE_LIMITS.maxKeyBytes);
-    if (afterKey !== '' && !afterKey.startsWith(prefix)) throw new ValidationError('page_token', 'page_token must be the next_page_token of a page of the same prefix');
+    if (afterKey !== '' && !afterKey.startsWith(prefix))
+      throw new ValidationError('page_token', 'page_token must be the next_page_token of a page of the same prefix');
     return { prefix, limit: limit === 0n ? DEFAULT_LIST_LIMIT : Number(limit), afterKey };
   });
 }
@@ -329,21 +352,24 @@ function checkTtl(value: unknown, limits: LockLimits): number {
 
 function checkNoTtl(value: unknown): number {
   const ttlMs = toInteger('ttl_ms', value ?? 0);
-  if (ttlMs !== 0n) throw new ValidationError('ttl_ms', `ttl_ms must be 0 for a hold under a session (it lives as long as the session), got ${ttlMs}`);
+  if (ttlMs !== 0n)
+    throw new ValidationError('ttl_ms', `ttl_ms must be 0 for a hold under a session (it lives as long as the session), got ${ttlMs}`);
   return 0;
 }
 
 function checkSessionId(value: unknown, required: boolean): number {
   const id = toInteger('session_id', value ?? 0);
   if (id === 0n && required) throw new ValidationError('session_id', 'session_id is required');
-  if (id < 0n || id > BigInt(Number.MAX_SAFE_INTEGER)) throw new ValidationError('session_id', `session_id must be a session id from OpenSession, got ${id}`);
+  if (id < 0n || id > BigInt(Number.MAX_SAFE_INTEGER))
+    throw new ValidationError('session_id', `session_id must be a session id from OpenSession, got ${id}`);
   return Number(id);
 }
 
 /** AcquireRequest.limit: 0 and 1 both mean one exclusive hold (SPEC). */
 function checkHoldLimit(value: unknown): number {
   const limit = toInteger('limit', value ?? 0);
-  if (limit < 0n || limit > BigInt(WIRE_LIMITS.maxHoldLimit)) throw new ValidationError('limit', `limit must be between 0 and ${WIRE_LIMITS.maxHoldLimit} (0 or 1 = a mutex), got ${limit}`);
+  if (limit < 0n || limit > BigInt(WIRE_LIMITS.maxHoldLimit))
+    throw new ValidationError('limit', `limit must be between 0 and ${WIRE_LIMITS.maxHoldLimit} (0 or 1 = a mutex), got ${limit}`);
   return limit < 1n ? 1 : Number(limit);
 }
 
@@ -351,7 +377,8 @@ function holdMode(limitValue: unknown, sharedValue: unknown): { limit: number; s
   const limit = checkHoldLimit(limitValue);
   const shared = checkShared(sharedValue);
   // A semaphore's holds are all alike; shared/exclusive is a key of limit 1.
-  if (shared && limit > 1) throw new ValidationError('shared', `shared holds are of a key with limit 0 or 1, not a semaphore (limit ${limit})`);
+  if (shared && limit > 1)
+    throw new ValidationError('shared', `shared holds are of a key with limit 0 or 1, not a semaphore (limit ${limit})`);
   return { limit, shared };
 }
 
@@ -372,7 +399,10 @@ function checkWait(value: unknown, limits: LockLimits): number {
 function checkLockDelay(value: unknown, limits: LockLimits): number {
   const lockDelayMs = toInteger('lock_delay_ms', value ?? 0);
   if (lockDelayMs < 0n || lockDelayMs > BigInt(limits.maxLockDelayMs)) {
-    throw new ValidationError('lock_delay_ms', `lock_delay_ms must be between 0 and ${limits.maxLockDelayMs} (lock.maxLockDelayMs), got ${lockDelayMs}`);
+    throw new ValidationError(
+      'lock_delay_ms',
+      `lock_delay_ms must be between 0 and ${limits.maxLockDelayMs} (lock.maxLockDelayMs), got ${lockDelayMs}`,
+    );
   }
   return Number(lockDelayMs);
 }
@@ -380,7 +410,8 @@ function checkLockDelay(value: unknown, limits: LockLimits): number {
 function valueField(value: unknown, limits: LockLimits): { value?: Uint8Array } {
   if (value === undefined || value === null) return {};
   if (!(value instanceof Uint8Array)) throw new ValidationError('value', 'value must be bytes');
-  if (value.length > limits.maxValueBytes) throw new ValidationError('value', `value must be at most ${limits.maxValueBytes} bytes (lock.maxValueBytes), got ${value.length}`);
+  if (value.length > limits.maxValueBytes)
+    throw new ValidationError('value', `value must be at most ${limits.maxValueBytes} bytes (lock.maxValueBytes), got ${value.length}`);
   return value.length === 0 ? {} : { value };
 }
 

@@ -39,7 +39,11 @@ export const LEVEL_SUPERSEDE_SAME_SESSION = 4;
 
 /** The lowest level every member reads, as this node knows it: its own build's and each member's announced
  *  one (unknown = not heard from yet = cannot be counted on, so nothing new is proposed). */
-export function lowestReadLevel(ownLevel: number, members: Iterable<string>, announced: (member: string) => number | undefined): number | undefined {
+export function lowestReadLevel(
+  ownLevel: number,
+  members: Iterable<string>,
+  announced: (member: string) => number | undefined,
+): number | undefined {
   let lowest = ownLevel;
   for (const member of members) {
     const level = announced(member);

@@ -3,7 +3,10 @@
 import type { NodeId } from './core/types.js';
 
 export class NotLeaderError extends Error {
-  constructor(readonly leaderId: NodeId | null, reason = 'not the leader') {
+  constructor(
+    readonly leaderId: NodeId | null,
+    reason = 'not the leader',
+  ) {
     super(leaderId ? `${reason}; the leader is ${leaderId}` : `${reason}; no leader is known`);
     this.name = 'NotLeaderError';
   }

@@ -14,11 +14,32 @@
 import { EventEmitter } from 'node:events';
 import { quorumOf } from './core/quorum.js';
 import { Raft, defaultRaftConfig } from './core/raft.js';
-import type { ConfChange, ConfChangeResult, ConfState, Entry, Message, NodeId, ProposeResult, RaftConfig, Ready, RestoredState, SoftState, Snapshot, Status } from './core/types.js';
+import type {
+  ConfChange,
+  ConfChangeResult,
+  ConfState,
+  Entry,
+  Message,
+  NodeId,
+  ProposeResult,
+  RaftConfig,
+  Ready,
+  RestoredState,
+  SoftState,
+  Snapshot,
+  Status,
+} from './core/types.js';
 import { bootstrapSnapshot, emptyHardState } from './core/types.js';
 import type { ProgressView } from './core/progress.js';
 import { realEnv, type NodeEnv, type TimerHandle } from './env.js';
-import { ConfChangeRefusedError, NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from './errors.js';
+import {
+  ConfChangeRefusedError,
+  NodeStoppedError,
+  NotLeaderError,
+  ProposalDroppedError,
+  ProposalTimeoutError,
+  ReadTimeoutError,
+} from './errors.js';
 import type { SnapshotJob, StateMachine } from './fsm.js';
 import { SnapshotPolicy } from './snapshot-policy.js';
 import { silentNodeLogger, type NodeLogger } from './logger.js';
@@ -252,7 +273,9 @@ export class RaftNode<R = unknown> extends EventEmitter {
     }
     const leader = this.soft.leaderId;
     if (leader === null) return { serving: false, reason: 'no leader' };
-    return recent(leader) ? { serving: true, reason: `follower of ${leader}` } : { serving: false, reason: `no word from leader ${leader}` };
+    return recent(leader)
+      ? { serving: true, reason: `follower of ${leader}` }
+      : { serving: false, reason: `no word from leader ${leader}` };
   }
 
   /** Propose `data`; resolves with the state machine's result once it is applied here. After
@@ -263,7 +286,9 @@ export class RaftNode<R = unknown> extends EventEmitter {
     mark('call.propose');
     const r = this.raft.propose(data);
     if (!r.ok) {
-      return Promise.reject(new NotLeaderError(r.leaderId, r.reason === 'transferring' ? 'leadership is being transferred' : 'not the leader'));
+      return Promise.reject(
+        new NotLeaderError(r.leaderId, r.reason === 'transferring' ? 'leadership is being transferred' : 'not the leader'),
+      );
     }
     return this.awaitApplied(r.index, r.term, timeoutMs);
   }
@@ -297,7 +322,9 @@ export class RaftNode<R = unknown> extends EventEmitter {
       switch (r.reason) {
         case 'not-leader':
         case 'transferring':
-          return Promise.reject(new NotLeaderError(r.leaderId, r.reason === 'transferring' ? 'leadership is being transferred' : 'not the leader'));
+          return Promise.reject(
+            new NotLeaderError(r.leaderId, r.reason === 'transferring' ? 'leadership is being transferred' : 'not the leader'),
+          );
         case 'conf-pending':
           return Promise.reject(new ConfChangeRefusedError('pending', r.message));
         case 'conf-not-ready':
@@ -340,7 +367,13 @@ export class RaftNode<R = unknown> extends EventEmitter {
    *  one disk write, and a status saying LEADER while the service still refused as a follower sent a
    *  client (and a test harness waiting for a leader) to a node that answered "no leader". */
   status(): Status {
-    return { ...this.raft.status(), role: this.soft.role, term: this.soft.term, leaderId: this.soft.leaderId, appliedIndex: this.appliedIndex };
+    return {
+      ...this.raft.status(),
+      role: this.soft.role,
+      term: this.soft.term,
+      leaderId: this.soft.leaderId,
+      appliedIndex: this.appliedIndex,
+    };
   }
 
   get role(): SoftState['role'] {
@@ -465,7 +498,10 @@ export class RaftNode<R = unknown> extends EventEmitter {
           this.opts.fsm.restore(rd.snapshot.data);
           this.appliedIndex = rd.snapshot.meta.index;
           this.lastSnapshotIndex = rd.snapshot.meta.index;
-          this.logger.info({ nodeId: this.id, index: rd.snapshot.meta.index, bytes: rd.snapshot.data.length }, 'installed snapshot from leader');
+          this.logger.info(
+            { nodeId: this.id, index: rd.snapshot.meta.index, bytes: rd.snapshot.data.length },
+            'installed snapshot from leader',
+          );
           this.failProposalsUpTo(rd.snapshot.meta.index);
         }
         for (const e of committed) this.applyEntry(e);
@@ -477,7 +513,12 @@ export class RaftNode<R = unknown> extends EventEmitter {
           const r = this.reads.get(rf.ctx);
           if (r) {
             this.reads.delete(rf.ctx);
-            r.reject(new NotLeaderError(this.soft.leaderId, rf.reason === 'no-leader' ? 'no leader to confirm the read' : 'the leader could not confirm the read'));
+            r.reject(
+              new NotLeaderError(
+                this.soft.leaderId,
+                rf.reason === 'no-leader' ? 'no leader to confirm the read' : 'the leader could not confirm the read',
+              ),
+            );
           }
         }
         this.raft.advance(rd);

@@ -13,7 +13,6 @@ import { Membership, MembershipArgumentError, MembershipPreconditionError } from
 import { FORWARDED_METADATA, routeNotLeader } from './forward-once.js';
 import { statusError } from './status-error.js';
 
-
 export interface ClusterApiOptions {
   node: RaftNode<unknown>;
   membership: Membership;
@@ -32,7 +31,6 @@ export interface ClusterApiOptions {
 }
 
 type Reply<T> = (err: grpc.ServiceError | null, value?: WireInput<T>) => void;
-
 
 export class ClusterApi {
   private forwardClients = new Map<string, ClusterStub>();
@@ -83,9 +81,13 @@ export class ClusterApi {
         });
       },
       AddMember: (call, cb) =>
-        this.serve(call, cb, 'AddMember', async (t) => ({ members: this.members(await m.add(call.request.id, call.request.address, call.request.learner, t)) })),
-      PromoteMember: (call, cb) => this.serve(call, cb, 'PromoteMember', async (t) => ({ members: this.members(await m.promote(call.request.id, t)) })),
-      RemoveMember: (call, cb) => this.serve(call, cb, 'RemoveMember', async (t) => ({ members: this.members(await m.remove(call.request.id, t)) })),
+        this.serve(call, cb, 'AddMember', async (t) => ({
+          members: this.members(await m.add(call.request.id, call.request.address, call.request.learner, t)),
+        })),
+      PromoteMember: (call, cb) =>
+        this.serve(call, cb, 'PromoteMember', async (t) => ({ members: this.members(await m.promote(call.request.id, t)) })),
+      RemoveMember: (call, cb) =>
+        this.serve(call, cb, 'RemoveMember', async (t) => ({ members: this.members(await m.remove(call.request.id, t)) })),
       TransferLeader: (call, cb) =>
         this.serve(call, cb, 'TransferLeader', async (t) => {
           const r = await m.transfer(call.request.to_id, t);
@@ -94,7 +96,12 @@ export class ClusterApi {
     };
   }
 
-  private serve<Res>(call: grpc.ServerUnaryCall<unknown, unknown>, cb: Reply<Res>, method: ClusterMethod, run: (timeoutMs: number) => Promise<WireInput<Res>>): void {
+  private serve<Res>(
+    call: grpc.ServerUnaryCall<unknown, unknown>,
+    cb: Reply<Res>,
+    method: ClusterMethod,
+    run: (timeoutMs: number) => Promise<WireInput<Res>>,
+  ): void {
     const decodeError = (call.request as { __invalid?: string } | null)?.__invalid;
     if (decodeError) {
       cb(statusError(grpc.status.INVALID_ARGUMENT, decodeError));
@@ -107,7 +114,10 @@ export class ClusterApi {
     run(timeoutMs).then(
       (res) => cb(null, res),
       (err: unknown) => {
-        const route = err instanceof NotLeaderError ? routeNotLeader(this.opts.node.id, err.leaderId, call.metadata.get(FORWARDED_METADATA).length > 0) : null;
+        const route =
+          err instanceof NotLeaderError
+            ? routeNotLeader(this.opts.node.id, err.leaderId, call.metadata.get(FORWARDED_METADATA).length > 0)
+            : null;
         if (route?.action === 'forward') {
           this.forward(method, call.request, route.to, Number.isFinite(deadlineMs) ? deadlineMs : Date.now() + timeoutMs, cb);
           return;
@@ -130,7 +140,12 @@ export class ClusterApi {
     }
     const md = new grpc.Metadata();
     md.set(FORWARDED_METADATA, '1');
-    const fn = client[method] as unknown as (req: unknown, md: grpc.Metadata, o: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, v?: unknown) => void) => void;
+    const fn = client[method] as unknown as (
+      req: unknown,
+      md: grpc.Metadata,
+      o: Partial<grpc.CallOptions>,
+      cb: (e: grpc.ServiceError | null, v?: unknown) => void,
+    ) => void;
     fn.call(client, request, md, { deadline: new Date(deadlineMs) }, (err, value) => {
       if (err) cb(statusError(err.code, `${err.details} (forwarded to leader ${leaderId})`));
       else cb(null, value as WireInput<Res>);
@@ -144,7 +159,11 @@ export class ClusterApi {
     if (err instanceof NotLeaderError || err instanceof NodeStoppedError || err instanceof ProposalDroppedError) {
       return statusError(grpc.status.UNAVAILABLE, err.message);
     }
-    if (err instanceof ProposalTimeoutError) return statusError(grpc.status.DEADLINE_EXCEEDED, `the change was not confirmed in time; its outcome is unknown — check with 'leasehold members list'`);
+    if (err instanceof ProposalTimeoutError)
+      return statusError(
+        grpc.status.DEADLINE_EXCEEDED,
+        `the change was not confirmed in time; its outcome is unknown — check with 'leasehold members list'`,
+      );
     this.opts.logger.error({ err: String(err) }, 'unexpected error serving a cluster call');
     return statusError(grpc.status.INTERNAL, `internal error: ${(err as Error)?.message ?? String(err)}`);
   }

@@ -65,7 +65,19 @@ export interface MemberJson {
 }
 
 export interface ClusterJson {
-  node: { id: NodeId; role: string; term: number; leader: NodeId | null; commit_index: number; applied_index: number; last_index: number; serving: boolean; health: string; cluster_level: number; build_level: number };
+  node: {
+    id: NodeId;
+    role: string;
+    term: number;
+    leader: NodeId | null;
+    commit_index: number;
+    applied_index: number;
+    last_index: number;
+    serving: boolean;
+    health: string;
+    cluster_level: number;
+    build_level: number;
+  };
   cluster_id: string;
   /** Whose numbers these are: the match index and lag come only from the leader's own progress. */
   view: string;
@@ -180,7 +192,10 @@ function keyPaging(query: Map<string, string>, fixedPrefix: string | null): { pr
   if (!v.ok) {
     // validateList names its wire fields; `after` is page_token's name here.
     if (v.error.field !== 'page_token') throw new BadQueryError(v.error.field, v.error.message);
-    throw new BadQueryError('after', `after must be a key under the prefix ${JSON.stringify(prefix)} (the \`next\` of a page), got ${JSON.stringify((query.get('after') ?? '').slice(0, 80))}`);
+    throw new BadQueryError(
+      'after',
+      `after must be a key under the prefix ${JSON.stringify(prefix)} (the \`next\` of a page), got ${JSON.stringify((query.get('after') ?? '').slice(0, 80))}`,
+    );
   }
   return v.value;
 }
@@ -189,17 +204,28 @@ async function current(src: DashboardSources): Promise<LockMachine> {
   try {
     await src.readBarrier(src.barrierTimeoutMs);
   } catch (err) {
-    throw new NotCurrentError(`cannot confirm this node is up to date (${err instanceof Error ? err.message : String(err)}); retry, maybe on another node`);
+    throw new NotCurrentError(
+      `cannot confirm this node is up to date (${err instanceof Error ? err.message : String(err)}); retry, maybe on another node`,
+    );
   }
   return src.machine();
 }
 
-async function keyPage<T>(src: DashboardSources, paging: { prefix: string; afterKey: string; limit: number }, rowOf: (m: LockMachine, key: string) => T): Promise<Page<T>> {
+async function keyPage<T>(
+  src: DashboardSources,
+  paging: { prefix: string; afterKey: string; limit: number },
+  rowOf: (m: LockMachine, key: string) => T,
+): Promise<Page<T>> {
   const m = await current(src);
   // One more than the page: whether there is a next page.
   const keys = m.listKeys(paging.prefix, paging.afterKey, paging.limit + 1);
   const page = keys.slice(0, paging.limit);
-  return { index: m.appliedIndex, read: 'linearizable', rows: page.map((key) => rowOf(m, key)), next: keys.length > paging.limit ? page[page.length - 1]! : null };
+  return {
+    index: m.appliedIndex,
+    read: 'linearizable',
+    rows: page.map((key) => rowOf(m, key)),
+    next: keys.length > paging.limit ? page[page.length - 1]! : null,
+  };
 }
 
 export async function locksView(src: DashboardSources, query: Map<string, string>): Promise<object> {
@@ -249,7 +275,15 @@ export async function sessionsView(src: DashboardSources, query: Map<string, str
   // sessionList() is bounded by limits.maxSessions; the answer is bounded by `limit`.
   const later = m.sessionList().filter((s) => s.id > after);
   const page = later.slice(0, limit);
-  const sessions: SessionJson[] = page.map((s) => ({ id: String(s.id), owner: s.owner, live: s.live, ttl_ms: s.ttlMs, expires_at_ms: s.expiresAtMs, expires_at: isoOrNull(s.expiresAtMs), holds: s.holds }));
+  const sessions: SessionJson[] = page.map((s) => ({
+    id: String(s.id),
+    owner: s.owner,
+    live: s.live,
+    ttl_ms: s.ttlMs,
+    expires_at_ms: s.expiresAtMs,
+    expires_at: isoOrNull(s.expiresAtMs),
+    holds: s.holds,
+  }));
   return { index: m.appliedIndex, read: 'linearizable', sessions, next: later.length > limit ? String(page[page.length - 1]!.id) : null };
 }
 

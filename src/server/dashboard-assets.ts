@@ -19,11 +19,12 @@ export const DASHBOARD_FILES: ReadonlyMap<string, { file: string; type: string }
 ]);
 
 /** The page loads only our own script, style and API: injected markup could run nothing even if it got in. */
-export const DASHBOARD_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+export const DASHBOARD_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** The dashboard/ directory of the package this module belongs to, or null if it cannot be found. */
 export function findDashboardDir(from: string = dirname(fileURLToPath(import.meta.url))): string | null {
-  for (let dir = from; ; ) {
+  for (let dir = from; ;) {
     const manifest = join(dir, 'package.json');
     if (existsSync(manifest) && isOurs(manifest)) {
       const assets = join(dir, 'dashboard');
@@ -52,7 +53,10 @@ export class DashboardAssets {
   read(path: string): { body: Buffer; type: string } | Error | undefined {
     const entry = DASHBOARD_FILES.get(path);
     if (entry === undefined) return undefined;
-    if (this.dir === null) return new Error(`the dashboard's files (dashboard/index.html) were not found in the leasehold package above ${dirname(fileURLToPath(import.meta.url))}`);
+    if (this.dir === null)
+      return new Error(
+        `the dashboard's files (dashboard/index.html) were not found in the leasehold package above ${dirname(fileURLToPath(import.meta.url))}`,
+      );
     let body = this.cache.get(entry.file);
     if (body === undefined) {
       try {

@@ -68,10 +68,17 @@ export class DashboardEvents {
     const v = validateWatch({ key: '', prefix: query.get('prefix') ?? '', afterIndex, includeRenewals: renewals });
     if (!v.ok) throw new BadQueryError(v.error.field, v.error.message);
     if (this.streams >= this.limits.maxStreams) {
-      return replyText(res, 503, `too many dashboard event streams on this node (${this.limits.maxStreams}): close another dashboard tab, or open the dashboard of another node`);
+      return replyText(
+        res,
+        503,
+        `too many dashboard event streams on this node (${this.limits.maxStreams}): close another dashboard tab, or open the dashboard of another node`,
+      );
     }
     this.streams++;
-    new EventStream(this.src, this.limits, res, () => this.streams--).start({ key: null, prefix: v.value.prefix, includeRenewals: v.value.includeRenewals }, v.value.afterIndex);
+    new EventStream(this.src, this.limits, res, () => this.streams--).start(
+      { key: null, prefix: v.value.prefix, includeRenewals: v.value.includeRenewals },
+      v.value.afterIndex,
+    );
   }
 }
 
@@ -115,13 +122,18 @@ class EventStream {
           });
         } catch (err) {
           // Thrown before the hub wrote anything: the answer can still be a plain status.
-          if (err instanceof OutOfRangeError) return this.refuse(410, `${err.message.replace('after_index', 'after_index (or Last-Event-ID)')}`);
+          if (err instanceof OutOfRangeError)
+            return this.refuse(410, `${err.message.replace('after_index', 'after_index (or Last-Event-ID)')}`);
           if (err instanceof TooManyWatchersError) return this.refuse(503, err.message);
           return this.refuse(500, `events: ${err instanceof Error ? err.message : String(err)}`);
         }
         this.head();
       },
-      (err: unknown) => this.refuse(503, `events: cannot confirm this node is up to date (${err instanceof Error ? err.message : String(err)}); retry, maybe on another node`),
+      (err: unknown) =>
+        this.refuse(
+          503,
+          `events: cannot confirm this node is up to date (${err instanceof Error ? err.message : String(err)}); retry, maybe on another node`,
+        ),
     );
   }
 

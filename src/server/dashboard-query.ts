@@ -33,7 +33,10 @@ export function wholeNumber(parameter: string, raw: string | undefined, range: {
   const { min, max } = range;
   // Digits only: no sign, exponent, fraction or spaces, and few enough that Number() is exact.
   if (!/^[0-9]{1,16}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    throw new BadQueryError(parameter, `${parameter} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw.slice(0, 40))}`);
+    throw new BadQueryError(
+      parameter,
+      `${parameter} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw.slice(0, 40))}`,
+    );
   }
   return Number(raw);
 }

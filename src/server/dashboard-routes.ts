@@ -3,7 +3,15 @@
 // a 405 that says the dashboard is read-only; errors are plain text that names what is wrong.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DashboardAssets, DASHBOARD_CSP, DASHBOARD_FILES } from './dashboard-assets.js';
-import { clusterView, electionsView, locksView, NotCurrentError, sessionsView, VIEW_PARAMETERS, type DashboardSources } from './dashboard-api.js';
+import {
+  clusterView,
+  electionsView,
+  locksView,
+  NotCurrentError,
+  sessionsView,
+  VIEW_PARAMETERS,
+  type DashboardSources,
+} from './dashboard-api.js';
 import { DashboardEvents, EVENT_PARAMETERS, type EventStreamLimits, type EventStreamSources } from './dashboard-events.js';
 import { BadQueryError, readQuery } from './dashboard-query.js';
 import { replyBody, replyJson, replyText } from './http-reply.js';
@@ -11,7 +19,10 @@ import type { HttpRoutes } from './metrics.js';
 
 type View = (src: DashboardSources, query: Map<string, string>) => Promise<object> | object;
 
-const VIEWS: ReadonlyMap<string, { parameters: readonly string[]; view: View }> = new Map<string, { parameters: readonly string[]; view: View }>([
+const VIEWS: ReadonlyMap<string, { parameters: readonly string[]; view: View }> = new Map<
+  string,
+  { parameters: readonly string[]; view: View }
+>([
   ['/api/cluster', { parameters: VIEW_PARAMETERS.cluster, view: (src) => clusterView(src) }],
   ['/api/locks', { parameters: VIEW_PARAMETERS.locks, view: locksView }],
   ['/api/sessions', { parameters: VIEW_PARAMETERS.sessions, view: sessionsView }],
@@ -63,7 +74,12 @@ export class DashboardRoutes implements HttpRoutes {
     const file = this.assets.read(path);
     if (file instanceof Error) return replyText(res, 500, file.message);
     if (file === undefined) return replyText(res, 404, `not found: ${path}`);
-    replyBody(res, file.type, file.body, file.type.startsWith('text/html') ? { 'content-security-policy': DASHBOARD_CSP, 'referrer-policy': 'no-referrer' } : {});
+    replyBody(
+      res,
+      file.type,
+      file.body,
+      file.type.startsWith('text/html') ? { 'content-security-policy': DASHBOARD_CSP, 'referrer-policy': 'no-referrer' } : {},
+    );
   }
 
   private fail(res: ServerResponse, err: unknown): void {

@@ -39,5 +39,14 @@ export interface EventJson extends JsonValue {
 
 /** One watch event (lock/events.ts) as the event stream sends it. */
 export function eventJson(e: LockEvent): EventJson {
-  return { index: e.index, key: e.key, kind: e.kind, owner: e.owner, token: e.token.toString(), session_id: String(e.sessionId), shared: e.shared, ...valueJson(e.value) };
+  return {
+    index: e.index,
+    key: e.key,
+    kind: e.kind,
+    owner: e.owner,
+    token: e.token.toString(),
+    session_id: String(e.sessionId),
+    shared: e.shared,
+    ...valueJson(e.value),
+  };
 }

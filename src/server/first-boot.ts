@@ -35,5 +35,8 @@ export async function beforeBootstrap(o: FirstBootOptions): Promise<void> {
   // Stamp our messages with the cluster's id from the start (else '' until our log tells us).
   const clusterId = answers.map((a) => a.status.cluster_id).find((c) => c !== '') ?? '';
   o.transport.setIdentity({ clusterId, members: new Set() });
-  o.logger.info({ nodeId: o.selfId, clusterId, asked: o.others, answered: answers.map((a) => a.status.node_id), peers: Object.fromEntries(peers) }, 'joining: waiting for the leader to contact us');
+  o.logger.info(
+    { nodeId: o.selfId, clusterId, asked: o.others, answered: answers.map((a) => a.status.node_id), peers: Object.fromEntries(peers) },
+    'joining: waiting for the leader to contact us',
+  );
 }

@@ -6,14 +6,57 @@ import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
-import { validateAcquire, validateGet, validateOpenSession, validateRelease, validateRenew, validateRevoke, validateSessionCall, type LockLimits, type Validated } from '../lock/validate.js';
-import type { AcquireResult, LockView, OpenSessionResult, ReleaseResult, RenewResult, RenewSessionResult, SessionEndResult } from '../lock/types.js';
+import {
+  validateAcquire,
+  validateGet,
+  validateOpenSession,
+  validateRelease,
+  validateRenew,
+  validateRevoke,
+  validateSessionCall,
+  type LockLimits,
+  type Validated,
+} from '../lock/validate.js';
+import type {
+  AcquireResult,
+  LockView,
+  OpenSessionResult,
+  ReleaseResult,
+  RenewResult,
+  RenewSessionResult,
+  SessionEndResult,
+} from '../lock/types.js';
 import type { NodeLogger } from '../raft/logger.js';
 import { NODE_CHANNEL_BACKOFF } from '../transport/peer-link.js';
 import { certificateCommonName } from '../transport/peer-auth.js';
 import { LOADER_OPTIONS, packageDefinition } from '../wire/load.js';
 import type { WireInput } from '../wire/scalars.js';
-import { type AcquireRequest, type AcquireResponse, type CloseSessionResponse, type GetRequest, type GetResponse, LEADER_METADATA, LOCK_CALL_NAME, type LockAnswer, type LockCall, type LockCallName, type LockStub, type LockHandlers, type LockMethod, lockService, type OpenSessionRequest, type OpenSessionResponse, type ReleaseRequest, type ReleaseResponse, type RenewRequest, type RenewResponse, type RenewSessionResponse, type RevokeRequest, type RevokeResponse, type SessionCallRequest } from '../wire/lock.js';
+import {
+  type AcquireRequest,
+  type AcquireResponse,
+  type CloseSessionResponse,
+  type GetRequest,
+  type GetResponse,
+  LEADER_METADATA,
+  LOCK_CALL_NAME,
+  type LockAnswer,
+  type LockCall,
+  type LockCallName,
+  type LockStub,
+  type LockHandlers,
+  type LockMethod,
+  lockService,
+  type OpenSessionRequest,
+  type OpenSessionResponse,
+  type ReleaseRequest,
+  type ReleaseResponse,
+  type RenewRequest,
+  type RenewResponse,
+  type RenewSessionResponse,
+  type RevokeRequest,
+  type RevokeResponse,
+  type SessionCallRequest,
+} from '../wire/lock.js';
 import { clusterService } from '../wire/cluster.js';
 import type { ForwardedAnswer, ForwardedCall } from '../wire/raft.js';
 import type { ForwardSession } from '../transport/forward.js';
@@ -26,8 +69,13 @@ import { serveList, type ListServing } from './list-server.js';
 import { holderToWire, holdersOf } from './holders-view.js';
 import { addStrictService, descriptorRegistry, invalidReason, strictRequestDeserializers } from './strict-decode.js';
 import { FORWARDED_METADATA, routeNotLeader } from './forward-once.js';
-import { AdmissionLimitError, ConflictingRequestError, LeaderUnavailableError, RequestRejectedError, type LockService } from './lock-service.js';
-
+import {
+  AdmissionLimitError,
+  ConflictingRequestError,
+  LeaderUnavailableError,
+  RequestRejectedError,
+  type LockService,
+} from './lock-service.js';
 
 export interface ClientApiOptions {
   service: LockService;
@@ -62,7 +110,10 @@ export interface ClientApiOptions {
 }
 
 const FORWARDED_METHOD: Readonly<Record<LockMethod, LockCallName>> = LOCK_CALL_NAME;
-const LOCK_METHOD = Object.fromEntries(Object.entries(FORWARDED_METHOD).map(([method, name]) => [name, method])) as Record<LockCallName, LockMethod>;
+const LOCK_METHOD = Object.fromEntries(Object.entries(FORWARDED_METHOD).map(([method, name]) => [name, method])) as Record<
+  LockCallName,
+  LockMethod
+>;
 
 /** The stand-in calls serveMessage builds (no metadata to send: their answers carry the leader hint). */
 const messageCalls = new WeakSet<object>();
@@ -91,7 +142,6 @@ interface MessageAnswer {
 
 type Reply<T> = (err: grpc.ServiceError | null, value?: WireInput<T>) => void;
 
-
 export class ClientApi {
   private forwardClients = new Map<string, LockStub>();
   readonly health = new HealthImplementation({ '': 'SERVING', 'leasehold.v1.Lock': 'SERVING', 'leasehold.v1.Cluster': 'SERVING' });
@@ -113,13 +163,22 @@ export class ClientApi {
     const registry = descriptorRegistry(packageDefinition(), healthDefinition);
     // Every service behind the same strict decoder: garbage is INVALID_ARGUMENT, never INTERNAL.
     server.addService(strictRequestDeserializers(lockService.definition(), registry), this.handlers);
-    addStrictService(server, clusterService.definition(), this.opts.cluster.handlers() as unknown as grpc.UntypedServiceImplementation, registry);
+    addStrictService(
+      server,
+      clusterService.definition(),
+      this.opts.cluster.handlers() as unknown as grpc.UntypedServiceImplementation,
+      registry,
+    );
     this.health.addToServer({
-      addService: (service: grpc.ServiceDefinition, impl: grpc.UntypedServiceImplementation) => addStrictService(server, service, impl, registry),
+      addService: (service: grpc.ServiceDefinition, impl: grpc.UntypedServiceImplementation) =>
+        addStrictService(server, service, impl, registry),
     } as unknown as grpc.Server);
     // Reflection describes our services and the standard health service (grpcurl list / describe). Its
     // bidi stream keeps the library's own decoder: it only reads descriptors and changes nothing.
-    new ReflectionService({ ...packageDefinition(), ...healthDefinition }, { services: ['leasehold.v1.Lock', 'leasehold.v1.Cluster', 'grpc.health.v1.Health'] }).addToServer(server);
+    new ReflectionService(
+      { ...packageDefinition(), ...healthDefinition },
+      { services: ['leasehold.v1.Lock', 'leasehold.v1.Cluster', 'grpc.health.v1.Health'] },
+    ).addToServer(server);
   }
 
   close(): void {
@@ -138,14 +197,23 @@ export class ClientApi {
    * its sender): served exactly like the same call forwarded as a unary call — validated, owner-checked
    * (trusting a member's certificate, as for a forwarded unary call), never forwarded again.
    */
-  async serveForwarded(wire: ForwardedCall, peer: { certificate: PeerCertificate | undefined; remote: string }, signal: AbortSignal): Promise<WireInput<ForwardedAnswer>> {
+  async serveForwarded(
+    wire: ForwardedCall,
+    peer: { certificate: PeerCertificate | undefined; remote: string },
+    signal: AbortSignal,
+  ): Promise<WireInput<ForwardedAnswer>> {
     const name = wire.request;
     const request = name ? wire[name] : undefined;
     if (!name || request === undefined) {
       return { call_id: wire.call_id, code: grpc.status.INVALID_ARGUMENT, details: 'forwarded call: request: no lock call in it' };
     }
     const answer = await this.serveMessage(name, request, { forwarded: true, timeoutMs: Math.max(1, wire.timeout_ms), ...peer, signal });
-    return { call_id: wire.call_id, code: answer.code, details: answer.details, ...(answer.code === grpc.status.OK ? { [name]: answer.response } : {}) } as WireInput<ForwardedAnswer>;
+    return {
+      call_id: wire.call_id,
+      code: answer.code,
+      details: answer.details,
+      ...(answer.code === grpc.status.OK ? { [name]: answer.response } : {}),
+    } as WireInput<ForwardedAnswer>;
   }
 
   /**
@@ -191,17 +259,35 @@ export class ClientApi {
       }
       const name = wire.request;
       const request = name ? wire[name] : undefined;
-      if (!name || request === undefined) return answer({ call_id: id, code: grpc.status.INVALID_ARGUMENT, details: 'request: no lock call in it' });
-      if (inFlight.has(id)) return answer({ call_id: id, code: grpc.status.INVALID_ARGUMENT, details: `call_id: ${id} is already in flight on this stream` });
+      if (!name || request === undefined)
+        return answer({ call_id: id, code: grpc.status.INVALID_ARGUMENT, details: 'request: no lock call in it' });
+      if (inFlight.has(id))
+        return answer({ call_id: id, code: grpc.status.INVALID_ARGUMENT, details: `call_id: ${id} is already in flight on this stream` });
       if (inFlight.size >= MAX_STREAM_CALLS_IN_FLIGHT) {
-        return answer({ call_id: id, code: grpc.status.RESOURCE_EXHAUSTED, details: `more than ${MAX_STREAM_CALLS_IN_FLIGHT} calls in flight on one stream; wait for answers or open another stream` });
+        return answer({
+          call_id: id,
+          code: grpc.status.RESOURCE_EXHAUSTED,
+          details: `more than ${MAX_STREAM_CALLS_IN_FLIGHT} calls in flight on one stream; wait for answers or open another stream`,
+        });
       }
       const abort = new AbortController();
       inFlight.set(id, abort);
-      void this.serveMessage(name, request, { forwarded: false, timeoutMs: wire.timeout_ms > 0 ? wire.timeout_ms : null, certificate, remote, signal: abort.signal }).then((a) => {
+      void this.serveMessage(name, request, {
+        forwarded: false,
+        timeoutMs: wire.timeout_ms > 0 ? wire.timeout_ms : null,
+        certificate,
+        remote,
+        signal: abort.signal,
+      }).then((a) => {
         if (inFlight.get(id) !== abort) return; // cancelled, or the stream went away
         inFlight.delete(id);
-        answer({ call_id: id, code: a.code, details: a.details, leader: a.leader, ...(a.code === grpc.status.OK ? { [name]: a.response } : {}) } as WireInput<LockAnswer>);
+        answer({
+          call_id: id,
+          code: a.code,
+          details: a.details,
+          leader: a.leader,
+          ...(a.code === grpc.status.OK ? { [name]: a.response } : {}),
+        } as WireInput<LockAnswer>);
       });
     });
     call.on('end', () => {
@@ -245,33 +331,76 @@ export class ClientApi {
     return {
       Acquire: (call, cb) => {
         const r = call.request;
-        const v = validateAcquire({ key: r.key, owner: r.owner, ttlMs: r.ttl_ms, waitMs: r.wait_ms, requestId: r.request_id, lockDelayMs: r.lock_delay_ms, value: r.value, sessionId: r.session_id, limit: r.limit, shared: r.shared }, this.opts.limits);
-        this.run(call, cb as Reply<AcquireResponse>, v, 'Acquire', async (req, timeoutMs, signal) => acquireToWire(await this.opts.service.acquire(req, timeoutMs, signal)));
+        const v = validateAcquire(
+          {
+            key: r.key,
+            owner: r.owner,
+            ttlMs: r.ttl_ms,
+            waitMs: r.wait_ms,
+            requestId: r.request_id,
+            lockDelayMs: r.lock_delay_ms,
+            value: r.value,
+            sessionId: r.session_id,
+            limit: r.limit,
+            shared: r.shared,
+          },
+          this.opts.limits,
+        );
+        this.run(call, cb as Reply<AcquireResponse>, v, 'Acquire', async (req, timeoutMs, signal) =>
+          acquireToWire(await this.opts.service.acquire(req, timeoutMs, signal)),
+        );
       },
       Renew: (call, cb) => {
-        const v = validateRenew({ key: call.request.key, owner: call.request.owner, token: call.request.token, ttlMs: call.request.ttl_ms, requestId: call.request.request_id }, this.opts.limits);
-        this.run(call, cb as Reply<RenewResponse>, v, 'Renew', async (req, timeoutMs) => renewToWire(await this.opts.service.renew(req, timeoutMs)));
+        const v = validateRenew(
+          {
+            key: call.request.key,
+            owner: call.request.owner,
+            token: call.request.token,
+            ttlMs: call.request.ttl_ms,
+            requestId: call.request.request_id,
+          },
+          this.opts.limits,
+        );
+        this.run(call, cb as Reply<RenewResponse>, v, 'Renew', async (req, timeoutMs) =>
+          renewToWire(await this.opts.service.renew(req, timeoutMs)),
+        );
       },
       Release: (call, cb) => {
-        const v = validateRelease({ key: call.request.key, owner: call.request.owner, token: call.request.token, requestId: call.request.request_id }, this.opts.limits);
-        this.run(call, cb as Reply<ReleaseResponse>, v, 'Release', async (req, timeoutMs) => releaseToWire(await this.opts.service.release(req, timeoutMs)));
+        const v = validateRelease(
+          { key: call.request.key, owner: call.request.owner, token: call.request.token, requestId: call.request.request_id },
+          this.opts.limits,
+        );
+        this.run(call, cb as Reply<ReleaseResponse>, v, 'Release', async (req, timeoutMs) =>
+          releaseToWire(await this.opts.service.release(req, timeoutMs)),
+        );
       },
       Get: (call, cb) => {
         const v = validateGet({ key: call.request.key }, this.opts.limits);
-        this.run(call, cb as Reply<GetResponse>, v, 'Get', async (req, timeoutMs) => viewToWire(await this.opts.service.get(req.key, timeoutMs)));
+        this.run(call, cb as Reply<GetResponse>, v, 'Get', async (req, timeoutMs) =>
+          viewToWire(await this.opts.service.get(req.key, timeoutMs)),
+        );
       },
       OpenSession: (call, cb) => {
         const r = call.request;
-        const v = validateOpenSession({ owner: r.owner, ttlMs: r.ttl_ms, requestId: r.request_id, lockDelayMs: r.lock_delay_ms }, this.opts.limits);
-        this.run(call, cb as Reply<OpenSessionResponse>, v, 'OpenSession', async (req, timeoutMs) => openSessionToWire(await this.opts.service.openSession(req, timeoutMs)));
+        const v = validateOpenSession(
+          { owner: r.owner, ttlMs: r.ttl_ms, requestId: r.request_id, lockDelayMs: r.lock_delay_ms },
+          this.opts.limits,
+        );
+        this.run(call, cb as Reply<OpenSessionResponse>, v, 'OpenSession', async (req, timeoutMs) =>
+          openSessionToWire(await this.opts.service.openSession(req, timeoutMs)),
+        );
       },
       RenewSession: (call, cb) => {
         const v = validateSessionCall(this.sessionCallInput(call), this.opts.limits);
-        this.run(call, cb as Reply<RenewSessionResponse>, v, 'RenewSession', async (req, timeoutMs) => renewSessionToWire(await this.opts.service.renewSession(req, timeoutMs)));
+        this.run(call, cb as Reply<RenewSessionResponse>, v, 'RenewSession', async (req, timeoutMs) =>
+          renewSessionToWire(await this.opts.service.renewSession(req, timeoutMs)),
+        );
       },
       CloseSession: (call, cb) => {
         const v = validateSessionCall(this.sessionCallInput(call), this.opts.limits);
-        this.run(call, cb as Reply<CloseSessionResponse>, v, 'CloseSession', async (req, timeoutMs) => closeSessionToWire(await this.opts.service.closeSession(req, timeoutMs)));
+        this.run(call, cb as Reply<CloseSessionResponse>, v, 'CloseSession', async (req, timeoutMs) =>
+          closeSessionToWire(await this.opts.service.closeSession(req, timeoutMs)),
+        );
       },
       Stream: (call) => this.serveStream(call),
       Watch: (call) => serveWatch(call, this.opts.watch, () => this.opts.countRefused?.('watch', 'invalid')),
@@ -287,11 +416,20 @@ export class ClientApi {
         // The audit trail names the caller where it entered (a forwarded call reaches the leader as the
         // follower's); the leader logs what it ended.
         if (v.ok && call.metadata.get(FORWARDED_METADATA).length === 0) {
-          this.opts.logger.info({ key: v.value.key, token: v.value.token.toString(), reason: v.value.reason, by: certificateCommonName(call.getAuthContext().sslPeerCertificate) ?? call.getPeer() }, 'revoke requested');
+          this.opts.logger.info(
+            {
+              key: v.value.key,
+              token: v.value.token.toString(),
+              reason: v.value.reason,
+              by: certificateCommonName(call.getAuthContext().sslPeerCertificate) ?? call.getPeer(),
+            },
+            'revoke requested',
+          );
         }
         this.run(call, cb as Reply<RevokeResponse>, v, 'Revoke', async (req, timeoutMs) => {
           const result = await this.opts.service.revoke(req, timeoutMs);
-          if (result.revoked.length > 0) this.opts.logger.warn({ key: req.key, revoked: result.revoked.map(String), reason: req.reason }, 'hold revoked');
+          if (result.revoked.length > 0)
+            this.opts.logger.warn({ key: req.key, revoked: result.revoked.map(String), reason: req.reason }, 'hold revoked');
           return { revoked: result.revoked.map(String) };
         });
       },
@@ -303,7 +441,11 @@ export class ClientApi {
    * caller's certificate CN becomes the owner (written into the request, so a follower forwards it and the
    * state machine refuses another owner's session: WRONG_OWNER).
    */
-  private sessionCallInput(call: grpc.ServerUnaryCall<SessionCallRequest, unknown>): { sessionId: unknown; requestId: unknown; owner: unknown } {
+  private sessionCallInput(call: grpc.ServerUnaryCall<SessionCallRequest, unknown>): {
+    sessionId: unknown;
+    requestId: unknown;
+    owner: unknown;
+  } {
     const r = call.request;
     if (this.opts.ownerBinding && (r.owner ?? '') === '') {
       const cn = certificateCommonName(call.getAuthContext()?.sslPeerCertificate);
@@ -314,7 +456,10 @@ export class ClientApi {
 
   /** Validate, then serve here if leader, else forward to the leader once; map errors to gRPC codes. */
   private run<V, Res>(
-    call: grpc.ServerUnaryCall<AcquireRequest | RenewRequest | ReleaseRequest | GetRequest | SessionCallRequest | OpenSessionRequest | RevokeRequest, unknown>,
+    call: grpc.ServerUnaryCall<
+      AcquireRequest | RenewRequest | ReleaseRequest | GetRequest | SessionCallRequest | OpenSessionRequest | RevokeRequest,
+      unknown
+    >,
     cb: Reply<Res>,
     validated: Validated<V>,
     method: LockMethod | 'Revoke',
@@ -357,7 +502,10 @@ export class ClientApi {
       },
       (err: unknown) => {
         settled = true;
-        const route = err instanceof LeaderUnavailableError ? routeNotLeader(this.opts.service.node.id, err.leaderId, call.metadata.get(FORWARDED_METADATA).length > 0) : null;
+        const route =
+          err instanceof LeaderUnavailableError
+            ? routeNotLeader(this.opts.service.node.id, err.leaderId, call.metadata.get(FORWARDED_METADATA).length > 0)
+            : null;
         if (route?.action === 'forward') {
           this.forward(call, method, call.request, route.to, deadlineMs, cb);
           return;
@@ -373,8 +521,10 @@ export class ClientApi {
     if (!this.opts.ownerBinding) return null;
     const cn = certificateCommonName(call.getAuthContext().sslPeerCertificate);
     if (cn !== undefined && call.metadata.get(FORWARDED_METADATA).length > 0 && this.opts.isMember?.(cn) === true) return null;
-    if (cn === undefined) return 'Revoke under auth.ownerBinding needs a client certificate whose CN is in auth.admins, and this call has none';
-    if (!(this.opts.admins ?? []).includes(cn)) return `Revoke is for auth.admins; the client certificate CN ${JSON.stringify(cn)} is not one`;
+    if (cn === undefined)
+      return 'Revoke under auth.ownerBinding needs a client certificate whose CN is in auth.admins, and this call has none';
+    if (!(this.opts.admins ?? []).includes(cn))
+      return `Revoke is for auth.admins; the client certificate CN ${JSON.stringify(cn)} is not one`;
     return null;
   }
 
@@ -387,7 +537,8 @@ export class ClientApi {
     // client's CN before forwarding, so the leader trusts a forwarded call only from a member node.
     if (cn !== undefined && call.metadata.get(FORWARDED_METADATA).length > 0 && this.opts.isMember?.(cn) === true) return null;
     if (cn === undefined) return `owner ${JSON.stringify(owner)}: auth.ownerBinding needs a client certificate, and this call has none`;
-    if (cn !== owner) return `owner ${JSON.stringify(owner)} does not match the client certificate CN ${JSON.stringify(cn)} (auth.ownerBinding)`;
+    if (cn !== owner)
+      return `owner ${JSON.stringify(owner)} does not match the client certificate CN ${JSON.stringify(cn)} (auth.ownerBinding)`;
     return null;
   }
 
@@ -413,7 +564,14 @@ export class ClientApi {
     return this.opts.defaultTimeoutMs + this.opts.limits.maxWaitMs;
   }
 
-  private forward<Res>(call: grpc.ServerUnaryCall<unknown, unknown>, method: LockMethod | 'Revoke', request: unknown, leaderId: string, deadlineMs: number, cb: Reply<Res>): void {
+  private forward<Res>(
+    call: grpc.ServerUnaryCall<unknown, unknown>,
+    method: LockMethod | 'Revoke',
+    request: unknown,
+    leaderId: string,
+    deadlineMs: number,
+    cb: Reply<Res>,
+  ): void {
     // The peer link carries the lock calls of Lock/Stream; Revoke (rare, an operator's) goes unary.
     const session = method === 'Revoke' ? null : (this.opts.forwardVia?.(leaderId) ?? null);
     if (session !== null) {
@@ -448,7 +606,12 @@ export class ClientApi {
     const md = new grpc.Metadata();
     md.set(FORWARDED_METADATA, '1');
     const deadline = Number.isFinite(deadlineMs) ? new Date(deadlineMs) : new Date(Date.now() + this.noDeadlineForwardMs());
-    const fn = client[method] as unknown as (req: unknown, md: grpc.Metadata, opts: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, v?: unknown) => void) => void;
+    const fn = client[method] as unknown as (
+      req: unknown,
+      md: grpc.Metadata,
+      opts: Partial<grpc.CallOptions>,
+      cb: (e: grpc.ServiceError | null, v?: unknown) => void,
+    ) => void;
     fn.call(client, request, md, { deadline }, (err, value) => {
       if (err) {
         // Keep the leader's code and message; say it came through us.
@@ -468,7 +631,6 @@ export class ClientApi {
     this.opts.logger.error({ err: String(err) }, 'unexpected error serving a lock call');
     return statusError(grpc.status.INTERNAL, `internal error: ${(err as Error)?.message ?? String(err)}`);
   }
-
 }
 
 /** The op label of a method in leasehold_lock_operations_total (Acquire -> acquire, OpenSession -> open_session). */
@@ -514,7 +676,6 @@ function closeSessionToWire(r: SessionEndResult): WireInput<CloseSessionResponse
 }
 
 const EMPTY_VALUE = new Uint8Array(0);
-
 
 function viewToWire(v: LockView): WireInput<GetResponse> {
   return {

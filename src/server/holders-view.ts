@@ -11,10 +11,28 @@ const EMPTY_VALUE = new Uint8Array(0);
 export function holdersOf(view: LockView, mutexValue: Uint8Array | undefined): HolderView[] {
   if (view.holders !== undefined) return view.holders;
   if (!view.held) return [];
-  return [{ owner: view.owner, token: view.token, ttlMs: view.ttlMs, expiresAtMs: view.expiresAtMs, shared: false, sessionId: view.sessionId ?? 0n, value: mutexValue ?? null }];
+  return [
+    {
+      owner: view.owner,
+      token: view.token,
+      ttlMs: view.ttlMs,
+      expiresAtMs: view.expiresAtMs,
+      shared: false,
+      sessionId: view.sessionId ?? 0n,
+      value: mutexValue ?? null,
+    },
+  ];
 }
 
 /** One hold as the wire carries it (GetResponse.holders, ListedLock.holders). */
 export function holderToWire(h: HolderView): WireInput<Holder> {
-  return { owner: h.owner, token: h.token.toString(), ttl_ms: String(h.ttlMs), expires_at_ms: String(h.expiresAtMs), shared: h.shared, session_id: h.sessionId.toString(), value: h.value ?? EMPTY_VALUE };
+  return {
+    owner: h.owner,
+    token: h.token.toString(),
+    ttl_ms: String(h.ttlMs),
+    expires_at_ms: String(h.expiresAtMs),
+    shared: h.shared,
+    session_id: h.sessionId.toString(),
+    value: h.value ?? EMPTY_VALUE,
+  };
 }

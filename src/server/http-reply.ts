@@ -5,7 +5,9 @@ import type { ServerResponse } from 'node:http';
 const COMMON = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' } as const;
 
 export function replyText(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { ...COMMON, 'content-type': 'text/plain; charset=utf-8', ...headers }).end(text.endsWith('\n') ? text : `${text}\n`);
+  res
+    .writeHead(status, { ...COMMON, 'content-type': 'text/plain; charset=utf-8', ...headers })
+    .end(text.endsWith('\n') ? text : `${text}\n`);
 }
 
 export function replyJson(res: ServerResponse, body: unknown): void {

@@ -10,7 +10,10 @@ import { clusterService, type StatusResponse } from '../wire/cluster.js';
 /** Derived from the initial members, so every node bootstrapped from the same file agrees on it. */
 export function clusterIdFor(nodes: readonly Pick<NodeConfig, 'id' | 'address'>[]): string {
   const members = nodes.map((n) => `${n.id}@${n.address}`).sort();
-  return createHash('sha256').update(`leasehold-cluster\n${members.join('\n')}`).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(`leasehold-cluster\n${members.join('\n')}`)
+    .digest('hex')
+    .slice(0, 16);
 }
 
 export interface PeerAnswer {

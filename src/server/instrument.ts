@@ -86,7 +86,13 @@ export function instrumentProposals<N extends Proposer>(node: N, m: NodeMetrics)
       return r;
     } catch (err) {
       const outcome =
-        err instanceof ProposalTimeoutError ? 'timeout' : err instanceof NotLeaderError ? 'not_leader' : err instanceof ProposalDroppedError ? 'dropped' : 'error';
+        err instanceof ProposalTimeoutError
+          ? 'timeout'
+          : err instanceof NotLeaderError
+            ? 'not_leader'
+            : err instanceof ProposalDroppedError
+              ? 'dropped'
+              : 'error';
       m.proposals.inc({ outcome });
       throw err;
     }
@@ -117,7 +123,10 @@ function outcomeOf(op: string, value: unknown): string {
  *  and timed. */
 export function instrumentLockService(service: LockService, m: NodeMetrics): LockService {
   const wrap =
-    (op: 'acquire' | 'renew' | 'release' | 'get' | 'open_session' | 'renew_session' | 'close_session' | 'revoke', method: keyof LockService = op as keyof LockService) =>
+    (
+      op: 'acquire' | 'renew' | 'release' | 'get' | 'open_session' | 'renew_session' | 'close_session' | 'revoke',
+      method: keyof LockService = op as keyof LockService,
+    ) =>
     async (...args: unknown[]) => {
       const t = process.hrtime.bigint();
       try {
@@ -125,7 +134,14 @@ export function instrumentLockService(service: LockService, m: NodeMetrics): Loc
         m.lockOps.inc({ op, outcome: outcomeOf(op, result) });
         return result;
       } catch (err) {
-        const outcome = err instanceof LeaderUnavailableError ? (err.leaderId ? 'not_leader' : 'unavailable') : err instanceof RequestRejectedError ? 'rejected' : 'error';
+        const outcome =
+          err instanceof LeaderUnavailableError
+            ? err.leaderId
+              ? 'not_leader'
+              : 'unavailable'
+            : err instanceof RequestRejectedError
+              ? 'rejected'
+              : 'error';
         m.lockOps.inc({ op, outcome });
         throw err;
       } finally {

@@ -53,6 +53,12 @@ export function serveList(
       });
       cb(null, { locks, next_page_token: keys.length > limit ? page[page.length - 1]! : '', index: String(m.appliedIndex) });
     },
-    (err: unknown) => cb(statusError(grpc.status.UNAVAILABLE, `list: cannot confirm this node is up to date (${err instanceof Error ? err.message : String(err)}); retry, maybe on another node`)),
+    (err: unknown) =>
+      cb(
+        statusError(
+          grpc.status.UNAVAILABLE,
+          `list: cannot confirm this node is up to date (${err instanceof Error ? err.message : String(err)}); retry, maybe on another node`,
+        ),
+      ),
   );
 }

@@ -26,7 +26,10 @@ export interface LockMachineKind<M extends AppliedLockMachine, O> {
   restore(data: Uint8Array, options: O): M;
 }
 
-export class LockFsm<M extends AppliedLockMachine = LockMachine, O = Partial<LockMachineOptions>> implements StateMachine<LockResult | null> {
+export class LockFsm<
+  M extends AppliedLockMachine = LockMachine,
+  O = Partial<LockMachineOptions>,
+> implements StateMachine<LockResult | null> {
   machine: M;
 
   /** `events`: where the machine's changes go (Watch), and who must hear that the state was replaced

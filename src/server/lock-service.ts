@@ -5,8 +5,30 @@
 // virtual time. Transport-agnostic: the gRPC layer (grpc-server.ts) maps calls and errors onto it.
 import { encodeCommand } from '../lock/commands.js';
 import type { LockMachine } from '../lock/machine.js';
-import { LockLeader, type LockLimitSettings, type CallFailure, type CallId, type ClientAnswer, type ClientRequest, type LeaderCommand, type LeaderEvent, type LockLeaderConfig, type LockStateView, type ProposalError } from '../lock/leader/index.js';
-import type { AcquireResult, LockResult, LockView, OpenSessionResult, ReleaseResult, RenewResult, RenewSessionResult, RevokeResult, SessionEndResult } from '../lock/types.js';
+import {
+  LockLeader,
+  type LockLimitSettings,
+  type CallFailure,
+  type CallId,
+  type ClientAnswer,
+  type ClientRequest,
+  type LeaderCommand,
+  type LeaderEvent,
+  type LockLeaderConfig,
+  type LockStateView,
+  type ProposalError,
+} from '../lock/leader/index.js';
+import type {
+  AcquireResult,
+  LockResult,
+  LockView,
+  OpenSessionResult,
+  ReleaseResult,
+  RenewResult,
+  RenewSessionResult,
+  RevokeResult,
+  SessionEndResult,
+} from '../lock/types.js';
 import type { ValidAcquire, ValidOpenSession, ValidRelease, ValidRenew, ValidRevoke, ValidSessionCall } from '../lock/validate.js';
 import type { Entry, NodeId, SoftState, Status } from '../raft/core/types.js';
 import type { ProgressView } from '../raft/core/progress.js';
@@ -135,7 +157,9 @@ export class LockService {
     };
     const state = () => this.fsm.machine;
     this.leader = opts.createLeader ? opts.createLeader(state, config) : new LockLeader(state, config);
-    node.on('softState', (ss: SoftState) => this.step({ type: 'role', role: ss.role, term: ss.term, leaderId: ss.leaderId, clockMs: this.now() }));
+    node.on('softState', (ss: SoftState) =>
+      this.step({ type: 'role', role: ss.role, term: ss.term, leaderId: ss.leaderId, clockMs: this.now() }),
+    );
     node.on('applied', (entry: Entry, result: LockResult | null | undefined) => {
       this.step({ type: 'applied', index: entry.index, term: entry.term, result: result ?? null, clockMs: this.now() });
     });
@@ -314,7 +338,10 @@ export class LockService {
         this.wakeAt(cmd.atMs);
         return;
       case 'termStarted':
-        this.opts.logger.info({ nodeId: this.node.id, term: cmd.term, extended: cmd.leasesExtended, ended: cmd.leasesEnded }, 'term started: leases carried over');
+        this.opts.logger.info(
+          { nodeId: this.node.id, term: cmd.term, extended: cmd.leasesExtended, ended: cmd.leasesEnded },
+          'term started: leases carried over',
+        );
         return;
     }
   }

@@ -3,6 +3,10 @@
 // simulator drives the rule that ships.
 import type { ConfState, NodeId } from '../raft/core/types.js';
 
-export function membersThatRan(selfId: NodeId, conf: Pick<ConfState, 'voters' | 'learners'>, progress: ReadonlyMap<NodeId, { match: number }>): NodeId[] {
+export function membersThatRan(
+  selfId: NodeId,
+  conf: Pick<ConfState, 'voters' | 'learners'>,
+  progress: ReadonlyMap<NodeId, { match: number }>,
+): NodeId[] {
   return [...conf.voters, ...conf.learners].filter((member) => member === selfId || (progress.get(member)?.match ?? 0) > 0).sort();
 }

@@ -101,7 +101,9 @@ export class Membership {
       const match = this.node.progress().get(id)?.match ?? 0;
       if (match >= target) break;
       if (this.opts.env.nowMs() >= deadline) {
-        throw new MembershipPreconditionError(`${id} has not caught up with the log (it has ${match} of ${target} entries); is it running with --join?`);
+        throw new MembershipPreconditionError(
+          `${id} has not caught up with the log (it has ${match} of ${target} entries); is it running with --join?`,
+        );
       }
       await sleep(this.opts.env, Math.min(50, this.opts.electionTimeoutMs));
     }
@@ -118,7 +120,9 @@ export class Membership {
       const live = this.liveVoters(rest).length;
       const quorum = quorumOf(rest.length);
       if (rest.length > 0 && live < quorum) {
-        throw new MembershipPreconditionError(`removing ${id} would leave ${rest.length} voters with only ${live} answering, short of a quorum of ${quorum}`);
+        throw new MembershipPreconditionError(
+          `removing ${id} would leave ${rest.length} voters with only ${live} answering, short of a quorum of ${quorum}`,
+        );
       }
     }
     // Removing the leader itself: the core keeps leading until the entry commits, then hands over with
@@ -150,7 +154,9 @@ export class Membership {
       if (!this.node.isLeader() && this.node.leaderId === target) return { leaderId: target, term: this.node.term };
       await sleep(this.opts.env, 10);
     }
-    throw new MembershipPreconditionError(`${target} did not take over within ${timeoutMs} ms (leader now: ${this.node.leaderId ?? 'none'})`);
+    throw new MembershipPreconditionError(
+      `${target} did not take over within ${timeoutMs} ms (leader now: ${this.node.leaderId ?? 'none'})`,
+    );
   }
 
   private async propose(change: Parameters<RaftNode<unknown>['proposeConfChange']>[0], timeoutMs: number): Promise<void> {

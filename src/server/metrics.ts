@@ -74,7 +74,7 @@ export class NodeMetrics {
     gauge('leasehold_raft_has_leader', '1 while this node knows a leader (itself included), else 0', () => (src.status().leaderId ? 1 : 0));
     new Gauge({
       name: 'leasehold_raft_peer_match_lag_entries',
-      help: 'On the leader: entries each follower is behind the leader\'s last index (empty on followers)',
+      help: "On the leader: entries each follower is behind the leader's last index (empty on followers)",
       labelNames: ['peer'],
       registers: [r],
       collect() {
@@ -95,27 +95,59 @@ export class NodeMetrics {
       },
     });
     gauge('leasehold_lock_leases_held', 'Locks held (live leases) in the applied lock state', () => src.leasesHeld());
-    gauge('leasehold_lock_waiters', 'Acquires waiting in a wait line (wait_ms), from this node\'s applied state: the same on every node', () => src.waiters());
+    gauge(
+      'leasehold_lock_waiters',
+      "Acquires waiting in a wait line (wait_ms), from this node's applied state: the same on every node",
+      () => src.waiters(),
+    );
     gauge('leasehold_lock_dedup_entries', 'request_id outcomes remembered for retries (the dedup table)', () => src.dedupEntries());
 
-    this.leaderChanges = new Counter({ name: 'leasehold_raft_leader_changes_total', help: 'Times the leader this node knows changed (to another node or to none)', registers: [r] });
+    this.leaderChanges = new Counter({
+      name: 'leasehold_raft_leader_changes_total',
+      help: 'Times the leader this node knows changed (to another node or to none)',
+      registers: [r],
+    });
     this.proposals = new Counter({
       name: 'leasehold_raft_proposals_total',
       help: 'Entries proposed by this node (as leader), by outcome: committed, timeout, not_leader, dropped, error',
       labelNames: ['outcome'],
       registers: [r],
     });
-    this.proposalSeconds = new Histogram({ name: 'leasehold_raft_proposal_duration_seconds', help: 'From propose to applied here, for committed proposals', buckets: FAST_BUCKETS, registers: [r] });
-    this.commits = new Counter({ name: 'leasehold_raft_commits_total', help: 'Committed entries applied to the state machine on this node', registers: [r] });
-    this.fsyncSeconds = new Histogram({ name: 'leasehold_storage_fsync_duration_seconds', help: 'One synced write of a Ready (hard state and entries: one WAL frame)', buckets: FAST_BUCKETS, registers: [r] });
-    this.snapshotBytes = new Gauge({ name: 'leasehold_snapshot_bytes', help: 'Size of the last snapshot taken here or installed from the leader', labelNames: ['kind'], registers: [r] });
+    this.proposalSeconds = new Histogram({
+      name: 'leasehold_raft_proposal_duration_seconds',
+      help: 'From propose to applied here, for committed proposals',
+      buckets: FAST_BUCKETS,
+      registers: [r],
+    });
+    this.commits = new Counter({
+      name: 'leasehold_raft_commits_total',
+      help: 'Committed entries applied to the state machine on this node',
+      registers: [r],
+    });
+    this.fsyncSeconds = new Histogram({
+      name: 'leasehold_storage_fsync_duration_seconds',
+      help: 'One synced write of a Ready (hard state and entries: one WAL frame)',
+      buckets: FAST_BUCKETS,
+      registers: [r],
+    });
+    this.snapshotBytes = new Gauge({
+      name: 'leasehold_snapshot_bytes',
+      help: 'Size of the last snapshot taken here or installed from the leader',
+      labelNames: ['kind'],
+      registers: [r],
+    });
     this.snapshotSeconds = new Histogram({
       name: 'leasehold_snapshot_duration_seconds',
       help: 'Taking a snapshot: encoding the lock state and writing it (log compaction included)',
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10],
       registers: [r],
     });
-    this.snapshots = new Counter({ name: 'leasehold_snapshots_total', help: 'Snapshots taken here (taken) or received from the leader (installed)', labelNames: ['kind'], registers: [r] });
+    this.snapshots = new Counter({
+      name: 'leasehold_snapshots_total',
+      help: 'Snapshots taken here (taken) or received from the leader (installed)',
+      labelNames: ['kind'],
+      registers: [r],
+    });
     this.lockOps = new Counter({
       name: 'leasehold_lock_operations_total',
       help: 'Lock calls served by this node by op (acquire, renew, release, get, open_session, renew_session, close_session, revoke) and outcome (acquired, not_acquired, renewed, released, opened, closed, revoked, not_held, wrong_owner, wrong_token, expired, held, free, not_leader, unavailable, rejected, error; and invalid or denied for a call refused before it was served: malformed, out of bounds, or not permitted)',
@@ -159,7 +191,8 @@ export async function serveMetrics(address: string, registry: Registry, routes?:
       return;
     }
     if (path === '/metrics') {
-      if (req.method !== 'GET') return replyText(res, 405, `method ${req.method ?? '?'} not allowed: metrics are at GET /metrics`, { allow: 'GET' });
+      if (req.method !== 'GET')
+        return replyText(res, 405, `method ${req.method ?? '?'} not allowed: metrics are at GET /metrics`, { allow: 'GET' });
       registry.metrics().then(
         (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
         (err: unknown) => replyText(res, 500, `metrics failed: ${String(err)}`),
@@ -171,7 +204,11 @@ export async function serveMetrics(address: string, registry: Registry, routes?:
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(new Error(`metrics endpoint ${address}: cannot listen (${err.code === 'EADDRINUSE' ? 'the port is in use by another process' : err.message})`)),
+      reject(
+        new Error(
+          `metrics endpoint ${address}: cannot listen (${err.code === 'EADDRINUSE' ? 'the port is in use by another process' : err.message})`,
+        ),
+      ),
     );
     server.listen(port, host, () => resolve());
   });

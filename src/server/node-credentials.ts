@@ -20,7 +20,9 @@ export class NodeCredentials {
   ) {
     const material = config.tls ? readTlsMaterial(config.tls, self.id) : null;
     this.material = material;
-    this.client = material ? new NodeServerCredentials(material, config.tls!.clientAuth === 'require') : grpc.ServerCredentials.createInsecure();
+    this.client = material
+      ? new NodeServerCredentials(material, config.tls!.clientAuth === 'require')
+      : grpc.ServerCredentials.createInsecure();
     this.peer = material && self.peerAddress ? new NodeServerCredentials(material, true) : this.client;
     this.dialWith = this.freshDial();
   }

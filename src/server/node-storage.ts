@@ -15,8 +15,15 @@ export async function openStorage(dataDir: string, id: string): Promise<WalStora
         { cause: err },
       );
     }
-    if (codes.includes('EACCES') || /permission denied/i.test(detail)) throw new Error(`node ${id}: cannot open dataDir ${dataDir}: permission denied`, { cause: err });
-    if (codes.includes('LEVEL_CORRUPTION')) throw new Error(`node ${id}: dataDir ${dataDir} is corrupt (${detail}); restore it from a peer by replacing the node`, { cause: err });
-    throw new Error(`node ${id}: cannot open dataDir ${dataDir}: ${detail}${codes.length ? ` (${codes.filter(Boolean).join(' <- ')})` : ''}`, { cause: err });
+    if (codes.includes('EACCES') || /permission denied/i.test(detail))
+      throw new Error(`node ${id}: cannot open dataDir ${dataDir}: permission denied`, { cause: err });
+    if (codes.includes('LEVEL_CORRUPTION'))
+      throw new Error(`node ${id}: dataDir ${dataDir} is corrupt (${detail}); restore it from a peer by replacing the node`, {
+        cause: err,
+      });
+    throw new Error(
+      `node ${id}: cannot open dataDir ${dataDir}: ${detail}${codes.length ? ` (${codes.filter(Boolean).join(' <- ')})` : ''}`,
+      { cause: err },
+    );
   }
 }

@@ -38,7 +38,11 @@ export function watchQuorum(o: QuorumWatchOptions): TimerHandle {
     const st = o.status();
     const now = o.env.nowMs();
     if (st.leaderId) {
-      if (lastWarnAt !== null) o.logger.info({ nodeId: st.id, term: st.term, leaderId: st.leaderId, noLeaderForMs: now - (noLeaderSince ?? now) }, 'leader known again; quorum reached');
+      if (lastWarnAt !== null)
+        o.logger.info(
+          { nodeId: st.id, term: st.term, leaderId: st.leaderId, noLeaderForMs: now - (noLeaderSince ?? now) },
+          'leader known again; quorum reached',
+        );
       noLeaderSince = null;
       lastWarnAt = null;
       return;
@@ -53,7 +57,16 @@ export function watchQuorum(o: QuorumWatchOptions): TimerHandle {
     const unreachable = others.filter((v) => peers.get(v) !== true).map((v) => `${v} (${o.addresses.get(v) ?? '?'})`);
     const votersNeeded = quorumOf(st.voters.length);
     o.logger.warn(
-      { nodeId: st.id, term: st.term, role: st.role, noLeaderForMs: now - noLeaderSince, voters: st.voters.length, votersNeeded, votersReachable: connected.length + 1, unreachable },
+      {
+        nodeId: st.id,
+        term: st.term,
+        role: st.role,
+        noLeaderForMs: now - noLeaderSince,
+        voters: st.voters.length,
+        votersNeeded,
+        votersReachable: connected.length + 1,
+        unreachable,
+      },
       'no leader: this node cannot reach a quorum of voters (check that the unreachable peers run and that their addresses are reachable from here)',
     );
   });

@@ -95,10 +95,22 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   const dataDir = options.dataDir ?? self.dataDir;
   const diskStorage = await openStorage(dataDir, id);
   const storage: RaftStorage = testFaults ? testFaults.wrapStorage(diskStorage) : diskStorage;
-  const watchHub = new WatchHub({ historyEvents: config.watch.historyEvents, maxWatchers: config.watch.maxWatchers, appliedIndex: () => fsm.machine.appliedIndex });
-  const fsm = new LockFsm<LockMachine>(LockMachine, { dedupWindowMs: config.lock.dedupWindowMs }, { sink: (e) => watchHub.record(e), replaced: (index) => watchHub.reset(index) });
+  const watchHub = new WatchHub({
+    historyEvents: config.watch.historyEvents,
+    maxWatchers: config.watch.maxWatchers,
+    appliedIndex: () => fsm.machine.appliedIndex,
+  });
+  const fsm = new LockFsm<LockMachine>(
+    LockMachine,
+    { dedupWindowMs: config.lock.dedupWindowMs },
+    { sink: (e) => watchHub.record(e), replaced: (index) => watchHub.reset(index) },
+  );
   const addresses = new AddressBook(config.nodes, self);
-  if (addresses.dialOverrides.size) logger.warn({ nodeId: id, peerDialOverrides: Object.fromEntries(addresses.dialOverrides) }, 'peerDialOverrides: this node dials these members at these addresses instead of their advertised ones');
+  if (addresses.dialOverrides.size)
+    logger.warn(
+      { nodeId: id, peerDialOverrides: Object.fromEntries(addresses.dialOverrides) },
+      'peerDialOverrides: this node dials these members at these addresses instead of their advertised ones',
+    );
   const credentials = new NodeCredentials(config, self);
   let node: RaftNode<LockResult | null> | null = null;
   let service: LockService | null = null;
@@ -131,7 +143,9 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     traceMessages: logger.isLevelEnabled('debug'),
     dialOverrides: addresses.dialOverrides,
     clusterLevel: BUILD_LEVEL,
-    ...(credentials.tls ? { credentials: credentials.freshDial(), authenticator: new PeerAuthenticator({ isMember: isKnownMember, logger, selfId: id }) } : {}),
+    ...(credentials.tls
+      ? { credentials: credentials.freshDial(), authenticator: new PeerAuthenticator({ isMember: isKnownMember, logger, selfId: id }) }
+      : {}),
   });
 
   // Metrics (off unless metrics.address is set): gauges read status at scrape time; wrappers feed the rest.
@@ -156,7 +170,10 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   const peerServer = self.peerAddress ? new grpc.Server(serverOptions) : server;
   // The peer stream sits behind the same strict decoder as the client services (no silently wrapped
   // varints or replaced UTF-8 in a Raft message either).
-  peerServer.addService(strictRequestDeserializers(raftService.definition(), descriptorRegistry(packageDefinition())), transport.handlers((m: Message) => node?.receive(m)));
+  peerServer.addService(
+    strictRequestDeserializers(raftService.definition(), descriptorRegistry(packageDefinition())),
+    transport.handlers((m: Message) => node?.receive(m)),
+  );
 
   const electionTimeoutMs = config.raft.tickMs * config.raft.electionTicks;
   node = await RaftNode.start({
@@ -201,7 +218,8 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     // A storage failure (restarting from disk may help), or an entry this build cannot read (it will not:
     // upgrade the node). Either way the node stops rather than go on with a state it cannot vouch for.
     const message = err instanceof Error ? err.message : String(err);
-    if (err instanceof UnknownCommandError) logger.fatal({ nodeId: id, err: message }, 'an entry of a newer build: exiting; upgrade this node');
+    if (err instanceof UnknownCommandError)
+      logger.fatal({ nodeId: id, err: message }, 'an entry of a newer build: exiting; upgrade this node');
     else logger.fatal({ nodeId: id, err: message }, 'storage failed; exiting so a supervisor restarts the node from disk');
     options.onFatal(err);
   });
@@ -301,7 +319,9 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   const listenOn = (srv: grpc.Server, address: string, creds: grpc.ServerCredentials, key: string) =>
     new Promise<void>((resolve, reject) => {
       srv.bindAsync(address, creds, (err) =>
-        err ? reject(new Error(`node ${id}: cannot listen on ${address} (${key}): ${err.message} — is another process using the port?`)) : resolve(),
+        err
+          ? reject(new Error(`node ${id}: cannot listen on ${address} (${key}): ${err.message} — is another process using the port?`))
+          : resolve(),
       );
     });
   await listenOn(server, bindAddress, credentials.client, self.listen ? 'nodes[].listen' : 'nodes[].address');
@@ -321,7 +341,8 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
         hub: watchHub,
       })
     : undefined;
-  const metricsServer: HttpServer | null = metrics && metricsAddress ? await serveMetrics(metricsAddress, metrics.registry, dashboard) : null;
+  const metricsServer: HttpServer | null =
+    metrics && metricsAddress ? await serveMetrics(metricsAddress, metrics.registry, dashboard) : null;
   logger.info(
     {
       nodeId: id,
@@ -353,7 +374,12 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       node: liveNode,
       first: [() => health.stop()],
       handOverTimeoutMs: 2 * electionTimeoutMs,
-      beforeNode: [() => quorumWatch.cancel(), () => metricsServer?.close(), () => liveService.close(), () => watchHub.closeAll('the node is shutting down; resume the watch on another node')],
+      beforeNode: [
+        () => quorumWatch.cancel(),
+        () => metricsServer?.close(),
+        () => liveService.close(),
+        () => watchHub.closeAll('the node is shutting down; resume the watch on another node'),
+      ],
       afterNode: [() => transport.close(), () => api.close()],
       servers: peerServer !== server ? [server, peerServer] : [server],
       last: [() => storage.close(), () => testFaults?.stop()],
@@ -381,11 +407,17 @@ function followConfiguration(node: RaftNode<LockResult | null>, transport: PeerT
     const selfIsMember = isMember(conf, node.id);
     if (!selfIsMember && !warnedNotMember) {
       warnedNotMember = true;
-      logger.warn({ nodeId: node.id, voters: conf.voters, learners: conf.learners }, 'this node is not a member of the cluster configuration (removed?); it will not campaign and its messages are refused');
+      logger.warn(
+        { nodeId: node.id, voters: conf.voters, learners: conf.learners },
+        'this node is not a member of the cluster configuration (removed?); it will not campaign and its messages are refused',
+      );
     } else if (selfIsMember) {
       warnedNotMember = false;
     }
-    logger.info({ nodeId: node.id, clusterId: conf.clusterId, voters: conf.voters, learners: conf.learners }, 'cluster configuration in use');
+    logger.info(
+      { nodeId: node.id, clusterId: conf.clusterId, voters: conf.voters, learners: conf.learners },
+      'cluster configuration in use',
+    );
   };
   node.on('conf', onConf);
   node.on('softState', (ss: { leaderId: string | null }) => {

@@ -121,7 +121,12 @@ class Walker {
   private plan(message: MessageDescriptor): Map<number, FieldPlan> {
     let p = this.plans.get(message);
     if (p === undefined) {
-      p = new Map((message.field ?? []).map((f) => [f.number, { field: f, expected: WIRE_TYPE_OF[f.type], repeated: f.label === 'LABEL_REPEATED', sub: undefined }]));
+      p = new Map(
+        (message.field ?? []).map((f) => [
+          f.number,
+          { field: f, expected: WIRE_TYPE_OF[f.type], repeated: f.label === 'LABEL_REPEATED', sub: undefined },
+        ]),
+      );
       this.plans.set(message, p);
     }
     return p;
@@ -289,7 +294,12 @@ function invalidStatus(details: string): grpc.ServiceError {
  * request INVALID_ARGUMENT before they run — for services whose handlers we do not write (health). A
  * client-streaming or bidi handler sees the marker in its 'data' events and must check invalidReason itself.
  */
-export function addStrictService(server: grpc.Server, service: grpc.ServiceDefinition, handlers: grpc.UntypedServiceImplementation, registry: DescriptorRegistry): void {
+export function addStrictService(
+  server: grpc.Server,
+  service: grpc.ServiceDefinition,
+  handlers: grpc.UntypedServiceImplementation,
+  registry: DescriptorRegistry,
+): void {
   const wrapped: grpc.UntypedServiceImplementation = {};
   for (const [name, method] of Object.entries(service)) {
     const handler = handlers[name] ?? handlers[(method as { originalName?: string }).originalName ?? ''];

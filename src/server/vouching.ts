@@ -33,7 +33,10 @@ export function askMembersAbout(opts: VouchingOptions): (from: string) => void {
       const entry = vouched.status.members.find((m) => m.id === from)!;
       if (entry.address) opts.addresses.learned(from, entry.address);
       opts.vouch(from);
-      opts.logger.info({ nodeId: opts.selfId, from, vouchedBy: vouched.status.node_id }, `hearing ${from}: our configuration does not list it yet, but ${vouched.status.node_id} says it is a member`);
+      opts.logger.info(
+        { nodeId: opts.selfId, from, vouchedBy: vouched.status.node_id },
+        `hearing ${from}: our configuration does not list it yet, but ${vouched.status.node_id} says it is a member`,
+      );
     });
   };
 }

@@ -42,7 +42,9 @@ export class OutOfRangeError extends Error {
     /** The oldest index a watch can resume after here. */
     readonly oldestAfterIndex: number,
   ) {
-    super(`after_index ${afterIndex} is older than the history this node keeps: it can resume after index ${oldestAfterIndex} or later (events before that are gone; read the current state with Get and watch from there)`);
+    super(
+      `after_index ${afterIndex} is older than the history this node keeps: it can resume after index ${oldestAfterIndex} or later (events before that are gone; read the current state with Get and watch from there)`,
+    );
     this.name = 'OutOfRangeError';
   }
 }
@@ -126,7 +128,11 @@ export class WatchHub {
     this.keptAfterIndex = index;
     const open = [...this.watchers];
     this.watchers.clear();
-    for (const w of open) w.sink.end({ code: 'reset', message: `this node installed a snapshot at index ${index} and cannot replay what it changed; resume the watch (on another node if this one refuses)` });
+    for (const w of open)
+      w.sink.end({
+        code: 'reset',
+        message: `this node installed a snapshot at index ${index} and cannot replay what it changed; resume the watch (on another node if this one refuses)`,
+      });
   }
 
   /**
@@ -189,7 +195,10 @@ export class WatchHub {
 
   private cut(w: Watcher): void {
     this.watchers.delete(w);
-    w.sink.end({ code: 'backlog', message: `the watcher fell more than watch.historyEvents (${this.ring.length}) events behind; resume from the last index it read` });
+    w.sink.end({
+      code: 'backlog',
+      message: `the watcher fell more than watch.historyEvents (${this.ring.length}) events behind; resume from the last index it read`,
+    });
   }
 }
 

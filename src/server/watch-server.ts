@@ -49,20 +49,24 @@ export function serveWatch(call: WatchCall, serving: WatchServing | undefined, o
     () => {
       if (over) return;
       try {
-        handle = serving.hub.open({ key: v.value.key, prefix: v.value.prefix, includeRenewals: v.value.includeRenewals }, v.value.afterIndex, {
-          // false: grpc-js's buffer is full (the client is not reading as fast): the hub waits for drain.
-          write: (e) => over || call.write(eventToWire(e)),
-          onDrain: (fn) => call.once('drain', fn),
-          progress: (index) => {
-            if (!over) call.write(progressEvent(index));
+        handle = serving.hub.open(
+          { key: v.value.key, prefix: v.value.prefix, includeRenewals: v.value.includeRenewals },
+          v.value.afterIndex,
+          {
+            // false: grpc-js's buffer is full (the client is not reading as fast): the hub waits for drain.
+            write: (e) => over || call.write(eventToWire(e)),
+            onDrain: (fn) => call.once('drain', fn),
+            progress: (index) => {
+              if (!over) call.write(progressEvent(index));
+            },
+            end: (reason) => {
+              if (over) return;
+              stop();
+              // No more writes: what is queued goes out as the client reads, then the status.
+              fail(reason.code === 'backlog' ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.UNAVAILABLE, reason.message);
+            },
           },
-          end: (reason) => {
-            if (over) return;
-            stop();
-            // No more writes: what is queued goes out as the client reads, then the status.
-            fail(reason.code === 'backlog' ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.UNAVAILABLE, reason.message);
-          },
-        });
+        );
       } catch (err) {
         if (err instanceof OutOfRangeError) return fail(grpc.status.OUT_OF_RANGE, err.message);
         if (err instanceof TooManyWatchersError) return fail(grpc.status.RESOURCE_EXHAUSTED, err.message);
@@ -70,7 +74,11 @@ export function serveWatch(call: WatchCall, serving: WatchServing | undefined, o
       }
     },
     (err: unknown) => {
-      if (!over) fail(grpc.status.UNAVAILABLE, `watch: cannot confirm this node is up to date (${err instanceof Error ? err.message : String(err)}); retry, maybe on another node`);
+      if (!over)
+        fail(
+          grpc.status.UNAVAILABLE,
+          `watch: cannot confirm this node is up to date (${err instanceof Error ? err.message : String(err)}); retry, maybe on another node`,
+        );
     },
   );
 }

@@ -23,7 +23,10 @@ export interface ForwardStreamContext {
   handler(): ForwardedCallHandler | null;
 }
 
-export function serveForwardStream(call: grpc.ServerDuplexStream<ForwardedCall, WireInput<ForwardedAnswer>>, ctx: ForwardStreamContext): void {
+export function serveForwardStream(
+  call: grpc.ServerDuplexStream<ForwardedCall, WireInput<ForwardedAnswer>>,
+  ctx: ForwardStreamContext,
+): void {
   const remote = call.getPeer();
   const certificate = call.getAuthContext().sslPeerCertificate;
   const inFlight = new Map<string, AbortController>();
@@ -55,7 +58,11 @@ export function serveForwardStream(call: grpc.ServerDuplexStream<ForwardedCall, 
     }
     const handler = ctx.handler();
     if (handler === null || inFlight.has(wire.call_id)) {
-      call.write({ call_id: wire.call_id, code: grpc.status.UNAVAILABLE, details: handler === null ? `${ctx.selfId} is not serving lock calls yet` : `call_id ${wire.call_id} is already in flight` });
+      call.write({
+        call_id: wire.call_id,
+        code: grpc.status.UNAVAILABLE,
+        details: handler === null ? `${ctx.selfId} is not serving lock calls yet` : `call_id ${wire.call_id} is already in flight`,
+      });
       return;
     }
     const abort = new AbortController();

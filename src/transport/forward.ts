@@ -62,7 +62,12 @@ export class ForwardSession {
         resolve(reply);
       };
       const timer = setTimeout(
-        () => settle({ code: grpc.status.DEADLINE_EXCEEDED, details: `no answer from leader ${this.leaderId} within ${timeoutMs} ms`, response: null }),
+        () =>
+          settle({
+            code: grpc.status.DEADLINE_EXCEEDED,
+            details: `no answer from leader ${this.leaderId} within ${timeoutMs} ms`,
+            response: null,
+          }),
         timeoutMs + ANSWER_GRACE_MS,
       );
       const onAbort = () => {

@@ -16,7 +16,6 @@ import { PeerLink } from './peer-link.js';
 import type { RaftHandlers } from '../wire/raft.js';
 import { serveRaftStream } from './raft-stream-server.js';
 
-
 export interface PeerTransportOptions {
   selfId: NodeId;
   peers: Map<NodeId, string>;
@@ -58,7 +57,12 @@ export class PeerTransport implements PeerSender {
   private readonly announcedLevels = new Map<NodeId, number>();
 
   constructor(private readonly opts: PeerTransportOptions) {
-    this.admission = new PeerAdmission({ selfId: opts.selfId, logger: opts.logger, authenticator: opts.authenticator, onUnknownSender: opts.onUnknownSender });
+    this.admission = new PeerAdmission({
+      selfId: opts.selfId,
+      logger: opts.logger,
+      authenticator: opts.authenticator,
+      onUnknownSender: opts.onUnknownSender,
+    });
     this.setPeers(opts.peers);
   }
 
@@ -76,7 +80,17 @@ export class PeerTransport implements PeerSender {
       }
     }
     for (const [id, address] of peers) {
-      if (id !== this.opts.selfId && !this.links.has(id)) this.links.set(id, new PeerLink(id, address, this.opts, () => this.admission.clusterId, () => this.inboundStreams));
+      if (id !== this.opts.selfId && !this.links.has(id))
+        this.links.set(
+          id,
+          new PeerLink(
+            id,
+            address,
+            this.opts,
+            () => this.admission.clusterId,
+            () => this.inboundStreams,
+          ),
+        );
     }
   }
 
@@ -142,7 +156,12 @@ export class PeerTransport implements PeerSender {
 
   /** Server side: the Raft service handlers feeding decoded messages to `deliver`. */
   handlers(deliver: (m: Message) => void): RaftHandlers {
-    const raft = { selfId: this.opts.selfId, admission: this.admission, deliver, heard: (from: NodeId, stream: number, level: number) => this.heard(from, stream, level) };
+    const raft = {
+      selfId: this.opts.selfId,
+      admission: this.admission,
+      deliver,
+      heard: (from: NodeId, stream: number, level: number) => this.heard(from, stream, level),
+    };
     const forward = { selfId: this.opts.selfId, admission: this.admission, handler: () => this.forwardedCallHandler };
     return {
       Forward: (call) => serveForwardStream(call, forward),

@@ -103,7 +103,11 @@ export class PeerAdmission {
     if (ours !== '' && clusterId !== '' && clusterId !== ours) return `it belongs to cluster '${clusterId}', we are '${ours}'`;
     if (this.identity.members.size > 0 && !this.identity.members.has(from) && from !== this.identity.leaderId && !this.vouched.has(from)) {
       const now = Date.now();
-      if (this.opts.onUnknownSender && now - (this.lastAsked.get(from) ?? 0) > ASK_ABOUT_SENDER_EVERY_MS && this.lastAsked.size < MAX_SENDERS_ASKED) {
+      if (
+        this.opts.onUnknownSender &&
+        now - (this.lastAsked.get(from) ?? 0) > ASK_ABOUT_SENDER_EVERY_MS &&
+        this.lastAsked.size < MAX_SENDERS_ASKED
+      ) {
         this.lastAsked.set(from, now);
         this.opts.onUnknownSender(from);
       }

@@ -44,14 +44,23 @@ export class PeerAuthenticator {
     if (!cert) return this.refuse('no-cert', remote, 'no client certificate signed by the cluster CA');
     const names = certificateNames(cert);
     const members = names.filter((n) => this.opts.isMember(n));
-    if (members.length === 0) return this.refuse(`not-member:${names.join(',')}`, remote, `certificate names ${JSON.stringify(names)}, none of them a current member`);
+    if (members.length === 0)
+      return this.refuse(
+        `not-member:${names.join(',')}`,
+        remote,
+        `certificate names ${JSON.stringify(names)}, none of them a current member`,
+      );
     return { ok: true, names: members };
   }
 
   /** Judge one message's `from` on an accepted stream. */
   acceptFrom(verdict: Extract<PeerVerdict, { ok: true }>, from: string, remote: string): PeerVerdict {
     if (verdict.names.includes(from) && this.opts.isMember(from)) return verdict;
-    return this.refuse(`spoof:${verdict.names.join(',')}:${from}`, remote, `message from ${JSON.stringify(from)} on a stream authenticated as ${JSON.stringify(verdict.names)}`);
+    return this.refuse(
+      `spoof:${verdict.names.join(',')}:${from}`,
+      remote,
+      `message from ${JSON.stringify(from)} on a stream authenticated as ${JSON.stringify(verdict.names)}`,
+    );
   }
 
   private refuse(key: string, remote: string, reason: string): PeerVerdict {

@@ -116,7 +116,10 @@ export class PeerLink {
       this.head++; // drop the oldest: Raft retransmits whatever still matters
       if (!this.overflowing) {
         this.overflowing = true;
-        this.opts.logger.warn({ nodeId: this.opts.selfId, peer: this.peerId, queueLimit: this.opts.queueLimit }, 'peer queue full; dropping its oldest messages');
+        this.opts.logger.warn(
+          { nodeId: this.opts.selfId, peer: this.peerId, queueLimit: this.opts.queueLimit },
+          'peer queue full; dropping its oldest messages',
+        );
       }
     }
     this.queue.push(m);
@@ -164,14 +167,22 @@ export class PeerLink {
     const report = this.opts.onPeerUnreachable;
     if (!report || this.probingGone) return;
     this.probingGone = true;
-    probeGone(this.client.getChannel(), GONE_PROBE_MS, () => this.closed, (gone) => {
-      this.probingGone = false;
-      if (!gone) return;
-      this.opts.logger.info({ nodeId: this.opts.selfId, peer: this.peerId, address: this.address }, 'peer unreachable: stream broken and reconnect failed');
-      this.reportedGoneAtStream = this.inboundStreams();
-      this.reportedGoneAtMs = this.nowMs();
-      report(this.peerId);
-    });
+    probeGone(
+      this.client.getChannel(),
+      GONE_PROBE_MS,
+      () => this.closed,
+      (gone) => {
+        this.probingGone = false;
+        if (!gone) return;
+        this.opts.logger.info(
+          { nodeId: this.opts.selfId, peer: this.peerId, address: this.address },
+          'peer unreachable: stream broken and reconnect failed',
+        );
+        this.reportedGoneAtStream = this.inboundStreams();
+        this.reportedGoneAtMs = this.nowMs();
+        report(this.peerId);
+      },
+    );
   }
 
   private scheduleReconnect(): void {

@@ -9,7 +9,12 @@ import * as grpc from '@grpc/grpc-js';
 
 /** Watches `channel` for up to `windowMs`; calls `verdict(true)` when a connection attempt fails, `verdict(false)`
  *  when the window ends, the channel shuts down or the link closes first. */
-export function probeGone(channel: ReturnType<grpc.Client["getChannel"]>, windowMs: number, closed: () => boolean, verdict: (gone: boolean) => void): void {
+export function probeGone(
+  channel: ReturnType<grpc.Client['getChannel']>,
+  windowMs: number,
+  closed: () => boolean,
+  verdict: (gone: boolean) => void,
+): void {
   const deadline = Date.now() + windowMs;
   const watch = (): void => {
     if (closed()) return verdict(false);
@@ -18,7 +23,8 @@ export function probeGone(channel: ReturnType<grpc.Client["getChannel"]>, window
     if (state === grpc.connectivityState.SHUTDOWN) return verdict(false);
     // READY may still be the old connection's state for a moment: keep watching until the deadline.
     channel.watchConnectivityState(state, deadline, (err) => {
-      if (err) verdict(false); // deadline: no verdict
+      if (err)
+        verdict(false); // deadline: no verdict
       else watch();
     });
   };

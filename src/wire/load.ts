@@ -24,11 +24,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type { WireInput } from './scalars.js';
 
-export const LEASEHOLD_PROTO_FILES = [
-  'leasehold/v1/lock.proto',
-  'leasehold/v1/cluster.proto',
-  'leasehold/v1/raft.proto',
-] as const;
+export const LEASEHOLD_PROTO_FILES = ['leasehold/v1/lock.proto', 'leasehold/v1/cluster.proto', 'leasehold/v1/raft.proto'] as const;
 
 export const LOADER_OPTIONS: Readonly<protoLoader.Options> = Object.freeze({
   keepCase: true,

@@ -106,7 +106,10 @@ function snapshotMetaFromWire(value: unknown, path: string): SnapshotMeta {
     if (!Array.isArray(wireAddresses)) throw new CodecError(`${path}.conf.addresses`, `expected a list, got ${describe(wireAddresses)}`);
     wireAddresses.forEach((a: unknown, i) => {
       const o = requireObject(a, `${path}.conf.addresses[${i}]`);
-      addresses[requireNodeId(o['id'], `${path}.conf.addresses[${i}].id`)] = requireString(o['address'], `${path}.conf.addresses[${i}].address`);
+      addresses[requireNodeId(o['id'], `${path}.conf.addresses[${i}].id`)] = requireString(
+        o['address'],
+        `${path}.conf.addresses[${i}].address`,
+      );
     });
   }
   const clusterId = conf['cluster_id'];
@@ -186,10 +189,16 @@ const CODECS = {
       let previousTerm = prevLogTerm;
       entries.forEach((e, i) => {
         if (e.index !== expectedIndex) {
-          throw new CodecError(`${p}.entries[${i}].index`, `expected ${expectedIndex} (entries follow prev_log_index contiguously), got ${e.index}`);
+          throw new CodecError(
+            `${p}.entries[${i}].index`,
+            `expected ${expectedIndex} (entries follow prev_log_index contiguously), got ${e.index}`,
+          );
         }
         if (e.term < previousTerm || e.term > h.term) {
-          throw new CodecError(`${p}.entries[${i}].term`, `term ${e.term} must lie between the previous entry's term ${previousTerm} and the message term ${h.term}`);
+          throw new CodecError(
+            `${p}.entries[${i}].term`,
+            `term ${e.term} must lie between the previous entry's term ${previousTerm} and the message term ${h.term}`,
+          );
         }
         expectedIndex += 1;
         previousTerm = e.term;

@@ -4,7 +4,23 @@
 // namespace, `import type * as raftpb from '../wire/raft.js'`, as etcd writes raftpb.Message.
 // raft-codec.ts converts between the two.
 import type * as grpc from '@grpc/grpc-js';
-import type { AcquireRequest, AcquireResponse, CloseSessionRequest, CloseSessionResponse, GetRequest, GetResponse, LockCallName, OpenSessionRequest, OpenSessionResponse, ReleaseRequest, ReleaseResponse, RenewRequest, RenewResponse, RenewSessionRequest, RenewSessionResponse } from './lock.js';
+import type {
+  AcquireRequest,
+  AcquireResponse,
+  CloseSessionRequest,
+  CloseSessionResponse,
+  GetRequest,
+  GetResponse,
+  LockCallName,
+  OpenSessionRequest,
+  OpenSessionResponse,
+  ReleaseRequest,
+  ReleaseResponse,
+  RenewRequest,
+  RenewResponse,
+  RenewSessionRequest,
+  RenewSessionResponse,
+} from './lock.js';
 import { protoService, type ClientStreamingMethod } from './load.js';
 import type { WireInput, WireLong } from './scalars.js';
 

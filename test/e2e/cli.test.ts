@@ -58,7 +58,7 @@ describe('leasehold CLI', () => {
     expect(r.stdout.trim()).toBe((JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version);
   });
 
-  it('health: exit 0 for a SERVING node (what the image\'s HEALTHCHECK runs), 2 for an unreachable one', async () => {
+  it("health: exit 0 for a SERVING node (what the image's HEALTHCHECK runs), 2 for an unreachable one", async () => {
     const ok = await cli(['health', '--endpoint', c.endpoint('n2')], { endpoints: false });
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout.trim()).toBe(`${c.endpoint('n2')}: SERVING`);
@@ -157,7 +157,11 @@ describe('leasehold CLI', () => {
     const holder = await direct.acquire('cli-q', { ttlMs: 20_000, owner: 'holder' });
     const r = await cli(['acquire', 'cli-q', '--owner', 'waiter', '--ttl', '5s', '--wait', '2500ms']);
     expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(new RegExp(`waiting for lock "cli-q": held by "holder" with token ${holder.token} for another [\\d.]+s \\(until ${ISO.source}\\); waited 1(\\.\\d)?s`));
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `waiting for lock "cli-q": held by "holder" with token ${holder.token} for another [\\d.]+s \\(until ${ISO.source}\\); waited 1(\\.\\d)?s`,
+      ),
+    );
     expect(r.stdout).toMatch(/\(waited 2\.\ds\)/);
     await holder.release();
   });
@@ -165,7 +169,10 @@ describe('leasehold CLI', () => {
   it('run --json: events as JSON lines on stderr, the default ttl, and progress while queued', async () => {
     const free = await cli(['run', '--lock', 'cli-run', '--json', '--', process.execPath, '-e', 'process.exit(0)']);
     expect(free.code).toBe(0);
-    const events = free.stderr.trim().split('\n').map((l) => JSON.parse(l) as { event: string; at: string; ttl_ms?: number; code?: number });
+    const events = free.stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { event: string; at: string; ttl_ms?: number; code?: number });
     expect(events.map((e) => e.event)).toEqual(['acquired', 'released', 'exit']);
     expect(events[0]!.ttl_ms).toBe(RUN_DEFAULT_TTL_MS);
     expect(events[0]!.at).toMatch(ISO);
@@ -175,7 +182,10 @@ describe('leasehold CLI', () => {
     const busy = await cli(['run', '--lock', 'cli-run', '--json', '--wait', '1500ms', '--', process.execPath, '-e', "console.log('ran')"]);
     expect(busy.code).toBe(RUN_EXIT.NOT_ACQUIRED);
     expect(busy.stdout).toBe('');
-    const ev = busy.stderr.trim().split('\n').map((l) => JSON.parse(l) as { event: string; holder?: string; waited_ms?: number });
+    const ev = busy.stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { event: string; holder?: string; waited_ms?: number });
     expect(ev.find((e) => e.event === 'queued')).toMatchObject({ holder: 'busy' });
     expect(ev.find((e) => e.event === 'not-acquired')).toMatchObject({ holder: 'busy' });
     await holder.release();
@@ -214,7 +224,11 @@ describe('leasehold CLI', () => {
 
   it('acquire --limit / --shared, get listing every holder, a wrong limit refused (exit 3), run --limit as a job pool', async () => {
     // Semaphores need cluster level 3: the leader raises it once it has heard every member.
-    await waitFor('cluster level 3 or above', async () => (await Promise.all(c.ids.map((id) => c.status(id)))).every((s) => s.cluster_level >= 3), 15_000);
+    await waitFor(
+      'cluster level 3 or above',
+      async () => (await Promise.all(c.ids.map((id) => c.status(id)))).every((s) => s.cluster_level >= 3),
+      15_000,
+    );
     const a = await cli(['acquire', 'cli-pool', '--owner', 'pa', '--ttl', '20s', '--limit', '2']);
     const b = await cli(['acquire', 'cli-pool', '--owner', 'pb', '--ttl', '20s', '--limit', '2']);
     expect([a.code, b.code], a.stderr + b.stderr).toEqual([0, 0]);
@@ -237,8 +251,15 @@ describe('leasehold CLI', () => {
     // run --limit 2: four copies started at once, at most two run together (each records its start and end).
     const log = join(mkdtempSync(join(tmpdir(), 'leasehold-pool-')), 'runs.log');
     const job = `const fs=require('fs');fs.appendFileSync(${JSON.stringify(log)},'start '+process.env.LEASEHOLD_TOKEN+'\\n');setTimeout(()=>{fs.appendFileSync(${JSON.stringify(log)},'end '+process.env.LEASEHOLD_TOKEN+'\\n')},400)`;
-    const runs = await Promise.all([1, 2, 3, 4].map(() => cli(['run', '--lock', 'cli-jobs', '--limit', '2', '--wait', '20s', '--quiet', '--', process.execPath, '-e', job])));
-    expect(runs.map((r) => r.code), runs.map((r) => r.stderr).join('')).toEqual([0, 0, 0, 0]);
+    const runs = await Promise.all(
+      [1, 2, 3, 4].map(() =>
+        cli(['run', '--lock', 'cli-jobs', '--limit', '2', '--wait', '20s', '--quiet', '--', process.execPath, '-e', job]),
+      ),
+    );
+    expect(
+      runs.map((r) => r.code),
+      runs.map((r) => r.stderr).join(''),
+    ).toEqual([0, 0, 0, 0]);
     let inside = 0;
     let most = 0;
     const lines = readFileSync(log, 'utf8').trim().split('\n');

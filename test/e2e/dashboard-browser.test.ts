@@ -13,7 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient } from '../../src/client/index.js';
 import { TestCluster, freePorts } from '../integration/harness.js';
 
-const CANDIDATES = [process.env['LEASEHOLD_CHROMIUM'], '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => typeof p === 'string' && p !== '');
+const CANDIDATES = [process.env['LEASEHOLD_CHROMIUM'], '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter(
+  (p): p is string => typeof p === 'string' && p !== '',
+);
 const CHROMIUM = CANDIDATES.find((p) => existsSync(p)) ?? null;
 const SKIP_REASON = `no Chromium binary at ${CANDIDATES.join(' or ')}: install Debian's chromium (apt-get install -y chromium; .ci/run does) or set LEASEHOLD_CHROMIUM`;
 if (CHROMIUM === null) console.warn(`dashboard browser test SKIPPED: ${SKIP_REASON}`);
@@ -72,14 +74,21 @@ async function until(what: string, expr: string, timeoutMs = UI_DEADLINE_MS): Pr
 }
 
 /** A page expression: the locks-table row of `key` (compared as an attribute value: no selector escaping). */
-const row = (key: string) => `[...document.querySelectorAll('#locks-table tbody tr')].find((r) => r.getAttribute('data-key') === ${JSON.stringify(key)})`;
+const row = (key: string) =>
+  `[...document.querySelectorAll('#locks-table tbody tr')].find((r) => r.getAttribute('data-key') === ${JSON.stringify(key)})`;
 
 describe('the dashboard in headless Chromium', () => {
   it('shows the members and the leader, then a lock taken and released, live; user data renders as text', async (ctx) => {
     if (CHROMIUM === null) return ctx.skip(SKIP_REASON);
     await page.goto(`http://127.0.0.1:${mports[c.ids.indexOf(shown)]}/`, { waitUntil: 'load' });
-    await until('three members and the leader', `document.querySelectorAll('#members tbody tr').length === 3 && document.querySelector('#leader')?.textContent === ${JSON.stringify(leader)}`);
-    await until('the leader row as leader', `document.querySelector('#members tr[data-member=${JSON.stringify(leader)}]')?.getAttribute('data-role') === 'leader'`);
+    await until(
+      'three members and the leader',
+      `document.querySelectorAll('#members tbody tr').length === 3 && document.querySelector('#leader')?.textContent === ${JSON.stringify(leader)}`,
+    );
+    await until(
+      'the leader row as leader',
+      `document.querySelector('#members tr[data-member=${JSON.stringify(leader)}]')?.getAttribute('data-role') === 'leader'`,
+    );
     await until('the live indicator', `document.querySelector('#live').getAttribute('data-state') === 'live'`);
     expect(await page.$eval('#node-line', (e) => e.textContent)).toContain(`node ${shown} · follower`);
 
@@ -97,8 +106,14 @@ describe('the dashboard in headless Chromium', () => {
       expect(await page.evaluate(`${row(key)}.querySelector('td.key').textContent`)).toBe(key);
       expect(await page.evaluate(`${row(key)}.querySelector('td.value').textContent`)).toBe('<b>not bold</b>');
       expect(await page.evaluate(`document.querySelectorAll('main img, main b').length`)).toBe(0);
-      await until('the ACQUIRED event in the log', `[...document.querySelectorAll('#event-log li')].some((li) => li.getAttribute('data-kind') === 'ACQUIRED' && li.querySelector('.key')?.textContent === ${JSON.stringify(key)})`);
-      await until('the election and its leader', `document.querySelector('#elections-table tr[data-election="ui-scheduler"]')?.getAttribute('data-leader') === 'scheduler-a'`);
+      await until(
+        'the ACQUIRED event in the log',
+        `[...document.querySelectorAll('#event-log li')].some((li) => li.getAttribute('data-kind') === 'ACQUIRED' && li.querySelector('.key')?.textContent === ${JSON.stringify(key)})`,
+      );
+      await until(
+        'the election and its leader',
+        `document.querySelector('#elections-table tr[data-election="ui-scheduler"]')?.getAttribute('data-leader') === 'scheduler-a'`,
+      );
       // The TTL counts down in the page between reads.
       const ttl = `parseFloat(${row(key)}.querySelector('td.ttl').textContent)`;
       const first = (await page.evaluate(ttl)) as number;
@@ -116,7 +131,10 @@ describe('the dashboard in headless Chromium', () => {
       await lead.resign();
     }
     await until('the key gone after its release', `!${row(key)}`);
-    await until('the RELEASED event in the log', `[...document.querySelectorAll('#event-log li')].some((li) => li.getAttribute('data-kind') === 'RELEASED' && li.querySelector('.key')?.textContent === ${JSON.stringify(key)})`);
+    await until(
+      'the RELEASED event in the log',
+      `[...document.querySelectorAll('#event-log li')].some((li) => li.getAttribute('data-kind') === 'RELEASED' && li.querySelector('.key')?.textContent === ${JSON.stringify(key)})`,
+    );
     expect(dialogs).toEqual([]);
     expect(pageErrors).toEqual([]);
   }, 90_000);
@@ -130,7 +148,10 @@ describe('the dashboard in headless Chromium', () => {
     await until('the live indicator again', `document.querySelector('#live').getAttribute('data-state') === 'live'`, 30_000);
     const hold = await client.acquire('ui/after-restart', { ttlMs: 30_000, owner: 'browser-test-2' });
     try {
-      await until('a lock taken after the reconnect', `${row('ui/after-restart')}?.querySelector('td.owner')?.textContent === 'browser-test-2'`);
+      await until(
+        'a lock taken after the reconnect',
+        `${row('ui/after-restart')}?.querySelector('td.owner')?.textContent === 'browser-test-2'`,
+      );
     } finally {
       await hold.release();
     }

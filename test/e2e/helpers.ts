@@ -16,8 +16,18 @@ export interface LogLine {
 /** A ClientLogger that keeps every line, so a test can prove what the client did on the wire. */
 export function capturingLogger(): ClientLogger & { lines: LogLine[]; find: (msg: string) => LogLine[] } {
   const lines: LogLine[] = [];
-  const at = (level: LogLine['level']) => (obj: object, msg = '') => void lines.push({ level, msg, obj: obj as Record<string, unknown> });
-  return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), find: (msg) => lines.filter((l) => l.msg === msg) };
+  const at =
+    (level: LogLine['level']) =>
+    (obj: object, msg = '') =>
+      void lines.push({ level, msg, obj: obj as Record<string, unknown> });
+  return {
+    lines,
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    find: (msg) => lines.filter((l) => l.msg === msg),
+  };
 }
 
 export type Message = Record<string, unknown> & { event: string };
@@ -56,7 +66,10 @@ export class JsonChild {
     const i = this.inbox.findIndex((m) => m.event === event);
     if (i >= 0) return Promise.resolve(this.inbox.splice(i, 1)[0]!);
     return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`child ${this.pid}: no "${event}" within ${timeoutMs} ms; stderr: ${this.stderr.join('\n')}`)), timeoutMs);
+      const t = setTimeout(
+        () => reject(new Error(`child ${this.pid}: no "${event}" within ${timeoutMs} ms; stderr: ${this.stderr.join('\n')}`)),
+        timeoutMs,
+      );
       this.waiters.push({
         event,
         resolve: (m) => {

@@ -50,7 +50,19 @@ afterAll(async () => {
 
 describe('the npm package', () => {
   it('ships the built library, its declarations and the protos, and nothing of the tests', () => {
-    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'dist/src/cli/main.js', 'dist/src/client/index.d.ts', 'dist/src/fencing/index.d.ts', 'proto/leasehold/v1/lock.proto', 'dashboard/index.html', 'dashboard/dashboard.js', 'dashboard/dashboard.css']));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'README.md',
+        'dist/src/cli/main.js',
+        'dist/src/client/index.d.ts',
+        'dist/src/fencing/index.d.ts',
+        'proto/leasehold/v1/lock.proto',
+        'dashboard/index.html',
+        'dashboard/dashboard.js',
+        'dashboard/dashboard.css',
+      ]),
+    );
     expect(files.filter((f) => /^(test|scripts|src|examples|build)\/|^dist\/(test|scripts)\//.test(f))).toEqual([]);
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
     console.info(`npm pack: ${files.length} files`);
@@ -58,7 +70,11 @@ describe('the npm package', () => {
 
   it('the installed package finds its dashboard files from dist/ (what a node serves at /)', () => {
     const assets = join(app, 'node_modules/leasehold/dist/src/server/dashboard-assets.js');
-    const found = sh(process.execPath, ['--input-type=module', '-e', `import { findDashboardDir } from ${JSON.stringify(assets)}; console.log(findDashboardDir());`], app);
+    const found = sh(
+      process.execPath,
+      ['--input-type=module', '-e', `import { findDashboardDir } from ${JSON.stringify(assets)}; console.log(findDashboardDir());`],
+      app,
+    );
     expect(found.status, out(found)).toBe(0);
     expect(found.stdout.trim()).toBe(join(app, 'node_modules/leasehold/dashboard'));
   });
@@ -68,8 +84,29 @@ describe('the npm package', () => {
     const ok = sh(process.execPath, [tsc, '-p', 'tsconfig.json'], app);
     expect(ok.status, out(ok)).toBe(0);
     // The declarations are real: a token is a bigint, not a number (and no TS7016 "no declaration file").
-    writeFileSync(join(app, 'wrong.ts'), "import { LockClient } from 'leasehold/client';\nconst c = new LockClient({ endpoints: 'h:1' });\nexport const n: number = (await c.acquire('k', { ttlMs: 1000 })).token;\n");
-    const badFile = sh(process.execPath, [tsc, '--noEmit', '--skipLibCheck', '--module', 'NodeNext', '--moduleResolution', 'NodeNext', '--target', 'ES2022', '--strict', '--types', 'node', 'wrong.ts'], app);
+    writeFileSync(
+      join(app, 'wrong.ts'),
+      "import { LockClient } from 'leasehold/client';\nconst c = new LockClient({ endpoints: 'h:1' });\nexport const n: number = (await c.acquire('k', { ttlMs: 1000 })).token;\n",
+    );
+    const badFile = sh(
+      process.execPath,
+      [
+        tsc,
+        '--noEmit',
+        '--skipLibCheck',
+        '--module',
+        'NodeNext',
+        '--moduleResolution',
+        'NodeNext',
+        '--target',
+        'ES2022',
+        '--strict',
+        '--types',
+        'node',
+        'wrong.ts',
+      ],
+      app,
+    );
     expect(badFile.status).not.toBe(0);
     expect(badFile.stdout).toMatch(/wrong\.ts\(3,\d+\): error TS2322: Type 'bigint' is not assignable to type 'number'/);
     expect(badFile.stdout).not.toMatch(/TS7016/);
@@ -92,9 +129,15 @@ describe('the npm package', () => {
   it('the election example: two schedulers, one leads; kill -9 it and the other leads within the 2 s session TTL, with a higher token', async () => {
     const env = { ...process.env, LEASEHOLD_ENDPOINTS: c.endpoints().join(',') };
     const start = (name: string) => {
-      const p = spawn(process.execPath, ['scheduler.mjs', 'pkg-election'], { cwd: app, env: { ...env, CANDIDATE: name }, stdio: ['ignore', 'pipe', 'inherit'] });
+      const p = spawn(process.execPath, ['scheduler.mjs', 'pkg-election'], {
+        cwd: app,
+        env: { ...env, CANDIDATE: name },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       const lines: { event: string; candidate: string; token?: string; atMs: number }[] = [];
-      createInterface({ input: p.stdout! }).on('line', (l) => lines.push({ ...(JSON.parse(l) as { event: string; candidate: string; token?: string }), atMs: Date.now() }));
+      createInterface({ input: p.stdout! }).on('line', (l) =>
+        lines.push({ ...(JSON.parse(l) as { event: string; candidate: string; token?: string }), atMs: Date.now() }),
+      );
       return { p, lines };
     };
     const a = start('a');
@@ -119,10 +162,20 @@ describe('the npm package', () => {
 
   it('the job-pool example: five workers of two jobs each on a semaphore of 3 — never more than three at once', async () => {
     // Semaphores need cluster level 3: the leader raises it once it has heard every member.
-    await waitFor('cluster level 3 or above', async () => (await Promise.all(c.ids.map((id) => c.status(id)))).every((s) => s.cluster_level >= 3), 15_000);
+    await waitFor(
+      'cluster level 3 or above',
+      async () => (await Promise.all(c.ids.map((id) => c.status(id)))).every((s) => s.cluster_level >= 3),
+      15_000,
+    );
     const journal = join(dir, 'jobs.log');
     const env = { ...process.env, LEASEHOLD_ENDPOINTS: c.endpoints().join(','), SLOTS: '3', JOBS: '2', JOB_MS: '400', JOB_LOG: journal };
-    const workers = [1, 2, 3, 4, 5].map((i) => spawn(process.execPath, ['worker.mjs', 'pkg-pool'], { cwd: app, env: { ...env, WORKER: `w${i}` }, stdio: ['ignore', 'ignore', 'inherit'] }));
+    const workers = [1, 2, 3, 4, 5].map((i) =>
+      spawn(process.execPath, ['worker.mjs', 'pkg-pool'], {
+        cwd: app,
+        env: { ...env, WORKER: `w${i}` },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      }),
+    );
     try {
       const codes = await Promise.all(workers.map((p) => new Promise<number | null>((r) => p.on('close', r))));
       expect(codes).toEqual([0, 0, 0, 0, 0]);

@@ -247,7 +247,11 @@ export class FaultProxy {
     const conn: Connection = {
       client,
       server,
-      up: new Pipe(server, () => this.delay.up, (requests) => (this.stats.requestsUp += requests)),
+      up: new Pipe(
+        server,
+        () => this.delay.up,
+        (requests) => (this.stats.requestsUp += requests),
+      ),
       down: new Pipe(client, () => this.delay.down),
       upScanner: new FrameScanner(24),
       downScanner: new FrameScanner(),

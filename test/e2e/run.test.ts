@@ -58,7 +58,18 @@ const childScript = (body: string) =>
 describe('leasehold run', () => {
   it('runs the command with LEASEHOLD_KEY/TOKEN, passes its exit code through, and releases the lock', async () => {
     const key = 'run-ok';
-    const res = await leaseholdRun(['--lock', key, '--ttl', '2s', '--endpoints', c.endpoints().join(','), '--', process.execPath, '-e', childScript('process.exit(7)')]);
+    const res = await leaseholdRun([
+      '--lock',
+      key,
+      '--ttl',
+      '2s',
+      '--endpoints',
+      c.endpoints().join(','),
+      '--',
+      process.execPath,
+      '-e',
+      childScript('process.exit(7)'),
+    ]);
     expect(res.code).toBe(7);
     const ready = JSON.parse(res.stdout[0]!.line) as { key: string; token: string; owner: string };
     expect(ready.key).toBe(key);
@@ -80,13 +91,16 @@ describe('leasehold run', () => {
     const script = childScript(
       "process.on('SIGTERM', () => console.log(JSON.stringify({ event: 'sigterm', at: Date.now() }))); setInterval(() => {}, 1000);",
     );
-    const done = leaseholdRun(['--lock', key, '--ttl', `${ttl}ms`, '--grace', `${grace}ms`, '--endpoints', proxy.address, '--', process.execPath, '-e', script], (line) => {
-      if (line.includes('"ready"')) {
-        // Cut the holder off from the cluster the moment its command runs.
-        proxy.setMode('block');
-        blockedAt = Date.now();
-      }
-    });
+    const done = leaseholdRun(
+      ['--lock', key, '--ttl', `${ttl}ms`, '--grace', `${grace}ms`, '--endpoints', proxy.address, '--', process.execPath, '-e', script],
+      (line) => {
+        if (line.includes('"ready"')) {
+          // Cut the holder off from the cluster the moment its command runs.
+          proxy.setMode('block');
+          blockedAt = Date.now();
+        }
+      },
+    );
     const res = await done;
     const exitedAt = Date.now();
     expect(res.code).toBe(RUN_EXIT.LOST);
@@ -102,20 +116,42 @@ describe('leasehold run', () => {
     // SIGKILL only after the grace period.
     expect(exitedAt - sigterm!.at).toBeGreaterThanOrEqual(grace - 20);
     expect(res.stderr.join('\n')).toMatch(/still running after 500ms; sending SIGKILL/);
-    console.info(`leasehold run: block -> SIGTERM ${blockToSigtermMs} ms (bound ${ttl + renewInterval} ms), LOST -> SIGTERM ${lostToSigtermMs} ms`);
+    console.info(
+      `leasehold run: block -> SIGTERM ${blockToSigtermMs} ms (bound ${ttl + renewInterval} ms), LOST -> SIGTERM ${lostToSigtermMs} ms`,
+    );
   });
 
   it('never acquired: exit 75 without running the command; an unstartable command gives 127 and releases', async () => {
     const key = 'run-busy';
     const holder = await direct.acquire(key, { ttlMs: 5000 });
-    const res = await leaseholdRun(['--lock', key, '--ttl', '1s', '--endpoints', c.endpoints().join(','), '--', process.execPath, '-e', "console.log('ran')"]);
+    const res = await leaseholdRun([
+      '--lock',
+      key,
+      '--ttl',
+      '1s',
+      '--endpoints',
+      c.endpoints().join(','),
+      '--',
+      process.execPath,
+      '-e',
+      "console.log('ran')",
+    ]);
     expect(res.code).toBe(RUN_EXIT.NOT_ACQUIRED);
     expect(res.stdout).toHaveLength(0);
     expect(res.stderr.join('\n')).toContain(`held by ${JSON.stringify(holder.owner)}`);
     expect(await direct.get(key)).toMatchObject({ owner: holder.owner, token: holder.token });
     await holder.release();
 
-    const missing = await leaseholdRun(['--lock', key, '--ttl', '1s', '--endpoints', c.endpoints().join(','), '--', '/nonexistent/command']);
+    const missing = await leaseholdRun([
+      '--lock',
+      key,
+      '--ttl',
+      '1s',
+      '--endpoints',
+      c.endpoints().join(','),
+      '--',
+      '/nonexistent/command',
+    ]);
     expect(missing.code).toBe(RUN_EXIT.SPAWN_FAILED);
     expect(await direct.get(key)).toMatchObject({ held: false });
   });
@@ -124,12 +160,17 @@ describe('leasehold run', () => {
   it('all nodes killed, ttl 3 s: the child gets SIGTERM at LOST and run itself exits promptly after (release is one short attempt)', async () => {
     const ttl = 3000;
     let killedAt = 0;
-    const script = childScript("process.on('SIGTERM', () => { console.log(JSON.stringify({ event: 'sigterm', at: Date.now() })); process.exit(0); }); setInterval(() => {}, 1000);");
-    const done = leaseholdRun(['--lock', 'run-all-dead', '--ttl', `${ttl}ms`, '--endpoints', c.endpoints().join(','), '--', process.execPath, '-e', script], (line) => {
-      if (line.includes('"ready"')) {
-        void Promise.all(c.ids.map((id) => c.kill(id))).then(() => (killedAt = Date.now()));
-      }
-    });
+    const script = childScript(
+      "process.on('SIGTERM', () => { console.log(JSON.stringify({ event: 'sigterm', at: Date.now() })); process.exit(0); }); setInterval(() => {}, 1000);",
+    );
+    const done = leaseholdRun(
+      ['--lock', 'run-all-dead', '--ttl', `${ttl}ms`, '--endpoints', c.endpoints().join(','), '--', process.execPath, '-e', script],
+      (line) => {
+        if (line.includes('"ready"')) {
+          void Promise.all(c.ids.map((id) => c.kill(id))).then(() => (killedAt = Date.now()));
+        }
+      },
+    );
     const res = await done;
     const exitedAt = Date.now();
     expect(res.code, res.stderr.join('\n')).toBe(RUN_EXIT.LOST);
@@ -141,6 +182,8 @@ describe('leasehold run', () => {
     expect(lostAt - killedAt).toBeLessThanOrEqual(ttl);
     expect(exitedAt - lostAt).toBeLessThan(1500);
     expect(res.stderr.join('\n')).toMatch(/could not release lock "run-all-dead" within 500ms/);
-    console.info(`leasehold run, all nodes killed: kill -> LOST ${lostAt - killedAt} ms, LOST -> exit ${exitedAt - lostAt} ms, kill -> exit ${exitedAt - killedAt} ms`);
+    console.info(
+      `leasehold run, all nodes killed: kill -> LOST ${lostAt - killedAt} ms, LOST -> exit ${exitedAt - lostAt} ms, kill -> exit ${exitedAt - killedAt} ms`,
+    );
   });
 });

@@ -158,7 +158,13 @@ describe('the article’s scenarios against a real 3-node cluster', () => {
     // The server frees the key once the lease has really run out...
     await waitFor('the lease to run out on the server', async () => !(await direct.get(key)).held, 5000);
     // ...and a renew that arrives after that is refused: owner and token right, lease gone.
-    const late = await c.raw<RenewResponse>(c.ids[1]!, 'Renew', { key, owner: h.owner, token: String(h.token), ttl_ms: String(ttl), request_id: 'late-renew-s3' });
+    const late = await c.raw<RenewResponse>(c.ids[1]!, 'Renew', {
+      key,
+      owner: h.owner,
+      token: String(h.token),
+      ttl_ms: String(ttl),
+      request_id: 'late-renew-s3',
+    });
     expect(late.renewed).toBe(false);
     expect(['EXPIRED', 'NOT_HELD']).toContain(late.reason);
     // The held renews are delivered late, out of order with the above: refused too, nothing revives.
@@ -209,7 +215,12 @@ describe('the article’s scenarios against a real 3-node cluster', () => {
     expect((await level.write(key, BigInt(naive.token), 'naive')).accepted).toBe(true);
     expect((await level.write(key, h.token, 'orphaned token')).accepted).toBe(false);
     // Recovery: the naive grant is released by its owner+token.
-    const rel = await c.raw<ReleaseResponse>(c.ids[0]!, 'Release', { key, owner: h.owner, token: naive.token, request_id: 'naive-release' });
+    const rel = await c.raw<ReleaseResponse>(c.ids[0]!, 'Release', {
+      key,
+      owner: h.owner,
+      token: naive.token,
+      request_id: 'naive-release',
+    });
     expect(rel.released).toBe(true);
   });
 
@@ -240,7 +251,12 @@ describe('the article’s scenarios against a real 3-node cluster', () => {
     const dup = await c.raw<ReleaseResponse>(c.ids[0]!, 'Release', { key, owner: a.owner, token: String(a.token), request_id: releaseId });
     expect(dup.released).toBe(true);
     // ...and a fresh release by the old holder is refused: owner and token do not match.
-    const fresh = await c.raw<ReleaseResponse>(c.ids[1]!, 'Release', { key, owner: a.owner, token: String(a.token), request_id: 'a-again' });
+    const fresh = await c.raw<ReleaseResponse>(c.ids[1]!, 'Release', {
+      key,
+      owner: a.owner,
+      token: String(a.token),
+      request_id: 'a-again',
+    });
     expect(fresh).toEqual({ released: false, reason: 'WRONG_OWNER' });
     expect(await direct.get(key)).toMatchObject({ held: true, owner: b.owner, token: b.token });
     expect((await writeWithLock(b, level, key, 'b')).accepted).toBe(true);
@@ -456,7 +472,13 @@ describe('a holder paused past its TTL', () => {
     expect((await writeWithLock(b, sql, key, 'from B')).accepted).toBe(true);
     writeFileSync(resumeFile, ''); // end the child's busy loop now
     const refused = await child.next('refused-locally');
-    expect(refused).toMatchObject({ error: 'LockLostError', reason: 'DEADLINE', state: 'LOST', signalAborted: true, caughtBySyncCheck: true });
+    expect(refused).toMatchObject({
+      error: 'LockLostError',
+      reason: 'DEADLINE',
+      state: 'LOST',
+      signalAborted: true,
+      caughtBySyncCheck: true,
+    });
     child.send('force stale write');
     expect(await child.next('forced')).toMatchObject({ accepted: false, lastToken: String(b.token) });
     expect(await sql.read(key)).toEqual({ value: 'from B', token: b.token });

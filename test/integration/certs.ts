@@ -26,7 +26,26 @@ function openssl(args: string[], cwd: string): void {
 function makeCa(dir: string, name: string): { cert: string; key: string } {
   const key = join(dir, `${name}-key.pem`);
   const cert = join(dir, `${name}.pem`);
-  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', `/CN=${name}`], dir);
+  openssl(
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${name}`,
+    ],
+    dir,
+  );
   return { cert, key };
 }
 
@@ -35,9 +54,18 @@ function issue(dir: string, ca: { cert: string; key: string }, name: string, san
   const csr = join(dir, `${name}.csr`);
   const cert = join(dir, `${name}.pem`);
   const ext = join(dir, `${name}.ext`);
-  writeFileSync(ext, `basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\n${sans.length ? `subjectAltName=${sans.join(',')}\n` : ''}`);
-  openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', csr, '-subj', `/CN=${name}`], dir);
-  openssl(['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', cert, '-days', '2', '-extfile', ext], dir);
+  writeFileSync(
+    ext,
+    `basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\n${sans.length ? `subjectAltName=${sans.join(',')}\n` : ''}`,
+  );
+  openssl(
+    ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', csr, '-subj', `/CN=${name}`],
+    dir,
+  );
+  openssl(
+    ['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', cert, '-days', '2', '-extfile', ext],
+    dir,
+  );
   return { cert, key };
 }
 

@@ -5,7 +5,13 @@ import { RpcError } from '../../src/client/rpc.js';
 import type { AcquireResponse, GetResponse, ReleaseResponse, RenewResponse } from '../../src/wire/lock.js';
 import { TestCluster, freePorts, isCode, waitFor } from './harness.js';
 
-const acquireReq = (key: string, owner: string, ttl: number, extra: object = {}) => ({ key, owner, ttl_ms: String(ttl), request_id: `${owner}-${key}-${Math.random()}`, ...extra });
+const acquireReq = (key: string, owner: string, ttl: number, extra: object = {}) => ({
+  key,
+  owner,
+  ttl_ms: String(ttl),
+  request_id: `${owner}-${key}-${Math.random()}`,
+  ...extra,
+});
 
 describe('a 3-node cluster of real processes', () => {
   let c: TestCluster;
@@ -42,7 +48,9 @@ describe('a 3-node cluster of real processes', () => {
   it('concurrent acquires of one free key through all three nodes: exactly one wins', async () => {
     await c.waitForLeader();
     const owners = c.ids.flatMap((id) => [0, 1].map((k) => ({ via: id, owner: `${id}-${k}` })));
-    const results = await Promise.all(owners.map((o) => c.raw<AcquireResponse>(o.via, 'Acquire', acquireReq('race', o.owner, 10_000), 5000)));
+    const results = await Promise.all(
+      owners.map((o) => c.raw<AcquireResponse>(o.via, 'Acquire', acquireReq('race', o.owner, 10_000), 5000)),
+    );
     const winners = results.filter((r) => r.acquired);
     expect(winners).toHaveLength(1);
     const winnerOwner = owners[results.indexOf(winners[0]!)]!.owner;
@@ -77,7 +85,9 @@ describe('a 3-node cluster of real processes', () => {
           () => null,
           (e: unknown) => e,
         );
-        expect(isCode(err, grpc.status.INVALID_ARGUMENT), `${method} ${JSON.stringify(req).slice(0, 80)} on ${node}: ${String(err)}`).toBe(true);
+        expect(isCode(err, grpc.status.INVALID_ARGUMENT), `${method} ${JSON.stringify(req).slice(0, 80)} on ${node}: ${String(err)}`).toBe(
+          true,
+        );
         expect((err as RpcError).details).toContain(field);
       }
     }
@@ -85,10 +95,19 @@ describe('a 3-node cluster of real processes', () => {
     const client = new grpc.Client(c.endpoint(follower), grpc.credentials.createInsecure());
     const junk = (i: number) => Buffer.from(Array.from({ length: 1 + (i % 64) }, (_, j) => (i * 31 + j * 17) & 0xff));
     await Promise.all(
-      Array.from({ length: 200 }, (_, i) =>
-        new Promise<void>((resolve) => {
-          client.makeUnaryRequest('/leasehold.v1.Lock/Acquire', (b: Buffer) => b, (b: Buffer) => b, junk(i), { deadline: Date.now() + 3000 }, () => resolve());
-        }),
+      Array.from(
+        { length: 200 },
+        (_, i) =>
+          new Promise<void>((resolve) => {
+            client.makeUnaryRequest(
+              '/leasehold.v1.Lock/Acquire',
+              (b: Buffer) => b,
+              (b: Buffer) => b,
+              junk(i),
+              { deadline: Date.now() + 3000 },
+              () => resolve(),
+            );
+          }),
       ),
     );
     client.close();
@@ -127,7 +146,12 @@ describe('a 3-node cluster of real processes', () => {
 
     let current = { owner: 'holder', token: first.token };
     for (const w of waiters) {
-      const rel = await c.raw<ReleaseResponse>(leader, 'Release', { key: 'fifo', owner: current.owner, token: current.token, request_id: `rel-${current.owner}` });
+      const rel = await c.raw<ReleaseResponse>(leader, 'Release', {
+        key: 'fifo',
+        owner: current.owner,
+        token: current.token,
+        request_id: `rel-${current.owner}`,
+      });
       expect(rel.released).toBe(true);
       const got = await w.done!;
       expect(got.acquired).toBe(true);
@@ -176,7 +200,8 @@ describe('failover, restart and loss of quorum', () => {
     // Those checks are only a claim about failover if they ran inside the TTL: if failover was this slow,
     // fail here rather than pass on a lease that could legitimately have ended.
     const checkedAfterMs = Date.now() - sentAt;
-    if (checkedAfterMs >= ttl) throw new Error(`failover took too long: lease checked ${checkedAfterMs} ms after the acquire was sent, not below the ${ttl} ms TTL`);
+    if (checkedAfterMs >= ttl)
+      throw new Error(`failover took too long: lease checked ${checkedAfterMs} ms after the acquire was sent, not below the ${ttl} ms TTL`);
     // Once it expires, another owner gets a greater token through a survivor.
     const bobLater = await waitFor(
       'the lease to expire',
@@ -191,7 +216,13 @@ describe('failover, restart and loss of quorum', () => {
     // The new leader took office after the kill and gave the lease a full TTL from then (SPEC: never
     // expire a lease sooner than a full TTL after taking office); 50 ms covers clock granularity.
     expect(Date.now() - killedAt).toBeGreaterThanOrEqual(ttl - 50);
-    const renew = await c.raw<RenewResponse>(survivors[0]!, 'Renew', { key: 'fo', owner: 'alice', token: acq.token, ttl_ms: '3000', request_id: 'alice-renew' });
+    const renew = await c.raw<RenewResponse>(survivors[0]!, 'Renew', {
+      key: 'fo',
+      owner: 'alice',
+      token: acq.token,
+      ttl_ms: '3000',
+      request_id: 'alice-renew',
+    });
     expect(renew.renewed).toBe(false);
     // bob holds it now (10 s lease): alice is refused as the wrong owner, nothing vaguer.
     expect(renew.reason).toBe('WRONG_OWNER');
@@ -224,7 +255,11 @@ describe('failover, restart and loss of quorum', () => {
     expect(after.owner).toBe(before.owner);
     expect(after.token).toBe(before.token);
     expect(after.last_token).toBe(before.last_token);
-    const rel = await pool2.call<ReleaseResponse>('Release', { key: 'persist', owner: 'p1', token: a.token, request_id: 'p1-rel' }, Date.now() + 5000);
+    const rel = await pool2.call<ReleaseResponse>(
+      'Release',
+      { key: 'persist', owner: 'p1', token: a.token, request_id: 'p1-rel' },
+      Date.now() + 5000,
+    );
     expect(rel.released).toBe(true);
     const next = await pool2.call<AcquireResponse>('Acquire', acquireReq('persist', 'p2', 5000), Date.now() + 5000);
     expect(next.acquired).toBe(true);
@@ -247,7 +282,10 @@ describe('failover, restart and loss of quorum', () => {
       if (!(err instanceof RpcError)) throw new Error(`expected an error, got a response: ${JSON.stringify(err)}`);
       expect([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED]).toContain(err.code);
     }
-    const getErr = await c.raw(survivor, 'Get', { key: 'noquorum' }, 2000).then(() => null, (e: unknown) => e);
+    const getErr = await c.raw(survivor, 'Get', { key: 'noquorum' }, 2000).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(getErr).toBeInstanceOf(RpcError);
     // No leader, so no linearizable read: UNAVAILABLE (or the deadline), not some other failure.
     expect([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED]).toContain((getErr as RpcError).code);

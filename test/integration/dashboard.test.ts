@@ -75,9 +75,15 @@ function sse(url: string, headers: Record<string, string> = {}) {
         let cut: number;
         while ((cut = text.indexOf('\n\n')) >= 0) {
           const fields = new Map<string, string>();
-          for (const line of text.slice(0, cut).split('\n')) if (!line.startsWith(':')) fields.set(line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trimStart());
+          for (const line of text.slice(0, cut).split('\n'))
+            if (!line.startsWith(':')) fields.set(line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trimStart());
           text = text.slice(cut + 2);
-          if (fields.has('data')) msgs.push({ ...(fields.has('id') ? { id: fields.get('id')! } : {}), event: fields.get('event') ?? 'message', data: JSON.parse(fields.get('data')!) as Record<string, unknown> });
+          if (fields.has('data'))
+            msgs.push({
+              ...(fields.has('id') ? { id: fields.get('id')! } : {}),
+              event: fields.get('event') ?? 'message',
+              data: JSON.parse(fields.get('data')!) as Record<string, unknown>,
+            });
         }
       }
     })();
@@ -88,7 +94,10 @@ function sse(url: string, headers: Record<string, string> = {}) {
 describe('dashboard APIs', () => {
   it('/api/cluster: the leader reports every member with role, match index and lag; a follower names the leader', async () => {
     await waitFor('the leader to report every follower caught up', async () => {
-      const l = await json<{ node: { id: string; role: string; commit_index: number }; members: { id: string; role: string; match_index: number | null; lag: number | null }[] }>(`${base(leader)}/api/cluster`);
+      const l = await json<{
+        node: { id: string; role: string; commit_index: number };
+        members: { id: string; role: string; match_index: number | null; lag: number | null }[];
+      }>(`${base(leader)}/api/cluster`);
       expect(l.node).toMatchObject({ id: leader, role: 'leader' });
       expect(l.members.map((m) => m.id)).toEqual(c.ids);
       for (const m of l.members) {
@@ -97,7 +106,11 @@ describe('dashboard APIs', () => {
       }
       return l.members.every((m) => m.lag === 0);
     });
-    const f = await json<{ node: { id: string; role: string; leader: string; serving: boolean; health: string; term: number; applied_index: number }; view: string; members: { id: string; role: string; match_index: null }[] }>(`${base(follower)}/api/cluster`);
+    const f = await json<{
+      node: { id: string; role: string; leader: string; serving: boolean; health: string; term: number; applied_index: number };
+      view: string;
+      members: { id: string; role: string; match_index: null }[];
+    }>(`${base(follower)}/api/cluster`);
     expect(f.node).toMatchObject({ id: follower, role: 'follower', leader, serving: true, health: `follower of ${leader}` });
     expect(f.node.term).toBeGreaterThan(0);
     expect(f.view).toContain(`follows ${leader}`);
@@ -119,10 +132,21 @@ describe('dashboard APIs', () => {
       expect(page.locks.map((l) => l.key)).toEqual(['dash/Z', 'dash/a', 'dash/b']);
       const [lz, la, lb] = page.locks;
       expect(la!.holders).toHaveLength(1);
-      expect(la!.holders[0]).toMatchObject({ owner: 'amy', token: a.token.toString(), session_id: '0', value: 'host-a:8080', value_encoding: 'utf8' });
+      expect(la!.holders[0]).toMatchObject({
+        owner: 'amy',
+        token: a.token.toString(),
+        session_id: '0',
+        value: 'host-a:8080',
+        value_encoding: 'utf8',
+      });
       expect(la!.holders[0]!.ttl_ms).toBeGreaterThan(50_000);
       expect(Date.parse(la!.holders[0]!.expires_at)).toBeGreaterThan(Date.now() + 40_000);
-      expect(lb!.holders[0]).toMatchObject({ owner: 'bob', token: b.token.toString(), value: Buffer.from([0xff, 0x00, 0x7f]).toString('base64'), value_encoding: 'base64' });
+      expect(lb!.holders[0]).toMatchObject({
+        owner: 'bob',
+        token: b.token.toString(),
+        value: Buffer.from([0xff, 0x00, 0x7f]).toString('base64'),
+        value_encoding: 'base64',
+      });
       expect(lz!.holders[0]).toMatchObject({ owner: 'zed', token: z.token.toString(), value: null, value_encoding: null });
       expect(lz!.last_token).toBe(z.token.toString());
       // Pages of two: `next` continues, the last page has none.
@@ -149,15 +173,32 @@ describe('dashboard APIs', () => {
     const lead = await client.campaign('dash-cron', { ttlMs: 20_000, owner: 'sched-1', value: '10.0.0.7:9000' });
     try {
       await session.acquire('dash-sess/1');
-      const s = await json<{ sessions: { id: string; owner: string; live: boolean; holds: number; ttl_ms: number }[]; next: string | null }>(`${base(follower)}/api/sessions`);
+      const s = await json<{
+        sessions: { id: string; owner: string; live: boolean; holds: number; ttl_ms: number }[];
+        next: string | null;
+      }>(`${base(follower)}/api/sessions`);
       const mine = s.sessions.find((x) => x.id === session.id.toString())!;
       expect(mine).toMatchObject({ owner: 'dash-sess', live: true, holds: 1 });
       expect(mine.ttl_ms).toBeGreaterThan(10_000);
       const firstOnly = await json<{ sessions: unknown[]; next: string | null }>(`${base(follower)}/api/sessions?limit=1`);
       expect(firstOnly.sessions).toHaveLength(1);
       expect(firstOnly.next).not.toBeNull();
-      const e = await json<{ elections: { name: string; key: string; leader: Holder | null; candidates_waiting: number }[] }>(`${base(follower)}/api/elections`);
-      expect(e.elections).toEqual([{ name: 'dash-cron', key: 'election/dash-cron', candidates_waiting: 0, leader: expect.objectContaining({ owner: 'sched-1', token: lead.token.toString(), value: '10.0.0.7:9000', session_id: lead.session.id.toString() }) }]);
+      const e = await json<{ elections: { name: string; key: string; leader: Holder | null; candidates_waiting: number }[] }>(
+        `${base(follower)}/api/elections`,
+      );
+      expect(e.elections).toEqual([
+        {
+          name: 'dash-cron',
+          key: 'election/dash-cron',
+          candidates_waiting: 0,
+          leader: expect.objectContaining({
+            owner: 'sched-1',
+            token: lead.token.toString(),
+            value: '10.0.0.7:9000',
+            session_id: lead.session.id.toString(),
+          }),
+        },
+      ]);
     } finally {
       await lead.resign();
       await session.close();
@@ -166,18 +207,41 @@ describe('dashboard APIs', () => {
 
   it('bad parameters are a 400 naming the parameter; unknown paths 404; other methods 405', async () => {
     const n = base(follower);
-    expect(await refused(`${n}/api/locks?limit=5000`)).toEqual([400, 'bad request: limit must be a whole number from 1 to 1000, got "5000"']);
+    expect(await refused(`${n}/api/locks?limit=5000`)).toEqual([
+      400,
+      'bad request: limit must be a whole number from 1 to 1000, got "5000"',
+    ]);
     expect(await refused(`${n}/api/locks?limit=ten`)).toEqual([400, 'bad request: limit must be a whole number from 1 to 1000, got "ten"']);
-    expect(await refused(`${n}/api/locks?prefix=dash/&after=other/x`)).toEqual([400, 'bad request: after must be a key under the prefix "dash/" (the `next` of a page), got "other/x"']);
+    expect(await refused(`${n}/api/locks?prefix=dash/&after=other/x`)).toEqual([
+      400,
+      'bad request: after must be a key under the prefix "dash/" (the `next` of a page), got "other/x"',
+    ]);
     expect(await refused(`${n}/api/locks?prefix=${'p'.repeat(513)}`)).toEqual([400, expect.stringMatching(/^bad request: prefix /)]);
-    expect(await refused(`${n}/api/locks?owner=me`)).toEqual([400, "bad request: unknown query parameter 'owner': this endpoint takes prefix, after, limit"]);
-    expect(await refused(`${n}/api/sessions?after=-1`)).toEqual([400, 'bad request: after must be a whole number from 0 to 9007199254740991, got "-1"']);
-    expect(await refused(`${n}/api/cluster?verbose=1`)).toEqual([400, "bad request: unknown query parameter 'verbose': this endpoint takes none"]);
-    expect(await refused(`${n}/api/events?after_index=1.5`)).toEqual([400, 'bad request: after_index must be a whole number from 0 to 9007199254740991, got "1.5"']);
+    expect(await refused(`${n}/api/locks?owner=me`)).toEqual([
+      400,
+      "bad request: unknown query parameter 'owner': this endpoint takes prefix, after, limit",
+    ]);
+    expect(await refused(`${n}/api/sessions?after=-1`)).toEqual([
+      400,
+      'bad request: after must be a whole number from 0 to 9007199254740991, got "-1"',
+    ]);
+    expect(await refused(`${n}/api/cluster?verbose=1`)).toEqual([
+      400,
+      "bad request: unknown query parameter 'verbose': this endpoint takes none",
+    ]);
+    expect(await refused(`${n}/api/events?after_index=1.5`)).toEqual([
+      400,
+      'bad request: after_index must be a whole number from 0 to 9007199254740991, got "1.5"',
+    ]);
     const [status, text] = await refused(`${n}/api/nope`);
     expect(status).toBe(404);
-    expect(text).toMatch(/^not found: \/api\/nope; metrics are at GET \/metrics, the dashboard at GET \/ and its APIs at GET \/api\/cluster/);
-    expect(await refused(`${n}/api/locks`, { method: 'DELETE' })).toEqual([405, 'method DELETE not allowed: the dashboard is read-only; use GET /api/locks']);
+    expect(text).toMatch(
+      /^not found: \/api\/nope; metrics are at GET \/metrics, the dashboard at GET \/ and its APIs at GET \/api\/cluster/,
+    );
+    expect(await refused(`${n}/api/locks`, { method: 'DELETE' })).toEqual([
+      405,
+      'method DELETE not allowed: the dashboard is read-only; use GET /api/locks',
+    ]);
     expect((await refused(`${n}/`, { method: 'POST', body: 'x' }))[0]).toBe(405);
     // Nothing refused was applied, and the node still serves.
     expect((await fetch(`${n}/metrics`)).status).toBe(200);
@@ -193,7 +257,7 @@ describe('dashboard APIs', () => {
     expect(html).not.toMatch(/https?:\/\//); // nothing from elsewhere
     const js = await fetch(`${base(leader)}/dashboard.js`);
     expect(js.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
-    expect(await js.text()).toContain("new EventSource(`api/events");
+    expect(await js.text()).toContain('new EventSource(`api/events');
     expect((await fetch(`${base(leader)}/dashboard.css`)).headers.get('content-type')).toBe('text/css; charset=utf-8');
   });
 

@@ -57,16 +57,37 @@ describe('election', () => {
     const { leader } = await c.waitForLeader();
     const follower = c.ids.find((id) => id !== leader)!;
     const seen: { owner: string; token: string; value: string }[] = [];
-    observer = spawn(process.execPath, [MAIN_JS, 'observe', 'jobs', '--json', '--endpoints', c.endpoint(follower)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    observer = spawn(process.execPath, [MAIN_JS, 'observe', 'jobs', '--json', '--endpoints', c.endpoint(follower)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     createInterface({ input: observer.stdout! }).on('line', (l) => seen.push(JSON.parse(l)));
     const byName = new Map<string, ChildProcess>();
     for (let i = 0; i < 3; i++) {
       const name = `cand-${i}`;
-      const p = spawn(process.execPath, [MAIN_JS, 'elect', 'jobs', '--value', name, '--ttl', '2s', '--quiet', '--endpoints', c.endpoints().join(','), '--', process.execPath, '-e', writer], {
-        stdio: 'ignore',
-        detached: true,
-        env: { ...process.env, CAND: name },
-      });
+      const p = spawn(
+        process.execPath,
+        [
+          MAIN_JS,
+          'elect',
+          'jobs',
+          '--value',
+          name,
+          '--ttl',
+          '2s',
+          '--quiet',
+          '--endpoints',
+          c.endpoints().join(','),
+          '--',
+          process.execPath,
+          '-e',
+          writer,
+        ],
+        {
+          stdio: 'ignore',
+          detached: true,
+          env: { ...process.env, CAND: name },
+        },
+      );
       candidates.push(p);
       byName.set(name, p);
     }
@@ -89,17 +110,23 @@ describe('election', () => {
       await new Promise((r) => setTimeout(r, 300)); // it leads for a while
       const killedAt = Date.now();
       killGroup(byName.get(current.candidate)!);
-      const next = await waitFor(`a leader after ${current.candidate}`, () => {
-        const w = leaderNow();
-        return w !== null && w.token > current.token ? w : null;
-      }, 20_000);
+      const next = await waitFor(
+        `a leader after ${current.candidate}`,
+        () => {
+          const w = leaderNow();
+          return w !== null && w.token > current.token ? w : null;
+        },
+        20_000,
+      );
       const firstWrite = writes().find((w) => w.token === next.token)!;
       takeovers.push(firstWrite.atMs - killedAt);
       current = next;
     }
     await waitFor('observe reported three leaders', () => seen.length >= 3, 10_000);
     await new Promise((r) => setTimeout(r, 300));
-    console.log(`election: kill -> next leader's first write ${takeovers.join(' ms, ')} ms (ttl ${TTL_MS} ms); observe: ${seen.map((s) => `${s.value}@${s.token}`).join(', ')}`);
+    console.log(
+      `election: kill -> next leader's first write ${takeovers.join(' ms, ')} ms (ttl ${TTL_MS} ms); observe: ${seen.map((s) => `${s.value}@${s.token}`).join(', ')}`,
+    );
 
     // Never two leaders at once, as the raw resource shows it: once a higher token has written, no lower one writes again.
     const all = writes();
@@ -118,21 +145,42 @@ describe('election', () => {
     expect(seen.map((s) => [BigInt(s.token), s.value])).toEqual(leaders.map((l) => [l.token, l.candidate]));
   }, 90_000);
 
-  it('observe opened after the last leader\'s session ended reports nobody until a new candidate leads: never the dead leader', async () => {
+  it("observe opened after the last leader's session ended reports nobody until a new candidate leads: never the dead leader", async () => {
     for (const p of candidates) killGroup(p); // the last leader dies, and nobody else campaigns
     await waitFor(
-      'the dead leader\'s session to run out',
+      "the dead leader's session to run out",
       async () => ((await c.raw<GetResponse>(c.ids[0]!, 'Get', { key: 'election/jobs' })).held ? null : true),
       TTL_MS + 8_000,
     );
     const seen: { value: string }[] = [];
-    const late = spawn(process.execPath, [MAIN_JS, 'observe', 'jobs', '--json', '--endpoints', c.endpoints().join(',')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const late = spawn(process.execPath, [MAIN_JS, 'observe', 'jobs', '--json', '--endpoints', c.endpoints().join(',')], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     createInterface({ input: late.stdout! }).on('line', (l) => seen.push(JSON.parse(l)));
     try {
-      const fresh = spawn(process.execPath, [MAIN_JS, 'elect', 'jobs', '--value', 'cand-new', '--ttl', '2s', '--quiet', '--endpoints', c.endpoints().join(','), '--', process.execPath, '-e', 'setInterval(() => {}, 1000)'], {
-        stdio: 'ignore',
-        detached: true,
-      });
+      const fresh = spawn(
+        process.execPath,
+        [
+          MAIN_JS,
+          'elect',
+          'jobs',
+          '--value',
+          'cand-new',
+          '--ttl',
+          '2s',
+          '--quiet',
+          '--endpoints',
+          c.endpoints().join(','),
+          '--',
+          process.execPath,
+          '-e',
+          'setInterval(() => {}, 1000)',
+        ],
+        {
+          stdio: 'ignore',
+          detached: true,
+        },
+      );
       candidates.push(fresh);
       await waitFor('observe reports the new leader', () => seen.length >= 1, 15_000);
       await new Promise((r) => setTimeout(r, 200)); // anything it would print after it

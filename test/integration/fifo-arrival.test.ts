@@ -43,7 +43,13 @@ async function grantOrder(key: string, via: string): Promise<Grant[]> {
     // Warm the path first (through a follower: its forwarding channel to the leader), so the waiters
     // arrive 1 ms apart rather than in one burst once a connection comes up.
     await waiters.call('Get', { key }, Date.now() + 5000, undefined, false);
-    const holder = await control.call<AcquireResponse>('Acquire', { key, owner: 'holder', ttl_ms: '60000', request_id: `${key}-holder` }, Date.now() + 5000, undefined, false);
+    const holder = await control.call<AcquireResponse>(
+      'Acquire',
+      { key, owner: 'holder', ttl_ms: '60000', request_id: `${key}-holder` },
+      Date.now() + 5000,
+      undefined,
+      false,
+    );
     expect(holder.acquired).toBe(true);
     const grants: Grant[] = [];
     const releases: Promise<unknown>[] = [];
@@ -55,12 +61,26 @@ async function grantOrder(key: string, via: string): Promise<Grant[]> {
         waiters.call<AcquireResponse>('Acquire', req, Date.now() + 90_000, undefined, false).then((r) => {
           expect(r.acquired, `${owner}: ${JSON.stringify(r)}`).toBe(true);
           grants.push({ waiter: i, token: BigInt(r.token) });
-          releases.push(control.call<ReleaseResponse>('Release', { key, owner, token: r.token, request_id: `${key}-${owner}-rel` }, Date.now() + 5000, undefined, false));
+          releases.push(
+            control.call<ReleaseResponse>(
+              'Release',
+              { key, owner, token: r.token, request_id: `${key}-${owner}-rel` },
+              Date.now() + 5000,
+              undefined,
+              false,
+            ),
+          );
         }),
       );
       await new Promise((r) => setTimeout(r, 1));
     }
-    const rel = await control.call<ReleaseResponse>('Release', { key, owner: 'holder', token: holder.token, request_id: `${key}-holder-rel` }, Date.now() + 5000, undefined, false);
+    const rel = await control.call<ReleaseResponse>(
+      'Release',
+      { key, owner: 'holder', token: holder.token, request_id: `${key}-holder-rel` },
+      Date.now() + 5000,
+      undefined,
+      false,
+    );
     expect(rel.released).toBe(true);
     await Promise.all(answers);
     await Promise.all(releases);

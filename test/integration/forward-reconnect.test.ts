@@ -69,13 +69,23 @@ describe('a follower forwarding to a leader whose client port is unreachable', (
     const follower = c.ids.find((id) => id !== leader)!;
     const direct = new EndpointPool({ endpoints: [`127.0.0.1:${real[c.ids.indexOf(follower)]}`], attemptTimeoutMs: 1000 });
     const acquire = (n: number) =>
-      direct.call<AcquireResponse>('Acquire', { key: `fwd-${n}`, owner: 'o', ttl_ms: '5000', wait_ms: '0', request_id: `fwd-${n}` }, Date.now() + 1000, undefined, false);
+      direct.call<AcquireResponse>(
+        'Acquire',
+        { key: `fwd-${n}`, owner: 'o', ttl_ms: '5000', wait_ms: '0', request_id: `fwd-${n}` },
+        Date.now() + 1000,
+        undefined,
+        false,
+      );
     try {
       // Set-up, not the claim: right after the election the follower's peer link to the leader may still be
       // in its connect backoff (it was dialled before the leader listened), so this first call may retry
       // (fresh-clone CI run, 2026-12-03: ECONNREFUSED on it, with no retry allowed). The claim below is
       // about calls made once the link is up.
-      const warm = await direct.call<AcquireResponse>('Acquire', { key: 'fwd-0', owner: 'o', ttl_ms: '5000', wait_ms: '0', request_id: 'fwd-0' }, Date.now() + 10_000);
+      const warm = await direct.call<AcquireResponse>(
+        'Acquire',
+        { key: 'fwd-0', owner: 'o', ttl_ms: '5000', wait_ms: '0', request_id: 'fwd-0' },
+        Date.now() + 10_000,
+      );
       expect(warm.acquired).toBe(true);
       const cut = forwarders[c.ids.indexOf(leader)]!;
       await cut.close();

@@ -25,7 +25,12 @@ export async function freePorts(n: number): Promise<number[]> {
   return ports;
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false | null> | T | undefined | false | null, timeoutMs = 15_000, everyMs = 50): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false | null> | T | undefined | false | null,
+  timeoutMs = 15_000,
+  everyMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastErr: unknown = null;
   for (;;) {
@@ -35,7 +40,8 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
     } catch (err) {
       lastErr = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${String(lastErr)})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${String(lastErr)})` : ''}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
@@ -102,10 +108,17 @@ export class TestCluster {
     const peer = (i: number) => (peerPorts.length ? `    peerAddress: 127.0.0.1:${peerPorts[i]}\n` : '');
     const extra = (id: string, i: number) => (nodeYaml ? `    ${nodeYaml(id, i)}\n` : '');
     const nodes = (list: string[]) =>
-      list.map((id) => `  - id: ${id}\n    address: 127.0.0.1:${ports[ids.indexOf(id)]}\n${peer(ids.indexOf(id))}    dataDir: ${id}\n${extra(id, ids.indexOf(id))}`).join('');
+      list
+        .map(
+          (id) =>
+            `  - id: ${id}\n    address: 127.0.0.1:${ports[ids.indexOf(id)]}\n${peer(ids.indexOf(id))}    dataDir: ${id}\n${extra(id, ids.indexOf(id))}`,
+        )
+        .join('');
     // The fast test timing heartbeats every tick, as it was tuned: the product default went to every 2 ticks
     // (issue 19, idle CPU), which left a 300 ms election timeout only three heartbeats on a loaded machine.
-    const settings = productRaftTiming ? extraYaml : `raft:\n  tickMs: 50\n  electionTicks: ${electionTicks}\n  heartbeatTicks: 1\n${extraYaml}`;
+    const settings = productRaftTiming
+      ? extraYaml
+      : `raft:\n  tickMs: 50\n  electionTicks: ${electionTicks}\n  heartbeatTicks: 1\n${extraYaml}`;
     writeFileSync(this.configPath, `nodes:\n${nodes(ids.slice(0, bootstrapSize))}${settings}`);
     writeFileSync(this.joinConfigPath, `nodes:\n${nodes(ids)}${settings}`);
   }
@@ -116,7 +129,18 @@ export class TestCluster {
     const dir = mkdtempSync(join(tmpdir(), 'leasehold-it-'));
     const ids = Array.from({ length: total }, (_, i) => `n${i + 1}`);
     const ports = await freePorts(opts.peerListeners ? 2 * total : total);
-    const cluster = new TestCluster(dir, ids, ports.slice(0, total), opts.extraYaml ?? '', size, opts.peerListeners ? ports.slice(total) : [], opts.credentials, opts.nodeYaml, opts.electionTicks, opts.productRaftTiming);
+    const cluster = new TestCluster(
+      dir,
+      ids,
+      ports.slice(0, total),
+      opts.extraYaml ?? '',
+      size,
+      opts.peerListeners ? ports.slice(total) : [],
+      opts.credentials,
+      opts.nodeYaml,
+      opts.electionTicks,
+      opts.productRaftTiming,
+    );
     cluster.nodeArgs = opts.nodeArgs ?? [];
     cluster.faultFiles = opts.faultFiles ?? false;
     return cluster;
@@ -148,7 +172,9 @@ export class TestCluster {
     if (this.procs.has(id)) throw new Error(`${id} already running`);
     const log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
     this.logs.set(id, log);
-    const args = opts.join ? ['serve', '--config', this.joinConfigPath, '--id', id, '--join'] : ['serve', '--config', this.configPath, '--id', id];
+    const args = opts.join
+      ? ['serve', '--config', this.joinConfigPath, '--id', id, '--join']
+      : ['serve', '--config', this.configPath, '--id', id];
     const env = this.faultFiles ? { ...process.env, LEASEHOLD_TEST_FAULTS: clusterFaultFile(this.dir, id) } : process.env;
     const child = spawn(process.execPath, [...this.nodeArgs, MAIN_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
     child.stdout!.pipe(log, { end: false });
@@ -177,7 +203,6 @@ export class TestCluster {
   get spareIds(): string[] {
     return this.ids.slice(this.bootstrapSize);
   }
-
 
   logOf(id: string): string {
     try {
@@ -218,7 +243,12 @@ export class TestCluster {
       `a leader agreed by ${among.join(',')}`,
       async () => {
         const sts = await Promise.all(among.map((id) => this.status(id).catch((err: unknown) => String(err))));
-        seen = among.map((id, i) => { const s = sts[i]!; return typeof s === 'string' ? `${id}: ${s}` : `${id}: ${s.role} term ${s.term} leader ${s.leader_id || '-'}`; }).join('; ');
+        seen = among
+          .map((id, i) => {
+            const s = sts[i]!;
+            return typeof s === 'string' ? `${id}: ${s}` : `${id}: ${s.role} term ${s.term} leader ${s.leader_id || '-'}`;
+          })
+          .join('; ');
         if (sts.some((s) => typeof s === 'string')) return null;
         const ok = sts as StatusResponse[];
         const leaders = new Set(ok.map((s) => s.leader_id));

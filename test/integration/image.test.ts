@@ -32,7 +32,22 @@ RUN npm install
 CMD node dist/src/cli/main.js
 `;
     const problems = lintDockerfile(bad).join('\n');
-    for (const rule of ['DL3007', 'DL3000', 'DL3015', 'DL3009', 'DL3003', 'DL3025', 'install make', 'npm prune --omit=dev', 'non-root USER', 'HEALTHCHECK is required', 'VOLUME', 'LEASEHOLD_DATA_DIR', 'no tests', 'without --omit=dev'])
+    for (const rule of [
+      'DL3007',
+      'DL3000',
+      'DL3015',
+      'DL3009',
+      'DL3003',
+      'DL3025',
+      'install make',
+      'npm prune --omit=dev',
+      'non-root USER',
+      'HEALTHCHECK is required',
+      'VOLUME',
+      'LEASEHOLD_DATA_DIR',
+      'no tests',
+      'without --omit=dev',
+    ])
       expect(problems).toContain(rule);
   });
 });
@@ -51,7 +66,8 @@ describe('Dockerfile build steps, run in a scratch directory', () => {
       if (ins.op === 'COPY') {
         const parts = ins.args.split(/\s+/);
         const dest = join(buildDir, parts.at(-1)!);
-        for (const src of parts.slice(0, -1)) cpSync(join(REPO, src), parts.length > 2 || dest.endsWith('/') ? join(dest, src) : dest, { recursive: true });
+        for (const src of parts.slice(0, -1))
+          cpSync(join(REPO, src), parts.length > 2 || dest.endsWith('/') ? join(dest, src) : dest, { recursive: true });
       }
       if (ins.op === 'RUN' && !ins.args.startsWith('apt-get')) {
         for (const step of ins.args.split('&&').map((c) => c.trim())) {
@@ -75,11 +91,14 @@ describe('Dockerfile build steps, run in a scratch directory', () => {
       if (fromBuild) parts.shift();
       const from = (p: string) => (fromBuild ? join(buildDir, p.replace(/^\/app\//, '')) : join(REPO, p));
       const dest = join(runDir, parts.at(-1)!);
-      for (const src of parts.slice(0, -1)) cpSync(from(src), parts.length > 2 ? join(dest, src.split('/').pop()!) : dest, { recursive: true });
+      for (const src of parts.slice(0, -1))
+        cpSync(from(src), parts.length > 2 ? join(dest, src.split('/').pop()!) : dest, { recursive: true });
     }
     expect(readdirSync(runDir).sort()).toEqual(['cluster.example.yaml', 'dashboard', 'dist', 'node_modules', 'package.json', 'proto']);
-    for (const dev of ['typescript', 'vitest', 'eslint', 'better-sqlite3', 'etcd3']) expect(existsSync(join(runDir, 'node_modules', dev)), dev).toBe(false);
-    for (const prod of ['@grpc/grpc-js', 'level', 'pino', 'prom-client']) expect(existsSync(join(runDir, 'node_modules', prod)), prod).toBe(true);
+    for (const dev of ['typescript', 'vitest', 'eslint', 'better-sqlite3', 'etcd3'])
+      expect(existsSync(join(runDir, 'node_modules', dev)), dev).toBe(false);
+    for (const prod of ['@grpc/grpc-js', 'level', 'pino', 'prom-client'])
+      expect(existsSync(join(runDir, 'node_modules', prod)), prod).toBe(true);
 
     // The image's ENV and HEALTHCHECK against a one-node cluster run from the runtime tree.
     const env = Object.fromEntries(
@@ -90,12 +109,26 @@ describe('Dockerfile build steps, run in a scratch directory', () => {
     );
     const [port, metricsPort] = await freePorts(2);
     const dataDir = join(scratch, 'data');
-    writeFileSync(join(scratch, 'cluster.yaml'), `nodes:\n  - { id: n1, address: "localhost:${port}", listen: "127.0.0.1:${port}", dataDir: ./elsewhere, metricsAddress: "127.0.0.1:${metricsPort}" }\n`);
+    writeFileSync(
+      join(scratch, 'cluster.yaml'),
+      `nodes:\n  - { id: n1, address: "localhost:${port}", listen: "127.0.0.1:${port}", dataDir: ./elsewhere, metricsAddress: "127.0.0.1:${metricsPort}" }\n`,
+    );
     const nodeEnv = { ...process.env, ...env, LEASEHOLD_DATA_DIR: dataDir, LEASEHOLD_HEALTH_ENDPOINT: `127.0.0.1:${port}` };
-    const node = spawn(process.execPath, ['dist/src/cli/main.js', 'serve', '--config', join(scratch, 'cluster.yaml'), '--id', 'n1'], { cwd: runDir, env: nodeEnv, stdio: 'ignore' });
+    const node = spawn(process.execPath, ['dist/src/cli/main.js', 'serve', '--config', join(scratch, 'cluster.yaml'), '--id', 'n1'], {
+      cwd: runDir,
+      env: nodeEnv,
+      stdio: 'ignore',
+    });
     try {
-      const healthArgs = (JSON.parse(/CMD (\[.*\])/.exec(runtime.instructions.find((i) => i.op === 'HEALTHCHECK')!.args)![1]!) as string[]).slice(1);
-      await waitFor('the HEALTHCHECK command to pass', () => spawnSync(process.execPath, healthArgs, { cwd: runDir, env: nodeEnv, encoding: 'utf8' }).status === 0, 20_000, 200);
+      const healthArgs = (
+        JSON.parse(/CMD (\[.*\])/.exec(runtime.instructions.find((i) => i.op === 'HEALTHCHECK')!.args)![1]!) as string[]
+      ).slice(1);
+      await waitFor(
+        'the HEALTHCHECK command to pass',
+        () => spawnSync(process.execPath, healthArgs, { cwd: runDir, env: nodeEnv, encoding: 'utf8' }).status === 0,
+        20_000,
+        200,
+      );
       expect(readdirSync(dataDir).length).toBeGreaterThan(0); // LEASEHOLD_DATA_DIR, not the config's dataDir
       expect(existsSync(join(scratch, 'elsewhere'))).toBe(false);
       // The dashboard's page is in the image and found from dist/.

@@ -37,8 +37,14 @@ describe('leasehold dev', () => {
     let [metricsBasePort] = await findThreeConsecutivePorts();
     while (Math.abs(metricsBasePort! - basePort!) < 3) [metricsBasePort] = await findThreeConsecutivePorts(); // nothing is bound yet: keep the ranges apart
     const endpoints = [0, 1, 2].map((i) => `127.0.0.1:${basePort! + i}`).join(',');
-    const startDev = () => spawn(process.execPath, [MAIN_JS, 'dev', '--base-port', String(basePort), '--metrics-base-port', String(metricsBasePort)], { cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    const cli = (...args: string[]) => spawnSync(process.execPath, [MAIN_JS, ...args, '--endpoints', endpoints], { cwd, encoding: 'utf8', timeout: 20_000 });
+    const startDev = () =>
+      spawn(process.execPath, [MAIN_JS, 'dev', '--base-port', String(basePort), '--metrics-base-port', String(metricsBasePort)], {
+        cwd,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
+    const cli = (...args: string[]) =>
+      spawnSync(process.execPath, [MAIN_JS, ...args, '--endpoints', endpoints], { cwd, encoding: 'utf8', timeout: 20_000 });
     let dev = startDev();
     try {
       let out = '';
@@ -54,11 +60,13 @@ describe('leasehold dev', () => {
       // It prints each node's metrics URL, and they serve.
       const urls = [0, 1, 2].map((i) => `http://127.0.0.1:${metricsBasePort! + i}/metrics`);
       expect(out).toContain(`metrics: ${urls.join('  ')}`);
-      for (const url of urls) expect(await (await fetch(url, { signal: AbortSignal.timeout(3000) })).text()).toMatch(/^leasehold_raft_term/m);
+      for (const url of urls)
+        expect(await (await fetch(url, { signal: AbortSignal.timeout(3000) })).text()).toMatch(/^leasehold_raft_term/m);
       // And the dashboard beside them.
       const dashboards = [0, 1, 2].map((i) => `http://127.0.0.1:${metricsBasePort! + i}/`);
       expect(out).toContain(`dashboard: ${dashboards.join('  ')}`);
-      for (const url of dashboards) expect(await (await fetch(url, { signal: AbortSignal.timeout(3000) })).text()).toContain('<title>leasehold dashboard</title>');
+      for (const url of dashboards)
+        expect(await (await fetch(url, { signal: AbortSignal.timeout(3000) })).text()).toContain('<title>leasehold dashboard</title>');
       expect(acq.stdout).toMatch(/acquired mykey: token \d+/);
       const token = /token (\d+)/.exec(acq.stdout)![1]!;
       // Ctrl-C stops all three nodes and dev itself.
@@ -67,10 +75,15 @@ describe('leasehold dev', () => {
       expect(await exited).toBe(0);
       // Restart: the data under ./data is kept.
       dev = startDev();
-      const get = await waitFor('the restarted cluster to answer', () => {
-        const r = cli('get', 'mykey', '--json');
-        return r.status === 0 ? (JSON.parse(r.stdout) as { held: boolean; owner: string; token: string }) : null;
-      }, 20_000, 200);
+      const get = await waitFor(
+        'the restarted cluster to answer',
+        () => {
+          const r = cli('get', 'mykey', '--json');
+          return r.status === 0 ? (JSON.parse(r.stdout) as { held: boolean; owner: string; token: string }) : null;
+        },
+        20_000,
+        200,
+      );
       expect(get.held).toBe(true);
       expect(get.owner).toBe('me');
       expect(get.token).toBe(token);

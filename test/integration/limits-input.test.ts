@@ -26,19 +26,33 @@ const num = (field: number, v: bigint) => [...varint(BigInt(field << 3)), ...var
 function rawCall(endpoint: string, path: string, bytes: number[]): Promise<{ code: string; details: string }> {
   const client = new grpc.Client(endpoint, grpc.credentials.createInsecure());
   return new Promise((resolve) => {
-    client.makeUnaryRequest(path, (b: Buffer) => b, (b: Buffer) => b, Buffer.from(bytes), { deadline: Date.now() + 3000 }, (err) => {
-      client.close();
-      resolve(err ? { code: grpc.status[err.code]!, details: err.details } : { code: 'OK', details: '' });
-    });
+    client.makeUnaryRequest(
+      path,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      Buffer.from(bytes),
+      { deadline: Date.now() + 3000 },
+      (err) => {
+        client.close();
+        resolve(err ? { code: grpc.status[err.code]!, details: err.details } : { code: 'OK', details: '' });
+      },
+    );
   });
 }
 
-const codeOf = (p: Promise<unknown>) => p.then(() => 'OK', (e: unknown) => (e instanceof RpcError ? `${grpc.status[e.code]}: ${e.details}` : String(e)));
+const codeOf = (p: Promise<unknown>) =>
+  p.then(
+    () => 'OK',
+    (e: unknown) => (e instanceof RpcError ? `${grpc.status[e.code]}: ${e.details}` : String(e)),
+  );
 
 describe('limits and strict input on a real node', () => {
   let c: TestCluster;
   beforeAll(async () => {
-    c = await TestCluster.create({ size: 1, extraYaml: 'limits:\n  maxWaitersPerKey: 1\n  maxWaiters: 2\n  maxHeldPerOwner: 2\n  maxHeld: 3\n  maxKeys: 5\n' });
+    c = await TestCluster.create({
+      size: 1,
+      extraYaml: 'limits:\n  maxWaitersPerKey: 1\n  maxWaiters: 2\n  maxHeldPerOwner: 2\n  maxHeld: 3\n  maxKeys: 5\n',
+    });
     c.startAll();
     await c.waitForLeader();
   }, 30_000);
@@ -46,8 +60,15 @@ describe('limits and strict input on a real node', () => {
     await c?.stop();
   });
 
-  const acquire = (key: string, owner: string, extra: object = {}, timeoutMs = 3000) => c.raw<AcquireResponse>('n1', 'Acquire', { key, owner, ttl_ms: '60000', request_id: `${key}-${owner}-${Math.random()}`, ...extra }, timeoutMs);
-  const release = (key: string, owner: string, token: string) => c.raw('n1', 'Release', { key, owner, token, request_id: `rel-${key}-${token}` });
+  const acquire = (key: string, owner: string, extra: object = {}, timeoutMs = 3000) =>
+    c.raw<AcquireResponse>(
+      'n1',
+      'Acquire',
+      { key, owner, ttl_ms: '60000', request_id: `${key}-${owner}-${Math.random()}`, ...extra },
+      timeoutMs,
+    );
+  const release = (key: string, owner: string, token: string) =>
+    c.raw('n1', 'Release', { key, owner, token, request_id: `rel-${key}-${token}` });
 
   it('each limit answers RESOURCE_EXHAUSTED naming it and its value; the node keeps serving', async () => {
     const a = await acquire('a', 'o1');
@@ -60,13 +81,24 @@ describe('limits and strict input on a real node', () => {
     // Waiters: one per key, two in all. They give up by their call deadline.
     const w1 = codeOf(acquire('a', 'w1', { wait_ms: '30000' }, 1500));
     await waitFor('w1 queued', async () => (await codeOf(acquire('a', 'w2', { wait_ms: '30000' }))).startsWith('RESOURCE_EXHAUSTED'), 3000);
-    expect(await codeOf(acquire('a', 'w2', { wait_ms: '30000' }))).toMatch(/^RESOURCE_EXHAUSTED: limit limits\.maxWaitersPerKey \(1\) reached/);
+    expect(await codeOf(acquire('a', 'w2', { wait_ms: '30000' }))).toMatch(
+      /^RESOURCE_EXHAUSTED: limit limits\.maxWaitersPerKey \(1\) reached/,
+    );
     const w3 = codeOf(acquire('c', 'w3', { wait_ms: '30000' }, 1500));
-    await waitFor('w3 queued', async () => (await codeOf(acquire('d', 'w4', { wait_ms: '30000' }))).startsWith('RESOURCE_EXHAUSTED: limit limits.maxWaiters '), 3000);
+    await waitFor(
+      'w3 queued',
+      async () => (await codeOf(acquire('d', 'w4', { wait_ms: '30000' }))).startsWith('RESOURCE_EXHAUSTED: limit limits.maxWaiters '),
+      3000,
+    );
     expect(await w1).toMatch(/DEADLINE_EXCEEDED/);
     expect(await w3).toMatch(/DEADLINE_EXCEEDED/);
     // Keys: a, b, c, d have records; release all, then one more key fits and the next does not.
-    for (const [k, o, t] of [['a', 'o1', a.token], ['c', 'o2', cc.token], ['d', 'o3', d.token]] as const) await release(k, o, t);
+    for (const [k, o, t] of [
+      ['a', 'o1', a.token],
+      ['c', 'o2', cc.token],
+      ['d', 'o3', d.token],
+    ] as const)
+      await release(k, o, t);
     const e = await acquire('e', 'o4');
     expect(e.acquired).toBe(true);
     expect(await codeOf(acquire('f', 'o5'))).toMatch(/^RESOURCE_EXHAUSTED: limit limits\.maxKeys \(5\) reached/);
@@ -96,13 +128,21 @@ describe('limits and strict input on a real node', () => {
     expect((await c.raw<GetResponse>('n1', 'Get', { key: 'ovf' })).last_token).toBe('0');
     // Renew with token 2^64 + the real token was renewed: true.
     const held = await c.raw<GetResponse>('n1', 'Get', { key: 'e' });
-    const renew = await rawCall(ep, '/leasehold.v1.Lock/Renew', [...text(1, 'e'), ...text(2, 'o4'), ...num(3, 2n ** 64n + BigInt(held.token)), ...num(4, 60000n)]);
+    const renew = await rawCall(ep, '/leasehold.v1.Lock/Renew', [
+      ...text(1, 'e'),
+      ...text(2, 'o4'),
+      ...num(3, 2n ** 64n + BigInt(held.token)),
+      ...num(4, 60000n),
+    ]);
     expect(renew.code).toBe('INVALID_ARGUMENT');
     expect(renew.details).toMatch(/^token: varint \d+ overflows a uint64 field/);
     const after = await c.raw<GetResponse>('n1', 'Get', { key: 'e' });
     expect([after.token, after.expires_at_ms]).toEqual([held.token, held.expires_at_ms]);
     // A real renew with the real token still works (the refusal above was about the encoding).
-    expect((await c.raw<RenewResponse>('n1', 'Renew', { key: 'e', owner: 'o4', token: held.token, ttl_ms: '60000', request_id: 'ok-renew' })).renewed).toBe(true);
+    expect(
+      (await c.raw<RenewResponse>('n1', 'Renew', { key: 'e', owner: 'o4', token: held.token, ttl_ms: '60000', request_id: 'ok-renew' }))
+        .renewed,
+    ).toBe(true);
     // Keys with newline or tab.
     for (const key of ['line\nbreak', 'tab\there']) {
       expect(await codeOf(acquire(key, 'o9'))).toMatch(/^INVALID_ARGUMENT: key: key must not contain control characters/);
@@ -164,13 +204,19 @@ describe('churn: free keys are forgotten after their retention, so snapshots and
     const sizes = await waitFor('a snapshot after the churn', () => (snapshotBytes().length >= 9 ? snapshotBytes() : null), 20_000);
     const peak = Math.max(...sizes);
     const last = sizes[sizes.length - 1]!;
-    const info = await waitFor('every churned key forgotten', async () => {
-      const v = await client.get('never-used-key');
-      return v.lastToken >= maxToken ? v : null;
-    }, 10_000);
+    const info = await waitFor(
+      'every churned key forgotten',
+      async () => {
+        const v = await client.get('never-used-key');
+        return v.lastToken >= maxToken ? v : null;
+      },
+      10_000,
+    );
     client.close();
     const rssAfter = rssKb(pid);
-    console.log(`process churn: ${N} keys; snapshots ${sizes.join(', ')} B (peak ${peak}, last ${last}); RSS ${rssBefore} -> ${rssPeak} -> ${rssAfter} KiB`);
+    console.log(
+      `process churn: ${N} keys; snapshots ${sizes.join(', ')} B (peak ${peak}, last ${last}); RSS ${rssBefore} -> ${rssPeak} -> ${rssAfter} KiB`,
+    );
     // The watermark covers the last churned key's token, and forget drops keys in freeing order, so every
     // churned key is gone. Kept, the 2,000 free keys alone would cost ~9 bytes each (18 KB) in every
     // snapshot; what the last one holds besides is the hot key's dedup records of the last half second.

@@ -27,7 +27,17 @@ describe('list', () => {
   it(`pages through ${KEYS.toLocaleString('en')} keys via a follower: every key once, in byte order`, async () => {
     const keys = Array.from({ length: KEYS }, (_, i) => `many/${(i * 7919) % KEYS}`); // not in order
     for (let i = 0; i < KEYS; i += 200) {
-      await Promise.all(keys.slice(i, i + 200).map((key) => pool.call<AcquireResponse>('Acquire', { key, owner: 'filler', ttl_ms: '600000', request_id: `fill-${key}` }, Date.now() + 20_000)));
+      await Promise.all(
+        keys
+          .slice(i, i + 200)
+          .map((key) =>
+            pool.call<AcquireResponse>(
+              'Acquire',
+              { key, owner: 'filler', ttl_ms: '600000', request_id: `fill-${key}` },
+              Date.now() + 20_000,
+            ),
+          ),
+      );
     }
     const { leader } = await c.waitForLeader();
     const follower = c.ids.find((id) => id !== leader)!;
@@ -49,17 +59,27 @@ describe('list', () => {
       expect(pages).toBe(KEYS / 1000);
       expect(listed).toEqual([...keys].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))));
       // Read after write, on the follower: a new key is in the next List.
-      await pool.call<AcquireResponse>('Acquire', { key: 'many/~new', owner: 'late', ttl_ms: '60000', request_id: 'late-1' }, Date.now() + 10_000);
+      await pool.call<AcquireResponse>(
+        'Acquire',
+        { key: 'many/~new', owner: 'late', ttl_ms: '60000', request_id: 'late-1' },
+        Date.now() + 10_000,
+      );
       const last = await client.list('many/~', { limit: 10 });
       expect(last.locks.map((l) => l.key)).toEqual(['many/~new']);
     } finally {
       client.close();
     }
     // The CLI follows the pages with --all.
-    const out = spawnSync(process.execPath, [MAIN_JS, 'list', 'many/1', '--all', '--limit', '100', '--json', '--endpoints', c.endpoint(follower)], { encoding: 'utf8' });
+    const out = spawnSync(
+      process.execPath,
+      [MAIN_JS, 'list', 'many/1', '--all', '--limit', '100', '--json', '--endpoints', c.endpoint(follower)],
+      { encoding: 'utf8' },
+    );
     expect(out.status, out.stderr).toBe(0);
     const json = JSON.parse(out.stdout) as { locks: { key: string }[]; next_page_token: string };
-    expect(json.locks.map((l) => l.key)).toEqual(keys.filter((k) => k.startsWith('many/1')).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))));
+    expect(json.locks.map((l) => l.key)).toEqual(
+      keys.filter((k) => k.startsWith('many/1')).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))),
+    );
     expect(json.next_page_token).toBe('');
   }, 120_000);
 });

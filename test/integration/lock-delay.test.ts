@@ -21,11 +21,18 @@ afterAll(async () => {
   await c?.stop();
 });
 
-const call = <Res>(method: 'Acquire' | 'Release' | 'Get', req: object, timeoutMs = 10_000) => pool.call<Res>(method, req, Date.now() + timeoutMs);
+const call = <Res>(method: 'Acquire' | 'Release' | 'Get', req: object, timeoutMs = 10_000) =>
+  pool.call<Res>(method, req, Date.now() + timeoutMs);
 
 describe('lock-delay', () => {
   it('an expired hold with lock_delay_ms 2000 keeps its key from everyone for 2 s after its lease ended', async () => {
-    const held = await call<AcquireResponse>('Acquire', { key: 'delayed', owner: 'a', ttl_ms: '300', request_id: 'a1', lock_delay_ms: '2000' });
+    const held = await call<AcquireResponse>('Acquire', {
+      key: 'delayed',
+      owner: 'a',
+      ttl_ms: '300',
+      request_id: 'a1',
+      lock_delay_ms: '2000',
+    });
     expect(held.acquired).toBe(true);
     const leaseEndMs = Number(held.expires_at_ms); // the leader's clock; the test runs on the same host
     await waitFor('the lease to run out', async () => !(await call<GetResponse>('Get', { key: 'delayed' })).held, 5000, 20);
@@ -37,7 +44,11 @@ describe('lock-delay', () => {
     // Its own owner is refused too.
     expect((await call<AcquireResponse>('Acquire', { key: 'delayed', owner: 'a', ttl_ms: '5000', request_id: 'a2' })).acquired).toBe(false);
     // A blocking acquire waits in line through the delay and is granted when it ends.
-    const granted = await call<AcquireResponse>('Acquire', { key: 'delayed', owner: 'c', ttl_ms: '5000', wait_ms: '10000', request_id: 'c1' }, 15_000);
+    const granted = await call<AcquireResponse>(
+      'Acquire',
+      { key: 'delayed', owner: 'c', ttl_ms: '5000', wait_ms: '10000', request_id: 'c1' },
+      15_000,
+    );
     const grantedAtMs = Date.now();
     expect(granted.acquired).toBe(true);
     // Not before the lease's end + 2 s in log time: the grant's lease starts at its entry's log time.
@@ -47,25 +58,43 @@ describe('lock-delay', () => {
   }, 30_000);
 
   it('a released hold with a lock-delay grants the next acquire at once', async () => {
-    const held = await call<AcquireResponse>('Acquire', { key: 'released', owner: 'a', ttl_ms: '10000', request_id: 'r1', lock_delay_ms: '2000' });
+    const held = await call<AcquireResponse>('Acquire', {
+      key: 'released',
+      owner: 'a',
+      ttl_ms: '10000',
+      request_id: 'r1',
+      lock_delay_ms: '2000',
+    });
     expect(held.acquired).toBe(true);
-    expect((await call<ReleaseResponse>('Release', { key: 'released', owner: 'a', token: held.token, request_id: 'r2' })).released).toBe(true);
+    expect((await call<ReleaseResponse>('Release', { key: 'released', owner: 'a', token: held.token, request_id: 'r2' })).released).toBe(
+      true,
+    );
     const next = await call<AcquireResponse>('Acquire', { key: 'released', owner: 'b', ttl_ms: '10000', request_id: 'r3' });
     expect(next.acquired).toBe(true);
     expect(Number(next.delay_ms_left)).toBe(0);
   });
 
   it('a value is stored with the hold and returned by Get in holders[] (from any node)', async () => {
-    const held = await call<AcquireResponse>('Acquire', { key: 'valued', owner: 'a', ttl_ms: '10000', request_id: 'v1', value: Buffer.from('10.0.0.7:8080') });
+    const held = await call<AcquireResponse>('Acquire', {
+      key: 'valued',
+      owner: 'a',
+      ttl_ms: '10000',
+      request_id: 'v1',
+      value: Buffer.from('10.0.0.7:8080'),
+    });
     expect(held.acquired).toBe(true);
     for (const id of c.ids) {
       const g = await c.raw<GetResponse>(id, 'Get', { key: 'valued' }, 5000);
       expect(g.holders.map((h) => [h.owner, h.token, Buffer.from(h.value).toString()])).toEqual([['a', held.token, '10.0.0.7:8080']]);
     }
-    await expect(call('Acquire', { key: 'k', owner: 'a', ttl_ms: '1000', value: Buffer.alloc(1025) })).rejects.toThrow(/value must be at most 1024 bytes/);
+    await expect(call('Acquire', { key: 'k', owner: 'a', ttl_ms: '1000', value: Buffer.alloc(1025) })).rejects.toThrow(
+      /value must be at most 1024 bytes/,
+    );
   });
 
   it('lock_delay_ms above lock.maxLockDelayMs is INVALID_ARGUMENT naming the field', async () => {
-    await expect(call('Acquire', { key: 'k', owner: 'a', ttl_ms: '1000', lock_delay_ms: '60001' })).rejects.toThrow(/lock_delay_ms must be between 0 and 60000/);
+    await expect(call('Acquire', { key: 'k', owner: 'a', ttl_ms: '1000', lock_delay_ms: '60001' })).rejects.toThrow(
+      /lock_delay_ms must be between 0 and 60000/,
+    );
   });
 });

@@ -10,7 +10,13 @@ import { TestCluster } from './harness.js';
 type Stream = grpc.ClientDuplexStream<WireInput<LockCall>, LockAnswer>;
 
 /** A raw Lock/Stream with a helper that waits for the answer to one call_id. */
-function openStream(address: string): { stream: Stream; answers: Map<string, LockAnswer>; next(id: string, timeoutMs?: number): Promise<LockAnswer>; ended: Promise<grpc.ServiceError | null>; close(): void } {
+function openStream(address: string): {
+  stream: Stream;
+  answers: Map<string, LockAnswer>;
+  next(id: string, timeoutMs?: number): Promise<LockAnswer>;
+  ended: Promise<grpc.ServiceError | null>;
+  close(): void;
+} {
   const client = lockService.client(address, grpc.credentials.createInsecure());
   const stream = client.Stream();
   const answers = new Map<string, LockAnswer>();
@@ -63,7 +69,11 @@ describe('Lock/Stream', () => {
     try {
       const n = 40;
       for (let i = 1; i <= n; i++) {
-        s.stream.write({ call_id: String(i), timeout_ms: 5000, acquire: { key: `ls-${i}`, owner: `o${i}`, ttl_ms: '10000', request_id: `ls-req-${i}` } });
+        s.stream.write({
+          call_id: String(i),
+          timeout_ms: 5000,
+          acquire: { key: `ls-${i}`, owner: `o${i}`, ttl_ms: '10000', request_id: `ls-req-${i}` },
+        });
       }
       const answers = await Promise.all(Array.from({ length: n }, (_, i) => s.next(String(i + 1))));
       const tokens = new Set<string>();
@@ -111,7 +121,11 @@ describe('Lock/Stream', () => {
     try {
       holder.stream.write({ call_id: '1', acquire: { key: 'dup-id', owner: 'h', ttl_ms: '10000', request_id: 'dup-h' } });
       expect((await holder.next('1')).acquire?.acquired).toBe(true);
-      s.stream.write({ call_id: '7', timeout_ms: 3000, acquire: { key: 'dup-id', owner: 'w', ttl_ms: '10000', wait_ms: '2000', request_id: 'dup-w' } });
+      s.stream.write({
+        call_id: '7',
+        timeout_ms: 3000,
+        acquire: { key: 'dup-id', owner: 'w', ttl_ms: '10000', wait_ms: '2000', request_id: 'dup-w' },
+      });
       s.stream.write({ call_id: '7', get: { key: 'dup-id' } });
       const refused = await s.next('7');
       expect(refused.code).toBe(grpc.status.INVALID_ARGUMENT);
@@ -128,10 +142,18 @@ describe('Lock/Stream', () => {
       s.stream.write({ call_id: '1', acquire: { key: 'cancel-me', owner: 'h', ttl_ms: '10000', request_id: 'c-h' } });
       const held = await s.next('1');
       expect(held.acquire?.acquired).toBe(true);
-      s.stream.write({ call_id: '2', timeout_ms: 20_000, acquire: { key: 'cancel-me', owner: 'first', ttl_ms: '10000', wait_ms: '15000', request_id: 'c-first' } });
+      s.stream.write({
+        call_id: '2',
+        timeout_ms: 20_000,
+        acquire: { key: 'cancel-me', owner: 'first', ttl_ms: '10000', wait_ms: '15000', request_id: 'c-first' },
+      });
       // Let the first waiter reach the queue before the second.
       await new Promise((r) => setTimeout(r, 200));
-      s.stream.write({ call_id: '3', timeout_ms: 20_000, acquire: { key: 'cancel-me', owner: 'second', ttl_ms: '10000', wait_ms: '15000', request_id: 'c-second' } });
+      s.stream.write({
+        call_id: '3',
+        timeout_ms: 20_000,
+        acquire: { key: 'cancel-me', owner: 'second', ttl_ms: '10000', wait_ms: '15000', request_id: 'c-second' },
+      });
       await new Promise((r) => setTimeout(r, 200));
       s.stream.write({ call_id: '2', cancel: true });
       s.stream.write({ call_id: '4', release: { key: 'cancel-me', owner: 'h', token: held.acquire!.token, request_id: 'c-rel' } });

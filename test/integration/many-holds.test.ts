@@ -16,7 +16,11 @@ beforeAll(async () => {
   c.startAll();
   await c.waitForLeader();
   // Semaphores need every member at cluster level 3 (versions.ts): the leader raises it once it has heard all.
-  await waitFor('cluster level 3 or above', async () => (await Promise.all(c.ids.map((id) => c.status(id)))).every((s) => s.cluster_level >= 3), 15_000);
+  await waitFor(
+    'cluster level 3 or above',
+    async () => (await Promise.all(c.ids.map((id) => c.status(id)))).every((s) => s.cluster_level >= 3),
+    15_000,
+  );
 }, 60_000);
 
 afterAll(async () => {

@@ -28,7 +28,16 @@ describe('runtime membership (real processes, through the CLI)', () => {
     const r = cli(['members', 'list', '--json'], endpoints);
     expect(r.code, r.out).toBe(0);
     const list = JSON.parse(r.out).members as { id: string; learner: boolean }[];
-    return { voters: list.filter((m) => !m.learner).map((m) => m.id).sort(), learners: list.filter((m) => m.learner).map((m) => m.id).sort() };
+    return {
+      voters: list
+        .filter((m) => !m.learner)
+        .map((m) => m.id)
+        .sort(),
+      learners: list
+        .filter((m) => m.learner)
+        .map((m) => m.id)
+        .sort(),
+    };
   };
   const caughtUp = (id: string) =>
     waitFor(`${id} to catch up`, async () => {
@@ -60,10 +69,18 @@ describe('runtime membership (real processes, through the CLI)', () => {
       try {
         while (!stop) {
           try {
-            const a = await pool.call<AcquireResponse>('Acquire', { key, owner: `w${w}`, ttl_ms: '5000', wait_ms: '3000', request_id: `w${w}-${acked.get(key)!.length}-${Date.now()}` }, Date.now() + 8000);
+            const a = await pool.call<AcquireResponse>(
+              'Acquire',
+              { key, owner: `w${w}`, ttl_ms: '5000', wait_ms: '3000', request_id: `w${w}-${acked.get(key)!.length}-${Date.now()}` },
+              Date.now() + 8000,
+            );
             if (!a.acquired) continue;
             acked.get(key)!.push(BigInt(a.token));
-            await pool.call<ReleaseResponse>('Release', { key, owner: `w${w}`, token: a.token, request_id: `r${w}-${a.token}` }, Date.now() + 8000);
+            await pool.call<ReleaseResponse>(
+              'Release',
+              { key, owner: `w${w}`, token: a.token, request_id: `r${w}-${a.token}` },
+              Date.now() + 8000,
+            );
           } catch (err) {
             if (!(err instanceof RpcError)) throw err;
             errors++;
@@ -109,7 +126,8 @@ describe('runtime membership (real processes, through the CLI)', () => {
       let total = 0;
       for (const [key, tokens] of acked) {
         total += tokens.length;
-        for (let i = 1; i < tokens.length; i++) expect(tokens[i]! > tokens[i - 1]!, `${key}: ${tokens[i - 1]} then ${tokens[i]}`).toBe(true);
+        for (let i = 1; i < tokens.length; i++)
+          expect(tokens[i]! > tokens[i - 1]!, `${key}: ${tokens[i - 1]} then ${tokens[i]}`).toBe(true);
         const g = await pool.call<GetResponse>('Get', { key }, Date.now() + 5000);
         if (tokens.length > 0) expect(BigInt(g.last_token) >= tokens[tokens.length - 1]!).toBe(true);
       }
@@ -188,7 +206,11 @@ describe('runtime membership (real processes, through the CLI)', () => {
     expect(membersOf(c.endpoints(rest))).toEqual({ voters: rest, learners: [] });
     const pool = c.pool(rest);
     try {
-      const a = await pool.call<AcquireResponse>('Acquire', { key: 'after-leader-removal', owner: 'o', ttl_ms: '5000', wait_ms: '0', request_id: 'alr-1' }, Date.now() + 8000);
+      const a = await pool.call<AcquireResponse>(
+        'Acquire',
+        { key: 'after-leader-removal', owner: 'o', ttl_ms: '5000', wait_ms: '0', request_id: 'alr-1' },
+        Date.now() + 8000,
+      );
       expect(a.acquired).toBe(true);
     } finally {
       pool.close();
@@ -208,7 +230,7 @@ describe('runtime membership (real processes, through the CLI)', () => {
           client.makeUnaryRequest(
             '/grpc.health.v1.Health/Check',
             () => Buffer.from([0x0a, 0x00]), // HealthCheckRequest { service: "" }
-            (b: Buffer) => (b.length >= 2 && b[0] === 0x08 ? ['UNKNOWN', 'SERVING', 'NOT_SERVING'][b[1]!] ?? 'UNKNOWN' : 'UNKNOWN'),
+            (b: Buffer) => (b.length >= 2 && b[0] === 0x08 ? (['UNKNOWN', 'SERVING', 'NOT_SERVING'][b[1]!] ?? 'UNKNOWN') : 'UNKNOWN'),
             {},
             (e, v) => (e ? reject(e) : resolve(v!)),
           ),

@@ -17,7 +17,10 @@ async function scrape(address: string): Promise<Map<string, number>> {
     if (line === '' || line.startsWith('#')) continue;
     const m = /^([a-z_:]+)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!m) continue;
-    const labels = (m[2] ?? '').split(',').filter((l) => l !== '' && !l.startsWith('node=')).join(',');
+    const labels = (m[2] ?? '')
+      .split(',')
+      .filter((l) => l !== '' && !l.startsWith('node='))
+      .join(',');
     out.set(labels ? `${m[1]}{${labels}}` : m[1]!, Number(m[3]));
   }
   return out;
@@ -62,7 +65,10 @@ describe('metrics', () => {
     expect(val(after, 'leasehold_lock_operations_total{op="acquire",outcome="acquired"}')).toBeGreaterThanOrEqual(63);
     expect(val(after, 'leasehold_lock_operations_total{op="release",outcome="released"}')).toBeGreaterThanOrEqual(60);
     // Refused before it was served (a ttl below lock.minTtlMs): counted as invalid on the node that refused it.
-    const badTtl = await c.raw('n1', 'Acquire', { key: 'bad', owner: 'o', ttl_ms: '1', request_id: 'bad-1' }).then(() => 'OK', (e: unknown) => String(e));
+    const badTtl = await c.raw('n1', 'Acquire', { key: 'bad', owner: 'o', ttl_ms: '1', request_id: 'bad-1' }).then(
+      () => 'OK',
+      (e: unknown) => String(e),
+    );
     expect(badTtl).toMatch(/INVALID_ARGUMENT/);
     const n1 = await waitFor('n1 counts the invalid call', async () => {
       const m = await scrape(maddr(0));
@@ -70,7 +76,10 @@ describe('metrics', () => {
     });
     expect(val(n1, 'leasehold_lock_operations_total{op="acquire",outcome="invalid"}')).toBe(1);
     // So is a List beyond its page bound.
-    const badList = await c.raw('n1', 'List', { prefix: '', limit: 5000, page_token: '' }).then(() => 'OK', (e: unknown) => String(e));
+    const badList = await c.raw('n1', 'List', { prefix: '', limit: 5000, page_token: '' }).then(
+      () => 'OK',
+      (e: unknown) => String(e),
+    );
     expect(badList).toMatch(/INVALID_ARGUMENT/);
     const listed = await waitFor('n1 counts the invalid List', async () => {
       const m = await scrape(maddr(0));
@@ -78,9 +87,16 @@ describe('metrics', () => {
     });
     expect(val(listed, 'leasehold_lock_operations_total{op="list",outcome="invalid"}')).toBe(1);
     expect(val(after, 'leasehold_lock_operation_duration_seconds_count{op="acquire"}')).toBeGreaterThanOrEqual(63);
-    expect(val(after, 'leasehold_raft_proposals_total{outcome="committed"}') - val(before, 'leasehold_raft_proposals_total{outcome="committed"}')).toBeGreaterThanOrEqual(123);
-    expect(val(after, 'leasehold_raft_proposal_duration_seconds_count')).toBeGreaterThan(val(before, 'leasehold_raft_proposal_duration_seconds_count'));
-    expect(val(after, 'leasehold_storage_fsync_duration_seconds_count')).toBeGreaterThan(val(before, 'leasehold_storage_fsync_duration_seconds_count'));
+    expect(
+      val(after, 'leasehold_raft_proposals_total{outcome="committed"}') -
+        val(before, 'leasehold_raft_proposals_total{outcome="committed"}'),
+    ).toBeGreaterThanOrEqual(123);
+    expect(val(after, 'leasehold_raft_proposal_duration_seconds_count')).toBeGreaterThan(
+      val(before, 'leasehold_raft_proposal_duration_seconds_count'),
+    );
+    expect(val(after, 'leasehold_storage_fsync_duration_seconds_count')).toBeGreaterThan(
+      val(before, 'leasehold_storage_fsync_duration_seconds_count'),
+    );
     expect(val(after, 'leasehold_raft_commit_index')).toBeGreaterThanOrEqual(val(before, 'leasehold_raft_commit_index') + 123);
     expect(val(after, 'leasehold_raft_commits_total')).toBeGreaterThan(val(before, 'leasehold_raft_commits_total'));
     expect(val(after, 'leasehold_lock_leases_held')).toBe(3);
@@ -130,12 +146,16 @@ describe('a node that cannot reach a quorum, and a second node on the same dataD
     expect(two[0]!.unreachable).toEqual([`n2 (${c.endpoint('n2')})`, `n3 (${c.endpoint('n3')})`]);
     expect(two[1]!.time - two[0]!.time).toBeGreaterThanOrEqual(5900);
 
-    const second = spawn(process.execPath, [MAIN_JS, 'serve', '--config', c.configPath, '--id', 'n1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const second = spawn(process.execPath, [MAIN_JS, 'serve', '--config', c.configPath, '--id', 'n1'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
     second.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
     const code = await new Promise<number | null>((r) => second.once('exit', (code) => r(code)));
     expect(code).toBe(1);
-    expect(stderr).toMatch(new RegExp(`node n1: dataDir ${join(c.dir, 'n1').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is locked by another process`));
+    expect(stderr).toMatch(
+      new RegExp(`node n1: dataDir ${join(c.dir, 'n1').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is locked by another process`),
+    );
     expect(stderr).toMatch(/Each node needs its own dataDir/);
   });
 });
@@ -144,7 +164,9 @@ describe('examples/grafana-dashboard.json', () => {
   it('is a dashboard whose every query uses series a node exports (as listed in the README)', () => {
     const dash = JSON.parse(readFileSync('examples/grafana-dashboard.json', 'utf8')) as { panels: { targets: { expr: string }[] }[] };
     const readme = readFileSync('README.md', 'utf8');
-    const names = dash.panels.flatMap((p) => p.targets.flatMap((t) => [...t.expr.matchAll(/leasehold_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|count|sum)$/, ''))));
+    const names = dash.panels.flatMap((p) =>
+      p.targets.flatMap((t) => [...t.expr.matchAll(/leasehold_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|count|sum)$/, ''))),
+    );
     expect(names.length).toBeGreaterThan(10);
     for (const n of new Set(names)) expect(readme, n).toContain(`\`${n}`);
   });

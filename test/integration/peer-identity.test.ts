@@ -8,7 +8,17 @@ import type { Message } from '../../src/raft/core/types.js';
 import type { NodeLogger } from '../../src/raft/logger.js';
 import { freePorts, waitFor } from './harness.js';
 
-const hb = (from: string, seq: number): Message => ({ type: 'AppendEntries', from, to: 'b', term: 1, prevLogIndex: seq, prevLogTerm: 1, entries: [], leaderCommit: 0, round: seq });
+const hb = (from: string, seq: number): Message => ({
+  type: 'AppendEntries',
+  from,
+  to: 'b',
+  term: 1,
+  prevLogIndex: seq,
+  prevLogTerm: 1,
+  entries: [],
+  leaderCommit: 0,
+  round: seq,
+});
 
 function recordingLogger(): NodeLogger & { warnings: string[] } {
   const noop = () => {};
@@ -23,11 +33,23 @@ afterEach(() => {
 
 async function receiver(port: number, logger: NodeLogger) {
   const received: { from: string; seq: number }[] = [];
-  const transport = new PeerTransport({ selfId: 'b', peers: new Map(), queueLimit: 100, maxMessageBytes: 1 << 20, logger, traceMessages: false });
+  const transport = new PeerTransport({
+    selfId: 'b',
+    peers: new Map(),
+    queueLimit: 100,
+    maxMessageBytes: 1 << 20,
+    logger,
+    traceMessages: false,
+  });
   transport.setIdentity({ clusterId: 'cluster-1', members: new Set(['a', 'b', 'c']) });
   const server = new grpc.Server();
-  server.addService(raftService.definition(), transport.handlers((m) => received.push({ from: m.from, seq: m.type === 'AppendEntries' ? m.prevLogIndex : -1 })));
-  await new Promise<void>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  server.addService(
+    raftService.definition(),
+    transport.handlers((m) => received.push({ from: m.from, seq: m.type === 'AppendEntries' ? m.prevLogIndex : -1 })),
+  );
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+  );
   closers.push(() => {
     server.forceShutdown();
     transport.close();
@@ -36,7 +58,14 @@ async function receiver(port: number, logger: NodeLogger) {
 }
 
 function sender(selfId: string, clusterId: string, port: number): PeerTransport {
-  const t = new PeerTransport({ selfId, peers: new Map([['b', `127.0.0.1:${port}`]]), queueLimit: 100, maxMessageBytes: 1 << 20, logger: recordingLogger(), traceMessages: false });
+  const t = new PeerTransport({
+    selfId,
+    peers: new Map([['b', `127.0.0.1:${port}`]]),
+    queueLimit: 100,
+    maxMessageBytes: 1 << 20,
+    logger: recordingLogger(),
+    traceMessages: false,
+  });
   t.setIdentity({ clusterId, members: new Set() });
   closers.push(() => t.close());
   return t;
@@ -79,13 +108,23 @@ describe('PeerTransport: a sender our stale configuration does not list', () => 
     const asked: string[] = [];
     const received: string[] = [];
     const transport = new PeerTransport({
-      selfId: 'b', peers: new Map(), queueLimit: 100, maxMessageBytes: 1 << 20, logger: recordingLogger(), traceMessages: false,
+      selfId: 'b',
+      peers: new Map(),
+      queueLimit: 100,
+      maxMessageBytes: 1 << 20,
+      logger: recordingLogger(),
+      traceMessages: false,
       onUnknownSender: (from) => asked.push(from),
     });
     transport.setIdentity({ clusterId: 'cluster-1', members: new Set(['a', 'b', 'c']) });
     const server = new grpc.Server();
-    server.addService(raftService.definition(), transport.handlers((m) => received.push(`${m.from}:${m.type === 'AppendEntries' ? m.prevLogIndex : -1}`)));
-    await new Promise<void>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+    server.addService(
+      raftService.definition(),
+      transport.handlers((m) => received.push(`${m.from}:${m.type === 'AppendEntries' ? m.prevLogIndex : -1}`)),
+    );
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+    );
     closers.push(() => {
       server.forceShutdown();
       transport.close();

@@ -15,7 +15,17 @@ const BURST = 20_000;
 const OVERFLOW_WARNING = 'peer queue full; dropping its oldest messages';
 
 /** A heartbeat whose prevLogIndex is its sequence number, so the receiver can tell which ones arrived. */
-const heartbeat = (seq: number): Message => ({ type: 'AppendEntries', from: 'a', to: 'b', term: 1, prevLogIndex: seq, prevLogTerm: 1, entries: [], leaderCommit: 0, round: seq });
+const heartbeat = (seq: number): Message => ({
+  type: 'AppendEntries',
+  from: 'a',
+  to: 'b',
+  term: 1,
+  prevLogIndex: seq,
+  prevLogTerm: 1,
+  entries: [],
+  leaderCommit: 0,
+  round: seq,
+});
 
 function recordingLogger(): NodeLogger & { warnings: string[] } {
   const noop = () => {};
@@ -31,7 +41,10 @@ afterEach(async () => {
 function sender(port: number, logger: NodeLogger): PeerTransport {
   const transport = new PeerTransport({
     selfId: 'a',
-    peers: new Map([['a', '127.0.0.1:1'], ['b', `127.0.0.1:${port}`]]),
+    peers: new Map([
+      ['a', '127.0.0.1:1'],
+      ['b', `127.0.0.1:${port}`],
+    ]),
     queueLimit: QUEUE_LIMIT,
     maxMessageBytes: 1 << 20,
     logger,
@@ -44,10 +57,22 @@ function sender(port: number, logger: NodeLogger): PeerTransport {
 /** Peer b: a real gRPC server with the Raft service, recording the sequence number of each message. */
 async function startPeer(port: number): Promise<number[]> {
   const received: number[] = [];
-  const transport = new PeerTransport({ selfId: 'b', peers: new Map([['b', `127.0.0.1:${port}`]]), queueLimit: QUEUE_LIMIT, maxMessageBytes: 1 << 20, logger: recordingLogger(), traceMessages: false });
+  const transport = new PeerTransport({
+    selfId: 'b',
+    peers: new Map([['b', `127.0.0.1:${port}`]]),
+    queueLimit: QUEUE_LIMIT,
+    maxMessageBytes: 1 << 20,
+    logger: recordingLogger(),
+    traceMessages: false,
+  });
   const server = new grpc.Server();
-  server.addService(raftService.definition(), transport.handlers((m) => received.push(m.type === 'AppendEntries' ? m.prevLogIndex : -1)));
-  await new Promise<void>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  server.addService(
+    raftService.definition(),
+    transport.handlers((m) => received.push(m.type === 'AppendEntries' ? m.prevLogIndex : -1)),
+  );
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+  );
   closers.push(() => {
     server.forceShutdown();
     transport.close();

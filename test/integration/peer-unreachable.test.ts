@@ -11,7 +11,17 @@ import type { NodeLogger } from '../../src/raft/logger.js';
 import { freePorts, waitFor } from './harness.js';
 
 const quiet: NodeLogger = { info: () => {}, debug: () => {}, warn: () => {}, error: () => {} };
-const hb = (from: string, to: string, seq: number): Message => ({ type: 'AppendEntries', from, to, term: 1, prevLogIndex: seq, prevLogTerm: 1, entries: [], leaderCommit: 0, round: seq });
+const hb = (from: string, to: string, seq: number): Message => ({
+  type: 'AppendEntries',
+  from,
+  to,
+  term: 1,
+  prevLogIndex: seq,
+  prevLogTerm: 1,
+  entries: [],
+  leaderCommit: 0,
+  round: seq,
+});
 
 const closers: Array<() => void> = [];
 afterEach(() => {
@@ -34,7 +44,9 @@ async function listen(port: number): Promise<{ server: grpc.Server; serve(transp
     Forward: (call) => handlers!.Forward(call),
   };
   server.addService(raftService.definition(), lazy);
-  await new Promise<void>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+  );
   return { server, serve: (transport, received) => (handlers = transport.handlers((m) => received.push(m))) };
 }
 
@@ -44,7 +56,16 @@ const clock = { ms: 0 };
 function member(id: string, listening: Awaited<ReturnType<typeof listen>>, peers: Map<string, string>): Member {
   const received: Message[] = [];
   const reports: NodeId[] = [];
-  const transport = new PeerTransport({ selfId: id, peers, queueLimit: 100, maxMessageBytes: 1 << 20, logger: quiet, traceMessages: false, onPeerUnreachable: (p) => reports.push(p), nowMs: () => clock.ms });
+  const transport = new PeerTransport({
+    selfId: id,
+    peers,
+    queueLimit: 100,
+    maxMessageBytes: 1 << 20,
+    logger: quiet,
+    traceMessages: false,
+    onPeerUnreachable: (p) => reports.push(p),
+    nowMs: () => clock.ms,
+  });
   transport.setIdentity({ clusterId: 'c1', members: new Set(['a', 'b']) });
   listening.serve(transport, received);
   const server = listening.server;
@@ -61,18 +82,26 @@ function member(id: string, listening: Awaited<ReturnType<typeof listen>>, peers
  *  refused" and b was reported gone during set-up — the other half of the flaky ['b', 'b'] (issue 22). */
 async function pair() {
   const [pa, pb] = (await freePorts(2)) as [number, number];
-  const peers = new Map([['a', `127.0.0.1:${pa}`], ['b', `127.0.0.1:${pb}`]]);
+  const peers = new Map([
+    ['a', `127.0.0.1:${pa}`],
+    ['b', `127.0.0.1:${pb}`],
+  ]);
   const [la, lb] = await Promise.all([listen(pa), listen(pb)]);
   const a = member('a', la, peers);
   const b = member('b', lb, peers);
   // Resent until through, as Raft would: a message written before the peer listened is lost.
   let seq = 0;
-  await waitFor('both links to carry a message', () => {
-    seq++;
-    if (b.received.length === 0) a.transport.send([hb('a', 'b', seq)]);
-    if (a.received.length === 0) b.transport.send([hb('b', 'a', seq)]);
-    return a.received.length > 0 && b.received.length > 0;
-  }, 10_000, 20);
+  await waitFor(
+    'both links to carry a message',
+    () => {
+      seq++;
+      if (b.received.length === 0) a.transport.send([hb('a', 'b', seq)]);
+      if (a.received.length === 0) b.transport.send([hb('b', 'a', seq)]);
+      return a.received.length > 0 && b.received.length > 0;
+    },
+    10_000,
+    20,
+  );
   return { a, b };
 }
 
@@ -89,13 +118,17 @@ describe('PeerTransport: peer unreachable reports', () => {
     // to send, so keep sending (as Raft's heartbeats would) until three more reconnect attempts have run.
     const opened = a.transport.streamsOpenedTo('b');
     let seq = 1000;
-    await waitFor('three reconnect attempts after the report', () => {
-      a.transport.send([hb('a', 'b', ++seq)]);
-      return a.transport.streamsOpenedTo('b') >= opened + 3;
-    }, 5_000, 20);
+    await waitFor(
+      'three reconnect attempts after the report',
+      () => {
+        a.transport.send([hb('a', 'b', ++seq)]);
+        return a.transport.streamsOpenedTo('b') >= opened + 3;
+      },
+      5_000,
+      20,
+    );
     expect(a.reports).toEqual(['b']);
   });
-
 });
 
 describe('PeerTransport: what a report of a gone peer takes back', () => {
@@ -128,7 +161,7 @@ describe('PeerTransport: what a report of a gone peer takes back', () => {
     expect(a.reports).toEqual(['b']);
   });
 
-  it('messages that go on arriving on the old stream a probe\'s length after the report revive the link: the peer lives', async () => {
+  it("messages that go on arriving on the old stream a probe's length after the report revive the link: the peer lives", async () => {
     const { a, b } = await pair();
     const serve = a.transport.handlers(() => {}).Stream as unknown as (call: EventEmitter, cb: () => void) => void;
     const old = inboundStream();

@@ -59,7 +59,12 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
 
   it('an mTLS cluster elects a leader and serves a client with a certificate', async () => {
     const { leader } = await c.waitForLeader();
-    const got = await c.raw<AcquireResponse>(leader === 'n1' ? 'n2' : 'n1', 'Acquire', { key: 'tls-a', owner: 'alice', ttl_ms: '30000', request_id: 'a1' });
+    const got = await c.raw<AcquireResponse>(leader === 'n1' ? 'n2' : 'n1', 'Acquire', {
+      key: 'tls-a',
+      owner: 'alice',
+      ttl_ms: '30000',
+      request_id: 'a1',
+    });
     expect(got.acquired).toBe(true); // through a follower too: forwarding to the leader runs over TLS
     expect(c.logText(leader)).toMatch(/"tls":"require"/);
   });
@@ -68,7 +73,9 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
     const ep = c.endpoint('n1');
     expect(await codeOf(statusWith(ep, grpc.credentials.createInsecure()))).toBe('UNAVAILABLE');
     expect(await codeOf(statusWith(ep, clientTlsCredentials({ ca: pki.ca })))).toBe('UNAVAILABLE');
-    expect(await codeOf(statusWith(ep, clientTlsCredentials({ ca: pki.ca, cert: pki.foreign.cert, key: pki.foreign.key })))).toBe('UNAVAILABLE');
+    expect(await codeOf(statusWith(ep, clientTlsCredentials({ ca: pki.ca, cert: pki.foreign.cert, key: pki.foreign.key })))).toBe(
+      'UNAVAILABLE',
+    );
     expect((await statusWith(ep, creds(pki, 'bob'))).node_id).toBe('n1');
   });
 
@@ -86,7 +93,12 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
         });
         stream.on('error', () => {});
         // "I am the leader, at term 999999": accepted, this would depose every leader at will.
-        stream.write({ from: leader, to: target, term: '999999', append_entries_response: { success: false, match_index: '0', conflict_index: '0', conflict_term: '0', round: '0' } });
+        stream.write({
+          from: leader,
+          to: target,
+          term: '999999',
+          append_entries_response: { success: false, match_index: '0', conflict_index: '0', conflict_term: '0', round: '0' },
+        });
         stream.end();
       });
     expect(await inject(peerEndpoint)).toBe('PERMISSION_DENIED');
@@ -95,13 +107,16 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
     expect(after.term).toBe(before.term);
     expect(BigInt(after.term) < 999999n).toBe(true);
     await waitFor('the refusal in the log', () => /refused peer traffic/.test(c.logText(target)), 5000);
-    const refusals = c.logText(target).split('\n').filter((l) => l.includes('refused peer traffic'));
+    const refusals = c
+      .logText(target)
+      .split('\n')
+      .filter((l) => l.includes('refused peer traffic'));
     expect(refusals[0]).toContain('none of them a current member');
     expect(refusals[0]).toContain('alice');
     expect(c.logText(target).match(/refused peer traffic/g)?.length).toBe(1); // once per identity, not per message
   });
 
-  it('owner binding: another identity cannot acquire as, renew or release alice\'s lock', async () => {
+  it("owner binding: another identity cannot acquire as, renew or release alice's lock", async () => {
     const { leader } = await c.waitForLeader();
     const bobPool = new EndpointPool({ endpoints: [c.endpoint(leader)], credentials: creds(pki, 'bob'), attemptTimeoutMs: 2000 });
     try {
@@ -113,14 +128,21 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
         ['Renew', { key: 'bound', owner: 'alice', token: mine.token, ttl_ms: '30000', request_id: 'x2' }],
         ['Release', { key: 'bound', owner: 'alice', token: mine.token, request_id: 'x3' }],
       ] as const) {
-        const err = await call(method, req).then(() => null, (e: unknown) => e as RpcError);
+        const err = await call(method, req).then(
+          () => null,
+          (e: unknown) => e as RpcError,
+        );
         expect(err?.code, method).toBe(grpc.status.PERMISSION_DENIED);
         expect(err?.details).toBe('owner "alice" does not match the client certificate CN "bob" (auth.ownerBinding)');
       }
       const still = await c.raw<{ owner: string; token: string }>(leader, 'Get', { key: 'bound' });
       expect([still.owner, still.token]).toEqual(['alice', mine.token]);
       // The client library surfaces it as a typed error, not a retry loop.
-      const bob = new LeaseholdClient({ endpoints: c.endpoints(), tls: { ca: pki.ca, cert: pki.client('bob').cert, key: pki.client('bob').key }, timeoutMs: 3000 });
+      const bob = new LeaseholdClient({
+        endpoints: c.endpoints(),
+        tls: { ca: pki.ca, cert: pki.client('bob').cert, key: pki.client('bob').key },
+        timeoutMs: 3000,
+      });
       await expect(bob.acquire('bound3', { ttlMs: 5000, owner: 'alice' })).rejects.toBeInstanceOf(PermissionDeniedError);
       const own = await bob.acquire('bound3', { ttlMs: 5000, owner: 'bob' });
       expect(own.token > 0n).toBe(true);
@@ -131,7 +153,7 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
     }
   });
 
-  it('revoke under owner binding: refused for a non-admin certificate (even the holder\'s), done for an admin one through a follower; the waiter gets the key at once', async () => {
+  it("revoke under owner binding: refused for a non-admin certificate (even the holder's), done for an admin one through a follower; the waiter gets the key at once", async () => {
     const { leader } = await c.waitForLeader();
     const follower = c.ids.find((id) => id !== leader)!;
     const as = (who: string) => new LeaseholdClient({ endpoints: [c.endpoint(follower)], credentials: creds(pki, who), timeoutMs: 10_000 });
@@ -141,7 +163,8 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
     try {
       const held = await alice.acquire('revoke-me', { ttlMs: 60_000, owner: 'alice', lockDelayMs: 30_000 });
       const waiting = bob.acquire('revoke-me', { ttlMs: 60_000, owner: 'bob', waitMs: 20_000 });
-      for (const who of [bob, alice]) await expect(who.revoke('revoke-me', { reason: 'test' })).rejects.toBeInstanceOf(PermissionDeniedError);
+      for (const who of [bob, alice])
+        await expect(who.revoke('revoke-me', { reason: 'test' })).rejects.toBeInstanceOf(PermissionDeniedError);
       expect((await admin.get('revoke-me')).token).toBe(held.token); // nothing changed
       expect(await admin.revoke('revoke-me', { token: held.token, reason: 'stuck worker' })).toEqual([held.token]);
       const next = await waiting; // no lock-delay on a revoke: granted in the same entry
@@ -160,12 +183,17 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
 
   it('the CLI with --cacert/--cert/--key (or LEASEHOLD_* env) is served; without them it cannot connect', async () => {
     const endpoints = c.endpoints().join(',');
-    const cli = (args: string[], env: NodeJS.ProcessEnv = {}) => spawnSync(process.execPath, [MAIN_JS, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 20_000 });
+    const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+      spawnSync(process.execPath, [MAIN_JS, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 20_000 });
     const tls = ['--cacert', pki.ca, '--cert', pki.client('alice').cert, '--key', pki.client('alice').key];
     const ok = cli(['acquire', 'cli-key', '--owner', 'alice', '--ttl', '5s', '--endpoints', endpoints, ...tls]);
     expect(ok.stdout, ok.stderr).toMatch(/^acquired cli-key: token \d+/);
     expect(ok.status).toBe(0);
-    const viaEnv = cli(['get', 'cli-key', '--endpoints', endpoints], { LEASEHOLD_CACERT: pki.ca, LEASEHOLD_CERT: pki.client('alice').cert, LEASEHOLD_KEY: pki.client('alice').key });
+    const viaEnv = cli(['get', 'cli-key', '--endpoints', endpoints], {
+      LEASEHOLD_CACERT: pki.ca,
+      LEASEHOLD_CERT: pki.client('alice').cert,
+      LEASEHOLD_KEY: pki.client('alice').key,
+    });
     expect(viaEnv.stdout).toMatch(/cli-key: held by alice/);
     // SPEC exit code 4: permission denied (owner binding: bob's certificate cannot acquire as alice).
     const bobTls = ['--cacert', pki.ca, '--cert', pki.client('bob').cert, '--key', pki.client('bob').key];

@@ -9,7 +9,14 @@ import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import type { EndpointPool } from '../../src/client/rpc.js';
-import type { AcquireResponse, CloseSessionResponse, GetResponse, OpenSessionResponse, RenewResponse, RenewSessionResponse } from '../../src/wire/lock.js';
+import type {
+  AcquireResponse,
+  CloseSessionResponse,
+  GetResponse,
+  OpenSessionResponse,
+  RenewResponse,
+  RenewSessionResponse,
+} from '../../src/wire/lock.js';
 import { TestCluster, freePorts, isCode, waitFor } from './harness.js';
 
 const SESSION_HOLDER_JS = resolve('build/test/integration/fixtures/session-holder.js');
@@ -36,15 +43,20 @@ afterAll(async () => {
   await c?.stop();
 });
 
-const call = <Res>(method: 'Acquire' | 'Renew' | 'Get' | 'OpenSession' | 'RenewSession' | 'CloseSession', req: object, timeoutMs = 10_000) =>
-  pool.call<Res>(method, req, Date.now() + timeoutMs);
+const call = <Res>(
+  method: 'Acquire' | 'Renew' | 'Get' | 'OpenSession' | 'RenewSession' | 'CloseSession',
+  req: object,
+  timeoutMs = 10_000,
+) => pool.call<Res>(method, req, Date.now() + timeoutMs);
 
 /** leasehold_lock_operations_total for `op` with outcome `outcome`, summed over the nodes that answer. */
 async function opsCount(ids: string[], op: string, outcome: string): Promise<number> {
   let total = 0;
   for (const id of ids) {
     const res = await fetch(`http://127.0.0.1:${metricsPorts[c.ids.indexOf(id)]}/metrics`, { signal: AbortSignal.timeout(2000) });
-    const line = (await res.text()).split('\n').find((l) => l.startsWith(`leasehold_lock_operations_total{op="${op}",outcome="${outcome}"`));
+    const line = (await res.text())
+      .split('\n')
+      .find((l) => l.startsWith(`leasehold_lock_operations_total{op="${op}",outcome="${outcome}"`));
     total += line === undefined ? 0 : Number(line.split(' ').pop());
   }
   return total;
@@ -54,7 +66,9 @@ const keyOf = (i: number) => `sess/${String(i).padStart(4, '0')}`;
 
 describe('sessions', () => {
   it(`a session with ${HOLDS} holds: one renew per ttl/3, survives the leader, ends every hold in one entry`, async () => {
-    holder = spawn(process.execPath, [SESSION_HOLDER_JS, c.endpoints().join(','), String(TTL_MS), 'sess/', String(HOLDS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    holder = spawn(process.execPath, [SESSION_HOLDER_JS, c.endpoints().join(','), String(TTL_MS), 'sess/', String(HOLDS)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const lines = createInterface({ input: holder.stdout! });
     const events: { event: string; sessionId?: string; owner?: string; tokens?: string[] }[] = [];
     lines.on('line', (l) => events.push(JSON.parse(l)));
@@ -87,7 +101,9 @@ describe('sessions', () => {
 
     // Ten waiters on ten of its keys; then the client dies.
     const waiterKeys = Array.from({ length: 10 }, (_, i) => keyOf(i * 50));
-    const grants = waiterKeys.map((key) => call<AcquireResponse>('Acquire', { key, owner: `next-${key}`, ttl_ms: '30000', wait_ms: '30000', request_id: `w-${key}` }, 40_000));
+    const grants = waiterKeys.map((key) =>
+      call<AcquireResponse>('Acquire', { key, owner: `next-${key}`, ttl_ms: '30000', wait_ms: '30000', request_id: `w-${key}` }, 40_000),
+    );
     await waitFor('the waiters in line', async () => (await call<GetResponse>('Get', { key: waiterKeys[9]! })).waiters === 1, 10_000);
     holder.kill('SIGKILL');
     const killedAt = Date.now();
@@ -104,35 +120,65 @@ describe('sessions', () => {
       expect(g.held, keyOf(i)).toBe(false);
     }
     // The session is gone: it cannot be renewed back.
-    expect(await call<RenewSessionResponse>('RenewSession', { session_id: sessionId })).toMatchObject({ renewed: false, reason: 'NOT_HELD' });
+    expect(await call<RenewSessionResponse>('RenewSession', { session_id: sessionId })).toMatchObject({
+      renewed: false,
+      reason: 'NOT_HELD',
+    });
   }, 180_000);
 
-  it('the contract: ttl 0 under a session, the owner is the session\'s, renew the session not the hold, close releases', async () => {
+  it("the contract: ttl 0 under a session, the owner is the session's, renew the session not the hold, close releases", async () => {
     const open = await call<OpenSessionResponse>('OpenSession', { owner: 'alice', ttl_ms: '10000', request_id: 'o1' });
     expect(BigInt(open.session_id)).toBeGreaterThan(0n);
     const sid = open.session_id;
     const refused = async (req: object, code: grpc.status, text: RegExp) => {
-      const err = await call('Acquire', req).then(() => null, (e: unknown) => e);
+      const err = await call('Acquire', req).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(isCode(err, code), String(err)).toBe(true);
       expect(String((err as Error).message)).toMatch(text);
     };
-    await refused({ key: 'c1', owner: 'alice', ttl_ms: '1000', session_id: sid }, grpc.status.INVALID_ARGUMENT, /ttl_ms: ttl_ms must be 0 for a hold under a session/);
-    await refused({ key: 'c1', owner: 'bob', ttl_ms: '0', session_id: sid }, grpc.status.INVALID_ARGUMENT, /owner: "bob" is not the owner of session/);
-    await refused({ key: 'c1', owner: 'alice', ttl_ms: '0', session_id: '999999' }, grpc.status.FAILED_PRECONDITION, /session 999999 is not open/);
+    await refused(
+      { key: 'c1', owner: 'alice', ttl_ms: '1000', session_id: sid },
+      grpc.status.INVALID_ARGUMENT,
+      /ttl_ms: ttl_ms must be 0 for a hold under a session/,
+    );
+    await refused(
+      { key: 'c1', owner: 'bob', ttl_ms: '0', session_id: sid },
+      grpc.status.INVALID_ARGUMENT,
+      /owner: "bob" is not the owner of session/,
+    );
+    await refused(
+      { key: 'c1', owner: 'alice', ttl_ms: '0', session_id: '999999' },
+      grpc.status.FAILED_PRECONDITION,
+      /session 999999 is not open/,
+    );
     const a = await call<AcquireResponse>('Acquire', { key: 'c1', owner: 'alice', ttl_ms: '0', session_id: sid, request_id: 'a1' });
     const b = await call<AcquireResponse>('Acquire', { key: 'c2', owner: 'alice', ttl_ms: '0', session_id: sid, request_id: 'a2' });
     expect(a.acquired && b.acquired).toBe(true);
-    const renew = await call<RenewResponse>('Renew', { key: 'c1', owner: 'alice', token: a.token, ttl_ms: '1000' }).then(() => null, (e: unknown) => e);
+    const renew = await call<RenewResponse>('Renew', { key: 'c1', owner: 'alice', token: a.token, ttl_ms: '1000' }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(isCode(renew, grpc.status.FAILED_PRECONDITION)).toBe(true);
     expect(String((renew as Error).message)).toMatch(/renew the session/);
     // A retry of the open answers the same session.
     expect((await call<OpenSessionResponse>('OpenSession', { owner: 'alice', ttl_ms: '10000', request_id: 'o1' })).session_id).toBe(sid);
-    expect(await call<RenewSessionResponse>('RenewSession', { session_id: sid, owner: 'bob' })).toMatchObject({ renewed: false, reason: 'WRONG_OWNER' });
+    expect(await call<RenewSessionResponse>('RenewSession', { session_id: sid, owner: 'bob' })).toMatchObject({
+      renewed: false,
+      reason: 'WRONG_OWNER',
+    });
     expect(await call<RenewSessionResponse>('RenewSession', { session_id: sid })).toMatchObject({ renewed: true, ttl_ms: '10000' });
-    expect(await call<CloseSessionResponse>('CloseSession', { session_id: sid, owner: 'alice' })).toMatchObject({ closed: true, released: ['c1', 'c2'] });
+    expect(await call<CloseSessionResponse>('CloseSession', { session_id: sid, owner: 'alice' })).toMatchObject({
+      closed: true,
+      released: ['c1', 'c2'],
+    });
     expect((await call<GetResponse>('Get', { key: 'c1' })).held).toBe(false);
     expect(await call<CloseSessionResponse>('CloseSession', { session_id: sid })).toMatchObject({ closed: false, reason: 'NOT_HELD' });
-    const bad = await call('RenewSession', { session_id: '0' }).then(() => null, (e: unknown) => e);
+    const bad = await call('RenewSession', { session_id: '0' }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(isCode(bad, grpc.status.INVALID_ARGUMENT)).toBe(true);
     expect(String((bad as Error).message)).toMatch(/session_id: session_id is required/);
   }, 60_000);

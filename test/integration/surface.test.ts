@@ -13,7 +13,14 @@ import { BUILD_LEVEL } from '../../src/lock/versions.js';
 const require = createRequire(import.meta.url);
 
 function loadService(file: string, includeDir: string, path: string[]): grpc.ServiceClientConstructor {
-  const def = protoLoader.loadSync(file, { includeDirs: [includeDir], keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
+  const def = protoLoader.loadSync(file, {
+    includeDirs: [includeDir],
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  });
   let obj: unknown = grpc.loadPackageDefinition(def);
   for (const p of path) obj = (obj as Record<string, unknown>)[p];
   return obj as grpc.ServiceClientConstructor;
@@ -50,7 +57,10 @@ describe('gRPC surface', () => {
     const client = new Health(c.endpoint('n2'), grpc.credentials.createInsecure());
     const check = () =>
       new Promise<{ status: string }>((resolve, reject) =>
-        (client as unknown as { Check: (r: object, cb: (e: Error | null, v: { status: string }) => void) => void }).Check({ service: '' }, (e, v) => (e ? reject(e) : resolve(v))),
+        (client as unknown as { Check: (r: object, cb: (e: Error | null, v: { status: string }) => void) => void }).Check(
+          { service: '' },
+          (e, v) => (e ? reject(e) : resolve(v)),
+        ),
       );
     // SERVING once n2 has heard from a leader with a quorum (SPEC "Health"): re-evaluated every tick.
     const res = await waitFor('n2 SERVING', async () => ((await check()).status === 'SERVING' ? { status: 'SERVING' } : null), 5000);
@@ -60,9 +70,18 @@ describe('gRPC surface', () => {
 
   it('server reflection lists the Lock, Cluster and Health services (grpcurl list)', async () => {
     const reflDir = join(dirname(require.resolve('@grpc/reflection/package.json')), 'build', 'proto');
-    const Reflection = loadService('grpc/reflection/v1alpha/reflection.proto', reflDir, ['grpc', 'reflection', 'v1alpha', 'ServerReflection']);
+    const Reflection = loadService('grpc/reflection/v1alpha/reflection.proto', reflDir, [
+      'grpc',
+      'reflection',
+      'v1alpha',
+      'ServerReflection',
+    ]);
     const client = new Reflection(c.endpoint('n1'), grpc.credentials.createInsecure());
-    const stream = (client as unknown as { ServerReflectionInfo: () => grpc.ClientDuplexStream<object, { list_services_response?: { service: { name: string }[] } }> }).ServerReflectionInfo();
+    const stream = (
+      client as unknown as {
+        ServerReflectionInfo: () => grpc.ClientDuplexStream<object, { list_services_response?: { service: { name: string }[] } }>;
+      }
+    ).ServerReflectionInfo();
     const names = await new Promise<string[]>((resolve, reject) => {
       stream.on('data', (msg) => {
         resolve((msg.list_services_response?.service ?? []).map((s: { name: string }) => s.name));
@@ -80,12 +99,19 @@ describe('gRPC surface', () => {
     const holder = await c.raw<AcquireResponse>(leader, 'Acquire', { key: 'cancel', owner: 'h', ttl_ms: '30000', request_id: 'h1' });
     expect(holder.acquired).toBe(true);
     // w1 waits up to 20 s but its call has a 500 ms gRPC deadline: the call is cancelled and w1 must leave.
-    const w1 = c.raw<AcquireResponse>(leader, 'Acquire', { key: 'cancel', owner: 'w1', ttl_ms: '30000', wait_ms: '20000', request_id: 'w1' }, 500).then(
-      () => 'answered',
-      (e: unknown) => (e instanceof RpcError ? grpc.status[e.code] : String(e)),
-    );
+    const w1 = c
+      .raw<AcquireResponse>(leader, 'Acquire', { key: 'cancel', owner: 'w1', ttl_ms: '30000', wait_ms: '20000', request_id: 'w1' }, 500)
+      .then(
+        () => 'answered',
+        (e: unknown) => (e instanceof RpcError ? grpc.status[e.code] : String(e)),
+      );
     await new Promise((r) => setTimeout(r, 100));
-    const w2 = c.raw<AcquireResponse>(leader, 'Acquire', { key: 'cancel', owner: 'w2', ttl_ms: '30000', wait_ms: '20000', request_id: 'w2' }, 20_000);
+    const w2 = c.raw<AcquireResponse>(
+      leader,
+      'Acquire',
+      { key: 'cancel', owner: 'w2', ttl_ms: '30000', wait_ms: '20000', request_id: 'w2' },
+      20_000,
+    );
     expect(await w1).toBe('DEADLINE_EXCEEDED');
     const rel = await c.raw<ReleaseResponse>(leader, 'Release', { key: 'cancel', owner: 'h', token: holder.token, request_id: 'h-rel' });
     expect(rel.released).toBe(true);

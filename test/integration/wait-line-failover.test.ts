@@ -31,7 +31,11 @@ describe('the wait line survives the leader', () => {
     const waiters = new EndpointPool({ endpoints: [c.endpoint(leader), ...c.endpoints(others)], attemptTimeoutMs: 120_000 });
     const control = new EndpointPool({ endpoints: c.endpoints(), attemptTimeoutMs: 5000 });
     try {
-      const holder = await control.call<AcquireResponse>('Acquire', { key, owner: 'holder', ttl_ms: '60000', request_id: 'holder' }, Date.now() + 10_000);
+      const holder = await control.call<AcquireResponse>(
+        'Acquire',
+        { key, owner: 'holder', ttl_ms: '60000', request_id: 'holder' },
+        Date.now() + 10_000,
+      );
       expect(holder.acquired).toBe(true);
       const order: number[] = [];
       const tokens: bigint[] = [];
@@ -45,23 +49,33 @@ describe('the wait line survives the leader', () => {
             expect(r.acquired, `${owner}: ${JSON.stringify(r)}`).toBe(true);
             order.push(i);
             tokens.push(BigInt(r.token));
-            releases.push(control.call<ReleaseResponse>('Release', { key, owner, token: r.token, request_id: `${owner}-rel` }, Date.now() + 20_000));
+            releases.push(
+              control.call<ReleaseResponse>('Release', { key, owner, token: r.token, request_id: `${owner}-rel` }, Date.now() + 20_000),
+            );
           }),
         );
         await new Promise((r) => setTimeout(r, 2));
       }
       // Every waiter is in the replicated line before the leader dies.
-      await waitFor('all waiters in line', async () => {
-        const g = await control.call<GetResponse>('Get', { key }, Date.now() + 2000);
-        return g.waiters === WAITERS;
-      }, 20_000);
+      await waitFor(
+        'all waiters in line',
+        async () => {
+          const g = await control.call<GetResponse>('Get', { key }, Date.now() + 2000);
+          return g.waiters === WAITERS;
+        },
+        20_000,
+      );
       await c.kill(leader);
       const next = await c.waitForLeader(others);
       expect(next.leader).not.toBe(leader);
       // The line is still there on the new leader, whole.
       const after = await control.call<GetResponse>('Get', { key }, Date.now() + 10_000);
       expect(after.waiters).toBe(WAITERS);
-      const rel = await control.call<ReleaseResponse>('Release', { key, owner: 'holder', token: holder.token, request_id: 'holder-rel' }, Date.now() + 10_000);
+      const rel = await control.call<ReleaseResponse>(
+        'Release',
+        { key, owner: 'holder', token: holder.token, request_id: 'holder-rel' },
+        Date.now() + 10_000,
+      );
       expect(rel.released).toBe(true);
       await Promise.all(answers);
       await Promise.all(releases);

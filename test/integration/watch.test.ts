@@ -47,7 +47,12 @@ function rawWatch(id: string, request: object, opts: { read: boolean } = { read:
  *  node's writes back, as with a client that stopped reading. */
 function stalledWatch(id: string, request: object) {
   const session = http2.connect(`http://${c.endpoint(id)}`);
-  const stream = session.request({ ':method': 'POST', ':path': '/leasehold.v1.Lock/Watch', 'content-type': 'application/grpc', te: 'trailers' });
+  const stream = session.request({
+    ':method': 'POST',
+    ':path': '/leasehold.v1.Lock/Watch',
+    'content-type': 'application/grpc',
+    te: 'trailers',
+  });
   const body = lockService.definition().Watch.requestSerialize(request);
   const frame = Buffer.alloc(5 + body.length);
   frame.writeUInt32BE(body.length, 1);
@@ -61,7 +66,13 @@ function stalledWatch(id: string, request: object) {
       new Promise<{ status: string; message: string; bytes: number }>((resolve) => {
         let bytes = 0;
         stream.on('data', (d: Buffer) => (bytes += d.length));
-        stream.on('end', () => resolve({ status: String(trailers?.['grpc-status'] ?? ''), message: decodeURIComponent(String(trailers?.['grpc-message'] ?? '')), bytes }));
+        stream.on('end', () =>
+          resolve({
+            status: String(trailers?.['grpc-status'] ?? ''),
+            message: decodeURIComponent(String(trailers?.['grpc-message'] ?? '')),
+            bytes,
+          }),
+        );
         stream.resume();
       }),
     close: () => {
@@ -76,7 +87,10 @@ describe('watch', () => {
     const { leader } = await c.waitForLeader();
     const follower = c.ids.find((id) => id !== leader)!;
     // The watch goes to the first endpoint: the follower, which is killed first.
-    const watcher = new LockClient({ endpoints: [follower, ...c.ids.filter((id) => id !== follower)].map((id) => c.endpoint(id)), timeoutMs: 20_000 });
+    const watcher = new LockClient({
+      endpoints: [follower, ...c.ids.filter((id) => id !== follower)].map((id) => c.endpoint(id)),
+      timeoutMs: 20_000,
+    });
     const writer = new LockClient({ endpoints: c.endpoints(), timeoutMs: 20_000 });
     const got: LockEventInfo[] = [];
     const stop = new AbortController();
@@ -98,7 +112,13 @@ describe('watch', () => {
       for (let i = 0; i < 30; i++) await cycle(i);
       // Opened only now: its first 61 events come from the node's history, starting right after the Get.
       const reading = (async () => {
-        for await (const e of watcher.watch('w/', { prefix: true, afterIndex: start.index, signal: stop.signal, onReconnect: (r) => reconnects.push(`${r.endpoint} ${grpc.status[r.code]}`) })) got.push(e);
+        for await (const e of watcher.watch('w/', {
+          prefix: true,
+          afterIndex: start.index,
+          signal: stop.signal,
+          onReconnect: (r) => reconnects.push(`${r.endpoint} ${grpc.status[r.code]}`),
+        }))
+          got.push(e);
       })();
       await waitFor('the watch has replayed the history', () => got.length >= expected.length, 10_000);
       await c.kill(follower);

@@ -19,7 +19,7 @@ describe('a wiped member, after all its peers restarted', () => {
     await c?.stop();
   });
 
-  it('is refused on a plain start: the peers\' logs record that it ran', async () => {
+  it("is refused on a plain start: the peers' logs record that it ran", async () => {
     // Every node's log records every member as having run (the leader proposes it once they acknowledge).
     await waitFor(
       'every member recorded as having run, on every node',

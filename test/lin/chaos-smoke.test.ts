@@ -81,39 +81,75 @@ function alive(pid: number): boolean {
 }
 
 describe('chaos run in CI', () => {
-  it(`${DURATION_S} s of node partitions, kills, pauses and client faults: the history checks clean, every node recovers after every fault, and locks were really taken and used`, { timeout: 200_000 }, async () => {
-    expect(existsSync(CHAOS_JS), 'build first: npx tsc -p tsconfig.json').toBe(true);
-    const args = ['--duration', String(DURATION_S), '--seed', String(SEED), '--nodes', '3', '--workers', '3', '--faults', 'partitions,kills,pauses,clients,fast-leader', '--wgl-budget', '10000', '--out', outDir];
-    const { code, stdout, result } = await runChaos(args, 180_000);
-    const why = `seed ${SEED}; history, faults and node logs kept in ${outDir}; replay: ${result?.replay ?? `npm run chaos -- ${args.join(' ')}`}\n${stdout.slice(-4000)}`;
-    expect(result, why).not.toBeNull();
-    const r = result!;
-    expect(r.violations, why).toEqual([]);
-    expect(r.problems, why).toEqual([]);
-    expect(r.clean, why).toBe(true);
-    expect(code, why).toBe(0);
-    // A run where nothing succeeds, or no fault of the kinds asked for happened, proves nothing.
-    expect(r.counts['acquire']!.ok, why).toBeGreaterThan(20);
-    expect(r.counts['write']!.ok, why).toBeGreaterThan(20);
-    expect(r.counts['release']!.ok, why).toBeGreaterThan(10);
-    expect(r.windows, why).toBeGreaterThan(20);
-    const kinds = Object.keys(r.faults);
-    expect(kinds.some((k) => ['isolate-leader', 'split', 'bridge', 'leader-inbound', 'leader-outbound', 'flap'].includes(k)), why).toBe(true);
-    expect(kinds.some((k) => k.startsWith('kill-') || k === 'restart-all'), why).toBe(true);
-    expect(kinds.some((k) => k.startsWith('pause-')), why).toBe(true);
-    // A leader 5 s fast, then a true-clock one: the probe lease passed on in time (else a problem above).
-    expect(r.faults['fast-leader'], why).toBeGreaterThan(0);
-    expect(r.faultsTotal, why).toBeGreaterThan(8);
-    // The nodes really dialled each other through the peer links (peerDialOverrides), and cuts bit.
-    expect(r.peerLinks.connections, why).toBeGreaterThan(6);
-    expect(r.peerLinks.swallowedChunks, why).toBeGreaterThan(0);
-    expect(Object.values(r.summary).every((k) => k.recoveryMs.notRecovered === 0), why).toBe(true);
-    // The mutex keys by the WGL search; the keys with many holds by over-limit / shared-with-exclusive.
-    expect(Object.entries(r.linearizability).filter(([k]) => k.startsWith('hot-')).every(([, v]) => v === 'ok'), why).toBe(true);
-    expect(r.groupHolds, why).toBeGreaterThan(10);
-    // The script cleaned up: none of the nodes it started is still running.
-    expect(nodePids.size).toBeGreaterThanOrEqual(3);
-    expect([...nodePids].filter(alive)).toEqual([]);
-    keepOut = false;
-  });
+  it(
+    `${DURATION_S} s of node partitions, kills, pauses and client faults: the history checks clean, every node recovers after every fault, and locks were really taken and used`,
+    { timeout: 200_000 },
+    async () => {
+      expect(existsSync(CHAOS_JS), 'build first: npx tsc -p tsconfig.json').toBe(true);
+      const args = [
+        '--duration',
+        String(DURATION_S),
+        '--seed',
+        String(SEED),
+        '--nodes',
+        '3',
+        '--workers',
+        '3',
+        '--faults',
+        'partitions,kills,pauses,clients,fast-leader',
+        '--wgl-budget',
+        '10000',
+        '--out',
+        outDir,
+      ];
+      const { code, stdout, result } = await runChaos(args, 180_000);
+      const why = `seed ${SEED}; history, faults and node logs kept in ${outDir}; replay: ${result?.replay ?? `npm run chaos -- ${args.join(' ')}`}\n${stdout.slice(-4000)}`;
+      expect(result, why).not.toBeNull();
+      const r = result!;
+      expect(r.violations, why).toEqual([]);
+      expect(r.problems, why).toEqual([]);
+      expect(r.clean, why).toBe(true);
+      expect(code, why).toBe(0);
+      // A run where nothing succeeds, or no fault of the kinds asked for happened, proves nothing.
+      expect(r.counts['acquire']!.ok, why).toBeGreaterThan(20);
+      expect(r.counts['write']!.ok, why).toBeGreaterThan(20);
+      expect(r.counts['release']!.ok, why).toBeGreaterThan(10);
+      expect(r.windows, why).toBeGreaterThan(20);
+      const kinds = Object.keys(r.faults);
+      expect(
+        kinds.some((k) => ['isolate-leader', 'split', 'bridge', 'leader-inbound', 'leader-outbound', 'flap'].includes(k)),
+        why,
+      ).toBe(true);
+      expect(
+        kinds.some((k) => k.startsWith('kill-') || k === 'restart-all'),
+        why,
+      ).toBe(true);
+      expect(
+        kinds.some((k) => k.startsWith('pause-')),
+        why,
+      ).toBe(true);
+      // A leader 5 s fast, then a true-clock one: the probe lease passed on in time (else a problem above).
+      expect(r.faults['fast-leader'], why).toBeGreaterThan(0);
+      expect(r.faultsTotal, why).toBeGreaterThan(8);
+      // The nodes really dialled each other through the peer links (peerDialOverrides), and cuts bit.
+      expect(r.peerLinks.connections, why).toBeGreaterThan(6);
+      expect(r.peerLinks.swallowedChunks, why).toBeGreaterThan(0);
+      expect(
+        Object.values(r.summary).every((k) => k.recoveryMs.notRecovered === 0),
+        why,
+      ).toBe(true);
+      // The mutex keys by the WGL search; the keys with many holds by over-limit / shared-with-exclusive.
+      expect(
+        Object.entries(r.linearizability)
+          .filter(([k]) => k.startsWith('hot-'))
+          .every(([, v]) => v === 'ok'),
+        why,
+      ).toBe(true);
+      expect(r.groupHolds, why).toBeGreaterThan(10);
+      // The script cleaned up: none of the nodes it started is still running.
+      expect(nodePids.size).toBeGreaterThanOrEqual(3);
+      expect([...nodePids].filter(alive)).toEqual([]);
+      keepOut = false;
+    },
+  );
 });

@@ -33,7 +33,7 @@ describe('summarizeRun', () => {
   ];
   const s = summarizeRun(faults, ops, 800);
 
-  it('buckets the workers\' operations by the fault in place, or the last one healed', () => {
+  it("buckets the workers' operations by the fault in place, or the last one healed", () => {
     const iso = s.byKind['isolate-leader']!;
     expect(iso.faults).toBe(2);
     expect(iso.during).toEqual({ ops: 4, ok: 0.5, answered: 0.75 });

@@ -24,7 +24,12 @@ export interface KindSummary {
   during: Availability;
   after: Availability;
   /** The slowest node's recovery of each fault (ms; null: some node did not serve within the timeout). */
-  recoveryMs: { median: number | null; max: number | null; notRecovered: number; slowest: { node: string; ms: number | null; faultIndex: number } | null };
+  recoveryMs: {
+    median: number | null;
+    max: number | null;
+    notRecovered: number;
+    slowest: { node: string; ms: number | null; faultIndex: number } | null;
+  };
 }
 
 export interface RunSummary {
@@ -55,7 +60,10 @@ export function summarizeRun(faults: readonly FaultRecord[], ops: readonly Op[],
   const out: RunSummary = { byKind: {}, noFault: availability(client.filter((o) => !inFault.has(o))), total: availability(client) };
   for (const [kind, b] of Object.entries(byKind) as [FaultKind, { faults: FaultRecord[]; during: Op[]; after: Op[] }][]) {
     const slowest = b.faults.map((f) => ({ f, worst: worstRecovery(f) })).filter((x) => x.worst !== null);
-    const finite = slowest.map((x) => x.worst!.ms).filter((ms): ms is number => ms !== null).sort((x, y) => x - y);
+    const finite = slowest
+      .map((x) => x.worst!.ms)
+      .filter((ms): ms is number => ms !== null)
+      .sort((x, y) => x - y);
     const notRecovered = slowest.filter((x) => x.worst!.ms === null).length;
     const top = slowest.sort((x, y) => (y.worst!.ms ?? Infinity) - (x.worst!.ms ?? Infinity))[0];
     out.byKind[kind] = {
@@ -93,14 +101,14 @@ const round = (x: number) => Math.round(x * 1000) / 1000;
 export function formatSummary(s: RunSummary): string {
   const pct = (x: number | null) => (x === null ? '   -' : `${(x * 100).toFixed(0).padStart(3)}%`);
   const ms = (x: number | null) => (x === null ? '-' : `${x}`);
-  const lines = [
-    'kind              faults  during: ops   ok  answ   after: ops   ok  answ   recovery ms: median    max  slowest node',
-  ];
+  const lines = ['kind              faults  during: ops   ok  answ   after: ops   ok  answ   recovery ms: median    max  slowest node'];
   for (const [kind, k] of Object.entries(s.byKind).sort()) {
     lines.push(
       `${kind.padEnd(17)} ${String(k.faults).padStart(6)}${k.failedToInject ? `(${k.failedToInject}!)` : '    '} ${String(k.during.ops).padStart(6)} ${pct(k.during.ok)} ${pct(k.during.answered)}  ${String(k.after.ops).padStart(10)} ${pct(k.after.ok)} ${pct(k.after.answered)}  ${ms(k.recoveryMs.median).padStart(18)} ${(k.recoveryMs.notRecovered ? `${k.recoveryMs.notRecovered} NOT` : ms(k.recoveryMs.max)).padStart(6)}  ${k.recoveryMs.slowest ? `${k.recoveryMs.slowest.node} (fault #${k.recoveryMs.slowest.faultIndex})` : '-'}`,
     );
   }
-  lines.push(`no fault in place: ${s.noFault.ops} ops, ok ${pct(s.noFault.ok)}, answered ${pct(s.noFault.answered)}; all: ${s.total.ops} ops, ok ${pct(s.total.ok)}`);
+  lines.push(
+    `no fault in place: ${s.noFault.ops} ops, ok ${pct(s.noFault.ok)}, answered ${pct(s.noFault.answered)}; all: ${s.total.ops} ops, ok ${pct(s.total.ok)}`,
+  );
   return lines.join('\n');
 }

@@ -29,7 +29,12 @@ function cleanHandover(): HistoryBuilder {
 
 describe('checker: valid histories pass', () => {
   it('a clean handover, with writes, a renew and Gets', () => {
-    const v = checkHistory(cleanHandover().ops, { resourceAudit: [{ resourceId: K, token: 5n, seq: 0 }, { resourceId: K, token: 9n, seq: 1 }] });
+    const v = checkHistory(cleanHandover().ops, {
+      resourceAudit: [
+        { resourceId: K, token: 5n, seq: 0 },
+        { resourceId: K, token: 9n, seq: 1 },
+      ],
+    });
     expect(v.violations).toEqual([]);
     expect(v.valid).toBe(true);
     expect(v.windows).toBe(2);
@@ -54,7 +59,15 @@ describe('checker: valid histories pass', () => {
     h.write('A', K, 5n, [180, 181], false, { active: false, resourceLast: 8n }); // zombie after B wrote: refused
     h.renew('A', K, 'A/5', 5n, [182, 190], 'fail', 'WRONG_OWNER');
     h.release('A', K, 'A/5', 5n, [191, 195], 'fail', 'WRONG_OWNER');
-    expect(checkHistory(h.ops, { resourceAudit: [{ resourceId: K, token: 5n, seq: 0 }, { resourceId: K, token: 5n, seq: 1 }, { resourceId: K, token: 8n, seq: 2 }] }).violations).toEqual([]);
+    expect(
+      checkHistory(h.ops, {
+        resourceAudit: [
+          { resourceId: K, token: 5n, seq: 0 },
+          { resourceId: K, token: 5n, seq: 1 },
+          { resourceId: K, token: 8n, seq: 2 },
+        ],
+      }).violations,
+    ).toEqual([]);
   });
 
   it('an expired lease that no expire entry removed yet may still be released by its holder', () => {
@@ -148,7 +161,12 @@ describe('checker: broken histories fail', () => {
 
   it('(b) the resource accepted a token lower than one it had accepted before (its own commit log)', () => {
     const h = cleanHandover();
-    expect(kinds(h, [{ resourceId: K, token: 9n, seq: 0 }, { resourceId: K, token: 5n, seq: 1 }])).toEqual(['fence-regression']);
+    expect(
+      kinds(h, [
+        { resourceId: K, token: 9n, seq: 0 },
+        { resourceId: K, token: 5n, seq: 1 },
+      ]),
+    ).toEqual(['fence-regression']);
   });
 
   it('(b) a stale write accepted: an old token wrote after a newer token had written', () => {
@@ -406,7 +424,8 @@ describe('checker: session-end (nothing shows a session alive after it was seen 
     h.closeSession('A', 'A/5', S, [100, 110]);
     return h;
   }
-  const showsHold = (h: HistoryBuilder, at: [number, number]) => Object.assign(h.get('C', K, at, { held: true, owner: 'A/5', token: 5n }), { getSessionId: S });
+  const showsHold = (h: HistoryBuilder, at: [number, number]) =>
+    Object.assign(h.get('C', K, at, { held: true, owner: 'A/5', token: 5n }), { getSessionId: S });
 
   it('a Get sent after the close was acknowledged shows its hold: session-end; one sent before the answer came does not', () => {
     const bad = closed();
@@ -428,7 +447,10 @@ describe('checker: session-end (nothing shows a session alive after it was seen 
     h.renewSession('A', 'A/5', S, [1210, 1220]);
     h.refused('B', K, 'A/5', [1230, 1240]);
     expect(kinds(h)).toEqual(['session-end']);
-    expect(checkHistory(h.ops).violations.map((x) => x.ops)).toEqual([[2, 3], [2, 4]]);
+    expect(checkHistory(h.ops).violations.map((x) => x.ops)).toEqual([
+      [2, 3],
+      [2, 4],
+    ]);
     // A refusal from WRONG_OWNER says nothing about the session's end.
     const w = new HistoryBuilder();
     w.openSession('A', 'A/5', S, [0, 10], 1000);
@@ -437,7 +459,7 @@ describe('checker: session-end (nothing shows a session alive after it was seen 
     expect(checkHistory(w.ops).violations).toEqual([]);
   });
 
-  it("a waiter of the session granted after it ended: its token is newer than one the log issued after the end", () => {
+  it('a waiter of the session granted after it ended: its token is newer than one the log issued after the end', () => {
     const waiter = (waiterToken: bigint) => {
       const h = closed();
       Object.assign(h.acquired('A', 'k2', waiterToken, [50, 400], [400, 450], 'A/5'), { sessionId: S, waitMs: 1000 });
@@ -453,9 +475,15 @@ describe('checker: session-end (nothing shows a session alive after it was seen 
 describe('checker: lock-delay (a run-out hold keeps the key from everybody for its delay)', () => {
   const withTtl = <T extends { ttlMs?: number }>(op: T, ttlMs = 1000): T => Object.assign(op, { ttlMs });
   /** A holds K (ttl 1000, lock-delay 500; owed until 980, the delay until 1000 + 500 - 30 = 1470) and never releases it. */
-  function ranOut(bAt: [number, number], opts: { lockDelayMs?: number; release?: 'ok' | 'info'; renew?: 'ok' | 'info' } = {}): HistoryBuilder {
+  function ranOut(
+    bAt: [number, number],
+    opts: { lockDelayMs?: number; release?: 'ok' | 'info'; renew?: 'ok' | 'info' } = {},
+  ): HistoryBuilder {
     const h = new HistoryBuilder();
-    Object.assign(withTtl(h.acquired('A', K, 5n, [0, 10], [10, 480])), opts.lockDelayMs === 0 ? {} : { lockDelayMs: opts.lockDelayMs ?? 500 });
+    Object.assign(
+      withTtl(h.acquired('A', K, 5n, [0, 10], [10, 480])),
+      opts.lockDelayMs === 0 ? {} : { lockDelayMs: opts.lockDelayMs ?? 500 },
+    );
     if (opts.release) h.release('A', K, 'A/5', 5n, [500, 510], opts.release);
     if (opts.renew) withTtl(h.renew('A', K, 'A/5', 5n, [800, 810], opts.renew));
     withTtl(h.acquired('B', K, 9n, bAt));

@@ -147,7 +147,8 @@ export function checkHistory(history: readonly Op[], opts: CheckOptions = {}): V
     const c = (counts[op.type] ??= { ok: 0, fail: 0, info: 0 });
     if (op.outcome === 'pending') c.info++;
     else c[op.outcome]++;
-    if (done(op) && op.completeMs! < op.invokeMs) add('malformed-history', op.key, `op ${op.index} completes (${op.completeMs}) before it is invoked (${op.invokeMs})`, [op.index]);
+    if (done(op) && op.completeMs! < op.invokeMs)
+      add('malformed-history', op.key, `op ${op.index} completes (${op.completeMs}) before it is invoked (${op.invokeMs})`, [op.index]);
     if (op.type === 'acquire' && op.outcome === 'ok' && (op.token === undefined || op.token <= 0n)) {
       add('malformed-history', op.key, `granted acquire ${op.index} has no token`, [op.index]);
     }
@@ -232,7 +233,12 @@ function describe(op: import('./mutex-model.js').MutexOp): string {
 }
 
 /** For every op in `targets` (by invoke time), the op of `sources` with the greatest value among those completed strictly before it was invoked. */
-function maxCompletedBefore<T extends Op>(sources: readonly T[], value: (o: T) => bigint, targets: readonly Op[], visit: (target: Op, best: T | null) => void): void {
+function maxCompletedBefore<T extends Op>(
+  sources: readonly T[],
+  value: (o: T) => bigint,
+  targets: readonly Op[],
+  visit: (target: Op, best: T | null) => void,
+): void {
   const src = [...sources].sort((a, b) => a.completeMs! - b.completeMs!);
   const tgt = [...targets].sort((a, b) => a.invokeMs - b.invokeMs);
   let i = 0;
@@ -254,24 +260,45 @@ function checkTokens(key: string, ops: readonly Op[], add: Add): void {
   const byToken = new Map<bigint, Op>();
   for (const a of acq) {
     const prev = byToken.get(a.token!);
-    if (prev) add('token-reuse', key, `token ${a.token} was granted twice on "${key}": to ${prev.owner} (op ${prev.index}) and to ${a.owner} (op ${a.index})`, [prev.index, a.index]);
+    if (prev)
+      add(
+        'token-reuse',
+        key,
+        `token ${a.token} was granted twice on "${key}": to ${prev.owner} (op ${prev.index}) and to ${a.owner} (op ${a.index})`,
+        [prev.index, a.index],
+      );
     else byToken.set(a.token!, a);
   }
-  maxCompletedBefore(acq, (o) => o.token!, acq, (b, a) => {
-    if (a && a.token! >= b.token!) {
-      add('token-order', key, `acquire ${b.index} (${b.owner}) got token ${b.token} after acquire ${a.index} (${a.owner}) had been acknowledged with token ${a.token}: tokens must grow`, [a.index, b.index]);
-    }
-  });
+  maxCompletedBefore(
+    acq,
+    (o) => o.token!,
+    acq,
+    (b, a) => {
+      if (a && a.token! >= b.token!) {
+        add(
+          'token-order',
+          key,
+          `acquire ${b.index} (${b.owner}) got token ${b.token} after acquire ${a.index} (${a.owner}) had been acknowledged with token ${a.token}: tokens must grow`,
+          [a.index, b.index],
+        );
+      }
+    },
+  );
 }
 
 // (a) Gets never show an older last_token than was already issued or seen.
 function checkGets(key: string, ops: readonly Op[], add: Add): void {
   const gets = ops.filter((o) => o.type === 'get' && o.outcome === 'ok' && done(o));
   const sources = [...granted(ops), ...gets];
-  const value = (o: Op) => (o.type === 'get' ? o.lastToken ?? 0n : o.token!);
+  const value = (o: Op) => (o.type === 'get' ? (o.lastToken ?? 0n) : o.token!);
   maxCompletedBefore(sources, value, gets, (g, best) => {
     if (best && value(best) > (g.lastToken ?? 0n)) {
-      add('get-stale', key, `get ${g.index} saw last_token ${g.lastToken} after op ${best.index} (${best.type}) had already seen token ${value(best)}: a stale read`, [best.index, g.index]);
+      add(
+        'get-stale',
+        key,
+        `get ${g.index} saw last_token ${g.lastToken} after op ${best.index} (${best.type}) had already seen token ${value(best)}: a stale read`,
+        [best.index, g.index],
+      );
     }
   });
   const ownerTokens = new Map<string, Op>();
@@ -281,7 +308,12 @@ function checkGets(key: string, ops: readonly Op[], add: Add): void {
     const a = ownerTokens.get(g.getOwner ?? '');
     if (a && a.outcome === 'fail' && a.invokeMs <= g.completeMs!) continue; // refused-took-effect, below
     if (!a || a.outcome === 'fail' || a.invokeMs > g.completeMs! || (a.outcome === 'ok' && a.token !== g.getToken)) {
-      add('unknown-token', key, `get ${g.index} shows "${g.getOwner}" holding token ${g.getToken}, which no acquire by that owner produced`, [g.index, ...(a ? [a.index] : [])]);
+      add(
+        'unknown-token',
+        key,
+        `get ${g.index} shows "${g.getOwner}" holding token ${g.getToken}, which no acquire by that owner produced`,
+        [g.index, ...(a ? [a.index] : [])],
+      );
     }
   }
   // A Get may not show a holder whose lease was released (acknowledged) before the Get was invoked.
@@ -289,7 +321,11 @@ function checkGets(key: string, ops: readonly Op[], add: Add): void {
   for (const g of gets) {
     if (!g.held) continue;
     const r = releases.find((r) => r.owner === g.getOwner && r.token === g.getToken && r.completeMs! < g.invokeMs);
-    if (r) add('get-stale', key, `get ${g.index} shows token ${g.getToken} held after its release ${r.index} was acknowledged`, [r.index, g.index]);
+    if (r)
+      add('get-stale', key, `get ${g.index} shows token ${g.getToken} held after its release ${r.index} was acknowledged`, [
+        r.index,
+        g.index,
+      ]);
   }
 }
 
@@ -297,23 +333,49 @@ function checkGets(key: string, ops: readonly Op[], add: Add): void {
 function checkWrites(key: string, ops: readonly Op[], add: Add): void {
   const writes = ops.filter((o) => o.type === 'write' && done(o) && o.outcome !== 'info');
   const accepted = writes.filter((w) => w.outcome === 'ok');
-  maxCompletedBefore(accepted, (o) => o.token!, accepted, (w, best) => {
-    if (best && best.token! > w.token!) {
-      add('stale-write-accepted', key, `write ${w.index} with token ${w.token} (${w.process}, ${w.via}) was accepted after write ${best.index} with the newer token ${best.token} had been accepted`, [best.index, w.index]);
-    }
-  });
+  maxCompletedBefore(
+    accepted,
+    (o) => o.token!,
+    accepted,
+    (w, best) => {
+      if (best && best.token! > w.token!) {
+        add(
+          'stale-write-accepted',
+          key,
+          `write ${w.index} with token ${w.token} (${w.process}, ${w.via}) was accepted after write ${best.index} with the newer token ${best.token} had been accepted`,
+          [best.index, w.index],
+        );
+      }
+    },
+  );
   for (const w of writes) {
     if (w.outcome !== 'fail') continue;
     if (w.activeAtInvoke) {
-      add('active-write-rejected', key, `write ${w.index} by ${w.process} with token ${w.token} was rejected (resource at ${w.resourceLastToken}) while its handle was ACTIVE: a newer token wrote during this holder's window`, [w.index]);
+      add(
+        'active-write-rejected',
+        key,
+        `write ${w.index} by ${w.process} with token ${w.token} was rejected (resource at ${w.resourceLastToken}) while its handle was ACTIVE: a newer token wrote during this holder's window`,
+        [w.index],
+      );
     }
     if (w.resourceLastToken !== undefined && w.resourceLastToken <= w.token!) {
-      add('fence-wrong-reject', key, `write ${w.index} with token ${w.token} was rejected, but the resource's last token is ${w.resourceLastToken}`, [w.index]);
+      add(
+        'fence-wrong-reject',
+        key,
+        `write ${w.index} with token ${w.token} was rejected, but the resource's last token is ${w.resourceLastToken}`,
+        [w.index],
+      );
     }
   }
   const tokens = new Set(granted(ops).map((a) => a.token!));
   for (const w of accepted) {
-    if (!tokens.has(w.token!)) add('unknown-token', key, `write ${w.index} with token ${w.token} was accepted, but no acknowledged acquire on "${key}" has that token`, [w.index]);
+    if (!tokens.has(w.token!))
+      add(
+        'unknown-token',
+        key,
+        `write ${w.index} with token ${w.token} was accepted, but no acknowledged acquire on "${key}" has that token`,
+        [w.index],
+      );
   }
 }
 
@@ -323,7 +385,12 @@ function checkAudit(audit: readonly AuditEntry[], add: Add): void {
   for (const e of [...audit].sort((a, b) => a.seq - b.seq)) {
     const prev = last.get(e.resourceId);
     if (prev && e.token < prev.token) {
-      add('fence-regression', e.resourceId, `the resource "${e.resourceId}" accepted token ${e.token} (commit ${e.seq}) after it had accepted token ${prev.token} (commit ${prev.seq})`, []);
+      add(
+        'fence-regression',
+        e.resourceId,
+        `the resource "${e.resourceId}" accepted token ${e.token} (commit ${e.seq}) after it had accepted token ${prev.token} (commit ${prev.seq})`,
+        [],
+      );
     }
     if (!prev || e.token >= prev.token) last.set(e.resourceId, e);
   }
@@ -335,7 +402,8 @@ function checkWindows(key: string, ops: readonly Op[], add: Add): number {
     .filter((a) => a.window && a.window.endMs !== null)
     .sort((a, b) => a.window!.startMs - b.window!.startMs);
   for (const a of granted(ops)) {
-    if (a.window && a.window.endMs === null) add('malformed-history', key, `acquire ${a.index} still has an open window at the end of the run`, [a.index]);
+    if (a.window && a.window.endMs === null)
+      add('malformed-history', key, `acquire ${a.index} still has an open window at the end of the run`, [a.index]);
   }
   let reach: Op | null = null; // the window reaching furthest so far
   for (const b of ws) {
@@ -363,23 +431,39 @@ function checkHolderOps(key: string, ops: readonly Op[], add: Add): void {
   for (const o of acked) {
     const a = acquireByOwner.get(o.owner ?? '');
     const plausible = a && (a.outcome === 'info' || (a.outcome === 'ok' && a.token === o.token));
-    if (!plausible) add('unknown-token', key, `${o.type} ${o.index} by "${o.owner}" with token ${o.token} was acknowledged, but no acquire produced that owner and token`, [o.index]);
-  }
-  maxCompletedBefore(acq, (a) => a.token!, acked, (o, newest) => {
-    if (newest && newest.token! > o.token!) {
+    if (!plausible)
       add(
-        o.type === 'release' ? 'non-holder-release' : 'non-holder-renew',
+        'unknown-token',
         key,
-        `${o.type} ${o.index} with token ${o.token} (${o.owner}) succeeded, but acquire ${newest.index} had already been granted token ${newest.token} before it was sent`,
-        [newest.index, o.index],
+        `${o.type} ${o.index} by "${o.owner}" with token ${o.token} was acknowledged, but no acquire produced that owner and token`,
+        [o.index],
       );
-    }
-  });
+  }
+  maxCompletedBefore(
+    acq,
+    (a) => a.token!,
+    acked,
+    (o, newest) => {
+      if (newest && newest.token! > o.token!) {
+        add(
+          o.type === 'release' ? 'non-holder-release' : 'non-holder-renew',
+          key,
+          `${o.type} ${o.index} with token ${o.token} (${o.owner}) succeeded, but acquire ${newest.index} had already been granted token ${newest.token} before it was sent`,
+          [newest.index, o.index],
+        );
+      }
+    },
+  );
   const releases = acked.filter((o) => o.type === 'release');
   for (const o of acked) {
     const r = releases.find((r) => r !== o && r.owner === o.owner && r.token === o.token && r.completeMs! < o.invokeMs);
     if (r) {
-      add(o.type === 'release' ? 'non-holder-release' : 'non-holder-renew', key, `${o.type} ${o.index} with token ${o.token} succeeded after release ${r.index} of that token was acknowledged`, [r.index, o.index]);
+      add(
+        o.type === 'release' ? 'non-holder-release' : 'non-holder-renew',
+        key,
+        `${o.type} ${o.index} with token ${o.token} succeeded after release ${r.index} of that token was acknowledged`,
+        [r.index, o.index],
+      );
     }
   }
 }
@@ -400,16 +484,23 @@ function checkLeaseTtl(key: string, ops: readonly Op[], add: Add, safetyFraction
     const releases = ops.filter((o) => o.type === 'release' && (o.outcome === 'ok' || o.outcome === 'info') && mine(o));
     /** The latest moment the lease is owed to, judged for an ending event invoked at `invokedMs`. */
     const owed = (invokedMs: number) =>
-      Math.max(owedUntil(a, a.ttlMs!), ...renews.filter((r) => r.outcome === 'ok' && r.completeMs! < invokedMs).map((r) => owedUntil(r, r.ttlMs ?? a.ttlMs!)));
+      Math.max(
+        owedUntil(a, a.ttlMs!),
+        ...renews.filter((r) => r.outcome === 'ok' && r.completeMs! < invokedMs).map((r) => owedUntil(r, r.ttlMs ?? a.ttlMs!)),
+      );
     const endings: { op: Op; what: string }[] = [];
-    for (const b of granted(ops)) if (b.owner !== a.owner && b.token! > a.token!) endings.push({ op: b, what: `acquire ${b.index} by ${b.owner} was granted token ${b.token}` });
+    for (const b of granted(ops))
+      if (b.owner !== a.owner && b.token! > a.token!)
+        endings.push({ op: b, what: `acquire ${b.index} by ${b.owner} was granted token ${b.token}` });
     for (const g of gets) {
       if (g.invokeMs <= a.completeMs!) continue; // may be ordered before the grant
       if (!g.held) endings.push({ op: g, what: `get ${g.index} showed the key free` });
-      else if (g.getToken !== undefined && g.getToken > a.token!) endings.push({ op: g, what: `get ${g.index} showed token ${g.getToken} holding it` });
+      else if (g.getToken !== undefined && g.getToken > a.token!)
+        endings.push({ op: g, what: `get ${g.index} showed token ${g.getToken} holding it` });
     }
     for (const r of renews) {
-      if (r.outcome === 'fail' && REFUSED_AS_GONE.has(r.reason ?? '') && r.invokeMs >= a.completeMs!) endings.push({ op: r, what: `renew ${r.index} of it was refused (${r.reason})` });
+      if (r.outcome === 'fail' && REFUSED_AS_GONE.has(r.reason ?? '') && r.invokeMs >= a.completeMs!)
+        endings.push({ op: r, what: `renew ${r.index} of it was refused (${r.reason})` });
     }
     const cut = endings
       .map((e) => ({ ...e, owedMs: owed(e.op.invokeMs) }))
@@ -437,7 +528,8 @@ function checkRefusals(key: string, ops: readonly Op[], add: Add): void {
   const reported = new Set<string>();
   for (const o of ops) {
     if (!done(o)) continue;
-    const seenOwner = o.type === 'get' && o.outcome === 'ok' && o.held ? o.getOwner : o.type === 'acquire' && o.outcome === 'fail' ? o.holder : undefined;
+    const seenOwner =
+      o.type === 'get' && o.outcome === 'ok' && o.held ? o.getOwner : o.type === 'acquire' && o.outcome === 'fail' ? o.holder : undefined;
     const r = seenOwner ? refused.get(seenOwner) : undefined;
     if (!r || reported.has(r.owner!) || o.completeMs! < r.invokeMs) continue;
     reported.add(r.owner!);
@@ -468,8 +560,12 @@ export function formatVerdict(v: Verdict, maxViolations = 20): string {
   const lin = Object.entries(v.linearizability)
     .map(([k, r]) => `${k}=${r}`)
     .join(' ');
-  lines.push(`  holder windows checked: ${v.windows}; leases checked against their ttl (lease-cut-short): ${v.leasesChecked}; linearizability per key: ${lin || '(no keys)'}`);
-  lines.push(`  lock model: fifo-order pairs judged ${v.lockModel.fifoPairs}; sessions seen ended (session-end) ${v.lockModel.sessionsEnded}; holds with a lock-delay (lock-delay) ${v.lockModel.lockDelayHolds}`);
+  lines.push(
+    `  holder windows checked: ${v.windows}; leases checked against their ttl (lease-cut-short): ${v.leasesChecked}; linearizability per key: ${lin || '(no keys)'}`,
+  );
+  lines.push(
+    `  lock model: fifo-order pairs judged ${v.lockModel.fifoPairs}; sessions seen ended (session-end) ${v.lockModel.sessionsEnded}; holds with a lock-delay (lock-delay) ${v.lockModel.lockDelayHolds}`,
+  );
   const byKind = new Map<string, number>();
   for (const x of v.violations) byKind.set(x.kind, (byKind.get(x.kind) ?? 0) + 1);
   if (byKind.size) lines.push(`  by kind: ${[...byKind].map(([k, n]) => `${k}=${n}`).join(' ')}`);

@@ -12,7 +12,14 @@ export class HistoryBuilder {
   }
 
   /** A granted acquire; `window` defaults to [ack, ack + 100] closed by a release. */
-  acquired(process: string, key: string, token: bigint, at: [number, number], window: [number, number] | null = [at[1], at[1] + 100], owner = `${process}/${token}`): Op {
+  acquired(
+    process: string,
+    key: string,
+    token: bigint,
+    at: [number, number],
+    window: [number, number] | null = [at[1], at[1] + 100],
+    owner = `${process}/${token}`,
+  ): Op {
     const w: HolderWindow | undefined = window ? { startMs: window[0], endMs: window[1], endedBy: 'released' } : undefined;
     return this.add('acquire', process, key, at, 'ok', { owner, token, ...(w ? { window: w } : {}) });
   }
@@ -33,7 +40,12 @@ export class HistoryBuilder {
     return this.add('renew', process, key, at, outcome, { owner, token, via: 'auto', ...(reason ? { reason } : {}) });
   }
 
-  get(process: string, key: string, at: [number, number], result: { held: false; last: bigint } | { held: true; owner: string; token: bigint }): Op {
+  get(
+    process: string,
+    key: string,
+    at: [number, number],
+    result: { held: false; last: bigint } | { held: true; owner: string; token: bigint },
+  ): Op {
     return result.held
       ? this.add('get', process, key, at, 'ok', { held: true, getOwner: result.owner, getToken: result.token, lastToken: result.token })
       : this.add('get', process, key, at, 'ok', { held: false, getOwner: '', getToken: 0n, lastToken: result.last });
@@ -53,15 +65,36 @@ export class HistoryBuilder {
     return this.add('open-session', process, '', at, 'ok', { owner, sessionId: id, ttlMs, ...(lockDelayMs > 0 ? { lockDelayMs } : {}) });
   }
 
-  renewSession(process: string, owner: string, id: bigint, at: [number, number], outcome: Outcome = 'ok', reason?: string, ttlMs?: number): Op {
-    return this.add('renew-session', process, '', at, outcome, { owner, sessionId: id, via: 'auto', ...(reason ? { reason } : {}), ...(ttlMs ? { ttlMs } : {}) });
+  renewSession(
+    process: string,
+    owner: string,
+    id: bigint,
+    at: [number, number],
+    outcome: Outcome = 'ok',
+    reason?: string,
+    ttlMs?: number,
+  ): Op {
+    return this.add('renew-session', process, '', at, outcome, {
+      owner,
+      sessionId: id,
+      via: 'auto',
+      ...(reason ? { reason } : {}),
+      ...(ttlMs ? { ttlMs } : {}),
+    });
   }
 
   closeSession(process: string, owner: string, id: bigint, at: [number, number], outcome: Outcome = 'ok', closed = true): Op {
     return this.add('close-session', process, '', at, outcome, { owner, sessionId: id, ...(outcome === 'ok' ? { closed } : {}) });
   }
 
-  write(process: string, key: string, token: bigint, at: [number, number], accepted: boolean, opts: { active?: boolean; resourceLast?: bigint } = {}): Op {
+  write(
+    process: string,
+    key: string,
+    token: bigint,
+    at: [number, number],
+    accepted: boolean,
+    opts: { active?: boolean; resourceLast?: bigint } = {},
+  ): Op {
     return this.add('write', process, key, at, accepted ? 'ok' : 'fail', {
       token,
       via: opts.active === false ? 'zombie' : 'handle',

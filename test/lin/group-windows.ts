@@ -24,7 +24,9 @@ export function groupKeyOf(ops: readonly Op[]): { limit: number } | null {
 /** Checks the windows of `key`; returns how many closed windows it looked at. */
 export function checkGroupWindows(key: string, ops: readonly Op[], limit: number, add: Add): number {
   const granted = ops.filter((o) => o.type === 'acquire' && o.outcome === 'ok' && o.window !== undefined);
-  for (const a of granted) if (a.window!.endMs === null) add('malformed-history', key, `acquire ${a.index} still has an open window at the end of the run`, [a.index]);
+  for (const a of granted)
+    if (a.window!.endMs === null)
+      add('malformed-history', key, `acquire ${a.index} still has an open window at the end of the run`, [a.index]);
   const ws = granted.filter((a) => a.window!.endMs !== null);
   // Sweep the window edges in time order; an end at the same instant as a start comes first (touching
   // windows do not overlap: one holder's release is acknowledged before the next grant is).
@@ -45,10 +47,20 @@ export function checkGroupWindows(key: string, ops: readonly Op[], limit: number
     const inside = [...open];
     const names = inside.map((o) => `${o.owner} (token ${o.token}${o.shared ? ', shared' : ''}, op ${o.index})`).join(', ');
     if (limit >= 2 && inside.length > limit) {
-      add('over-limit', key, `${inside.length} holders of "${key}" (a semaphore of ${limit}) at ${e.atMs.toFixed(1)} ms: ${names}`, inside.map((o) => o.index));
+      add(
+        'over-limit',
+        key,
+        `${inside.length} holders of "${key}" (a semaphore of ${limit}) at ${e.atMs.toFixed(1)} ms: ${names}`,
+        inside.map((o) => o.index),
+      );
       reported = true;
     } else if (limit === 1 && inside.length > 1 && inside.some((o) => o.shared !== true)) {
-      add('shared-with-exclusive', key, `an exclusive hold of "${key}" together with another at ${e.atMs.toFixed(1)} ms: ${names}`, inside.map((o) => o.index));
+      add(
+        'shared-with-exclusive',
+        key,
+        `an exclusive hold of "${key}" together with another at ${e.atMs.toFixed(1)} ms: ${names}`,
+        inside.map((o) => o.index),
+      );
       reported = true;
     }
   }

@@ -95,8 +95,26 @@ export interface Op {
   error?: string;
 }
 
-type OpInput = Pick<Op, 'process' | 'type' | 'key' | 'via'> & Partial<Pick<Op, 'owner' | 'token' | 'ttlMs' | 'waitMs' | 'activeAtInvoke' | 'limit' | 'shared' | 'sessionId' | 'lockDelayMs'>>;
-type OpResult = Partial<Pick<Op, 'token' | 'holder' | 'reason' | 'held' | 'getOwner' | 'getToken' | 'lastToken' | 'getSessionId' | 'resourceLastToken' | 'sessionId' | 'closed' | 'logIndex' | 'error'>>;
+type OpInput = Pick<Op, 'process' | 'type' | 'key' | 'via'> &
+  Partial<Pick<Op, 'owner' | 'token' | 'ttlMs' | 'waitMs' | 'activeAtInvoke' | 'limit' | 'shared' | 'sessionId' | 'lockDelayMs'>>;
+type OpResult = Partial<
+  Pick<
+    Op,
+    | 'token'
+    | 'holder'
+    | 'reason'
+    | 'held'
+    | 'getOwner'
+    | 'getToken'
+    | 'lastToken'
+    | 'getSessionId'
+    | 'resourceLastToken'
+    | 'sessionId'
+    | 'closed'
+    | 'logIndex'
+    | 'error'
+  >
+>;
 
 /** An invoked operation waiting for its outcome. Completing it twice is a bug in the workload and throws. */
 export class PendingOp {

@@ -58,7 +58,8 @@ export function checkFifo(key: string, ops: readonly Op[], add: Add, gaps: reado
   for (const a of granted) {
     // Its final join: the last QUEUED of its owner received before the grant was.
     let q: Op | undefined;
-    for (const j of joins.get(a.owner!) ?? []) if (j.completeMs! <= a.completeMs! && (q === undefined || j.completeMs! > q.completeMs!)) q = j;
+    for (const j of joins.get(a.owner!) ?? [])
+      if (j.completeMs! <= a.completeMs! && (q === undefined || j.completeMs! > q.completeMs!)) q = j;
     if (!q) continue;
     const from = q.completeMs!;
     if (gaps.some((g) => g.fromMs <= a.completeMs! && g.toMs >= from)) continue; // a later join may be unseen
@@ -124,8 +125,10 @@ export function sessionsOf(history: readonly Op[]): Map<bigint, SessionRecord> {
     // the session's owner, so that answer is NOT_HELD, not WRONG_OWNER), or a renew the server refused as
     // run out / unknown. Each is an applied entry, so the session had ended by the time the answer came.
     let what: string | null = null;
-    if (op.type === 'close-session' && op.outcome === 'ok') what = op.closed === false ? `close-session ${op.index} was answered "already ended"` : `close-session ${op.index} was acknowledged`;
-    if (op.type === 'renew-session' && op.outcome === 'fail' && (op.reason === 'EXPIRED' || op.reason === 'NOT_HELD')) what = `renew-session ${op.index} was refused (${op.reason})`;
+    if (op.type === 'close-session' && op.outcome === 'ok')
+      what = op.closed === false ? `close-session ${op.index} was answered "already ended"` : `close-session ${op.index} was acknowledged`;
+    if (op.type === 'renew-session' && op.outcome === 'fail' && (op.reason === 'EXPIRED' || op.reason === 'NOT_HELD'))
+      what = `renew-session ${op.index} was refused (${op.reason})`;
     if (what !== null && (s.end === null || op.completeMs! < s.end.atMs)) s.end = { op, atMs: op.completeMs!, what };
   }
   return out;
@@ -149,7 +152,8 @@ export function checkSessionEnd(history: readonly Op[], sessions: ReadonlyMap<bi
       ownerSessions.set(op.owner, set);
     }
   }
-  const onlyUnder = (owner: string | undefined, id: bigint) => owner !== undefined && ownerSessions.get(owner)?.size === 1 && ownerSessions.get(owner)!.has(id);
+  const onlyUnder = (owner: string | undefined, id: bigint) =>
+    owner !== undefined && ownerSessions.get(owner)?.size === 1 && ownerSessions.get(owner)!.has(id);
   const byKey = new Map<string, Op[]>();
   for (const op of history) {
     if (isSessionOp(op)) continue;
@@ -162,10 +166,20 @@ export function checkSessionEnd(history: readonly Op[], sessions: ReadonlyMap<bi
     const e = s.end;
     const after = (o: Op) => done(o) && o.invokeMs > e.atMs;
     const report = (key: string, o: Op, what: string) =>
-      add('session-end', key, `session ${s.id} (${s.owner ?? '?'}) had ended — ${e.what} at ${e.atMs.toFixed(1)} ms — yet ${what}`, [e.op.index, o.index]);
-    for (const r of s.renews) if (after(r)) report('', r, `renew-session ${r.index}, sent at ${r.invokeMs.toFixed(1)} ms, was acknowledged: a session that ran out cannot come back`);
+      add('session-end', key, `session ${s.id} (${s.owner ?? '?'}) had ended — ${e.what} at ${e.atMs.toFixed(1)} ms — yet ${what}`, [
+        e.op.index,
+        o.index,
+      ]);
+    for (const r of s.renews)
+      if (after(r))
+        report(
+          '',
+          r,
+          `renew-session ${r.index}, sent at ${r.invokeMs.toFixed(1)} ms, was acknowledged: a session that ran out cannot come back`,
+        );
     const holds = history.filter((o) => o.type === 'acquire' && o.sessionId === s.id && o.outcome === 'ok' && done(o));
-    for (const a of holds) if (after(a)) report(a.key, a, `acquire ${a.index} under it, sent at ${a.invokeMs.toFixed(1)} ms, was granted token ${a.token}`);
+    for (const a of holds)
+      if (after(a)) report(a.key, a, `acquire ${a.index} under it, sent at ${a.invokeMs.toFixed(1)} ms, was granted token ${a.token}`);
     const keys = new Set(history.filter((o) => o.type === 'acquire' && o.sessionId === s.id).map((o) => o.key));
     for (const key of keys) {
       const ops = byKey.get(key) ?? [];
@@ -174,7 +188,12 @@ export function checkSessionEnd(history: readonly Op[], sessions: ReadonlyMap<bi
         if (!after(o)) continue;
         if (o.type === 'get' && o.outcome === 'ok' && o.held) {
           const shows = o.getSessionId === s.id || mine.some((a) => a.owner === o.getOwner && a.token === o.getToken);
-          if (shows) report(key, o, `get ${o.index}, sent at ${o.invokeMs.toFixed(1)} ms, shows its hold of "${key}" (${o.getOwner}, token ${o.getToken}) live`);
+          if (shows)
+            report(
+              key,
+              o,
+              `get ${o.index}, sent at ${o.invokeMs.toFixed(1)} ms, shows its hold of "${key}" (${o.getOwner}, token ${o.getToken}) live`,
+            );
         }
         if (o.type === 'acquire' && o.outcome === 'fail' && o.holder && onlyUnder(o.holder, s.id)) {
           report(key, o, `acquire ${o.index}, sent at ${o.invokeMs.toFixed(1)} ms, was refused because ${o.holder} holds "${key}"`);
@@ -184,14 +203,19 @@ export function checkSessionEnd(history: readonly Op[], sessions: ReadonlyMap<bi
       let issuedAfter: { token: bigint; op: Op } | null = null;
       for (const o of ops) {
         if (!after(o) || o.outcome !== 'ok') continue;
-        const t = o.type === 'acquire' && o.token !== undefined && o.sessionId !== s.id ? o.token : o.type === 'get' ? (o.lastToken ?? null) : null;
+        const t =
+          o.type === 'acquire' && o.token !== undefined && o.sessionId !== s.id ? o.token : o.type === 'get' ? (o.lastToken ?? null) : null;
         if (t !== null && (issuedAfter === null || t < issuedAfter.token)) issuedAfter = { token: t, op: o };
       }
       if (issuedAfter === null) continue;
       const early = issuedAfter;
       for (const a of mine) {
         if (a.token! > early.token && !after(a)) {
-          report(key, a, `its hold of "${key}" (acquire ${a.index}) has token ${a.token}, newer than token ${early.token} the log had issued after the end (${early.op.type} ${early.op.index}, sent at ${early.op.invokeMs.toFixed(1)} ms): it was granted after the session ended`);
+          report(
+            key,
+            a,
+            `its hold of "${key}" (acquire ${a.index}) has token ${a.token}, newer than token ${early.token} the log had issued after the end (${early.op.type} ${early.op.index}, sent at ${early.op.invokeMs.toFixed(1)} ms): it was granted after the session ended`,
+          );
         }
       }
     }
@@ -211,7 +235,13 @@ export function checkSessionEnd(history: readonly Op[], sessions: ReadonlyMap<bi
  * (ttl + D). Grants inside the lease itself are lease-cut-short's (a hold with its own ttl); only the ones in
  * the delay are reported here. Returns how many holds it judged.
  */
-export function checkLockDelay(key: string, ops: readonly Op[], sessions: ReadonlyMap<bigint, SessionRecord>, add: Add, safetyFraction: number): number {
+export function checkLockDelay(
+  key: string,
+  ops: readonly Op[],
+  sessions: ReadonlyMap<bigint, SessionRecord>,
+  add: Add,
+  safetyFraction: number,
+): number {
   const granted = grantedOf(ops);
   const single = singleAcquireOwners(ops);
   let judged = 0;
@@ -226,10 +256,31 @@ export function checkLockDelay(key: string, ops: readonly Op[], sessions: Readon
     // The sends that certainly took effect before an event invoked at `invokedMs`, with their ttl.
     const anchors = (invokedMs: number): { sentMs: number; ttlMs: number }[] =>
       session
-        ? [session.open!, ...session.renews.filter((r) => r.completeMs! < invokedMs)].map((o) => ({ sentMs: o.invokeMs, ttlMs: o.ttlMs ?? ttlMs }))
-        : [h, ...ops.filter((r) => r.type === 'renew' && r.outcome === 'ok' && done(r) && r.owner === h.owner && r.token === h.token && r.completeMs! < invokedMs)].map((o) => ({ sentMs: o.invokeMs, ttlMs: o.ttlMs ?? ttlMs }));
+        ? [session.open!, ...session.renews.filter((r) => r.completeMs! < invokedMs)].map((o) => ({
+            sentMs: o.invokeMs,
+            ttlMs: o.ttlMs ?? ttlMs,
+          }))
+        : [
+            h,
+            ...ops.filter(
+              (r) =>
+                r.type === 'renew' &&
+                r.outcome === 'ok' &&
+                done(r) &&
+                r.owner === h.owner &&
+                r.token === h.token &&
+                r.completeMs! < invokedMs,
+            ),
+          ].map((o) => ({ sentMs: o.invokeMs, ttlMs: o.ttlMs ?? ttlMs }));
     const released = (beforeMs: number) =>
-      ops.some((r) => r.type === 'release' && (r.outcome === 'ok' || r.outcome === 'info') && r.owner === h.owner && r.token === h.token && r.invokeMs < beforeMs) ||
+      ops.some(
+        (r) =>
+          r.type === 'release' &&
+          (r.outcome === 'ok' || r.outcome === 'info') &&
+          r.owner === h.owner &&
+          r.token === h.token &&
+          r.invokeMs < beforeMs,
+      ) ||
       (session !== undefined && session.closes.some((c) => c.invokeMs < beforeMs));
     for (const b of granted) {
       if (b.owner === h.owner || b.token! <= h.token! || released(b.completeMs!)) continue;

@@ -60,7 +60,8 @@ export class MembershipNemesis {
     const added = await this.call('AddMember', { id, address: this.cluster.endpoint(id), learner: asLearner }).catch((err: Error) => err);
     // The answer may be lost while the change committed: what the leader reports decides.
     await this.refresh();
-    if (!this.members.includes(id)) throw added instanceof Error ? added : new Error(`${id}: AddMember answered, but the leader does not list it`);
+    if (!this.members.includes(id))
+      throw added instanceof Error ? added : new Error(`${id}: AddMember answered, but the leader does not list it`);
     const child = this.ports.start(id, { join: true });
     this.log(`membership: ${id} added${asLearner ? ' as a learner' : ' as a voter'}; started with --join pid ${child?.pid}`);
     await this.caughtUp(id);
@@ -94,9 +95,14 @@ export class MembershipNemesis {
       'the leader to report the membership',
       async () => {
         const sts = await Promise.all(this.candidates().map((id) => this.cluster.status(id, 800).catch(() => null)));
-        const leader = sts.filter((s): s is StatusResponse => s !== null && s.role === 'LEADER').sort((a, b) => Number(BigInt(b.term) - BigInt(a.term)))[0];
+        const leader = sts
+          .filter((s): s is StatusResponse => s !== null && s.role === 'LEADER')
+          .sort((a, b) => Number(BigInt(b.term) - BigInt(a.term)))[0];
         if (!leader) return null;
-        return { voters: leader.members.filter((m) => !m.learner).map((m) => m.id), learners: leader.members.filter((m) => m.learner).map((m) => m.id) };
+        return {
+          voters: leader.members.filter((m) => !m.learner).map((m) => m.id),
+          learners: leader.members.filter((m) => m.learner).map((m) => m.id),
+        };
       },
       20_000,
       100,
@@ -123,9 +129,15 @@ export class MembershipNemesis {
   }
 
   /** A Cluster call through the live members, retried on UNAVAILABLE (an election) for up to 15 s. */
-  private async call<Res = MembersResponse>(method: 'AddMember' | 'PromoteMember' | 'RemoveMember' | 'TransferLeader', request: object): Promise<Res> {
+  private async call<Res = MembersResponse>(
+    method: 'AddMember' | 'PromoteMember' | 'RemoveMember' | 'TransferLeader',
+    request: object,
+  ): Promise<Res> {
     const endpoints = this.members.filter((m) => this.cluster.procs.has(m)).map((m) => this.cluster.endpoint(m));
-    const pool = new EndpointPool({ endpoints: endpoints.length ? endpoints : this.cluster.endpoints(this.members), attemptTimeoutMs: 5000 });
+    const pool = new EndpointPool({
+      endpoints: endpoints.length ? endpoints : this.cluster.endpoints(this.members),
+      attemptTimeoutMs: 5000,
+    });
     const deadline = Date.now() + 15_000;
     try {
       for (;;) {

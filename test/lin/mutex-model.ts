@@ -34,10 +34,12 @@ export interface MutexState {
 
 export const mutexModel: Model<MutexState, MutexOp> = {
   init: () => ({ lease: null, last: 0n }),
-  key: (s) => (s.lease ? `${s.lease.owner}\u0000${s.lease.token ?? '?'}\u0000${s.lease.expired ? 1 : 0}\u0000${s.last}` : `-\u0000${s.last}`),
+  key: (s) =>
+    s.lease ? `${s.lease.owner}\u0000${s.lease.token ?? '?'}\u0000${s.lease.expired ? 1 : 0}\u0000${s.last}` : `-\u0000${s.last}`,
   step(s, op) {
     const lease = s.lease;
-    const isOurs = (owner: string, token: bigint) => lease !== null && lease.owner === owner && (lease.token === null || lease.token === token);
+    const isOurs = (owner: string, token: bigint) =>
+      lease !== null && lease.owner === owner && (lease.token === null || lease.token === token);
     switch (op.type) {
       case 'acquire':
         if (op.granted) {
@@ -57,7 +59,9 @@ export const mutexModel: Model<MutexState, MutexOp> = {
         // A refused renew of the current lease: it had expired (EXPIRED), or was already removed (NOT_HELD);
         // WRONG_OWNER / WRONG_TOKEN would mean another lease — one this model was not told about.
         if (isOurs(op.owner, op.token)) {
-          return op.reason === 'EXPIRED' ? { lease: { ...lease!, token: op.token, expired: true }, last: s.last } : { lease: null, last: s.last };
+          return op.reason === 'EXPIRED'
+            ? { lease: { ...lease!, token: op.token, expired: true }, last: s.last }
+            : { lease: null, last: s.last };
         }
         return s;
       case 'release':
@@ -131,20 +135,30 @@ export function mutexOpsForKey(ops: readonly Op[]): TimedMutexOp[] {
           // refused-took-effect); either way it took effect before the observation ended.
           const seen = firstSeen.get(op.owner!);
           if (seen && seen.atMs >= op.invokeMs) {
-            out.push({ callMs: op.invokeMs, retMs: seen.atMs, index: op.index, op: { type: 'acquire', owner: op.owner!, granted: true, token: seen.token } });
+            out.push({
+              callMs: op.invokeMs,
+              retMs: seen.atMs,
+              index: op.index,
+              op: { type: 'acquire', owner: op.owner!, granted: true, token: seen.token },
+            });
           }
         }
         break;
       case 'renew':
         if (op.outcome === 'ok') out.push({ ...span, op: { type: 'renew', owner: op.owner!, token: op.token!, ok: true } });
-        else if (op.outcome === 'fail') out.push({ ...span, op: { type: 'renew', owner: op.owner!, token: op.token!, ok: false, reason: op.reason ?? '' } });
+        else if (op.outcome === 'fail')
+          out.push({ ...span, op: { type: 'renew', owner: op.owner!, token: op.token!, ok: false, reason: op.reason ?? '' } });
         break;
       case 'release':
-        if (op.outcome !== 'info') out.push({ ...span, op: { type: 'release', owner: op.owner!, token: op.token!, ok: op.outcome === 'ok' } });
+        if (op.outcome !== 'info')
+          out.push({ ...span, op: { type: 'release', owner: op.owner!, token: op.token!, ok: op.outcome === 'ok' } });
         break;
       case 'get':
         if (op.outcome === 'ok') {
-          out.push({ ...span, op: { type: 'get', held: op.held!, owner: op.getOwner ?? '', token: op.getToken ?? 0n, lastToken: op.lastToken ?? 0n } });
+          out.push({
+            ...span,
+            op: { type: 'get', held: op.held!, owner: op.getOwner ?? '', token: op.getToken ?? 0n, lastToken: op.lastToken ?? 0n },
+          });
         }
         break;
     }

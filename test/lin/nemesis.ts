@@ -63,7 +63,17 @@ export const FAULT_GROUPS = {
   kills: ['kill-leader', 'kill-node', 'kill-majority', 'restart-all'],
   pauses: ['pause-leader', 'pause-node'],
   clients: ['partition-node', 'isolate-client', 'hold-client', 'slow-node'],
-  partitions: ['isolate-leader', 'split', 'bridge', 'leader-inbound', 'leader-outbound', 'flap', 'slow-links', 'lossy-links', 'stale-leader'],
+  partitions: [
+    'isolate-leader',
+    'split',
+    'bridge',
+    'leader-inbound',
+    'leader-outbound',
+    'flap',
+    'slow-links',
+    'lossy-links',
+    'stale-leader',
+  ],
   membership: ['add-learner', 'add-voter', 'remove-node', 'remove-leader', 'replace-node'],
   clock: ['clock-jump', 'clock-drift', 'fast-leader'],
   disk: ['disk-slow', 'disk-fail', 'disk-crash'],
@@ -109,11 +119,17 @@ const WEIGHTS: Record<FaultKind, number> = {
 export function parseFaults(spec: string): FaultKind[] {
   if (spec === 'none') return [];
   const out = new Set<FaultKind>();
-  for (const word of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const word of spec
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     if (word === 'all') FAULT_KINDS.forEach((k) => out.add(k));
     else if (word in FAULT_GROUPS) FAULT_GROUPS[word as FaultGroup].forEach((k) => out.add(k));
     else if ((FAULT_KINDS as readonly string[]).includes(word)) out.add(word as FaultKind);
-    else throw new Error(`unknown fault kind or group "${word}" (groups: all, ${Object.keys(FAULT_GROUPS).join(', ')}; kinds: ${FAULT_KINDS.join(', ')})`);
+    else
+      throw new Error(
+        `unknown fault kind or group "${word}" (groups: all, ${Object.keys(FAULT_GROUPS).join(', ')}; kinds: ${FAULT_KINDS.join(', ')})`,
+      );
   }
   return [...out];
 }
@@ -206,7 +222,10 @@ export class Nemesis {
     const live = this.members.filter((id) => this.o.cluster.procs.has(id));
     f.recoveryMs = await this.o.prober.recovery(live, f.endMs!, this.o.recoveryTimeoutMs ?? 30_000);
     const worst = Object.entries(f.recoveryMs).sort((a, b) => (b[1] ?? Infinity) - (a[1] ?? Infinity))[0];
-    if (worst) this.o.log(`nemesis: after ${f.kind}: every node served again; slowest ${worst[0]} ${worst[1] === null ? 'NOT within the timeout' : `${worst[1]} ms`}`);
+    if (worst)
+      this.o.log(
+        `nemesis: after ${f.kind}: every node served again; slowest ${worst[0]} ${worst[1] === null ? 'NOT within the timeout' : `${worst[1]} ms`}`,
+      );
   }
 
   private async inject(kind: FaultKind, stop: AbortSignal): Promise<FaultRecord | null> {
@@ -289,14 +308,21 @@ export class Nemesis {
         if (!leader) return null;
         const others = this.members.filter((id) => id !== leader);
         const links =
-          kind === 'isolate-leader' ? PeerNet.between([leader], others) : kind === 'leader-outbound' ? PeerNet.between([leader], others, false) : PeerNet.between(others, [leader], false);
+          kind === 'isolate-leader'
+            ? PeerNet.between([leader], others)
+            : kind === 'leader-outbound'
+              ? PeerNet.between([leader], others, false)
+              : PeerNet.between(others, [leader], false);
         // Long enough for the rest to elect a leader and for leases granted before the cut to run out.
         return this.withLinksCut(kind, [leader], links, () => hold(1000, this.o.maxTtlMs * 2 + 1000), stop);
       }
       case 'stale-leader': {
         const leader = await this.leader();
         if (!leader) return null;
-        const links = PeerNet.between([leader], this.members.filter((id) => id !== leader));
+        const links = PeerNet.between(
+          [leader],
+          this.members.filter((id) => id !== leader),
+        );
         const f = this.begin(kind, [leader]);
         const probing = this.probeDuring(stop, 50);
         this.signal(leader, 'SIGSTOP');
@@ -338,7 +364,14 @@ export class Nemesis {
         const half = Math.floor(shuffled.length / 2);
         const a = shuffled.slice(0, half);
         const b = shuffled.slice(half);
-        return this.withLinksCut(kind, [bridge], PeerNet.between(a, b), () => hold(1000, 4000), stop, `${a.join(',')} <${bridge}> ${b.join(',')}`);
+        return this.withLinksCut(
+          kind,
+          [bridge],
+          PeerNet.between(a, b),
+          () => hold(1000, 4000),
+          stop,
+          `${a.join(',')} <${bridge}> ${b.join(',')}`,
+        );
       }
       case 'slow-links':
       case 'lossy-links': {
@@ -346,7 +379,11 @@ export class Nemesis {
         const target = kind === 'lossy-links' && rng.chance(0.6) ? rng.pick(this.members) : null;
         const links = target ? all.filter(([x, y]) => x === target || y === target) : all;
         const amount = kind === 'slow-links' ? Math.round(rng.range(10, 120)) : Math.round(rng.range(2, 20)) / 100;
-        const f = this.begin(kind, target ? [target] : [...this.members], kind === 'slow-links' ? `+${amount} ms each way` : `reset chance ${amount} per chunk`);
+        const f = this.begin(
+          kind,
+          target ? [target] : [...this.members],
+          kind === 'slow-links' ? `+${amount} ms each way` : `reset chance ${amount} per chunk`,
+        );
         const probing = this.probeDuring(stop);
         if (kind === 'slow-links') this.o.net.delay(links, amount);
         else this.o.net.loss(links, amount);
@@ -383,7 +420,11 @@ export class Nemesis {
       case 'clock-jump': {
         const offsetMs = Math.round(rng.range(500, 3000)) * (rng.chance(0.5) ? 1 : -1);
         const lead = rng.chance(0.5);
-        const f = this.begin(kind, [target], `wall clock ${offsetMs > 0 ? '+' : ''}${offsetMs} ms, restarted${lead ? ', then made leader' : ''}`);
+        const f = this.begin(
+          kind,
+          [target],
+          `wall clock ${offsetMs > 0 ? '+' : ''}${offsetMs} ms, restarted${lead ? ', then made leader' : ''}`,
+        );
         ctl.setClock({ offsetMs });
         await cluster.kill(target, 'SIGKILL');
         this.start(target);
@@ -486,7 +527,14 @@ export class Nemesis {
     }
   }
 
-  private async withLinksCut(kind: FaultKind, targets: string[], links: Link[], duration: () => Promise<void>, stop: AbortSignal, detail?: string): Promise<FaultRecord> {
+  private async withLinksCut(
+    kind: FaultKind,
+    targets: string[],
+    links: Link[],
+    duration: () => Promise<void>,
+    stop: AbortSignal,
+    detail?: string,
+  ): Promise<FaultRecord> {
     const f = this.begin(kind, targets, detail);
     const probing = this.probeDuring(stop);
     this.o.net.cut(links);
@@ -530,7 +578,9 @@ export class Nemesis {
 
   private end(f: FaultRecord): FaultRecord {
     f.endMs = this.o.now();
-    this.o.log(`nemesis: healed ${f.kind} ${f.targets.join(',')} after ${Math.round(f.endMs - f.startMs)} ms${f.detail ? ` (${f.detail})` : ''}`);
+    this.o.log(
+      `nemesis: healed ${f.kind} ${f.targets.join(',')} after ${Math.round(f.endMs - f.startMs)} ms${f.detail ? ` (${f.detail})` : ''}`,
+    );
     return f;
   }
 
@@ -556,7 +606,7 @@ export class Nemesis {
    */
   private async fastLeader(hold: (lo: number, hi: number) => Promise<void>): Promise<FaultRecord | null> {
     const { cluster, rng, nodeFaults, membership } = this.o;
-    if (!nodeFaults) throw new Error('fast-leader needs the cluster\'s test-fault files (faultFiles)');
+    if (!nodeFaults) throw new Error("fast-leader needs the cluster's test-fault files (faultFiles)");
     const voters = ((await membership.refresh())?.voters ?? []).filter((id) => cluster.procs.has(id) && !this.paused.has(id));
     if (voters.length < 2) return null;
     const fast = rng.pick(voters);
@@ -572,7 +622,10 @@ export class Nemesis {
     await membership.transferLeader(next);
     const handOverMs = await this.leaseHandOverMs(next);
     ctl.clear(); // back to the true clock at its next start
-    f.detail += handOverMs === null ? '; the probe lease was not granted (not measured)' : `; a 1 s lease taken under ${next} passed to the next owner after ${Math.round(handOverMs)} ms`;
+    f.detail +=
+      handOverMs === null
+        ? '; the probe lease was not granted (not measured)'
+        : `; a 1 s lease taken under ${next} passed to the next owner after ${Math.round(handOverMs)} ms`;
     if (handOverMs !== null && handOverMs > FAST_LEADER_HANDOVER_BOUND_MS) {
       f.problem = `fast-leader: a 1 s lease taken under ${next} (true clock, after ${fast} led ${FAST_LEADER_AHEAD_MS} ms ahead) passed to the next owner only after ${Math.round(handOverMs)} ms (bound ${FAST_LEADER_HANDOVER_BOUND_MS} ms): log time stood still`;
     }
@@ -599,7 +652,9 @@ export class Nemesis {
     const { cluster } = this.o;
     const key = `fast-leader-probe-${this.faults.length}`;
     const acquire = (owner: string, waitMs: number) =>
-      cluster.raw<AcquireResponse>(via, 'Acquire', { key, owner, ttl_ms: 1000, wait_ms: waitMs, request_id: `${key}-${owner}` }, waitMs + 3000).catch(() => null);
+      cluster
+        .raw<AcquireResponse>(via, 'Acquire', { key, owner, ttl_ms: 1000, wait_ms: waitMs, request_id: `${key}-${owner}` }, waitMs + 3000)
+        .catch(() => null);
     const first = await acquire('probe-first', 0);
     if (!first?.acquired) return null;
     const grantedAtMs = this.o.now();
@@ -613,7 +668,8 @@ export class Nemesis {
     const up = this.members.filter((id) => cluster.procs.has(id) && !this.paused.has(id));
     const sts = await Promise.all(up.map((id) => cluster.status(id, 500).catch(() => null)));
     let best: { id: string; term: bigint } | null = null;
-    for (const s of sts) if (s && s.role === 'LEADER' && (!best || BigInt(s.term) > best.term)) best = { id: s.node_id, term: BigInt(s.term) };
+    for (const s of sts)
+      if (s && s.role === 'LEADER' && (!best || BigInt(s.term) > best.term)) best = { id: s.node_id, term: BigInt(s.term) };
     return best?.id ?? (up.length ? rng.pick(up) : undefined);
   }
 }

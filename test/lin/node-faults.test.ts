@@ -11,16 +11,23 @@ import { trueNowMs, type TestFaultState } from './node-faults.js';
 
 const HOUR_MS = 3_600_000;
 let seq = 0;
-const acquireReq = (key: string, owner: string, ttlMs: number) => ({ key, owner, ttl_ms: String(ttlMs), request_id: `${owner}-${key}-${++seq}` });
+const acquireReq = (key: string, owner: string, ttlMs: number) => ({
+  key,
+  owner,
+  ttl_ms: String(ttlMs),
+  request_id: `${owner}-${key}-${++seq}`,
+});
 
 /** Resolves with (code, signal) when the child exits. */
-const exitOf = (child: ChildProcess) => new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+const exitOf = (child: ChildProcess) =>
+  new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
 
 describe('node test faults (LEASEHOLD_TEST_FAULTS) on a 3-node cluster', () => {
   let c: TestCluster;
   const leader = async () => (await c.waitForLeader()).leader;
   const followerOf = (l: string) => c.ids.find((id) => id !== l)!;
-  const acquire = (via: string, key: string, owner: string, ttlMs = 3000) => c.raw<AcquireResponse>(via, 'Acquire', acquireReq(key, owner, ttlMs), 5000);
+  const acquire = (via: string, key: string, owner: string, ttlMs = 3000) =>
+    c.raw<AcquireResponse>(via, 'Acquire', acquireReq(key, owner, ttlMs), 5000);
   /** Waits until `id` reports its fault clock from a process started after `sincePid`. */
   const stateOf = (id: string, pred: (s: TestFaultState) => boolean) =>
     waitFor(`${id}'s fault state`, () => {
@@ -42,7 +49,7 @@ describe('node test faults (LEASEHOLD_TEST_FAULTS) on a 3-node cluster', () => {
     await c?.stop();
   });
 
-  it('clock: +100 000 ppm drift makes the node\'s clock gain about 100 ms per true second', async () => {
+  it("clock: +100 000 ppm drift makes the node's clock gain about 100 ms per true second", async () => {
     const id = c.ids[0]!;
     const before = await stateOf(id, () => true);
     c.faults(id).setClock({ driftPpm: 100_000 });
@@ -101,7 +108,6 @@ describe('node test faults (LEASEHOLD_TEST_FAULTS) on a 3-node cluster', () => {
     for (const id of c.ids) c.faults(id).setDisk({});
     expect(slowMs).toBeGreaterThan(baseMs + 180);
   });
-
 
   it('disk: failWrites stops the leader with exit 70; a restart from the same dir recovers every acknowledged write', async () => {
     const l = await leader();
@@ -171,7 +177,7 @@ describe('node test faults (LEASEHOLD_TEST_FAULTS) on a 3-node cluster', () => {
 
   // Last: once a +1 h leader has stamped the log, log time stays an hour ahead, and a leader with a true
   // clock cannot advance it (leases granted under one then do not lapse) — see the report on issue 12.
-  it('clock: a +1 h wall offset moves a restarted node\'s stamps; as leader it still holds a lease a full ttl; a live wall jump changes nothing', async () => {
+  it("clock: a +1 h wall offset moves a restarted node's stamps; as leader it still holds a lease a full ttl; a live wall jump changes nothing", async () => {
     const l0 = await leader();
     const f = followerOf(l0);
     // A wall jump on a running node reaches its stamps only through a restart (a new anchor), as with NTP.

@@ -32,7 +32,8 @@ export class NodePorts {
       if (ok) this.held.set(id, server);
       else this.lost.push(id);
     }
-    if (this.lost.length) this.log(`ports: the ports of ${this.lost.join(',')} were taken before the run could hold them; those ids are not used`);
+    if (this.lost.length)
+      this.log(`ports: the ports of ${this.lost.join(',')} were taken before the run could hold them; those ids are not used`);
   }
 
   /** Start `id` (from the join file for a spare id), releasing its held port first. Returns at once; a start

@@ -43,7 +43,7 @@ async function through(from: string, to: string): Promise<{ socket: Socket; rece
 }
 
 describe('PeerNet', () => {
-  it('names one link per peer in each node\'s peerDialOverrides, never the node itself', () => {
+  it("names one link per peer in each node's peerDialOverrides, never the node itself", () => {
     expect(net.overridesYaml('a')).toMatch(/^peerDialOverrides: \{ b: "127\.0\.0\.1:\d+", c: "127\.0\.0\.1:\d+" \}$/);
     expect(linkAddress('a', 'b')).not.toBe(linkAddress('b', 'a'));
   });

@@ -37,7 +37,9 @@ export class PeerNet {
 
   /** The YAML flow mapping of nodes[].peerDialOverrides for `from` (one line, for the harness's nodeYaml). */
   overridesYaml(from: string): string {
-    const entries = [...this.links].filter(([k]) => k.startsWith(`${from}>`)).map(([k, p]) => `${k.slice(from.length + 1)}: "${p.address}"`);
+    const entries = [...this.links]
+      .filter(([k]) => k.startsWith(`${from}>`))
+      .map(([k, p]) => `${k.slice(from.length + 1)}: "${p.address}"`);
     return `peerDialOverrides: { ${entries.join(', ')} }`;
   }
 

@@ -43,7 +43,17 @@ export class QueueWatcher {
           this.closeGap(at);
           this.lastEventAt = at;
           if (ev.kind !== 'QUEUED') continue;
-          this.recorder.record({ process: 'watch', type: 'queued', key: ev.key, via: 'watch', owner: ev.owner, logIndex: ev.index, invokeMs: at, completeMs: at, outcome: 'ok' });
+          this.recorder.record({
+            process: 'watch',
+            type: 'queued',
+            key: ev.key,
+            via: 'watch',
+            owner: ev.owner,
+            logIndex: ev.index,
+            invokeMs: at,
+            completeMs: at,
+            outcome: 'ok',
+          });
           this.observed++;
         }
       } catch {
@@ -60,7 +70,16 @@ export class QueueWatcher {
    *  recorded as a 'queued' observation with no owner, which the fifo-order rule reads as "unseen". */
   private closeGap(at: number): void {
     if (this.gapSince === null) return;
-    this.recorder.record({ process: 'watch', type: 'queued', key: '', via: 'watch', owner: '', invokeMs: this.gapSince, completeMs: at, outcome: 'ok' });
+    this.recorder.record({
+      process: 'watch',
+      type: 'queued',
+      key: '',
+      via: 'watch',
+      owner: '',
+      invokeMs: this.gapSince,
+      completeMs: at,
+      outcome: 'ok',
+    });
     this.gapSince = null;
   }
 

@@ -47,7 +47,11 @@ afterAll(async () => {
 });
 
 /** A client whose FIRST endpoint is a proxy to the leader, then (optionally) a follower, which forwards. */
-async function clientBehindProxy(opts: { attemptTimeoutMs: number; timeoutMs: number; viaFollower?: boolean }): Promise<{ client: LockClient; proxy: FaultProxy }> {
+async function clientBehindProxy(opts: {
+  attemptTimeoutMs: number;
+  timeoutMs: number;
+  viaFollower?: boolean;
+}): Promise<{ client: LockClient; proxy: FaultProxy }> {
   const proxy = await FaultProxy.start(c.endpoint(leader));
   proxies.push(proxy);
   const endpoints = opts.viaFollower === false ? [proxy.address] : [proxy.address, c.endpoint(follower)];
@@ -64,16 +68,21 @@ function plainClient(): LockClient {
 }
 
 /** How an acquire ended, as the client saw it. "unanswered" (timeout, UNAVAILABLE) is not a refusal. */
-type AcquireOutcome = { kind: 'granted'; handle: LockHandle } | { kind: 'refused'; holder: string } | { kind: 'unanswered'; error: unknown };
+type AcquireOutcome =
+  { kind: 'granted'; handle: LockHandle } | { kind: 'refused'; holder: string } | { kind: 'unanswered'; error: unknown };
 
 function outcomeOf(acquire: Promise<LockHandle>): Promise<AcquireOutcome> {
   return acquire.then(
     (handle): AcquireOutcome => ({ kind: 'granted', handle }),
-    (error: unknown): AcquireOutcome => (error instanceof LockNotAcquiredError ? { kind: 'refused', holder: error.holder } : { kind: 'unanswered', error }),
+    (error: unknown): AcquireOutcome =>
+      error instanceof LockNotAcquiredError ? { kind: 'refused', holder: error.holder } : { kind: 'unanswered', error },
   );
 }
 
-const describeOutcome = (o: AcquireOutcome | undefined) => (o?.kind === 'unanswered' ? `unanswered: ${String(o.error)}` : JSON.stringify(o?.kind === 'granted' ? { kind: o.kind, owner: o.handle.owner } : o));
+const describeOutcome = (o: AcquireOutcome | undefined) =>
+  o?.kind === 'unanswered'
+    ? `unanswered: ${String(o.error)}`
+    : JSON.stringify(o?.kind === 'granted' ? { kind: o.kind, owner: o.handle.owner } : o);
 
 /**
  * Reads the key (linearizable Get) until someone holds it or `forMs` have passed. A failed read throws:
@@ -99,13 +108,24 @@ async function watchKey(client: LockClient, key: string, forMs: number): Promise
  */
 async function reachedLeader(proxy: FaultProxy, requestsBefore: number, what: string): Promise<void> {
   await waitFor(`${what}: the request written on by the proxy`, () => proxy.stats.requestsUp > requestsBefore, 5000, 5);
-  const barrier = await c.raw<ReleaseResponse>(leader, 'Release', { key: 'order-barrier', owner: 'barrier', token: '1', request_id: `barrier-${what}` });
+  const barrier = await c.raw<ReleaseResponse>(leader, 'Release', {
+    key: 'order-barrier',
+    owner: 'barrier',
+    token: '1',
+    request_id: `barrier-${what}`,
+  });
   expect(barrier.released).toBe(false);
 }
 
 describe('1. late duplicate of a refused acquire', () => {
   const key = 'late-dup';
-  const seen: { ownerB?: string; outcomeA?: AcquireOutcome; heldAttemptsThrough?: number; freeBeforeDelivery?: LockInfo; afterDelivery?: Awaited<ReturnType<typeof watchKey>> } = {};
+  const seen: {
+    ownerB?: string;
+    outcomeA?: AcquireOutcome;
+    heldAttemptsThrough?: number;
+    freeBeforeDelivery?: LockInfo;
+    afterDelivery?: Awaited<ReturnType<typeof watchKey>>;
+  } = {};
 
   beforeAll(async () => {
     const b = plainClient();
@@ -136,13 +156,22 @@ describe('1. late duplicate of a refused acquire', () => {
 
 describe('2. the retry of a granted acquire is refused while others wait', () => {
   const key = 'retry-refused';
-  const seen: { outcomeA?: AcquireOutcome; answersSwallowed?: number; holderAfter?: Awaited<ReturnType<typeof watchKey>>; outcomeW?: AcquireOutcome } = {};
+  const seen: {
+    outcomeA?: AcquireOutcome;
+    answersSwallowed?: number;
+    holderAfter?: Awaited<ReturnType<typeof watchKey>>;
+    outcomeW?: AcquireOutcome;
+  } = {};
 
   beforeAll(async () => {
     const b = plainClient();
     const { client: a, proxy } = await clientBehindProxy({ attemptTimeoutMs: 500, timeoutMs: 3000 });
     // W talks to the leader only, through a proxy of its own, so its arrival can be seen too.
-    const { client: waiter, proxy: waiterProxy } = await clientBehindProxy({ attemptTimeoutMs: 10_000, timeoutMs: 10_000, viaFollower: false });
+    const { client: waiter, proxy: waiterProxy } = await clientBehindProxy({
+      attemptTimeoutMs: 10_000,
+      timeoutMs: 10_000,
+      viaFollower: false,
+    });
     const lockB = await b.acquire(key, { ttlMs: 10_000 });
     // A queues first (head of the FIFO), then W behind it: each is seen queued before the next step.
     let before = proxy.stats.requestsUp;

@@ -79,7 +79,8 @@ describe('timeline page', () => {
   });
 
   it('classifies outcomes: fail is refused, info from a timeout is unknown, any other info is an error', () => {
-    const op = (o: Partial<Op>) => ({ index: 0, process: 'w', type: 'get', key: 'k', invokeMs: 0, completeMs: 1, via: 'handle', ...o }) as Op;
+    const op = (o: Partial<Op>) =>
+      ({ index: 0, process: 'w', type: 'get', key: 'k', invokeMs: 0, completeMs: 1, via: 'handle', ...o }) as Op;
     expect(outcomeClass(op({ outcome: 'ok' }))).toBe('ok');
     expect(outcomeClass(op({ outcome: 'fail' }))).toBe('refused');
     expect(outcomeClass(op({ outcome: 'info', error: 'DeadlineError: deadline exceeded after 2000 ms' }))).toBe('unknown');
@@ -96,7 +97,14 @@ describe('timeline page', () => {
       else if (i % 3 === 1) h.refused(w, `key-${i % 4}`, 'x', [t, t + 15]);
       else h.get(w, `key-${i % 4}`, [t, t + 5], { held: false, last: 1n });
     }
-    const html = renderTimeline({ history: h.ops, faults: [{ kind: 'pause-node', targets: ['n3'], startMs: 1000, endMs: 9000 }], violations: [], startMs: 0, endMs: spanMs, title: 'big' });
+    const html = renderTimeline({
+      history: h.ops,
+      faults: [{ kind: 'pause-node', targets: ['n3'], startMs: 1000, endMs: 9000 }],
+      violations: [],
+      startMs: 0,
+      endMs: spanMs,
+      title: 'big',
+    });
     assertWellFormed(html);
     expect(html).toContain('class="op ok bucket"');
     expect(html.length).toBeLessThan(3_000_000);

@@ -88,7 +88,11 @@ const BUCKET_PX = 3;
 
 export function renderTimeline(input: TimelineInput): string {
   const spanMs = Math.max(1, input.endMs - input.startMs);
-  const L: Layout = { left: LEFT, width: PLOT_WIDTH, x: (ms) => LEFT + (Math.min(Math.max(ms, input.startMs), input.endMs) - input.startMs) * (PLOT_WIDTH / spanMs) };
+  const L: Layout = {
+    left: LEFT,
+    width: PLOT_WIDTH,
+    x: (ms) => LEFT + (Math.min(Math.max(ms, input.startMs), input.endMs) - input.startMs) * (PLOT_WIDTH / spanMs),
+  };
   const parts: string[] = [];
   let y = 82; // room above the plot for the violation markers (up to three staggered rows) and the axis
 
@@ -114,7 +118,9 @@ export function renderTimeline(input: TimelineInput): string {
     const fy = nemesisTop + faultRow[i]! * LANE;
     parts.push(
       `<g class="fault"><rect x="${num(x0)}" y="${fy}" width="${num(w)}" height="${LANE - 2}" fill="${fill(f.kind)}" stroke="#b55" stroke-width="0.5"><title>${esc(label)}: ${num((f.startMs - input.startMs) / 1000)}–${f.endMs === null ? 'end' : num((f.endMs - input.startMs) / 1000)} s</title></rect>` +
-        (w > 40 ? `<text class="fault-label" x="${num(x0 + 3)}" y="${fy + 12}">${esc(label.length * 6 > w ? label.slice(0, Math.max(3, Math.floor(w / 6) - 1)) + '…' : label)}</text>` : '') +
+        (w > 40
+          ? `<text class="fault-label" x="${num(x0 + 3)}" y="${fy + 12}">${esc(label.length * 6 > w ? label.slice(0, Math.max(3, Math.floor(w / 6) - 1)) + '…' : label)}</text>`
+          : '') +
         '</g>',
     );
   });
@@ -126,7 +132,9 @@ export function renderTimeline(input: TimelineInput): string {
   parts.push(`<text class="section" x="8" y="${clientsTop - 2}">clients</text>`);
   for (const p of processes) {
     const ops = input.history.filter((o) => o.process === p && o.completeMs !== null);
-    parts.push(`<g class="lane client" data-process="${esc(p)}"><text class="lane-label" x="${LEFT - 8}" y="${y + 13}" text-anchor="end">${esc(p)}</text>`);
+    parts.push(
+      `<g class="lane client" data-process="${esc(p)}"><text class="lane-label" x="${LEFT - 8}" y="${y + 13}" text-anchor="end">${esc(p)}</text>`,
+    );
     parts.push(`<line x1="${LEFT}" x2="${LEFT + PLOT_WIDTH}" y1="${y + LANE - 1}" y2="${y + LANE - 1}" class="lane-sep"/>`);
     if (ops.length <= MAX_OPS_DRAWN_PER_LANE) parts.push(...ops.map((o) => opRect(o, L, y)));
     else parts.push(...bucketBars(ops, L, y, spanMs));
@@ -141,7 +149,9 @@ export function renderTimeline(input: TimelineInput): string {
   const keys = [...new Set([...windows.map((w) => w.key), ...input.history.map((o) => o.key)])].sort();
   parts.push(`<text class="section" x="8" y="${y - 2}">holders</text>`);
   for (const k of keys) {
-    parts.push(`<g class="lane key" data-key="${esc(k)}"><text class="lane-label" x="${LEFT - 8}" y="${y + 13}" text-anchor="end">${esc(k)}</text>`);
+    parts.push(
+      `<g class="lane key" data-key="${esc(k)}"><text class="lane-label" x="${LEFT - 8}" y="${y + 13}" text-anchor="end">${esc(k)}</text>`,
+    );
     parts.push(`<line x1="${LEFT}" x2="${LEFT + PLOT_WIDTH}" y1="${y + LANE - 1}" y2="${y + LANE - 1}" class="lane-sep"/>`);
     const own = windows.filter((w) => w.key === k);
     // More windows than pixels: outlines would paint the lane solid; the fill alone still shows who held it.
@@ -165,7 +175,9 @@ export function renderTimeline(input: TimelineInput): string {
   const back: string[] = [];
   faults.forEach((f) => {
     const x0 = L.x(f.startMs);
-    back.push(`<rect class="fault-shade" x="${num(x0)}" y="${clientsTop}" width="${num(Math.max(1, L.x(f.endMs ?? input.endMs) - x0))}" height="${plotBottom - clientsTop}" fill="${fill(f.kind)}" opacity="0.45"/>`);
+    back.push(
+      `<rect class="fault-shade" x="${num(x0)}" y="${clientsTop}" width="${num(Math.max(1, L.x(f.endMs ?? input.endMs) - x0))}" height="${plotBottom - clientsTop}" fill="${fill(f.kind)}" opacity="0.45"/>`,
+    );
   });
   const stepS = tickStepS(spanMs / 1000);
   for (let s = 0; s <= spanMs / 1000 + 1e-9; s += stepS) {
@@ -180,7 +192,13 @@ export function renderTimeline(input: TimelineInput): string {
   const byIndex = new Map(input.history.map((o) => [o.index, o]));
   const front: string[] = [];
   const markers = input.violations.map((v, i) => {
-    const at = Math.max(...v.ops.map((ix) => byIndex.get(ix)).filter((o): o is Op => o !== undefined).map((o) => o.completeMs ?? o.invokeMs), -Infinity);
+    const at = Math.max(
+      ...v.ops
+        .map((ix) => byIndex.get(ix))
+        .filter((o): o is Op => o !== undefined)
+        .map((o) => o.completeMs ?? o.invokeMs),
+      -Infinity,
+    );
     return { v, i, x: Number.isFinite(at) ? L.x(at) : LEFT + PLOT_WIDTH };
   });
   // Markers closer than a circle's width stagger upwards (three rows, then they may touch).
@@ -243,7 +261,9 @@ function bucketBars(ops: readonly Op[], L: Layout, laneY: number, spanMs: number
       out.push(`<rect class="op ${cls} bucket" x="${x}" y="${num(yy)}" width="${BUCKET_PX}" height="${num(h)}" fill="${COLOURS[cls]}"/>`);
       yy += h;
     }
-    out.push(`<rect x="${x}" y="${laneY + 2}" width="${BUCKET_PX}" height="${LANE - 5}" fill="none"><title>${num((b * msPerBucket) / 1000)} s: ${total} ops (ok ${c.ok}, refused ${c.refused}, unknown ${c.unknown}, error ${c.error})</title></rect>`);
+    out.push(
+      `<rect x="${x}" y="${laneY + 2}" width="${BUCKET_PX}" height="${LANE - 5}" fill="none"><title>${num((b * msPerBucket) / 1000)} s: ${total} ops (ok ${c.ok}, refused ${c.refused}, unknown ${c.unknown}, error ${c.error})</title></rect>`,
+    );
   });
   return out;
 }

@@ -67,7 +67,11 @@ class Bitset {
   }
 }
 
-export function checkLinearizable<S, Op>(ops: readonly TimedOp<Op>[], model: Model<S, Op>, opts: { budgetMs?: number; maxExplored?: number } = {}): WglResult {
+export function checkLinearizable<S, Op>(
+  ops: readonly TimedOp<Op>[],
+  model: Model<S, Op>,
+  opts: { budgetMs?: number; maxExplored?: number } = {},
+): WglResult {
   const started = Date.now();
   const budgetMs = opts.budgetMs ?? 10_000;
   const maxExplored = opts.maxExplored ?? 5_000_000;

@@ -12,7 +12,17 @@
 // acquires and sessions carry a lock-delay (SPEC "Lock-delay"): when such a hold runs out — a crashed client,
 // a renew that came too late — the key grants nobody for that long (the lock-delay rule).
 import type { SimRng } from '../sim/rng.js';
-import { LockClient, LockLostError, LockNotAcquiredError, LockReleasedError, InvalidRequestError, SessionLostError, type LockHandle, type LockSession, type RenewedEvent } from '../../src/client/index.js';
+import {
+  LockClient,
+  LockLostError,
+  LockNotAcquiredError,
+  LockReleasedError,
+  InvalidRequestError,
+  SessionLostError,
+  type LockHandle,
+  type LockSession,
+  type RenewedEvent,
+} from '../../src/client/index.js';
 import { EndpointPool, newRequestId, RpcError } from '../../src/client/rpc.js';
 import { writeWithLock } from '../../src/fencing/index.js';
 import type { ReleaseResponse, RenewResponse } from '../../src/wire/lock.js';
@@ -120,13 +130,20 @@ export class ChaosWorker {
     const groups = this.o.groupKeys ?? [];
     // The first group key gets two thirds of the group iterations: a semaphore is only tested by more
     // contenders at once than its limit, and a run has few workers.
-    if (groups.length > 0 && rng.chance(this.o.groupChance ?? 0.3)) return this.groupIteration(rng.chance(2 / 3) ? groups[0]! : rng.pick(groups), stop);
+    if (groups.length > 0 && rng.chance(this.o.groupChance ?? 0.3))
+      return this.groupIteration(rng.chance(2 / 3) ? groups[0]! : rng.pick(groups), stop);
     const key = rng.pick(keys);
     const ttlMs = rng.pick(ttlsMs);
     if (rng.chance(0.1)) await this.get(key);
     const underSession = rng.chance(this.o.sessionChance ?? 0.3);
     const lockDelayMs = rng.chance(this.o.lockDelayChance ?? 0.25) ? rng.range(200, 1200) : 0;
-    const held = await this.acquire(key, ttlMs, rng.chance(this.o.waitChance ?? 0.25) ? rng.range(200, 1500) : 0, underSession, lockDelayMs);
+    const held = await this.acquire(
+      key,
+      ttlMs,
+      rng.chance(this.o.waitChance ?? 0.25) ? rng.range(200, 1500) : 0,
+      underSession,
+      lockDelayMs,
+    );
     if (!held) {
       await sleep(rng.range(20, 250), stop);
       return;
@@ -184,7 +201,17 @@ export class ChaosWorker {
     const waitMs = rng.chance(0.6) ? rng.range(200, 2000) : 0;
     const mode = group.limit >= 2 ? { limit: group.limit } : rng.chance(0.7) ? { shared: true } : {};
     const owner = `${this.id}/${++this.ownerSeq}`;
-    const p = this.o.recorder.invoke({ process: this.id, type: 'acquire', key: group.key, via: 'handle', owner, ttlMs, waitMs, ...(group.limit >= 2 ? { limit: group.limit } : {}), ...('shared' in mode ? { shared: true } : {}) });
+    const p = this.o.recorder.invoke({
+      process: this.id,
+      type: 'acquire',
+      key: group.key,
+      via: 'handle',
+      owner,
+      ttlMs,
+      waitMs,
+      ...(group.limit >= 2 ? { limit: group.limit } : {}),
+      ...('shared' in mode ? { shared: true } : {}),
+    });
     let handle: LockHandle;
     try {
       handle = await this.client.acquire(group.key, { ttlMs, waitMs, owner, timeoutMs: waitMs + this.callTimeout(), ...mode });
@@ -230,9 +257,18 @@ export class ChaosWorker {
       handle =
         session !== null
           ? await session.acquire(key, { waitMs, timeoutMs: waitMs + this.callTimeout() })
-          : await this.client.acquire(key, { ttlMs, waitMs, owner, timeoutMs: waitMs + this.callTimeout(), ...(lockDelayMs > 0 ? { lockDelayMs } : {}) });
+          : await this.client.acquire(key, {
+              ttlMs,
+              waitMs,
+              owner,
+              timeoutMs: waitMs + this.callTimeout(),
+              ...(lockDelayMs > 0 ? { lockDelayMs } : {}),
+            });
     } catch (err) {
-      if (session !== null && (err instanceof SessionLostError || (err instanceof InvalidRequestError && /is not open/.test(err.message)))) {
+      if (
+        session !== null &&
+        (err instanceof SessionLostError || (err instanceof InvalidRequestError && /is not open/.test(err.message)))
+      ) {
         // The session ended (by the client's deadline, or the server's) before or while the acquire ran: the
         // outcome is a refusal for a reason outside the mutex model, so it is recorded as unknown.
         p.info(err);
@@ -254,7 +290,15 @@ export class ChaosWorker {
    *  Its open, its automatic renews (with the best known send time, as for a handle's) and a renew the
    *  server refused go into the history. */
   private async openSession(ttlMs: number, owner: string, lockDelayMs: number): Promise<LockSession | null> {
-    const p = this.o.recorder.invoke({ process: this.id, type: 'open-session', key: '', via: 'handle', owner, ttlMs, ...(lockDelayMs > 0 ? { lockDelayMs } : {}) });
+    const p = this.o.recorder.invoke({
+      process: this.id,
+      type: 'open-session',
+      key: '',
+      via: 'handle',
+      owner,
+      ttlMs,
+      ...(lockDelayMs > 0 ? { lockDelayMs } : {}),
+    });
     let session: LockSession;
     try {
       session = await this.client.session({ ttlMs, owner, timeoutMs: this.callTimeout(), ...(lockDelayMs > 0 ? { lockDelayMs } : {}) });
@@ -276,13 +320,28 @@ export class ChaosWorker {
     });
     session.on('lost', (err: SessionLostError) => {
       // Only the server's refusals are facts about the session; a local deadline or a closed client is not.
-      if (SERVER_REASONS.has(err.reason)) this.o.recorder.record({ ...base, type: 'renew-session', invokeMs: lastConfirmMs, completeMs: this.now, outcome: 'fail', reason: err.reason });
+      if (SERVER_REASONS.has(err.reason))
+        this.o.recorder.record({
+          ...base,
+          type: 'renew-session',
+          invokeMs: lastConfirmMs,
+          completeMs: this.now,
+          outcome: 'fail',
+          reason: err.reason,
+        });
     });
     return session;
   }
 
   private async closeSession(session: LockSession): Promise<void> {
-    const p = this.o.recorder.invoke({ process: this.id, type: 'close-session', key: '', via: 'handle', owner: session.owner, sessionId: session.id });
+    const p = this.o.recorder.invoke({
+      process: this.id,
+      type: 'close-session',
+      key: '',
+      via: 'handle',
+      owner: session.owner,
+      sessionId: session.id,
+    });
     try {
       const r = await session.close({ timeoutMs: this.callTimeout() });
       p.ok({ closed: r.closed });
@@ -320,7 +379,18 @@ export class ChaosWorker {
       // The renew was sent at (deadline - granted ttl + margin), and after the previous confirmation.
       const granted = ev.ttlMs > 0 ? Math.min(ev.ttlMs, handle.ttlMs) : handle.ttlMs;
       const sentAt = Math.min(t, Math.max(lastConfirmMs, newDeadline - granted + margin));
-      this.o.recorder.record({ process: this.id, type: 'renew', key: handle.key, via: 'auto', owner: handle.owner, token: handle.token, ttlMs: handle.ttlMs, invokeMs: sentAt, completeMs: t, outcome: 'ok' });
+      this.o.recorder.record({
+        process: this.id,
+        type: 'renew',
+        key: handle.key,
+        via: 'auto',
+        owner: handle.owner,
+        token: handle.token,
+        ttlMs: handle.ttlMs,
+        invokeMs: sentAt,
+        completeMs: t,
+        outcome: 'ok',
+      });
       deadlineMs = newDeadline;
       lastConfirmMs = t;
     });
@@ -329,7 +399,19 @@ export class ChaosWorker {
       closeWindow(t, 'lost');
       if (SERVER_REASONS.has(err.reason)) {
         // A renew the server refused; sent some time after the last confirmation.
-        this.o.recorder.record({ process: this.id, type: 'renew', key: handle.key, via: 'auto', owner: handle.owner, token: handle.token, ttlMs: handle.ttlMs, invokeMs: lastConfirmMs, completeMs: t, outcome: 'fail', reason: err.reason });
+        this.o.recorder.record({
+          process: this.id,
+          type: 'renew',
+          key: handle.key,
+          via: 'auto',
+          owner: handle.owner,
+          token: handle.token,
+          ttlMs: handle.ttlMs,
+          invokeMs: lastConfirmMs,
+          completeMs: t,
+          outcome: 'fail',
+          reason: err.reason,
+        });
       }
     });
     return { handle, session, acquire: op, closeWindow };
@@ -353,7 +435,15 @@ export class ChaosWorker {
   /** A legitimate write through the handle; false if the handle is no longer ACTIVE (nothing written). */
   private async write(h: LockHandle, key: string): Promise<boolean> {
     if (!h.isActive()) return false;
-    const p = this.o.recorder.invoke({ process: this.id, type: 'write', key, via: 'handle', owner: h.owner, token: h.token, activeAtInvoke: true });
+    const p = this.o.recorder.invoke({
+      process: this.id,
+      type: 'write',
+      key,
+      via: 'handle',
+      owner: h.owner,
+      token: h.token,
+      activeAtInvoke: true,
+    });
     try {
       const r = await writeWithLock(h, this.o.resource.store, key, { process: this.id, token: h.token.toString(), seq: ++this.writeSeq });
       if (r.accepted) p.ok({ resourceLastToken: r.lastToken });
@@ -362,7 +452,8 @@ export class ChaosWorker {
     } catch (err) {
       // isActive() was true a moment ago and nothing yielded in between: this would be a client bug.
       p.info(err);
-      if (err instanceof LockLostError || err instanceof LockReleasedError) this.unexpected.push(`${this.id}: writeWithLock refused right after isActive(): ${err.message}`);
+      if (err instanceof LockLostError || err instanceof LockReleasedError)
+        this.unexpected.push(`${this.id}: writeWithLock refused right after isActive(): ${err.message}`);
       else throw err;
       return false;
     }
@@ -390,7 +481,11 @@ export class ChaosWorker {
   private async rawRenew(key: string, owner: string, token: bigint, ttlMs: number, via: 'raw' | 'zombie'): Promise<void> {
     const p = this.o.recorder.invoke({ process: this.id, type: 'renew', key, via, owner, token, ttlMs });
     try {
-      const res = await this.raw.call<RenewResponse>('Renew', { key, owner, token: token.toString(), ttl_ms: String(ttlMs), request_id: newRequestId() }, Date.now() + this.callTimeout());
+      const res = await this.raw.call<RenewResponse>(
+        'Renew',
+        { key, owner, token: token.toString(), ttl_ms: String(ttlMs), request_id: newRequestId() },
+        Date.now() + this.callTimeout(),
+      );
       if (res.renewed) p.ok();
       else p.fail({ reason: res.reason });
     } catch (err) {
@@ -401,7 +496,11 @@ export class ChaosWorker {
   private async rawRelease(key: string, owner: string, token: bigint): Promise<void> {
     const p = this.o.recorder.invoke({ process: this.id, type: 'release', key, via: 'zombie', owner, token });
     try {
-      const res = await this.raw.call<ReleaseResponse>('Release', { key, owner, token: token.toString(), request_id: newRequestId() }, Date.now() + this.callTimeout());
+      const res = await this.raw.call<ReleaseResponse>(
+        'Release',
+        { key, owner, token: token.toString(), request_id: newRequestId() },
+        Date.now() + this.callTimeout(),
+      );
       if (res.released) p.ok();
       else p.fail({ reason: res.reason });
     } catch (err) {
@@ -412,7 +511,11 @@ export class ChaosWorker {
   /** Timeouts and lost connections are unknown outcomes; anything else is recorded as unknown too, but flagged. */
   private unknown(p: PendingOp, err: unknown): void {
     p.info(err);
-    const retryable = (err instanceof Error && err.name === 'UnavailableError') || (err instanceof RpcError && [1, 4, 8, 14].includes(err.code));
-    if (!retryable) this.unexpected.push(`${this.id}: ${p.op.type} on ${p.op.key}: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`);
+    const retryable =
+      (err instanceof Error && err.name === 'UnavailableError') || (err instanceof RpcError && [1, 4, 8, 14].includes(err.code));
+    if (!retryable)
+      this.unexpected.push(
+        `${this.id}: ${p.op.type} on ${p.op.key}: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`,
+      );
   }
 }

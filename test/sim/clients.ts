@@ -121,7 +121,11 @@ export class ClientDriver {
       maxCommittedAtInvoke: sim.facts.maxCommitted,
       attempts: 0,
     };
-    this.record(kind === 'write' ? { type: 'invoke', opId: id, clientId: c.id, kind, time: sim.now, data } : { type: 'invoke', opId: id, clientId: c.id, kind, time: sim.now });
+    this.record(
+      kind === 'write'
+        ? { type: 'invoke', opId: id, clientId: c.id, kind, time: sim.now, data }
+        : { type: 'invoke', opId: id, clientId: c.id, kind, time: sim.now },
+    );
     this.sendAttempt(c);
   }
 
@@ -177,8 +181,14 @@ export class ClientDriver {
           result,
         };
         // index 0: answered without a new entry (a replay, a leader's own decision): nothing to match.
-        if (a.index !== 0 && (sim.facts.committedTermAt(a.index) !== a.term || (a.hash !== null && sim.facts.committedHashAt(a.index) !== a.hash))) {
-          throw sim.violation('acked-committed', `client${c.id} op${op.id} acknowledged at ${a.index}/t${a.term}, but the committed entry there is t${sim.facts.committedTermAt(a.index)}`);
+        if (
+          a.index !== 0 &&
+          (sim.facts.committedTermAt(a.index) !== a.term || (a.hash !== null && sim.facts.committedHashAt(a.index) !== a.hash))
+        ) {
+          throw sim.violation(
+            'acked-committed',
+            `client${c.id} op${op.id} acknowledged at ${a.index}/t${a.term}, but the committed entry there is t${sim.facts.committedTermAt(a.index)}`,
+          );
         }
         this.acks.push(ack);
         if (a.index > this.maxAckIndex) this.maxAckIndex = a.index;
@@ -297,20 +307,37 @@ export class ClientDriver {
   private serveRead(node: SimNode, a: Attempt, index: number): void {
     const sim = this.sim;
     const op = a.op;
-    if (index > node.applied) sim.fail('read-barrier', node, `read op${op.id} released at readIndex ${index} before the node applied it (applied ${node.applied})`);
+    if (index > node.applied)
+      sim.fail('read-barrier', node, `read op${op.id} released at readIndex ${index} before the node applied it (applied ${node.applied})`);
     if (index < op.maxAckIndexAtInvoke) {
-      sim.fail('linearizable-read', node, `read op${op.id} got readIndex ${index}, but a write acknowledged before it was invoked sits at index ${op.maxAckIndexAtInvoke}`);
+      sim.fail(
+        'linearizable-read',
+        node,
+        `read op${op.id} got readIndex ${index}, but a write acknowledged before it was invoked sits at index ${op.maxAckIndexAtInvoke}`,
+      );
     }
     // Stricter than client-level linearizability, and still true of a correct ReadIndex: an entry
     // applied anywhere before the read began is committed, and the confirmed leader's commit index
     // (after it committed an entry of its own term, §8) covers every committed entry.
     if (index < op.maxCommittedAtInvoke) {
-      sim.fail('read-index-fresh', node, `read op${op.id} got readIndex ${index}, but index ${op.maxCommittedAtInvoke} was already committed (applied by some node) when the read was invoked`);
+      sim.fail(
+        'read-index-fresh',
+        node,
+        `read op${op.id} got readIndex ${index}, but index ${op.maxCommittedAtInvoke} was already committed (applied by some node) when the read was invoked`,
+      );
     }
     a.index = index;
     a.term = node.raft.status().term;
-    const serve: ReadServe = { opId: op.id, clientId: op.clientId, node: node.id, readIndex: index, appliedIndex: node.applied, invokedAt: op.invokedAt };
-    if (sim.workload.checkRead) sim.check(sim.workload.checkRead(node.sm, serve, this.acks.slice(0, op.ackCountAtInvoke)), 'linearizable-read', node);
+    const serve: ReadServe = {
+      opId: op.id,
+      clientId: op.clientId,
+      node: node.id,
+      readIndex: index,
+      appliedIndex: node.applied,
+      invokedAt: op.invokedAt,
+    };
+    if (sim.workload.checkRead)
+      sim.check(sim.workload.checkRead(node.sm, serve, this.acks.slice(0, op.ackCountAtInvoke)), 'linearizable-read', node);
     const value = sim.workload.readValue ? sim.workload.readValue(node.sm, serve) : undefined;
     this.respond(a, 'ok', -1, value);
   }

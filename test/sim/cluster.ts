@@ -31,7 +31,16 @@ import { SimRng } from './rng.js';
 import { SimDisk } from './sim-disk.js';
 import { termNotLearned } from './term-learned.js';
 import { Trace } from './trace.js';
-import { emptyStats, SimViolation, type CoreModule, type StorageModule, type ExtraInvariant, type SimOptions, type SimResult, type SimStats } from './types.js';
+import {
+  emptyStats,
+  SimViolation,
+  type CoreModule,
+  type StorageModule,
+  type ExtraInvariant,
+  type SimOptions,
+  type SimResult,
+  type SimStats,
+} from './types.js';
 import { ValueWorkload, type SimWorkload } from './workload.js';
 
 // The public surface of the simulator, in one import.
@@ -218,7 +227,8 @@ export class SimCluster {
           }
         });
         rn.on('fatal', (err: unknown) => {
-          if (this.pending === null) this.record(this.violation('core-threw', `the driver stopped on an exception: ${(err as Error)?.stack ?? String(err)}`));
+          if (this.pending === null)
+            this.record(this.violation('core-threw', `the driver stopped on an exception: ${(err as Error)?.stack ?? String(err)}`));
         });
         const st = node.raft.status();
         node.lastTerm = st.term;
@@ -229,7 +239,8 @@ export class SimCluster {
       (err: unknown) => {
         if (node.incarnation !== inc) return;
         node.booting = false;
-        if (this.pending === null) this.record(this.violation('core-threw', `the driver failed to start: ${(err as Error)?.stack ?? String(err)}`));
+        if (this.pending === null)
+          this.record(this.violation('core-threw', `the driver failed to start: ${(err as Error)?.stack ?? String(err)}`));
       },
     );
   }
@@ -249,7 +260,10 @@ export class SimCluster {
     const disk = node.disk.crash();
     this.stats.tornWrites += disk.torn.length;
     const unsynced = disk.writesKept + disk.writesLost + disk.torn.length + disk.metaKept + disk.metaLost;
-    const lost = unsynced === 0 ? undefined : `disk: ${disk.writesKept} unsynced writes kept, ${disk.writesLost} lost, ${disk.torn.map((t) => `torn ${t.kept}/${t.of} B at ${t.offset}`).join(', ') || 'none torn'}; metadata ${disk.metaKept} kept, ${disk.metaLost} lost`;
+    const lost =
+      unsynced === 0
+        ? undefined
+        : `disk: ${disk.writesKept} unsynced writes kept, ${disk.writesLost} lost, ${disk.torn.map((t) => `torn ${t.kept}/${t.of} B at ${t.offset}`).join(', ') || 'none torn'}; metadata ${disk.metaKept} kept, ${disk.metaLost} lost`;
     this.trace.add(this.now, node.id, `CRASH (${why})`, lost, node.inflight ?? undefined);
     // A crash during the start (its first bootstrap write still unsynced) kills that start too: its
     // promise never settles, and the node must stay restartable.
@@ -392,7 +406,11 @@ export class SimCluster {
         // The driver steps the core synchronously: its term now is what handling this message left
         // (term-learned.ts). A stopped driver (a recorded violation) steps nothing.
         if (this.pending === null) {
-          const ctx = { after, checkQuorum: this.profile.raft.checkQuorum ?? true, removedBefore: this.membership !== null ? this.removedBeforeDelivery : [] };
+          const ctx = {
+            after,
+            checkQuorum: this.profile.raft.checkQuorum ?? true,
+            removedBefore: this.membership !== null ? this.removedBeforeDelivery : [],
+          };
           this.check(termNotLearned(ev.msg, ctx), 'term-learned', node);
         }
         this.touchedBy = node;
@@ -588,7 +606,8 @@ export class SimCluster {
       try {
         fn(...args);
       } catch (err) {
-        if (!(err instanceof SimViolation)) this.record(this.violation('core-threw', `an exception escaped: ${(err as Error)?.stack ?? String(err)}`));
+        if (!(err instanceof SimViolation))
+          this.record(this.violation('core-threw', `an exception escaped: ${(err as Error)?.stack ?? String(err)}`));
       }
     };
   }

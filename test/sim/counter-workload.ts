@@ -77,7 +77,8 @@ export class CounterWorkload implements SimWorkload<CounterMachine> {
 
   checkRead(sm: CounterMachine, read: ReadServe, ackedBefore: readonly Ack[]): string | null {
     for (const a of ackedBefore) {
-      if ((a.result as number) > sm.total) return `read op${read.opId} at ${read.node} sees total ${sm.total}, below acknowledged total ${String(a.result)}`;
+      if ((a.result as number) > sm.total)
+        return `read op${read.opId} at ${read.node} sees total ${sm.total}, below acknowledged total ${String(a.result)}`;
     }
     return null;
   }
@@ -85,7 +86,8 @@ export class CounterWorkload implements SimWorkload<CounterMachine> {
   checkAck(ack: Ack, all: readonly Ack[]): string | null {
     for (let i = 0; i < all.length - 1; i++) {
       const other = all[i]!;
-      if (other.result === ack.result && other.index !== ack.index) return `two entries (${other.index}, ${ack.index}) both produced total ${String(ack.result)}`;
+      if (other.result === ack.result && other.index !== ack.index)
+        return `two entries (${other.index}, ${ack.index}) both produced total ${String(ack.result)}`;
     }
     return null;
   }

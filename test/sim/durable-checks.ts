@@ -22,16 +22,21 @@ export function checkDurableChange(sim: SimCluster, node: SimNode, before: Durab
   if (hs.term === old.term && old.votedFor !== null && hs.votedFor !== old.votedFor) {
     sim.fail('one-vote-per-term', node, `durable vote in term ${hs.term} changes from ${old.votedFor} to ${hs.votedFor ?? 'nobody'}`);
   }
-  if (hs.commitIndex < old.commitIndex) sim.fail('commit-monotonic', node, `durable commitIndex goes back from ${old.commitIndex} to ${hs.commitIndex}`);
+  if (hs.commitIndex < old.commitIndex)
+    sim.fail('commit-monotonic', node, `durable commitIndex goes back from ${old.commitIndex} to ${hs.commitIndex}`);
   const first = firstChanged(before, after);
   // Entries the node durably knew committed may be rewritten only with identical ones, and never dropped.
   const committed = Math.min(lastOf(before), old.commitIndex);
   if (first <= committed && first > snapAfter) {
     const was = termIn(before, first);
     const now = termIn(after, first);
-    sim.fail('committed-truncated', node, now === undefined
-      ? `its durable log now ends at ${lastOf(after)}, dropping entry ${first}/t${was}, but its durable commitIndex was ${old.commitIndex}`
-      : `overwrites durable entry ${first}/t${was} with ${first}/t${now}, but its durable commitIndex is ${old.commitIndex}`);
+    sim.fail(
+      'committed-truncated',
+      node,
+      now === undefined
+        ? `its durable log now ends at ${lastOf(after)}, dropping entry ${first}/t${was}, but its durable commitIndex was ${old.commitIndex}`
+        : `overwrites durable entry ${first}/t${was} with ${first}/t${now}, but its durable commitIndex is ${old.commitIndex}`,
+    );
   }
   const s = snapAfter;
   for (let i = Math.max(first, s + 1); i <= lastOf(after); i++) {
@@ -76,8 +81,10 @@ function sameEntry(x: Entry, y: Entry): boolean {
  * else — not a torn frame (durable.ts judges a torn write as lost), not less than was durable.
  */
 export function recoveryMismatch(image: DurableImage, loaded: RestoredState | null): string | null {
-  if (loaded === null) return image.blank ? null : `loaded nothing, but its disk holds a log (snapshot ${image.snapshot.meta.index}, last ${lastOf(image)})`;
-  if (image.blank) return `loaded a log (snapshot ${loaded.snapshot.meta.index}, ${loaded.entries.length} entries) from a disk that holds none`;
+  if (loaded === null)
+    return image.blank ? null : `loaded nothing, but its disk holds a log (snapshot ${image.snapshot.meta.index}, last ${lastOf(image)})`;
+  if (image.blank)
+    return `loaded a log (snapshot ${loaded.snapshot.meta.index}, ${loaded.entries.length} entries) from a disk that holds none`;
   const a = loaded.hardState;
   const b = image.hardState;
   if (a.term !== b.term || a.votedFor !== b.votedFor || a.commitIndex !== b.commitIndex) {
@@ -92,7 +99,14 @@ export function recoveryMismatch(image: DurableImage, loaded: RestoredState | nu
   for (let k = 0; k < n; k++) {
     const x = loaded.entries[k];
     const y = image.entries[k];
-    if (x === undefined || y === undefined || x.index !== y.index || x.term !== y.term || x.kind !== y.kind || entryHash(x) !== entryHash(y)) {
+    if (
+      x === undefined ||
+      y === undefined ||
+      x.index !== y.index ||
+      x.term !== y.term ||
+      x.kind !== y.kind ||
+      entryHash(x) !== entryHash(y)
+    ) {
       const at = sb.index + k + 1;
       return `loaded ${loaded.entries.length} entries after the snapshot, the durable log holds ${image.entries.length}; they differ at index ${at} (loaded ${x ? `${x.index}/t${x.term}` : 'none'}, durable ${y ? `${y.index}/t${y.term}` : 'none'})`;
     }

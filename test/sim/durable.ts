@@ -99,7 +99,9 @@ export class DurableStore {
   /** The newest durable segment and its snapshot are still the files `image` was read from. */
   private sameFiles(image: DurableImage): boolean {
     if (image.blank) return this.newestSegment() === undefined;
-    return this.newestSegment() === image.segmentIno && this.disk.durableIno(this.snapshotPath(image.snapshot.meta.index)) === image.snapshotIno;
+    return (
+      this.newestSegment() === image.segmentIno && this.disk.durableIno(this.snapshotPath(image.snapshot.meta.index)) === image.snapshotIno
+    );
   }
 
   private newestSegment(): number | undefined {
@@ -124,12 +126,26 @@ export class DurableStore {
     const replayed = decode(() => replaySegment(undoTorn(this.disk.durableBytes(segmentIno), segmentIno, torn)));
     const snapPath = this.snapshotPath(replayed.base.index);
     const snapshotIno = this.disk.durableIno(snapPath);
-    if (snapshotIno === undefined) throw new DurableLayoutError(`the newest durable segment starts after the snapshot at ${replayed.base.index}, and no durable ${snapPath} exists`);
+    if (snapshotIno === undefined)
+      throw new DurableLayoutError(
+        `the newest durable segment starts after the snapshot at ${replayed.base.index}, and no durable ${snapPath} exists`,
+      );
     const snapshot = readSnapshot(undoTorn(this.disk.durableBytes(snapshotIno), snapshotIno, torn), snapPath);
     if (snapshot.meta.index !== replayed.base.index || snapshot.meta.term !== replayed.base.term) {
-      throw new DurableLayoutError(`${snapPath} holds ${snapshot.meta.index}/t${snapshot.meta.term}, the segment's base is ${replayed.base.index}/t${replayed.base.term}`);
+      throw new DurableLayoutError(
+        `${snapPath} holds ${snapshot.meta.index}/t${snapshot.meta.term}, the segment's base is ${replayed.base.index}/t${replayed.base.term}`,
+      );
     }
-    return { blank: false, hardState: replayed.hardState ?? emptyHardState(), snapshot, entries: replayed.decoded, replayed, segmentIno, snapshotIno, appended: false };
+    return {
+      blank: false,
+      hardState: replayed.hardState ?? emptyHardState(),
+      snapshot,
+      entries: replayed.decoded,
+      replayed,
+      segmentIno,
+      snapshotIno,
+      appended: false,
+    };
   }
 }
 
@@ -141,7 +157,16 @@ export function termIn(image: DurableImage, index: number): number | undefined {
 }
 
 function blankImage(): DurableImage {
-  return { blank: true, hardState: emptyHardState(), snapshot: bootstrapSnapshot([]), entries: [], replayed: null, segmentIno: undefined, snapshotIno: undefined, appended: false };
+  return {
+    blank: true,
+    hardState: emptyHardState(),
+    snapshot: bootstrapSnapshot([]),
+    entries: [],
+    replayed: null,
+    segmentIno: undefined,
+    snapshotIno: undefined,
+    appended: false,
+  };
 }
 
 function decode<T>(fn: () => T): T {

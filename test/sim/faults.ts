@@ -162,10 +162,11 @@ export class FaultInjector {
         const a = rest.slice(0, half);
         const b = rest.slice(half);
         sim.blocked.fill(false);
-        for (const i of a) for (const j of b) {
-          sim.blocked[i * all + j] = true;
-          sim.blocked[j * all + i] = true;
-        }
+        for (const i of a)
+          for (const j of b) {
+            sim.blocked[i * all + j] = true;
+            sim.blocked[j * all + i] = true;
+          }
         this.bumpEpoch(`bridge n${bridge + 1} between [${a.map((i) => i + 1)}] and [${b.map((i) => i + 1)}]`);
         return;
       }

@@ -85,7 +85,8 @@ export class GlobalFacts {
     if (index === 0) return null;
     const t = this.committedTerm[index];
     if (t === undefined) return `snapshot at ${index}/t${term} restored on ${node}, but nobody ever applied index ${index}`;
-    if (t !== term) return `state machine safety: ${node} restored a snapshot at ${index}/t${term} but the committed entry there has term ${t}`;
+    if (t !== term)
+      return `state machine safety: ${node} restored a snapshot at ${index}/t${term} but the committed entry there has term ${t}`;
     return null;
   }
 
@@ -95,7 +96,9 @@ export class GlobalFacts {
       this.digestAt[index] = digest;
       return null;
     }
-    return d === digest ? null : `replica divergence: ${node} has state digest ${String(digest)} at applied index ${index}, another replica had ${String(d)}`;
+    return d === digest
+      ? null
+      : `replica divergence: ${node} has state digest ${String(digest)} at applied index ${index}, another replica had ${String(d)}`;
   }
 
   /** Log Matching, one persisted entry at a time. */

@@ -60,7 +60,14 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
   every(intervalMs: number, fn: () => void): TimerHandle {
     const handle: Cancellable = { cancelled: false };
     const rate = this.node.tickMs / this.node.baseTickMs;
-    this.sim.schedule(intervalMs * rate * this.sim.netRng.float(), { kind: 'tick', node: this.node.idx, inc: this.inc, fn, handle, intervalMs });
+    this.sim.schedule(intervalMs * rate * this.sim.netRng.float(), {
+      kind: 'tick',
+      node: this.node.idx,
+      inc: this.inc,
+      fn,
+      handle,
+      intervalMs,
+    });
     return { cancel: () => (handle.cancelled = true) };
   }
 
@@ -73,7 +80,11 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
     let loaded: RestoredState | null;
     try {
       const files = node.disk.open(this.diskClock());
-      const wal = await this.sim.storage.WalStorage.open(node.disk.root, { files, levelDb: false, segmentBytes: this.sim.profile.walSegmentBytes });
+      const wal = await this.sim.storage.WalStorage.open(node.disk.root, {
+        files,
+        levelDb: false,
+        segmentBytes: this.sim.profile.walSegmentBytes,
+      });
       this.wal = wal;
       loaded = await wal.load();
     } catch (err) {
@@ -138,7 +149,8 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
     const node = this.node;
     if (!this.alive) return new Promise(() => {});
     if (node.inflight !== null) this.sim.fail('driver-serial-writes', node, 'compaction started while a write is in flight');
-    if (snap.meta.index > node.applied) this.sim.fail('compact', node, `storage asked to keep a snapshot at ${snap.meta.index}, above the applied index ${node.applied}`);
+    if (snap.meta.index > node.applied)
+      this.sim.fail('compact', node, `storage asked to keep a snapshot at ${snap.meta.index}, above the applied index ${node.applied}`);
     // A snapshot may be of an earlier index than the one applied now (written in slices while entries
     // kept applying), but its bytes must be exactly the state at its index: restored on a scratch
     // machine, they must give the digest the replicas had there.
@@ -147,7 +159,11 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
     this.sim.check(this.sim.facts.noteDigest(node.id, snap.meta.index, probe.digest()), 'replica-digest', node);
     const committedTerm = this.sim.facts.committedTermAt(snap.meta.index);
     if (committedTerm !== undefined && snap.meta.term !== committedTerm) {
-      this.sim.fail('compact', node, `snapshot at ${snap.meta.index} has term ${snap.meta.term}, committed entry has term ${committedTerm}`);
+      this.sim.fail(
+        'compact',
+        node,
+        `snapshot at ${snap.meta.index} has term ${snap.meta.term}, committed entry has term ${committedTerm}`,
+      );
     }
     this.sim.stats.compactions++;
     this.sim.trace.add(this.sim.now, node.id, 'compact', `${snap.meta.index}/t${snap.meta.term} ${snap.data.length}B`);
@@ -197,9 +213,18 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
       // Safe when the durable state records this vote, or has moved past that term altogether (the
       // grant and a newer term can land in one atomic write): either way it can never vote again in it.
       if (hs.term === m.term && hs.votedFor !== m.to) {
-        sim.fail('persist-before-speak', node, `grants its term-${m.term} vote to ${m.to} but durably voted ${hs.votedFor ?? 'nobody'} in term ${hs.term}`);
+        sim.fail(
+          'persist-before-speak',
+          node,
+          `grants its term-${m.term} vote to ${m.to} but durably voted ${hs.votedFor ?? 'nobody'} in term ${hs.term}`,
+        );
       }
-      if (hs.term < m.term) sim.fail('persist-before-speak', node, `grants its term-${m.term} vote to ${m.to} before that term is durable (durable term ${hs.term})`);
+      if (hs.term < m.term)
+        sim.fail(
+          'persist-before-speak',
+          node,
+          `grants its term-${m.term} vote to ${m.to} before that term is durable (durable term ${hs.term})`,
+        );
       sim.check(sim.facts.noteVote(node.id, m.term, m.to), 'one-vote-per-term', node);
     }
     // Within the ack's term the node's log only grows past what that leader sent, so the durable log
@@ -224,7 +249,11 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
     if (e.index > d.lastIndex() || (e.index > d.snapIndex && d.term(e.index) !== e.term)) {
       const leaderOnQuorum = node.raft.status().role === 'leader' && durableOnQuorum(sim, node, e.index, e.term);
       if (!leaderOnQuorum) {
-        sim.fail('persist-before-apply', node, `applying ${e.index}/t${e.term} which is not in the durable log (durable last ${d.lastIndex()}, term there ${d.term(e.index)})${node.raft.status().role === 'leader' ? ' nor durable on a quorum of voters' : ''}`);
+        sim.fail(
+          'persist-before-apply',
+          node,
+          `applying ${e.index}/t${e.term} which is not in the durable log (durable last ${d.lastIndex()}, term there ${d.term(e.index)})${node.raft.status().role === 'leader' ? ' nor durable on a quorum of voters' : ''}`,
+        );
       }
     }
     const hash = entryHash(e);
@@ -235,7 +264,11 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
     if (leader !== null) {
       const le = leader.durable.entry(e.index);
       if (le !== undefined && (le.term !== e.term || entryHash(le) !== hash)) {
-        sim.fail('apply-matches-leader', node, `applies ${e.index}/t${e.term}, but its leader ${leader.id} holds ${e.index}/t${le.term}${le.term === e.term ? ' with different data' : ''} — committed beyond what it shares with the leader`);
+        sim.fail(
+          'apply-matches-leader',
+          node,
+          `applies ${e.index}/t${e.term}, but its leader ${leader.id} holds ${e.index}/t${le.term}${le.term === e.term ? ' with different data' : ''} — committed beyond what it shares with the leader`,
+        );
       }
     }
     sim.check(sim.facts.noteApplied(node.id, e, hash), 'state-machine-safety', node);
@@ -287,9 +320,11 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
     }
     if (!this.alive) return;
     const persisted = node.lastPersisted?.snapshot ?? null;
-    if (persisted === null || persisted.data !== data) sim.fail('persist-before-apply', node, 'restores a snapshot that its last completed write did not persist');
+    if (persisted === null || persisted.data !== data)
+      sim.fail('persist-before-apply', node, 'restores a snapshot that its last completed write did not persist');
     const s = persisted!.meta;
-    if (s.index < node.applied) sim.fail('applied-monotonic', node, `restoring snapshot ${s.index}/t${s.term} would move applied back from ${node.applied}`);
+    if (s.index < node.applied)
+      sim.fail('applied-monotonic', node, `restoring snapshot ${s.index}/t${s.term} would move applied back from ${node.applied}`);
     node.sm.restore(data);
     node.applied = s.index;
     sim.stats.snapshotsInstalled++;

@@ -59,7 +59,10 @@ export class LivenessPhase {
       return;
     }
     if (this.sim.now > this.quietDeadline) {
-      throw this.sim.violation('liveness', `no convergence ${(this.sim.now - this.quietStart).toFixed(0)}ms after healing everything: ${conv}`);
+      throw this.sim.violation(
+        'liveness',
+        `no convergence ${(this.sim.now - this.quietStart).toFixed(0)}ms after healing everything: ${conv}`,
+      );
     }
     this.sim.schedule(this.sim.profile.tickMs * 2, { kind: 'check' });
   }
@@ -98,7 +101,8 @@ export class LivenessPhase {
       if (st.commitIndex !== leaderSt.lastIndex) return `${n.id} commit ${st.commitIndex} != leader last ${leaderSt.lastIndex}`;
       if (n.applied !== leaderSt.lastIndex) return `${n.id} applied ${n.applied} != ${leaderSt.lastIndex}`;
       if (n.inflight !== null) return `${n.id} is persisting`;
-      if (!sameConf(st.conf, leaderSt.conf)) return `${n.id} acts on configuration ${JSON.stringify(st.conf)}, the leader on ${JSON.stringify(leaderSt.conf)}`;
+      if (!sameConf(st.conf, leaderSt.conf))
+        return `${n.id} acts on configuration ${JSON.stringify(st.conf)}, the leader on ${JSON.stringify(leaderSt.conf)}`;
     }
     const d0 = leader.sm.digest();
     for (const n of members) if (n.sm.digest() !== d0) return `${n.id} digest ${String(n.sm.digest())} != leader ${String(d0)}`;
@@ -127,7 +131,10 @@ export class LivenessPhase {
     if (wl.checkHistory) this.sim.check(wl.checkHistory(this.sim.clients.history, this.sim.clients.acks), 'workload-history');
     for (const ack of this.sim.clients.acks) {
       if (ack.index !== 0 && this.sim.facts.committedTermAt(ack.index) !== ack.term) {
-        throw this.sim.violation('acked-durable', `acknowledged write op ${ack.opId} at ${ack.index}/t${ack.term} is not in the final committed log`);
+        throw this.sim.violation(
+          'acked-durable',
+          `acknowledged write op ${ack.opId} at ${ack.index}/t${ack.term} is not in the final committed log`,
+        );
       }
     }
     this.sim.stats.finalCommit = this.sim.facts.maxCommitted;

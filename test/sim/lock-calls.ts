@@ -93,7 +93,18 @@ export class LockCallChecks {
   /** `joins`: the leader already queues this request (asked just before the call reached it).
    *  `replays`: the log has decided the request already (LockService.replaysOutcome), so the call gets that
    *  outcome replayed — it is no waiter and takes nobody's turn. */
-  arrive(scope: string, key: string, requestKey: string, waitMs: number, nodeMs: number, term: number, label: string, joins: boolean, replays = false, inAppliedLine = false): Arrival {
+  arrive(
+    scope: string,
+    key: string,
+    requestKey: string,
+    waitMs: number,
+    nodeMs: number,
+    term: number,
+    label: string,
+    joins: boolean,
+    replays = false,
+    inAppliedLine = false,
+  ): Arrival {
     const k = `${scope}/${term}/${key}`;
     let list = this.arrivals.get(k);
     if (list === undefined) this.arrivals.set(k, (list = []));
@@ -134,7 +145,6 @@ export class LockCallChecks {
     a.open = false;
   }
 
-
   /** Every open arrival of a node incarnation ends (it crashed: nobody is waiting there any more). */
   closeScope(scope: string): void {
     for (const [k, list] of this.arrivals) {
@@ -149,7 +159,15 @@ export class LockCallChecks {
    *  seq-0 arrival is ahead of a grant only while its place (ticket) is before the granting entry: entries
    *  that applied after it arrived — a term start, say — may have refused it since, and a retry past the
    *  dedup window may have taken a new place at the back (lock simulation seed 2147). */
-  answered(scope: string, a: Arrival, r: AcquireResult, nodeMs: number, logMs: number, leader: string, placeOf: (requestKey: string) => number | undefined = () => 0): void {
+  answered(
+    scope: string,
+    a: Arrival,
+    r: AcquireResult,
+    nodeMs: number,
+    logMs: number,
+    leader: string,
+    placeOf: (requestKey: string) => number | undefined = () => 0,
+  ): void {
     a.open = false;
     // A replay (the retry of a request the log already granted) is that old grant, not a new one: it takes
     // nobody's turn.
@@ -181,10 +199,13 @@ export class LockCallChecks {
         // not for a turn (lock simulation seed 7153: the call sat at a node that learned the refusal from a
         // snapshot, which carries no decisions to answer calls with).
         const refusedAt = this.refusedInLogAt.get(q.requestKey);
-        if (refusedAt !== undefined && refusedAt < r.index && !(qTicket !== undefined && qTicket > refusedAt && qTicket < r.index)) continue;
+        if (refusedAt !== undefined && refusedAt < r.index && !(qTicket !== undefined && qTicket > refusedAt && qTicket < r.index))
+          continue;
         // Still waiting by the module's own clock (its deadline tick may be just due: give it 1 ms).
         if (nodeMs - q.arrivedNodeMs >= q.waitMs - 1) continue;
-        this.fail(`FIFO: ${a.label} (arrival #${a.seq}) was granted ${a.key} with token ${r.token} while ${q.label} (arrival #${q.seq}, earlier, wait ${q.waitMs}ms) still waits at the same leader in term ${a.term}: arrival order must be grant order`);
+        this.fail(
+          `FIFO: ${a.label} (arrival #${a.seq}) was granted ${a.key} with token ${r.token} while ${q.label} (arrival #${q.seq}, earlier, wait ${q.waitMs}ms) still waits at the same leader in term ${a.term}: arrival order must be grant order`,
+        );
         return;
       }
       if (a.waitMs > 0 && r.index > 0) this.stats.queuedGrants++;
@@ -197,14 +218,18 @@ export class LockCallChecks {
       // request, README "Retries are safe").
       const decidedBefore = g !== undefined && r.index > 0 && r.index < g.index;
       if (g !== undefined && !decidedBefore && g.token !== r.token && logMs - g.logMs < this.dedupWindowMs) {
-        this.fail(`${a.label} answered acquired with token ${r.token}, but the log granted that request token ${g.token} (entry ${g.index})`);
+        this.fail(
+          `${a.label} answered acquired with token ${r.token}, but the log granted that request token ${g.token} (entry ${g.index})`,
+        );
       }
       return;
     }
     this.stats.refusalAnswers++;
     const g = this.grants.get(a.requestKey);
     if (g !== undefined && logMs - g.logMs < this.dedupWindowMs) {
-      this.fail(`${a.label} answered "not acquired" (holder ${r.holderOwner || '-'}), but the log granted that very request token ${g.token} at entry ${g.index}: a grant must never be answered as a refusal`);
+      this.fail(
+        `${a.label} answered "not acquired" (holder ${r.holderOwner || '-'}), but the log granted that very request token ${g.token} at entry ${g.index}: a grant must never be answered as a refusal`,
+      );
     }
     this.refusalLogMs.set(a.requestKey, logMs);
     this.lastRefusal.set(a.requestKey, { logDecided: r.index > 0, leader });
@@ -242,7 +267,9 @@ export class LockCallChecks {
       this.stats.leaderRefusalsOutlived++; // documented: a leader's own refusal does not outlive its leadership
       return;
     }
-    this.fail(`a refused acquire took effect: ${label}'s client was told "not acquired" at t=${refusedAt.toFixed(2)}, and entry ${index} granted it token ${token} afterwards without the client asking again (an orphan lock)`);
+    this.fail(
+      `a refused acquire took effect: ${label}'s client was told "not acquired" at t=${refusedAt.toFixed(2)}, and entry ${index} granted it token ${token} afterwards without the client asking again (an orphan lock)`,
+    );
   }
 
   private fail(message: string): void {

@@ -125,7 +125,24 @@ export class SimLockClient {
 
 export class LockClients {
   readonly clients: SimLockClient[] = [];
-  readonly stats: ClientStats = { honestWrites: 0, staleWrites: 0, pauses: 0, lost: 0, abandons: 0, staleReleases: 0, staleRenews: 0, reacquires: 0, supersededUses: 0, lateRenews: 0, mismatches: 0, revokes: 0, revokesAll: 0, trustedRevoked: 0, revokedWrites: 0, exhaustedAnswers: 0 };
+  readonly stats: ClientStats = {
+    honestWrites: 0,
+    staleWrites: 0,
+    pauses: 0,
+    lost: 0,
+    abandons: 0,
+    staleReleases: 0,
+    staleRenews: 0,
+    reacquires: 0,
+    supersededUses: 0,
+    lateRenews: 0,
+    mismatches: 0,
+    revokes: 0,
+    revokesAll: 0,
+    trustedRevoked: 0,
+    revokedWrites: 0,
+    exhaustedAnswers: 0,
+  };
   /** `${key}#${token}` of every hold a revoke ended (a grant answered after its revoke is born revoked). */
   private readonly revokedTokens = new Set<string>();
   violation: string | null = null;
@@ -190,7 +207,12 @@ export class LockClients {
     if (c.confirm && c.held !== null) {
       c.confirm = false;
       command = this.renew(c, c.held.key, c.held.token, c.held.sessionId);
-    } else if (c.usesSessions && c.held === null && c.pausedWith === null && (c.session === null || this.clock().clientReading(c.id, t) >= c.session.trustUntilLocal)) {
+    } else if (
+      c.usesSessions &&
+      c.held === null &&
+      c.pausedWith === null &&
+      (c.session === null || this.clock().clientReading(c.id, t) >= c.session.trustUntilLocal)
+    ) {
       // No session it can trust: open one (a run-out one is left to lapse).
       if (c.lost !== null && c.lost.sessionId !== undefined && r.chance(0.3)) {
         // A LOST client's stale renew of its old session: refused, or harmless if the session still lives.
@@ -294,7 +316,8 @@ export class LockClients {
     if (p === null || p.opId !== opId) return;
     c.pending = null;
     const res = result as LockResult | ExhaustedAnswer | undefined;
-    if (res === undefined || res === null || typeof res !== 'object') return this.fail(`${c.owner}: ${p.command.type} acknowledged without a lock result`);
+    if (res === undefined || res === null || typeof res !== 'object')
+      return this.fail(`${c.owner}: ${p.command.type} acknowledged without a lock result`);
     if (res.type === 'exhausted') {
       // RESOURCE_EXHAUSTED (a leader's limit, lock-clock.ts `limits`): nothing was proposed; whatever it holds
       // is as before. It backs off and picks its next move afresh.
@@ -303,7 +326,12 @@ export class LockClients {
       return;
     }
     const cmd = p.command;
-    if (res.type === 'error' && cmd.type === 'acquire' && c.groupClient && (res.code === 'LIMIT_MISMATCH' || res.code === 'HOLD_MODE_MISMATCH')) {
+    if (
+      res.type === 'error' &&
+      cmd.type === 'acquire' &&
+      c.groupClient &&
+      (res.code === 'LIMIT_MISMATCH' || res.code === 'HOLD_MODE_MISMATCH')
+    ) {
       // Its deliberate mismatch (or the key taken meanwhile by one): refused as a whole, its hold (if any)
       // untouched. The oracle judged the entry.
       this.stats.mismatches++;
@@ -339,16 +367,30 @@ export class LockClients {
     if (cmd.type === 'acquire' && res.type === 'acquire') {
       if (res.acquired) {
         c.refused = null;
-        if (c.held !== null && c.held.key === cmd.key && c.held.token !== res.token && this.rng.chance(0.7)) c.superseded = { key: cmd.key, token: c.held.token };
+        if (c.held !== null && c.held.key === cmd.key && c.held.token !== res.token && this.rng.chance(0.7))
+          c.superseded = { key: cmd.key, token: c.held.token };
         // Under a session the hold lives exactly as long as the session: trusted as long as it is.
         const session = (cmd.sessionId ?? 0) > 0 && c.session !== null && c.session.id === cmd.sessionId ? c.session : null;
         if ((cmd.sessionId ?? 0) > 0 && session === null) return; // granted under a session it no longer has
-        const mode = { limit: cmd.limit ?? 1, shared: cmd.shared === true, ...(this.revokedTokens.has(`${cmd.key}#${res.token}`) ? { revoked: true } : {}) };
+        const mode = {
+          limit: cmd.limit ?? 1,
+          shared: cmd.shared === true,
+          ...(this.revokedTokens.has(`${cmd.key}#${res.token}`) ? { revoked: true } : {}),
+        };
         c.held =
           session !== null
             ? { key: cmd.key, token: res.token, ttlMs: c.ttlMs, trustUntilLocal: session.trustUntilLocal, sessionId: session.id, ...mode }
-            : { key: cmd.key, token: res.token, ttlMs: cmd.ttlMs, trustUntilLocal: this.anchor(c, p, t) + this.trustMs(cmd.ttlMs), ...mode };
-        this.trace(`lock ${c.owner}`, `acquired ${cmd.key}#${res.token}${res.replayed ? ' (replayed)' : ''} trust until true ${this.trustEndTrue(c).toFixed(2)}`);
+            : {
+                key: cmd.key,
+                token: res.token,
+                ttlMs: cmd.ttlMs,
+                trustUntilLocal: this.anchor(c, p, t) + this.trustMs(cmd.ttlMs),
+                ...mode,
+              };
+        this.trace(
+          `lock ${c.owner}`,
+          `acquired ${cmd.key}#${res.token}${res.replayed ? ' (replayed)' : ''} trust until true ${this.trustEndTrue(c).toFixed(2)}`,
+        );
         if (session === null && this.clock().clientReading(c.id, t) - p.invokeLocal >= cmd.ttlMs / 3) {
           c.confirm = true; // a late grant: renew at once to re-anchor
           c.nextDelayMs = 0;
@@ -420,7 +462,9 @@ export class LockClients {
   private acquire(c: SimLockClient, key: string, reuseRefused: boolean): LockCommand {
     const requestId = reuseRefused && c.refused !== null && c.refused.key === key ? c.refused.requestId : c.newRequestId();
     const command: Extract<LockCommand, { type: 'acquire' }> =
-      c.usesSessions && c.session !== null ? { type: 'acquire', timeMs: 0, key, owner: c.owner, ttlMs: 0, requestId, sessionId: c.session.id } : { type: 'acquire', timeMs: 0, key, owner: c.owner, ttlMs: c.ttlMs, requestId };
+      c.usesSessions && c.session !== null
+        ? { type: 'acquire', timeMs: 0, key, owner: c.owner, ttlMs: 0, requestId, sessionId: c.session.id }
+        : { type: 'acquire', timeMs: 0, key, owner: c.owner, ttlMs: c.ttlMs, requestId };
     const spec = this.profile.groupKeys.find((g) => g.key === key);
     if (!c.groupClient || spec === undefined) return command;
     // A key with many holds: its limit; for limit 1, shared or exclusive (a re-acquire keeps its mode: it
@@ -500,7 +544,10 @@ export class LockClients {
     }
     const mode: WriteMode = h.limit >= 2 ? 'slot' : h.shared ? 'shared' : 'exclusive';
     const accepted = this.resource.write(key, token, c.owner, t, honest, mode);
-    this.trace(`lock ${c.owner}`, `write ${key}#${token}${honest ? '' : ' (stale, after a pause)'} ${accepted ? 'accepted' : 'REFUSED by the resource'}`);
+    this.trace(
+      `lock ${c.owner}`,
+      `write ${key}#${token}${honest ? '' : ' (stale, after a pause)'} ${accepted ? 'accepted' : 'REFUSED by the resource'}`,
+    );
   }
 
   /** Exclusion in true time: the clients trusting a hold on c's key right now fit it. A mutex or an
@@ -511,16 +558,27 @@ export class LockClients {
     const h = c.held!;
     const others = this.clients.filter((o) => o !== c && o.held !== null && o.held.key === h.key && this.holdsTrusted(o, t));
     const mine = `${c.owner} ${what} (token ${h.token}${h.shared ? ', shared' : ''}, trusted until true ${this.trustEndTrue(c).toFixed(3)})`;
-    const list = () => others.map((o) => `${o.owner} (token ${o.held!.token}${o.held!.shared ? ', shared' : ''}, limit ${o.held!.limit}, until true ${this.trustEndTrue(o).toFixed(3)})`).join(', ');
+    const list = () =>
+      others
+        .map(
+          (o) =>
+            `${o.owner} (token ${o.held!.token}${o.held!.shared ? ', shared' : ''}, limit ${o.held!.limit}, until true ${this.trustEndTrue(o).toFixed(3)})`,
+        )
+        .join(', ');
     if (h.limit >= 2) {
-      if (others.length + 1 > h.limit) this.fail(`semaphore limit: at true t=${t.toFixed(3)} ${mine} as the ${others.length + 1}th holder of ${h.key} (limit ${h.limit}), with ${list()}`);
+      if (others.length + 1 > h.limit)
+        this.fail(
+          `semaphore limit: at true t=${t.toFixed(3)} ${mine} as the ${others.length + 1}th holder of ${h.key} (limit ${h.limit}), with ${list()}`,
+        );
       return;
     }
     const clash = others.filter((o) => !h.shared || !o.held!.shared);
     if (clash.length === 0) return;
     const o = clash[0]!;
     const rule = h.shared || o.held!.shared ? 'shared with exclusive' : 'mutual exclusion';
-    this.fail(`${rule}: at true t=${t.toFixed(3)} ${mine} while ${o.owner} trusts its hold on ${h.key} (token ${o.held!.token}${o.held!.shared ? ', shared' : ''}, until true ${this.trustEndTrue(o).toFixed(3)})`);
+    this.fail(
+      `${rule}: at true t=${t.toFixed(3)} ${mine} while ${o.owner} trusts its hold on ${h.key} (token ${o.held!.token}${o.held!.shared ? ', shared' : ''}, until true ${this.trustEndTrue(o).toFixed(3)})`,
+    );
   }
 
   private trustEndTrue(c: SimLockClient): number {

@@ -111,7 +111,12 @@ export function lockProfileFor(seed: number, overrides: Partial<LockProfile> = {
     nodeOffsetSpreadMs: r.pick([0, 30, 300, 3000]),
     keys: Array.from({ length: keyCount }, (_, i) => `k${i}`),
     clients: r.range(2, 7),
-    ttlChoicesMs: r.pick([[40, 80, 160], [60, 120, 240], [25, 50, 100, 400], [200, 500, 1000]]),
+    ttlChoicesMs: r.pick([
+      [40, 80, 160],
+      [60, 120, 240],
+      [25, 50, 100, 400],
+      [200, 500, 1000],
+    ]),
     stallerChance: r.pick([0, 0.3, 0.6]),
     dedupWindowMs: r.pick([400, 3000, 600_000]),
     checkpointIdleMs: r.pick([8, 15, 40]),
@@ -149,7 +154,11 @@ export function lockProfileFor(seed: number, overrides: Partial<LockProfile> = {
     }
   }
   const merged = { ...p, ...overrides };
-  if (merged.groupsOnly && merged.groupKeys.length === 0) merged.groupKeys = [{ key: 's0', limit: 2 }, { key: 'r0', limit: 1 }];
+  if (merged.groupsOnly && merged.groupKeys.length === 0)
+    merged.groupKeys = [
+      { key: 's0', limit: 2 },
+      { key: 'r0', limit: 1 },
+    ];
   if (merged.groupsOnly) {
     merged.keys = merged.groupKeys.map((k) => k.key);
     merged.groupClients = merged.clients;

@@ -63,7 +63,16 @@ export class LockScenario {
     const profile: Partial<SimProfile> = {
       nodeCount: nodes,
       clients: 0,
-      raft: { electionTicks: 10, heartbeatTicks: 1, preVote: true, checkQuorum: true, maxInflight: 64, maxEntriesPerMessage: 64, maxBytesPerMessage: 1 << 20, snapshotChunkBytes: 1 << 20 },
+      raft: {
+        electionTicks: 10,
+        heartbeatTicks: 1,
+        preVote: true,
+        checkQuorum: true,
+        maxInflight: 64,
+        maxEntriesPerMessage: 64,
+        maxBytesPerMessage: 1 << 20,
+        snapshotChunkBytes: 1 << 20,
+      },
       netDelayMinMs: 0.5,
       netDelayMaxMs: 2,
       spikeChance: 0,
@@ -76,7 +85,14 @@ export class LockScenario {
       clockSkewMs: 0,
       ...opts.profile,
     };
-    this.sim = new SimCluster({ seed, events: Infinity, workload: this.workload, invariants: [this.workload.invariant], profile, liveness: false });
+    this.sim = new SimCluster({
+      seed,
+      events: Infinity,
+      workload: this.workload,
+      invariants: [this.workload.invariant],
+      profile,
+      liveness: false,
+    });
     const clock = new ClockModel(seed, nodes, 0, 0, 0);
     for (let i = 0; i < nodes; i++) clock.nodes[i] = opts.nodeClocks?.[i] ?? { offsetMs: 1_000_000, rate: 1 };
     this.workload.attach(this.sim, clock);
@@ -97,7 +113,10 @@ export class LockScenario {
   async runUntil(done: () => boolean, what: string, withinMs = 5_000): Promise<void> {
     const deadline = this.sim.now + withinMs;
     while (!done()) {
-      if (this.sim.now > deadline) throw new Error(`scenario: ${what} did not happen within ${withinMs}ms (t=${this.sim.now.toFixed(1)})\n${this.sim.trace.tail(30).join('\n')}`);
+      if (this.sim.now > deadline)
+        throw new Error(
+          `scenario: ${what} did not happen within ${withinMs}ms (t=${this.sim.now.toFixed(1)})\n${this.sim.trace.tail(30).join('\n')}`,
+        );
       await this.step();
     }
   }
@@ -293,7 +312,10 @@ export class ScenarioClient {
 
   async acquire(key: string, ttlMs: number, requestId?: string, via?: SimNode): Promise<Extract<LockResult, { type: 'acquire' }>> {
     const sentAt = this.scn.now;
-    return this.onAcquire(await this.scn.request(this.acquireCommand(key, ttlMs, requestId), via), key, ttlMs, sentAt) as Extract<LockResult, { type: 'acquire' }>;
+    return this.onAcquire(await this.scn.request(this.acquireCommand(key, ttlMs, requestId), via), key, ttlMs, sentAt) as Extract<
+      LockResult,
+      { type: 'acquire' }
+    >;
   }
 
   async renew(requestId = this.scn.newRequestId(), token = this.token): Promise<Extract<LockResult, { type: 'renew' }>> {
@@ -307,7 +329,11 @@ export class ScenarioClient {
     return r;
   }
 
-  async release(requestId = this.scn.newRequestId(), token = this.token, key = this.key): Promise<Extract<LockResult, { type: 'release' }>> {
+  async release(
+    requestId = this.scn.newRequestId(),
+    token = this.token,
+    key = this.key,
+  ): Promise<Extract<LockResult, { type: 'release' }>> {
     if (token === this.token && this.state !== 'LOST') this.stateValue = 'RELEASED';
     const r = await this.scn.request({ type: 'release', timeMs: 0, key, owner: this.owner, token, requestId });
     if (r.type !== 'release') throw new Error(`expected a release result, got ${r.type}`);

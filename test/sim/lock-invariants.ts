@@ -240,12 +240,38 @@ export class LockOracle implements GroupHost {
   next = 1;
   violation: string | null = null;
   readonly stats: OracleStats = {
-    acquired: 0, acquireRefused: 0, takeovers: 0, renewed: 0, renewRefused: 0, renewExpired: 0, released: 0, releaseRefused: 0,
-    expired: 0, replays: 0, epochStarts: 0, leasesExtended: 0, leasesEnded: 0, maxEpochsCarried: 0,
+    acquired: 0,
+    acquireRefused: 0,
+    takeovers: 0,
+    renewed: 0,
+    renewRefused: 0,
+    renewExpired: 0,
+    released: 0,
+    releaseRefused: 0,
+    expired: 0,
+    replays: 0,
+    epochStarts: 0,
+    leasesExtended: 0,
+    leasesEnded: 0,
+    maxEpochsCarried: 0,
     tightestExpiryMarginMs: Infinity,
-    waitersJoined: 0, waitersReattached: 0, handOffs: 0, waitsRefused: 0, waitsCancelled: 0, delaysStarted: 0, delayRefusals: 0, undelays: 0,
-    sessionsOpened: 0, sessionsRenewed: 0, sessionsEnded: 0, sessionRefusals: 0, clusterLevel: 1, levelRaisedAt: 0,
-    revokeEntries: 0, holdsRevoked: 0, revokeHandOffs: 0,
+    waitersJoined: 0,
+    waitersReattached: 0,
+    handOffs: 0,
+    waitsRefused: 0,
+    waitsCancelled: 0,
+    delaysStarted: 0,
+    delayRefusals: 0,
+    undelays: 0,
+    sessionsOpened: 0,
+    sessionsRenewed: 0,
+    sessionsEnded: 0,
+    sessionRefusals: 0,
+    clusterLevel: 1,
+    levelRaisedAt: 0,
+    revokeEntries: 0,
+    holdsRevoked: 0,
+    revokeHandOffs: 0,
   };
   /** `${key}#${token}` of every hold a revoke ended -> the revoking entry (named invariant `revoke`). */
   private readonly revokedAt = new Map<string, number>();
@@ -324,14 +350,22 @@ export class LockOracle implements GroupHost {
     if (index === this.next) this.next++;
   }
 
-  judge(entry: Entry, cmd: LockCommand | null, result: LockResult, pre: StateCapture, post: StateCapture, stamp: StampWindow | undefined): void {
+  judge(
+    entry: Entry,
+    cmd: LockCommand | null,
+    result: LockResult,
+    pre: StateCapture,
+    post: StateCapture,
+    stamp: StampWindow | undefined,
+  ): void {
     const idx = entry.index;
     this.next = idx + 1;
     this.results[idx] = canonicalResult(result);
     if (this.violation !== null) return;
     this.expectDecided = [];
     const at = `entry ${idx}/t${entry.term}`;
-    if (cmd === null) return this.fail(`${at} does not decode as a lock command (${canonicalResult(result)}); every simulated proposal is well-formed`);
+    if (cmd === null)
+      return this.fail(`${at} does not decode as a lock command (${canonicalResult(result)}); every simulated proposal is well-formed`);
     if (stamp === undefined) return this.fail(`${at} (${cmd.type}) was never stamped by a leader of term ${entry.term} in this run`);
     this.touched.clear();
     this.groups.noteBefore(pre.nowMs);
@@ -341,8 +375,12 @@ export class LockOracle implements GroupHost {
     const progress = this.clusterLevel >= 2 && entry.term <= pre.epochTerm;
     const expectNow = progress ? pre.nowMs + Math.max(0, cmd.timeMs - this.termLastStampMs) : Math.max(pre.nowMs, cmd.timeMs);
     if (post.nowMs !== expectNow) {
-      const rule = progress ? `previous ${pre.nowMs} + the stamp's progress past the term's last stamp ${this.termLastStampMs}` : `max(previous ${pre.nowMs}, stamp)`;
-      return this.fail(`log time: after ${at} (${cmd.type} stamped ${cmd.timeMs}) log time is ${post.nowMs}, expected ${rule} = ${expectNow} — the machine must use the leader's stamps, never a local clock`);
+      const rule = progress
+        ? `previous ${pre.nowMs} + the stamp's progress past the term's last stamp ${this.termLastStampMs}`
+        : `max(previous ${pre.nowMs}, stamp)`;
+      return this.fail(
+        `log time: after ${at} (${cmd.type} stamped ${cmd.timeMs}) log time is ${post.nowMs}, expected ${rule} = ${expectNow} — the machine must use the leader's stamps, never a local clock`,
+      );
     }
     if (this.clusterLevel >= 2) this.termLastStampMs = progress ? Math.max(this.termLastStampMs, cmd.timeMs) : cmd.timeMs;
     if (cmd.type === 'clusterLevel' && cmd.level > this.clusterLevel) {
@@ -351,15 +389,20 @@ export class LockOracle implements GroupHost {
       this.stats.clusterLevel = cmd.level;
       if (this.stats.levelRaisedAt === 0) this.stats.levelRaisedAt = idx;
     }
-    if (result.type === 'error' && result.code === 'SESSION_NOT_OPEN' && cmd.type === 'acquire' && (cmd.sessionId ?? 0) > 0) return this.judgeSessionNotOpen(at, cmd, pre, post);
+    if (result.type === 'error' && result.code === 'SESSION_NOT_OPEN' && cmd.type === 'acquire' && (cmd.sessionId ?? 0) > 0)
+      return this.judgeSessionNotOpen(at, cmd, pre, post);
     // Refused as a whole by the rules of many holds: the model says whether it should have been.
-    const groupRefusal = result.type === 'error' && cmd.type === 'acquire' && (result.code === 'LIMIT_MISMATCH' || result.code === 'HOLD_MODE_MISMATCH');
+    const groupRefusal =
+      result.type === 'error' && cmd.type === 'acquire' && (result.code === 'LIMIT_MISMATCH' || result.code === 'HOLD_MODE_MISMATCH');
     if (result.type === 'error' && !groupRefusal) return this.fail(`${at} ${cmd.type} failed as a whole: ${result.code} ${result.message}`);
     const epochStart = post.epochTerm !== pre.epochTerm;
     if (epochStart) {
-      if (post.epochTerm !== entry.term || entry.term < pre.epochTerm) return this.fail(`${at}: lease epoch moved from term ${pre.epochTerm} to ${post.epochTerm}`);
+      if (post.epochTerm !== entry.term || entry.term < pre.epochTerm)
+        return this.fail(`${at}: lease epoch moved from term ${pre.epochTerm} to ${post.epochTerm}`);
       if (cmd.type !== 'termStart') {
-        return this.fail(`${at}: the first lock entry of term ${entry.term} is a ${cmd.type}, not the leader's termStart — a leader stamped a command before its term-start entry applied`);
+        return this.fail(
+          `${at}: the first lock entry of term ${entry.term} is a ${cmd.type}, not the leader's termStart — a leader stamped a command before its term-start entry applied`,
+        );
       }
       if (post.epochStartMs !== post.nowMs) return this.fail(`${at}: epoch start ${post.epochStartMs} differs from log time ${post.nowMs}`);
       this.carryLeases(at, idx, pre, post, stamp);
@@ -409,19 +452,26 @@ export class LockOracle implements GroupHost {
         this.groups.judgeHandOffEntry(at, idx, cmd, result, post.nowMs, stamp);
         break;
       case 'clusterLevel':
-        if (result.type !== 'clusterLevel' || result.level !== this.clusterLevel) return this.fail(`${at}: clusterLevel ${cmd.level} produced ${canonicalResult(result)}; the log's level is ${this.clusterLevel}`);
-        if (post.leaseCount !== pre.leaseCount) this.fail(`${at}: ${cmd.type} changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
+        if (result.type !== 'clusterLevel' || result.level !== this.clusterLevel)
+          return this.fail(`${at}: clusterLevel ${cmd.level} produced ${canonicalResult(result)}; the log's level is ${this.clusterLevel}`);
+        if (post.leaseCount !== pre.leaseCount)
+          this.fail(`${at}: ${cmd.type} changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
         break;
       case 'memberRan': {
         const recorded = this.clusterLevel >= 2 && !this.ranMembers.has(cmd.memberId);
         if (recorded) this.ranMembers.add(cmd.memberId);
-        if (result.type !== 'memberRan' || result.recorded !== recorded) return this.fail(`${at}: memberRan ${cmd.memberId} produced ${canonicalResult(result)}; expected recorded=${recorded} (level ${this.clusterLevel})`);
-        if (post.leaseCount !== pre.leaseCount) this.fail(`${at}: ${cmd.type} changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
+        if (result.type !== 'memberRan' || result.recorded !== recorded)
+          return this.fail(
+            `${at}: memberRan ${cmd.memberId} produced ${canonicalResult(result)}; expected recorded=${recorded} (level ${this.clusterLevel})`,
+          );
+        if (post.leaseCount !== pre.leaseCount)
+          this.fail(`${at}: ${cmd.type} changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
         break;
       }
       case 'termStart':
       case 'checkpoint':
-        if (post.leaseCount !== pre.leaseCount) this.fail(`${at}: ${cmd.type} changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
+        if (post.leaseCount !== pre.leaseCount)
+          this.fail(`${at}: ${cmd.type} changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
         break;
       case 'dequeue':
         if (result.type !== 'dequeue') return this.fail(`${at}: dequeue produced a ${result.type} result`);
@@ -447,11 +497,13 @@ export class LockOracle implements GroupHost {
       case 'forget':
         // Forgetting free keys touches no lease, and a last token may only rise to the watermark (SPEC:
         // last_token is never below the real value).
-        if (post.leaseCount !== pre.leaseCount) return this.fail(`${at}: forget changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
+        if (post.leaseCount !== pre.leaseCount)
+          return this.fail(`${at}: forget changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
         for (let i = 0; i < this.keys.length; i++) {
           const pv = pre.views[i]!;
           const qv = post.views[i]!;
-          if (qv.lastToken < pv.lastToken || qv.held !== pv.held || qv.token !== pv.token || qv.owner !== pv.owner) return this.fail(`${at}: forget changed ${this.keys[i]}: ${viewText(pv)} -> ${viewText(qv)}`);
+          if (qv.lastToken < pv.lastToken || qv.held !== pv.held || qv.token !== pv.token || qv.owner !== pv.owner)
+            return this.fail(`${at}: forget changed ${this.keys[i]}: ${viewText(pv)} -> ${viewText(qv)}`);
         }
         return;
     }
@@ -464,7 +516,10 @@ export class LockOracle implements GroupHost {
     this.groups.checkViews(at, post);
     if (this.violation !== null) return;
     const modelled = this.leases.size + this.groups.holdCount();
-    if (post.leaseCount !== modelled) return this.fail(`${at} (${cmd.type}) left ${post.leaseCount} leases (holds of many included); the model has ${modelled}: [${[...this.leases.keys()].join(",")}] + ${this.groups.holdCount()} of many`);
+    if (post.leaseCount !== modelled)
+      return this.fail(
+        `${at} (${cmd.type}) left ${post.leaseCount} leases (holds of many included); the model has ${modelled}: [${[...this.leases.keys()].join(',')}] + ${this.groups.holdCount()} of many`,
+      );
     if (post.sessions.size !== this.sessions.size && (post.sessions.size > 0 || pre.sessions.size > 0)) {
       return this.fail(`${at} (${cmd.type}) left ${post.sessions.size} sessions open; the model has ${this.sessions.size}`);
     }
@@ -480,7 +535,15 @@ export class LockOracle implements GroupHost {
 
   // ------------------------------------------------------------------ per command
 
-  private judgeAcquire(at: string, idx: number, cmd: Extract<LockCommand, { type: 'acquire' }>, result: Extract<LockResult, { type: 'acquire' | 'error' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
+  private judgeAcquire(
+    at: string,
+    idx: number,
+    cmd: Extract<LockCommand, { type: 'acquire' }>,
+    result: Extract<LockResult, { type: 'acquire' | 'error' }>,
+    pre: StateCapture,
+    post: StateCapture,
+    stamp: StampWindow,
+  ): void {
     const k = this.slot(at, cmd.key);
     if (k < 0) return;
     const pv = pre.views[k]!;
@@ -490,26 +553,38 @@ export class LockOracle implements GroupHost {
     const line = this.lines.get(cmd.key) ?? [];
     const inLine = cmd.requestId === '' ? undefined : this.waiterOf(cmd.owner, cmd.requestId);
     const many = (cmd.limit ?? 1) > 1 || cmd.shared === true || this.groups.has(cmd.key);
-    if (result.type === 'error' && (!many || inLine !== undefined)) return this.fail(`${at}: acquire of ${cmd.key} by ${cmd.owner} failed as a whole (${result.code}), but ${inLine !== undefined ? 'it waits in line: a retry re-attaches' : 'it is a plain acquire of a key with one hold'}`);
+    if (result.type === 'error' && (!many || inLine !== undefined))
+      return this.fail(
+        `${at}: acquire of ${cmd.key} by ${cmd.owner} failed as a whole (${result.code}), but ${inLine !== undefined ? 'it waits in line: a retry re-attaches' : 'it is a plain acquire of a key with one hold'}`,
+      );
     const r = result as Extract<LockResult, { type: 'acquire' }>;
     if (result.type === 'acquire' && r.replayed && r.waitTicket !== undefined) {
       // A retry of a request in line: the same place, nothing changed.
       this.stats.waitersReattached++;
       if (inLine === undefined || inLine.key !== cmd.key || inLine.w.ticket !== r.waitTicket) {
-        return this.fail(`wait line: ${at} re-attached ${cmd.owner}/${cmd.requestId} to ticket ${r.waitTicket} of ${cmd.key}, but the line has it ${inLine === undefined ? 'nowhere' : `at ${inLine.key}#${inLine.w.ticket}`}`);
+        return this.fail(
+          `wait line: ${at} re-attached ${cmd.owner}/${cmd.requestId} to ticket ${r.waitTicket} of ${cmd.key}, but the line has it ${inLine === undefined ? 'nowhere' : `at ${inLine.key}#${inLine.w.ticket}`}`,
+        );
       }
       return this.unchanged(at, cmd.key, pv, qv, pre, post);
     }
-    if (result.type === 'acquire' && r.replayed) return this.judgeReplay(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), pre, post, k);
-    if (inLine !== undefined) return this.fail(`wait line: ${at} judged ${cmd.owner}/${cmd.requestId} afresh while it waits at ${inLine.key}#${inLine.w.ticket}: a retry must keep its place`);
+    if (result.type === 'acquire' && r.replayed)
+      return this.judgeReplay(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), pre, post, k);
+    if (inLine !== undefined)
+      return this.fail(
+        `wait line: ${at} judged ${cmd.owner}/${cmd.requestId} afresh while it waits at ${inLine.key}#${inLine.w.ticket}: a retry must keep its place`,
+      );
     // Only a queued acquire (the leader serving the head waiter) may re-judge a remembered refusal.
     this.mustBeFresh(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, cmd.queued === true);
     const sid = cmd.sessionId ?? 0;
     const session = sid > 0 ? this.sessions.get(sid) : undefined;
     if (sid > 0 && (session === undefined || session.deadlineMs <= post.nowMs)) {
-      return this.fail(`sessions: ${at} judged an acquire under session ${sid}, which the model has ${session === undefined ? 'ended or never opened' : `run out at ${session.deadlineMs} <= log time ${post.nowMs}`} (SESSION_NOT_OPEN expected)`);
+      return this.fail(
+        `sessions: ${at} judged an acquire under session ${sid}, which the model has ${session === undefined ? 'ended or never opened' : `run out at ${session.deadlineMs} <= log time ${post.nowMs}`} (SESSION_NOT_OPEN expected)`,
+      );
     }
-    if (session !== undefined && session.owner !== cmd.owner) return this.fail(`sessions: ${at} let ${cmd.owner} acquire under ${session.owner}'s session ${sid}`);
+    if (session !== undefined && session.owner !== cmd.owner)
+      return this.fail(`sessions: ${at} let ${cmd.owner} acquire under ${session.owner}'s session ${sid}`);
     if (many) return this.groups.judgeAcquire(at, idx, cmd, result, post.nowMs, stamp, session);
     // A lock-delay that has passed without its undelay entry: this entry ends it, and serves the line first.
     let handedOff = false;
@@ -552,31 +627,59 @@ export class LockOracle implements GroupHost {
     if (r.acquired) {
       this.stats.acquired++;
       if (lease !== undefined && liveHolder && lease.owner === cmd.owner && otherSession) {
-        return this.fail(`one hold per session: ${at} superseded ${cmd.owner}'s live hold of ${cmd.key} (token ${lease.token}, session ${lease.session?.id ?? 'none'}) by a request under session ${sid || 'none'} (cluster level ${this.clusterLevel})`);
+        return this.fail(
+          `one hold per session: ${at} superseded ${cmd.owner}'s live hold of ${cmd.key} (token ${lease.token}, session ${lease.session?.id ?? 'none'}) by a request under session ${sid || 'none'} (cluster level ${this.clusterLevel})`,
+        );
       }
-      if (delayLeftMs > 0) return this.fail(`lock-delay: ${at} granted ${cmd.key} to ${cmd.owner} with ${delayLeftMs}ms of its lock-delay left (until ${this.delays.get(cmd.key)}, log time ${post.nowMs})`);
+      if (delayLeftMs > 0)
+        return this.fail(
+          `lock-delay: ${at} granted ${cmd.key} to ${cmd.owner} with ${delayLeftMs}ms of its lock-delay left (until ${this.delays.get(cmd.key)}, log time ${post.nowMs})`,
+        );
       const last = this.lastIssued.get(cmd.key) ?? 0n;
-      if (r.token <= last) return this.fail(`fencing token: ${at} acquire of ${cmd.key} by ${cmd.owner} issued token ${r.token}, not above ${last} issued before for that key (tokens must strictly increase and never be reused)`);
+      if (r.token <= last)
+        return this.fail(
+          `fencing token: ${at} acquire of ${cmd.key} by ${cmd.owner} issued token ${r.token}, not above ${last} issued before for that key (tokens must strictly increase and never be reused)`,
+        );
       if (lease !== undefined && lease.owner !== cmd.owner) {
         // Another owner's lease is taken over: it must have run out — in log time and in true time.
         if (liveHolder) {
-          return this.fail(`one holder per key: ${at} granted ${cmd.key} to ${cmd.owner} while ${lease.owner}'s lease (token ${lease.token}) runs until ${pv.expiresAtMs} > log time ${post.nowMs}`);
+          return this.fail(
+            `one holder per key: ${at} granted ${cmd.key} to ${cmd.owner} while ${lease.owner}'s lease (token ${lease.token}) runs until ${pv.expiresAtMs} > log time ${post.nowMs}`,
+          );
         }
         this.stats.takeovers++;
         this.minHold(at, cmd.key, lease, stamp, `taken over by ${cmd.owner}'s acquire`);
       }
       const [ttlMs, untilMs] = session !== undefined ? [session.ttlMs, session.deadlineMs] : [cmd.ttlMs, post.nowMs + cmd.ttlMs];
       if (r.ttlMs !== ttlMs || r.expiresAtMs !== untilMs) {
-        return this.fail(`${at}: acquire granted ttl ${r.ttlMs} until ${r.expiresAtMs}; expected ttl ${ttlMs} until ${untilMs}${session !== undefined ? ` (session ${sid}'s)` : ''}`);
+        return this.fail(
+          `${at}: acquire granted ttl ${r.ttlMs} until ${r.expiresAtMs}; expected ttl ${ttlMs} until ${untilMs}${session !== undefined ? ` (session ${sid}'s)` : ''}`,
+        );
       }
       if (!qv.held || qv.owner !== cmd.owner || qv.token !== r.token || qv.expiresAtMs !== r.expiresAtMs || qv.lastToken !== r.token) {
-        return this.fail(`${at}: acquire of ${cmd.key} answered token ${r.token} to ${cmd.owner}, but the state then shows ${viewText(qv)}`);
+        return this.fail(
+          `${at}: acquire of ${cmd.key} answered token ${r.token} to ${cmd.owner}, but the state then shows ${viewText(qv)}`,
+        );
       }
       // Leases before this grant: the entry may have ended a hold and handed the key over first.
       const countBefore = pre.leaseCount - (hadLease ? 1 : 0) + (lease !== undefined ? 1 : 0);
       const expectCount = countBefore + (lease === undefined ? 1 : 0);
-      if (!sessionEnded && post.leaseCount !== expectCount) return this.fail(`${at}: acquire left ${post.leaseCount} leases, expected ${expectCount}`);
-      this.setLease(cmd.key, { owner: cmd.owner, token: r.token, ttlMs, grantIndex: idx, grantAt: stamp, epochs: 0, deadlineMs: r.expiresAtMs, lockDelayMs: (cmd.lockDelayMs ?? 0) || (session?.lockDelayMs ?? 0) }, session);
+      if (!sessionEnded && post.leaseCount !== expectCount)
+        return this.fail(`${at}: acquire left ${post.leaseCount} leases, expected ${expectCount}`);
+      this.setLease(
+        cmd.key,
+        {
+          owner: cmd.owner,
+          token: r.token,
+          ttlMs,
+          grantIndex: idx,
+          grantAt: stamp,
+          epochs: 0,
+          deadlineMs: r.expiresAtMs,
+          lockDelayMs: (cmd.lockDelayMs ?? 0) || (session?.lockDelayMs ?? 0),
+        },
+        session,
+      );
       this.lastIssued.set(cmd.key, r.token);
       this.remember(cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), idx, post.nowMs);
       return;
@@ -586,31 +689,59 @@ export class LockOracle implements GroupHost {
     if (delayLeftMs > 0) {
       // In lock-delay: nobody holds the key, and the refusal says how long is left.
       if (lease !== undefined || qv.held || r.holderOwner !== '' || r.delayMsLeft !== delayLeftMs) {
-        return this.fail(`lock-delay: ${at} refused ${cmd.owner} on ${cmd.key} (holder '${r.holderOwner}', delay left ${String(r.delayMsLeft)}), but the model has the key in lock-delay for ${delayLeftMs}ms more with ${lease === undefined ? 'no holder' : `holder ${lease.owner}`}`);
+        return this.fail(
+          `lock-delay: ${at} refused ${cmd.owner} on ${cmd.key} (holder '${r.holderOwner}', delay left ${String(r.delayMsLeft)}), but the model has the key in lock-delay for ${delayLeftMs}ms more with ${lease === undefined ? 'no holder' : `holder ${lease.owner}`}`,
+        );
       }
       this.stats.delayRefusals++;
       if (!handedOff) this.unchanged(at, cmd.key, pv, qv, pre, post);
       return this.refusedOrQueued(at, idx, cmd, r, post);
     }
-    if (r.delayMsLeft !== undefined) return this.fail(`lock-delay: ${at} refused ${cmd.owner} on ${cmd.key} with ${r.delayMsLeft}ms of lock-delay left, but the model has no delay there`);
+    if (r.delayMsLeft !== undefined)
+      return this.fail(
+        `lock-delay: ${at} refused ${cmd.owner} on ${cmd.key} with ${r.delayMsLeft}ms of lock-delay left, but the model has no delay there`,
+      );
     const blocking = lease !== undefined && liveHolder && (lease.owner !== cmd.owner || lease.token === BigInt(idx) || otherSession);
     if (!blocking || lease === undefined || !qv.held || qv.owner !== lease.owner) {
-      return this.fail(`${at}: acquire of ${cmd.key} by ${cmd.owner} refused (holder '${r.holderOwner}'), but the lock was ${lease === undefined ? 'free' : `${lease.owner}'s (token ${lease.token}), state ${viewText(qv)}`} — only another owner's live lease refuses`);
+      return this.fail(
+        `${at}: acquire of ${cmd.key} by ${cmd.owner} refused (holder '${r.holderOwner}'), but the lock was ${lease === undefined ? 'free' : `${lease.owner}'s (token ${lease.token}), state ${viewText(qv)}`} — only another owner's live lease refuses`,
+      );
     }
     if (r.holderOwner !== lease.owner || r.holderTtlMs !== qv.expiresAtMs - post.nowMs) {
-      return this.fail(`${at}: refused acquire names holder ${r.holderOwner} with ${r.holderTtlMs}ms left; the state says ${viewText(qv)} at log time ${post.nowMs}`);
+      return this.fail(
+        `${at}: refused acquire names holder ${r.holderOwner} with ${r.holderTtlMs}ms left; the state says ${viewText(qv)} at log time ${post.nowMs}`,
+      );
     }
     if (!handedOff) this.unchanged(at, cmd.key, pv, qv, pre, post);
     this.refusedOrQueued(at, idx, cmd, r, post);
   }
 
   /** A refused acquire: in line (a blocking one, no outcome yet) or refused and remembered. */
-  private refusedOrQueued(at: string, idx: number, cmd: Extract<LockCommand, { type: 'acquire' }>, r: Extract<LockResult, { type: 'acquire' }>, post: StateCapture): void {
+  private refusedOrQueued(
+    at: string,
+    idx: number,
+    cmd: Extract<LockCommand, { type: 'acquire' }>,
+    r: Extract<LockResult, { type: 'acquire' }>,
+    post: StateCapture,
+  ): void {
     if ((cmd.waitMs ?? 0) > 0) {
-      if (r.waitTicket !== idx) return this.fail(`wait line: ${at} refused a blocking acquire of ${cmd.key} by ${cmd.owner} (wait ${cmd.waitMs}ms) with ticket ${String(r.waitTicket)}: it must join the line with ticket ${idx}`);
+      if (r.waitTicket !== idx)
+        return this.fail(
+          `wait line: ${at} refused a blocking acquire of ${cmd.key} by ${cmd.owner} (wait ${cmd.waitMs}ms) with ticket ${String(r.waitTicket)}: it must join the line with ticket ${idx}`,
+        );
       this.stats.waitersJoined++;
       if (!this.lines.has(cmd.key)) this.lines.set(cmd.key, []);
-      this.lines.get(cmd.key)!.push({ ticket: idx, owner: cmd.owner, requestId: cmd.requestId, ttlMs: cmd.ttlMs, deadlineMs: post.nowMs + cmd.waitMs!, lockDelayMs: cmd.lockDelayMs ?? 0, sessionId: cmd.sessionId ?? 0, limit: 1, shared: false });
+      this.lines.get(cmd.key)!.push({
+        ticket: idx,
+        owner: cmd.owner,
+        requestId: cmd.requestId,
+        ttlMs: cmd.ttlMs,
+        deadlineMs: post.nowMs + cmd.waitMs!,
+        lockDelayMs: cmd.lockDelayMs ?? 0,
+        sessionId: cmd.sessionId ?? 0,
+        limit: 1,
+        shared: false,
+      });
       return; // in line: no outcome yet, nothing remembered
     }
     if (r.waitTicket !== undefined) return this.fail(`wait line: ${at} put a non-blocking acquire in line (ticket ${r.waitTicket})`);
@@ -643,9 +774,23 @@ export class LockOracle implements GroupHost {
         this.stats.handOffs++;
         const token = BigInt(idx);
         const last = this.lastIssued.get(key) ?? 0n;
-        if (token <= last) return this.fail(`fencing token: entry ${idx} handed ${key} to ${w.owner} with token ${token}, not above ${last}`);
+        if (token <= last)
+          return this.fail(`fencing token: entry ${idx} handed ${key} to ${w.owner} with token ${token}, not above ${last}`);
         const [ttlMs, untilMs] = session !== undefined ? [session.ttlMs, session.deadlineMs] : [w.ttlMs, nowMs + w.ttlMs];
-        this.setLease(key, { owner: w.owner, token, ttlMs, grantIndex: idx, grantAt: stamp, epochs: 0, deadlineMs: untilMs, lockDelayMs: w.lockDelayMs || (session?.lockDelayMs ?? 0) }, session);
+        this.setLease(
+          key,
+          {
+            owner: w.owner,
+            token,
+            ttlMs,
+            grantIndex: idx,
+            grantAt: stamp,
+            epochs: 0,
+            deadlineMs: untilMs,
+            lockDelayMs: w.lockDelayMs || (session?.lockDelayMs ?? 0),
+          },
+          session,
+        );
         this.lastIssued.set(key, token);
         outcome = `true|${token}|${ttlMs}|${untilMs}||0`;
       }
@@ -736,48 +881,102 @@ export class LockOracle implements GroupHost {
 
   private judgeSessionNotOpen(at: string, cmd: Extract<LockCommand, { type: 'acquire' }>, pre: StateCapture, post: StateCapture): void {
     const s = this.sessions.get(cmd.sessionId!);
-    if (s !== undefined && s.deadlineMs > post.nowMs) return this.fail(`sessions: ${at} refused ${cmd.owner}'s acquire of ${cmd.key} as SESSION_NOT_OPEN, but session ${cmd.sessionId} lives until ${s.deadlineMs} > log time ${post.nowMs}`);
+    if (s !== undefined && s.deadlineMs > post.nowMs)
+      return this.fail(
+        `sessions: ${at} refused ${cmd.owner}'s acquire of ${cmd.key} as SESSION_NOT_OPEN, but session ${cmd.sessionId} lives until ${s.deadlineMs} > log time ${post.nowMs}`,
+      );
     this.stats.sessionRefusals++;
     if (post.leaseCount !== pre.leaseCount) return this.fail(`${at}: a refused acquire changed the number of leases`);
-    for (let i = 0; i < this.keys.length; i++) this.sameLock(`${at} (refused: session not open)`, this.keys[i]!, pre.views[i]!, post.views[i]!);
+    for (let i = 0; i < this.keys.length; i++)
+      this.sameLock(`${at} (refused: session not open)`, this.keys[i]!, pre.views[i]!, post.views[i]!);
   }
 
-  private judgeOpenSession(at: string, idx: number, cmd: Extract<LockCommand, { type: 'openSession' }>, r: Extract<LockResult, { type: 'openSession' }>, post: StateCapture, stamp: StampWindow): void {
+  private judgeOpenSession(
+    at: string,
+    idx: number,
+    cmd: Extract<LockCommand, { type: 'openSession' }>,
+    r: Extract<LockResult, { type: 'openSession' }>,
+    post: StateCapture,
+    stamp: StampWindow,
+  ): void {
     if (cmd.requestId !== '') {
       const earlier = [...this.sessions.values()].find((s) => s.owner === cmd.owner && s.requestId === cmd.requestId);
       if (earlier !== undefined) {
         if (!r.replayed || r.sessionId !== BigInt(earlier.id) || r.expiresAtMs !== earlier.deadlineMs) {
-          return this.fail(`sessions: ${at} answered a retry of ${cmd.owner}/${cmd.requestId} with session ${r.sessionId}${r.replayed ? ' (replayed)' : ''}, but session ${earlier.id} (until ${earlier.deadlineMs}) is the one it opened`);
+          return this.fail(
+            `sessions: ${at} answered a retry of ${cmd.owner}/${cmd.requestId} with session ${r.sessionId}${r.replayed ? ' (replayed)' : ''}, but session ${earlier.id} (until ${earlier.deadlineMs}) is the one it opened`,
+          );
         }
         return;
       }
     }
     if (r.replayed || r.sessionId !== BigInt(idx) || r.ttlMs !== cmd.ttlMs || r.expiresAtMs !== post.nowMs + cmd.ttlMs) {
-      return this.fail(`sessions: ${at} opened session ${r.sessionId}${r.replayed ? ' (replayed)' : ''} ttl ${r.ttlMs} until ${r.expiresAtMs}; expected a new session ${idx} until ${post.nowMs + cmd.ttlMs}`);
+      return this.fail(
+        `sessions: ${at} opened session ${r.sessionId}${r.replayed ? ' (replayed)' : ''} ttl ${r.ttlMs} until ${r.expiresAtMs}; expected a new session ${idx} until ${post.nowMs + cmd.ttlMs}`,
+      );
     }
     this.stats.sessionsOpened++;
-    this.sessions.set(idx, { id: idx, owner: cmd.owner, token: BigInt(idx), ttlMs: cmd.ttlMs, grantIndex: idx, grantAt: stamp, epochs: 0, deadlineMs: r.expiresAtMs, lockDelayMs: cmd.lockDelayMs, requestId: cmd.requestId, holds: new Set() });
+    this.sessions.set(idx, {
+      id: idx,
+      owner: cmd.owner,
+      token: BigInt(idx),
+      ttlMs: cmd.ttlMs,
+      grantIndex: idx,
+      grantAt: stamp,
+      epochs: 0,
+      deadlineMs: r.expiresAtMs,
+      lockDelayMs: cmd.lockDelayMs,
+      requestId: cmd.requestId,
+      holds: new Set(),
+    });
   }
 
-  private judgeRenewSession(at: string, idx: number, cmd: Extract<LockCommand, { type: 'renewSession' }>, r: Extract<LockResult, { type: 'renewSession' }>, post: StateCapture, stamp: StampWindow): void {
+  private judgeRenewSession(
+    at: string,
+    idx: number,
+    cmd: Extract<LockCommand, { type: 'renewSession' }>,
+    r: Extract<LockResult, { type: 'renewSession' }>,
+    post: StateCapture,
+    stamp: StampWindow,
+  ): void {
     const s = this.sessions.get(cmd.sessionId);
-    const expected = s === undefined ? 'NOT_HELD' : cmd.owner !== '' && cmd.owner !== s.owner ? 'WRONG_OWNER' : s.deadlineMs <= post.nowMs ? 'EXPIRED' : 'UNSPECIFIED';
+    const expected =
+      s === undefined
+        ? 'NOT_HELD'
+        : cmd.owner !== '' && cmd.owner !== s.owner
+          ? 'WRONG_OWNER'
+          : s.deadlineMs <= post.nowMs
+            ? 'EXPIRED'
+            : 'UNSPECIFIED';
     if (r.reason !== expected || r.renewed !== (expected === 'UNSPECIFIED')) {
-      return this.fail(`sessions: ${at} renew of session ${cmd.sessionId} answered ${r.renewed ? 'renewed' : r.reason}; the model says ${expected === 'UNSPECIFIED' ? 'renewed' : expected}${s === undefined ? '' : ` (until ${s.deadlineMs}, log time ${post.nowMs})`}`);
+      return this.fail(
+        `sessions: ${at} renew of session ${cmd.sessionId} answered ${r.renewed ? 'renewed' : r.reason}; the model says ${expected === 'UNSPECIFIED' ? 'renewed' : expected}${s === undefined ? '' : ` (until ${s.deadlineMs}, log time ${post.nowMs})`}`,
+      );
     }
     if (expected === 'EXPIRED') this.minHold(at, `session ${cmd.sessionId}`, s!, stamp, 'judged run out by its renew');
     if (!r.renewed) return;
     this.stats.sessionsRenewed++;
-    if (r.expiresAtMs !== post.nowMs + s!.ttlMs) return this.fail(`sessions: ${at} renewed session ${cmd.sessionId} until ${r.expiresAtMs}; expected ${post.nowMs + s!.ttlMs}`);
+    if (r.expiresAtMs !== post.nowMs + s!.ttlMs)
+      return this.fail(`sessions: ${at} renewed session ${cmd.sessionId} until ${r.expiresAtMs}; expected ${post.nowMs + s!.ttlMs}`);
     Object.assign(s!, { grantAt: stamp, grantIndex: idx, epochs: 0, deadlineMs: r.expiresAtMs });
     for (const key of s!.holds) {
       this.touched.add(key);
       const qv = post.views[this.keyIndex.get(key)!]!;
-      if (!qv.held || qv.expiresAtMs !== r.expiresAtMs) return this.fail(`sessions: after ${at} ${key} (held under session ${cmd.sessionId}) shows ${viewText(qv)}, not the session's new deadline ${r.expiresAtMs}`);
+      if (!qv.held || qv.expiresAtMs !== r.expiresAtMs)
+        return this.fail(
+          `sessions: after ${at} ${key} (held under session ${cmd.sessionId}) shows ${viewText(qv)}, not the session's new deadline ${r.expiresAtMs}`,
+        );
     }
   }
 
-  private judgeSessionEnd(at: string, idx: number, cmd: Extract<LockCommand, { type: 'closeSession' | 'expireSession' }>, r: Extract<LockResult, { type: 'closeSession' | 'expireSession' }>, post: StateCapture, stamp: StampWindow): void {
+  private judgeSessionEnd(
+    at: string,
+    idx: number,
+    cmd: Extract<LockCommand, { type: 'closeSession' | 'expireSession' }>,
+    r: Extract<LockResult, { type: 'closeSession' | 'expireSession' }>,
+    post: StateCapture,
+    stamp: StampWindow,
+  ): void {
     const s = this.sessions.get(cmd.sessionId);
     this.pruneDedup(post.nowMs);
     let ends: boolean;
@@ -792,28 +991,45 @@ export class LockOracle implements GroupHost {
       ends = s.deadlineMs <= post.nowMs;
     }
     if (r.ended !== ends || r.reason !== reason) {
-      return this.fail(`sessions: ${at} ${cmd.type} of session ${cmd.sessionId} answered ended=${r.ended} (${r.reason}); the model says ${ends} (${reason})${s === undefined ? '' : ` (until ${s.deadlineMs}, log time ${post.nowMs})`}`);
+      return this.fail(
+        `sessions: ${at} ${cmd.type} of session ${cmd.sessionId} answered ended=${r.ended} (${r.reason}); the model says ${ends} (${reason})${s === undefined ? '' : ` (until ${s.deadlineMs}, log time ${post.nowMs})`}`,
+      );
     }
     if (!ends) return;
     if (cmd.type === 'expireSession') this.minHold(at, `session ${cmd.sessionId}`, s!, stamp, 'expired');
     const released = this.endSession(s!, cmd.type === 'expireSession', idx, post.nowMs, stamp);
-    if (r.released.join(',') !== released.join(',')) return this.fail(`sessions: ${at} released [${r.released.join(',')}]; the session held [${released.join(',')}]`);
+    if (r.released.join(',') !== released.join(','))
+      return this.fail(`sessions: ${at} released [${r.released.join(',')}]; the session held [${released.join(',')}]`);
     for (const key of released) {
       if (this.groups.has(key)) continue;
       const qv = post.views[this.keyIndex.get(key)!]!;
       const next = this.leases.get(key);
       const ok = next === undefined ? !qv.held : qv.held && qv.owner === next.owner && qv.token === next.token;
-      if (!ok) return this.fail(`sessions: after ${at} ${key} shows ${viewText(qv)}; the model has it ${next === undefined ? 'free' : `${next.owner}'s (token ${next.token})`}`);
+      if (!ok)
+        return this.fail(
+          `sessions: after ${at} ${key} shows ${viewText(qv)}; the model has it ${next === undefined ? 'free' : `${next.owner}'s (token ${next.token})`}`,
+        );
     }
   }
 
-  private judgeUndelay(at: string, idx: number, cmd: Extract<LockCommand, { type: 'undelay' }>, r: Extract<LockResult, { type: 'undelay' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
+  private judgeUndelay(
+    at: string,
+    idx: number,
+    cmd: Extract<LockCommand, { type: 'undelay' }>,
+    r: Extract<LockResult, { type: 'undelay' }>,
+    pre: StateCapture,
+    post: StateCapture,
+    stamp: StampWindow,
+  ): void {
     const k = this.slot(at, cmd.key);
     if (k < 0) return;
     this.pruneDedup(post.nowMs);
     const until = this.delays.get(cmd.key);
     const due = until !== undefined && until <= post.nowMs;
-    if (r.undelayed !== due) return this.fail(`lock-delay: ${at} undelay of ${cmd.key} answered ${r.undelayed}, but the model has ${until === undefined ? 'no delay' : `a delay until ${until}`} at log time ${post.nowMs}`);
+    if (r.undelayed !== due)
+      return this.fail(
+        `lock-delay: ${at} undelay of ${cmd.key} answered ${r.undelayed}, but the model has ${until === undefined ? 'no delay' : `a delay until ${until}`} at log time ${post.nowMs}`,
+      );
     if (!due) return this.unchanged(at, cmd.key, pre.views[k]!, post.views[k]!, pre, post);
     this.delays.delete(cmd.key);
     this.stats.undelays++;
@@ -828,11 +1044,25 @@ export class LockOracle implements GroupHost {
   private endedAsModelledAfterDelay(at: string, key: string, qv: LockView, pre: StateCapture, post: StateCapture): void {
     if (this.groups.has(key)) return;
     const next = this.leases.get(key);
-    const ok = next === undefined ? !qv.held && post.leaseCount === pre.leaseCount : qv.held && qv.owner === next.owner && qv.token === next.token && post.leaseCount === pre.leaseCount + 1;
-    if (!ok) this.fail(`${at}: undelay of ${key}${next === undefined ? '' : ` handed it to ${next.owner} (token ${next.token})`}, but the state shows ${viewText(qv)} with ${post.leaseCount} leases (before: ${pre.leaseCount})`);
+    const ok =
+      next === undefined
+        ? !qv.held && post.leaseCount === pre.leaseCount
+        : qv.held && qv.owner === next.owner && qv.token === next.token && post.leaseCount === pre.leaseCount + 1;
+    if (!ok)
+      this.fail(
+        `${at}: undelay of ${key}${next === undefined ? '' : ` handed it to ${next.owner} (token ${next.token})`}, but the state shows ${viewText(qv)} with ${post.leaseCount} leases (before: ${pre.leaseCount})`,
+      );
   }
 
-  private judgeDequeue(at: string, idx: number, cmd: Extract<LockCommand, { type: 'dequeue' }>, r: Extract<LockResult, { type: 'dequeue' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
+  private judgeDequeue(
+    at: string,
+    idx: number,
+    cmd: Extract<LockCommand, { type: 'dequeue' }>,
+    r: Extract<LockResult, { type: 'dequeue' }>,
+    pre: StateCapture,
+    post: StateCapture,
+    stamp: StampWindow,
+  ): void {
     const k = this.slot(at, cmd.key);
     if (k < 0) return;
     this.pruneDedup(post.nowMs);
@@ -841,7 +1071,9 @@ export class LockOracle implements GroupHost {
     const w = line[pos];
     const due = w !== undefined && (cmd.cause === 'cancel' || w.deadlineMs <= post.nowMs);
     if (r.dequeued !== due) {
-      return this.fail(`wait line: ${at} dequeue (${cmd.cause}) of ${cmd.key}#${cmd.ticket} answered ${r.dequeued}, but the waiter is ${w === undefined ? 'not in line' : `in line until ${w.deadlineMs} at log time ${post.nowMs}`}`);
+      return this.fail(
+        `wait line: ${at} dequeue (${cmd.cause}) of ${cmd.key}#${cmd.ticket} answered ${r.dequeued}, but the waiter is ${w === undefined ? 'not in line' : `in line until ${w.deadlineMs} at log time ${post.nowMs}`}`,
+      );
     }
     // (A group's next heads may be granted by this entry: the group model checks its holds.)
     if (!this.groups.has(cmd.key)) this.unchanged(at, cmd.key, pre.views[k]!, post.views[k]!, pre, post);
@@ -858,7 +1090,15 @@ export class LockOracle implements GroupHost {
     if (group) this.groups.afterDequeue(at, idx, cmd.key, post.nowMs, stamp);
   }
 
-  private judgeRenew(at: string, idx: number, cmd: Extract<LockCommand, { type: 'renew' }>, r: Extract<LockResult, { type: 'renew' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
+  private judgeRenew(
+    at: string,
+    idx: number,
+    cmd: Extract<LockCommand, { type: 'renew' }>,
+    r: Extract<LockResult, { type: 'renew' }>,
+    pre: StateCapture,
+    post: StateCapture,
+    stamp: StampWindow,
+  ): void {
     const k = this.slot(at, cmd.key);
     if (k < 0) return;
     const pv = pre.views[k]!;
@@ -871,12 +1111,25 @@ export class LockOracle implements GroupHost {
     const liveAtEntry = pv.held && pv.owner === cmd.owner && pv.token === cmd.token && pv.expiresAtMs > post.nowMs;
     if (r.renewed) {
       this.stats.renewed++;
-      if (!matches) return this.fail(`controlled release: ${at} renewed ${cmd.key} for ${cmd.owner} token ${cmd.token}, but the lease is ${lease === undefined ? 'absent' : `${lease.owner}'s token ${lease.token}`}`);
+      if (!matches)
+        return this.fail(
+          `controlled release: ${at} renewed ${cmd.key} for ${cmd.owner} token ${cmd.token}, but the lease is ${lease === undefined ? 'absent' : `${lease.owner}'s token ${lease.token}`}`,
+        );
       if (!liveAtEntry) {
-        return this.fail(`renew after expiry: ${at} renewed ${cmd.key} for ${cmd.owner} token ${cmd.token} at log time ${post.nowMs}, but the lease ${pv.held ? `ended at ${pv.expiresAtMs}` : 'had already expired'} (renew after expiry must fail)`);
+        return this.fail(
+          `renew after expiry: ${at} renewed ${cmd.key} for ${cmd.owner} token ${cmd.token} at log time ${post.nowMs}, but the lease ${pv.held ? `ended at ${pv.expiresAtMs}` : 'had already expired'} (renew after expiry must fail)`,
+        );
       }
-      if (r.ttlMs !== cmd.ttlMs || r.expiresAtMs !== post.nowMs + cmd.ttlMs || !qv.held || qv.token !== cmd.token || qv.expiresAtMs !== r.expiresAtMs) {
-        return this.fail(`${at}: renew answered until ${r.expiresAtMs} (ttl ${r.ttlMs}); expected ${post.nowMs + cmd.ttlMs}; state ${viewText(qv)}`);
+      if (
+        r.ttlMs !== cmd.ttlMs ||
+        r.expiresAtMs !== post.nowMs + cmd.ttlMs ||
+        !qv.held ||
+        qv.token !== cmd.token ||
+        qv.expiresAtMs !== r.expiresAtMs
+      ) {
+        return this.fail(
+          `${at}: renew answered until ${r.expiresAtMs} (ttl ${r.ttlMs}); expected ${post.nowMs + cmd.ttlMs}; state ${viewText(qv)}`,
+        );
       }
       if (post.leaseCount !== pre.leaseCount) return this.fail(`${at}: renew changed the number of leases`);
       lease.grantAt = stamp;
@@ -888,9 +1141,24 @@ export class LockOracle implements GroupHost {
       return;
     }
     this.stats.renewRefused++;
-    const expected = lease === undefined ? 'NOT_HELD' : lease.owner !== cmd.owner ? 'WRONG_OWNER' : lease.token !== cmd.token ? 'WRONG_TOKEN' : liveAtEntry ? null : 'EXPIRED';
-    if (expected === null) return this.fail(`${at}: renew of ${cmd.key} by its live holder ${cmd.owner} (token ${cmd.token}, until ${pv.expiresAtMs} > log time ${post.nowMs}) was refused ${r.reason}`);
-    if (r.reason !== expected) return this.fail(`${at}: renew of ${cmd.key} by ${cmd.owner} token ${cmd.token} refused ${r.reason}, expected ${expected} (lease: ${lease === undefined ? 'none' : `${lease.owner} token ${lease.token}`})`);
+    const expected =
+      lease === undefined
+        ? 'NOT_HELD'
+        : lease.owner !== cmd.owner
+          ? 'WRONG_OWNER'
+          : lease.token !== cmd.token
+            ? 'WRONG_TOKEN'
+            : liveAtEntry
+              ? null
+              : 'EXPIRED';
+    if (expected === null)
+      return this.fail(
+        `${at}: renew of ${cmd.key} by its live holder ${cmd.owner} (token ${cmd.token}, until ${pv.expiresAtMs} > log time ${post.nowMs}) was refused ${r.reason}`,
+      );
+    if (r.reason !== expected)
+      return this.fail(
+        `${at}: renew of ${cmd.key} by ${cmd.owner} token ${cmd.token} refused ${r.reason}, expected ${expected} (lease: ${lease === undefined ? 'none' : `${lease.owner} token ${lease.token}`})`,
+      );
     if (expected === 'EXPIRED') {
       this.stats.renewExpired++;
       this.minHold(at, cmd.key, lease!, stamp, 'judged expired by a renew');
@@ -899,7 +1167,15 @@ export class LockOracle implements GroupHost {
     this.remember(cmd.owner, cmd.requestId, 'renew', cmd.key, cmd.token, renewOutcome(r), idx, post.nowMs);
   }
 
-  private judgeRelease(at: string, idx: number, cmd: Extract<LockCommand, { type: 'release' }>, r: Extract<LockResult, { type: 'release' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
+  private judgeRelease(
+    at: string,
+    idx: number,
+    cmd: Extract<LockCommand, { type: 'release' }>,
+    r: Extract<LockResult, { type: 'release' }>,
+    pre: StateCapture,
+    post: StateCapture,
+    stamp: StampWindow,
+  ): void {
     const k = this.slot(at, cmd.key);
     if (k < 0) return;
     const pv = pre.views[k]!;
@@ -908,11 +1184,20 @@ export class LockOracle implements GroupHost {
     this.pruneDedup(post.nowMs);
     if (r.replayed) return this.judgeReplay(at, cmd.owner, cmd.requestId, 'release', cmd.key, cmd.token, releaseOutcome(r), pre, post, k);
     this.mustBeFresh(at, cmd.owner, cmd.requestId, 'release', cmd.key, cmd.token);
-    const expected = lease === undefined ? 'NOT_HELD' : lease.owner !== cmd.owner ? 'WRONG_OWNER' : lease.token !== cmd.token ? 'WRONG_TOKEN' : 'UNSPECIFIED';
+    const expected =
+      lease === undefined
+        ? 'NOT_HELD'
+        : lease.owner !== cmd.owner
+          ? 'WRONG_OWNER'
+          : lease.token !== cmd.token
+            ? 'WRONG_TOKEN'
+            : 'UNSPECIFIED';
     if (r.released) {
       this.stats.released++;
       if (expected !== 'UNSPECIFIED') {
-        return this.fail(`controlled release: ${at} released ${cmd.key} for ${cmd.owner} token ${cmd.token}, but the lock is ${lease === undefined ? 'not held' : `${lease.owner}'s with token ${lease.token}`} (should be refused ${expected})`);
+        return this.fail(
+          `controlled release: ${at} released ${cmd.key} for ${cmd.owner} token ${cmd.token}, but the lock is ${lease === undefined ? 'not held' : `${lease.owner}'s with token ${lease.token}`} (should be refused ${expected})`,
+        );
       }
       this.dropLease(cmd.key);
       this.handOff(cmd.key, idx, post.nowMs, stamp);
@@ -921,14 +1206,24 @@ export class LockOracle implements GroupHost {
       return;
     }
     this.stats.releaseRefused++;
-    if (expected === 'UNSPECIFIED') return this.fail(`${at}: release of ${cmd.key} by its holder ${cmd.owner} token ${cmd.token} was refused ${r.reason}`);
-    if (r.reason !== expected) return this.fail(`${at}: release of ${cmd.key} by ${cmd.owner} token ${cmd.token} refused ${r.reason}, expected ${expected}`);
+    if (expected === 'UNSPECIFIED')
+      return this.fail(`${at}: release of ${cmd.key} by its holder ${cmd.owner} token ${cmd.token} was refused ${r.reason}`);
+    if (r.reason !== expected)
+      return this.fail(`${at}: release of ${cmd.key} by ${cmd.owner} token ${cmd.token} refused ${r.reason}, expected ${expected}`);
     this.unchanged(at, cmd.key, pv, qv, pre, post);
     this.remember(cmd.owner, cmd.requestId, 'release', cmd.key, cmd.token, releaseOutcome(r), idx, post.nowMs);
   }
 
   /** An operator's revoke: the named invariant `revoke` on what the machine did, then the model's own. */
-  private judgeRevoke(at: string, idx: number, cmd: Extract<LockCommand, { type: 'revoke' }>, r: Extract<LockResult, { type: 'revoke' }>, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
+  private judgeRevoke(
+    at: string,
+    idx: number,
+    cmd: Extract<LockCommand, { type: 'revoke' }>,
+    r: Extract<LockResult, { type: 'revoke' }>,
+    pre: StateCapture,
+    post: StateCapture,
+    stamp: StampWindow,
+  ): void {
     const k = this.slot(at, cmd.key);
     if (k < 0) return;
     const pv = pre.views[k]!;
@@ -941,14 +1236,20 @@ export class LockOracle implements GroupHost {
     const named = holds.filter((t) => cmd.token === 0n || t === cmd.token);
     const what = `${at} (revoke ${cmd.key} ${cmd.token === 0n ? 'every hold' : `token ${cmd.token}`})`;
     const extra = r.revoked.find((t) => !named.includes(t));
-    if (extra !== undefined) return this.fail(`revoke: ${what} revoked token ${extra}, which is no hold it names (the key's holds: [${holds.join(',')}])`);
+    if (extra !== undefined)
+      return this.fail(`revoke: ${what} revoked token ${extra}, which is no hold it names (the key's holds: [${holds.join(',')}])`);
     const missed = named.find((t) => !r.revoked.includes(t));
     if (missed !== undefined || r.revoked.length !== named.length || r.key !== cmd.key) {
-      return this.fail(`revoke: ${what} answered ${r.key} revoked [${r.revoked.join(',')}], but it names the holds [${named.join(',')}]: each ends in this entry, once${missed !== undefined ? ` (token ${missed} left in place)` : ''}`);
+      return this.fail(
+        `revoke: ${what} answered ${r.key} revoked [${r.revoked.join(',')}], but it names the holds [${named.join(',')}]: each ends in this entry, once${missed !== undefined ? ` (token ${missed} left in place)` : ''}`,
+      );
     }
     const shown = qv.holders?.map((h) => h.token) ?? (qv.held ? [qv.token] : []);
     const still = named.find((t) => shown.includes(t));
-    if (still !== undefined) return this.fail(`revoke: ${what} revoked token ${still}, but after the entry the key still shows it held (${qv.holders === undefined ? viewText(qv) : `holders ${qv.holders.map((h) => `${h.owner}#${h.token}`).join(',')}`})`);
+    if (still !== undefined)
+      return this.fail(
+        `revoke: ${what} revoked token ${still}, but after the entry the key still shows it held (${qv.holders === undefined ? viewText(qv) : `holders ${qv.holders.map((h) => `${h.owner}#${h.token}`).join(',')}`})`,
+      );
     for (const t of named) this.revokedAt.set(`${cmd.key}#${t}`, idx);
     if (named.length === 0) return this.unchanged(at, cmd.key, pv, qv, pre, post);
     this.stats.holdsRevoked += named.length;
@@ -965,8 +1266,12 @@ export class LockOracle implements GroupHost {
     if (cmd.type !== 'renew' && cmd.type !== 'release' && cmd.type !== 'expire') return;
     const revokedBy = this.revokedAt.get(`${cmd.key}#${cmd.token}`);
     if (revokedBy === undefined) return;
-    const took = r.type === 'renew' ? r.renewed && !r.replayed : r.type === 'release' ? r.released && !r.replayed : r.type === 'expire' && r.expired;
-    if (took) this.fail(`revoke: ${at} ${cmd.type === 'expire' ? 'expired' : `${cmd.type}d`} ${cmd.key} token ${cmd.token}${cmd.type === 'expire' ? '' : ` for ${cmd.owner}`}, which entry ${revokedBy} revoked: a revoked token never renews, releases or expires again`);
+    const took =
+      r.type === 'renew' ? r.renewed && !r.replayed : r.type === 'release' ? r.released && !r.replayed : r.type === 'expire' && r.expired;
+    if (took)
+      this.fail(
+        `revoke: ${at} ${cmd.type === 'expire' ? 'expired' : `${cmd.type}d`} ${cmd.key} token ${cmd.token}${cmd.type === 'expire' ? '' : ` for ${cmd.owner}`}, which entry ${revokedBy} revoked: a revoked token never renews, releases or expires again`,
+      );
   }
 
   /** Named invariant `revoke`: a revoke that ended holds serves the key's line in its own entry. After it,
@@ -991,7 +1296,10 @@ export class LockOracle implements GroupHost {
       .find((w) => w.deadlineMs > post.nowMs && (w.sessionId === 0 || post.sessions.get(w.sessionId)?.live === true));
     if (head === undefined) return;
     const v = post.views[k]!;
-    const live = (v.holders ?? (v.held ? [{ owner: v.owner, token: v.token, shared: false, expiresAtMs: v.expiresAtMs, sessionId: v.sessionId ?? 0n }] : [])).filter((h) => h.expiresAtMs > post.nowMs);
+    const live = (
+      v.holders ??
+      (v.held ? [{ owner: v.owner, token: v.token, shared: false, expiresAtMs: v.expiresAtMs, sessionId: v.sessionId ?? 0n }] : [])
+    ).filter((h) => h.expiresAtMs > post.nowMs);
     const own = live.find((h) => h.owner === head.owner);
     if (own !== undefined && this.supersedeSameSessionOnly && own.sessionId !== BigInt(head.sessionId)) return;
     const holders = live.filter((h) => h.owner !== head.owner);
@@ -1005,37 +1313,54 @@ export class LockOracle implements GroupHost {
     }
   }
 
-  private judgeExpire(at: string, idx: number, cmd: Extract<LockCommand, { type: 'expire' }>, expired: boolean, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
+  private judgeExpire(
+    at: string,
+    idx: number,
+    cmd: Extract<LockCommand, { type: 'expire' }>,
+    expired: boolean,
+    pre: StateCapture,
+    post: StateCapture,
+    stamp: StampWindow,
+  ): void {
     const k = this.slot(at, cmd.key);
     if (k < 0) return;
     const pv = pre.views[k]!;
     const qv = post.views[k]!;
     const lease = this.leases.get(cmd.key);
-    const due = lease !== undefined && lease.session === undefined && lease.token === cmd.token && !(pv.held && pv.expiresAtMs > post.nowMs);
+    const due =
+      lease !== undefined && lease.session === undefined && lease.token === cmd.token && !(pv.held && pv.expiresAtMs > post.nowMs);
     if (expired) {
       this.stats.expired++;
-      if (!due) return this.fail(`${at}: expire removed ${cmd.key} token ${cmd.token}, but the lease is ${lease === undefined ? 'absent' : `token ${lease.token}, ${viewText(pv)} at log time ${post.nowMs}`}`);
+      if (!due)
+        return this.fail(
+          `${at}: expire removed ${cmd.key} token ${cmd.token}, but the lease is ${lease === undefined ? 'absent' : `token ${lease.token}, ${viewText(pv)} at log time ${post.nowMs}`}`,
+        );
       this.minHold(at, cmd.key, lease, stamp, 'removed by expire');
       this.endExpired(cmd.key, lease);
       this.handOff(cmd.key, idx, post.nowMs, stamp);
       this.endedAsModelled(at, 'expire', cmd.key, lease.token, qv, pre, post);
       return;
     }
-    if (due) return this.fail(`${at}: expire of ${cmd.key} token ${cmd.token} was refused although the lease is past its deadline at log time ${post.nowMs}`);
+    if (due)
+      return this.fail(
+        `${at}: expire of ${cmd.key} token ${cmd.token} was refused although the lease is past its deadline at log time ${post.nowMs}`,
+      );
     this.unchanged(at, cmd.key, pv, qv, pre, post);
   }
 
   /** The first entry of a higher term: every live lease is extended (or provably ran its TTL). */
   private carryLeases(at: string, idx: number, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
     this.stats.epochStarts++;
-    if (post.leaseCount !== pre.leaseCount) return this.fail(`${at}: epoch start changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
+    if (post.leaseCount !== pre.leaseCount)
+      return this.fail(`${at}: epoch start changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
     const startMs = post.epochStartMs;
     for (let i = 0; i < this.keys.length; i++) {
       const key = this.keys[i]!;
       const pv = pre.views[i]!;
       const qv = post.views[i]!;
       const lease = this.leases.get(key);
-      if (qv.lastToken !== pv.lastToken) return this.fail(`${at}: epoch start changed ${key}'s last token ${pv.lastToken} -> ${qv.lastToken}`);
+      if (qv.lastToken !== pv.lastToken)
+        return this.fail(`${at}: epoch start changed ${key}'s last token ${pv.lastToken} -> ${qv.lastToken}`);
       if (this.groups.has(key)) continue; // carried below, hold by hold
       if (lease === undefined || !pv.held) {
         if (qv.held) return this.fail(`${at}: epoch start revived ${key}: ${viewText(pv)} before, ${viewText(qv)} after`);
@@ -1044,11 +1369,15 @@ export class LockOracle implements GroupHost {
       if (lease.session !== undefined) {
         // Carried with its session (below): it must read the session's deadline after the epoch.
         const s = post.sessions.get(lease.session.id);
-        if (qv.held && (s === undefined || qv.expiresAtMs !== s.expiresAtMs)) return this.fail(`sessions: after ${at} ${key} (under session ${lease.session.id}) ends at ${qv.expiresAtMs}, its session at ${s?.expiresAtMs}`);
+        if (qv.held && (s === undefined || qv.expiresAtMs !== s.expiresAtMs))
+          return this.fail(
+            `sessions: after ${at} ${key} (under session ${lease.session.id}) ends at ${qv.expiresAtMs}, its session at ${s?.expiresAtMs}`,
+          );
         continue;
       }
       if (qv.held) {
-        if (qv.owner !== pv.owner || qv.token !== pv.token) return this.fail(`${at}: epoch start changed ${key}'s holder: ${viewText(pv)} -> ${viewText(qv)}`);
+        if (qv.owner !== pv.owner || qv.token !== pv.token)
+          return this.fail(`${at}: epoch start changed ${key}'s holder: ${viewText(pv)} -> ${viewText(qv)}`);
         if (this.checksExtension && (qv.expiresAtMs < startMs + lease.ttlMs || qv.expiresAtMs < pv.expiresAtMs)) {
           return this.fail(
             `lease extension: ${at} (new leader's termStart, log time ${startMs}) left ${key}'s lease (${lease.owner} token ${lease.token}, ttl ${lease.ttlMs}) ending at ${qv.expiresAtMs} ` +
@@ -1075,7 +1404,8 @@ export class LockOracle implements GroupHost {
       const info = post.sessions.get(s.id);
       if (info === undefined) return this.fail(`sessions: ${at} (an epoch start) removed session ${s.id}`);
       if (s.deadlineMs <= pre.nowMs) {
-        if (info.expiresAtMs !== s.deadlineMs) return this.fail(`sessions: ${at} moved run-out session ${s.id}'s deadline ${s.deadlineMs} -> ${info.expiresAtMs}`);
+        if (info.expiresAtMs !== s.deadlineMs)
+          return this.fail(`sessions: ${at} moved run-out session ${s.id}'s deadline ${s.deadlineMs} -> ${info.expiresAtMs}`);
         continue;
       }
       if (info.expiresAtMs >= startMs + s.ttlMs && info.expiresAtMs >= s.deadlineMs) {
@@ -1098,14 +1428,29 @@ export class LockOracle implements GroupHost {
 
   /** After a hold of `key` ended (its token `ended`): the key is free, or held by the waiter the model
    *  handed it to, with the lease count to match. */
-  private endedAsModelled(at: string, what: string, key: string, ended: bigint, qv: LockView, pre: StateCapture, post: StateCapture): boolean {
+  private endedAsModelled(
+    at: string,
+    what: string,
+    key: string,
+    ended: bigint,
+    qv: LockView,
+    pre: StateCapture,
+    post: StateCapture,
+  ): boolean {
     if (this.groups.has(key)) return true; // handed to a shared head: the group model checks it
     const next = this.leases.get(key);
     const ok =
       next === undefined
         ? !qv.held && qv.lastToken === ended && post.leaseCount === pre.leaseCount - 1
-        : qv.held && qv.owner === next.owner && qv.token === next.token && qv.lastToken === next.token && post.leaseCount === pre.leaseCount;
-    if (!ok) this.fail(`${at}: ${what} ended ${key} token ${ended}${next === undefined ? '' : ` and handed it to ${next.owner} (token ${next.token})`}, but the state shows ${viewText(qv)} with ${post.leaseCount} leases (before: ${pre.leaseCount})`);
+        : qv.held &&
+          qv.owner === next.owner &&
+          qv.token === next.token &&
+          qv.lastToken === next.token &&
+          post.leaseCount === pre.leaseCount;
+    if (!ok)
+      this.fail(
+        `${at}: ${what} ended ${key} token ${ended}${next === undefined ? '' : ` and handed it to ${next.owner} (token ${next.token})`}, but the state shows ${viewText(qv)} with ${post.leaseCount} leases (before: ${pre.leaseCount})`,
+      );
     return ok;
   }
 
@@ -1128,36 +1473,77 @@ export class LockOracle implements GroupHost {
   private sameLock(at: string, key: string, pv: LockView, qv: LockView): void {
     // A key with many holds: its first holder changes as holds run out; the group model compares them all.
     if (pv.holders !== undefined || qv.holders !== undefined) return;
-    if (qv.lastToken !== pv.lastToken || (qv.held && (!pv.held || qv.owner !== pv.owner || qv.token !== pv.token || qv.expiresAtMs !== pv.expiresAtMs))) {
+    if (
+      qv.lastToken !== pv.lastToken ||
+      (qv.held && (!pv.held || qv.owner !== pv.owner || qv.token !== pv.token || qv.expiresAtMs !== pv.expiresAtMs))
+    ) {
       this.fail(`${at} changed ${key}: ${viewText(pv)} -> ${viewText(qv)}`);
     }
   }
 
   /** A refused or replayed request changes nothing (no lease removed, no deadline moved). */
   private unchanged(at: string, key: string, pv: LockView, qv: LockView, pre: StateCapture, post: StateCapture): void {
-    if (post.leaseCount !== pre.leaseCount) return this.fail(`${at}: a refused/replayed request on ${key} changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
+    if (post.leaseCount !== pre.leaseCount)
+      return this.fail(`${at}: a refused/replayed request on ${key} changed the number of leases ${pre.leaseCount} -> ${post.leaseCount}`);
     this.sameLock(`${at} (refused/replayed)`, key, pv, qv);
   }
 
-  private judgeReplay(at: string, owner: string, requestId: string, type: OracleDedup['type'], key: string, token: bigint, outcome: string, pre: StateCapture, post: StateCapture, k: number): void {
+  private judgeReplay(
+    at: string,
+    owner: string,
+    requestId: string,
+    type: OracleDedup['type'],
+    key: string,
+    token: bigint,
+    outcome: string,
+    pre: StateCapture,
+    post: StateCapture,
+    k: number,
+  ): void {
     this.stats.replays++;
     const rec = this.dedup.get(dedupId(owner, requestId));
-    if (rec === undefined) return this.fail(`retries: ${at} replayed a remembered ${type} for ${owner}/${requestId}, but no first outcome of it was recorded inside the dedup window`);
-    if (rec.type !== type || rec.key !== key || rec.token !== token) return this.fail(`retries: ${at} replayed ${rec.type} ${rec.key}#${rec.token} for a ${type} ${key}#${token}`);
-    if (rec.outcome !== outcome) return this.fail(`retries: ${at} replayed ${owner}/${requestId} as ${outcome}, but its first outcome (entry ${rec.index}) was ${rec.outcome}`);
+    if (rec === undefined)
+      return this.fail(
+        `retries: ${at} replayed a remembered ${type} for ${owner}/${requestId}, but no first outcome of it was recorded inside the dedup window`,
+      );
+    if (rec.type !== type || rec.key !== key || rec.token !== token)
+      return this.fail(`retries: ${at} replayed ${rec.type} ${rec.key}#${rec.token} for a ${type} ${key}#${token}`);
+    if (rec.outcome !== outcome)
+      return this.fail(
+        `retries: ${at} replayed ${owner}/${requestId} as ${outcome}, but its first outcome (entry ${rec.index}) was ${rec.outcome}`,
+      );
     this.unchanged(at, key, pre.views[k]!, post.views[k]!, pre, post);
   }
 
-  private mustBeFresh(at: string, owner: string, requestId: string, type: OracleDedup['type'], key: string, token: bigint, queued = false): void {
+  private mustBeFresh(
+    at: string,
+    owner: string,
+    requestId: string,
+    type: OracleDedup['type'],
+    key: string,
+    token: bigint,
+    queued = false,
+  ): void {
     if (requestId === '') return;
     const rec = this.dedup.get(dedupId(owner, requestId));
     if (rec !== undefined && rec.type === type && rec.key === key && rec.token === token) {
       if (queued && type === 'acquire' && rec.outcome.startsWith('false|')) return;
-      this.fail(`retries: ${at} executed ${type} ${owner}/${requestId} again — its first outcome was recorded at entry ${rec.index} (${rec.outcome}) inside the dedup window, so the retry must get that outcome back`);
+      this.fail(
+        `retries: ${at} executed ${type} ${owner}/${requestId} again — its first outcome was recorded at entry ${rec.index} (${rec.outcome}) inside the dedup window, so the retry must get that outcome back`,
+      );
     }
   }
 
-  remember(owner: string, requestId: string, type: OracleDedup['type'], key: string, token: bigint, outcome: string, index: number, nowMs: number): void {
+  remember(
+    owner: string,
+    requestId: string,
+    type: OracleDedup['type'],
+    key: string,
+    token: bigint,
+    outcome: string,
+    index: number,
+    nowMs: number,
+  ): void {
     if (requestId === '') return;
     const rec: OracleDedup = { owner, requestId, type, key, token, outcome, index, recordedAtMs: nowMs };
     this.dedup.set(dedupId(owner, requestId), rec);

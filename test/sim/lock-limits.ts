@@ -231,7 +231,9 @@ export class LimitCheck {
   private unclaimedBetween(from: number, to: number, id: string): string {
     const found: number[] = [];
     for (let j = from + 1; j <= to; j++) if (this.unclaimedAt.get(j)?.includes(id)) found.push(j);
-    return found.length === 0 ? '' : `; entr${found.length === 1 ? 'y' : 'ies'} ${found.join(', ')} added to it what ${found.length === 1 ? 'its' : 'their'} admission had not claimed`;
+    return found.length === 0
+      ? ''
+      : `; entr${found.length === 1 ? 'y' : 'ies'} ${found.join(', ')} added to it what ${found.length === 1 ? 'its' : 'their'} admission had not claimed`;
   }
 
   private noteLevels(post: LimitCounts): void {
@@ -250,7 +252,8 @@ export class LimitCheck {
 function describe(cmd: LockCommand): string {
   const parts: string[] = [cmd.type];
   if ('key' in cmd) parts.push(cmd.key);
-  if ('owner' in cmd && cmd.owner !== '') parts.push(`by ${cmd.owner}${'requestId' in cmd && cmd.requestId !== '' ? `/${cmd.requestId}` : ''}`);
+  if ('owner' in cmd && cmd.owner !== '')
+    parts.push(`by ${cmd.owner}${'requestId' in cmd && cmd.requestId !== '' ? `/${cmd.requestId}` : ''}`);
   if ('sessionId' in cmd && (cmd.sessionId ?? 0) !== 0) parts.push(`session ${cmd.sessionId}`);
   return parts.join(' ');
 }

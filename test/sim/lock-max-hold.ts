@@ -76,8 +76,23 @@ export class MaxHoldCheck {
 
   /** After the oracle judged entry `index`: `holdOf(key)` is its model of the key's hold after the entry;
    *  `level2From` the first index at cluster level 2 (Infinity while the log is at level 1). */
-  afterEntry(index: number, at: string, stamp: StampWindow, pre: StateCapture, post: StateCapture, keys: readonly string[], holdOf: (key: string) => HoldView | undefined, level2From: number): void {
-    if (post.epochTerm !== pre.epochTerm && this.lastStamp !== null) this.gap(index, this.lastStamp, stamp, pre.views.some((v) => v.held && v.expiresAtMs > pre.nowMs));
+  afterEntry(
+    index: number,
+    at: string,
+    stamp: StampWindow,
+    pre: StateCapture,
+    post: StateCapture,
+    keys: readonly string[],
+    holdOf: (key: string) => HoldView | undefined,
+    level2From: number,
+  ): void {
+    if (post.epochTerm !== pre.epochTerm && this.lastStamp !== null)
+      this.gap(
+        index,
+        this.lastStamp,
+        stamp,
+        pre.views.some((v) => v.held && v.expiresAtMs > pre.nowMs),
+      );
     this.lastStamp = stamp;
     if (this.violation !== null) return;
     for (let i = 0; i < keys.length; i++) {
@@ -147,5 +162,11 @@ export class MaxHoldCheck {
 
 /** SERVED_TAIL for one run (see the header). */
 export function servedTailMs(lock: LockProfile, sim: SimProfile): number {
-  return lock.checkpointIdleMs / (1 - lock.maxDrift) + lock.housekeepingEveryTicks * sim.tickMs + 4 * (sim.raft.heartbeatTicks ?? 1) * sim.tickMs + 4 * sim.netDelayMaxMs + sim.diskMaxMs;
+  return (
+    lock.checkpointIdleMs / (1 - lock.maxDrift) +
+    lock.housekeepingEveryTicks * sim.tickMs +
+    4 * (sim.raft.heartbeatTicks ?? 1) * sim.tickMs +
+    4 * sim.netDelayMaxMs +
+    sim.diskMaxMs
+  );
 }

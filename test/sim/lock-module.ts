@@ -80,7 +80,15 @@ export async function loadLockModule(dir: string | undefined): Promise<LockModul
   const commands = (await import(`${dir}/commands.ts`)) as Partial<Pick<LockModule, 'encodeCommand' | 'decodeCommand'>>;
   const leader = (await import(`${dir}/leader/index.ts`)) as { LockLeader?: LockLeaderClass };
   if (!machine.LockMachine || !commands.encodeCommand || !commands.decodeCommand || !leader.LockLeader) {
-    throw new Error(`SIM_LOCK=${dir}: expected machine.ts (LockMachine), commands.ts (encodeCommand, decodeCommand) and leader/index.ts (LockLeader)`);
+    throw new Error(
+      `SIM_LOCK=${dir}: expected machine.ts (LockMachine), commands.ts (encodeCommand, decodeCommand) and leader/index.ts (LockLeader)`,
+    );
   }
-  return { label: dir, LockMachine: machine.LockMachine, LockLeader: leader.LockLeader, encodeCommand: commands.encodeCommand, decodeCommand: commands.decodeCommand };
+  return {
+    label: dir,
+    LockMachine: machine.LockMachine,
+    LockLeader: leader.LockLeader,
+    encodeCommand: commands.encodeCommand,
+    decodeCommand: commands.decodeCommand,
+  };
 }

@@ -76,9 +76,17 @@ export const LOCK_MUTANTS: LockMutant[] = [
     maxSeeds: 100,
     patches: [
       { file: 'machine-state.ts', find: `  epochShiftMs = 0;\n`, replace: `  epochShiftMs = 0;\n  leaderTokenCounter = 0;\n` },
-      { file: 'machine.ts', find: `    this.epochTermValue = term;\n`, replace: `    this.epochTermValue = term;\n    this.s.leaderTokenCounter = 0;\n` },
+      {
+        file: 'machine.ts',
+        find: `    this.epochTermValue = term;\n`,
+        replace: `    this.epochTermValue = term;\n    this.s.leaderTokenCounter = 0;\n`,
+      },
       // Every mutex grant (a plain acquire, a hand-off to a waiter) goes through hold(): its token from the counter.
-      { file: 'machine-leases.ts', find: `  s.delays.setHoldDelay(key, lockDelayMs);\n  const nowMs = s.logNowMs;\n`, replace: `  s.delays.setHoldDelay(key, lockDelayMs);\n  index = ++s.leaderTokenCounter;\n  const nowMs = s.logNowMs;\n` },
+      {
+        file: 'machine-leases.ts',
+        find: `  s.delays.setHoldDelay(key, lockDelayMs);\n  const nowMs = s.logNowMs;\n`,
+        replace: `  s.delays.setHoldDelay(key, lockDelayMs);\n  index = ++s.leaderTokenCounter;\n  const nowMs = s.logNowMs;\n`,
+      },
     ],
   },
   {
@@ -87,8 +95,16 @@ export const LOCK_MUTANTS: LockMutant[] = [
     maxSeeds: 50,
     patches: [
       // Every mutex grant's deadline is set in hold() (a plain acquire, a hand-off to a waiter).
-      { file: 'machine-leases.ts', find: `  s.delays.setHoldDelay(key, lockDelayMs);\n  const nowMs = s.logNowMs;\n`, replace: `  s.delays.setHoldDelay(key, lockDelayMs);\n  const nowMs = ${nodeClockOf('s')} ?? s.logNowMs;\n` },
-      { file: 'machine.ts', find: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, this.s.logNowMs);`, replace: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, ${nodeClockOf('this')} ?? this.s.logNowMs);` },
+      {
+        file: 'machine-leases.ts',
+        find: `  s.delays.setHoldDelay(key, lockDelayMs);\n  const nowMs = s.logNowMs;\n`,
+        replace: `  s.delays.setHoldDelay(key, lockDelayMs);\n  const nowMs = ${nodeClockOf('s')} ?? s.logNowMs;\n`,
+      },
+      {
+        file: 'machine.ts',
+        find: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, this.s.logNowMs);`,
+        replace: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, ${nodeClockOf('this')} ?? this.s.logNowMs);`,
+      },
     ],
   },
   {
@@ -131,14 +147,26 @@ export const LOCK_MUTANTS: LockMutant[] = [
     id: 'h',
     name: 'a retry re-attaches to a new place in line (the back) instead of its own',
     maxSeeds: 100,
-    patches: [{ file: 'machine.ts', find: `    const inLine = this.s.lines.byRequestOf(command.owner, command.requestId);\n`, replace: `    const inLine = undefined as Waiter | undefined;\n` }],
+    patches: [
+      {
+        file: 'machine.ts',
+        find: `    const inLine = this.s.lines.byRequestOf(command.owner, command.requestId);\n`,
+        replace: `    const inLine = undefined as Waiter | undefined;\n`,
+      },
+    ],
   },
   // Lock-delay: the oracle follows each lease's deadline through renews and epochs and keeps its own delays.
   {
     id: 'j',
     name: "lock-delay measured from the expiry's entry instead of the lease's end",
     maxSeeds: 100,
-    patches: [{ file: 'machine-leases.ts', find: `s.delays.delayKey(lease.key, lease.effectiveExpiresAtMs + lockDelayMs)`, replace: `s.delays.delayKey(lease.key, s.logNowMs + lockDelayMs)` }],
+    patches: [
+      {
+        file: 'machine-leases.ts',
+        find: `s.delays.delayKey(lease.key, lease.effectiveExpiresAtMs + lockDelayMs)`,
+        replace: `s.delays.delayKey(lease.key, s.logNowMs + lockDelayMs)`,
+      },
+    ],
   },
   {
     id: 'k',
@@ -151,7 +179,13 @@ export const LOCK_MUTANTS: LockMutant[] = [
     id: 'm',
     name: "a session's end drops its holds but not its waiters",
     maxSeeds: 300,
-    patches: [{ file: 'machine-sessions.ts', find: `  const waiters = [...session.waiters].sort((a, b) => a.ticket - b.ticket);\n`, replace: `  const waiters: Waiter[] = [];\n` }],
+    patches: [
+      {
+        file: 'machine-sessions.ts',
+        find: `  const waiters = [...session.waiters].sort((a, b) => a.ticket - b.ticket);\n`,
+        replace: `  const waiters: Waiter[] = [];\n`,
+      },
+    ],
   },
   {
     id: 'n',
@@ -164,13 +198,25 @@ export const LOCK_MUTANTS: LockMutant[] = [
     id: 'o',
     name: 'a term start does not carry sessions (the lease rule skipped for them)',
     maxSeeds: 300,
-    patches: [{ file: 'machine-state.ts', find: `    while (session.epochsSeen < this.epochs.length) carryLease(session, this.epochs[session.epochsSeen++]!);\n`, replace: `    session.epochsSeen = this.epochs.length;\n` }],
+    patches: [
+      {
+        file: 'machine-state.ts',
+        find: `    while (session.epochsSeen < this.epochs.length) carryLease(session, this.epochs[session.epochsSeen++]!);\n`,
+        replace: `    session.epochsSeen = this.epochs.length;\n`,
+      },
+    ],
   },
   {
     id: 'p',
-    name: 'a hold under a session reads its own times, not its session\'s',
+    name: "a hold under a session reads its own times, not its session's",
     maxSeeds: 300,
-    patches: [{ file: 'lease.ts', find: `    return (this.session ?? this).expiresAtMs > nowMs;\n`, replace: `    return this.expiresAtMs > nowMs || this.session !== null;\n` }],
+    patches: [
+      {
+        file: 'lease.ts',
+        find: `    return (this.session ?? this).expiresAtMs > nowMs;\n`,
+        replace: `    return this.expiresAtMs > nowMs || this.session !== null;\n`,
+      },
+    ],
   },
   // Leases kept alive by elections (issue 22, planted bug 3b; etcd #9395): each term start keeps only what the
   // term just finished observed, so a lease whose every term is shorter than its TTL is never ended. Only
@@ -194,15 +240,27 @@ export const LOCK_MUTANTS: LockMutant[] = [
   // named invariants and the clients' real-time counting must see each.
   {
     id: 'i',
-    name: 'a semaphore counts its owner\'s superseded hold (a re-acquire is refused when the key is full)',
+    name: "a semaphore counts its owner's superseded hold (a re-acquire is refused when the key is full)",
     maxSeeds: 400,
-    patches: [{ file: 'holds.ts', find: `      if (hold === ignoring || !hold.isLiveAt(nowMs)) continue;\n`, replace: `      if (!hold.isLiveAt(nowMs)) continue;\n` }],
+    patches: [
+      {
+        file: 'holds.ts',
+        find: `      if (hold === ignoring || !hold.isLiveAt(nowMs)) continue;\n`,
+        replace: `      if (!hold.isLiveAt(nowMs)) continue;\n`,
+      },
+    ],
   },
   {
     id: 'i2',
     name: 'a superseded hold of many is not removed (its owner holds twice)',
     maxSeeds: 400,
-    patches: [{ file: 'machine-groups.ts', find: `  if (own !== undefined) removeHold(s, group, own, false, null); // superseded: its ACQUIRED successor says so\n`, replace: `` }],
+    patches: [
+      {
+        file: 'machine-groups.ts',
+        find: `  if (own !== undefined) removeHold(s, group, own, false, null); // superseded: its ACQUIRED successor says so\n`,
+        replace: ``,
+      },
+    ],
   },
   {
     id: 's',
@@ -212,13 +270,25 @@ export const LOCK_MUTANTS: LockMutant[] = [
     // On the mixed workload its first catch moved from seed 185 to 355 with level 4's changed runs, and the
     // 400-seed budget ran out of time in a loaded CI run. Only group clients: 5 of seeds 1-100 (first at 29).
     lockProfile: { groupsOnly: true },
-    patches: [{ file: 'machine-groups.ts', find: `    (own !== undefined || s.lines.countFor(key) === 0) && // FIFO`, replace: `    (own !== undefined || shared || s.lines.countFor(key) === 0) && // FIFO` }],
+    patches: [
+      {
+        file: 'machine-groups.ts',
+        find: `    (own !== undefined || s.lines.countFor(key) === 0) && // FIFO`,
+        replace: `    (own !== undefined || shared || s.lines.countFor(key) === 0) && // FIFO`,
+      },
+    ],
   },
   {
     id: 'g2',
     name: 'a group hand-off grants the head waiter even when its wait deadline passed',
     maxSeeds: 400,
-    patches: [{ file: 'machine-groups.ts', find: `      if (w.deadlineMs <= nowMs || (w.sessionId > 0 && (session === null || !session.isLiveAt(nowMs)))) {\n`, replace: `      if (w.deadlineMs < 0 || (w.sessionId > 0 && (session === null || !session.isLiveAt(nowMs)))) {\n` }],
+    patches: [
+      {
+        file: 'machine-groups.ts',
+        find: `      if (w.deadlineMs <= nowMs || (w.sessionId > 0 && (session === null || !session.isLiveAt(nowMs)))) {\n`,
+        replace: `      if (w.deadlineMs < 0 || (w.sessionId > 0 && (session === null || !session.isLiveAt(nowMs)))) {\n`,
+      },
+    ],
   },
   {
     // The re-attach path is shared by every key; here only group clients run, on group keys.
@@ -226,7 +296,13 @@ export const LOCK_MUTANTS: LockMutant[] = [
     name: 'a retry of a waiter for a key with many holds re-attaches to a new place in line',
     maxSeeds: 400,
     lockProfile: { groupsOnly: true },
-    patches: [{ file: 'machine.ts', find: `    const inLine = this.s.lines.byRequestOf(command.owner, command.requestId);\n`, replace: `    const inLine = undefined as Waiter | undefined;\n` }],
+    patches: [
+      {
+        file: 'machine.ts',
+        find: `    const inLine = this.s.lines.byRequestOf(command.owner, command.requestId);\n`,
+        replace: `    const inLine = undefined as Waiter | undefined;\n`,
+      },
+    ],
   },
   // One per named invariant of many holds (lock-oracle-groups.ts): each must be the check that fires.
   {
@@ -234,14 +310,26 @@ export const LOCK_MUTANTS: LockMutant[] = [
     name: 'a semaphore admits one hold more than its limit',
     maxSeeds: 400,
     caughtBy: /semaphore limit/,
-    patches: [{ file: 'holds.ts', find: `    if (this.limit >= 2) return live < this.limit;\n`, replace: `    if (this.limit >= 2) return live <= this.limit;\n` }],
+    patches: [
+      {
+        file: 'holds.ts',
+        find: `    if (this.limit >= 2) return live < this.limit;\n`,
+        replace: `    if (this.limit >= 2) return live <= this.limit;\n`,
+      },
+    ],
   },
   {
     id: 'v',
     name: 'a shared request fits beside an exclusive hold',
     maxSeeds: 400,
     caughtBy: /shared with exclusive/,
-    patches: [{ file: 'holds.ts', find: `    return request.shared ? !exclusive : live === 0;\n`, replace: `    return request.shared ? true : live === 0;\n` }],
+    patches: [
+      {
+        file: 'holds.ts',
+        find: `    return request.shared ? !exclusive : live === 0;\n`,
+        replace: `    return request.shared ? true : live === 0;\n`,
+      },
+    ],
   },
   {
     id: 'u',
@@ -277,7 +365,13 @@ export const LOCK_MUTANTS: LockMutant[] = [
     // (seeds 106 and 237 saw only workload-apply after the driver's early messages). Only group clients,
     // and lock-delay on half the holds, so delayed group keys with waiters are common.
     lockProfile: { groupsOnly: true, lockDelayChance: 0.5 },
-    patches: [{ file: 'machine-groups.ts', find: `  if (s.delays.leftMs(key, nowMs) === 0) {\n    for (let w = s.lines.head(key);`, replace: `  if (nowMs >= 0) {\n    for (let w = s.lines.head(key);` }],
+    patches: [
+      {
+        file: 'machine-groups.ts',
+        find: `  if (s.delays.leftMs(key, nowMs) === 0) {\n    for (let w = s.lines.head(key);`,
+        replace: `  if (nowMs >= 0) {\n    for (let w = s.lines.head(key);`,
+      },
+    ],
   },
   // Revoke (issue 22 finding 6): an operator's revoke is in the workload; the named invariant `revoke`
   // (lock-invariants.ts) must be the check that sees each of these.
@@ -316,13 +410,25 @@ export const LOCK_MUTANTS: LockMutant[] = [
     id: 'q',
     name: 'log time stays max(log time, stamp) at cluster level 2 (stalls after a fast-clocked leader)',
     maxSeeds: 100,
-    patches: [{ file: 'machine.ts', find: `    if (this.clusterLevelValue < LEVEL_CLOCK_PROGRESS) {\n      this.s.logNowMs = Math.max(this.s.logNowMs, stampMs);\n`, replace: `    if (this.clusterLevelValue >= 0) {\n      this.s.logNowMs = Math.max(this.s.logNowMs, stampMs);\n` }],
+    patches: [
+      {
+        file: 'machine.ts',
+        find: `    if (this.clusterLevelValue < LEVEL_CLOCK_PROGRESS) {\n      this.s.logNowMs = Math.max(this.s.logNowMs, stampMs);\n`,
+        replace: `    if (this.clusterLevelValue >= 0) {\n      this.s.logNowMs = Math.max(this.s.logNowMs, stampMs);\n`,
+      },
+    ],
   },
   {
     id: 't',
     name: 'an owner supersedes its own hold under another session at cluster level 4 (a late duplicate ends a trusted hold)',
     maxSeeds: 100,
-    patches: [{ file: 'machine-leases.ts', find: `  return !s.supersedeSameSessionOnly || sessionIdOf(own) === sessionId;\n`, replace: `  return !s.supersedeSameSessionOnly || sessionIdOf(own) >= 0 || sessionId < 0;\n` }],
+    patches: [
+      {
+        file: 'machine-leases.ts',
+        find: `  return !s.supersedeSameSessionOnly || sessionIdOf(own) === sessionId;\n`,
+        replace: `  return !s.supersedeSameSessionOnly || sessionIdOf(own) >= 0 || sessionId < 0;\n`,
+      },
+    ],
   },
   // Admission limits (src/lock/leader/admission.ts; issue 22 findings 6 and 7): the leader is in the scratch copy
   // too. Each runs every seed with small limits (a quarter of seeds have them otherwise: lock-clock.ts
@@ -335,8 +441,16 @@ export const LOCK_MUTANTS: LockMutant[] = [
     caughtBy: /limits: /,
     lockProfile: { limitsShare: 1 },
     patches: [
-      { file: 'leader/admission.ts', find: `    const claim = this.claimOf(state, req);\n    if (sessionId > 0) {\n`, replace: `    return; // planted bug: an acquire in flight claims nothing\n    const claim = this.claimOf(state, req);\n    if (sessionId > 0) {\n` },
-      { file: 'leader/admission.ts', find: `    this.claims.set(id, { key: '', owner: '', many: false, lease: false, ownerLease: false, record: false, waitKey: '', sessionId: 0, opens: true });\n    this.opensInFlight++;\n`, replace: `` },
+      {
+        file: 'leader/admission.ts',
+        find: `    const claim = this.claimOf(state, req);\n    if (sessionId > 0) {\n`,
+        replace: `    return; // planted bug: an acquire in flight claims nothing\n    const claim = this.claimOf(state, req);\n    if (sessionId > 0) {\n`,
+      },
+      {
+        file: 'leader/admission.ts',
+        find: `    this.claims.set(id, {\n      key: '',\n      owner: '',\n      many: false,\n      lease: false,\n      ownerLease: false,\n      record: false,\n      waitKey: '',\n      sessionId: 0,\n      opens: true,\n    });\n    this.opensInFlight++;\n`,
+        replace: ``,
+      },
     ],
   },
   {
@@ -348,7 +462,13 @@ export const LOCK_MUTANTS: LockMutant[] = [
     // with the seed's own proposal timeouts (300 ms and up) and limits, 1 of seeds 1-200 (seed 121). Proposals
     // time out after 20 ms here, under three limits of 1 that nothing masks: 32 of seeds 1-200 (first at 14).
     lockProfile: { leaderProposalTimeoutMs: 20, limits: { ...NO_LOCK_LIMITS, maxHeld: 1, maxWaiters: 1, maxSessions: 1 } },
-    patches: [{ file: 'leader/admission.ts', find: `    if (this.claims.has(id)) this.unknownOutcome.set(id, index);\n`, replace: `    this.settled(id); // planted bug: its claim ends with the timeout\n` }],
+    patches: [
+      {
+        file: 'leader/admission.ts',
+        find: `    if (this.claims.has(id)) this.unknownOutcome.set(id, index);\n`,
+        replace: `    this.settled(id); // planted bug: its claim ends with the timeout\n`,
+      },
+    ],
   },
   {
     id: 'l3',
@@ -358,7 +478,13 @@ export const LOCK_MUTANTS: LockMutant[] = [
     // Only the per-owner limit, at 1: maxHeld (judged after it) would refuse much of what the bug lets through.
     // With the seed's own limits, 2 of seeds 1-100 (first at 53); so, 26 of seeds 1-200 (first at 17).
     lockProfile: { limits: { ...NO_LOCK_LIMITS, maxHeldPerOwner: 1 } },
-    patches: [{ file: 'leader/admission.ts', find: `(this.ownerInFlight.get(req.owner) ?? 0) >= l.maxHeldPerOwner`, replace: `(this.ownerInFlight.get(req.owner) ?? 0) > l.maxHeldPerOwner` }],
+    patches: [
+      {
+        file: 'leader/admission.ts',
+        find: `(this.ownerInFlight.get(req.owner) ?? 0) >= l.maxHeldPerOwner`,
+        replace: `(this.ownerInFlight.get(req.owner) ?? 0) > l.maxHeldPerOwner`,
+      },
+    ],
   },
 ];
 
@@ -374,7 +500,9 @@ export function materializeMutant(mutant: LockMutant): string {
     const at = text.indexOf(p.find);
     if (at < 0 || text.indexOf(p.find, at + 1) >= 0) {
       rmSync(dir, { recursive: true, force: true });
-      throw new Error(`lock mutant ${mutant.id} (${mutant.name}): its patch of ${p.file} no longer matches src/lock exactly once — update test/sim/lock-mutants.ts:\n${p.find}`);
+      throw new Error(
+        `lock mutant ${mutant.id} (${mutant.name}): its patch of ${p.file} no longer matches src/lock exactly once — update test/sim/lock-mutants.ts:\n${p.find}`,
+      );
     }
     writeFileSync(path, text.slice(0, at) + p.replace + text.slice(at + p.find.length));
   }

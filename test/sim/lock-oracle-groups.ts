@@ -45,7 +45,16 @@ export interface GroupHost {
   /** The key's mutex lease (no group), if any. */
   leaseOf(key: string): OracleLease | undefined;
   decide(key: string, idx: number, w: OracleWaiter, outcome: string, cancelled: boolean, nowMs: number): void;
-  remember(owner: string, requestId: string, type: 'acquire' | 'renew' | 'release', key: string, token: bigint, outcome: string, index: number, nowMs: number): void;
+  remember(
+    owner: string,
+    requestId: string,
+    type: 'acquire' | 'renew' | 'release',
+    key: string,
+    token: bigint,
+    outcome: string,
+    index: number,
+    nowMs: number,
+  ): void;
   minHold(at: string, key: string, held: OracleLease, stamp: StampWindow, why: string): void;
   endSession(s: OracleSession, expired: boolean, idx: number, nowMs: number, stamp: StampWindow): string[];
   /** A mutex lease that ran out ends (its lock-delay from its end). */
@@ -90,7 +99,20 @@ const REFUSED_FREE = 'false|0|0|0||0';
 
 export class GroupOracle {
   readonly groups = new Map<string, Group>();
-  readonly stats: GroupStats = { groupGrants: 0, groupHandOffs: 0, handOffEntries: 0, groupWaits: 0, groupRefusals: 0, supersedes: 0, limitMismatches: 0, modeMismatches: 0, groupsFreed: 0, groupRevokes: 0, maxHolds: 0, maxShared: 0 };
+  readonly stats: GroupStats = {
+    groupGrants: 0,
+    groupHandOffs: 0,
+    handOffEntries: 0,
+    groupWaits: 0,
+    groupRefusals: 0,
+    supersedes: 0,
+    limitMismatches: 0,
+    modeMismatches: 0,
+    groupsFreed: 0,
+    groupRevokes: 0,
+    maxHolds: 0,
+    maxShared: 0,
+  };
   /** Before the entry being judged: each line's tickets and requests, each key's delay and last token. */
   /** The grants the machine made in the entry being judged (checkGrants). */
   private grantsOfEntry: { key: string; owner: string; token: bigint }[] = [];
@@ -120,14 +142,27 @@ export class GroupOracle {
       const owners = new Set(g === undefined ? [] : g.holds.filter((h) => live(h, nowMs)).map((h) => h.owner));
       const lease = this.host.leaseOf(key);
       if (lease !== undefined && live(lease, nowMs)) owners.add(lease.owner);
-      this.before.set(key, { line: [...(this.host.lines.get(key) ?? [])], delayUntil: this.host.delays.get(key), lastToken: this.host.lastIssued.get(key) ?? 0n, owners });
+      this.before.set(key, {
+        line: [...(this.host.lines.get(key) ?? [])],
+        delayUntil: this.host.delays.get(key),
+        lastToken: this.host.lastIssued.get(key) ?? 0n,
+        owners,
+      });
     }
   }
 
   // ------------------------------------------------------------------ entries
 
   /** An acquire routed here: it names limit >= 2 or shared, or its key is a group in the model. */
-  judgeAcquire(at: string, idx: number, cmd: Acquire, r: AcquireOrError, nowMs: number, stamp: StampWindow, session: OracleSession | undefined): void {
+  judgeAcquire(
+    at: string,
+    idx: number,
+    cmd: Acquire,
+    r: AcquireOrError,
+    nowMs: number,
+    stamp: StampWindow,
+    session: OracleSession | undefined,
+  ): void {
     const h = this.host;
     const key = cmd.key;
     const limit = Math.max(1, cmd.limit ?? 1);
@@ -158,7 +193,8 @@ export class GroupOracle {
       if (g === undefined && (lease !== undefined || (h.lines.get(key)?.length ?? 0) > 0)) {
         // In use as a mutex: limit 1, its holder's hold exclusive.
         if (limit !== 1) return this.mismatch(at, r, 'LIMIT_MISMATCH', `${key} is in use as a mutex (limit 1), the request names ${limit}`);
-        if (lease !== undefined && lease.owner === cmd.owner) return this.mismatch(at, r, 'HOLD_MODE_MISMATCH', `${cmd.owner} holds ${key} exclusive (a mutex) and asks shared`);
+        if (lease !== undefined && lease.owner === cmd.owner)
+          return this.mismatch(at, r, 'HOLD_MODE_MISMATCH', `${cmd.owner} holds ${key} exclusive (a mutex) and asks shared`);
         return this.blocked(at, idx, cmd, r, nowMs, lease !== undefined && live(lease, nowMs) ? lease : undefined, limit, shared);
       }
       if (g === undefined) {
@@ -179,7 +215,8 @@ export class GroupOracle {
       this.groups.set(key, g);
     }
     const own = g.holds.find((x) => x.owner === cmd.owner);
-    if (own !== undefined && own.shared !== shared) return this.mismatch(at, r, 'HOLD_MODE_MISMATCH', `${cmd.owner} holds ${key} ${own.shared ? 'shared' : 'exclusive'}`);
+    if (own !== undefined && own.shared !== shared)
+      return this.mismatch(at, r, 'HOLD_MODE_MISMATCH', `${cmd.owner} holds ${key} ${own.shared ? 'shared' : 'exclusive'}`);
     const admitted =
       delayLeft(h, key, nowMs) === 0 &&
       h.lastIssued.get(key) !== BigInt(idx) &&
@@ -187,42 +224,92 @@ export class GroupOracle {
       (own === undefined || replaceable(h, own, session?.id ?? 0)) &&
       fits(g, shared, own, nowMs);
     if (!admitted) {
-      this.blocked(at, idx, cmd, r, nowMs, g.holds.find((x) => live(x, nowMs)), limit, shared);
+      this.blocked(
+        at,
+        idx,
+        cmd,
+        r,
+        nowMs,
+        g.holds.find((x) => live(x, nowMs)),
+        limit,
+        shared,
+      );
       this.tidy(g);
       return;
     }
-    if (r.type !== 'acquire' || !r.acquired) return h.fail(`${at}: acquire of ${key} by ${cmd.owner} (limit ${limit}${shared ? ', shared' : ''}) answered ${resultText(r)}, but it fits: ${this.describe(g, nowMs)}`);
+    if (r.type !== 'acquire' || !r.acquired)
+      return h.fail(
+        `${at}: acquire of ${key} by ${cmd.owner} (limit ${limit}${shared ? ', shared' : ''}) answered ${resultText(r)}, but it fits: ${this.describe(g, nowMs)}`,
+      );
     if (own !== undefined) {
       this.stats.supersedes++;
       this.remove(g, own, false);
     }
-    const granted = this.grant(g, idx, nowMs, stamp, { owner: cmd.owner, ttlMs: cmd.ttlMs, lockDelayMs: cmd.lockDelayMs ?? 0, shared }, session);
+    const granted = this.grant(
+      g,
+      idx,
+      nowMs,
+      stamp,
+      { owner: cmd.owner, ttlMs: cmd.ttlMs, lockDelayMs: cmd.lockDelayMs ?? 0, shared },
+      session,
+    );
     const want = `acquire@${idx}|${granted}`;
     const got = `acquire@${idx}|${outcomeText(r)}`;
-    if (got !== want || r.waitTicket !== undefined || r.delayMsLeft !== undefined) return h.fail(`${at}: acquire of ${key} by ${cmd.owner} answered ${got}; the model grants ${want}`);
+    if (got !== want || r.waitTicket !== undefined || r.delayMsLeft !== undefined)
+      return h.fail(`${at}: acquire of ${key} by ${cmd.owner} answered ${got}; the model grants ${want}`);
     h.remember(cmd.owner, cmd.requestId, 'acquire', key, 0n, granted, idx, nowMs);
   }
 
-  judgeRenew(at: string, idx: number, cmd: Extract<LockCommand, { type: 'renew' }>, r: Extract<LockResult, { type: 'renew' }>, nowMs: number, stamp: StampWindow): void {
+  judgeRenew(
+    at: string,
+    idx: number,
+    cmd: Extract<LockCommand, { type: 'renew' }>,
+    r: Extract<LockResult, { type: 'renew' }>,
+    nowMs: number,
+    stamp: StampWindow,
+  ): void {
     const g = this.groups.get(cmd.key)!;
     const hold = g.holds.find((x) => x.owner === cmd.owner);
-    const reason = hold === undefined ? (g.holds.length === 0 ? 'NOT_HELD' : 'WRONG_OWNER') : hold.token !== cmd.token ? 'WRONG_TOKEN' : !live(hold, nowMs) ? 'EXPIRED' : 'UNSPECIFIED';
+    const reason =
+      hold === undefined
+        ? g.holds.length === 0
+          ? 'NOT_HELD'
+          : 'WRONG_OWNER'
+        : hold.token !== cmd.token
+          ? 'WRONG_TOKEN'
+          : !live(hold, nowMs)
+            ? 'EXPIRED'
+            : 'UNSPECIFIED';
     const ok = reason === 'UNSPECIFIED';
     const want = ok ? `true|${cmd.ttlMs}|${nowMs + cmd.ttlMs}|UNSPECIFIED` : `false|0|0|${reason}`;
     const got = `${r.renewed}|${r.ttlMs}|${r.expiresAtMs}|${r.reason}`;
-    if (got !== want) return this.host.fail(`${at}: renew of ${cmd.key} by ${cmd.owner} token ${cmd.token} answered ${got}; the model says ${want} (${this.describe(g, nowMs)})`);
+    if (got !== want)
+      return this.host.fail(
+        `${at}: renew of ${cmd.key} by ${cmd.owner} token ${cmd.token} answered ${got}; the model says ${want} (${this.describe(g, nowMs)})`,
+      );
     if (reason === 'EXPIRED') this.host.minHold(at, cmd.key, hold!, stamp, 'judged expired by a renew');
     if (ok) Object.assign(hold!, { grantAt: stamp, grantIndex: idx, ttlMs: cmd.ttlMs, epochs: 0, deadlineMs: nowMs + cmd.ttlMs });
     this.host.remember(cmd.owner, cmd.requestId, 'renew', cmd.key, cmd.token, got, idx, nowMs);
   }
 
-  judgeRelease(at: string, idx: number, cmd: Extract<LockCommand, { type: 'release' }>, r: Extract<LockResult, { type: 'release' }>, nowMs: number, stamp: StampWindow): void {
+  judgeRelease(
+    at: string,
+    idx: number,
+    cmd: Extract<LockCommand, { type: 'release' }>,
+    r: Extract<LockResult, { type: 'release' }>,
+    nowMs: number,
+    stamp: StampWindow,
+  ): void {
     const g = this.groups.get(cmd.key)!;
     const hold = g.holds.find((x) => x.owner === cmd.owner);
-    const reason = hold === undefined ? (g.holds.length === 0 ? 'NOT_HELD' : 'WRONG_OWNER') : hold.token !== cmd.token ? 'WRONG_TOKEN' : 'UNSPECIFIED';
+    const reason =
+      hold === undefined ? (g.holds.length === 0 ? 'NOT_HELD' : 'WRONG_OWNER') : hold.token !== cmd.token ? 'WRONG_TOKEN' : 'UNSPECIFIED';
     const got = `${r.released}|${r.reason}`;
     const want = `${reason === 'UNSPECIFIED'}|${reason}`;
-    if (got !== want) return this.host.fail(`controlled release: ${at} release of ${cmd.key} by ${cmd.owner} token ${cmd.token} answered ${got}; the model says ${want} (${this.describe(g, nowMs)})`);
+    if (got !== want)
+      return this.host.fail(
+        `controlled release: ${at} release of ${cmd.key} by ${cmd.owner} token ${cmd.token} answered ${got}; the model says ${want} (${this.describe(g, nowMs)})`,
+      );
     if (reason === 'UNSPECIFIED') {
       this.remove(g, hold!, false);
       this.handOff(g, idx, nowMs, stamp, at);
@@ -230,11 +317,21 @@ export class GroupOracle {
     this.host.remember(cmd.owner, cmd.requestId, 'release', cmd.key, cmd.token, got, idx, nowMs);
   }
 
-  judgeExpire(at: string, idx: number, cmd: Extract<LockCommand, { type: 'expire' }>, expired: boolean, nowMs: number, stamp: StampWindow): void {
+  judgeExpire(
+    at: string,
+    idx: number,
+    cmd: Extract<LockCommand, { type: 'expire' }>,
+    expired: boolean,
+    nowMs: number,
+    stamp: StampWindow,
+  ): void {
     const g = this.groups.get(cmd.key)!;
     const hold = g.holds.find((x) => x.token === cmd.token);
     const due = hold !== undefined && hold.session === undefined && !live(hold, nowMs);
-    if (expired !== due) return this.host.fail(`${at}: expire of ${cmd.key} token ${cmd.token} answered ${expired}; the model says ${due} (${this.describe(g, nowMs)})`);
+    if (expired !== due)
+      return this.host.fail(
+        `${at}: expire of ${cmd.key} token ${cmd.token} answered ${expired}; the model says ${due} (${this.describe(g, nowMs)})`,
+      );
     if (!due) return;
     this.host.stats.expired++;
     this.host.minHold(at, cmd.key, hold, stamp, 'removed by expire');
@@ -242,12 +339,22 @@ export class GroupOracle {
     this.handOff(g, idx, nowMs, stamp, at);
   }
 
-  judgeHandOffEntry(at: string, idx: number, cmd: Extract<LockCommand, { type: 'handOff' }>, r: Extract<LockResult, { type: 'handOff' }>, nowMs: number, stamp: StampWindow): void {
+  judgeHandOffEntry(
+    at: string,
+    idx: number,
+    cmd: Extract<LockCommand, { type: 'handOff' }>,
+    r: Extract<LockResult, { type: 'handOff' }>,
+    nowMs: number,
+    stamp: StampWindow,
+  ): void {
     this.stats.handOffEntries++;
     const g = this.groups.get(cmd.key);
     if (g !== undefined) this.handOff(g, idx, nowMs, stamp, at);
     const granted = this.host.lastIssued.get(cmd.key) === BigInt(idx);
-    if (r.granted !== granted || r.key !== cmd.key) this.host.fail(`${at}: handOff of ${cmd.key} answered granted=${r.granted}; the model ${granted ? 'grants the head' : 'grants nobody'}${g === undefined ? ' (no group)' : ` (${this.describe(g, nowMs)})`}`);
+    if (r.granted !== granted || r.key !== cmd.key)
+      this.host.fail(
+        `${at}: handOff of ${cmd.key} answered granted=${r.granted}; the model ${granted ? 'grants the head' : 'grants nobody'}${g === undefined ? ' (no group)' : ` (${this.describe(g, nowMs)})`}`,
+      );
   }
 
   /** The tokens of `key`'s holds, run out or not, in token order. */
@@ -265,7 +372,12 @@ export class GroupOracle {
   judgeRevoke(at: string, idx: number, key: string, tokens: readonly bigint[], nowMs: number, stamp: StampWindow): void {
     const g = this.groups.get(key)!;
     this.stats.groupRevokes++;
-    for (const token of tokens) this.remove(g, g.holds.find((x) => x.token === token)!, false);
+    for (const token of tokens)
+      this.remove(
+        g,
+        g.holds.find((x) => x.token === token)!,
+        false,
+      );
     this.handOff(g, idx, nowMs, stamp, at);
   }
 
@@ -299,7 +411,14 @@ export class GroupOracle {
 
   /** An epoch start (the first entry of a term, P = the previous term's end, T = its start): every hold live
    *  at P and not under a session lasts a full TTL from T — or ended there, having provably run its TTL. */
-  carry(at: string, idx: number, pre: StateCapture, post: StateCapture, stamp: StampWindow, viewOf: (key: string) => LockView | undefined): void {
+  carry(
+    at: string,
+    idx: number,
+    pre: StateCapture,
+    post: StateCapture,
+    stamp: StampWindow,
+    viewOf: (key: string) => LockView | undefined,
+  ): void {
     const startMs = post.epochStartMs;
     for (const g of this.groups.values()) {
       const after = viewOf(g.key)?.holders ?? [];
@@ -307,8 +426,13 @@ export class GroupOracle {
         if (hold.session !== undefined || hold.deadlineMs <= pre.nowMs) continue;
         const v = after.find((x) => x.token === hold.token);
         if (v !== undefined) {
-          if (v.owner !== hold.owner || (this.host.checksExtension && (v.expiresAtMs < startMs + hold.ttlMs || v.expiresAtMs < hold.deadlineMs))) {
-            return this.host.fail(`lease extension: ${at} (termStart, log time ${startMs}) left ${g.key}'s hold (${hold.owner} token ${hold.token}, ttl ${hold.ttlMs}) ending at ${v.expiresAtMs} (was ${hold.deadlineMs}): a live hold lasts a full TTL from the new leader's start and is never shortened`);
+          if (
+            v.owner !== hold.owner ||
+            (this.host.checksExtension && (v.expiresAtMs < startMs + hold.ttlMs || v.expiresAtMs < hold.deadlineMs))
+          ) {
+            return this.host.fail(
+              `lease extension: ${at} (termStart, log time ${startMs}) left ${g.key}'s hold (${hold.owner} token ${hold.token}, ttl ${hold.ttlMs}) ending at ${v.expiresAtMs} (was ${hold.deadlineMs}): a live hold lasts a full TTL from the new leader's start and is never shortened`,
+            );
           }
           hold.epochs++;
           hold.deadlineMs = v.expiresAtMs;
@@ -327,8 +451,10 @@ export class GroupOracle {
   /** The named invariants on the machine's grants in this entry (`decided` and the acquire's own). */
   checkGrants(at: string, idx: number, cmd: LockCommand, r: LockResult, nowMs: number): void {
     const grants: { key: string; owner: string; requestId: string; token: bigint; ticket: number | null }[] = [];
-    for (const d of r.decided ?? []) if (d.outcome.acquired) grants.push({ key: d.key, owner: d.owner, requestId: d.requestId, token: d.outcome.token, ticket: d.ticket });
-    if (cmd.type === 'acquire' && r.type === 'acquire' && r.acquired && !r.replayed) grants.push({ key: cmd.key, owner: cmd.owner, requestId: cmd.requestId, token: r.token, ticket: null });
+    for (const d of r.decided ?? [])
+      if (d.outcome.acquired) grants.push({ key: d.key, owner: d.owner, requestId: d.requestId, token: d.outcome.token, ticket: d.ticket });
+    if (cmd.type === 'acquire' && r.type === 'acquire' && r.acquired && !r.replayed)
+      grants.push({ key: cmd.key, owner: cmd.owner, requestId: cmd.requestId, token: r.token, ticket: null });
     const decidedTickets = new Set((r.decided ?? []).map((d: WaiterDecision) => `${d.key}#${d.ticket}`));
     const seen = new Set<string>();
     this.grantsOfEntry = grants;
@@ -338,16 +464,25 @@ export class GroupOracle {
       const many = this.groups.has(gr.key) || before.line.some((w) => w.shared || w.limit > 1);
       if (!many) continue; // a mutex key's grants: LockOracle's own checks
       if (gr.token <= before.lastToken || seen.has(`${gr.key}#${gr.token}`)) {
-        return this.host.fail(`fencing token (group): ${at} granted ${gr.key} to ${gr.owner} with token ${gr.token}, ${gr.token <= before.lastToken ? `not above ${before.lastToken} issued before` : 'a token it also granted another hold in the same entry'}`);
+        return this.host.fail(
+          `fencing token (group): ${at} granted ${gr.key} to ${gr.owner} with token ${gr.token}, ${gr.token <= before.lastToken ? `not above ${before.lastToken} issued before` : 'a token it also granted another hold in the same entry'}`,
+        );
       }
       seen.add(`${gr.key}#${gr.token}`);
-      if (before.delayUntil !== undefined && before.delayUntil > nowMs) return this.host.fail(`lock-delay (group): ${at} granted ${gr.key} to ${gr.owner} (token ${gr.token}) during its lock-delay (until ${before.delayUntil}, log time ${nowMs})`);
+      if (before.delayUntil !== undefined && before.delayUntil > nowMs)
+        return this.host.fail(
+          `lock-delay (group): ${at} granted ${gr.key} to ${gr.owner} (token ${gr.token}) during its lock-delay (until ${before.delayUntil}, log time ${nowMs})`,
+        );
       // Ahead of it: every waiter of a lower ticket (a newcomer: every waiter), unless it left the line in this
       // entry. A newcomer replacing its own live hold takes no one's turn.
       if (gr.ticket === null && before.owners.has(gr.owner)) continue;
-      const ahead = before.line.find((w) => (gr.ticket === null || w.ticket < gr.ticket) && w.requestId !== gr.requestId && !decidedTickets.has(`${gr.key}#${w.ticket}`));
+      const ahead = before.line.find(
+        (w) => (gr.ticket === null || w.ticket < gr.ticket) && w.requestId !== gr.requestId && !decidedTickets.has(`${gr.key}#${w.ticket}`),
+      );
       if (ahead !== undefined) {
-        return this.host.fail(`FIFO (group): ${at} granted ${gr.key} to ${gr.owner}/${gr.requestId} (${gr.ticket === null ? 'a newcomer' : `ticket ${gr.ticket}`}, token ${gr.token}) while ${ahead.owner}/${ahead.requestId} (ticket ${ahead.ticket}${ahead.shared ? ', shared' : ''}) waits ahead of it and stays in line`);
+        return this.host.fail(
+          `FIFO (group): ${at} granted ${gr.key} to ${gr.owner}/${gr.requestId} (${gr.ticket === null ? 'a newcomer' : `ticket ${gr.ticket}`}, token ${gr.token}) while ${ahead.owner}/${ahead.requestId} (ticket ${ahead.ticket}${ahead.shared ? ', shared' : ''}) waits ahead of it and stays in line`,
+        );
       }
     }
   }
@@ -362,9 +497,12 @@ export class GroupOracle {
         const holders = v.holders.filter((x) => x.expiresAtMs > nowMs);
         const limit = v.limit ?? 1;
         const list = holders.map((x) => `${x.owner}#${x.token}${x.shared ? 's' : ''}`).join(',');
-        if (limit >= 2 && holders.length > limit) return this.host.fail(`semaphore limit: after ${at} ${key} (limit ${limit}) has ${holders.length} live holds: ${list}`);
+        if (limit >= 2 && holders.length > limit)
+          return this.host.fail(`semaphore limit: after ${at} ${key} (limit ${limit}) has ${holders.length} live holds: ${list}`);
         if (limit === 1 && holders.length > 1 && holders.some((x) => !x.shared)) {
-          return this.host.fail(`${holders.every((x) => !x.shared) ? 'mutual exclusion' : 'shared with exclusive'}: after ${at} ${key} (limit 1) has live holds ${list}`);
+          return this.host.fail(
+            `${holders.every((x) => !x.shared) ? 'mutual exclusion' : 'shared with exclusive'}: after ${at} ${key} (limit 1) has live holds ${list}`,
+          );
         }
         this.stats.maxHolds = Math.max(this.stats.maxHolds, holders.length);
         this.stats.maxShared = Math.max(this.stats.maxShared, holders.filter((x) => x.shared).length);
@@ -377,8 +515,14 @@ export class GroupOracle {
   checkDelayAfter(at: string, nowMs: number): void {
     for (const gr of this.grantsOfEntry) {
       const until = this.host.delays.get(gr.key);
-      if ((this.groups.has(gr.key) || this.before.get(gr.key)?.line.some((w) => w.shared || w.limit > 1)) && until !== undefined && until > nowMs) {
-        return this.host.fail(`lock-delay (group): ${at} granted ${gr.key} to ${gr.owner} (token ${gr.token}) while the entry leaves it in lock-delay until ${until} (log time ${nowMs})`);
+      if (
+        (this.groups.has(gr.key) || this.before.get(gr.key)?.line.some((w) => w.shared || w.limit > 1)) &&
+        until !== undefined &&
+        until > nowMs
+      ) {
+        return this.host.fail(
+          `lock-delay (group): ${at} granted ${gr.key} to ${gr.owner} (token ${gr.token}) while the entry leaves it in lock-delay until ${until} (log time ${nowMs})`,
+        );
       }
     }
   }
@@ -391,34 +535,71 @@ export class GroupOracle {
       const v = post.views[i]!;
       const g = this.groups.get(key);
       if (g === undefined) {
-        if (v.holders !== undefined) return this.host.fail(`${at}: ${key} shows many holds (limit ${v.limit}: ${describeView(v)}), but the model has no group there (a group with neither holds nor waiters is a free key again)`);
+        if (v.holders !== undefined)
+          return this.host.fail(
+            `${at}: ${key} shows many holds (limit ${v.limit}: ${describeView(v)}), but the model has no group there (a group with neither holds nor waiters is a free key again)`,
+          );
         continue;
       }
-      if (v.holders === undefined || v.limit !== g.limit) return this.host.fail(`${at}: ${key} shows ${v.holders === undefined ? `no group (${v.held ? `held by ${v.owner} token ${v.token}` : 'free'})` : `limit ${v.limit}`}; the model has ${this.describe(g, nowMs)}`);
-      const want = g.holds.filter((x) => live(x, nowMs)).map((x) => `${x.owner}#${x.token}${x.shared ? 's' : ''}<${(x.session ?? x).deadlineMs}`).join(',');
+      if (v.holders === undefined || v.limit !== g.limit)
+        return this.host.fail(
+          `${at}: ${key} shows ${v.holders === undefined ? `no group (${v.held ? `held by ${v.owner} token ${v.token}` : 'free'})` : `limit ${v.limit}`}; the model has ${this.describe(g, nowMs)}`,
+        );
+      const want = g.holds
+        .filter((x) => live(x, nowMs))
+        .map((x) => `${x.owner}#${x.token}${x.shared ? 's' : ''}<${(x.session ?? x).deadlineMs}`)
+        .join(',');
       const got = v.holders.map((x) => `${x.owner}#${x.token}${x.shared ? 's' : ''}<${x.expiresAtMs}`).join(',');
       if (got !== want) return this.host.fail(`${at}: ${key}'s live holds are [${got}]; the model has [${want}] (limit ${g.limit})`);
-      if (v.lastToken < (this.host.lastIssued.get(key) ?? 0n)) return this.host.fail(`${at}: ${key}'s last token ${v.lastToken} is below ${this.host.lastIssued.get(key)} issued`);
+      if (v.lastToken < (this.host.lastIssued.get(key) ?? 0n))
+        return this.host.fail(`${at}: ${key}'s last token ${v.lastToken} is below ${this.host.lastIssued.get(key)} issued`);
     }
   }
 
   // ------------------------------------------------------------------ the rules
 
   /** Not granted: in line (a blocking request: ticket = this entry) or refused and remembered. */
-  private blocked(at: string, idx: number, cmd: Acquire, r: AcquireOrError, nowMs: number, holder: OracleLease | undefined, limit: number, shared: boolean): void {
+  private blocked(
+    at: string,
+    idx: number,
+    cmd: Acquire,
+    r: AcquireOrError,
+    nowMs: number,
+    holder: OracleLease | undefined,
+    limit: number,
+    shared: boolean,
+  ): void {
     const h = this.host;
     const want = holder === undefined ? REFUSED_FREE : `false|0|0|0|${holder.owner}|${(holder.session ?? holder).deadlineMs - nowMs}`;
     const left = delayLeft(h, cmd.key, nowMs);
     const waits = (cmd.waitMs ?? 0) > 0;
-    if (r.type !== 'acquire' || outcomeText(r) !== want || r.replayed || r.delayMsLeft !== (left > 0 ? left : undefined) || r.waitTicket !== (waits ? idx : undefined)) {
-      return h.fail(`${at}: acquire of ${cmd.key} by ${cmd.owner} (limit ${limit}${shared ? ', shared' : ''}, wait ${cmd.waitMs ?? 0}) answered ${resultText(r)}; the model says ${want}${left > 0 ? ` in lock-delay ${left}ms` : ''}${waits ? `, in line with ticket ${idx}` : ''}`);
+    if (
+      r.type !== 'acquire' ||
+      outcomeText(r) !== want ||
+      r.replayed ||
+      r.delayMsLeft !== (left > 0 ? left : undefined) ||
+      r.waitTicket !== (waits ? idx : undefined)
+    ) {
+      return h.fail(
+        `${at}: acquire of ${cmd.key} by ${cmd.owner} (limit ${limit}${shared ? ', shared' : ''}, wait ${cmd.waitMs ?? 0}) answered ${resultText(r)}; the model says ${want}${left > 0 ? ` in lock-delay ${left}ms` : ''}${waits ? `, in line with ticket ${idx}` : ''}`,
+      );
     }
     if (left > 0) h.stats.delayRefusals++;
     if (waits) {
       this.stats.groupWaits++;
       h.stats.waitersJoined++;
       if (!h.lines.has(cmd.key)) h.lines.set(cmd.key, []);
-      h.lines.get(cmd.key)!.push({ ticket: idx, owner: cmd.owner, requestId: cmd.requestId, ttlMs: cmd.ttlMs, deadlineMs: nowMs + cmd.waitMs!, lockDelayMs: cmd.lockDelayMs ?? 0, sessionId: cmd.sessionId ?? 0, limit, shared });
+      h.lines.get(cmd.key)!.push({
+        ticket: idx,
+        owner: cmd.owner,
+        requestId: cmd.requestId,
+        ttlMs: cmd.ttlMs,
+        deadlineMs: nowMs + cmd.waitMs!,
+        lockDelayMs: cmd.lockDelayMs ?? 0,
+        sessionId: cmd.sessionId ?? 0,
+        limit,
+        shared,
+      });
       return;
     }
     this.stats.groupRefusals++;
@@ -428,7 +609,8 @@ export class GroupOracle {
   private mismatch(at: string, r: AcquireOrError, code: 'LIMIT_MISMATCH' | 'HOLD_MODE_MISMATCH', why: string): void {
     if (code === 'LIMIT_MISMATCH') this.stats.limitMismatches++;
     else this.stats.modeMismatches++;
-    if (r.type !== 'error' || r.code !== code) this.host.fail(`${at}: the model refuses it as a whole (${code}: ${why}), but the machine answered ${resultText(r)}`);
+    if (r.type !== 'error' || r.code !== code)
+      this.host.fail(`${at}: the model refuses it as a whole (${code}: ${why}), but the machine answered ${resultText(r)}`);
   }
 
   /** The holds of `g` that ran out end, in token order: into their lock-delays, or with their session. */
@@ -473,11 +655,28 @@ export class GroupOracle {
   }
 
   /** A new hold of `g` with token idx; returns its outcome text. */
-  private grant(g: Group, idx: number, nowMs: number, stamp: StampWindow, req: { owner: string; ttlMs: number; lockDelayMs: number; shared: boolean }, session: OracleSession | undefined): string {
+  private grant(
+    g: Group,
+    idx: number,
+    nowMs: number,
+    stamp: StampWindow,
+    req: { owner: string; ttlMs: number; lockDelayMs: number; shared: boolean },
+    session: OracleSession | undefined,
+  ): string {
     const h = this.host;
     const token = BigInt(idx);
     const [ttlMs, untilMs] = session !== undefined ? [session.ttlMs, session.deadlineMs] : [req.ttlMs, nowMs + req.ttlMs];
-    const hold: GroupHold = { owner: req.owner, token, ttlMs, grantIndex: idx, grantAt: stamp, epochs: 0, deadlineMs: untilMs, lockDelayMs: req.lockDelayMs || (session?.lockDelayMs ?? 0), shared: req.shared };
+    const hold: GroupHold = {
+      owner: req.owner,
+      token,
+      ttlMs,
+      grantIndex: idx,
+      grantAt: stamp,
+      epochs: 0,
+      deadlineMs: untilMs,
+      lockDelayMs: req.lockDelayMs || (session?.lockDelayMs ?? 0),
+      shared: req.shared,
+    };
     if (session !== undefined) hold.session = session;
     g.holds.push(hold);
     h.lastIssued.set(g.key, token);

@@ -47,7 +47,9 @@ export class SimFencedResource {
     if (this.recent.length > 16) this.recent.shift();
     if (!accepted) {
       if (honest) {
-        this.fail(`fencing: ${owner}'s write to ${key} with token ${token} was refused at t=${at.toFixed(2)} — token ${last} had already been accepted while ${owner} still believed it held the lock${mode === 'shared' ? ' (an exclusive hold wrote while this shared one was held)' : ''}`);
+        this.fail(
+          `fencing: ${owner}'s write to ${key} with token ${token} was refused at t=${at.toFixed(2)} — token ${last} had already been accepted while ${owner} still believed it held the lock${mode === 'shared' ? ' (an exclusive hold wrote while this shared one was held)' : ''}`,
+        );
       } else {
         this.stats.staleRejected++;
       }
@@ -56,7 +58,10 @@ export class SimFencedResource {
     const id = `${key}#${token}`;
     const first = this.tokenOwner.get(id);
     if (first === undefined) this.tokenOwner.set(id, owner);
-    else if (first !== owner) this.fail(`fencing: token ${token} of ${key} was accepted from two owners, ${first} and then ${owner} — one token issued to two holders`);
+    else if (first !== owner)
+      this.fail(
+        `fencing: token ${token} of ${key} was accepted from two owners, ${first} and then ${owner} — one token issued to two holders`,
+      );
     if (token > (this.lastToken.get(key) ?? 0n)) this.lastToken.set(key, token);
     if (mode === 'exclusive' && token > (this.lastExclusive.get(key) ?? 0n)) this.lastExclusive.set(key, token);
     if (honest) this.stats.honestAccepted++;
@@ -70,7 +75,9 @@ export class SimFencedResource {
 
   private fail(message: string): void {
     if (this.violation !== null) return;
-    const tail = this.recent.map((w) => `${w.owner}:${w.key}#${w.token}@${w.at.toFixed(1)}${w.honest ? '' : '(stale)'}${w.accepted ? '' : ' REFUSED'}`).join(', ');
+    const tail = this.recent
+      .map((w) => `${w.owner}:${w.key}#${w.token}@${w.at.toFixed(1)}${w.honest ? '' : '(stale)'}${w.accepted ? '' : ' REFUSED'}`)
+      .join(', ');
     this.violation = `${message}; recent writes: ${tail}`;
   }
 }

@@ -83,7 +83,11 @@ describe('the article failure scenarios, in the simulated cluster', () => {
     // Retrying bob's refused request_id replays the refusal (its first outcome) — even now that the key is
     // free, so a late duplicate can never grant a lock its sender was told it did not get.
     const refusedId = bob.lastRequestId;
-    expect(await scn.request(bob.acquireCommand('orders', TTL, refusedId))).toMatchObject({ acquired: false, replayed: true, holderOwner: 'alice' });
+    expect(await scn.request(bob.acquireCommand('orders', TTL, refusedId))).toMatchObject({
+      acquired: false,
+      replayed: true,
+      holderOwner: 'alice',
+    });
     expect(await scn.get('orders')).toMatchObject({ held: false, lastToken: first.token });
     // bob gets it with a new request (a higher token); alice's late write is fenced off once bob's has landed.
     const second = await bob.acquire('orders', TTL);
@@ -94,7 +98,11 @@ describe('the article failure scenarios, in the simulated cluster', () => {
     expect(alice.write()).toBe('not-attempted');
     expect(alice.zombieWrite()).toBe('refused');
     // bob's retry of that acquire (same request_id) is safe: same token.
-    expect(await scn.request(bob.acquireCommand('orders', TTL, bob.lastRequestId))).toMatchObject({ acquired: true, token: second.token, replayed: true });
+    expect(await scn.request(bob.acquireCommand('orders', TTL, bob.lastRequestId))).toMatchObject({
+      acquired: true,
+      token: second.token,
+      replayed: true,
+    });
   });
 
   it('3. renew after the lease ran out is refused and the client is LOST; it recovers with a new acquire', async () => {
@@ -249,7 +257,11 @@ describe('the article failure scenarios, in the simulated cluster', () => {
     // The holders keep going; the remembered acquire still answers its retry with the same token.
     expect(await alice.renew()).toMatchObject({ renewed: true });
     expect(alice.write()).toBe('accepted');
-    expect(await scn.request(alice.acquireCommand('orders', 5_000, aliceRid))).toMatchObject({ acquired: true, replayed: true, token: a.token });
+    expect(await scn.request(alice.acquireCommand('orders', 5_000, aliceRid))).toMatchObject({
+      acquired: true,
+      replayed: true,
+      token: a.token,
+    });
     // Tokens keep increasing after the restart.
     const d = await scn.client('dave').acquire('reports', 5_000);
     expect(d.acquired).toBe(true);
@@ -265,7 +277,9 @@ describe('the article failure scenarios, in the simulated cluster', () => {
     const old = await scn.readyLeader();
     // The followers' clocks run 5 and 10 seconds ahead of the leader's (they have stamped nothing yet).
     let ahead = 0;
-    for (const n of scn.sim.nodes) if (n !== old) scn.workload.clock.nodes[n.idx] = { offsetMs: scn.workload.clock.nodes[old.idx]!.offsetMs + (ahead += 5_000), rate: 1 };
+    for (const n of scn.sim.nodes)
+      if (n !== old)
+        scn.workload.clock.nodes[n.idx] = { offsetMs: scn.workload.clock.nodes[old.idx]!.offsetMs + (ahead += 5_000), rate: 1 };
     const alice = scn.client('alice');
     const bob = scn.client('bob');
     const issued: bigint[] = [];
@@ -340,7 +354,8 @@ describe('the article failure scenarios, in the simulated cluster', () => {
     const won = results.get(winner) as Extract<LockResult, { type: 'acquire' }>;
     const rel = await scn.send({ type: 'release', timeMs: 0, key: 'orders', owner: winner, token: won.token, requestId: `${winner}-2` });
     const second: { o: string; s: Sent }[] = [];
-    for (const o of owners.filter((x) => x !== winner).reverse()) second.push({ o, s: await scn.send({ type: 'acquire', timeMs: 0, key: 'orders', owner: o, ttlMs: 60_000, requestId: `${o}-2` }) });
+    for (const o of owners.filter((x) => x !== winner).reverse())
+      second.push({ o, s: await scn.send({ type: 'acquire', timeMs: 0, key: 'orders', owner: o, ttlMs: 60_000, requestId: `${o}-2` }) });
     await scn.answer(rel);
     for (const { o, s } of second) results.set(`${o}#2`, await scn.answer(s));
 
@@ -383,7 +398,11 @@ describe('regression: leader checkpoints stay bounded when the leader cannot com
   // The lock leader (src/lock/leader/housekeeping.ts) keeps one in flight; its unit test plants the old
   // rule. Here the shipped service runs behind a cut-off leader for 2 s with a 10 ms idle period.
   it('checkpoints from a leader that cannot commit: at most one in flight', async () => {
-    const scn = await new LockScenario({ seed: 111, lockProfile: { checkpointIdleMs: 10 }, profile: { raft: { checkQuorum: false } } }).start();
+    const scn = await new LockScenario({
+      seed: 111,
+      lockProfile: { checkpointIdleMs: 10 },
+      profile: { raft: { checkQuorum: false } },
+    }).start();
     await scn.client('alice').acquire('orders', 60_000);
     const leader = await scn.readyLeader();
     // The leader's one-off proposals done first — the version gate's clusterLevel and a memberRan per member
@@ -391,7 +410,7 @@ describe('regression: leader checkpoints stay bounded when the leader cannot com
     const machine = () => (leader.sm as LockReplica).machine;
     await scn.runUntil(
       () => machine().clusterLevel >= 2 && scn.sim.nodes.every((n) => machine().hasRun?.(n.id) === true),
-      'the cluster level raised to this build\'s and every member recorded as having run',
+      "the cluster level raised to this build's and every member recorded as having run",
     );
     const before = leader.raft.status();
     scn.isolate(leader);
@@ -436,7 +455,8 @@ class SequentialLockModel {
 }
 
 function summarize(r: LockResult): string {
-  if (r.type === 'acquire') return r.acquired ? `acquired ${r.token}${r.replayed ? ' (replayed)' : ''}` : `refused, held by ${r.holderOwner}`;
+  if (r.type === 'acquire')
+    return r.acquired ? `acquired ${r.token}${r.replayed ? ' (replayed)' : ''}` : `refused, held by ${r.holderOwner}`;
   if (r.type === 'release') return r.released ? `released${r.replayed ? ' (replayed)' : ''}` : 'refused';
   return r.type;
 }

@@ -12,7 +12,13 @@ import type { LockMachine } from '../../src/lock/machine.js';
 import { silentNodeLogger } from '../../src/raft/logger.js';
 import { routeNotLeader } from '../../src/server/forward-once.js';
 import type { LockLimitSettings } from '../../src/lock/leader/index.js';
-import { AdmissionLimitError, LeaderUnavailableError, LockService, RequestRejectedError, type LockNode } from '../../src/server/lock-service.js';
+import {
+  AdmissionLimitError,
+  LeaderUnavailableError,
+  LockService,
+  RequestRejectedError,
+  type LockNode,
+} from '../../src/server/lock-service.js';
 import type { Attempt } from './clients.js';
 import type { SimCluster } from './cluster.js';
 import { LockCallChecks, type Arrival } from './lock-calls.js';
@@ -30,7 +36,18 @@ export interface ExhaustedAnswer {
 
 /** A client call as the service takes it. */
 export type LockCall =
-  | { op: 'acquire'; key: string; owner: string; ttlMs: number; requestId: string; waitMs: number; lockDelayMs: number; sessionId: number; limit?: number; shared?: boolean }
+  | {
+      op: 'acquire';
+      key: string;
+      owner: string;
+      ttlMs: number;
+      requestId: string;
+      waitMs: number;
+      lockDelayMs: number;
+      sessionId: number;
+      limit?: number;
+      shared?: boolean;
+    }
   | { op: 'openSession'; owner: string; ttlMs: number; requestId: string; lockDelayMs: number }
   | { op: 'renewSession' | 'closeSession'; sessionId: number; owner: string; requestId: string }
   | { op: 'renew'; key: string; owner: string; token: bigint; ttlMs: number; requestId: string }
@@ -41,7 +58,18 @@ export type LockCall =
 export function callOf(cmd: LockCommand, waitMs: number): LockCall {
   switch (cmd.type) {
     case 'acquire':
-      return { op: 'acquire', key: cmd.key, owner: cmd.owner, ttlMs: cmd.ttlMs, requestId: cmd.requestId, waitMs, lockDelayMs: cmd.lockDelayMs ?? 0, sessionId: cmd.sessionId ?? 0, ...(cmd.limit !== undefined ? { limit: cmd.limit } : {}), ...(cmd.shared === true ? { shared: true } : {}) };
+      return {
+        op: 'acquire',
+        key: cmd.key,
+        owner: cmd.owner,
+        ttlMs: cmd.ttlMs,
+        requestId: cmd.requestId,
+        waitMs,
+        lockDelayMs: cmd.lockDelayMs ?? 0,
+        sessionId: cmd.sessionId ?? 0,
+        ...(cmd.limit !== undefined ? { limit: cmd.limit } : {}),
+        ...(cmd.shared === true ? { shared: true } : {}),
+      };
     case 'openSession':
       return { op: 'openSession', owner: cmd.owner, ttlMs: cmd.ttlMs, requestId: cmd.requestId, lockDelayMs: cmd.lockDelayMs };
     case 'renewSession':
@@ -89,9 +117,28 @@ export class SimLockServers {
   readonly checks: LockCallChecks;
   /** answeredAlreadyForwarded: forwarded calls that met a node not leading and were answered, not sent on
    *  (the case the forward-once check is about: it must occur for the check to mean anything). */
-  readonly stats = { calls: 0, forwarded: 0, forwardsLost: 0, forwardDuplicates: 0, lateDuplicates: 0, answersLost: 0, cancels: 0, unavailable: 0, answeredAlreadyForwarded: 0, exhausted: 0 };
+  readonly stats = {
+    calls: 0,
+    forwarded: 0,
+    forwardsLost: 0,
+    forwardDuplicates: 0,
+    lateDuplicates: 0,
+    answersLost: 0,
+    cancels: 0,
+    unavailable: 0,
+    answeredAlreadyForwarded: 0,
+    exhausted: 0,
+  };
   /** Calls refused RESOURCE_EXHAUSTED, by the limit the refusal names. */
-  readonly exhaustedBy: Record<keyof LockLimitSettings, number> = { maxWaitersPerKey: 0, maxWaiters: 0, maxHeldPerOwner: 0, maxHeld: 0, maxKeys: 0, maxSessions: 0, maxHoldsPerSession: 0 };
+  readonly exhaustedBy: Record<keyof LockLimitSettings, number> = {
+    maxWaitersPerKey: 0,
+    maxWaiters: 0,
+    maxHeldPerOwner: 0,
+    maxHeld: 0,
+    maxKeys: 0,
+    maxSessions: 0,
+    maxHoldsPerSession: 0,
+  };
   violation: string | null = null;
 
   constructor(
@@ -113,17 +160,21 @@ export class SimLockServers {
     const proposed = this.opts.proposed;
     const raftNode = node.rn as unknown as LockNode;
     const Leader = this.opts.leader;
-    const service = new LockService(proposed ? watchProposals(raftNode, (index, term, data) => proposed(node, index, term, data)) : raftNode, this.machineOf(node) as { readonly machine: LockMachine }, {
-      env: { nowMs: () => sim.nodeNow(node), scheduler: node.io!, rng: node.coreRng },
-      createLeader: (state, config) => new Leader(state, config),
-      ...(this.opts.limits !== null ? { limits: this.opts.limits } : {}),
-      housekeepingMs: this.opts.housekeepingMs,
-      checkpointIdleMs: this.opts.checkpointIdleMs,
-      proposalTimeoutMs: this.opts.leaderProposalTimeoutMs,
-      logger: silentNodeLogger,
-      ...(this.opts.membersReadLevel ? { membersReadLevel: () => this.opts.membersReadLevel!(node) } : {}),
-      ...(this.opts.membersRan ? { membersRan: () => this.opts.membersRan!(node) } : {}),
-    });
+    const service = new LockService(
+      proposed ? watchProposals(raftNode, (index, term, data) => proposed(node, index, term, data)) : raftNode,
+      this.machineOf(node) as { readonly machine: LockMachine },
+      {
+        env: { nowMs: () => sim.nodeNow(node), scheduler: node.io!, rng: node.coreRng },
+        createLeader: (state, config) => new Leader(state, config),
+        ...(this.opts.limits !== null ? { limits: this.opts.limits } : {}),
+        housekeepingMs: this.opts.housekeepingMs,
+        checkpointIdleMs: this.opts.checkpointIdleMs,
+        proposalTimeoutMs: this.opts.leaderProposalTimeoutMs,
+        logger: silentNodeLogger,
+        ...(this.opts.membersReadLevel ? { membersReadLevel: () => this.opts.membersReadLevel!(node) } : {}),
+        ...(this.opts.membersRan ? { membersRan: () => this.opts.membersRan!(node) } : {}),
+      },
+    );
     this.running[node.idx] = { service, inc: node.incarnation };
   }
 
@@ -185,16 +236,49 @@ export class SimLockServers {
       const joins = service.isQueued(call.key, call.owner, call.requestId);
       const replay = service.replaysOutcome(call.key, call.owner, call.requestId);
       const inAppliedLine = call.requestId !== '' && service.machine.waiterFor(call.owner, call.requestId)?.key === call.key;
-      arrival = this.checks.arrive(this.scope(node, inc), call.key, LockCallChecks.requestKey(call.owner, call.requestId), call.waitMs, sim.nodeNow(node), node.raft.status().term, label, joins, replay, inAppliedLine);
+      arrival = this.checks.arrive(
+        this.scope(node, inc),
+        call.key,
+        LockCallChecks.requestKey(call.owner, call.requestId),
+        call.waitMs,
+        sim.nodeNow(node),
+        node.raft.status().term,
+        label,
+        joins,
+        replay,
+        inAppliedLine,
+      );
     }
-    sim.trace.add(sim.now, node.id, `call ${call.op}`, `${label}${'key' in call ? ('requestId' in call ? ` ${call.key} ${call.owner}/${call.requestId}` : ` ${call.key}`) : ` ${call.owner}${'sessionId' in call ? ` session ${call.sessionId}` : ''}`}${call.op === 'acquire' ? ` wait=${call.waitMs}` : ''}${arrival !== null ? ` arrival#${arrival.seq}` : ''}`);
+    sim.trace.add(
+      sim.now,
+      node.id,
+      `call ${call.op}`,
+      `${label}${'key' in call ? ('requestId' in call ? ` ${call.key} ${call.owner}/${call.requestId}` : ` ${call.key}`) : ` ${call.owner}${'sessionId' in call ? ` session ${call.sessionId}` : ''}`}${call.op === 'acquire' ? ` wait=${call.waitMs}` : ''}${arrival !== null ? ` arrival#${arrival.seq}` : ''}`,
+    );
     let p: Promise<LockResult | LockView>;
     switch (call.op) {
       case 'acquire':
-        p = service.acquire({ key: call.key, owner: call.owner, ttlMs: call.ttlMs, waitMs: call.waitMs, requestId: call.requestId, lockDelayMs: call.lockDelayMs, sessionId: call.sessionId, limit: call.limit, shared: call.shared }, timeoutMs, ac.signal);
+        p = service.acquire(
+          {
+            key: call.key,
+            owner: call.owner,
+            ttlMs: call.ttlMs,
+            waitMs: call.waitMs,
+            requestId: call.requestId,
+            lockDelayMs: call.lockDelayMs,
+            sessionId: call.sessionId,
+            limit: call.limit,
+            shared: call.shared,
+          },
+          timeoutMs,
+          ac.signal,
+        );
         break;
       case 'openSession':
-        p = service.openSession({ owner: call.owner, ttlMs: call.ttlMs, requestId: call.requestId, lockDelayMs: call.lockDelayMs }, timeoutMs);
+        p = service.openSession(
+          { owner: call.owner, ttlMs: call.ttlMs, requestId: call.requestId, lockDelayMs: call.lockDelayMs },
+          timeoutMs,
+        );
         break;
       case 'renewSession':
         p = service.renewSession({ sessionId: call.sessionId, owner: call.owner, requestId: call.requestId }, timeoutMs);
@@ -230,7 +314,15 @@ export class SimLockServers {
             const at = rk.indexOf('\u0000');
             return machine.waiterFor?.(rk.slice(0, at), rk.slice(at + 1))?.ticket;
           };
-          this.checks.answered(this.scope(node, inc), arrival, answer as AcquireResult, sim.nodeNow(node), logMs, `${node.idx}/${arrival.term}`, placeOf);
+          this.checks.answered(
+            this.scope(node, inc),
+            arrival,
+            answer as AcquireResult,
+            sim.nodeNow(node),
+            logMs,
+            `${node.idx}/${arrival.term}`,
+            placeOf,
+          );
         }
         const index = 'type' in answer ? answer.index : 0;
         reply({ outcome: 'ok', result: answer, index });
@@ -257,7 +349,8 @@ export class SimLockServers {
           // RESOURCE_EXHAUSTED: the leader's admission refused it before proposing anything. The client is told
           // so and moves on (a retry would meet the same limit until something is released).
           const limit = /^limit limits\.(\w+) /.exec(err.message)?.[1] as keyof LockLimitSettings | undefined;
-          if (limit === undefined || !(limit in this.exhaustedBy)) return this.fail(`${label}: RESOURCE_EXHAUSTED names no limit: ${err.message}`);
+          if (limit === undefined || !(limit in this.exhaustedBy))
+            return this.fail(`${label}: RESOURCE_EXHAUSTED names no limit: ${err.message}`);
           this.stats.exhausted++;
           this.exhaustedBy[limit]++;
           const answer: ExhaustedAnswer = { type: 'exhausted', limit, message: err.message };
@@ -275,11 +368,21 @@ export class SimLockServers {
           reply({ outcome: 'failed', hint: -1 });
           return;
         }
-        const mismatch = err instanceof RequestRejectedError && call.op === 'acquire' ? /^(limit|shared): key|^shared: owner/.exec(err.message) : null;
+        const mismatch =
+          err instanceof RequestRejectedError && call.op === 'acquire' ? /^(limit|shared): key|^shared: owner/.exec(err.message) : null;
         if (mismatch !== null) {
           // The log refused it as a whole (LIMIT_MISMATCH / HOLD_MODE_MISMATCH; the oracle judged the entry): the
           // client is told so, as gRPC's FAILED_PRECONDITION would, and does not retry it.
-          reply({ outcome: 'ok', index: 0, result: { type: 'error', index: 0, code: mismatch[1] === 'limit' ? 'LIMIT_MISMATCH' : 'HOLD_MODE_MISMATCH', message: (err as Error).message } });
+          reply({
+            outcome: 'ok',
+            index: 0,
+            result: {
+              type: 'error',
+              index: 0,
+              code: mismatch[1] === 'limit' ? 'LIMIT_MISMATCH' : 'HOLD_MODE_MISMATCH',
+              message: (err as Error).message,
+            },
+          });
           return;
         }
         if (err instanceof RequestRejectedError) this.fail(`${label}: the service rejected a ${call.op} as a whole: ${err.message}`);
@@ -290,8 +393,20 @@ export class SimLockServers {
 
   /** The follower's one forwarding hop to the leader, and the answer's way back. `hops`: the hops the call
    *  took to reach `from`, which must be none (forward-once). */
-  private forward(from: SimNode, to: SimNode, attempt: Attempt, call: LockCall, timeoutMs: number, hops: number, label: string, reply: (o: ServeOutcome) => void): void {
-    if (hops > 0) this.fail(`forward-once: ${label} arrived forwarded and was forwarded again, to ${to.id} (a forwarded call must be answered, never forwarded on: two nodes that each believe the other leads would bounce it)`);
+  private forward(
+    from: SimNode,
+    to: SimNode,
+    attempt: Attempt,
+    call: LockCall,
+    timeoutMs: number,
+    hops: number,
+    label: string,
+    reply: (o: ServeOutcome) => void,
+  ): void {
+    if (hops > 0)
+      this.fail(
+        `forward-once: ${label} arrived forwarded and was forwarded again, to ${to.id} (a forwarded call must be answered, never forwarded on: two nodes that each believe the other leads would bounce it)`,
+      );
     this.stats.forwarded++;
     const back = (o: ServeOutcome) => this.hop(to, from, 'answer', () => reply(o));
     const delivered = this.hop(from, to, 'call', () => this.callAt(to, attempt, call, timeoutMs, hops + 1, back));

@@ -26,10 +26,14 @@ const CHUNKS = Math.max(1, Math.min(SEEDS, num(env['SIM_CHUNKS'], 8)));
 const module = await loadLockModule(env['SIM_LOCK']);
 
 if (env['SEED'] !== undefined && env['SEED'] !== '') {
-  replaySeedSuite(`lock simulation (${module.label})`, Number(env['SEED']), (seed, trace) => runLockSimulation({ seed, events: EVENTS, module, ...trace }));
+  replaySeedSuite(`lock simulation (${module.label})`, Number(env['SEED']), (seed, trace) =>
+    runLockSimulation({ seed, events: EVENTS, module, ...trace }),
+  );
 } else {
-  seedSweepSuite(`lock simulation (${module.label}): ${SEEDS} seeds x ${EVENTS} events`, { seeds: SEEDS, base: BASE, chunks: CHUNKS }, (seed) =>
-    runLockSimulation({ seed, events: EVENTS, module }),
+  seedSweepSuite(
+    `lock simulation (${module.label}): ${SEEDS} seeds x ${EVENTS} events`,
+    { seeds: SEEDS, base: BASE, chunks: CHUNKS },
+    (seed) => runLockSimulation({ seed, events: EVENTS, module }),
   );
 
   // The harness checks run against the real lock machine only (SIM_LOCK sweeps a scratch copy above).
@@ -52,30 +56,91 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
       for (let seed = 1; seed <= 120; seed++) {
         const r = await runLockSimulation({ seed, events: EVENTS, module });
         const w = r.workload;
-        const stats = { ...w.oracle.stats, ...w.oracle.groups.stats, ...w.clients.stats, ...w.resource.stats, ...w.servers.stats, ...w.servers.checks.stats, ...w.stats, ...w.limits?.stats };
+        const stats = {
+          ...w.oracle.stats,
+          ...w.oracle.groups.stats,
+          ...w.clients.stats,
+          ...w.resource.stats,
+          ...w.servers.stats,
+          ...w.servers.checks.stats,
+          ...w.stats,
+          ...w.limits?.stats,
+        };
         for (const [k, v] of Object.entries(stats)) if (Number.isFinite(v)) total[k] = (total[k] ?? 0) + v;
         total['fiveNodeRuns'] = (total['fiveNodeRuns'] ?? 0) + (r.cluster.nodes.length === 5 ? 1 : 0);
       }
-      for (const k of ['acquired', 'takeovers', 'renewed', 'renewExpired', 'released', 'releaseRefused', 'expired', 'replays', 'leasesExtended', 'honestWrites', 'staleRejected', 'staleAccepted', 'pauses', 'supersededUses', 'fiveNodeRuns',
+      for (const k of [
+        'acquired',
+        'takeovers',
+        'renewed',
+        'renewExpired',
+        'released',
+        'releaseRefused',
+        'expired',
+        'replays',
+        'leasesExtended',
+        'honestWrites',
+        'staleRejected',
+        'staleAccepted',
+        'pauses',
+        'supersededUses',
+        'fiveNodeRuns',
         // the real lock service: blocking acquires queued FIFO and granted, deadlines and cancels, calls
         // forwarded by followers (lost, duplicated; reaching a node that no longer leads: answered, never
         // forwarded again), linearizable Gets
-        'blockingAcquires', 'shortAttempts', 'queuedGrants', 'fifoChecked', 'refusalAnswers', 'forwarded', 'forwardsLost', 'forwardDuplicates', 'lateDuplicates', 'answersLost', 'answeredAlreadyForwarded', 'cancels', 'getsChecked',
+        'blockingAcquires',
+        'shortAttempts',
+        'queuedGrants',
+        'fifoChecked',
+        'refusalAnswers',
+        'forwarded',
+        'forwardsLost',
+        'forwardDuplicates',
+        'lateDuplicates',
+        'answersLost',
+        'answeredAlreadyForwarded',
+        'cancels',
+        'getsChecked',
         // the replicated wait line, as the oracle modelled it: joins, retries keeping their place, hand-offs
         // decided by the entry that ended a hold, waits refused at their deadline, cancelled places
-        'waitersJoined', 'waitersReattached', 'handOffs', 'waitsRefused', 'waitsCancelled',
+        'waitersJoined',
+        'waitersReattached',
+        'handOffs',
+        'waitsRefused',
+        'waitsCancelled',
         // lock-delay: holds that carry one, delays their expiry started, acquires refused in one, undelays
-        'lockDelayAcquires', 'delaysStarted', 'delayRefusals', 'undelays',
+        'lockDelayAcquires',
+        'delaysStarted',
+        'delayRefusals',
+        'undelays',
         // keys with many holds (lock-oracle-groups.ts): grants, hand-offs, waits and refusals, supersedes, the
         // deliberate limit mismatches, groups that became free keys again, shared holds together
-        'groupGrants', 'groupHandOffs', 'groupWaits', 'groupRefusals', 'supersedes', 'limitMismatches', 'mismatches', 'groupsFreed', 'maxShared',
+        'groupGrants',
+        'groupHandOffs',
+        'groupWaits',
+        'groupRefusals',
+        'supersedes',
+        'limitMismatches',
+        'mismatches',
+        'groupsFreed',
+        'maxShared',
         // an operator's revoke (issue 22 finding 6): revokes sent, by key alone too, holds they ended, the key
         // handed to a waiter in the revoking entry, on keys with many holds too; revoked holders that still
         // trusted their hold and wrote with its token
-        'revokes', 'revokesAll', 'holdsRevoked', 'revokeHandOffs', 'groupRevokes', 'trustedRevoked', 'revokedWrites',
+        'revokes',
+        'revokesAll',
+        'holdsRevoked',
+        'revokeHandOffs',
+        'groupRevokes',
+        'trustedRevoked',
+        'revokedWrites',
         // admission limits (a quarter of seeds: lock-clock.ts `limits`): calls refused RESOURCE_EXHAUSTED, the
         // clients told so, admissions the `limits` check judged, entries that left a count at its limit
-        'exhausted', 'exhaustedAnswers', 'admissionsChecked', 'entriesAtLimit']) {
+        'exhausted',
+        'exhaustedAnswers',
+        'admissionsChecked',
+        'entriesAtLimit',
+      ]) {
         expect(total[k], k).toBeGreaterThan(0);
       }
     });

@@ -40,7 +40,11 @@ export async function runLockSimulation(o: LockRunOptions): Promise<LockRunResul
     events: o.events ?? 2000,
     workload,
     invariants: [workload.invariant],
-    profile: { ...(lockProfile.faultMeanMs > 0 ? { faultMeanMs: lockProfile.faultMeanMs } : {}), ...o.profile, clients: lockProfile.clients },
+    profile: {
+      ...(lockProfile.faultMeanMs > 0 ? { faultMeanMs: lockProfile.faultMeanMs } : {}),
+      ...o.profile,
+      clients: lockProfile.clients,
+    },
     traceLines: o.traceLines ?? 60,
     fullTrace: o.fullTrace ?? false,
     liveness: o.liveness ?? true,

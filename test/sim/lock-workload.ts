@@ -58,7 +58,11 @@ export class LockReplica implements SimStateMachine {
     // The cluster level the build of this replica's node reads (versions.ts). nodeClock: unused by the real
     // machine; lets a scratch copy plant "deadline from the node's clock".
     const readLevel = node === undefined ? BUILD_LEVEL : wl.buildLevelOf(node);
-    const options: SimLockMachineOptions = { dedupWindowMs: wl.profile.dedupWindowMs, readLevel, nodeClock: () => wl.clock.nodeStamp(this.nodeIndex, wl.sim.now) };
+    const options: SimLockMachineOptions = {
+      dedupWindowMs: wl.profile.dedupWindowMs,
+      readLevel,
+      nodeClock: () => wl.clock.nodeStamp(this.nodeIndex, wl.sim.now),
+    };
     this.fsm = new LockFsm<LockMachineLike, SimLockMachineOptions>(wl.module.LockMachine, options, null, SIM_SNAPSHOT_SLICE_ITEMS);
     this.results = wl.keepResults ? new Map() : null;
   }
@@ -118,14 +122,26 @@ export class LockReplica implements SimStateMachine {
       }
       if (stamp !== undefined && oracle.violation === null) {
         const level2 = oracle.stats.levelRaisedAt > 0 ? oracle.stats.levelRaisedAt : Infinity;
-        this.wl.maxHold.afterEntry(entry.index, `entry ${entry.index}/t${entry.term} (${cmd!.type})`, stamp, pre!, post, keys, (k) => oracle.holdOf(k), level2);
+        this.wl.maxHold.afterEntry(
+          entry.index,
+          `entry ${entry.index}/t${entry.term} (${cmd!.type})`,
+          stamp,
+          pre!,
+          post,
+          keys,
+          (k) => oracle.holdOf(k),
+          level2,
+        );
       }
       const rk = cmd === null ? undefined : requestKeyOf(cmd);
       if (rk !== undefined) this.wl.requestAt.set(entry.index, rk);
       // A revoke ends holds behind their holders' backs: from here their trust and writes are not a holder's.
-      if (cmd?.type === 'revoke' && result.type === 'revoke' && result.revoked.length > 0) this.wl.clients.revoked(cmd.key, result.revoked, this.wl.sim.now);
-      if (cmd?.type === 'acquire' && result.type === 'acquire' && result.waitTicket !== undefined) this.wl.servers.checks.queuedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), result.waitTicket);
-      if (cmd?.type === 'acquire' && result.type === 'error' && result.code === 'SESSION_NOT_OPEN') this.wl.servers.checks.sessionNotOpen(LockCallChecks.requestKey(cmd.owner, cmd.requestId), entry.index);
+      if (cmd?.type === 'revoke' && result.type === 'revoke' && result.revoked.length > 0)
+        this.wl.clients.revoked(cmd.key, result.revoked, this.wl.sim.now);
+      if (cmd?.type === 'acquire' && result.type === 'acquire' && result.waitTicket !== undefined)
+        this.wl.servers.checks.queuedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), result.waitTicket);
+      if (cmd?.type === 'acquire' && result.type === 'error' && result.code === 'SESSION_NOT_OPEN')
+        this.wl.servers.checks.sessionNotOpen(LockCallChecks.requestKey(cmd.owner, cmd.requestId), entry.index);
       if (cmd?.type === 'acquire' && result.type === 'acquire' && !result.acquired && !result.replayed && result.waitTicket === undefined) {
         this.wl.servers.checks.refusedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), this.machine.logNowMs, entry.index);
       }
@@ -139,20 +155,43 @@ export class LockReplica implements SimStateMachine {
         }
         const leaderId = this.wl.sim.facts.leaderOfTerm.get(entry.term);
         const leader = `${leaderId === undefined ? -1 : this.wl.sim.indexOf(leaderId)}/${entry.term}`;
-        this.wl.servers.checks.granted(rk, `${d.owner}'s waiting acquire ${d.requestId} of ${d.key}`, d.outcome.token, entry.index, this.machine.logNowMs, leader);
+        this.wl.servers.checks.granted(
+          rk,
+          `${d.owner}'s waiting acquire ${d.requestId} of ${d.key}`,
+          d.outcome.token,
+          entry.index,
+          this.machine.logNowMs,
+          leader,
+        );
       }
       if (cmd?.type === 'acquire' && result.type === 'acquire' && result.acquired && !result.replayed) {
         // The holder re-acquiring its own live hold supersedes it (a new token): it keeps the key rather than
         // taking it from the line, so it overtakes nobody (machine.ts).
         const before = pre!.views[keys.indexOf(cmd.key)];
-        const ownHold = before?.holders !== undefined ? before.holders.some((h) => h.owner === cmd.owner && h.expiresAtMs > this.machine.logNowMs) : before !== undefined && before.held && before.owner === cmd.owner && before.expiresAtMs > this.machine.logNowMs;
+        const ownHold =
+          before?.holders !== undefined
+            ? before.holders.some((h) => h.owner === cmd.owner && h.expiresAtMs > this.machine.logNowMs)
+            : before !== undefined && before.held && before.owner === cmd.owner && before.expiresAtMs > this.machine.logNowMs;
         if (ownHold) this.wl.servers.checks.supersededOwnHold(result.token);
         const leaderId = this.wl.sim.facts.leaderOfTerm.get(entry.term);
         const leader = `${leaderId === undefined ? -1 : this.wl.sim.indexOf(leaderId)}/${entry.term}`;
-        this.wl.servers.checks.granted(LockCallChecks.requestKey(cmd.owner, cmd.requestId), `${cmd.owner}'s acquire ${cmd.requestId} of ${cmd.key}`, result.token, entry.index, this.machine.logNowMs, leader);
+        this.wl.servers.checks.granted(
+          LockCallChecks.requestKey(cmd.owner, cmd.requestId),
+          `${cmd.owner}'s acquire ${cmd.requestId} of ${cmd.key}`,
+          result.token,
+          entry.index,
+          this.machine.logNowMs,
+          leader,
+        );
       }
       // Formatted only if a trace is printed: the command and what the machine made of it.
-      this.wl.sim.trace.add(this.wl.sim.now, this.wl.sim.nodes[this.nodeIndex]?.id ?? '', `lock ${entry.index}/t${entry.term}`, cmd ?? 'undecodable', result);
+      this.wl.sim.trace.add(
+        this.wl.sim.now,
+        this.wl.sim.nodes[this.nodeIndex]?.id ?? '',
+        `lock ${entry.index}/t${entry.term}`,
+        cmd ?? 'undecodable',
+        result,
+      );
     }
     this.results?.set(entry.index, result);
     return result;
@@ -228,14 +267,30 @@ export class LockWorkload implements SimWorkload<LockReplica> {
   ) {
     this.readRatio = profile.readRatio;
     this.oracle = new LockOracle(profile.keys, profile.maxDrift, profile.dedupWindowMs, profile.oracleChecksExtension);
-    this.clients = new LockClients(profile, SimRng.derive(seed, 'lock-clients'), () => this.clock, this.resource, (tag, detail) => this.sim.trace.add(this.sim.now, '', tag, detail), SimRng.derive(seed, 'lock-revoke'));
-    this.limits = profile.limits === null ? null : new LimitCheck(profile.limits, seed, this.clients.clients.map((c) => c.owner), profile.keys);
+    this.clients = new LockClients(
+      profile,
+      SimRng.derive(seed, 'lock-clients'),
+      () => this.clock,
+      this.resource,
+      (tag, detail) => this.sim.trace.add(this.sim.now, '', tag, detail),
+      SimRng.derive(seed, 'lock-revoke'),
+    );
+    this.limits =
+      profile.limits === null
+        ? null
+        : new LimitCheck(
+            profile.limits,
+            seed,
+            this.clients.clients.map((c) => c.owner),
+            profile.keys,
+          );
   }
 
   /** Bind to the cluster before it runs (clocks need its node count). */
   attach(sim: SimCluster, clock?: ClockModel): void {
     this.sim = sim;
-    this.clock = clock ?? new ClockModel(this.seed, sim.nodes.length, this.profile.clients, this.profile.maxDrift, this.profile.nodeOffsetSpreadMs);
+    this.clock =
+      clock ?? new ClockModel(this.seed, sim.nodes.length, this.profile.clients, this.profile.maxDrift, this.profile.nodeOffsetSpreadMs);
     this.stamps = sim.nodes.map(() => new Map());
     this.servers = new SimLockServers(
       sim,
@@ -248,7 +303,9 @@ export class LockWorkload implements SimWorkload<LockReplica> {
         membersRan: (node) => this.membersRan(node),
         leader: this.module.LockLeader,
         limits: this.profile.limits,
-        ...(this.limits !== null ? { proposed: (node: SimNode, index: number, term: number, data: Uint8Array) => this.proposed(node, index, term, data) } : {}),
+        ...(this.limits !== null
+          ? { proposed: (node: SimNode, index: number, term: number, data: Uint8Array) => this.proposed(node, index, term, data) }
+          : {}),
       },
       // The service reads the applied state through the node's LockFsm, as in production (runtime.ts).
       (node) => (node.sm as LockReplica).fsm,
@@ -398,15 +455,22 @@ export class LockWorkload implements SimWorkload<LockReplica> {
       if (cmd === null || !('key' in cmd) || cmd.key !== key) continue;
       const r = ack.result as LockResult;
       if (r.type === 'acquire' && r.acquired && v.lastToken < r.token) {
-        this.fail(`stale Get: read op${op.id} at ${node.id} answered ${key} with last token ${v.lastToken}, but token ${r.token} was acknowledged before the read began`);
+        this.fail(
+          `stale Get: read op${op.id} at ${node.id} answered ${key} with last token ${v.lastToken}, but token ${r.token} was acknowledged before the read began`,
+        );
       }
       if (r.type === 'release' && r.released && cmd.type === 'release' && v.held && v.token === cmd.token) {
-        this.fail(`stale Get: read op${op.id} at ${node.id} answered ${key} held with token ${cmd.token}, whose release was acknowledged before the read began`);
+        this.fail(
+          `stale Get: read op${op.id} at ${node.id} answered ${key} held with token ${cmd.token}, whose release was acknowledged before the read began`,
+        );
       }
       if (r.type === 'revoke') {
         const shown = v.holders?.map((h) => h.token) ?? (v.held ? [v.token] : []);
         const still = r.revoked.find((t) => shown.includes(t));
-        if (still !== undefined) this.fail(`stale Get: read op${op.id} at ${node.id} answered ${key} held with token ${still}, whose revoke was acknowledged before the read began`);
+        if (still !== undefined)
+          this.fail(
+            `stale Get: read op${op.id} at ${node.id} answered ${key} held with token ${still}, whose revoke was acknowledged before the read began`,
+          );
       }
     }
   }
@@ -429,8 +493,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
         this.servers.checks.refusalReceived(LockCallChecks.requestKey(p.command.owner, p.command.requestId), event.time);
       }
       this.clients.completed(c, event.opId, event.result, event.time);
-    }
-    else if (event.type === 'info') this.clients.unknown(c, event.opId);
+    } else if (event.type === 'info') this.clients.unknown(c, event.opId);
   }
 
   nextOpDelayMs(clientId: number, now: number): number | undefined {
@@ -451,7 +514,9 @@ export class LockWorkload implements SimWorkload<LockReplica> {
       const decided = this.oracle.decisionAt(ack.index, cmd.owner, cmd.requestId);
       if (decided !== undefined) {
         const got = canonicalResult(r);
-        return got === decided ? null : `[lock] waiting op${ack.opId} (client ${ack.clientId}) was answered ${got}, but entry ${ack.index} decided ${decided}`;
+        return got === decided
+          ? null
+          : `[lock] waiting op${ack.opId} (client ${ack.clientId}) was answered ${got}, but entry ${ack.index} decided ${decided}`;
       }
     }
     if (mine === undefined || this.requestAt.get(ack.index) !== mine) {
@@ -459,10 +524,22 @@ export class LockWorkload implements SimWorkload<LockReplica> {
     }
     // A remembered outcome the leader replays carries the index of the entry that decided it: compare the
     // outcome with that entry's, whatever the replayed flag.
-    const plain = (x: string | undefined) => (r.type !== 'error' && r.type !== 'expire' && r.type !== 'termStart' && r.type !== 'checkpoint' && r.type !== 'forget' && r.type !== 'dequeue' && r.type !== 'undelay' && 'replayed' in r && r.replayed ? x?.replace(/^(\w+@\d+)R\|/, '$1|') : x);
+    const plain = (x: string | undefined) =>
+      r.type !== 'error' &&
+      r.type !== 'expire' &&
+      r.type !== 'termStart' &&
+      r.type !== 'checkpoint' &&
+      r.type !== 'forget' &&
+      r.type !== 'dequeue' &&
+      r.type !== 'undelay' &&
+      'replayed' in r &&
+      r.replayed
+        ? x?.replace(/^(\w+@\d+)R\|/, '$1|')
+        : x;
     const logged = plain(this.oracle.resultAt(ack.index));
     const got = plain(canonicalResult(r));
-    if (logged !== got) return `[lock] acknowledged result ${got} of op${ack.opId} (client ${ack.clientId}) differs from what the log produced at ${ack.index}: ${logged ?? 'nothing judged there'}`;
+    if (logged !== got)
+      return `[lock] acknowledged result ${got} of op${ack.opId} (client ${ack.clientId}) differs from what the log produced at ${ack.index}: ${logged ?? 'nothing judged there'}`;
     return null;
   }
 
@@ -476,7 +553,8 @@ export class LockWorkload implements SimWorkload<LockReplica> {
       const r = ack.result as LockResult;
       if (cmd === null || cmd.type !== 'acquire' || r.type !== 'acquire' || !r.acquired) continue;
       const last = sm.machine.get(cmd.key).lastToken;
-      if (last < r.token) return `[lock] final state: ${cmd.key}'s last token ${last} is below acknowledged token ${r.token} (entry ${ack.index})`;
+      if (last < r.token)
+        return `[lock] final state: ${cmd.key}'s last token ${last} is below acknowledged token ${r.token} (entry ${ack.index})`;
     }
     return null;
   }
@@ -546,8 +624,12 @@ export class LockWorkload implements SimWorkload<LockReplica> {
   private limitsSummary(): string {
     const limits = this.profile.limits;
     if (limits === null || this.limits === null) return '';
-    const set = Object.entries(limits).filter(([, v]) => Number.isFinite(v)).map(([k, v]) => `${k} ${v}`);
-    const by = Object.entries(this.servers.exhaustedBy).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`);
+    const set = Object.entries(limits)
+      .filter(([, v]) => Number.isFinite(v))
+      .map(([k, v]) => `${k} ${v}`);
+    const by = Object.entries(this.servers.exhaustedBy)
+      .filter(([, n]) => n > 0)
+      .map(([k, n]) => `${k} ${n}`);
     const l = this.limits.stats;
     return `; limits (${set.join(', ') || 'none finite'}): ${this.servers.stats.exhausted} RESOURCE_EXHAUSTED (${by.join(', ') || '-'}), ${l.admissionsChecked} admissions checked (${l.claimsChecked} claims), ${l.entriesAtLimit} entries at a limit, ${l.entriesOverLimit} over one by ${l.softGrowth} granted by hand-offs`;
   }
@@ -557,7 +639,8 @@ export class LockWorkload implements SimWorkload<LockReplica> {
  *  so it is known by its owner, kind and session (its retries may commit twice: both are that request); a
  *  revoke by its key and token. */
 function requestKeyOf(cmd: LockCommand): string | undefined {
-  if (cmd.type === 'renewSession' || cmd.type === 'closeSession') return LockCallChecks.requestKey(cmd.owner, `${cmd.type}#${cmd.sessionId}`);
+  if (cmd.type === 'renewSession' || cmd.type === 'closeSession')
+    return LockCallChecks.requestKey(cmd.owner, `${cmd.type}#${cmd.sessionId}`);
   // A revoke carries no owner nor request_id in the log: it is known by what it names.
   if (cmd.type === 'revoke') return LockCallChecks.requestKey('', `revoke#${cmd.key}#${cmd.token}`);
   return 'requestId' in cmd ? LockCallChecks.requestKey(cmd.owner, cmd.requestId) : undefined;

@@ -160,7 +160,8 @@ export class MembershipNemesis {
     }
     sim.stats.confAccepted++;
     this.count('accepted');
-    if (action === 'reuse-id') sim.fail('id-reused', leader, `accepted ${JSON.stringify(change)}: ${change.id} was removed earlier and node ids are never reused`);
+    if (action === 'reuse-id')
+      sim.fail('id-reused', leader, `accepted ${JSON.stringify(change)}: ${change.id} was removed earlier and node ids are never reused`);
     if (joiner !== null) {
       // The id is taken for good now, even if this entry is later truncated away (the node then runs
       // as an orphan nobody contacts; it is not a member and takes no part in convergence).

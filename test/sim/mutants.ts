@@ -6,7 +6,20 @@
 // its progress tracker, its configuration history, the messages it has not handed out yet); they say so
 // and fail loudly if the fields they need were renamed, rather than silently testing nothing.
 import { changeConf, encodeConfEntry, type ConfState } from '../../src/raft/core/config.js';
-import type { ConfChange, ConfChangeResult, Entry, Message, NodeId, ProposeResult, RaftConfig, Ready, ReadState, RestoredState, Snapshot, Status } from '../../src/raft/core/types.js';
+import type {
+  ConfChange,
+  ConfChangeResult,
+  Entry,
+  Message,
+  NodeId,
+  ProposeResult,
+  RaftConfig,
+  Ready,
+  ReadState,
+  RestoredState,
+  Snapshot,
+  Status,
+} from '../../src/raft/core/types.js';
 import type { ProgressView } from '../../src/raft/core/progress.js';
 import type { CoreInspection, CoreModule, SimCore } from './types.js';
 import type { SimProfile } from './profile.js';
@@ -111,7 +124,13 @@ interface MembershipInternals {
 
 function membershipInternals(core: SimCore): CoreInternals & MembershipInternals {
   const c = internals(core) as CoreInternals & Partial<MembershipInternals>;
-  if (!c.confs || typeof c.confs.current !== 'function' || typeof c.appendEntry !== 'function' || typeof c.promotable !== 'function' || typeof c.acceptsFrom !== 'function') {
+  if (
+    !c.confs ||
+    typeof c.confs.current !== 'function' ||
+    typeof c.appendEntry !== 'function' ||
+    typeof c.promotable !== 'function' ||
+    typeof c.acceptsFrom !== 'function'
+  ) {
     throw new Error('membership mutant needs Raft internals (confs, appendEntry, promotable, acceptsFrom): update test/sim/mutants.ts');
   }
   return c as CoreInternals & MembershipInternals;
@@ -146,8 +165,18 @@ function overridingRefusal(
 function internals(core: SimCore): CoreInternals {
   const c = core as unknown as Partial<CoreInternals>;
   const t = c.tracker;
-  if (!c.log || typeof c.log.committed !== 'number' || !t || !(t.progress instanceof Map) || !Array.isArray(t.voters) || !Array.isArray(t.learners) || typeof t.quorumActive !== 'function') {
-    throw new Error('mutant needs Raft internals (log.committed, tracker.progress, tracker.voters, tracker.learners, tracker.quorumActive): update test/sim/mutants.ts');
+  if (
+    !c.log ||
+    typeof c.log.committed !== 'number' ||
+    !t ||
+    !(t.progress instanceof Map) ||
+    !Array.isArray(t.voters) ||
+    !Array.isArray(t.learners) ||
+    typeof t.quorumActive !== 'function'
+  ) {
+    throw new Error(
+      'mutant needs Raft internals (log.committed, tracker.progress, tracker.voters, tracker.learners, tracker.quorumActive): update test/sim/mutants.ts',
+    );
   }
   return c as CoreInternals;
 }
@@ -155,14 +184,22 @@ function internals(core: SimCore): CoreInternals {
 /** A leader that, on every append answer, commits the quorum-th highest match among `counted` (a
  *  majority of its voters) by itself, bypassing the core's maybeCommit — with or without the §5.4.2
  *  own-term rule. */
-function countingLeader(base: CoreModule, cfg: RaftConfig, restored: RestoredState, counted: (c: CoreInternals) => NodeId[], ownTermOnly: boolean): SimCore {
+function countingLeader(
+  base: CoreModule,
+  cfg: RaftConfig,
+  restored: RestoredState,
+  counted: (c: CoreInternals) => NodeId[],
+  ownTermOnly: boolean,
+): SimCore {
   const w = new WrappedCore(base, cfg, restored);
   w.step = (m) => {
     w.inner.step(m);
     if (m.type !== 'AppendEntriesResponse') return;
     const c = internals(w.inner);
     if (c.role !== 'leader') return;
-    const matches = counted(c).map((id) => c.tracker.progress.get(id)?.match ?? 0).sort((a, b) => b - a);
+    const matches = counted(c)
+      .map((id) => c.tracker.progress.get(id)?.match ?? 0)
+      .sort((a, b) => b - a);
     const q = matches[Math.floor(c.tracker.voters.length / 2)]!;
     if (q > c.log.committed && (!ownTermOnly || c.log.term(q) === c.term)) c.log.committed = q;
   };
@@ -230,7 +267,8 @@ export const MUTANTS: Mutant[] = [
         w.takeMessagesNotWaitingForDisk = () => {
           // The messages the core has not handed out yet (src/raft/core/ready.ts).
           const pending = (w.inner as unknown as { pending?: { msgs?: Message[] } }).pending;
-          if (!pending || !Array.isArray(pending.msgs)) throw new Error('mutant needs Raft internals (pending.msgs): update test/sim/mutants.ts');
+          if (!pending || !Array.isArray(pending.msgs))
+            throw new Error('mutant needs Raft internals (pending.msgs): update test/sim/mutants.ts');
           const acks = pending.msgs.filter((m) => m.type === 'AppendEntriesResponse' && m.success);
           pending.msgs = pending.msgs.filter((m) => !(m.type === 'AppendEntriesResponse' && m.success));
           return [...w.inner.takeMessagesNotWaitingForDisk(), ...acks];
@@ -301,14 +339,28 @@ export const MUTANTS: Mutant[] = [
     // §5.4.1 election restriction removed: the candidate claims a last log term no voter can beat, so
     // voters grant votes to candidates missing committed entries.
     name: 'votes ignore the candidate log (election restriction §5.4.1)',
-    expect: ['state-machine-safety', 'acked-committed', 'acked-durable', 'linearizable-read', 'replica-digest', 'log-matching', 'committed-truncated', 'snapshot-restore', 'workload-final', 'core-threw', 'applied-index'],
+    expect: [
+      'state-machine-safety',
+      'acked-committed',
+      'acked-durable',
+      'linearizable-read',
+      'replica-digest',
+      'log-matching',
+      'committed-truncated',
+      'snapshot-restore',
+      'workload-final',
+      'core-threw',
+      'applied-index',
+    ],
     maxSeeds: 150,
     core: (base) =>
       module(base, (cfg, restored) => {
         const w = new WrappedCore(base, cfg, restored);
         w.ready = () => {
           const rd = w.inner.ready();
-          rd.messages = rd.messages.map((m) => (m.type === 'RequestVote' ? { ...m, lastLogTerm: m.term + 1000, lastLogIndex: m.lastLogIndex + 1000 } : m));
+          rd.messages = rd.messages.map((m) =>
+            m.type === 'RequestVote' ? { ...m, lastLogTerm: m.term + 1000, lastLogIndex: m.lastLogIndex + 1000 } : m,
+          );
           return rd;
         };
         return w;
@@ -350,7 +402,19 @@ export const MUTANTS: Mutant[] = [
     // (issue 8), a follower's forged log is often applied — and caught — before log-matching sees it.
     // commit-durable-quorum: the leader counts the forged copy (other content at that index) toward a
     // commit, and the durable copies of the committed entry are then fewer than a quorum.
-    expect: ['log-matching', 'apply-matches-leader', 'commit-durable-quorum', 'state-machine-safety', 'committed-truncated', 'replica-digest', 'core-threw', 'acked-committed', 'snapshot-restore', 'persist-before-apply', 'workload-final'],
+    expect: [
+      'log-matching',
+      'apply-matches-leader',
+      'commit-durable-quorum',
+      'state-machine-safety',
+      'committed-truncated',
+      'replica-digest',
+      'core-threw',
+      'acked-committed',
+      'snapshot-restore',
+      'persist-before-apply',
+      'workload-final',
+    ],
     maxSeeds: 150,
     core: (base) =>
       module(base, (cfg, restored) => {
@@ -422,7 +486,18 @@ export const MUTANTS: Mutant[] = [
     // Rare by the core's design: heartbeats carry min(match, commit) and fast backtracking lands on
     // the first conflicting entry, so a matching AppendEntries that ends before a stale tail while
     // carrying a higher leaderCommit needs an unusual interleaving (~1 seed in 300 at 5,000 events).
-    expect: ['commit-durable-quorum', 'apply-matches-leader', 'state-machine-safety', 'replica-digest', 'committed-truncated', 'core-threw', 'acked-committed', 'snapshot-restore', 'commit-in-log', 'persist-before-apply'],
+    expect: [
+      'commit-durable-quorum',
+      'apply-matches-leader',
+      'state-machine-safety',
+      'replica-digest',
+      'committed-truncated',
+      'core-threw',
+      'acked-committed',
+      'snapshot-restore',
+      'commit-in-log',
+      'persist-before-apply',
+    ],
     maxSeeds: 3000,
     core: (base) =>
       module(base, (cfg, restored) => {
@@ -441,10 +516,23 @@ export const MUTANTS: Mutant[] = [
   {
     // §5.4.2 (Figure 8): a leader commits an entry of an earlier term by counting replicas.
     name: 'leader commits earlier-term entries by counting replicas (Figure 8)',
-    expect: ['commit-rule', 'commit-durable-quorum', 'state-machine-safety', 'replica-digest', 'committed-truncated', 'acked-committed', 'acked-durable', 'snapshot-restore', 'workload-final', 'linearizable-read', 'applied-index', 'commit-in-log', 'persist-before-apply'],
+    expect: [
+      'commit-rule',
+      'commit-durable-quorum',
+      'state-machine-safety',
+      'replica-digest',
+      'committed-truncated',
+      'acked-committed',
+      'acked-durable',
+      'snapshot-restore',
+      'workload-final',
+      'linearizable-read',
+      'applied-index',
+      'commit-in-log',
+      'persist-before-apply',
+    ],
     maxSeeds: 100,
-    core: (base) =>
-      module(base, (cfg, restored) => countingLeader(base, cfg, restored, (c) => c.tracker.voters, false)),
+    core: (base) => module(base, (cfg, restored) => countingLeader(base, cfg, restored, (c) => c.tracker.voters, false)),
   },
   // ---- runtime membership (src/raft/core/config.ts; the nemesis is membership.ts)
   {
@@ -452,7 +540,16 @@ export const MUTANTS: Mutant[] = [
     // voters AND learners (still only for an entry of its own term, so §5.4.2 holds and only the
     // learner rule is broken).
     name: 'membership (a): a learner counted toward the commit quorum',
-    expect: ['commit-durable-quorum', 'state-machine-safety', 'acked-durable', 'workload-final', 'replica-digest', 'linearizable-read', 'committed-truncated', 'snapshot-restore'],
+    expect: [
+      'commit-durable-quorum',
+      'state-machine-safety',
+      'acked-durable',
+      'workload-final',
+      'replica-digest',
+      'linearizable-read',
+      'committed-truncated',
+      'snapshot-restore',
+    ],
     maxSeeds: 150,
     membership: true,
     core: (base) =>
@@ -466,8 +563,7 @@ export const MUTANTS: Mutant[] = [
     expect: ['conf-one-pending', 'removed-leader', 'election-safety', 'state-machine-safety', 'commit-durable-quorum'],
     maxSeeds: 100,
     membership: true,
-    core: (base) =>
-      module(base, (cfg, restored) => overridingRefusal(base, cfg, restored, 'conf-pending', forceConfChange)),
+    core: (base) => module(base, (cfg, restored) => overridingRefusal(base, cfg, restored, 'conf-pending', forceConfChange)),
   },
   {
     // (c) The 2015 single-server bug: a new leader starts a change before it committed an entry of its
@@ -476,7 +572,14 @@ export const MUTANTS: Mutant[] = [
     // Only the rule itself catches it: with conf-after-term-commit switched off (by hand) no deeper
     // invariant failed in 100 seeds (the unsafe interleaving needs an uncommitted change of the previous
     // leader AND a disjoint majority to form).
-    expect: ['conf-after-term-commit', 'conf-one-pending', 'removed-leader', 'election-safety', 'state-machine-safety', 'commit-durable-quorum'],
+    expect: [
+      'conf-after-term-commit',
+      'conf-one-pending',
+      'removed-leader',
+      'election-safety',
+      'state-machine-safety',
+      'commit-durable-quorum',
+    ],
     maxSeeds: 100,
     membership: true,
     core: (base) =>
@@ -501,7 +604,12 @@ export const MUTANTS: Mutant[] = [
           const c = membershipInternals(core);
           const conf = c.confs.current();
           if (change.type !== 'add' || !conf.removed.includes(change.id)) return r;
-          const next: ConfState = { ...conf, voters: [...conf.voters], learners: [...conf.learners], addresses: { ...conf.addresses, [change.id]: change.address } };
+          const next: ConfState = {
+            ...conf,
+            voters: [...conf.voters],
+            learners: [...conf.learners],
+            addresses: { ...conf.addresses, [change.id]: change.address },
+          };
           (change.learner ? next.learners : next.voters).push(change.id);
           const e = c.appendEntry('config', encodeConfEntry({ conf: next, change }));
           return { ok: true, index: e.index, term: e.term };

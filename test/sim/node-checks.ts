@@ -58,7 +58,8 @@ function durableCopies(sim: SimCluster, index: number, term: number, conf: ConfS
     const i = sim.indexOf(id);
     if (i < 0) continue;
     const d = sim.nodes[i]!.durable;
-    if (index < d.snapIndex || (index === d.snapIndex && d.snapshot.meta.term === term) || (index > d.snapIndex && d.term(index) === term)) n++;
+    if (index < d.snapIndex || (index === d.snapIndex && d.snapshot.meta.term === term) || (index > d.snapIndex && d.term(index) === term))
+      n++;
   }
   return n;
 }
@@ -131,10 +132,12 @@ export function afterNodeEvent(sim: SimCluster, node: SimNode, cause: EventCause
     node.votersSince = sim.now;
   }
   if (st.term < node.lastTerm) sim.fail('term-monotonic', node, `term went back from ${node.lastTerm} to ${st.term}`);
-  if (st.commitIndex < node.lastCommit) sim.fail('commit-monotonic', node, `commitIndex went back from ${node.lastCommit} to ${st.commitIndex}`);
+  if (st.commitIndex < node.lastCommit)
+    sim.fail('commit-monotonic', node, `commitIndex went back from ${node.lastCommit} to ${st.commitIndex}`);
   if (st.term > node.lastTerm && sim.profile.raft.preVote) {
     const m = cause.kind === 'deliver' ? cause.msg : null;
-    const prospective = m !== null && ((m.type === 'RequestVote' && m.preVote) || (m.type === 'RequestVoteResponse' && m.preVote && m.granted));
+    const prospective =
+      m !== null && ((m.type === 'RequestVote' && m.preVote) || (m.type === 'RequestVoteResponse' && m.preVote && m.granted));
     const learned = m !== null && m.term >= st.term && !prospective;
     const transfer = m !== null && m.type === 'TimeoutNow';
     if (!learned && !transfer) {
@@ -142,14 +145,22 @@ export function afterNodeEvent(sim: SimCluster, node: SimNode, cause: EventCause
       const heard = peersHeardSince(sim, node, node.heardAt, since, conf.voters);
       const need = peersNeeded(conf, node.id);
       if (heard < need) {
-        sim.fail('pre-vote', node, `raised its term ${node.lastTerm} -> ${st.term} on a ${cause.kind === 'deliver' ? `${m!.type}${'preVote' in m! && m!.preVote ? ' (pre-vote)' : ''}` : cause.kind} while it had heard from only ${heard} voter(s) in the last ${(sim.now - since).toFixed(0)}ms (a quorum needs ${need}): Pre-Vote must keep a node that cannot win from raising its term`);
+        sim.fail(
+          'pre-vote',
+          node,
+          `raised its term ${node.lastTerm} -> ${st.term} on a ${cause.kind === 'deliver' ? `${m!.type}${'preVote' in m! && m!.preVote ? ' (pre-vote)' : ''}` : cause.kind} while it had heard from only ${heard} voter(s) in the last ${(sim.now - since).toFixed(0)}ms (a quorum needs ${need}): Pre-Vote must keep a node that cannot win from raising its term`,
+        );
       }
     }
   }
   if (st.commitIndex > node.lastCommit) {
     const t = coreLogTerm(node, st.commitIndex);
     if (st.role === 'leader' && st.term === node.lastTerm && t !== st.term) {
-      sim.fail('commit-rule', node, `leader of term ${st.term} advanced its commitIndex to ${st.commitIndex}, whose entry ${t === undefined ? 'is not in its log' : `is from term ${t}`} (§5.4.2)`);
+      sim.fail(
+        'commit-rule',
+        node,
+        `leader of term ${st.term} advanced its commitIndex to ${st.commitIndex}, whose entry ${t === undefined ? 'is not in its log' : `is from term ${t}`} (§5.4.2)`,
+      );
     }
     if (t !== undefined) {
       const asLeader = st.role === 'leader' && st.term === node.lastTerm ? conf : null;
@@ -157,10 +168,19 @@ export function afterNodeEvent(sim: SimCluster, node: SimNode, cause: EventCause
       let ok = false;
       for (const c of confs) if (c.voters.length > 0 && durableCopies(sim, st.commitIndex, t, c) >= majority(c)) ok = true;
       if (!ok) {
-        const tried = confs.map((c) => `${durableCopies(sim, st.commitIndex, t, c)} of voters [${c.voters.join(',')}]${c.learners.length > 0 ? ` (learners [${c.learners.join(',')}] count toward nothing)` : ''}`);
-        sim.fail('commit-durable-quorum', node, `commitIndex rose to ${st.commitIndex}/t${t} with durable copies on only ${tried.join('; ')}: no majority of a configuration's voters holds it, a power loss would erase a committed entry`);
+        const tried = confs.map(
+          (c) =>
+            `${durableCopies(sim, st.commitIndex, t, c)} of voters [${c.voters.join(',')}]${c.learners.length > 0 ? ` (learners [${c.learners.join(',')}] count toward nothing)` : ''}`,
+        );
+        sim.fail(
+          'commit-durable-quorum',
+          node,
+          `commitIndex rose to ${st.commitIndex}/t${t} with durable copies on only ${tried.join('; ')}: no majority of a configuration's voters holds it, a power loss would erase a committed entry`,
+        );
       }
-      if (sim.membership !== null) for (const id of confsFrom(sim, node.raft.inspect().configurations(), st.commitIndex)[0]!.removed) sim.facts.removedCommitted.add(id);
+      if (sim.membership !== null)
+        for (const id of confsFrom(sim, node.raft.inspect().configurations(), st.commitIndex)[0]!.removed)
+          sim.facts.removedCommitted.add(id);
     }
   }
   if (sim.membership !== null) membershipChecks(sim, node, st, cause);
@@ -168,8 +188,14 @@ export function afterNodeEvent(sim: SimCluster, node: SimNode, cause: EventCause
     if (node.leaderSince < 0 || st.term !== node.lastTerm) {
       node.leaderSince = sim.now;
       // A new leadership: won with a quorum of its own configuration's voters, itself among them.
-      if (!conf.voters.includes(node.id)) sim.fail('non-voter-campaign', node, `became leader of term ${st.term} but is not a voter of its configuration (voters [${conf.voters.join(',')}], learners [${conf.learners.join(',')}])`);
-      if (sim.facts.removedCommitted.has(node.id)) sim.fail('removed-leader', node, `became leader of term ${st.term} after its removal was committed`);
+      if (!conf.voters.includes(node.id))
+        sim.fail(
+          'non-voter-campaign',
+          node,
+          `became leader of term ${st.term} but is not a voter of its configuration (voters [${conf.voters.join(',')}], learners [${conf.learners.join(',')}])`,
+        );
+      if (sim.facts.removedCommitted.has(node.id))
+        sim.fail('removed-leader', node, `became leader of term ${st.term} after its removal was committed`);
     }
     sim.check(sim.facts.noteLeader(st.term, node.id), 'election-safety', node);
     if (sim.profile.raft.checkQuorum) {
@@ -182,7 +208,11 @@ export function afterNodeEvent(sim: SimCluster, node: SimNode, cause: EventCause
         const heard = peersHeardSince(sim, node, node.heardInTermAt, sim.now - w, conf.voters);
         const need = peersNeeded(conf, node.id);
         if (heard < need) {
-          sim.fail('check-quorum', node, `still leader of term ${st.term} although it heard from only ${heard} voter(s) in its term during the last ${w.toFixed(0)}ms (a quorum needs ${need}): CheckQuorum must step it down`);
+          sim.fail(
+            'check-quorum',
+            node,
+            `still leader of term ${st.term} although it heard from only ${heard} voter(s) in its term during the last ${w.toFixed(0)}ms (a quorum needs ${need}): CheckQuorum must step it down`,
+          );
         }
       }
     }
@@ -190,7 +220,8 @@ export function afterNodeEvent(sim: SimCluster, node: SimNode, cause: EventCause
     node.leaderSince = -1;
   }
   const driverApplied = node.rn.status().appliedIndex;
-  if (driverApplied !== node.applied) sim.fail('applied-index', node, `the driver reports appliedIndex ${driverApplied}, the state machine applied ${node.applied}`);
+  if (driverApplied !== node.applied)
+    sim.fail('applied-index', node, `the driver reports appliedIndex ${driverApplied}, the state machine applied ${node.applied}`);
   node.lastTerm = st.term;
   node.lastCommit = st.commitIndex;
   node.confIndexSeen = st.confIndex;
@@ -202,12 +233,20 @@ export function afterNodeEvent(sim: SimCluster, node: SimNode, cause: EventCause
 function membershipChecks(sim: SimCluster, node: SimNode, st: ReturnType<SimNode['raft']['status']>, cause: EventCause): void {
   const conf = st.conf;
   if ((st.role === 'candidate' || st.role === 'pre-candidate') && !conf.voters.includes(node.id)) {
-    sim.fail('non-voter-campaign', node, `is ${st.role} in term ${st.term} but not a voter of its configuration (voters [${conf.voters.join(',')}], learners [${conf.learners.join(',')}])`);
+    sim.fail(
+      'non-voter-campaign',
+      node,
+      `is ${st.role} in term ${st.term} but not a voter of its configuration (voters [${conf.voters.join(',')}], learners [${conf.learners.join(',')}])`,
+    );
   }
   if (cause.kind === 'deliver' && st.term > node.lastTerm) {
     const from = cause.msg.from;
     if (sim.removedBeforeDelivery.includes(from)) {
-      sim.fail('removed-disturbs', node, `raised its term ${node.lastTerm} -> ${st.term} on a ${cause.msg.type} from ${from}, whose removal it knew committed`);
+      sim.fail(
+        'removed-disturbs',
+        node,
+        `raised its term ${node.lastTerm} -> ${st.term} on a ${cause.msg.type} from ${from}, whose removal it knew committed`,
+      );
     }
   }
   if (st.confIndex === node.confIndexSeen) return;
@@ -222,14 +261,25 @@ function membershipChecks(sim: SimCluster, node: SimNode, st: ReturnType<SimNode
   let uncommitted = 0;
   for (const e of entries) if (e.index > st.commitIndex) uncommitted++;
   if (uncommitted > 1) {
-    sim.fail('conf-one-pending', node, `leader of term ${st.term} holds ${uncommitted} uncommitted configuration entries (${entries.filter((e) => e.index > st.commitIndex).map((e) => e.index).join(', ')}; commit ${st.commitIndex}): one membership change at a time`);
+    sim.fail(
+      'conf-one-pending',
+      node,
+      `leader of term ${st.term} holds ${uncommitted} uncommitted configuration entries (${entries
+        .filter((e) => e.index > st.commitIndex)
+        .map((e) => e.index)
+        .join(', ')}; commit ${st.commitIndex}): one membership change at a time`,
+    );
   }
   if (st.confIndex > node.confIndexSeen && coreLogTerm(node, st.confIndex) === st.term) {
     // It appended a configuration entry in this event; its commit index before the event must have been
     // on an entry of its own term.
     const committedInTerm = st.term === node.lastTerm && coreLogTerm(node, node.lastCommit) === st.term;
     if (!committedInTerm) {
-      sim.fail('conf-after-term-commit', node, `leader of term ${st.term} appended configuration entry ${st.confIndex} while its commit index ${node.lastCommit} (term ${coreLogTerm(node, node.lastCommit) ?? '?'}) was not on an entry of its term`);
+      sim.fail(
+        'conf-after-term-commit',
+        node,
+        `leader of term ${st.term} appended configuration entry ${st.confIndex} while its commit index ${node.lastCommit} (term ${coreLogTerm(node, node.lastCommit) ?? '?'}) was not on an entry of its term`,
+      );
     }
   }
 }

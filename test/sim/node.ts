@@ -21,7 +21,7 @@ export class SimNode {
   confIndexSeen = -1;
   /** The driver of a new incarnation is loading its state. */
   booting = false;
-  io: import("./io.js").NodeIO | null = null;
+  io: import('./io.js').NodeIO | null = null;
   incarnation = 0;
   /** The real driver of this incarnation (null while it boots or after a crash). */
   rn: RaftNode<unknown> | null = null;

@@ -40,7 +40,10 @@ export function describeNode(n: SimNode): string {
   }
   // The configuration it acts on, when it is not simply "every node a voter" (membership changes).
   const c = st.conf;
-  const conf = c.learners.length > 0 || c.removed.length > 0 || st.confIndex > 0 || c.voters.length === 0 ? ` conf@${st.confIndex}[v=${c.voters.join(',')} l=${c.learners.join(',')} r=${c.removed.join(',')}]` : '';
+  const conf =
+    c.learners.length > 0 || c.removed.length > 0 || st.confIndex > 0 || c.voters.length === 0
+      ? ` conf@${st.confIndex}[v=${c.voters.join(',')} l=${c.learners.join(',')} r=${c.removed.join(',')}]`
+      : '';
   return `${n.id} ${st.role} t${st.term} leader=${st.leaderId ?? '-'} commit=${st.commitIndex} applied=${n.applied} first=${st.firstIndex} last=${st.lastIndex} digest=${String(n.sm.digest())}${n.inflight ? ' persisting' : ''}${conf} ${disk}${progress}`;
 }
 

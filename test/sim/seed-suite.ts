@@ -24,7 +24,10 @@ export function replaySeedSuite(label: string, seed: number, run: (seed: number,
       try {
         const r = await run(seed, { fullTrace: full, traceLines: full ? Infinity : 60 });
         console.log(r.summary);
-        console.log(`trace (${full ? 'all' : 'last 60'} of ${r.cluster.trace.length} lines):\n` + r.cluster.trace.tail(full ? Infinity : 60).join('\n'));
+        console.log(
+          `trace (${full ? 'all' : 'last 60'} of ${r.cluster.trace.length} lines):\n` +
+            r.cluster.trace.tail(full ? Infinity : 60).join('\n'),
+        );
         console.log(`${r.stats.events} events in ${r.wallMs.toFixed(0)}ms = ${((r.stats.events / r.wallMs) * 1000).toFixed(0)} events/s`);
       } catch (e) {
         if (e instanceof SimViolation) console.log(e.message);
@@ -35,7 +38,11 @@ export function replaySeedSuite(label: string, seed: number, run: (seed: number,
 }
 
 /** Seeds [base, base + seeds) in `chunks` tests; a chunk fails listing all of its failing seeds. */
-export function seedSweepSuite(label: string, range: { seeds: number; base: number; chunks: number }, run: (seed: number) => Promise<SeedRunResult>): void {
+export function seedSweepSuite(
+  label: string,
+  range: { seeds: number; base: number; chunks: number },
+  run: (seed: number) => Promise<SeedRunResult>,
+): void {
   let totalEvents = 0;
   let totalMs = 0;
   describe(label, () => {
@@ -44,28 +51,35 @@ export function seedSweepSuite(label: string, range: { seeds: number; base: numb
       const lo = range.base + c * per;
       const hi = Math.min(range.base + range.seeds, lo + per); // exclusive
       if (lo >= hi) continue;
-      it(`seeds ${lo}..${hi - 1}`, async () => {
-        const failures: SimViolation[] = [];
-        for (let seed = lo; seed < hi; seed++) {
-          try {
-            const r = await run(seed);
-            totalEvents += r.stats.events;
-            totalMs += r.wallMs;
-          } catch (e) {
-            if (!(e instanceof SimViolation)) throw e;
-            failures.push(e);
+      it(
+        `seeds ${lo}..${hi - 1}`,
+        async () => {
+          const failures: SimViolation[] = [];
+          for (let seed = lo; seed < hi; seed++) {
+            try {
+              const r = await run(seed);
+              totalEvents += r.stats.events;
+              totalMs += r.wallMs;
+            } catch (e) {
+              if (!(e instanceof SimViolation)) throw e;
+              failures.push(e);
+            }
           }
-        }
-        if (failures.length > 0) {
-          const seeds = failures.map((f) => `${f.seed} (${f.invariant})`).join(', ');
-          throw new Error(`${failures.length} failing seed(s) in ${label}: ${seeds}\n\nfirst failure:\n${failures[0]!.message}`);
-        }
-        // A chunk's budget is its seeds: about 1 s each (a lock seed takes ~0.12 s on a quiet 2-core machine
-        // with the real storage under it, ~0.5 s with that machine loaded 4x), and never below vitest's 60 s.
-      }, Math.max(60_000, (hi - lo) * 1000));
+          if (failures.length > 0) {
+            const seeds = failures.map((f) => `${f.seed} (${f.invariant})`).join(', ');
+            throw new Error(`${failures.length} failing seed(s) in ${label}: ${seeds}\n\nfirst failure:\n${failures[0]!.message}`);
+          }
+          // A chunk's budget is its seeds: about 1 s each (a lock seed takes ~0.12 s on a quiet 2-core machine
+          // with the real storage under it, ~0.5 s with that machine loaded 4x), and never below vitest's 60 s.
+        },
+        Math.max(60_000, (hi - lo) * 1000),
+      );
     }
     afterAll(() => {
-      if (totalMs > 0) console.log(`${label}: ${totalEvents} events in ${(totalMs / 1000).toFixed(1)}s = ${((totalEvents / totalMs) * 1000).toFixed(0)} events/s`);
+      if (totalMs > 0)
+        console.log(
+          `${label}: ${totalEvents} events in ${(totalMs / 1000).toFixed(1)}s = ${((totalEvents / totalMs) * 1000).toFixed(0)} events/s`,
+        );
     });
   });
 }

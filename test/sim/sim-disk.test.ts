@@ -48,7 +48,9 @@ function write(files: ReturnType<SimDisk['open']>, fd: number, bytes: Uint8Array
 }
 
 function openDsync(files: ReturnType<SimDisk['open']>, path: string): Promise<number> {
-  return new Promise((resolve, reject) => files.open(path, constants.O_WRONLY | constants.O_DSYNC, (err, fd) => (err ? reject(err) : resolve(fd))));
+  return new Promise((resolve, reject) =>
+    files.open(path, constants.O_WRONLY | constants.O_DSYNC, (err, fd) => (err ? reject(err) : resolve(fd))),
+  );
 }
 
 describe('the simulated disk', () => {
@@ -128,7 +130,7 @@ describe('the simulated disk', () => {
     expect(disk.durableNames('/d')).toEqual(['b']);
   });
 
-  it('a dead incarnation\'s calls do nothing and are never answered', async () => {
+  it("a dead incarnation's calls do nothing and are never answered", async () => {
     const disk = new SimDisk(new SimRng(3), '/d');
     const clock = new HandClock();
     const files = disk.open(clock);
@@ -179,12 +181,25 @@ describe('the real WalStorage on the simulated disk', () => {
   });
 
   it('storage-recovery reports a loaded log that is not the durable one (a torn frame kept, an entry lost)', () => {
-    const image = { blank: false, hardState: { term: 1, votedFor: 'n', commitIndex: 1 }, snapshot: bootstrapSnapshot(['n']), entries: [entry(1, 1)], replayed: null, segmentIno: 1, snapshotIno: 2, appended: false };
+    const image = {
+      blank: false,
+      hardState: { term: 1, votedFor: 'n', commitIndex: 1 },
+      snapshot: bootstrapSnapshot(['n']),
+      entries: [entry(1, 1)],
+      replayed: null,
+      segmentIno: 1,
+      snapshotIno: 2,
+      appended: false,
+    };
     const same = { hardState: { ...image.hardState }, snapshot: image.snapshot, entries: [entry(1, 1)] };
     expect(recoveryMismatch(image, same)).toBeNull();
-    expect(recoveryMismatch(image, { ...same, entries: [entry(1, 1), entry(2, 1)] })).toMatch(/loaded 2 entries after the snapshot, the durable log holds 1; they differ at index 2/);
+    expect(recoveryMismatch(image, { ...same, entries: [entry(1, 1), entry(2, 1)] })).toMatch(
+      /loaded 2 entries after the snapshot, the durable log holds 1; they differ at index 2/,
+    );
     expect(recoveryMismatch(image, { ...same, entries: [] })).toMatch(/differ at index 1/);
-    expect(recoveryMismatch(image, { ...same, hardState: { term: 1, votedFor: 'n', commitIndex: 0 } })).toMatch(/loaded hard state t1 v=n c0, the durable one is t1 v=n c1/);
+    expect(recoveryMismatch(image, { ...same, hardState: { term: 1, votedFor: 'n', commitIndex: 0 } })).toMatch(
+      /loaded hard state t1 v=n c0, the durable one is t1 v=n c1/,
+    );
     expect(recoveryMismatch(image, null)).toMatch(/loaded nothing/);
   });
 });

@@ -204,7 +204,8 @@ export class SimDisk {
     const named = new Set<number>();
     for (const names of this.durable.dirs.values()) for (const ino of names.values()) named.add(ino);
     for (const [ino, inode] of this.inodes) {
-      if (!named.has(ino)) this.inodes.delete(ino); // a file no durable name reaches is gone
+      if (!named.has(ino))
+        this.inodes.delete(ino); // a file no durable name reaches is gone
       else inode.current = new Bytes(inode.durable);
     }
     this.onDurable({ kind: 'crash', torn: report.torn });
@@ -451,7 +452,14 @@ class DiskSession implements WalFileSystem {
     );
   }
 
-  write(fd: number, buffer: Uint8Array, offset: number, length: number, position: number, callback: (err: NodeJS.ErrnoException | null, written: number) => void): void {
+  write(
+    fd: number,
+    buffer: Uint8Array,
+    offset: number,
+    length: number,
+    position: number,
+    callback: (err: NodeJS.ErrnoException | null, written: number) => void,
+  ): void {
     if (!this.live) return;
     const file = this.fds.get(fd);
     if (file === undefined || file.inode === null) {

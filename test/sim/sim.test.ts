@@ -27,10 +27,14 @@ const MEMBERSHIP = env['SIM_MEMBERSHIP'] !== '0';
 const core: CoreModule = env['SIM_CORE'] ? ((await import(env['SIM_CORE'])) as CoreModule) : defaultCore;
 
 if (env['SEED'] !== undefined && env['SEED'] !== '') {
-  replaySeedSuite('simulation', Number(env['SEED']), (seed, trace) => runSimulation({ seed, events: EVENTS, core, membership: MEMBERSHIP, ...trace }));
+  replaySeedSuite('simulation', Number(env['SEED']), (seed, trace) =>
+    runSimulation({ seed, events: EVENTS, core, membership: MEMBERSHIP, ...trace }),
+  );
 } else {
-  seedSweepSuite(`simulation: ${SEEDS} seeds x ${EVENTS} events${MEMBERSHIP ? ', membership changes' : ''}`, { seeds: SEEDS, base: BASE, chunks: CHUNKS }, (seed) =>
-    runSimulation({ seed, events: EVENTS, core, membership: MEMBERSHIP }),
+  seedSweepSuite(
+    `simulation: ${SEEDS} seeds x ${EVENTS} events${MEMBERSHIP ? ', membership changes' : ''}`,
+    { seeds: SEEDS, base: BASE, chunks: CHUNKS },
+    (seed) => runSimulation({ seed, events: EVENTS, core, membership: MEMBERSHIP }),
   );
 
   describe('simulation harness', () => {
@@ -110,19 +114,36 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
         it(`catches: ${mutant.name}`, async () => {
           for (let seed = 1; seed <= mutant.maxSeeds; seed++) {
             try {
-              await runSimulation({ seed, events: mutant.events ?? EVENTS, core: mutant.core(defaultCore), profile: mutant.profile, workload: mutant.workload, membership: mutant.membership });
+              await runSimulation({
+                seed,
+                events: mutant.events ?? EVENTS,
+                core: mutant.core(defaultCore),
+                profile: mutant.profile,
+                workload: mutant.workload,
+                membership: mutant.membership,
+              });
             } catch (e) {
               if (!(e instanceof SimViolation)) throw e;
               // Liveness says nothing about a planted safety bug; and a seed that also fails on the
               // real core is the core's failure, not the mutant's: keep looking.
               if (e.invariant === 'liveness') continue;
               try {
-                await runSimulation({ seed, events: mutant.events ?? EVENTS, core: defaultCore, profile: mutant.profile, workload: mutant.workload, membership: mutant.membership });
+                await runSimulation({
+                  seed,
+                  events: mutant.events ?? EVENTS,
+                  core: defaultCore,
+                  profile: mutant.profile,
+                  workload: mutant.workload,
+                  membership: mutant.membership,
+                });
               } catch (base) {
                 if (base instanceof SimViolation) continue;
                 throw base;
               }
-              if (!mutant.expect.includes(e.invariant)) throw new Error(`mutant "${mutant.name}" was reported as ${e.invariant}, expected one of ${mutant.expect.join(', ')}\n${e.message}`);
+              if (!mutant.expect.includes(e.invariant))
+                throw new Error(
+                  `mutant "${mutant.name}" was reported as ${e.invariant}, expected one of ${mutant.expect.join(', ')}\n${e.message}`,
+                );
               return;
             }
           }
@@ -145,7 +166,10 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
               } catch (e) {
                 if (!(e instanceof SimViolation)) throw e;
                 if (e.invariant === 'liveness') continue;
-                if (!mutant.expect.includes(e.invariant)) throw new Error(`storage mutant "${mutant.name}" was reported as ${e.invariant}, expected one of ${mutant.expect.join(', ')}\n${e.message}`);
+                if (!mutant.expect.includes(e.invariant))
+                  throw new Error(
+                    `storage mutant "${mutant.name}" was reported as ${e.invariant}, expected one of ${mutant.expect.join(', ')}\n${e.message}`,
+                  );
                 return;
               }
             }

@@ -33,7 +33,15 @@ describe('a slow disk on every node (no faults)', () => {
           thinkMeanMs: 1,
           clientLoss: 0,
           snapshotEvery: 1e9,
-          raft: { electionTicks: 10, heartbeatTicks: 1, preVote: true, checkQuorum: true, maxInflight: 64, maxEntriesPerMessage: 64, maxBytesPerMessage: 1 << 20 },
+          raft: {
+            electionTicks: 10,
+            heartbeatTicks: 1,
+            preVote: true,
+            checkQuorum: true,
+            maxInflight: 64,
+            maxEntriesPerMessage: 64,
+            maxBytesPerMessage: 1 << 20,
+          },
         },
       });
       const leaders = r.cluster.trace

@@ -68,7 +68,9 @@ export function materializeStorageMutant(mutant: StorageMutant): string {
     const at = text.indexOf(p.find);
     if (at < 0 || text.indexOf(p.find, at + 1) >= 0) {
       rmSync(root, { recursive: true, force: true });
-      throw new Error(`storage mutant "${mutant.name}": its patch of ${p.file} no longer matches src/raft/storage exactly once — update test/sim/storage-mutants.ts:\n${p.find}`);
+      throw new Error(
+        `storage mutant "${mutant.name}": its patch of ${p.file} no longer matches src/raft/storage exactly once — update test/sim/storage-mutants.ts:\n${p.find}`,
+      );
     }
     writeFileSync(path, text.slice(0, at) + p.replace + text.slice(at + p.find.length));
   }

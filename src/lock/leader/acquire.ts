@@ -16,9 +16,7 @@ import { placeInLine } from './request-ids.js';
 import type { CallFailure, LockStateView } from './types.js';
 
 export type AcquireStep =
-  | { kind: 'reattach'; key: string; ticket: number }
-  | { kind: 'refuse'; failure: CallFailure }
-  | { kind: 'propose'; command: LockCommand };
+  { kind: 'reattach'; key: string; ticket: number } | { kind: 'refuse'; failure: CallFailure } | { kind: 'propose'; command: LockCommand };
 
 export function acquireStep(state: LockStateView, admission: Admission, req: ValidAcquire): AcquireStep {
   // A retry of a request already in line (its call here was lost, or went to a leader that is gone): it
@@ -43,7 +41,10 @@ export function acquireStep(state: LockStateView, admission: Admission, req: Val
     admission.refuseAcquire(state, req);
   if (exhausted !== null) return refuse('exhausted', exhausted);
   if (((req.limit ?? 1) > 1 || req.shared === true) && state.clusterLevel < LEVEL_MANY_HOLDERS) {
-    return refuse('rejected', `limit/shared: semaphores and shared holds need cluster level ${LEVEL_MANY_HOLDERS} (every member on a build that reads it); the cluster is at ${state.clusterLevel}`);
+    return refuse(
+      'rejected',
+      `limit/shared: semaphores and shared holds need cluster level ${LEVEL_MANY_HOLDERS} (every member on a build that reads it); the cluster is at ${state.clusterLevel}`,
+    );
   }
   return { kind: 'propose', command: acquireCommandOf(req, sessionId) };
 }

@@ -107,13 +107,21 @@ export class Admission {
     const claim = this.claimOf(state, req);
     const l = this.limits;
     if (claim.ownerLease && state.leaseCountOf(req.owner) + (this.ownerInFlight.get(req.owner) ?? 0) >= l.maxHeldPerOwner) {
-      return limitMessage('maxHeldPerOwner', l.maxHeldPerOwner, `owner ${JSON.stringify(req.owner)} holds or is acquiring that many locks; release one first`);
+      return limitMessage(
+        'maxHeldPerOwner',
+        l.maxHeldPerOwner,
+        `owner ${JSON.stringify(req.owner)} holds or is acquiring that many locks; release one first`,
+      );
     }
     if (claim.lease && state.leaseCount + this.leasesInFlight >= l.maxHeld) {
       return limitMessage('maxHeld', l.maxHeld, 'that many locks are held or being acquired; retry after some are released or expire');
     }
     if (claim.record && state.keyCount + this.recordsInFlight >= l.maxKeys) {
-      return limitMessage('maxKeys', l.maxKeys, 'the cluster keeps that many key records (held keys and free keys\' last tokens); free keys are forgotten after lock.freeKeyRetentionMs');
+      return limitMessage(
+        'maxKeys',
+        l.maxKeys,
+        "the cluster keeps that many key records (held keys and free keys' last tokens); free keys are forgotten after lock.freeKeyRetentionMs",
+      );
     }
     return null;
   }
@@ -121,7 +129,8 @@ export class Admission {
   /** Why a new session may not be opened now, or null. */
   refuseOpenSession(state: LockStateView): string | null {
     const l = this.limits;
-    if (state.sessionCount + this.opensInFlight >= l.maxSessions) return limitMessage('maxSessions', l.maxSessions, 'that many sessions are open; close one or wait for one to expire');
+    if (state.sessionCount + this.opensInFlight >= l.maxSessions)
+      return limitMessage('maxSessions', l.maxSessions, 'that many sessions are open; close one or wait for one to expire');
     return null;
   }
 
@@ -129,14 +138,28 @@ export class Admission {
   refuseSessionHold(sessionId: number, holds: number): string | null {
     const l = this.limits;
     if (holds + (this.sessionHoldsInFlight.get(sessionId) ?? 0) >= l.maxHoldsPerSession) {
-      return limitMessage('maxHoldsPerSession', l.maxHoldsPerSession, `session ${sessionId} holds or is acquiring that many locks; release one first`);
+      return limitMessage(
+        'maxHoldsPerSession',
+        l.maxHoldsPerSession,
+        `session ${sessionId} holds or is acquiring that many locks; release one first`,
+      );
     }
     return null;
   }
 
   /** An OpenSession was proposed as `id`. */
   proposedOpen(id: ProposalId): void {
-    this.claims.set(id, { key: '', owner: '', many: false, lease: false, ownerLease: false, record: false, waitKey: '', sessionId: 0, opens: true });
+    this.claims.set(id, {
+      key: '',
+      owner: '',
+      many: false,
+      lease: false,
+      ownerLease: false,
+      record: false,
+      waitKey: '',
+      sessionId: 0,
+      opens: true,
+    });
     this.opensInFlight++;
   }
 
@@ -145,7 +168,8 @@ export class Admission {
     const waitersForKey = state.waiterCountOf(key) + (this.keyWaitersInFlight.get(key) ?? 0);
     const waitersInAll = state.waiterCount + this.waitersInFlight;
     const l = this.limits;
-    if (waitersForKey >= l.maxWaitersPerKey) return limitMessage('maxWaitersPerKey', l.maxWaitersPerKey, 'that many callers already wait for this key');
+    if (waitersForKey >= l.maxWaitersPerKey)
+      return limitMessage('maxWaitersPerKey', l.maxWaitersPerKey, 'that many callers already wait for this key');
     if (waitersInAll >= l.maxWaiters) return limitMessage('maxWaiters', l.maxWaiters, 'that many callers already wait for locks');
     return null;
   }
@@ -172,7 +196,11 @@ export class Admission {
   /** Whether some part of `claim` a finite limit counts is not counted yet (unlimited parts cost nothing). */
   private uncounted(claim: Claim): boolean {
     const l = this.limits;
-    return (!claim.lease && l.maxHeld < Infinity) || (!claim.ownerLease && l.maxHeldPerOwner < Infinity) || (!claim.record && l.maxKeys < Infinity);
+    return (
+      (!claim.lease && l.maxHeld < Infinity) ||
+      (!claim.ownerLease && l.maxHeldPerOwner < Infinity) ||
+      (!claim.record && l.maxKeys < Infinity)
+    );
   }
 
   /** Proposal `id` timed out: its entry, at `index` of this leader's log, may still commit. Its claim counts
@@ -241,7 +269,17 @@ export class Admission {
     // such request in flight may be granted beside the others (a key turning from one exclusive hold to
     // shared ones), not one in its place.
     const many = req.shared === true || (req.limit ?? 1) >= 2;
-    return { key: req.key, owner: req.owner, many, lease: many || !record, ownerLease: record?.owner !== req.owner, record: record === undefined, waitKey: '', sessionId: 0, opens: false };
+    return {
+      key: req.key,
+      owner: req.owner,
+      many,
+      lease: many || !record,
+      ownerLease: record?.owner !== req.owner,
+      record: record === undefined,
+      waitKey: '',
+      sessionId: 0,
+      opens: false,
+    };
   }
 }
 

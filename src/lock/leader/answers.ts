@@ -14,10 +14,14 @@ export type CallAnswer = { kind: 'answer'; result: ClientAnswer } | { kind: 'fai
  *  in line: a blocking one that the log queued, and also a retry of a waiting request whose remaining
  *  wait_ms ran down to 0 on the client (it re-attaches, wait or not: its place keeps its first deadline).
  *  Answering that as a refusal would tell a waiter "not acquired" while the log may still grant it. */
-export function proposalAnswer(result: LockResult | null, waitKey: string | undefined): CallAnswer | { kind: 'inLine'; key: string; ticket: number } {
+export function proposalAnswer(
+  result: LockResult | null,
+  waitKey: string | undefined,
+): CallAnswer | { kind: 'inLine'; key: string; ticket: number } {
   if (result === null) return { kind: 'fail', failure: internal('a lock command applied without a result') };
   if (result.type === 'error') return { kind: 'fail', failure: { kind: 'rejected', message: result.message, leaderId: null } };
-  if (result.type === 'acquire' && result.waitTicket !== undefined && waitKey !== undefined) return { kind: 'inLine', key: waitKey, ticket: result.waitTicket };
+  if (result.type === 'acquire' && result.waitTicket !== undefined && waitKey !== undefined)
+    return { kind: 'inLine', key: waitKey, ticket: result.waitTicket };
   return { kind: 'answer', result: result as ClientAnswer };
 }
 

@@ -88,7 +88,10 @@ export class Housekeeping {
     for (const due of state.dueWaiters(clockMs, this.expireBatch)) {
       const waiterId = `${due.key}#${due.ticket}`;
       if (this.dequeuing.has(waiterId)) continue;
-      this.dequeuing.set(waiterId, propose({ type: 'dequeue', timeMs: 0, key: due.key, ticket: due.ticket, cause: 'deadline' }, { kind: 'dequeue', waiterId }));
+      this.dequeuing.set(
+        waiterId,
+        propose({ type: 'dequeue', timeMs: 0, key: due.key, ticket: due.ticket, cause: 'deadline' }, { kind: 'dequeue', waiterId }),
+      );
     }
     for (const due of state.dueSessions(clockMs, this.expireBatch)) {
       if (this.expiringSessions.has(due.sessionId)) continue;
@@ -109,7 +112,8 @@ export class Housekeeping {
     if (this.forget === null && Number.isFinite(this.freeKeyRetentionMs) && state.freeKeyCount > 0) {
       const upToMs = state.logNowMs - this.freeKeyRetentionMs;
       const oldest = state.freedAtOfOldest(1);
-      if (upToMs >= 0 && oldest !== undefined && oldest <= upToMs) this.forget = propose({ type: 'forget', timeMs: 0, upToMs }, { kind: 'forget' });
+      if (upToMs >= 0 && oldest !== undefined && oldest <= upToMs)
+        this.forget = propose({ type: 'forget', timeMs: 0, upToMs }, { kind: 'forget' });
     }
     const level = this.membersReadLevel;
     if (this.raisingLevel === null && level !== undefined && level > state.clusterLevel) {

@@ -24,7 +24,15 @@ import { acquireStep } from './acquire.js';
 import { Admission } from './admission.js';
 import { decisionAnswer, proposalAnswer, type CallAnswer } from './answers.js';
 import { commandOf } from './call-commands.js';
-import { CALLER_WENT_AWAY, LEADERSHIP_CHANGED, SHUTTING_DOWN, STILL_STARTING, notLeader, proposalFailure, unavailable } from './failures.js';
+import {
+  CALLER_WENT_AWAY,
+  LEADERSHIP_CHANGED,
+  SHUTTING_DOWN,
+  STILL_STARTING,
+  notLeader,
+  proposalFailure,
+  unavailable,
+} from './failures.js';
 import { Housekeeping } from './housekeeping.js';
 import { ProposalTable, isHousekeeping, type Purpose } from './proposals.js';
 import { viewAt } from './read-view.js';
@@ -329,7 +337,8 @@ export class LockLeader {
     const proposalId = this.proposals.add(purpose);
     const stamped = { ...command, timeMs: this.clockMs } as LockCommand;
     this.housekeeping.lastProposalAtMs = stamped.timeMs;
-    if (stamped.type === 'acquire') this.admission.proposed(proposalId, this.state(), stamped, (stamped.waitMs ?? 0) > 0, stamped.sessionId ?? 0);
+    if (stamped.type === 'acquire')
+      this.admission.proposed(proposalId, this.state(), stamped, (stamped.waitMs ?? 0) > 0, stamped.sessionId ?? 0);
     this.out.push({ type: 'propose', proposalId, command: stamped, timeoutMs });
     return proposalId;
   }
@@ -373,7 +382,8 @@ export class LockLeader {
     if (!purpose) return;
     // A timeout is no failure of the entry: it stays in our log and may commit, so while we lead, what it
     // may add stays counted until it applies (admission.ts).
-    if (error.kind === 'timeout' && this.gate.isLeader && error.index !== undefined && error.index > this.state().appliedIndex) this.admission.timedOut(id, error.index);
+    if (error.kind === 'timeout' && this.gate.isLeader && error.index !== undefined && error.index > this.state().appliedIndex)
+      this.admission.timedOut(id, error.index);
     else this.admission.settled(id);
     if (isHousekeeping(purpose)) {
       this.housekeeping.settled(id, purpose);

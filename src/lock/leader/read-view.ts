@@ -13,7 +13,8 @@ export function viewAt(state: LockStateView, clockMs: number, key: string): Lock
   const index = state.appliedIndex;
   if (v.holders !== undefined) return holdersAt(v, nowMs, waiters, index);
   if (!v.held) return { ...v, waiters, index };
-  if (v.expiresAtMs <= nowMs) return { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: v.lastToken, waiters, index }; // (its session's too)
+  if (v.expiresAtMs <= nowMs)
+    return { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: v.lastToken, waiters, index }; // (its session's too)
   const value = state.valueOf(key);
   return { ...v, ttlMs: v.expiresAtMs - nowMs, waiters, index, ...(value !== undefined ? { value } : {}) };
 }
@@ -23,9 +24,10 @@ export function viewAt(state: LockStateView, clockMs: number, key: string): Lock
 function holdersAt(v: LockView, nowMs: number, waiters: number, index: number): LockView {
   const holders = v.holders!.filter((h) => h.expiresAtMs > nowMs).map((h) => ({ ...h, ttlMs: h.expiresAtMs - nowMs }));
   const first = holders[0];
-  const base: LockView = first === undefined
-    ? { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: v.lastToken }
-    : { held: true, owner: first.owner, token: first.token, ttlMs: first.ttlMs, expiresAtMs: first.expiresAtMs, lastToken: v.lastToken };
+  const base: LockView =
+    first === undefined
+      ? { held: false, owner: '', token: 0n, ttlMs: 0, expiresAtMs: 0, lastToken: v.lastToken }
+      : { held: true, owner: first.owner, token: first.token, ttlMs: first.ttlMs, expiresAtMs: first.expiresAtMs, lastToken: v.lastToken };
   if (first !== undefined && first.sessionId > 0n) base.sessionId = first.sessionId;
   if (first?.value) base.value = first.value;
   return { ...base, holders, ...(v.limit !== undefined ? { limit: v.limit } : {}), waiters, index };

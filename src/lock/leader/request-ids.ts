@@ -12,7 +12,10 @@ import type { LockStateView } from './types.js';
 
 /** Where the request waits in `key`'s line, if it does (a place in another key's line is not this
  *  request's: its entry is refused REQUEST_ID_REUSED by the machine). */
-export function placeInLine(state: LockStateView, req: { key: string; owner: string; requestId: string }): { key: string; ticket: number } | undefined {
+export function placeInLine(
+  state: LockStateView,
+  req: { key: string; owner: string; requestId: string },
+): { key: string; ticket: number } | undefined {
   if (req.requestId === '') return undefined;
   const inLine = state.waiterFor(req.owner, req.requestId);
   return inLine !== undefined && inLine.key === req.key ? inLine : undefined;

@@ -5,7 +5,19 @@
 // out: proposals through Raft, answers to callers, wake-ups on its scheduler.
 import type { Role } from '../../raft/core/types.js';
 import type { LockCommand } from '../commands.js';
-import type { AcquireOutcome, AcquireResult, DueLease, LockResult, LockView, OpenSessionResult, ReleaseResult, RenewResult, RenewSessionResult, RevokeResult, SessionEndResult } from '../types.js';
+import type {
+  AcquireOutcome,
+  AcquireResult,
+  DueLease,
+  LockResult,
+  LockView,
+  OpenSessionResult,
+  ReleaseResult,
+  RenewResult,
+  RenewSessionResult,
+  RevokeResult,
+  SessionEndResult,
+} from '../types.js';
 import type { ValidAcquire, ValidOpenSession, ValidRelease, ValidRenew, ValidRevoke, ValidSessionCall } from '../validate.js';
 import type { DueSession } from '../session.js';
 import type { DueWaiter } from '../wait-line.js';
@@ -75,7 +87,8 @@ export type ClientRequest =
   | { op: 'renewSession'; req: ValidSessionCall }
   | { op: 'closeSession'; req: ValidSessionCall };
 
-export type ClientAnswer = AcquireResult | RenewResult | ReleaseResult | LockView | OpenSessionResult | RenewSessionResult | SessionEndResult | RevokeResult;
+export type ClientAnswer =
+  AcquireResult | RenewResult | ReleaseResult | LockView | OpenSessionResult | RenewSessionResult | SessionEndResult | RevokeResult;
 
 /** Why a proposal or read barrier did not produce a result (the driver's errors, by kind). */
 export type ProposalErrorKind =

@@ -35,9 +35,7 @@ export interface ConfState {
 }
 
 export type ConfChange =
-  | { type: 'add'; id: NodeId; address: string; learner: boolean }
-  | { type: 'promote'; id: NodeId }
-  | { type: 'remove'; id: NodeId };
+  { type: 'add'; id: NodeId; address: string; learner: boolean } | { type: 'promote'; id: NodeId } | { type: 'remove'; id: NodeId };
 
 export function emptyConf(clusterId = ''): ConfState {
   return { clusterId, voters: [], learners: [], addresses: {}, removed: [] };
@@ -123,7 +121,8 @@ export function decodeConfEntry(data: Uint8Array): ConfEntry {
   const change = o['change'] as Record<string, unknown> | undefined;
   if (typeof change !== 'object' || change === null) throw new MalformedConfigError('malformed configuration entry: no change');
   const type = change['type'];
-  if (type !== 'add' && type !== 'promote' && type !== 'remove') throw new MalformedConfigError('malformed configuration entry: change type');
+  if (type !== 'add' && type !== 'promote' && type !== 'remove')
+    throw new MalformedConfigError('malformed configuration entry: change type');
   if (typeof change['id'] !== 'string') throw new MalformedConfigError('malformed configuration entry: change id');
   return { conf: confFromJson(o['conf']), change: change as unknown as ConfChange };
 }
@@ -143,7 +142,8 @@ function confFromJson(v: unknown): ConfState {
   };
   if (typeof v !== 'object' || v === null) bad('not an object');
   const conf = v as Record<string, unknown>;
-  const ids = (x: unknown, f: string): NodeId[] => (Array.isArray(x) && x.every((s) => typeof s === 'string') ? [...(x as string[])] : bad(f));
+  const ids = (x: unknown, f: string): NodeId[] =>
+    Array.isArray(x) && x.every((s) => typeof s === 'string') ? [...(x as string[])] : bad(f);
   const addrs = conf['addresses'];
   if (typeof addrs !== 'object' || addrs === null) bad('addresses');
   const addresses: Record<NodeId, string> = {};

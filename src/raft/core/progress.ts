@@ -28,7 +28,10 @@ export class Progress {
   /** Leader ticks since `match` last advanced (detects appends lost in flight while pipelining). */
   ticksWithoutProgress = 0;
 
-  constructor(readonly id: NodeId, lastIndex: number) {
+  constructor(
+    readonly id: NodeId,
+    lastIndex: number,
+  ) {
     this.next = lastIndex + 1;
   }
 

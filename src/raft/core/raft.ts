@@ -145,10 +145,20 @@ export class Raft {
     if (this.role !== 'leader') return { ok: false, reason: 'not-leader', leaderId: this.leaderId };
     if (this.leadTransferee !== null) return { ok: false, reason: 'transferring', leaderId: this.id };
     if (this.log.term(this.log.committed) !== this.term) {
-      return { ok: false, reason: 'conf-not-ready', leaderId: this.id, message: 'the leader has not yet committed an entry of its term; retry shortly' };
+      return {
+        ok: false,
+        reason: 'conf-not-ready',
+        leaderId: this.id,
+        message: 'the leader has not yet committed an entry of its term; retry shortly',
+      };
     }
     if (this.confs.lastIndex() > this.log.committed) {
-      return { ok: false, reason: 'conf-pending', leaderId: this.id, message: `another membership change (entry ${this.confs.lastIndex()}) is not yet committed` };
+      return {
+        ok: false,
+        reason: 'conf-pending',
+        leaderId: this.id,
+        message: `another membership change (entry ${this.confs.lastIndex()}) is not yet committed`,
+      };
     }
     const next = changeConf(this.confs.current(), change);
     if (!next.ok) return { ok: false, reason: 'conf-invalid', leaderId: this.id, message: next.reason };
@@ -250,7 +260,18 @@ export class Raft {
 
   /** A read-only view of this core for checks and tools (inspect.ts): nothing done through it changes the core. */
   inspect(): RaftInspection {
-    return new RaftInspection(() => ({ id: this.id, term: this.term, votedFor: this.votedFor, role: this.role, leaderId: this.leaderId, leadTransferee: this.leadTransferee }), this.log, this.confs);
+    return new RaftInspection(
+      () => ({
+        id: this.id,
+        term: this.term,
+        votedFor: this.votedFor,
+        role: this.role,
+        leaderId: this.leaderId,
+        leadTransferee: this.leadTransferee,
+      }),
+      this.log,
+      this.confs,
+    );
   }
 
   /** Each tracked member's progress as the leader sees it — voters, learners and the leader itself (empty
@@ -270,8 +291,7 @@ export class Raft {
       if (m.type === 'RequestVote') {
         // Leader stickiness (thesis §4.2.3 / CheckQuorum): while we hear from a live leader, ignore
         // vote requests, so a partitioned node rejoining cannot depose a healthy leader.
-        const inLease =
-          this.cfg.checkQuorum && this.leaderId !== null && this.electionElapsed < this.cfg.electionTicks;
+        const inLease = this.cfg.checkQuorum && this.leaderId !== null && this.electionElapsed < this.cfg.electionTicks;
         if (inLease && !m.transfer) return;
       }
       if (m.type === 'RequestVote' && m.preVote) {
@@ -279,8 +299,7 @@ export class Raft {
       } else if (m.type === 'RequestVoteResponse' && m.preVote && m.granted) {
         // Granted pre-votes carry the term we would campaign with; not a reason to step down.
       } else {
-        const leader =
-          m.type === 'AppendEntries' || m.type === 'InstallSnapshot' || m.type === 'TimeoutNow' ? m.from : null;
+        const leader = m.type === 'AppendEntries' || m.type === 'InstallSnapshot' || m.type === 'TimeoutNow' ? m.from : null;
         this.becomeFollower(m.term, leader);
       }
     } else if (m.term < this.term) {
@@ -405,7 +424,8 @@ export class Raft {
    * failover bench). Pre-votes change no state, so asking twice is harmless.
    */
   private reaskPreVotes(): void {
-    for (const id of this.tracker.voters) if (id !== this.id && !this.tracker.hasAnswered(id)) this.sendVoteRequest(id, true, this.term + 1, false);
+    for (const id of this.tracker.voters)
+      if (id !== this.id && !this.tracker.hasAnswered(id)) this.sendVoteRequest(id, true, this.term + 1, false);
   }
 
   private sendVoteRequest(to: NodeId, preVote: boolean, term: number, transfer: boolean): void {
@@ -496,10 +516,7 @@ export class Raft {
   private handleRequestVote(m: RequestVote): void {
     // §5.2: one vote per term (durable votedFor — the Ready persists it before this answer leaves);
     // §5.4.1: only for a candidate whose log is at least as up to date as ours.
-    const canVote =
-      this.votedFor === m.from ||
-      (this.votedFor === null && this.leaderId === null) ||
-      (m.preVote && m.term > this.term);
+    const canVote = this.votedFor === m.from || (this.votedFor === null && this.leaderId === null) || (m.preVote && m.term > this.term);
     const grant = canVote && this.log.isUpToDate(m.lastLogIndex, m.lastLogTerm) && this.yieldsPreVoteTo(m);
     if (grant && !m.preVote) {
       this.votedFor = m.from;
@@ -790,5 +807,4 @@ export class Raft {
   private softState(): SoftState {
     return { role: this.role, leaderId: this.leaderId, term: this.term };
   }
-
 }

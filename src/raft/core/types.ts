@@ -229,13 +229,11 @@ export interface RestoredState {
 }
 
 export type ProposeResult =
-  | { ok: true; index: number; term: number }
-  | { ok: false; reason: 'not-leader' | 'transferring'; leaderId: NodeId | null };
+  { ok: true; index: number; term: number } | { ok: false; reason: 'not-leader' | 'transferring'; leaderId: NodeId | null };
 
 /** A membership change can also be refused for what it is or for when it comes (config.ts). */
 export type ConfChangeResult =
-  | ProposeResult
-  | { ok: false; reason: 'conf-pending' | 'conf-not-ready' | 'conf-invalid'; leaderId: NodeId | null; message: string };
+  ProposeResult | { ok: false; reason: 'conf-pending' | 'conf-not-ready' | 'conf-invalid'; leaderId: NodeId | null; message: string };
 
 export interface Status {
   id: NodeId;

@@ -49,7 +49,9 @@ export class MemoryStorage implements RaftStorage {
     const { hardState, snapshot, entries } = this.durable;
     if (!snapshot) {
       if (hardState === null && entries.length === 0) return null;
-      throw new StorageCorruptionError('memory storage holds Raft state but no snapshot; the first save() must include the bootstrap snapshot');
+      throw new StorageCorruptionError(
+        'memory storage holds Raft state but no snapshot; the first save() must include the bootstrap snapshot',
+      );
     }
     return {
       hardState: hardState ? { ...hardState } : emptyHardState(),

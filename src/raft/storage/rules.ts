@@ -25,7 +25,14 @@ export interface WrittenVote {
  *  snapshot)? The commit index is volatile (Raft Figure 2): such a batch needs no synced write. */
 export function movesOnlyCommit(batch: PersistBatch, written: WrittenVote | null): boolean {
   const hs = batch.hardState;
-  return hs !== null && !batch.snapshot && batch.entries.length === 0 && written !== null && written.term === hs.term && written.votedFor === hs.votedFor;
+  return (
+    hs !== null &&
+    !batch.snapshot &&
+    batch.entries.length === 0 &&
+    written !== null &&
+    written.term === hs.term &&
+    written.votedFor === hs.votedFor
+  );
 }
 
 /** Validates `batch` against the stored log and returns the bounds after it is applied. */
@@ -33,9 +40,7 @@ export function boundsAfterSave(current: LogBounds, batch: PersistBatch): LogBou
   checkBatchShape(batch);
   let bounds = current;
   if (!current.hasSnapshot && !batch.snapshot && (batch.hardState || batch.entries.length > 0)) {
-    throw new InvalidBatchError(
-      'the store is empty: the first save() must include the bootstrap snapshot (it carries the voter set)',
-    );
+    throw new InvalidBatchError('the store is empty: the first save() must include the bootstrap snapshot (it carries the voter set)');
   }
   if (batch.snapshot) {
     const index = batch.snapshot.meta.index;

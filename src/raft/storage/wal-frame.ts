@@ -114,7 +114,10 @@ export function replaySegment(bytes: Uint8Array, from: ReplayedSegment | null = 
   }
   if (tornTail !== null) {
     const later = wholeFrameAfter(bytes, view, at);
-    if (later !== null) throw new CorruptRecordError(`WAL frame at byte ${at}: ${tornTail.replace(/^torn write at byte \d+: /, '')}, and a whole frame follows at byte ${later}`);
+    if (later !== null)
+      throw new CorruptRecordError(
+        `WAL frame at byte ${at}: ${tornTail.replace(/^torn write at byte \d+: /, '')}, and a whole frame follows at byte ${later}`,
+      );
   }
   if (out === null) throw new CorruptRecordError(`WAL segment holds no whole frame${tornTail ? ` (${tornTail})` : ''}`);
   out.validBytes = at;
@@ -150,7 +153,14 @@ function isZeroRun(bytes: Uint8Array, from: number, count: number): boolean {
   return true;
 }
 
-function applyFrame(seg: ReplayedSegment | null, bytes: Uint8Array, view: DataView, start: number, end: number, frameAt: number): ReplayedSegment {
+function applyFrame(
+  seg: ReplayedSegment | null,
+  bytes: Uint8Array,
+  view: DataView,
+  start: number,
+  end: number,
+  frameAt: number,
+): ReplayedSegment {
   let at = start;
   let out = seg;
   while (at < end) {

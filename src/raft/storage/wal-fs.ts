@@ -16,7 +16,14 @@ export interface WalFileHandle {
 export interface WalFileSystem {
   // The callback API on the save path: one thread-pool hop each, no FileHandle promise around it.
   open(path: string, flags: number, callback: (err: NodeJS.ErrnoException | null, fd: number) => void): void;
-  write(fd: number, buffer: Uint8Array, offset: number, length: number, position: number, callback: (err: NodeJS.ErrnoException | null, written: number) => void): void;
+  write(
+    fd: number,
+    buffer: Uint8Array,
+    offset: number,
+    length: number,
+    position: number,
+    callback: (err: NodeJS.ErrnoException | null, written: number) => void,
+  ): void;
   fsync(fd: number, callback: (err: NodeJS.ErrnoException | null) => void): void;
   closeSync(fd: number): void;
   promises: {

@@ -413,7 +413,11 @@ export class WalStorage implements RaftStorage {
     this.hardState = encodeHardState(state.hardState);
     await this.rotate({ index: state.snapshot.meta.index, term: state.snapshot.meta.term }, state.entries.map(encodeEntry));
     this.writtenVote = { term: state.hardState.term, votedFor: state.hardState.votedFor };
-    this.bounds = { hasSnapshot: true, snapshotIndex: state.snapshot.meta.index, lastIndex: state.snapshot.meta.index + state.entries.length };
+    this.bounds = {
+      hasSnapshot: true,
+      snapshotIndex: state.snapshot.meta.index,
+      lastIndex: state.snapshot.meta.index + state.entries.length,
+    };
   }
 
   private async readSnapshot(base: WalBase): Promise<Snapshot> {
@@ -428,10 +432,14 @@ export class WalStorage implements RaftStorage {
     const { header: metaRaw, data: dataRaw } = stored;
     const { meta, dataBytes, dataCrc } = decodeSnapshotHeader(metaRaw);
     if (meta.index !== base.index || meta.term !== base.term) {
-      throw new CorruptRecordError(`the snapshot stored for index ${base.index} says index ${meta.index} term ${meta.term}; the log expects term ${base.term}`);
+      throw new CorruptRecordError(
+        `the snapshot stored for index ${base.index} says index ${meta.index} term ${meta.term}; the log expects term ${base.term}`,
+      );
     }
     if (dataRaw.length !== dataBytes || crc32(dataRaw) !== dataCrc) {
-      throw new CorruptRecordError(`the data of the snapshot at index ${base.index} is ${dataRaw.length} bytes with CRC ${crc32(dataRaw)}; its header says ${dataBytes} bytes with CRC ${dataCrc}`);
+      throw new CorruptRecordError(
+        `the data of the snapshot at index ${base.index} is ${dataRaw.length} bytes with CRC ${crc32(dataRaw)}; its header says ${dataBytes} bytes with CRC ${dataCrc}`,
+      );
     }
     // A plain Uint8Array view of the bytes (a Buffer from the file): what the caller saved.
     return { meta, data: new Uint8Array(dataRaw.buffer, dataRaw.byteOffset, dataRaw.length) };
@@ -446,7 +454,8 @@ export class WalStorage implements RaftStorage {
       throw err;
     }
     const headerBytes = bytes.length >= 4 ? new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0) : -1;
-    if (headerBytes < 0 || 4 + headerBytes > bytes.length) throw new CorruptRecordError(`snapshot file for index ${index} is cut short (${bytes.length} bytes)`);
+    if (headerBytes < 0 || 4 + headerBytes > bytes.length)
+      throw new CorruptRecordError(`snapshot file for index ${index} is cut short (${bytes.length} bytes)`);
     return { header: bytes.subarray(4, 4 + headerBytes), data: bytes.subarray(4 + headerBytes) };
   }
 

@@ -87,7 +87,10 @@ export function startTestFaults(path: string, logger: Logger): TestFaultSwitch {
     logger.warn({ faults: next }, 'TEST FAULTS applied');
     report();
   };
-  logger.warn({ path, faults: applied, existed: existsSync(path) }, 'TEST FAULTS ENABLED (LEASEHOLD_TEST_FAULTS): this node takes its clock and disk faults from a file. Never run production like this');
+  logger.warn(
+    { path, faults: applied, existed: existsSync(path) },
+    'TEST FAULTS ENABLED (LEASEHOLD_TEST_FAULTS): this node takes its clock and disk faults from a file. Never run production like this',
+  );
   clock.set(applied.clock ?? {});
   report();
 

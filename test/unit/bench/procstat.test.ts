@@ -31,7 +31,8 @@ describe('bench /proc and log parsing', () => {
   });
 
   it('role changes: entries into leader, pre-candidate and candidate, other lines ignored', () => {
-    const line = (role: string, term: number, leaderId: string | null) => JSON.stringify({ level: 30, nodeId: 'n2', role, term, leaderId, msg: 'raft role/term changed' });
+    const line = (role: string, term: number, leaderId: string | null) =>
+      JSON.stringify({ level: 30, nodeId: 'n2', role, term, leaderId, msg: 'raft role/term changed' });
     const log = [
       line('follower', 1, null),
       line('follower', 1, 'n3'),

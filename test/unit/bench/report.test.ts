@@ -31,7 +31,14 @@ describe('bench report', () => {
     expect(t.filter((l) => /^(leasehold|etcd-v3lock)\s/.test(l))).toHaveLength(5);
     // cpu s, client cpu s, cpu wait ('-': not measured), RSS, loop stall ('-').
     expect(t.find((l) => l.startsWith('leasehold    2 '))).toMatch(/\b300\b.*\b50\.0\b.*1\.5\/1\.2\s+2\.5\s+-\s+90\/91\s+-$/);
-    const lagged = workloadTable('blocking', 'd', [row({ nodes: [{ node: 'n1', cpuSeconds: 1, peakRssMb: 90, loopLagMaxMs: 12.4, runQueueMs: 1450.4 }, { node: 'n2', cpuSeconds: 1, peakRssMb: 90, runQueueMs: 876 }] })]);
+    const lagged = workloadTable('blocking', 'd', [
+      row({
+        nodes: [
+          { node: 'n1', cpuSeconds: 1, peakRssMb: 90, loopLagMaxMs: 12.4, runQueueMs: 1450.4 },
+          { node: 'n2', cpuSeconds: 1, peakRssMb: 90, runQueueMs: 876 },
+        ],
+      }),
+    ]);
     expect(lagged).toMatch(/1,450\/876\s+90\/90\s+12\/-$/m);
     expect(t.at(-1)).toBe('ratio leasehold/etcd-v3lock @16 clients: throughput 1.00x, p99 2.00x');
   });

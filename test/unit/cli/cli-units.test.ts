@@ -37,7 +37,8 @@ describe('tokens', () => {
   it('are whole numbers 1..2^64-1, kept exact as strings', () => {
     expect(parseToken('18446744073709551615')).toBe('18446744073709551615');
     expect(parseToken(' 42 ')).toBe('42');
-    for (const bad of ['abc', '0', '-1', '1.5', '18446744073709551616', '']) expect(() => parseToken(bad)).toThrow(/--token: expected the fencing token/);
+    for (const bad of ['abc', '0', '-1', '1.5', '18446744073709551616', ''])
+      expect(() => parseToken(bad)).toThrow(/--token: expected the fencing token/);
   });
 });
 
@@ -45,7 +46,8 @@ describe('exit codes (SPEC: 0 done, 1 usage/INVALID_ARGUMENT, 2 no answer, 3 ref
   it('map gRPC status codes', () => {
     expect(exitCodeForStatus(grpc.status.OK)).toBe(0);
     expect(exitCodeForStatus(grpc.status.INVALID_ARGUMENT)).toBe(EXIT.USAGE);
-    for (const c of [grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED, grpc.status.INTERNAL]) expect(exitCodeForStatus(c)).toBe(EXIT.UNAVAILABLE);
+    for (const c of [grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED, grpc.status.INTERNAL])
+      expect(exitCodeForStatus(c)).toBe(EXIT.UNAVAILABLE);
     for (const c of [grpc.status.FAILED_PRECONDITION, grpc.status.RESOURCE_EXHAUSTED]) expect(exitCodeForStatus(c)).toBe(EXIT.REFUSED);
     for (const c of [grpc.status.PERMISSION_DENIED, grpc.status.UNAUTHENTICATED]) expect(exitCodeForStatus(c)).toBe(EXIT.DENIED);
   });
@@ -70,7 +72,12 @@ describe('ReachWatch', () => {
   it('aborts once every endpoint refused connections for the grace period, naming them', () => {
     const said: string[] = [];
     let now = 1000;
-    const w = new ReachWatch(['h:1', 'h:2'], (m) => said.push(m), 30, () => now);
+    const w = new ReachWatch(
+      ['h:1', 'h:2'],
+      (m) => said.push(m),
+      30,
+      () => now,
+    );
     w.attemptFailed('h:1', grpc.status.UNAVAILABLE, refused);
     w.attemptFailed('h:2', grpc.status.UNAVAILABLE, refused);
     expect(w.signal.aborted).toBe(false);

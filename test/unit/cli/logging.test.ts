@@ -10,7 +10,10 @@ const LOGGING_JS = pathToFileURL(resolve('dist/src/server/logging.js')).href;
 
 function logLine(format: string): string {
   const script = `import(${JSON.stringify(LOGGING_JS)}).then((m) => m.createNodeLogger({ level: 'info', format: ${JSON.stringify(format)} }).warn({ nodeId: 'n1', term: 3 }, 'no leader'))`;
-  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, LEASEHOLD_LOG_FORMAT: '', FORCE_COLOR: '0' } });
+  const r = spawnSync(process.execPath, ['-e', script], {
+    encoding: 'utf8',
+    env: { ...process.env, LEASEHOLD_LOG_FORMAT: '', FORCE_COLOR: '0' },
+  });
   expect(r.status, r.stderr).toBe(0);
   return r.stdout;
 }

@@ -4,10 +4,28 @@ import { describe, expect, it } from 'vitest';
 import { judgeStatus, type StatusRow } from '../../../src/cli/cluster-commands.js';
 import type { StatusResponse } from '../../../src/wire/cluster.js';
 
-function st(node: string, leader: string, role: StatusResponse['role'] = leader === node ? 'LEADER' : 'FOLLOWER', serving = true): StatusRow {
+function st(
+  node: string,
+  leader: string,
+  role: StatusResponse['role'] = leader === node ? 'LEADER' : 'FOLLOWER',
+  serving = true,
+): StatusRow {
   return {
     endpoint: `${node}:1`,
-    status: { node_id: node, role, term: '3', leader_id: leader, commit_index: '9', applied_index: '9', members: [], cluster_id: 'c', serving, health: serving ? 'ok' : 'no quorum', cluster_level: 2, build_level: 2 },
+    status: {
+      node_id: node,
+      role,
+      term: '3',
+      leader_id: leader,
+      commit_index: '9',
+      applied_index: '9',
+      members: [],
+      cluster_id: 'c',
+      serving,
+      health: serving ? 'ok' : 'no quorum',
+      cluster_level: 2,
+      build_level: 2,
+    },
   };
 }
 const down = (node: string): StatusRow => ({ endpoint: `${node}:1`, error: 'UNAVAILABLE' });

@@ -8,7 +8,10 @@ import type { LockSession } from '../../../src/client/session.js';
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
-function scripted(get: { held: boolean; owner: string; token: bigint; value: string; index: bigint }, events: { kind: string; owner: string; token: bigint; value: string }[]) {
+function scripted(
+  get: { held: boolean; owner: string; token: bigint; value: string; index: bigint },
+  events: { kind: string; owner: string; token: bigint; value: string }[],
+) {
   const watchedFrom: bigint[] = [];
   const client: ElectionClient = {
     session: () => Promise.reject(new Error('not used')),
@@ -38,7 +41,9 @@ describe('observe', () => {
   });
 
   it('with nobody leading at the Get, starts with the first ACQUIRED', async () => {
-    const { client } = scripted({ held: false, owner: '', token: 0n, value: '', index: 3n }, [{ kind: 'ACQUIRED', owner: 'x', token: 4n, value: '' }]);
+    const { client } = scripted({ held: false, owner: '', token: 0n, value: '', index: 3n }, [
+      { kind: 'ACQUIRED', owner: 'x', token: 4n, value: '' },
+    ]);
     const seen: bigint[] = [];
     for await (const l of observe(client, 'jobs')) seen.push(l.token);
     expect(seen).toEqual([4n]);
@@ -52,12 +57,22 @@ describe('campaign', () => {
     const session = {
       acquire: async (_key: string, o: { waitMs: number }) => {
         asked.push(o.waitMs);
-        if (o.waitMs > 30_000) throw new InvalidRequestError(`acquiring lock "election/x" under session 9 was refused as invalid: wait_ms: wait_ms must be between 0 and 30000, got ${o.waitMs}`, grpc.status.INVALID_ARGUMENT);
+        if (o.waitMs > 30_000)
+          throw new InvalidRequestError(
+            `acquiring lock "election/x" under session 9 was refused as invalid: wait_ms: wait_ms must be between 0 and 30000, got ${o.waitMs}`,
+            grpc.status.INVALID_ARGUMENT,
+          );
         return hold;
       },
       close: async () => ({ closed: true, released: [] }),
     } as unknown as LockSession;
-    const client: ElectionClient = { session: async () => session, get: () => Promise.reject(new Error('not used')), watch: () => { throw new Error('not used'); } };
+    const client: ElectionClient = {
+      session: async () => session,
+      get: () => Promise.reject(new Error('not used')),
+      watch: () => {
+        throw new Error('not used');
+      },
+    };
     const lead = await campaign(client, 'x', { value: 'me' });
     expect(lead.token).toBe(42n);
     expect(asked).toEqual([300_000, 30_000]);

@@ -21,7 +21,13 @@ export class FakeRpc implements LockRpc {
   handlers: Partial<Record<LockMethod, Handler>> = {};
   closed = false;
 
-  call<Res>(method: LockMethod, request: RequestSource, deadline: number, signal?: AbortSignal, options?: boolean | CallOptions): Promise<Res> {
+  call<Res>(
+    method: LockMethod,
+    request: RequestSource,
+    deadline: number,
+    signal?: AbortSignal,
+    options?: boolean | CallOptions,
+  ): Promise<Res> {
     const req = (typeof request === 'function' ? request(0) : request) as Record<string, unknown>;
     const rec: RecordedCall = { method, request: req, deadline, at: Date.now(), source: request, options };
     this.calls.push(rec);
@@ -42,7 +48,10 @@ export class FakeRpc implements LockRpc {
 /** A promise that never settles until the deadline of the call passes (fake timers), then fails like gRPC. */
 export function hangUntilDeadline(call: RecordedCall, signal?: AbortSignal): Promise<never> {
   return new Promise((_, reject) => {
-    const t = setTimeout(() => reject(new RpcError(grpc.status.DEADLINE_EXCEEDED, 'deadline exceeded')), Math.max(0, call.deadline - Date.now()));
+    const t = setTimeout(
+      () => reject(new RpcError(grpc.status.DEADLINE_EXCEEDED, 'deadline exceeded')),
+      Math.max(0, call.deadline - Date.now()),
+    );
     signal?.addEventListener('abort', () => {
       clearTimeout(t);
       reject(new RpcError(grpc.status.CANCELLED, 'cancelled'));
@@ -50,6 +59,13 @@ export function hangUntilDeadline(call: RecordedCall, signal?: AbortSignal): Pro
   });
 }
 
-export const granted = (token: string, ttl = 1000) => ({ acquired: true, token, ttl_ms: String(ttl), expires_at_ms: '0', holder_owner: '', holder_ttl_ms: '0' });
+export const granted = (token: string, ttl = 1000) => ({
+  acquired: true,
+  token,
+  ttl_ms: String(ttl),
+  expires_at_ms: '0',
+  holder_owner: '',
+  holder_ttl_ms: '0',
+});
 export const renewed = (ttl = 1000) => ({ renewed: true, ttl_ms: String(ttl), expires_at_ms: '0', reason: 'UNSPECIFIED' });
 export const refused = (reason: string) => ({ renewed: false, ttl_ms: '0', expires_at_ms: '0', reason });

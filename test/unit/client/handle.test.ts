@@ -1,7 +1,14 @@
 // The client-side lock state machine (SPEC "Client-side state") against a scripted server, on fake time.
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { LockClient, LockLostError, LockNotAcquiredError, LockReleasedError, UnavailableError, InvalidRequestError } from '../../../src/client/index.js';
+import {
+  LockClient,
+  LockLostError,
+  LockNotAcquiredError,
+  LockReleasedError,
+  UnavailableError,
+  InvalidRequestError,
+} from '../../../src/client/index.js';
 import { RpcError } from '../../../src/client/rpc.js';
 import { FakeRpc, granted, hangUntilDeadline, refused, renewed } from './fake-rpc.js';
 
@@ -58,7 +65,14 @@ describe('acquire', () => {
   });
 
   it('a refusal is LockNotAcquiredError naming the holder and its remaining ttl', async () => {
-    rpc.handlers.Acquire = () => ({ acquired: false, token: '0', ttl_ms: '0', expires_at_ms: '0', holder_owner: 'worker-b', holder_ttl_ms: '750' });
+    rpc.handlers.Acquire = () => ({
+      acquired: false,
+      token: '0',
+      ttl_ms: '0',
+      expires_at_ms: '0',
+      holder_owner: 'worker-b',
+      holder_ttl_ms: '750',
+    });
     const err = await client.acquire('k', { ttlMs: TTL }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LockNotAcquiredError);
     expect(err).toMatchObject({ key: 'k', holder: 'worker-b', holderTtlMs: 750 });
@@ -278,7 +292,11 @@ describe('withLock', () => {
   it('aborts the signal on loss; rejects with LockLostError (cause: the function error) and still releases', async () => {
     rpc.handlers.Renew = () => refused('EXPIRED');
     const p = client
-      .withLock('k', { ttlMs: TTL }, (lock) => new Promise((_, reject) => lock.signal.addEventListener('abort', () => reject(new Error('stopped: lock gone')))))
+      .withLock(
+        'k',
+        { ttlMs: TTL },
+        (lock) => new Promise((_, reject) => lock.signal.addEventListener('abort', () => reject(new Error('stopped: lock gone')))),
+      )
       .catch((e: unknown) => e);
     await vi.advanceTimersByTimeAsync(400);
     const err = (await p) as LockLostError;

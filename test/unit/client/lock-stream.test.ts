@@ -26,7 +26,9 @@ async function serve(stream: StreamHandler | null): Promise<string> {
   // Without a Stream handler grpc-js answers the method UNIMPLEMENTED, as a server from before it would.
   const handlers = { ...unaryHandlers(), ...(stream ? { Stream: stream } : {}) } as LockHandlers;
   server.addService(lockService.definition(), handlers);
-  const port = await new Promise<number>((res, rej) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))));
+  const port = await new Promise<number>((res, rej) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))),
+  );
   servers.push(server);
   return `127.0.0.1:${port}`;
 }
@@ -59,7 +61,11 @@ describe('LockStream (client side of Lock/Stream)', () => {
   });
 
   it("an error answer rejects with the server's code and details", async () => {
-    const address = await serve((call) => call.on('data', (m: LockCall) => call.write({ call_id: m.call_id, code: grpc.status.INVALID_ARGUMENT, details: 'key: must not be empty' })));
+    const address = await serve((call) =>
+      call.on('data', (m: LockCall) =>
+        call.write({ call_id: m.call_id, code: grpc.status.INVALID_ARGUMENT, details: 'key: must not be empty' }),
+      ),
+    );
     const s = new LockStream(lockService.client(address, grpc.credentials.createInsecure()));
     try {
       const err = await s.call('Acquire', { key: '' }, Date.now() + 5000).catch((e: unknown) => e);
@@ -115,7 +121,11 @@ describe('LockStream (client side of Lock/Stream)', () => {
     const address = await serve(null);
     const pool = new EndpointPool({ endpoints: [address] });
     try {
-      const res = await pool.call<{ acquired: boolean; token: string; holder_owner: string }>('Acquire', { key: 'k', owner: 'me', ttl_ms: '1000', request_id: 'r' }, Date.now() + 5000);
+      const res = await pool.call<{ acquired: boolean; token: string; holder_owner: string }>(
+        'Acquire',
+        { key: 'k', owner: 'me', ttl_ms: '1000', request_id: 'r' },
+        Date.now() + 5000,
+      );
       expect(res).toMatchObject({ acquired: true, token: '42', holder_owner: 'me' });
     } finally {
       pool.close();
@@ -133,9 +143,15 @@ describe('LockStream (client side of Lock/Stream)', () => {
     const pool = new EndpointPool({ endpoints: [address] });
     const unary = new EndpointPool({ endpoints: [address], transport: 'unary' });
     try {
-      expect((await pool.call<{ token: string }>('Acquire', { key: 'k', owner: 'me', ttl_ms: '1000', request_id: 'r' }, Date.now() + 5000)).token).toBe('7');
+      expect(
+        (await pool.call<{ token: string }>('Acquire', { key: 'k', owner: 'me', ttl_ms: '1000', request_id: 'r' }, Date.now() + 5000))
+          .token,
+      ).toBe('7');
       expect(viaStream).toEqual(['acquire']);
-      expect((await unary.call<{ token: string }>('Acquire', { key: 'k', owner: 'me', ttl_ms: '1000', request_id: 'r' }, Date.now() + 5000)).token).toBe('42');
+      expect(
+        (await unary.call<{ token: string }>('Acquire', { key: 'k', owner: 'me', ttl_ms: '1000', request_id: 'r' }, Date.now() + 5000))
+          .token,
+      ).toBe('42');
       expect(viaStream).toEqual(['acquire']);
     } finally {
       pool.close();

@@ -60,19 +60,52 @@ describe('parseConfig: the smallest valid file and the defaults', () => {
       { id: 'n3', address: '127.0.0.1:7003', dataDir: '/var/lib/leasehold/n3' },
     ]);
     expect(config.source).toBe('/etc/leasehold/cluster.yaml');
-    expect({ raft: config.raft, lock: config.lock, limits: config.limits, watch: config.watch, log: config.log, metrics: config.metrics }).toEqual(DEFAULT_SETTINGS);
+    expect({
+      raft: config.raft,
+      lock: config.lock,
+      limits: config.limits,
+      watch: config.watch,
+      log: config.log,
+      metrics: config.metrics,
+    }).toEqual(DEFAULT_SETTINGS);
   });
 
   it('has the documented defaults', () => {
     expect(DEFAULT_SETTINGS).toEqual({
       raft: {
-        tickMs: 50, electionTicks: 10, heartbeatTicks: 2, preVote: true, checkQuorum: true, maxInflight: 64,
-        maxEntriesPerMessage: 256, maxBytesPerMessage: 1048576, snapshotEvery: 10000, snapshotChunkBytes: 1048576,
+        tickMs: 50,
+        electionTicks: 10,
+        heartbeatTicks: 2,
+        preVote: true,
+        checkQuorum: true,
+        maxInflight: 64,
+        maxEntriesPerMessage: 256,
+        maxBytesPerMessage: 1048576,
+        snapshotEvery: 10000,
+        snapshotChunkBytes: 1048576,
       },
-      lock: { minTtlMs: 100, maxTtlMs: 3600000, dedupWindowMs: 600000, maxWaitMs: 300000, maxLockDelayMs: 60000, maxValueBytes: 1024, checkpointIdleMs: 1000, freeKeyRetentionMs: 600000 },
+      lock: {
+        minTtlMs: 100,
+        maxTtlMs: 3600000,
+        dedupWindowMs: 600000,
+        maxWaitMs: 300000,
+        maxLockDelayMs: 60000,
+        maxValueBytes: 1024,
+        checkpointIdleMs: 1000,
+        freeKeyRetentionMs: 600000,
+      },
       limits: {
-        maxMessageBytes: 4194304, peerQueueMessages: 10000, maxKeyBytes: 512, maxOwnerBytes: 256,
-        maxWaitersPerKey: 10000, maxWaiters: 100000, maxHeldPerOwner: 100000, maxHeld: 1000000, maxKeys: 1000000, maxSessions: 100000, maxHoldsPerSession: 10000,
+        maxMessageBytes: 4194304,
+        peerQueueMessages: 10000,
+        maxKeyBytes: 512,
+        maxOwnerBytes: 256,
+        maxWaitersPerKey: 10000,
+        maxWaiters: 100000,
+        maxHeldPerOwner: 100000,
+        maxHeld: 1000000,
+        maxKeys: 1000000,
+        maxSessions: 100000,
+        maxHoldsPerSession: 10000,
       },
       watch: { historyEvents: 10000, maxWatchers: 10000 },
       log: { level: 'info', format: 'auto' },
@@ -99,7 +132,10 @@ describe('parseConfig: the smallest valid file and the defaults', () => {
     const dir = mkdtempSync(join(tmpdir(), 'leasehold-config-'));
     mkdirSync(join(dir, 'etc'));
     const file = join(dir, 'etc', 'cluster.yaml');
-    writeFileSync(file, 'nodes:\n  - { id: a, address: "localhost:7001", dataDir: ./data/a }\n  - { id: b, address: "localhost:7002", dataDir: ../b }\n  - { id: c, address: "localhost:7003", dataDir: "~/lh/c" }\n');
+    writeFileSync(
+      file,
+      'nodes:\n  - { id: a, address: "localhost:7001", dataDir: ./data/a }\n  - { id: b, address: "localhost:7002", dataDir: ../b }\n  - { id: c, address: "localhost:7003", dataDir: "~/lh/c" }\n',
+    );
     const config = loadConfig(file);
     expect(config.nodes.map((n) => n.dataDir)).toEqual([join(dir, 'etc', 'data', 'a'), join(dir, 'b'), join(homedir(), 'lh', 'c')]);
     expect(parseConfig('nodes: [{ id: a, address: "h:1", dataDir: d }]', 'x.yaml', { baseDir: '/srv' }).nodes[0]!.dataDir).toBe('/srv/d');
@@ -128,7 +164,14 @@ describe('cluster.example.yaml', () => {
       ['n2', '127.0.0.1:7002', join(REPO, 'data', 'n2')],
       ['n3', '127.0.0.1:7003', join(REPO, 'data', 'n3')],
     ]);
-    expect({ raft: config.raft, lock: config.lock, limits: config.limits, watch: config.watch, log: config.log, metrics: config.metrics }).toEqual(DEFAULT_SETTINGS);
+    expect({
+      raft: config.raft,
+      lock: config.lock,
+      limits: config.limits,
+      watch: config.watch,
+      log: config.log,
+      metrics: config.metrics,
+    }).toEqual(DEFAULT_SETTINGS);
   });
 
   it('documents every key of the schema, written out explicitly (none left to defaults)', () => {
@@ -139,7 +182,18 @@ describe('cluster.example.yaml', () => {
     expect(Object.keys(raw).sort()).toEqual(['limits', 'lock', 'log', 'metrics', 'nodes', 'raft', 'watch']);
     // tls, auth and peerAddress are off by default, so the example shows them commented out, in full.
     const text = readFileSync(EXAMPLE, 'utf8');
-    for (const line of ['# tls:', '#   cert:', '#   key:', '#   ca:', '#   clientAuth: require', '# auth:', '#   ownerBinding: true', '#   admins: [', '#   peerAddress:']) expect(text).toContain(line);
+    for (const line of [
+      '# tls:',
+      '#   cert:',
+      '#   key:',
+      '#   ca:',
+      '#   clientAuth: require',
+      '# auth:',
+      '#   ownerBinding: true',
+      '#   admins: [',
+      '#   peerAddress:',
+    ])
+      expect(text).toContain(line);
   });
 });
 
@@ -153,7 +207,9 @@ describe('parseConfig errors name the key path (and the line)', () => {
   });
 
   it('a snake_case or wrongly cased key suggests the real one', () => {
-    expect(errorOf(withExtra('raft:\n  election_ticks: 20')).message).toContain('raft.election_ticks: unknown key (did you mean electionTicks?)');
+    expect(errorOf(withExtra('raft:\n  election_ticks: 20')).message).toContain(
+      'raft.election_ticks: unknown key (did you mean electionTicks?)',
+    );
     expect(errorOf(withExtra('lock:\n  MinTTLms: 20')).message).toContain('lock.MinTTLms: unknown key (did you mean minTtlMs?)');
   });
 
@@ -170,7 +226,9 @@ describe('parseConfig errors name the key path (and the line)', () => {
   });
 
   it('wrong types', () => {
-    const e = errorOf(withExtra('raft:\n  tickMs: fast\n  preVote: yes\n  maxInflight: 1.5\nlog:\n  level: loud\nlimits:\n  maxKeyBytes: "100"'));
+    const e = errorOf(
+      withExtra('raft:\n  tickMs: fast\n  preVote: yes\n  maxInflight: 1.5\nlog:\n  level: loud\nlimits:\n  maxKeyBytes: "100"'),
+    );
     expect(e.issues.map((i) => `${i.path}: ${i.message}`)).toEqual([
       'raft.tickMs: expected an integer, got string "fast"',
       'raft.preVote: expected true or false, got string "yes"',
@@ -222,7 +280,9 @@ nodes:
       'nodes[2].id: duplicate id n1 (also nodes[0])',
     ]);
     expect(e.message).toContain('/etc/leasehold/cluster.yaml:4:');
-    expect(errorOf('nodes:\n  - { id: a, address: "Host:1", dataDir: /1 }\n  - { id: b, address: "host:1", dataDir: /2 }').path).toBe('nodes[1].address');
+    expect(errorOf('nodes:\n  - { id: a, address: "Host:1", dataDir: /1 }\n  - { id: b, address: "host:1", dataDir: /2 }').path).toBe(
+      'nodes[1].address',
+    );
   });
 
   it('two nodes on one host sharing a dataDir', () => {
@@ -269,7 +329,9 @@ nodes:
     expect(errorOf('nodes: []').message).toContain('nodes: the list is empty');
     expect(errorOf('nodes:').message).toContain('nodes: the list is empty');
     expect(errorOf('raft:\n  tickMs: 10\n').message).toContain('nodes: missing');
-    expect(errorOf('').message).toBe('/etc/leasehold/cluster.yaml: expected a mapping with a `nodes:` list at the top level, got an empty document');
+    expect(errorOf('').message).toBe(
+      '/etc/leasehold/cluster.yaml: expected a mapping with a `nodes:` list at the top level, got an empty document',
+    );
     expect(errorOf('- a\n- b\n').message).toContain('got a list');
     expect(errorOf('nodes: { id: a }').message).toContain('nodes: expected a list of { id, address, dataDir }, got a mapping');
   });
@@ -392,29 +454,50 @@ describe('tls, auth and peerAddress (issue 11)', () => {
 
   it('tls errors name the field', () => {
     expect(errorOf(withExtra('tls:\n  cert: a\n  key: b')).message).toContain('tls.ca: missing required key (a PEM file path)');
-    expect(errorOf(withExtra('tls: { cert: a, key: b, ca: c, clientAuth: always }')).message).toContain('tls.clientAuth: expected one of none, request, require; got string "always"');
-    expect(errorOf(withExtra('tls: { cert: a, key: b, ca: c, certs: d }')).message).toContain('tls.certs: unknown key (did you mean cert?)');
+    expect(errorOf(withExtra('tls: { cert: a, key: b, ca: c, clientAuth: always }')).message).toContain(
+      'tls.clientAuth: expected one of none, request, require; got string "always"',
+    );
+    expect(errorOf(withExtra('tls: { cert: a, key: b, ca: c, certs: d }')).message).toContain(
+      'tls.certs: unknown key (did you mean cert?)',
+    );
     expect(errorOf(withExtra('tls: { cert: 5, key: b, ca: c }')).message).toContain('tls.cert: expected a PEM file path, got number 5');
   });
 
   it('auth.ownerBinding needs tls.clientAuth: require', () => {
-    expect(errorOf(withExtra('auth: { ownerBinding: true }')).message).toContain('auth.ownerBinding: needs tls.clientAuth: require (got no tls section)');
-    expect(errorOf(withExtra('tls: { cert: a, key: b, ca: c, clientAuth: request }\nauth: { ownerBinding: true }')).message).toContain('(got tls.clientAuth: request)');
-    expect(parseText(withExtra('tls: { cert: a, key: b, ca: c, clientAuth: require }\nauth: { ownerBinding: true }')).auth.ownerBinding).toBe(true);
+    expect(errorOf(withExtra('auth: { ownerBinding: true }')).message).toContain(
+      'auth.ownerBinding: needs tls.clientAuth: require (got no tls section)',
+    );
+    expect(errorOf(withExtra('tls: { cert: a, key: b, ca: c, clientAuth: request }\nauth: { ownerBinding: true }')).message).toContain(
+      '(got tls.clientAuth: request)',
+    );
+    expect(
+      parseText(withExtra('tls: { cert: a, key: b, ca: c, clientAuth: require }\nauth: { ownerBinding: true }')).auth.ownerBinding,
+    ).toBe(true);
     expect(parseText(MINIMAL).auth.ownerBinding).toBe(false);
-    expect(errorOf(withExtra('auth: { ownerBinding: "yes" }')).message).toContain('auth.ownerBinding: expected true or false, got string "yes"');
+    expect(errorOf(withExtra('auth: { ownerBinding: "yes" }')).message).toContain(
+      'auth.ownerBinding: expected true or false, got string "yes"',
+    );
     // auth.admins (SPEC "Revoke"): a list of certificate CNs.
-    expect(parseText(withExtra('tls: { cert: a, key: b, ca: c, clientAuth: require }\nauth: { ownerBinding: true, admins: [ops-1, ops-2] }')).auth.admins).toEqual(['ops-1', 'ops-2']);
+    expect(
+      parseText(withExtra('tls: { cert: a, key: b, ca: c, clientAuth: require }\nauth: { ownerBinding: true, admins: [ops-1, ops-2] }'))
+        .auth.admins,
+    ).toEqual(['ops-1', 'ops-2']);
     expect(parseText(MINIMAL).auth.admins).toEqual([]);
     expect(errorOf(withExtra('auth: { admins: ops }')).message).toContain('auth.admins: expected a list of certificate CNs');
   });
 
   it('peerAddress is optional, validated and must not collide with any address', () => {
-    const ok = parseText('nodes:\n  - { id: a, address: "127.0.0.1:7001", peerAddress: "127.0.0.1:8001", dataDir: /a }\n  - { id: b, address: "127.0.0.1:7002", dataDir: /b }');
+    const ok = parseText(
+      'nodes:\n  - { id: a, address: "127.0.0.1:7001", peerAddress: "127.0.0.1:8001", dataDir: /a }\n  - { id: b, address: "127.0.0.1:7002", dataDir: /b }',
+    );
     expect(ok.nodes.map((n) => n.peerAddress)).toEqual(['127.0.0.1:8001', undefined]);
-    const e = errorOf('nodes:\n  - { id: a, address: "127.0.0.1:7001", peerAddress: "127.0.0.1:7002", dataDir: /a }\n  - { id: b, address: "127.0.0.1:7002", dataDir: /b }');
+    const e = errorOf(
+      'nodes:\n  - { id: a, address: "127.0.0.1:7001", peerAddress: "127.0.0.1:7002", dataDir: /a }\n  - { id: b, address: "127.0.0.1:7002", dataDir: /b }',
+    );
     expect(e.message).toContain('nodes[1].address: duplicate address 127.0.0.1:7002 (also nodes[0])');
-    expect(errorOf('nodes:\n  - { id: a, address: "127.0.0.1:7001", peerAddress: "nope", dataDir: /a }').message).toContain('nodes[0].peerAddress: expected host:port');
+    expect(errorOf('nodes:\n  - { id: a, address: "127.0.0.1:7001", peerAddress: "nope", dataDir: /a }').message).toContain(
+      'nodes[0].peerAddress: expected host:port',
+    );
   });
 });
 
@@ -432,11 +515,13 @@ describe('nodes[].peerDialOverrides (chaos runs: a proxy per node-to-node link)'
     expect(errorOf(two('{ "-x": "127.0.0.1:9001" }')).message).toContain('is not a valid node id');
     expect(errorOf(two('[b]')).message).toContain('nodes[0].peerDialOverrides: expected a mapping');
     expect(errorOf(two('{ b: 9002 }')).message).toContain('nodes[0].peerDialOverrides.b: expected host:port');
-    expect(errorOf(two('{ b: "127.0.0.1:9002" }', ', peerAddress: "127.0.0.1:8002"')).message).toContain('nodes[0].peerDialOverrides.b: b has a separate peerAddress');
+    expect(errorOf(two('{ b: "127.0.0.1:9002" }', ', peerAddress: "127.0.0.1:8002"')).message).toContain(
+      'nodes[0].peerDialOverrides.b: b has a separate peerAddress',
+    );
   });
 });
 
-describe('metrics, log.format and a node\'s listen address', () => {
+describe("metrics, log.format and a node's listen address", () => {
   const base = 'nodes:\n  - { id: n1, address: "n1:7001", dataDir: /d, listen: "0.0.0.0:7001" }\n';
   it('metrics is off by default; metrics.address is a host:port; listen is kept apart from the advertised address', () => {
     const off = parseConfig(base, 'x.yaml');
@@ -460,6 +545,8 @@ describe('metrics, log.format and a node\'s listen address', () => {
     expect(err(`${base}metrics: { address: 9464 }\n`)).toMatch(/metrics\.address: expected host:port/);
     expect(err(`${base}metrics: { address: "localhost" }\n`)).toMatch(/metrics\.address: expected host:port/);
     expect(err(`${base}log: { format: colour }\n`)).toMatch(/log\.format: expected one of auto, json, pretty/);
-    expect(err('nodes:\n  - { id: n1, address: "n1:7001", dataDir: /d, listen: "0.0.0.0" }\n')).toMatch(/nodes\[0\]\.listen: expected host:port/);
+    expect(err('nodes:\n  - { id: n1, address: "n1:7001", dataDir: /d, listen: "0.0.0.0" }\n')).toMatch(
+      /nodes\[0\]\.listen: expected host:port/,
+    );
   });
 });

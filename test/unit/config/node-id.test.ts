@@ -76,7 +76,17 @@ describe('addresses: members add takes what the config file takes (one parser)',
       return false;
     }
   };
-  it.each([['127.0.0.1:7001'], ['[::1]:7001'], ['node-1.example.com:7001'], ['[1.2.3.4]:7001'], ['host:0'], ['host:65536'], ['host'], ['::1:7001'], ['bad_host!:7001']])('%s', (address) => {
+  it.each([
+    ['127.0.0.1:7001'],
+    ['[::1]:7001'],
+    ['node-1.example.com:7001'],
+    ['[1.2.3.4]:7001'],
+    ['host:0'],
+    ['host:65536'],
+    ['host'],
+    ['::1:7001'],
+    ['bad_host!:7001'],
+  ])('%s', (address) => {
     expect(membersAddress(address)).toBe(configAddress(address));
   });
 });

@@ -12,7 +12,9 @@ describe('UTF-8 helpers', () => {
     const random = () => rng.float();
     const encoder = new TextEncoder();
     for (let i = 0; i < 3000; i++) {
-      const text = String.fromCharCode(...Array.from({ length: Math.floor(random() * 12) }, () => UNITS[Math.floor(random() * UNITS.length)]!));
+      const text = String.fromCharCode(
+        ...Array.from({ length: Math.floor(random() * 12) }, () => UNITS[Math.floor(random() * UNITS.length)]!),
+      );
       const expected = encoder.encode(text);
       expect(encodeUtf8(text)).toEqual(expected);
       const wellFormed = !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
@@ -74,7 +76,8 @@ describe('skip readers (a restore checks fields without building them)', () => {
       cases.push(out.finish());
     }
     cases.push(Uint8Array.of(2, 0xc0, 0x80), Uint8Array.of(3, 0xed, 0xa0, 0x80), Uint8Array.of(5, 0x61)); // overlong, surrogate, short
-    for (let i = 0; i < 3000; i++) cases.push(Uint8Array.from({ length: 1 + rng.int(12) }, () => (rng.float() < 0.5 ? 0x80 | rng.int(128) : rng.int(256))));
+    for (let i = 0; i < 3000; i++)
+      cases.push(Uint8Array.from({ length: 1 + rng.int(12) }, () => (rng.float() < 0.5 ? 0x80 | rng.int(128) : rng.int(256))));
     let failures = 0;
     for (const bytes of cases) {
       const big = outcome(bytes, (r) => r.bigUint());

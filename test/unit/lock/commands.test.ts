@@ -53,18 +53,24 @@ describe('command codec', () => {
     expect(encodeCommand({ type: 'checkpoint', timeMs: NOW }).length).toBe(7);
   });
 
-  it('rejects an empty entry, truncation and trailing bytes with CommandDecodeError; an unknown tag is UnknownCommandError (a newer build\'s)', () => {
+  it("rejects an empty entry, truncation and trailing bytes with CommandDecodeError; an unknown tag is UnknownCommandError (a newer build's)", () => {
     expect(decodeFailure(new Uint8Array(0)).message).toMatch(/unexpected end/);
     expect(() => decodeCommand(Uint8Array.of(99, 0))).toThrow(UnknownCommandError);
-    expect(() => decodeCommand(Uint8Array.of(NEWEST_COMMAND_TAG + 1))).toThrow(`lock command tag ${NEWEST_COMMAND_TAG + 1} is newer than this build reads (cluster level ${BUILD_LEVEL}, command tags up to ${NEWEST_COMMAND_TAG})`);
+    expect(() => decodeCommand(Uint8Array.of(NEWEST_COMMAND_TAG + 1))).toThrow(
+      `lock command tag ${NEWEST_COMMAND_TAG + 1} is newer than this build reads (cluster level ${BUILD_LEVEL}, command tags up to ${NEWEST_COMMAND_TAG})`,
+    );
     expect(NEWEST_COMMAND_TAG).toBe(22);
     // A build of level 1 (versions.ts) reads neither tag 19 (clusterLevel) nor tag 20 (memberRan).
     const raise = encodeCommand({ type: 'clusterLevel', timeMs: NOW, level: 2 });
-    expect(() => decodeCommand(raise, 1)).toThrow('lock command tag 19 is newer than this build reads (cluster level 1, command tags up to 18)');
+    expect(() => decodeCommand(raise, 1)).toThrow(
+      'lock command tag 19 is newer than this build reads (cluster level 1, command tags up to 18)',
+    );
     expect(decodeCommand(raise, 2)).toEqual({ type: 'clusterLevel', timeMs: NOW, level: 2 });
     expect(decodeFailure(Uint8Array.of(19, 0, 1)).message).toMatch(/cluster level 1 is outside/);
     const ran = encodeCommand({ type: 'memberRan', timeMs: NOW, memberId: 'n3' });
-    expect(() => decodeCommand(ran, 1)).toThrow('lock command tag 20 is newer than this build reads (cluster level 1, command tags up to 18)');
+    expect(() => decodeCommand(ran, 1)).toThrow(
+      'lock command tag 20 is newer than this build reads (cluster level 1, command tags up to 18)',
+    );
     expect(decodeCommand(ran)).toEqual({ type: 'memberRan', timeMs: NOW, memberId: 'n3' });
     expect(decodeFailure(Uint8Array.of(20, 0, 0)).message).toMatch(/memberId is empty/);
     expect(() => encodeCommand({ type: 'memberRan', timeMs: NOW, memberId: 'x'.repeat(64) })).toThrow(/memberId must be 1..63 bytes/);
@@ -128,7 +134,7 @@ describe('command codec', () => {
         expect(encodeCommand(command)).toEqual(bytes); // anything accepted is canonical
         decoded++;
       } catch (error) {
-        const known = bytes.length > 0 && (bytes[0]! <= NEWEST_COMMAND_TAG && bytes[0]! > 0);
+        const known = bytes.length > 0 && bytes[0]! <= NEWEST_COMMAND_TAG && bytes[0]! > 0;
         expect(error).toBeInstanceOf(bytes.length > 0 && !known ? UnknownCommandError : CommandDecodeError);
       }
     }

@@ -39,11 +39,42 @@ function record(rng: SimRng, owner: string, requestId: string, recordedAtMs: num
   const key = `key-${rng.int(50)}`;
   switch (rng.int(3)) {
     case 0:
-      return { owner, requestId, recordedAtMs, key, token: 0n, type: 'acquire', outcome: { acquired: rng.int(2) === 0, token: BigInt(rng.int(1e9)), ttlMs: rng.int(1e6), expiresAtMs: recordedAtMs + 5, holderOwner: rng.int(2) === 0 ? '' : `h${rng.int(9)}`, holderTtlMs: rng.int(999) } };
+      return {
+        owner,
+        requestId,
+        recordedAtMs,
+        key,
+        token: 0n,
+        type: 'acquire',
+        outcome: {
+          acquired: rng.int(2) === 0,
+          token: BigInt(rng.int(1e9)),
+          ttlMs: rng.int(1e6),
+          expiresAtMs: recordedAtMs + 5,
+          holderOwner: rng.int(2) === 0 ? '' : `h${rng.int(9)}`,
+          holderTtlMs: rng.int(999),
+        },
+      };
     case 1:
-      return { owner, requestId, recordedAtMs, key, token: (1n << 63n) + BigInt(rng.int(99)), type: 'renew', outcome: { renewed: true, ttlMs: 7, expiresAtMs: recordedAtMs + 7, reason: 'UNSPECIFIED' } };
+      return {
+        owner,
+        requestId,
+        recordedAtMs,
+        key,
+        token: (1n << 63n) + BigInt(rng.int(99)),
+        type: 'renew',
+        outcome: { renewed: true, ttlMs: 7, expiresAtMs: recordedAtMs + 7, reason: 'UNSPECIFIED' },
+      };
     default:
-      return { owner, requestId, recordedAtMs, key, token: BigInt(1 + rng.int(99)), type: 'release', outcome: { released: false, reason: 'WRONG_TOKEN' } };
+      return {
+        owner,
+        requestId,
+        recordedAtMs,
+        key,
+        token: BigInt(1 + rng.int(99)),
+        type: 'release',
+        outcome: { released: false, reason: 'WRONG_TOKEN' },
+      };
   }
 }
 

@@ -39,9 +39,28 @@ export class Feed {
   }
 
   /** An acquire whose hold carries a lock-delay (and may wait in line). */
-  delayed(key: string, owner: string, ttlMs: number, lockDelayMs: number, opts: { waitMs?: number; requestId?: string; value?: string } = {}) {
+  delayed(
+    key: string,
+    owner: string,
+    ttlMs: number,
+    lockDelayMs: number,
+    opts: { waitMs?: number; requestId?: string; value?: string } = {},
+  ) {
     const value = opts.value === undefined ? {} : { value: new TextEncoder().encode(opts.value) };
-    return this.expect('acquire', this.apply({ type: 'acquire', timeMs: this.timeMs, key, owner, ttlMs, requestId: opts.requestId ?? '', waitMs: opts.waitMs ?? 0, lockDelayMs, ...value }));
+    return this.expect(
+      'acquire',
+      this.apply({
+        type: 'acquire',
+        timeMs: this.timeMs,
+        key,
+        owner,
+        ttlMs,
+        requestId: opts.requestId ?? '',
+        waitMs: opts.waitMs ?? 0,
+        lockDelayMs,
+        ...value,
+      }),
+    );
   }
 
   undelay(key: string) {
@@ -61,7 +80,17 @@ export class Feed {
   }
 
   openSession(owner: string, ttlMs: number, opts: { requestId?: string; lockDelayMs?: number } = {}) {
-    return this.expect('openSession', this.apply({ type: 'openSession', timeMs: this.timeMs, owner, ttlMs, requestId: opts.requestId ?? '', lockDelayMs: opts.lockDelayMs ?? 0 }));
+    return this.expect(
+      'openSession',
+      this.apply({
+        type: 'openSession',
+        timeMs: this.timeMs,
+        owner,
+        ttlMs,
+        requestId: opts.requestId ?? '',
+        lockDelayMs: opts.lockDelayMs ?? 0,
+      }),
+    );
   }
 
   renewSession(sessionId: bigint, owner = '') {
@@ -78,12 +107,35 @@ export class Feed {
 
   /** An acquire whose hold lives under `sessionId` (result: acquire, or the machine's error). */
   underSession(key: string, owner: string, sessionId: bigint, opts: { waitMs?: number; requestId?: string; lockDelayMs?: number } = {}) {
-    return this.apply({ type: 'acquire', timeMs: this.timeMs, key, owner, ttlMs: 0, requestId: opts.requestId ?? '', sessionId: Number(sessionId), ...(opts.waitMs ? { waitMs: opts.waitMs } : {}), ...(opts.lockDelayMs ? { lockDelayMs: opts.lockDelayMs } : {}) });
+    return this.apply({
+      type: 'acquire',
+      timeMs: this.timeMs,
+      key,
+      owner,
+      ttlMs: 0,
+      requestId: opts.requestId ?? '',
+      sessionId: Number(sessionId),
+      ...(opts.waitMs ? { waitMs: opts.waitMs } : {}),
+      ...(opts.lockDelayMs ? { lockDelayMs: opts.lockDelayMs } : {}),
+    });
   }
 
   /** An acquire of one of a key's many holds (holds.ts): a semaphore's (`limit` >= 2) or a shared one.
    *  Returns the machine's result as it is (an acquire, or an error such as LIMIT_MISMATCH). */
-  many(key: string, owner: string, opts: { limit?: number; shared?: boolean; ttlMs?: number; waitMs?: number; requestId?: string; lockDelayMs?: number; sessionId?: bigint; value?: string } = {}) {
+  many(
+    key: string,
+    owner: string,
+    opts: {
+      limit?: number;
+      shared?: boolean;
+      ttlMs?: number;
+      waitMs?: number;
+      requestId?: string;
+      lockDelayMs?: number;
+      sessionId?: bigint;
+      value?: string;
+    } = {},
+  ) {
     const sessionId = opts.sessionId === undefined ? 0 : Number(opts.sessionId);
     return this.apply({
       type: 'acquire',

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { LeaderRig } from './leader-rig.js';
 
 describe('lock leader: cluster level', () => {
-  it('proposes clusterLevel only when every member reads a level above the log\'s', () => {
+  it("proposes clusterLevel only when every member reads a level above the log's", () => {
     const rig = new LeaderRig().ready();
     rig.advance(10);
     expect(rig.pendingOf('clusterLevel')).toHaveLength(0); // never told: nothing

@@ -5,11 +5,14 @@ import { NO_LOCK_LIMITS, type LockLimitSettings } from '../../../src/lock/leader
 import { LEVEL_MANY_HOLDERS } from '../../../src/lock/versions.js';
 import { LeaderRig } from './leader-rig.js';
 
-const rigWith = (limits: Partial<LockLimitSettings>, extra = {}) => new LeaderRig({ limits: { ...NO_LOCK_LIMITS, ...limits }, ...extra }).ready();
+const rigWith = (limits: Partial<LockLimitSettings>, extra = {}) =>
+  new LeaderRig({ limits: { ...NO_LOCK_LIMITS, ...limits }, ...extra }).ready();
 
 function exhausted(rig: LeaderRig, callId: number): string {
   const f = rig.failures.get(callId);
-  expect(f?.kind, `call ${callId}: ${JSON.stringify(f ?? rig.answers.get(callId), (_k, v) => (typeof v === 'bigint' ? `${v}` : v))}`).toBe('exhausted');
+  expect(f?.kind, `call ${callId}: ${JSON.stringify(f ?? rig.answers.get(callId), (_k, v) => (typeof v === 'bigint' ? `${v}` : v))}`).toBe(
+    'exhausted',
+  );
   return f!.message;
 }
 
@@ -19,7 +22,9 @@ describe('lock leader: limits', () => {
     rig.acquire('a', 'o1');
     rig.acquire('b', 'o2');
     const third = rig.acquire('c', 'o3');
-    expect(exhausted(rig, third)).toBe('limit limits.maxHeld (2) reached: that many locks are held or being acquired; retry after some are released or expire');
+    expect(exhausted(rig, third)).toBe(
+      'limit limits.maxHeld (2) reached: that many locks are held or being acquired; retry after some are released or expire',
+    );
     expect(rig.pendingOf('acquire')).toHaveLength(2);
     rig.commitAll();
     // Re-acquiring a key that has a lease adds none: allowed at the limit.
@@ -67,7 +72,9 @@ describe('lock leader: limits', () => {
     expect(rig.pendingOf('forget')).toHaveLength(0); // retention is judged in log time, which has not moved
     rig.hold('b', 'o'); // a re-acquire stamped now moves log time past the retention
     rig.advance(10);
-    expect(rig.pendingOf('forget').map((p) => p.command)).toEqual([{ type: 'forget', timeMs: rig.nowMs, upToMs: rig.machine.logNowMs - 60_000 }]);
+    expect(rig.pendingOf('forget').map((p) => p.command)).toEqual([
+      { type: 'forget', timeMs: rig.nowMs, upToMs: rig.machine.logNowMs - 60_000 },
+    ]);
     rig.commitAll();
     expect(rig.machine.keyCount).toBe(1);
     expect(rig.machine.get('a').lastToken).toBe(rig.machine.lastTokenWatermark);
@@ -81,10 +88,14 @@ describe('lock leader: limits', () => {
     rig.acquire('k', 'w1', { waitMs: 60_000 });
     rig.commitAll();
     rig.acquire('k', 'w2', { waitMs: 60_000 });
-    expect(exhausted(rig, rig.acquire('k', 'w3', { waitMs: 60_000 }))).toBe('limit limits.maxWaitersPerKey (2) reached: that many callers already wait for this key');
+    expect(exhausted(rig, rig.acquire('k', 'w3', { waitMs: 60_000 }))).toBe(
+      'limit limits.maxWaitersPerKey (2) reached: that many callers already wait for this key',
+    );
     rig.acquire('j', 'w4', { waitMs: 60_000 });
     rig.commitAll();
-    expect(exhausted(rig, rig.acquire('j', 'w5', { waitMs: 60_000 }))).toBe('limit limits.maxWaiters (3) reached: that many callers already wait for locks');
+    expect(exhausted(rig, rig.acquire('j', 'w5', { waitMs: 60_000 }))).toBe(
+      'limit limits.maxWaiters (3) reached: that many callers already wait for locks',
+    );
     // A wait_ms 0 call is refused as usual ("held"), not with a limit.
     const plain = rig.acquire('k', 'w6');
     expect(rig.failures.has(plain)).toBe(false);
@@ -119,7 +130,9 @@ describe('lock leader: limits', () => {
       const second = rig.acquire('b', 'o2');
       rig.commitAll();
       expect(rig.machine.leaseCount, 'leases held once the log applied (limits.maxHeld is 1)').toBe(1);
-      expect(exhausted(rig, second)).toBe('limit limits.maxHeld (1) reached: that many locks are held or being acquired; retry after some are released or expire');
+      expect(exhausted(rig, second)).toBe(
+        'limit limits.maxHeld (1) reached: that many locks are held or being acquired; retry after some are released or expire',
+      );
       // Once its entry applied, the lease is counted from the state (once): releasing it makes room.
       rig.release('a', 'o1', rig.machine.get('a').token);
       rig.commitAll();
@@ -127,11 +140,36 @@ describe('lock leader: limits', () => {
     });
 
     it('the same for the other limits: per owner, key records, waiters, sessions', () => {
-      const cases: { limits: Partial<LockLimitSettings>; first: (rig: LeaderRig) => void; next: (rig: LeaderRig) => number; limit: RegExp }[] = [
-        { limits: { maxHeldPerOwner: 1 }, first: (rig) => rig.acquire('a', 'alice'), next: (rig) => rig.acquire('b', 'alice'), limit: /^limit limits\.maxHeldPerOwner \(1\)/ },
-        { limits: { maxKeys: 1 }, first: (rig) => rig.acquire('a', 'o1'), next: (rig) => rig.acquire('b', 'o2'), limit: /^limit limits\.maxKeys \(1\)/ },
-        { limits: { maxWaiters: 1 }, first: (rig) => rig.acquire('k', 'w1', { waitMs: 60_000 }), next: (rig) => rig.acquire('k', 'w2', { waitMs: 60_000 }), limit: /^limit limits\.maxWaiters \(1\)/ },
-        { limits: { maxSessions: 1 }, first: (rig) => rig.session({ op: 'openSession', owner: 'o1', ttlMs: 10_000 }), next: (rig) => rig.session({ op: 'openSession', owner: 'o2', ttlMs: 10_000 }), limit: /^limit limits\.maxSessions \(1\)/ },
+      const cases: {
+        limits: Partial<LockLimitSettings>;
+        first: (rig: LeaderRig) => void;
+        next: (rig: LeaderRig) => number;
+        limit: RegExp;
+      }[] = [
+        {
+          limits: { maxHeldPerOwner: 1 },
+          first: (rig) => rig.acquire('a', 'alice'),
+          next: (rig) => rig.acquire('b', 'alice'),
+          limit: /^limit limits\.maxHeldPerOwner \(1\)/,
+        },
+        {
+          limits: { maxKeys: 1 },
+          first: (rig) => rig.acquire('a', 'o1'),
+          next: (rig) => rig.acquire('b', 'o2'),
+          limit: /^limit limits\.maxKeys \(1\)/,
+        },
+        {
+          limits: { maxWaiters: 1 },
+          first: (rig) => rig.acquire('k', 'w1', { waitMs: 60_000 }),
+          next: (rig) => rig.acquire('k', 'w2', { waitMs: 60_000 }),
+          limit: /^limit limits\.maxWaiters \(1\)/,
+        },
+        {
+          limits: { maxSessions: 1 },
+          first: (rig) => rig.session({ op: 'openSession', owner: 'o1', ttlMs: 10_000 }),
+          next: (rig) => rig.session({ op: 'openSession', owner: 'o2', ttlMs: 10_000 }),
+          limit: /^limit limits\.maxSessions \(1\)/,
+        },
       ];
       for (const c of cases) {
         const rig = rigWith(c.limits);
@@ -220,12 +258,19 @@ describe('lock leader: limits', () => {
       expect(exhausted(rig, second)).toMatch(/^limit limits\.maxHeld \(2\)/);
     });
 
-    it('a new leader inherits the deposed one\'s acquires in its log: it admits nothing before its term start applied, so they are counted (the term gate)', () => {
+    it("a new leader inherits the deposed one's acquires in its log: it admits nothing before its term start applied, so they are counted (the term gate)", () => {
       // Leader B never proposed the two acquires: deposed leader A did (they were in flight there, up to
       // the limit), and they sit in B's log, uncommitted, when B is elected. B's termStart goes after them.
       const b = new LeaderRig({ limits: { ...NO_LOCK_LIMITS, maxHeld: 2 } });
-      for (const [key, owner] of [['a', 'o1'], ['b', 'o2']] as const) {
-        b.pending.push({ proposalId: -1, command: { type: 'acquire', timeMs: b.nowMs, key, owner, ttlMs: 10_000, requestId: `${owner}-1` }, timeoutMs: 5000 });
+      for (const [key, owner] of [
+        ['a', 'o1'],
+        ['b', 'o2'],
+      ] as const) {
+        b.pending.push({
+          proposalId: -1,
+          command: { type: 'acquire', timeMs: b.nowMs, key, owner, ttlMs: 10_000, requestId: `${owner}-1` },
+          timeoutMs: 5000,
+        });
       }
       b.elect(2);
       const third = b.acquire('c', 'o3');

@@ -3,7 +3,16 @@
 // index and term, then reports it the way the driver does: the applied event first, the proposal's
 // outcome after. Time moves only when a test says so.
 import { encodeCommand, LockMachine, type LockCommand } from '../../../src/lock/index.js';
-import { LockLeader, type CallFailure, type CallId, type ClientAnswer, type LeaderCommand, type LeaderEvent, type LockLeaderConfig, type ProposalErrorKind } from '../../../src/lock/leader/index.js';
+import {
+  LockLeader,
+  type CallFailure,
+  type CallId,
+  type ClientAnswer,
+  type LeaderCommand,
+  type LeaderEvent,
+  type LockLeaderConfig,
+  type ProposalErrorKind,
+} from '../../../src/lock/leader/index.js';
 import type { AcquireResult } from '../../../src/lock/types.js';
 
 export interface Pending {
@@ -123,7 +132,11 @@ export class LeaderRig {
     this.pending.splice(at, 1);
     // A timed-out entry stays in the log where it was appended (it may still commit): report its index.
     const index = kind === 'timeout' ? (timedOutAt ?? this.machine.appliedIndex + at + 1) : undefined;
-    this.step({ type: 'proposalFailed', proposalId: proposalId!, error: { kind, message: `planted ${kind}`, ...(index === undefined ? {} : { index }) } });
+    this.step({
+      type: 'proposalFailed',
+      proposalId: proposalId!,
+      error: { kind, message: `planted ${kind}`, ...(index === undefined ? {} : { index }) },
+    });
   }
 
   /** The driver gave up waiting for a proposal (timeout) while its entry stays in the log and may still
@@ -131,25 +144,58 @@ export class LeaderRig {
   reportTimeout(proposalId: number): void {
     const at = this.pending.findIndex((p) => p.proposalId === proposalId);
     if (at < 0) throw new Error(`rig: no pending proposal ${proposalId}`);
-    this.step({ type: 'proposalFailed', proposalId, error: { kind: 'timeout', message: 'planted timeout', index: this.machine.appliedIndex + at + 1 } });
+    this.step({
+      type: 'proposalFailed',
+      proposalId,
+      error: { kind: 'timeout', message: 'planted timeout', index: this.machine.appliedIndex + at + 1 },
+    });
   }
 
-  acquire(key: string, owner: string, opts: { waitMs?: number; requestId?: string; ttlMs?: number; timeoutMs?: number; lockDelayMs?: number; sessionId?: number; shared?: boolean } = {}): CallId {
+  acquire(
+    key: string,
+    owner: string,
+    opts: {
+      waitMs?: number;
+      requestId?: string;
+      ttlMs?: number;
+      timeoutMs?: number;
+      lockDelayMs?: number;
+      sessionId?: number;
+      shared?: boolean;
+    } = {},
+  ): CallId {
     const callId = this.nextCallId++;
     const session = opts.sessionId ?? 0;
-    const req = { key, owner, ttlMs: session > 0 ? 0 : (opts.ttlMs ?? 10_000), waitMs: opts.waitMs ?? 0, requestId: opts.requestId ?? `${owner}-${callId}`, lockDelayMs: opts.lockDelayMs ?? 0, sessionId: session, ...(opts.shared === true ? { shared: true } : {}) };
+    const req = {
+      key,
+      owner,
+      ttlMs: session > 0 ? 0 : (opts.ttlMs ?? 10_000),
+      waitMs: opts.waitMs ?? 0,
+      requestId: opts.requestId ?? `${owner}-${callId}`,
+      lockDelayMs: opts.lockDelayMs ?? 0,
+      sessionId: session,
+      ...(opts.shared === true ? { shared: true } : {}),
+    };
     this.step({ type: 'request', callId, request: { op: 'acquire', req }, timeoutMs: opts.timeoutMs ?? 5000 + req.waitMs });
     return callId;
   }
 
   release(key: string, owner: string, token: bigint): CallId {
     const callId = this.nextCallId++;
-    this.step({ type: 'request', callId, request: { op: 'release', req: { key, owner, token, requestId: `rel-${callId}` } }, timeoutMs: 5000 });
+    this.step({
+      type: 'request',
+      callId,
+      request: { op: 'release', req: { key, owner, token, requestId: `rel-${callId}` } },
+      timeoutMs: 5000,
+    });
     return callId;
   }
 
   /** A session call: open (owner, ttlMs), renew or close (sessionId). */
-  session(request: { op: 'openSession'; owner: string; ttlMs: number } | { op: 'renewSession' | 'closeSession'; sessionId: number; owner?: string }): CallId {
+  session(
+    request:
+      { op: 'openSession'; owner: string; ttlMs: number } | { op: 'renewSession' | 'closeSession'; sessionId: number; owner?: string },
+  ): CallId {
     const callId = this.nextCallId++;
     const req =
       request.op === 'openSession'
@@ -172,7 +218,8 @@ export class LeaderRig {
   /** The answer to acquire call `callId` (throws if it has none). */
   acquired(callId: CallId): AcquireResult {
     const a = this.answers.get(callId);
-    if (!a || !('type' in a) || a.type !== 'acquire') throw new Error(`rig: call ${callId} has no acquire answer (failure: ${JSON.stringify(this.failures.get(callId))})`);
+    if (!a || !('type' in a) || a.type !== 'acquire')
+      throw new Error(`rig: call ${callId} has no acquire answer (failure: ${JSON.stringify(this.failures.get(callId))})`);
     return a;
   }
 

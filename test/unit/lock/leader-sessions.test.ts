@@ -47,7 +47,7 @@ describe('lock leader: sessions', () => {
     expect(rig.answers.get(c)).toMatchObject({ type: 'closeSession', ended: true });
   });
 
-  it('an owner that is not the session\'s is INVALID_ARGUMENT before anything is proposed', () => {
+  it("an owner that is not the session's is INVALID_ARGUMENT before anything is proposed", () => {
     const rig = new LeaderRig().ready();
     const sid = open(rig, 'a');
     const before = rig.proposed.length;

@@ -82,7 +82,7 @@ describe('lock leader: term start before stamping', () => {
     expect(rig.failures.get(a)).toMatchObject({ kind: 'unavailable', leaderId: 'n2' });
   });
 
-  it('a retry held for the term start keeps its request\'s place in line, also when the first call is cancelled', () => {
+  it("a retry held for the term start keeps its request's place in line, also when the first call is cancelled", () => {
     const rig = new LeaderRig().elect(); // leader, termStart not applied yet: calls are held
     const first = rig.acquire('k', 'x', { requestId: 'x-1', waitMs: 5000 });
     const other = rig.acquire('k', 'y', { requestId: 'y-1', waitMs: 5000 });

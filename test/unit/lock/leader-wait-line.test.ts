@@ -147,7 +147,7 @@ describe('lock leader: the replicated wait line', () => {
     expect(rig.answers.has(b)).toBe(false);
   });
 
-  it('a decision applied before the waiting acquire\'s outcome arrived (one batch) still answers it', () => {
+  it("a decision applied before the waiting acquire's outcome arrived (one batch) still answers it", () => {
     const rig = new LeaderRig().ready();
     const h = rig.hold('k', 'h');
     const a = rig.acquire('k', 'a', { waitMs: 60_000 });

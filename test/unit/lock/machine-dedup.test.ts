@@ -57,10 +57,12 @@ describe('request_id dedup', () => {
       expect(result.type === 'error' && result.message).toMatch(/first used for acquire of key "k"/);
     }
     feed.renew('k', 'a', a.token, 1000, 'r2');
-    expect(feed.apply({ type: 'renew', timeMs: 0, key: 'k', owner: 'a', token: a.token + 1n, ttlMs: 1000, requestId: 'r2' })).toMatchObject({
-      type: 'error',
-      code: 'REQUEST_ID_REUSED',
-    });
+    expect(feed.apply({ type: 'renew', timeMs: 0, key: 'k', owner: 'a', token: a.token + 1n, ttlMs: 1000, requestId: 'r2' })).toMatchObject(
+      {
+        type: 'error',
+        code: 'REQUEST_ID_REUSED',
+      },
+    );
     // Nothing changed: the lease is still a's original one, and 'other' was never acquired.
     expect(feed.machine.get('k')).toMatchObject({ held: true, owner: 'a', token: a.token });
     expect(feed.machine.get('other').lastToken).toBe(0n);
@@ -143,7 +145,9 @@ describe('request_id dedup and the FIFO wait queue', () => {
     const a = feed.at(0).acquire('k', 'a', 1000);
     expect(feed.acquire('k', 'w', 1000, 'w-1').acquired).toBe(false);
     // Still held: a queued offer is refused too (and nothing changes).
-    expect(feed.apply({ type: 'acquire', timeMs: 0, key: 'k', owner: 'w', ttlMs: 1000, requestId: 'w-1', queued: true })).toMatchObject({ acquired: false });
+    expect(feed.apply({ type: 'acquire', timeMs: 0, key: 'k', owner: 'w', ttlMs: 1000, requestId: 'w-1', queued: true })).toMatchObject({
+      acquired: false,
+    });
     feed.release('k', 'a', a.token, 'a-rel');
     const granted = feed.apply({ type: 'acquire', timeMs: 0, key: 'k', owner: 'w', ttlMs: 1000, requestId: 'w-1', queued: true });
     expect(granted).toMatchObject({ type: 'acquire', acquired: true, replayed: false });
@@ -153,7 +157,11 @@ describe('request_id dedup and the FIFO wait queue', () => {
     expect(feed.machine.rememberedAcquire('w', 'w-1', 'k')).toMatchObject({ acquired: true, token });
     expect(feed.machine.rememberedAcquire('w', 'w-1', 'other-key')).toBeNull();
     // A queued offer for an already granted request replays the grant: no second lease.
-    expect(feed.apply({ type: 'acquire', timeMs: 0, key: 'k', owner: 'w', ttlMs: 1000, requestId: 'w-1', queued: true })).toMatchObject({ acquired: true, token, replayed: true });
+    expect(feed.apply({ type: 'acquire', timeMs: 0, key: 'k', owner: 'w', ttlMs: 1000, requestId: 'w-1', queued: true })).toMatchObject({
+      acquired: true,
+      token,
+      replayed: true,
+    });
   });
 
   it('a replaced refusal does not make its successor vanish when the old slot ages out, and snapshots keep only the current record', () => {
@@ -161,7 +169,9 @@ describe('request_id dedup and the FIFO wait queue', () => {
     const a = feed.at(0).acquire('k', 'a', 100_000);
     feed.at(10).acquire('k', 'w', 100_000, 'w-1'); // refusal, recorded at 10
     feed.at(500).release('k', 'a', a.token, 'a-rel');
-    const granted = feed.at(600).apply({ type: 'acquire', timeMs: 600, key: 'k', owner: 'w', ttlMs: 100_000, requestId: 'w-1', queued: true });
+    const granted = feed
+      .at(600)
+      .apply({ type: 'acquire', timeMs: 600, key: 'k', owner: 'w', ttlMs: 100_000, requestId: 'w-1', queued: true });
     expect(granted).toMatchObject({ acquired: true });
     feed.at(1200).checkpoint(); // the refusal's slot (recorded at 10) ages out; the grant (at 600) must stay
     expect(feed.machine.rememberedAcquire('w', 'w-1', 'k')).toMatchObject({ acquired: true });

@@ -8,7 +8,13 @@ function recording(): { feed: Feed; events: LockEvent[]; brief: () => string[] }
   const feed = new Feed();
   const events: LockEvent[] = [];
   feed.machine.eventSink = (e) => events.push(e);
-  const brief = () => events.splice(0).map((e) => `${e.index} ${e.kind} ${e.key} ${e.owner} ${e.token}${e.sessionId > 0 ? ` s${e.sessionId}` : ''}${e.value ? ` v=${new TextDecoder().decode(e.value)}` : ''}`);
+  const brief = () =>
+    events
+      .splice(0)
+      .map(
+        (e) =>
+          `${e.index} ${e.kind} ${e.key} ${e.owner} ${e.token}${e.sessionId > 0 ? ` s${e.sessionId}` : ''}${e.value ? ` v=${new TextDecoder().decode(e.value)}` : ''}`,
+      );
   return { feed, events, brief };
 }
 
@@ -56,7 +62,13 @@ describe('lock events', () => {
     feed.acquire('busy', 'z', 60_000);
     feed.underSession('busy', 'a', s.sessionId, { waitMs: 60_000 });
     feed.wait('k1', 'b', 5000, 60_000);
-    expect(brief()).toEqual(['2 ACQUIRED k2 a 2 s1', '3 ACQUIRED k1 a 3 s1', '4 ACQUIRED busy z 4', '5 QUEUED busy a 0 s1', '6 QUEUED k1 b 0']);
+    expect(brief()).toEqual([
+      '2 ACQUIRED k2 a 2 s1',
+      '3 ACQUIRED k1 a 3 s1',
+      '4 ACQUIRED busy z 4',
+      '5 QUEUED busy a 0 s1',
+      '6 QUEUED k1 b 0',
+    ]);
     feed.closeSession(s.sessionId);
     expect(brief()).toEqual(['7 DEQUEUED busy a 0 s1', '7 RELEASED k1 a 3 s1', '7 ACQUIRED k1 b 7', '7 RELEASED k2 a 2 s1']);
     const s2 = feed.openSession('c', 1000);

@@ -36,7 +36,15 @@ describe('hold value', () => {
   });
 
   it('round-trips on the wire (tag 11), and a decoded value is a copy, not a view of the entry', () => {
-    const command = { type: 'acquire', timeMs: 5, key: 'k', owner: 'o', ttlMs: 100, requestId: 'r', value: new Uint8Array([1, 2, 3]) } as const;
+    const command = {
+      type: 'acquire',
+      timeMs: 5,
+      key: 'k',
+      owner: 'o',
+      ttlMs: 100,
+      requestId: 'r',
+      value: new Uint8Array([1, 2, 3]),
+    } as const;
     const bytes = encodeCommand(command);
     expect(bytes[0]).toBe(11);
     const decoded = decodeCommand(bytes);

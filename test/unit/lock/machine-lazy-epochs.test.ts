@@ -38,7 +38,10 @@ class EagerModel {
   }
 
   due(atMs: number): string[] {
-    return [...this.leases].filter(([, l]) => l.expiresAtMs <= atMs).map(([k]) => k).sort();
+    return [...this.leases]
+      .filter(([, l]) => l.expiresAtMs <= atMs)
+      .map(([k]) => k)
+      .sort();
   }
 }
 
@@ -52,7 +55,8 @@ function run(seed: number, steps: number): { termStarts: number; ended: number; 
   let checks = 0;
   let raftTerm = 1;
   // An epoch starts at the first entry of a higher raft term (the new leader's termStart).
-  const apply = (command: LockCommand) => machine.apply(machine.appliedIndex + 1, command.type === 'termStart' ? ++raftTerm : raftTerm, encodeCommand(command));
+  const apply = (command: LockCommand) =>
+    machine.apply(machine.appliedIndex + 1, command.type === 'termStart' ? ++raftTerm : raftTerm, encodeCommand(command));
   for (let step = 0; step < steps; step++) {
     clockMs += rng.int(30);
     // A leader's stamp can run behind log time (clamped) or ahead of it.
@@ -84,7 +88,10 @@ function run(seed: number, steps: number): { termStarts: number; ended: number; 
     } else {
       // The leader proposes what the machine says is due; the model must agree on the whole set.
       const atMs = Math.max(stampMs, machine.logNowMs);
-      const due = machine.expiredLeases(atMs, 10_000).map((d) => d.key).sort();
+      const due = machine
+        .expiredLeases(atMs, 10_000)
+        .map((d) => d.key)
+        .sort();
       expect(due, `seed ${seed} step ${step}: expiredLeases(${atMs})`).toEqual(model.due(Math.max(atMs, model.nowMs)));
       const first = machine.expiredLeases(atMs, 1)[0];
       if (first !== undefined) {

@@ -145,7 +145,14 @@ describe('release', () => {
   it('removes the lease only with the matching owner and token; the key is then free', () => {
     const feed = new Feed();
     const a = feed.at(1000).acquire('k', 'a', 500);
-    expect(feed.release('k', 'a', a.token)).toEqual({ type: 'release', index: 2, replayed: false, key: 'k', released: true, reason: 'UNSPECIFIED' });
+    expect(feed.release('k', 'a', a.token)).toEqual({
+      type: 'release',
+      index: 2,
+      replayed: false,
+      key: 'k',
+      released: true,
+      reason: 'UNSPECIFIED',
+    });
     expect(feed.machine.get('k')).toMatchObject({ held: false, lastToken: 1n });
     expect(feed.machine.leaseCount).toBe(0);
     expect(feed.at(1001).acquire('k', 'b', 500).acquired).toBe(true);

@@ -54,7 +54,7 @@ describe('log time at cluster level 2', () => {
     expect(feed.machine.get('k').held).toBe(false);
   });
 
-  it('within a term log time moves by the stamps\' progress; a stamp that steps back adds nothing', () => {
+  it("within a term log time moves by the stamps' progress; a stamp that steps back adds nothing", () => {
     const feed = new Feed();
     feed.at(10_000).termStart();
     feed.raiseLevel(2, 10_000);
@@ -88,7 +88,7 @@ describe('log time at cluster level 2', () => {
     expect(feed.machine.clusterLevel).toBe(2);
   });
 
-  it('projects log time to the leader\'s clock: from the term\'s last stamp at level 2, max() at level 1', () => {
+  it("projects log time to the leader's clock: from the term's last stamp at level 2, max() at level 1", () => {
     const feed = fastThenTrue(2);
     expect(feed.machine.logNowMs).toBe(1_000_400 + AHEAD_MS);
     expect(feed.machine.projectedNowMs(1_000_800)).toBe(1_000_400 + AHEAD_MS + 200);
@@ -98,7 +98,7 @@ describe('log time at cluster level 2', () => {
     expect(old.machine.projectedNowMs(1_000_400 + AHEAD_MS + 7)).toBe(1_000_400 + AHEAD_MS + 7);
   });
 
-  it('a snapshot keeps the level and the term\'s last stamp: a restored replica goes on exactly alike', () => {
+  it("a snapshot keeps the level and the term's last stamp: a restored replica goes on exactly alike", () => {
     const feed = fastThenTrue(2);
     feed.at(1_000_700).acquire('k', 'a', 1000);
     const bytes = feed.machine.snapshot();
@@ -152,22 +152,30 @@ describe('the gate, in the machine', () => {
     expect(() => old.apply(2, 1, raise)).toThrow(UnknownCommandError);
     expect(() => old.apply(2, 1, raise)).toThrow(/tag 19 is newer than this build reads \(cluster level 1, command tags up to 18\)/);
     // and applyCommand (the simulator's path) judges the level the same way
-    expect(() => old.applyCommand(2, 1, { type: 'clusterLevel', timeMs: 1000, level: 2 })).toThrow(/cluster level 2 \(entry 2\) is newer than this build reads/);
+    expect(() => old.applyCommand(2, 1, { type: 'clusterLevel', timeMs: 1000, level: 2 })).toThrow(
+      /cluster level 2 \(entry 2\) is newer than this build reads/,
+    );
   });
 
   it('a build of level 2 stops at an entry raising the cluster to 3, and this build at one raising it past its own level', () => {
     const old = Feed.withOptions({ readLevel: 2 });
     old.at(1000).termStart();
-    expect(() => old.apply({ type: 'clusterLevel', timeMs: 1000, level: 3 })).toThrow(/cluster level 3 .* is newer than this build reads \(cluster level 2/);
+    expect(() => old.apply({ type: 'clusterLevel', timeMs: 1000, level: 3 })).toThrow(
+      /cluster level 3 .* is newer than this build reads \(cluster level 2/,
+    );
     const feed = new Feed();
     feed.at(1000).termStart();
     const next = BUILD_LEVEL + 1;
-    expect(() => feed.apply({ type: 'clusterLevel', timeMs: 1000, level: next })).toThrow(new RegExp(`cluster level ${next} .* is newer than this build reads \\(cluster level ${BUILD_LEVEL}`));
+    expect(() => feed.apply({ type: 'clusterLevel', timeMs: 1000, level: next })).toThrow(
+      new RegExp(`cluster level ${next} .* is newer than this build reads \\(cluster level ${BUILD_LEVEL}`),
+    );
   });
 
   it('a build that reads level 1 refuses a version 7 snapshot as newer than it reads', () => {
     const bytes = fastThenTrue(2).machine.snapshot();
     expect(() => LockMachine.restore(bytes, { readLevel: 1 })).toThrow(SnapshotDecodeError);
-    expect(() => LockMachine.restore(bytes, { readLevel: 1 })).toThrow(/unsupported snapshot version 7: this build reads versions 1-6; a newer leasehold wrote it/);
+    expect(() => LockMachine.restore(bytes, { readLevel: 1 })).toThrow(
+      /unsupported snapshot version 7: this build reads versions 1-6; a newer leasehold wrote it/,
+    );
   });
 });

@@ -57,11 +57,13 @@ describe('semaphores (limit >= 2)', () => {
     expect(feed.machine.get('pool').holders?.map((h) => h.owner)).toEqual(['a', 'c', 'e']);
   });
 
-  it('every request names the key\'s limit while it has holds or waiters; a free key takes a new one', () => {
+  it("every request names the key's limit while it has holds or waiters; a free key takes a new one", () => {
     const feed = level3();
     acquired(feed.many('pool', 'a', { limit: 3 }));
     expect(errorCode(feed.many('pool', 'b', { limit: 4 }))).toBe('LIMIT_MISMATCH');
-    expect(errorCode(feed.apply({ type: 'acquire', timeMs: feed.timeMs, key: 'pool', owner: 'b', ttlMs: 1000, requestId: '' }))).toBe('LIMIT_MISMATCH');
+    expect(errorCode(feed.apply({ type: 'acquire', timeMs: feed.timeMs, key: 'pool', owner: 'b', ttlMs: 1000, requestId: '' }))).toBe(
+      'LIMIT_MISMATCH',
+    );
     expect(errorCode(feed.many('pool', 'b', { shared: true }))).toBe('LIMIT_MISMATCH');
     // A mutex in use refuses a semaphore request, naming limit 1.
     feed.acquire('mutex', 'x', 1000);
@@ -143,7 +145,9 @@ describe('shared and exclusive holds (limit 1)', () => {
     const r1 = acquired(feed.many('doc', 'r1', { shared: true }));
     const r2 = acquired(feed.many('doc', 'r2', { shared: true }));
     expect([r1.acquired, r2.acquired]).toEqual([true, true]);
-    const w = acquired(feed.apply({ type: 'acquire', timeMs: feed.timeMs, key: 'doc', owner: 'w', ttlMs: 1000, requestId: '', waitMs: 60_000 }));
+    const w = acquired(
+      feed.apply({ type: 'acquire', timeMs: feed.timeMs, key: 'doc', owner: 'w', ttlMs: 1000, requestId: '', waitMs: 60_000 }),
+    );
     expect(w.waitTicket).toBeDefined();
     // No writer starvation: a reader behind the waiting writer waits too.
     const r3 = acquired(feed.many('doc', 'r3', { shared: true, waitMs: 60_000 }));
@@ -188,7 +192,9 @@ describe('shared and exclusive holds (limit 1)', () => {
   it('an owner cannot change the mode of its hold in place (release first)', () => {
     const feed = level3();
     acquired(feed.many('doc', 'a', { shared: true }));
-    expect(errorCode(feed.apply({ type: 'acquire', timeMs: feed.timeMs, key: 'doc', owner: 'a', ttlMs: 1000, requestId: '' }))).toBe('HOLD_MODE_MISMATCH');
+    expect(errorCode(feed.apply({ type: 'acquire', timeMs: feed.timeMs, key: 'doc', owner: 'a', ttlMs: 1000, requestId: '' }))).toBe(
+      'HOLD_MODE_MISMATCH',
+    );
     feed.acquire('m', 'b', 1000);
     expect(errorCode(feed.many('m', 'b', { shared: true }))).toBe('HOLD_MODE_MISMATCH');
   });
@@ -196,7 +202,9 @@ describe('shared and exclusive holds (limit 1)', () => {
   it('an exclusive head whose wait runs out lets the readers behind it in', () => {
     const feed = level3();
     acquired(feed.many('doc', 'r1', { shared: true, ttlMs: 60_000 }));
-    const w = acquired(feed.apply({ type: 'acquire', timeMs: feed.timeMs, key: 'doc', owner: 'w', ttlMs: 1000, requestId: '', waitMs: 500 }));
+    const w = acquired(
+      feed.apply({ type: 'acquire', timeMs: feed.timeMs, key: 'doc', owner: 'w', ttlMs: 1000, requestId: '', waitMs: 500 }),
+    );
     acquired(feed.many('doc', 'r2', { shared: true, waitMs: 60_000 }));
     feed.at(feed.timeMs + 600);
     const out = feed.dequeue('doc', w.index, 'deadline');
@@ -238,7 +246,10 @@ describe('a shared request waiting on a mutex key', () => {
     const b = acquired(feed.many('rw', 'b', { shared: true, waitMs: 5000 }));
     feed.at(1_100);
     const released = feed.release('rw', 'a', a.token);
-    expect(released.decided?.map((d) => [d.owner, d.outcome.acquired])).toEqual([['x', false], ['b', true]]);
+    expect(released.decided?.map((d) => [d.owner, d.outcome.acquired])).toEqual([
+      ['x', false],
+      ['b', true],
+    ]);
     expect(feed.machine.get('rw').holders?.map((h) => [h.owner, h.shared])).toEqual([['b', true]]);
     expect(acquired(feed.many('rw', 'c', { shared: true })).acquired).toBe(true); // readers together
     expect(b.waitTicket).toBe(b.index);
@@ -247,7 +258,7 @@ describe('a shared request waiting on a mutex key', () => {
 });
 
 describe('many holds and sessions', () => {
-  it('an acquire that finds the key\'s only hold under a run-out session ends the session and takes a free key (lock simulation seed 17)', () => {
+  it("an acquire that finds the key's only hold under a run-out session ends the session and takes a free key (lock simulation seed 17)", () => {
     // The session's end emptied the group, which became a free key in that entry; the grant then went into
     // the dropped group: answered "acquired", counted as a lease, but Get showed the key free and the next
     // requests were granted beside it.
@@ -264,14 +275,16 @@ describe('many holds and sessions', () => {
     roundTrips(feed);
   });
 
-  it('a session\'s end drops its holds of keys with many holds and hands each slot on', () => {
+  it("a session's end drops its holds of keys with many holds and hands each slot on", () => {
     const feed = level3();
     const s = feed.openSession('a', 5000).sessionId;
     const held = acquired(feed.many('pool', 'a', { limit: 2, sessionId: s }));
     acquired(feed.many('pool', 'b', { limit: 2 }));
     acquired(feed.many('pool', 'w', { limit: 2, waitMs: 60_000 }));
     expect(feed.machine.sessionInfo(Number(s))?.holds).toBe(1);
-    expect(errorCode(feed.apply({ type: 'renew', timeMs: feed.timeMs, key: 'pool', owner: 'a', token: held.token, ttlMs: 1000, requestId: '' }))).toBe('RENEW_THE_SESSION');
+    expect(
+      errorCode(feed.apply({ type: 'renew', timeMs: feed.timeMs, key: 'pool', owner: 'a', token: held.token, ttlMs: 1000, requestId: '' })),
+    ).toBe('RENEW_THE_SESSION');
     roundTrips(feed);
     const ended = feed.closeSession(s);
     expect(ended.released).toEqual(['pool']);

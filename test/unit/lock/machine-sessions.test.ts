@@ -38,12 +38,15 @@ describe('sessions', () => {
     expect(feed.renewSession(99n)).toMatchObject({ renewed: false, reason: 'NOT_HELD' });
   });
 
-  it('an acquire under another owner\'s session is refused; renew of a session hold says renew the session', () => {
+  it("an acquire under another owner's session is refused; renew of a session hold says renew the session", () => {
     const feed = new Feed();
     const s = feed.at(1000).openSession('a', 500);
     expect(feed.underSession('k', 'b', s.sessionId)).toMatchObject({ type: 'error', code: 'SESSION_OWNER_MISMATCH' });
     const h = feed.expect('acquire', feed.underSession('k', 'a', s.sessionId));
-    expect(feed.apply({ type: 'renew', timeMs: 1000, key: 'k', owner: 'a', token: h.token, ttlMs: 500, requestId: '' })).toMatchObject({ type: 'error', code: 'RENEW_THE_SESSION' });
+    expect(feed.apply({ type: 'renew', timeMs: 1000, key: 'k', owner: 'a', token: h.token, ttlMs: 500, requestId: '' })).toMatchObject({
+      type: 'error',
+      code: 'RENEW_THE_SESSION',
+    });
     expect(feed.renewSession(s.sessionId, 'b')).toMatchObject({ renewed: false, reason: 'WRONG_OWNER' });
     expect(feed.closeSession(s.sessionId, 'b')).toMatchObject({ ended: false, reason: 'WRONG_OWNER' });
     expect(feed.machine.get('k').held).toBe(true);
@@ -75,7 +78,11 @@ describe('sessions', () => {
     expect(feed.machine.get('k1')).toMatchObject({ held: true, owner: 'w1', token: BigInt(end.index) });
     expect(feed.machine.waiterCountOf('x')).toBe(0);
     // The dropped waiter's refusal is remembered: a retry of it is answered, not queued again.
-    expect(feed.underSession('x', 'a', s.sessionId, { waitMs: 60_000, requestId: 'ax' })).toMatchObject({ type: 'acquire', replayed: true, acquired: false });
+    expect(feed.underSession('x', 'a', s.sessionId, { waitMs: 60_000, requestId: 'ax' })).toMatchObject({
+      type: 'acquire',
+      replayed: true,
+      acquired: false,
+    });
   });
 
   it('a waiter under a session is granted a session hold, which ends with the session', () => {
@@ -101,7 +108,7 @@ describe('sessions', () => {
     expect(feed.machine.sessionCount).toBe(0);
   });
 
-  it('expiry starts each hold\'s lock-delay (the session\'s own, or the hold\'s) from the session\'s end; close does not', () => {
+  it("expiry starts each hold's lock-delay (the session's own, or the hold's) from the session's end; close does not", () => {
     const feed = new Feed();
     const s = feed.at(1000).openSession('a', 500, { lockDelayMs: 1000 });
     feed.expect('acquire', feed.underSession('k1', 'a', s.sessionId));
@@ -194,7 +201,9 @@ describe('sessions', () => {
       { type: 'acquire', timeMs: 5, key: 'k', owner: 'a', ttlMs: 0, requestId: 'q', sessionId: 3, waitMs: 9, value: new Uint8Array([1]) },
     ] as const;
     for (const c of cmds) expect(decodeCommand(encodeCommand(c))).toEqual(c);
-    expect(() => encodeCommand({ type: 'acquire', timeMs: 5, key: 'k', owner: 'a', ttlMs: 10, requestId: '', sessionId: 3 })).toThrow(/ttlMs must be 0/);
+    expect(() => encodeCommand({ type: 'acquire', timeMs: 5, key: 'k', owner: 'a', ttlMs: 10, requestId: '', sessionId: 3 })).toThrow(
+      /ttlMs must be 0/,
+    );
     expect(() => encodeCommand({ type: 'expireSession', timeMs: 5, sessionId: 0 })).toThrow(/sessionId/);
     expect(() => encodeCommand({ type: 'openSession', timeMs: 5, owner: 'a', ttlMs: 0, requestId: '', lockDelayMs: 0 })).toThrow(/ttlMs/);
   });

@@ -125,7 +125,9 @@ describe('a snapshot written in slices while entries keep applying', () => {
       const { sliced, expected, slices } = slicedVersusExpected(LockMachine as unknown as MachineClass, seed);
       // ~2,000 keys in 16 sections (a section is written in one piece) and 400 dedup records, 7 a slice.
       expect(slices, 'many slices, with entries applied between them').toBeGreaterThan(50);
-      expect(Buffer.from(sliced).equals(Buffer.from(expected)), `seed ${seed}: sliced snapshot differs from the state at its index`).toBe(true);
+      expect(Buffer.from(sliced).equals(Buffer.from(expected)), `seed ${seed}: sliced snapshot differs from the state at its index`).toBe(
+        true,
+      );
       expect(Buffer.from(LockMachine.restore(sliced, OPTIONS).snapshot()).equals(Buffer.from(expected))).toBe(true);
     }
   });
@@ -150,22 +152,46 @@ describe('a snapshot written in slices while entries keep applying', () => {
     {
       id: 'cow-renew',
       name: 'a renew does not copy its section before changing the lease',
-      patches: [{ file: 'machine.ts', find: `      this.s.writer?.beforeKeyWrite(command.key);\n      lease.grant(lease.owner,`, replace: `      lease.grant(lease.owner,` }],
+      patches: [
+        {
+          file: 'machine.ts',
+          find: `      this.s.writer?.beforeKeyWrite(command.key);\n      lease.grant(lease.owner,`,
+          replace: `      lease.grant(lease.owner,`,
+        },
+      ],
     },
     {
       id: 'cow-release',
       name: 'a release (or expire) does not copy its section before removing the lease',
-      patches: [{ file: 'machine-leases.ts', find: `  s.writer?.beforeKeyWrite(lease.key);\n  s.leases.delete(lease.key);`, replace: `  s.leases.delete(lease.key);` }],
+      patches: [
+        {
+          file: 'machine-leases.ts',
+          find: `  s.writer?.beforeKeyWrite(lease.key);\n  s.leases.delete(lease.key);`,
+          replace: `  s.leases.delete(lease.key);`,
+        },
+      ],
     },
     {
       id: 'cow-settle',
       name: 'a term start reaching a lease lazily changes it without copying its section',
-      patches: [{ file: 'machine-state.ts', find: `    this.writer?.beforeKeyWrite(lease.key); // its section as it was, if the snapshot has not reached it\n`, replace: `` }],
+      patches: [
+        {
+          file: 'machine-state.ts',
+          find: `    this.writer?.beforeKeyWrite(lease.key); // its section as it was, if the snapshot has not reached it\n`,
+          replace: ``,
+        },
+      ],
     },
     {
       id: 'cow-dedup',
       name: 'a replaced dedup record is dropped from an open snapshot',
-      patches: [{ file: 'dedup.ts', find: `    return successor !== undefined && successor >= endSeq;`, replace: `    return successor !== undefined && successor >= endSeq && false;` }],
+      patches: [
+        {
+          file: 'dedup.ts',
+          find: `    return successor !== undefined && successor >= endSeq;`,
+          replace: `    return successor !== undefined && successor >= endSeq && false;`,
+        },
+      ],
     },
   ];
   for (const planted of PLANTED) {

@@ -47,6 +47,8 @@ describe('snapshot versions', () => {
     const future = bytes.slice();
     future[3] = 9;
     expect(() => LockMachine.restore(future)).toThrow(SnapshotDecodeError);
-    expect(() => LockMachine.restore(future)).toThrow(/unsupported snapshot version 9: this build reads versions 1-8; a newer leasehold wrote it/);
+    expect(() => LockMachine.restore(future)).toThrow(
+      /unsupported snapshot version 9: this build reads versions 1-8; a newer leasehold wrote it/,
+    );
   });
 });

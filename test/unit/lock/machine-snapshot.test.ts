@@ -171,12 +171,20 @@ function randomLog(seed: number, length: number, termStartRate = 0.03): Entry[] 
       command = { type: 'release', timeMs: clock, key, owner, token, requestId: requestId() };
     } else if (roll < 0.8) {
       const due = leader.expiredLeases(clock, 1)[0];
-      command = due !== undefined && random() < 0.8 ? { type: 'expire', timeMs: clock, key: due.key, token: due.token } : { type: 'expire', timeMs: clock, key, token };
+      command =
+        due !== undefined && random() < 0.8
+          ? { type: 'expire', timeMs: clock, key: due.key, token: due.token }
+          : { type: 'expire', timeMs: clock, key, token };
     } else if (roll < 0.9) {
       // Now and then the leader moves the cluster to level 2 (log time by stamp progress, snapshot 7).
       // And records members that ran (a no-op below level 2).
       const r = random();
-      command = r < 0.05 ? { type: 'clusterLevel', timeMs: clock, level: 2 } : r < 0.1 ? { type: 'memberRan', timeMs: clock, memberId: pick(['n1', 'n2', 'n3']) } : { type: 'checkpoint', timeMs: clock };
+      command =
+        r < 0.05
+          ? { type: 'clusterLevel', timeMs: clock, level: 2 }
+          : r < 0.1
+            ? { type: 'memberRan', timeMs: clock, memberId: pick(['n1', 'n2', 'n3']) }
+            : { type: 'checkpoint', timeMs: clock };
     } else if (roll < 0.95) {
       command = null;
     } else {
@@ -265,7 +273,8 @@ describe('seeded property tests', () => {
       expect(projectedMs).toBeGreaterThanOrEqual(machine.logNowMs);
       for (const lease of machine.expiredLeases(machine.logNowMs, 100)) {
         const view = machine.get(lease.key);
-        if (view.held) expect(view.expiresAtMs, `seed ${seed}: ${lease.key} reported due at ${projectedMs}`).toBeLessThanOrEqual(projectedMs);
+        if (view.held)
+          expect(view.expiresAtMs, `seed ${seed}: ${lease.key} reported due at ${projectedMs}`).toBeLessThanOrEqual(projectedMs);
       }
       expect(machine.dedupSize).toBeLessThanOrEqual(options.dedupMaxEntries);
     }

@@ -14,7 +14,7 @@ function atLevel(level: number): Feed {
 }
 
 describe('supersede only under the same session (level 4)', () => {
-  it('a mutex hold under a session stands against its owner\'s acquire under another session or none', () => {
+  it("a mutex hold under a session stands against its owner's acquire under another session or none", () => {
     const feed = atLevel(4);
     const s1 = feed.openSession('a', 5000);
     const s2 = feed.openSession('a', 5000);
@@ -32,7 +32,7 @@ describe('supersede only under the same session (level 4)', () => {
     expect(feed.release('k', 'a', held.token).released).toBe(false);
   });
 
-  it('a hold under no session stands against its owner\'s acquire under a session; without sessions it supersedes', () => {
+  it("a hold under no session stands against its owner's acquire under a session; without sessions it supersedes", () => {
     const feed = atLevel(4);
     const s = feed.openSession('a', 5000);
     const held = feed.acquire('k', 'a', 10_000);
@@ -44,7 +44,7 @@ describe('supersede only under the same session (level 4)', () => {
     expect(again.token).toBeGreaterThan(held.token);
   });
 
-  it('the owner\'s acquire under another session waits in line and is granted when the old hold ends', () => {
+  it("the owner's acquire under another session waits in line and is granted when the old hold ends", () => {
     const feed = atLevel(4);
     const s1 = feed.openSession('a', 5000);
     const s2 = feed.openSession('a', 5000);
@@ -81,7 +81,7 @@ describe('supersede only under the same session (level 4)', () => {
     expect(feed.machine.get('sem').holders?.map((h) => h.sessionId)).toEqual([s2.sessionId]);
   });
 
-  it('below level 4 the owner\'s acquire supersedes its hold whatever the session (the old rule, kept until every member reads 4)', () => {
+  it("below level 4 the owner's acquire supersedes its hold whatever the session (the old rule, kept until every member reads 4)", () => {
     for (const level of [1, 3]) {
       const feed = atLevel(level);
       const s1 = feed.openSession('a', 5000);

@@ -88,7 +88,10 @@ describe('expiredLeases (for the leader to propose expire)', () => {
       machine.applyCommand(i, 1, { type: 'acquire', timeMs: 0, key: `k${i}`, owner: 'o', ttlMs, requestId: '' });
     }
     const due = machine.expiredLeases(2500, 50);
-    const expected = deadlines.filter((d) => d <= 2500).sort((x, y) => x - y).slice(0, 50);
+    const expected = deadlines
+      .filter((d) => d <= 2500)
+      .sort((x, y) => x - y)
+      .slice(0, 50);
     expect(due.map((d) => d.expiresAtMs)).toEqual(expected);
   });
 });

@@ -5,7 +5,8 @@ import { LockMachine, decodeCommand, encodeCommand } from '../../../src/lock/ind
 import type { WaiterDecision } from '../../../src/lock/types.js';
 import { Feed } from './feed.js';
 
-const granted = (d: WaiterDecision) => `${d.owner}:${d.outcome.acquired ? `granted ${d.outcome.token}` : d.cancelled ? 'cancelled' : 'refused'}`;
+const granted = (d: WaiterDecision) =>
+  `${d.owner}:${d.outcome.acquired ? `granted ${d.outcome.token}` : d.cancelled ? 'cancelled' : 'refused'}`;
 
 describe('the wait line', () => {
   it('a blocked waiting acquire joins the line (ticket = its index) and remembers nothing yet', () => {

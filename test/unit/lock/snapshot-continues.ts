@@ -14,7 +14,11 @@ export interface RandomLog {
 
 /** Runs the check on `log` now; returns the restored copy (for further checks) and how many entries applied
  *  between the snapshot's slices. */
-export function checkSnapshotContinues(log: RandomLog, seed: number, options: Partial<LockMachineOptions>): { copy: LockMachine; slices: number } {
+export function checkSnapshotContinues(
+  log: RandomLog,
+  seed: number,
+  options: Partial<LockMachineOptions>,
+): { copy: LockMachine; slices: number } {
   const bytes = log.machine.snapshot();
   const copy = LockMachine.restore(bytes, options);
   expect(copy.snapshot(), `seed ${seed} entry ${log.machine.appliedIndex}: restore is not byte-identical`).toEqual(bytes);

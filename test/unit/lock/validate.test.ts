@@ -12,12 +12,23 @@ import {
 import type { Validated } from '../../../src/lock/index.js';
 
 function errorOf<T>(result: Validated<T>): ValidationError {
-  if (result.ok) throw new Error(`expected a validation error, got ${JSON.stringify(result.value, (_k, v) => (typeof v === 'bigint' ? `${v}` : v))}`);
+  if (result.ok)
+    throw new Error(`expected a validation error, got ${JSON.stringify(result.value, (_k, v) => (typeof v === 'bigint' ? `${v}` : v))}`);
   expect(result.error).toBeInstanceOf(ValidationError);
   return result.error;
 }
 
-const acquire = { key: 'invoice:42', owner: 'worker-a', ttlMs: 10_000, waitMs: 0, requestId: 'r1', lockDelayMs: 0, sessionId: 0, limit: 1, shared: false };
+const acquire = {
+  key: 'invoice:42',
+  owner: 'worker-a',
+  ttlMs: 10_000,
+  waitMs: 0,
+  requestId: 'r1',
+  lockDelayMs: 0,
+  sessionId: 0,
+  limit: 1,
+  shared: false,
+};
 const renew = { key: 'invoice:42', owner: 'worker-a', token: '41', ttlMs: 10_000, requestId: '' };
 const release = { key: 'invoice:42', owner: 'worker-a', token: 41n };
 
@@ -34,11 +45,17 @@ describe('validateAcquire', () => {
     expect(validateAcquire({ ...acquire, limit: 0 })).toMatchObject({ ok: true, value: { limit: 1, shared: false } });
     expect(validateAcquire({ ...acquire, limit: 1000, shared: false })).toMatchObject({ ok: true, value: { limit: 1000 } });
     expect(validateAcquire({ ...acquire, shared: true })).toMatchObject({ ok: true, value: { limit: 1, shared: true } });
-    expect(errorOf(validateAcquire({ ...acquire, limit: 1001 }))).toMatchObject({ field: 'limit', message: expect.stringMatching(/between 0 and 1000/) });
+    expect(errorOf(validateAcquire({ ...acquire, limit: 1001 }))).toMatchObject({
+      field: 'limit',
+      message: expect.stringMatching(/between 0 and 1000/),
+    });
     expect(errorOf(validateAcquire({ ...acquire, limit: -1 }))).toMatchObject({ field: 'limit' });
     expect(errorOf(validateAcquire({ ...acquire, limit: 1.5 }))).toMatchObject({ field: 'limit' });
     expect(errorOf(validateAcquire({ ...acquire, shared: 'yes' }))).toMatchObject({ field: 'shared' });
-    expect(errorOf(validateAcquire({ ...acquire, limit: 3, shared: true }))).toMatchObject({ field: 'shared', message: expect.stringMatching(/not a semaphore/) });
+    expect(errorOf(validateAcquire({ ...acquire, limit: 3, shared: true }))).toMatchObject({
+      field: 'shared',
+      message: expect.stringMatching(/not a semaphore/),
+    });
   });
 
   it('under a session: ttl_ms must be 0 (named), session_id must be a safe positive integer', () => {
@@ -46,14 +63,22 @@ describe('validateAcquire', () => {
       ok: true,
       value: { key: 'k', owner: 'o', ttlMs: 0, waitMs: 0, requestId: '', lockDelayMs: 0, sessionId: 42, limit: 1, shared: false },
     });
-    expect(errorOf(validateAcquire({ key: 'k', owner: 'o', ttlMs: '100', sessionId: '42' }))).toMatchObject({ field: 'ttl_ms', message: expect.stringMatching(/must be 0 for a hold under a session/) });
+    expect(errorOf(validateAcquire({ key: 'k', owner: 'o', ttlMs: '100', sessionId: '42' }))).toMatchObject({
+      field: 'ttl_ms',
+      message: expect.stringMatching(/must be 0 for a hold under a session/),
+    });
     expect(errorOf(validateAcquire({ key: 'k', owner: 'o', ttlMs: '0' }))).toMatchObject({ field: 'ttl_ms' });
     expect(errorOf(validateAcquire({ key: 'k', owner: 'o', ttlMs: '0', sessionId: '-1' }))).toMatchObject({ field: 'session_id' });
-    expect(errorOf(validateAcquire({ key: 'k', owner: 'o', ttlMs: '0', sessionId: '9007199254740993' }))).toMatchObject({ field: 'session_id' });
+    expect(errorOf(validateAcquire({ key: 'k', owner: 'o', ttlMs: '0', sessionId: '9007199254740993' }))).toMatchObject({
+      field: 'session_id',
+    });
   });
 
   it('OpenSession and RenewSession/CloseSession name their bad fields', () => {
-    expect(validateOpenSession({ owner: 'o', ttlMs: '1000', requestId: 'r' })).toEqual({ ok: true, value: { owner: 'o', ttlMs: 1000, requestId: 'r', lockDelayMs: 0 } });
+    expect(validateOpenSession({ owner: 'o', ttlMs: '1000', requestId: 'r' })).toEqual({
+      ok: true,
+      value: { owner: 'o', ttlMs: 1000, requestId: 'r', lockDelayMs: 0 },
+    });
     expect(errorOf(validateOpenSession({ owner: '', ttlMs: '1000' })).field).toBe('owner');
     expect(errorOf(validateOpenSession({ owner: 'o', ttlMs: '5' })).field).toBe('ttl_ms');
     expect(errorOf(validateOpenSession({ owner: 'o', ttlMs: '1000', lockDelayMs: '999999999' })).field).toBe('lock_delay_ms');
@@ -118,7 +143,26 @@ describe('validateRenew / validateRelease: token', () => {
   });
 
   it('rejects 0, negatives, non-integers, > 2^64-1, lossy numbers and junk, naming token', () => {
-    const bad: unknown[] = [undefined, null, 0, 0n, '0', -1n, '-5', 1.5, '1.5', '2e3', ' 5', '0x10', '', 2n ** 64n, '18446744073709551616', 2 ** 60, 'x', {}];
+    const bad: unknown[] = [
+      undefined,
+      null,
+      0,
+      0n,
+      '0',
+      -1n,
+      '-5',
+      1.5,
+      '1.5',
+      '2e3',
+      ' 5',
+      '0x10',
+      '',
+      2n ** 64n,
+      '18446744073709551616',
+      2 ** 60,
+      'x',
+      {},
+    ];
     for (const token of bad) {
       const error = errorOf(validateRelease({ ...release, token }));
       expect(error.field, String(token)).toBe('token');
@@ -145,7 +189,9 @@ describe('validateGet', () => {
 
 describe('control characters (issue 11: keys with newlines or tabs printed ambiguously)', () => {
   it('refuses C0, DEL and C1 characters in key, owner and request_id, naming the field and the character', () => {
-    expect(errorOf(validateAcquire({ ...acquire, key: 'a\nb' })).message).toBe('key must not contain control characters (U+000A at position 1)');
+    expect(errorOf(validateAcquire({ ...acquire, key: 'a\nb' })).message).toBe(
+      'key must not contain control characters (U+000A at position 1)',
+    );
     expect(errorOf(validateAcquire({ ...acquire, key: 'tab\there' })).field).toBe('key');
     expect(errorOf(validateAcquire({ ...acquire, owner: 'w\u007f' })).field).toBe('owner');
     expect(errorOf(validateRenew({ ...renew, requestId: 'r\u0085' })).field).toBe('request_id');
@@ -160,7 +206,10 @@ describe('control characters (issue 11: keys with newlines or tabs printed ambig
 
 describe('validateAcquire: lock_delay_ms', () => {
   it('is 0 when absent, at most maxLockDelayMs, and an error names the field', () => {
-    expect(validateAcquire({ key: 'k', owner: 'o', ttlMs: 100, lockDelayMs: '2000' })).toMatchObject({ ok: true, value: { lockDelayMs: 2000 } });
+    expect(validateAcquire({ key: 'k', owner: 'o', ttlMs: 100, lockDelayMs: '2000' })).toMatchObject({
+      ok: true,
+      value: { lockDelayMs: 2000 },
+    });
     for (const lockDelayMs of [-1, 60_001, 'x', 1.5]) {
       const r = validateAcquire({ key: 'k', owner: 'o', ttlMs: 100, lockDelayMs });
       expect(r.ok, String(lockDelayMs)).toBe(false);
@@ -172,8 +221,13 @@ describe('validateAcquire: lock_delay_ms', () => {
 describe('validateAcquire: value', () => {
   it('takes bytes up to maxValueBytes; an empty value is none; anything else names the field', () => {
     expect(validateAcquire({ key: 'k', owner: 'o', ttlMs: 100, value: Buffer.from('x'.repeat(1024)) })).toMatchObject({ ok: true });
-    expect(validateAcquire({ key: 'k', owner: 'o', ttlMs: 100, value: Buffer.alloc(0) })).toMatchObject({ ok: true, value: { lockDelayMs: 0 } });
-    expect((validateAcquire({ key: 'k', owner: 'o', ttlMs: 100, value: Buffer.alloc(0) }) as { value: object }).value).not.toHaveProperty('value');
+    expect(validateAcquire({ key: 'k', owner: 'o', ttlMs: 100, value: Buffer.alloc(0) })).toMatchObject({
+      ok: true,
+      value: { lockDelayMs: 0 },
+    });
+    expect((validateAcquire({ key: 'k', owner: 'o', ttlMs: 100, value: Buffer.alloc(0) }) as { value: object }).value).not.toHaveProperty(
+      'value',
+    );
     for (const value of [Buffer.alloc(1025), 'text', 42]) {
       const r = validateAcquire({ key: 'k', owner: 'o', ttlMs: 100, value });
       expect(r.ok).toBe(false);

@@ -70,7 +70,16 @@ class TestCluster {
         hubTransport.send(messages);
       },
     };
-    node = await RaftNode.start({ id, voters: this.ids, storage: this.storages.get(id)!, transport, fsm, tickMs: 5, snapshotEvery: this.snapshotEvery, env: this.time.env() });
+    node = await RaftNode.start({
+      id,
+      voters: this.ids,
+      storage: this.storages.get(id)!,
+      transport,
+      fsm,
+      tickMs: 5,
+      snapshotEvery: this.snapshotEvery,
+      env: this.time.env(),
+    });
     this.nodes.set(id, node);
     return node;
   }

@@ -82,7 +82,12 @@ export class TestNode {
   readys: Ready[] = [];
   /** Snapshot data the state machine was last restored from (by an InstallSnapshot). */
   restoredFrom: Snapshot | null = null;
-  constructor(readonly id: NodeId, voters: NodeId[], readonly tweak?: (c: RaftConfig) => void, readonly seed = 1) {
+  constructor(
+    readonly id: NodeId,
+    voters: NodeId[],
+    readonly tweak?: (c: RaftConfig) => void,
+    readonly seed = 1,
+  ) {
     this.durable = { hardState: emptyHardState(), snapshot: bootstrapSnapshot(voters), entries: [] };
     this.raft = this.make(seed);
   }
@@ -253,7 +258,9 @@ export function ofType<T extends Message['type']>(msgs: Message[], type: T): Ext
 }
 
 /** Build an AppendEntries by hand. */
-export function appendEntries(p: Omit<AppendEntries, 'type' | 'round' | 'leaderCommit'> & { leaderCommit?: number; round?: number }): AppendEntries {
+export function appendEntries(
+  p: Omit<AppendEntries, 'type' | 'round' | 'leaderCommit'> & { leaderCommit?: number; round?: number },
+): AppendEntries {
   return { type: 'AppendEntries', leaderCommit: 0, round: 0, ...p };
 }
 

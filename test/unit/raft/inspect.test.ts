@@ -20,7 +20,18 @@ describe('Raft.inspect()', () => {
       const raft = net.node(id).raft;
       const st = raft.status();
       const b = raft.inspect().basic();
-      expect(b).toMatchObject({ id, term: st.term, role: st.role, leaderId: 'a', commitIndex: st.commitIndex, appliedIndex: st.appliedIndex, firstIndex: st.firstIndex, lastIndex: st.lastIndex, durableIndex: st.durableIndex, leadTransferee: null });
+      expect(b).toMatchObject({
+        id,
+        term: st.term,
+        role: st.role,
+        leaderId: 'a',
+        commitIndex: st.commitIndex,
+        appliedIndex: st.appliedIndex,
+        firstIndex: st.firstIndex,
+        lastIndex: st.lastIndex,
+        durableIndex: st.durableIndex,
+        leadTransferee: null,
+      });
     }
     // Everyone voted for the leader in its term.
     expect(net.node('b').raft.inspect().basic().votedFor).toBe('a');

@@ -186,7 +186,16 @@ describe('thesis §4.1 single-server changes: one at a time, after the leader co
     net.isolate('c');
     // A fresh leader whose noop has not committed yet.
     const a = net.node('a');
-    a.raft.step({ type: 'RequestVote', from: 'b', to: 'a', term: a.raft.term + 5, preVote: false, lastLogIndex: 999, lastLogTerm: 999, transfer: true });
+    a.raft.step({
+      type: 'RequestVote',
+      from: 'b',
+      to: 'a',
+      term: a.raft.term + 5,
+      preVote: false,
+      lastLogIndex: 999,
+      lastLogTerm: 999,
+      transfer: true,
+    });
     a.drain();
     const b = net.node('b');
     for (let i = 0; i < 100 && b.raft.role !== 'leader'; i++) {
@@ -263,11 +272,31 @@ describe('thesis §4.2.2 removing servers, the leader included', () => {
     net.collect();
     // Only b answers the read's round. Counting a's own ack, {a, b} made 2 of 3 and the read was served —
     // though c and d, a majority of the new voters, may already follow a newer leader.
-    net.inject({ type: 'AppendEntriesResponse', from: 'b', to: 'a', term: a.raft.term, success: true, matchIndex: 0, conflictIndex: 0, conflictTerm: 0, round });
+    net.inject({
+      type: 'AppendEntriesResponse',
+      from: 'b',
+      to: 'a',
+      term: a.raft.term,
+      success: true,
+      matchIndex: 0,
+      conflictIndex: 0,
+      conflictTerm: 0,
+      round,
+    });
     a.drain();
     expect(a.reads.map((r) => r.ctx)).toEqual([]);
     // c's answer makes b and c: a majority of b, c, d.
-    net.inject({ type: 'AppendEntriesResponse', from: 'c', to: 'a', term: a.raft.term, success: true, matchIndex: 0, conflictIndex: 0, conflictTerm: 0, round });
+    net.inject({
+      type: 'AppendEntriesResponse',
+      from: 'c',
+      to: 'a',
+      term: a.raft.term,
+      success: true,
+      matchIndex: 0,
+      conflictIndex: 0,
+      conflictTerm: 0,
+      round,
+    });
     a.drain();
     expect(a.reads.map((r) => r.ctx)).toEqual(['r1']);
   });

@@ -139,7 +139,14 @@ describe('Raft §5.2 leader election', () => {
     net.collect(); // b's grant to c is lost, it does not matter here
     // Now a asks again in term 1 (retransmission by hand): b and c refuse.
     const again: RequestVote[] = ['b', 'c'].map((to) => ({
-      type: 'RequestVote', from: 'a', to, term: 1, preVote: false, lastLogIndex: 0, lastLogTerm: 0, transfer: false,
+      type: 'RequestVote',
+      from: 'a',
+      to,
+      term: 1,
+      preVote: false,
+      lastLogIndex: 0,
+      lastLogTerm: 0,
+      transfer: false,
     }));
     net.deliver(again);
     const answers = ofType(net.collect(), 'RequestVoteResponse');
@@ -295,8 +302,15 @@ describe('Raft §5.2 leader election', () => {
     const a = net.node('a');
     const t = a.raft.term;
     a.raft.step({
-      type: 'AppendEntriesResponse', from: 'b', to: 'a', term: t + 3,
-      success: false, matchIndex: 0, conflictIndex: 0, conflictTerm: 0, round: 0,
+      type: 'AppendEntriesResponse',
+      from: 'b',
+      to: 'a',
+      term: t + 3,
+      success: false,
+      matchIndex: 0,
+      conflictIndex: 0,
+      conflictTerm: 0,
+      round: 0,
     });
     expect(a.raft.role).toBe('follower');
     expect(a.raft.term).toBe(t + 3);

@@ -263,10 +263,14 @@ describe('Raft §5.3 log replication', () => {
     expect(b.durable.hardState.commitIndex).toBe(2);
     expect(b.applied.map((e) => e.index)).toEqual([1, 2]); // never the stale 3..5
     // One new entry: commit moves exactly to its index.
-    b.raft.step(appendEntries({ from: 'a', to: 'b', term: 3, prevLogIndex: 1, prevLogTerm: 1, entries: entriesOfTerms([1], 2), leaderCommit: 6 }));
+    b.raft.step(
+      appendEntries({ from: 'a', to: 'b', term: 3, prevLogIndex: 1, prevLogTerm: 1, entries: entriesOfTerms([1], 2), leaderCommit: 6 }),
+    );
     b.drain();
     expect(b.raft.status().commitIndex).toBe(2);
-    b.raft.step(appendEntries({ from: 'a', to: 'b', term: 3, prevLogIndex: 2, prevLogTerm: 1, entries: entriesOfTerms([3], 3), leaderCommit: 6 }));
+    b.raft.step(
+      appendEntries({ from: 'a', to: 'b', term: 3, prevLogIndex: 2, prevLogTerm: 1, entries: entriesOfTerms([3], 3), leaderCommit: 6 }),
+    );
     b.drain();
     expect(b.logTerms()).toEqual([1, 1, 3]); // stale tail replaced
     expect(b.raft.status().commitIndex).toBe(3);
@@ -287,7 +291,14 @@ describe('Raft §5.3 log replication', () => {
 
   it('§5.3 a follower acknowledges only entries it has made durable (persist before answering)', () => {
     const b = follower([1], { term: 1 });
-    const m: AppendEntries = appendEntries({ from: 'a', to: 'b', term: 1, prevLogIndex: 1, prevLogTerm: 1, entries: entriesOfTerms([1, 1], 2) });
+    const m: AppendEntries = appendEntries({
+      from: 'a',
+      to: 'b',
+      term: 1,
+      prevLogIndex: 1,
+      prevLogTerm: 1,
+      entries: entriesOfTerms([1, 1], 2),
+    });
     b.raft.step(m);
     const rd = b.raft.ready();
     const ack = ofType(rd.messages, 'AppendEntriesResponse')[0]!;

@@ -93,7 +93,7 @@ describe('Raft §5.4.2 committing entries from previous terms', () => {
     ]);
   });
 
-  it('§5.4.2 Figure 8 (e): once the leader\'s own-term entry replicates to a majority, both commit together', () => {
+  it("§5.4.2 Figure 8 (e): once the leader's own-term entry replicates to a majority, both commit together", () => {
     const { net, n, held } = figure8UpToC();
     net.dropIf = null;
     const commits: number[] = [];
@@ -127,7 +127,15 @@ describe('Raft §5.4.2 committing entries from previous terms', () => {
     a.drain(); // noop at index 3 (term 3) is durable on a
     expect(a.logTerms()).toEqual([1, 2, 3]);
     const ack = (from: string, matchIndex: number): AppendEntriesResponse => ({
-      type: 'AppendEntriesResponse', from, to: 'a', term: 3, success: true, matchIndex, conflictIndex: 0, conflictTerm: 0, round: 0,
+      type: 'AppendEntriesResponse',
+      from,
+      to: 'a',
+      term: 3,
+      success: true,
+      matchIndex,
+      conflictIndex: 0,
+      conflictTerm: 0,
+      round: 0,
     });
     a.raft.step(ack('b', 2));
     a.raft.step(ack('c', 2));

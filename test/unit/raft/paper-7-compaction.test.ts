@@ -26,7 +26,11 @@ describe('Raft §7 log compaction', () => {
     expect(a.raft.status().appliedIndex).toBe(6);
     expect(() => a.raft.compact(7, enc('too far'))).toThrow('compact(7) beyond applied index 6'); // beyond applied
     const snap = a.compact(6, enc('state@6'));
-    expect(snap.meta).toEqual({ index: 6, term: 1, conf: { clusterId: '', voters: ['a', 'b', 'c'], learners: [], addresses: {}, removed: [] } });
+    expect(snap.meta).toEqual({
+      index: 6,
+      term: 1,
+      conf: { clusterId: '', voters: ['a', 'b', 'c'], learners: [], addresses: {}, removed: [] },
+    });
     expect(a.raft.status()).toMatchObject({ firstIndex: 7, lastIndex: 6, commitIndex: 6 });
     expect(a.durable.entries).toEqual([]);
     // The leader still knows term(6): the next append to b is anchored there, not replaced by a snapshot.
@@ -88,7 +92,7 @@ describe('Raft §7 log compaction', () => {
     expect(c.durable.entries.map((e) => e.index)).toEqual([12]);
   });
 
-  it('§7 a chunk that arrives at the wrong offset is refused and the leader resumes from the follower\'s offset', () => {
+  it("§7 a chunk that arrives at the wrong offset is refused and the leader resumes from the follower's offset", () => {
     const net = clusterWithLaggard((c) => {
       c.snapshotChunkBytes = 10;
     });
@@ -96,7 +100,15 @@ describe('Raft §7 log compaction', () => {
     const data = snapData(30);
     const snap = a.compact(11, data);
     const chunk = (offset: number): InstallSnapshot => ({
-      type: 'InstallSnapshot', from: 'a', to: 'c', term: 1, meta: snap.meta, offset, chunk: data.subarray(offset, offset + 10), done: offset + 10 >= 30, round: 0,
+      type: 'InstallSnapshot',
+      from: 'a',
+      to: 'c',
+      term: 1,
+      meta: snap.meta,
+      offset,
+      chunk: data.subarray(offset, offset + 10),
+      done: offset + 10 >= 30,
+      round: 0,
     });
     c.raft.step(chunk(0));
     c.raft.step(chunk(20)); // 10 is missing
@@ -115,7 +127,7 @@ describe('Raft §7 log compaction', () => {
     expect(c.durable.snapshot.data).toEqual(data);
   });
 
-  it('§7 (Figure 13 rule 7) a snapshot that does not match the follower\'s log replaces the whole log', () => {
+  it("§7 (Figure 13 rule 7) a snapshot that does not match the follower's log replaces the whole log", () => {
     const c = new TestNode('c', ids);
     c.load({ entries: entriesOfTerms([1, 2, 2, 2, 2, 2, 2]), hardState: { term: 2, votedFor: null, commitIndex: 1 } });
     const meta = { index: 5, term: 3, conf: { clusterId: '', voters: ids, learners: [], addresses: {}, removed: [] } };

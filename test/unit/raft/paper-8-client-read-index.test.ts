@@ -127,7 +127,7 @@ describe('Raft §8 client interaction: ReadIndex', () => {
     expect(a.readFailures).toEqual([{ ctx: 'stale', reason: 'no-leader' }]);
   });
 
-  it('§8 a follower\'s read is forwarded to the leader and answered with the leader\'s commit index', () => {
+  it("§8 a follower's read is forwarded to the leader and answered with the leader's commit index", () => {
     const { net, a, b } = steadyCluster();
     // The leader commits x (index 2) but b has not heard the new commit index yet.
     a.raft.propose(new TextEncoder().encode('x'));
@@ -171,7 +171,17 @@ describe('Raft §8 client interaction: ReadIndex', () => {
     expect(b.reads).toEqual([]);
     const t = a.raft.term;
     // A leader of a higher term appears (c, elected elsewhere) and a hears from it.
-    net.inject({ type: 'AppendEntries', from: 'c', to: 'a', term: t + 1, prevLogIndex: 0, prevLogTerm: 0, entries: [], leaderCommit: 0, round: 0 });
+    net.inject({
+      type: 'AppendEntries',
+      from: 'c',
+      to: 'a',
+      term: t + 1,
+      prevLogIndex: 0,
+      prevLogTerm: 0,
+      entries: [],
+      leaderCommit: 0,
+      round: 0,
+    });
     net.settle();
     expect(a.raft.role).toBe('follower');
     expect(a.readFailures).toEqual([{ ctx: 'local', reason: 'no-leader' }]);

@@ -12,7 +12,14 @@ const classic = (c: RaftConfig) => {
   c.checkQuorum = false;
 };
 const rv = (from: string, to: string, term: number): RequestVote => ({
-  type: 'RequestVote', from, to, term, preVote: false, lastLogIndex: 0, lastLogTerm: 0, transfer: false,
+  type: 'RequestVote',
+  from,
+  to,
+  term,
+  preVote: false,
+  lastLogIndex: 0,
+  lastLogTerm: 0,
+  transfer: false,
 });
 
 describe('persistence and crash recovery', () => {
@@ -64,7 +71,17 @@ describe('persistence and crash recovery', () => {
     b.drain();
     b.restart();
     expect(b.raft.term).toBe(5);
-    b.raft.step({ type: 'AppendEntries', from: 'a', to: 'b', term: 4, prevLogIndex: 0, prevLogTerm: 0, entries: entriesOfTerms([4]), leaderCommit: 1, round: 0 });
+    b.raft.step({
+      type: 'AppendEntries',
+      from: 'a',
+      to: 'b',
+      term: 4,
+      prevLogIndex: 0,
+      prevLogTerm: 0,
+      entries: entriesOfTerms([4]),
+      leaderCommit: 1,
+      round: 0,
+    });
     const res = ofType(b.drain(), 'AppendEntriesResponse');
     expect(res).toEqual([expect.objectContaining({ success: false, term: 5 })]);
     expect(b.durable.entries).toEqual([]);
@@ -130,7 +147,7 @@ describe('persistence and crash recovery', () => {
     }
   });
 
-  it('an acknowledged but uncommitted entry survives the follower\'s restart (it was durable before the ack)', () => {
+  it("an acknowledged but uncommitted entry survives the follower's restart (it was durable before the ack)", () => {
     const net = new Network(ids);
     net.elect('a');
     net.tickAll(1);
@@ -151,12 +168,32 @@ describe('persistence and crash recovery', () => {
     const bad: Message[] = [
       { type: 'RequestVoteResponse', from: 'b', to: 'a', term: 1, preVote: false, granted: true }, // vote not durable
       { type: 'RequestVote', from: 'b', to: 'a', term: 2, preVote: false, lastLogIndex: 1, lastLogTerm: 1, transfer: false }, // term not durable
-      { type: 'AppendEntriesResponse', from: 'b', to: 'a', term: 1, success: true, matchIndex: 3, conflictIndex: 0, conflictTerm: 0, round: 0 }, // entries not durable
+      {
+        type: 'AppendEntriesResponse',
+        from: 'b',
+        to: 'a',
+        term: 1,
+        success: true,
+        matchIndex: 3,
+        conflictIndex: 0,
+        conflictTerm: 0,
+        round: 0,
+      }, // entries not durable
     ];
     expect(persistBeforeSendViolations('b', d, bad)).toHaveLength(3);
     const good: Message[] = [
       { type: 'RequestVote', from: 'b', to: 'a', term: 2, preVote: true, lastLogIndex: 1, lastLogTerm: 1, transfer: false },
-      { type: 'AppendEntriesResponse', from: 'b', to: 'a', term: 1, success: true, matchIndex: 1, conflictIndex: 0, conflictTerm: 0, round: 0 },
+      {
+        type: 'AppendEntriesResponse',
+        from: 'b',
+        to: 'a',
+        term: 1,
+        success: true,
+        matchIndex: 1,
+        conflictIndex: 0,
+        conflictTerm: 0,
+        round: 0,
+      },
       // Of a term the node has durably left: it can never act in term 0 again.
       { type: 'RequestVoteResponse', from: 'b', to: 'c', term: 0, preVote: false, granted: true },
     ];

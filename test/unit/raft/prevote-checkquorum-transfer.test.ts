@@ -60,7 +60,14 @@ describe('thesis §9.6 Pre-Vote', () => {
     net.propose('a', 'x');
     net.tickAll(1);
     const pv = (lastLogIndex: number, lastLogTerm: number): RequestVote => ({
-      type: 'RequestVote', from: 'c', to: 'b', term: b.raft.term + 1, preVote: true, lastLogIndex, lastLogTerm, transfer: false,
+      type: 'RequestVote',
+      from: 'c',
+      to: 'b',
+      term: b.raft.term + 1,
+      preVote: true,
+      lastLogIndex,
+      lastLogTerm,
+      transfer: false,
     });
     // b hears from a: it ignores the pre-vote altogether (no answer, no state change).
     b.raft.step(pv(2, 1));
@@ -119,7 +126,14 @@ describe('CheckQuorum and leader stickiness', () => {
     });
     const t = a.raft.term;
     const rv: RequestVote = {
-      type: 'RequestVote', from: 'c', to: 'b', term: t + 1, preVote: false, lastLogIndex: 1, lastLogTerm: t, transfer: false,
+      type: 'RequestVote',
+      from: 'c',
+      to: 'b',
+      term: t + 1,
+      preVote: false,
+      lastLogIndex: 1,
+      lastLogTerm: t,
+      transfer: false,
     };
     b.raft.step(rv);
     expect(ofType(b.drain(), 'RequestVoteResponse')).toEqual([]);

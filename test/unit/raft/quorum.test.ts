@@ -47,7 +47,9 @@ describe('committedIndex: the highest index a majority holds', () => {
     // A non-voter's match is never asked for.
     [['b', 'c', 'd'], { a: 100, b: 4, c: 3, d: 2 }, 3],
     [[], {}, 0],
-  ] as [string[], Record<string, number>, number][])('voters %j, matches %j -> %i', (voters, m, want) => expect(committedIndex(voters, at(m))).toBe(want));
+  ] as [string[], Record<string, number>, number][])('voters %j, matches %j -> %i', (voters, m, want) =>
+    expect(committedIndex(voters, at(m))).toBe(want),
+  );
 });
 
 describe('voteResult', () => {
@@ -60,5 +62,7 @@ describe('voteResult', () => {
     [{ a: false, b: false }, 'lost'],
     // Votes from outside the configuration are ignored.
     [{ a: true, x: true, y: true }, 'pending'],
-  ] as [Record<string, boolean>, string][])('votes %j of a, b, c -> %s', (v, want) => expect(voteResult(['a', 'b', 'c'], votes(v))).toBe(want));
+  ] as [Record<string, boolean>, string][])('votes %j of a, b, c -> %s', (v, want) =>
+    expect(voteResult(['a', 'b', 'c'], votes(v))).toBe(want),
+  );
 });

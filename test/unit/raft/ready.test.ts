@@ -4,7 +4,14 @@ import { describe, expect, it } from 'vitest';
 import { ConfHistory } from '../../../src/raft/core/config.js';
 import { RaftLog } from '../../../src/raft/core/log.js';
 import { PendingReady } from '../../../src/raft/core/ready.js';
-import { bootstrapSnapshot, type AppendEntries, type AppendEntriesResponse, type HardState, type RequestVoteResponse, type SoftState } from '../../../src/raft/core/types.js';
+import {
+  bootstrapSnapshot,
+  type AppendEntries,
+  type AppendEntriesResponse,
+  type HardState,
+  type RequestVoteResponse,
+  type SoftState,
+} from '../../../src/raft/core/types.js';
 import { entriesOfTerms } from './harness.js';
 
 /** A PendingReady over a log of `terms` (all durable, committed up to `committed`) and a core whose hard
@@ -16,7 +23,10 @@ function setup(terms: number[], committed: number) {
     hs: { term: 2, votedFor: 'a', commitIndex: committed },
     ss: { role: 'follower', leaderId: 'b', term: 2 },
   };
-  const pending = new PendingReady(log, new ConfHistory(0, snapshot.meta.conf), { hardState: () => ({ ...core.hs }), softState: () => ({ ...core.ss }) });
+  const pending = new PendingReady(log, new ConfHistory(0, snapshot.meta.conf), {
+    hardState: () => ({ ...core.hs }),
+    softState: () => ({ ...core.ss }),
+  });
   return { log, core, pending };
 }
 
@@ -27,8 +37,28 @@ function drain(pending: PendingReady) {
   return rd;
 }
 
-const append = (to: string): AppendEntries => ({ type: 'AppendEntries', from: 'a', to, term: 2, prevLogIndex: 0, prevLogTerm: 0, entries: [], leaderCommit: 0, round: 0 });
-const ack = (matchIndex: number): AppendEntriesResponse => ({ type: 'AppendEntriesResponse', from: 'a', to: 'b', term: 2, success: true, matchIndex, conflictIndex: 0, conflictTerm: 0, round: 0 });
+const append = (to: string): AppendEntries => ({
+  type: 'AppendEntries',
+  from: 'a',
+  to,
+  term: 2,
+  prevLogIndex: 0,
+  prevLogTerm: 0,
+  entries: [],
+  leaderCommit: 0,
+  round: 0,
+});
+const ack = (matchIndex: number): AppendEntriesResponse => ({
+  type: 'AppendEntriesResponse',
+  from: 'a',
+  to: 'b',
+  term: 2,
+  success: true,
+  matchIndex,
+  conflictIndex: 0,
+  conflictTerm: 0,
+  round: 0,
+});
 const vote: RequestVoteResponse = { type: 'RequestVoteResponse', from: 'a', to: 'c', term: 2, preVote: false, granted: true };
 
 describe('ready() and advance()', () => {
@@ -74,7 +104,9 @@ describe('ready() and advance()', () => {
     expect([rd.messages.length, rd.readStates.length, rd.readFailures.length]).toEqual([1, 1, 1]);
     expect(rd.committedEntries.map((e) => e.index)).toEqual([2, 3]);
     const again = pending.ready();
-    expect([again.messages.length, again.readStates.length, again.readFailures.length, again.committedEntries.length]).toEqual([0, 0, 0, 0]);
+    expect([again.messages.length, again.readStates.length, again.readFailures.length, again.committedEntries.length]).toEqual([
+      0, 0, 0, 0,
+    ]);
     expect(log.applied).toBe(1);
     pending.advance(rd);
     expect(log.applied).toBe(3);
@@ -135,7 +167,11 @@ describe('while a write is in flight', () => {
     log.appendOwn({ index: 3, term: 2, kind: 'normal', data: new Uint8Array(0) });
     pending.msgs.push(append('b'), vote, ack(2), ack(3), append('c'));
     const early = pending.takeMessagesNotWaitingForDisk(2, 'a', true);
-    expect(early.map((m) => m.type + (m.type === 'AppendEntriesResponse' ? m.matchIndex : ''))).toEqual(['AppendEntries', 'AppendEntriesResponse2', 'AppendEntries']);
+    expect(early.map((m) => m.type + (m.type === 'AppendEntriesResponse' ? m.matchIndex : ''))).toEqual([
+      'AppendEntries',
+      'AppendEntriesResponse2',
+      'AppendEntries',
+    ]);
     expect(pending.ready().messages).toEqual([vote, ack(3)]);
   });
 

@@ -32,7 +32,11 @@ describe('regression: compaction racing a snapshot install (found by the simulat
   it('compact(i) after a leader snapshot beyond i was installed is a no-op (null), not a throw', async () => {
     const { Raft, defaultRaftConfig } = await import('../../../src/raft/core/raft.js');
     const { bootstrapSnapshot, emptyHardState } = await import('../../../src/raft/core/types.js');
-    const f = new Raft(defaultRaftConfig('b', { int: () => 0 }), { hardState: emptyHardState(), snapshot: bootstrapSnapshot(['a', 'b', 'c']), entries: [] });
+    const f = new Raft(defaultRaftConfig('b', { int: () => 0 }), {
+      hardState: emptyHardState(),
+      snapshot: bootstrapSnapshot(['a', 'b', 'c']),
+      entries: [],
+    });
     // The application is still applying (say) entry 32 when the leader's snapshot at 33 arrives.
     f.step({
       type: 'InstallSnapshot',

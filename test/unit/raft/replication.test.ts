@@ -5,7 +5,14 @@ import { RaftLog } from '../../../src/raft/core/log.js';
 import type { Progress } from '../../../src/raft/core/progress.js';
 import { Replicator } from '../../../src/raft/core/replication.js';
 import { ProgressTracker } from '../../../src/raft/core/tracker.js';
-import { bootstrapSnapshot, type AppendEntries, type AppendEntriesResponse, type InstallSnapshot, type RaftConfig, type UnstampedMessage } from '../../../src/raft/core/types.js';
+import {
+  bootstrapSnapshot,
+  type AppendEntries,
+  type AppendEntriesResponse,
+  type InstallSnapshot,
+  type RaftConfig,
+  type UnstampedMessage,
+} from '../../../src/raft/core/types.js';
 import { entriesOfTerms } from './harness.js';
 
 const cfg: RaftConfig = {
@@ -29,7 +36,10 @@ function setup(terms: number[], committed = terms.length) {
   tracker.startLeading('a', log.lastIndex(), log.stableIndex);
   const sent: UnstampedMessage[] = [];
   const matched: string[] = [];
-  const replicator = new Replicator(cfg, log, tracker, { send: (m) => sent.push(m), matched: (pr) => matched.push(`${pr.id}@${pr.match}`) });
+  const replicator = new Replicator(cfg, log, tracker, {
+    send: (m) => sent.push(m),
+    matched: (pr) => matched.push(`${pr.id}@${pr.match}`),
+  });
   const pr = (id: string): Progress => tracker.progress.get(id)!;
   /** The messages sent since the last call. */
   const take = () => sent.splice(0);
@@ -37,8 +47,23 @@ function setup(terms: number[], committed = terms.length) {
 }
 
 const appends = (ms: UnstampedMessage[]) => ms.filter((m): m is Omit<AppendEntries, 'from' | 'term'> => m.type === 'AppendEntries');
-const ok = (matchIndex: number, round = 0): AppendEntriesResponse => ({ type: 'AppendEntriesResponse', from: 'b', to: 'a', term: 1, success: true, matchIndex, conflictIndex: 0, conflictTerm: 0, round });
-const refused = (matchIndex: number, conflictIndex: number, conflictTerm: number): AppendEntriesResponse => ({ ...ok(matchIndex), success: false, conflictIndex, conflictTerm });
+const ok = (matchIndex: number, round = 0): AppendEntriesResponse => ({
+  type: 'AppendEntriesResponse',
+  from: 'b',
+  to: 'a',
+  term: 1,
+  success: true,
+  matchIndex,
+  conflictIndex: 0,
+  conflictTerm: 0,
+  round,
+});
+const refused = (matchIndex: number, conflictIndex: number, conflictTerm: number): AppendEntriesResponse => ({
+  ...ok(matchIndex),
+  success: false,
+  conflictIndex,
+  conflictTerm,
+});
 
 describe('probing and pipelining', () => {
   it('a probed member gets one entry at a time, and nothing more until it answers', () => {
@@ -120,7 +145,7 @@ describe('snapshots', () => {
 });
 
 describe('heartbeats', () => {
-  it('anchored at the member\'s match index, never carrying a commit index past it; each broadcast a new round', () => {
+  it("anchored at the member's match index, never carrying a commit index past it; each broadcast a new round", () => {
     const { replicator, pr, take } = setup([1, 1, 1, 1], 4);
     pr('b').maybeUpdate(2);
     pr('b').becomeReplicate();
@@ -142,7 +167,9 @@ describe('heartbeats', () => {
     pr('b').maybeUpdate(2);
     pr('b').becomeReplicate();
     replicator.sendAppend('b', true);
-    expect(take()).toEqual([{ type: 'AppendEntries', to: 'b', prevLogIndex: 2, prevLogTerm: 1, entries: [], leaderCommit: 2, round: 0, commitOnly: true }]);
+    expect(take()).toEqual([
+      { type: 'AppendEntries', to: 'b', prevLogIndex: 2, prevLogTerm: 1, entries: [], leaderCommit: 2, round: 0, commitOnly: true },
+    ]);
   });
 
   it('a pipelining member that is behind and has made no progress for more than 3 ticks is probed again', () => {

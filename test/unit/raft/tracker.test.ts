@@ -117,7 +117,7 @@ describe('majorities over the progress', () => {
     expect(t.committed()).toBe(7);
   });
 
-  it("committed(): a leader outside its configuration does not count its own copy", () => {
+  it('committed(): a leader outside its configuration does not count its own copy', () => {
     const t = tracker(['b', 'c', 'd']);
     t.startLeading('a', 0, 9);
     t.progress.get('b')!.maybeUpdate(9);

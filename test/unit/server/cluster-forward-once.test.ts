@@ -30,7 +30,11 @@ function addMember(cluster: ClusterApi, forwarded: boolean): Promise<grpc.Servic
   const metadata = new grpc.Metadata();
   if (forwarded) metadata.set('x-leasehold-forwarded', '1');
   const call = { request: { id: 'n4', address: '127.0.0.1:7004', learner: true }, metadata, getDeadline: () => Date.now() + 1000 };
-  return new Promise((resolve) => (cluster.handlers().AddMember as unknown as (c: object, cb: (e: grpc.ServiceError | null) => void) => void)(call, (err) => resolve(err)));
+  return new Promise((resolve) =>
+    (cluster.handlers().AddMember as unknown as (c: object, cb: (e: grpc.ServiceError | null) => void) => void)(call, (err) =>
+      resolve(err),
+    ),
+  );
 }
 
 describe('Cluster calls: forward once', () => {

@@ -14,7 +14,16 @@ import { DashboardRoutes } from '../../../src/server/dashboard-routes.js';
 import { WatchHub } from '../../../src/server/watch-hub.js';
 
 const VALUE = new Uint8Array(1024).fill(0x61); // 1 KiB of text per event
-const ev = (index: number, key = `k/${index}`, value: Uint8Array | null = null): LockEvent => ({ index, key, kind: 'ACQUIRED', owner: 'o', token: BigInt(index) + 2n ** 60n, sessionId: 0, value, shared: false });
+const ev = (index: number, key = `k/${index}`, value: Uint8Array | null = null): LockEvent => ({
+  index,
+  key,
+  kind: 'ACQUIRED',
+  owner: 'o',
+  token: BigInt(index) + 2n ** 60n,
+  sessionId: 0,
+  value,
+  shared: false,
+});
 
 interface Rig {
   hub: WatchHub;
@@ -132,7 +141,17 @@ describe('dashboard event stream', () => {
       ['5', 'progress'],
       ['6', 'message'],
     ]);
-    expect(JSON.parse(msgs[0]!['data']!)).toEqual({ index: 3, key: 'k/3', kind: 'ACQUIRED', owner: 'o', token: (3n + 2n ** 60n).toString(), session_id: '0', shared: false, value: null, value_encoding: null });
+    expect(JSON.parse(msgs[0]!['data']!)).toEqual({
+      index: 3,
+      key: 'k/3',
+      kind: 'ACQUIRED',
+      owner: 'o',
+      token: (3n + 2n ** 60n).toString(),
+      session_id: '0',
+      shared: false,
+      value: null,
+      value_encoding: null,
+    });
     await vi.waitFor(() => expect(r.hub.watcherCount).toBe(0));
     // A browser reconnecting sends the last id it saw; it wins over the URL's after_index.
     const again = await fetch(`${r.url}/api/events?after_index=0&prefix=k/`, { headers: { 'last-event-id': '4' } });
@@ -144,13 +163,27 @@ describe('dashboard event stream', () => {
     const r = await rig({ historyEvents: 10, limits: LIMITS });
     r.record(1, 30);
     const text = async (res: Response) => [res.status, (await res.text()).trim()];
-    expect(await text(await fetch(`${r.url}/api/events?after_index=-1`))).toEqual([400, 'bad request: after_index must be a whole number from 0 to 9007199254740991, got "-1"']);
-    expect(await text(await fetch(`${r.url}/api/events?renewals=yes`))).toEqual([400, 'bad request: renewals must be 1, 0, true or false, got "yes"']);
-    expect(await text(await fetch(`${r.url}/api/events`, { headers: { 'last-event-id': 'abc' } }))).toEqual([400, 'bad request: Last-Event-ID must be a whole number from 0 to 9007199254740991, got "abc"']);
-    expect(await text(await fetch(`${r.url}/api/events?key=x`))).toEqual([400, "bad request: unknown query parameter 'key': this endpoint takes prefix, after_index, renewals"]);
+    expect(await text(await fetch(`${r.url}/api/events?after_index=-1`))).toEqual([
+      400,
+      'bad request: after_index must be a whole number from 0 to 9007199254740991, got "-1"',
+    ]);
+    expect(await text(await fetch(`${r.url}/api/events?renewals=yes`))).toEqual([
+      400,
+      'bad request: renewals must be 1, 0, true or false, got "yes"',
+    ]);
+    expect(await text(await fetch(`${r.url}/api/events`, { headers: { 'last-event-id': 'abc' } }))).toEqual([
+      400,
+      'bad request: Last-Event-ID must be a whole number from 0 to 9007199254740991, got "abc"',
+    ]);
+    expect(await text(await fetch(`${r.url}/api/events?key=x`))).toEqual([
+      400,
+      "bad request: unknown query parameter 'key': this endpoint takes prefix, after_index, renewals",
+    ]);
     const gone = await text(await fetch(`${r.url}/api/events?after_index=3`));
     expect(gone[0]).toBe(410);
-    expect(gone[1]).toMatch(/after_index \(or Last-Event-ID\) 3 is older than the history this node keeps: it can resume after index 20 or later/);
+    expect(gone[1]).toMatch(
+      /after_index \(or Last-Event-ID\) 3 is older than the history this node keeps: it can resume after index 20 or later/,
+    );
     r.barrier.fail = true;
     const unsure = await text(await fetch(`${r.url}/api/events`));
     expect(unsure).toEqual([503, 'events: cannot confirm this node is up to date (no quorum); retry, maybe on another node']);
@@ -188,10 +221,13 @@ describe('dashboard event stream', () => {
       most = Math.max(most, ...r.responses.map((x) => x.writableLength));
       await new Promise((resolve) => setImmediate(resolve));
     }
-    await vi.waitFor(() => {
-      expect(r.hub.watcherCount).toBe(0);
-      expect(r.routes.events.openStreams).toBe(0);
-    }, { timeout: 5000 });
+    await vi.waitFor(
+      () => {
+        expect(r.hub.watcherCount).toBe(0);
+        expect(r.routes.events.openStreams).toBe(0);
+      },
+      { timeout: 5000 },
+    );
     expect(r.responses[0]!.destroyed).toBe(true);
     // The hub stops at the first refused write: one highWaterMark plus the event that crossed it.
     expect(most).toBeLessThan(r.responses[0]!.writableHighWaterMark + 2 * 1024);
@@ -211,6 +247,12 @@ describe('dashboard event stream', () => {
     s.setEncoding('utf8');
     s.on('data', (d: string) => (got = (got + d).slice(-8000)));
     s.resume();
-    await vi.waitFor(() => expect(got).toMatch(/event: end\ndata: \{"reason":"backlog","message":"the watcher fell more than watch.historyEvents \(100\) events behind/), { timeout: 5000 });
+    await vi.waitFor(
+      () =>
+        expect(got).toMatch(
+          /event: end\ndata: \{"reason":"backlog","message":"the watcher fell more than watch.historyEvents \(100\) events behind/,
+        ),
+      { timeout: 5000 },
+    );
   });
 });

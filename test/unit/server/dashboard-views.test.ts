@@ -8,7 +8,14 @@ import { describe, expect, it } from 'vitest';
 import { LockMachine } from '../../../src/lock/machine.js';
 import { BUILD_LEVEL } from '../../../src/lock/versions.js';
 import type { Status } from '../../../src/raft/core/types.js';
-import { clusterView, electionsView, locksView, NotCurrentError, sessionsView, type DashboardSources } from '../../../src/server/dashboard-api.js';
+import {
+  clusterView,
+  electionsView,
+  locksView,
+  NotCurrentError,
+  sessionsView,
+  type DashboardSources,
+} from '../../../src/server/dashboard-api.js';
 import { findDashboardDir } from '../../../src/server/dashboard-assets.js';
 import { BadQueryError, readQuery, wholeNumber } from '../../../src/server/dashboard-query.js';
 import { eventJson, valueJson } from '../../../src/server/dashboard-values.js';
@@ -21,17 +28,70 @@ function machine(): LockMachine {
   const m = new LockMachine();
   let i = 0;
   m.applyCommand(++i, 1, { type: 'termStart', timeMs: T0 });
-  m.applyCommand(++i, 1, { type: 'acquire', timeMs: T0, key: 'jobs/b', owner: 'bob', ttlMs: 30_000, requestId: 'b1', value: new TextEncoder().encode('host-b:80') });
-  m.applyCommand(++i, 1, { type: 'acquire', timeMs: T0, key: 'jobs/a', owner: 'amy', ttlMs: 10_000, requestId: 'a1', value: new Uint8Array([0xff, 0xfe, 0x00]) });
+  m.applyCommand(++i, 1, {
+    type: 'acquire',
+    timeMs: T0,
+    key: 'jobs/b',
+    owner: 'bob',
+    ttlMs: 30_000,
+    requestId: 'b1',
+    value: new TextEncoder().encode('host-b:80'),
+  });
+  m.applyCommand(++i, 1, {
+    type: 'acquire',
+    timeMs: T0,
+    key: 'jobs/a',
+    owner: 'amy',
+    ttlMs: 10_000,
+    requestId: 'a1',
+    value: new Uint8Array([0xff, 0xfe, 0x00]),
+  });
   m.applyCommand(++i, 1, { type: 'openSession', timeMs: T0, owner: 'sched', ttlMs: 5000, requestId: 's1', lockDelayMs: 0 }); // session 4
-  m.applyCommand(++i, 1, { type: 'acquire', timeMs: T0, key: 'election/cron', owner: 'sched', ttlMs: 0, requestId: 's2', sessionId: 4, value: new TextEncoder().encode('10.0.0.7') });
-  m.applyCommand(++i, 1, { type: 'acquire', timeMs: T0 + 1000, key: 'jobs/a', owner: 'cat', ttlMs: 10_000, requestId: 'c1', waitMs: 60_000 });
+  m.applyCommand(++i, 1, {
+    type: 'acquire',
+    timeMs: T0,
+    key: 'election/cron',
+    owner: 'sched',
+    ttlMs: 0,
+    requestId: 's2',
+    sessionId: 4,
+    value: new TextEncoder().encode('10.0.0.7'),
+  });
+  m.applyCommand(++i, 1, {
+    type: 'acquire',
+    timeMs: T0 + 1000,
+    key: 'jobs/a',
+    owner: 'cat',
+    ttlMs: 10_000,
+    requestId: 'c1',
+    waitMs: 60_000,
+  });
   return m;
 }
 
 function sources(m: LockMachine, overrides: Partial<DashboardSources> = {}): DashboardSources {
-  const conf = { clusterId: 'c1', voters: ['n1', 'n2', 'n3'], learners: ['n4'], addresses: { n1: 'p1', n2: 'p2', n3: 'p3', n4: 'p4' }, removed: [] };
-  const status: Status = { id: 'n1', role: 'leader', term: 3, leaderId: 'n1', commitIndex: 100, appliedIndex: 99, lastIndex: 101, durableIndex: 101, firstIndex: 1, voters: conf.voters, learners: conf.learners, conf, confIndex: 1 };
+  const conf = {
+    clusterId: 'c1',
+    voters: ['n1', 'n2', 'n3'],
+    learners: ['n4'],
+    addresses: { n1: 'p1', n2: 'p2', n3: 'p3', n4: 'p4' },
+    removed: [],
+  };
+  const status: Status = {
+    id: 'n1',
+    role: 'leader',
+    term: 3,
+    leaderId: 'n1',
+    commitIndex: 100,
+    appliedIndex: 99,
+    lastIndex: 101,
+    durableIndex: 101,
+    firstIndex: 1,
+    voters: conf.voters,
+    learners: conf.learners,
+    conf,
+    confIndex: 1,
+  };
   return {
     status: () => status,
     progress: () =>
@@ -42,7 +102,12 @@ function sources(m: LockMachine, overrides: Partial<DashboardSources> = {}): Das
         ['n4', { match: 0, next: 1, state: 'snapshot' }],
       ]),
     health: () => ({ serving: true, reason: 'leader with a quorum' }),
-    peers: () => new Map([['n2', true], ['n3', false], ['n4', true]]),
+    peers: () =>
+      new Map([
+        ['n2', true],
+        ['n3', false],
+        ['n4', true],
+      ]),
     clientAddressOf: (id) => `127.0.0.1:700${id.slice(1)}`,
     everHeard: (id) => id !== 'n3',
     machine: () => m,
@@ -57,7 +122,18 @@ const q = (s: string) => readQuery(new URL(`http://x/?${s}`), ['prefix', 'after'
 describe('dashboard views', () => {
   it('cluster: the leader shows each member with its role, match index and lag (commit - match)', () => {
     const c = clusterView(sources(machine()));
-    expect(c.node).toMatchObject({ id: 'n1', role: 'leader', term: 3, leader: 'n1', commit_index: 100, applied_index: 99, serving: true, health: 'leader with a quorum', cluster_level: 1, build_level: BUILD_LEVEL });
+    expect(c.node).toMatchObject({
+      id: 'n1',
+      role: 'leader',
+      term: 3,
+      leader: 'n1',
+      commit_index: 100,
+      applied_index: 99,
+      serving: true,
+      health: 'leader with a quorum',
+      cluster_level: 1,
+      build_level: BUILD_LEVEL,
+    });
     expect(c.members.map((x) => [x.id, x.role, x.match_index, x.lag, x.progress, x.connected, x.seen])).toEqual([
       ['n1', 'leader', 101, 0, null, null, true],
       ['n2', 'follower', 100, 0, 'replicate', true, true],
@@ -79,11 +155,27 @@ describe('dashboard views', () => {
   });
 
   it('locks: byte order, holders with string tokens, TTL left at log time, values as text or base64, waiters', async () => {
-    const page = (await locksView(sources(machine()), q(''))) as { index: number; locks: { key: string; holders: Record<string, unknown>[]; waiters: number; last_token: string }[]; next: string | null };
+    const page = (await locksView(sources(machine()), q(''))) as {
+      index: number;
+      locks: { key: string; holders: Record<string, unknown>[]; waiters: number; last_token: string }[];
+      next: string | null;
+    };
     expect(page.index).toBe(6);
     expect(page.locks.map((l) => l.key)).toEqual(['election/cron', 'jobs/a', 'jobs/b']);
     const a = page.locks[1]!;
-    expect(a.holders).toEqual([{ owner: 'amy', token: '3', ttl_ms: 9000, expires_at_ms: T0 + 10_000, expires_at: new Date(T0 + 10_000).toISOString(), session_id: '0', shared: false, value: '//4A', value_encoding: 'base64' }]);
+    expect(a.holders).toEqual([
+      {
+        owner: 'amy',
+        token: '3',
+        ttl_ms: 9000,
+        expires_at_ms: T0 + 10_000,
+        expires_at: new Date(T0 + 10_000).toISOString(),
+        session_id: '0',
+        shared: false,
+        value: '//4A',
+        value_encoding: 'base64',
+      },
+    ]);
     expect(a.waiters).toBe(1);
     expect(a.last_token).toBe('3');
     expect(page.locks[2]!.holders[0]).toMatchObject({ owner: 'bob', token: '2', value: 'host-b:80', value_encoding: 'utf8' });
@@ -96,7 +188,10 @@ describe('dashboard views', () => {
     const first = (await locksView(src, q('limit=2'))) as { locks: { key: string }[]; next: string };
     expect(first.locks.map((l) => l.key)).toEqual(['election/cron', 'jobs/a']);
     expect(first.next).toBe('jobs/a');
-    const second = (await locksView(src, q(`limit=2&after=${encodeURIComponent(first.next)}`))) as { locks: { key: string }[]; next: string | null };
+    const second = (await locksView(src, q(`limit=2&after=${encodeURIComponent(first.next)}`))) as {
+      locks: { key: string }[];
+      next: string | null;
+    };
     expect(second.locks.map((l) => l.key)).toEqual(['jobs/b']);
     expect(second.next).toBeNull();
     const jobs = (await locksView(src, q('prefix=jobs/&after=jobs/a'))) as { locks: { key: string }[] };
@@ -118,7 +213,10 @@ describe('dashboard views', () => {
     expect((await refused('limit=1001'))[0]).toBe('limit');
     expect((await refused('limit=1e3'))[0]).toBe('limit');
     expect((await refused('limit=-5'))[0]).toBe('limit');
-    expect(await refused('prefix=jobs/&after=other')).toEqual(['after', 'after must be a key under the prefix "jobs/" (the `next` of a page), got "other"']);
+    expect(await refused('prefix=jobs/&after=other')).toEqual([
+      'after',
+      'after must be a key under the prefix "jobs/" (the `next` of a page), got "other"',
+    ]);
     expect((await refused(`prefix=${'k'.repeat(600)}`))[0]).toBe('prefix');
     expect((await refused('prefix=a%0Ab'))[0]).toBe('prefix');
     expect(() => q('limit=1&limit=2')).toThrow(/'limit' is given more than once/);
@@ -130,15 +228,37 @@ describe('dashboard views', () => {
     const m = machine();
     m.applyCommand(7, 1, { type: 'openSession', timeMs: T0 + 1000, owner: 'other', ttlMs: 5000, requestId: 's3', lockDelayMs: 0 });
     const src = sources(m);
-    const s = (await sessionsView(src, readQuery(new URL('http://x/?limit=1'), ['after', 'limit']))) as { sessions: Record<string, unknown>[]; next: string | null };
-    expect(s.sessions).toEqual([{ id: '4', owner: 'sched', live: true, ttl_ms: 5000, expires_at_ms: T0 + 5000, expires_at: new Date(T0 + 5000).toISOString(), holds: 1 }]);
+    const s = (await sessionsView(src, readQuery(new URL('http://x/?limit=1'), ['after', 'limit']))) as {
+      sessions: Record<string, unknown>[];
+      next: string | null;
+    };
+    expect(s.sessions).toEqual([
+      {
+        id: '4',
+        owner: 'sched',
+        live: true,
+        ttl_ms: 5000,
+        expires_at_ms: T0 + 5000,
+        expires_at: new Date(T0 + 5000).toISOString(),
+        holds: 1,
+      },
+    ]);
     expect(s.next).toBe('4');
-    const s2 = (await sessionsView(src, readQuery(new URL('http://x/?after=4'), ['after', 'limit']))) as { sessions: { id: string }[]; next: string | null };
+    const s2 = (await sessionsView(src, readQuery(new URL('http://x/?after=4'), ['after', 'limit']))) as {
+      sessions: { id: string }[];
+      next: string | null;
+    };
     expect(s2.sessions.map((x) => x.id)).toEqual(['7']);
     expect(s2.next).toBeNull();
-    const e = (await electionsView(src, readQuery(new URL('http://x/'), ['after', 'limit']))) as { elections: { name: string; leader: Record<string, unknown> | null; candidates_waiting: number }[] };
+    const e = (await electionsView(src, readQuery(new URL('http://x/'), ['after', 'limit']))) as {
+      elections: { name: string; leader: Record<string, unknown> | null; candidates_waiting: number }[];
+    };
     expect(e.elections).toHaveLength(1);
-    expect(e.elections[0]).toMatchObject({ name: 'cron', candidates_waiting: 0, leader: { owner: 'sched', token: '5', value: '10.0.0.7', session_id: '4' } });
+    expect(e.elections[0]).toMatchObject({
+      name: 'cron',
+      candidates_waiting: 0,
+      leader: { owner: 'sched', token: '5', value: '10.0.0.7', session_id: '4' },
+    });
   });
 
   it('a lock view whose read barrier fails says so (503), instead of serving what may be stale', async () => {
@@ -151,7 +271,16 @@ describe('dashboard views', () => {
     expect(valueJson(null)).toEqual({ value: null, value_encoding: null });
     expect(valueJson(new TextEncoder().encode('ünï'))).toEqual({ value: 'ünï', value_encoding: 'utf8' });
     expect(valueJson(new Uint8Array([0xc3]))).toEqual({ value: 'ww==', value_encoding: 'base64' });
-    const e = eventJson({ index: 9, key: 'k', kind: 'ACQUIRED', owner: 'o', token: 2n ** 60n + 1n, sessionId: 0, value: null, shared: false });
+    const e = eventJson({
+      index: 9,
+      key: 'k',
+      kind: 'ACQUIRED',
+      owner: 'o',
+      token: 2n ** 60n + 1n,
+      sessionId: 0,
+      value: null,
+      shared: false,
+    });
     expect(e.token).toBe('1152921504606846977');
     expect(JSON.parse(JSON.stringify(e)).token).toBe('1152921504606846977');
   });

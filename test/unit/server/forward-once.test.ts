@@ -46,9 +46,22 @@ function follower(id: string, believedLeader: string, hops: Hop[], peers: Map<st
     ({
       call: async (method: LockCallName, request: unknown, timeoutMs: number, signal?: AbortSignal): Promise<ForwardedReply> => {
         hops.push({ from: id, to, method });
-        if (hops.length >= HOP_CAP) return { code: grpc.status.ABORTED, details: `stand-in link: ${hops.length} hops, the call is bouncing`, response: null };
+        if (hops.length >= HOP_CAP)
+          return { code: grpc.status.ABORTED, details: `stand-in link: ${hops.length} hops, the call is bouncing`, response: null };
         const target = peers.get(to)!;
-        const answer = await target.serveForwarded({ call_id: String(hops.length), from: id, cluster_id: 'c', timeout_ms: timeoutMs, cancel: false, request: method, [method]: request }, { certificate: undefined, remote: id }, signal ?? new AbortController().signal);
+        const answer = await target.serveForwarded(
+          {
+            call_id: String(hops.length),
+            from: id,
+            cluster_id: 'c',
+            timeout_ms: timeoutMs,
+            cancel: false,
+            request: method,
+            [method]: request,
+          },
+          { certificate: undefined, remote: id },
+          signal ?? new AbortController().signal,
+        );
         return { code: answer.code ?? grpc.status.UNKNOWN, details: answer.details ?? '', response: null };
       },
     }) as unknown as ForwardSession;
@@ -80,7 +93,9 @@ describe('forward once: a call that was forwarded already is never forwarded aga
     peers.set('b', follower('b', 'a', hops, peers));
     server = new grpc.Server();
     peers.get('a')!.register(server);
-    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    );
     client = lockService.client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   });
   afterAll(async () => {
@@ -97,7 +112,15 @@ describe('forward once: a call that was forwarded already is never forwarded aga
   it('a forwarded call reaching a node that is not the leader: UNAVAILABLE naming the leader it knows, no second hop', async () => {
     hops.length = 0;
     const answer = await peers.get('b')!.serveForwarded(
-      { call_id: '1', from: 'a', cluster_id: 'c', timeout_ms: 5000, cancel: false, request: 'acquire', acquire: acquireRequest as AcquireRequest },
+      {
+        call_id: '1',
+        from: 'a',
+        cluster_id: 'c',
+        timeout_ms: 5000,
+        cancel: false,
+        request: 'acquire',
+        acquire: acquireRequest as AcquireRequest,
+      },
       { certificate: undefined, remote: 'a' },
       new AbortController().signal,
     );

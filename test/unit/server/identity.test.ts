@@ -6,7 +6,17 @@ import type { StatusResponse } from '../../../src/wire/cluster.js';
 
 function answer(node: string, term: string, members: string[], commit = term === '0' ? '0' : '5', seen = true): PeerAnswer {
   const status: StatusResponse = {
-    node_id: node, role: 'FOLLOWER', term, leader_id: '', commit_index: commit, applied_index: commit, cluster_id: 'c1', serving: false, health: '', cluster_level: 2, build_level: 2,
+    node_id: node,
+    role: 'FOLLOWER',
+    term,
+    leader_id: '',
+    commit_index: commit,
+    applied_index: commit,
+    cluster_id: 'c1',
+    serving: false,
+    health: '',
+    cluster_level: 2,
+    build_level: 2,
     members: members.map((id) => ({ id, address: `${id}:1`, voter: true, learner: false, match_index: '0', seen, ran: false })),
   };
   return { address: `${node}:1`, status };
@@ -14,9 +24,22 @@ function answer(node: string, term: string, members: string[], commit = term ===
 
 describe('cluster id', () => {
   it('is the same for the same members in any order, and differs for other members', () => {
-    const a = clusterIdFor([{ id: 'n1', address: 'h:1' }, { id: 'n2', address: 'h:2' }]);
-    expect(clusterIdFor([{ id: 'n2', address: 'h:2' }, { id: 'n1', address: 'h:1' }])).toBe(a);
-    expect(clusterIdFor([{ id: 'n1', address: 'h:1' }, { id: 'n2', address: 'h:3' }])).not.toBe(a);
+    const a = clusterIdFor([
+      { id: 'n1', address: 'h:1' },
+      { id: 'n2', address: 'h:2' },
+    ]);
+    expect(
+      clusterIdFor([
+        { id: 'n2', address: 'h:2' },
+        { id: 'n1', address: 'h:1' },
+      ]),
+    ).toBe(a);
+    expect(
+      clusterIdFor([
+        { id: 'n1', address: 'h:1' },
+        { id: 'n2', address: 'h:3' },
+      ]),
+    ).not.toBe(a);
     expect(a).toMatch(/^[0-9a-f]{16}$/);
   });
 });

@@ -38,13 +38,17 @@ describe('strict request decoding', () => {
       expect(strictProblem(buf, message('AcquireRequest'), registry)).toBe('key: not valid UTF-8');
     }
     // A truncated multi-byte sequence in owner is refused too.
-    expect(strictProblem(Buffer.from([...text(1, 'k'), ...str(2, [0xe2, 0x82])]), message('AcquireRequest'), registry)).toBe('owner: not valid UTF-8');
+    expect(strictProblem(Buffer.from([...text(1, 'k'), ...str(2, [0xe2, 0x82])]), message('AcquireRequest'), registry)).toBe(
+      'owner: not valid UTF-8',
+    );
   });
 
   it('refuses a 10-byte varint beyond 2^64 in ttl_ms (it used to wrap to 10000)', () => {
     const buf = Buffer.from([...text(1, 'k'), ...text(2, 'o'), ...wideVarint(3, 2n ** 64n + 10000n)]);
     expect(wideVarint(3, 2n ** 64n + 10000n).length).toBe(11); // tag + 10 bytes
-    expect(strictProblem(buf, message('AcquireRequest'), registry)).toMatch(/^ttl_ms: varint 18446744073709561616 overflows a int64 field$/);
+    expect(strictProblem(buf, message('AcquireRequest'), registry)).toMatch(
+      /^ttl_ms: varint 18446744073709561616 overflows a int64 field$/,
+    );
   });
 
   it('refuses Renew with token 2^64 + a real token, accepts 2^64 - 1', () => {
@@ -65,7 +69,9 @@ describe('strict request decoding', () => {
   it('walks sub-messages: a Raft message with an overflowing term inside append_entries is refused', () => {
     const inner = [...wideVarint(1, 2n ** 64n + 1n)]; // prev_log_index
     const buf = Buffer.from([...text(1, 'n1'), ...text(2, 'n2'), ...num(3, 1n), ...str(12, inner)]);
-    expect(strictProblem(buf, message('RaftMessage'), registry)).toMatch(/^append_entries\.prev_log_index: varint \d+ overflows a uint64 field$/);
+    expect(strictProblem(buf, message('RaftMessage'), registry)).toMatch(
+      /^append_entries\.prev_log_index: varint \d+ overflows a uint64 field$/,
+    );
     const ok = Buffer.from([...text(1, 'n1'), ...text(2, 'n2'), ...num(3, 1n), ...str(12, num(1, 3n))]);
     expect(strictProblem(ok, message('RaftMessage'), registry)).toBeNull();
     const badFrom = Buffer.from([...str(1, [0xc0, 0x80]), ...text(2, 'n2')]); // overlong encoding of NUL

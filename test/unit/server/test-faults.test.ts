@@ -41,7 +41,9 @@ describe('FaultClock', () => {
   });
 
   it('the file parser refuses nonsense instead of applying it', () => {
-    expect(parseTestFaults('{"clock":{"offsetMs":-5,"driftPpm":100},"disk":{"fsyncDelayMs":3,"failWrites":true,"crashAfterBatches":null}}')).toEqual({
+    expect(
+      parseTestFaults('{"clock":{"offsetMs":-5,"driftPpm":100},"disk":{"fsyncDelayMs":3,"failWrites":true,"crashAfterBatches":null}}'),
+    ).toEqual({
       clock: { offsetMs: -5, driftPpm: 100 },
       disk: { fsyncDelayMs: 3, failWrites: true, crashAfterBatches: null },
     });
@@ -53,7 +55,11 @@ describe('FaultClock', () => {
 });
 
 describe('FaultyStorage', () => {
-  const batch = (index: number): PersistBatch => ({ hardState: { ...emptyHardState(), term: 1 }, snapshot: null, entries: [{ index, term: 1, kind: 'normal', data: new Uint8Array([index]) }] });
+  const batch = (index: number): PersistBatch => ({
+    hardState: { ...emptyHardState(), term: 1 },
+    snapshot: null,
+    entries: [{ index, term: 1, kind: 'normal', data: new Uint8Array([index]) }],
+  });
   /** The real store's part is only "the write was made": a recording stand-in is enough. */
   class Recording implements RaftStorage {
     readonly written: number[] = [];
@@ -92,7 +98,11 @@ describe('FaultyStorage', () => {
       const commitOnly: PersistBatch = { hardState: { ...emptyHardState(), term: 1, commitIndex: 1 }, snapshot: null, entries: [] };
       expect(await settledAfter(s.save(commitOnly), 0)).toBe(true);
       // A new term (or vote) is synced: delayed like entries.
-      const vote: PersistBatch = { hardState: { ...emptyHardState(), term: 2, votedFor: 'b', commitIndex: 1 }, snapshot: null, entries: [] };
+      const vote: PersistBatch = {
+        hardState: { ...emptyHardState(), term: 2, votedFor: 'b', commitIndex: 1 },
+        snapshot: null,
+        entries: [],
+      };
       const voted = s.save(vote);
       expect(await settledAfter(voted, 199)).toBe(false);
       expect(await settledAfter(voted, 1)).toBe(true);

@@ -5,7 +5,16 @@ import { describe, expect, it } from 'vitest';
 import type { LockEvent } from '../../../src/lock/events.js';
 import { OutOfRangeError, TooManyWatchersError, WatchHub, type WatchEnd, type WatchFilter } from '../../../src/server/watch-hub.js';
 
-const ev = (index: number, key: string, kind: LockEvent['kind'] = 'ACQUIRED'): LockEvent => ({ index, key, kind, owner: 'o', token: BigInt(index), sessionId: 0, value: null, shared: false });
+const ev = (index: number, key: string, kind: LockEvent['kind'] = 'ACQUIRED'): LockEvent => ({
+  index,
+  key,
+  kind,
+  owner: 'o',
+  token: BigInt(index),
+  sessionId: 0,
+  value: null,
+  shared: false,
+});
 const all: WatchFilter = { key: null, prefix: '', includeRenewals: false };
 
 /** A transport that takes `room` events, then is full until drain(room) is called. */

@@ -25,7 +25,11 @@ function compareBytes(a: Uint8Array, b: Uint8Array): number {
 
 const ENTRY: Entry = { index: 2 ** 40 + 7, term: 3, kind: 'config', data: utf8('acquire k1 owner-a ✓') };
 const HARD: HardState = { term: 12, votedFor: 'nöde-2', commitIndex: 99 };
-const META: SnapshotMeta = { index: 500, term: 4, conf: { clusterId: '', voters: ['n1', 'n2', 'n3'], learners: [], addresses: {}, removed: [] } };
+const META: SnapshotMeta = {
+  index: 500,
+  term: 4,
+  conf: { clusterId: '', voters: ['n1', 'n2', 'n3'], learners: [], addresses: {}, removed: [] },
+};
 
 /** Every record kind with its decoder, so each corruption check runs on all of them. */
 const RECORDS: Array<[string, Uint8Array, (v: Uint8Array) => unknown]> = [
@@ -92,7 +96,11 @@ describe('records round-trip', () => {
 
   it('snapshot meta and data', () => {
     expect(decodeSnapshotMeta(encodeSnapshotMeta(META))).toEqual(META);
-    expect(decodeSnapshotMeta(encodeSnapshotMeta({ index: 0, term: 0, conf: { clusterId: '', voters: [], learners: [], addresses: {}, removed: [] } }))).toEqual({
+    expect(
+      decodeSnapshotMeta(
+        encodeSnapshotMeta({ index: 0, term: 0, conf: { clusterId: '', voters: [], learners: [], addresses: {}, removed: [] } }),
+      ),
+    ).toEqual({
       index: 0,
       term: 0,
       conf: { clusterId: '', voters: [], learners: [], addresses: {}, removed: [] },

@@ -34,7 +34,15 @@ setTimeout(() => process.exit(3), SELF_DESTRUCT_MS).unref();
 /** Picks the next operation from the state the store will have once all issued calls applied. */
 function nextOp(state: ModelState, seq: number): CrashOp {
   if (!state.snapshot) {
-    return { seq, kind: 'save', hardState: { term: 1, votedFor: 'n1', commitIndex: 0 }, snapshot: { source: 'boot', index: 0, term: 0 }, first: 1, last: 0, term: 1 };
+    return {
+      seq,
+      kind: 'save',
+      hardState: { term: 1, votedFor: 'n1', commitIndex: 0 },
+      snapshot: { source: 'boot', index: 0, term: 0 },
+      first: 1,
+      last: 0,
+      term: 1,
+    };
   }
   const hs = state.hardState ?? { term: 1, votedFor: null, commitIndex: 0 };
   const last = lastIndex(state);
@@ -46,7 +54,15 @@ function nextOp(state: ModelState, seq: number): CrashOp {
     const term = hs.term + int(2);
     const index = last + 1 + int(4);
     const count = int(4);
-    return { seq, kind: 'save', hardState: { term, votedFor: null, commitIndex: index }, snapshot: { source: 'leader', index, term }, first: index + 1, last: index + count, term };
+    return {
+      seq,
+      kind: 'save',
+      hardState: { term, votedFor: null, commitIndex: index },
+      snapshot: { source: 'leader', index, term },
+      first: index + 1,
+      last: index + count,
+      term,
+    };
   }
   let term = hs.term;
   let first = last + 1;
@@ -57,7 +73,15 @@ function nextOp(state: ModelState, seq: number): CrashOp {
   }
   const newLast = first + int(20);
   const commitIndex = Math.max(hs.commitIndex, Math.min(newLast, hs.commitIndex + int(15)));
-  return { seq, kind: 'save', hardState: { term, votedFor: `n${1 + (term % 3)}`, commitIndex }, snapshot: null, first, last: newLast, term };
+  return {
+    seq,
+    kind: 'save',
+    hardState: { term, votedFor: `n${1 + (term % 3)}`, commitIndex },
+    snapshot: null,
+    first,
+    last: newLast,
+    term,
+  };
 }
 
 const storage = kind === 'wal' ? await WalStorage.open(dir) : await LevelStorage.open(dir);

@@ -60,7 +60,10 @@ export function compactSnapshot(state: ModelState, index: number): Snapshot {
   const term = index === prev.meta.index ? prev.meta.term : folded[folded.length - 1]!.term;
   const parts: Array<string | Uint8Array> = [prev.data];
   for (const e of folded) parts.push(`${e.index}/${e.term}/${e.kind}/`, e.data);
-  return { meta: { index, term, conf: { clusterId: '', voters: [...VOTERS], learners: [], addresses: {}, removed: [] } }, data: digest(parts) };
+  return {
+    meta: { index, term, conf: { clusterId: '', voters: [...VOTERS], learners: [], addresses: {}, removed: [] } },
+    data: digest(parts),
+  };
 }
 
 /** The state after `op`, following the RaftStorage rules (the model of a correct store). */

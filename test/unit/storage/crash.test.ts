@@ -27,7 +27,13 @@ interface RoundLog {
 }
 
 /** Runs the child until it has printed `killAfterLines` op/ack lines, then SIGKILLs it by PID. */
-function runAndKill(kind: StoreKind, dir: string, childSeed: number, killAfterLines: number, children: Set<ChildProcess>): Promise<RoundLog> {
+function runAndKill(
+  kind: StoreKind,
+  dir: string,
+  childSeed: number,
+  killAfterLines: number,
+  children: Set<ChildProcess>,
+): Promise<RoundLog> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,

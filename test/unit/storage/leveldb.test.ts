@@ -92,7 +92,11 @@ describe('LevelStorage on disk', () => {
     await s.save({ hardState: null, snapshot: null, entries: [entry(3, 2)] });
     await s.close();
     s = await openStore(dir);
-    expect((await s.load())?.entries.map((e) => [e.index, e.term])).toEqual([[1, 1], [2, 1], [3, 2]]);
+    expect((await s.load())?.entries.map((e) => [e.index, e.term])).toEqual([
+      [1, 1],
+      [2, 1],
+      [3, 2],
+    ]);
     expect(s.loadReport.droppedEntries).toEqual([]);
   });
 
@@ -138,7 +142,9 @@ describe('LevelStorage on disk', () => {
     );
     expect(err).toBeInstanceOf(StorageCorruptionError);
     expect((err as Error).message).toContain(dir);
-    expect((err as Error).message).toMatch(/the hard state record is unusable \(hard state record fails its CRC32 check.*\)\. .*forget a vote or a term\. Restore/);
+    expect((err as Error).message).toMatch(
+      /the hard state record is unusable \(hard state record fails its CRC32 check.*\)\. .*forget a vote or a term\. Restore/,
+    );
     await expect(s.save({ hardState: HS, snapshot: null, entries: [] })).rejects.toBe(err);
   });
 

@@ -48,7 +48,12 @@ describe('MemoryStorage crash model', () => {
     const s = new MemoryStorage({ manualSync: true });
     const a = track(s.save({ hardState: HS, snapshot: BOOT, entries: entries(1, 2, 1) }));
     const b = track(s.save({ hardState: { term: 2, votedFor: 'n2', commitIndex: 2 }, snapshot: null, entries: entries(3, 3, 2) }));
-    const c = track(s.compact({ meta: { index: 2, term: 1, conf: { clusterId: '', voters: ['n1'], learners: [], addresses: {}, removed: [] } }, data: new Uint8Array() }));
+    const c = track(
+      s.compact({
+        meta: { index: 2, term: 1, conf: { clusterId: '', voters: ['n1'], learners: [], addresses: {}, removed: [] } },
+        data: new Uint8Array(),
+      }),
+    );
     expect(s.sync(1)).toBe(1); // only the first write reaches the disk
     s.crash();
     await flush();
@@ -89,6 +94,9 @@ describe('MemoryStorage crash model', () => {
     loaded!.entries[0]!.data.fill(0);
     expect((await s.load())?.entries.map((e) => [e.index, e.term])).toEqual([[1, 1]]);
     expect(new TextDecoder().decode((await s.load())?.entries[0]?.data)).toBe('cmd-1-1');
-    expect((await copy.load())?.entries.map((e) => [e.index, e.term])).toEqual([[1, 5], [2, 5]]);
+    expect((await copy.load())?.entries.map((e) => [e.index, e.term])).toEqual([
+      [1, 5],
+      [2, 5],
+    ]);
   });
 });

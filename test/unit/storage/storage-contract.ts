@@ -2,11 +2,7 @@
 // cannot drift from the LevelDB store a real node runs on.
 import { afterEach, describe, expect, it } from 'vitest';
 import { bootstrapSnapshot, type Entry, type HardState, type RestoredState, type Snapshot } from '../../../src/raft/core/types.js';
-import {
-  InvalidBatchError,
-  SnapshotOutOfDateError,
-  StorageClosedError,
-} from '../../../src/raft/storage/errors.js';
+import { InvalidBatchError, SnapshotOutOfDateError, StorageClosedError } from '../../../src/raft/storage/errors.js';
 import type { RaftStorage } from '../../../src/raft/storage/types.js';
 
 export interface StorageHarness {
@@ -29,7 +25,10 @@ export function entries(from: number, to: number, term: number): Entry[] {
 }
 
 export function snapshotAt(index: number, term: number, text = `state@${index}`): Snapshot {
-  return { meta: { index, term, conf: { clusterId: '', voters: ['n1', 'n2', 'n3'], learners: [], addresses: {}, removed: [] } }, data: new TextEncoder().encode(text) };
+  return {
+    meta: { index, term, conf: { clusterId: '', voters: ['n1', 'n2', 'n3'], learners: [], addresses: {}, removed: [] } },
+    data: new TextEncoder().encode(text),
+  };
 }
 
 export const HS: HardState = { term: 1, votedFor: 'n1', commitIndex: 0 };
@@ -88,7 +87,10 @@ export function storageContract(name: string, harness: StorageHarness): void {
       await s.save({ hardState: { term: 2, votedFor: 'n2', commitIndex: 2 }, snapshot: null, entries: [] });
       const loaded = await (await restart(s)).load();
       expect(loaded?.hardState).toEqual({ term: 2, votedFor: 'n2', commitIndex: 2 });
-      expect(indexes(loaded)).toEqual([[1, 1], [2, 1]]);
+      expect(indexes(loaded)).toEqual([
+        [1, 1],
+        [2, 1],
+      ]);
     });
 
     it('§5.3: new entries replace every stored entry from their first index on', async () => {
@@ -96,14 +98,27 @@ export function storageContract(name: string, harness: StorageHarness): void {
       await s.save({ hardState: HS, snapshot: BOOT, entries: entries(1, 5, 1) });
       await s.save({ hardState: null, snapshot: null, entries: entries(3, 3, 2) });
       let loaded = await s.load();
-      expect(indexes(loaded)).toEqual([[1, 1], [2, 1], [3, 2]]);
+      expect(indexes(loaded)).toEqual([
+        [1, 1],
+        [2, 1],
+        [3, 2],
+      ]);
       // ...and the deleted 4 and 5 must not come back after a restart.
       const r = await restart(s);
       loaded = await r.load();
-      expect(indexes(loaded)).toEqual([[1, 1], [2, 1], [3, 2]]);
+      expect(indexes(loaded)).toEqual([
+        [1, 1],
+        [2, 1],
+        [3, 2],
+      ]);
       expect(loaded?.entries[2]).toEqual(entry(3, 2));
       await r.save({ hardState: null, snapshot: null, entries: entries(4, 4, 2) });
-      expect(indexes(await (await restart(r)).load())).toEqual([[1, 1], [2, 1], [3, 2], [4, 2]]);
+      expect(indexes(await (await restart(r)).load())).toEqual([
+        [1, 1],
+        [2, 1],
+        [3, 2],
+        [4, 2],
+      ]);
     });
 
     it('§7: a snapshot in a batch discards the whole stored log; entries after it may ride along', async () => {
@@ -123,7 +138,10 @@ export function storageContract(name: string, harness: StorageHarness): void {
       const r = await restart(s);
       let loaded = await r.load();
       expect(loaded?.snapshot).toEqual(snapshotAt(4, 1));
-      expect(indexes(loaded)).toEqual([[5, 1], [6, 1]]);
+      expect(indexes(loaded)).toEqual([
+        [5, 1],
+        [6, 1],
+      ]);
       // Compacting everything leaves an empty log that continues at snapshot index + 1.
       await r.compact(snapshotAt(6, 1));
       await r.save({ hardState: null, snapshot: null, entries: entries(7, 7, 3) });
@@ -135,9 +153,9 @@ export function storageContract(name: string, harness: StorageHarness): void {
     it('refuses a batch that would leave a gap or overlap the snapshot, and writes nothing of it', async () => {
       const s = await fresh();
       await s.save({ hardState: HS, snapshot: BOOT, entries: entries(1, 3, 1) });
-      await expect(s.save({ hardState: { term: 9, votedFor: null, commitIndex: 0 }, snapshot: null, entries: entries(5, 6, 1) })).rejects.toThrow(
-        InvalidBatchError,
-      );
+      await expect(
+        s.save({ hardState: { term: 9, votedFor: null, commitIndex: 0 }, snapshot: null, entries: entries(5, 6, 1) }),
+      ).rejects.toThrow(InvalidBatchError);
       await expect(s.save({ hardState: null, snapshot: null, entries: [entry(4, 1), entry(6, 1)] })).rejects.toThrow(InvalidBatchError);
       await s.compact(snapshotAt(2, 1));
       await expect(s.save({ hardState: null, snapshot: null, entries: entries(2, 4, 1) })).rejects.toThrow(/must start in 3\.\.4/);
@@ -159,7 +177,10 @@ export function storageContract(name: string, harness: StorageHarness): void {
       await s.compact(snapshotAt(3, 1));
       await expect(s.compact(snapshotAt(2, 1))).rejects.toThrow(SnapshotOutOfDateError);
       await expect(s.compact(snapshotAt(6, 1))).rejects.toThrow(InvalidBatchError);
-      expect(indexes(await s.load())).toEqual([[4, 1], [5, 1]]);
+      expect(indexes(await s.load())).toEqual([
+        [4, 1],
+        [5, 1],
+      ]);
     });
 
     it('applies concurrent save()/compact() calls in call order', async () => {
@@ -174,7 +195,12 @@ export function storageContract(name: string, harness: StorageHarness): void {
       const loaded = await (await restart(s)).load();
       expect(loaded?.hardState.commitIndex).toBe(4);
       expect(loaded?.snapshot.meta.index).toBe(2);
-      expect(indexes(loaded)).toEqual([[3, 2], [4, 2], [5, 2], [6, 2]]);
+      expect(indexes(loaded)).toEqual([
+        [3, 2],
+        [4, 2],
+        [5, 2],
+        [6, 2],
+      ]);
     });
 
     it('stores the bytes as they were at the call, even if the caller reuses the buffer', async () => {

@@ -125,7 +125,9 @@ describe('WalStorage on disk', () => {
     await writeFile(path, bytes);
     const s = await openStore(dir);
     await expect(s.load()).rejects.toThrow(StorageCorruptionError);
-    await expect(s.load()).rejects.toThrow(/write-ahead log is unusable \(WAL frame at byte 0: CRC mismatch, and a whole frame follows at byte \d+\)/);
+    await expect(s.load()).rejects.toThrow(
+      /write-ahead log is unusable \(WAL frame at byte 0: CRC mismatch, and a whole frame follows at byte \d+\)/,
+    );
     await expect(s.save({ hardState: HS, snapshot: null, entries: [] })).rejects.toThrow(StorageCorruptionError);
   });
 
@@ -146,7 +148,10 @@ describe('WalStorage on disk', () => {
     s = await openStore(dir);
     const loaded = await s.load();
     expect(loaded?.snapshot.meta.index).toBe(3);
-    expect(indexesOf(loaded)).toEqual([[4, 1], [5, 1]]);
+    expect(indexesOf(loaded)).toEqual([
+      [4, 1],
+      [5, 1],
+    ]);
     await s.close();
     // The bootstrap snapshot was superseded: only the one the segment starts from is left.
     expect(await readdir(join(dir, SNAP_DIR))).toEqual(['0000000000000003.snap']);
@@ -158,8 +163,14 @@ describe('WalStorage on disk', () => {
     // half-written segment beside the old one.
     const snap = snapshotAt(4, 1);
     const header = encodeSnapshotHeader(snap.meta, snap.data);
-    await writeFile(join(dir, SNAP_DIR, '0000000000000004.snap'), Buffer.concat([Buffer.from([0, 0, 0, header.length]), header, snap.data]));
-    await writeFile(join(dir, WAL_DIR, '0000000000000009.wal.tmp'), encodeFrame({ base: { index: 4, term: 1 }, entries: [], hardState: null }).subarray(0, 10));
+    await writeFile(
+      join(dir, SNAP_DIR, '0000000000000004.snap'),
+      Buffer.concat([Buffer.from([0, 0, 0, header.length]), header, snap.data]),
+    );
+    await writeFile(
+      join(dir, WAL_DIR, '0000000000000009.wal.tmp'),
+      encodeFrame({ base: { index: 4, term: 1 }, entries: [], hardState: null }).subarray(0, 10),
+    );
     const s = await openStore(dir);
     const loaded = await s.load();
     expect(loaded?.snapshot.meta.index).toBe(0);
@@ -196,7 +207,9 @@ describe('WalStorage on disk', () => {
     bytes[bytes.length - 1]! ^= 0x01; // the last byte of the data
     await writeFile(path, bytes);
     const s = await openStore(dir);
-    await expect(s.load()).rejects.toThrow(/the data of the snapshot at index 3 is \d+ bytes with CRC \d+; its header says \d+ bytes with CRC \d+/);
+    await expect(s.load()).rejects.toThrow(
+      /the data of the snapshot at index 3 is \d+ bytes with CRC \d+; its header says \d+ bytes with CRC \d+/,
+    );
   });
 
   it('a snapshot kept in LevelDB by the first WAL layout is still read, and moved to its file', async () => {
@@ -223,10 +236,20 @@ describe('WalStorage on disk', () => {
   it('moves an all-LevelDB directory (the layout before the WAL) into the WAL, once', async () => {
     const dir = await tempDir();
     const old = await LevelStorage.open(dir);
-    await old.save({ hardState: { term: 2, votedFor: 'n2', commitIndex: 3 }, snapshot: snapshotAt(2, 1), entries: [entry(3, 1), entry(4, 2)] });
+    await old.save({
+      hardState: { term: 2, votedFor: 'n2', commitIndex: 3 },
+      snapshot: snapshotAt(2, 1),
+      entries: [entry(3, 1), entry(4, 2)],
+    });
     await old.close();
     let s = await openStore(dir);
-    const expected = { hardState: { term: 2, votedFor: 'n2', commitIndex: 3 }, entries: [[3, 1], [4, 2]] };
+    const expected = {
+      hardState: { term: 2, votedFor: 'n2', commitIndex: 3 },
+      entries: [
+        [3, 1],
+        [4, 2],
+      ],
+    };
     let loaded = await s.load();
     expect({ hardState: loaded?.hardState, entries: indexesOf(loaded) }).toEqual(expected);
     expect(loaded?.snapshot.meta.index).toBe(2);
@@ -240,7 +263,11 @@ describe('WalStorage on disk', () => {
     await db.close();
     s = await openStore(dir);
     loaded = await s.load();
-    expect(indexesOf(loaded)).toEqual([[3, 1], [4, 2], [5, 2]]);
+    expect(indexesOf(loaded)).toEqual([
+      [3, 1],
+      [4, 2],
+      [5, 2],
+    ]);
     expect(s.loadReport.migratedFromLevelDb).toBe(false);
   });
 

@@ -7,10 +7,15 @@ import { packageDefinition } from '../../../src/wire/load.js';
 import { SimRng } from '../../sim/rng.js';
 
 // The real serializer grpc-js uses for Raft.Stream requests: fromObject -> encode, decode -> toObject.
-const streamMethod = (packageDefinition()['leasehold.v1.Raft'] as Record<string, {
-  requestSerialize(v: unknown): Buffer;
-  requestDeserialize(b: Buffer): unknown;
-}>)['Stream']!;
+const streamMethod = (
+  packageDefinition()['leasehold.v1.Raft'] as Record<
+    string,
+    {
+      requestSerialize(v: unknown): Buffer;
+      requestDeserialize(b: Buffer): unknown;
+    }
+  >
+)['Stream']!;
 const encode = (w: unknown): Buffer => streamMethod.requestSerialize(w);
 const decode = (b: Buffer): unknown => streamMethod.requestDeserialize(b);
 const throughWire = (m: Message): Message => messageFromWire(decode(encode(messageToWire(m))));
@@ -24,7 +29,14 @@ const EVERY_TYPE: Message[] = [
   { type: 'RequestVote', from: 'n1', to: 'n2', term: 0, preVote: false, lastLogIndex: 0, lastLogTerm: 0, transfer: false },
   { type: 'RequestVoteResponse', from: 'n2', to: 'n1', term: 7, preVote: true, granted: false },
   {
-    type: 'AppendEntries', from: 'n1', to: 'n3', term: 9, prevLogIndex: 100, prevLogTerm: 8, leaderCommit: 101, round: MAX,
+    type: 'AppendEntries',
+    from: 'n1',
+    to: 'n3',
+    term: 9,
+    prevLogIndex: 100,
+    prevLogTerm: 8,
+    leaderCommit: 101,
+    round: MAX,
     entries: [
       { index: 101, term: 8, kind: 'normal', data: bytes(0, 1, 2, 255) },
       { index: 102, term: 9, kind: 'noop', data: bytes() },
@@ -32,18 +44,61 @@ const EVERY_TYPE: Message[] = [
     ],
   },
   { type: 'AppendEntries', from: 'n1', to: 'n3', term: 9, prevLogIndex: 0, prevLogTerm: 0, leaderCommit: 0, round: 0, entries: [] },
-  { type: 'AppendEntriesResponse', from: 'n3', to: 'n1', term: 9, success: true, matchIndex: 103, conflictIndex: 0, conflictTerm: 0, round: 4 },
-  { type: 'AppendEntriesResponse', from: 'n3', to: 'n1', term: 9, success: false, matchIndex: 0, conflictIndex: 57, conflictTerm: 3, round: 5 },
   {
-    type: 'InstallSnapshot', from: 'n1', to: 'n2', term: 4,
+    type: 'AppendEntriesResponse',
+    from: 'n3',
+    to: 'n1',
+    term: 9,
+    success: true,
+    matchIndex: 103,
+    conflictIndex: 0,
+    conflictTerm: 0,
+    round: 4,
+  },
+  {
+    type: 'AppendEntriesResponse',
+    from: 'n3',
+    to: 'n1',
+    term: 9,
+    success: false,
+    matchIndex: 0,
+    conflictIndex: 57,
+    conflictTerm: 3,
+    round: 5,
+  },
+  {
+    type: 'InstallSnapshot',
+    from: 'n1',
+    to: 'n2',
+    term: 4,
     meta: { index: 5000, term: 3, conf: { clusterId: '', voters: ['n1', 'n2', 'n3'], learners: [], addresses: {}, removed: [] } },
-    offset: 1048576, chunk: bytes(9, 8, 7, 0), done: false, round: 12,
+    offset: 1048576,
+    chunk: bytes(9, 8, 7, 0),
+    done: false,
+    round: 12,
   },
   {
-    type: 'InstallSnapshot', from: 'n1', to: 'n2', term: 4,
-    meta: { index: 0, term: 0, conf: { clusterId: '', voters: [], learners: [], addresses: {}, removed: [] } }, offset: 0, chunk: bytes(), done: true, round: 0,
+    type: 'InstallSnapshot',
+    from: 'n1',
+    to: 'n2',
+    term: 4,
+    meta: { index: 0, term: 0, conf: { clusterId: '', voters: [], learners: [], addresses: {}, removed: [] } },
+    offset: 0,
+    chunk: bytes(),
+    done: true,
+    round: 0,
   },
-  { type: 'InstallSnapshotResponse', from: 'n2', to: 'n1', term: 4, snapshotIndex: 5000, nextOffset: 1048580, done: true, success: true, round: 12 },
+  {
+    type: 'InstallSnapshotResponse',
+    from: 'n2',
+    to: 'n1',
+    term: 4,
+    snapshotIndex: 5000,
+    nextOffset: 1048580,
+    done: true,
+    success: true,
+    round: 12,
+  },
   { type: 'TimeoutNow', from: 'n1', to: 'n2', term: 11 },
   { type: 'ReadIndexRequest', from: 'n2', to: 'n1', term: 11, ctx: 'n2:read:42' },
   { type: 'ReadIndexRequest', from: 'n2', to: 'n1', term: 11, ctx: '' },
@@ -73,8 +128,15 @@ describe('codec round trip through real protobuf serialization', () => {
     const types = new Set(EVERY_TYPE.map((m) => m.type));
     expect(types.size).toBe(RAFT_BODY_NAMES.length);
     expect(RAFT_BODY_NAMES).toEqual([
-      'request_vote', 'request_vote_response', 'append_entries', 'append_entries_response', 'install_snapshot',
-      'install_snapshot_response', 'timeout_now', 'read_index_request', 'read_index_response',
+      'request_vote',
+      'request_vote_response',
+      'append_entries',
+      'append_entries_response',
+      'install_snapshot',
+      'install_snapshot_response',
+      'timeout_now',
+      'read_index_request',
+      'read_index_response',
     ]);
   });
 
@@ -108,7 +170,17 @@ describe('codec round trip through real protobuf serialization', () => {
   it('encodes only the viewed window of a Uint8Array that is a slice of a larger buffer', () => {
     const backing = bytes(99, 99, 1, 2, 3, 99);
     const entry: Entry = { index: 1, term: 1, kind: 'normal', data: backing.subarray(2, 5) };
-    const m: Message = { type: 'AppendEntries', from: 'a', to: 'b', term: 1, prevLogIndex: 0, prevLogTerm: 0, leaderCommit: 0, round: 0, entries: [entry] };
+    const m: Message = {
+      type: 'AppendEntries',
+      from: 'a',
+      to: 'b',
+      term: 1,
+      prevLogIndex: 0,
+      prevLogTerm: 0,
+      leaderCommit: 0,
+      round: 0,
+      entries: [entry],
+    };
     const back = throughWire(m) as Extract<Message, { type: 'AppendEntries' }>;
     expect(Array.from(back.entries[0]!.data)).toEqual([1, 2, 3]);
   });
@@ -124,8 +196,12 @@ describe('codec round trip through real protobuf serialization', () => {
       const base = { from: id(), to: id(), term: rnd(1000) + 1 };
       let m: Message;
       switch (rnd(9)) {
-        case 0: m = { type: 'RequestVote', ...base, preVote: rnd(2) === 1, lastLogIndex: num(), lastLogTerm: num(), transfer: rnd(2) === 1 }; break;
-        case 1: m = { type: 'RequestVoteResponse', ...base, preVote: rnd(2) === 1, granted: rnd(2) === 1 }; break;
+        case 0:
+          m = { type: 'RequestVote', ...base, preVote: rnd(2) === 1, lastLogIndex: num(), lastLogTerm: num(), transfer: rnd(2) === 1 };
+          break;
+        case 1:
+          m = { type: 'RequestVoteResponse', ...base, preVote: rnd(2) === 1, granted: rnd(2) === 1 };
+          break;
         case 2: {
           const prevLogIndex = rnd(10_000);
           let term = 1;
@@ -136,12 +212,48 @@ describe('codec round trip through real protobuf serialization', () => {
           m = { type: 'AppendEntries', ...base, prevLogIndex, prevLogTerm: rnd(2), entries, leaderCommit: num(), round: num() };
           break;
         }
-        case 3: m = { type: 'AppendEntriesResponse', ...base, success: rnd(2) === 1, matchIndex: num(), conflictIndex: num(), conflictTerm: num(), round: num() }; break;
-        case 4: m = { type: 'InstallSnapshot', ...base, meta: { index: num(), term: num(), conf: { clusterId: '', voters: [id(), id()], learners: [], addresses: {}, removed: [] } }, offset: num(), chunk: blob(), done: rnd(2) === 1, round: num() }; break;
-        case 5: m = { type: 'InstallSnapshotResponse', ...base, snapshotIndex: num(), nextOffset: num(), done: rnd(2) === 1, success: rnd(2) === 1, round: num() }; break;
-        case 6: m = { type: 'TimeoutNow', ...base }; break;
-        case 7: m = { type: 'ReadIndexRequest', ...base, ctx: `c${rnd(1e6)}` }; break;
-        default: m = { type: 'ReadIndexResponse', ...base, ctx: `c${rnd(1e6)}`, index: num() }; break;
+        case 3:
+          m = {
+            type: 'AppendEntriesResponse',
+            ...base,
+            success: rnd(2) === 1,
+            matchIndex: num(),
+            conflictIndex: num(),
+            conflictTerm: num(),
+            round: num(),
+          };
+          break;
+        case 4:
+          m = {
+            type: 'InstallSnapshot',
+            ...base,
+            meta: { index: num(), term: num(), conf: { clusterId: '', voters: [id(), id()], learners: [], addresses: {}, removed: [] } },
+            offset: num(),
+            chunk: blob(),
+            done: rnd(2) === 1,
+            round: num(),
+          };
+          break;
+        case 5:
+          m = {
+            type: 'InstallSnapshotResponse',
+            ...base,
+            snapshotIndex: num(),
+            nextOffset: num(),
+            done: rnd(2) === 1,
+            success: rnd(2) === 1,
+            round: num(),
+          };
+          break;
+        case 6:
+          m = { type: 'TimeoutNow', ...base };
+          break;
+        case 7:
+          m = { type: 'ReadIndexRequest', ...base, ctx: `c${rnd(1e6)}` };
+          break;
+        default:
+          m = { type: 'ReadIndexResponse', ...base, ctx: `c${rnd(1e6)}`, index: num() };
+          break;
       }
       expect(throughWire(m)).toStrictEqual(m);
     }
@@ -158,7 +270,9 @@ describe('messageFromWire refuses malformed peer input with a CodecError naming 
   it('an unknown body name, or a body marker without its field', () => {
     expect(codecError(() => messageFromWire({ from: 'a', to: 'b', term: '1', body: 'vote_please', vote_please: {} })).path).toBe('body');
     expect(codecError(() => messageFromWire({ from: 'a', to: 'b', term: '1', body: 'timeout_now' })).path).toBe('timeout_now');
-    expect(codecError(() => messageFromWire({ from: 'a', to: 'b', term: '1', body: 'timeout_now', timeout_now: 'x' })).path).toBe('timeout_now');
+    expect(codecError(() => messageFromWire({ from: 'a', to: 'b', term: '1', body: 'timeout_now', timeout_now: 'x' })).path).toBe(
+      'timeout_now',
+    );
   });
 
   it('not an object at all', () => {
@@ -196,7 +310,9 @@ describe('messageFromWire refuses malformed peer input with a CodecError naming 
     const e = codecError(() => messageFromWire(decode(bytesOnWire)));
     expect(e.path).toBe('term');
     expect(e.message).toMatch(/2\^53-1/);
-    expect(codecError(() => messageFromWire({ from: 'a', to: 'b', term: String(MAX + 1), body: 'timeout_now', timeout_now: {} })).path).toBe('term');
+    expect(
+      codecError(() => messageFromWire({ from: 'a', to: 'b', term: String(MAX + 1), body: 'timeout_now', timeout_now: {} })).path,
+    ).toBe('term');
   });
 
   it('an entry kind that is unspecified or unknown to this build (decoded as a number)', () => {
@@ -236,7 +352,9 @@ describe('messageFromWire refuses malformed peer input with a CodecError naming 
   });
 
   it('an entry with index or term 0, or data that is not bytes', () => {
-    const w = decode(encode({ from: 'a', to: 'b', term: '1', append_entries: { entries: [{ index: '1', term: '0', kind: 'ENTRY_KIND_NOOP' }] } }));
+    const w = decode(
+      encode({ from: 'a', to: 'b', term: '1', append_entries: { entries: [{ index: '1', term: '0', kind: 'ENTRY_KIND_NOOP' }] } }),
+    );
     expect(codecError(() => messageFromWire(w)).path).toBe('append_entries.entries[0].term');
     const w2 = wireAppend();
     (appendBody(w2)['entries'] as Record<string, unknown>[])[0]!['data'] = 'AAEC';
@@ -251,7 +369,9 @@ describe('messageFromWire refuses malformed peer input with a CodecError naming 
     expect(codecError(() => messageFromWire(noMeta)).path).toBe('install_snapshot.meta');
     const noConf = decode(encode({ from: 'a', to: 'b', term: '1', install_snapshot: { meta: { index: '5', term: '1' } } }));
     expect(codecError(() => messageFromWire(noConf)).path).toBe('install_snapshot.meta.conf');
-    const emptyVoter = decode(encode({ from: 'a', to: 'b', term: '1', install_snapshot: { meta: { index: '5', term: '1', conf: { voters: ['n1', ''] } } } }));
+    const emptyVoter = decode(
+      encode({ from: 'a', to: 'b', term: '1', install_snapshot: { meta: { index: '5', term: '1', conf: { voters: ['n1', ''] } } } }),
+    );
     expect(codecError(() => messageFromWire(emptyVoter)).path).toBe('install_snapshot.meta.conf.voters[1]');
   });
 
@@ -292,7 +412,9 @@ describe('64-bit helpers', () => {
 
   it('refuse what is not an unsigned 64-bit integer', () => {
     expect(codecError(() => uint64FromWire('18446744073709551616', 'token')).path).toBe('token');
-    expect(codecError(() => uint64FromWire('-5', 'token')).message).toBe('token: expected an unsigned 64-bit integer as a decimal string, got "-5"');
+    expect(codecError(() => uint64FromWire('-5', 'token')).message).toBe(
+      'token: expected an unsigned 64-bit integer as a decimal string, got "-5"',
+    );
     expect(codecError(() => uint64FromWire(-5n, 'token')).path).toBe('token');
     expect(codecError(() => uint64ToWire(-1n, 'token')).path).toBe('token');
     expect(codecError(() => uint64ToWire(2 ** 53, 'token')).path).toBe('token');

@@ -179,9 +179,25 @@ describe('proto files and loader', () => {
         Object.entries(service).map(([name, m]) => [name, `${m.requestStream ? 'stream ' : ''}->${m.responseStream ? ' stream' : ''}`]),
       );
     expect(shape(lockService.definition())).toEqual({
-      Acquire: '->', Renew: '->', Release: '->', Get: '->', Stream: 'stream -> stream', OpenSession: '->', RenewSession: '->', CloseSession: '->', Watch: '-> stream', List: '->', Revoke: '->',
+      Acquire: '->',
+      Renew: '->',
+      Release: '->',
+      Get: '->',
+      Stream: 'stream -> stream',
+      OpenSession: '->',
+      RenewSession: '->',
+      CloseSession: '->',
+      Watch: '-> stream',
+      List: '->',
+      Revoke: '->',
     });
-    expect(shape(clusterService.definition())).toEqual({ Status: '->', AddMember: '->', PromoteMember: '->', RemoveMember: '->', TransferLeader: '->' });
+    expect(shape(clusterService.definition())).toEqual({
+      Status: '->',
+      AddMember: '->',
+      PromoteMember: '->',
+      RemoveMember: '->',
+      TransferLeader: '->',
+    });
     expect(shape(raftService.definition())).toEqual({ Stream: 'stream ->', Forward: 'stream -> stream' });
     expect(lockService.definition().Acquire.path).toBe('/leasehold.v1.Lock/Acquire');
     expect(clusterService.definition().Status.path).toBe('/leasehold.v1.Cluster/Status');
@@ -191,18 +207,51 @@ describe('proto files and loader', () => {
   it('keeps the field names, numbers and types of the public messages', () => {
     const fields = (name: string) =>
       messageDescriptor(name).field.map((f) => `${f.name}=${(f as unknown as { number: number }).number}:${f.type.slice(5).toLowerCase()}`);
-    expect(fields('leasehold.v1.AcquireRequest')).toEqual(['key=1:string', 'owner=2:string', 'ttl_ms=3:int64', 'wait_ms=4:int64', 'request_id=5:string', 'lock_delay_ms=6:int64', 'value=7:bytes', 'session_id=8:uint64', 'limit=9:uint32', 'shared=10:bool']);
+    expect(fields('leasehold.v1.AcquireRequest')).toEqual([
+      'key=1:string',
+      'owner=2:string',
+      'ttl_ms=3:int64',
+      'wait_ms=4:int64',
+      'request_id=5:string',
+      'lock_delay_ms=6:int64',
+      'value=7:bytes',
+      'session_id=8:uint64',
+      'limit=9:uint32',
+      'shared=10:bool',
+    ]);
     // SPEC "Sessions".
-    expect(fields('leasehold.v1.OpenSessionRequest')).toEqual(['owner=1:string', 'ttl_ms=2:int64', 'request_id=3:string', 'lock_delay_ms=4:int64']);
+    expect(fields('leasehold.v1.OpenSessionRequest')).toEqual([
+      'owner=1:string',
+      'ttl_ms=2:int64',
+      'request_id=3:string',
+      'lock_delay_ms=4:int64',
+    ]);
     expect(fields('leasehold.v1.OpenSessionResponse')).toEqual(['session_id=1:uint64', 'ttl_ms=2:int64', 'expires_at_ms=3:int64']);
     expect(fields('leasehold.v1.RenewSessionRequest')).toEqual(['session_id=1:uint64', 'request_id=2:string', 'owner=3:string']);
-    expect(fields('leasehold.v1.RenewSessionResponse')).toEqual(['renewed=1:bool', 'ttl_ms=2:int64', 'expires_at_ms=3:int64', 'reason=4:enum']);
+    expect(fields('leasehold.v1.RenewSessionResponse')).toEqual([
+      'renewed=1:bool',
+      'ttl_ms=2:int64',
+      'expires_at_ms=3:int64',
+      'reason=4:enum',
+    ]);
     expect(fields('leasehold.v1.CloseSessionRequest')).toEqual(['session_id=1:uint64', 'request_id=2:string', 'owner=3:string']);
     expect(fields('leasehold.v1.CloseSessionResponse')).toEqual(['closed=1:bool', 'released=2:string', 'reason=3:enum']);
     expect(fields('leasehold.v1.AcquireResponse')).toEqual([
-      'acquired=1:bool', 'token=2:uint64', 'ttl_ms=3:int64', 'expires_at_ms=4:int64', 'holder_owner=5:string', 'holder_ttl_ms=6:int64', 'delay_ms_left=7:int64',
+      'acquired=1:bool',
+      'token=2:uint64',
+      'ttl_ms=3:int64',
+      'expires_at_ms=4:int64',
+      'holder_owner=5:string',
+      'holder_ttl_ms=6:int64',
+      'delay_ms_left=7:int64',
     ]);
-    expect(fields('leasehold.v1.RenewRequest')).toEqual(['key=1:string', 'owner=2:string', 'token=3:uint64', 'ttl_ms=4:int64', 'request_id=5:string']);
+    expect(fields('leasehold.v1.RenewRequest')).toEqual([
+      'key=1:string',
+      'owner=2:string',
+      'token=3:uint64',
+      'ttl_ms=4:int64',
+      'request_id=5:string',
+    ]);
     expect(fields('leasehold.v1.RenewResponse')).toEqual(['renewed=1:bool', 'ttl_ms=2:int64', 'expires_at_ms=3:int64', 'reason=4:enum']);
     expect(fields('leasehold.v1.ReleaseRequest')).toEqual(['key=1:string', 'owner=2:string', 'token=3:uint64', 'request_id=4:string']);
     expect(fields('leasehold.v1.ReleaseResponse')).toEqual(['released=1:bool', 'reason=2:enum']);
@@ -215,24 +264,92 @@ describe('proto files and loader', () => {
     expect(fields('leasehold.v1.ListResponse')).toEqual(['locks=1:message', 'next_page_token=2:string', 'index=3:uint64']);
     expect(fields('leasehold.v1.ListedLock')).toEqual(['key=1:string', 'holders=2:message', 'waiters=3:uint32', 'last_token=4:uint64']);
     // SPEC "Watch".
-    expect(fields('leasehold.v1.WatchRequest')).toEqual(['key=1:string', 'prefix=2:string', 'after_index=3:uint64', 'include_renewals=4:bool']);
-    expect(fields('leasehold.v1.WatchEvent')).toEqual([
-      'index=1:uint64', 'key=2:string', 'kind=3:enum', 'owner=4:string', 'token=5:uint64', 'session_id=6:uint64', 'value=7:bytes', 'shared=8:bool',
+    expect(fields('leasehold.v1.WatchRequest')).toEqual([
+      'key=1:string',
+      'prefix=2:string',
+      'after_index=3:uint64',
+      'include_renewals=4:bool',
     ]);
-    expect(fields('leasehold.v1.LockCall')).toEqual(['call_id=1:uint64', 'timeout_ms=2:uint32', 'cancel=3:bool', 'acquire=10:message', 'renew=11:message', 'release=12:message', 'get=13:message', 'open_session=14:message', 'renew_session=15:message', 'close_session=16:message']);
-    expect(fields('leasehold.v1.LockAnswer')).toEqual(['call_id=1:uint64', 'code=2:int32', 'details=3:string', 'leader=4:string', 'acquire=10:message', 'renew=11:message', 'release=12:message', 'get=13:message', 'open_session=14:message', 'renew_session=15:message', 'close_session=16:message']);
+    expect(fields('leasehold.v1.WatchEvent')).toEqual([
+      'index=1:uint64',
+      'key=2:string',
+      'kind=3:enum',
+      'owner=4:string',
+      'token=5:uint64',
+      'session_id=6:uint64',
+      'value=7:bytes',
+      'shared=8:bool',
+    ]);
+    expect(fields('leasehold.v1.LockCall')).toEqual([
+      'call_id=1:uint64',
+      'timeout_ms=2:uint32',
+      'cancel=3:bool',
+      'acquire=10:message',
+      'renew=11:message',
+      'release=12:message',
+      'get=13:message',
+      'open_session=14:message',
+      'renew_session=15:message',
+      'close_session=16:message',
+    ]);
+    expect(fields('leasehold.v1.LockAnswer')).toEqual([
+      'call_id=1:uint64',
+      'code=2:int32',
+      'details=3:string',
+      'leader=4:string',
+      'acquire=10:message',
+      'renew=11:message',
+      'release=12:message',
+      'get=13:message',
+      'open_session=14:message',
+      'renew_session=15:message',
+      'close_session=16:message',
+    ]);
     expect(fields('leasehold.v1.GetResponse')).toEqual([
-      'held=1:bool', 'owner=2:string', 'token=3:uint64', 'ttl_ms=4:int64', 'expires_at_ms=5:int64', 'last_token=6:uint64', 'waiters=7:uint32', 'holders=8:message', 'index=9:uint64', 'limit=10:uint32',
+      'held=1:bool',
+      'owner=2:string',
+      'token=3:uint64',
+      'ttl_ms=4:int64',
+      'expires_at_ms=5:int64',
+      'last_token=6:uint64',
+      'waiters=7:uint32',
+      'holders=8:message',
+      'index=9:uint64',
+      'limit=10:uint32',
     ]);
     expect(fields('leasehold.v1.StatusResponse')).toEqual([
-      'node_id=1:string', 'role=2:enum', 'term=3:uint64', 'leader_id=4:string', 'commit_index=5:uint64', 'applied_index=6:uint64', 'members=7:message',
-      'cluster_id=8:string', 'serving=9:bool', 'health=10:string', 'cluster_level=11:uint32', 'build_level=12:uint32',
+      'node_id=1:string',
+      'role=2:enum',
+      'term=3:uint64',
+      'leader_id=4:string',
+      'commit_index=5:uint64',
+      'applied_index=6:uint64',
+      'members=7:message',
+      'cluster_id=8:string',
+      'serving=9:bool',
+      'health=10:string',
+      'cluster_level=11:uint32',
+      'build_level=12:uint32',
     ]);
     // SPEC "Membership".
     expect(fields('leasehold.v1.Holder')).toEqual([
-      'owner=1:string', 'token=2:uint64', 'ttl_ms=3:int64', 'expires_at_ms=4:int64', 'shared=5:bool', 'session_id=6:uint64', 'value=7:bytes',
+      'owner=1:string',
+      'token=2:uint64',
+      'ttl_ms=3:int64',
+      'expires_at_ms=4:int64',
+      'shared=5:bool',
+      'session_id=6:uint64',
+      'value=7:bytes',
     ]);
-    expect(fields('leasehold.v1.Member')).toEqual(['id=1:string', 'address=2:string', 'voter=3:bool', 'match_index=4:uint64', 'learner=5:bool', 'seen=6:bool', 'ran=7:bool']);
+    expect(fields('leasehold.v1.Member')).toEqual([
+      'id=1:string',
+      'address=2:string',
+      'voter=3:bool',
+      'match_index=4:uint64',
+      'learner=5:bool',
+      'seen=6:bool',
+      'ran=7:bool',
+    ]);
     expect(fields('leasehold.v1.AddMemberRequest')).toEqual(['id=1:string', 'address=2:string', 'learner=3:bool']);
     expect(fields('leasehold.v1.PromoteMemberRequest')).toEqual(['id=1:string']);
     expect(fields('leasehold.v1.RemoveMemberRequest')).toEqual(['id=1:string']);
@@ -254,7 +371,10 @@ describe('proto files and loader', () => {
     const enums = Object.keys(defs).filter((k) => defs[k]?.['format'] === 'Protocol Buffer 3 EnumDescriptorProto');
     expect(enums.sort()).toEqual(['leasehold.v1.EntryKind', 'leasehold.v1.Reason', 'leasehold.v1.Role']);
     // Nested enums (their value names would clash in the package scope), each with its list.
-    const nested = (message: string, name: string) => messageDescriptor(message).enumType.find((e) => e.name === name)!.value.map((v) => [v.name, v.number]);
+    const nested = (message: string, name: string) =>
+      messageDescriptor(message)
+        .enumType.find((e) => e.name === name)!
+        .value.map((v) => [v.name, v.number]);
     expect(nested('leasehold.v1.WatchEvent', 'Kind')).toEqual([['KIND_UNSPECIFIED', 0], ...WATCH_KINDS.map((n, i) => [n, i + 1])]);
     const withNested = MESSAGE_NAMES.filter((n) => messageDescriptor(n).enumType.length > 0);
     expect(withNested).toEqual(['leasehold.v1.WatchEvent']);
@@ -302,14 +422,23 @@ describe('proto files and loader', () => {
   it('an absent field decodes as its proto3 default, an unknown field is skipped', () => {
     const m = method('leasehold.v1.Lock', 'Get');
     expect(m.responseDeserialize(Buffer.alloc(0))).toStrictEqual({
-      held: false, owner: '', token: '0', ttl_ms: '0', expires_at_ms: '0', last_token: '0', waiters: 0, holders: [], index: '0', limit: 0,
+      held: false,
+      owner: '',
+      token: '0',
+      ttl_ms: '0',
+      expires_at_ms: '0',
+      last_token: '0',
+      waiters: 0,
+      holders: [],
+      index: '0',
+      limit: 0,
     });
     // field 15, varint 1 (tag 0x78): unknown to this build
     expect(method('leasehold.v1.Lock', 'Get').requestDeserialize(Buffer.from([0x0a, 0x01, 0x6b, 0x78, 0x01]))).toStrictEqual({ key: 'k' });
   });
 
   it('reflection descriptors keep the .proto field names (keepCase), so grpcurl users can type ttl_ms', () => {
-    const blob = Buffer.concat((defs['leasehold.v1.AcquireRequest']!['fileDescriptorProtos'] as Buffer[]));
+    const blob = Buffer.concat(defs['leasehold.v1.AcquireRequest']!['fileDescriptorProtos'] as Buffer[]);
     expect(blob.includes('ttl_ms')).toBe(true);
     expect(blob.includes('ttlMs')).toBe(false);
   });
@@ -366,7 +495,13 @@ describe('generated clients and service definitions over a real gRPC connection'
         client.acquire({ key: 'k', owner: 'o', ttl_ms: '5000' }, (err, value) => (err ? rej(err) : res(value))),
       );
       expect(acquired).toStrictEqual({
-        acquired: true, token: '18446744073709551615', ttl_ms: '5000', expires_at_ms: '0', holder_owner: 'o', holder_ttl_ms: '0', delay_ms_left: '0',
+        acquired: true,
+        token: '18446744073709551615',
+        ttl_ms: '5000',
+        expires_at_ms: '0',
+        holder_owner: 'o',
+        holder_ttl_ms: '0',
+        delay_ms_left: '0',
       });
       const renewed = await new Promise((res, rej) =>
         client.Renew({ key: 'k', owner: 'o', token: '1', ttl_ms: '5000' }, (err, value) => (err ? rej(err) : res(value))),
@@ -384,7 +519,14 @@ describe('generated clients and service definitions over a real gRPC connection'
     const sent: Message[] = [
       { type: 'RequestVote', from: 'n1', to: 'n2', term: 3, preVote: false, lastLogIndex: 9, lastLogTerm: 2, transfer: false },
       {
-        type: 'AppendEntries', from: 'n1', to: 'n2', term: 3, prevLogIndex: 9, prevLogTerm: 2, leaderCommit: 9, round: 1,
+        type: 'AppendEntries',
+        from: 'n1',
+        to: 'n2',
+        term: 3,
+        prevLogIndex: 9,
+        prevLogTerm: 2,
+        leaderCommit: 9,
+        round: 1,
         entries: [{ index: 10, term: 3, kind: 'noop', data: new Uint8Array(0) }],
       },
       { type: 'TimeoutNow', from: 'n1', to: 'n2', term: 3 },

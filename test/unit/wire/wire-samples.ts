@@ -89,12 +89,38 @@ const revokeRequest: RevokeRequest = { key: 'orders/42', token: '17', reason: 's
 const revokeResponse: RevokeResponse = { revoked: ['17'] };
 const listRequest: ListRequest = { prefix: 'orders/', limit: 100, page_token: 'orders/41' };
 const listResponse: ListResponse = {
-  locks: [{ key: 'orders/42', holders: [{ owner: 'worker-7', token: '17', ttl_ms: '2500', expires_at_ms: '1732900000000', shared: false, session_id: '0', value: Buffer.from('x') }], waiters: 2, last_token: '17' }],
+  locks: [
+    {
+      key: 'orders/42',
+      holders: [
+        {
+          owner: 'worker-7',
+          token: '17',
+          ttl_ms: '2500',
+          expires_at_ms: '1732900000000',
+          shared: false,
+          session_id: '0',
+          value: Buffer.from('x'),
+        },
+      ],
+      waiters: 2,
+      last_token: '17',
+    },
+  ],
   next_page_token: 'orders/42',
   index: '19',
 };
 const watchRequest: WatchRequest = { key: '', prefix: 'orders/', after_index: '120', include_renewals: true };
-const watchEvent: WatchEvent = { index: '121', key: 'orders/42', kind: 'ACQUIRED', owner: 'worker-7', token: '121', session_id: '96', value: Buffer.from('10.0.0.7:8080'), shared: false };
+const watchEvent: WatchEvent = {
+  index: '121',
+  key: 'orders/42',
+  kind: 'ACQUIRED',
+  owner: 'worker-7',
+  token: '121',
+  session_id: '96',
+  value: Buffer.from('10.0.0.7:8080'),
+  shared: false,
+};
 const getResponse: GetResponse = {
   held: true,
   owner: 'worker-7',
@@ -103,7 +129,17 @@ const getResponse: GetResponse = {
   expires_at_ms: '1732900000000',
   last_token: '17',
   waiters: 3,
-  holders: [{ owner: 'worker-7', token: '17', ttl_ms: '2500', expires_at_ms: '1732900000000', shared: false, session_id: '0', value: Buffer.from('10.0.0.7:8080') }],
+  holders: [
+    {
+      owner: 'worker-7',
+      token: '17',
+      ttl_ms: '2500',
+      expires_at_ms: '1732900000000',
+      shared: false,
+      session_id: '0',
+      value: Buffer.from('10.0.0.7:8080'),
+    },
+  ],
   index: '18',
   limit: 4,
 };
@@ -168,7 +204,17 @@ const raftMessages: RaftMessage[] = [
     ...header,
     body: 'install_snapshot',
     install_snapshot: {
-      meta: { index: '100', term: '4', conf: { voters: ['n1', 'n2', 'n3'], learners: ['n4'], removed: ['n0'], addresses: [{ id: 'n1', address: '127.0.0.1:7001' }], cluster_id: 'c-1' } },
+      meta: {
+        index: '100',
+        term: '4',
+        conf: {
+          voters: ['n1', 'n2', 'n3'],
+          learners: ['n4'],
+          removed: ['n0'],
+          addresses: [{ id: 'n1', address: '127.0.0.1:7001' }],
+          cluster_id: 'c-1',
+        },
+      },
       offset: '1048576',
       chunk: Buffer.from([9, 8, 7]),
       done: true,
