@@ -49,6 +49,14 @@ function hashBytes(bytes: Uint8Array, start: number, end: number): number {
   return hash >>> 0;
 }
 
+/** What DedupTable.listener hears: record bytes as ranges of `bytes`, valid only during the call — the
+ *  identity (owner, request_id) in [start, split), the body in [split, end). A replaced record is not
+ *  forgotten: its successor, remembered under the same identity, took its place. */
+export interface DedupListener {
+  remembered(bytes: Uint8Array, start: number, split: number, end: number, recordedAtMs: number): void;
+  forgotten(bytes: Uint8Array, start: number, split: number): void;
+}
+
 export class DedupTable {
   /** Every record in the queue, back to back: identity bytes, then body bytes (dedup-codec.ts). */
   private readonly arena = new ByteWriter(1024);
@@ -74,6 +82,9 @@ export class DedupTable {
   /** Open snapshot readers (the driver's sliced one, and a synchronous one such as a digest). */
   private readonly readers = new Set<DedupSnapshotReader>();
   private readonly scratch = new ByteWriter(256);
+  /** Told of every record remembered and every current record forgotten (the applied store keeps one
+   *  record per remembered request: store-records.ts); null when nothing listens. */
+  listener: DedupListener | null = null;
 
   constructor(
     readonly windowMs: number,
@@ -151,6 +162,10 @@ export class DedupTable {
   private endRecord(at: number): void {
     this.live++;
     this.insertIndex(at);
+    if (this.listener !== null) {
+      const start = this.offsets[at]!;
+      this.listener.remembered(this.arena.view(), start, start + this.identityBytes[at]!, this.arena.size, this.recordedAt[at]!);
+    }
     while (this.live > this.maxEntries) this.forgetOldest();
   }
 
@@ -164,6 +179,16 @@ export class DedupTable {
     const reader = new DedupSnapshotReader(this, this.baseSeq + this.head, this.nextSeq, this.live, emit);
     this.readers.add(reader);
     return reader;
+  }
+
+  /** Every current record, oldest first, as ranges of `bytes` (valid during the call; see DedupListener). */
+  forEachRecord(visit: (bytes: Uint8Array, start: number, split: number, end: number, recordedAtMs: number) => void): void {
+    const bytes = this.arena.view();
+    for (let at = this.head; at < this.tail; at++) {
+      if (this.replaced[at] !== 0) continue;
+      const start = this.offsets[at]!;
+      visit(bytes, start, start + this.identityBytes[at]!, this.endOf(at), this.recordedAt[at]!);
+    }
   }
 
   /** Write record `seq` (still in the queue) as the snapshot stores it, its time relative to `nowMs`. */
@@ -303,6 +328,10 @@ export class DedupTable {
     if (this.replaced[at] === 0) {
       this.unindex(at);
       this.live--;
+      if (this.listener !== null) {
+        const start = this.offsets[at]!;
+        this.listener.forgotten(this.arena.view(), start, start + this.identityBytes[at]!);
+      }
     } else this.replacedAt.delete(seq);
     this.head++;
     if (this.head >= 1024 && this.head * 2 >= this.tail) this.dropForgotten();

@@ -143,7 +143,7 @@ function blockedOfMany(
 
 /** A new group for `key`, which has no lease: it takes over the key's free record (its last token). */
 export function groupFor(s: MachineState, key: string, limit: number): KeyGroup {
-  s.writer?.beforeKeyWrite(key);
+  s.touch(key);
   const lastToken = s.freeKeyLastTokens.get(key)?.lastToken ?? s.forgottenWatermark;
   s.freeKeyLastTokens.delete(key);
   const group = new KeyGroup(key, limit, lastToken);
@@ -156,7 +156,7 @@ function tidy(s: MachineState, group: KeyGroup): void {
   if (group.holds.length > 0 || s.lines.countFor(group.key) > 0 || s.groups.get(group.key) !== group) return;
   s.groups.delete(group.key);
   s.groupsInLine.delete(group.key);
-  s.writer?.beforeKeyWrite(group.key);
+  s.touch(group.key);
   s.freeKeyLastTokens.free(group.key, group.lastToken, s.logNowMs);
 }
 

@@ -40,7 +40,7 @@ export function hold(
   if (session !== null && lockDelayMs === 0) lockDelayMs = session.lockDelayMs;
   s.delays.setHoldDelay(key, lockDelayMs);
   const nowMs = s.logNowMs;
-  s.writer?.beforeKeyWrite(key);
+  s.touch(key);
   if (lease === undefined) {
     s.freeKeyLastTokens.delete(key);
     const owner = s.countOwner(ownerName, 1);
@@ -88,7 +88,7 @@ export function removeLease(s: MachineState, lease: Lease, expired: boolean, kin
   s.holdValues.delete(lease.key);
   if (expired && lockDelayMs > 0) s.delays.delayKey(lease.key, lease.effectiveExpiresAtMs + lockDelayMs);
   detachFromSession(s, lease);
-  s.writer?.beforeKeyWrite(lease.key);
+  s.touch(lease.key);
   s.leases.delete(lease.key);
   s.deadlines.remove(lease);
   s.endBy.remove(lease);

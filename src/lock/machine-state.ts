@@ -107,9 +107,19 @@ export class MachineState {
   eventSink: LockEventSink | null = null;
   /** The sliced snapshot being written, if any: told before every change of a key or of every lease. */
   writer: SnapshotWriter | null = null;
+  /** Keys whose lease or free record changed since the applied store last took them (store-records.ts);
+   *  null while nothing persists the state record by record. */
+  changedKeys: Set<string> | null = null;
 
   constructor(readonly options: Readonly<LockMachineOptions>) {
     this.dedup = new DedupTable(options.dedupWindowMs, options.dedupMaxEntries);
+  }
+
+  /** Call before anything about `key`'s lease or free record changes: the sliced snapshot copies its section
+   *  as it still is, and the store (if one tracks changes) rewrites the key's record at its next batch. */
+  touch(key: string): void {
+    this.writer?.beforeKeyWrite(key);
+    this.changedKeys?.add(key);
   }
 
   /** Applies the epochs `lease` has not seen yet (see `epochs`). The same state, physically up to date. */
@@ -123,7 +133,7 @@ export class MachineState {
       this.settleSession(lease);
       return;
     }
-    this.writer?.beforeKeyWrite(lease.key); // its section as it was, if the snapshot has not reached it
+    this.touch(lease.key); // its section as it was, if the snapshot has not reached it; the store rewrites its record
     const before = lease.expiresAtMs;
     while (lease.epochsSeen < this.epochs.length) carryLease(lease, this.epochs[lease.epochsSeen++]!);
     if (lease.expiresAtMs !== before) this.deadlines.update(lease);

@@ -112,7 +112,10 @@ import {
   removeHold,
   revokeInGroup,
 } from './machine-groups.js';
-import { SnapshotDecodeError, decodeState } from './snapshot.js';
+import { SnapshotDecodeError, decodeState, type DecodedState, type DedupRecordSink } from './snapshot.js';
+import { KeyBuckets } from './key-buckets.js';
+import { FreeKeys } from './free-keys.js';
+import { DedupTable } from './dedup.js';
 import { SNAPSHOT_SLICE_ITEMS, SnapshotWriter } from './snapshot-writer.js';
 import { DEFAULT_LOCK_MACHINE_OPTIONS } from './types.js';
 import { BASE_LEVEL, LEVEL_CLOCK_PROGRESS, LEVEL_MANY_HOLDERS, LEVEL_SUPERSEDE_SAME_SESSION } from './versions.js';
@@ -519,7 +522,7 @@ export class LockMachine {
     return this.s.leases.size + this.s.groupHoldCount + this.s.freeKeyLastTokens.size + this.s.dedup.size;
   }
 
-  private openWriter(sizeHint: number): SnapshotWriter {
+  private openWriter(sizeHint: number, withKeys = true): SnapshotWriter {
     const header = {
       appliedIndex: this.s.appliedIndex,
       nowMs: this.s.logNowMs,
@@ -533,9 +536,9 @@ export class LockMachine {
     return new SnapshotWriter(
       {
         header,
-        leases: this.s.leases,
-        freeKeys: this.s.freeKeyLastTokens,
-        dedup: this.s.dedup,
+        leases: withKeys ? this.s.leases : new KeyBuckets<Lease>(),
+        freeKeys: withKeys ? this.s.freeKeyLastTokens : new FreeKeys(),
+        dedup: withKeys ? this.s.dedup : new DedupTable(this.options.dedupWindowMs, this.options.dedupMaxEntries),
         timesOf: this.timesAsOfNow(),
         waiters: this.s.lines,
         delays: this.s.delays,
@@ -582,103 +585,126 @@ export class LockMachine {
   static restore(bytes: Uint8Array, options: Partial<LockMachineOptions> = {}): LockMachine {
     const machine = new LockMachine(options);
     if (bytes.length === 0) return machine;
-    const state = decodeState(bytes, machine.s.dedup.restoreSink(), machine.options.readLevel);
-    machine.s.appliedIndex = state.appliedIndex;
-    machine.useClusterLevel(state.clusterLevel);
-    machine.termLastStampMs = state.termLastStampMs;
-    for (const id of state.ranMembers) machine.ranMembers.add(id);
-    machine.s.logNowMs = state.nowMs;
-    machine.epochTermValue = state.epochTerm;
-    machine.epochStartMsValue = state.epochStartMs;
-    machine.s.forgottenWatermark = state.forgottenWatermark;
+    machine.load(decodeState(bytes, machine.s.dedup.restoreSink(), machine.options.readLevel), bytes.length);
+    return machine;
+  }
+
+  /**
+   * A machine from a decoded state (store-records.ts builds one from the applied store's records):
+   * `decode` gets the new machine's dedup sink, feeds it the remembered requests oldest first, and returns
+   * the rest of the state. The same checks as restore(); `at` names where a failure is reported.
+   */
+  static fromDecoded(
+    options: Partial<LockMachineOptions>,
+    decode: (dedupSink: DedupRecordSink, readLevel: number) => DecodedState,
+    at = 0,
+  ): LockMachine {
+    const machine = new LockMachine(options);
+    machine.load(decode(machine.s.dedup.restoreSink(), machine.options.readLevel), at);
+    return machine;
+  }
+
+  /** @internal The state's parts, for store-records.ts (which reads them the way the snapshot writer does). */
+  get parts(): MachineState {
+    return this.s;
+  }
+
+  /** The state but its keys and remembered requests: the snapshot format with neither (store-records.ts keeps
+   *  those one record each) — the header, lines, delays, values, sessions, levels and groups. */
+  restSnapshot(): Uint8Array {
+    const writer = this.openWriter(0, false);
+    while (!writer.step(Number.MAX_SAFE_INTEGER));
+    return writer.finish();
+  }
+
+  private load(state: DecodedState, at: number): void {
+    this.s.appliedIndex = state.appliedIndex;
+    this.useClusterLevel(state.clusterLevel);
+    this.termLastStampMs = state.termLastStampMs;
+    for (const id of state.ranMembers) this.ranMembers.add(id);
+    this.s.logNowMs = state.nowMs;
+    this.epochTermValue = state.epochTerm;
+    this.epochStartMsValue = state.epochStartMs;
+    this.s.forgottenWatermark = state.forgottenWatermark;
     for (const session of state.sessions) {
-      machine.s.sessions.set(session.id, session);
-      if (session.requestId !== '') machine.s.sessionsByRequest.set(requestKeyOf(session.owner, session.requestId), session);
+      this.s.sessions.set(session.id, session);
+      if (session.requestId !== '') this.s.sessionsByRequest.set(requestKeyOf(session.owner, session.requestId), session);
       session.endByKey = endByMs(session);
     }
-    machine.s.sessionDeadlines.pushAll(state.sessions);
-    machine.s.sessionEndBy.pushAll(state.sessions);
+    this.s.sessionDeadlines.pushAll(state.sessions);
+    this.s.sessionEndBy.pushAll(state.sessions);
     for (const lease of state.leases) {
-      machine.s.leases.set(lease.key, lease);
-      lease.owner = machine.s.countOwner(lease.owner, 1);
+      this.s.leases.set(lease.key, lease);
+      lease.owner = this.s.countOwner(lease.owner, 1);
     }
     for (const [key, sessionId] of state.sessionHolds) {
-      const lease = machine.s.leases.get(key);
-      const session = machine.s.sessions.get(sessionId);
+      const lease = this.s.leases.get(key);
+      const session = this.s.sessions.get(sessionId);
       if (lease === undefined || session === undefined || lease.owner !== session.owner) {
-        throw new SnapshotDecodeError(`key ${JSON.stringify(key)} is held under session ${sessionId}, which it cannot be`, bytes.length);
+        throw new SnapshotDecodeError(`key ${JSON.stringify(key)} is held under session ${sessionId}, which it cannot be`, at);
       }
       lease.session = session;
       session.holds.add(key);
-      machine.s.sessionHoldCount++;
+      this.s.sessionHoldCount++;
     }
     const ownTimes = state.leases.filter((lease) => lease.session === null);
-    machine.s.deadlines.pushAll(ownTimes);
+    this.s.deadlines.pushAll(ownTimes);
     for (const lease of ownTimes) lease.endByKey = endByMs(lease);
-    machine.s.endBy.pushAll(ownTimes);
+    this.s.endBy.pushAll(ownTimes);
     // In freeing-time order (ties by key), the order forget() walks; see freeKeyLastTokens.
     const free = state.freeKeys.sort((a, b) => a.freedAtMs - b.freedAtMs || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     for (const { key, lastToken, freedAtMs } of free) {
-      if (machine.s.leases.has(key)) {
-        throw new SnapshotDecodeError(`key ${JSON.stringify(key)} is both held and free`, bytes.length);
+      if (this.s.leases.has(key)) {
+        throw new SnapshotDecodeError(`key ${JSON.stringify(key)} is both held and free`, at);
       }
-      machine.s.freeKeyLastTokens.free(key, lastToken, freedAtMs);
+      this.s.freeKeyLastTokens.free(key, lastToken, freedAtMs);
     }
     for (const [key, lockDelayMs] of state.holdDelays) {
-      if (!machine.s.leases.has(key))
-        throw new SnapshotDecodeError(`key ${JSON.stringify(key)} has a hold's lock-delay but no lease`, bytes.length);
-      machine.s.delays.setHoldDelay(key, lockDelayMs);
+      if (!this.s.leases.has(key)) throw new SnapshotDecodeError(`key ${JSON.stringify(key)} has a hold's lock-delay but no lease`, at);
+      this.s.delays.setHoldDelay(key, lockDelayMs);
     }
-    for (const [key, untilMs] of state.keyDelays) machine.s.delays.delayKey(key, untilMs);
+    for (const [key, untilMs] of state.keyDelays) this.s.delays.delayKey(key, untilMs);
     for (const [key, value] of state.holdValues) {
-      if (!machine.s.leases.has(key))
-        throw new SnapshotDecodeError(`key ${JSON.stringify(key)} has a hold's value but no lease`, bytes.length);
-      machine.s.holdValues.set(key, value);
+      if (!this.s.leases.has(key)) throw new SnapshotDecodeError(`key ${JSON.stringify(key)} has a hold's value but no lease`, at);
+      this.s.holdValues.set(key, value);
     }
     for (const group of state.groups) {
-      if (machine.s.leases.has(group.key) || machine.s.freeKeyLastTokens.has(group.key)) {
-        throw new SnapshotDecodeError(`key ${JSON.stringify(group.key)} has many holds and another record`, bytes.length);
+      if (this.s.leases.has(group.key) || this.s.freeKeyLastTokens.has(group.key)) {
+        throw new SnapshotDecodeError(`key ${JSON.stringify(group.key)} has many holds and another record`, at);
       }
-      machine.s.groups.set(group.key, group);
+      this.s.groups.set(group.key, group);
       for (const hold of group.holds) {
-        hold.owner = machine.s.countOwner(hold.owner, 1);
-        machine.s.groupHoldCount++;
+        hold.owner = this.s.countOwner(hold.owner, 1);
+        this.s.groupHoldCount++;
         const sessionId = state.groupHoldSessions.get(hold) ?? 0;
         if (sessionId > 0) {
-          const session = machine.s.sessions.get(sessionId);
+          const session = this.s.sessions.get(sessionId);
           if (session === undefined || session.owner !== hold.owner)
-            throw new SnapshotDecodeError(
-              `a hold of ${JSON.stringify(group.key)} is under session ${sessionId}, which it cannot be`,
-              bytes.length,
-            );
+            throw new SnapshotDecodeError(`a hold of ${JSON.stringify(group.key)} is under session ${sessionId}, which it cannot be`, at);
           hold.session = session;
           session.groupHolds.add(hold);
-          machine.s.groupSessionHoldCount++;
+          this.s.groupSessionHoldCount++;
         } else {
-          machine.s.deadlines.push(hold);
+          this.s.deadlines.push(hold);
           hold.endByKey = endByMs(hold);
-          machine.s.endBy.push(hold);
+          this.s.endBy.push(hold);
         }
       }
     }
     for (const w of state.waiters) {
       // The machine's invariant: a key has waiters only while it has a lease, many holds, or is in lock-delay.
-      if (!machine.s.leases.has(w.key) && !machine.s.groups.has(w.key) && machine.s.delays.untilMs(w.key) === undefined) {
-        throw new SnapshotDecodeError(`key ${JSON.stringify(w.key)} has waiters but neither a lease nor a lock-delay`, bytes.length);
+      if (!this.s.leases.has(w.key) && !this.s.groups.has(w.key) && this.s.delays.untilMs(w.key) === undefined) {
+        throw new SnapshotDecodeError(`key ${JSON.stringify(w.key)} has waiters but neither a lease nor a lock-delay`, at);
       }
-      if (machine.s.lines.byRequestOf(w.owner, w.requestId) !== undefined) {
-        throw new SnapshotDecodeError(`request ${JSON.stringify(w.requestId)} of ${JSON.stringify(w.owner)} waits twice`, bytes.length);
+      if (this.s.lines.byRequestOf(w.owner, w.requestId) !== undefined) {
+        throw new SnapshotDecodeError(`request ${JSON.stringify(w.requestId)} of ${JSON.stringify(w.owner)} waits twice`, at);
       }
-      if (w.sessionId > 0 && machine.s.sessions.get(w.sessionId)?.owner !== w.owner) {
-        throw new SnapshotDecodeError(
-          `a waiter for key ${JSON.stringify(w.key)} is under session ${w.sessionId}, which it cannot be`,
-          bytes.length,
-        );
+      if (w.sessionId > 0 && this.s.sessions.get(w.sessionId)?.owner !== w.owner) {
+        throw new SnapshotDecodeError(`a waiter for key ${JSON.stringify(w.key)} is under session ${w.sessionId}, which it cannot be`, at);
       }
-      joinLine(machine.s, w);
+      joinLine(this.s, w);
     }
-    for (const group of machine.s.groups.values()) markGrantable(machine.s, group);
-    return machine;
+    for (const group of this.s.groups.values()) markGrantable(this.s, group);
   }
 
   // ---- applying ----
@@ -770,7 +796,7 @@ export class LockMachine {
   private forget(index: number, command: ForgetCommand): ForgetResult {
     let forgotten = 0;
     this.s.freeKeyLastTokens.forgetUpTo(command.upToMs, (free) => {
-      this.s.writer?.beforeKeyWrite(free.key);
+      this.s.touch(free.key);
       if (free.lastToken > this.s.forgottenWatermark) this.s.forgottenWatermark = free.lastToken;
       forgotten++;
     });
@@ -956,7 +982,7 @@ export class LockMachine {
     if (lease === undefined || reason !== 'UNSPECIFIED') {
       outcome = { renewed: false, ttlMs: 0, expiresAtMs: 0, reason };
     } else {
-      this.s.writer?.beforeKeyWrite(command.key);
+      this.s.touch(command.key);
       lease.grant(lease.owner, lease.fencingToken, command.ttlMs, this.s.logNowMs);
       this.s.deadlines.update(lease);
       this.s.granted(lease);

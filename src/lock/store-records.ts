@@ -1,0 +1,283 @@
+// The lock machine's state as the records of the applied store (src/state: a LevelDB beside the write-ahead
+// log, as etcd keeps its applied state in bbolt beside its WAL). Pure: this file turns state into records and
+// records into state; src/state does the I/O.
+//
+// Records, by the first byte of their key:
+//   'k' + key (UTF-8)       one per key with a lease or a free record: the lease (owner, token, times, the
+//                           term starts it has seen) or the free key (last token, when it was freed)
+//   'd' + identity          one per remembered request (dedup.ts): its order, time and body
+//   'r'                     the rest: the snapshot format (snapshot.ts) with no keys and no remembered
+//                           requests — header, wait lines, delays, values, sessions, levels, groups —, the
+//                           order counter of the remembered requests, and every term start the key records
+//                           count in (below). Small: bounded by the admission limits (hold values and delays
+//                           ride it too; they are bounded by the holds).
+// A batch (take()) writes what changed since the last one, so a million held locks cost the writes of the keys
+// that changed, never a rewrite of the state:
+//   - a key: MachineState.touch, called before any change of its lease or free record — the hook the sliced
+//     snapshot's copy-on-write already depends on, so no change can pass it by;
+//   - a remembered request: DedupTable.listener hears each one remembered and each current one forgotten;
+//   - the rest record: written whole at every batch.
+// Term starts reach leases lazily (machine-state.ts settle), so a key record holds the lease's times as they
+// are plus how many term starts (epochs) it has seen, counted from the store's first record; the rest record
+// lists every epoch since, and a restore carries each lease through the ones it missed, exactly as settle().
+import { ByteReader, ByteWriter, encodeUtf8, decodeUtf8 } from './bytes.js';
+import type { DedupListener } from './dedup.js';
+import { carryLease, type LeaseEpoch } from './epoch.js';
+import { Lease } from './lease.js';
+import { LockMachine } from './machine.js';
+import { decodeState, type DecodedFreeKey, type DedupRecordSink } from './snapshot.js';
+import { WIRE_LIMITS } from './commands.js';
+import { skipDedupBody, skipDedupIdentity } from './dedup-codec.js';
+import type { LockMachineOptions } from './types.js';
+
+export const KEY_RECORD = 0x6b; // 'k'
+export const DEDUP_RECORD = 0x64; // 'd'
+export const REST_RECORD = 0x72; // 'r'
+/** The rest record's own key. */
+export const REST_RECORD_KEY = Uint8Array.of(REST_RECORD);
+
+const LEASE_TAG = 1;
+const FREE_TAG = 2;
+const REST_FORMAT = 1;
+
+/** One write of a batch: put `value` at `key`, or delete `key` when `value` is null. */
+export interface RecordOp {
+  key: Uint8Array;
+  value: Uint8Array | null;
+}
+
+export class StoreRecordError extends Error {
+  override readonly name = 'StoreRecordError';
+}
+
+function fail(message: string): never {
+  throw new StoreRecordError(`corrupt applied-store record: ${message}`);
+}
+
+function reader(bytes: Uint8Array, what: string): ByteReader {
+  return new ByteReader(
+    bytes,
+    (message, offset) => new StoreRecordError(`corrupt applied-store record (${what}) at byte ${offset}: ${message}`),
+  );
+}
+
+function prefixed(prefix: number, body: Uint8Array): Uint8Array {
+  const key = new Uint8Array(body.length + 1);
+  key[0] = prefix;
+  key.set(body, 1);
+  return key;
+}
+
+/**
+ * Tracks a machine's changes for the store and encodes them. Attach it to the machine that applies entries;
+ * a machine replaced wholesale (a snapshot installed) needs a new tracker, whose first batch is all().
+ */
+export class StoreRecords implements DedupListener {
+  private dedupOps: RecordOp[] = [];
+  private readonly scratch = new ByteWriter(256);
+  private changedKeys: Set<string>;
+
+  constructor(
+    readonly machine: LockMachine,
+    /** Order of the next remembered request: continues the store's, so records keep their order. */
+    private dedupSeq = 0,
+    /** Epochs the store counted before this machine's own list began (its leases have seen them all). */
+    private readonly epochsBefore: readonly LeaseEpoch[] = [],
+  ) {
+    const parts = machine.parts;
+    this.changedKeys = new Set();
+    parts.changedKeys = this.changedKeys;
+    parts.dedup.listener = this;
+  }
+
+  /** Changes waiting for the next batch (keys and remembered requests). */
+  get pending(): number {
+    return this.changedKeys.size + this.dedupOps.length;
+  }
+
+  /** Stop tracking (the machine was replaced). */
+  detach(): void {
+    const parts = this.machine.parts;
+    if (parts.changedKeys === this.changedKeys) parts.changedKeys = null;
+    if (parts.dedup.listener === this) parts.dedup.listener = null;
+  }
+
+  remembered(bytes: Uint8Array, start: number, split: number, end: number, recordedAtMs: number): void {
+    const value = this.scratch;
+    value.clear();
+    value.uint(this.dedupSeq++);
+    value.uint(recordedAtMs);
+    value.rawRange(bytes, split, end);
+    this.dedupOps.push({ key: prefixed(DEDUP_RECORD, bytes.slice(start, split)), value: value.finish() });
+  }
+
+  forgotten(bytes: Uint8Array, start: number, split: number): void {
+    this.dedupOps.push({ key: prefixed(DEDUP_RECORD, bytes.slice(start, split)), value: null });
+  }
+
+  /** The records changed since the last take(), with the rest record: one batch, the state at the machine's
+   *  applied index. */
+  take(): RecordOp[] {
+    const ops: RecordOp[] = [];
+    for (const key of this.changedKeys) ops.push(this.keyOp(key));
+    this.changedKeys.clear();
+    for (const op of this.dedupOps) ops.push(op);
+    this.dedupOps = [];
+    ops.push({ key: REST_RECORD_KEY, value: this.rest() });
+    return ops;
+  }
+
+  /** Every record of the state (a fresh store: a restored or migrated machine), the rest record last; clears
+   *  what was pending, which they include. */
+  all(): RecordOp[] {
+    this.changedKeys.clear();
+    this.dedupOps = [];
+    const parts = this.machine.parts;
+    const ops: RecordOp[] = [];
+    for (const key of parts.leases.keys()) ops.push(this.keyOp(key));
+    for (const free of parts.freeKeyLastTokens.values()) ops.push(this.keyOp(free.key));
+    parts.dedup.forEachRecord((bytes, start, split, end, recordedAtMs) => {
+      this.remembered(bytes, start, split, end, recordedAtMs);
+    });
+    for (const op of this.dedupOps) ops.push(op);
+    this.dedupOps = [];
+    ops.push({ key: REST_RECORD_KEY, value: this.rest() });
+    return ops;
+  }
+
+  private keyOp(key: string): RecordOp {
+    const parts = this.machine.parts;
+    const recordKey = prefixed(KEY_RECORD, encodeUtf8(key));
+    const out = this.scratch;
+    out.clear();
+    const lease = parts.leases.get(key);
+    if (lease !== undefined) {
+      out.byte(LEASE_TAG);
+      out.string(lease.owner);
+      out.uint(lease.fencingToken);
+      out.uint(lease.ttlMs);
+      out.uint(lease.expiresAtMs);
+      out.uint(lease.observedMs);
+      out.uint(lease.observeFromMs);
+      out.uint(this.epochsBefore.length + lease.epochsSeen);
+      return { key: recordKey, value: out.finish() };
+    }
+    const free = parts.freeKeyLastTokens.get(key);
+    if (free !== undefined) {
+      out.byte(FREE_TAG);
+      out.uint(free.lastToken);
+      out.uint(free.freedAtMs);
+      return { key: recordKey, value: out.finish() };
+    }
+    return { key: recordKey, value: null }; // forgotten, or now a key with many holds (the rest record)
+  }
+
+  private rest(): Uint8Array {
+    const epochs = [...this.epochsBefore, ...this.machine.parts.epochs];
+    const out = new ByteWriter(256 + 16 * epochs.length);
+    out.byte(REST_FORMAT);
+    out.uint(this.dedupSeq);
+    out.uint(epochs.length);
+    for (const e of epochs) {
+      out.uint(e.previousTermEndMs);
+      out.uint(e.epochStartMs);
+    }
+    out.raw(this.machine.restSnapshot());
+    return out.finish();
+  }
+}
+
+/** The store's records, as read back: the rest record and every key and remembered-request record. */
+export interface StoredRecords {
+  rest: Uint8Array;
+  keys: Iterable<[Uint8Array, Uint8Array]>;
+  dedup: Iterable<[Uint8Array, Uint8Array]>;
+}
+
+/** A machine rebuilt from the store's records, with its tracker (which continues the store's counters). Throws
+ *  StoreRecordError or SnapshotDecodeError on records it cannot read. */
+export function restoreFromRecords(records: StoredRecords, options: Partial<LockMachineOptions>): StoreRecords {
+  const rest = reader(records.rest, 'rest');
+  if (rest.byte() !== REST_FORMAT) rest.fail('unknown rest record format');
+  const dedupSeq = rest.uint();
+  const epochCount = rest.uint();
+  if (epochCount > rest.remaining) rest.fail(`${epochCount} epochs`);
+  const epochs: LeaseEpoch[] = [];
+  for (let i = 0; i < epochCount; i++) epochs.push({ previousTermEndMs: rest.uint(), epochStartMs: rest.uint() });
+  const snapshot = rest.raw(rest.remaining);
+
+  const machine = LockMachine.fromDecoded(options, (sink: DedupRecordSink, readLevel: number) => {
+    const state = decodeState(snapshot, { reserve: () => {}, record: () => fail('the rest record holds remembered requests') }, readLevel);
+    feedDedup(records.dedup, sink, dedupSeq);
+    for (const [key, value] of records.keys) {
+      const name = decodeUtf8(key.subarray(1));
+      if (name === null || name.length === 0 || key.length - 1 > WIRE_LIMITS.maxKeyBytes) fail('a key record with a bad key');
+      readKeyRecord(name, value, epochs, state.appliedIndex, state.leases, state.freeKeys);
+    }
+    return state;
+  });
+  return new StoreRecords(machine, dedupSeq, epochs);
+}
+
+function readKeyRecord(
+  key: string,
+  value: Uint8Array,
+  epochs: readonly LeaseEpoch[],
+  appliedIndex: number,
+  leases: Lease[],
+  freeKeys: DecodedFreeKey[],
+): void {
+  const input = reader(value, `key ${JSON.stringify(key)}`);
+  const tag = input.byte();
+  if (tag === LEASE_TAG) {
+    const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
+    const token = input.uint();
+    if (owner.length === 0 || token < 1 || token > appliedIndex) input.fail(`lease of ${JSON.stringify(owner)} with token ${token}`);
+    const lease = new Lease(key, owner, token, input.uint(), input.uint(), input.uint(), input.uint());
+    const seen = input.uint();
+    if (seen > epochs.length) input.fail(`the lease has seen ${seen} term starts of ${epochs.length}`);
+    for (let i = seen; i < epochs.length; i++) carryLease(lease, epochs[i]!);
+    input.end();
+    leases.push(lease);
+  } else if (tag === FREE_TAG) {
+    const lastToken = input.uint();
+    const freedAtMs = input.uint();
+    if (lastToken > appliedIndex) input.fail(`last token ${lastToken} is beyond index ${appliedIndex}`);
+    input.end();
+    freeKeys.push({ key, lastToken, freedAtMs });
+  } else input.fail(`unknown tag ${tag}`);
+}
+
+/** Hands the remembered requests to the machine's table in their order (by their stored sequence). */
+function feedDedup(records: Iterable<[Uint8Array, Uint8Array]>, sink: DedupRecordSink, nextSeq: number): void {
+  const found: { seq: number; recordedAtMs: number; identity: Uint8Array; body: Uint8Array }[] = [];
+  let bytes = 0;
+  for (const [key, value] of records) {
+    const input = reader(value, 'remembered request');
+    const seq = input.uint();
+    if (seq >= nextSeq) input.fail(`order ${seq} is not below the next, ${nextSeq}`);
+    const recordedAtMs = input.uint();
+    const body = value.subarray(input.position);
+    skipDedupBody(input);
+    input.end();
+    const identity = key.subarray(1);
+    const id = reader(identity, 'remembered request identity');
+    skipDedupIdentity(id);
+    id.end();
+    bytes += identity.length + body.length;
+    found.push({ seq, recordedAtMs, identity, body });
+  }
+  found.sort((a, b) => a.seq - b.seq);
+  const all = new Uint8Array(bytes);
+  sink.reserve(found.length, bytes);
+  let at = 0;
+  for (const r of found) {
+    const start = at;
+    all.set(r.identity, at);
+    at += r.identity.length;
+    const split = at;
+    all.set(r.body, at);
+    at += r.body.length;
+    sink.record(all, start, split, split, at, r.recordedAtMs);
+  }
+}
