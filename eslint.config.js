@@ -59,6 +59,12 @@ const layers = [
     why: "the wire contract sits below everything that speaks it: it never imports server, client, cli, transport, storage, config or fencing (only the core's types it converts to and from).",
   },
   {
+    root: 'src/state',
+    only: ['src/lock', 'src/raft/core', 'src/raft/env.ts'],
+    packages: false,
+    why: "the applied store keeps the lock machine's records in a LevelDB it is handed: it imports the lock machine's records (src/lock), the core's types and the driver's scheduler type, no package, and nothing of server, transport, storage, client or cli.",
+  },
+  {
     root: 'src/raft/storage',
     never: ['src/server', 'src/client', 'src/cli'],
     packages: true,

@@ -1,5 +1,5 @@
 // The replicated application as the driver sees it (hashicorp/raft calls it FSM).
-import type { Entry } from './core/types.js';
+import type { Entry, Snapshot, SnapshotMeta } from './core/types.js';
 
 /** A snapshot being written in slices (StateMachine.beginSnapshot). */
 export interface SnapshotJob {
@@ -23,4 +23,21 @@ export interface StateMachine<R = unknown> {
    */
   beginSnapshot?(sizeHint: number): SnapshotJob;
   restore(data: Uint8Array): void;
+  /** Present when the state machine keeps its state in a store of its own beside the log (etcd's backend):
+   *  the driver then restarts from the store and the log above it (stored-start.ts), compacts the log only
+   *  below what the store holds durably, and makes a snapshot only when a follower needs one. */
+  stored?: StoredStateMachine;
+}
+
+/** A state machine's own store of its applied state (src/state/lock-store.ts for the lock machine). */
+export interface StoredStateMachine {
+  /** Restores the machine from its store: the point (index, term, configuration) the store holds, or null
+   *  when it holds nothing yet. */
+  open(): Promise<SnapshotMeta | null>;
+  /** Restores `snapshot` and makes it the store's state, durably, before this resolves: a snapshot from the
+   *  leader (before the log records it) or the state of an older layout's data dir. */
+  install(snapshot: Snapshot): Promise<void>;
+  /** Writes what waits and syncs: the store holds durably every applied entry's effects up to the index
+   *  this resolves with (at least the applied index when it was called). */
+  persist(): Promise<number>;
 }

@@ -40,7 +40,8 @@ import {
   ProposalTimeoutError,
   ReadTimeoutError,
 } from './errors.js';
-import type { SnapshotJob, StateMachine } from './fsm.js';
+import type { SnapshotJob, StateMachine, StoredStateMachine } from './fsm.js';
+import { StoredStartError, holdsData, startFromStore } from './stored-start.js';
 import { SnapshotPolicy } from './snapshot-policy.js';
 import { silentNodeLogger, type NodeLogger } from './logger.js';
 import type { RaftStorage } from './storage/types.js';
@@ -62,6 +63,9 @@ export interface RaftCore {
   takeDurableCommitted(maxCount?: number): Entry[];
   takeMessagesNotWaitingForDisk(): Message[];
   compact(index: number, data: Uint8Array): Snapshot | null;
+  takeSnapshotWanted(): boolean;
+  offerSnapshot(index: number, data: Uint8Array): boolean;
+  dropSnapshotData(): void;
   status(): Status;
   progressSnapshot(): Map<NodeId, ProgressView>;
 }
@@ -88,6 +92,10 @@ export interface RaftNodeOptions<R> {
   /** Take an application snapshot (and compact the log) every this many applied entries — for a large
    *  state, only once the log is also a share of its size (snapshot-policy.ts). */
   snapshotEvery: number;
+  /** With a stored state machine (fsm.stored): entries the log keeps below what the store holds, so a
+   *  follower a little behind catches up from the log rather than a snapshot (etcd keeps 5,000). Default
+   *  half of snapshotEvery. */
+  catchUpEntries?: number;
   raft?: Partial<Omit<RaftConfig, 'id' | 'rng'>>;
   logger?: NodeLogger;
   /** Clock, timers and rng; default realEnv(). */
@@ -133,6 +141,11 @@ export class RaftNode<R = unknown> extends EventEmitter {
   private snapshotPolicy!: SnapshotPolicy;
   /** A snapshot being written in slices between loop turns (fsm.beginSnapshot), of the state at `index`. */
   private snapshotJob: { job: SnapshotJob; index: number; done: boolean } | null = null;
+  /** Stored state machine: a persist for compaction in flight, the applied index it started at, and the
+   *  index it reached (once done, for the loop to compact below). */
+  private persisting = false;
+  private persistStartedAt = 0;
+  private persistedForCompaction: number | null = null;
   private soft: SoftState = { role: 'follower', leaderId: null, term: 0 };
   /** The loop is waiting on a write whose Ready changes neither role nor snapshot: entries that commit
    *  meanwhile and are already durable here may be applied from receive(), without waiting for it. */
@@ -163,6 +176,20 @@ export class RaftNode<R = unknown> extends EventEmitter {
 
   private async init(): Promise<void> {
     let restored = await this.opts.storage.load();
+    const stored = this.opts.fsm.stored;
+    // A stored state machine restores itself from its store; its point is where the log is replayed from.
+    const point = stored === undefined ? null : await stored.open();
+    if (point !== null) {
+      const start = startFromStore(restored, point);
+      restored = start.restored;
+      if (start.rewriteLog) {
+        this.logger.warn(
+          { nodeId: this.id, index: point.index, term: point.term },
+          'the applied store is ahead of the log: it counts as a snapshot there, and the log is rewritten to start from it',
+        );
+        await this.opts.storage.save({ hardState: restored.hardState, snapshot: restored.snapshot, entries: [] });
+      }
+    }
     if (restored === null) {
       await this.opts.beforeBootstrap?.();
       // First boot: the initial voter set becomes data in a bootstrap snapshot at index 0.
@@ -172,7 +199,18 @@ export class RaftNode<R = unknown> extends EventEmitter {
       restored = { hardState: emptyHardState(), snapshot, entries: [] };
       await this.opts.storage.save({ hardState: restored.hardState, snapshot: restored.snapshot, entries: [] });
     }
-    this.opts.fsm.restore(restored.snapshot.data);
+    if (stored === undefined) this.opts.fsm.restore(restored.snapshot.data);
+    else if (point === null) {
+      // The store holds nothing: a first boot (the bootstrap snapshot), or a data dir of an older layout
+      // whose state is the log's snapshot. Anything else means the state up to the log's start is lost.
+      if (restored.snapshot.meta.index > 0 && !holdsData(restored.snapshot)) {
+        throw new StoredStartError(
+          `the applied store is empty but the log starts after index ${restored.snapshot.meta.index}: the state up to it is lost`,
+        );
+      }
+      await stored.install(restored.snapshot);
+      restored = { ...restored, snapshot: { meta: restored.snapshot.meta, data: new Uint8Array(0) } };
+    }
     this.appliedIndex = restored.snapshot.meta.index;
     this.lastSnapshotIndex = restored.snapshot.meta.index;
     this.snapshotPolicy = new SnapshotPolicy(this.opts.snapshotEvery);
@@ -474,11 +512,22 @@ export class RaftNode<R = unknown> extends EventEmitter {
         //    While it is on its way to disk, receive() applies entries that commit meanwhile if they are
         //    already durable here (takeDurableCommitted) — not when this Ready changes our role (the
         //    service must hear of it before anything applies in the new role) or installs a snapshot.
+        const stored = this.opts.fsm.stored;
+        let snapshotToLog = rd.snapshot;
+        if (rd.snapshot && stored !== undefined) {
+          // The store takes the snapshot first, durably: a crash after this and before the log records it
+          // restarts from the store (ahead of the log: stored-start.ts); the other order would leave a log
+          // that starts after a state nobody holds. The log then keeps only the snapshot's metadata.
+          this.cancelSnapshotJob();
+          await stored.install(rd.snapshot);
+          if (this.stopped) return;
+          snapshotToLog = { meta: rd.snapshot.meta, data: new Uint8Array(0) };
+        }
         if (rd.hardState || rd.snapshot || rd.entries.length > 0) {
           this.applyWhileWriting = !rd.softState && !rd.snapshot;
           this.writing = true;
           try {
-            await this.opts.storage.save({ hardState: rd.hardState, snapshot: rd.snapshot, entries: rd.entries });
+            await this.opts.storage.save({ hardState: rd.hardState, snapshot: snapshotToLog, entries: rd.entries });
           } finally {
             this.applyWhileWriting = false;
             this.writing = false;
@@ -495,7 +544,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
         if (rd.snapshot) {
           this.cancelSnapshotJob(); // of the state being replaced
           this.snapshotPolicy.taken(rd.snapshot.data.length);
-          this.opts.fsm.restore(rd.snapshot.data);
+          if (stored === undefined) this.opts.fsm.restore(rd.snapshot.data);
           this.appliedIndex = rd.snapshot.meta.index;
           this.lastSnapshotIndex = rd.snapshot.meta.index;
           this.logger.info(
@@ -522,6 +571,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
           }
         }
         this.raft.advance(rd);
+        if (rd.snapshot && stored !== undefined) this.raft.dropSnapshotData();
         this.releaseReads();
         await this.maybeSnapshot();
       }
@@ -645,6 +695,10 @@ export class RaftNode<R = unknown> extends EventEmitter {
    * Nothing is persisted before the end: a crash mid-way leaves the previous snapshot and the log.
    */
   private async maybeSnapshot(): Promise<void> {
+    if (this.opts.fsm.stored !== undefined) {
+      await this.maybeCompactBelowStore(this.opts.fsm.stored);
+      return;
+    }
     const running = this.snapshotJob;
     if (running !== null) {
       if (!running.done) return;
@@ -686,6 +740,70 @@ export class RaftNode<R = unknown> extends EventEmitter {
     this.logger.info({ nodeId: this.id, index, bytes: data.length }, 'snapshot taken, log compacted');
   }
 
+  /**
+   * With a stored state machine: every snapshotEvery applied entries, the store is synced (persist) and the
+   * log compacted to catchUpEntries below what it then holds — never past it: entries whose effects the store
+   * does not hold durably are the only copy of them. The log keeps no snapshot data; a follower behind its
+   * start gets a snapshot made when it needs one (offerSnapshot), written in slices like any other.
+   */
+  private async maybeCompactBelowStore(stored: StoredStateMachine): Promise<void> {
+    const job = this.snapshotJob;
+    if (job !== null && job.done) {
+      this.snapshotJob = null;
+      const data = job.job.finish();
+      if (this.raft.offerSnapshot(job.index, data)) {
+        this.logger.info({ nodeId: this.id, index: job.index, bytes: data.length }, 'snapshot made for a follower behind the log');
+      }
+    }
+    if (this.snapshotJob === null && this.raft.takeSnapshotWanted()) this.startSnapshotJob(this.appliedIndex);
+    const persisted = this.persistedForCompaction;
+    if (persisted !== null) {
+      this.persistedForCompaction = null;
+      const keep = this.opts.catchUpEntries ?? Math.floor(this.opts.snapshotEvery / 2);
+      const index = Math.min(persisted, this.raft.status().durableIndex) - keep;
+      const snapshot = index > this.lastSnapshotIndex ? this.raft.compact(index, new Uint8Array(0)) : null;
+      if (snapshot !== null) {
+        this.lastSnapshotIndex = index;
+        await this.opts.storage.compact(snapshot);
+        this.logger.info({ nodeId: this.id, index, storeIndex: persisted }, 'log compacted below the applied store');
+      }
+    }
+    if (this.persisting || this.appliedIndex - this.persistStartedAt < this.opts.snapshotEvery) return;
+    this.persisting = true;
+    this.persistStartedAt = this.appliedIndex;
+    stored.persist().then(
+      (index) => {
+        this.persisting = false;
+        this.persistedForCompaction = index;
+        this.schedule();
+      },
+      (err: unknown) => {
+        this.persisting = false;
+        this.failed(err);
+      },
+    );
+  }
+
+  private startSnapshotJob(index: number): void {
+    const fsm = this.opts.fsm;
+    const job = {
+      job: fsm.beginSnapshot?.(this.snapshotPolicy.lastBytes) ?? finishedJob(fsm.snapshot()),
+      index,
+      done: false,
+    };
+    this.snapshotJob = job;
+    const slice = () => {
+      if (this.snapshotJob !== job) return; // cancelled
+      if (!job.job.step()) {
+        this.env.scheduler.soon(slice);
+        return;
+      }
+      job.done = true;
+      this.schedule(); // the loop offers it
+    };
+    this.env.scheduler.soon(slice);
+  }
+
   private cancelSnapshotJob(): void {
     this.snapshotJob?.job.cancel();
     this.snapshotJob = null;
@@ -723,4 +841,9 @@ export class RaftNode<R = unknown> extends EventEmitter {
 function markReceived(m: Message): void {
   if (m.type === 'AppendEntries') mark(m.entries.length > 0 ? 'peer.recv.append' : 'peer.recv.heartbeat');
   else if (m.type === 'AppendEntriesResponse') mark('peer.recv.ack');
+}
+
+/** A snapshot made in one piece, as a job (a state machine without beginSnapshot). */
+function finishedJob(data: Uint8Array): SnapshotJob {
+  return { step: () => true, finish: () => data, cancel: () => {} };
 }

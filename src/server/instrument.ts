@@ -69,6 +69,7 @@ export function instrumentFsm<R>(fsm: StateMachine<R>, m: NodeMetrics): { fsm: S
             },
           }),
       restore: (data) => fsm.restore(data),
+      ...(fsm.stored === undefined ? {} : { stored: fsm.stored }),
     },
   };
 }

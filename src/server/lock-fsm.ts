@@ -7,8 +7,10 @@
 import type { LockMachine } from '../lock/machine.js';
 import type { LockEventSink } from '../lock/events.js';
 import type { LockMachineOptions, LockResult } from '../lock/types.js';
-import type { Entry } from '../raft/core/types.js';
-import type { SnapshotJob, StateMachine } from '../raft/fsm.js';
+import { decodeConfEntry } from '../raft/core/config.js';
+import type { Entry, Snapshot, SnapshotMeta } from '../raft/core/types.js';
+import type { SnapshotJob, StateMachine, StoredStateMachine } from '../raft/fsm.js';
+import type { LockStateStore } from '../state/lock-store.js';
 
 /** What the adapter needs of a lock machine (LockMachine's surface). */
 export interface AppliedLockMachine {
@@ -31,6 +33,8 @@ export class LockFsm<
   O = Partial<LockMachineOptions>,
 > implements StateMachine<LockResult | null> {
   machine: M;
+  /** Present when the state lives in the applied store (src/state): the driver restarts from it. */
+  readonly stored?: StoredStateMachine;
 
   /** `events`: where the machine's changes go (Watch), and who must hear that the state was replaced
    *  wholesale without events (a restore: a watcher would otherwise miss what it changed).
@@ -41,16 +45,28 @@ export class LockFsm<
     private readonly options: O,
     private readonly events: { sink: LockEventSink; replaced(appliedIndex: number): void } | null = null,
     private readonly snapshotSliceItems?: number,
+    /** The applied store the state lives in (write-behind); null: in memory and the log's snapshots only. */
+    private readonly state: LockStateStore<M> | null = null,
   ) {
     this.machine = new kind(options);
     this.machine.eventSink = events?.sink ?? null;
+    if (state !== null) {
+      this.stored = {
+        open: () => this.open(state),
+        install: (snapshot) => this.install(state, snapshot),
+        persist: () => state.persist(),
+      };
+    }
   }
 
   apply(entry: Entry): LockResult | null {
-    if (entry.kind === 'normal') return this.machine.apply(entry.index, entry.term, entry.data);
+    let result: LockResult | null = null;
+    if (entry.kind === 'normal') result = this.machine.apply(entry.index, entry.term, entry.data);
     // noop / config entries carry no lock command but still advance the applied index.
-    this.machine.skip(entry.index);
-    return null;
+    else this.machine.skip(entry.index);
+    // The store's point follows: its term, and the configuration a configuration entry brings.
+    this.state?.applied(entry.index, entry.term, entry.kind === 'config' ? decodeConfEntry(entry.data).conf : null);
+    return result;
   }
 
   snapshot(): Uint8Array {
@@ -63,8 +79,29 @@ export class LockFsm<
   }
 
   restore(data: Uint8Array): void {
-    this.machine = data.length === 0 ? new this.kind(this.options) : this.kind.restore(data, this.options);
+    this.replaceMachine(data.length === 0 ? new this.kind(this.options) : this.kind.restore(data, this.options));
+  }
+
+  /** Writes what waits and closes the applied store (the node stops). */
+  async closeStore(): Promise<void> {
+    await this.state?.close();
+  }
+
+  private replaceMachine(machine: M): void {
+    this.machine = machine;
     this.machine.eventSink = this.events?.sink ?? null;
     this.events?.replaced(this.machine.appliedIndex);
+  }
+
+  private async open(state: LockStateStore<M>): Promise<SnapshotMeta | null> {
+    const loaded = await state.load(this.options as Partial<LockMachineOptions>);
+    if (loaded === null) return null;
+    this.replaceMachine(loaded.machine);
+    return loaded.point;
+  }
+
+  private async install(state: LockStateStore<M>, snapshot: Snapshot): Promise<void> {
+    this.restore(snapshot.data);
+    await state.replace(this.machine, snapshot.meta);
   }
 }

@@ -1,5 +1,24 @@
 // Opening a node's data dir, with LevelDB's bare "Database failed to open" turned into the cause and the place.
+import { join } from 'node:path';
+import { Level } from 'level';
 import { WalStorage } from '../raft/storage/wal-storage.js';
+import { AppliedStore } from '../state/applied-store.js';
+
+/** The applied store's LevelDB, under the data dir (README "Where the state lives"). */
+export const STATE_DIR = 'state';
+
+/** Opens the node's applied store: the lock state in LevelDB at dataDir/state. */
+export async function openAppliedStore(dataDir: string, id: string): Promise<AppliedStore> {
+  const path = join(dataDir, STATE_DIR);
+  const db = new Level<Uint8Array, Uint8Array>(path, { keyEncoding: 'view', valueEncoding: 'view' });
+  try {
+    await db.open();
+    return await AppliedStore.open(db);
+  } catch (err) {
+    await db.close().catch(() => {});
+    throw new Error(`node ${id}: cannot open the applied store ${path}: ${(err as Error).message}`, { cause: err });
+  }
+}
 import { causeChain } from './error-causes.js';
 
 /** Opens the node's store (its WAL and LevelDB), turning LevelDB's bare "Database failed to open" into the cause and the place. */

@@ -31,7 +31,8 @@ import { AddressBook } from './address-book.js';
 import { beforeBootstrap } from './first-boot.js';
 import { NodeCredentials } from './node-credentials.js';
 import { stopNode } from './node-shutdown.js';
-import { openStorage } from './node-storage.js';
+import { openAppliedStore, openStorage } from './node-storage.js';
+import { LockStateStore } from '../state/lock-store.js';
 import { askMembersAbout } from './vouching.js';
 import { Membership } from './membership.js';
 import { descriptorRegistry, strictRequestDeserializers } from './strict-decode.js';
@@ -100,10 +101,22 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     maxWatchers: config.watch.maxWatchers,
     appliedIndex: () => fsm.machine.appliedIndex,
   });
+  // The lock state lives in LevelDB under dataDir/state (src/state), written behind the WAL; a failed write
+  // stops the node like a failed log write (its store no longer follows what it applies).
+  let failApplied: (err: unknown) => void = () => {};
+  const appliedStore = await openAppliedStore(dataDir, id);
   const fsm = new LockFsm<LockMachine>(
     LockMachine,
     { dedupWindowMs: config.lock.dedupWindowMs },
     { sink: (e) => watchHub.record(e), replaced: (index) => watchHub.reset(index) },
+    undefined,
+    new LockStateStore<LockMachine>(
+      () => Promise.resolve(appliedStore),
+      env.scheduler,
+      undefined,
+      undefined,
+      (err) => failApplied(err),
+    ),
   );
   const addresses = new AddressBook(config.nodes, self);
   if (addresses.dialOverrides.size)
@@ -223,6 +236,13 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     else logger.fatal({ nodeId: id, err: message }, 'storage failed; exiting so a supervisor restarts the node from disk');
     options.onFatal(err);
   });
+  failApplied = (err) => {
+    logger.fatal(
+      { nodeId: id, err: (err as Error)?.message ?? String(err) },
+      'the applied store failed a write; exiting so a supervisor restarts the node from disk',
+    );
+    options.onFatal(err);
+  };
 
   if (metrics) liveNode.on('softState', (ss, prev) => metrics.onSoftState(ss, prev));
   const quorumWatch = watchQuorum({
@@ -382,7 +402,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       ],
       afterNode: [() => transport.close(), () => api.close()],
       servers: peerServer !== server ? [server, peerServer] : [server],
-      last: [() => storage.close(), () => testFaults?.stop()],
+      last: [() => storage.close(), () => fsm.closeStore(), () => testFaults?.stop()],
       logger,
     });
     return stopping;

@@ -83,6 +83,15 @@ class WrappedCore implements SimCore {
   compact(index: number, data: Uint8Array): Snapshot | null {
     return this.inner.compact(index, data);
   }
+  takeSnapshotWanted(): boolean {
+    return this.inner.takeSnapshotWanted();
+  }
+  offerSnapshot(index: number, data: Uint8Array): boolean {
+    return this.inner.offerSnapshot(index, data);
+  }
+  dropSnapshotData(): void {
+    this.inner.dropSnapshotData();
+  }
   status(): Status {
     return this.inner.status();
   }

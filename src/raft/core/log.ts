@@ -18,6 +18,14 @@ export class RaftLog {
   handedOut: number;
   /** A snapshot received from the leader that the next Ready must persist and restore. */
   pendingSnapshot: Snapshot | null = null;
+  /**
+   * A snapshot the application made for followers the log no longer serves (Raft.offerSnapshot), at an index
+   * at or after `snapshot`'s. An application that keeps its state in a store of its own compacts the log
+   * with no data (the store is the snapshot) and makes one only when a follower needs it.
+   */
+  offered: Snapshot | null = null;
+  /** A follower needed a snapshot and none with data was at hand (Raft.snapshotWanted). */
+  snapshotWanted = false;
 
   constructor(snapshot: Snapshot, entries: Entry[], committed: number) {
     this.snapshot = snapshot;
@@ -144,6 +152,15 @@ export class RaftLog {
   /** The persisted batch ended at (index, term): mark it stable unless the log changed under it. */
   stableTo(index: number, term: number): void {
     if (this.term(index) === term && index > this.stableIndex) this.stableIndex = index;
+  }
+
+  /** What to send a follower behind the log's start: the offered snapshot, or the log's own when it holds
+   *  its data (the bootstrap snapshot at index 0 holds none and needs none); null when neither will do. */
+  sendableSnapshot(): Snapshot | null {
+    if (this.offered !== null && this.offered.meta.index >= this.snapshot.meta.index) return this.offered;
+    this.offered = null;
+    if (this.snapshot.meta.index === 0 || this.snapshot.data.length > 0) return this.snapshot;
+    return null;
   }
 
   /** Replace the whole log with a snapshot from the leader. */

@@ -240,6 +240,30 @@ export class Raft {
     return snapshot;
   }
 
+  /** A follower needs a snapshot the log cannot send (compacted without data): the application should make
+   *  one of its state and offer it. Reading it clears it; it is raised again while the need lasts. */
+  takeSnapshotWanted(): boolean {
+    const wanted = this.log.snapshotWanted;
+    this.log.snapshotWanted = false;
+    return wanted;
+  }
+
+  /** The application's state at applied index `index`, for followers behind the log's start. False when the
+   *  log has since been compacted past `index` (make a newer one) or `index` is beyond what is applied. */
+  offerSnapshot(index: number, data: Uint8Array): boolean {
+    if (index < this.log.snapshot.meta.index || index > this.log.applied) return false;
+    const term = this.log.term(index);
+    if (term === undefined) return false;
+    this.log.offered = { meta: { index, term, conf: copyConf(this.confs.at(index)) }, data };
+    return true;
+  }
+
+  /** Forget the data of the log's snapshot (the application's store holds the state; a follower that needs
+   *  it gets an offered one). */
+  dropSnapshotData(): void {
+    if (this.log.snapshot.data.length > 0) this.log.snapshot = { meta: this.log.snapshot.meta, data: new Uint8Array(0) };
+  }
+
   status(): Status {
     return {
       id: this.id,

@@ -82,6 +82,8 @@ export class Replicator {
     if (m.done && m.success) {
       pr.maybeUpdate(m.snapshotIndex);
       pr.becomeProbe();
+      // An offered snapshot is kept only while someone is being sent it (it may be the whole state).
+      if (![...this.tracker.progress.values()].some((other) => other.state === 'snapshot')) this.log.offered = null;
       this.sendAppend(pr.id, true);
       return;
     }
@@ -133,7 +135,13 @@ export class Replicator {
   }
 
   private sendSnapshotChunk(pr: Progress): void {
-    const snap = this.log.snapshot;
+    const snap = this.log.sendableSnapshot();
+    if (snap === null) {
+      // The log was compacted without data (the application's store is the snapshot): ask for one, and send
+      // it from a later heartbeat once offered (Raft.offerSnapshot).
+      this.log.snapshotWanted = true;
+      return;
+    }
     if (snap.meta.index !== pr.snapshotIndex) {
       // We compacted again meanwhile: start over with the newer snapshot.
       pr.snapshotIndex = snap.meta.index;

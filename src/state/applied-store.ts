@@ -1,0 +1,230 @@
+// The applied store: the lock machine's records in LevelDB, beside the write-ahead log (etcd keeps its applied
+// state in bbolt beside its WAL the same way). The WAL makes an entry durable; this store holds the effects of
+// applied entries, written behind (write-behind.ts) with the index they reach, so a restart opens the store at
+// that index and replays the log above it.
+//
+// Layout (every key a byte string; the records themselves are src/lock/store-records.ts's):
+//   [generation: 4 bytes, big-endian] + record key      the records of one generation of the state
+//   0xff 'm'                                             the meta record: the generation in force and the
+//                                                        applied point (index, term, configuration) its
+//                                                        records are the state of
+// A batch (write) puts and deletes records of the generation in force and puts the meta record in the same
+// LevelDB batch: a crash keeps all of it or none, so the records are always the state at the meta's index.
+// A whole new state (a snapshot from the leader, a restore, a migrated data dir) is written as the next
+// generation in bounded batches while the old one stays in force; one small synced batch then moves the meta
+// record to it — the swap — and the old generation is deleted. A crash before the swap leaves the old state in
+// force and the half-written generation is garbage, deleted at the next open; after it, the new one is whole.
+import { decodeConf, encodeConf, type ConfState } from '../raft/core/config.js';
+import { ByteReader, ByteWriter } from '../lock/bytes.js';
+import { DEDUP_RECORD, KEY_RECORD, REST_RECORD, type RecordOp, type StoredRecords } from '../lock/store-records.js';
+
+/** What the store needs of a LevelDB (`level`'s Level, memory-level's MemoryLevel, both opened with
+ *  keyEncoding and valueEncoding 'view'). */
+export interface RecordDb {
+  get(key: Uint8Array): Promise<Uint8Array | undefined>;
+  batch(
+    ops: ({ type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array })[],
+    options?: { sync?: boolean },
+  ): Promise<void>;
+  iterator(options: { gte?: Uint8Array; lt?: Uint8Array }): {
+    nextv(size: number): Promise<[Uint8Array, Uint8Array][]>;
+    close(): Promise<void>;
+  };
+  clear(options: { gte?: Uint8Array; lt?: Uint8Array }): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The applied point the records are the state of: the last entry applied, its term, and the configuration
+ *  as of it — together, a snapshot's metadata (the store counts as a snapshot at this index). */
+export interface AppliedPoint {
+  index: number;
+  term: number;
+  conf: ConfState;
+}
+
+export class AppliedStoreError extends Error {
+  override readonly name = 'AppliedStoreError';
+}
+
+const META_KEY = Uint8Array.of(0xff, 0x6d);
+const META_FORMAT = 1;
+/** Records a batch of a new generation writes at most (a bounded amount of work and memory per batch). */
+export const REPLACE_BATCH_RECORDS = 10_000;
+
+function generationPrefix(generation: number): Uint8Array {
+  const prefix = new Uint8Array(4);
+  new DataView(prefix.buffer).setUint32(0, generation);
+  return prefix;
+}
+
+function withPrefix(prefix: Uint8Array, key: Uint8Array): Uint8Array {
+  const out = new Uint8Array(prefix.length + key.length);
+  out.set(prefix, 0);
+  out.set(key, prefix.length);
+  return out;
+}
+
+function encodeMeta(generation: number, point: AppliedPoint): Uint8Array {
+  const out = new ByteWriter(128);
+  out.byte(META_FORMAT);
+  out.uint(generation);
+  out.uint(point.index);
+  out.uint(point.term);
+  out.lengthPrefixed(encodeConf(point.conf));
+  return out.finish();
+}
+
+function decodeMeta(bytes: Uint8Array): { generation: number; point: AppliedPoint } {
+  const input = new ByteReader(
+    bytes,
+    (message, offset) => new AppliedStoreError(`corrupt applied-store meta record at byte ${offset}: ${message}`),
+  );
+  const format = input.byte();
+  if (format !== META_FORMAT) input.fail(`format ${format}; this build reads ${META_FORMAT}`);
+  const generation = input.uint();
+  if (generation < 1 || generation >= 0xff000000) input.fail(`generation ${generation}`);
+  const index = input.uint();
+  const term = input.uint();
+  let conf: ConfState;
+  try {
+    conf = decodeConf(input.lengthPrefixed(1 << 20));
+  } catch (err) {
+    throw new AppliedStoreError(`corrupt applied-store meta record: configuration: ${(err as Error).message}`);
+  }
+  input.end();
+  return { generation, point: { index, term, conf } };
+}
+
+/** The records of the generation in force, read back whole (a restart, a backup). */
+export interface StoredState extends StoredRecords {
+  point: AppliedPoint;
+  /** Records read (the rest record included). */
+  count: number;
+}
+
+export class AppliedStore {
+  private generation = 0;
+  private prefix = generationPrefix(0);
+  private pointValue: AppliedPoint | null = null;
+
+  private constructor(
+    readonly db: RecordDb,
+    private readonly replaceBatchRecords: number,
+  ) {}
+
+  /** Opens the store and deletes what an interrupted swap or an old generation left behind. */
+  static async open(db: RecordDb, replaceBatchRecords = REPLACE_BATCH_RECORDS): Promise<AppliedStore> {
+    const store = new AppliedStore(db, replaceBatchRecords);
+    const meta = await db.get(META_KEY);
+    if (meta !== undefined) {
+      const { generation, point } = decodeMeta(meta);
+      store.useGeneration(generation);
+      store.pointValue = point;
+    }
+    await store.dropOtherGenerations();
+    return store;
+  }
+
+  /** The applied point the store holds; null when it holds no state yet. */
+  get point(): AppliedPoint | null {
+    return this.pointValue;
+  }
+
+  /** Reads every record of the state in force; null when there is none. Throws AppliedStoreError when the
+   *  rest record is missing (a store that lost records is not a state). */
+  async read(): Promise<StoredState | null> {
+    if (this.pointValue === null) return null;
+    const keys: [Uint8Array, Uint8Array][] = [];
+    const dedup: [Uint8Array, Uint8Array][] = [];
+    let rest: Uint8Array | null = null;
+    let count = 0;
+    await this.scan(this.generation, (key, value) => {
+      count++;
+      const kind = key[4];
+      const record = key.subarray(4);
+      if (kind === KEY_RECORD) keys.push([record, value]);
+      else if (kind === DEDUP_RECORD) dedup.push([record, value]);
+      else if (kind === REST_RECORD && key.length === 5) rest = value;
+      else throw new AppliedStoreError(`unknown applied-store record kind ${kind}`);
+    });
+    if (rest === null) throw new AppliedStoreError(`the applied store holds index ${this.pointValue.index} but no rest record`);
+    return { point: this.pointValue, rest, keys, dedup, count };
+  }
+
+  /** Visits every record of the state in force in key order, from one consistent view of the store (a
+   *  LevelDB iterator reads a snapshot of the moment it was opened); resolves with the point of that view. */
+  async scan(generation: number, visit: (key: Uint8Array, value: Uint8Array) => void): Promise<void> {
+    const it = this.db.iterator({ gte: generationPrefix(generation), lt: generationPrefix(generation + 1) });
+    try {
+      for (;;) {
+        const rows = await it.nextv(1000);
+        if (rows.length === 0) break;
+        for (const [key, value] of rows) visit(key, value);
+      }
+    } finally {
+      await it.close();
+    }
+  }
+
+  /** One batch: the changed records and the point they reach, atomically; synced only when asked (before the
+   *  WAL is compacted past entries whose effects it holds). */
+  async write(ops: readonly RecordOp[], point: AppliedPoint, sync = false): Promise<void> {
+    if (this.pointValue === null) throw new AppliedStoreError('write() before the store holds a state: replace() first');
+    const batch: Parameters<RecordDb['batch']>[0] = [];
+    for (const op of ops) {
+      const key = withPrefix(this.prefix, op.key);
+      batch.push(op.value === null ? { type: 'del', key } : { type: 'put', key, value: op.value });
+    }
+    batch.push({ type: 'put', key: META_KEY, value: encodeMeta(this.generation, point) });
+    await this.db.batch(batch, { sync });
+    this.pointValue = point;
+  }
+
+  /** Makes `records` (a whole state, in any number of pieces) the state in force at `point`: written as a new
+   *  generation in bounded batches, then swapped in by one synced batch, then the old one deleted. */
+  async replace(records: Iterable<readonly RecordOp[]>, point: AppliedPoint): Promise<void> {
+    const next = this.generation + 1;
+    const prefix = generationPrefix(next);
+    let batch: Parameters<RecordDb['batch']>[0] = [];
+    for (const piece of records) {
+      for (const op of piece) {
+        if (op.value === null) continue; // a whole state has nothing to delete
+        batch.push({ type: 'put', key: withPrefix(prefix, op.key), value: op.value });
+        if (batch.length >= this.replaceBatchRecords) {
+          await this.db.batch(batch);
+          batch = [];
+        }
+      }
+    }
+    if (batch.length > 0) await this.db.batch(batch);
+    // The swap: only now does the new generation count.
+    await this.db.batch([{ type: 'put', key: META_KEY, value: encodeMeta(next, point) }], { sync: true });
+    const old = this.generation;
+    this.useGeneration(next);
+    this.pointValue = point;
+    if (old > 0) await this.db.clear({ gte: generationPrefix(old), lt: generationPrefix(old + 1) });
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+
+  get generationInForce(): number {
+    return this.generation;
+  }
+
+  private useGeneration(generation: number): void {
+    this.generation = generation;
+    this.prefix = generationPrefix(generation);
+  }
+
+  private async dropOtherGenerations(): Promise<void> {
+    const end = generationPrefix(0xff000000);
+    if (this.generation === 0) {
+      await this.db.clear({ gte: generationPrefix(0), lt: end });
+      return;
+    }
+    await this.db.clear({ gte: generationPrefix(0), lt: this.prefix });
+    await this.db.clear({ gte: generationPrefix(this.generation + 1), lt: end });
+  }
+}

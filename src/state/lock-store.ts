@@ -1,0 +1,123 @@
+// The lock machine kept in the applied store: which machine the store's records restore to, the applied point
+// they reach (index, term, configuration — the machine knows only the index), and the write-behind batches
+// of its changes. The node's state machine adapter (src/server/lock-fsm.ts) owns one when the node keeps its
+// state in LevelDB (always, outside tests of the older layouts).
+import type { ConfState } from '../raft/core/config.js';
+import type { Scheduler } from '../raft/env.js';
+import * as realRecords from '../lock/store-records.js';
+import type { RecordOp, StoredRecords } from '../lock/store-records.js';
+import type { LockMachineOptions } from '../lock/types.js';
+import type { AppliedPoint, AppliedStore } from './applied-store.js';
+import { DEFAULT_WRITE_BEHIND, WriteBehind, type WriteBehindOptions } from './write-behind.js';
+
+/** What this file needs of a StoreRecords (store-records.ts); the simulator passes a scratch copy's. */
+export interface RecordsTracker<M> {
+  readonly machine: M;
+  readonly pending: number;
+  take(): RecordOp[];
+  all(): RecordOp[];
+  detach(): void;
+}
+
+/** store-records.ts as a module: the real one, or a copy with a planted bug (test/sim/lock-module.ts). */
+export interface RecordsModule<M> {
+  StoreRecords: new (machine: M) => RecordsTracker<M>;
+  restoreFromRecords(records: StoredRecords, options: Partial<LockMachineOptions>): RecordsTracker<M>;
+}
+
+export const REAL_RECORDS: RecordsModule<unknown> = realRecords as unknown as RecordsModule<unknown>;
+
+export class LockStateStore<M> {
+  private opened: AppliedStore | null = null;
+  private tracker: RecordsTracker<M> | null = null;
+  private writeBehind: WriteBehind | null = null;
+  private point: AppliedPoint = { index: 0, term: 0, conf: { clusterId: '', voters: [], learners: [], addresses: {}, removed: [] } };
+
+  constructor(
+    /** Opens the store (on first use: the driver opens the state machine's store when it starts). */
+    private readonly openStore: () => Promise<AppliedStore>,
+    private readonly scheduler: Scheduler,
+    private readonly records: RecordsModule<M> = REAL_RECORDS as unknown as RecordsModule<M>,
+    private readonly options: WriteBehindOptions = DEFAULT_WRITE_BEHIND,
+    private readonly onFailure: (err: unknown) => void = () => {},
+  ) {}
+
+  /** The machine the store's records restore to, with the point they reach; null when the store is empty. */
+  async load(machineOptions: Partial<LockMachineOptions>): Promise<{ machine: M; point: AppliedPoint } | null> {
+    const state = await (await this.store()).read();
+    if (state === null) return null;
+    const tracker = this.records.restoreFromRecords(state, machineOptions);
+    this.follow(await this.store(), tracker, state.point);
+    return { machine: tracker.machine, point: state.point };
+  }
+
+  /** `machine` replaced the state wholesale (a snapshot from the leader, a data dir of an older layout):
+   *  it becomes the store's state at `point`, durably, before this resolves. */
+  async replace(machine: M, point: AppliedPoint): Promise<void> {
+    await this.writeBehind?.stop();
+    this.tracker?.detach();
+    const tracker = new this.records.StoreRecords(machine);
+    const ops = tracker.all();
+    const store = await this.store();
+    await store.replace(pieces(ops), point);
+    this.follow(store, tracker, point);
+  }
+
+  /** An entry was applied: the point moves (a configuration entry brings its configuration). */
+  applied(index: number, term: number, conf: ConfState | null): void {
+    this.point.index = index;
+    this.point.term = term;
+    if (conf !== null) this.point.conf = conf;
+    this.writeBehind?.noteApplied();
+  }
+
+  /** The point the machine is at (what the next batch will reach). */
+  get appliedPoint(): AppliedPoint {
+    return { ...this.point };
+  }
+
+  /** The index the store's last finished batch reached. */
+  get writtenIndex(): number {
+    return this.writeBehind?.writtenIndex ?? this.opened?.point?.index ?? 0;
+  }
+
+  /** Writes what waits, synced: resolves with the index the store now holds durably. */
+  persist(): Promise<number> {
+    if (this.writeBehind === null) return Promise.resolve(this.opened?.point?.index ?? 0);
+    return this.writeBehind.persist();
+  }
+
+  /** Writes what waits, then stops batching and closes the store. */
+  async close(): Promise<void> {
+    if (this.writeBehind !== null) {
+      await this.writeBehind.flush(false).catch(() => {});
+      await this.writeBehind.stop();
+    }
+    this.tracker?.detach();
+    await this.opened?.close();
+  }
+
+  private async store(): Promise<AppliedStore> {
+    this.opened ??= await this.openStore();
+    return this.opened;
+  }
+
+  private follow(store: AppliedStore, tracker: RecordsTracker<M>, point: AppliedPoint): void {
+    this.tracker = tracker;
+    this.point = { ...point };
+    const source = {
+      take: () => ({ ops: tracker.take(), point: this.appliedPoint }),
+      get pending() {
+        return tracker.pending;
+      },
+    };
+    this.writeBehind = new WriteBehind(store, source, this.scheduler, this.options, this.onFailure);
+    this.writeBehind.start();
+  }
+}
+
+/** A whole state's records in batches of a bounded size (the store writes each as one batch). */
+function* pieces(ops: RecordOp[]): Iterable<RecordOp[]> {
+  const size = 10_000;
+  for (let i = 0; i < ops.length; i += size) yield ops.slice(i, i + size);
+}

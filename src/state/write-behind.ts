@@ -1,0 +1,96 @@
+// Write-behind: applying an entry changes the machine in memory and marks its records; batches of what
+// changed are written to the applied store every `intervalMs` or once `maxChanges` changes wait (etcd's
+// backend commits every 100 ms or 10,000 changes), never synced, one at a time, in order. Nothing waits for
+// them: the WAL is what makes an entry durable, and a crash loses only batches the log replays on restart.
+// A sync (persist) is asked for only before the WAL drops entries whose effects the store must then hold.
+import type { RecordOp } from '../lock/store-records.js';
+import type { Scheduler, TimerHandle } from '../raft/env.js';
+import type { AppliedPoint, AppliedStore } from './applied-store.js';
+
+export interface WriteBehindOptions {
+  /** A batch at least this often while changes wait (ms). */
+  intervalMs: number;
+  /** A batch at once when this many changes wait. */
+  maxChanges: number;
+}
+
+export const DEFAULT_WRITE_BEHIND: WriteBehindOptions = { intervalMs: 100, maxChanges: 10_000 };
+
+/** What the store writes: the changes since the last take and the point they reach (taken together, at one
+ *  applied index, between two entries). */
+export interface ChangeSource {
+  readonly pending: number;
+  take(): { ops: RecordOp[]; point: AppliedPoint };
+}
+
+export class WriteBehind {
+  private timer: TimerHandle | null = null;
+  private soonQueued = false;
+  /** The write in flight (and every write before it): the next waits for it. */
+  private tail: Promise<void> = Promise.resolve();
+  private failure: unknown = null;
+  private stopped = false;
+  /** The index the store's last finished write reached. */
+  writtenIndex = 0;
+
+  constructor(
+    private readonly store: AppliedStore,
+    private readonly source: ChangeSource,
+    private readonly scheduler: Scheduler,
+    private readonly options: WriteBehindOptions = DEFAULT_WRITE_BEHIND,
+    /** A write failed: the node must stop (its store no longer follows what it applies). */
+    private readonly onFailure: (err: unknown) => void = () => {},
+  ) {
+    this.writtenIndex = store.point?.index ?? 0;
+  }
+
+  start(): void {
+    if (this.timer !== null || this.stopped) return;
+    this.timer = this.scheduler.every(this.options.intervalMs, () => {
+      if (this.source.pending > 0) void this.flush(false);
+    });
+  }
+
+  /** Called after every applied entry: a full batch goes at once (after the current event). */
+  noteApplied(): void {
+    if (this.source.pending < this.options.maxChanges || this.soonQueued || this.stopped) return;
+    this.soonQueued = true;
+    this.scheduler.soon(() => {
+      this.soonQueued = false;
+      void this.flush(false);
+    });
+  }
+
+  /** Writes what waits (synced if asked) after the writes before it; resolves with the index written. */
+  flush(sync: boolean): Promise<number> {
+    if (this.failure !== null) return Promise.reject(this.failure as Error);
+    // The changes are taken now, at the current applied index, whatever applies while earlier writes finish.
+    const { ops, point } = this.source.take();
+    const write = this.tail.then(() => this.store.write(ops, point, sync));
+    this.tail = write.then(
+      () => {
+        this.writtenIndex = point.index;
+      },
+      (err: unknown) => {
+        if (this.failure === null) {
+          this.failure = err;
+          this.onFailure(err);
+        }
+      },
+    );
+    return write.then(() => point.index);
+  }
+
+  /** Every change so far written and synced: the store holds (durably) the index it resolves with. */
+  persist(): Promise<number> {
+    return this.flush(true);
+  }
+
+  /** Waits for the writes in flight; no more batches after it (a replace or a close follows). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.timer?.cancel();
+    this.timer = null;
+    await this.tail;
+  }
+}

@@ -1,0 +1,47 @@
+// A LevelDB for tests with a crash model: memory-level underneath, and every batch recorded, so a test can
+// "crash" after any number of batches and reopen a store that has exactly the batches before that point —
+// a batch is all or nothing (LevelDB's own guarantee), and nothing after a crash survives.
+import { MemoryLevel } from 'memory-level';
+import type { RecordDb } from '../../../src/state/applied-store.js';
+
+type Op = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
+type Logged = { kind: 'batch'; ops: Op[] } | { kind: 'clear'; gte?: Uint8Array; lt?: Uint8Array };
+
+function memory(): MemoryLevel<Uint8Array, Uint8Array> {
+  return new MemoryLevel<Uint8Array, Uint8Array>({ keyEncoding: 'view', valueEncoding: 'view' });
+}
+
+export class CrashDb implements RecordDb {
+  readonly log: Logged[] = [];
+  constructor(readonly db = memory()) {}
+
+  get(key: Uint8Array): Promise<Uint8Array | undefined> {
+    return this.db.get(key);
+  }
+  async batch(ops: Op[], options?: { sync?: boolean }): Promise<void> {
+    this.log.push({ kind: 'batch', ops: ops.map((op) => ({ ...op })) });
+    void options; // memory-level has no sync: every batch it finished survives this model's crash
+    await this.db.batch(ops);
+  }
+  iterator(options: { gte?: Uint8Array; lt?: Uint8Array }) {
+    return this.db.iterator(options);
+  }
+  async clear(options: { gte?: Uint8Array; lt?: Uint8Array }): Promise<void> {
+    this.log.push({ kind: 'clear', ...options });
+    await this.db.clear(options);
+  }
+  close(): Promise<void> {
+    return this.db.close();
+  }
+
+  /** A store as a crash after the first `writes` logged writes leaves it. */
+  async crashedAfter(writes: number): Promise<CrashDb> {
+    const fresh = new CrashDb();
+    for (const w of this.log.slice(0, writes)) {
+      if (w.kind === 'batch') await fresh.db.batch(w.ops);
+      else await fresh.db.clear(w);
+    }
+    fresh.log.length = 0;
+    return fresh;
+  }
+}
