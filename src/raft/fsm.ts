@@ -34,8 +34,9 @@ export interface StoredStateMachine {
   /** Restores the machine from its store: the point (index, term, configuration) the store holds, or null
    *  when it holds nothing yet. */
   open(): Promise<SnapshotMeta | null>;
-  /** Restores `snapshot` and makes it the store's state, durably, before this resolves: a snapshot from the
-   *  leader (before the log records it) or the state of an older layout's data dir. */
+  /** Restores `snapshot` — the machine is replaced when this is called — and makes it the store's state,
+   *  durably, before this resolves: a snapshot from the leader (before the log records it) or the state of an
+   *  older layout's data dir. */
   install(snapshot: Snapshot): Promise<void>;
   /** Writes what waits and syncs: the store holds durably every applied entry's effects up to the index
    *  this resolves with (at least the applied index when it was called). */

@@ -519,7 +519,9 @@ export class RaftNode<R = unknown> extends EventEmitter {
           // restarts from the store (ahead of the log: stored-start.ts); the other order would leave a log
           // that starts after a state nobody holds. The log then keeps only the snapshot's metadata.
           this.cancelSnapshotJob();
-          await stored.install(rd.snapshot);
+          const installed = stored.install(rd.snapshot); // the machine is replaced at once, the store after
+          this.appliedIndex = rd.snapshot.meta.index;
+          await installed;
           if (this.stopped) return;
           snapshotToLog = { meta: rd.snapshot.meta, data: new Uint8Array(0) };
         }

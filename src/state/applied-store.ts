@@ -46,7 +46,8 @@ export class AppliedStoreError extends Error {
   override readonly name = 'AppliedStoreError';
 }
 
-const META_KEY = Uint8Array.of(0xff, 0x6d);
+/** The meta record's key (after every generation's records). */
+export const META_KEY = Uint8Array.of(0xff, 0x6d);
 const META_FORMAT = 1;
 /** Records a batch of a new generation writes at most (a bounded amount of work and memory per batch). */
 export const REPLACE_BATCH_RECORDS = 10_000;
@@ -74,7 +75,8 @@ function encodeMeta(generation: number, point: AppliedPoint): Uint8Array {
   return out.finish();
 }
 
-function decodeMeta(bytes: Uint8Array): { generation: number; point: AppliedPoint } {
+/** The meta record: the generation in force and the applied point (exported for the simulator's checks). */
+export function decodeMeta(bytes: Uint8Array): { generation: number; point: AppliedPoint } {
   const input = new ByteReader(
     bytes,
     (message, offset) => new AppliedStoreError(`corrupt applied-store meta record at byte ${offset}: ${message}`),

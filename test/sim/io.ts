@@ -8,7 +8,9 @@
 // its disk operations never complete, its messages and answers go nowhere.
 import type { Entry, Message, RestoredState, Snapshot } from '../../src/raft/core/types.js';
 import type { Scheduler, TimerHandle } from '../../src/raft/env.js';
-import type { SnapshotJob, StateMachine } from '../../src/raft/fsm.js';
+import type { SnapshotJob, StateMachine, StoredStateMachine } from '../../src/raft/fsm.js';
+import type { AppliedPoint } from '../../src/state/applied-store.js';
+import type { SimStateDb } from './state-db.js';
 import type { PersistBatch, RaftStorage } from '../../src/raft/storage/types.js';
 import type { WalLoadReport } from '../../src/raft/storage/wal-storage.js';
 import type { PeerSender } from '../../src/raft/transport.js';
@@ -151,12 +153,25 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
     if (node.inflight !== null) this.sim.fail('driver-serial-writes', node, 'compaction started while a write is in flight');
     if (snap.meta.index > node.applied)
       this.sim.fail('compact', node, `storage asked to keep a snapshot at ${snap.meta.index}, above the applied index ${node.applied}`);
-    // A snapshot may be of an earlier index than the one applied now (written in slices while entries
-    // kept applying), but its bytes must be exactly the state at its index: restored on a scratch
-    // machine, they must give the digest the replicas had there.
-    const probe = this.sim.workload.createStateMachine();
-    probe.restore(snap.data);
-    this.sim.check(this.sim.facts.noteDigest(node.id, snap.meta.index, probe.digest()), 'replica-digest', node);
+    const landed = this.storeLanded();
+    if (landed !== undefined) {
+      // A stored state machine: the log keeps no data, and must never drop entries whose effects the applied
+      // store has not landed (they would be nobody's any more after a crash).
+      if (snap.data.length > 0) this.sim.fail('compact', node, `a snapshot with data at ${snap.meta.index}: the store is the snapshot`);
+      if (landed === null || snap.meta.index > landed.index)
+        this.sim.fail(
+          'compact',
+          node,
+          `the log is compacted to ${snap.meta.index}, past what the applied store holds (${landed?.index ?? 'nothing'})`,
+        );
+    } else {
+      // A snapshot may be of an earlier index than the one applied now (written in slices while entries
+      // kept applying), but its bytes must be exactly the state at its index: restored on a scratch
+      // machine, they must give the digest the replicas had there.
+      const probe = this.sim.workload.createStateMachine();
+      probe.restore(snap.data);
+      this.sim.check(this.sim.facts.noteDigest(node.id, snap.meta.index, probe.digest()), 'replica-digest', node);
+    }
     const committedTerm = this.sim.facts.committedTermAt(snap.meta.index);
     if (committedTerm !== undefined && snap.meta.term !== committedTerm) {
       this.sim.fail(
@@ -300,6 +315,59 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
     if (sm.beginSnapshot !== undefined) return sm.beginSnapshot(sizeHint);
     const data = sm.snapshot();
     return { step: () => true, finish: () => data, cancel: () => {} };
+  }
+
+  /** The point the node's applied store has landed (null: none yet); undefined when the node keeps no store. */
+  private storeLanded(): AppliedPoint | null | undefined {
+    const wl = this.sim.workload as { stateDbOf?: (node: SimNode) => SimStateDb };
+    if (this.stored === undefined || wl.stateDbOf === undefined) return undefined;
+    return wl.stateDbOf(this.node).landed;
+  }
+
+  /** The state machine's applied store (fsm.ts StoredStateMachine), with the checks of a restore: what it
+   *  opens at and what it installs are committed points, at which every replica has the same digest. */
+  get stored(): StoredStateMachine | undefined {
+    const inner = this.node.sm.stored;
+    if (inner === undefined) return undefined;
+    const node = this.node;
+    const sim = this.sim;
+    const never = <T>() => new Promise<T>(() => {});
+    const atPoint = (index: number, term: number) => {
+      sim.check(sim.facts.noteSnapshotPoint(node.id, index, term), 'snapshot-restore', node);
+      sim.check(sim.facts.noteDigest(node.id, index, node.sm.digest()), 'replica-digest', node);
+    };
+    return {
+      open: async () => {
+        const point = await inner.open();
+        if (!this.alive) return never();
+        this.booted = true;
+        if (point !== null) {
+          node.applied = point.index;
+          sim.trace.add(sim.now, node.id, 'store-open', `${point.index}/t${point.term}`);
+          if (point.index > 0) atPoint(point.index, point.term);
+        }
+        return point;
+      },
+      install: async (snapshot) => {
+        const s = snapshot.meta;
+        if (s.index < node.applied)
+          sim.fail('applied-monotonic', node, `installing snapshot ${s.index}/t${s.term} would move applied back from ${node.applied}`);
+        // The machine is replaced at once; the store is written after (LockFsm.install).
+        const installed = inner.install(snapshot);
+        node.applied = s.index;
+        await installed;
+        if (!this.alive) return never();
+        if (s.index > 0) {
+          sim.stats.snapshotsInstalled++;
+          sim.trace.add(sim.now, node.id, 'store-install', `${s.index}/t${s.term}`);
+          atPoint(s.index, s.term);
+        }
+      },
+      persist: async () => {
+        const index = await inner.persist();
+        return this.alive ? index : never<number>();
+      },
+    };
   }
 
   /** At boot: the durable snapshot. Later: a snapshot from the leader, which the driver must have

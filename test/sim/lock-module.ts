@@ -6,6 +6,8 @@ import { LockLeader, type LockLeaderConfig, type LockStateView } from '../../src
 import type { DueLease, LockCommand, LockMachineOptions, LockResult, LockView } from '../../src/lock/index.js';
 import type { LockEventSink } from '../../src/lock/events.js';
 import type { SnapshotJob } from '../../src/raft/fsm.js';
+import * as storeRecords from '../../src/lock/store-records.js';
+import type { RecordsModule } from '../../src/state/lock-store.js';
 
 /** The public surface of LockMachine the simulator drives. */
 export interface LockMachineLike {
@@ -62,6 +64,9 @@ export interface LockModule {
   LockLeader: LockLeaderClass;
   encodeCommand(command: LockCommand): Uint8Array;
   decodeCommand(bytes: Uint8Array): LockCommand;
+  /** The machine's records for the applied store (store-records.ts); absent in a scratch copy from before it
+   *  (its nodes then keep their state in memory and the log's snapshots, as before). */
+  records?: RecordsModule<LockMachineLike>;
 }
 
 export const realLockModule: LockModule = {
@@ -70,6 +75,7 @@ export const realLockModule: LockModule = {
   LockLeader,
   encodeCommand,
   decodeCommand,
+  records: storeRecords as unknown as RecordsModule<LockMachineLike>,
 };
 
 /** The module at `dir` (a copy of src/lock: machine.ts, commands.ts and leader/index.ts), or the real one when
@@ -79,6 +85,7 @@ export async function loadLockModule(dir: string | undefined): Promise<LockModul
   const machine = (await import(`${dir}/machine.ts`)) as { LockMachine?: LockMachineClass };
   const commands = (await import(`${dir}/commands.ts`)) as Partial<Pick<LockModule, 'encodeCommand' | 'decodeCommand'>>;
   const leader = (await import(`${dir}/leader/index.ts`)) as { LockLeader?: LockLeaderClass };
+  const records = (await import(`${dir}/store-records.ts`).catch(() => null)) as RecordsModule<LockMachineLike> | null;
   if (!machine.LockMachine || !commands.encodeCommand || !commands.decodeCommand || !leader.LockLeader) {
     throw new Error(
       `SIM_LOCK=${dir}: expected machine.ts (LockMachine), commands.ts (encodeCommand, decodeCommand) and leader/index.ts (LockLeader)`,
@@ -90,5 +97,6 @@ export async function loadLockModule(dir: string | undefined): Promise<LockModul
     LockLeader: leader.LockLeader,
     encodeCommand: commands.encodeCommand,
     decodeCommand: commands.decodeCommand,
+    ...(records?.StoreRecords !== undefined ? { records } : {}),
   };
 }

@@ -149,7 +149,9 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
       // Every seed with small limits (lock-clock.ts `limitsShare`; a quarter of the sweep's seeds have them).
       const refused: Record<string, number> = {};
       const checked = { admissionsChecked: 0, entriesAtLimit: 0, entriesOverLimit: 0 };
-      for (let seed = 1; seed <= 40; seed++) {
+      // Seed 499: hand-offs push a count over its limit there (about one seed in a few hundred does; the
+      // first forty do not since the applied store's timers joined the runs).
+      for (const seed of [...Array.from({ length: 40 }, (_, i) => i + 1), 499]) {
         const w = (await runLockSimulation({ seed, events: EVENTS, module, lockProfile: { limitsShare: 1 } })).workload;
         for (const [limit, n] of Object.entries(w.servers.exhaustedBy)) refused[limit] = (refused[limit] ?? 0) + n;
         for (const k of Object.keys(checked) as (keyof typeof checked)[]) checked[k] += w.limits!.stats[k];

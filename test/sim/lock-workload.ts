@@ -18,6 +18,10 @@ import { ClockModel, type LockProfile } from './lock-clock.js';
 import { canonicalResult, captureState, LockOracle, type StampWindow } from './lock-invariants.js';
 import type { LockMachineLike, LockModule, SimLockMachineOptions } from './lock-module.js';
 import { LockFsm } from '../../src/server/lock-fsm.js';
+import { LockStateStore } from '../../src/state/lock-store.js';
+import { AppliedStore } from '../../src/state/applied-store.js';
+import type { StoredStateMachine } from '../../src/raft/fsm.js';
+import { SimStateDb } from './state-db.js';
 import { SimFencedResource } from './lock-resource.js';
 import type { SimStateMachine } from './machine.js';
 import type { SimNode } from './node.js';
@@ -32,6 +36,12 @@ import { LimitCheck } from './lock-limits.js';
 import type { Attempt, ClientOp } from './clients.js';
 import type { Ack, HistoryEvent, ServeOutcome, SimWorkload, WriteContext } from './workload.js';
 import type { LockView } from '../../src/lock/index.js';
+
+/** The write-behind's batches in the simulator: often, so crashes land between them and in them. */
+const SIM_WRITE_BEHIND_MS = 40;
+const SIM_WRITE_BEHIND_CHANGES = 64;
+/** Records per batch of a new generation (a snapshot installed): few, so a swap takes several batches. */
+const SIM_REPLACE_BATCH_RECORDS = 16;
 
 /** Keys or dedup records per snapshot slice in the simulator (production: SNAPSHOT_SLICE_ITEMS): the
  *  simulator's few keys then take several slices, with entries applied in between, so the copy-on-write
@@ -63,9 +73,41 @@ export class LockReplica implements SimStateMachine {
       readLevel,
       nodeClock: () => wl.clock.nodeStamp(this.nodeIndex, wl.sim.now),
     };
-    this.fsm = new LockFsm<LockMachineLike, SimLockMachineOptions>(wl.module.LockMachine, options, null, SIM_SNAPSHOT_SLICE_ITEMS);
+    // A node's replica keeps its state in the applied store over the node's simulated LevelDB (state-db.ts),
+    // as in production; a probe (no node) only restores and digests.
+    const db = node === undefined ? null : wl.stateDbOf(node);
+    // This incarnation's timers (node.io is set once the replica is made, before the driver starts).
+    const incarnation = node?.incarnation;
+    const incarnationTimers = () => (node !== undefined && node.incarnation === incarnation && node.up ? node.io : null);
+    const state =
+      db === null || wl.module.records === undefined
+        ? null
+        : new LockStateStore<LockMachineLike>(
+            () => AppliedStore.open(db.forIncarnation(incarnationTimers), SIM_REPLACE_BATCH_RECORDS),
+            {
+              soon: (fn) => incarnationTimers()?.soon(fn),
+              after: (ms, fn) => incarnationTimers()?.after(ms, fn) ?? { cancel: () => {} },
+              every: (ms, fn) => incarnationTimers()?.every(ms, fn) ?? { cancel: () => {} },
+            },
+            wl.module.records,
+            { intervalMs: SIM_WRITE_BEHIND_MS, maxChanges: SIM_WRITE_BEHIND_CHANGES },
+            (err) => wl.sim.fail('store-write', node!, `an applied-store write failed: ${(err as Error)?.message ?? String(err)}`),
+          );
+    this.fsm = new LockFsm<LockMachineLike, SimLockMachineOptions>(wl.module.LockMachine, options, null, SIM_SNAPSHOT_SLICE_ITEMS, state);
     this.results = wl.keepResults ? new Map() : null;
+    const inner = this.fsm.stored;
+    if (inner !== undefined) {
+      // The machine is replaced inside the fsm: the cached digest goes with it.
+      this.stored = {
+        open: () => inner.open().finally(() => (this.digestValue = null)),
+        install: (snapshot) => inner.install(snapshot).finally(() => (this.digestValue = null)),
+        persist: () => inner.persist(),
+      };
+    }
   }
+
+  /** The applied store's side of the fsm (fsm.ts StoredStateMachine), when the replica keeps one. */
+  readonly stored?: StoredStateMachine;
 
   /** The machine the fsm holds now (a restore replaces it). */
   get machine(): LockMachineLike {
@@ -315,6 +357,20 @@ export class LockWorkload implements SimWorkload<LockReplica> {
     this.clients.groupsReady = () => sim.nodes.some((n) => n.up && (n.sm as LockReplica).machine.clusterLevel >= 3);
     this.served = new ServedTimeline((node) => this.servers.service(node)?.isReadyLeader ?? false);
     this.maxHold = new MaxHoldCheck(this.profile.maxDrift, servedTailMs(this.profile, sim.profile), this.served);
+  }
+
+  /** Each node's applied-store LevelDB: it outlives the node's incarnations, as a disk does. */
+  private readonly stateDbs = new Map<number, SimStateDb>();
+
+  stateDbOf(node: SimNode): SimStateDb {
+    let db = this.stateDbs.get(node.idx);
+    if (db === undefined) {
+      db = new SimStateDb(SimRng.derive(this.sim.seed, `state-db:${node.id}`));
+      // The store holds only committed entries' effects: every point it reaches is a committed entry.
+      db.onLanded = (point) => this.sim.check(this.sim.facts.noteSnapshotPoint(node.id, point.index, point.term), 'store-committed', node);
+      this.stateDbs.set(node.idx, db);
+    }
+    return db;
   }
 
   createStateMachine(node?: SimNode): LockReplica {

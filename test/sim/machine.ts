@@ -2,7 +2,7 @@
 // plus a digest so replicas can be compared cheaply at equal applied index. The lock machine plugs in
 // here later; the default is a small "value set" machine good enough to check Raft itself.
 import type { Entry } from '../../src/raft/core/types.js';
-import type { SnapshotJob } from '../../src/raft/fsm.js';
+import type { SnapshotJob, StoredStateMachine } from '../../src/raft/fsm.js';
 
 export interface SimStateMachine {
   /** Apply one committed entry (every kind: 'normal', 'noop', 'config'). The return value is handed to
@@ -18,6 +18,8 @@ export interface SimStateMachine {
   /** A cheap fingerprint of the state; replicas at the same applied index must agree (===). Keep it
    *  O(1) per call (maintain it incrementally): the simulator asks after every applied entry. */
   digest(): number | string;
+  /** Optional: the state kept in an applied store of its own (fsm.ts StoredStateMachine; the lock replica's). */
+  readonly stored?: StoredStateMachine;
 }
 
 /** FNV-1a over bytes, seeded so it can be chained. */

@@ -1,0 +1,83 @@
+// One simulated server's applied-store LevelDB (src/state runs on it as it runs on classic-level in
+// production): memory-level underneath — it survives the node's crashes, like a disk — with a crash model on
+// top. A batch takes a seeded disk latency on the node's own timers and then lands whole (LevelDB's batch is
+// atomic); a crash before it lands loses it whole (the timers of a dead incarnation never fire). Reads see
+// what has landed. Every landed batch that moves the meta record reports the point it reaches, so the
+// simulator can check that the store only ever holds committed entries' effects, and that the log is never
+// compacted past what the store holds.
+import { MemoryLevel } from 'memory-level';
+import { META_KEY, decodeMeta, type AppliedPoint, type RecordDb } from '../../src/state/applied-store.js';
+import type { Scheduler } from '../../src/raft/env.js';
+import type { SimRng } from './rng.js';
+
+type Op = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
+
+function isMeta(key: Uint8Array): boolean {
+  return key.length === META_KEY.length && key[0] === META_KEY[0] && key[1] === META_KEY[1];
+}
+
+export class SimStateDb {
+  private readonly db = new MemoryLevel<Uint8Array, Uint8Array>({ keyEncoding: 'view', valueEncoding: 'view' });
+  /** The point of the last landed meta record: what a restart opens at. */
+  landed: AppliedPoint | null = null;
+  /** Told of every landed meta record. */
+  onLanded: (point: AppliedPoint) => void = () => {};
+
+  constructor(
+    private readonly rng: SimRng,
+    private readonly maxLatencyMs = 3,
+  ) {}
+
+  /** The store as one incarnation of the node sees it: its writes land on that incarnation's timers, so a
+   *  crash (which kills them) loses the batches in flight. */
+  forIncarnation(timers: () => Scheduler | null): RecordDb {
+    return {
+      get: (key) => this.get(key),
+      batch: (ops) => this.batch(ops, timers),
+      iterator: (options) => this.iterator(options),
+      clear: (options) => this.clear(options, timers),
+      close: () => this.close(),
+    };
+  }
+
+  private get(key: Uint8Array): Promise<Uint8Array | undefined> {
+    return this.db.get(key);
+  }
+
+  private batch(ops: Op[], timers: () => Scheduler | null): Promise<void> {
+    const copy = ops.map((op) => ({ ...op }));
+    return this.land(timers, async () => {
+      await this.db.batch(copy);
+      for (const op of copy) if (op.type === 'put' && isMeta(op.key)) this.noteMeta(op.value);
+    });
+  }
+
+  private iterator(options: { gte?: Uint8Array; lt?: Uint8Array }) {
+    return this.db.iterator(options);
+  }
+
+  private clear(options: { gte?: Uint8Array; lt?: Uint8Array }, timers: () => Scheduler | null): Promise<void> {
+    return this.land(timers, () => this.db.clear(options));
+  }
+
+  /** The process closes its handle; the "disk" stays. */
+  private close(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  private land(timers: () => Scheduler | null, write: () => Promise<void>): Promise<void> {
+    const latencyMs = this.rng.float() * this.maxLatencyMs;
+    return new Promise((resolve, reject) => {
+      // No timers: the incarnation died before it wrote anything; its write never lands.
+      timers()?.after(latencyMs, () => {
+        write().then(resolve, reject);
+      });
+    });
+  }
+
+  private noteMeta(bytes: Uint8Array): void {
+    const { point } = decodeMeta(bytes);
+    this.landed = point;
+    this.onLanded(point);
+  }
+}
