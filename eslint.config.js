@@ -61,8 +61,8 @@ const layers = [
   {
     root: 'src/state',
     only: ['src/lock', 'src/raft/core', 'src/raft/env.ts'],
-    packages: false,
-    why: "the applied store keeps the lock machine's records in a LevelDB it is handed: it imports the lock machine's records (src/lock), the core's types and the driver's scheduler type, no package, and nothing of server, transport, storage, client or cli.",
+    packages: true,
+    why: "the applied store keeps the lock machine's records in a LevelDB it is handed: it imports the lock machine's records (src/lock), the core's types and the driver's scheduler type (and Node's crypto for backups), nothing of server, transport, storage, client or cli.",
   },
   {
     root: 'src/raft/storage',

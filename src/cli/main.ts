@@ -6,6 +6,7 @@ import { devCommand } from './dev.js';
 import { clientCommands } from './client-commands.js';
 import { electCommand, runCommand } from './run.js';
 import { clusterCommands } from './cluster-commands.js';
+import { snapshotCommands } from './snapshot-commands.js';
 import { healthCommand } from './health.js';
 import { observeCommand, watchCommand } from './watch-command.js';
 import { reportError } from './exit-codes.js';
@@ -25,6 +26,7 @@ function buildProgram(): Command {
   watchCommand(program);
   observeCommand(program);
   clusterCommands(program);
+  snapshotCommands(program);
   runCommand(program);
   electCommand(program);
   healthCommand(program);

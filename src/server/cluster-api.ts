@@ -28,6 +28,8 @@ export interface ClusterApiOptions {
   credentials(): grpc.ChannelCredentials;
   defaultTimeoutMs: number;
   logger: NodeLogger;
+  /** The bytes of a backup of this node's applied state (src/state/backup.ts), or null while it has none. */
+  backup(): AsyncIterable<Uint8Array> | null;
 }
 
 type Reply<T> = (err: grpc.ServiceError | null, value?: WireInput<T>) => void;
@@ -88,12 +90,37 @@ export class ClusterApi {
         this.serve(call, cb, 'PromoteMember', async (t) => ({ members: this.members(await m.promote(call.request.id, t)) })),
       RemoveMember: (call, cb) =>
         this.serve(call, cb, 'RemoveMember', async (t) => ({ members: this.members(await m.remove(call.request.id, t)) })),
+      Snapshot: (call) => this.streamBackup(call),
       TransferLeader: (call, cb) =>
         this.serve(call, cb, 'TransferLeader', async (t) => {
           const r = await m.transfer(call.request.to_id, t);
           return { leader_id: r.leaderId, term: String(r.term) };
         }),
     };
+  }
+
+  /** Streams a backup, waiting for the client when grpc-js's buffer is full (a big state never piles up). */
+  private streamBackup(call: grpc.ServerWritableStream<unknown, unknown>): void {
+    const chunks = this.opts.backup();
+    if (chunks === null) {
+      call.emit('error', statusError(grpc.status.FAILED_PRECONDITION, 'this node holds no applied state yet'));
+      return;
+    }
+    void (async () => {
+      let bytes = 0;
+      try {
+        for await (const data of chunks) {
+          if (call.cancelled) return;
+          bytes += data.length;
+          if (!call.write({ data })) await new Promise((resolve) => call.once('drain', resolve));
+        }
+        call.end();
+        this.opts.logger.info({ nodeId: this.opts.node.id, bytes }, 'backup streamed');
+      } catch (err) {
+        this.opts.logger.warn({ nodeId: this.opts.node.id, err: (err as Error).message }, 'backup failed');
+        call.emit('error', statusError(grpc.status.FAILED_PRECONDITION, `backup failed: ${(err as Error).message}`));
+      }
+    })();
   }
 
   private serve<Res>(

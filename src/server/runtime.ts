@@ -33,6 +33,7 @@ import { NodeCredentials } from './node-credentials.js';
 import { stopNode } from './node-shutdown.js';
 import { openAppliedStore, openStorage } from './node-storage.js';
 import { LockStateStore } from '../state/lock-store.js';
+import { backupChunks } from '../state/backup.js';
 import { askMembersAbout } from './vouching.js';
 import { Membership } from './membership.js';
 import { descriptorRegistry, strictRequestDeserializers } from './strict-decode.js';
@@ -296,6 +297,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     credentials: () => credentials.dial,
     defaultTimeoutMs: DEFAULT_CALL_TIMEOUT_MS,
     logger,
+    backup: () => (appliedStore.point === null ? null : backupChunks(appliedStore.db, liveNode.configuration()?.clusterId ?? '')),
   });
   service = liveService;
   const api = new ClientApi({

@@ -80,6 +80,13 @@ export interface TransferLeaderResponse {
   term: WireLong;
 }
 
+export interface SnapshotRequest {}
+
+export interface SnapshotChunk {
+  /** Decoded as a Buffer. */
+  data: Uint8Array;
+}
+
 export type ClusterMethod = 'AddMember' | 'PromoteMember' | 'RemoveMember' | 'TransferLeader';
 
 /** The grpc-js client stub of service Cluster. */
@@ -90,6 +97,7 @@ export interface ClusterStub extends grpc.Client {
   PromoteMember: UnaryMethod<PromoteMemberRequest, MembersResponse>;
   RemoveMember: UnaryMethod<RemoveMemberRequest, MembersResponse>;
   TransferLeader: UnaryMethod<TransferLeaderRequest, TransferLeaderResponse>;
+  Snapshot(request: SnapshotRequest, options?: Partial<grpc.CallOptions>): grpc.ClientReadableStream<SnapshotChunk>;
 }
 
 export interface ClusterHandlers extends grpc.UntypedServiceImplementation {
@@ -98,6 +106,7 @@ export interface ClusterHandlers extends grpc.UntypedServiceImplementation {
   PromoteMember: grpc.handleUnaryCall<PromoteMemberRequest, WireInput<MembersResponse>>;
   RemoveMember: grpc.handleUnaryCall<RemoveMemberRequest, WireInput<MembersResponse>>;
   TransferLeader: grpc.handleUnaryCall<TransferLeaderRequest, WireInput<TransferLeaderResponse>>;
+  Snapshot: grpc.handleServerStreamingCall<SnapshotRequest, WireInput<SnapshotChunk>>;
 }
 
 /** leasehold.v1.Cluster for grpc-js: `clusterService.client(address, credentials)`,

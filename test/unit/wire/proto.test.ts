@@ -197,6 +197,7 @@ describe('proto files and loader', () => {
       PromoteMember: '->',
       RemoveMember: '->',
       TransferLeader: '->',
+      Snapshot: '-> stream',
     });
     expect(shape(raftService.definition())).toEqual({ Stream: 'stream ->', Forward: 'stream -> stream' });
     expect(lockService.definition().Acquire.path).toBe('/leasehold.v1.Lock/Acquire');
@@ -356,6 +357,8 @@ describe('proto files and loader', () => {
     expect(fields('leasehold.v1.MembersResponse')).toEqual(['members=1:message']);
     expect(fields('leasehold.v1.TransferLeaderRequest')).toEqual(['to_id=1:string']);
     expect(fields('leasehold.v1.TransferLeaderResponse')).toEqual(['leader_id=1:string', 'term=2:uint64']);
+    expect(fields('leasehold.v1.SnapshotRequest')).toEqual([]);
+    expect(fields('leasehold.v1.SnapshotChunk')).toEqual(['data=1:bytes']);
   });
 
   it('the TypeScript enum value lists match the .proto enums, name and number', () => {

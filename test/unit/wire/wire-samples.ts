@@ -38,6 +38,8 @@ import type {
   StatusResponse,
   TransferLeaderRequest,
   TransferLeaderResponse,
+  SnapshotRequest,
+  SnapshotChunk,
 } from '../../../src/wire/cluster.js';
 import type { ForwardedAnswer, ForwardedCall, RaftMessage, StreamSummary } from '../../../src/wire/raft.js';
 
@@ -285,6 +287,8 @@ const removeMemberRequest: RemoveMemberRequest = { id: 'n2' };
 const membersResponse: MembersResponse = { members };
 const transferLeaderRequest: TransferLeaderRequest = { to_id: 'n3' };
 const transferLeaderResponse: TransferLeaderResponse = { leader_id: 'n3', term: '8' };
+const snapshotRequest: SnapshotRequest = {};
+const snapshotChunk: SnapshotChunk = { data: Buffer.from('LHBK\x01', 'latin1') };
 
 export const WIRE_SAMPLES: readonly WireSample[] = [
   ...many('leasehold.v1.Lock', 'Stream', 'request', lockCalls),
@@ -319,6 +323,8 @@ export const WIRE_SAMPLES: readonly WireSample[] = [
   ...many('leasehold.v1.Cluster', 'RemoveMember', 'response', [membersResponse]),
   ...many('leasehold.v1.Cluster', 'TransferLeader', 'request', [transferLeaderRequest]),
   ...many('leasehold.v1.Cluster', 'TransferLeader', 'response', [transferLeaderResponse]),
+  ...many('leasehold.v1.Cluster', 'Snapshot', 'request', [snapshotRequest]),
+  ...many('leasehold.v1.Cluster', 'Snapshot', 'response', [snapshotChunk]),
   ...many('leasehold.v1.Raft', 'Stream', 'request', raftMessages),
   ...many('leasehold.v1.Raft', 'Stream', 'response', [streamSummary]),
   ...many('leasehold.v1.Raft', 'Forward', 'request', forwardedCalls),
