@@ -105,10 +105,14 @@ export class LockStateStore<M> {
   private follow(store: AppliedStore, tracker: RecordsTracker<M>, point: AppliedPoint): void {
     this.tracker = tracker;
     this.point = { ...point };
+    const pointNow = (): AppliedPoint => this.point;
     const source = {
       take: () => ({ ops: tracker.take(), point: this.appliedPoint }),
       get pending() {
         return tracker.pending;
+      },
+      get appliedIndex() {
+        return pointNow().index;
       },
     };
     this.writeBehind = new WriteBehind(store, source, this.scheduler, this.options, this.onFailure);

@@ -20,6 +20,9 @@ export const DEFAULT_WRITE_BEHIND: WriteBehindOptions = { intervalMs: 100, maxCh
  *  applied index, between two entries). */
 export interface ChangeSource {
   readonly pending: number;
+  /** The applied index the next batch would reach: an entry that changes no record (a term's first entry,
+   *  a configuration) still moves the point, and the store must follow it or its point lags forever. */
+  readonly appliedIndex: number;
   take(): { ops: RecordOp[]; point: AppliedPoint };
 }
 
@@ -30,8 +33,9 @@ export class WriteBehind {
   private tail: Promise<void> = Promise.resolve();
   private failure: unknown = null;
   private stopped = false;
-  /** The index the store's last finished write reached. */
+  /** The index the store's last finished write reached, and the one the last batch taken reaches. */
   writtenIndex = 0;
+  private takenIndex = 0;
 
   constructor(
     private readonly store: AppliedStore,
@@ -42,12 +46,13 @@ export class WriteBehind {
     private readonly onFailure: (err: unknown) => void = () => {},
   ) {
     this.writtenIndex = store.point?.index ?? 0;
+    this.takenIndex = this.writtenIndex;
   }
 
   start(): void {
     if (this.timer !== null || this.stopped) return;
     this.timer = this.scheduler.every(this.options.intervalMs, () => {
-      if (this.source.pending > 0) void this.flush(false);
+      if (this.source.pending > 0 || this.source.appliedIndex > this.takenIndex) void this.flush(false);
     });
   }
 
@@ -66,6 +71,7 @@ export class WriteBehind {
     if (this.failure !== null) return Promise.reject(this.failure as Error);
     // The changes are taken now, at the current applied index, whatever applies while earlier writes finish.
     const { ops, point } = this.source.take();
+    this.takenIndex = point.index;
     const write = this.tail.then(() => this.store.write(ops, point, sync));
     this.tail = write.then(
       () => {

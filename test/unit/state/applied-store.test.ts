@@ -110,4 +110,18 @@ describe('the applied store under crashes', () => {
     for await (const _ of (await db.crashedAfter(db.log.length)).db.keys()) total++;
     expect(total).toBe(read!.count + 1);
   });
+
+  it('an entry that changes no record (a term start, a configuration) still moves the store’s point', async () => {
+    const db = new CrashDb();
+    const scheduler = new ManualScheduler();
+    const state = new LockStateStore<LockMachine>(() => AppliedStore.open(db), scheduler);
+    const machine = new LockMachine(OPTIONS);
+    await state.replace(machine, { index: 0, term: 0, conf: CONF });
+    machine.skip(1); // a noop: nothing of the lock state changes
+    state.applied(1, 2, null);
+    scheduler.fire();
+    await settle();
+    const reopened = await AppliedStore.open(await db.crashedAfter(db.log.length));
+    expect(reopened.point).toMatchObject({ index: 1, term: 2 });
+  });
 });

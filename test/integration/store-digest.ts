@@ -1,0 +1,40 @@
+// Reads a node's persisted lock state over the wire (Cluster/Snapshot, as `leasehold snapshot save` does) and
+// reduces it to what replicas must agree on: the applied point and the digest of the state its records restore
+// to (LockMachine.digest: the canonical snapshot's fingerprint). Used by the process tests that kill nodes.
+import { clusterService, type SnapshotChunk } from '../../src/wire/cluster.js';
+import { readBackup } from '../../src/state/backup.js';
+import { restoreFromRecords } from '../../src/lock/store-records.js';
+import type { LockMachine } from '../../src/lock/machine.js';
+import * as grpc from '@grpc/grpc-js';
+
+export interface StoreView {
+  index: number;
+  digest: string;
+  holds: number;
+}
+
+export async function storeView(endpoint: string, timeoutMs = 10_000): Promise<StoreView> {
+  const client = clusterService.client(endpoint, grpc.credentials.createInsecure());
+  try {
+    const bytes = await new Promise<Buffer>((resolve, reject) => {
+      const parts: Uint8Array[] = [];
+      const stream = client.Snapshot({}, { deadline: new Date(Date.now() + timeoutMs) });
+      stream.on('data', (c: SnapshotChunk) => parts.push(c.data));
+      stream.on('error', reject);
+      stream.on('end', () => resolve(Buffer.concat(parts)));
+    });
+    const backup = readBackup(bytes);
+    const records = backup.records;
+    const { machine } = restoreFromRecords(
+      {
+        rest: records.find(([k]) => k.length === 1 && k[0] === 0x72)![1],
+        keys: records.filter(([k]) => k[0] === 0x6b),
+        dedup: records.filter(([k]) => k[0] === 0x64),
+      },
+      {},
+    ) as { machine: LockMachine };
+    return { index: backup.point.index, digest: machine.digest(), holds: machine.leaseCount };
+  } finally {
+    client.close();
+  }
+}
