@@ -74,6 +74,13 @@ export class KeyDelays {
     return [...this.holdDelays].sort(byKey);
   }
 
+  /** The same delays of keys, and none of holds (what the applied store's rest record carries). */
+  withoutHoldDelays(): KeyDelays {
+    const copy = new KeyDelays();
+    for (const [key, untilMs] of this.sortedKeyDelays()) copy.delayKey(key, untilMs);
+    return copy;
+  }
+
   sortedKeyDelays(): [string, number][] {
     return [...this.keyDelays].sort(byKey);
   }

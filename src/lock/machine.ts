@@ -541,8 +541,9 @@ export class LockMachine {
         dedup: withKeys ? this.s.dedup : new DedupTable(this.options.dedupWindowMs, this.options.dedupMaxEntries),
         timesOf: this.timesAsOfNow(),
         waiters: this.s.lines,
-        delays: this.s.delays,
-        values: this.s.holdValues,
+        // Without the keys, without the holds' options too (the store keeps those in each key's record).
+        delays: withKeys ? this.s.delays : this.s.delays.withoutHoldDelays(),
+        values: withKeys ? this.s.holdValues : new Map<string, Uint8Array>(),
         sessions: this.s.sessions,
         groups: this.s.groups,
       },

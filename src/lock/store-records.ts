@@ -36,6 +36,7 @@ export const REST_RECORD = 0x72; // 'r'
 /** The rest record's own key. */
 export const REST_RECORD_KEY = Uint8Array.of(REST_RECORD);
 
+const NO_VALUE = new Uint8Array(0);
 const LEASE_TAG = 1;
 const FREE_TAG = 2;
 const REST_FORMAT = 1;
@@ -160,6 +161,10 @@ export class StoreRecords implements DedupListener {
       out.uint(lease.observedMs);
       out.uint(lease.observeFromMs);
       out.uint(this.epochsBefore.length + lease.epochsSeen);
+      // The hold's options ride its record: they change only with the hold (machine-leases.ts hold and
+      // removeLease touch the key), and a million holds with values must not make the rest record big.
+      out.uint(parts.delays.holdDelayOf(key));
+      out.lengthPrefixed(parts.holdValues.get(key) ?? NO_VALUE);
       return { key: recordKey, value: out.finish() };
     }
     const free = parts.freeKeyLastTokens.get(key);
@@ -212,7 +217,7 @@ export function restoreFromRecords(records: StoredRecords, options: Partial<Lock
     for (const [key, value] of records.keys) {
       const name = decodeUtf8(key.subarray(1));
       if (name === null || name.length === 0 || key.length - 1 > WIRE_LIMITS.maxKeyBytes) fail('a key record with a bad key');
-      readKeyRecord(name, value, epochs, state.appliedIndex, state.leases, state.freeKeys);
+      readKeyRecord(name, value, epochs, state.appliedIndex, state.leases, state.freeKeys, state);
     }
     return state;
   });
@@ -226,6 +231,7 @@ function readKeyRecord(
   appliedIndex: number,
   leases: Lease[],
   freeKeys: DecodedFreeKey[],
+  options: { holdDelays: [string, number][]; holdValues: [string, Uint8Array][] },
 ): void {
   const input = reader(value, `key ${JSON.stringify(key)}`);
   const tag = input.byte();
@@ -237,8 +243,13 @@ function readKeyRecord(
     const seen = input.uint();
     if (seen > epochs.length) input.fail(`the lease has seen ${seen} term starts of ${epochs.length}`);
     for (let i = seen; i < epochs.length; i++) carryLease(lease, epochs[i]!);
+    const lockDelayMs = input.uint();
+    if (lockDelayMs > WIRE_LIMITS.maxLockDelayMs) input.fail(`lockDelayMs ${lockDelayMs}`);
+    const value = input.lengthPrefixed(WIRE_LIMITS.maxValueBytes);
     input.end();
     leases.push(lease);
+    if (lockDelayMs > 0) options.holdDelays.push([key, lockDelayMs]);
+    if (value.length > 0) options.holdValues.push([key, value.slice()]);
   } else if (tag === FREE_TAG) {
     const lastToken = input.uint();
     const freedAtMs = input.uint();

@@ -209,6 +209,12 @@ export class RaftNode<R = unknown> extends EventEmitter {
         );
       }
       await stored.install(restored.snapshot);
+      if (restored.snapshot.meta.index > 0) {
+        this.logger.info(
+          { nodeId: this.id, index: restored.snapshot.meta.index, bytes: restored.snapshot.data.length },
+          'moved the state of an older data dir layout (a whole-state snapshot) into the applied store',
+        );
+      }
       restored = { ...restored, snapshot: { meta: restored.snapshot.meta, data: new Uint8Array(0) } };
     }
     this.appliedIndex = restored.snapshot.meta.index;

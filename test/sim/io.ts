@@ -11,6 +11,7 @@ import type { Scheduler, TimerHandle } from '../../src/raft/env.js';
 import type { SnapshotJob, StateMachine, StoredStateMachine } from '../../src/raft/fsm.js';
 import type { AppliedPoint } from '../../src/state/applied-store.js';
 import type { SimStateDb } from './state-db.js';
+import { SimRng } from './rng.js';
 import type { PersistBatch, RaftStorage } from '../../src/raft/storage/types.js';
 import type { WalLoadReport } from '../../src/raft/storage/wal-storage.js';
 import type { PeerSender } from '../../src/raft/transport.js';
@@ -317,6 +318,13 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
     return { step: () => true, finish: () => data, cancel: () => {} };
   }
 
+  /** The store's own choices (when to crash after an install), apart from the disk's and the network's. */
+  private storeRngValue: SimRng | null = null;
+  private get storeRng(): SimRng {
+    this.storeRngValue ??= SimRng.derive(this.sim.seed, `store-install:${this.node.id}:${this.inc}`);
+    return this.storeRngValue;
+  }
+
   /** The point the node's applied store has landed (null: none yet); undefined when the node keeps no store. */
   private storeLanded(): AppliedPoint | null | undefined {
     const wl = this.sim.workload as { stateDbOf?: (node: SimNode) => SimStateDb };
@@ -357,6 +365,14 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
         node.applied = s.index;
         await installed;
         if (!this.alive) return never();
+        // Now and then the crash lands between the store's swap and the log's record of the snapshot: the
+        // restart finds the store ahead of its log (stored-start.ts), which nothing else makes often.
+        if (s.index > 0 && sim.phase === 'faults' && this.storeRng.float() < 0.25) {
+          sim.stats.armedCrashes++;
+          sim.crash(node.idx, 'armed: after the store took a snapshot, before the log records it');
+          sim.schedule(1 + this.storeRng.float() * 30, { kind: 'restart', node: node.idx, inc: node.incarnation });
+          return never();
+        }
         if (s.index > 0) {
           sim.stats.snapshotsInstalled++;
           sim.trace.add(sim.now, node.id, 'store-install', `${s.index}/t${s.term}`);

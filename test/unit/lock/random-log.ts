@@ -78,7 +78,9 @@ export class RandomLog {
       const offer = this.refused.splice(this.rng.int(this.refused.length), 1)[0]!;
       this.apply({ type: 'acquire', timeMs, ...offer, ttlMs: 30_000 + this.rng.int(300_000), queued: true });
     } else if (roll < 0.4) {
-      this.apply({ type: 'acquire', timeMs, key, owner, ttlMs: 30_000 + this.rng.int(300_000), requestId: this.requestId() });
+      // Some holds carry a value and a lock-delay (hold options: the store keeps them in the key's record).
+      const options = this.rng.float() < 0.2 ? { value: Uint8Array.of(this.rng.int(256), 7), lockDelayMs: this.rng.int(2_000) } : {};
+      this.apply({ type: 'acquire', timeMs, key, owner, ttlMs: 30_000 + this.rng.int(300_000), requestId: this.requestId(), ...options });
     } else if (roll < 0.6) {
       this.apply({ type: 'renew', timeMs, key, owner, token, ttlMs: 30_000 + this.rng.int(300_000), requestId: this.requestId() });
     } else if (roll < 0.8) {

@@ -1,10 +1,54 @@
 // A check the random-log tests share: the machine's snapshot restores byte for byte; a sliced snapshot opened
 // now, with entries applied between its slices, equals it; and the restored copy answers every entry applied
-// since exactly as the original did, ending in the same state.
+// since exactly as the original did, ending in the same state. And the applied store's records
+// (store-records.ts), written batch by batch since the first check, restore to the same state and hold no
+// record the state does not have.
 import { expect } from 'vitest';
 import { encodeCommand, LockMachine } from '../../../src/lock/index.js';
 import type { LockCommand, LockMachineOptions, LockResult } from '../../../src/lock/index.js';
 import { canonicalResult } from '../../sim/lock-invariants.js';
+import { StoreRecords, restoreFromRecords, type RecordOp } from '../../../src/lock/store-records.js';
+
+/** Each machine's tracker and the records its batches wrote so far (by key, hex). */
+const stores = new WeakMap<LockMachine, { tracker: StoreRecords; records: Map<string, [Uint8Array, Uint8Array]> }>();
+
+function write(records: Map<string, [Uint8Array, Uint8Array]>, ops: RecordOp[]): void {
+  for (const op of ops) {
+    const id = Buffer.from(op.key).toString('hex');
+    if (op.value === null) records.delete(id);
+    else records.set(id, [op.key, op.value]);
+  }
+}
+
+/** The store's batches since the last check restore to the machine's state, and the store holds exactly its
+ *  records. The first check of a machine attaches the tracker and writes the whole state. */
+export function checkStoreRecords(machine: LockMachine, seed: number, options: Partial<LockMachineOptions>): void {
+  const known = stores.get(machine);
+  if (known === undefined) {
+    const tracker = new StoreRecords(machine);
+    const records = new Map<string, [Uint8Array, Uint8Array]>();
+    write(records, tracker.all());
+    stores.set(machine, { tracker, records });
+    return;
+  }
+  write(known.records, known.tracker.take());
+  const all = [...known.records.values()];
+  const restored = restoreFromRecords(
+    {
+      rest: all.find(([k]) => k.length === 1 && k[0] === 0x72)![1],
+      keys: all.filter(([k]) => k[0] === 0x6b),
+      dedup: all.filter(([k]) => k[0] === 0x64),
+    },
+    options,
+  ).machine;
+  expect(restored.snapshot(), `seed ${seed} entry ${machine.appliedIndex}: the store's records restore to another state`).toEqual(
+    machine.snapshot(),
+  );
+  const parts = machine.parts;
+  expect(known.records.size, `seed ${seed}: records in the store`).toBe(
+    parts.leases.size + parts.freeKeyLastTokens.size + parts.dedup.size + 1,
+  );
+}
 
 export interface RandomLog {
   machine: LockMachine;
@@ -19,6 +63,7 @@ export function checkSnapshotContinues(
   seed: number,
   options: Partial<LockMachineOptions>,
 ): { copy: LockMachine; slices: number } {
+  checkStoreRecords(log.machine, seed, options);
   const bytes = log.machine.snapshot();
   const copy = LockMachine.restore(bytes, options);
   expect(copy.snapshot(), `seed ${seed} entry ${log.machine.appliedIndex}: restore is not byte-identical`).toEqual(bytes);
