@@ -67,6 +67,9 @@ export interface ClusterOptions {
   nodeYaml?: (id: string, i: number) => string;
   /** Start every node with LEASEHOLD_TEST_FAULTS=<its fault file>; `faults(id)` controls it. */
   faultFiles?: boolean;
+  /** Fixed client ports, one per node (n1 first), instead of free ones: for data dirs made elsewhere, whose
+   *  Raft configuration and cluster id name their addresses. Not with peerListeners. */
+  ports?: number[];
 }
 
 export class TestCluster {
@@ -128,7 +131,9 @@ export class TestCluster {
     const total = size + (opts.spare ?? 0);
     const dir = mkdtempSync(join(tmpdir(), 'leasehold-it-'));
     const ids = Array.from({ length: total }, (_, i) => `n${i + 1}`);
-    const ports = await freePorts(opts.peerListeners ? 2 * total : total);
+    if (opts.ports && (opts.ports.length !== total || opts.peerListeners))
+      throw new Error(`ports: ${total} ports (one per node) and no peerListeners, got ${opts.ports.length}`);
+    const ports = opts.ports ?? (await freePorts(opts.peerListeners ? 2 * total : total));
     const cluster = new TestCluster(
       dir,
       ids,
