@@ -3,10 +3,12 @@
 // abstract-level's JS layers and LevelDB's own log, memtable and compactions — the largest package in the
 // nodes' CPU profiles (issue 19) — while a Raft log only ever appends, cuts a suffix or drops a prefix; and
 // putting a 40 MB snapshot into LevelDB copied it on the event loop (350 ms). etcd keeps its log the same way
-// (wal/ + snap/). LevelDB stays for the directory's lock and to read data dirs of the older layouts.
+// (wal/ + snap/). The root LevelDB of the data dir stays for the directory's lock and to read data dirs of the
+// older layouts; the lock state lives in its own LevelDB under state/ (src/state), so the snapshot a node with
+// a stored state machine hands here carries no data — only where the log starts (index, term, configuration).
 //
 // Layout under dataDir: wal/<seq>.wal segments (wal-frame.ts) and snap/<index>.snap (a length-prefixed
-// header — meta, data length, data CRC — then the data). Each save() is one frame, written with one
+// header — meta, data length, data CRC — then the data, empty but in older data dirs). Each save() is one frame, written with one
 // positional write on a descriptor opened O_DSYNC: durable when the write returns, all-or-nothing across a
 // crash because a torn frame fails its CRC and is cut at the next open. Segments are written full of zeros
 // when they are made (etcd preallocates too): a synced write into blocks the file already has changes no
