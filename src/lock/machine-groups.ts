@@ -17,7 +17,7 @@
 import type { AcquireCommand, ExpireCommand, HandOffCommand, RevokeCommand } from './commands.js';
 import type { LockEventKind } from './events.js';
 import { GroupHold, KeyGroup, limitOf } from './holds.js';
-import { grantedOutcome, refusalBy, removeLease, sessionIdOf, supersedes } from './machine-leases.js';
+import { endsExpired, grantedOutcome, refusalBy, removeLease, sessionIdOf, supersedes } from './machine-leases.js';
 import { endSession, sessionOf } from './machine-sessions.js';
 import type { MachineState } from './machine-state.js';
 import { dequeued, handOff, leaveLine, queue } from './machine-wait-lines.js';
@@ -345,14 +345,15 @@ export function expireInGroup(s: MachineState, index: number, command: ExpireCom
 }
 
 /** A `revoke` of a key with many holds: the hold with that token, or every hold (token 0), ends with no
- *  lock-delay, and the line is served. */
+ *  lock-delay (one that had run out, as its expiry would: endsExpired), and the line is served. */
 export function revokeInGroup(s: MachineState, index: number, command: RevokeCommand, group: KeyGroup): RevokeResult {
   const result: RevokeResult = { type: 'revoke', index, key: command.key, revoked: [] };
+  settleGroup(s, group);
   const ending = group.holds.filter((h) => command.token === 0n || BigInt(h.fencingToken) === command.token);
   if (ending.length === 0) return result;
   for (const hold of ending) {
     result.revoked.push(BigInt(hold.fencingToken));
-    removeHold(s, group, hold, false, 'REVOKED');
+    removeHold(s, group, hold, endsExpired(s, hold, false), 'REVOKED');
   }
   const decided: WaiterDecision[] = [];
   handOffMany(s, group, index, decided);

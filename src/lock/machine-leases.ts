@@ -6,8 +6,10 @@
 //  - a hold keeps its value and lock-delay beside its lease (holdValues, key-delays.ts); a hold under a
 //    session takes the session's lock-delay when it names none, keeps no times of its own (its session's
 //    are its times) and is in neither lease heap;
-//  - a lease that EXPIRES (never one released or revoked) puts its key in lock-delay until the lease's end
-//    plus its delay — measured from the lease's end, not from the entry that noticed it;
+//  - a lease that EXPIRES puts its key in lock-delay until the lease's end plus its delay — measured from
+//    the lease's end, not from the entry that noticed it. Which endings are expiries is `endsExpired`'s one
+//    rule: an expiry entry, and from cluster level 5 any entry that ends a hold which ran out by log time (a
+//    late release, close or revoke); a live hold released or revoked starts no delay;
 //  - a key whose lease ends is a free key, keeping its last token (Get's last_token survives release).
 // Every change copies the key's snapshot section first (writer.beforeKeyWrite), so a sliced snapshot in
 // progress still writes the state it began with.
@@ -77,8 +79,19 @@ export function hold(
   return lease;
 }
 
-/** Ends `lease`; `expired`: it ran out (rather than being released), so its lock-delay, if any, begins —
- *  measured from the lease's end, not from the entry that noticed it. */
+/** Whether an entry ending `lease` (settled) at log time now ends it as EXPIRED, so that its lock-delay, if
+ *  any, begins from its end — the one rule of every path that ends a hold (machine.ts `delay`). `expiry`:
+ *  the entry is an expiry (expire, expireSession, or an acquire or hand-off that finds the hold run out).
+ *  From cluster level 5 any other entry that ends a hold which ran out by log time — a release, a
+ *  closeSession or a revoke that came before the expiry entry — ends it as expired too: the delay exists
+ *  for a holder that went away, and one that comes back late must not skip it by releasing or closing.
+ *  Below level 5 only an expiry does (versions.ts): every replica judges an entry alike. */
+export function endsExpired(s: MachineState, lease: Lease, expiry: boolean): boolean {
+  return expiry || (s.lateEndExpires && !lease.isLiveAt(s.logNowMs));
+}
+
+/** Ends `lease`; `expired`: it ran out (see `endsExpired`), so its lock-delay, if any, begins — measured
+ *  from the lease's end, not from the entry that noticed it. */
 export function removeLease(s: MachineState, lease: Lease, expired: boolean, kind: LockEventKind = expired ? 'EXPIRED' : 'RELEASED'): void {
   if (s.eventSink !== null) {
     s.emit(kind, lease.key, lease.owner, BigInt(lease.fencingToken), sessionIdOf(lease), s.holdValues.get(lease.key) ?? null);

@@ -6,13 +6,14 @@
 //    entry that ends it applies;
 //  - end (closeSession by its owner, expireSession once due, or an entry that meets a hold of a run-out
 //    session): in that one entry its waiters leave their lines refused, then its holds go — into their
-//    lock-delays only when it expired — and each freed key is handed to its line. Waiters in ticket order,
-//    holds in key order, so every replica decides (and remembers) in the same order whatever order they
-//    were taken in.
+//    lock-delays only when it expired (machine-leases.ts `endsExpired`: from cluster level 5 a close of a
+//    session that has run out counts, as its expireSession would) — and each freed key is handed to its
+//    line. Waiters in ticket order, holds in key order, so every replica decides (and remembers) in the
+//    same order whatever order they were taken in.
 // A session rides the lease epochs like a lease (machine-state.ts settle), in its own heaps.
 import type { CloseSessionCommand, ExpireSessionCommand, OpenSessionCommand, RenewSessionCommand } from './commands.js';
 import { handOffMany, removeHold } from './machine-groups.js';
-import { refusalBy, removeLease } from './machine-leases.js';
+import { endsExpired, refusalBy, removeLease } from './machine-leases.js';
 import type { MachineState } from './machine-state.js';
 import { dequeued, handOff, leaveLine } from './machine-wait-lines.js';
 import { Session } from './session.js';
@@ -80,7 +81,8 @@ export function renewSession(s: MachineState, index: number, command: RenewSessi
   return { type: 'renewSession', index, renewed: true, ttlMs: session.ttlMs, expiresAtMs: session.expiresAtMs, reason: 'UNSPECIFIED' };
 }
 
-/** closeSession (by its owner; no lock-delay) or expireSession (only once due in log time). */
+/** closeSession (by its owner; no lock-delay while the session lives) or expireSession (only once due in log
+ *  time). A close of a session that ran out ends it as its expiry would (endsExpired, level 5). */
 export function sessionEnd(s: MachineState, index: number, command: CloseSessionCommand | ExpireSessionCommand): SessionEndResult {
   const session = sessionOf(s, command.sessionId);
   const result: SessionEndResult = {
@@ -101,7 +103,7 @@ export function sessionEnd(s: MachineState, index: number, command: CloseSession
   }
   if (command.type === 'expireSession' && session.isLiveAt(s.logNowMs)) return result;
   const decided: WaiterDecision[] = [];
-  result.released = endSession(s, session, command.type === 'expireSession', index, decided);
+  result.released = endSession(s, session, endsExpired(s, session, command.type === 'expireSession'), index, decided);
   result.ended = true;
   if (decided.length > 0) result.decided = decided;
   return result;

@@ -93,6 +93,9 @@ export class MachineState {
   /** From cluster level 4 (versions.ts): an owner's acquire supersedes its own hold only under the same
    *  session (machine-leases.ts `supersedes`). Set from the machine's cluster level. */
   supersedeSameSessionOnly = false;
+  /** From cluster level 5 (versions.ts): a hold that ran out by log time ends as expired whichever entry
+   *  ends it (machine-leases.ts `endsExpired`). Set from the machine's cluster level. */
+  lateEndExpires = false;
   /** Keys with many holds (holds.ts, machine-groups.ts). A key is in at most one of `leases`, `groups`
    *  and `freeKeyLastTokens`. */
   readonly groups = new Map<string, KeyGroup>();

@@ -15,8 +15,9 @@
 //   renew    needs a lease with the same owner and token, not yet expired. Refusal reasons are checked in
 //            this order: NOT_HELD (no lease at all) > WRONG_OWNER > WRONG_TOKEN > EXPIRED.
 //   release  needs the same owner and token. An expired lease that no `expire` entry has removed yet can
-//            still be released by its owner+token: removing it is what expire would do anyway, and it lets
-//            a slow client clean up. Reasons: NOT_HELD > WRONG_OWNER > WRONG_TOKEN (never EXPIRED).
+//            still be released by its owner+token: it lets a slow client clean up, and from cluster level 5
+//            it ends the lease exactly as expire would — into its lock-delay (see `delay`). Reasons:
+//            NOT_HELD > WRONG_OWNER > WRONG_TOKEN (never EXPIRED).
 //   expire   removes the lease only if it still has that token and its deadline has passed.
 //   first entry of a higher raft term starts a lease epoch: see epoch.ts and LEASES.md.
 //   time     at the first entry of a term, log time becomes max(log time, stamp). Within a term, at cluster
@@ -48,8 +49,11 @@
 //   delay    a hold acquired with lockDelayMs > 0 that EXPIRES (its lease ran out: an expire entry, or an
 //            acquire finding it run out) puts its key in lock-delay until the lease's end + lockDelayMs (log
 //            time): nobody is granted the key until then — not a newcomer, not the line, not its own owner.
-//            A release ends a hold without a delay. Waiters stay in line; `undelay` (proposed by the leader
-//            once the delay has passed) ends it and hands the key to the line.
+//            From cluster level 5 a hold that ran out by log time ends as expired whichever entry ends it: a
+//            release, a closeSession of its run-out session or a revoke that comes before the expiry entry
+//            applies the same delay (machine-leases.ts `endsExpired`, the one rule every path uses). A live
+//            hold released, closed or revoked starts no delay. Waiters stay in line; `undelay` (proposed by
+//            the leader once the delay has passed) ends it and hands the key to the line.
 //   many     (level 3; holds.ts) a key acquired with limit >= 2 (a semaphore) or shared becomes a KeyGroup:
 //            many holds, each with its own token, admitted by holds.ts's rule; the line hands off to as many
 //            heads as fit, one per entry (a grant's token is its entry's index), the leader proposing a
@@ -95,7 +99,7 @@ import { SmallestKeys, compareUtf8 } from './list-keys.js';
 import type { Lease } from './lease.js';
 import type { LockEventSink } from './events.js';
 import { MachineState } from './machine-state.js';
-import { grantedOutcome, hold, refusalBy, removeLease, supersedes } from './machine-leases.js';
+import { endsExpired, grantedOutcome, hold, refusalBy, removeLease, supersedes } from './machine-leases.js';
 import { dequeue, handOff, joinLine, queue, reusedInLine, undelay } from './machine-wait-lines.js';
 import { endSession, openSession, renewSession, requestKeyOf, sessionEnd, sessionError, sessionOf } from './machine-sessions.js';
 import {
@@ -118,7 +122,7 @@ import { FreeKeys } from './free-keys.js';
 import { DedupTable } from './dedup.js';
 import { SNAPSHOT_SLICE_ITEMS, SnapshotWriter } from './snapshot-writer.js';
 import { DEFAULT_LOCK_MACHINE_OPTIONS } from './types.js';
-import { BASE_LEVEL, LEVEL_CLOCK_PROGRESS, LEVEL_MANY_HOLDERS, LEVEL_SUPERSEDE_SAME_SESSION } from './versions.js';
+import { BASE_LEVEL, LEVEL_CLOCK_PROGRESS, LEVEL_LATE_END_EXPIRES, LEVEL_MANY_HOLDERS, LEVEL_SUPERSEDE_SAME_SESSION } from './versions.js';
 import type {
   AcquireOutcome,
   AcquireResult,
@@ -205,6 +209,7 @@ export class LockMachine {
   private useClusterLevel(level: number): void {
     this.clusterLevelValue = level;
     this.s.supersedeSameSessionOnly = level >= LEVEL_SUPERSEDE_SAME_SESSION;
+    this.s.lateEndExpires = level >= LEVEL_LATE_END_EXPIRES;
   }
 
   /**
@@ -1005,11 +1010,12 @@ export class LockMachine {
     const reason =
       group !== undefined ? refusalIn(this.s, group, lease as GroupHold | undefined, command, false) : this.refusal(lease, command, false);
     const decided: WaiterDecision[] = [];
+    // A live hold released starts no lock-delay; one that ran out ends as its expiry would (endsExpired).
     if (group !== undefined && lease instanceof GroupHold && reason === 'UNSPECIFIED') {
-      removeHold(this.s, group, lease, false);
+      removeHold(this.s, group, lease, endsExpired(this.s, lease, false));
       handOffMany(this.s, group, index, decided);
     } else if (lease !== undefined && reason === 'UNSPECIFIED') {
-      removeLease(this.s, lease, false); // a release: no lock-delay
+      removeLease(this.s, lease, endsExpired(this.s, lease, false));
       handOff(this.s, command.key, index, decided);
     }
     const outcome = { released: reason === 'UNSPECIFIED', reason };
@@ -1036,7 +1042,8 @@ export class LockMachine {
   }
 
   /** An operator ends a hold (SPEC "Revoke"): as if it ran out, but with no lock-delay — the key goes to
-   *  its line at once; the revoked holder's writes are refused by the resource once the next is granted. */
+   *  its line at once; the revoked holder's writes are refused by the resource once the next is granted. A
+   *  hold that had run out already ends as its expiry would, into its lock-delay (endsExpired, level 5). */
   private revoke(index: number, command: RevokeCommand): RevokeResult {
     const group = this.s.groups.get(command.key);
     if (group !== undefined) return revokeInGroup(this.s, index, command, group);
@@ -1044,7 +1051,7 @@ export class LockMachine {
     const result: RevokeResult = { type: 'revoke', index, key: command.key, revoked: [] };
     if (lease === undefined || (command.token !== 0n && BigInt(lease.fencingToken) !== command.token)) return result;
     result.revoked.push(BigInt(lease.fencingToken));
-    removeLease(this.s, lease, false, 'REVOKED');
+    removeLease(this.s, lease, endsExpired(this.s, lease, false), 'REVOKED');
     const decided: WaiterDecision[] = [];
     handOff(this.s, command.key, index, decided);
     if (decided.length > 0) result.decided = decided;

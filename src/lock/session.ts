@@ -11,7 +11,8 @@
 //    ("renew the session"); releasing it by owner + token works as for any hold.
 //  - end (close, or expiry by the leader's `expireSession` or by an entry that finds it run out): every hold
 //    of the session is dropped and every waiter of it leaves its line, in that one entry; each freed key is
-//    handed to its line. Expiry starts the holds' lock-delays (from the session's end); close does not.
+//    handed to its line. Expiry starts the holds' lock-delays (from the session's end); a close does not —
+//    unless the session had run out by log time (from cluster level 5: machine-leases.ts `endsExpired`).
 import type { GroupHold } from './holds.js';
 import { Lease } from './lease.js';
 import type { Waiter } from './wait-line.js';

@@ -22,7 +22,13 @@
 //     the dedup window and under an old session the elections had kept alive, took the key's token from the
 //     owner's newer hold; that hold's client still trusted it while its room went to another (lock
 //     simulation seed 3516: three holders of a semaphore of two).
-export const BUILD_LEVEL = 4;
+//   Level 5 adds a rule every replica must apply alike:
+//   - a hold that ran out by log time ends as EXPIRED whichever entry ends it — its lock-delay begins, from
+//     its end, as the expiry's would. Before it, a late `closeSession` of a run-out session (its
+//     expireSession not applied yet), a `release` of a run-out lease, or a `revoke` of one ended it with
+//     no delay: a holder that came back late skipped the delay that exists for a holder that went away
+//     (machine-leases.ts `endsExpired`; issue 38).
+export const BUILD_LEVEL = 5;
 
 /** Builds from before the gate, which announce nothing. */
 export const BASE_LEVEL = 1;
@@ -36,6 +42,10 @@ export const LEVEL_MANY_HOLDERS = 3;
 /** The level from which an owner supersedes its own hold only under the same session (machine-leases.ts
  *  `supersedes`). */
 export const LEVEL_SUPERSEDE_SAME_SESSION = 4;
+
+/** The level from which a hold that ran out by log time ends as expired (its lock-delay begins), whichever
+ *  entry ends it: a late close, release or revoke too (machine-leases.ts `endsExpired`). */
+export const LEVEL_LATE_END_EXPIRES = 5;
 
 /** The lowest level every member reads, as this node knows it: its own build's and each member's announced
  *  one (unknown = not heard from yet = cannot be counted on, so nothing new is proposed). */

@@ -523,4 +523,29 @@ describe('checker: lock-delay (a run-out hold keeps the key from everybody for i
     expect(kinds(session(false))).toEqual(['lock-delay']);
     expect(checkHistory(session(true).ops).violations).toEqual([]);
   });
+
+  it('a release or close sent after the server said the hold had run out excuses nothing: it ends the hold as expired', () => {
+    // A's renew is refused EXPIRED at 1010; its release, sent after that, applies to a run-out lease.
+    const late = (releaseAt: [number, number]) => {
+      const h = ranOut([1100, 1110]);
+      withTtl(h.renew('A', K, 'A/5', 5n, [1000, 1010], 'fail', 'EXPIRED'));
+      h.release('A', K, 'A/5', 5n, releaseAt, 'ok');
+      return h;
+    };
+    expect(kinds(late([1020, 1030]))).toEqual(['lock-delay']);
+    // Sent before that answer came, it may have applied while the lease lived (a failover extends it).
+    expect(checkHistory(late([990, 1030]).ops).violations).toEqual([]);
+
+    const session = (closeAt: [number, number]) => {
+      const h = new HistoryBuilder();
+      h.openSession('A', 'A/5', 4n, [0, 10], 1000, 500);
+      Object.assign(h.acquired('A', K, 5n, [10, 20], [20, 600]), { sessionId: 4n });
+      h.renewSession('A', 'A/5', 4n, [1000, 1010], 'fail', 'EXPIRED');
+      h.closeSession('A', 'A/5', 4n, closeAt, 'ok');
+      withTtl(h.acquired('B', K, 9n, [1100, 1110])); // after 0 + 980, before 0 + 1470
+      return h;
+    };
+    expect(kinds(session([1020, 1030]))).toEqual(['lock-delay']);
+    expect(checkHistory(session([990, 1030]).ops).violations).toEqual([]);
+  });
 });

@@ -54,16 +54,19 @@
 //       ttl (its holds' windows are still checked by overlap); fenced writes with its tokens — the resource
 //       compares tokens only, so such a write is wrong only once a newer token wrote (stale-write-accepted).
 //   lock-delay: an exclusive hold of a limit-1 key with a lock-delay D (its own, or its session's) that
-//       nobody released — no release of it (acknowledged or unknown) and no close of its session sent before
-//       the grant in question was acknowledged; the workload never revokes — ran out, so the key grants
+//       nobody released while it lived — no release of it (acknowledged or unknown) and no close of its
+//       session sent before the grant in question was acknowledged, other than one sent after the server
+//       answered that the hold (or its session) had run out or gone, which ends it as expired (SPEC
+//       "Lock-delay"); the workload never revokes — ran out, so the key grants
 //       nobody for D after the lease's end. The lease is owed until (the last acquire/renew of the hold, or
 //       open/renew of its session, SENT and acknowledged before the grant was sent) + ttl, so another owner's
 //       grant with a newer token acknowledged before that + ttl + D - the drift margin over (ttl + D) breaks
 //       the delay (a grant before the lease's own end is lease-cut-short's, for a hold with a ttl). Cannot
 //       see: delays of holds granted 'info', of shared or semaphore holds (another holder may be granted
 //       while they live), a grant late in a delay that a renew of unknown outcome prolonged, a hold released
-//       after it ran out (the server gives that no delay; the rule excuses every release sent); a session
-//       hold's grant inside its session's lease (no lease-cut-short for sessions yet).
+//       after it ran out with nothing in the history to show that it had (the release may have applied while
+//       the lease lived, a failover extending it: the rule excuses it); a session hold's grant inside its
+//       session's lease (no lease-cut-short for sessions yet).
 import { isSessionOp, type Op } from './history.js';
 import { checkFifo, checkLockDelay, checkSessionEnd, sessionsOf, watchGapsOf } from './lock-model-rules.js';
 import { mutexModel, mutexOpsForKey } from './mutex-model.js';

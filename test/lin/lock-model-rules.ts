@@ -11,6 +11,8 @@ type Kind = 'fifo-order' | 'session-end' | 'lock-delay';
 type Add = (kind: Kind, key: string, message: string, ops: number[]) => void;
 
 const done = (op: Op) => op.outcome !== 'pending' && op.completeMs !== null;
+/** A renew refused for one of these: the hold had run out or was gone when its entry applied. */
+const HOLD_GONE = new Set(['EXPIRED', 'NOT_HELD', 'WRONG_OWNER', 'WRONG_TOKEN']);
 const grantedOf = (ops: readonly Op[]) => ops.filter((o) => o.type === 'acquire' && o.outcome === 'ok' && done(o) && o.token !== undefined);
 
 /** Owners that made exactly one acquire of the key (so an owner names one request). */
@@ -227,9 +229,14 @@ export function checkSessionEnd(history: readonly Op[], sessions: ReadonlyMap<bi
 
 /**
  * lock-delay: an exclusive hold H of a limit-1 key carrying a lock-delay D (its own, or its session's) that
- * nobody released (no release of it, no close of its session, sent before the grant in question was
- * acknowledged; the workload never revokes) ended by running out, and the key then grants nobody for D of
- * log time. The lease is owed until (the last acknowledged acquire/renew — of the hold, or of its session —
+ * nobody released while it lived (no release of it, no close of its session, sent before the grant in
+ * question was acknowledged; the workload never revokes) ended by running out, and the key then grants
+ * nobody for D of log time. A release or close that applies after H ran out by log time ends it as expired,
+ * into its delay, as the expiry would (SPEC "Lock-delay", machine-leases.ts `endsExpired`), so it excuses
+ * nothing: the history proves that of one sent after the server answered that H (or its session) had run
+ * out or gone — a renew of it refused (EXPIRED, NOT_HELD, WRONG_OWNER, WRONG_TOKEN), a renew of its session
+ * refused, a close of it acknowledged — for that answer is an applied entry, log time only grows, and a
+ * hold that ran out never comes back. The lease is owed until (the last acknowledged acquire/renew — of the hold, or of its session —
  * SENT, acknowledged before the grant in question was invoked) + ttl; so no other owner's grant of the key
  * with a newer token may be acknowledged before that send + ttl + D - the client's drift margin over
  * (ttl + D). Grants inside the lease itself are lease-cut-short's (a hold with its own ttl); only the ones in
@@ -272,6 +279,17 @@ export function checkLockDelay(
                 r.completeMs! < invokedMs,
             ),
           ].map((o) => ({ sentMs: o.invokeMs, ttlMs: o.ttlMs ?? ttlMs }));
+    // When the server first answered that H had run out or gone (a renew refused; for a session, sessionsOf's
+    // `end`): a release or close sent after that cannot have ended it while it lived.
+    const goneAtMs = session
+      ? (session.end?.atMs ?? Infinity)
+      : Math.min(
+          Infinity,
+          ...ops
+            .filter((r) => r.type === 'renew' && r.outcome === 'fail' && r.owner === h.owner && r.token === h.token && done(r))
+            .filter((r) => r.reason !== undefined && HOLD_GONE.has(r.reason))
+            .map((r) => r.completeMs!),
+        );
     const released = (beforeMs: number) =>
       ops.some(
         (r) =>
@@ -279,9 +297,10 @@ export function checkLockDelay(
           (r.outcome === 'ok' || r.outcome === 'info') &&
           r.owner === h.owner &&
           r.token === h.token &&
-          r.invokeMs < beforeMs,
+          r.invokeMs < beforeMs &&
+          r.invokeMs < goneAtMs,
       ) ||
-      (session !== undefined && session.closes.some((c) => c.invokeMs < beforeMs));
+      (session !== undefined && session.closes.some((c) => c.invokeMs < beforeMs && c.invokeMs < goneAtMs));
     for (const b of granted) {
       if (b.owner === h.owner || b.token! <= h.token! || released(b.completeMs!)) continue;
       const as = anchors(b.invokeMs);

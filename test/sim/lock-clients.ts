@@ -19,6 +19,11 @@
 // shared/exclusive key, naming the key's limit (now and then deliberately another one, or the other mode
 // of their own hold: refused LIMIT_MISMATCH / HOLD_MODE_MISMATCH, which they take as a refusal).
 //
+// Half the time a client that wakes up just too late (LOST at the end of its trust window) wakes a little
+// later still and ends its hold after all — a release, or a close of its session — rather than trying a
+// renew: the entry, reaching the leader around the hold's deadline, ends it as its expiry would, into its
+// lock-delay, once it has run out (issue 38; the oracle's `endsExpired`).
+//
 // Now and then a client that is about to ask for a new key acts as an operator instead: it revokes a hold
 // (SPEC "Revoke": by key and token — one some client holds, the key's last one, or 0 for every hold),
 // mutex and group keys alike. A revoked holder is not told: it goes on trusting and writing with its token
@@ -78,6 +83,8 @@ export interface ClientStats {
   revokedWrites: number;
   /** Operations the client was answered RESOURCE_EXHAUSTED. */
   exhaustedAnswers: number;
+  /** Holds ended late by a client that woke up LOST: a release of the lease, or a close of its session. */
+  lateEndsSent: number;
 }
 
 export class SimLockClient {
@@ -101,6 +108,8 @@ export class SimLockClient {
   nextDelayMs: number | undefined = undefined;
   /** It chose to wake right at the end of its trust window (it will find itself LOST). */
   lateWake = false;
+  /** ... and then to end its hold after all (a release, or a close of its session), not to renew it. */
+  lateEnd = false;
   /** Granted long after its first send (retries): confirm with a renew before trusting it (src/client's
    *  LockHandle.start re-anchors the same way). */
   confirm = false;
@@ -142,6 +151,7 @@ export class LockClients {
     trustedRevoked: 0,
     revokedWrites: 0,
     exhaustedAnswers: 0,
+    lateEndsSent: 0,
   };
   /** `${key}#${token}` of every hold a revoke ended (a grant answered after its revoke is born revoked). */
   private readonly revokedTokens = new Set<string>();
@@ -157,6 +167,8 @@ export class LockClients {
     private readonly trace: (tag: string, detail: string) => void,
     /** The operators' own stream (whether to revoke, what): draws from it leave every other pick as it was. */
     private readonly revokeRng: SimRng | null = null,
+    /** Whether a client that woke up too late ends its hold after all: its own stream too. */
+    private readonly lateRng: SimRng | null = null,
   ) {
     for (let i = 0; i < profile.clients; i++) {
       const group = profile.groupKeys.length > 0 && i >= profile.clients - profile.groupClients;
@@ -222,7 +234,7 @@ export class LockClients {
         command = { type: 'renewSession', timeMs: 0, sessionId, owner: c.owner };
       } else {
         c.session = null;
-        command = { type: 'openSession', timeMs: 0, owner: c.owner, ttlMs: c.ttlMs, requestId: c.newRequestId(), lockDelayMs: 0 };
+        command = this.openSession(c);
       }
     } else if (c.pausedWith !== null) {
       // Back from the pause: write and renew as if no time had passed.
@@ -269,8 +281,20 @@ export class LockClients {
       if (c.held !== null) this.markLost(c, t, 'its deadline passed');
       const old = c.lost;
       const late = c.lateWake;
+      const lateEnd = c.lateEnd;
       c.lateWake = false;
-      if (old !== null && old.sessionId !== undefined) {
+      c.lateEnd = false;
+      if (old !== null && late && lateEnd) {
+        // Woke up just too late: ends its hold after all (its session, for a hold under one).
+        this.stats.lateEndsSent++;
+        c.lost = null;
+        if (old.sessionId !== undefined) {
+          c.session = null;
+          command = { type: 'closeSession', timeMs: 0, sessionId: old.sessionId, owner: c.owner };
+        } else {
+          command = { type: 'release', timeMs: 0, key: old.key, owner: c.owner, token: old.token, requestId: c.newRequestId() };
+        }
+      } else if (old !== null && old.sessionId !== undefined) {
         // A session client's lost hold: a stale release of it now and then; its session is gone for it.
         c.lost = null;
         c.session = null;
@@ -278,7 +302,7 @@ export class LockClients {
           this.stats.staleReleases++;
           command = { type: 'release', timeMs: 0, key: old.key, owner: c.owner, token: old.token, requestId: c.newRequestId() };
         } else {
-          command = { type: 'openSession', timeMs: 0, owner: c.owner, ttlMs: c.ttlMs, requestId: c.newRequestId(), lockDelayMs: 0 };
+          command = this.openSession(c);
         }
       } else if (old !== null && late && r.chance(0.8)) {
         // Woke up just too late: renews anyway; it reaches the leader near the lease's deadline.
@@ -439,8 +463,12 @@ export class LockClients {
         // renew (a stale renew), which then reaches the leader close to the lease's deadline.
         this.stats.lateRenews++;
         c.lateWake = true;
+        c.lateEnd = this.lateRng !== null && this.lateRng.chance(0.5);
+        // One that will end its hold after all wakes a little later still, so its entry may land just past
+        // the hold's deadline (the server's is later than the client's trust) and before the leader's expire.
+        const later = c.lateEnd ? this.lateRng!.float() * 0.06 * c.held.ttlMs : 0;
         const endTrue = this.trustEndTrue(c);
-        return Math.max(0, endTrue - now) + this.rng.float() * 4;
+        return Math.max(0, endTrue - now) + this.rng.float() * 4 + later;
       }
       return (c.held.ttlMs / 3) * (0.6 + 0.5 * this.rng.float()); // renew early
     }
@@ -479,6 +507,13 @@ export class LockClients {
     if (limit > 1) command.limit = limit;
     if (shared && limit === 1) command.shared = true;
     return command;
+  }
+
+  /** An OpenSession; a third of them give their holds a lock-delay (OpenSession.lock_delay_ms), drawn from
+   *  the late-end stream so every other pick stays as it was. */
+  private openSession(c: SimLockClient): LockCommand {
+    const lockDelayMs = this.lateRng !== null && this.lateRng.chance(1 / 3) ? Math.round(c.ttlMs * (0.5 + this.lateRng.float())) : 0;
+    return { type: 'openSession', timeMs: 0, owner: c.owner, ttlMs: c.ttlMs, requestId: c.newRequestId(), lockDelayMs };
   }
 
   /** A renew of the hold — or, for a hold under a session, of its session (a session hold never renews

@@ -34,8 +34,10 @@
 //    a decided request's outcome is remembered like any first outcome;
 //  - LOCK-DELAY: a hold carrying lockDelayMs that expires (an expire entry, or an acquire finding it run out)
 //    keeps its key from every grant — newcomer, line, its own owner — until the lease's end (log time, as
-//    the model tracks it through renews and epochs) + lockDelayMs; a release starts no delay; a refusal in
-//    a delay says how long is left; `undelay` applies only once it passed, then the line is served.
+//    the model tracks it through renews and epochs) + lockDelayMs; from cluster level 5 a hold that ran out
+//    by log time ends as expired whichever entry ends it (a late release, closeSession or revoke:
+//    `endsExpired`, the model's one rule); a live hold released, closed or revoked starts no delay; a
+//    refusal in a delay says how long is left; `undelay` applies only once it passed, then the line is served.
 //  - SESSIONS (session.ts), modelled here: a session's deadline follows its open, its renews and every epoch
 //    start by the lease rule (never cut short in true time: the same minimum-hold bound as a lease); a renew
 //    or an acquire under it succeeds only while it lives in log time; its end (close by its owner, expiry
@@ -44,8 +46,9 @@
 //    reports its session's deadline.
 //  - MANY HOLDS (holds.ts): semaphores and shared/exclusive keys, modelled in lock-oracle-groups.ts, which
 //    judges every entry on a key that is a group in the model and every acquire naming a limit or shared.
-//  - REVOKE (SPEC "Revoke"; an operator's call, no request_id): it ends the key's hold with its token (0: every
-//    hold of the key, run-out ones included) with no lock-delay, and the key goes to its line in the same
+//  - REVOKE (SPEC "Revoke"; an operator's call): it ends the key's hold with its token (0: every hold of
+//    the key, run-out ones included) with no lock-delay (a run-out one, from level 5, into its delay as its
+//    expiry would), and the key goes to its line in the same
 //    entry as after a release (a group's line: one grant, run-out holds swept first); a revoke naming no hold
 //    changes nothing. The named invariant `revoke`, on what the machine did: the entry answers exactly the
 //    named holds revoked, none of them is still held after it, the key's line is served in it (the first
@@ -166,6 +169,8 @@ export interface OracleStats {
   delaysStarted: number;
   delayRefusals: number;
   undelays: number;
+  /** Holds a release, closeSession or revoke ended after they ran out (ended as expired from level 5). */
+  lateEnds: number;
   /** Sessions opened, renewed, ended (closed or expired), acquires refused as SESSION_NOT_OPEN. */
   sessionsOpened: number;
   sessionsRenewed: number;
@@ -263,6 +268,7 @@ export class LockOracle implements GroupHost {
     delaysStarted: 0,
     delayRefusals: 0,
     undelays: 0,
+    lateEnds: 0,
     sessionsOpened: 0,
     sessionsRenewed: 0,
     sessionsEnded: 0,
@@ -283,6 +289,16 @@ export class LockOracle implements GroupHost {
   /** Cluster level 4 (versions.ts): an owner's own hold is superseded only under the same session. */
   get supersedeSameSessionOnly(): boolean {
     return this.clusterLevel >= 4;
+  }
+
+  /** The model's one rule of how a hold ends (machine.ts `delay`): as EXPIRED — into its lock-delay, from its
+   *  end — when an expiry ends it (`expiry`), and from cluster level 5 whenever it had run out by log time,
+   *  whichever entry ends it (a late release, closeSession or revoke). */
+  endsExpired(held: OracleLease, nowMs: number, expiry: boolean): boolean {
+    if (expiry) return true;
+    const ranOut = (held.session ?? held).deadlineMs <= nowMs;
+    if (ranOut) this.stats.lateEnds++;
+    return this.clusterLevel >= 5 && ranOut;
   }
   private termLastStampMs = 0;
   /** Members the log recorded as having run (from level 2). */
@@ -996,8 +1012,16 @@ export class LockOracle implements GroupHost {
       );
     }
     if (!ends) return;
-    if (cmd.type === 'expireSession') this.minHold(at, `session ${cmd.sessionId}`, s!, stamp, 'expired');
-    const released = this.endSession(s!, cmd.type === 'expireSession', idx, post.nowMs, stamp);
+    const expired = this.endsExpired(s!, post.nowMs, cmd.type === 'expireSession');
+    if (expired)
+      this.minHold(
+        at,
+        `session ${cmd.sessionId}`,
+        s!,
+        stamp,
+        cmd.type === 'expireSession' ? 'expired' : 'ended as expired by a late close',
+      );
+    const released = this.endSession(s!, expired, idx, post.nowMs, stamp);
     if (r.released.join(',') !== released.join(','))
       return this.fail(`sessions: ${at} released [${r.released.join(',')}]; the session held [${released.join(',')}]`);
     for (const key of released) {
@@ -1199,7 +1223,10 @@ export class LockOracle implements GroupHost {
           `controlled release: ${at} released ${cmd.key} for ${cmd.owner} token ${cmd.token}, but the lock is ${lease === undefined ? 'not held' : `${lease.owner}'s with token ${lease.token}`} (should be refused ${expected})`,
         );
       }
-      this.dropLease(cmd.key);
+      if (this.endsExpired(lease!, post.nowMs, false)) {
+        this.minHold(at, cmd.key, lease!, stamp, 'ended as expired by a late release');
+        this.endExpired(cmd.key, lease!);
+      } else this.dropLease(cmd.key);
       this.handOff(cmd.key, idx, post.nowMs, stamp);
       if (!this.endedAsModelled(at, 'release', cmd.key, lease!.token, qv, pre, post)) return;
       this.remember(cmd.owner, cmd.requestId, 'release', cmd.key, cmd.token, releaseOutcome(r), idx, post.nowMs);
@@ -1253,9 +1280,13 @@ export class LockOracle implements GroupHost {
     for (const t of named) this.revokedAt.set(`${cmd.key}#${t}`, idx);
     if (named.length === 0) return this.unchanged(at, cmd.key, pv, qv, pre, post);
     this.stats.holdsRevoked += named.length;
-    // The model: the holds end with no lock-delay (a revoke is no expiry), and the line is served.
+    // The model: the holds end with no lock-delay (a revoke is no expiry; a run-out hold, from level 5, as
+    // its expiry would), and the line is served.
     if (group) return this.groups.judgeRevoke(at, idx, cmd.key, named, post.nowMs, stamp);
-    this.dropLease(cmd.key);
+    if (this.endsExpired(lease!, post.nowMs, false)) {
+      this.minHold(at, cmd.key, lease!, stamp, 'ended as expired by a late revoke');
+      this.endExpired(cmd.key, lease!);
+    } else this.dropLease(cmd.key);
     this.handOff(cmd.key, idx, post.nowMs, stamp);
     this.endedAsModelled(at, 'revoke', cmd.key, lease!.token, qv, pre, post);
   }

@@ -384,7 +384,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     patches: [
       {
         file: 'machine.ts',
-        find: `    result.revoked.push(BigInt(lease.fencingToken));\n    removeLease(this.s, lease, false, 'REVOKED');\n    const decided: WaiterDecision[] = [];\n    handOff(this.s, command.key, index, decided);\n    if (decided.length > 0) result.decided = decided;\n    return result;\n`,
+        find: `    result.revoked.push(BigInt(lease.fencingToken));\n    removeLease(this.s, lease, endsExpired(this.s, lease, false), 'REVOKED');\n    const decided: WaiterDecision[] = [];\n    handOff(this.s, command.key, index, decided);\n    if (decided.length > 0) result.decided = decided;\n    return result;\n`,
         replace: `    result.revoked.push(BigInt(lease.fencingToken));\n    return result;\n`,
       },
     ],
@@ -399,8 +399,8 @@ export const LOCK_MUTANTS: LockMutant[] = [
     patches: [
       {
         file: 'machine-groups.ts',
-        find: `    removeHold(s, group, hold, false, 'REVOKED');\n  }\n  const decided: WaiterDecision[] = [];\n  handOffMany(s, group, index, decided);\n  if (decided.length > 0) result.decided = decided;\n  return result;\n`,
-        replace: `    removeHold(s, group, hold, false, 'REVOKED');\n  }\n  markGrantable(s, group);\n  tidy(s, group);\n  return result;\n`,
+        find: `    removeHold(s, group, hold, endsExpired(s, hold, false), 'REVOKED');\n  }\n  const decided: WaiterDecision[] = [];\n  handOffMany(s, group, index, decided);\n  if (decided.length > 0) result.decided = decided;\n  return result;\n`,
+        replace: `    removeHold(s, group, hold, endsExpired(s, hold, false), 'REVOKED');\n  }\n  markGrantable(s, group);\n  tidy(s, group);\n  return result;\n`,
       },
     ],
   },

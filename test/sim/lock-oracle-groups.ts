@@ -42,6 +42,8 @@ export interface GroupHost {
   readonly checksExtension: boolean;
   /** Cluster level 4 reached: an owner's own hold is replaced only by a request under its session. */
   readonly supersedeSameSessionOnly: boolean;
+  /** How a hold ends: as expired (into its lock-delay) or not — LockOracle's one rule (level 5). */
+  endsExpired(held: OracleLease, nowMs: number, expiry: boolean): boolean;
   /** The key's mutex lease (no group), if any. */
   leaseOf(key: string): OracleLease | undefined;
   decide(key: string, idx: number, w: OracleWaiter, outcome: string, cancelled: boolean, nowMs: number): void;
@@ -311,7 +313,9 @@ export class GroupOracle {
         `controlled release: ${at} release of ${cmd.key} by ${cmd.owner} token ${cmd.token} answered ${got}; the model says ${want} (${this.describe(g, nowMs)})`,
       );
     if (reason === 'UNSPECIFIED') {
-      this.remove(g, hold!, false);
+      const expired = this.host.endsExpired(hold!, nowMs, false);
+      if (expired) this.host.minHold(at, cmd.key, hold!, stamp, 'ended as expired by a late release');
+      this.remove(g, hold!, expired);
       this.handOff(g, idx, nowMs, stamp, at);
     }
     this.host.remember(cmd.owner, cmd.requestId, 'release', cmd.key, cmd.token, got, idx, nowMs);
@@ -367,17 +371,18 @@ export class GroupOracle {
     return this.before.get(key)?.line ?? [];
   }
 
-  /** A revoke ended `tokens` of `key` (LockOracle checked that they are the ones it names): no lock-delay,
-   *  then the line is served, run-out holds swept first, as after a release. */
+  /** A revoke ended `tokens` of `key` (LockOracle checked that they are the ones it names): no lock-delay
+   *  (a run-out hold, from level 5, into its delay as its expiry would), then the line is served, run-out
+   *  holds swept first, as after a release. */
   judgeRevoke(at: string, idx: number, key: string, tokens: readonly bigint[], nowMs: number, stamp: StampWindow): void {
     const g = this.groups.get(key)!;
     this.stats.groupRevokes++;
-    for (const token of tokens)
-      this.remove(
-        g,
-        g.holds.find((x) => x.token === token)!,
-        false,
-      );
+    for (const token of tokens) {
+      const hold = g.holds.find((x) => x.token === token)!;
+      const expired = this.host.endsExpired(hold, nowMs, false);
+      if (expired) this.host.minHold(at, key, hold, stamp, 'ended as expired by a late revoke');
+      this.remove(g, hold, expired);
+    }
     this.handOff(g, idx, nowMs, stamp, at);
   }
 

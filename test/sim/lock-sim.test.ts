@@ -113,6 +113,10 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
         'delaysStarted',
         'delayRefusals',
         'undelays',
+        // a holder that comes back late (issue 38): abandoned holds released or closed after they ran out,
+        // which the entry ends as expired, into its lock-delay
+        'lateEndsSent',
+        'lateEnds',
         // keys with many holds (lock-oracle-groups.ts): grants, hand-offs, waits and refusals, supersedes, the
         // deliberate limit mismatches, groups that became free keys again, shared holds together
         'groupGrants',

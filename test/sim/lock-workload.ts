@@ -316,6 +316,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
       this.resource,
       (tag, detail) => this.sim.trace.add(this.sim.now, '', tag, detail),
       SimRng.derive(seed, 'lock-revoke'),
+      SimRng.derive(seed, 'lock-late'),
     );
     this.limits =
       profile.limits === null
