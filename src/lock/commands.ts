@@ -31,10 +31,13 @@
 //     waitMs:uvarint lockDelayMs:uvarint value:bytes sessionId:uvarint (0 = none; then ttlMs 0)
 //     limit:uvarint (1 = one exclusive hold or many shared ones, 2..1000 = a semaphore) shared:u8 (0/1)
 //  22 handOff    key:str (level 3): grant the next head of a key with many holds that fits (holds.ts)
+//  23 revoke that is deduplicated (level 5): key:str token:uvarint64 (0 = every hold) owner:str (who revokes:
+//     its request ids' namespace, '' = the one every caller without an identity shares) requestId:str
+//     ('' = none: not deduplicated)
 // str = uvarint byte length + UTF-8. The tag doubles as the format version: a changed layout gets a new
 // tag, so old entries in the log keep decoding exactly as they did when they were first applied.
 import { ByteReader, ByteWriter, MAX_UINT64, utf8ByteLength } from './bytes.js';
-import { BASE_LEVEL, BUILD_LEVEL, LEVEL_CLOCK_PROGRESS, LEVEL_MANY_HOLDERS } from './versions.js';
+import { BASE_LEVEL, BUILD_LEVEL, LEVEL_CLOCK_PROGRESS, LEVEL_MANY_HOLDERS, LEVEL_REVOKE_ONCE } from './versions.js';
 
 /** Limits enforced by the codec itself. Fixed in code (not config) so every replica judges alike;
  *  the server's configurable limits (validate.ts) are at least as strict. */
@@ -148,12 +151,19 @@ export interface ExpireCommand {
 }
 
 /** Ends `key`'s hold as if it ran out, but with no lock-delay (SPEC "Revoke"; an operator's call): the
- *  hold with `token`, or whatever hold the key has when `token` is 0. Encoded as tag 18. */
+ *  hold with `token`, or whatever hold the key has when `token` is 0. Encoded as tag 18; with a
+ *  `requestId` (even '') as tag 23 (cluster level 5), whose first outcome the machine remembers by
+ *  (owner, requestId) like any mutation's, so a retry answers it and ends nothing new. */
 export interface RevokeCommand {
   type: 'revoke';
   timeMs: number;
   key: string;
   token: bigint;
+  /** Tag 23: who revokes (the caller's certificate CN under owner binding): the namespace of its request
+   *  ids in the dedup table. '' = none (every such caller shares one; no owner of a hold is ''). */
+  owner?: string;
+  /** Tag 23: the request id ('' = none: not remembered). Absent: tag 18, never deduplicated. */
+  requestId?: string;
 }
 
 /** Why a waiter leaves its line without a grant. */
@@ -294,6 +304,7 @@ const TAG_LEVELS: ReadonlyMap<number, number> = new Map([
   [20, LEVEL_CLOCK_PROGRESS],
   [21, LEVEL_MANY_HOLDERS],
   [22, LEVEL_MANY_HOLDERS],
+  [23, LEVEL_REVOKE_ONCE],
 ]);
 /** A node id (src/config/node-id.ts: a DNS label of 1-63 characters; the codec checks the length only). */
 const MAX_MEMBER_ID_BYTES = 63;
@@ -309,6 +320,8 @@ const TAG_OPTIONS_ACQUIRE = 11;
 const TAG_SESSION_ACQUIRE = 17;
 /** An acquire of one of many holds: a semaphore's or a shared one (see the header). */
 const TAG_GROUP_ACQUIRE = 21;
+/** A revoke with who revokes and its request id: deduplicated (see the header). */
+const TAG_REVOKE_ONCE = 23;
 const DEQUEUE_CAUSES: readonly DequeueCause[] = ['deadline', 'cancel'];
 
 /** Why `command` breaks the wire limits, or null when it is encodable. Shared by encode and applyCommand. */
@@ -332,7 +345,13 @@ export function wireLimitViolation(command: LockCommand): string | null {
       return stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ?? tokenViolation(command.token);
     case 'revoke':
       return (
-        stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ?? (command.token === 0n ? null : tokenViolation(command.token))
+        stringViolation('key', command.key, 1, WIRE_LIMITS.maxKeyBytes) ??
+        (command.token === 0n ? null : tokenViolation(command.token)) ??
+        (command.requestId === undefined
+          ? command.owner === undefined
+            ? null
+            : 'owner needs a requestId (tag 23)'
+          : (stringViolation('owner', command.owner ?? '', 0, WIRE_LIMITS.maxOwnerBytes) ?? requestIdViolation(command.requestId)))
       );
     case 'acquire':
       return (
@@ -478,9 +497,16 @@ export function encodeCommand(command: LockCommand): Uint8Array {
       out.string(command.requestId);
       break;
     case 'expire':
+      out.string(command.key);
+      out.bigUint(command.token);
+      break;
     case 'revoke':
       out.string(command.key);
       out.bigUint(command.token);
+      if (command.requestId !== undefined) {
+        out.string(command.owner ?? '');
+        out.string(command.requestId);
+      }
       break;
     case 'forget':
       out.uint(command.upToMs);
@@ -506,6 +532,7 @@ const KNOWN_TAGS: ReadonlySet<number> = new Set([
   TAG_OPTIONS_ACQUIRE,
   TAG_SESSION_ACQUIRE,
   TAG_GROUP_ACQUIRE,
+  TAG_REVOKE_ONCE,
 ]);
 /** The newest tag this build reads (the tag is the format version: a newer build adds higher ones). */
 export const NEWEST_COMMAND_TAG = Math.max(...KNOWN_TAGS);
@@ -644,10 +671,15 @@ export function decodeCommand(bytes: Uint8Array, readLevel = BUILD_LEVEL): LockC
       command = { type: 'expire', timeMs, key, token: readToken(input) };
       break;
     }
-    case TAGS.revoke: {
+    case TAGS.revoke:
+    case TAG_REVOKE_ONCE: {
       const key = readKey(input);
       // 0 = whatever hold the key has.
       command = { type: 'revoke', timeMs, key, token: input.bigUint() };
+      if (tag === TAG_REVOKE_ONCE) {
+        command.owner = input.string(WIRE_LIMITS.maxOwnerBytes);
+        command.requestId = readRequestId(input);
+      }
       break;
     }
     case TAGS.termStart:
@@ -706,6 +738,7 @@ function sessionIdViolation(sessionId: unknown): string | null {
 }
 
 function tagOf(command: LockCommand): number {
+  if (command.type === 'revoke') return command.requestId === undefined ? TAGS.revoke : TAG_REVOKE_ONCE;
   if (command.type !== 'acquire') return TAGS[command.type];
   if (isGroupAcquire(command)) return TAG_GROUP_ACQUIRE;
   if ((command.sessionId ?? 0) > 0) return TAG_SESSION_ACQUIRE;

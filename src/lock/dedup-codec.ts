@@ -1,5 +1,7 @@
 // The bytes of one remembered outcome, as the snapshot stores it (snapshot.ts):
 //   owner:str requestId:str | now-recordedAt | type:u8 key:str token:uvarint64 outcome
+// type 0 acquire, 1 renew, 2 release, 3 revoke (cluster level 5, snapshot version 9: its outcome is
+// count:uvarint token:uvarint64*, the tokens it ended in token order).
 // The dedup table keeps every record in exactly these bytes (without the time, which it keeps apart), so
 // a record costs about its snapshot size in memory and a snapshot copies records instead of re-encoding.
 import type { ByteReader, ByteWriter } from './bytes.js';
@@ -7,7 +9,9 @@ import { WIRE_LIMITS } from './commands.js';
 import type { DedupOperation, DedupRecord } from './dedup.js';
 import { REFUSAL_REASONS, type RefusalReason } from './types.js';
 
-const DEDUP_TYPES: readonly DedupOperation[] = ['acquire', 'renew', 'release'];
+const DEDUP_TYPES: readonly DedupOperation[] = ['acquire', 'renew', 'release', 'revoke'];
+/** A revoke ends at most one key's holds: no more than a semaphore's limit. */
+const MAX_REVOKED = WIRE_LIMITS.maxHoldLimit;
 
 /** The identity part: what a lookup by (owner, request_id) compares. */
 export function writeDedupIdentity(out: ByteWriter, owner: string, requestId: string): void {
@@ -45,6 +49,10 @@ export function writeDedupBody(out: ByteWriter, record: DedupRecord): void {
       out.byte(REFUSAL_REASONS.indexOf(o.reason));
       break;
     }
+    case 'revoke':
+      out.uint(record.outcome.revoked.length);
+      for (const token of record.outcome.revoked) out.bigUint(token);
+      break;
   }
 }
 
@@ -76,18 +84,29 @@ export function readDedupBody(input: ByteReader, identity: { owner: string; requ
       return { ...base, type, outcome: { renewed: flag(input), ttlMs: input.uint(), expiresAtMs: input.uint(), reason: reason(input) } };
     case 'release':
       return { ...base, type, outcome: { released: flag(input), reason: reason(input) } };
+    case 'revoke': {
+      const revoked: bigint[] = [];
+      for (let i = revokedCount(input); i > 0; i--) revoked.push(input.bigUint());
+      return { ...base, type, outcome: { revoked } };
+    }
   }
 }
 
 /**
  * Checks the body readDedupBody would read — the same fields, limits and errors — without building the
  * record: a restore copies a checked record's bytes straight into the dedup table (they are canonical, so
- * they are exactly what writeDedupBody would write for it).
+ * they are exactly what writeDedupBody would write for it). `revokes`: whether the snapshot's version has
+ * revoke records (9, cluster level 5); an older one has none.
  */
-export function skipDedupBody(input: ByteReader): void {
+export function skipDedupBody(input: ByteReader, revokes = true): void {
   const type = DEDUP_TYPES[input.byte()] ?? input.fail('unknown dedup record type');
+  if (type === 'revoke' && !revokes) input.fail('a revoke dedup record in a snapshot version older than 9');
   input.skipString(WIRE_LIMITS.maxKeyBytes);
   input.skipBigUint();
+  if (type === 'revoke') {
+    for (let i = revokedCount(input); i > 0; i--) input.skipBigUint();
+    return;
+  }
   flag(input);
   switch (type) {
     case 'acquire':
@@ -112,6 +131,12 @@ export function skipDedupBody(input: ByteReader): void {
 export function skipDedupIdentity(input: ByteReader): void {
   input.skipString(WIRE_LIMITS.maxOwnerBytes);
   input.skipString(WIRE_LIMITS.maxRequestIdBytes);
+}
+
+function revokedCount(input: ByteReader): number {
+  const count = input.uint();
+  if (count > MAX_REVOKED) input.fail(`a revoke of ${count} holds (at most ${MAX_REVOKED})`);
+  return count;
 }
 
 function flag(input: ByteReader): boolean {

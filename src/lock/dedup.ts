@@ -1,4 +1,4 @@
-// Remembered outcomes of acquire/renew/release by (owner, request_id), so a retried request (lost response,
+// Remembered outcomes of acquire/renew/release/revoke by (owner, request_id), so a retried request (lost response,
 // timeout) gets its first outcome back instead of being applied twice (SPEC: "retries are safe").
 //
 // Bounded by log time: a record is forgotten once `windowMs` of log time has passed since it was made.
@@ -15,7 +15,7 @@
 import { ByteReader, ByteWriter } from './bytes.js';
 import { readDedupBody, readDedupIdentity, writeDedupBody, writeDedupIdentity } from './dedup-codec.js';
 import type { DedupRecordSink } from './snapshot.js';
-import type { AcquireOutcome, ReleaseOutcome, RenewOutcome } from './types.js';
+import type { AcquireOutcome, ReleaseOutcome, RenewOutcome, RevokeOutcome } from './types.js';
 
 interface DedupIdentity {
   owner: string;
@@ -23,12 +23,18 @@ interface DedupIdentity {
   /** Log time when the first outcome was produced. */
   recordedAtMs: number;
   key: string;
-  /** The token the request named (renew/release); 0n for acquire. Part of the request's identity. */
+  /** The token the request named (renew/release; revoke: 0n = every hold); 0n for acquire. Part of the
+   *  request's identity. */
   token: bigint;
 }
 
 export type DedupRecord = DedupIdentity &
-  ({ type: 'acquire'; outcome: AcquireOutcome } | { type: 'renew'; outcome: RenewOutcome } | { type: 'release'; outcome: ReleaseOutcome });
+  (
+    | { type: 'acquire'; outcome: AcquireOutcome }
+    | { type: 'renew'; outcome: RenewOutcome }
+    | { type: 'release'; outcome: ReleaseOutcome }
+    | { type: 'revoke'; outcome: RevokeOutcome }
+  );
 
 export type DedupOperation = DedupRecord['type'];
 

@@ -61,6 +61,7 @@ export type {
   AcquireOutcome,
   RenewOutcome,
   ReleaseOutcome,
+  RevokeOutcome,
   AcquireResult,
   RenewResult,
   ReleaseResult,

@@ -347,7 +347,7 @@ export function expireInGroup(s: MachineState, index: number, command: ExpireCom
 /** A `revoke` of a key with many holds: the hold with that token, or every hold (token 0), ends with no
  *  lock-delay (one that had run out, as its expiry would: endsExpired), and the line is served. */
 export function revokeInGroup(s: MachineState, index: number, command: RevokeCommand, group: KeyGroup): RevokeResult {
-  const result: RevokeResult = { type: 'revoke', index, key: command.key, revoked: [] };
+  const result: RevokeResult = { type: 'revoke', index, replayed: false, key: command.key, revoked: [] };
   settleGroup(s, group);
   const ending = group.holds.filter((h) => command.token === 0n || BigInt(h.fencingToken) === command.token);
   if (ending.length === 0) return result;

@@ -19,6 +19,11 @@
 //            it ends the lease exactly as expire would — into its lock-delay (see `delay`). Reasons:
 //            NOT_HELD > WRONG_OWNER > WRONG_TOKEN (never EXPIRED).
 //   expire   removes the lease only if it still has that token and its deadline has passed.
+//   revoke   an operator's call: ends the key's hold with that token (0: every hold), a live one with no
+//            lock-delay (see `delay`), and hands the key to its line in that entry. From cluster level 5 the
+//            entry (tag 23) carries who revokes and its request id, and its first outcome is remembered in
+//            the dedup table like every mutation's: a retry answers it (replayed) and ends nothing — not a
+//            hold granted since. A tag-23 revoke below level 5 is refused (CLUSTER_LEVEL).
 //   first entry of a higher raft term starts a lease epoch: see epoch.ts and LEASES.md.
 //   time     at the first entry of a term, log time becomes max(log time, stamp). Within a term, at cluster
 //            level 1 it is max(log time, stamp); from level 2 (versions.ts) it advances by how far the stamp
@@ -122,7 +127,14 @@ import { FreeKeys } from './free-keys.js';
 import { DedupTable } from './dedup.js';
 import { SNAPSHOT_SLICE_ITEMS, SnapshotWriter } from './snapshot-writer.js';
 import { DEFAULT_LOCK_MACHINE_OPTIONS } from './types.js';
-import { BASE_LEVEL, LEVEL_CLOCK_PROGRESS, LEVEL_LATE_END_EXPIRES, LEVEL_MANY_HOLDERS, LEVEL_SUPERSEDE_SAME_SESSION } from './versions.js';
+import {
+  BASE_LEVEL,
+  LEVEL_CLOCK_PROGRESS,
+  LEVEL_LATE_END_EXPIRES,
+  LEVEL_MANY_HOLDERS,
+  LEVEL_REVOKE_ONCE,
+  LEVEL_SUPERSEDE_SAME_SESSION,
+} from './versions.js';
 import type {
   AcquireOutcome,
   AcquireResult,
@@ -1043,12 +1055,38 @@ export class LockMachine {
 
   /** An operator ends a hold (SPEC "Revoke"): as if it ran out, but with no lock-delay — the key goes to
    *  its line at once; the revoked holder's writes are refused by the resource once the next is granted. A
-   *  hold that had run out already ends as its expiry would, into its lock-delay (endsExpired, level 5). */
-  private revoke(index: number, command: RevokeCommand): RevokeResult {
+   *  hold that had run out already ends as its expiry would, into its lock-delay (endsExpired, level 5).
+   *  A revoke with a request id (tag 23, level 5) is remembered like any mutation: a retry of it answers its
+   *  first outcome and ends nothing, not even a hold granted since (the header's `revoke`). */
+  private revoke(index: number, command: RevokeCommand): RevokeResult | ErrorResult {
+    const owner = command.owner ?? '';
+    if (command.requestId !== undefined) {
+      if (this.clusterLevelValue < LEVEL_REVOKE_ONCE) {
+        // A snapshot below level 5 has no place for a revoke's record: replicas restored from one would
+        // disagree with those that applied it.
+        return {
+          type: 'error',
+          index,
+          code: 'CLUSTER_LEVEL',
+          message: `a revoke with a request id needs cluster level ${LEVEL_REVOKE_ONCE} (every member upgraded); the cluster is at ${this.clusterLevelValue}`,
+        };
+      }
+      const replay = this.replay(index, 'revoke', owner, command.requestId, command.key, command.token);
+      if (replay !== null) return replay as RevokeResult | ErrorResult;
+    }
     const group = this.s.groups.get(command.key);
-    if (group !== undefined) return revokeInGroup(this.s, index, command, group);
+    const result = group !== undefined ? revokeInGroup(this.s, index, command, group) : this.revokeMutex(index, command);
+    if (command.requestId !== undefined)
+      this.s.remember(
+        { owner, requestId: command.requestId, key: command.key },
+        { type: 'revoke', outcome: { revoked: result.revoked }, token: command.token },
+      );
+    return result;
+  }
+
+  private revokeMutex(index: number, command: RevokeCommand): RevokeResult {
     const lease = this.s.leaseOf(command.key);
-    const result: RevokeResult = { type: 'revoke', index, key: command.key, revoked: [] };
+    const result: RevokeResult = { type: 'revoke', index, replayed: false, key: command.key, revoked: [] };
     if (lease === undefined || (command.token !== 0n && BigInt(lease.fencingToken) !== command.token)) return result;
     result.revoked.push(BigInt(lease.fencingToken));
     removeLease(this.s, lease, endsExpired(this.s, lease, false), 'REVOKED');
@@ -1095,6 +1133,8 @@ export class LockMachine {
         return { type: 'renew', index, replayed: true, ...record.outcome };
       case 'release':
         return { type: 'release', index, replayed: true, key, ...record.outcome };
+      case 'revoke':
+        return { type: 'revoke', index, replayed: true, key, revoked: record.outcome.revoked };
     }
   }
 }

@@ -29,6 +29,7 @@ import {
   SNAPSHOT_VERSION_WITH_DELAYS,
   SNAPSHOT_VERSION_WITH_GROUPS,
   SNAPSHOT_VERSION_WITH_LEVEL,
+  SNAPSHOT_VERSION_WITH_REVOKES,
   writeGroups,
   SNAPSHOT_VERSION_WITH_SESSIONS,
   SNAPSHOT_VERSION_WITH_WAITERS,
@@ -42,7 +43,7 @@ import {
   type DecodedFreeKey,
   type SnapshotHeader,
 } from './snapshot.js';
-import { BASE_LEVEL, LEVEL_MANY_HOLDERS } from './versions.js';
+import { BASE_LEVEL, LEVEL_MANY_HOLDERS, LEVEL_REVOKE_ONCE } from './versions.js';
 import type { GroupHold, KeyGroup } from './holds.js';
 
 /** Keys (or dedup records) one slice handles: ~2-5 ms of work on a slow shared core (measured with
@@ -136,7 +137,9 @@ export class SnapshotWriter {
         writeGroups(tail, [...(source.groups?.values() ?? [])], this.header.nowMs, (hold: GroupHold) => source.timesOf?.(hold) ?? hold);
       this.waiterBytes = tail.finish();
       version = withGroups
-        ? SNAPSHOT_VERSION_WITH_GROUPS
+        ? this.header.clusterLevel >= LEVEL_REVOKE_ONCE
+          ? SNAPSHOT_VERSION_WITH_REVOKES
+          : SNAPSHOT_VERSION_WITH_GROUPS
         : withLevel
           ? SNAPSHOT_VERSION_WITH_LEVEL
           : withSessions

@@ -39,6 +39,8 @@
 //               deadline-now:svarint observedMs now-observeFrom shared:u8 lockDelayMs value:bytes
 //               sessionId:uvarint)*)*
 //   holds in token order; a hold under a session has its lease times written as 0, as in version 6.
+// Version 9 (cluster level 5) is written once the cluster is at level 5: laid out as 8, but its dedup records
+// may be revokes' (type 3, dedup-codec.ts), which no older version holds.
 // Why sections: a section is sorted and written on its own (~256-512 keys), so a snapshot of a million keys
 // is written in slices, with copy-on-write per section (snapshot-writer.ts), never one global sort.
 // Version 2 had one global owner table, then all leases and all free keys sorted by key, then the watermark;
@@ -54,7 +56,7 @@ import type { LeaseTimes } from './epoch.js';
 import { WIRE_LIMITS } from './commands.js';
 import { Waiter } from './wait-line.js';
 import { Session } from './session.js';
-import { BASE_LEVEL, BUILD_LEVEL, LEVEL_CLOCK_PROGRESS, LEVEL_MANY_HOLDERS } from './versions.js';
+import { BASE_LEVEL, BUILD_LEVEL, LEVEL_CLOCK_PROGRESS, LEVEL_MANY_HOLDERS, LEVEL_REVOKE_ONCE } from './versions.js';
 import { GroupHold, KeyGroup } from './holds.js';
 
 const MAGIC = [0x4c, 0x48, 0x53]; // "LHS"
@@ -73,12 +75,15 @@ export const SNAPSHOT_VERSION_WITH_SESSIONS = 6;
 export const SNAPSHOT_VERSION_WITH_LEVEL = 7;
 /** Version 7 plus keys with many holds (holds.ts); written from cluster level 3 on. */
 export const SNAPSHOT_VERSION_WITH_GROUPS = 8;
+/** Version 8 whose dedup records may be revokes' (dedup-codec.ts); written from cluster level 5 on. */
+export const SNAPSHOT_VERSION_WITH_REVOKES = 9;
 
 /** A node id's longest form (src/config/node-id.ts), as the memberRan entry bounds it. */
 const MAX_MEMBER_ID_BYTES = 63;
 
 /** The newest snapshot version a build reading cluster level `readLevel` reads. */
 function newestVersionFor(readLevel: number): number {
+  if (readLevel >= LEVEL_REVOKE_ONCE) return SNAPSHOT_VERSION_WITH_REVOKES;
   if (readLevel >= LEVEL_MANY_HOLDERS) return SNAPSHOT_VERSION_WITH_GROUPS;
   return readLevel >= LEVEL_CLOCK_PROGRESS ? SNAPSHOT_VERSION_WITH_LEVEL : SNAPSHOT_VERSION_WITH_SESSIONS;
 }
@@ -385,7 +390,7 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink, readL
     forgottenWatermark = version === 1 ? 0 : input.uint();
   }
   if (forgottenWatermark > appliedIndex) input.fail(`watermark ${forgottenWatermark} is beyond index ${appliedIndex}`);
-  fields.dedup(bytes, dedupSink);
+  fields.dedup(bytes, dedupSink, version >= SNAPSHOT_VERSION_WITH_REVOKES);
   const waiters: Waiter[] = [];
   const holdDelays: [string, number][] = [];
   const keyDelays: [string, number][] = [];
@@ -397,12 +402,18 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink, readL
   const ranMembers: string[] = [];
   const groups: KeyGroup[] = [];
   const groupHoldSessions = new Map<GroupHold, number>();
-  if (version === SNAPSHOT_VERSION_WITH_LEVEL || version === SNAPSHOT_VERSION_WITH_GROUPS) {
-    fields.waiters(waiters, true, true, version === SNAPSHOT_VERSION_WITH_GROUPS);
+  const withGroups = version === SNAPSHOT_VERSION_WITH_GROUPS || version === SNAPSHOT_VERSION_WITH_REVOKES;
+  if (version === SNAPSHOT_VERSION_WITH_LEVEL || withGroups) {
+    fields.waiters(waiters, true, true, withGroups);
     fields.delays(holdDelays, keyDelays, holdValues);
     fields.sessions(sessions, sessionHolds);
     clusterLevel = input.uint();
-    const lowest = version === SNAPSHOT_VERSION_WITH_GROUPS ? LEVEL_MANY_HOLDERS : BASE_LEVEL + 1;
+    const lowest =
+      version === SNAPSHOT_VERSION_WITH_REVOKES
+        ? LEVEL_REVOKE_ONCE
+        : version === SNAPSHOT_VERSION_WITH_GROUPS
+          ? LEVEL_MANY_HOLDERS
+          : BASE_LEVEL + 1;
     if (clusterLevel < lowest || clusterLevel > readLevel)
       input.fail(`cluster level ${clusterLevel} in a version ${version} snapshot (this build reads up to ${readLevel})`);
     termLastStampMs = input.uint();
@@ -412,7 +423,7 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink, readL
       if (id.length === 0 || (i > 0 && !(ranMembers[i - 1]! < id))) input.fail('member ids are not sorted, distinct and non-empty');
       ranMembers.push(id);
     }
-    if (version === SNAPSHOT_VERSION_WITH_GROUPS) fields.groups(groups, groupHoldSessions);
+    if (withGroups) fields.groups(groups, groupHoldSessions);
   } else if (version === SNAPSHOT_VERSION_WITH_SESSIONS) {
     fields.waiters(waiters, true, true);
     fields.delays(holdDelays, keyDelays, holdValues);
@@ -505,8 +516,9 @@ class FieldReader {
     }
   }
 
-  /** `bytes` is what the reader reads: the ranges handed to the sink are offsets in it. */
-  dedup(bytes: Uint8Array, sink: DedupRecordSink): void {
+  /** `bytes` is what the reader reads: the ranges handed to the sink are offsets in it. `revokes`: the
+   *  version may hold revoke records (9). */
+  dedup(bytes: Uint8Array, sink: DedupRecordSink, revokes: boolean): void {
     const input = this.input;
     const dedupCount = countOf(input);
     sink.reserve(dedupCount, input.remaining);
@@ -519,7 +531,7 @@ class FieldReader {
       if (recordedAtMs < previousRecordedAtMs) input.fail('dedup records are not in time order');
       previousRecordedAtMs = recordedAtMs;
       const bodyStart = input.position;
-      skipDedupBody(input);
+      skipDedupBody(input, revokes);
       sink.record(bytes, start, split, bodyStart, input.position, recordedAtMs);
     }
   }

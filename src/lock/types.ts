@@ -37,6 +37,12 @@ export interface ReleaseOutcome {
   reason: RefusalReason;
 }
 
+/** What a revoke answers, and what the dedup table keeps of a deduplicated one (tag 23). */
+export interface RevokeOutcome {
+  /** The tokens of the holds it ended (none: the key had no such hold). */
+  revoked: bigint[];
+}
+
 /**
  * A waiter that left its line in this entry (wait-line.ts): granted by a hand-off, refused at its wait
  * deadline, or cancelled. Whoever holds the waiter's call answers it with `outcome` — on any node, from any
@@ -92,11 +98,9 @@ export interface ExpireResult extends ResultBase {
   token: bigint;
 }
 
-export interface RevokeResult extends ResultBase {
+export interface RevokeResult extends ReplayableResult, RevokeOutcome {
   type: 'revoke';
   key: string;
-  /** The token of the hold it ended (none: the key had no such hold). */
-  revoked: bigint[];
   /** The waiter the key was handed to (or refused on the way), as for a release. */
   decided?: WaiterDecision[];
 }

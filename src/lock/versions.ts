@@ -22,12 +22,18 @@
 //     the dedup window and under an old session the elections had kept alive, took the key's token from the
 //     owner's newer hold; that hold's client still trusted it while its room went to another (lock
 //     simulation seed 3516: three holders of a semaphore of two).
-//   Level 5 adds a rule every replica must apply alike:
-//   - a hold that ran out by log time ends as EXPIRED whichever entry ends it — its lock-delay begins, from
-//     its end, as the expiry's would. Before it, a late `closeSession` of a run-out session (its
-//     expireSession not applied yet), a `release` of a run-out lease, or a `revoke` of one ended it with
-//     no delay: a holder that came back late skipped the delay that exists for a holder that went away
-//     (machine-leases.ts `endsExpired`; issue 38).
+//   Level 5 adds:
+//   - tag 23: a revoke that carries who revokes and its request id (commands.ts). The machine remembers its
+//     first outcome in the dedup table like every other mutation's, so a retry with the same request id
+//     answers that outcome and ends nothing new (before it, a retried "revoke every hold of this key" could
+//     end a hold granted in between). The leader proposes it once the cluster is at 5, the older tag 18
+//     below; the machine refuses a tag-23 revoke below level 5;
+//   - snapshot version 9 (8 whose dedup records may be revokes'): written once the cluster is at 5;
+//   - a rule every replica must apply alike: a hold that ran out by log time ends as EXPIRED whichever
+//     entry ends it — its lock-delay begins, from its end, as the expiry's would. Before it, a late
+//     `closeSession` of a run-out session (its expireSession not applied yet), a `release` of a run-out
+//     lease, or a `revoke` of one ended it with no delay: a holder that came back late skipped the delay
+//     that exists for a holder that went away (machine-leases.ts `endsExpired`; issue 38).
 export const BUILD_LEVEL = 5;
 
 /** Builds from before the gate, which announce nothing. */
@@ -42,6 +48,9 @@ export const LEVEL_MANY_HOLDERS = 3;
 /** The level from which an owner supersedes its own hold only under the same session (machine-leases.ts
  *  `supersedes`). */
 export const LEVEL_SUPERSEDE_SAME_SESSION = 4;
+
+/** The level that introduced the revoke deduplicated by its request id (tag 23, snapshot version 9). */
+export const LEVEL_REVOKE_ONCE = 5;
 
 /** The level from which a hold that ran out by log time ends as expired (its lock-delay begins), whichever
  *  entry ends it: a late close, release or revoke too (machine-leases.ts `endsExpired`). */

@@ -48,7 +48,8 @@
 //    judges every entry on a key that is a group in the model and every acquire naming a limit or shared.
 //  - REVOKE (SPEC "Revoke"; an operator's call): it ends the key's hold with its token (0: every hold of
 //    the key, run-out ones included) with no lock-delay (a run-out one, from level 5, into its delay as its
-//    expiry would), and the key goes to its line in the same
+//    expiry would); from level 5 its entry carries a request id and, like every mutation, a retry inside
+//    the dedup window gets its first outcome back and ends nothing; the key goes to its line in the same
 //    entry as after a release (a group's line: one grant, run-out holds swept first); a revoke naming no hold
 //    changes nothing. The named invariant `revoke`, on what the machine did: the entry answers exactly the
 //    named holds revoked, none of them is still held after it, the key's line is served in it (the first
@@ -133,7 +134,7 @@ export interface OracleWaiter {
 interface OracleDedup {
   owner: string;
   requestId: string;
-  type: 'acquire' | 'renew' | 'release';
+  type: 'acquire' | 'renew' | 'release' | 'revoke';
   key: string;
   token: bigint;
   outcome: string;
@@ -183,6 +184,8 @@ export interface OracleStats {
   revokeEntries: number;
   holdsRevoked: number;
   revokeHandOffs: number;
+  /** Revoke entries that were a retry's, answered with the first outcome (level 5). */
+  revokeReplays: number;
 }
 
 export function canonicalResult(r: LockResult): string {
@@ -196,7 +199,7 @@ export function canonicalResult(r: LockResult): string {
     case 'expire':
       return `expire@${r.index}|${r.expired}`;
     case 'revoke':
-      return `revoke@${r.index}|${r.key}|${r.revoked.join(',')}`;
+      return `revoke@${r.index}${r.replayed ? 'R' : ''}|${r.key}|${r.revoked.join(',')}`;
     case 'termStart':
       return `termStart@${r.index}|${r.leasesExtended}|${r.leasesEnded}`;
     case 'checkpoint':
@@ -278,6 +281,7 @@ export class LockOracle implements GroupHost {
     revokeEntries: 0,
     holdsRevoked: 0,
     revokeHandOffs: 0,
+    revokeReplays: 0,
   };
   /** `${key}#${token}` of every hold a revoke ended -> the revoking entry (named invariant `revoke`). */
   private readonly revokedAt = new Map<string, number>();
@@ -524,7 +528,7 @@ export class LockOracle implements GroupHost {
         return;
     }
     this.groups.checkDelayAfter(at, post.nowMs);
-    if (cmd.type === 'revoke' && result.type === 'revoke') this.checkRevokeServed(at, cmd.key, result, post);
+    if (cmd.type === 'revoke' && result.type === 'revoke' && !result.replayed) this.checkRevokeServed(at, cmd.key, result, post);
     if (this.violation !== null) return;
     const got = (result.decided ?? []).map(decisionText).join(' ; ');
     const want = this.expectDecided.join(' ; ');
@@ -1256,6 +1260,17 @@ export class LockOracle implements GroupHost {
     const pv = pre.views[k]!;
     const qv = post.views[k]!;
     this.stats.revokeEntries++;
+    // From level 5 (tag 23) a revoke is deduplicated by (owner, request id) like every mutation.
+    const owner = cmd.owner ?? '';
+    const requestId = cmd.requestId ?? '';
+    this.pruneDedup(post.nowMs);
+    if (r.replayed) {
+      if (cmd.requestId === undefined) return this.fail(`retries: ${at} replayed a revoke that carries no request id (tag 18)`);
+      this.stats.revokeReplays++;
+      return this.judgeReplay(at, owner, requestId, 'revoke', cmd.key, cmd.token, r.revoked.join(','), pre, post, k);
+    }
+    this.mustBeFresh(at, owner, requestId, 'revoke', cmd.key, cmd.token);
+    this.remember(owner, requestId, 'revoke', cmd.key, cmd.token, r.revoked.join(','), idx, post.nowMs);
     const group = this.groups.has(cmd.key);
     const lease = this.leases.get(cmd.key);
     // Every hold the key has, run out or not (the machine keeps one until an entry ends it), in token order.

@@ -50,7 +50,7 @@ export interface GroupHost {
   remember(
     owner: string,
     requestId: string,
-    type: 'acquire' | 'renew' | 'release',
+    type: 'acquire' | 'renew' | 'release' | 'revoke',
     key: string,
     token: bigint,
     outcome: string,

@@ -178,7 +178,7 @@ export class LockReplica implements SimStateMachine {
       const rk = cmd === null ? undefined : requestKeyOf(cmd);
       if (rk !== undefined) this.wl.requestAt.set(entry.index, rk);
       // A revoke ends holds behind their holders' backs: from here their trust and writes are not a holder's.
-      if (cmd?.type === 'revoke' && result.type === 'revoke' && result.revoked.length > 0)
+      if (cmd?.type === 'revoke' && result.type === 'revoke' && !result.replayed && result.revoked.length > 0)
         this.wl.clients.revoked(cmd.key, result.revoked, this.wl.sim.now);
       if (cmd?.type === 'acquire' && result.type === 'acquire' && result.waitTicket !== undefined)
         this.wl.servers.checks.queuedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), result.waitTicket);
@@ -698,7 +698,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
 function requestKeyOf(cmd: LockCommand): string | undefined {
   if (cmd.type === 'renewSession' || cmd.type === 'closeSession')
     return LockCallChecks.requestKey(cmd.owner, `${cmd.type}#${cmd.sessionId}`);
-  // A revoke carries no owner nor request_id in the log: it is known by what it names.
+  // A revoke is known by what it names (below cluster level 5 its entry carries no owner nor request id).
   if (cmd.type === 'revoke') return LockCallChecks.requestKey('', `revoke#${cmd.key}#${cmd.token}`);
   return 'requestId' in cmd ? LockCallChecks.requestKey(cmd.owner, cmd.requestId) : undefined;
 }

@@ -27,6 +27,9 @@ const samples: LockCommand[] = [
   { type: 'checkpoint', timeMs: WIRE_LIMITS.maxTimeMs },
   { type: 'clusterLevel', timeMs: NOW, level: 2 },
   { type: 'memberRan', timeMs: NOW, memberId: 'node-7' },
+  { type: 'revoke', timeMs: NOW, key: 'k', token: 0n },
+  { type: 'revoke', timeMs: NOW, key: 'k', token: 7n, owner: 'admin-cn', requestId: 'rv-1' },
+  { type: 'revoke', timeMs: NOW, key: 'k', token: 0n, owner: '', requestId: '' },
 ];
 
 function decodeFailure(bytes: Uint8Array): CommandDecodeError {
@@ -59,7 +62,7 @@ describe('command codec', () => {
     expect(() => decodeCommand(Uint8Array.of(NEWEST_COMMAND_TAG + 1))).toThrow(
       `lock command tag ${NEWEST_COMMAND_TAG + 1} is newer than this build reads (cluster level ${BUILD_LEVEL}, command tags up to ${NEWEST_COMMAND_TAG})`,
     );
-    expect(NEWEST_COMMAND_TAG).toBe(22);
+    expect(NEWEST_COMMAND_TAG).toBe(23);
     // A build of level 1 (versions.ts) reads neither tag 19 (clusterLevel) nor tag 20 (memberRan).
     const raise = encodeCommand({ type: 'clusterLevel', timeMs: NOW, level: 2 });
     expect(() => decodeCommand(raise, 1)).toThrow(
@@ -73,6 +76,17 @@ describe('command codec', () => {
     );
     expect(decodeCommand(ran)).toEqual({ type: 'memberRan', timeMs: NOW, memberId: 'n3' });
     expect(decodeFailure(Uint8Array.of(20, 0, 0)).message).toMatch(/memberId is empty/);
+    // A revoke with a request id is tag 23 (level 5); without one, tag 18, which every level reads.
+    const once = encodeCommand({ type: 'revoke', timeMs: NOW, key: 'k', token: 0n, owner: 'ops', requestId: 'r' });
+    expect(once[0]).toBe(23);
+    expect(() => decodeCommand(once, 4)).toThrow(
+      'lock command tag 23 is newer than this build reads (cluster level 4, command tags up to 22)',
+    );
+    expect(encodeCommand({ type: 'revoke', timeMs: NOW, key: 'k', token: 0n })[0]).toBe(18);
+    expect(() => encodeCommand({ type: 'revoke', timeMs: NOW, key: 'k', token: 0n, owner: 'ops' })).toThrow(/owner needs a requestId/);
+    expect(() => encodeCommand({ type: 'revoke', timeMs: NOW, key: 'k', token: 0n, owner: '', requestId: 'x'.repeat(129) })).toThrow(
+      /requestId/,
+    );
     expect(() => encodeCommand({ type: 'memberRan', timeMs: NOW, memberId: 'x'.repeat(64) })).toThrow(/memberId must be 1..63 bytes/);
     const acquire = encodeCommand(samples[0]!);
     for (let cut = 1; cut < acquire.length; cut++) decodeFailure(acquire.subarray(0, cut));

@@ -37,7 +37,18 @@ class ModelTable {
 
 function record(rng: SimRng, owner: string, requestId: string, recordedAtMs: number): DedupRecord {
   const key = `key-${rng.int(50)}`;
-  switch (rng.int(3)) {
+  switch (rng.int(4)) {
+    case 3:
+      // A revoke's (cluster level 5): the tokens it ended, none to a few (token 0 = every hold).
+      return {
+        owner,
+        requestId,
+        recordedAtMs,
+        key,
+        token: BigInt(rng.int(3)),
+        type: 'revoke',
+        outcome: { revoked: Array.from({ length: rng.int(4) }, () => BigInt(1 + rng.int(1e9))) },
+      };
     case 0:
       return {
         owner,
@@ -183,5 +194,25 @@ describe('DedupTable restore from snapshot bytes', () => {
       if (!expected.startsWith('ok')) failures++;
     }
     expect(failures).toBeGreaterThan(300);
+  });
+
+  it("a revoke's record reads back, and only a snapshot version that holds them (9) may carry one", () => {
+    const out = new ByteWriter();
+    const revoke: DedupRecord = {
+      owner: '',
+      requestId: 'r',
+      recordedAtMs: 0,
+      key: 'k',
+      token: 0n,
+      type: 'revoke',
+      outcome: { revoked: [5n, 9n] },
+    };
+    writeDedupBody(out, revoke);
+    const bytes = out.finish();
+    expect(readOutcome(bytes, (r) => readDedupBody(r, { owner: '', requestId: 'r', recordedAtMs: 0 }))).toMatch(/^ok/);
+    expect(readDedupBody(new ByteReader(bytes, (m) => new Error(m)), { owner: '', requestId: 'r', recordedAtMs: 0 })).toEqual(revoke);
+    expect(() => skipDedupBody(new ByteReader(bytes, (m) => new Error(m)), false)).toThrow(
+      /revoke dedup record in a snapshot version older than 9/,
+    );
   });
 });

@@ -45,10 +45,10 @@ describe('snapshot versions', () => {
   it('a version from the future is refused with a clear error', () => {
     const bytes = sameHistory().snapshot();
     const future = bytes.slice();
-    future[3] = 9;
+    future[3] = 10;
     expect(() => LockMachine.restore(future)).toThrow(SnapshotDecodeError);
     expect(() => LockMachine.restore(future)).toThrow(
-      /unsupported snapshot version 9: this build reads versions 1-8; a newer leasehold wrote it/,
+      /unsupported snapshot version 10: this build reads versions 1-9; a newer leasehold wrote it/,
     );
   });
 });
