@@ -19,7 +19,7 @@ import type {
 } from '../wire/lock.js';
 import { checkEndpoints, parseHoldLimit, parseToken } from './args.js';
 import { formatDuration, isoTime, parseDuration } from './duration.js';
-import { EXIT, RefusedError, UsageError, reportError } from './exit-codes.js';
+import { EXIT, RefusedError, UsageError, exitCodeFor, reportError } from './exit-codes.js';
 import { ReachWatch } from './reach.js';
 
 /** --endpoints default of every client command (and `run`). */
@@ -382,16 +382,32 @@ export function clientCommands(program: Command): void {
         "end a lock's hold as an operator (no lock-delay; the key goes to its line at once); under owner binding, only auth.admins",
       )
       .option('--token <token>', 'only the hold with this token (default: whatever hold the key has)')
-      .option('--reason <text>', 'why, for the node log', ''),
-  ).action(async (key: string, o: CommonOpts & { token?: string; reason: string }) => {
+      .option('--reason <text>', 'why, for the node log', '')
+      .option(
+        '--request-id <id>',
+        'idempotency key (default: a new one, kept across the retries of this run): a retry with the same id answers the first outcome and ends no hold granted since',
+      ),
+  ).action(async (key: string, o: CommonOpts & { token?: string; reason: string; requestId?: string }) => {
     await run(o, async (ctx) => {
       const token = o.token === undefined ? '0' : parseToken(o.token);
-      const r = await ctx.call<RevokeResponse>('Revoke', { key, token, reason: o.reason, request_id: newRequestId() });
+      // One request id for every attempt of this command: the cluster answers a retry with the first outcome.
+      const request = { key, token, reason: o.reason, request_id: o.requestId ?? newRequestId() };
+      let r: RevokeResponse;
+      try {
+        r = await ctx.call<RevokeResponse>('Revoke', request);
+      } catch (err) {
+        // No answer: it may have applied. The same id again answers its outcome and ends nothing new.
+        if (exitCodeFor(err) === EXIT.UNAVAILABLE)
+          say(
+            `the revoke's outcome is unknown; retry it with --request-id ${request.request_id} (a new id could end a hold granted since)`,
+          );
+        throw err;
+      }
       const text =
         r.revoked.length > 0
           ? `revoked ${key}: token ${r.revoked.join(', ')} ended`
           : `nothing revoked: ${key} has ${o.token === undefined ? 'no hold' : `no hold with token ${o.token}`}`;
-      return { text, json: { key, revoked: r.revoked }, refused: r.revoked.length === 0 };
+      return { text, json: { key, revoked: r.revoked, request_id: request.request_id }, refused: r.revoked.length === 0 };
     });
   });
 

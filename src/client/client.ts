@@ -320,14 +320,21 @@ export class LockClient {
    * Ends the hold on `key` (the one with `token`, or whatever hold it has) as an operator (SPEC "Revoke"):
    * the key goes to its line at once, with no lock-delay. Resolves with the token ended (none: no such
    * hold). Under owner binding only certificates listed in auth.admins may (PermissionDeniedError).
+   * Every attempt carries one request id (`requestId`, or a new one): a retry answers the first outcome and
+   * ends nothing new (SPEC "Revoke is exactly-once"). Pass the same `requestId` again to retry a revoke
+   * whose answer never came (an UnavailableError) without ending a hold granted since.
    */
-  async revoke(key: string, opts: { token?: bigint; reason?: string; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<bigint[]> {
+  async revoke(
+    key: string,
+    opts: { token?: bigint; reason?: string; requestId?: string; timeoutMs?: number; signal?: AbortSignal } = {},
+  ): Promise<bigint[]> {
     this.assertOpen();
     const started = Date.now();
+    const requestId = opts.requestId ?? newRequestId();
     try {
       const res = await this.rpc.call<RevokeResponse>(
         'Revoke',
-        { key, token: (opts.token ?? 0n).toString(), reason: opts.reason ?? '', request_id: newRequestId() },
+        { key, token: (opts.token ?? 0n).toString(), reason: opts.reason ?? '', request_id: requestId },
         started + (opts.timeoutMs ?? this.timeoutMs),
         opts.signal,
       );

@@ -241,6 +241,7 @@ export interface RevokeInput {
   token: unknown;
   reason: unknown;
   requestId: unknown;
+  owner?: unknown;
 }
 
 export interface ValidRevoke {
@@ -250,6 +251,9 @@ export interface ValidRevoke {
   /** Why (logged by the node; for the audit trail). */
   reason: string;
   requestId: string;
+  /** Who revokes: the namespace of `requestId` ('' = the one shared by callers that name none; under owner
+   *  binding, the caller's certificate CN). */
+  owner: string;
 }
 
 export function validateRevoke(input: RevokeInput, _limits: LockLimits = DEFAULT_LOCK_LIMITS): Validated<ValidRevoke> {
@@ -258,7 +262,13 @@ export function validateRevoke(input: RevokeInput, _limits: LockLimits = DEFAULT
     const token = toInteger('token', input.token ?? 0);
     if (token < 0n || token > (1n << 64n) - 1n)
       throw new ValidationError('token', `token must be a fencing token, or 0 for whatever hold the key has; got ${token}`);
-    return { key, token, reason: checkText('reason', input.reason, 0, 256), requestId: checkRequestId(input.requestId) };
+    return {
+      key,
+      token,
+      reason: checkText('reason', input.reason, 0, 256),
+      requestId: checkRequestId(input.requestId),
+      owner: checkText('owner', input.owner, 0, WIRE_LIMITS.maxOwnerBytes),
+    };
   });
 }
 

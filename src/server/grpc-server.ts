@@ -407,7 +407,16 @@ export class ClientApi {
       List: (call, cb) => serveList(call, cb, this.opts.list, () => this.opts.countRefused?.('list', 'invalid')),
       Revoke: (call, cb) => {
         const r = call.request;
-        const v = validateRevoke({ key: r.key, token: r.token, reason: r.reason, requestId: r.request_id }, this.opts.limits);
+        // Under owner binding the revoker is the caller's certificate CN: the namespace of its request ids,
+        // written into the request so a follower forwards it (ownerDenied refuses another one).
+        if (this.opts.ownerBinding && (r.owner ?? '') === '' && call.metadata.get(FORWARDED_METADATA).length === 0) {
+          const cn = certificateCommonName(call.getAuthContext()?.sslPeerCertificate);
+          if (cn !== undefined) r.owner = cn;
+        }
+        const v = validateRevoke(
+          { key: r.key, token: r.token, reason: r.reason, requestId: r.request_id, owner: r.owner },
+          this.opts.limits,
+        );
         const denied = v.ok ? this.adminDenied(call) : null;
         if (denied !== null) {
           this.opts.countRefused?.('revoke', 'denied');

@@ -181,6 +181,7 @@ export interface RevokeRequest {
   token: WireLong;
   reason: string;
   request_id: string;
+  owner: string;
 }
 
 export interface RevokeResponse {

@@ -525,8 +525,9 @@ export class LockClients {
 
   /** An operator's revoke (SPEC "Revoke"): mostly of a hold some client has (as Get or List would show it),
    *  by its token or by key alone (token 0: every hold of the key); else of any key of the run, by the last
-   *  token the resource saw there (maybe long gone) or by key. Retried unchanged like any call, so a retry
-   *  of a revoke by key alone may end a hold granted after its first copy applied. */
+   *  token the resource saw there (maybe long gone) or by key. Retried unchanged like any call, with its
+   *  request id: from cluster level 5 a retry answers its first outcome and ends nothing new (below it, a
+   *  retry of a revoke by key alone may end a hold granted after its first copy applied). */
   private revoke(rng: SimRng): LockCommand {
     this.stats.revokes++;
     const held = this.clients.filter((o) => o.held !== null).map((o) => o.held!);
@@ -541,7 +542,7 @@ export class LockClients {
       token = rng.chance(0.5) ? this.resource.last(key) : 0n;
     }
     if (token === 0n) this.stats.revokesAll++;
-    return { type: 'revoke', timeMs: 0, key, token };
+    return { type: 'revoke', timeMs: 0, key, token, owner: 'operator', requestId: `op-r${this.stats.revokes}` };
   }
 
   private pickKey(c: SimLockClient): string {

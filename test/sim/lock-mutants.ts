@@ -404,6 +404,14 @@ export const LOCK_MUTANTS: LockMutant[] = [
       },
     ],
   },
+  {
+    id: 'x3',
+    name: 'a revoke retried with the same request id is applied again (its first outcome not replayed)',
+    // Caught by 11 of lock seeds 1-100 (first at seed 16).
+    maxSeeds: 100,
+    caughtBy: /retries: /,
+    patches: [{ file: 'machine.ts', find: `      if (replay !== null) return replay as RevokeResult | ErrorResult;\n`, replace: `` }],
+  },
   // Log time (issue 22): at cluster level 2 it follows the term leader's stamps from wherever it stands; the
   // oracle models the rule on its own, and a leader on a slower clock than the last one exposes the revert.
   {

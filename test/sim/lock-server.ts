@@ -52,7 +52,7 @@ export type LockCall =
   | { op: 'renewSession' | 'closeSession'; sessionId: number; owner: string; requestId: string }
   | { op: 'renew'; key: string; owner: string; token: bigint; ttlMs: number; requestId: string }
   | { op: 'release'; key: string; owner: string; token: bigint; requestId: string }
-  | { op: 'revoke'; key: string; token: bigint }
+  | { op: 'revoke'; key: string; token: bigint; owner: string; requestId: string }
   | { op: 'get'; key: string };
 
 export function callOf(cmd: LockCommand, waitMs: number): LockCall {
@@ -80,7 +80,7 @@ export function callOf(cmd: LockCommand, waitMs: number): LockCall {
     case 'release':
       return { op: 'release', key: cmd.key, owner: cmd.owner, token: cmd.token, requestId: cmd.requestId };
     case 'revoke':
-      return { op: 'revoke', key: cmd.key, token: cmd.token };
+      return { op: 'revoke', key: cmd.key, token: cmd.token, owner: cmd.owner ?? '', requestId: cmd.requestId ?? '' };
     default:
       throw new Error(`clients do not send ${cmd.type}`);
   }
@@ -293,7 +293,10 @@ export class SimLockServers {
         p = service.release({ key: call.key, owner: call.owner, token: call.token, requestId: call.requestId }, timeoutMs);
         break;
       case 'revoke':
-        p = service.revoke({ key: call.key, token: call.token, reason: 'lock simulation operator', requestId: '' }, timeoutMs);
+        p = service.revoke(
+          { key: call.key, token: call.token, reason: 'lock simulation operator', requestId: call.requestId, owner: call.owner },
+          timeoutMs,
+        );
         break;
       case 'get':
         p = service.get(call.key, timeoutMs);

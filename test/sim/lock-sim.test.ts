@@ -138,6 +138,8 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
         'groupRevokes',
         'trustedRevoked',
         'revokedWrites',
+        // (level 5) revokes retried with their request id, answered with the first outcome
+        'revokeReplays',
         // admission limits (a quarter of seeds: lock-clock.ts `limits`): calls refused RESOURCE_EXHAUSTED, the
         // clients told so, admissions the `limits` check judged, entries that left a count at its limit
         'exhausted',

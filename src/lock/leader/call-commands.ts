@@ -3,13 +3,15 @@
 // all is the leader's (term-gate.ts, admission.ts, acquire.ts), and what the entry does is the machine's.
 import type { LockCommand } from '../commands.js';
 import type { ValidAcquire } from '../validate.js';
+import { LEVEL_REVOKE_ONCE } from '../versions.js';
 import type { ClientRequest } from './types.js';
 
 /** A call that is answered by one entry of its own (every call but an acquire, which acquire.ts judges
  *  first, and a get, which is a read). */
 export type ProposedCall = Exclude<ClientRequest, { op: 'acquire' } | { op: 'get' }>;
 
-export function commandOf(request: ProposedCall): LockCommand {
+/** `clusterLevel`: the applied cluster level (versions.ts), which decides the form an entry may take. */
+export function commandOf(request: ProposedCall, clusterLevel: number): LockCommand {
   switch (request.op) {
     case 'renew': {
       const r = request.req;
@@ -19,8 +21,13 @@ export function commandOf(request: ProposedCall): LockCommand {
       const r = request.req;
       return { type: 'release', timeMs: 0, key: r.key, owner: r.owner, token: r.token, requestId: r.requestId };
     }
-    case 'revoke':
-      return { type: 'revoke', timeMs: 0, key: request.req.key, token: request.req.token };
+    case 'revoke': {
+      const r = request.req;
+      // From level 5 the entry carries who revokes and the request id, and the machine remembers its first
+      // outcome (a retry ends nothing new); below it, the older form every member reads.
+      if (clusterLevel < LEVEL_REVOKE_ONCE) return { type: 'revoke', timeMs: 0, key: r.key, token: r.token };
+      return { type: 'revoke', timeMs: 0, key: r.key, token: r.token, owner: r.owner, requestId: r.requestId };
+    }
     case 'openSession': {
       const r = request.req;
       return { type: 'openSession', timeMs: 0, owner: r.owner, ttlMs: r.ttlMs, requestId: r.requestId, lockDelayMs: r.lockDelayMs };

@@ -247,11 +247,11 @@ export class LockLeader {
           this.fail(callId, { kind: 'exhausted', message: exhausted, leaderId: null });
           break;
         }
-        this.admission.proposedOpen(this.proposeFor(callId, commandOf(request), timeoutMs));
+        this.admission.proposedOpen(this.proposeFor(callId, commandOf(request, this.state().clusterLevel), timeoutMs));
         break;
       }
       default:
-        this.proposeFor(callId, commandOf(request), timeoutMs);
+        this.proposeFor(callId, commandOf(request, this.state().clusterLevel), timeoutMs);
         break;
     }
   }

@@ -90,3 +90,40 @@ describe('lock leader: cluster level', () => {
     expect(rig.pendingOf('memberRan')).toHaveLength(1); // proposed again after the failure
   });
 });
+
+describe('lock leader: the revoke it proposes follows the cluster level (level 5)', () => {
+  const revoke = (rig: LeaderRig, callId: number, requestId: string) =>
+    rig.step({
+      type: 'request',
+      callId,
+      request: { op: 'revoke', req: { key: 'k', token: 0n, reason: 'stuck', requestId, owner: 'ops' } },
+      timeoutMs: 5000,
+    });
+
+  it('below level 5 the older entry (no request id, every member reads it); from 5 the one the machine deduplicates', () => {
+    const rig = new LeaderRig().ready();
+    const a = rig.hold('k', 'a');
+    revoke(rig, 900, 'rv-1');
+    expect(rig.pendingOf('revoke').map((p) => p.command)).toEqual([{ type: 'revoke', timeMs: rig.nowMs, key: 'k', token: 0n }]);
+    rig.commitAll();
+    expect(rig.answers.get(900)).toMatchObject({ type: 'revoke', revoked: [a.token] });
+
+    rig.step({ type: 'members', readLevel: 5, ran: [] });
+    rig.advance(10);
+    rig.commitAll();
+    expect(rig.machine.clusterLevel).toBe(5);
+    const b = rig.hold('k', 'b');
+    revoke(rig, 901, 'rv-2');
+    expect(rig.pendingOf('revoke').map((p) => p.command)).toEqual([
+      { type: 'revoke', timeMs: rig.nowMs, key: 'k', token: 0n, owner: 'ops', requestId: 'rv-2' },
+    ]);
+    rig.commitAll();
+    expect(rig.answers.get(901)).toMatchObject({ type: 'revoke', replayed: false, revoked: [b.token] });
+    // The retry, after a hold was granted in between: its first outcome, and the new hold stands.
+    const c = rig.hold('k', 'c');
+    revoke(rig, 902, 'rv-2');
+    rig.commitAll();
+    expect(rig.answers.get(902)).toMatchObject({ type: 'revoke', replayed: true, revoked: [b.token] });
+    expect(rig.machine.get('k')).toMatchObject({ held: true, token: c.token });
+  });
+});

@@ -258,7 +258,13 @@ describe('proto files and loader', () => {
     expect(fields('leasehold.v1.ReleaseResponse')).toEqual(['released=1:bool', 'reason=2:enum']);
     expect(fields('leasehold.v1.GetRequest')).toEqual(['key=1:string']);
     // SPEC "Revoke".
-    expect(fields('leasehold.v1.RevokeRequest')).toEqual(['key=1:string', 'token=2:uint64', 'reason=3:string', 'request_id=4:string']);
+    expect(fields('leasehold.v1.RevokeRequest')).toEqual([
+      'key=1:string',
+      'token=2:uint64',
+      'reason=3:string',
+      'request_id=4:string',
+      'owner=5:string',
+    ]);
     expect(fields('leasehold.v1.RevokeResponse')).toEqual(['revoked=1:uint64']);
     // SPEC "List".
     expect(fields('leasehold.v1.ListRequest')).toEqual(['prefix=1:string', 'limit=2:uint32', 'page_token=3:string']);
