@@ -12,7 +12,7 @@ import { LockClient } from '../client/client.js';
 import { LockNotAcquiredError, UnavailableError, type LockLostError } from '../client/errors.js';
 import type { LockHandle } from '../client/handle.js';
 import type { Leadership } from '../client/election.js';
-import { electionKey } from '../client/election.js';
+import { campaign, electionKey } from '../client/election.js';
 import type { ClientLogger } from '../client/logger.js';
 import { checkEndpoints, parseHoldLimit } from './args.js';
 import { DEFAULT_ENDPOINTS, tlsFromFlags, withTlsFlags, type TlsFlags } from './client-commands.js';
@@ -146,7 +146,9 @@ export function electCommand(program: Command): void {
       `
 Waits in line until it leads, then runs the command with LEASEHOLD_KEY (election/<name>), LEASEHOLD_TOKEN
 (the leadership's fencing token) and LEASEHOLD_OWNER. Leadership lost: SIGTERM, SIGKILL after --grace,
-exit ${RUN_EXIT.LOST}. The command exits: leasehold resigns (the next candidate leads at once) and exits with its status.`,
+exit ${RUN_EXIT.LOST}. The command exits: leasehold resigns (the next candidate leads at once) and exits with its status.
+No node reachable: exit ${RUN_EXIT.UNAVAILABLE} within seconds, naming the endpoints tried (as run); while in line,
+who leads is printed once a leader has answered.`,
     )
     .action(async (name: string, command: string[], o: ElectOptions) => {
       const election = { name, ...(o.value !== undefined ? { value: o.value } : {}) };
@@ -159,7 +161,7 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
   const report = (event: string, text: string, fields: Record<string, unknown> = {}) => {
     if (o.quiet) return;
     if (o.json) process.stderr.write(JSON.stringify({ event, at: new Date().toISOString(), key: o.lock, ...fields, message: text }) + '\n');
-    else process.stderr.write(`leasehold run: ${text}\n`);
+    else process.stderr.write(`leasehold ${o.election ? 'elect' : 'run'}: ${text}\n`);
   };
   const tls = tlsFromFlags(o);
   let endpoints: string[];
@@ -182,11 +184,19 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
   };
   const client = new LockClient({ endpoints, timeoutMs: o.timeout, logger, ...(tls ? { tls } : {}) });
   const startedAt = Date.now();
+  // A campaign opens its session first: until a leader has answered that, nothing is in line.
+  let sessionOpen = false;
   let progress: NodeJS.Timeout | null = null;
   if (o.wait > 0 || o.election) {
     const tick = async () => {
-      const info = await client.get(o.lock, { timeoutMs: 1000 }).catch(() => null);
+      // "Queued" only once a leader has answered: the session opened (a campaign), and this read went
+      // through a leader. A read that failed says nothing, and neither does this tick.
+      const info = o.election && !sessionOpen ? null : await client.get(o.lock, { timeoutMs: 1000 }).catch(() => null);
       if (progress === null) return;
+      if (info === null) {
+        progress = setTimeout(() => void tick(), 1000);
+        return;
+      }
       const waitedMs = Date.now() - startedAt;
       const text = info?.held
         ? `waiting for lock ${JSON.stringify(o.lock)}: held by ${JSON.stringify(info.owner)} with token ${info.token} for another ${formatDuration(info.ttlMs)}; waited ${formatDuration(waitedMs)}`
@@ -203,7 +213,17 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
   let leadership: Leadership | null = null;
   try {
     if (o.election) {
-      leadership = await client.campaign(o.election.name, {
+      // The client's own campaign, told when its session opened (see `sessionOpen`).
+      const candidate = {
+        session: async (opts: Parameters<LockClient['session']>[0]) => {
+          const session = await client.session(opts);
+          sessionOpen = true;
+          return session;
+        },
+        get: (key: string, opts?: { signal?: AbortSignal }) => client.get(key, opts),
+        watch: (key: string, opts: { afterIndex: bigint; signal?: AbortSignal }) => client.watch(key, opts),
+      };
+      leadership = await campaign(candidate, o.election.name, {
         ttlMs: o.ttl,
         signal: watch.signal,
         ...(o.owner ? { owner: o.owner } : {}),

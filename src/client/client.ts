@@ -238,9 +238,16 @@ export class LockClient {
     const sentAt = this.ctx.now();
     const started = Date.now();
     const request = { owner, ttl_ms: String(opts.ttlMs), request_id: requestId, lock_delay_ms: String(opts.lockDelayMs ?? 0) };
+    this.logger.debug({ owner, requestId, ttlMs: opts.ttlMs }, 'open session sent');
     let res: OpenSessionResponse;
     try {
-      res = await this.rpc.call<OpenSessionResponse>('OpenSession', request, started + (opts.timeoutMs ?? this.timeoutMs), opts.signal);
+      res = await this.rpc.call<OpenSessionResponse>('OpenSession', request, started + (opts.timeoutMs ?? this.timeoutMs), opts.signal, {
+        onRetry: (r) =>
+          this.logger.debug(
+            { owner, requestId, endpoint: r.endpoint, attempt: r.attempt, code: r.error.code, error: r.error.details },
+            'open session retried with the same request_id',
+          ),
+      });
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
       throw fromRpcError(err, 'opening a session', this.endpoints, Date.now() - started);

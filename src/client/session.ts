@@ -153,7 +153,13 @@ export class LockSession extends EventEmitter<{ lost: [SessionLostError]; renewe
     });
     let res: AcquireResponse;
     try {
-      res = await this.ctx.rpc.call<AcquireResponse>('Acquire', request, startedAtEpoch + timeoutMs, opts.signal);
+      res = await this.ctx.rpc.call<AcquireResponse>('Acquire', request, startedAtEpoch + timeoutMs, opts.signal, {
+        onRetry: (r) =>
+          this.ctx.logger.debug(
+            { key, owner: this.owner, requestId, endpoint: r.endpoint, attempt: r.attempt, code: r.error.code, error: r.error.details },
+            'acquire retried with the same request_id',
+          ),
+      });
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
       throw fromRpcError(err, `acquiring lock "${key}" under session ${this.id}`, this.ctx.rpc.endpoints, Date.now() - startedAtEpoch);

@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient } from '../../src/client/index.js';
 import { RUN_EXIT } from '../../src/cli/run.js';
-import { TestCluster } from '../integration/harness.js';
+import { TestCluster, freePorts, waitFor } from '../integration/harness.js';
 import { FaultProxy } from './proxy.js';
 import { MAIN_JS } from './helpers.js';
 
@@ -35,7 +35,15 @@ interface RunResult {
 
 /** Starts `leasehold run ARGS`; `onLine` sees each stdout line (the child's, passed through) as it arrives. */
 function leaseholdRun(args: string[], onLine: (line: string) => void = () => {}): Promise<RunResult> {
-  const proc = spawn(process.execPath, [MAIN_JS, 'run', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  return leasehold(['run', ...args], onLine);
+}
+
+/** Starts `leasehold ARGS` (run, elect); `proc` is the process, `peek()` its stderr lines so far. */
+function leasehold(
+  args: string[],
+  onLine: (line: string) => void = () => {},
+): Promise<RunResult> & { proc: ReturnType<typeof spawn>; peek: () => string[] } {
+  const proc = spawn(process.execPath, [MAIN_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   procs.push(proc);
   const result: RunResult = { code: null, stdout: [], stderr: [] };
   createInterface({ input: proc.stdout! }).on('line', (line) => {
@@ -43,12 +51,13 @@ function leaseholdRun(args: string[], onLine: (line: string) => void = () => {})
     onLine(line);
   });
   createInterface({ input: proc.stderr! }).on('line', (line) => result.stderr.push(line));
-  return new Promise((resolve) =>
+  const done = new Promise<RunResult>((resolve) =>
     proc.on('close', (code) => {
       result.code = code;
       resolve(result);
     }),
   );
+  return Object.assign(done, { proc, peek: () => result.stderr });
 }
 
 /** A child that prints its lock env as JSON, then runs `body`. */
@@ -154,6 +163,41 @@ describe('leasehold run', () => {
     ]);
     expect(missing.code).toBe(RUN_EXIT.SPAWN_FAILED);
     expect(await direct.get(key)).toMatchObject({ held: false });
+  });
+
+  it('nothing reachable: run --wait and elect (which opens a session first) exit 69 within the connect grace, naming the endpoints, never "queued"', async () => {
+    const eps = (await freePorts(2)).map((p) => `127.0.0.1:${p}`);
+    for (const args of [
+      ['run', '--lock', 'unreached', '--wait', '30s'],
+      ['elect', 'unreached'],
+    ]) {
+      const started = Date.now();
+      const res = await leasehold([...args, '--endpoints', eps.join(','), '--', process.execPath, '-e', "console.log('ran')"]);
+      const ms = Date.now() - started;
+      const stderr = res.stderr.join('\n');
+      expect(res.code, `${args[0]}: ${stderr}`).toBe(RUN_EXIT.UNAVAILABLE);
+      expect(res.stdout).toHaveLength(0);
+      expect(stderr).toContain(`could not reach any node of the cluster (tried ${eps.join(', ')}`);
+      expect(stderr, args[0]).not.toMatch(/queued/);
+      expect(ms, args[0]).toBeLessThan(6000); // the connect grace is 2 s; --timeout defaults to 10 s
+    }
+  });
+
+  it('elect in line behind a leader says so once a leader answered: held by the leader, with its token', async () => {
+    const leading = await direct.campaign('busy-e', { value: 'first' });
+    const res = leasehold(['elect', 'busy-e', '--endpoints', c.endpoints().join(','), '--', process.execPath, '-e', "console.log('ran')"]);
+    try {
+      await waitFor('the candidate reports its place', () => (res.peek().some((l) => /held by/.test(l)) ? true : null), 10_000);
+      expect(res.peek().join('\n')).toMatch(
+        new RegExp(
+          `leasehold elect: waiting for lock "election/busy-e": held by ${JSON.stringify(leading.hold.owner)} with token ${leading.token}`,
+        ),
+      );
+    } finally {
+      res.proc.kill('SIGKILL');
+      await res;
+      await leading.resign();
+    }
   });
 
   // Last in this file: it kills every node of the shared cluster.
