@@ -192,7 +192,7 @@ export function clientCommands(program: Command): void {
       .option('--wait <duration>', 'wait in line up to this long for the lock (FIFO)', (v) => parseDuration(v, '--wait'), 0)
       .option(
         '--lock-delay <duration>',
-        'if this hold expires (not on release), the key grants nobody for this long after',
+        'if this hold runs out (a release while it lives starts none), the key grants nobody for this long after',
         (v) => parseDuration(v, '--lock-delay'),
         0,
       )
@@ -470,7 +470,7 @@ function sessionCommands(program: Command): void {
   withCommon(
     session
       .command('close <id>')
-      .description('close a session: every hold of it is released in one entry (no lock-delay)')
+      .description('close a session: every hold of it is released in one entry (no lock-delay while the session lives)')
       .option('--owner <owner>', "checked against the session's owner"),
   ).action(async (id: string, o: CommonOpts & { owner?: string }) => {
     const sessionId = parseToken(id, 'session id');

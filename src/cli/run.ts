@@ -68,7 +68,7 @@ export function runCommand(program: Command): void {
     .option('--wait <duration>', 'queue up to this long for the lock (FIFO); 0 = give up at once', (v) => parseDuration(v, '--wait'), 0)
     .option(
       '--lock-delay <duration>',
-      'if the lock is lost by expiry (not on release), the key grants nobody for this long after',
+      'if the hold runs out (a release while it lives starts none), the key grants nobody for this long after',
       (v) => parseDuration(v, '--lock-delay'),
       0,
     )

@@ -56,8 +56,9 @@ export interface AcquireOptions {
   signal?: AbortSignal;
   /** Overall deadline of the acquire, retries included; default waitMs + the client's timeoutMs. */
   timeoutMs?: number;
-  /** If the hold EXPIRES (this client died or stalled; not on release), the key grants nobody for this
-   *  long after the lease's end: for resources that cannot check fencing tokens. 0 (default) = none. */
+  /** If the hold EXPIRES (this client died or stalled; a release while it lives starts none, a late one
+   *  does), the key grants nobody for this long after the lease's end: for resources that cannot check
+   *  fencing tokens. 0 (default) = none. */
   lockDelayMs?: number;
   /** Stored with the hold and returned by get() (a leader's address, a job id); a string is sent as UTF-8. */
   value?: Uint8Array | string;

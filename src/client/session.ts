@@ -183,7 +183,8 @@ export class LockSession extends EventEmitter<{ lost: [SessionLostError]; renewe
   }
 
   /**
-   * Ends the session: the server releases every hold of it in one log entry (no lock-delay). Safe to call
+   * Ends the session: the server releases every hold of it in one log entry (no lock-delay while the
+   * session lives; a session that ran out ends into its holds' lock-delays, as its expiry would). Safe to call
    * again and to retry: every call uses one request. Rejects only with UnavailableError (then the session
    * lapses by itself within its TTL).
    */

@@ -1,7 +1,10 @@
 // Lock commands as they travel through the Raft log, and their binary encoding.
 //
 // Every command carries `timeMs`, stamped by the leader from its own clock when it proposed the entry.
-// Replicas never read a clock: log time is max(previous log time, timeMs) (see machine.ts).
+// Replicas never read a clock: log time is made of the stamps (machine.ts `time`, LEASES.md "Time"). At the
+// first entry of a term it becomes max(previous log time, timeMs); within a term, at cluster level 1,
+// max(previous log time, timeMs), and from level 2 previous log time + max(0, timeMs - the term's highest
+// stamp so far): the stamps' progress on the one leader's clock.
 //
 // Wire format (one entry = one command):
 //   tag:u8  timeMs:uvarint  fields...
@@ -108,7 +111,9 @@ export interface RenewSessionCommand {
   owner: string;
 }
 
-/** Ends a session at its owner's request: its holds are released (no lock-delay), its waiters leave. */
+/** Ends a session at its owner's request: its holds are released (no lock-delay while it lives; from
+ *  cluster level 5 a session that ran out ends as its expiry would, into its holds' delays), its waiters
+ *  leave. */
 export interface CloseSessionCommand {
   type: 'closeSession';
   timeMs: number;
@@ -150,8 +155,8 @@ export interface ExpireCommand {
   token: bigint;
 }
 
-/** Ends `key`'s hold as if it ran out, but with no lock-delay (SPEC "Revoke"; an operator's call): the
- *  hold with `token`, or whatever hold the key has when `token` is 0. Encoded as tag 18; with a
+/** Ends `key`'s hold as if it ran out, but with no lock-delay unless it had (SPEC "Revoke"; an operator's
+ *  call): the hold with `token`, or whatever hold the key has when `token` is 0. Encoded as tag 18; with a
  *  `requestId` (even '') as tag 23 (cluster level 5), whose first outcome the machine remembers by
  *  (owner, requestId) like any mutation's, so a retry answers it and ends nothing new. */
 export interface RevokeCommand {
