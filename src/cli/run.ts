@@ -156,6 +156,27 @@ who leads is printed once a leader has answered.`,
     });
 }
 
+/**
+ * The progress line of a wait for `lock` at a tick, or null: nothing to say yet. Nothing is said before a
+ * leader has answered — `inLine` is false while a campaign's session is not open yet (nothing is in line),
+ * and `read` is the tick's Get through a leader, null when it failed (every endpoint UNAVAILABLE proves
+ * nothing about a place in line; saying "queued" then is how `elect` once reported a cluster it could not
+ * reach). Then: who holds the key, or "queued".
+ */
+export function waitProgress(
+  lock: string,
+  inLine: boolean,
+  read: { held: boolean; owner: string; token: bigint; ttlMs: number } | null,
+  waitedMs: number,
+): { text: string; fields: Record<string, unknown> } | null {
+  if (!inLine || read === null) return null;
+  const text = read.held
+    ? `waiting for lock ${JSON.stringify(lock)}: held by ${JSON.stringify(read.owner)} with token ${read.token} for another ${formatDuration(read.ttlMs)}; waited ${formatDuration(waitedMs)}`
+    : `waiting for lock ${JSON.stringify(lock)}: queued; waited ${formatDuration(waitedMs)}`;
+  const holder = read.held ? { holder: read.owner, holder_token: read.token.toString(), holder_ttl_ms: read.ttlMs } : {};
+  return { text, fields: { waited_ms: waitedMs, ...holder } };
+}
+
 async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
   /** One event: a line for people, or a JSON line with --json; nothing with --quiet. */
   const report = (event: string, text: string, fields: Record<string, unknown> = {}) => {
@@ -189,22 +210,15 @@ async function runUnderLock(command: string[], o: RunOptions): Promise<number> {
   let progress: NodeJS.Timeout | null = null;
   if (o.wait > 0 || o.election) {
     const tick = async () => {
-      // "Queued" only once a leader has answered: the session opened (a campaign), and this read went
-      // through a leader. A read that failed says nothing, and neither does this tick.
-      const info = o.election && !sessionOpen ? null : await client.get(o.lock, { timeoutMs: 1000 }).catch(() => null);
+      const inLine = !o.election || sessionOpen;
+      const read = inLine ? await client.get(o.lock, { timeoutMs: 1000 }).catch(() => null) : null;
       if (progress === null) return;
-      if (info === null) {
+      const line = waitProgress(o.lock, inLine, read, Date.now() - startedAt);
+      if (line === null) {
         progress = setTimeout(() => void tick(), 1000);
         return;
       }
-      const waitedMs = Date.now() - startedAt;
-      const text = info?.held
-        ? `waiting for lock ${JSON.stringify(o.lock)}: held by ${JSON.stringify(info.owner)} with token ${info.token} for another ${formatDuration(info.ttlMs)}; waited ${formatDuration(waitedMs)}`
-        : `waiting for lock ${JSON.stringify(o.lock)}: queued; waited ${formatDuration(waitedMs)}`;
-      report('queued', text, {
-        waited_ms: waitedMs,
-        ...(info?.held ? { holder: info.owner, holder_token: info.token.toString(), holder_ttl_ms: info.ttlMs } : {}),
-      });
+      report('queued', line.text, line.fields);
       progress = setTimeout(() => void tick(), 5000);
     };
     progress = setTimeout(() => void tick(), 1000);
