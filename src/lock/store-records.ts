@@ -25,7 +25,8 @@ import type { DedupListener } from './dedup.js';
 import { carryLease, type LeaseEpoch } from './epoch.js';
 import { Lease } from './lease.js';
 import { LockMachine } from './machine.js';
-import { decodeState, type DecodedFreeKey, type DedupRecordSink } from './snapshot.js';
+import { decodeState, type DecodedFreeKey, type DecodedState, type DedupRecordSink } from './snapshot.js';
+import { BUILD_LEVEL } from './versions.js';
 import { WIRE_LIMITS } from './commands.js';
 import { skipDedupBody, skipDedupIdentity } from './dedup-codec.js';
 import type { LockMachineOptions } from './types.js';
@@ -202,26 +203,70 @@ export interface StoredRecords {
 /** A machine rebuilt from the store's records, with its tracker (which continues the store's counters). Throws
  *  StoreRecordError or SnapshotDecodeError on records it cannot read. */
 export function restoreFromRecords(records: StoredRecords, options: Partial<LockMachineOptions>): StoreRecords {
-  const rest = reader(records.rest, 'rest');
-  if (rest.byte() !== REST_FORMAT) rest.fail('unknown rest record format');
-  const dedupSeq = rest.uint();
-  const epochCount = rest.uint();
-  if (epochCount > rest.remaining) rest.fail(`${epochCount} epochs`);
-  const epochs: LeaseEpoch[] = [];
-  for (let i = 0; i < epochCount; i++) epochs.push({ previousTermEndMs: rest.uint(), epochStartMs: rest.uint() });
-  const snapshot = rest.raw(rest.remaining);
+  const restorer = new RecordsRestorer(records.rest, options);
+  for (const [key, value] of records.keys) restorer.key(key, value);
+  for (const [key, value] of records.dedup) restorer.dedup(key, value);
+  return restorer.finish();
+}
 
-  const machine = LockMachine.fromDecoded(options, (sink: DedupRecordSink, readLevel: number) => {
-    const state = decodeState(snapshot, { reserve: () => {}, record: () => fail('the rest record holds remembered requests') }, readLevel);
-    feedDedup(records.dedup, sink, dedupSeq);
-    for (const [key, value] of records.keys) {
-      const name = decodeUtf8(key.subarray(1));
-      if (name === null || name.length === 0 || key.length - 1 > WIRE_LIMITS.maxKeyBytes) fail('a key record with a bad key');
-      readKeyRecord(name, value, epochs, state.appliedIndex, state.leases, state.freeKeys, state);
-    }
-    return state;
-  });
-  return new StoreRecords(machine, dedupSeq, epochs);
+/**
+ * Rebuilds a machine from the store's records as they are read, one at a time, so a restart never holds a
+ * million records as pairs: the rest record first (it says the index, the epochs and the order counter),
+ * then every key and remembered-request record in any order, then finish().
+ */
+export class RecordsRestorer {
+  private readonly state: DecodedState;
+  private readonly epochs: LeaseEpoch[] = [];
+  private readonly dedupSeq: number;
+  private readonly remembered: { seq: number; recordedAtMs: number; identity: Uint8Array; body: Uint8Array }[] = [];
+  private rememberedBytes = 0;
+
+  constructor(
+    rest: Uint8Array,
+    private readonly options: Partial<LockMachineOptions>,
+  ) {
+    const input = reader(rest, 'rest');
+    if (input.byte() !== REST_FORMAT) input.fail('unknown rest record format');
+    this.dedupSeq = input.uint();
+    const epochCount = input.uint();
+    if (epochCount > input.remaining) input.fail(`${epochCount} epochs`);
+    for (let i = 0; i < epochCount; i++) this.epochs.push({ previousTermEndMs: input.uint(), epochStartMs: input.uint() });
+    const noRecords: DedupRecordSink = { reserve: () => {}, record: () => fail('the rest record holds remembered requests') };
+    this.state = decodeState(input.raw(input.remaining), noRecords, options.readLevel ?? BUILD_LEVEL);
+  }
+
+  /** A key record ('k' + key, its value). */
+  key(key: Uint8Array, value: Uint8Array): void {
+    const name = decodeUtf8(key.subarray(1));
+    if (name === null || name.length === 0 || key.length - 1 > WIRE_LIMITS.maxKeyBytes) fail('a key record with a bad key');
+    readKeyRecord(name, value, this.epochs, this.state.appliedIndex, this.state.leases, this.state.freeKeys, this.state);
+  }
+
+  /** A remembered-request record ('d' + identity, its value). */
+  dedup(key: Uint8Array, value: Uint8Array): void {
+    const input = reader(value, 'remembered request');
+    const seq = input.uint();
+    if (seq >= this.dedupSeq) input.fail(`order ${seq} is not below the next, ${this.dedupSeq}`);
+    const recordedAtMs = input.uint();
+    const body = value.subarray(input.position);
+    skipDedupBody(input);
+    input.end();
+    const identity = key.subarray(1);
+    const id = reader(identity, 'remembered request identity');
+    skipDedupIdentity(id);
+    id.end();
+    this.rememberedBytes += identity.length + body.length;
+    this.remembered.push({ seq, recordedAtMs, identity, body });
+  }
+
+  /** The machine, and its tracker continuing the store's counters. */
+  finish(): StoreRecords {
+    const machine = LockMachine.fromDecoded(this.options, (sink: DedupRecordSink) => {
+      feedDedup(this.remembered, this.rememberedBytes, sink);
+      return this.state;
+    });
+    return new StoreRecords(machine, this.dedupSeq, this.epochs);
+  }
 }
 
 function readKeyRecord(
@@ -260,24 +305,11 @@ function readKeyRecord(
 }
 
 /** Hands the remembered requests to the machine's table in their order (by their stored sequence). */
-function feedDedup(records: Iterable<[Uint8Array, Uint8Array]>, sink: DedupRecordSink, nextSeq: number): void {
-  const found: { seq: number; recordedAtMs: number; identity: Uint8Array; body: Uint8Array }[] = [];
-  let bytes = 0;
-  for (const [key, value] of records) {
-    const input = reader(value, 'remembered request');
-    const seq = input.uint();
-    if (seq >= nextSeq) input.fail(`order ${seq} is not below the next, ${nextSeq}`);
-    const recordedAtMs = input.uint();
-    const body = value.subarray(input.position);
-    skipDedupBody(input);
-    input.end();
-    const identity = key.subarray(1);
-    const id = reader(identity, 'remembered request identity');
-    skipDedupIdentity(id);
-    id.end();
-    bytes += identity.length + body.length;
-    found.push({ seq, recordedAtMs, identity, body });
-  }
+function feedDedup(
+  found: { seq: number; recordedAtMs: number; identity: Uint8Array; body: Uint8Array }[],
+  bytes: number,
+  sink: DedupRecordSink,
+): void {
   found.sort((a, b) => a.seq - b.seq);
   const all = new Uint8Array(bytes);
   sink.reserve(found.length, bytes);

@@ -49,6 +49,8 @@ export class AppliedStoreError extends Error {
 /** The meta record's key (after every generation's records). */
 export const META_KEY = Uint8Array.of(0xff, 0x6d);
 const META_FORMAT = 1;
+/** Records one read of a scan returns (fewer round trips to LevelDB's thread at a restart). */
+const SCAN_BATCH_RECORDS = 10_000;
 /** Records a batch of a new generation writes at most (a bounded amount of work and memory per batch). */
 export const REPLACE_BATCH_RECORDS = 10_000;
 
@@ -153,13 +155,38 @@ export class AppliedStore {
     return { point: this.pointValue, rest, keys, dedup, count };
   }
 
+  /**
+   * Hands the state in force to `visit` record by record, the rest record first (it says how to read the
+   * others), so a restart never holds every record at once; resolves with the point they reach, or null when
+   * the store holds no state. Read before the store is written to (at a node's start): the rest record and
+   * the scan are two reads.
+   */
+  async readInto(visit: {
+    rest(value: Uint8Array): void;
+    key(key: Uint8Array, value: Uint8Array): void;
+    dedup(key: Uint8Array, value: Uint8Array): void;
+  }): Promise<AppliedPoint | null> {
+    const point = this.pointValue;
+    if (point === null) return null;
+    const rest = await this.db.get(withPrefix(this.prefix, Uint8Array.of(REST_RECORD)));
+    if (rest === undefined) throw new AppliedStoreError(`the applied store holds index ${point.index} but no rest record`);
+    visit.rest(rest);
+    await this.scan(this.generation, (key, value) => {
+      const kind = key[4];
+      if (kind === KEY_RECORD) visit.key(key.subarray(4), value);
+      else if (kind === DEDUP_RECORD) visit.dedup(key.subarray(4), value);
+      else if (kind !== REST_RECORD || key.length !== 5) throw new AppliedStoreError(`unknown applied-store record kind ${kind}`);
+    });
+    return point;
+  }
+
   /** Visits every record of the state in force in key order, from one consistent view of the store (a
-   *  LevelDB iterator reads a snapshot of the moment it was opened); resolves with the point of that view. */
+   *  LevelDB iterator reads a snapshot of the moment it was opened). */
   async scan(generation: number, visit: (key: Uint8Array, value: Uint8Array) => void): Promise<void> {
     const it = this.db.iterator({ gte: generationPrefix(generation), lt: generationPrefix(generation + 1) });
     try {
       for (;;) {
-        const rows = await it.nextv(1000);
+        const rows = await it.nextv(SCAN_BATCH_RECORDS);
         if (rows.length === 0) break;
         for (const [key, value] of rows) visit(key, value);
       }

@@ -5,7 +5,7 @@
 import type { ConfState } from '../raft/core/config.js';
 import type { Scheduler } from '../raft/env.js';
 import * as realRecords from '../lock/store-records.js';
-import type { RecordOp, StoredRecords } from '../lock/store-records.js';
+import type { RecordOp } from '../lock/store-records.js';
 import type { LockMachineOptions } from '../lock/types.js';
 import type { AppliedPoint, AppliedStore } from './applied-store.js';
 import { DEFAULT_WRITE_BEHIND, WriteBehind, type WriteBehindOptions } from './write-behind.js';
@@ -22,7 +22,14 @@ export interface RecordsTracker<M> {
 /** store-records.ts as a module: the real one, or a copy with a planted bug (test/sim/lock-module.ts). */
 export interface RecordsModule<M> {
   StoreRecords: new (machine: M) => RecordsTracker<M>;
-  restoreFromRecords(records: StoredRecords, options: Partial<LockMachineOptions>): RecordsTracker<M>;
+  RecordsRestorer: new (
+    rest: Uint8Array,
+    options: Partial<LockMachineOptions>,
+  ) => {
+    key(key: Uint8Array, value: Uint8Array): void;
+    dedup(key: Uint8Array, value: Uint8Array): void;
+    finish(): RecordsTracker<M>;
+  };
 }
 
 export const REAL_RECORDS: RecordsModule<unknown> = realRecords as unknown as RecordsModule<unknown>;
@@ -44,11 +51,17 @@ export class LockStateStore<M> {
 
   /** The machine the store's records restore to, with the point they reach; null when the store is empty. */
   async load(machineOptions: Partial<LockMachineOptions>): Promise<{ machine: M; point: AppliedPoint } | null> {
-    const state = await (await this.store()).read();
-    if (state === null) return null;
-    const tracker = this.records.restoreFromRecords(state, machineOptions);
-    this.follow(await this.store(), tracker, state.point);
-    return { machine: tracker.machine, point: state.point };
+    const store = await this.store();
+    let restorer: InstanceType<RecordsModule<M>['RecordsRestorer']> | null = null;
+    const point = await store.readInto({
+      rest: (value) => (restorer = new this.records.RecordsRestorer(value, machineOptions)),
+      key: (key, value) => restorer!.key(key, value),
+      dedup: (key, value) => restorer!.dedup(key, value),
+    });
+    if (point === null || restorer === null) return null;
+    const tracker = (restorer as InstanceType<RecordsModule<M>['RecordsRestorer']>).finish();
+    this.follow(store, tracker, point);
+    return { machine: tracker.machine, point };
   }
 
   /** `machine` replaced the state wholesale (a snapshot from the leader, a data dir of an older layout):
