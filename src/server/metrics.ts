@@ -34,6 +34,7 @@ export class NodeMetrics {
   readonly snapshotBytes: Gauge<'kind'>;
   readonly snapshotSeconds: Histogram;
   readonly snapshots: Counter<'kind'>;
+  readonly logCompactions: Counter;
   readonly lockOps: Counter<'op' | 'outcome'>;
   readonly lockOpSeconds: Histogram<'op'>;
   readonly leaderChanges: Counter;
@@ -138,13 +139,18 @@ export class NodeMetrics {
     });
     this.snapshotSeconds = new Histogram({
       name: 'leasehold_snapshot_duration_seconds',
-      help: 'Taking a snapshot: encoding the lock state and writing it (log compaction included)',
+      help: 'Making a snapshot of the lock state for a follower behind the log: encoding it in slices',
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10],
+      registers: [r],
+    });
+    this.logCompactions = new Counter({
+      name: 'leasehold_log_compactions_total',
+      help: 'Log compactions: the write-ahead log cut below what the applied store holds durably',
       registers: [r],
     });
     this.snapshots = new Counter({
       name: 'leasehold_snapshots_total',
-      help: 'Snapshots taken here (taken) or received from the leader (installed)',
+      help: 'Snapshots made here for a follower behind the log (taken) or received from the leader (installed)',
       labelNames: ['kind'],
       registers: [r],
     });

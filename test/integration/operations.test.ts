@@ -101,9 +101,9 @@ describe('metrics', () => {
     expect(val(after, 'leasehold_raft_commits_total')).toBeGreaterThan(val(before, 'leasehold_raft_commits_total'));
     expect(val(after, 'leasehold_lock_leases_held')).toBe(3);
     expect(val(after, 'leasehold_lock_dedup_entries')).toBeGreaterThanOrEqual(120);
-    expect(val(after, 'leasehold_snapshots_total{kind="taken"}')).toBeGreaterThanOrEqual(1);
-    expect(val(after, 'leasehold_snapshot_bytes{kind="taken"}')).toBeGreaterThan(0);
-    expect(val(after, 'leasehold_snapshot_duration_seconds_count')).toBeGreaterThanOrEqual(1);
+    // snapshotEvery 40: the log is compacted below the applied store (no whole-state snapshot is taken while
+    // every follower keeps up; one is made only for a follower behind the log — lagging-follower.test.ts).
+    expect(val(after, 'leasehold_log_compactions_total')).toBeGreaterThanOrEqual(1);
     for (const id of c.ids.filter((x) => x !== leader)) {
       expect(after.get(`leasehold_raft_peer_match_lag_entries{peer="${id}"}`)).toBeGreaterThanOrEqual(0);
       expect(val(after, `leasehold_peer_connected{peer="${id}"}`)).toBe(1);

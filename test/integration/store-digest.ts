@@ -11,6 +11,9 @@ export interface StoreView {
   index: number;
   digest: string;
   holds: number;
+  /** Key records (held keys and freed keys not yet forgotten) and the backup's size. */
+  keys: number;
+  bytes: number;
 }
 
 export async function storeView(endpoint: string, timeoutMs = 10_000): Promise<StoreView> {
@@ -33,7 +36,13 @@ export async function storeView(endpoint: string, timeoutMs = 10_000): Promise<S
       },
       {},
     ) as { machine: LockMachine };
-    return { index: backup.point.index, digest: machine.digest(), holds: machine.leaseCount };
+    return {
+      index: backup.point.index,
+      digest: machine.digest(),
+      holds: machine.leaseCount,
+      keys: records.filter(([k]) => k[0] === 0x6b).length,
+      bytes: bytes.length,
+    };
   } finally {
     client.close();
   }
