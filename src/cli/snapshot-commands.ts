@@ -11,12 +11,11 @@ import * as grpc from '@grpc/grpc-js';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { clientTlsCredentials } from '../client/tls.js';
-import { restoreFromRecords } from '../lock/store-records.js';
-import { KEY_RECORD } from '../lock/store-records.js';
+import { KEY_RECORD, restoreFromRecords } from '../lock/store-records.js';
 import type { LockMachine } from '../lock/machine.js';
 import { clusterIdFor } from '../server/identity.js';
 import { openAppliedStore } from '../server/node-storage.js';
-import { readBackup, type Backup } from '../state/backup.js';
+import { backupRecords, readBackup, type Backup } from '../state/backup.js';
 import { clusterService, type SnapshotChunk } from '../wire/cluster.js';
 import { checkEndpoints } from './args.js';
 import { DEFAULT_ENDPOINTS, tlsFromFlags, withTlsFlags, type TlsFlags } from './client-commands.js';
@@ -31,14 +30,7 @@ interface SaveOpts extends TlsFlags {
 
 /** What `status` prints, and `save` and `restore` after their work. */
 function describe(backup: Backup): Record<string, unknown> {
-  const { machine } = restoreFromRecords(
-    {
-      rest: backup.records.find(([k]) => k.length === 1 && k[0] === 0x72)?.[1] ?? fail('the backup holds no rest record'),
-      keys: backup.records.filter(([k]) => k[0] === KEY_RECORD),
-      dedup: backup.records.filter(([k]) => k[0] === 0x64),
-    },
-    {},
-  ) as { machine: LockMachine };
+  const { machine } = restoreFromRecords(backupRecords(backup), {}) as { machine: LockMachine };
   return {
     index: backup.point.index,
     term: backup.point.term,
@@ -50,10 +42,6 @@ function describe(backup: Backup): Record<string, unknown> {
     size_bytes: backup.sizeBytes,
     sha256: backup.sha256,
   };
-}
-
-function fail(message: string): never {
-  throw new UsageError(message);
 }
 
 function print(o: { json?: boolean }, what: string, facts: Record<string, unknown>): void {

@@ -720,23 +720,11 @@ export class RaftNode<R = unknown> extends EventEmitter {
     if (this.appliedIndex > this.raft.status().durableIndex) return;
     const index = this.appliedIndex;
     this.snapshotPolicy.started();
-    const fsm = this.opts.fsm;
-    if (fsm.beginSnapshot === undefined) {
-      await this.saveSnapshot(index, fsm.snapshot());
+    if (this.opts.fsm.beginSnapshot === undefined) {
+      await this.saveSnapshot(index, this.opts.fsm.snapshot());
       return;
     }
-    const job = { job: fsm.beginSnapshot(this.snapshotPolicy.lastBytes), index, done: false };
-    this.snapshotJob = job;
-    const slice = () => {
-      if (this.snapshotJob !== job) return; // cancelled
-      if (!job.job.step()) {
-        this.env.scheduler.soon(slice);
-        return;
-      }
-      job.done = true;
-      this.schedule(); // the loop saves it
-    };
-    this.env.scheduler.soon(slice);
+    this.startSnapshotJob(index);
   }
 
   private async saveSnapshot(index: number, data: Uint8Array): Promise<void> {
@@ -792,6 +780,8 @@ export class RaftNode<R = unknown> extends EventEmitter {
     );
   }
 
+  /** Writes a snapshot of the state at `index` (the applied index now) in slices between loop turns; the loop
+   *  takes it once done (maybeSnapshot saves it, maybeCompactBelowStore offers it). */
   private startSnapshotJob(index: number): void {
     const fsm = this.opts.fsm;
     const job = {
@@ -807,7 +797,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
         return;
       }
       job.done = true;
-      this.schedule(); // the loop offers it
+      this.schedule(); // the loop takes it
     };
     this.env.scheduler.soon(slice);
   }

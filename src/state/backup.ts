@@ -12,6 +12,7 @@
 import { createHash } from 'node:crypto';
 import { ByteReader, ByteWriter } from '../lock/bytes.js';
 import { META_KEY, decodeMeta, type AppliedPoint, type RecordDb } from './applied-store.js';
+import { DEDUP_RECORD, KEY_RECORD, REST_RECORD, type StoredRecords } from '../lock/store-records.js';
 
 const MAGIC = [0x4c, 0x48, 0x42, 0x4b]; // "LHBK"
 const FORMAT = 1;
@@ -123,4 +124,15 @@ export function readBackup(bytes: Uint8Array): Backup {
       records.push([key.subarray(4), value]);
   }
   return { clusterId, point, generation, records, fileRecords: all.length, sizeBytes: bytes.length, sha256: expected };
+}
+
+/** A backup's records as store-records.ts reads them (restoreFromRecords), the rest record found. */
+export function backupRecords(backup: Backup): StoredRecords {
+  const rest = backup.records.find(([k]) => k.length === 1 && k[0] === REST_RECORD);
+  if (rest === undefined) throw new BackupError('the backup holds no rest record');
+  return {
+    rest: rest[1],
+    keys: backup.records.filter(([k]) => k[0] === KEY_RECORD),
+    dedup: backup.records.filter(([k]) => k[0] === DEDUP_RECORD),
+  };
 }

@@ -2,7 +2,7 @@
 // reduces it to what replicas must agree on: the applied point and the digest of the state its records restore
 // to (LockMachine.digest: the canonical snapshot's fingerprint). Used by the process tests that kill nodes.
 import { clusterService, type SnapshotChunk } from '../../src/wire/cluster.js';
-import { readBackup } from '../../src/state/backup.js';
+import { backupRecords, readBackup } from '../../src/state/backup.js';
 import { restoreFromRecords } from '../../src/lock/store-records.js';
 import type { LockMachine } from '../../src/lock/machine.js';
 import * as grpc from '@grpc/grpc-js';
@@ -27,20 +27,12 @@ export async function storeView(endpoint: string, timeoutMs = 10_000): Promise<S
       stream.on('end', () => resolve(Buffer.concat(parts)));
     });
     const backup = readBackup(bytes);
-    const records = backup.records;
-    const { machine } = restoreFromRecords(
-      {
-        rest: records.find(([k]) => k.length === 1 && k[0] === 0x72)![1],
-        keys: records.filter(([k]) => k[0] === 0x6b),
-        dedup: records.filter(([k]) => k[0] === 0x64),
-      },
-      {},
-    ) as { machine: LockMachine };
+    const { machine } = restoreFromRecords(backupRecords(backup), {}) as { machine: LockMachine };
     return {
       index: backup.point.index,
       digest: machine.digest(),
       holds: machine.leaseCount,
-      keys: records.filter(([k]) => k[0] === 0x6b).length,
+      keys: [...backupRecords(backup).keys].length,
       bytes: bytes.length,
     };
   } finally {
