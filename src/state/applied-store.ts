@@ -238,10 +238,6 @@ export class AppliedStore {
     await this.db.close();
   }
 
-  get generationInForce(): number {
-    return this.generation;
-  }
-
   private useGeneration(generation: number): void {
     this.generation = generation;
     this.prefix = generationPrefix(generation);

@@ -89,11 +89,6 @@ export class LockStateStore<M> {
     return { ...this.point };
   }
 
-  /** The index the store's last finished batch reached. */
-  get writtenIndex(): number {
-    return this.writeBehind?.writtenIndex ?? this.opened?.point?.index ?? 0;
-  }
-
   /** Writes what waits, synced: resolves with the index the store now holds durably. */
   persist(): Promise<number> {
     if (this.writeBehind === null) return Promise.resolve(this.opened?.point?.index ?? 0);

@@ -33,9 +33,8 @@ export class WriteBehind {
   private tail: Promise<void> = Promise.resolve();
   private failure: unknown = null;
   private stopped = false;
-  /** The index the store's last finished write reached, and the one the last batch taken reaches. */
-  writtenIndex = 0;
-  private takenIndex = 0;
+  /** The index the last batch taken reaches. */
+  private takenIndex: number;
 
   constructor(
     private readonly store: AppliedStore,
@@ -45,8 +44,7 @@ export class WriteBehind {
     /** A write failed: the node must stop (its store no longer follows what it applies). */
     private readonly onFailure: (err: unknown) => void = () => {},
   ) {
-    this.writtenIndex = store.point?.index ?? 0;
-    this.takenIndex = this.writtenIndex;
+    this.takenIndex = store.point?.index ?? 0;
   }
 
   start(): void {
@@ -74,9 +72,7 @@ export class WriteBehind {
     this.takenIndex = point.index;
     const write = this.tail.then(() => this.store.write(ops, point, sync));
     this.tail = write.then(
-      () => {
-        this.writtenIndex = point.index;
-      },
+      () => {},
       (err: unknown) => {
         if (this.failure === null) {
           this.failure = err;
