@@ -562,6 +562,7 @@ export class LockMachine {
         delays: withKeys ? this.s.delays : this.s.delays.withoutHoldDelays(),
         values: withKeys ? this.s.holdValues : new Map<string, Uint8Array>(),
         sessions: this.s.sessions,
+        sessionHolds: withKeys,
         groups: this.s.groups,
       },
       sizeHint,

@@ -66,6 +66,9 @@ export interface SnapshotSource {
   /** Open sessions (absent or none: version 5 or older). Copied at the opening like the lines (bounded
    *  by limits.maxSessions; their holds by maxHoldsPerSession). */
   sessions?: ReadonlyMap<number, Session>;
+  /** false: the sessions without the keys they hold (the applied store keeps a hold's session in its key's
+   *  record; a million session holds in the rest record made every batch sort and write them all). */
+  sessionHolds?: boolean;
   /** Keys with many holds (holds.ts; version 8). Copied at the opening like the lines: each is bounded by
    *  its limit or by the admission limits on holds. */
   groups?: ReadonlyMap<string, KeyGroup>;
@@ -126,7 +129,8 @@ export class SnapshotWriter {
           this.header.nowMs,
         );
       }
-      if (withSessions) writeSessions(tail, sessions, this.header.nowMs, (session) => source.timesOf?.(session) ?? session);
+      if (withSessions)
+        writeSessions(tail, sessions, this.header.nowMs, (session) => source.timesOf?.(session) ?? session, source.sessionHolds ?? true);
       if (withLevel) {
         tail.uint(this.header.clusterLevel);
         tail.uint(this.header.termLastStampMs);

@@ -318,7 +318,13 @@ export function writeGroups(out: ByteWriter, groups: KeyGroup[], nowMs: number, 
 
 /** Version 6's sessions and session holds, after its delays. `times` gives a session's times as of the
  *  snapshot (term starts are applied lazily). */
-export function writeSessions(out: ByteWriter, sessions: Session[], nowMs: number, times: (session: Session) => LeaseTimes): void {
+export function writeSessions(
+  out: ByteWriter,
+  sessions: Session[],
+  nowMs: number,
+  times: (session: Session) => LeaseTimes,
+  withHolds = true,
+): void {
   sessions.sort((a, b) => a.id - b.id);
   out.uint(sessions.length);
   let previousId = 0;
@@ -334,7 +340,7 @@ export function writeSessions(out: ByteWriter, sessions: Session[], nowMs: numbe
     out.uint(nowMs - t.observeFromMs);
     out.uint(session.lockDelayMs);
     out.string(session.requestId);
-    for (const key of session.holds) holds.push([key, session.id]);
+    if (withHolds) for (const key of session.holds) holds.push([key, session.id]);
   }
   holds.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   out.uint(holds.length);

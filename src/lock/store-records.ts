@@ -4,10 +4,12 @@
 //
 // Records, by the first byte of their key:
 //   'k' + key (UTF-8)       one per key with a lease or a free record: the lease (owner, token, times, the
-//                           term starts it has seen) or the free key (last token, when it was freed)
+//                           term starts it has seen, its lock-delay and value, the session it lives under)
+//                           or the free key (last token, when it was freed)
 //   'd' + identity          one per remembered request (dedup.ts): its order, time and body
 //   'r'                     the rest: the snapshot format (snapshot.ts) with no keys and no remembered
-//                           requests — header, wait lines, delays, values, sessions, levels, groups —, the
+//                           requests — header, wait lines, key delays, sessions (without the keys they
+//                           hold: each hold's record names its session), levels, groups —, the
 //                           order counter of the remembered requests, and every term start the key records
 //                           count in (below). Small: bounded by the admission limits (hold values and delays
 //                           ride it too; they are bounded by the holds).
@@ -24,8 +26,9 @@ import { ByteReader, ByteWriter, encodeUtf8, decodeUtf8 } from './bytes.js';
 import type { DedupListener } from './dedup.js';
 import { carryLease, type LeaseEpoch } from './epoch.js';
 import { Lease } from './lease.js';
+import { Session } from './session.js';
 import { LockMachine } from './machine.js';
-import { decodeState, type DecodedFreeKey, type DecodedState, type DedupRecordSink } from './snapshot.js';
+import { decodeState, type DecodedState, type DedupRecordSink } from './snapshot.js';
 import { BUILD_LEVEL } from './versions.js';
 import { WIRE_LIMITS } from './commands.js';
 import { skipDedupBody, skipDedupIdentity } from './dedup-codec.js';
@@ -38,9 +41,15 @@ export const REST_RECORD = 0x72; // 'r'
 export const REST_RECORD_KEY = Uint8Array.of(REST_RECORD);
 
 const NO_VALUE = new Uint8Array(0);
+/** A lease; rest format 1 only (its session holds are listed in the rest record). */
 const LEASE_TAG = 1;
 const FREE_TAG = 2;
-const REST_FORMAT = 1;
+/** A lease and the session it lives under (0 = none): rest format 2 on. */
+const LEASE_IN_SESSION_TAG = 3;
+/** 2: the rest record lists sessions without their holds; each hold's key record names its session (a
+ *  million session holds in the rest record made every batch sort and rewrite all of them). Format 1 is
+ *  still read, and a store of it is rewritten whole at open (RecordsRestorer.outdated). */
+const REST_FORMAT = 2;
 
 /** One write of a batch: put `value` at `key`, or delete `key` when `value` is null. */
 export interface RecordOp {
@@ -154,7 +163,7 @@ export class StoreRecords implements DedupListener {
     out.clear();
     const lease = parts.leases.get(key);
     if (lease !== undefined) {
-      out.byte(LEASE_TAG);
+      out.byte(LEASE_IN_SESSION_TAG);
       out.string(lease.owner);
       out.uint(lease.fencingToken);
       out.uint(lease.ttlMs);
@@ -166,6 +175,7 @@ export class StoreRecords implements DedupListener {
       // removeLease touch the key), and a million holds with values must not make the rest record big.
       out.uint(parts.delays.holdDelayOf(key));
       out.lengthPrefixed(parts.holdValues.get(key) ?? NO_VALUE);
+      out.uint(lease.session instanceof Session ? lease.session.id : 0);
       return { key: recordKey, value: out.finish() };
     }
     const free = parts.freeKeyLastTokens.get(key);
@@ -218,6 +228,7 @@ export class RecordsRestorer {
   private readonly state: DecodedState;
   private readonly epochs: LeaseEpoch[] = [];
   private readonly dedupSeq: number;
+  private readonly format: number;
   private readonly remembered: { seq: number; recordedAtMs: number; identity: Uint8Array; body: Uint8Array }[] = [];
   private rememberedBytes = 0;
 
@@ -226,20 +237,29 @@ export class RecordsRestorer {
     private readonly options: Partial<LockMachineOptions>,
   ) {
     const input = reader(rest, 'rest');
-    if (input.byte() !== REST_FORMAT) input.fail('unknown rest record format');
+    this.format = input.byte();
+    if (this.format !== 1 && this.format !== REST_FORMAT)
+      input.fail(`rest record format ${this.format}; this build reads 1 and ${REST_FORMAT}`);
     this.dedupSeq = input.uint();
     const epochCount = input.uint();
     if (epochCount > input.remaining) input.fail(`${epochCount} epochs`);
     for (let i = 0; i < epochCount; i++) this.epochs.push({ previousTermEndMs: input.uint(), epochStartMs: input.uint() });
     const noRecords: DedupRecordSink = { reserve: () => {}, record: () => fail('the rest record holds remembered requests') };
     this.state = decodeState(input.raw(input.remaining), noRecords, options.readLevel ?? BUILD_LEVEL);
+    if (this.format !== 1 && this.state.sessionHolds.length > 0) input.fail('a format 2 rest record lists session holds');
+  }
+
+  /** The records are of an older format: the store must be rewritten whole (what this build writes next
+   *  would not agree with the records it leaves untouched). */
+  get outdated(): boolean {
+    return this.format !== REST_FORMAT;
   }
 
   /** A key record ('k' + key, its value). */
   key(key: Uint8Array, value: Uint8Array): void {
     const name = decodeUtf8(key.subarray(1));
     if (name === null || name.length === 0 || key.length - 1 > WIRE_LIMITS.maxKeyBytes) fail('a key record with a bad key');
-    readKeyRecord(name, value, this.epochs, this.state.appliedIndex, this.state.leases, this.state.freeKeys, this.state);
+    readKeyRecord(name, value, this.format, this.epochs, this.state);
   }
 
   /** A remembered-request record ('d' + identity, its value). */
@@ -269,18 +289,11 @@ export class RecordsRestorer {
   }
 }
 
-function readKeyRecord(
-  key: string,
-  value: Uint8Array,
-  epochs: readonly LeaseEpoch[],
-  appliedIndex: number,
-  leases: Lease[],
-  freeKeys: DecodedFreeKey[],
-  options: { holdDelays: [string, number][]; holdValues: [string, Uint8Array][] },
-): void {
+function readKeyRecord(key: string, value: Uint8Array, format: number, epochs: readonly LeaseEpoch[], state: DecodedState): void {
+  const { appliedIndex, leases, freeKeys } = state;
   const input = reader(value, `key ${JSON.stringify(key)}`);
   const tag = input.byte();
-  if (tag === LEASE_TAG) {
+  if (tag === (format === 1 ? LEASE_TAG : LEASE_IN_SESSION_TAG)) {
     const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
     const token = input.uint();
     if (owner.length === 0 || token < 1 || token > appliedIndex) input.fail(`lease of ${JSON.stringify(owner)} with token ${token}`);
@@ -291,10 +304,14 @@ function readKeyRecord(
     const lockDelayMs = input.uint();
     if (lockDelayMs > WIRE_LIMITS.maxLockDelayMs) input.fail(`lockDelayMs ${lockDelayMs}`);
     const value = input.lengthPrefixed(WIRE_LIMITS.maxValueBytes);
+    const sessionId = tag === LEASE_IN_SESSION_TAG ? input.uint() : 0;
+    if (sessionId > appliedIndex) input.fail(`session ${sessionId} is beyond index ${appliedIndex}`);
     input.end();
     leases.push(lease);
-    if (lockDelayMs > 0) options.holdDelays.push([key, lockDelayMs]);
-    if (value.length > 0) options.holdValues.push([key, value.slice()]);
+    // machine.ts load() checks the session exists and has the lease's owner, as for a snapshot's holds.
+    if (sessionId > 0) state.sessionHolds.push([key, sessionId]);
+    if (lockDelayMs > 0) state.holdDelays.push([key, lockDelayMs]);
+    if (value.length > 0) state.holdValues.push([key, value.slice()]);
   } else if (tag === FREE_TAG) {
     const lastToken = input.uint();
     const freedAtMs = input.uint();

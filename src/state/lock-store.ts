@@ -29,6 +29,8 @@ export interface RecordsModule<M> {
     key(key: Uint8Array, value: Uint8Array): void;
     dedup(key: Uint8Array, value: Uint8Array): void;
     finish(): RecordsTracker<M>;
+    /** The records are of an older format: rewrite the store whole. */
+    readonly outdated?: boolean;
   };
 }
 
@@ -59,7 +61,15 @@ export class LockStateStore<M> {
       dedup: (key, value) => restorer!.dedup(key, value),
     });
     if (point === null || restorer === null) return null;
-    const tracker = (restorer as InstanceType<RecordsModule<M>['RecordsRestorer']>).finish();
+    const read = restorer as InstanceType<RecordsModule<M>['RecordsRestorer']>;
+    const tracker = read.finish();
+    if (read.outdated === true) {
+      // Records of an older format: the batches this build writes would not agree with the records they do
+      // not touch, so the state is written again whole (a new generation, swapped in) before anything else.
+      tracker.detach();
+      await this.replace(tracker.machine, point);
+      return { machine: tracker.machine, point };
+    }
     this.follow(store, tracker, point);
     return { machine: tracker.machine, point };
   }

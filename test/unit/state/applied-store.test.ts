@@ -2,6 +2,7 @@
 // leaves a store that opens at some batch's point with exactly the state at that point; a new generation
 // swapped in (a snapshot installed) is whole or absent, never half; the meta record and the records it
 // covers are one batch.
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { LockMachine } from '../../../src/lock/index.js';
 import { AppliedStore } from '../../../src/state/applied-store.js';
@@ -123,5 +124,30 @@ describe('the applied store under crashes', () => {
     await settle();
     const reopened = await AppliedStore.open(await db.crashedAfter(db.log.length));
     expect(reopened.point).toMatchObject({ index: 1, term: 2 });
+  });
+
+  it('a store of an older record format (rest format 1, build 6261eaa) is read, then written again whole in this build’s', async () => {
+    const fixture = JSON.parse(readFileSync(new URL('../lock/fixtures/store-records-format1.json', import.meta.url), 'utf8')) as {
+      appliedIndex: number;
+      snapshot: string;
+      records: [string, string][];
+    };
+    const bytes = (hex: string) => Uint8Array.from(Buffer.from(hex, 'hex'));
+    const db = new CrashDb();
+    const old = await AppliedStore.open(db);
+    const point = { index: fixture.appliedIndex, term: 1, conf: CONF };
+    await old.replace([fixture.records.map(([k, v]) => ({ key: bytes(k), value: bytes(v) }))], point);
+    const options = { dedupWindowMs: 600_000, dedupMaxEntries: 1000 };
+    const state = new LockStateStore<LockMachine>(() => AppliedStore.open(db), new ManualScheduler());
+    const loaded = await state.load(options);
+    expect(Buffer.from(loaded!.machine.snapshot()).toString('hex')).toBe(fixture.snapshot);
+    // Rewritten at open: the rest record is this build's format, and the store restores to the same state.
+    const reopened = await AppliedStore.open(db);
+    let restFormat = -1;
+    await reopened.readInto({ rest: (value) => (restFormat = value[0]!), key: () => {}, dedup: () => {} });
+    expect(restFormat).toBe(2);
+    const again = await new LockStateStore<LockMachine>(() => Promise.resolve(reopened), new ManualScheduler()).load(options);
+    expect(Buffer.from(again!.machine.snapshot()).toString('hex')).toBe(fixture.snapshot);
+    expect(again!.point).toMatchObject({ index: fixture.appliedIndex, term: 1 });
   });
 });
