@@ -40,6 +40,8 @@ async function main(): Promise<void> {
       for (const pid of c.pids().values()) process.kill(pid, 'SIGUSR2');
       await new Promise((r) => setTimeout(r, 20_000));
       console.log(`heap snapshots in ${out}`);
+      // A heap snapshot collects garbage first: what is used now is live, the rest was garbage not yet collected.
+      await report(c, 'after the heap snapshots (a full GC)');
     }
     for (let i = 0; i < c.members.length; i++) await c.kill(i);
     const t0 = performance.now();

@@ -1,6 +1,7 @@
 // held-scale (leasehold only; etcd has no equivalent run here): fill N held locks (ttl 1 h) as fast as
 // the cluster takes them — many sessions, each with several acquires in flight, all to the leader — then
-// report per-node RSS while serving, the snapshot (size from the node log and bytes on disk), restart of all
+// report per-node RSS while serving, the log's compactions and any snapshot made for a follower (from the node
+// log) and bytes on disk, restart of all
 // three to SERVING, and acquire + release throughput with N held against the same cluster with none.
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,7 +10,7 @@ import { leaseholdFactory, type LeaseholdCluster } from './leasehold-system.js';
 import { measured, openSessions, runLoop } from './loop.js';
 import { rssMbOf } from './procstat.js';
 import { memoryOf, type NodeMemory } from './node-memory.js';
-import { snapshotsInLog } from './node-log.js';
+import { compactionsInLog } from './node-log.js';
 import { track } from './run-state.js';
 import type { StartOptions } from './system.js';
 import type { RunRow } from './types.js';
@@ -29,10 +30,11 @@ export interface NodeScale {
   /** What the RSS is made of (the node's /metrics), serving and after the restart. */
   memoryServing: NodeMemory;
   memoryAfterRestart: NodeMemory;
-  snapshots: number;
+  /** Log compactions below the applied store (the log's share of the state's persistence). */
+  compactions: number;
+  /** Snapshots made for a follower behind the compacted log, and the last one's size. */
+  followerSnapshots: number;
   lastSnapshotBytes: number;
-  /** Duration of the last snapshot, when the node logs one (durationMs); NaN otherwise. */
-  lastSnapshotMs: number;
   dataDirBytes: number;
 }
 
@@ -145,7 +147,7 @@ export async function runHeldScale(held: number, scale: BenchScale, round: numbe
     const rssServing = await sampleRss(c, 1000);
     const memServing = await Promise.all(c.members.map((_, i) => memoryOf(c, i)));
     const throughputHeld = { ...(await throughput(`${held} held`)), extra: { held } };
-    const logs = new Map(c.members.map((id) => [id, snapshotsInLog(c.cluster.logOf(id))]));
+    const logs = new Map(c.members.map((id) => [id, compactionsInLog(c.cluster.logOf(id))]));
     const disk = new Map(c.members.map((id) => [id, dirBytes(join(c.cluster.dir, id))]));
     for (let i = 0; i < c.members.length; i++) await c.kill(i);
     const t0 = performance.now();
@@ -178,9 +180,9 @@ export async function runHeldScale(held: number, scale: BenchScale, round: numbe
         rssAfterRestartMb: rssAfter.get(id) ?? NaN,
         memoryServing: memServing[i]!,
         memoryAfterRestart: memAfter[i]!,
-        snapshots: logs.get(id)!.count,
-        lastSnapshotBytes: logs.get(id)!.lastBytes,
-        lastSnapshotMs: logs.get(id)!.lastMs,
+        compactions: logs.get(id)!.compactions,
+        followerSnapshots: logs.get(id)!.followerSnapshots,
+        lastSnapshotBytes: logs.get(id)!.lastSnapshotBytes,
         dataDirBytes: disk.get(id)!,
       })),
       throughputNone,

@@ -1,22 +1,29 @@
 // What the benchmark reads from a leasehold node's log (pino JSON lines).
 
-/** Snapshots the node logged ('snapshot taken' lines of its pino JSON log): count, last size and duration. */
-export function snapshotsInLog(logText: string): { count: number; lastBytes: number; lastMs: number } {
-  let count = 0;
-  let lastBytes = NaN;
-  let lastMs = NaN;
+/** What the node logged of its log's compaction and its snapshots (pino JSON lines): log compactions below
+ *  the applied store, and snapshots made for a follower behind the log (count, last size). A line cut short by
+ *  a kill -9 is skipped. */
+export function compactionsInLog(logText: string): { compactions: number; followerSnapshots: number; lastSnapshotBytes: number } {
+  let compactions = 0;
+  let followerSnapshots = 0;
+  let lastSnapshotBytes = NaN;
   for (const line of logText.split('\n')) {
-    if (!line.includes('snapshot taken')) continue;
+    const compaction = line.includes('"msg":"log compacted below the applied store"');
+    const snapshot = line.includes('"msg":"snapshot made for a follower behind the log"');
+    if (!compaction && !snapshot) continue;
+    let rec: { bytes?: number };
     try {
-      const rec = JSON.parse(line) as { bytes?: number; durationMs?: number };
-      count++;
-      lastBytes = Number(rec.bytes ?? NaN);
-      lastMs = Number(rec.durationMs ?? NaN);
+      rec = JSON.parse(line) as { bytes?: number };
     } catch {
-      // a line cut short by a kill -9 is not a snapshot we can read
+      continue;
+    }
+    if (compaction) compactions++;
+    else {
+      followerSnapshots++;
+      lastSnapshotBytes = Number(rec.bytes ?? NaN);
     }
   }
-  return { count, lastBytes, lastMs };
+  return { compactions, followerSnapshots, lastSnapshotBytes };
 }
 
 /** Role changes in a stretch of a node's log: how often it became leader, started a pre-vote (it suspected

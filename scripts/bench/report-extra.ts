@@ -21,8 +21,8 @@ export function heldScaleTable(results: readonly HeldScaleResult[]): string {
     );
     for (const nd of r.nodes) {
       lines.push(
-        `  ${nd.node}: RSS serving ${n0(nd.rssServingMb)} MB (${describeMemory(nd.memoryServing)}), after restart ${n0(nd.rssAfterRestartMb)} MB (${describeMemory(nd.memoryAfterRestart)}); snapshots ${nd.snapshots}, last ${mb(nd.lastSnapshotBytes)} MB` +
-          `${Number.isFinite(nd.lastSnapshotMs) ? ` in ${n0(nd.lastSnapshotMs)} ms` : ' (duration not in the log)'}; data dir ${mb(nd.dataDirBytes)} MB`,
+        `  ${nd.node}: RSS serving ${n0(nd.rssServingMb)} MB (${describeMemory(nd.memoryServing)}), after restart ${n0(nd.rssAfterRestartMb)} MB (${describeMemory(nd.memoryAfterRestart)}); log compactions ${nd.compactions}, snapshots made for a follower ${nd.followerSnapshots}` +
+          `${nd.followerSnapshots > 0 ? ` (last ${mb(nd.lastSnapshotBytes)} MB)` : ''}; data dir ${mb(nd.dataDirBytes)} MB`,
       );
     }
   }

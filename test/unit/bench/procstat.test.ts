@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { roleChangesInLog, snapshotsInLog } from '../../../scripts/bench/node-log.js';
+import { compactionsInLog, roleChangesInLog } from '../../../scripts/bench/node-log.js';
 import { cpuTicksOf, rssKbOf, runDelayNsOf } from '../../../scripts/bench/procstat.js';
 
 describe('bench /proc and log parsing', () => {
@@ -17,17 +17,20 @@ describe('bench /proc and log parsing', () => {
     expect(rssKbOf('Name:\tzombie\n')).toBe(0);
   });
 
-  it('snapshot lines of a pino log: count, last size, a duration only when logged, cut lines skipped', () => {
+  it('compaction and follower-snapshot lines of a pino log: counted, the last size kept, cut lines skipped', () => {
     const log = [
       '{"level":30,"msg":"raft role/term changed","term":"2"}',
-      '{"level":30,"index":10000,"bytes":1000,"msg":"snapshot taken, log compacted"}',
-      '{"level":30,"index":20000,"bytes":2500,"durationMs":12,"msg":"snapshot taken, log compacted"}',
-      '{"level":30,"index":30000,"bytes":99,"msg":"snapshot tak',
+      '{"level":30,"nodeId":"n1","index":5000,"storeIndex":7500,"msg":"log compacted below the applied store"}',
+      '{"level":30,"nodeId":"n1","index":9000,"bytes":1000,"msg":"snapshot made for a follower behind the log"}',
+      '{"level":30,"nodeId":"n1","index":10000,"storeIndex":12500,"msg":"log compacted below the applied store"}',
+      '{"level":30,"nodeId":"n1","index":19000,"bytes":2500,"msg":"snapshot made for a follower behind the log"}',
+      '{"level":30,"index":30000,"bytes":99,"msg":"snapshot made for a foll',
+      '{"level":30,"index":30000,"msg":"log compacted below the appl',
     ].join('\n');
-    expect(snapshotsInLog(log)).toEqual({ count: 2, lastBytes: 2500, lastMs: 12 });
-    const none = snapshotsInLog('{"msg":"serving"}');
-    expect(none.count).toBe(0);
-    expect(none.lastBytes).toBeNaN();
+    expect(compactionsInLog(log)).toEqual({ compactions: 2, followerSnapshots: 2, lastSnapshotBytes: 2500 });
+    const none = compactionsInLog('{"msg":"serving"}');
+    expect(none).toMatchObject({ compactions: 0, followerSnapshots: 0 });
+    expect(none.lastSnapshotBytes).toBeNaN();
   });
 
   it('role changes: entries into leader, pre-candidate and candidate, other lines ignored', () => {
