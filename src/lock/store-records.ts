@@ -65,10 +65,11 @@ function fail(message: string): never {
   throw new StoreRecordError(`corrupt applied-store record: ${message}`);
 }
 
-function reader(bytes: Uint8Array, what: string): ByteReader {
+function reader(bytes: Uint8Array, what: string | (() => string)): ByteReader {
   return new ByteReader(
     bytes,
-    (message, offset) => new StoreRecordError(`corrupt applied-store record (${what}) at byte ${offset}: ${message}`),
+    (message, offset) =>
+      new StoreRecordError(`corrupt applied-store record (${typeof what === 'string' ? what : what()}) at byte ${offset}: ${message}`),
   );
 }
 
@@ -226,6 +227,8 @@ export function restoreFromRecords(records: StoredRecords, options: Partial<Lock
  */
 export class RecordsRestorer {
   private readonly state: DecodedState;
+  /** The rest record's sessions by id: a key record names the session its hold lives under. */
+  private readonly sessions = new Map<number, Session>();
   private readonly epochs: LeaseEpoch[] = [];
   private readonly dedupSeq: number;
   private readonly format: number;
@@ -247,6 +250,7 @@ export class RecordsRestorer {
     const noRecords: DedupRecordSink = { reserve: () => {}, record: () => fail('the rest record holds remembered requests') };
     this.state = decodeState(input.raw(input.remaining), noRecords, options.readLevel ?? BUILD_LEVEL);
     if (this.format !== 1 && this.state.sessionHolds.length > 0) input.fail('a format 2 rest record lists session holds');
+    for (const session of this.state.sessions) this.sessions.set(session.id, session);
   }
 
   /** The records are of an older format: the store must be rewritten whole (what this build writes next
@@ -259,7 +263,7 @@ export class RecordsRestorer {
   key(key: Uint8Array, value: Uint8Array): void {
     const name = decodeUtf8(key.subarray(1));
     if (name === null || name.length === 0 || key.length - 1 > WIRE_LIMITS.maxKeyBytes) fail('a key record with a bad key');
-    readKeyRecord(name, value, this.format, this.epochs, this.state);
+    readKeyRecord(name, value, this.format, this.epochs, this.state, this.sessions);
   }
 
   /** A remembered-request record ('d' + identity, its value). */
@@ -289,9 +293,16 @@ export class RecordsRestorer {
   }
 }
 
-function readKeyRecord(key: string, value: Uint8Array, format: number, epochs: readonly LeaseEpoch[], state: DecodedState): void {
+function readKeyRecord(
+  key: string,
+  value: Uint8Array,
+  format: number,
+  epochs: readonly LeaseEpoch[],
+  state: DecodedState,
+  sessions: ReadonlyMap<number, Session>,
+): void {
   const { appliedIndex, leases, freeKeys } = state;
-  const input = reader(value, `key ${JSON.stringify(key)}`);
+  const input = reader(value, () => `key ${JSON.stringify(key)}`);
   const tag = input.byte();
   if (tag === (format === 1 ? LEASE_TAG : LEASE_IN_SESSION_TAG)) {
     const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
@@ -305,11 +316,15 @@ function readKeyRecord(key: string, value: Uint8Array, format: number, epochs: r
     if (lockDelayMs > WIRE_LIMITS.maxLockDelayMs) input.fail(`lockDelayMs ${lockDelayMs}`);
     const value = input.lengthPrefixed(WIRE_LIMITS.maxValueBytes);
     const sessionId = tag === LEASE_IN_SESSION_TAG ? input.uint() : 0;
-    if (sessionId > appliedIndex) input.fail(`session ${sessionId} is beyond index ${appliedIndex}`);
     input.end();
+    if (sessionId > 0) {
+      // Attached here, not listed for load() to look each key up again (a million lookups at a restart).
+      const session = sessions.get(sessionId);
+      if (session === undefined || session.owner !== owner) return input.fail(`held under session ${sessionId}, which it cannot be`);
+      lease.session = session;
+      session.holds.add(key);
+    }
     leases.push(lease);
-    // machine.ts load() checks the session exists and has the lease's owner, as for a snapshot's holds.
-    if (sessionId > 0) state.sessionHolds.push([key, sessionId]);
     if (lockDelayMs > 0) state.holdDelays.push([key, lockDelayMs]);
     if (value.length > 0) state.holdValues.push([key, value.slice()]);
   } else if (tag === FREE_TAG) {

@@ -119,6 +119,24 @@ describe('the applied store’s records', () => {
     expect(restBytes(3_000)).toBeLessThan(restBytes(1) + 16);
   });
 
+  it("refuses a hold whose record names a session that is not open, or is another owner's", () => {
+    const machine = new LockMachine(OPTIONS);
+    let index = 0;
+    const apply = (command: Parameters<typeof encodeCommand>[0]) => machine.apply(++index, 1, encodeCommand(command));
+    apply({ type: 'openSession', timeMs: 1_000, owner: 'o', ttlMs: 60_000, requestId: 's1', lockDelayMs: 0 });
+    apply({ type: 'openSession', timeMs: 1_000, owner: 'p', ttlMs: 60_000, requestId: 's2', lockDelayMs: 0 });
+    apply({ type: 'acquire', timeMs: 1_000, key: 'k', owner: 'o', ttlMs: 0, sessionId: 1, requestId: '' });
+    const store = new RecordMap();
+    store.write(new StoreRecords(machine).all());
+    expect(store.restore().machine.parts.sessionHoldCount).toBe(1);
+    const [id, [key, value]] = [...store.records.entries()].find(([, [k]]) => k[0] === 0x6b)!;
+    expect(value[value.length - 1]).toBe(1); // the record ends with its session's id
+    for (const other of [2, 3]) {
+      store.records.set(id, [key, Uint8Array.of(...value.subarray(0, value.length - 1), other)]);
+      expect(() => store.restore()).toThrow(/corrupt applied-store record \(key "k"\).*held under session/);
+    }
+  });
+
   it('reads the records of rest format 1 (build 6261eaa: session holds in the rest record) and says they are outdated', () => {
     const fixture = JSON.parse(readFileSync(new URL('./fixtures/store-records-format1.json', import.meta.url), 'utf8')) as {
       snapshot: string;
