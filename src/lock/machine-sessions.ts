@@ -55,6 +55,7 @@ export function openSession(s: MachineState, index: number, command: OpenSession
     command.requestId,
   );
   s.sessions.set(index, session);
+  s.touchSession(index);
   if (command.requestId !== '') s.sessionsByRequest.set(requestKeyOf(command.owner, command.requestId), session);
   s.sessionDeadlines.push(session);
   s.granted(session);
@@ -75,6 +76,7 @@ export function renewSession(s: MachineState, index: number, command: RenewSessi
   if (session === undefined) return refused('NOT_HELD');
   if (command.owner !== '' && command.owner !== session.owner) return refused('WRONG_OWNER');
   if (!session.isLiveAt(s.logNowMs)) return refused('EXPIRED');
+  s.touchSession(session.id);
   session.grant(session.owner, session.id, session.ttlMs, s.logNowMs);
   s.sessionDeadlines.update(session);
   s.granted(session);
@@ -145,6 +147,7 @@ export function endSession(s: MachineState, session: Session, expired: boolean, 
     keys.push(hold.key);
   }
   s.sessions.delete(session.id);
+  s.touchSession(session.id);
   if (session.requestId !== '') s.sessionsByRequest.delete(requestKeyOf(session.owner, session.requestId));
   s.sessionDeadlines.remove(session);
   s.sessionEndBy.remove(session);

@@ -113,6 +113,8 @@ export class MachineState {
   /** Keys whose lease or free record changed since the applied store last took them (store-records.ts);
    *  null while nothing persists the state record by record. */
   changedKeys: Set<string> | null = null;
+  /** The same for sessions, by id (opened, renewed, ended). */
+  changedSessions: Set<number> | null = null;
 
   constructor(readonly options: Readonly<LockMachineOptions>) {
     this.dedup = new DedupTable(options.dedupWindowMs, options.dedupMaxEntries);
@@ -142,8 +144,15 @@ export class MachineState {
     if (lease.expiresAtMs !== before) this.deadlines.update(lease);
   }
 
+  /** Call before anything about session `id` changes: the store rewrites its record at its next batch. */
+  touchSession(id: number): void {
+    this.changedSessions?.add(id);
+  }
+
   /** settle() for a session: no section to copy (a snapshot copies the sessions when it opens). */
   settleSession(session: Session): void {
+    // Not a change for the store: a session's record keeps the term starts it had seen, and a restore carries
+    // it through the rest exactly as this does.
     const before = session.expiresAtMs;
     while (session.epochsSeen < this.epochs.length) carryLease(session, this.epochs[session.epochsSeen++]!);
     if (session.expiresAtMs !== before) this.sessionDeadlines.update(session);

@@ -562,7 +562,8 @@ export class LockMachine {
         delays: withKeys ? this.s.delays : this.s.delays.withoutHoldDelays(),
         values: withKeys ? this.s.holdValues : new Map<string, Uint8Array>(),
         sessions: this.s.sessions,
-        sessionHolds: withKeys,
+        // The store keeps each session in a record of its own, and each hold's session in the hold's record.
+        sessionsElsewhere: !withKeys,
         groups: this.s.groups,
       },
       sizeHint,

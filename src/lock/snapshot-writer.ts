@@ -66,9 +66,9 @@ export interface SnapshotSource {
   /** Open sessions (absent or none: version 5 or older). Copied at the opening like the lines (bounded
    *  by limits.maxSessions; their holds by maxHoldsPerSession). */
   sessions?: ReadonlyMap<number, Session>;
-  /** false: the sessions without the keys they hold (the applied store keeps a hold's session in its key's
-   *  record; a million session holds in the rest record made every batch sort and write them all). */
-  sessionHolds?: boolean;
+  /** true: the sessions section is written empty (the applied store keeps each session in a record of its
+   *  own, and each hold's session in the hold's record), though the format is chosen as if it were not. */
+  sessionsElsewhere?: boolean;
   /** Keys with many holds (holds.ts; version 8). Copied at the opening like the lines: each is bounded by
    *  its limit or by the admission limits on holds. */
   groups?: ReadonlyMap<string, KeyGroup>;
@@ -107,10 +107,11 @@ export class SnapshotWriter {
     const waiters = source.waiters !== undefined && source.waiters.size > 0 ? [...source.waiters.all()] : [];
     const delays = source.delays;
     const values = source.values;
-    const sessions = source.sessions !== undefined && source.sessions.size > 0 ? [...source.sessions.values()] : [];
+    const liveSessions = source.sessions !== undefined && source.sessions.size > 0 ? [...source.sessions.values()] : [];
+    const sessions = source.sessionsElsewhere === true ? [] : liveSessions;
     const withLevel = this.header.clusterLevel > BASE_LEVEL;
     const withGroups = this.header.clusterLevel >= LEVEL_MANY_HOLDERS;
-    const withSessions = withLevel || sessions.length > 0;
+    const withSessions = withLevel || liveSessions.length > 0;
     const withDelays =
       withSessions ||
       (delays !== undefined && delays.holdCount + delays.keyCount > 0) ||
@@ -129,8 +130,7 @@ export class SnapshotWriter {
           this.header.nowMs,
         );
       }
-      if (withSessions)
-        writeSessions(tail, sessions, this.header.nowMs, (session) => source.timesOf?.(session) ?? session, source.sessionHolds ?? true);
+      if (withSessions) writeSessions(tail, sessions, this.header.nowMs, (session) => source.timesOf?.(session) ?? session);
       if (withLevel) {
         tail.uint(this.header.clusterLevel);
         tail.uint(this.header.termLastStampMs);

@@ -318,13 +318,7 @@ export function writeGroups(out: ByteWriter, groups: KeyGroup[], nowMs: number, 
 
 /** Version 6's sessions and session holds, after its delays. `times` gives a session's times as of the
  *  snapshot (term starts are applied lazily). */
-export function writeSessions(
-  out: ByteWriter,
-  sessions: Session[],
-  nowMs: number,
-  times: (session: Session) => LeaseTimes,
-  withHolds = true,
-): void {
+export function writeSessions(out: ByteWriter, sessions: Session[], nowMs: number, times: (session: Session) => LeaseTimes): void {
   sessions.sort((a, b) => a.id - b.id);
   out.uint(sessions.length);
   let previousId = 0;
@@ -340,7 +334,7 @@ export function writeSessions(
     out.uint(nowMs - t.observeFromMs);
     out.uint(session.lockDelayMs);
     out.string(session.requestId);
-    if (withHolds) for (const key of session.holds) holds.push([key, session.id]);
+    for (const key of session.holds) holds.push([key, session.id]);
   }
   holds.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   out.uint(holds.length);
@@ -353,7 +347,14 @@ export function writeSessions(
 
 /** Strict decode of any version: any inconsistency (bad ordering, dangling owner index, token from the
  *  future, a key in the wrong section) throws SnapshotDecodeError. */
-export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink, readLevel = BUILD_LEVEL): DecodedState {
+export function decodeState(
+  bytes: Uint8Array,
+  dedupSink: DedupRecordSink,
+  readLevel = BUILD_LEVEL,
+  /** The applied store's rest record (store-records.ts): its sessions are records of their own, so a version 6
+   *  section without sessions is how it is written, not a sign of another writer. */
+  sessionsElsewhere = false,
+): DecodedState {
   const input = new ByteReader(bytes, (message, offset) => new SnapshotDecodeError(message, offset));
   for (const b of MAGIC) if (input.byte() !== b) input.fail('not a lock snapshot (bad magic)');
   const version = input.byte();
@@ -434,7 +435,7 @@ export function decodeState(bytes: Uint8Array, dedupSink: DedupRecordSink, readL
     fields.waiters(waiters, true, true);
     fields.delays(holdDelays, keyDelays, holdValues);
     fields.sessions(sessions, sessionHolds);
-    if (sessions.length === 0) input.fail('a version 6 snapshot without sessions (written as version 3, 4 or 5)');
+    if (sessions.length === 0 && !sessionsElsewhere) input.fail('a version 6 snapshot without sessions (written as version 3, 4 or 5)');
   } else if (version === SNAPSHOT_VERSION_WITH_WAITERS) {
     fields.waiters(waiters, false);
     if (waiters.length === 0) input.fail('a version 4 snapshot without waiters (written as version 3)');

@@ -2,14 +2,16 @@
 // log, as etcd keeps its applied state in bbolt beside its WAL). Pure: this file turns state into records and
 // records into state; src/state does the I/O.
 //
-// Records, by the first byte of their key:
+// Records, by the first byte of their key (in this order in the store, which a restore relies on: a hold's
+// record names its session, read before it):
+//   'S' + id (8 bytes, BE)  one per open session (or one run out, awaiting its end): owner, times, the term
+//                           starts it has seen, lock-delay, request id; its holds name it in their records
 //   'k' + key (UTF-8)       one per key with a lease or a free record: the lease (owner, token, times, the
 //                           term starts it has seen, its lock-delay and value, the session it lives under)
 //                           or the free key (last token, when it was freed)
 //   'd' + identity          one per remembered request (dedup.ts): its order, time and body
-//   'r'                     the rest: the snapshot format (snapshot.ts) with no keys and no remembered
-//                           requests — header, wait lines, key delays, sessions (without the keys they
-//                           hold: each hold's record names its session), levels, groups —, the
+//   'r'                     the rest: the snapshot format (snapshot.ts) with no keys, no remembered requests
+//                           and no sessions — header, wait lines, key delays, levels, groups —, the
 //                           order counter of the remembered requests, and every term start the key records
 //                           count in (below). Small: bounded by the admission limits (hold values and delays
 //                           ride it too; they are bounded by the holds).
@@ -17,6 +19,7 @@
 // that changed, never a rewrite of the state:
 //   - a key: MachineState.touch, called before any change of its lease or free record — the hook the sliced
 //     snapshot's copy-on-write already depends on, so no change can pass it by;
+//   - a session: MachineState.touchSession, called where a session opens, renews or ends (machine-sessions.ts);
 //   - a remembered request: DedupTable.listener hears each one remembered and each current one forgotten;
 //   - the rest record: written whole at every batch.
 // Term starts reach leases lazily (machine-state.ts settle), so a key record holds the lease's times as they
@@ -37,6 +40,7 @@ import type { LockMachineOptions } from './types.js';
 export const KEY_RECORD = 0x6b; // 'k'
 export const DEDUP_RECORD = 0x64; // 'd'
 export const REST_RECORD = 0x72; // 'r'
+export const SESSION_RECORD = 0x53; // 'S'
 /** The rest record's own key. */
 export const REST_RECORD_KEY = Uint8Array.of(REST_RECORD);
 
@@ -46,9 +50,10 @@ const LEASE_TAG = 1;
 const FREE_TAG = 2;
 /** A lease and the session it lives under (0 = none): rest format 2 on. */
 const LEASE_IN_SESSION_TAG = 3;
-/** 2: the rest record lists sessions without their holds; each hold's key record names its session (a
- *  million session holds in the rest record made every batch sort and rewrite all of them). Format 1 is
- *  still read, and a store of it is rewritten whole at open (RecordsRestorer.outdated). */
+/** 2: sessions are records of their own and each hold's key record names its session (in format 1 the rest
+ *  record listed every session and every session hold: a million holds under sessions made every batch sort
+ *  and rewrite all of them). Format 1 is still read, and a store of it is rewritten whole at open
+ *  (RecordsRestorer.outdated). */
 const REST_FORMAT = 2;
 
 /** One write of a batch: put `value` at `key`, or delete `key` when `value` is null. */
@@ -88,6 +93,7 @@ export class StoreRecords implements DedupListener {
   private dedupOps: RecordOp[] = [];
   private readonly scratch = new ByteWriter(256);
   private changedKeys: Set<string>;
+  private changedSessions: Set<number>;
 
   constructor(
     readonly machine: LockMachine,
@@ -99,18 +105,21 @@ export class StoreRecords implements DedupListener {
     const parts = machine.parts;
     this.changedKeys = new Set();
     parts.changedKeys = this.changedKeys;
+    this.changedSessions = new Set();
+    parts.changedSessions = this.changedSessions;
     parts.dedup.listener = this;
   }
 
   /** Changes waiting for the next batch (keys and remembered requests). */
   get pending(): number {
-    return this.changedKeys.size + this.dedupOps.length;
+    return this.changedKeys.size + this.changedSessions.size + this.dedupOps.length;
   }
 
   /** Stop tracking (the machine was replaced). */
   detach(): void {
     const parts = this.machine.parts;
     if (parts.changedKeys === this.changedKeys) parts.changedKeys = null;
+    if (parts.changedSessions === this.changedSessions) parts.changedSessions = null;
     if (parts.dedup.listener === this) parts.dedup.listener = null;
   }
 
@@ -131,6 +140,8 @@ export class StoreRecords implements DedupListener {
    *  applied index. */
   take(): RecordOp[] {
     const ops: RecordOp[] = [];
+    for (const id of this.changedSessions) ops.push(this.sessionOp(id));
+    this.changedSessions.clear();
     for (const key of this.changedKeys) ops.push(this.keyOp(key));
     this.changedKeys.clear();
     for (const op of this.dedupOps) ops.push(op);
@@ -143,9 +154,11 @@ export class StoreRecords implements DedupListener {
    *  what was pending, which they include. */
   all(): RecordOp[] {
     this.changedKeys.clear();
+    this.changedSessions.clear();
     this.dedupOps = [];
     const parts = this.machine.parts;
     const ops: RecordOp[] = [];
+    for (const id of parts.sessions.keys()) ops.push(this.sessionOp(id));
     for (const key of parts.leases.keys()) ops.push(this.keyOp(key));
     for (const free of parts.freeKeyLastTokens.values()) ops.push(this.keyOp(free.key));
     parts.dedup.forEachRecord((bytes, start, split, end, recordedAtMs) => {
@@ -155,6 +168,23 @@ export class StoreRecords implements DedupListener {
     this.dedupOps = [];
     ops.push({ key: REST_RECORD_KEY, value: this.rest() });
     return ops;
+  }
+
+  private sessionOp(id: number): RecordOp {
+    const key = sessionRecordKey(id);
+    const session = this.machine.parts.sessions.get(id);
+    if (session === undefined) return { key, value: null }; // ended
+    const out = this.scratch;
+    out.clear();
+    out.string(session.owner);
+    out.uint(session.ttlMs);
+    out.uint(session.expiresAtMs);
+    out.uint(session.observedMs);
+    out.uint(session.observeFromMs);
+    out.uint(this.epochsBefore.length + session.epochsSeen);
+    out.uint(session.lockDelayMs);
+    out.string(session.requestId);
+    return { key, value: out.finish() };
   }
 
   private keyOp(key: string): RecordOp {
@@ -204,9 +234,17 @@ export class StoreRecords implements DedupListener {
   }
 }
 
-/** The store's records, as read back: the rest record and every key and remembered-request record. */
+function sessionRecordKey(id: number): Uint8Array {
+  const key = new Uint8Array(9);
+  key[0] = SESSION_RECORD;
+  new DataView(key.buffer).setBigUint64(1, BigInt(id));
+  return key;
+}
+
+/** The store's records, as read back: the rest record and every session, key and remembered-request record. */
 export interface StoredRecords {
   rest: Uint8Array;
+  sessions: Iterable<[Uint8Array, Uint8Array]>;
   keys: Iterable<[Uint8Array, Uint8Array]>;
   dedup: Iterable<[Uint8Array, Uint8Array]>;
 }
@@ -215,6 +253,7 @@ export interface StoredRecords {
  *  StoreRecordError or SnapshotDecodeError on records it cannot read. */
 export function restoreFromRecords(records: StoredRecords, options: Partial<LockMachineOptions>): StoreRecords {
   const restorer = new RecordsRestorer(records.rest, options);
+  for (const [key, value] of records.sessions) restorer.session(key, value);
   for (const [key, value] of records.keys) restorer.key(key, value);
   for (const [key, value] of records.dedup) restorer.dedup(key, value);
   return restorer.finish();
@@ -223,7 +262,8 @@ export function restoreFromRecords(records: StoredRecords, options: Partial<Lock
 /**
  * Rebuilds a machine from the store's records as they are read, one at a time, so a restart never holds a
  * million records as pairs: the rest record first (it says the index, the epochs and the order counter),
- * then every key and remembered-request record in any order, then finish().
+ * then the sessions (in the store's order: by id), then every key and remembered-request record in any
+ * order, then finish().
  */
 export class RecordsRestorer {
   private readonly state: DecodedState;
@@ -248,8 +288,8 @@ export class RecordsRestorer {
     if (epochCount > input.remaining) input.fail(`${epochCount} epochs`);
     for (let i = 0; i < epochCount; i++) this.epochs.push({ previousTermEndMs: input.uint(), epochStartMs: input.uint() });
     const noRecords: DedupRecordSink = { reserve: () => {}, record: () => fail('the rest record holds remembered requests') };
-    this.state = decodeState(input.raw(input.remaining), noRecords, options.readLevel ?? BUILD_LEVEL);
-    if (this.format !== 1 && this.state.sessionHolds.length > 0) input.fail('a format 2 rest record lists session holds');
+    this.state = decodeState(input.raw(input.remaining), noRecords, options.readLevel ?? BUILD_LEVEL, this.format !== 1);
+    if (this.format !== 1 && this.state.sessions.length > 0) input.fail('a format 2 rest record lists sessions');
     for (const session of this.state.sessions) this.sessions.set(session.id, session);
   }
 
@@ -257,6 +297,33 @@ export class RecordsRestorer {
    *  would not agree with the records it leaves untouched). */
   get outdated(): boolean {
     return this.format !== REST_FORMAT;
+  }
+
+  /** A session record ('S' + id, its value); before the key records that name it. */
+  session(key: Uint8Array, value: Uint8Array): void {
+    if (this.format === 1) fail('a session record beside a format 1 rest record');
+    if (key.length !== 9) fail('a session record with a bad key');
+    const id = Number(new DataView(key.buffer, key.byteOffset, key.byteLength).getBigUint64(1));
+    const input = reader(value, () => `session ${id}`);
+    const last = this.state.sessions[this.state.sessions.length - 1];
+    if (id < 1 || id > this.state.appliedIndex || (last !== undefined && last.id >= id)) input.fail(`id ${id}`);
+    const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
+    if (owner.length === 0) input.fail('empty owner');
+    const ttlMs = input.uint();
+    if (ttlMs < 1 || ttlMs > WIRE_LIMITS.maxTtlMs) input.fail(`ttlMs ${ttlMs}`);
+    const expiresAtMs = input.uint();
+    const observedMs = input.uint();
+    const observeFromMs = input.uint();
+    const seen = input.uint();
+    if (seen > this.epochs.length) input.fail(`the session has seen ${seen} term starts of ${this.epochs.length}`);
+    const lockDelayMs = input.uint();
+    if (lockDelayMs > WIRE_LIMITS.maxLockDelayMs) input.fail(`lockDelayMs ${lockDelayMs}`);
+    const requestId = input.string(WIRE_LIMITS.maxRequestIdBytes);
+    input.end();
+    const session = new Session(id, owner, ttlMs, expiresAtMs, observedMs, observeFromMs, lockDelayMs, requestId);
+    for (let i = seen; i < this.epochs.length; i++) carryLease(session, this.epochs[i]!);
+    this.state.sessions.push(session);
+    this.sessions.set(id, session);
   }
 
   /** A key record ('k' + key, its value). */

@@ -16,7 +16,7 @@
 // force and the half-written generation is garbage, deleted at the next open; after it, the new one is whole.
 import { decodeConf, encodeConf, type ConfState } from '../raft/core/config.js';
 import { ByteReader, ByteWriter } from '../lock/bytes.js';
-import { DEDUP_RECORD, KEY_RECORD, REST_RECORD, type RecordOp, type StoredRecords } from '../lock/store-records.js';
+import { DEDUP_RECORD, KEY_RECORD, REST_RECORD, SESSION_RECORD, type RecordOp, type StoredRecords } from '../lock/store-records.js';
 
 /** What the store needs of a LevelDB (`level`'s Level, memory-level's MemoryLevel, both opened with
  *  keyEncoding and valueEncoding 'view'). */
@@ -138,6 +138,7 @@ export class AppliedStore {
    *  rest record is missing (a store that lost records is not a state). */
   async read(): Promise<StoredState | null> {
     if (this.pointValue === null) return null;
+    const sessions: [Uint8Array, Uint8Array][] = [];
     const keys: [Uint8Array, Uint8Array][] = [];
     const dedup: [Uint8Array, Uint8Array][] = [];
     let rest: Uint8Array | null = null;
@@ -146,13 +147,14 @@ export class AppliedStore {
       count++;
       const kind = key[4];
       const record = key.subarray(4);
-      if (kind === KEY_RECORD) keys.push([record, value]);
+      if (kind === SESSION_RECORD) sessions.push([record, value]);
+      else if (kind === KEY_RECORD) keys.push([record, value]);
       else if (kind === DEDUP_RECORD) dedup.push([record, value]);
       else if (kind === REST_RECORD && key.length === 5) rest = value;
       else throw new AppliedStoreError(`unknown applied-store record kind ${kind}`);
     });
     if (rest === null) throw new AppliedStoreError(`the applied store holds index ${this.pointValue.index} but no rest record`);
-    return { point: this.pointValue, rest, keys, dedup, count };
+    return { point: this.pointValue, rest, sessions, keys, dedup, count };
   }
 
   /**
@@ -163,6 +165,8 @@ export class AppliedStore {
    */
   async readInto(visit: {
     rest(value: Uint8Array): void;
+    /** In id order, before the key records (which name them): the store's key order. */
+    session(key: Uint8Array, value: Uint8Array): void;
     key(key: Uint8Array, value: Uint8Array): void;
     dedup(key: Uint8Array, value: Uint8Array): void;
   }): Promise<AppliedPoint | null> {
@@ -174,6 +178,7 @@ export class AppliedStore {
     await this.scan(this.generation, (key, value) => {
       const kind = key[4];
       if (kind === KEY_RECORD) visit.key(key.subarray(4), value);
+      else if (kind === SESSION_RECORD) visit.session(key.subarray(4), value);
       else if (kind === DEDUP_RECORD) visit.dedup(key.subarray(4), value);
       else if (kind !== REST_RECORD || key.length !== 5) throw new AppliedStoreError(`unknown applied-store record kind ${kind}`);
     });

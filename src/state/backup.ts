@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { ByteReader, ByteWriter } from '../lock/bytes.js';
 import { META_KEY, decodeMeta, type AppliedPoint, type RecordDb } from './applied-store.js';
-import { DEDUP_RECORD, KEY_RECORD, REST_RECORD, type StoredRecords } from '../lock/store-records.js';
+import { DEDUP_RECORD, KEY_RECORD, REST_RECORD, SESSION_RECORD, type StoredRecords } from '../lock/store-records.js';
 
 const MAGIC = [0x4c, 0x48, 0x42, 0x4b]; // "LHBK"
 const FORMAT = 1;
@@ -132,6 +132,7 @@ export function backupRecords(backup: Backup): StoredRecords {
   if (rest === undefined) throw new BackupError('the backup holds no rest record');
   return {
     rest: rest[1],
+    sessions: backup.records.filter(([k]) => k[0] === SESSION_RECORD),
     keys: backup.records.filter(([k]) => k[0] === KEY_RECORD),
     dedup: backup.records.filter(([k]) => k[0] === DEDUP_RECORD),
   };

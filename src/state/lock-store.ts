@@ -26,6 +26,7 @@ export interface RecordsModule<M> {
     rest: Uint8Array,
     options: Partial<LockMachineOptions>,
   ) => {
+    session(key: Uint8Array, value: Uint8Array): void;
     key(key: Uint8Array, value: Uint8Array): void;
     dedup(key: Uint8Array, value: Uint8Array): void;
     finish(): RecordsTracker<M>;
@@ -57,6 +58,7 @@ export class LockStateStore<M> {
     let restorer: InstanceType<RecordsModule<M>['RecordsRestorer']> | null = null;
     const point = await store.readInto({
       rest: (value) => (restorer = new this.records.RecordsRestorer(value, machineOptions)),
+      session: (key, value) => restorer!.session(key, value),
       key: (key, value) => restorer!.key(key, value),
       dedup: (key, value) => restorer!.dedup(key, value),
     });

@@ -36,6 +36,7 @@ export function checkStoreRecords(machine: LockMachine, seed: number, options: P
   const restored = restoreFromRecords(
     {
       rest: all.find(([k]) => k.length === 1 && k[0] === 0x72)![1],
+      sessions: all.filter(([k]) => k[0] === 0x53).sort((a, b) => Buffer.compare(a[0], b[0])),
       keys: all.filter(([k]) => k[0] === 0x6b),
       dedup: all.filter(([k]) => k[0] === 0x64),
     },
@@ -46,7 +47,7 @@ export function checkStoreRecords(machine: LockMachine, seed: number, options: P
   );
   const parts = machine.parts;
   expect(known.records.size, `seed ${seed}: records in the store`).toBe(
-    parts.leases.size + parts.freeKeyLastTokens.size + parts.dedup.size + 1,
+    parts.sessions.size + parts.leases.size + parts.freeKeyLastTokens.size + parts.dedup.size + 1,
   );
 }
 

@@ -33,7 +33,12 @@ class RecordMap {
     const rest = this.records.get(Buffer.from(REST_RECORD_KEY).toString('hex'));
     if (rest === undefined) throw new Error('no rest record');
     return (this.records_?.restoreFromRecords ?? restoreFromRecords)(
-      { rest: rest[1], keys: sorted.filter(([k]) => k[0] === 0x6b), dedup: sorted.filter(([k]) => k[0] === 0x64) },
+      {
+        rest: rest[1],
+        sessions: sorted.filter(([k]) => k[0] === 0x53),
+        keys: sorted.filter(([k]) => k[0] === 0x6b),
+        dedup: sorted.filter(([k]) => k[0] === 0x64),
+      },
       options,
     );
   }
@@ -41,11 +46,11 @@ class RecordMap {
 
 const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b));
 
-/** The store holds exactly the state's records: one per key with a lease or free record, one per current
+/** The store holds exactly the state's records: one per session, one per key with a lease or free record, one per current
  *  dedup record, and the rest record — nothing forgotten lingers (the store would grow without bound). */
 function recordsOf(machine: LockMachine): number {
   const parts = machine.parts;
-  return parts.leases.size + parts.freeKeyLastTokens.size + parts.dedup.size + 1;
+  return parts.sessions.size + parts.leases.size + parts.freeKeyLastTokens.size + parts.dedup.size + 1;
 }
 
 describe('the applied store’s records', () => {
