@@ -17,6 +17,9 @@ export class KeyDelays {
   private readonly keyDelays = new Map<string, number>();
   /** (untilMs, key) of every delay set, possibly stale; min-heap by untilMs then key. */
   private readonly heap: DueDelay[] = [];
+  /** Keys whose delay was set or lifted since the applied store last took them (store-records.ts); null while
+   *  nothing persists the state record by record. */
+  changedKeys: Set<string> | null = null;
 
   get holdCount(): number {
     return this.holdDelays.size;
@@ -48,11 +51,12 @@ export class KeyDelays {
   /** `key` grants nobody until `untilMs` (a later delay of the same key replaces an earlier one). */
   delayKey(key: string, untilMs: number): void {
     this.keyDelays.set(key, untilMs);
+    this.changedKeys?.add(key);
     this.push({ key, untilMs });
   }
 
   undelay(key: string): void {
-    this.keyDelays.delete(key);
+    if (this.keyDelays.delete(key)) this.changedKeys?.add(key);
   }
 
   /** Up to `limit` keys whose delay is <= atMs, earliest first. Stale heap entries are dropped here. */
@@ -72,13 +76,6 @@ export class KeyDelays {
   /** Every hold delay and key delay, sorted by key (the snapshot's canonical order). */
   sortedHoldDelays(): [string, number][] {
     return [...this.holdDelays].sort(byKey);
-  }
-
-  /** The same delays of keys, and none of holds (what the applied store's rest record carries). */
-  withoutHoldDelays(): KeyDelays {
-    const copy = new KeyDelays();
-    for (const [key, untilMs] of this.sortedKeyDelays()) copy.delayKey(key, untilMs);
-    return copy;
   }
 
   sortedKeyDelays(): [string, number][] {

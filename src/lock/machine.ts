@@ -558,12 +558,11 @@ export class LockMachine {
         dedup: withKeys ? this.s.dedup : new DedupTable(this.options.dedupWindowMs, this.options.dedupMaxEntries),
         timesOf: this.timesAsOfNow(),
         waiters: this.s.lines,
-        // Without the keys, without the holds' options too (the store keeps those in each key's record).
-        delays: withKeys ? this.s.delays : this.s.delays.withoutHoldDelays(),
-        values: withKeys ? this.s.holdValues : new Map<string, Uint8Array>(),
+        delays: this.s.delays,
+        values: this.s.holdValues,
         sessions: this.s.sessions,
-        // The store keeps each session in a record of its own, and each hold's session in the hold's record.
-        sessionsElsewhere: !withKeys,
+        // Without the keys: the applied store's rest record, which keeps none of what has records of its own.
+        restRecord: !withKeys,
         groups: this.s.groups,
       },
       sizeHint,

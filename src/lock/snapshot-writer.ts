@@ -66,9 +66,10 @@ export interface SnapshotSource {
   /** Open sessions (absent or none: version 5 or older). Copied at the opening like the lines (bounded
    *  by limits.maxSessions; their holds by maxHoldsPerSession). */
   sessions?: ReadonlyMap<number, Session>;
-  /** true: the sessions section is written empty (the applied store keeps each session in a record of its
-   *  own, and each hold's session in the hold's record), though the format is chosen as if it were not. */
-  sessionsElsewhere?: boolean;
+  /** true: the applied store's rest record (store-records.ts) — the sessions, wait lines, lock-delays and hold
+   *  values are written empty (the store keeps each in records of its own), though the format is chosen as
+   *  if they were not. */
+  restRecord?: boolean;
   /** Keys with many holds (holds.ts; version 8). Copied at the opening like the lines: each is bounded by
    *  its limit or by the admission limits on holds. */
   groups?: ReadonlyMap<string, KeyGroup>;
@@ -104,11 +105,13 @@ export class SnapshotWriter {
     this.sectionBits = sectionBitsFor(source.leases.size + source.freeKeys.size);
     this.sectionCount = 2 ** this.sectionBits;
     this.out = new ByteWriter(Math.max(1024, Math.ceil(sizeHint * 1.1)));
-    const waiters = source.waiters !== undefined && source.waiters.size > 0 ? [...source.waiters.all()] : [];
+    const rest = source.restRecord === true;
+    const liveWaiters = source.waiters !== undefined && source.waiters.size > 0 ? [...source.waiters.all()] : [];
+    const waiters = rest ? [] : liveWaiters;
     const delays = source.delays;
     const values = source.values;
     const liveSessions = source.sessions !== undefined && source.sessions.size > 0 ? [...source.sessions.values()] : [];
-    const sessions = source.sessionsElsewhere === true ? [] : liveSessions;
+    const sessions = rest ? [] : liveSessions;
     const withLevel = this.header.clusterLevel > BASE_LEVEL;
     const withGroups = this.header.clusterLevel >= LEVEL_MANY_HOLDERS;
     const withSessions = withLevel || liveSessions.length > 0;
@@ -116,17 +119,21 @@ export class SnapshotWriter {
       withSessions ||
       (delays !== undefined && delays.holdCount + delays.keyCount > 0) ||
       (values !== undefined && values.size > 0) ||
-      waiters.some((w) => w.lockDelayMs > 0 || w.value !== null);
+      liveWaiters.some((w) => w.lockDelayMs > 0 || w.value !== null);
     let version = SNAPSHOT_VERSION;
     this.waiterBytes = null;
-    if (waiters.length > 0 || withDelays) {
+    if (liveWaiters.length > 0 || withDelays) {
       const tail = new ByteWriter(64 * waiters.length + 64);
       writeWaiters(tail, waiters, this.header.nowMs, withDelays, withSessions, withGroups);
       if (withDelays) {
-        const holdValues = [...(values ?? [])].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+        const holdValues = rest ? [] : [...(values ?? [])].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
         writeDelays(
           tail,
-          { holdDelays: delays?.sortedHoldDelays() ?? [], keyDelays: delays?.sortedKeyDelays() ?? [], holdValues },
+          {
+            holdDelays: rest ? [] : (delays?.sortedHoldDelays() ?? []),
+            keyDelays: rest ? [] : (delays?.sortedKeyDelays() ?? []),
+            holdValues,
+          },
           this.header.nowMs,
         );
       }

@@ -351,9 +351,9 @@ export function decodeState(
   bytes: Uint8Array,
   dedupSink: DedupRecordSink,
   readLevel = BUILD_LEVEL,
-  /** The applied store's rest record (store-records.ts): its sessions are records of their own, so a version 6
-   *  section without sessions is how it is written, not a sign of another writer. */
-  sessionsElsewhere = false,
+  /** The applied store's rest record (store-records.ts): sessions, wait lines and lock-delays are records of
+   *  their own, so a section written empty is how it is written, not a sign of another writer. */
+  restRecord = false,
 ): DecodedState {
   const input = new ByteReader(bytes, (message, offset) => new SnapshotDecodeError(message, offset));
   for (const b of MAGIC) if (input.byte() !== b) input.fail('not a lock snapshot (bad magic)');
@@ -435,14 +435,18 @@ export function decodeState(
     fields.waiters(waiters, true, true);
     fields.delays(holdDelays, keyDelays, holdValues);
     fields.sessions(sessions, sessionHolds);
-    if (sessions.length === 0 && !sessionsElsewhere) input.fail('a version 6 snapshot without sessions (written as version 3, 4 or 5)');
+    if (sessions.length === 0 && !restRecord) input.fail('a version 6 snapshot without sessions (written as version 3, 4 or 5)');
   } else if (version === SNAPSHOT_VERSION_WITH_WAITERS) {
     fields.waiters(waiters, false);
-    if (waiters.length === 0) input.fail('a version 4 snapshot without waiters (written as version 3)');
+    if (waiters.length === 0 && !restRecord) input.fail('a version 4 snapshot without waiters (written as version 3)');
   } else if (version === SNAPSHOT_VERSION_WITH_DELAYS) {
     fields.waiters(waiters, true);
     fields.delays(holdDelays, keyDelays, holdValues);
-    if (holdDelays.length + keyDelays.length + holdValues.length === 0 && waiters.every((w) => w.lockDelayMs === 0 && w.value === null)) {
+    if (
+      !restRecord &&
+      holdDelays.length + keyDelays.length + holdValues.length === 0 &&
+      waiters.every((w) => w.lockDelayMs === 0 && w.value === null)
+    ) {
       input.fail('a version 5 snapshot without hold options (written as version 3 or 4)');
     }
   }

@@ -10,8 +10,10 @@
 //                           term starts it has seen, its lock-delay and value, the session it lives under)
 //                           or the free key (last token, when it was freed)
 //   'd' + identity          one per remembered request (dedup.ts): its order, time and body
-//   'r'                     the rest: the snapshot format (snapshot.ts) with no keys, no remembered requests
-//                           and no sessions — header, wait lines, key delays, levels, groups —, the
+//   'w' + key (UTF-8)       one per wait line: its waiters in ticket order (what each asked for, its deadline)
+//   'x' + key (UTF-8)       one per key in a lock-delay after its hold ended: until when it grants nobody
+//   'r'                     the rest: the snapshot format (snapshot.ts) with none of the above — header,
+//                           levels, keys with many holds —, the
 //                           order counter of the remembered requests, and every term start the key records
 //                           count in (below). Small: bounded by the admission limits (hold values and delays
 //                           ride it too; they are bounded by the holds).
@@ -20,6 +22,7 @@
 //   - a key: MachineState.touch, called before any change of its lease or free record — the hook the sliced
 //     snapshot's copy-on-write already depends on, so no change can pass it by;
 //   - a session: MachineState.touchSession, called where a session opens, renews or ends (machine-sessions.ts);
+//   - a wait line: WaitLines.changed, told by join and leave; a key's lock-delay: KeyDelays.changedKeys;
 //   - a remembered request: DedupTable.listener hears each one remembered and each current one forgotten;
 //   - the rest record: written whole at every batch.
 // Term starts reach leases lazily (machine-state.ts settle), so a key record holds the lease's times as they
@@ -30,6 +33,7 @@ import type { DedupListener } from './dedup.js';
 import { carryLease, type LeaseEpoch } from './epoch.js';
 import { Lease } from './lease.js';
 import { Session } from './session.js';
+import { Waiter } from './wait-line.js';
 import { LockMachine } from './machine.js';
 import { decodeState, type DecodedState, type DedupRecordSink } from './snapshot.js';
 import { BUILD_LEVEL } from './versions.js';
@@ -41,6 +45,8 @@ export const KEY_RECORD = 0x6b; // 'k'
 export const DEDUP_RECORD = 0x64; // 'd'
 export const REST_RECORD = 0x72; // 'r'
 export const SESSION_RECORD = 0x53; // 'S'
+export const WAIT_LINE_RECORD = 0x77; // 'w'
+export const KEY_DELAY_RECORD = 0x78; // 'x'
 /** The rest record's own key. */
 export const REST_RECORD_KEY = Uint8Array.of(REST_RECORD);
 
@@ -50,9 +56,9 @@ const LEASE_TAG = 1;
 const FREE_TAG = 2;
 /** A lease and the session it lives under (0 = none): rest format 2 on. */
 const LEASE_IN_SESSION_TAG = 3;
-/** 2: sessions are records of their own and each hold's key record names its session (in format 1 the rest
- *  record listed every session and every session hold: a million holds under sessions made every batch sort
- *  and rewrite all of them). Format 1 is still read, and a store of it is rewritten whole at open
+/** 2: sessions, wait lines and keys' lock-delays are records of their own and each hold's key record names
+ *  its session (in format 1 the rest record listed them all: a million holds under sessions made every batch
+ *  sort and rewrite all of them). Format 1 is still read, and a store of it is rewritten whole at open
  *  (RecordsRestorer.outdated). */
 const REST_FORMAT = 2;
 
@@ -94,6 +100,8 @@ export class StoreRecords implements DedupListener {
   private readonly scratch = new ByteWriter(256);
   private changedKeys: Set<string>;
   private changedSessions: Set<number>;
+  private readonly changedLines = new Set<string>();
+  private readonly changedDelays = new Set<string>();
 
   constructor(
     readonly machine: LockMachine,
@@ -107,12 +115,14 @@ export class StoreRecords implements DedupListener {
     parts.changedKeys = this.changedKeys;
     this.changedSessions = new Set();
     parts.changedSessions = this.changedSessions;
+    parts.lines.changed = this.changedLines;
+    parts.delays.changedKeys = this.changedDelays;
     parts.dedup.listener = this;
   }
 
   /** Changes waiting for the next batch (keys and remembered requests). */
   get pending(): number {
-    return this.changedKeys.size + this.changedSessions.size + this.dedupOps.length;
+    return this.changedKeys.size + this.changedSessions.size + this.changedLines.size + this.changedDelays.size + this.dedupOps.length;
   }
 
   /** Stop tracking (the machine was replaced). */
@@ -120,6 +130,8 @@ export class StoreRecords implements DedupListener {
     const parts = this.machine.parts;
     if (parts.changedKeys === this.changedKeys) parts.changedKeys = null;
     if (parts.changedSessions === this.changedSessions) parts.changedSessions = null;
+    if (parts.lines.changed === this.changedLines) parts.lines.changed = null;
+    if (parts.delays.changedKeys === this.changedDelays) parts.delays.changedKeys = null;
     if (parts.dedup.listener === this) parts.dedup.listener = null;
   }
 
@@ -144,6 +156,10 @@ export class StoreRecords implements DedupListener {
     this.changedSessions.clear();
     for (const key of this.changedKeys) ops.push(this.keyOp(key));
     this.changedKeys.clear();
+    for (const key of this.changedLines) ops.push(this.lineOp(key));
+    this.changedLines.clear();
+    for (const key of this.changedDelays) ops.push(this.delayOp(key));
+    this.changedDelays.clear();
     for (const op of this.dedupOps) ops.push(op);
     this.dedupOps = [];
     ops.push({ key: REST_RECORD_KEY, value: this.rest() });
@@ -155,10 +171,14 @@ export class StoreRecords implements DedupListener {
   all(): RecordOp[] {
     this.changedKeys.clear();
     this.changedSessions.clear();
+    this.changedLines.clear();
+    this.changedDelays.clear();
     this.dedupOps = [];
     const parts = this.machine.parts;
     const ops: RecordOp[] = [];
     for (const id of parts.sessions.keys()) ops.push(this.sessionOp(id));
+    for (const key of parts.lines.keys()) ops.push(this.lineOp(key));
+    for (const [key] of parts.delays.sortedKeyDelays()) ops.push(this.delayOp(key));
     for (const key of parts.leases.keys()) ops.push(this.keyOp(key));
     for (const free of parts.freeKeyLastTokens.values()) ops.push(this.keyOp(free.key));
     parts.dedup.forEachRecord((bytes, start, split, end, recordedAtMs) => {
@@ -185,6 +205,40 @@ export class StoreRecords implements DedupListener {
     out.uint(session.lockDelayMs);
     out.string(session.requestId);
     return { key, value: out.finish() };
+  }
+
+  private lineOp(key: string): RecordOp {
+    const recordKey = prefixed(WAIT_LINE_RECORD, encodeUtf8(key));
+    const waiters = [...this.machine.parts.lines.lineOf(key)];
+    if (waiters.length === 0) return { key: recordKey, value: null };
+    const out = this.scratch;
+    out.clear();
+    out.uint(waiters.length);
+    let previousTicket = 0;
+    for (const w of waiters) {
+      out.uint(w.ticket - previousTicket);
+      previousTicket = w.ticket;
+      out.string(w.owner);
+      out.uint(w.ttlMs);
+      out.string(w.requestId);
+      out.uint(w.deadlineMs);
+      out.uint(w.lockDelayMs);
+      out.lengthPrefixed(w.value ?? NO_VALUE);
+      out.uint(w.sessionId);
+      out.uint(w.limit);
+      out.byte(w.shared ? 1 : 0);
+    }
+    return { key: recordKey, value: out.finish() };
+  }
+
+  private delayOp(key: string): RecordOp {
+    const recordKey = prefixed(KEY_DELAY_RECORD, encodeUtf8(key));
+    const untilMs = this.machine.parts.delays.untilMs(key);
+    if (untilMs === undefined) return { key: recordKey, value: null };
+    const out = this.scratch;
+    out.clear();
+    out.uint(untilMs);
+    return { key: recordKey, value: out.finish() };
   }
 
   private keyOp(key: string): RecordOp {
@@ -245,6 +299,8 @@ function sessionRecordKey(id: number): Uint8Array {
 export interface StoredRecords {
   rest: Uint8Array;
   sessions: Iterable<[Uint8Array, Uint8Array]>;
+  lines: Iterable<[Uint8Array, Uint8Array]>;
+  keyDelays: Iterable<[Uint8Array, Uint8Array]>;
   keys: Iterable<[Uint8Array, Uint8Array]>;
   dedup: Iterable<[Uint8Array, Uint8Array]>;
 }
@@ -256,6 +312,8 @@ export function restoreFromRecords(records: StoredRecords, options: Partial<Lock
   for (const [key, value] of records.sessions) restorer.session(key, value);
   for (const [key, value] of records.keys) restorer.key(key, value);
   for (const [key, value] of records.dedup) restorer.dedup(key, value);
+  for (const [key, value] of records.lines) restorer.line(key, value);
+  for (const [key, value] of records.keyDelays) restorer.keyDelay(key, value);
   return restorer.finish();
 }
 
@@ -333,6 +391,70 @@ export class RecordsRestorer {
     readKeyRecord(name, value, this.format, this.epochs, this.state, this.sessions);
   }
 
+  /** A wait line's record ('w' + key, its waiters). */
+  line(key: Uint8Array, value: Uint8Array): void {
+    const name = this.recordKeyName(key, 'wait line');
+    const input = reader(value, () => `wait line ${JSON.stringify(name)}`);
+    const count = input.uint();
+    if (count < 1 || count > input.remaining) input.fail(`${count} waiters`);
+    const appliedIndex = this.state.appliedIndex;
+    let ticket = 0;
+    for (let i = 0; i < count; i++) {
+      const delta = input.uint();
+      if (delta < 1) input.fail('tickets are not increasing');
+      ticket += delta;
+      if (ticket > appliedIndex) input.fail(`ticket ${ticket} is beyond index ${appliedIndex}`);
+      const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
+      if (owner.length === 0) input.fail('waiter owner is empty');
+      const ttlMs = input.uint();
+      const requestId = input.string(WIRE_LIMITS.maxRequestIdBytes);
+      const deadlineMs = input.uint();
+      const lockDelayMs = input.uint();
+      if (lockDelayMs > WIRE_LIMITS.maxLockDelayMs) input.fail(`lockDelayMs ${lockDelayMs}`);
+      const value = input.lengthPrefixed(WIRE_LIMITS.maxValueBytes);
+      const sessionId = input.uint();
+      if (sessionId > appliedIndex) input.fail(`waiter session ${sessionId} is beyond index ${appliedIndex}`);
+      // A waiter under a session asks for no TTL of its own (its hold will live as long as the session).
+      if (sessionId > 0 ? ttlMs !== 0 : ttlMs < 1 || ttlMs > WIRE_LIMITS.maxTtlMs) input.fail(`waiter ttlMs ${ttlMs}`);
+      const limit = input.uint();
+      if (limit < 1 || limit > WIRE_LIMITS.maxHoldLimit) input.fail(`limit ${limit}`);
+      const shared = input.byte();
+      if (shared > 1) input.fail(`shared ${shared}`);
+      this.state.waiters.push(
+        new Waiter(
+          name,
+          ticket,
+          owner,
+          ttlMs,
+          requestId,
+          deadlineMs,
+          lockDelayMs,
+          value.length > 0 ? value.slice() : null,
+          sessionId,
+          limit,
+          shared === 1,
+        ),
+      );
+    }
+    input.end();
+  }
+
+  /** A key's lock-delay record ('x' + key, until when). */
+  keyDelay(key: Uint8Array, value: Uint8Array): void {
+    const name = this.recordKeyName(key, 'lock-delay');
+    const input = reader(value, () => `lock-delay of ${JSON.stringify(name)}`);
+    const untilMs = input.uint();
+    input.end();
+    this.state.keyDelays.push([name, untilMs]);
+  }
+
+  private recordKeyName(key: Uint8Array, what: string): string {
+    if (this.format === 1) fail(`a ${what} record beside a format 1 rest record`);
+    const name = decodeUtf8(key.subarray(1));
+    if (name === null || name.length === 0 || key.length - 1 > WIRE_LIMITS.maxKeyBytes) fail(`a ${what} record with a bad key`);
+    return name!;
+  }
+
   /** A remembered-request record ('d' + identity, its value). */
   dedup(key: Uint8Array, value: Uint8Array): void {
     const input = reader(value, 'remembered request');
@@ -352,6 +474,9 @@ export class RecordsRestorer {
 
   /** The machine, and its tracker continuing the store's counters. */
   finish(): StoreRecords {
+    // In the order a snapshot lists them (the store's is by UTF-8 bytes, JavaScript's by UTF-16 units).
+    this.state.waiters.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.ticket - b.ticket));
+    this.state.keyDelays.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     const machine = LockMachine.fromDecoded(this.options, (sink: DedupRecordSink) => {
       feedDedup(this.remembered, this.rememberedBytes, sink);
       return this.state;

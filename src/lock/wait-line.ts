@@ -55,6 +55,9 @@ export class WaitLines {
   private readonly byRequest = new Map<string, Waiter>();
   private readonly deadlines = new WaiterHeap();
   private count = 0;
+  /** Keys whose line changed since the applied store last took them (store-records.ts); null while nothing
+   *  persists the state record by record. */
+  changed: Set<string> | null = null;
 
   get size(): number {
     return this.count;
@@ -75,6 +78,11 @@ export class WaitLines {
     return undefined;
   }
 
+  /** `key`'s line, in ticket order (empty when nobody waits). */
+  lineOf(key: string): Iterable<Waiter> {
+    return this.lines.get(key)?.values() ?? [];
+  }
+
   get(key: string, ticket: number): Waiter | undefined {
     return this.lines.get(key)?.get(ticket);
   }
@@ -89,6 +97,7 @@ export class WaitLines {
     let line = this.lines.get(w.key);
     if (line === undefined) this.lines.set(w.key, (line = new Map()));
     line.set(w.ticket, w);
+    this.changed?.add(w.key);
     if (w.requestId !== '') this.byRequest.set(requestKey(w.owner, w.requestId), w);
     this.deadlines.push(w);
     this.count++;
@@ -98,6 +107,7 @@ export class WaitLines {
     const line = this.lines.get(w.key);
     if (line === undefined || line.get(w.ticket) !== w) return;
     line.delete(w.ticket);
+    this.changed?.add(w.key);
     if (line.size === 0) this.lines.delete(w.key);
     if (w.requestId !== '') this.byRequest.delete(requestKey(w.owner, w.requestId));
     this.deadlines.remove(w);

@@ -16,7 +16,16 @@
 // force and the half-written generation is garbage, deleted at the next open; after it, the new one is whole.
 import { decodeConf, encodeConf, type ConfState } from '../raft/core/config.js';
 import { ByteReader, ByteWriter } from '../lock/bytes.js';
-import { DEDUP_RECORD, KEY_RECORD, REST_RECORD, SESSION_RECORD, type RecordOp, type StoredRecords } from '../lock/store-records.js';
+import {
+  DEDUP_RECORD,
+  KEY_DELAY_RECORD,
+  KEY_RECORD,
+  REST_RECORD,
+  SESSION_RECORD,
+  WAIT_LINE_RECORD,
+  type RecordOp,
+  type StoredRecords,
+} from '../lock/store-records.js';
 
 /** What the store needs of a LevelDB (`level`'s Level, memory-level's MemoryLevel, both opened with
  *  keyEncoding and valueEncoding 'view'). */
@@ -139,6 +148,8 @@ export class AppliedStore {
   async read(): Promise<StoredState | null> {
     if (this.pointValue === null) return null;
     const sessions: [Uint8Array, Uint8Array][] = [];
+    const lines: [Uint8Array, Uint8Array][] = [];
+    const keyDelays: [Uint8Array, Uint8Array][] = [];
     const keys: [Uint8Array, Uint8Array][] = [];
     const dedup: [Uint8Array, Uint8Array][] = [];
     let rest: Uint8Array | null = null;
@@ -148,13 +159,15 @@ export class AppliedStore {
       const kind = key[4];
       const record = key.subarray(4);
       if (kind === SESSION_RECORD) sessions.push([record, value]);
+      else if (kind === WAIT_LINE_RECORD) lines.push([record, value]);
+      else if (kind === KEY_DELAY_RECORD) keyDelays.push([record, value]);
       else if (kind === KEY_RECORD) keys.push([record, value]);
       else if (kind === DEDUP_RECORD) dedup.push([record, value]);
       else if (kind === REST_RECORD && key.length === 5) rest = value;
       else throw new AppliedStoreError(`unknown applied-store record kind ${kind}`);
     });
     if (rest === null) throw new AppliedStoreError(`the applied store holds index ${this.pointValue.index} but no rest record`);
-    return { point: this.pointValue, rest, sessions, keys, dedup, count };
+    return { point: this.pointValue, rest, sessions, keys, dedup, lines, keyDelays, count };
   }
 
   /**
@@ -169,6 +182,8 @@ export class AppliedStore {
     session(key: Uint8Array, value: Uint8Array): void;
     key(key: Uint8Array, value: Uint8Array): void;
     dedup(key: Uint8Array, value: Uint8Array): void;
+    line(key: Uint8Array, value: Uint8Array): void;
+    keyDelay(key: Uint8Array, value: Uint8Array): void;
   }): Promise<AppliedPoint | null> {
     const point = this.pointValue;
     if (point === null) return null;
@@ -179,6 +194,8 @@ export class AppliedStore {
       const kind = key[4];
       if (kind === KEY_RECORD) visit.key(key.subarray(4), value);
       else if (kind === SESSION_RECORD) visit.session(key.subarray(4), value);
+      else if (kind === WAIT_LINE_RECORD) visit.line(key.subarray(4), value);
+      else if (kind === KEY_DELAY_RECORD) visit.keyDelay(key.subarray(4), value);
       else if (kind === DEDUP_RECORD) visit.dedup(key.subarray(4), value);
       else if (kind !== REST_RECORD || key.length !== 5) throw new AppliedStoreError(`unknown applied-store record kind ${kind}`);
     });

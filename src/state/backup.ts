@@ -12,7 +12,15 @@
 import { createHash } from 'node:crypto';
 import { ByteReader, ByteWriter } from '../lock/bytes.js';
 import { META_KEY, decodeMeta, type AppliedPoint, type RecordDb } from './applied-store.js';
-import { DEDUP_RECORD, KEY_RECORD, REST_RECORD, SESSION_RECORD, type StoredRecords } from '../lock/store-records.js';
+import {
+  DEDUP_RECORD,
+  KEY_DELAY_RECORD,
+  KEY_RECORD,
+  REST_RECORD,
+  SESSION_RECORD,
+  WAIT_LINE_RECORD,
+  type StoredRecords,
+} from '../lock/store-records.js';
 
 const MAGIC = [0x4c, 0x48, 0x42, 0x4b]; // "LHBK"
 const FORMAT = 1;
@@ -135,5 +143,7 @@ export function backupRecords(backup: Backup): StoredRecords {
     sessions: backup.records.filter(([k]) => k[0] === SESSION_RECORD),
     keys: backup.records.filter(([k]) => k[0] === KEY_RECORD),
     dedup: backup.records.filter(([k]) => k[0] === DEDUP_RECORD),
+    lines: backup.records.filter(([k]) => k[0] === WAIT_LINE_RECORD),
+    keyDelays: backup.records.filter(([k]) => k[0] === KEY_DELAY_RECORD),
   };
 }

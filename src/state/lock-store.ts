@@ -29,6 +29,8 @@ export interface RecordsModule<M> {
     session(key: Uint8Array, value: Uint8Array): void;
     key(key: Uint8Array, value: Uint8Array): void;
     dedup(key: Uint8Array, value: Uint8Array): void;
+    line(key: Uint8Array, value: Uint8Array): void;
+    keyDelay(key: Uint8Array, value: Uint8Array): void;
     finish(): RecordsTracker<M>;
     /** The records are of an older format: rewrite the store whole. */
     readonly outdated?: boolean;
@@ -61,6 +63,8 @@ export class LockStateStore<M> {
       session: (key, value) => restorer!.session(key, value),
       key: (key, value) => restorer!.key(key, value),
       dedup: (key, value) => restorer!.dedup(key, value),
+      line: (key, value) => restorer!.line(key, value),
+      keyDelay: (key, value) => restorer!.keyDelay(key, value),
     });
     if (point === null || restorer === null) return null;
     const read = restorer as InstanceType<RecordsModule<M>['RecordsRestorer']>;

@@ -39,6 +39,8 @@ export function checkStoreRecords(machine: LockMachine, seed: number, options: P
       sessions: all.filter(([k]) => k[0] === 0x53).sort((a, b) => Buffer.compare(a[0], b[0])),
       keys: all.filter(([k]) => k[0] === 0x6b),
       dedup: all.filter(([k]) => k[0] === 0x64),
+      lines: all.filter(([k]) => k[0] === 0x77),
+      keyDelays: all.filter(([k]) => k[0] === 0x78),
     },
     options,
   ).machine;
@@ -47,7 +49,13 @@ export function checkStoreRecords(machine: LockMachine, seed: number, options: P
   );
   const parts = machine.parts;
   expect(known.records.size, `seed ${seed}: records in the store`).toBe(
-    parts.sessions.size + parts.leases.size + parts.freeKeyLastTokens.size + parts.dedup.size + 1,
+    parts.sessions.size +
+      parts.lines.keyCount +
+      parts.delays.keyCount +
+      parts.leases.size +
+      parts.freeKeyLastTokens.size +
+      parts.dedup.size +
+      1,
   );
 }
 

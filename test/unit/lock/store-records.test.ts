@@ -38,6 +38,8 @@ class RecordMap {
         sessions: sorted.filter(([k]) => k[0] === 0x53),
         keys: sorted.filter(([k]) => k[0] === 0x6b),
         dedup: sorted.filter(([k]) => k[0] === 0x64),
+        lines: sorted.filter(([k]) => k[0] === 0x77),
+        keyDelays: sorted.filter(([k]) => k[0] === 0x78),
       },
       options,
     );
@@ -46,11 +48,19 @@ class RecordMap {
 
 const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b));
 
-/** The store holds exactly the state's records: one per session, one per key with a lease or free record, one per current
+/** The store holds exactly the state's records: one per session, wait line and key in a lock-delay, one per key with a lease or free record, one per current
  *  dedup record, and the rest record — nothing forgotten lingers (the store would grow without bound). */
 function recordsOf(machine: LockMachine): number {
   const parts = machine.parts;
-  return parts.sessions.size + parts.leases.size + parts.freeKeyLastTokens.size + parts.dedup.size + 1;
+  return (
+    parts.sessions.size +
+    parts.lines.keyCount +
+    parts.delays.keyCount +
+    parts.leases.size +
+    parts.freeKeyLastTokens.size +
+    parts.dedup.size +
+    1
+  );
 }
 
 describe('the applied store’s records', () => {
@@ -89,6 +99,8 @@ describe('the applied store’s records', () => {
 
   it('with sessions: holds under sessions (named by their key records) restore byte for byte at every batch', () => {
     let sessionHoldsSeen = 0;
+    let waitersSeen = 0;
+    let keyDelaysSeen = 0;
     for (const seed of [11, 12, 13]) {
       const machine = new LockMachine(SESSION_OPTIONS);
       const tracker = new StoreRecords(machine);
@@ -99,6 +111,8 @@ describe('the applied store’s records', () => {
         for (let i = 0; i < 60 + (round % 5) * 30; i++) log.apply(log.next());
         store.write(tracker.take());
         sessionHoldsSeen = Math.max(sessionHoldsSeen, machine.parts.sessionHoldCount);
+        waitersSeen = Math.max(waitersSeen, machine.parts.lines.size);
+        keyDelaysSeen = Math.max(keyDelaysSeen, machine.parts.delays.keyCount);
         if (round % 4 !== 3) continue;
         const restored = store.restore(SESSION_OPTIONS).machine;
         expect(same(restored.snapshot(), machine.snapshot()), `seed ${seed}, round ${round}: restored state differs`).toBe(true);
@@ -107,6 +121,8 @@ describe('the applied store’s records', () => {
       expect(log.violation, `seed ${seed}`).toBeNull();
     }
     expect(sessionHoldsSeen, 'the logs held keys under sessions').toBeGreaterThan(3);
+    expect(waitersSeen, 'the logs had waiters in line').toBeGreaterThan(3);
+    expect(keyDelaysSeen, 'the logs had keys in a lock-delay').toBeGreaterThan(0);
   });
 
   it('the rest record does not grow with the keys held under sessions (each batch rewrites it)', () => {

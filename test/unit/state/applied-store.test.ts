@@ -144,7 +144,14 @@ describe('the applied store under crashes', () => {
     // Rewritten at open: the rest record is this build's format, and the store restores to the same state.
     const reopened = await AppliedStore.open(db);
     let restFormat = -1;
-    await reopened.readInto({ rest: (value) => (restFormat = value[0]!), session: () => {}, key: () => {}, dedup: () => {} });
+    await reopened.readInto({
+      rest: (value) => (restFormat = value[0]!),
+      session: () => {},
+      key: () => {},
+      dedup: () => {},
+      line: () => {},
+      keyDelay: () => {},
+    });
     expect(restFormat).toBe(2);
     const again = await new LockStateStore<LockMachine>(() => Promise.resolve(reopened), new ManualScheduler()).load(options);
     expect(Buffer.from(again!.machine.snapshot()).toString('hex')).toBe(fixture.snapshot);
