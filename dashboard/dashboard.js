@@ -7,6 +7,7 @@
 
   const LOCKS_PER_PAGE = 50;
   const CLUSTER_EVERY_MS = 2000; // Raft state (role, term, lag) is not in the watch feed: poll it
+  const CHARTS_EVERY_MS = 2000; // the node samples its metrics every 2 s (dashboard-charts.ts)
   const SESSIONS_EVERY_MS = 5000; // opening a session without holds makes no watch event
   const REFRESH_DEBOUNCE_MS = 200; // a burst of events re-reads the tables once
   const MAX_LOGGED_EVENTS = 50;
@@ -108,13 +109,134 @@
             el('td', {}, m.match_index === null ? '—' : m.match_index),
             el('td', { class: m.lag > 0 ? 'lagging' : null }, m.lag === null ? '—' : m.lag),
             el('td', {}, m.progress === null ? '—' : m.progress),
-            el('td', {}, m.connected === null ? '—' : m.connected ? 'connected' : 'not connected', m.seen ? '' : ' (never heard)'),
+            el('td', { class: 'link' }, m.link === null ? '—' : m.link),
           ),
         ),
       );
       showError('cluster-error', null);
     } catch (err) {
       showError('cluster-error', err);
+    }
+  }
+
+  // --- charts --------------------------------------------------------------------------------------
+  // Inline SVG drawn here from /api/charts (the node's own metrics, sampled every few seconds): no chart
+  // library, no inline style (the page's CSP allows none); colours come from classes in dashboard.css.
+
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+  const CHART = { w: 320, h: 120, left: 38, right: 6, top: 6, bottom: 16 };
+  const SERIES_CLASSES = 6;
+
+  function svgEl(tag, attrs, ...children) {
+    const e = document.createElementNS(SVG_NS, tag);
+    for (const [name, value] of Object.entries(attrs || {})) e.setAttribute(name, String(value));
+    for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    return e;
+  }
+
+  function formatValue(v) {
+    if (v === null || v === undefined) return '—';
+    if (v === 0) return '0';
+    if (Math.abs(v) < 10) return v.toFixed(2);
+    if (Math.abs(v) < 1000) return v.toFixed(0);
+    return `${(v / 1000).toFixed(1)}k`;
+  }
+
+  /** A round upper bound for the y axis: 1, 2 or 5 times a power of ten. */
+  function niceMax(v) {
+    if (!(v > 0)) return 1;
+    const p = 10 ** Math.floor(Math.log10(v));
+    return [1, 2, 5, 10].map((m) => m * p).find((m) => m >= v);
+  }
+
+  function drawChart(c, windowMs, everyMs) {
+    const { w, h, left, right, top, bottom } = CHART;
+    const plotW = w - left - right;
+    const plotH = h - top - bottom;
+    const end = c.times_ms.length ? c.times_ms[c.times_ms.length - 1] : 0;
+    const x = (t) => left + plotW * (1 - (end - t) / windowMs);
+    let max = 0;
+    let points = 0;
+    for (const s of c.series)
+      for (const v of s.values)
+        if (v !== null) {
+          points++;
+          max = Math.max(max, v);
+        }
+    const yMax = niceMax(max);
+    const y = (v) => top + plotH * (1 - v / yMax);
+    const svg = svgEl('svg', {
+      viewBox: `0 0 ${w} ${h}`,
+      role: 'img',
+      'aria-label': c.title,
+      'data-chart': c.id,
+      'data-points': points,
+      'data-series': c.series.length,
+    });
+    svg.append(
+      svgEl('line', { class: 'axis', x1: left, y1: top + plotH, x2: w - right, y2: top + plotH }),
+      svgEl('line', { class: 'axis', x1: left, y1: top, x2: left, y2: top + plotH }),
+      svgEl('text', { class: 'tick', x: left - 3, y: top + 8, 'text-anchor': 'end' }, formatValue(yMax)),
+      svgEl('text', { class: 'tick', x: left - 3, y: top + plotH, 'text-anchor': 'end' }, '0'),
+      svgEl('text', { class: 'tick', x: left, y: h - 3 }, `−${Math.round(windowMs / 60000)} min`),
+      svgEl('text', { class: 'tick', x: w - right, y: h - 3, 'text-anchor': 'end' }, 'now'),
+    );
+    // Half a sample interval wide on each side, less a gap.
+    const barW = Math.max(1, ((plotW * everyMs) / windowMs) * 0.4);
+    c.series.forEach((s, i) => {
+      const cls = `s${i % SERIES_CLASSES}`;
+      if (c.style === 'bars') {
+        s.values.forEach((v, k) => {
+          if (v === null || v <= 0) return;
+          const x0 = x(c.times_ms[k]);
+          svg.append(svgEl('rect', { class: cls, x: x0 - barW, y: y(v), width: barW * 2, height: top + plotH - y(v) }));
+        });
+        return;
+      }
+      // A line through each run of known values; a value alone is a dot (a gap is an interval with no data).
+      let run = [];
+      const flush = () => {
+        if (run.length === 1) svg.append(svgEl('circle', { class: cls, cx: run[0][0], cy: run[0][1], r: 2 }));
+        else if (run.length > 1) svg.append(svgEl('polyline', { class: cls, points: run.map((p) => p.join(',')).join(' ') }));
+        run = [];
+      };
+      s.values.forEach((v, k) => {
+        if (v === null) return flush();
+        run.push([x(c.times_ms[k]).toFixed(1), y(v).toFixed(1)]);
+      });
+      flush();
+    });
+    const legend = el(
+      'ul',
+      { class: 'legend' },
+      ...c.series.map((s, i) => {
+        const last = [...s.values].reverse().find((v) => v !== null);
+        return el('li', { class: `s${i % SERIES_CLASSES}` }, el('span', { class: 'swatch' }), `${s.name}: ${formatValue(last)} ${c.unit}`);
+      }),
+    );
+    const body =
+      c.error !== null
+        ? [el('p', { class: 'error' }, c.error)]
+        : c.series.length === 0
+          ? [svg, el('p', { class: 'muted' }, 'no data yet')]
+          : [svg, legend];
+    return el(
+      'figure',
+      { class: 'chart', id: `chart-${c.id}`, 'data-chart': c.id },
+      el('figcaption', {}, `${c.title} (${c.unit})`),
+      ...body,
+    );
+  }
+
+  async function refreshCharts() {
+    try {
+      const view = await getJson('api/charts');
+      $('charts-window').textContent =
+        `· sampled every ${view.sample_every_ms / 1000} s by this node, the last ${Math.round(view.window_ms / 60000)} min`;
+      $('chart-grid').replaceChildren(...view.charts.map((c) => drawChart(c, view.window_ms, view.sample_every_ms)));
+      showError('charts-error', null);
+    } catch (err) {
+      showError('charts-error', err);
     }
   }
 
@@ -304,6 +426,7 @@
   /** Reads every table, then follows the stream from the index the locks were read at. */
   async function restart() {
     refreshCluster();
+    refreshCharts();
     refreshSessions();
     refreshElections();
     let index;
@@ -338,6 +461,7 @@
 
   setInterval(() => document.querySelectorAll('td.ttl').forEach(renderTtl), 250);
   setInterval(refreshCluster, CLUSTER_EVERY_MS);
+  setInterval(refreshCharts, CHARTS_EVERY_MS);
   setInterval(refreshSessions, SESSIONS_EVERY_MS);
   restart();
 })();

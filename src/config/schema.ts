@@ -98,6 +98,7 @@ export const SETTINGS_SCHEMA = {
   },
   metrics: {
     address: { kind: 'address', default: null } satisfies AddressRule,
+    openScrape: bool(false),
   },
 } as const satisfies { readonly [S in keyof ClusterSettings]: RulesFor<ClusterSettings[S]> };
 

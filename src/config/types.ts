@@ -119,6 +119,9 @@ export interface LogSettings {
 export interface MetricsSettings {
   /** host:port of the Prometheus endpoint (GET /metrics); null: no metrics endpoint. */
   readonly address: string | null;
+  /** With tls.clientAuth: require, serve GET /metrics without a client certificate (scrapers); the
+   *  dashboard and its JSON views still require one. */
+  readonly openScrape: boolean;
 }
 
 export interface ClusterSettings {

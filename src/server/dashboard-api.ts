@@ -12,6 +12,7 @@ import { BUILD_LEVEL } from '../lock/versions.js';
 import { BadQueryError, wholeNumber } from './dashboard-query.js';
 import { isoOrNull, valueJson, type JsonValue } from './dashboard-values.js';
 import { holdersOf as holdsOf } from './holders-view.js';
+import type { ChartsJson } from './dashboard-charts.js';
 
 /** What the views read; the runtime wires them to the node (runtime.ts). */
 export interface DashboardSources {
@@ -30,6 +31,8 @@ export interface DashboardSources {
   machine(): LockMachine;
   readBarrier(timeoutMs: number): Promise<number>;
   barrierTimeoutMs: number;
+  /** The charts' samples of the last minutes (dashboard-charts.ts). */
+  charts(): ChartsJson;
 }
 
 /** The lock views could not be confirmed current (no leader, no quorum): answered 503. */
@@ -62,6 +65,8 @@ export interface MemberJson {
   connected: boolean | null;
   /** Has this node heard from it since it started? */
   seen: boolean;
+  /** What the peer link means for this pair, in words (the page's "peer link" column); null for ourselves. */
+  link: string | null;
 }
 
 export interface ClusterJson {
@@ -105,6 +110,7 @@ export function clusterView(src: DashboardSources): ClusterJson {
       progress: leading && !self ? (pr?.state ?? null) : null,
       connected: self ? null : (peers.get(id) ?? false),
       seen: self || src.everHeard(id),
+      link: self ? null : linkText(st, id, peers.get(id) ?? false, src.everHeard(id)),
     };
   };
   return {
@@ -130,6 +136,19 @@ export function clusterView(src: DashboardSources): ClusterJson {
         : 'this node knows no leader',
     members: [...st.conf.voters.map((id) => row(id, false)), ...st.conf.learners.map((id) => row(id, true))],
   };
+}
+
+/**
+ * The peer-link cell. In Raft a follower talks only to its leader (and a candidate to the voters): a
+ * follower has no stream to another follower and hears nothing from it, which is normal, not a fault.
+ * A missing link to or from the leader is one.
+ */
+function linkText(st: Status, id: NodeId, connected: boolean, seen: boolean): string {
+  if (connected) return 'connected';
+  const following = st.role === 'follower' && st.leaderId !== null && st.leaderId !== st.id;
+  if (following && id !== st.leaderId) return 'no link: followers talk only to the leader (Raft), not to each other';
+  const what = following ? 'not connected to the leader' : 'not connected';
+  return seen ? what : `${what} (never heard)`;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -290,6 +309,7 @@ export async function sessionsView(src: DashboardSources, query: Map<string, str
 /** The query parameters each view takes (anything else is a 400). */
 export const VIEW_PARAMETERS = {
   cluster: [],
+  charts: [],
   locks: ['prefix', 'after', 'limit'],
   elections: ['after', 'limit'],
   sessions: ['after', 'limit'],

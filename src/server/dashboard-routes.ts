@@ -24,6 +24,7 @@ const VIEWS: ReadonlyMap<string, { parameters: readonly string[]; view: View }> 
   { parameters: readonly string[]; view: View }
 >([
   ['/api/cluster', { parameters: VIEW_PARAMETERS.cluster, view: (src) => clusterView(src) }],
+  ['/api/charts', { parameters: VIEW_PARAMETERS.charts, view: (src) => src.charts() }],
   ['/api/locks', { parameters: VIEW_PARAMETERS.locks, view: locksView }],
   ['/api/sessions', { parameters: VIEW_PARAMETERS.sessions, view: sessionsView }],
   ['/api/elections', { parameters: VIEW_PARAMETERS.elections, view: electionsView }],

@@ -4,10 +4,13 @@
 // around the storage, the state machine, the driver's propose() and the lock service's calls
 // (instrument.ts), so neither the Raft driver nor the pure layers know about metrics. README "Metrics" lists
 // every series.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { drainTrace, traceEnabled } from '../trace/stages.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { replyText } from './http-reply.js';
+import { accessRefusal, PLAIN_HTTP, type EndpointSecurity } from './http-access.js';
+import type { TlsMaterial } from './tls.js';
 import type { NodeId, Role, SoftState, Status } from '../raft/core/types.js';
 import type { ProgressView } from '../raft/core/progress.js';
 
@@ -177,12 +180,25 @@ export interface HttpRoutes {
   readonly summary: string;
 }
 
-/** Serves `GET /metrics` on host:port, and `routes` (the dashboard) beside it; resolves once listening. */
-export async function serveMetrics(address: string, registry: Registry, routes?: HttpRoutes): Promise<Server> {
+/** The node's HTTP endpoint while it runs. */
+export interface MetricsServer {
+  /** Serve new connections with a re-read certificate (SIGHUP); established ones keep theirs. */
+  reloadTls(material: TlsMaterial): void;
+  close(): void;
+}
+
+/** Serves `GET /metrics` on host:port, and `routes` (the dashboard) beside it, as `security` says (HTTPS,
+ *  client certificates: http-access.ts); resolves once listening. */
+export async function serveMetrics(
+  address: string,
+  registry: Registry,
+  routes?: HttpRoutes,
+  security: EndpointSecurity = PLAIN_HTTP,
+): Promise<MetricsServer> {
   const i = address.lastIndexOf(':');
   const host = address.slice(0, i).replace(/^\[(.*)\]$/, '$1');
   const port = Number(address.slice(i + 1));
-  const server = createServer((req, res) => {
+  const handler: RequestListener = (req, res) => {
     let url: URL;
     try {
       // Prefixed, not resolved against a base: a request target like //x must stay a path.
@@ -191,6 +207,8 @@ export async function serveMetrics(address: string, registry: Registry, routes?:
       return replyText(res, 400, 'bad request: malformed request target');
     }
     const path = url.pathname;
+    const refused = accessRefusal(req, path, security);
+    if (refused !== null) return replyText(res, 403, `forbidden: ${refused}`);
     if (req.method === 'GET' && path === '/debug/trace' && traceEnabled()) {
       // The stage stamps of the latency waterfall (LEASEHOLD_TRACE=1 only; trace/stages.ts).
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(drainTrace()));
@@ -207,7 +225,15 @@ export async function serveMetrics(address: string, registry: Registry, routes?:
     }
     if (routes?.handle(req, res, url)) return;
     replyText(res, 404, `not found: ${path.slice(0, 200)}; metrics are at GET /metrics${routes ? `, ${routes.summary}` : ''}`);
-  });
+  };
+  const tls = security.tls;
+  // requestCert only where a certificate is needed: otherwise a browser would prompt for one for nothing.
+  const server = tls
+    ? createHttpsServer(
+        { ca: tls.ca, cert: tls.cert, key: tls.key, requestCert: security.requireClientCertificate, rejectUnauthorized: false },
+        handler,
+      )
+    : createServer(handler);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(
@@ -218,5 +244,12 @@ export async function serveMetrics(address: string, registry: Registry, routes?:
     );
     server.listen(port, host, () => resolve());
   });
-  return server;
+  return {
+    reloadTls(material) {
+      if ('setSecureContext' in server) server.setSecureContext({ ca: material.ca, cert: material.cert, key: material.key });
+    },
+    close() {
+      server.close();
+    },
+  };
 }

@@ -31,6 +31,11 @@ export class NodeCredentials {
     return this.material !== null;
   }
 
+  /** The certificate, key and CA as last read (null without TLS): what the HTTP endpoint serves. */
+  get tlsMaterial(): TlsMaterial | null {
+    return this.material;
+  }
+
   /** How this node dials other members now (TLS when configured). */
   get dial(): grpc.ChannelCredentials {
     return this.dialWith;

@@ -3,7 +3,6 @@
 // leadership to the most caught-up follower before it stops (kill -9 is always safe too).
 import { enableTrace } from '../trace/stages.js';
 import * as grpc from '@grpc/grpc-js';
-import type { Server as HttpServer } from 'node:http';
 import { getHeapStatistics } from 'node:v8';
 import type { Logger } from 'pino';
 import type { ClusterConfig } from '../config/types.js';
@@ -39,7 +38,8 @@ import { Membership } from './membership.js';
 import { descriptorRegistry, strictRequestDeserializers } from './strict-decode.js';
 import { instrumentFsm, instrumentLockService, instrumentProposals, instrumentStorage } from './instrument.js';
 import { createNodeLogger } from './logging.js';
-import { NodeMetrics, serveMetrics } from './metrics.js';
+import { NodeMetrics, serveMetrics, type MetricsServer } from './metrics.js';
+import { DashboardCharts, startSampling } from './dashboard-charts.js';
 import { DashboardRoutes } from './dashboard-routes.js';
 import { membersThatRan } from './members-ran.js';
 import { watchQuorum } from './quorum-watch.js';
@@ -349,6 +349,10 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   await listenOn(server, bindAddress, credentials.client, self.listen ? 'nodes[].listen' : 'nodes[].address');
   if (self.peerAddress) await listenOn(peerServer, self.peerAddress, credentials.peer, 'nodes[].peerAddress');
   // The read-only dashboard rides on the metrics endpoint (same address): no metrics address, no dashboard.
+  const charts = metrics ? new DashboardCharts(metrics.registry) : null;
+  const stopSampling = charts
+    ? startSampling(charts, (err) => logger.warn({ nodeId: id, err: String(err) }, 'dashboard charts: sampling the metrics failed'))
+    : null;
   const dashboard = metrics
     ? new DashboardRoutes({
         status: () => liveNode.status(),
@@ -360,11 +364,21 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
         machine: () => fsm.machine,
         readBarrier: (timeoutMs) => liveNode.readBarrier(timeoutMs),
         barrierTimeoutMs: DEFAULT_CALL_TIMEOUT_MS,
+        charts: () => charts!.view(),
         hub: watchHub,
       })
     : undefined;
-  const metricsServer: HttpServer | null =
-    metrics && metricsAddress ? await serveMetrics(metricsAddress, metrics.registry, dashboard) : null;
+  // The endpoint follows the gRPC port's security: HTTPS with the node's certificate, and a client
+  // certificate wherever the client port demands one (http-access.ts).
+  const metricsServer: MetricsServer | null =
+    metrics && metricsAddress
+      ? await serveMetrics(metricsAddress, metrics.registry, dashboard, {
+          tls: credentials.tlsMaterial,
+          requireClientCertificate: config.tls?.clientAuth === 'require',
+          openScrape: config.metrics.openScrape,
+        })
+      : null;
+  if (metricsServer) credentials.whenReloaded(() => metricsServer.reloadTls(credentials.tlsMaterial!));
   logger.info(
     {
       nodeId: id,
@@ -398,6 +412,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       handOverTimeoutMs: 2 * electionTimeoutMs,
       beforeNode: [
         () => quorumWatch.cancel(),
+        () => stopSampling?.(),
         () => metricsServer?.close(),
         () => liveService.close(),
         () => watchHub.closeAll('the node is shutting down; resume the watch on another node'),

@@ -109,7 +109,7 @@ describe('parseConfig: the smallest valid file and the defaults', () => {
       },
       watch: { historyEvents: 10000, maxWatchers: 10000 },
       log: { level: 'info', format: 'auto' },
-      metrics: { address: null },
+      metrics: { address: null, openScrape: false },
     });
   });
 

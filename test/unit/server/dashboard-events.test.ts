@@ -59,6 +59,9 @@ async function rig(opts: { historyEvents: number; limits: EventStreamLimits }): 
     peers: () => new Map(),
     clientAddressOf: () => undefined,
     everHeard: () => false,
+    charts: () => {
+      throw new Error('not used');
+    },
     machine: () => m,
     readBarrier: async () => {
       if (barrier.fail) throw new Error('no quorum');

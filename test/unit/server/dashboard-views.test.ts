@@ -110,6 +110,7 @@ function sources(m: LockMachine, overrides: Partial<DashboardSources> = {}): Das
       ]),
     clientAddressOf: (id) => `127.0.0.1:700${id.slice(1)}`,
     everHeard: (id) => id !== 'n3',
+    charts: () => ({ sample_every_ms: 2000, window_ms: 300_000, charts: [] }),
     machine: () => m,
     readBarrier: async () => m.appliedIndex,
     barrierTimeoutMs: 100,
@@ -152,6 +153,34 @@ describe('dashboard views', () => {
     expect(c.members.find((x) => x.id === 'n3')!.role).toBe('leader');
     expect(c.members.find((x) => x.id === 'n2')!.role).toBe('follower');
     expect(c.members.every((x) => x.match_index === null && x.lag === null)).toBe(true);
+  });
+
+  it('peer link: a follower says a follower-to-follower link is not part of Raft; a missing link to the leader is named', () => {
+    const src = sources(machine());
+    const st = { ...src.status(), id: 'n2', role: 'follower' as const, leaderId: 'n3' };
+    const peers = new Map([
+      ['n1', false],
+      ['n3', true],
+      ['n4', false],
+    ]);
+    const links = (p: Map<string, boolean>, heard: (id: string) => boolean) =>
+      clusterView({ ...src, status: () => st, peers: () => p, everHeard: heard }).members.map((x) => [x.id, x.link]);
+    const followerToFollower = 'no link: followers talk only to the leader (Raft), not to each other';
+    expect(links(peers, () => false)).toEqual([
+      ['n1', followerToFollower],
+      ['n2', null],
+      ['n3', 'connected'],
+      ['n4', followerToFollower],
+    ]);
+    // The leader unreachable is a fault, and says so.
+    expect(links(new Map([...peers, ['n3', false]]), () => false)[2]).toEqual(['n3', 'not connected to the leader (never heard)']);
+    // On the leader every member should be linked: a missing one is shown as not connected.
+    expect(clusterView(src).members.map((x) => [x.id, x.link])).toEqual([
+      ['n1', null],
+      ['n2', 'connected'],
+      ['n3', 'not connected (never heard)'],
+      ['n4', 'connected'],
+    ]);
   });
 
   it('locks: byte order, holders with string tokens, TTL left at log time, values as text or base64, waiters', async () => {
