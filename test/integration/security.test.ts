@@ -1,6 +1,7 @@
 // TLS, mTLS, authenticated peers and owner binding against a real 3-node cluster (issue 11). The
 // certificates are made by openssl for this run. Every node has a separate peer listener, so the test
-// also shows the client port does not serve Raft.
+// also shows the client port does not serve Raft. The metrics/dashboard address follows the same
+// security (HTTPS, client certificates; /metrics left open to scrapers with metrics.openScrape).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +15,8 @@ import type { AcquireResponse } from '../../src/wire/lock.js';
 import type { StatusResponse } from '../../src/wire/cluster.js';
 import { raftService } from '../../src/wire/raft.js';
 import { makePki, type TestPki } from './certs.js';
-import { MAIN_JS, TestCluster, waitFor } from './harness.js';
+import { MAIN_JS, TestCluster, freePorts, waitFor } from './harness.js';
+import { get } from './http-get.js';
 
 const creds = (pki: TestPki, who: string) => clientTlsCredentials({ ca: pki.ca, cert: pki.client(who).cert, key: pki.client(who).key });
 
@@ -40,14 +42,17 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
   let c: TestCluster;
   let pki: TestPki;
   let pkiDir = '';
+  let mports: number[] = [];
   beforeAll(async () => {
     pkiDir = mkdtempSync(join(tmpdir(), 'leasehold-pki-'));
     pki = makePki(pkiDir, ['n1', 'n2', 'n3'], ['alice', 'bob', 'ops-admin']);
+    mports = await freePorts(3);
     // A cluster whose config points at the certificates ({id}: each node loads its own).
     c = await TestCluster.create({
       peerListeners: true,
       credentials: creds(pki, 'alice'),
-      extraYaml: `tls:\n  cert: ${pki.dir}/{id}.pem\n  key: ${pki.dir}/{id}-key.pem\n  ca: ${pki.ca}\n  clientAuth: require\nauth:\n  ownerBinding: true\n  admins: [ops-admin]\n`,
+      nodeYaml: (_id, i) => `metricsAddress: 127.0.0.1:${mports[i]}`,
+      extraYaml: `tls:\n  cert: ${pki.dir}/{id}.pem\n  key: ${pki.dir}/{id}-key.pem\n  ca: ${pki.ca}\n  clientAuth: require\nauth:\n  ownerBinding: true\n  admins: [ops-admin]\nmetrics:\n  openScrape: true\n`,
     });
     c.startAll();
     await c.waitForLeader();
@@ -77,6 +82,54 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
       'UNAVAILABLE',
     );
     expect((await statusWith(ep, creds(pki, 'bob'))).node_id).toBe('n1');
+  });
+
+  it('the metrics address: HTTPS with the node certificate; the dashboard and its views refuse plaintext and cert-less requests and serve an admin; /metrics open to scrapers shows no key, owner or value', async () => {
+    const { leader } = await c.waitForLeader();
+    const base = `127.0.0.1:${mports[c.ids.indexOf(leader)]}`;
+    const alice = new LeaseholdClient({ endpoints: c.endpoints(), credentials: creds(pki, 'alice'), timeoutMs: 10_000 });
+    const key = 'metrics-probe/k-7f3a';
+    const value = 'v-91c2-secret';
+    const hold = await alice.acquire(key, { ttlMs: 60_000, owner: 'alice', value });
+    try {
+      await expect(get(`http://${base}/api/locks`)).rejects.toThrow(/socket hang up|ECONNRESET/);
+      for (const path of [
+        '/',
+        '/dashboard.js',
+        '/api/cluster',
+        '/api/locks',
+        '/api/sessions',
+        '/api/elections',
+        '/api/charts',
+        '/api/events',
+      ]) {
+        const bare = await get(`https://${base}${path}`, { ca: pki.ca });
+        expect([path, bare.status, bare.body]).toEqual([
+          path,
+          403,
+          'forbidden: a client certificate signed by the cluster CA is required here (tls.clientAuth: require), and it has none; only GET /metrics is open without one (metrics.openScrape)\n',
+        ]);
+      }
+      const stranger = await get(`https://${base}/api/locks`, { ca: pki.ca, cert: pki.foreign.cert, key: pki.foreign.key });
+      expect(stranger.status).toBe(403);
+      const admin = { ca: pki.ca, cert: pki.client('ops-admin').cert, key: pki.client('ops-admin').key };
+      const locks = await get(`https://${base}/api/locks?prefix=metrics-probe/`, admin);
+      expect([locks.status, locks.serverCn]).toEqual([200, leader]);
+      const page = JSON.parse(locks.body) as { locks: { key: string; holders: { owner: string; token: string; value: string }[] }[] };
+      expect(page.locks.map((l) => [l.key, l.holders[0]?.owner, l.holders[0]?.token, l.holders[0]?.value])).toEqual([
+        [key, 'alice', hold.token.toString(), value],
+      ]);
+      const cluster = await get(`https://${base}/api/cluster`, admin);
+      expect((JSON.parse(cluster.body) as { node: { id: string } }).node.id).toBe(leader);
+      // The scrapers' view: served without a certificate, and nothing of the lock in it.
+      const scrape = await get(`https://${base}/metrics`, { ca: pki.ca });
+      expect(scrape.status).toBe(200);
+      expect(scrape.body).toMatch(/^leasehold_lock_operations_total\{op="acquire",outcome="acquired",node="n\d"\} [1-9]/m);
+      for (const secret of [key, 'k-7f3a', value, 'alice']) expect(scrape.body, secret).not.toContain(secret);
+    } finally {
+      await hold.release();
+      alice.close();
+    }
   });
 
   it('a valid client certificate that is not a member cannot inject peer messages: the target term does not move', async () => {
