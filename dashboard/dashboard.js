@@ -136,11 +136,13 @@
 
   function formatValue(v) {
     if (v === null || v === undefined) return '—';
-    if (v === 0) return '0';
+    if (Number.isInteger(v) && Math.abs(v) < 1000) return String(v);
     if (Math.abs(v) < 10) return v.toFixed(2);
     if (Math.abs(v) < 1000) return v.toFixed(0);
     return `${(v / 1000).toFixed(1)}k`;
   }
+
+  const formatSpan = (ms) => (ms < 120000 ? `${Math.round(ms / 1000)} s` : `${Math.round(ms / 60000)} min`);
 
   /** A round upper bound for the y axis: 1, 2 or 5 times a power of ten. */
   function niceMax(v) {
@@ -154,7 +156,9 @@
     const plotW = w - left - right;
     const plotH = h - top - bottom;
     const end = c.times_ms.length ? c.times_ms[c.times_ms.length - 1] : 0;
-    const x = (t) => left + plotW * (1 - (end - t) / windowMs);
+    // The x axis spans the samples there are (a node up for a minute fills the width), at most the window.
+    const spanMs = Math.min(windowMs, Math.max(10 * everyMs, c.times_ms.length ? end - c.times_ms[0] : 0));
+    const x = (t) => left + plotW * (1 - (end - t) / spanMs);
     let max = 0;
     let points = 0;
     for (const s of c.series)
@@ -171,6 +175,7 @@
       'aria-label': c.title,
       'data-chart': c.id,
       'data-points': points,
+      'data-max': max,
       'data-series': c.series.length,
     });
     svg.append(
@@ -178,11 +183,11 @@
       svgEl('line', { class: 'axis', x1: left, y1: top, x2: left, y2: top + plotH }),
       svgEl('text', { class: 'tick', x: left - 3, y: top + 8, 'text-anchor': 'end' }, formatValue(yMax)),
       svgEl('text', { class: 'tick', x: left - 3, y: top + plotH, 'text-anchor': 'end' }, '0'),
-      svgEl('text', { class: 'tick', x: left, y: h - 3 }, `−${Math.round(windowMs / 60000)} min`),
+      svgEl('text', { class: 'tick', x: left, y: h - 3 }, `−${formatSpan(spanMs)}`),
       svgEl('text', { class: 'tick', x: w - right, y: h - 3, 'text-anchor': 'end' }, 'now'),
     );
     // Half a sample interval wide on each side, less a gap.
-    const barW = Math.max(1, ((plotW * everyMs) / windowMs) * 0.4);
+    const barW = Math.max(1, ((plotW * everyMs) / spanMs) * 0.3);
     c.series.forEach((s, i) => {
       const cls = `s${i % SERIES_CLASSES}`;
       if (c.style === 'bars') {
@@ -210,8 +215,13 @@
       'ul',
       { class: 'legend' },
       ...c.series.map((s, i) => {
-        const last = [...s.values].reverse().find((v) => v !== null);
-        return el('li', { class: `s${i % SERIES_CLASSES}` }, el('span', { class: 'swatch' }), `${s.name}: ${formatValue(last)} ${c.unit}`);
+        // Bars are counts per interval: their legend is the total shown; a line's is its latest value.
+        const known = s.values.filter((v) => v !== null);
+        const said =
+          c.style === 'bars'
+            ? `${formatValue(known.reduce((a, v) => a + v, 0))} ${c.unit} in the last ${formatSpan(spanMs)}`
+            : `${formatValue(known.length ? known[known.length - 1] : null)} ${c.unit}`;
+        return el('li', { class: `s${i % SERIES_CLASSES}` }, el('span', { class: 'swatch' }), `${s.name}: ${said}`);
       }),
     );
     const body =

@@ -143,10 +143,13 @@ export function clusterView(src: DashboardSources): ClusterJson {
  * follower has no stream to another follower and hears nothing from it, which is normal, not a fault.
  * A missing link to or from the leader is one.
  */
+export const FOLLOWER_TO_FOLLOWER = 'none needed: followers talk only to the leader (Raft), not to each other';
+
 function linkText(st: Status, id: NodeId, connected: boolean, seen: boolean): string {
-  if (connected) return 'connected';
   const following = st.role === 'follower' && st.leaderId !== null && st.leaderId !== st.id;
-  if (following && id !== st.leaderId) return 'no link: followers talk only to the leader (Raft), not to each other';
+  // A stream left open by an earlier election carries nothing now; say so rather than "connected".
+  if (following && id !== st.leaderId) return `${FOLLOWER_TO_FOLLOWER}${connected ? ' (a stream from an earlier election is idle)' : ''}`;
+  if (connected) return 'connected';
   const what = following ? 'not connected to the leader' : 'not connected';
   return seen ? what : `${what} (never heard)`;
 }

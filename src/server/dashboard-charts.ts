@@ -125,7 +125,7 @@ const CHARTS: readonly ChartDef[] = [
   },
   {
     id: 'lag',
-    title: 'replication lag per member (entries)',
+    title: 'replication lag per member',
     unit: 'entries',
     style: 'line',
     metrics: [M.peerLag, M.commitIndex, M.appliedIndex],
@@ -141,7 +141,7 @@ const CHARTS: readonly ChartDef[] = [
   },
   {
     id: 'leader-changes',
-    title: 'leader changes (per sample interval)',
+    title: 'leader changes per sample interval',
     unit: 'changes',
     style: 'bars',
     metrics: [M.leaderChanges],

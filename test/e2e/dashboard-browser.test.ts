@@ -3,15 +3,19 @@
 // node's event stream — a lock taken through the client library appears with its holder, token and a TTL
 // that counts down, its key (markup, on purpose) shown as text, and disappears when released. When the
 // node serving the page is killed the page says "disconnected", and when it is back it is live again and
-// still updates. A screenshot is written to $LEASEHOLD_TEST_OUT (or the OS temp dir) and its path printed.
+// still updates. After some load through the page's node and a leadership transfer, its charts (ops per
+// second, Acquire latency, replication lag, leader changes) are drawn from data, and the peer-link column
+// says follower-to-follower links are not part of Raft.
+// A screenshot is written to $LEASEHOLD_TEST_OUT (or the OS temp dir) and its path printed.
 // Without a chromium binary the tests are skipped, and the reason is printed.
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient } from '../../src/client/index.js';
-import { TestCluster, freePorts } from '../integration/harness.js';
+import { MAIN_JS, TestCluster, freePorts } from '../integration/harness.js';
 
 const CANDIDATES = [process.env['LEASEHOLD_CHROMIUM'], '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter(
   (p): p is string => typeof p === 'string' && p !== '',
@@ -69,7 +73,8 @@ async function until(what: string, expr: string, timeoutMs = UI_DEADLINE_MS): Pr
   try {
     await page.waitForFunction(expr, { timeout: timeoutMs, polling: 100 });
   } catch (err) {
-    throw new Error(`the page did not show ${what} within ${timeoutMs} ms (${String(err)})`);
+    const members = await page.evaluate(`document.querySelector('#members tbody')?.innerText`).catch(() => '?');
+    throw new Error(`the page did not show ${what} within ${timeoutMs} ms (${String(err)}); members: ${String(members)}`);
   }
 }
 
@@ -121,6 +126,52 @@ describe('the dashboard in headless Chromium', () => {
       expect(first).toBeLessThanOrEqual(30);
       await until('the TTL counting down', `${ttl} < ${first}`, 5000);
 
+      // The charts: load through the page's own node (so it serves the calls), then a leader change.
+      const other = c.ids.find((id) => id !== leader && id !== shown)!;
+      await until(
+        'the follower-to-follower link explained',
+        `document.querySelector('#members tr[data-member=${JSON.stringify(other)}] td.link')?.textContent.startsWith('none needed: followers talk only to the leader (Raft), not to each other')`,
+      );
+      const viaShown = new LockClient({ endpoints: [c.endpoint(shown)] });
+      try {
+        const loadUntil = Date.now() + 5000; // spans at least two of the node's 2 s samples
+        for (let i = 0; Date.now() < loadUntil; i++) {
+          const h = await viaShown.acquire(`ui/load-${i % 5}`, { ttlMs: 10_000, owner: 'load' });
+          await h.release();
+        }
+      } finally {
+        viaShown.close();
+      }
+      await new Promise<void>((resolve, reject) =>
+        execFile(
+          process.execPath,
+          [MAIN_JS, 'transfer-leader', other, '--endpoints', c.endpoints().join(',')],
+          { timeout: 20_000 },
+          (err, _out, stderr) => (err ? reject(new Error(`transfer-leader ${other}: ${String(err)} ${stderr}`)) : resolve()),
+        ),
+      );
+      leader = (await c.waitForLeader()).leader;
+      expect(leader).toBe(other);
+      const svg = (id: string) => `document.querySelector('#chart-${id} svg[data-chart=${JSON.stringify(id)}]')`;
+      await until(
+        'the ops chart with acquires per second drawn',
+        `(() => { const s = ${svg('ops')}; return !!s && Number(s.getAttribute('data-max')) > 0 && s.querySelectorAll('polyline').length > 0 && [...document.querySelectorAll('#chart-ops .legend li')].some((li) => li.textContent.startsWith('acquire: ')); })()`,
+      );
+      await until(
+        'the Acquire latency chart with p50 and p99',
+        `(() => { const s = ${svg('acquire-latency')}; return !!s && Number(s.getAttribute('data-max')) > 0 && s.querySelectorAll('polyline, circle').length > 0 && document.querySelectorAll('#chart-acquire-latency .legend li').length === 2; })()`,
+      );
+      await until(
+        'the replication lag chart with its points',
+        `(() => { const s = ${svg('lag')}; return !!s && Number(s.getAttribute('data-points')) > 1 && s.querySelectorAll('polyline').length > 0; })()`,
+      );
+      await until(
+        'a bar for the leader change',
+        `(() => { const s = ${svg('leader-changes')}; return !!s && s.querySelectorAll('rect').length > 0; })()`,
+      );
+      expect(await page.evaluate(`document.querySelectorAll('#chart-grid .error').length`)).toBe(0);
+      await until('the new leader', `document.querySelector('#leader')?.textContent === ${JSON.stringify(leader)}`);
+
       const out = process.env['LEASEHOLD_TEST_OUT'] ?? tmpdir();
       mkdirSync(out, { recursive: true });
       const shot = join(out, 'leasehold-dashboard.png');
@@ -137,7 +188,7 @@ describe('the dashboard in headless Chromium', () => {
     );
     expect(dialogs).toEqual([]);
     expect(pageErrors).toEqual([]);
-  }, 90_000);
+  }, 120_000);
 
   it('says "disconnected" while its node is down, and is live and updating again once it is back', async (ctx) => {
     if (CHROMIUM === null) return ctx.skip(SKIP_REASON);

@@ -165,12 +165,17 @@ describe('dashboard views', () => {
     ]);
     const links = (p: Map<string, boolean>, heard: (id: string) => boolean) =>
       clusterView({ ...src, status: () => st, peers: () => p, everHeard: heard }).members.map((x) => [x.id, x.link]);
-    const followerToFollower = 'no link: followers talk only to the leader (Raft), not to each other';
+    const followerToFollower = 'none needed: followers talk only to the leader (Raft), not to each other';
     expect(links(peers, () => false)).toEqual([
       ['n1', followerToFollower],
       ['n2', null],
       ['n3', 'connected'],
       ['n4', followerToFollower],
+    ]);
+    // A stream to another follower opened by an earlier election (a vote request) is idle, not a link Raft uses.
+    expect(links(new Map([...peers, ['n1', true]]), () => true)[0]).toEqual([
+      'n1',
+      `${followerToFollower} (a stream from an earlier election is idle)`,
     ]);
     // The leader unreachable is a fault, and says so.
     expect(links(new Map([...peers, ['n3', false]]), () => false)[2]).toEqual(['n3', 'not connected to the leader (never heard)']);
