@@ -342,6 +342,11 @@ export class LockMachine {
     return this.s.lines.get(key, ticket) !== undefined;
   }
 
+  /** The session the waiter with this ticket waits under (0: none), or undefined when it is not in line. */
+  sessionOfWaiter(key: string, ticket: number): number | undefined {
+    return this.s.lines.get(key, ticket)?.sessionId;
+  }
+
   /** The value of `key`'s current hold, if it has one. */
   valueOf(key: string): Uint8Array | undefined {
     const group = this.s.groups.get(key);

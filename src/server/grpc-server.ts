@@ -69,6 +69,8 @@ import { serveList, type ListServing } from './list-server.js';
 import { holderToWire, holdersOf } from './holders-view.js';
 import { addStrictService, descriptorRegistry, invalidReason, strictRequestDeserializers } from './strict-decode.js';
 import { FORWARDED_METADATA, routeNotLeader } from './forward-once.js';
+import { CANCELLED, DETACHED, endReason } from '../transport/call-end.js';
+import { DEFAULT_LOCK_LEADER_CONFIG } from '../lock/leader/index.js';
 import {
   AdmissionLimitError,
   ConflictingRequestError,
@@ -104,6 +106,9 @@ export interface ClientApiOptions {
   watch?: WatchServing;
   /** Lock/List (list-server.ts); without it the node answers UNIMPLEMENTED. */
   list?: ListServing;
+  /** How long a waiter without a session keeps its place after its connection broke (the lock leader's
+   *  detachedWaiterGraceMs; here for the calls this node forwards). */
+  detachedWaiterGraceMs?: number;
   /** Counts a call refused before it reached the lock service: malformed or invalid, or not permitted
    *  (metrics: leasehold_lock_operations_total{outcome="invalid"|"denied"}). */
   countRefused?: (op: string, outcome: 'invalid' | 'denied') => void;
@@ -229,10 +234,12 @@ export class ClientApi {
     const remote = call.getPeer();
     const inFlight = new Map<string, AbortController>();
     let open = true;
+    // The stream went away (ended, reset, failed): its calls' connection broke, which is not a cancel — a
+    // waiter keeps its place for the client's retry (call-end.ts).
     const close = () => {
       if (!open) return;
       open = false;
-      for (const a of inFlight.values()) a.abort();
+      for (const a of inFlight.values()) a.abort(DETACHED);
       inFlight.clear();
     };
     const answer = (a: WireInput<LockAnswer>) => {
@@ -253,7 +260,7 @@ export class ClientApi {
       }
       const id = wire.call_id;
       if (wire.cancel) {
-        inFlight.get(id)?.abort();
+        inFlight.get(id)?.abort(CANCELLED);
         inFlight.delete(id);
         return;
       }
@@ -313,8 +320,8 @@ export class ClientApi {
       getPeer: () => ctx.remote,
       getAuthContext: () => ({ sslPeerCertificate: ctx.certificate }),
       sendMetadata: () => {},
-      on: (event: string, fn: () => void) => {
-        if (event === 'cancelled') ctx.signal.addEventListener('abort', fn, { once: true });
+      on: (event: string, fn: (reason: unknown) => void) => {
+        if (event === 'cancelled') ctx.signal.addEventListener('abort', () => fn(ctx.signal.reason), { once: true });
       },
     };
     messageCalls.add(call);
@@ -499,8 +506,8 @@ export class ClientApi {
     // grpc-js reports 'cancelled' also after a unary call has been answered; aborting then only costs a
     // DOMException with a stack (seen in the profile on every call).
     let settled = false;
-    call.on('cancelled', () => {
-      if (!settled) abort.abort();
+    call.on('cancelled', (reason: unknown) => {
+      if (!settled) abort.abort(endReason(reason));
     });
     serve(validated.value, timeoutMs, abort.signal).then(
       (res) => {
@@ -585,7 +592,7 @@ export class ClientApi {
     const session = method === 'Revoke' ? null : (this.opts.forwardVia?.(leaderId) ?? null);
     if (session !== null) {
       const abort = new AbortController();
-      call.on('cancelled', () => abort.abort());
+      call.on('cancelled', (reason: unknown) => this.forwardedCallEnded(endReason(reason), method, request, abort));
       const timeoutMs = Number.isFinite(deadlineMs) ? deadlineMs - Date.now() : this.noDeadlineForwardMs();
       session.call(FORWARDED_METHOD[method as LockMethod], request, timeoutMs, abort.signal).then((reply) => {
         if (reply.code !== grpc.status.OK) {
@@ -630,6 +637,30 @@ export class ClientApi {
         cb(null, value as WireInput<Res>);
       }
     });
+  }
+
+  /**
+   * The caller of a call forwarded on the Forward stream went away. A cancel is sent to the leader at once.
+   * A broken connection is not a cancel (SPEC "A waiter's place outlives its connection"): a blocking acquire
+   * under a session stays at the leader (its answer, if any, is dropped here; the client's retry re-attaches
+   * to the same place); one without a session is cancelled after the grace, so a retry within it finds its
+   * place. The forward stream carries only `cancel`, so the rule is applied here, where the break is seen.
+   */
+  private forwardedCallEnded(
+    reason: typeof CANCELLED | typeof DETACHED,
+    method: LockMethod | 'Revoke',
+    request: unknown,
+    abort: AbortController,
+  ): void {
+    const r = request as { wait_ms?: unknown; session_id?: unknown };
+    const waits = method === 'Acquire' && Number(r.wait_ms ?? 0) > 0;
+    if (reason === CANCELLED || !waits) return abort.abort(CANCELLED);
+    if (Number(r.session_id ?? 0) > 0) return;
+    setTimeout(() => abort.abort(CANCELLED), this.detachedWaiterGraceMs()).unref();
+  }
+
+  private detachedWaiterGraceMs(): number {
+    return this.opts.detachedWaiterGraceMs ?? DEFAULT_LOCK_LEADER_CONFIG.detachedWaiterGraceMs;
   }
 
   private toStatus(err: unknown): grpc.ServiceError {

@@ -35,6 +35,7 @@ import type { ProgressView } from '../raft/core/progress.js';
 import type { NodeEnv, TimerHandle } from '../raft/env.js';
 import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from '../raft/errors.js';
 import type { NodeLogger } from '../raft/logger.js';
+import { isDetached } from '../transport/call-end.js';
 
 /** The call found no leader here to serve it: this node is not the leader (`leaderId` names the one it
  *  knows), is still starting its term or shutting down, lost the leadership, or no quorum confirmed the
@@ -262,7 +263,8 @@ export class LockService {
     if (this.closed) return Promise.reject(new LeaderUnavailableError('the node is shutting down; retry on another node'));
     const callId = this.nextCallId++;
     return new Promise<ClientAnswer>((resolve, reject) => {
-      const onAbort = (): void => this.step({ type: 'cancel', callId, clockMs: this.now() });
+      // A signal aborted with CallDetached: the caller's connection broke, not its will (call-end.ts).
+      const onAbort = (): void => this.step({ type: 'cancel', callId, detached: isDetached(signal!), clockMs: this.now() });
       signal?.addEventListener('abort', onAbort, { once: true });
       const done = (): void => {
         signal?.removeEventListener('abort', onAbort);

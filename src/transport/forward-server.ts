@@ -5,6 +5,7 @@ import type { PeerCertificate } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import type { NodeId } from '../raft/core/types.js';
 import { mark } from '../trace/stages.js';
+import { CANCELLED, DETACHED } from './call-end.js';
 import type { PeerAdmission } from './peer-admission.js';
 import type { WireInput } from '../wire/scalars.js';
 import type { ForwardedAnswer, ForwardedCall } from '../wire/raft.js';
@@ -31,9 +32,11 @@ export function serveForwardStream(
   const certificate = call.getAuthContext().sslPeerCertificate;
   const inFlight = new Map<string, AbortController>();
   let open = true;
+  // The follower's link broke (it died, the link was cut): its calls' connection broke, which is no
+  // cancel — a blocking acquire keeps its place for the client's retry (call-end.ts).
   const gone = (): void => {
     open = false;
-    for (const a of inFlight.values()) a.abort();
+    for (const a of inFlight.values()) a.abort(DETACHED);
     inFlight.clear();
   };
   const refuse = (code: grpc.status, details: string): void => {
@@ -52,7 +55,7 @@ export function serveForwardStream(
     if (refused?.kind === 'auth') return refuse(grpc.status.PERMISSION_DENIED, `forwarded call refused: ${refused.reason}`);
     if (refused) return refuse(grpc.status.PERMISSION_DENIED, `forwarded call from ${wire.from} refused: ${refused.reason}`);
     if (wire.cancel) {
-      inFlight.get(wire.call_id)?.abort();
+      inFlight.get(wire.call_id)?.abort(CANCELLED);
       inFlight.delete(wire.call_id);
       return;
     }

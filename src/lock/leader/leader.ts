@@ -6,7 +6,8 @@
 // - term start before stamping (term-gate.ts);
 // - admission against the limits (admission.ts);
 // - proactive expiry of leases and of waiters past their wait deadline, idle checkpoints (housekeeping.ts);
-// - which open calls wait for which waiter (waiting-calls.ts);
+// - which open calls wait for which waiter (waiting-calls.ts), and how long a waiter whose connection broke
+//   keeps its place with nobody waiting for it (detached-waiters.ts);
 // - what each proposal in flight is for (proposals.ts), and what is known of a request id (request-ids.ts).
 // Beside them, pure functions of the applied state: the acquire decision (acquire.ts), the entry each call
 // proposes (call-commands.ts), the answer a call reads off an applied result (answers.ts), and the view a
@@ -33,6 +34,7 @@ import {
   proposalFailure,
   unavailable,
 } from './failures.js';
+import { DetachedWaiters } from './detached-waiters.js';
 import { Housekeeping } from './housekeeping.js';
 import { ProposalTable, isHousekeeping, type Purpose } from './proposals.js';
 import { viewAt } from './read-view.js';
@@ -59,6 +61,7 @@ export class LockLeader {
   private readonly housekeeping: Housekeeping;
   private readonly admission: Admission;
   private readonly waiting = new WaitingCalls();
+  private readonly detached = new DetachedWaiters();
   private readonly proposals = new ProposalTable();
   /** Calls waiting on their read barrier, with the key they read. */
   private readonly reads = new Map<CallId, string>();
@@ -94,7 +97,7 @@ export class LockLeader {
         this.onRequest(ev.callId, ev.request, ev.timeoutMs);
         break;
       case 'cancel':
-        this.onCancel(ev.callId);
+        this.onCancel(ev.callId, ev.detached === true);
         break;
       case 'proposalApplied':
         this.onProposalApplied(ev.proposalId, ev.result);
@@ -152,6 +155,7 @@ export class LockLeader {
       for (const id of this.waiting.takeAll()) this.fail(id, { ...unavailable(LEADERSHIP_CHANGED), leaderId });
       this.housekeeping.leadershipLost();
       this.admission.leadershipLost();
+      this.detached.clear();
     }
     if (!this.gate.isLeader) {
       for (const held of this.gate.takeAll()) this.fail(held.callId, notLeader(leaderId));
@@ -199,6 +203,7 @@ export class LockLeader {
 
   /** The log took a waiter out of its line: its calls here get the decision. */
   private waiterDecided(index: number, d: WaiterDecision): void {
+    this.detached.end(d.key, d.ticket);
     for (const callId of this.waiting.decided(index, d)) this.answerDecision(callId, index, d);
   }
 
@@ -211,6 +216,9 @@ export class LockLeader {
   private onTick(): void {
     for (const held of this.gate.takeDue(this.clockMs)) this.fail(held.callId, unavailable(STILL_STARTING));
     if (!this.gate.ready) return;
+    for (const { key, ticket } of this.detached.takeDue(this.clockMs)) {
+      if (!this.waiting.hasCalls(key, ticket) && this.state().isWaiting(key, ticket)) this.cancelWait(key, ticket);
+    }
     this.housekeeping.run(this.state(), this.clockMs, (command, purpose) => this.propose(command, purpose, this.cfg.proposalTimeoutMs));
   }
 
@@ -285,10 +293,12 @@ export class LockLeader {
       this.fail(callId, unavailable('the wait was decided meanwhile; retry with the same request_id to learn how'));
       return;
     }
+    this.detached.end(key, ticket);
     this.waiting.attach(callId, key, ticket);
   }
 
-  private onCancel(callId: CallId): void {
+  /** `detached`: the call's connection broke (LeaderEvent 'cancel'); else its caller cancelled it. */
+  private onCancel(callId: CallId, detached: boolean): void {
     if (this.gate.drop(callId)) {
       this.fail(callId, unavailable(CALLER_WENT_AWAY));
       return;
@@ -301,11 +311,23 @@ export class LockLeader {
     if (left === undefined) {
       // A proposal in flight (its entry cannot be taken back): if an acquire puts the request in line, the
       // line is told then (clientApplied). Other proposals just finish; their answer goes nowhere.
-      this.proposals.cancelInFlight(callId);
+      this.proposals.cancelInFlight(callId, detached);
       return;
     }
     this.fail(callId, unavailable(CALLER_WENT_AWAY));
-    if (!left.othersWait) this.cancelWait(left.key, left.ticket);
+    if (left.othersWait) return;
+    if (detached) this.keepPlace(left.key, left.ticket);
+    else this.cancelWait(left.key, left.ticket);
+  }
+
+  /** The last call waiting for (key, ticket) went with a broken connection: the waiter keeps its place — under
+   *  a session while the session lives, without one for the grace (detached-waiters.ts). */
+  private keepPlace(key: string, ticket: number): void {
+    const sessionId = this.state().sessionOfWaiter(key, ticket);
+    if (sessionId === undefined || sessionId > 0) return;
+    const dueMs = this.clockMs + this.cfg.detachedWaiterGraceMs;
+    this.detached.start(key, ticket, dueMs);
+    this.out.push({ type: 'wakeAt', atMs: dueMs });
   }
 
   /** Nobody waits for the waiter any more: its place is given up (a `dequeue` entry, cause cancel). */
@@ -370,9 +392,11 @@ export class LockLeader {
     const answer = proposalAnswer(result, waitKey);
     if (answer.kind === 'inLine') {
       // In line: the answer comes with the entry that decides it.
-      if (!cancelled) this.attach(callId, answer.key, answer.ticket);
-      else if (this.state().isWaiting(answer.key, answer.ticket)) this.cancelWait(answer.key, answer.ticket);
-    } else if (answer.kind === 'fail' || !cancelled) {
+      if (cancelled === undefined) this.attach(callId, answer.key, answer.ticket);
+      else if (!this.state().isWaiting(answer.key, answer.ticket) || this.waiting.hasCalls(answer.key, answer.ticket)) return;
+      else if (cancelled.detached) this.keepPlace(answer.key, answer.ticket);
+      else this.cancelWait(answer.key, answer.ticket);
+    } else if (answer.kind === 'fail' || cancelled === undefined) {
       this.send(callId, answer);
     }
   }

@@ -4,7 +4,8 @@
 //
 // It also keeps the calls whose caller went away while their proposal was in flight: an entry cannot be
 // taken back, so the cancel waits for the outcome — if an acquire then puts the request in line, the line
-// is told (the leader proposes its `dequeue`); any other outcome just has nobody to answer.
+// is told (a cancel: the leader proposes its `dequeue`; a broken connection: the waiter keeps its place by
+// detached-waiters.ts's rule); any other outcome just has nobody to answer.
 import type { ValidAcquire } from '../validate.js';
 import type { HousekeepingProposal } from './housekeeping.js';
 import type { CallId, ProposalId } from './types.js';
@@ -23,8 +24,8 @@ export type Purpose =
 
 export class ProposalTable {
   private readonly purposes = new Map<ProposalId, Purpose>();
-  /** Client calls cancelled while their proposal was in flight. */
-  private readonly cancelled = new Set<CallId>();
+  /** Client calls that ended while their proposal was in flight -> whether by a broken connection. */
+  private readonly cancelled = new Map<CallId, { detached: boolean }>();
   private nextId = 1;
 
   /** A new proposal for `purpose`: its id, unique for the life of this leader module. */
@@ -41,21 +42,23 @@ export class ProposalTable {
     return purpose;
   }
 
-  /** The caller of `callId` went away: true (and remembered until its outcome) when it has a proposal in
-   *  flight. A scan: only a cancel asks. */
-  cancelInFlight(callId: CallId): boolean {
+  /** The caller of `callId` went away (`detached`: its connection broke): true (and remembered until its
+   *  outcome) when it has a proposal in flight. A scan: only a cancel asks. */
+  cancelInFlight(callId: CallId, detached = false): boolean {
     for (const purpose of this.purposes.values()) {
       if (purpose.kind === 'client' && purpose.callId === callId) {
-        this.cancelled.add(callId);
+        this.cancelled.set(callId, { detached });
         return true;
       }
     }
     return false;
   }
 
-  /** Whether `callId`'s caller went away while its proposal was in flight (forgotten once asked). */
-  takeCancelled(callId: CallId): boolean {
-    return this.cancelled.delete(callId);
+  /** How `callId`'s caller went away while its proposal was in flight, if it did (forgotten once asked). */
+  takeCancelled(callId: CallId): { detached: boolean } | undefined {
+    const how = this.cancelled.get(callId);
+    this.cancelled.delete(callId);
+    return how;
   }
 
   /** Whether a blocking acquire of (owner, request_id) for `key` is in flight. A scan: this is a question

@@ -58,6 +58,8 @@ export interface LockStateView {
   /** Where (owner, request_id) waits in line, if it does. */
   waiterFor(owner: string, requestId: string): { key: string; ticket: number } | undefined;
   isWaiting(key: string, ticket: number): boolean;
+  /** The session the waiter (key, ticket) waits under (0: none); undefined when it is not in line. */
+  sessionOfWaiter(key: string, ticket: number): number | undefined;
   /** Requests in every wait line, and in `key`'s. */
   readonly waiterCount: number;
   waiterCountOf(key: string): number;
@@ -140,8 +142,12 @@ export type LeaderEvent =
   | ({ type: 'tick' } & At)
   /** A client call arrived. `timeoutMs` bounds the whole call (wait_ms included). */
   | ({ type: 'request'; callId: CallId; request: ClientRequest; timeoutMs: number } & At)
-  /** The caller went away (gRPC cancel, deadline): a waiter nobody else waits for leaves its line. */
-  | ({ type: 'cancel'; callId: CallId } & At)
+  /** The call ended on the caller's side. `detached` false: the caller cancelled it (a Lock/Stream cancel,
+   *  a forwarded cancel): a waiter nobody else waits for leaves its line at once. `detached` true: the
+   *  connection it came on broke (a reset stream, a dead follower): the waiter keeps its place — under a
+   *  session while the session lives, without one for `detachedWaiterGraceMs` — so a retry of the same
+   *  request re-attaches to it (detached-waiters.ts). */
+  | ({ type: 'cancel'; callId: CallId; detached?: boolean } & At)
   /** A proposal the module asked for applied here, in the term it was proposed in. */
   | ({ type: 'proposalApplied'; proposalId: ProposalId; index: number; result: LockResult | null } & At)
   | ({ type: 'proposalFailed'; proposalId: ProposalId; error: ProposalError } & At)
@@ -185,6 +191,10 @@ export interface LockLeaderConfig {
   limits: Readonly<LockLimitSettings>;
   /** Free keys freed longer ago than this (log time) are forgotten by a `forget` entry (see machine.ts). */
   freeKeyRetentionMs: number;
+  /** How long a waiter without a session keeps its place after its connection broke and no call waits
+   *  for it any more (ms): the client's automatic retry re-attaches within it; after it the leader proposes
+   *  the waiter's `dequeue` (cause cancel). Its wait deadline ends it sooner if it comes first. */
+  detachedWaiterGraceMs: number;
 }
 
 export const DEFAULT_LOCK_LEADER_CONFIG: Readonly<LockLeaderConfig> = Object.freeze({
@@ -195,4 +205,5 @@ export const DEFAULT_LOCK_LEADER_CONFIG: Readonly<LockLeaderConfig> = Object.fre
   expireBatch: 256,
   limits: NO_LOCK_LIMITS,
   freeKeyRetentionMs: Infinity,
+  detachedWaiterGraceMs: 5000,
 });

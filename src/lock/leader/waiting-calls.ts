@@ -38,6 +38,11 @@ export class WaitingCalls {
     this.waiterOfCall.set(callId, id);
   }
 
+  /** Whether any open call waits for the waiter (key, ticket). */
+  hasCalls(key: string, ticket: number): boolean {
+    return this.byWaiter.has(waiterId(key, ticket));
+  }
+
   /** The decision of (key, ticket) if it applied before anyone attached to it. */
   decidedEarlier(key: string, ticket: number): DecidedWaiter | undefined {
     return this.recent.get(waiterId(key, ticket));

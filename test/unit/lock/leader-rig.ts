@@ -215,6 +215,11 @@ export class LeaderRig {
     this.step({ type: 'cancel', callId });
   }
 
+  /** The call's connection broke (a reset stream, a dead follower): not a cancel. */
+  detach(callId: CallId): void {
+    this.step({ type: 'cancel', callId, detached: true });
+  }
+
   /** The answer to acquire call `callId` (throws if it has none). */
   acquired(callId: CallId): AcquireResult {
     const a = this.answers.get(callId);
