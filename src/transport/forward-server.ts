@@ -5,7 +5,7 @@ import type { PeerCertificate } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import type { NodeId } from '../raft/core/types.js';
 import { mark } from '../trace/stages.js';
-import { CANCELLED, DETACHED } from './call-end.js';
+import { CallMux } from './call-mux.js';
 import type { PeerAdmission } from './peer-admission.js';
 import type { WireInput } from '../wire/scalars.js';
 import type { ForwardedAnswer, ForwardedCall } from '../wire/raft.js';
@@ -30,17 +30,15 @@ export function serveForwardStream(
 ): void {
   const remote = call.getPeer();
   const certificate = call.getAuthContext().sslPeerCertificate;
-  const inFlight = new Map<string, AbortController>();
-  let open = true;
-  // The follower's link broke (it died, the link was cut): its calls' connection broke, which is no
-  // cancel — a blocking acquire keeps its place for the client's retry (call-end.ts).
-  const gone = (): void => {
-    open = false;
-    for (const a of inFlight.values()) a.abort(DETACHED);
-    inFlight.clear();
-  };
+  // The follower's link breaking (it died, the link was cut) ends its calls as detached: no cancel — a
+  // blocking acquire keeps its place for the client's retry (call-mux.ts, call-end.ts).
+  const mux = new CallMux<WireInput<ForwardedAnswer>>((answer) => {
+    mark('fwd.answer');
+    call.write(answer);
+  });
+  const gone = (): void => mux.close();
   const refuse = (code: grpc.status, details: string): void => {
-    if (!open) return;
+    if (!mux.isOpen) return;
     gone();
     call.emit('error', { code, details });
   };
@@ -48,35 +46,25 @@ export function serveForwardStream(
   if ('refused' in stream) return refuse(grpc.status.PERMISSION_DENIED, `forward stream refused: ${stream.refused}`);
   call.on('data', (wire: ForwardedCall) => {
     mark('fwd.recv');
-    if (!open) return;
+    if (!mux.isOpen) return;
     const invalid = (wire as { __invalid?: unknown }).__invalid;
     if (typeof invalid === 'string') return refuse(grpc.status.INVALID_ARGUMENT, `malformed forwarded call: ${invalid}`);
     const refused = ctx.admission.admitMessage(stream, wire.from, wire.cluster_id);
     if (refused?.kind === 'auth') return refuse(grpc.status.PERMISSION_DENIED, `forwarded call refused: ${refused.reason}`);
     if (refused) return refuse(grpc.status.PERMISSION_DENIED, `forwarded call from ${wire.from} refused: ${refused.reason}`);
-    if (wire.cancel) {
-      inFlight.get(wire.call_id)?.abort(CANCELLED);
-      inFlight.delete(wire.call_id);
-      return;
-    }
+    if (wire.cancel) return mux.cancel(wire.call_id);
     const handler = ctx.handler();
-    if (handler === null || inFlight.has(wire.call_id)) {
-      call.write({
+    const started = handler === null ? null : mux.start(wire.call_id);
+    if (handler === null || started === null || 'refused' in started) {
+      mux.reply({
         call_id: wire.call_id,
         code: grpc.status.UNAVAILABLE,
         details: handler === null ? `${ctx.selfId} is not serving lock calls yet` : `call_id ${wire.call_id} is already in flight`,
       });
       return;
     }
-    const abort = new AbortController();
-    inFlight.set(wire.call_id, abort);
-    handler(wire, { certificate, remote }, abort.signal).then(
-      (answer) => {
-        if (inFlight.get(wire.call_id) !== abort) return; // cancelled, or the stream went away
-        inFlight.delete(wire.call_id);
-        mark('fwd.answer');
-        if (open) call.write(answer);
-      },
+    handler(wire, { certificate, remote }, started.signal).then(
+      (answer) => mux.finish(wire.call_id, started.signal, answer),
       () => {},
     );
   });

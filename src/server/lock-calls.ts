@@ -1,0 +1,363 @@
+// The server's handling of one lock call, with no transport in it: validate, check owner binding, serve it
+// here if this node leads, else forward it to the leader once (forward-once.ts) with what is left of the
+// caller's deadline, and map the outcome to a gRPC status code. grpc-server.ts is the glue that turns unary
+// calls, Lock/Stream messages (transport/call-mux.ts) and a follower's forwarded calls into `handle` and
+// its reply back into gRPC; the lock simulation (test/sim/lock-server.ts) runs this same code over
+// simulated connections. Time comes from `nowMs` and `after` (the node's clock and scheduler), so the
+// simulator runs it on virtual time.
+import { status } from '@grpc/grpc-js';
+import {
+  validateAcquire,
+  validateGet,
+  validateOpenSession,
+  validateRelease,
+  validateRenew,
+  validateRevoke,
+  validateSessionCall,
+  type LockLimits,
+  type Validated,
+} from '../lock/validate.js';
+import type {
+  AcquireResult,
+  LockView,
+  OpenSessionResult,
+  ReleaseResult,
+  RenewResult,
+  RenewSessionResult,
+  RevokeResult,
+  SessionEndResult,
+} from '../lock/types.js';
+import type { NodeLogger } from '../raft/logger.js';
+import { CANCELLED, DETACHED, endReason } from '../transport/call-end.js';
+import type { ForwardedReply } from '../transport/forward-calls.js';
+import { LOCK_CALL_NAME, type LockCallName, type LockMethod } from '../wire/lock.js';
+import { mark } from '../trace/stages.js';
+import { routeNotLeader } from './forward-once.js';
+import {
+  AdmissionLimitError,
+  ConflictingRequestError,
+  LeaderUnavailableError,
+  RequestRejectedError,
+  type LockService,
+} from './lock-service.js';
+import { invalidReason } from './strict-decode.js';
+
+/** Every lock call this module handles: the Lock service's unary methods (Stream, Watch and List aside). */
+export type LockCallMethod = LockMethod | 'Revoke';
+
+/** What a call ended with: a gRPC status code, and the response on OK. */
+export interface CallReply<P> {
+  code: number;
+  details: string;
+  response: P | null;
+  /** On OK: the leader's client address as this node knows it ('' unknown): the client's next hop. */
+  leader: string;
+}
+
+/** Where a call came from, as the transport saw it. */
+export interface CallContext {
+  /** Forwarded by another node (a Forward stream message, or the forwarded-call metadata). */
+  forwarded: boolean;
+  /** The caller's deadline on this node's clock (`nowMs`); Infinity: none given. */
+  deadlineMs: number;
+  /** The CN of the caller's client certificate, if it presented one. */
+  certificateCn: string | undefined;
+  /** For the audit trail: who called, when there is no CN. */
+  remote: string;
+  /** Aborted when the caller goes away; its reason says how (transport/call-end.ts). */
+  signal: AbortSignal;
+}
+
+/** The follower's Forward stream to one leader (transport/forward-calls.ts). */
+export interface ForwardChannel<P> {
+  call(name: LockCallName, request: unknown, timeoutMs: number, signal: AbortSignal): Promise<ForwardedReply<P>>;
+}
+
+/** Domain results of each method, as the payload the transport sends (grpc-server.ts: the wire message). */
+export interface AnswerEncoder<P> {
+  Acquire(r: AcquireResult): P;
+  Renew(r: RenewResult): P;
+  Release(r: ReleaseResult): P;
+  Get(r: LockView): P;
+  OpenSession(r: OpenSessionResult): P;
+  RenewSession(r: RenewSessionResult): P;
+  CloseSession(r: SessionEndResult): P;
+  Revoke(r: RevokeResult): P;
+}
+
+export interface LockCallHandlingOptions<P> {
+  service: LockService;
+  limits: LockLimits;
+  defaultTimeoutMs: number;
+  encode: AnswerEncoder<P>;
+  logger: NodeLogger;
+  /** This node's clock (ms) and a timer on it. */
+  nowMs: () => number;
+  after: (ms: number, fn: () => void) => void;
+  /** The leader's client address as this node knows it. */
+  leaderAddress: () => string | undefined;
+  /** The Forward stream to `leaderId`, or null (no link: then `forwardUnary`). Revoke never uses it. */
+  forwardVia?: (leaderId: string) => ForwardChannel<P> | null;
+  /** Forwarding without a Forward stream (a unary call to the leader's client port). */
+  forwardUnary?: (method: LockCallMethod, request: unknown, leaderId: string, deadlineMs: number) => Promise<CallReply<P>>;
+  ownerBinding?: boolean;
+  admins?: readonly string[];
+  isMember?: (id: string) => boolean;
+  /** How long a waiter without a session keeps its place after its connection broke (lock leader's
+   *  detachedWaiterGraceMs), for the calls this node forwards. */
+  detachedWaiterGraceMs: number;
+  countRefused?: (op: string, outcome: 'invalid' | 'denied') => void;
+}
+
+type Serve<V> = (req: V, timeoutMs: number, signal: AbortSignal) => Promise<unknown>;
+
+interface Prepared<V> {
+  validated: Validated<V>;
+  serve: Serve<V>;
+  /** Revoke: its own permission rule (admins) instead of the owner's. */
+  denied?: (v: V) => string | null;
+}
+
+export class LockCallHandling<P> {
+  constructor(private readonly opts: LockCallHandlingOptions<P>) {}
+
+  /** Serves one call; resolves with what the caller is answered (never rejects). */
+  handle(method: LockCallMethod, request: unknown, ctx: CallContext): Promise<CallReply<P>> {
+    mark('call.recv');
+    const decodeError = invalidReason(request);
+    if (decodeError !== undefined) return Promise.resolve(this.refused(method, 'invalid', status.INVALID_ARGUMENT, decodeError));
+    const prepared = this.prepare(method, request as Record<string, unknown>, ctx);
+    const v = prepared.validated;
+    if (!v.ok) return Promise.resolve(this.refused(method, 'invalid', status.INVALID_ARGUMENT, `${v.error.field}: ${v.error.message}`));
+    const denied = prepared.denied ? prepared.denied(v.value) : this.ownerDenied(ctx, v.value);
+    if (denied !== null) return Promise.resolve(this.refused(method, 'denied', status.PERMISSION_DENIED, denied));
+    if (method === 'Revoke' && !ctx.forwarded) {
+      // The audit trail names the caller where it entered (a forwarded call reaches the leader as the
+      // follower's); the leader logs what it ended.
+      const r = v.value as unknown as { key: string; token: bigint; reason: string };
+      this.opts.logger.info(
+        { key: r.key, token: r.token.toString(), reason: r.reason, by: ctx.certificateCn ?? ctx.remote },
+        'revoke requested',
+      );
+    }
+    const timeoutMs = Math.max(1, Math.min(this.opts.defaultTimeoutMs + waitOf(v.value), ctx.deadlineMs - this.opts.nowMs()));
+    const abort = new AbortController();
+    let settled = false;
+    const onEnd = () => {
+      if (!settled) abort.abort(endReason(ctx.signal.reason));
+    };
+    if (ctx.signal.aborted) onEnd();
+    else ctx.signal.addEventListener('abort', onEnd, { once: true });
+    return prepared.serve(v.value, timeoutMs, abort.signal).then(
+      (result) => {
+        settled = true;
+        ctx.signal.removeEventListener('abort', onEnd);
+        mark('call.answer');
+        return { code: status.OK, details: '', response: this.encode(method, result), leader: this.opts.leaderAddress() ?? '' };
+      },
+      (err: unknown) => {
+        settled = true;
+        ctx.signal.removeEventListener('abort', onEnd);
+        const route = err instanceof LeaderUnavailableError ? routeNotLeader(this.opts.service.node.id, err.leaderId, ctx.forwarded) : null;
+        if (route?.action === 'forward') return this.forward(method, request, route.to, ctx);
+        return this.failure(err);
+      },
+    );
+  }
+
+  private encode(method: LockCallMethod, result: unknown): P {
+    return (this.opts.encode[method] as (r: unknown) => P)(result);
+  }
+
+  private refused(method: LockCallMethod, outcome: 'invalid' | 'denied', code: number, details: string): CallReply<P> {
+    this.opts.countRefused?.(opName(method), outcome);
+    return { code, details, response: null, leader: '' };
+  }
+
+  /** The validated request and how to serve it here, per method. */
+  private prepare(method: LockCallMethod, r: Record<string, unknown>, ctx: CallContext): Prepared<unknown> {
+    const s = this.opts.service;
+    const limits = this.opts.limits;
+    switch (method) {
+      case 'Acquire':
+        return {
+          validated: validateAcquire(
+            {
+              key: r.key,
+              owner: r.owner,
+              ttlMs: r.ttl_ms,
+              waitMs: r.wait_ms,
+              requestId: r.request_id,
+              lockDelayMs: r.lock_delay_ms,
+              value: r.value,
+              sessionId: r.session_id,
+              limit: r.limit,
+              shared: r.shared,
+            },
+            limits,
+          ),
+          serve: (req, timeoutMs, signal) => s.acquire(req as never, timeoutMs, signal),
+        };
+      case 'Renew':
+        return {
+          validated: validateRenew({ key: r.key, owner: r.owner, token: r.token, ttlMs: r.ttl_ms, requestId: r.request_id }, limits),
+          serve: (req, timeoutMs) => s.renew(req as never, timeoutMs),
+        };
+      case 'Release':
+        return {
+          validated: validateRelease({ key: r.key, owner: r.owner, token: r.token, requestId: r.request_id }, limits),
+          serve: (req, timeoutMs) => s.release(req as never, timeoutMs),
+        };
+      case 'Get':
+        return {
+          validated: validateGet({ key: r.key }, limits),
+          serve: (req, timeoutMs) => s.get((req as { key: string }).key, timeoutMs),
+        };
+      case 'OpenSession':
+        return {
+          validated: validateOpenSession(
+            { owner: r.owner, ttlMs: r.ttl_ms, requestId: r.request_id, lockDelayMs: r.lock_delay_ms },
+            limits,
+          ),
+          serve: (req, timeoutMs) => s.openSession(req as never, timeoutMs),
+        };
+      case 'RenewSession':
+      case 'CloseSession': {
+        this.bindOwner(r, ctx);
+        const validated = validateSessionCall({ sessionId: r.session_id, requestId: r.request_id, owner: r.owner }, limits);
+        return {
+          validated,
+          serve: (req, timeoutMs) =>
+            method === 'RenewSession' ? s.renewSession(req as never, timeoutMs) : s.closeSession(req as never, timeoutMs),
+        };
+      }
+      case 'Revoke': {
+        // Under owner binding the revoker is the caller's certificate CN: the namespace of its request ids,
+        // written into the request so a follower forwards it (ownerDenied refuses another one).
+        if (!ctx.forwarded) this.bindOwner(r, ctx);
+        return {
+          validated: validateRevoke({ key: r.key, token: r.token, reason: r.reason, requestId: r.request_id, owner: r.owner }, limits),
+          serve: async (req, timeoutMs) => {
+            const result = await s.revoke(req as never, timeoutMs);
+            const v = req as { key: string; reason: string };
+            if (result.revoked.length > 0)
+              this.opts.logger.warn({ key: v.key, revoked: result.revoked.map(String), reason: v.reason }, 'hold revoked');
+            return result;
+          },
+          denied: (v) => this.adminDenied(ctx) ?? this.ownerDenied(ctx, v),
+        };
+      }
+    }
+  }
+
+  /**
+   * A RenewSession / CloseSession / Revoke names no owner unless the caller sets one. Under auth.ownerBinding
+   * the caller's certificate CN becomes the owner (written into the request, so a follower forwards it and
+   * the state machine refuses another owner's session: WRONG_OWNER).
+   */
+  private bindOwner(r: Record<string, unknown>, ctx: CallContext): void {
+    if (this.opts.ownerBinding && ((r.owner as string | undefined) ?? '') === '' && ctx.certificateCn !== undefined)
+      r.owner = ctx.certificateCn;
+  }
+
+  /** A call forwarded by a member node was checked there: the leader trusts it only from a member. */
+  private trustedForward(ctx: CallContext): boolean {
+    return ctx.forwarded && ctx.certificateCn !== undefined && this.opts.isMember?.(ctx.certificateCn) === true;
+  }
+
+  /** Revoke under owner binding: only the CNs in auth.admins (a member forwarding one checked it). */
+  private adminDenied(ctx: CallContext): string | null {
+    if (!this.opts.ownerBinding) return null;
+    const cn = ctx.certificateCn;
+    if (this.trustedForward(ctx)) return null;
+    if (cn === undefined)
+      return 'Revoke under auth.ownerBinding needs a client certificate whose CN is in auth.admins, and this call has none';
+    if (!(this.opts.admins ?? []).includes(cn))
+      return `Revoke is for auth.admins; the client certificate CN ${JSON.stringify(cn)} is not one`;
+    return null;
+  }
+
+  /** auth.ownerBinding: why this caller may not act as the request's owner, or null. */
+  private ownerDenied(ctx: CallContext, request: unknown): string | null {
+    if (!this.opts.ownerBinding) return null;
+    const owner = (request as { owner?: unknown }).owner;
+    if (typeof owner !== 'string') return null; // Get names no owner
+    const cn = ctx.certificateCn;
+    // A follower forwarding a client's call presents its own (member) certificate; it checked the client's
+    // CN before forwarding, so the leader trusts a forwarded call only from a member node.
+    if (this.trustedForward(ctx)) return null;
+    if (cn === undefined) return `owner ${JSON.stringify(owner)}: auth.ownerBinding needs a client certificate, and this call has none`;
+    if (cn !== owner)
+      return `owner ${JSON.stringify(owner)} does not match the client certificate CN ${JSON.stringify(cn)} (auth.ownerBinding)`;
+    return null;
+  }
+
+  /** How long a forwarded call without a client deadline may take: the longest wait a call may ask for
+   *  (lock.maxWaitMs) plus the default for the commit after it — the leader bounds the call the same way. */
+  private noDeadlineForwardMs(): number {
+    return this.opts.defaultTimeoutMs + this.opts.limits.maxWaitMs;
+  }
+
+  /** Once to the leader, on the Forward stream (Revoke, rare and an operator's, goes unary), with what is
+   *  left of the caller's deadline. */
+  private async forward(method: LockCallMethod, request: unknown, leaderId: string, ctx: CallContext): Promise<CallReply<P>> {
+    const channel = method === 'Revoke' ? null : (this.opts.forwardVia?.(leaderId) ?? null);
+    if (channel === null) {
+      if (this.opts.forwardUnary === undefined)
+        return { code: status.UNAVAILABLE, details: `no link to the leader ${leaderId}; retry`, response: null, leader: '' };
+      const deadlineMs = Number.isFinite(ctx.deadlineMs) ? ctx.deadlineMs : this.opts.nowMs() + this.noDeadlineForwardMs();
+      return this.opts.forwardUnary(method, request, leaderId, deadlineMs);
+    }
+    const abort = new AbortController();
+    const onEnd = () => this.forwardedCallEnded(endReason(ctx.signal.reason), method, request, abort);
+    if (ctx.signal.aborted) onEnd();
+    else ctx.signal.addEventListener('abort', onEnd, { once: true });
+    const timeoutMs = Number.isFinite(ctx.deadlineMs) ? ctx.deadlineMs - this.opts.nowMs() : this.noDeadlineForwardMs();
+    const reply = await channel.call(LOCK_CALL_NAME[method as LockMethod], request, timeoutMs, abort.signal);
+    ctx.signal.removeEventListener('abort', onEnd);
+    if (reply.code !== status.OK)
+      return { code: reply.code, details: `${reply.details} (forwarded to leader ${leaderId})`, response: null, leader: '' };
+    mark('call.answer');
+    return { code: status.OK, details: '', response: reply.response, leader: this.opts.leaderAddress() ?? '' };
+  }
+
+  /**
+   * The caller of a call forwarded on the Forward stream went away. A cancel is sent to the leader at once.
+   * A broken connection is not a cancel (SPEC "A waiter's place outlives its connection"): a blocking acquire
+   * under a session stays at the leader (its answer, if any, is dropped here; the client's retry re-attaches
+   * to the same place); one without a session is cancelled after the grace, so a retry within it finds its
+   * place. The forward stream carries only `cancel`, so the rule is applied here, where the break is seen.
+   */
+  private forwardedCallEnded(
+    reason: typeof CANCELLED | typeof DETACHED,
+    method: LockCallMethod,
+    request: unknown,
+    abort: AbortController,
+  ): void {
+    const r = request as { wait_ms?: unknown; session_id?: unknown };
+    const waits = method === 'Acquire' && Number(r.wait_ms ?? 0) > 0;
+    if (reason === CANCELLED || !waits) return abort.abort(CANCELLED);
+    if (Number(r.session_id ?? 0) > 0) return;
+    this.opts.after(this.opts.detachedWaiterGraceMs, () => abort.abort(CANCELLED));
+  }
+
+  private failure(err: unknown): CallReply<P> {
+    const fail = (code: number, details: string): CallReply<P> => ({ code, details, response: null, leader: '' });
+    if (err instanceof LeaderUnavailableError) return fail(status.UNAVAILABLE, err.message);
+    if (err instanceof RequestRejectedError) return fail(status.FAILED_PRECONDITION, err.message);
+    if (err instanceof AdmissionLimitError) return fail(status.RESOURCE_EXHAUSTED, err.message);
+    if (err instanceof ConflictingRequestError) return fail(status.INVALID_ARGUMENT, err.message);
+    this.opts.logger.error({ err: String(err) }, 'unexpected error serving a lock call');
+    return fail(status.INTERNAL, `internal error: ${(err as Error)?.message ?? String(err)}`);
+  }
+}
+
+/** The op label of a method in leasehold_lock_operations_total (Acquire -> acquire, OpenSession -> open_session). */
+function opName(method: LockCallMethod): string {
+  return method === 'Revoke' ? 'revoke' : LOCK_CALL_NAME[method];
+}
+
+function waitOf(v: unknown): number {
+  const w = (v as { waitMs?: number }).waitMs;
+  return typeof w === 'number' ? w : 0;
+}
