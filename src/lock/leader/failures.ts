@@ -20,6 +20,7 @@ export const LEADERSHIP_CHANGED = 'leadership changed while waiting for the lock
 export const SHUTTING_DOWN = 'the node is shutting down; retry on another node';
 export const STILL_STARTING = 'the new leader is still starting its term; retry';
 export const CALLER_WENT_AWAY = 'the caller went away';
+export const CALL_DEADLINE_PASSED = "the call's deadline passed while it waited in line";
 
 /** A failed proposal or read barrier, as the caller who asked for it should see it. */
 export function proposalFailure(err: ProposalError): CallFailure {

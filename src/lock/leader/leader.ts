@@ -27,6 +27,7 @@ import { decisionAnswer, proposalAnswer, type CallAnswer } from './answers.js';
 import { commandOf } from './call-commands.js';
 import {
   CALLER_WENT_AWAY,
+  CALL_DEADLINE_PASSED,
   LEADERSHIP_CHANGED,
   SHUTTING_DOWN,
   STILL_STARTING,
@@ -62,6 +63,8 @@ export class LockLeader {
   private readonly admission: Admission;
   private readonly waiting = new WaitingCalls();
   private readonly detached = new DetachedWaiters();
+  /** Open acquire calls -> their caller's deadline (the leader's clock): a call never waits in line past it. */
+  private readonly callDeadlines = new Map<CallId, number>();
   private readonly proposals = new ProposalTable();
   /** Calls waiting on their read barrier, with the key they read. */
   private readonly reads = new Map<CallId, string>();
@@ -216,6 +219,11 @@ export class LockLeader {
   private onTick(): void {
     for (const held of this.gate.takeDue(this.clockMs)) this.fail(held.callId, unavailable(STILL_STARTING));
     if (!this.gate.ready) return;
+    // A waiting call whose caller's deadline passed ends here, as its caller's cancel: the caller gave up
+    // (the client library cancels an attempt at its deadline too, which lies past the wait it asked for).
+    // So no call is held at the leader after its caller's deadline — a forwarded one included, which the
+    // follower may leave running when its client's stream broke.
+    for (const callId of this.waiting.dueCalls(this.clockMs)) this.endCall(callId, false, CALL_DEADLINE_PASSED);
     for (const { key, ticket } of this.detached.takeDue(this.clockMs)) {
       if (!this.waiting.hasCalls(key, ticket) && this.state().isWaiting(key, ticket)) this.cancelWait(key, ticket);
     }
@@ -265,6 +273,7 @@ export class LockLeader {
   }
 
   private acquire(callId: CallId, req: ValidAcquire, timeoutMs: number): void {
+    this.callDeadlines.set(callId, this.clockMs + timeoutMs);
     const step = acquireStep(this.state(), this.admission, req);
     switch (step.kind) {
       case 'reattach':
@@ -294,7 +303,9 @@ export class LockLeader {
       return;
     }
     this.detached.end(key, ticket);
-    this.waiting.attach(callId, key, ticket);
+    const deadlineMs = this.callDeadlines.get(callId) ?? Infinity;
+    this.waiting.attach(callId, key, ticket, deadlineMs);
+    if (deadlineMs < Infinity) this.out.push({ type: 'wakeAt', atMs: deadlineMs });
   }
 
   /** `detached`: the call's connection broke (LeaderEvent 'cancel'); else its caller cancelled it. */
@@ -314,7 +325,17 @@ export class LockLeader {
       this.proposals.cancelInFlight(callId, detached);
       return;
     }
-    this.fail(callId, unavailable(CALLER_WENT_AWAY));
+    this.leftLine(callId, left, detached, CALLER_WENT_AWAY);
+  }
+
+  /** A waiting call ends before its waiter is decided (`detached`: not by its caller's cancel). */
+  private endCall(callId: CallId, detached: boolean, why: string): void {
+    const left = this.waiting.detach(callId);
+    if (left !== undefined) this.leftLine(callId, left, detached, why);
+  }
+
+  private leftLine(callId: CallId, left: { key: string; ticket: number; othersWait: boolean }, detached: boolean, why: string): void {
+    this.fail(callId, unavailable(why));
     if (left.othersWait) return;
     if (detached) this.keepPlace(left.key, left.ticket);
     else this.cancelWait(left.key, left.ticket);
@@ -389,6 +410,7 @@ export class LockLeader {
 
   private clientApplied(callId: CallId, waitKey: string | undefined, result: LockResult | null): void {
     const cancelled = this.proposals.takeCancelled(callId);
+    if (cancelled !== undefined) this.callDeadlines.delete(callId); // nobody is answered
     const answer = proposalAnswer(result, waitKey);
     if (answer.kind === 'inLine') {
       // In line: the answer comes with the entry that decides it.
@@ -429,10 +451,12 @@ export class LockLeader {
   // ------------------------------------------------------------------ answers
 
   private answer(callId: CallId, result: ClientAnswer): void {
+    this.callDeadlines.delete(callId);
     this.out.push({ type: 'answer', callId, result });
   }
 
   private fail(callId: CallId, error: CallFailure): void {
+    this.callDeadlines.delete(callId);
     this.out.push({ type: 'fail', callId, error });
   }
 

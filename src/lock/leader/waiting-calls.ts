@@ -24,13 +24,20 @@ export class WaitingCalls {
   private readonly byWaiter = new Map<string, Set<CallId>>();
   private readonly waiterOfCall = new Map<CallId, string>();
   private readonly recent = new Map<string, DecidedWaiter>();
+  /** Calls with a deadline (the caller's, on the leader's clock) -> it; and the earliest of them. */
+  private readonly deadlines = new Map<CallId, number>();
+  private nextDueMs = Infinity;
 
   get callCount(): number {
     return this.waiterOfCall.size;
   }
 
-  /** `callId` waits for the waiter (key, ticket). */
-  attach(callId: CallId, key: string, ticket: number): void {
+  /** `callId` waits for the waiter (key, ticket), until `deadlineMs` at most (its caller's deadline). */
+  attach(callId: CallId, key: string, ticket: number, deadlineMs = Infinity): void {
+    if (deadlineMs < Infinity) {
+      this.deadlines.set(callId, deadlineMs);
+      this.nextDueMs = Math.min(this.nextDueMs, deadlineMs);
+    }
     const id = waiterId(key, ticket);
     let calls = this.byWaiter.get(id);
     if (calls === undefined) this.byWaiter.set(id, (calls = new Set()));
@@ -53,6 +60,7 @@ export class WaitingCalls {
     const id = this.waiterOfCall.get(callId);
     if (id === undefined) return undefined;
     this.waiterOfCall.delete(callId);
+    this.deadlines.delete(callId);
     const calls = this.byWaiter.get(id)!;
     calls.delete(callId);
     if (calls.size === 0) this.byWaiter.delete(id);
@@ -68,8 +76,25 @@ export class WaitingCalls {
     const calls = this.byWaiter.get(id);
     if (calls === undefined) return [];
     this.byWaiter.delete(id);
-    for (const callId of calls) this.waiterOfCall.delete(callId);
+    for (const callId of calls) {
+      this.waiterOfCall.delete(callId);
+      this.deadlines.delete(callId);
+    }
     return [...calls];
+  }
+
+  /** The waiting calls whose caller's deadline has passed at `clockMs` (still attached: detach each). A
+   *  scan only once the earliest deadline has come. */
+  dueCalls(clockMs: number): CallId[] {
+    if (clockMs < this.nextDueMs) return [];
+    const due: CallId[] = [];
+    let next = Infinity;
+    for (const [callId, deadlineMs] of this.deadlines) {
+      if (deadlineMs <= clockMs) due.push(callId);
+      else next = Math.min(next, deadlineMs);
+    }
+    this.nextDueMs = next;
+    return due;
   }
 
   /** Every waiting call, detached (leadership lost, the node closing). */
@@ -77,6 +102,8 @@ export class WaitingCalls {
     const calls = [...this.waiterOfCall.keys()];
     this.byWaiter.clear();
     this.waiterOfCall.clear();
+    this.deadlines.clear();
+    this.nextDueMs = Infinity;
     return calls;
   }
 }

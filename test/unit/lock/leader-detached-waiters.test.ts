@@ -156,3 +156,26 @@ describe('lock leader: a waiter whose connection broke', () => {
     expect(rig.machine.get('k').held).toBe(false);
   });
 });
+
+describe("lock leader: a waiting call ends at its caller's deadline", () => {
+  it('fails UNAVAILABLE at the deadline the call came with, and gives its place up as its caller would', () => {
+    const rig = new LeaderRig().ready();
+    const h = rig.hold('k', 'h');
+    const sid = open(rig, 'a');
+    // A short caller deadline (a client attempt that gives up before its wait): 3 s of a 60 s wait.
+    const a = rig.acquire('k', 'a', { waitMs: 60_000, requestId: 'ra', sessionId: sid, timeoutMs: 3000 });
+    const b = rig.acquire('k', 'b', { waitMs: 60_000, requestId: 'rb' });
+    rig.commitAll();
+    expect(rig.wakeups).toContain(rig.nowMs + 3000);
+    rig.advance(2999);
+    expect(rig.failures.has(a)).toBe(false);
+    rig.advance(1);
+    expect(rig.failures.get(a)).toMatchObject({ kind: 'unavailable', message: expect.stringMatching(/deadline passed/) });
+    expect(rig.failures.has(b)).toBe(false);
+    expect(rig.pendingOf('dequeue').map((p) => p.command)).toMatchObject([{ type: 'dequeue', key: 'k', cause: 'cancel' }]);
+    rig.commitAll();
+    rig.release('k', 'h', h.token);
+    rig.commitAll();
+    expect(rig.acquired(b)).toMatchObject({ acquired: true });
+  });
+});
