@@ -234,24 +234,7 @@ export class ClientApi {
     peer: { certificate: PeerCertificate | undefined; remote: string },
     signal: AbortSignal,
   ): Promise<WireInput<ForwardedAnswer>> {
-    const name = wire.request;
-    const request = name ? wire[name] : undefined;
-    if (!name || request === undefined) {
-      return { call_id: wire.call_id, code: grpc.status.INVALID_ARGUMENT, details: 'forwarded call: request: no lock call in it' };
-    }
-    const reply = await this.calls.handle(LOCK_METHOD[name], request, {
-      forwarded: true,
-      deadlineMs: Date.now() + Math.max(1, wire.timeout_ms),
-      certificateCn: certificateCommonName(peer.certificate),
-      remote: peer.remote,
-      signal,
-    });
-    return {
-      call_id: wire.call_id,
-      code: reply.code,
-      details: reply.details,
-      ...(reply.code === grpc.status.OK ? { [name]: reply.response } : {}),
-    } as WireInput<ForwardedAnswer>;
+    return handleForwarded(this.calls, wire, peer, signal, Date.now());
   }
 
   /**
@@ -333,6 +316,36 @@ export class ClientApi {
       });
     });
   }
+}
+
+/** A lock call a follower forwarded, handled through `calls` as forwarded (owner-checked there, never
+ *  forwarded again) within what was left of its caller's deadline; resolves with the Forward stream's answer.
+ *  Shared with the lock simulation. */
+export async function handleForwarded<P>(
+  calls: LockCallHandling<P>,
+  wire: ForwardedCall,
+  peer: { certificate: PeerCertificate | undefined; remote: string },
+  signal: AbortSignal,
+  nowMs: number,
+): Promise<WireInput<ForwardedAnswer>> {
+  const name = wire.request;
+  const request = name ? wire[name] : undefined;
+  if (!name || request === undefined) {
+    return { call_id: wire.call_id, code: grpc.status.INVALID_ARGUMENT, details: 'forwarded call: request: no lock call in it' };
+  }
+  const reply = await calls.handle(LOCK_METHOD[name], request, {
+    forwarded: true,
+    deadlineMs: nowMs + Math.max(1, wire.timeout_ms),
+    certificateCn: certificateCommonName(peer.certificate),
+    remote: peer.remote,
+    signal,
+  });
+  return {
+    call_id: wire.call_id,
+    code: reply.code,
+    details: reply.details,
+    ...(reply.code === grpc.status.OK ? { [name]: reply.response } : {}),
+  } as WireInput<ForwardedAnswer>;
 }
 
 /** A decoded Lock/Stream message, served through `calls` on `mux`: a cancel, a call, or the refusal of one.

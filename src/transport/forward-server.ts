@@ -52,21 +52,7 @@ export function serveForwardStream(
     const refused = ctx.admission.admitMessage(stream, wire.from, wire.cluster_id);
     if (refused?.kind === 'auth') return refuse(grpc.status.PERMISSION_DENIED, `forwarded call refused: ${refused.reason}`);
     if (refused) return refuse(grpc.status.PERMISSION_DENIED, `forwarded call from ${wire.from} refused: ${refused.reason}`);
-    if (wire.cancel) return mux.cancel(wire.call_id);
-    const handler = ctx.handler();
-    const started = handler === null ? null : mux.start(wire.call_id);
-    if (handler === null || started === null || 'refused' in started) {
-      mux.reply({
-        call_id: wire.call_id,
-        code: grpc.status.UNAVAILABLE,
-        details: handler === null ? `${ctx.selfId} is not serving lock calls yet` : `call_id ${wire.call_id} is already in flight`,
-      });
-      return;
-    }
-    handler(wire, { certificate, remote }, started.signal).then(
-      (answer) => mux.finish(wire.call_id, started.signal, answer),
-      () => {},
-    );
+    serveForwardMessage(mux, wire, ctx.handler(), ctx.selfId, { certificate, remote });
   });
   call.on('end', () => {
     gone();
@@ -74,4 +60,29 @@ export function serveForwardStream(
   });
   call.on('cancelled', gone);
   call.on('error', gone);
+}
+
+/** One admitted message of a Forward stream, served through `handler` on `mux`: a cancel, a call, or the
+ *  refusal of one. Shared with the lock simulation, which runs the Forward stream over simulated links. */
+export function serveForwardMessage(
+  mux: CallMux<WireInput<ForwardedAnswer>>,
+  wire: ForwardedCall,
+  handler: ForwardedCallHandler | null,
+  selfId: string,
+  peer: { certificate: PeerCertificate | undefined; remote: string },
+): void {
+  if (wire.cancel) return mux.cancel(wire.call_id);
+  const started = handler === null ? null : mux.start(wire.call_id);
+  if (handler === null || started === null || 'refused' in started) {
+    mux.reply({
+      call_id: wire.call_id,
+      code: grpc.status.UNAVAILABLE,
+      details: handler === null ? `${selfId} is not serving lock calls yet` : `call_id ${wire.call_id} is already in flight`,
+    });
+    return;
+  }
+  handler(wire, peer, started.signal).then(
+    (answer) => mux.finish(wire.call_id, started.signal, answer),
+    () => {},
+  );
 }
