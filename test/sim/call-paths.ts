@@ -51,6 +51,8 @@ export interface CallPathsProfile {
   delayMs: [number, number];
   proposalTimeoutMs: number;
   graceMs: number;
+  /** A grant is held up to this long (ms): long enough for lines to form, so a waiter outlives a reset. */
+  holdMaxMs: number;
 }
 
 export const CALL_PATHS_PROFILE: CallPathsProfile = {
@@ -64,6 +66,7 @@ export const CALL_PATHS_PROFILE: CallPathsProfile = {
   delayMs: [0.2, 6],
   proposalTimeoutMs: 500,
   graceMs: 300,
+  holdMaxMs: 300,
 };
 
 export interface CallPathsReport {
@@ -528,7 +531,7 @@ export class CallPathsSim {
     for (let op = 0; this.clock.nowMs < this.profile.durationMs; op++) {
       const key = this.rng.pick(keys);
       const underSession = this.rng.chance(this.profile.session);
-      const waitMs = Math.floor(100 + this.rng.float() * 1500);
+      const waitMs = Math.floor(200 + this.rng.float() * 2800);
       const requestId = `${owner}-${op}`;
       const identity = `Acquire:${owner}:${requestId}:${key}`;
       const request: Record<string, unknown> = {
@@ -555,7 +558,7 @@ export class CallPathsSim {
         continue;
       }
       this.stats.grants++;
-      await this.sleep(this.rng.float() * 50);
+      await this.sleep(this.rng.float() * this.profile.holdMaxMs);
       const release = { key, owner, token: granted.token, request_id: `${requestId}-rel` };
       for (let tries = 0; tries < 20; tries++) {
         const r = await this.attempt(owner, 'Release', release, `Release:${owner}:${requestId}-rel:${key}`, 0, this.clock.nowMs + 2000);
@@ -577,7 +580,7 @@ export class CallPathsSim {
     const node = this.rng.chance(0.7) ? 'F' : 'L';
     const stream = this.stream(owner, node);
     const giveUp = method === 'Acquire' && this.rng.chance(this.profile.giveUp);
-    const timeoutMs = Math.max(1, Math.min(opDeadline - this.clock.nowMs, giveUp ? 1 + this.rng.float() * waitMs : waitMs + 1000));
+    const timeoutMs = Math.max(1, Math.min(opDeadline - this.clock.nowMs, giveUp ? 1 + this.rng.float() * waitMs * 0.3 : waitMs + 1000));
     // Each attempt sends its own copy: the forwarded copy is this object, whose caller's deadline is known.
     const copy = { ...request, wait_ms: request.wait_ms };
     this.callerDeadline.set(copy, this.clock.nowMs + timeoutMs);
