@@ -320,7 +320,7 @@ export class CallPathsSim {
     duplicates: 0,
     giveUps: 0,
   };
-  /** Requests whose client cancelled them or gave up on them (their place may be given up). */
+  /** Requests whose client cancelled them, or one of whose calls' deadline passed (their place may go). */
   private readonly ended = new Set<string>();
   /** The caller's deadline of every request object sent (forwarded as the same object). */
   private readonly callerDeadline = new WeakMap<object, number>();
@@ -497,7 +497,7 @@ export class CallPathsSim {
     const who = this.waiterRequests.get(`${command.key}#${command.ticket}`);
     if (who === undefined || this.ended.has(who)) return;
     this.violation(
-      `the place of session waiter ${who} (${command.key} ticket ${command.ticket}) was given up, and its client never cancelled it`,
+      `the place of session waiter ${who} (${command.key} ticket ${command.ticket}) was given up, and its client neither cancelled it nor let a deadline of its calls pass`,
     );
   }
 
@@ -593,11 +593,17 @@ export class CallPathsSim {
         timer.cancel();
         resolve(v);
       };
+      if (process.env.CALL_TRACE === identity)
+        console.log(`TRACE t=${this.clock.nowMs.toFixed(1)} ${identity} sent via ${node} timeout ${timeoutMs.toFixed(0)} giveUp=${giveUp}`);
       const id = stream.send(method, copy, timeoutMs, {
         identity,
         name: method === 'Acquire' ? 'acquire' : 'release',
         deadlineMs: this.clock.nowMs + timeoutMs,
         settle: (reply) => {
+          if (process.env.CALL_TRACE === identity)
+            console.log(
+              `TRACE t=${this.clock.nowMs.toFixed(1)} ${identity} via ${node} #${id} settled ${reply.code} ${reply.details} ${JSON.stringify(reply.response?.result ?? null, (_k, v) => (typeof v === 'bigint' ? String(v) : v))}`,
+            );
           if (reply.code !== status.OK) {
             if (process.env.CALL_DEBUG) console.log(method, reply.code, reply.details);
             return finish(null);
@@ -607,10 +613,15 @@ export class CallPathsSim {
           finish(r.acquired ? { token: r.token! } : 'not-acquired');
         },
       });
+      // At the attempt's deadline its caller has given up on it, however it ended: the leader may then give the
+      // place up (a waiting call whose deadline passes ends as its caller's cancel).
+      this.clock.after(timeoutMs, () => this.ended.add(identity));
       // The client's own deadline: it gives up on the attempt and says so (a cancel on its stream).
       const timer = this.clock.after(timeoutMs, () => {
         if (done) return;
-        if (giveUp || timeoutMs >= opDeadline - this.clock.nowMs) this.ended.add(identity);
+        this.ended.add(identity); // its place may go now: the client cancelled it
+        if (process.env.CALL_TRACE === identity)
+          console.log(`TRACE t=${this.clock.nowMs.toFixed(1)} ${identity} #${id} client deadline: cancel`);
         this.stats.giveUps++;
         stream.cancel(id);
         finish(null);
@@ -624,6 +635,7 @@ export class CallPathsSim {
           this.clock.after(this.rng.float() * 300, () => {
             const dup = { ...request };
             this.callerDeadline.set(dup, this.clock.nowMs + timeoutMs);
+            this.clock.after(timeoutMs, () => this.ended.add(identity));
             this.stream(owner, this.rng.chance(0.5) ? 'F' : 'L').send(method, dup, timeoutMs, {
               identity,
               name: 'acquire',
