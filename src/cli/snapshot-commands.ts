@@ -14,6 +14,7 @@ import { clientTlsCredentials } from '../client/tls.js';
 import { KEY_RECORD, restoreFromRecords } from '../lock/store-records.js';
 import type { LockMachine } from '../lock/machine.js';
 import { clusterIdFor } from '../server/identity.js';
+import { initialMembers } from '../config/initial-members.js';
 import { openAppliedStore } from '../server/node-storage.js';
 import { backupRecords, readBackup, type Backup } from '../state/backup.js';
 import { clusterService, type SnapshotChunk } from '../wire/cluster.js';
@@ -146,7 +147,7 @@ export function snapshotCommands(program: Command): void {
       const dataDir = o.dataDir ? resolve(o.dataDir) : node.dataDir;
       const backup = await readChecked(file);
       const facts = describe(backup); // reads the whole state: a backup that does not restore is refused here
-      const expected = clusterIdFor(config.nodes);
+      const expected = clusterIdFor(initialMembers(config.nodes));
       if (backup.clusterId !== expected)
         throw new UsageError(
           `${file} is a backup of cluster ${backup.clusterId} (members ${String(facts['members'])}); ${o.config} describes cluster ${expected}: ` +

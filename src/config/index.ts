@@ -3,6 +3,7 @@
 // the yaml package, nothing of the rest of src/.
 export { devConfig, devConfigYaml, DEV_NODE_COUNT } from './dev.js';
 export { ConfigError, type ConfigIssue } from './errors.js';
+export { initialMembers } from './initial-members.js';
 export { findNode, loadConfig, parseConfig, stringifyConfig, type ParseOptions } from './load.js';
 export { DEFAULT_SETTINGS, LOCK_WIRE_CAPS, MESSAGE_OVERHEAD_BYTES, SETTINGS_SCHEMA } from './schema.js';
 export * from './types.js';

@@ -108,7 +108,7 @@ export const SECTION_NAMES = Object.keys(SETTINGS_SCHEMA) as SectionName[];
 /** Keys of one node entry under `nodes:`; all required but peerAddress. */
 export const NODE_KEYS = ['id', 'address', 'dataDir', 'peerAddress'] as const;
 /** Optional keys of a node entry (besides peerAddress). */
-export const OPTIONAL_NODE_KEYS = ['listen', 'metricsAddress', 'peerDialOverrides'] as const;
+export const OPTIONAL_NODE_KEYS = ['listen', 'metricsAddress', 'peerDialOverrides', 'join'] as const;
 
 export const TLS_KEYS = ['cert', 'key', 'ca', 'clientAuth'] as const;
 export const AUTH_KEYS = ['ownerBinding', 'admins'] as const;

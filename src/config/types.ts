@@ -29,6 +29,10 @@ export interface NodeConfig {
    *  that serves Raft and clients on one `address` (no peerAddress) — e.g. a TCP proxy per link in the
    *  chaos runs (scripts/chaos.ts), which cut, delay or drop one direction of one node-to-node link. */
   readonly peerDialOverrides?: Readonly<Record<string, string>>;
+  /** Not one of the initial voters: a member added later with `members add`, whose first start joins the
+   *  running cluster (as `serve --join`) instead of bootstrapping. Lets one file — a Kubernetes ConfigMap —
+   *  list the members a StatefulSet may grow to. The initial voters and the cluster id come from the others. */
+  readonly join?: true;
 }
 
 export const CLIENT_AUTH_MODES = ['none', 'request', 'require'] as const;

@@ -329,6 +329,9 @@ class Validator {
       const listen = optionalAddress('listen', '0.0.0.0:7001');
       const metricsAddress = optionalAddress('metricsAddress', '127.0.0.1:9464');
       const peerDialOverrides = this.dialOverrides(entry['peerDialOverrides'], [...path, 'peerDialOverrides'], id, peerAddress);
+      const join = entry['join'];
+      if (join !== undefined && join !== null && typeof join !== 'boolean')
+        this.report([...path, 'join'], `expected true or false, got ${describe(join)}`);
       if (id !== undefined && address !== undefined && resolvedDir !== undefined) {
         nodes.push(
           Object.freeze({
@@ -339,6 +342,7 @@ class Validator {
             ...(listen !== undefined ? { listen } : {}),
             ...(metricsAddress !== undefined ? { metricsAddress } : {}),
             ...(peerDialOverrides !== undefined ? { peerDialOverrides } : {}),
+            ...(join === true ? { join: true as const } : {}),
           }),
         );
       }
@@ -356,6 +360,12 @@ class Validator {
           );
       }
     });
+    // The cluster bootstraps with the nodes not marked `join`: with none of them, nothing could start it.
+    if (nodes.length > 0 && nodes.every((n) => n.join === true))
+      this.report(
+        ['nodes'],
+        'every node has join: true; at least one must be an initial member (join: false or left out) to bootstrap the cluster',
+      );
     return nodes;
   }
 

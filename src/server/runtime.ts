@@ -6,6 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import { getHeapStatistics } from 'node:v8';
 import type { Logger } from 'pino';
 import type { ClusterConfig } from '../config/types.js';
+import { initialMembers } from '../config/initial-members.js';
 import { RaftNode } from '../raft/node.js';
 import { realEnv, type NodeEnv } from '../raft/env.js';
 import type { LockResult } from '../lock/types.js';
@@ -190,17 +191,20 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   );
 
   const electionTimeoutMs = config.raft.tickMs * config.raft.electionTicks;
+  // A node marked `join` in the file (a member added later) joins on its first start as `serve --join` does.
+  const join = (options.join ?? false) || self.join === true;
+  const initial = initialMembers(config.nodes);
   node = await RaftNode.start({
     id,
-    voters: config.nodes.map((n) => n.id),
-    addresses: Object.fromEntries(addresses.filePeers),
-    clusterId: clusterIdFor(config.nodes),
-    join: options.join ?? false,
+    voters: initial.map((n) => n.id),
+    addresses: Object.fromEntries([...addresses.filePeers].filter(([peer]) => initial.some((n) => n.id === peer))),
+    clusterId: clusterIdFor(initial),
+    join,
     beforeBootstrap: () =>
       beforeBootstrap({
         selfId: id,
         dataDir,
-        join: options.join ?? false,
+        join,
         nodes: config.nodes,
         others: config.nodes.filter((n) => n.id !== id).map((n) => addresses.dialOverrides.get(n.id) ?? n.address),
         transport,

@@ -10,6 +10,7 @@ import {
   devConfig,
   devConfigYaml,
   findNode,
+  initialMembers,
   LOCK_WIRE_CAPS,
   loadConfig,
   parseAddress,
@@ -18,6 +19,7 @@ import {
   stringifyConfig,
 } from '../../../src/config/index.js';
 import { WIRE_LIMITS } from '../../../src/lock/commands.js';
+import { clusterIdFor } from '../../../src/server/identity.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const EXAMPLE = join(REPO, 'cluster.example.yaml');
@@ -518,6 +520,31 @@ describe('nodes[].peerDialOverrides (chaos runs: a proxy per node-to-node link)'
     expect(errorOf(two('{ b: "127.0.0.1:9002" }', ', peerAddress: "127.0.0.1:8002"')).message).toContain(
       'nodes[0].peerDialOverrides.b: b has a separate peerAddress',
     );
+  });
+});
+
+describe('nodes[].join (members a deployment may grow to, listed before they are added)', () => {
+  const three = (cJoin: string, bJoin = '') =>
+    `nodes:\n  - { id: a, address: "a:7001", dataDir: /d }\n  - { id: b, address: "b:7001", dataDir: /d${bJoin} }\n  - { id: c, address: "c:7001", dataDir: /d${cJoin} }`;
+  it('a node marked join is not an initial member; the cluster id is derived from the initial members only', () => {
+    const c = parseText(three(', join: true'));
+    expect(c.nodes.map((n) => n.id)).toEqual(['a', 'b', 'c']);
+    expect(c.nodes[2]!.join).toBe(true);
+    expect(c.nodes[0]!.join).toBeUndefined();
+    expect(initialMembers(c.nodes).map((n) => n.id)).toEqual(['a', 'b']);
+    // Listing later members does not change the id a new cluster gets (a staggered first start of an
+    // initial member, or a restore, must agree with the members that bootstrapped).
+    const two = parseText('nodes:\n  - { id: a, address: "a:7001", dataDir: /d }\n  - { id: b, address: "b:7001", dataDir: /d }');
+    expect(clusterIdFor(initialMembers(c.nodes))).toBe(clusterIdFor(two.nodes));
+    expect(clusterIdFor(c.nodes)).not.toBe(clusterIdFor(two.nodes));
+    // join: false is the default, written out or not; stringifyConfig keeps the flag.
+    expect(parseText(three(', join: false')).nodes[2]!.join).toBeUndefined();
+    expect(parseConfig(stringifyConfig(c), 'again.yaml').nodes[2]!.join).toBe(true);
+  });
+  it('refuses a join that is not a boolean, and a file whose every node joins', () => {
+    expect(errorOf(three(', join: "yes"')).message).toContain('nodes[2].join: expected true or false, got string "yes"');
+    const all = 'nodes:\n  - { id: a, address: "a:7001", dataDir: /d, join: true }';
+    expect(errorOf(all).message).toContain('nodes: every node has join: true; at least one must be an initial member');
   });
 });
 
