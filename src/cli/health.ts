@@ -4,7 +4,9 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type { Command } from 'commander';
 import { protoPath as healthProtoPath } from 'grpc-health-check';
+import { clientTlsCredentials } from '../client/tls.js';
 import { checkEndpoints } from './args.js';
+import { tlsFromFlags, withTlsFlags, type TlsFlags } from './client-commands.js';
 import { parseDuration } from './duration.js';
 import { EXIT, reportError } from './exit-codes.js';
 
@@ -13,8 +15,7 @@ type HealthClient = grpc.Client & {
 };
 
 export function healthCommand(program: Command): void {
-  program
-    .command('health')
+  withTlsFlags(program.command('health'))
     .description("ask one node's grpc.health.v1 whether it serves (exit 0 SERVING, 2 otherwise): for HEALTHCHECK and probes")
     .option(
       '--endpoint <host:port>',
@@ -23,7 +24,7 @@ export function healthCommand(program: Command): void {
     )
     .option('--service <name>', "health service name ('' is the whole node)", '')
     .option('--timeout <duration>', 'how long to wait for the answer', (v) => parseDuration(v, '--timeout'), 2000)
-    .action(async (o: { endpoint: string; service: string; timeout: number }) => {
+    .action(async (o: TlsFlags & { endpoint: string; service: string; timeout: number }) => {
       let endpoint = o.endpoint;
       try {
         endpoint = checkEndpoints(o.endpoint)[0]!;
@@ -33,7 +34,10 @@ export function healthCommand(program: Command): void {
             grpc: { health: { v1: { Health: new (a: string, c: grpc.ChannelCredentials) => HealthClient } } };
           }
         ).grpc.health.v1.Health;
-        const client = new Health(endpoint, grpc.credentials.createInsecure());
+        // Under `tls` (the node serves only TLS) the probe speaks TLS too, with a client certificate where
+        // clientAuth is require: Kubernetes' native grpc probe cannot, so a TLS pod probes with this command.
+        const tls = tlsFromFlags(o);
+        const client = new Health(endpoint, tls ? clientTlsCredentials(tls) : grpc.credentials.createInsecure());
         try {
           const status = await new Promise<string>((resolve, reject) =>
             client.Check({ service: o.service }, { deadline: new Date(Date.now() + o.timeout) }, (err, v) =>
