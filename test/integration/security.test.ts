@@ -262,5 +262,14 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
     const plain = cli(['get', 'cli-key', '--endpoints', endpoints, '--timeout', '1500ms']);
     expect(plain.status).toBe(2);
     expect(plain.stderr).toMatch(/UNAVAILABLE|DEADLINE_EXCEEDED/);
+    // `leasehold health` over TLS with a client certificate, as deploy/kubernetes/tls probes readiness ('')
+    // and liveness (leasehold.v1.Cluster); without TLS it gets no answer.
+    for (const service of ['', 'leasehold.v1.Cluster']) {
+      const h = cli(['health', '--endpoint', c.endpoints()[0]!, '--service', service, ...tls]);
+      expect(h.stdout, h.stderr).toMatch(/: SERVING$/m);
+      expect(h.status).toBe(0);
+    }
+    const plainHealth = cli(['health', '--endpoint', c.endpoints()[0]!, '--timeout', '1500ms']);
+    expect(plainHealth.status, plainHealth.stdout).toBe(2);
   });
 });
