@@ -348,6 +348,17 @@ describe('Kubernetes rehearsal: the StatefulSet on loopback, README "Kubernetes"
     const section = readme.slice(readme.indexOf('\n## Kubernetes'), readme.indexOf('\n## ', readme.indexOf('\n## Kubernetes') + 1));
     const inReadme = [...section.matchAll(/\blh ([^;&|\n`#]+?)\s*(?:;|&&|\|\||\n|#|$)/g)].map((m) => m[1]!.trim());
     expect(inReadme).toEqual(k.commands);
+
+    // The probes' meanings without a quorum: leasehold-0 alone cannot serve, so it is not ready, but it is
+    // live — the kubelet leaves it running (a restart cannot bring the quorum back).
+    for (const o of [1, 2]) await k.stopPod(o);
+    await waitFor(
+      'leasehold-0 to stop being ready without a quorum',
+      async () => (await k.grpcProbe(0, d.container.readinessProbe!)) !== 'SERVING',
+      10_000,
+      100,
+    );
+    expect(await k.grpcProbe(0, d.container.livenessProbe!)).toBe('SERVING');
     console.log(`kubernetes rehearsal: ${Date.now() - started} ms; ${k.steps.join(' | ')}`);
   }, 120_000);
 });
