@@ -10,12 +10,14 @@
 //   SEED=17 npx vitest run test/sim/lock-sim.test.ts   workload: summary + trace tail; SIM_TRACE=full)
 //   SIM_LOCK_SEEDS=5000 SIM_LOCK_EVENTS=10000 SIM_LOCK_SEED_BASE=100000 npx vitest run test/sim/lock-sim.test.ts
 //   SIM_LOCK=/abs/scratch/copy/of/src/lock npx vitest run test/sim/lock-sim.test.ts   (a planted bug)
+//   SIM_LOCK_PROFILE='{"limitsShare":1,"leaderProposalTimeoutMs":30}' ...   (lock profile overrides, JSON)
 import { describe, expect, it } from 'vitest';
 import { replaySeedSuite, seedSweepSuite } from './seed-suite.js';
 import { SimViolation } from './cluster.js';
 import { loadLockModule } from './lock-module.js';
 import { SimFencedResource } from './lock-resource.js';
 import { lockReplayHint, runLockSimulation } from './lock-sim.js';
+import type { LockProfile } from './lock-clock.js';
 
 const env = process.env;
 const num = (v: string | undefined, d: number) => (v === undefined || v === '' ? d : Number(v));
@@ -24,16 +26,17 @@ const EVENTS = num(env['SIM_LOCK_EVENTS'], 5000);
 const BASE = num(env['SIM_LOCK_SEED_BASE'], 1);
 const CHUNKS = Math.max(1, Math.min(SEEDS, num(env['SIM_CHUNKS'], 8)));
 const module = await loadLockModule(env['SIM_LOCK']);
+const PROFILE: Partial<LockProfile> = env['SIM_LOCK_PROFILE'] ? (JSON.parse(env['SIM_LOCK_PROFILE']) as Partial<LockProfile>) : {};
 
 if (env['SEED'] !== undefined && env['SEED'] !== '') {
   replaySeedSuite(`lock simulation (${module.label})`, Number(env['SEED']), (seed, trace) =>
-    runLockSimulation({ seed, events: EVENTS, module, ...trace }),
+    runLockSimulation({ seed, events: EVENTS, module, lockProfile: PROFILE, ...trace }),
   );
 } else {
   seedSweepSuite(
     `lock simulation (${module.label}): ${SEEDS} seeds x ${EVENTS} events`,
     { seeds: SEEDS, base: BASE, chunks: CHUNKS },
-    (seed) => runLockSimulation({ seed, events: EVENTS, module }),
+    (seed) => runLockSimulation({ seed, events: EVENTS, module, lockProfile: PROFILE }),
   );
 
   // The harness checks run against the real lock machine only (SIM_LOCK sweeps a scratch copy above).

@@ -63,6 +63,12 @@ export class Housekeeping {
   private readonly recordingRan = new Map<string, ProposalId>();
   /** Stamp of the last proposal this node made as leader (any kind). */
   lastProposalAtMs = 0;
+  /** Our proposals that timed out while their entry stayed in our log, by id: still in flight until the log
+   *  applies that index or the leadership ends. Settled at a timeout instead, a leader whose log commits
+   *  slower than its proposal timeout proposed every due entry again at each tick, and its log outgrew what
+   *  the followers could take (lock simulation seed 240 with 30 ms proposal timeouts: 500 entries ahead,
+   *  never converging after the heal). */
+  private readonly unknownOutcome = new Map<ProposalId, { purpose: HousekeepingProposal; index: number }>();
 
   constructor(
     private readonly checkpointIdleMs: number,
@@ -175,8 +181,26 @@ export class Housekeeping {
     }
   }
 
+  /** Our proposal `id` timed out, its entry at `index` of our log: it may still commit, so it stays in
+   *  flight until that index applies (`applied`) or the leadership ends. */
+  timedOut(id: ProposalId, purpose: HousekeepingProposal, index: number): void {
+    this.unknownOutcome.set(id, { purpose, index });
+  }
+
+  /** The entry at `index` applied: a timed-out proposal at or before it has its outcome in the state now. */
+  applied(index: number): void {
+    if (this.unknownOutcome.size === 0) return;
+    for (const [id, pending] of this.unknownOutcome) {
+      if (pending.index > index) continue;
+      this.unknownOutcome.delete(id);
+      this.settled(id, pending.purpose);
+    }
+  }
+
   /** Leadership ended: a later term proposes again what is still due. */
   leadershipLost(): void {
+    for (const [id, pending] of this.unknownOutcome) this.settled(id, pending.purpose);
+    this.unknownOutcome.clear();
     this.expiring.clear();
     this.dequeuing.clear();
     this.undelaying.clear();

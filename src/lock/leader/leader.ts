@@ -91,6 +91,7 @@ export class LockLeader {
         break;
       case 'applied':
         this.admission.applied(ev.index, this.state());
+        this.housekeeping.applied(ev.index);
         this.onApplied(ev.term, ev.result);
         break;
       case 'tick':
@@ -427,12 +428,16 @@ export class LockLeader {
     const purpose = this.proposals.take(id);
     if (!purpose) return;
     // A timeout is no failure of the entry: it stays in our log and may commit, so while we lead, what it
-    // may add stays counted until it applies (admission.ts).
-    if (error.kind === 'timeout' && this.gate.isLeader && error.index !== undefined && error.index > this.state().appliedIndex)
-      this.admission.timedOut(id, error.index);
+    // may add stays counted until it applies (admission.ts), and housekeeping's entry stays in flight.
+    const pendingAt =
+      error.kind === 'timeout' && this.gate.isLeader && error.index !== undefined && error.index > this.state().appliedIndex
+        ? error.index
+        : undefined;
+    if (pendingAt !== undefined) this.admission.timedOut(id, pendingAt);
     else this.admission.settled(id);
     if (isHousekeeping(purpose)) {
-      this.housekeeping.settled(id, purpose);
+      if (pendingAt !== undefined) this.housekeeping.timedOut(id, purpose, pendingAt);
+      else this.housekeeping.settled(id, purpose);
       return;
     }
     switch (purpose.kind) {
