@@ -12,13 +12,47 @@ describe('lock leader: expiry and checkpoints', () => {
     rig.advance(10);
     rig.advance(10);
     expect(rig.pendingOf('expire')).toHaveLength(1);
-    rig.failProposal('timeout', rig.pendingOf('expire')[0]!.proposalId);
+    rig.failProposal('dropped', rig.pendingOf('expire')[0]!.proposalId);
     rig.advance(10);
     expect(rig.pendingOf('expire')).toHaveLength(1);
     rig.commitAll();
     rig.advance(10);
     expect(rig.proposed.filter((p) => p.command.type === 'expire')).toHaveLength(2);
     expect(rig.machine.leaseCount).toBe(0);
+  });
+
+  it('a timed-out proposal whose entry stays in our log is still in flight: nothing is proposed again until it applies', () => {
+    // Seed 240 with 30 ms proposal timeouts: settled at each timeout, every due expireSession and checkpoint
+    // was proposed again at every tick, and the log grew 500 entries past what the followers could take.
+    const rig = new LeaderRig({ checkpointIdleMs: 100 }).ready();
+    rig.acquire('k', 'a', { ttlMs: 1000 });
+    rig.commitAll();
+    rig.advance(1000);
+    const expire = rig.pendingOf('expire')[0]!.proposalId;
+    rig.reportTimeout(expire);
+    const checkpoint = rig.pendingOf('checkpoint')[0]?.proposalId;
+    if (checkpoint !== undefined) rig.reportTimeout(checkpoint);
+    for (let i = 0; i < 20; i++) rig.advance(100);
+    expect(rig.proposed.filter((p) => p.command.type === 'expire')).toHaveLength(1);
+    expect(rig.pendingOf('checkpoint').length).toBeLessThanOrEqual(1);
+    rig.commitAll();
+    expect(rig.machine.leaseCount).toBe(0);
+    rig.advance(10);
+    expect(rig.proposed.filter((p) => p.command.type === 'expire')).toHaveLength(1);
+  });
+
+  it('a timed-out proposal is settled when the leadership ends: the next term proposes what is still due', () => {
+    const rig = new LeaderRig({ checkpointIdleMs: 100 }).ready();
+    rig.acquire('k', 'a', { ttlMs: 60_000 });
+    rig.commitAll();
+    rig.advance(100);
+    rig.failProposal('timeout', rig.pendingOf('checkpoint')[0]!.proposalId); // its entry goes with the term
+    for (let i = 0; i < 5; i++) rig.advance(100);
+    expect(rig.pendingOf('checkpoint')).toHaveLength(0); // still in flight as far as this term knows
+    rig.stepDown().elect();
+    rig.commitAll();
+    rig.advance(100);
+    expect(rig.pendingOf('checkpoint')).toHaveLength(1);
   });
 
   it('an applied expire wakes the head waiter', () => {
