@@ -184,7 +184,12 @@ export class Housekeeping {
   /** Our proposal `id` timed out, its entry at `index` of our log: it may still commit, so it stays in
    *  flight until that index applies (`applied`) or the leadership ends. */
   timedOut(id: ProposalId, purpose: HousekeepingProposal, index: number): void {
-    this.unknownOutcome.set(id, { purpose, index });
+    // Except a checkpoint: it exists to record time in office, and its stamp is as old as its proposal, so
+    // once committed it records none of the time it waited. A fresh one may follow, as before (one in flight
+    // at a time still): a leader's time in office must reach the log within a checkpoint interval, a tick and
+    // a commit round of its writable time (LEASES.md "Liveness").
+    if (purpose.kind === 'checkpoint') this.settled(id, purpose);
+    else this.unknownOutcome.set(id, { purpose, index });
   }
 
   /** The entry at `index` applied: a timed-out proposal at or before it has its outcome in the state now. */

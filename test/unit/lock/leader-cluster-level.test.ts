@@ -31,7 +31,8 @@ describe('lock leader: cluster level', () => {
     rig.advance(10);
     rig.advance(10);
     expect(rig.pendingOf('clusterLevel')).toHaveLength(1);
-    rig.failProposal('timeout', rig.pendingOf('clusterLevel')[0]!.proposalId);
+    // A proposal that failed (not one that timed out with its entry in the log: that one is still in flight).
+    rig.failProposal('dropped', rig.pendingOf('clusterLevel')[0]!.proposalId);
     rig.advance(10);
     expect(rig.pendingOf('clusterLevel')).toHaveLength(1);
     expect(rig.proposed.filter((p) => p.command.type === 'clusterLevel')).toHaveLength(2);
@@ -85,7 +86,7 @@ describe('lock leader: cluster level', () => {
     rig.step({ type: 'members', readLevel: 2, ran: ['n1', 'n2', 'n3'] });
     rig.advance(10);
     expect(rig.pendingOf('memberRan').map((p) => (p.command as { memberId: string }).memberId)).toEqual(['n3']); // only the new one
-    rig.failProposal('timeout', rig.pendingOf('memberRan')[0]!.proposalId);
+    rig.failProposal('dropped', rig.pendingOf('memberRan')[0]!.proposalId);
     rig.advance(10);
     expect(rig.pendingOf('memberRan')).toHaveLength(1); // proposed again after the failure
   });
