@@ -8,7 +8,7 @@
 //        [--sessions 32] [--dir PATH] [--keep] [--read-only]
 // `--keep` leaves the store in --dir; `--read-only` only reads a store --keep left (profile the restart with
 // `node --cpu-prof --expose-gc build/scripts/store-scale.js --dir D --read-only`).
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -17,6 +17,7 @@ import { encodeCommand, type LockCommand } from '../src/lock/commands.js';
 import { LockMachine } from '../src/lock/machine.js';
 import { AppliedStore } from '../src/state/applied-store.js';
 import { LockStateStore } from '../src/state/lock-store.js';
+import { dirBytes } from './bench/held-scale.js';
 
 interface Args {
   locks: number;
@@ -51,15 +52,6 @@ function heapMb(): number {
   gc?.();
   const m = process.memoryUsage();
   return Math.round((m.heapUsed + m.arrayBuffers) / 2 ** 20);
-}
-
-function dirBytes(path: string): number {
-  let total = 0;
-  for (const e of readdirSync(path, { withFileTypes: true })) {
-    const p = join(path, e.name);
-    total += e.isDirectory() ? dirBytes(p) : statSync(p).size;
-  }
-  return total;
 }
 
 /** Runs `f`, returning its result with wall and CPU milliseconds. */

@@ -64,7 +64,8 @@ export function heldSizes(scale: BenchScale, override?: number[]): number[] {
   return override ?? (scale.quick ? [20_000] : [100_000, 1_000_000]);
 }
 
-function dirBytes(path: string): number {
+/** Bytes of every file under `path` (a node's data dir). */
+export function dirBytes(path: string): number {
   let total = 0;
   for (const e of readdirSync(path, { withFileTypes: true })) {
     const p = join(path, e.name);

@@ -197,14 +197,20 @@ export class StoreRecords implements DedupListener {
     const out = this.scratch;
     out.clear();
     out.string(session.owner);
-    out.uint(session.ttlMs);
-    out.uint(session.expiresAtMs);
-    out.uint(session.observedMs);
-    out.uint(session.observeFromMs);
-    out.uint(this.epochsBefore.length + session.epochsSeen);
+    this.writeLeaseTimes(out, session);
     out.uint(session.lockDelayMs);
     out.string(session.requestId);
     return { key, value: out.finish() };
+  }
+
+  /** A hold's or a session's times and the term starts it has seen, counted from the store's first record
+   *  (a session's record has no token: its id is its record's key). */
+  private writeLeaseTimes(out: ByteWriter, lease: Lease): void {
+    out.uint(lease.ttlMs);
+    out.uint(lease.expiresAtMs);
+    out.uint(lease.observedMs);
+    out.uint(lease.observeFromMs);
+    out.uint(this.epochsBefore.length + lease.epochsSeen);
   }
 
   private lineOp(key: string): RecordOp {
@@ -251,11 +257,7 @@ export class StoreRecords implements DedupListener {
       out.byte(LEASE_IN_SESSION_TAG);
       out.string(lease.owner);
       out.uint(lease.fencingToken);
-      out.uint(lease.ttlMs);
-      out.uint(lease.expiresAtMs);
-      out.uint(lease.observedMs);
-      out.uint(lease.observeFromMs);
-      out.uint(this.epochsBefore.length + lease.epochsSeen);
+      this.writeLeaseTimes(out, lease);
       // The hold's options ride its record: they change only with the hold (machine-leases.ts hold and
       // removeLease touch the key), and a million holds with values must not make the rest record big.
       out.uint(parts.delays.holdDelayOf(key));
