@@ -10,6 +10,13 @@ function fmt(n: number, digits = 0): string {
   return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 
+/** CPU the cluster's nodes spent per operation (all nodes, user + system): what two shared cores pay for
+ *  each op, the measure issue 37's goals are in. NaN when no op completed. */
+export function cpuMsPerOp(r: RunRow): number {
+  if (r.ops <= 0) return NaN;
+  return (1000 * r.nodes.reduce((sum, n) => sum + n.cpuSeconds, 0)) / r.ops;
+}
+
 function cells(r: RunRow, workload: string): string[] {
   const variant = r.workload.slice(workload.length).trim();
   const cpu = r.nodes.map((n) => fmt(n.cpuSeconds, 1)).join('/');
@@ -31,6 +38,7 @@ function cells(r: RunRow, workload: string): string[] {
     String(r.errors),
     String(r.elections),
     cpu,
+    fmt(cpuMsPerOp(r), 2),
     fmt(r.clientCpuSeconds, 1),
     runq,
     rss,
@@ -51,6 +59,7 @@ const HEADER = [
   'errors',
   'elections',
   'cpu s per node',
+  'node cpu ms/op',
   'client cpu s',
   'cpu wait ms per node',
   'peak RSS MB per node',
@@ -78,6 +87,8 @@ export interface RatioLine {
   throughputRatio: number;
   /** mean p99 of leasehold over the other's (< 1: leasehold's tail is shorter). */
   p99Ratio: number;
+  /** mean node CPU per op of leasehold over the other's (< 1: leasehold spends less). */
+  cpuPerOpRatio: number;
 }
 
 /** leasehold vs every other system that ran the same workload with the same client count. */
@@ -100,6 +111,7 @@ export function ratios(rows: readonly RunRow[]): RatioLine[] {
         other,
         throughputRatio: ratio(mean(ours.map((r) => r.opsPerSec)), mean(theirs.map((r) => r.opsPerSec))),
         p99Ratio: ratio(mean(ours.map((r) => r.latency.p99Ms)), mean(theirs.map((r) => r.latency.p99Ms))),
+        cpuPerOpRatio: ratio(mean(ours.map(cpuMsPerOp)), mean(theirs.map(cpuMsPerOp))),
       });
     }
   }
@@ -118,7 +130,7 @@ export function workloadTable(workload: string, description: string, rows: reado
   for (const q of ratios(mine)) {
     const variant = q.workload.slice(workload.length);
     lines.push(
-      `ratio ${OURS}/${q.other}${variant} @${q.clients} clients: throughput ${fmt(q.throughputRatio, 2)}x, p99 ${fmt(q.p99Ratio, 2)}x`,
+      `ratio ${OURS}/${q.other}${variant} @${q.clients} clients: throughput ${fmt(q.throughputRatio, 2)}x, p99 ${fmt(q.p99Ratio, 2)}x, node cpu per op ${fmt(q.cpuPerOpRatio, 2)}x`,
     );
   }
   return lines.join('\n');

@@ -34,7 +34,11 @@
 //     `closeSession` of a run-out session (its expireSession not applied yet), a `release` of a run-out
 //     lease, or a `revoke` of one ended it with no delay: a holder that came back late skipped the delay
 //     that exists for a holder that went away (machine-leases.ts `endsExpired`; issue 38).
-export const BUILD_LEVEL = 5;
+//   Level 6 adds nothing to the log or the snapshot; a build at 6 reads peer messages batched (raft.proto
+//   RaftMessage.batch). A node batches what it has for one peer in one turn only to a peer whose latest
+//   message announced 6 or more — a per-peer matter, whatever the cluster's level: a build from before
+//   refuses the unknown field (src/server/strict-decode.ts) and would drop the stream.
+export const BUILD_LEVEL = 6;
 
 /** Builds from before the gate, which announce nothing. */
 export const BASE_LEVEL = 1;
@@ -55,6 +59,9 @@ export const LEVEL_REVOKE_ONCE = 5;
 /** The level from which a hold that ran out by log time ends as expired (its lock-delay begins), whichever
  *  entry ends it: a late close, release or revoke too (machine-leases.ts `endsExpired`). */
 export const LEVEL_LATE_END_EXPIRES = 5;
+
+/** The build level from which a peer reads batched Raft messages (src/transport/peer-link.ts). */
+export const LEVEL_PEER_BATCHES = 6;
 
 /** The lowest level every member reads, as this node knows it: its own build's and each member's announced
  *  one (unknown = not heard from yet = cannot be counted on, so nothing new is proposed). */

@@ -7,7 +7,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Message, NodeId } from '../raft/core/types.js';
 import type { NodeLogger } from '../raft/logger.js';
 import type { PeerSender } from '../raft/transport.js';
-import { BASE_LEVEL } from '../lock/versions.js';
+import { BASE_LEVEL, LEVEL_PEER_BATCHES } from '../lock/versions.js';
 import type { ForwardSession } from './forward.js';
 import { serveForwardStream, type ForwardedCallHandler } from './forward-server.js';
 import { PeerAdmission, type PeerIdentity } from './peer-admission.js';
@@ -89,6 +89,7 @@ export class PeerTransport implements PeerSender {
             this.opts,
             () => this.admission.clusterId,
             () => this.inboundStreams,
+            () => (this.announcedLevels.get(id) ?? BASE_LEVEL) >= LEVEL_PEER_BATCHES,
           ),
         );
     }
@@ -116,6 +117,13 @@ export class PeerTransport implements PeerSender {
   /** How many streams the link to `peer` has opened: its first and every reconnect attempt (diagnostics). */
   streamsOpenedTo(peer: NodeId): number {
     return this.links.get(peer)?.streamsOpened ?? 0;
+  }
+
+  /** gRPC messages and the Raft messages in them written to `peer` so far (a batch is one gRPC message):
+   *  diagnostics and tests. */
+  writtenTo(peer: NodeId): { frames: number; messages: number } {
+    const link = this.links.get(peer);
+    return { frames: link?.framesWritten ?? 0, messages: link?.messagesWritten ?? 0 };
   }
 
   /** The cluster level `peer` announced on its latest message to us (1 for a build from before the gate,

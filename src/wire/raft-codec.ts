@@ -347,3 +347,58 @@ export function messageFromWire(w: unknown): Message {
   }
   return codec.fromWire(requireObject(payload, codec.body), header, codec.body);
 }
+
+/**
+ * Messages for one peer as one RaftMessage (proto: RaftMessage.batch): the first carries the header the
+ * receiver admits by (cluster id, level), the rest follow in its `batch`, in order, each with its own from,
+ * to and term. All must be from one sender to one peer. One message is encoded exactly as messageToWire.
+ */
+export function batchToWire(msgs: readonly Message[], clusterId = '', clusterLevel = 0): raftpb.RaftMessage {
+  const first = msgs[0];
+  if (first === undefined) throw new CodecError('batch', 'no messages to send');
+  const head = messageToWire(first, clusterId, clusterLevel);
+  if (msgs.length === 1) return head;
+  const batch: raftpb.RaftMessage[] = new Array<raftpb.RaftMessage>(msgs.length - 1);
+  for (let i = 1; i < msgs.length; i++) {
+    const m = msgs[i]!;
+    if (m.from !== first.from || m.to !== first.to) {
+      throw new CodecError(`batch[${i - 1}]`, `a batch holds messages from ${first.from} to ${first.to} only, not ${m.from} to ${m.to}`);
+    }
+    batch[i - 1] = messageToWire(m);
+  }
+  head.batch = batch;
+  return head;
+}
+
+/**
+ * A decoded RaftMessage (untrusted) as the core messages it carries: itself, then its batch in order.
+ * Throws CodecError naming the first bad field, as messageFromWire does, or a batched message from another
+ * sender, to another node, or with a batch of its own.
+ */
+export function messagesFromWire(w: unknown): Message[] {
+  const head = messageFromWire(w);
+  const batch = (w as { batch?: unknown }).batch;
+  if (batch === undefined || batch === null) return [head];
+  if (!Array.isArray(batch)) throw new CodecError('batch', `expected a list of messages, got ${describe(batch)}`);
+  const out: Message[] = new Array<Message>(batch.length + 1);
+  out[0] = head;
+  for (let i = 0; i < batch.length; i++) {
+    const path = `batch[${i}]`;
+    const inner = requireObject(batch[i], path);
+    const nested = inner['batch'];
+    if (Array.isArray(nested) ? nested.length > 0 : nested !== undefined && nested !== null) {
+      throw new CodecError(`${path}.batch`, 'a batched message carries no batch of its own');
+    }
+    let m: Message;
+    try {
+      m = messageFromWire(inner);
+    } catch (err) {
+      if (err instanceof CodecError) throw new CodecError(err.path === '' ? path : `${path}.${err.path}`, err.detail);
+      throw err;
+    }
+    if (m.from !== head.from) throw new CodecError(`${path}.from`, `a batch from ${head.from} holds a message from ${m.from}`);
+    if (m.to !== head.to) throw new CodecError(`${path}.to`, `a batch to ${head.to} holds a message to ${m.to}`);
+    out[i + 1] = m;
+  }
+  return out;
+}

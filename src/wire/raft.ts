@@ -131,6 +131,8 @@ export interface RaftMessageHeader {
   cluster_id: string;
   /** The highest cluster level the sender's build reads; 0 (absent) from a build before the gate. */
   cluster_level?: number;
+  /** Further messages to the same peer, in order (raft-codec.ts batchToWire); absent or empty for one. */
+  batch?: RaftMessage[];
 }
 
 /** A decoded RaftMessage: the header plus exactly one body, named by the virtual `body` field. */

@@ -4,7 +4,9 @@
 // is logged once per episode, not per message. Loopback sockets only; waits are on conditions with deadlines.
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { BUILD_LEVEL, LEVEL_PEER_BATCHES } from '../../src/lock/versions.js';
 import { PeerTransport } from '../../src/transport/grpc.js';
+import { BATCH_MAX_MESSAGES, BATCH_MAX_BYTES } from '../../src/transport/peer-link.js';
 import { raftService } from '../../src/wire/raft.js';
 import type { Message } from '../../src/raft/core/types.js';
 import type { NodeLogger } from '../../src/raft/logger.js';
@@ -173,5 +175,88 @@ describe('PeerTransport dialOverrides (nodes[].peerDialOverrides)', () => {
     transport.setPeers(new Map([['b', `127.0.0.1:${deadPort}`]]));
     transport.send([heartbeat(2)]);
     await waitFor('the next message to arrive the same way', () => received.includes(2));
+  });
+});
+
+/** An append carrying `bytes` of entry data, numbered like heartbeat() by its prevLogIndex. */
+const bigAppend = (seq: number, bytes: number): Message =>
+  ({
+    ...heartbeat(seq),
+    entries: [{ index: seq + 1, term: 1, kind: 'normal', data: new Uint8Array(bytes).fill(seq % 251) }],
+  }) as Message;
+
+/** Two nodes that both serve: `b` records what it receives, and announces `bLevel` in what it sends `a`. */
+async function pair(
+  bLevel: number,
+): Promise<{ a: PeerTransport; b: PeerTransport; received: Message[]; before: { frames: number; messages: number } }> {
+  const [portA, portB] = await freePorts(2);
+  const peers = new Map([
+    ['a', `127.0.0.1:${portA}`],
+    ['b', `127.0.0.1:${portB}`],
+  ]);
+  const received: Message[] = [];
+  const heardByA: Message[] = [];
+  const make = (id: string, level: number, deliver: (m: Message) => void, port: number) => {
+    const transport = new PeerTransport({
+      selfId: id,
+      peers,
+      queueLimit: 10_000,
+      maxMessageBytes: 4 << 20,
+      logger: recordingLogger(),
+      traceMessages: false,
+      clusterLevel: level,
+    });
+    const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 << 20 });
+    server.addService(raftService.definition(), transport.handlers(deliver));
+    closers.push(() => {
+      server.forceShutdown();
+      transport.close();
+    });
+    return new Promise<PeerTransport>((resolve, reject) =>
+      server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve(transport))),
+    );
+  };
+  const a = await make('a', BUILD_LEVEL, (m) => heardByA.push(m), portA!);
+  const b = await make('b', bLevel, (m) => received.push(m), portB!);
+  // a's stream to b is up (it was first dialled before b listened: a broken stream makes a wait for b's
+  // word again), then a learns b's level from a message b sends it.
+  // What is written to a stream that then fails is lost: offer again until it arrives.
+  await waitFor('b to hear from a', () => received.length > 0 || (a.send([heartbeat(0)]), false), 15_000, 50);
+  await waitFor(
+    'a to hear from b',
+    () => heardByA.length > 0 || (b.send([{ ...heartbeat(0), from: 'b', to: 'a' } as Message]), false),
+    15_000,
+    50,
+  );
+  received.length = 0;
+  const before = a.writtenTo('b');
+  return { a, b, received, before };
+}
+
+describe('PeerTransport batches (RaftMessage.batch)', () => {
+  it('to a peer that reads them: what is sent in one turn leaves in few gRPC messages, and every message arrives once, in order, whole', async () => {
+    const { a, received, before } = await pair(BUILD_LEVEL);
+    // One turn: 3,000 heartbeats with big appends among them (a message above BATCH_MAX_BYTES leaves alone),
+    // so batches are cut by count, by bytes and by the big ones.
+    const sent: Message[] = [];
+    for (let seq = 1; seq <= 3000; seq++)
+      sent.push(seq % 500 === 0 ? bigAppend(seq, BATCH_MAX_BYTES + 1) : seq % 97 === 0 ? bigAppend(seq, 20_000) : heartbeat(seq));
+    for (const m of sent) a.send([m]);
+    await waitFor('the last message to arrive', () => received.some((m) => m.type === 'AppendEntries' && m.prevLogIndex === 3000));
+    expect(received).toEqual(sent);
+    const frames = a.writtenTo('b').frames - before.frames;
+    expect(a.writtenTo('b').messages - before.messages).toBe(3000);
+    // At most BATCH_MAX_MESSAGES a frame; 20 KB appends close a batch after three of them.
+    expect(frames).toBeGreaterThanOrEqual(3000 / BATCH_MAX_MESSAGES);
+    expect(frames).toBeLessThan(300);
+  });
+
+  it('to a peer whose build does not read them (level 5): one gRPC message per Raft message, as before', async () => {
+    const { a, received, before } = await pair(LEVEL_PEER_BATCHES - 1);
+    const sent = Array.from({ length: 500 }, (_, i) => heartbeat(i + 1));
+    for (const m of sent) a.send([m]);
+    await waitFor('the last message to arrive', () => received.length === 500);
+    expect(received).toEqual(sent);
+    expect(a.writtenTo('b')).toEqual({ frames: before.frames + 500, messages: before.messages + 500 });
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Entry, EntryKind, Message } from '../../../src/raft/core/types.js';
 import { CodecError, countFromWire, uint64FromWire, uint64ToWire } from '../../../src/wire/scalars.js';
 import { roleToWire } from '../../../src/wire/cluster.js';
-import { messageFromWire, messageToWire, RAFT_BODY_NAMES } from '../../../src/wire/raft-codec.js';
+import { batchToWire, messageFromWire, messagesFromWire, messageToWire, RAFT_BODY_NAMES } from '../../../src/wire/raft-codec.js';
 import { packageDefinition } from '../../../src/wire/load.js';
 import { SimRng } from '../../sim/rng.js';
 
@@ -429,5 +429,50 @@ describe('roleToWire', () => {
     expect(roleToWire('follower')).toBe('FOLLOWER');
     expect(roleToWire('candidate')).toBe('CANDIDATE');
     expect(roleToWire('pre-candidate')).toBe('CANDIDATE');
+  });
+});
+
+describe('batches (RaftMessage.batch): one gRPC message for what a node has for one peer', () => {
+  const same = (m: Message): Message => ({ ...m, from: 'n1', to: 'n3' }) as Message;
+
+  it('every batch size from 1 to 70 comes back as the same messages in the same order', () => {
+    const pool = EVERY_TYPE.map(same);
+    for (let n = 1; n <= 70; n++) {
+      const msgs = Array.from({ length: n }, (_, i) => pool[(i * 7) % pool.length]!);
+      const wire = batchToWire(msgs, 'c-1', 6);
+      expect(wire).toMatchObject({ from: 'n1', to: 'n3', cluster_id: 'c-1', cluster_level: 6 });
+      expect(messagesFromWire(decode(encode(wire)))).toStrictEqual(msgs);
+    }
+  });
+
+  it('one message is encoded as messageToWire encodes it (what a build from before reads)', () => {
+    for (const m of EVERY_TYPE) expect(encode(batchToWire([m], 'c-1', 6))).toEqual(encode(messageToWire(m, 'c-1', 6)));
+  });
+
+  it('refuses to batch messages for two peers, or none', () => {
+    expect(codecError(() => batchToWire([same(EVERY_TYPE[0]!), { ...same(EVERY_TYPE[1]!), to: 'n2' } as Message])).path).toBe('batch[0]');
+    expect(codecError(() => batchToWire([])).path).toBe('batch');
+  });
+
+  it('refuses a batched message from another sender, to another node, with a batch of its own, or malformed — naming it', () => {
+    const wire = () =>
+      decode(encode(batchToWire([same(EVERY_TYPE[0]!), same(EVERY_TYPE[3]!), same(EVERY_TYPE[1]!)]))) as Record<string, unknown>;
+    const inner = (w: Record<string, unknown>, i: number) => (w['batch'] as Record<string, unknown>[])[i]!;
+
+    let w = wire();
+    inner(w, 1)['from'] = 'n9';
+    expect(codecError(() => messagesFromWire(w)).path).toBe('batch[1].from');
+    w = wire();
+    inner(w, 0)['to'] = 'n2';
+    expect(codecError(() => messagesFromWire(w)).path).toBe('batch[0].to');
+    w = wire();
+    inner(w, 0)['batch'] = [inner(wire(), 1)];
+    expect(codecError(() => messagesFromWire(w)).path).toBe('batch[0].batch');
+    w = wire();
+    (inner(w, 0)['append_entries'] as Record<string, unknown>)['prev_log_index'] = '-1';
+    expect(codecError(() => messagesFromWire(w)).path).toBe('batch[0].append_entries.prev_log_index');
+    w = wire();
+    w['batch'] = 'not a list';
+    expect(codecError(() => messagesFromWire(w)).path).toBe('batch');
   });
 });

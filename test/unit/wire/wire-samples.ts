@@ -174,7 +174,9 @@ const statusResponse: StatusResponse = {
 };
 
 // ---- leasehold.v1.Raft: one RaftMessage per body ----
-const header = { from: 'n1', to: 'n2', term: '5', cluster_id: 'c-1', cluster_level: 2 } as const;
+const header = { from: 'n1', to: 'n2', term: '5', cluster_id: 'c-1', cluster_level: 2, batch: [] as RaftMessage[] } as const;
+/** A message in a batch: its own header, the batch's cluster id and level (proto: RaftMessage.batch). */
+const batched = { from: 'n1', to: 'n2', term: '6', cluster_id: '', cluster_level: 0, batch: [] as RaftMessage[] } as const;
 const raftMessages: RaftMessage[] = [
   {
     ...header,
@@ -231,6 +233,15 @@ const raftMessages: RaftMessage[] = [
   { ...header, body: 'timeout_now', timeout_now: {} },
   { ...header, body: 'read_index_request', read_index_request: { ctx: 'read-1' } },
   { ...header, body: 'read_index_response', read_index_response: { ctx: 'read-1', index: '120' } },
+  {
+    ...header,
+    body: 'read_index_response',
+    read_index_response: { ctx: 'read-2', index: '121' },
+    batch: [
+      { ...batched, body: 'timeout_now', timeout_now: {} },
+      { ...batched, body: 'read_index_request', read_index_request: { ctx: 'read-3' } },
+    ],
+  },
 ];
 const streamSummary: StreamSummary = { received: '42' };
 const forwardHeader = { call_id: UINT64_MAX, from: 'n2', cluster_id: 'c-1', timeout_ms: 4294967295, cancel: false };

@@ -1,0 +1,77 @@
+// Groups a V8 .cpuprofile's self time by who spent it — native work, socket writes, GC, grpc-js, protobufjs,
+// other packages, node's own JavaScript, leasehold's code — and lists the top functions of each group.
+// Issue 37 asks for the leader's and a follower's profile "grouped by package"; the bench's `--profile DIR`
+// writes one .cpuprofile per node (pids.txt says which node and row).
+//   node scripts/profile-groups.mjs FILE.cpuprofile [topN]
+//   node scripts/profile-groups.mjs --json FILE.cpuprofile   (the groups' shares as JSON, for a table)
+import { readFileSync } from 'node:fs';
+
+/** The group a sampled frame's self time belongs to. */
+export function groupOf(functionName, url) {
+  if (functionName === '(garbage collector)') return 'gc';
+  if (functionName === '(idle)') return 'idle';
+  if (functionName === '(program)') return 'native (program)';
+  // A native frame of the stream machinery: libuv's socket write called from JavaScript.
+  if (!url && /^(writeBuffer|writev|writeUtf8String|writeLatin1String)$/.test(functionName)) return 'socket writes';
+  if (!url) return 'native (other)';
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+  if (pkg) {
+    const name = pkg[1];
+    if (name === '@grpc/grpc-js') return 'grpc-js';
+    if (name === 'protobufjs' || name.startsWith('@protobufjs/') || name === '@grpc/proto-loader' || name === 'long') return 'protobufjs';
+    return `package ${name}`;
+  }
+  if (url.startsWith('node:')) return 'node internals';
+  if (/\/(dist|build)\/src\//.test(url) || /\/src\//.test(url)) return 'leasehold';
+  return 'other';
+}
+
+export function summarise(profile) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const groups = new Map();
+  const fns = new Map();
+  let total = 0;
+  let idle = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const n = byId.get(profile.samples[i]);
+    const dt = profile.timeDeltas[i] ?? 0;
+    const g = groupOf(n.callFrame.functionName, n.callFrame.url);
+    if (g === 'idle') {
+      idle += dt;
+      continue;
+    }
+    total += dt;
+    groups.set(g, (groups.get(g) ?? 0) + dt);
+    const f = `${g} | ${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.split('/').slice(-2).join('/')}:${n.callFrame.lineNumber}`;
+    fns.set(f, (fns.get(f) ?? 0) + dt);
+  }
+  return { busyMs: total / 1000, idleMs: idle / 1000, groups, fns };
+}
+
+function main() {
+  const args = process.argv.slice(2);
+  const json = args[0] === '--json';
+  if (json) args.shift();
+  const file = args[0];
+  if (!file) {
+    console.error('usage: node scripts/profile-groups.mjs [--json] FILE.cpuprofile [topN]');
+    process.exit(64);
+  }
+  const s = summarise(JSON.parse(readFileSync(file, 'utf8')));
+  const shares = [...s.groups].sort((a, b) => b[1] - a[1]).map(([g, us]) => [g, (100 * us) / (s.busyMs * 1000)]);
+  if (json) {
+    console.log(
+      JSON.stringify({ busyMs: Math.round(s.busyMs), groups: Object.fromEntries(shares.map(([g, p]) => [g, Number(p.toFixed(1))])) }),
+    );
+    return;
+  }
+  console.log(`busy ${Math.round(s.busyMs)} ms, idle ${Math.round(s.idleMs)} ms`);
+  for (const [g, p] of shares) console.log(`${p.toFixed(1).padStart(6)} %  ${g}`);
+  const top = Number(args[1] ?? 25);
+  console.log(`\ntop ${top} functions (self):`);
+  for (const [f, us] of [...s.fns].sort((a, b) => b[1] - a[1]).slice(0, top)) {
+    console.log(`${((100 * us) / (s.busyMs * 1000)).toFixed(1).padStart(6)} %  ${f}`);
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) main();
