@@ -140,6 +140,13 @@ export class LockCallHandling<P> {
         'revoke requested',
       );
     }
+    // A follower forwards at once: serving would only end in the lock leader's not-leader refusal, the same
+    // route taken below from its error (a call that cannot be forwarded goes on to get that answer).
+    const away = this.opts.service.notLeading;
+    if (away !== undefined) {
+      const route = routeNotLeader(this.opts.service.node.id, away, ctx.forwarded);
+      if (route.action === 'forward') return this.forward(method, request, route.to, ctx);
+    }
     const timeoutMs = Math.max(1, Math.min(this.opts.defaultTimeoutMs + waitOf(v.value), ctx.deadlineMs - this.opts.nowMs()));
     const abort = new AbortController();
     let settled = false;

@@ -192,6 +192,13 @@ export class LockService {
     return this.leader.isReady;
   }
 
+  /** Undefined while this node's lock leader leads; else the leader it knows (null: none) — what a call
+   *  made now would be refused with (LockLeader.notLeading), so the call layer can forward at once instead
+   *  of building a call, a promise and an error only to learn it. A closed service leads nothing. */
+  get notLeading(): string | null | undefined {
+    return this.closed ? null : this.leader.notLeading;
+  }
+
   /** Acquires waiting in a wait line (wait_ms): replicated state, so every node reports the same. */
   get waiterCount(): number {
     return this.fsm.machine.waiterCount;

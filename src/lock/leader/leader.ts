@@ -134,6 +134,12 @@ export class LockLeader {
     return this.gate.ready;
   }
 
+  /** Undefined while this node leads; else the leader it knows (null: none), which a client call made now
+   *  would be refused as not-leader with (onRequest). The call layer forwards on it without entering here. */
+  get notLeading(): string | null | undefined {
+    return this.gate.isLeader ? undefined : this.gate.leaderId;
+  }
+
   /** Calls on this node waiting for their place in a wait line to be decided. */
   get waitingCallCount(): number {
     return this.waiting.callCount;

@@ -2,7 +2,7 @@
 // what is left of its caller's deadline; when its caller's connection breaks, a blocking acquire under a
 // session stays at the leader, one without a session is cancelled after the grace, and an explicit cancel
 // is sent at once; owner binding refuses another owner before anything is forwarded.
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_LOCK_LIMITS } from '../../../src/lock/validate.js';
 import { silentNodeLogger } from '../../../src/raft/logger.js';
 import { LockCallHandling, type AnswerEncoder, type ForwardChannel } from '../../../src/server/lock-calls.js';
@@ -17,13 +17,25 @@ interface Forwarded {
   answer(reply: ForwardedReply<string>): void;
 }
 
+/** How the follower's service tells it does not lead: before the call (`notLeading` names the leader, the
+ *  call is forwarded without entering the service) or only by refusing it (leadership lost in between). */
+type Knows = 'known before the call' | 'learned from the refusal';
+let knows: Knows = 'known before the call';
+
 function follower(opts: { ownerBinding?: boolean } = {}) {
   let nowMs = 10_000;
   const timers: { at: number; fn: () => void }[] = [];
   const forwarded: Forwarded[] = [];
   // A follower's service: every call is refused "not the leader; the leader is L".
-  const notLeader = () => Promise.reject(new LeaderUnavailableError('not the leader', 'L'));
-  const service = { node: { id: 'F', leaderId: 'L' }, acquire: notLeader, release: notLeader, get: notLeader } as unknown as LockService;
+  let served = 0;
+  const notLeader = () => (served++, Promise.reject(new LeaderUnavailableError('not the leader', 'L')));
+  const service = {
+    node: { id: 'F', leaderId: 'L' },
+    notLeading: knows === 'known before the call' ? 'L' : undefined,
+    acquire: notLeader,
+    release: notLeader,
+    get: notLeader,
+  } as unknown as LockService;
   const channel: ForwardChannel<string> = {
     call: (name, _request, timeoutMs, signal) =>
       new Promise((answer) => {
@@ -48,7 +60,7 @@ function follower(opts: { ownerBinding?: boolean } = {}) {
     nowMs += ms;
     for (const t of timers.splice(0).filter((t) => (t.at <= nowMs ? (t.fn(), false) : true))) timers.push(t);
   };
-  return { calls, forwarded, advance, now: () => nowMs };
+  return { calls, forwarded, advance, now: () => nowMs, served: () => served };
 }
 
 const acquire = (sessionId: string, waitMs = '60000') => ({
@@ -64,91 +76,100 @@ async function flush(): Promise<void> {
   for (let i = 0; i < 5; i++) await Promise.resolve();
 }
 
-describe('lock call handling on a follower', () => {
-  it("forwards once with what is left of the caller's deadline, and answers with the leader's reply", async () => {
-    const f = follower();
-    const ended = new AbortController();
-    const reply = f.calls.handle('Acquire', acquire('7'), {
-      forwarded: false,
-      deadlineMs: f.now() + 700,
-      certificateCn: undefined,
-      remote: 'c',
-      signal: ended.signal,
+describe.each(['known before the call', 'learned from the refusal'] as Knows[])(
+  'lock call handling on a follower (not leading: %s)',
+  (how) => {
+    beforeEach(() => {
+      knows = how;
     });
-    await flush();
-    expect(f.forwarded).toHaveLength(1);
-    expect(f.forwarded[0]).toMatchObject({ name: 'acquire', timeoutMs: 700 });
-    f.forwarded[0]!.answer({ code: 0, details: '', response: 'granted' });
-    expect(await reply).toEqual({ code: 0, details: '', response: 'granted', leader: 'leader:1' });
-  });
 
-  it('a call that arrived forwarded is answered UNAVAILABLE, never forwarded again', async () => {
-    const f = follower();
-    const reply = await f.calls.handle('Acquire', acquire('7'), {
-      forwarded: true,
-      deadlineMs: f.now() + 700,
-      certificateCn: undefined,
-      remote: 'c',
-      signal: new AbortController().signal,
+    it("forwards once with what is left of the caller's deadline, and answers with the leader's reply", async () => {
+      const f = follower();
+      const ended = new AbortController();
+      const reply = f.calls.handle('Acquire', acquire('7'), {
+        forwarded: false,
+        deadlineMs: f.now() + 700,
+        certificateCn: undefined,
+        remote: 'c',
+        signal: ended.signal,
+      });
+      await flush();
+      expect(f.forwarded).toHaveLength(1);
+      expect(f.forwarded[0]).toMatchObject({ name: 'acquire', timeoutMs: 700 });
+      // Known not to lead: forwarded without entering the service (no call, promise and error built for it).
+      expect(f.served()).toBe(knows === 'known before the call' ? 0 : 1);
+      f.forwarded[0]!.answer({ code: 0, details: '', response: 'granted' });
+      expect(await reply).toEqual({ code: 0, details: '', response: 'granted', leader: 'leader:1' });
     });
-    expect(reply.code).toBe(14);
-    expect(f.forwarded).toHaveLength(0);
-  });
 
-  it('a broken connection: a session waiter stays at the leader; one without a session is cancelled after the grace', async () => {
-    const f = follower();
-    const session = new AbortController();
-    const lease = new AbortController();
-    const ctx = (signal: AbortSignal) => ({
-      forwarded: false,
-      deadlineMs: f.now() + 70_000,
-      certificateCn: undefined,
-      remote: 'c',
-      signal,
+    it('a call that arrived forwarded is answered UNAVAILABLE, never forwarded again', async () => {
+      const f = follower();
+      const reply = await f.calls.handle('Acquire', acquire('7'), {
+        forwarded: true,
+        deadlineMs: f.now() + 700,
+        certificateCn: undefined,
+        remote: 'c',
+        signal: new AbortController().signal,
+      });
+      expect(reply.code).toBe(14);
+      expect(f.forwarded).toHaveLength(0);
     });
-    void f.calls.handle('Acquire', acquire('7'), ctx(session.signal));
-    void f.calls.handle('Acquire', acquire('0'), ctx(lease.signal));
-    await flush();
-    const [underSession, withLease] = f.forwarded;
-    session.abort(DETACHED);
-    lease.abort(DETACHED);
-    f.advance(1999);
-    expect(underSession!.signal.aborted).toBe(false);
-    expect(withLease!.signal.aborted).toBe(false);
-    f.advance(1);
-    expect(withLease!.signal.aborted).toBe(true);
-    f.advance(60_000);
-    expect(underSession!.signal.aborted).toBe(false);
-  });
 
-  it('an explicit cancel is sent to the leader at once, under a session too', async () => {
-    const f = follower();
-    const ended = new AbortController();
-    void f.calls.handle('Acquire', acquire('7'), {
-      forwarded: false,
-      deadlineMs: f.now() + 70_000,
-      certificateCn: undefined,
-      remote: 'c',
-      signal: ended.signal,
+    it('a broken connection: a session waiter stays at the leader; one without a session is cancelled after the grace', async () => {
+      const f = follower();
+      const session = new AbortController();
+      const lease = new AbortController();
+      const ctx = (signal: AbortSignal) => ({
+        forwarded: false,
+        deadlineMs: f.now() + 70_000,
+        certificateCn: undefined,
+        remote: 'c',
+        signal,
+      });
+      void f.calls.handle('Acquire', acquire('7'), ctx(session.signal));
+      void f.calls.handle('Acquire', acquire('0'), ctx(lease.signal));
+      await flush();
+      const [underSession, withLease] = f.forwarded;
+      session.abort(DETACHED);
+      lease.abort(DETACHED);
+      f.advance(1999);
+      expect(underSession!.signal.aborted).toBe(false);
+      expect(withLease!.signal.aborted).toBe(false);
+      f.advance(1);
+      expect(withLease!.signal.aborted).toBe(true);
+      f.advance(60_000);
+      expect(underSession!.signal.aborted).toBe(false);
     });
-    await flush();
-    ended.abort(CANCELLED);
-    expect(f.forwarded[0]!.signal.aborted).toBe(true);
-  });
 
-  it('owner binding: another CN is PERMISSION_DENIED before anything is forwarded; a member forwarding is trusted', async () => {
-    const f = follower({ ownerBinding: true });
-    const ctx = (cn: string, forwarded = false) => ({
-      forwarded,
-      deadlineMs: f.now() + 700,
-      certificateCn: cn,
-      remote: 'c',
-      signal: new AbortController().signal,
+    it('an explicit cancel is sent to the leader at once, under a session too', async () => {
+      const f = follower();
+      const ended = new AbortController();
+      void f.calls.handle('Acquire', acquire('7'), {
+        forwarded: false,
+        deadlineMs: f.now() + 70_000,
+        certificateCn: undefined,
+        remote: 'c',
+        signal: ended.signal,
+      });
+      await flush();
+      ended.abort(CANCELLED);
+      expect(f.forwarded[0]!.signal.aborted).toBe(true);
     });
-    const denied = await f.calls.handle('Acquire', acquire('0'), ctx('b'));
-    expect(denied).toMatchObject({ code: 7, details: expect.stringMatching(/does not match the client certificate CN "b"/) });
-    expect(f.forwarded).toHaveLength(0);
-    const trusted = await f.calls.handle('Acquire', acquire('0'), ctx('L', true));
-    expect(trusted.code).toBe(14); // served (here: refused not-leader, as forwarded), not denied
-  });
-});
+
+    it('owner binding: another CN is PERMISSION_DENIED before anything is forwarded; a member forwarding is trusted', async () => {
+      const f = follower({ ownerBinding: true });
+      const ctx = (cn: string, forwarded = false) => ({
+        forwarded,
+        deadlineMs: f.now() + 700,
+        certificateCn: cn,
+        remote: 'c',
+        signal: new AbortController().signal,
+      });
+      const denied = await f.calls.handle('Acquire', acquire('0'), ctx('b'));
+      expect(denied).toMatchObject({ code: 7, details: expect.stringMatching(/does not match the client certificate CN "b"/) });
+      expect(f.forwarded).toHaveLength(0);
+      const trusted = await f.calls.handle('Acquire', acquire('0'), ctx('L', true));
+      expect(trusted.code).toBe(14); // served (here: refused not-leader, as forwarded), not denied
+    });
+  },
+);
