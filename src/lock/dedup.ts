@@ -101,9 +101,17 @@ export class DedupTable {
     return this.live;
   }
 
-  /** Forget records older than the window at log time `nowMs`. */
-  prune(nowMs: number): void {
-    while (this.head < this.tail && this.recordedAt[this.head]! + this.windowMs <= nowMs) this.forgetOldest();
+  /**
+   * Forget records older than the window at log time `nowMs` — except those `keep` still needs (from cluster
+   * level 6, an acquire whose owner still holds its key: machine.ts `keepAcquireRecord`). A kept record is
+   * remembered again as it is, at `nowMs` (the queue stays in time order), and asked about again once the
+   * window has passed from then.
+   */
+  prune(nowMs: number, keep?: (record: DedupRecord) => boolean): void {
+    while (this.head < this.tail && this.recordedAt[this.head]! + this.windowMs <= nowMs) {
+      if (keep !== undefined && this.replaced[this.head] === 0 && keep(this.decode(this.head))) this.keepAt(this.head, nowMs);
+      this.forgetOldest();
+    }
   }
 
   find(owner: string, requestId: string): DedupRecord | undefined {
@@ -120,6 +128,16 @@ export class DedupTable {
     this.arena.raw(identity);
     writeDedupBody(this.arena, record);
     this.endRecord(at);
+  }
+
+  /** Remember record `at` again, byte for byte, at `nowMs`: the copy replaces it (its slot is skipped). */
+  private keepAt(at: number, nowMs: number): void {
+    const start = this.offsets[at]!;
+    const record = this.arena.view().slice(start, this.endOf(at)); // the queue may move under beginRecord
+    const identityLength = this.identityBytes[at]!;
+    const next = this.beginRecord(at, nowMs, identityLength);
+    this.arena.raw(record);
+    this.endRecord(next);
   }
 
   /**

@@ -96,6 +96,9 @@ export class MachineState {
   /** From cluster level 5 (versions.ts): a hold that ran out by log time ends as expired whichever entry
    *  ends it (machine-leases.ts `endsExpired`). Set from the machine's cluster level. */
   lateEndExpires = false;
+  /** From cluster level 6 (versions.ts): an acquire's dedup record outlives the window while its owner
+   *  holds the key (machine.ts `keepAcquireRecord`). Set from the machine's cluster level. */
+  keepAcquiresWhileHeld = false;
   /** Keys with many holds (holds.ts, machine-groups.ts). A key is in at most one of `leases`, `groups`
    *  and `freeKeyLastTokens`. */
   readonly groups = new Map<string, KeyGroup>();

@@ -98,7 +98,7 @@ import type { EndByHeap } from './deadline-heap.js';
 import { carryLease, endByMs } from './epoch.js';
 import type { LeaseCarryOver, LeaseEpoch, LeaseTimes } from './epoch.js';
 import { sameRequest } from './dedup.js';
-import type { DedupOperation } from './dedup.js';
+import type { DedupOperation, DedupRecord } from './dedup.js';
 import { fingerprint64 } from './digest.js';
 import { SmallestKeys, compareUtf8 } from './list-keys.js';
 import type { Lease } from './lease.js';
@@ -129,6 +129,7 @@ import { SNAPSHOT_SLICE_ITEMS, SnapshotWriter } from './snapshot-writer.js';
 import { DEFAULT_LOCK_MACHINE_OPTIONS } from './types.js';
 import {
   BASE_LEVEL,
+  LEVEL_ACQUIRE_KEPT_WHILE_HELD,
   LEVEL_CLOCK_PROGRESS,
   LEVEL_LATE_END_EXPIRES,
   LEVEL_MANY_HOLDERS,
@@ -222,6 +223,7 @@ export class LockMachine {
     this.clusterLevelValue = level;
     this.s.supersedeSameSessionOnly = level >= LEVEL_SUPERSEDE_SAME_SESSION;
     this.s.lateEndExpires = level >= LEVEL_LATE_END_EXPIRES;
+    this.s.keepAcquiresWhileHeld = level >= LEVEL_ACQUIRE_KEPT_WHILE_HELD;
   }
 
   /**
@@ -748,7 +750,7 @@ export class LockMachine {
     this.s.appliedIndex = index;
     const epoch = term > this.epochTermValue ? this.startLeaseEpoch(term, command.timeMs) : null;
     if (epoch === null) this.advanceLogTime(command.timeMs);
-    this.s.dedup.prune(this.s.logNowMs);
+    this.s.dedup.prune(this.s.logNowMs, this.s.keepAcquiresWhileHeld ? this.keepAcquireRecord : undefined);
     switch (command.type) {
       case 'acquire':
         return this.acquire(index, command);
@@ -1117,6 +1119,19 @@ export class LockMachine {
   // ---- events (events.ts) ----
 
   // ---- request_id dedup ----
+
+  /**
+   * From cluster level 6: an acquire's record stays while its owner holds the key — the hold it granted, or
+   * one that superseded it (an owner has one hold a key) — so a copy of it, however late, replays instead of
+   * superseding a hold its client trusts (versions.ts, level 6). A record stays only while its hold does:
+   * the records kept are bounded by the holds and by the requests each owner made while holding.
+   */
+  private readonly keepAcquireRecord = (record: DedupRecord): boolean => {
+    if (record.type !== 'acquire') return false;
+    const group = this.s.groups.get(record.key);
+    if (group !== undefined) return group.holdOf(record.owner) !== undefined;
+    return this.s.leases.get(record.key)?.owner === record.owner;
+  };
 
   /** The remembered outcome for a retried request, an error if the request id was used for something else,
    *  or null when the request is new (or carries no request id). */

@@ -34,10 +34,18 @@
 //     `closeSession` of a run-out session (its expireSession not applied yet), a `release` of a run-out
 //     lease, or a `revoke` of one ended it with no delay: a holder that came back late skipped the delay
 //     that exists for a holder that went away (machine-leases.ts `endsExpired`; issue 38).
-//   Level 6 adds nothing to the log or the snapshot; a build at 6 reads peer messages batched (raft.proto
-//   RaftMessage.batch). A node batches what it has for one peer in one turn only to a peer whose latest
-//   message announced 6 or more — a per-peer matter, whatever the cluster's level: a build from before
-//   refuses the unknown field (src/server/strict-decode.ts) and would drop the stream.
+//   Level 6 adds no entry and no snapshot format, only a rule every replica must apply alike (it decides which
+//   dedup records a replica keeps, so which later copies replay):
+//   - an acquire's dedup record is kept, past the dedup window, for as long as its owner holds the key (the
+//     hold it granted, or one that superseded it). Any copy of it that arrives meanwhile replays its first
+//     outcome, however late and whatever `dedupWindowMs` says. Before it, a copy delayed past the window (a
+//     forward held up on its hop, a retry of an old attempt) was a new request: the owner's re-acquire, which
+//     superseded the very hold it had granted, with a token its client never heard of (lock simulation seed
+//     72772 at 10,000 events: token 47 replaced token 10 while owner-6 still trusted 10; issue 38).
+//   - and, not a cluster matter, a build at 6 reads peer messages batched (raft.proto RaftMessage.batch). A
+//     node batches what it has for one peer in one turn only to a peer whose latest message announced 6 or
+//     more, whatever the cluster's level: a build from before refuses the unknown field
+//     (src/server/strict-decode.ts) and would drop the stream.
 export const BUILD_LEVEL = 6;
 
 /** Builds from before the gate, which announce nothing. */
@@ -59,6 +67,10 @@ export const LEVEL_REVOKE_ONCE = 5;
 /** The level from which a hold that ran out by log time ends as expired (its lock-delay begins), whichever
  *  entry ends it: a late close, release or revoke too (machine-leases.ts `endsExpired`). */
 export const LEVEL_LATE_END_EXPIRES = 5;
+
+/** The level from which an acquire's dedup record is kept while its owner holds the key (dedup.ts `prune`,
+ *  machine.ts `keepAcquireRecord`). */
+export const LEVEL_ACQUIRE_KEPT_WHILE_HELD = 6;
 
 /** The build level from which a peer reads batched Raft messages (src/transport/peer-link.ts). */
 export const LEVEL_PEER_BATCHES = 6;

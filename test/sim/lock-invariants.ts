@@ -154,6 +154,8 @@ export interface OracleStats {
   releaseRefused: number;
   expired: number;
   replays: number;
+  /** Acquire records the dedup window would have forgotten, kept because their owner held the key (level 6). */
+  dedupKeptWhileHeld: number;
   epochStarts: number;
   leasesExtended: number;
   leasesEnded: number;
@@ -258,6 +260,7 @@ export class LockOracle implements GroupHost {
     releaseRefused: 0,
     expired: 0,
     replays: 0,
+    dedupKeptWhileHeld: 0,
     epochStarts: 0,
     leasesExtended: 0,
     leasesEnded: 0,
@@ -321,6 +324,8 @@ export class LockOracle implements GroupHost {
   private readonly dedup = new Map<string, OracleDedup>();
   /** Dedup records in insertion (= log time) order, for pruning like the machine's window. */
   private dedupQueue: OracleDedup[] = [];
+  /** From cluster level 6: an acquire's record outlives the window while its owner holds the key. */
+  private keepAcquiresWhileHeld = false;
   /** The decisions the model expects of the entry being judged (compared with its `decided`). */
   private expectDecided: string[] = [];
   /** Canonical result of every lock entry, by index (for checkAck). */
@@ -403,6 +408,8 @@ export class LockOracle implements GroupHost {
       );
     }
     if (this.clusterLevel >= 2) this.termLastStampMs = progress ? Math.max(this.termLastStampMs, cmd.timeMs) : cmd.timeMs;
+    // The dedup rules of the level in force before this entry (a clusterLevel entry raises it after itself).
+    this.keepAcquiresWhileHeld = this.clusterLevel >= 6;
     if (cmd.type === 'clusterLevel' && cmd.level > this.clusterLevel) {
       this.clusterLevel = cmd.level;
       this.termLastStampMs = cmd.timeMs;
@@ -430,6 +437,9 @@ export class LockOracle implements GroupHost {
       return this.fail(`${at}: first entry of a higher term did not start a lease epoch (epoch term stays ${pre.epochTerm})`);
     }
     if (this.violation !== null) return;
+    // Forget what the window lets go, as the machine does at every entry, after a term start ended what it
+    // ends and before the command: from level 6 whether an acquire's record stays depends on the holds then.
+    this.pruneDedup(post.nowMs);
     // The named invariants of many holds look at what the machine did, before the model says what it should.
     this.groups.checkGrants(at, idx, cmd, result, post.nowMs);
     this.groups.checkCounts(at, post);
@@ -1596,16 +1606,33 @@ export class LockOracle implements GroupHost {
     this.dedupQueue.push(rec);
   }
 
-  /** Forget like the machine: a record made at log time r is gone once r + window <= log time. */
+  /** Forget like the machine: a record made at log time r is gone once r + window <= log time — from level
+   *  6 unless it is an acquire's whose owner holds the key then: that one is made again at log time. */
   private pruneDedup(nowMs: number): void {
     let i = 0;
+    const kept: OracleDedup[] = [];
     while (i < this.dedupQueue.length && this.dedupQueue[i]!.recordedAtMs + this.dedupWindowMs <= nowMs) {
       const rec = this.dedupQueue[i]!;
+      const id = dedupId(rec.owner, rec.requestId);
       // A record replaced later (a refusal turned into a grant) must not delete its successor.
-      if (this.dedup.get(dedupId(rec.owner, rec.requestId)) === rec) this.dedup.delete(dedupId(rec.owner, rec.requestId));
+      if (this.dedup.get(id) === rec) {
+        if (this.keepAcquiresWhileHeld && rec.type === 'acquire' && this.ownerHolds(rec.owner, rec.key)) {
+          const again = { ...rec, recordedAtMs: nowMs };
+          this.dedup.set(id, again);
+          kept.push(again);
+          this.stats.dedupKeptWhileHeld++;
+        } else this.dedup.delete(id);
+      }
       i++;
     }
-    if (i > 0) this.dedupQueue = this.dedupQueue.slice(i);
+    if (i > 0) this.dedupQueue = [...this.dedupQueue.slice(i), ...kept];
+  }
+
+  /** Whether `owner` has a hold of `key` in the model (live or run out, until the entry that ends it). */
+  private ownerHolds(owner: string, key: string): boolean {
+    const group = this.groups.groups.get(key);
+    if (group !== undefined) return group.holds.some((h) => h.owner === owner);
+    return this.leases.get(key)?.owner === owner;
   }
 
   private slot(at: string, key: string): number {
