@@ -5,7 +5,8 @@
 // to the fenced resource while it trusts its lease, renews about every ttl/3, and now and then releases,
 // re-acquires (a new token supersedes its old one), or abandons the lock (a crash: the lease must lapse).
 // Like src/client, it trusts a lease only until (its clock when it SENT the acquire/renew) + a conservative
-// share of the TTL, and it is LOST the moment that passes or a renew is refused. Some clients are stallers:
+// share of the TTL, and it is LOST the moment that passes or a renew is refused; and, as src/client does, it
+// stops trusting a hold when it sends a re-acquire of its key (the outcome may supersede it, known or not). Some clients are stallers:
 // right after checking their lease they pause past the TTL, then write and renew with the old token as if
 // nothing happened (a GC pause — fencing must refuse the write once a newer token wrote); LOST clients
 // sometimes try to release or renew their old token (controlled release must refuse it).
@@ -212,6 +213,18 @@ export class LockClients {
     }
   }
 
+  /** Below cluster level 6 a late copy of `owner`'s old request was granted `token` of `key` afresh: the
+   *  owner's other hold of the key (superseded) is ended behind its client's back, as a revoke would. */
+  supersededBehind(owner: string, key: string, token: bigint, t: number): void {
+    for (const c of this.clients) {
+      if (c.owner !== owner || c.held === null || c.held.key !== key || c.held.token === token || c.held.revoked === true) continue;
+      c.held.revoked = true;
+      this.revokedTokens.add(`${key}#${c.held.token}`);
+      if (this.trusts(c, t)) this.stats.trustedRevoked++;
+      this.trace(`lock ${c.owner}`, `its hold ${key}#${c.held.token} was superseded by a late copy of an old request (it is not told)`);
+    }
+  }
+
   /** The next command of client c at true time t (its previous operation has completed). */
   nextCommand(c: SimLockClient, opId: number, t: number): LockCommand {
     const r = this.rng;
@@ -267,6 +280,9 @@ export class LockClients {
         command = { type: 'closeSession', timeMs: 0, sessionId, owner: c.owner };
       } else if (x < 0.25) {
         this.stats.reacquires++;
+        // As src/client does: a re-acquire may supersede the hold from the moment it is sent (whatever comes
+        // back, or if nothing does), so the hold is no longer trusted from the send.
+        h.trustUntilLocal = Math.min(h.trustUntilLocal, this.clock().clientReading(c.id, t));
         command = this.acquire(c, h.key, false);
       } else if (x < 0.29) {
         this.stats.abandons++;

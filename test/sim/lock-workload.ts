@@ -180,6 +180,19 @@ export class LockReplica implements SimStateMachine {
       // A revoke ends holds behind their holders' backs: from here their trust and writes are not a holder's.
       if (cmd?.type === 'revoke' && result.type === 'revoke' && !result.replayed && result.revoked.length > 0)
         this.wl.clients.revoked(cmd.key, result.revoked, this.wl.sim.now);
+      if (cmd?.type === 'acquire' && result.type === 'acquire' && !result.replayed && cmd.requestId !== '') {
+        const requestKey = LockCallChecks.requestKey(cmd.owner, cmd.requestId);
+        // A request the log had decided already, executed again: a late copy that outlived its record. Below
+        // level 6 its grant may supersede the owner's hold behind its client's back (versions.ts, level 6: the
+        // record is kept while the owner holds the key, and the oracle checks that it is); that hold then
+        // counts as ended, as a revoked one does.
+        if (result.acquired && this.wl.decidedRequests.has(requestKey) && oracle.stats.clusterLevel < 6) {
+          this.wl.stats.lateCopyGrants++;
+          this.wl.clients.supersededBehind(cmd.owner, cmd.key, result.token, this.wl.sim.now);
+        }
+        if (result.waitTicket === undefined) this.wl.decidedRequests.add(requestKey);
+      }
+      for (const d of result.decided ?? []) if (!d.cancelled) this.wl.decidedRequests.add(LockCallChecks.requestKey(d.owner, d.requestId));
       if (cmd?.type === 'acquire' && result.type === 'acquire' && result.waitTicket !== undefined)
         this.wl.servers.checks.queuedInLog(LockCallChecks.requestKey(cmd.owner, cmd.requestId), result.waitTicket);
       if (cmd?.type === 'acquire' && result.type === 'error' && result.code === 'SESSION_NOT_OPEN')
@@ -287,7 +300,9 @@ export class LockWorkload implements SimWorkload<LockReplica> {
   readonly clients: LockClients;
   /** The named invariant `limits` when the run's leaders admit under limits (lock-limits.ts). */
   readonly limits: LimitCheck | null;
-  readonly stats = { blockingAcquires: 0, shortAttempts: 0, getsChecked: 0, lockDelayAcquires: 0 };
+  readonly stats = { blockingAcquires: 0, shortAttempts: 0, getsChecked: 0, lockDelayAcquires: 0, lateCopyGrants: 0 };
+  /** Acquires (owner + request id) the log has decided: a grant or a refusal, not a place in line. */
+  readonly decidedRequests = new Set<string>();
   /** Scenario tests read results from replicas. */
   keepResults = false;
   violation: string | null = null;
