@@ -179,6 +179,8 @@ export class LockClient {
     const owner = opts.owner ?? `${this.clientId}/${++this.ownerSeq}`;
     const requestId = newRequestId();
     const timeoutMs = opts.timeoutMs ?? waitMs + this.timeoutMs;
+    // A hold of this key by this owner is superseded by what this acquire may do, answered or not.
+    for (const h of [...this.active]) if (h.key === key && h.owner === owner) h.supersededBySend();
     // Measured BEFORE the first send: the server's lease starts no earlier than this.
     const sentAt = this.ctx.now();
     const startedAtEpoch = Date.now();

@@ -45,7 +45,10 @@ export type LostReason =
   /** LockClient.close() was called while the lock was held. */
   | 'CLIENT_CLOSED'
   /** The session the lock was held under ended (not renewed in time, refused, or closed). */
-  | 'SESSION_LOST';
+  | 'SESSION_LOST'
+  /** This client sent another acquire of the key under the same owner (and session): the server's answer
+   *  to it supersedes this hold with a new token — known or not, so the hold is LOST from the send. */
+  | 'SUPERSEDED';
 
 /** The lock was held and is no longer: stop writing; continuing needs a new acquire (and a new token). */
 export class LockLostError extends LeaseholdError {

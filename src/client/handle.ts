@@ -11,7 +11,10 @@
 //     `state`, `signal`, `isActive()` or `assertActive()` is read — after a GC pause, a SIGSTOP or a blocked
 //     event loop the timer has not run yet, but the check sees the clock and turns the handle LOST before
 //     the caller can write);
-//   - the client is closed.
+//   - the client is closed;
+//   - the client sends another acquire of the key under the same owner and session (LockClient.acquire with
+//     this handle's `owner`, or the session's acquire of a key it holds): its outcome may supersede this hold,
+//     and an unknown outcome may have, so the hold ends at the send (SUPERSEDED).
 import './dispose.js';
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
@@ -273,6 +276,13 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
         'release at dispose failed; the lease lapses by itself',
       );
     }
+  }
+
+  /** @internal An acquire of this key by this handle's owner (and session) is about to be sent: whatever
+   *  comes of it — a grant with a new token, or no answer at all — may supersede this hold on the server
+   *  (SPEC: a re-acquire by the same owner supersedes), so it is LOST from now (issue 38). */
+  supersededBySend(): void {
+    this.markLost('SUPERSEDED', 'another acquire of the key by the same owner was sent, which supersedes this hold');
   }
 
   /** @internal LockClient.close(): the client can no longer renew, so the lock is LOST. */

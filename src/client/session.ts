@@ -139,6 +139,9 @@ export class LockSession extends EventEmitter<{ lost: [SessionLostError]; renewe
     const requestId = newRequestId();
     const timeoutMs = opts.timeoutMs ?? waitMs + this.init.timeoutMs;
     const startedAtEpoch = Date.now();
+    // The session's hold of this key (one per owner per key) is superseded by what this acquire may do,
+    // answered or not.
+    for (const h of [...this.holds]) if (h.key === key) h.supersededBySend();
     const sentAt = this.ctx.now();
     const request = () => ({
       key,

@@ -307,14 +307,23 @@ describe('the article’s scenarios against a real 3-node cluster', () => {
     expect(b.state).toBe('ACTIVE');
     expect((await writeWithLock(b, level, key, 'b')).accepted).toBe(true);
 
-    // Same owner, superseded token: a re-acquire issues a new token; the old handle's renew and release
-    // are refused (WRONG_TOKEN) and the new lock stays.
+    // Same owner, superseded token: a re-acquire issues a new token; the client ended the old handle when
+    // it sent the re-acquire (SUPERSEDED: its outcome supersedes it, known or not), the server refuses a
+    // renew and a release of the old token (WRONG_TOKEN), and the new lock stays.
     const key2 = 's7-same-owner';
     const svc = newClient();
     const first = await svc.acquire(key2, { owner: 'svc-7', ttlMs: 1500 });
     const second = await svc.acquire(key2, { owner: 'svc-7', ttlMs: 1500 });
     expect(second.token).toBeGreaterThan(first.token);
-    expect((await lostOf(first)).reason).toBe('WRONG_TOKEN');
+    expect((await lostOf(first)).reason).toBe('SUPERSEDED');
+    const oldRenew = await c.raw<RenewResponse>(c.ids[1]!, 'Renew', {
+      key: key2,
+      owner: 'svc-7',
+      token: String(first.token),
+      ttl_ms: '1500',
+      request_id: 's7-old-renew',
+    });
+    expect(oldRenew).toMatchObject({ renewed: false, reason: 'WRONG_TOKEN' });
     expect(await first.release()).toEqual({ outcome: 'held-by-another', reason: 'WRONG_TOKEN' });
     expect(await direct.get(key2)).toMatchObject({ held: true, owner: 'svc-7', token: second.token });
     expect(second.state).toBe('ACTIVE');
