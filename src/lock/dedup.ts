@@ -1,9 +1,11 @@
 // Remembered outcomes of acquire/renew/release/revoke by (owner, request_id), so a retried request (lost response,
 // timeout) gets its first outcome back instead of being applied twice (SPEC: "retries are safe").
 //
-// Bounded by log time: a record is forgotten once `windowMs` of log time has passed since it was made.
-// Records are inserted at the current log time, which never goes back, so insertion order IS time order:
-// the records sit in a FIFO and pruning pops from the front in O(expired), never a scan.
+// Bounded by log time: a record is forgotten once `windowMs` of log time has passed since it was made —
+// unless the machine still needs it (from cluster level 6, an acquire whose owner holds the key: `prune`'s
+// `keep`), in which case it is remembered again as it is, at the current log time. Records are inserted at
+// the current log time, which never goes back, so insertion order IS time order: the records sit in a FIFO
+// and pruning pops from the front in O(expired), never a scan.
 //
 // Memory: a record is kept as its snapshot bytes (dedup-codec.ts) in one byte arena, in arrival order,
 // with its time, offset and a "replaced" flag in typed arrays and a position in an open-addressing hash

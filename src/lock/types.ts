@@ -298,12 +298,14 @@ export interface DueLease {
  * same values (cluster-wide config, not per-node), or replicas diverge.
  */
 export interface LockMachineOptions {
-  /** How long (log time) an (owner, request_id) outcome is remembered. Default 10 minutes. */
+  /** How long (log time) an (owner, request_id) outcome is remembered at least; from cluster level 6 an
+   *  acquire's also for as long as its owner holds the key (versions.ts). Default 10 minutes. */
   dedupWindowMs: number;
   /**
    * Hard cap on remembered outcomes; the oldest are forgotten first beyond it. A record costs ~400 bytes of
-   * heap (measured), so the default 250,000 bounds the table at ~100 MB. Forgetting early degrades safely:
-   * a late retried acquire by the same owner just gets a fresh token, a late retried release a refusal.
+   * heap (measured), so the default 250,000 bounds the table at ~100 MB. Forgetting early degrades: a late
+   * retried release gets a refusal, and a late copy of an acquire whose owner still holds the key is a new
+   * re-acquire that supersedes the hold (what cluster level 6 keeps such records for, up to this cap).
    */
   dedupMaxEntries: number;
   /** The highest cluster level this build reads (versions.ts). Not a setting: tests lower it to play an
