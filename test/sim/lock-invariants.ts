@@ -1585,7 +1585,7 @@ export class LockOracle implements GroupHost {
     if (rec !== undefined && rec.type === type && rec.key === key && rec.token === token) {
       if (queued && type === 'acquire' && rec.outcome.startsWith('false|')) return;
       this.fail(
-        `retries: ${at} executed ${type} ${owner}/${requestId} again — its first outcome was recorded at entry ${rec.index} (${rec.outcome}) inside the dedup window, so the retry must get that outcome back`,
+        `retries: ${at} executed ${type} ${owner}/${requestId} again — its first outcome was recorded at entry ${rec.index} (${rec.outcome}) inside the dedup window (or kept past it while its owner holds the key, from level 6), so the retry must get that outcome back`,
       );
     }
   }

@@ -412,6 +412,24 @@ export const LOCK_MUTANTS: LockMutant[] = [
     caughtBy: /retries: /,
     patches: [{ file: 'machine.ts', find: `      if (replay !== null) return replay as RevokeResult | ErrorResult;\n`, replace: `` }],
   },
+  // Level 6 (issue 38): an acquire's record is kept while its owner holds the key; the oracle keeps it alike,
+  // so a late copy executed afresh is a retry executed twice. A short window makes late copies common.
+  {
+    id: 'x4',
+    name: "an acquire's dedup record forgotten while the hold it granted is still live (a late copy supersedes it)",
+    maxSeeds: 100,
+    lockProfile: { dedupWindowMs: 50 },
+    caughtBy: /retries: /,
+    patches: [
+      {
+        file: 'machine.ts',
+        find: `    this.s.dedup.prune(this.s.logNowMs, this.s.keepAcquiresWhileHeld ? this.keepAcquireRecord : undefined);
+`,
+        replace: `    this.s.dedup.prune(this.s.logNowMs);
+`,
+      },
+    ],
+  },
   // Log time (issue 22): at cluster level 2 it follows the term leader's stamps from wherever it stands; the
   // oracle models the rule on its own, and a leader on a slower clock than the last one exposes the revert.
   {
