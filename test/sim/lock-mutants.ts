@@ -322,6 +322,9 @@ export const LOCK_MUTANTS: LockMutant[] = [
     id: 'v',
     name: 'a shared request fits beside an exclusive hold',
     maxSeeds: 400,
+    // Every client on the keys with many holds: with the mutex clients too, the catch rate was ~0.4% of seeds
+    // (3 of 800 once level 6 changed the runs' course; first at seed 460), too close to the budget.
+    lockProfile: { groupsOnly: true },
     caughtBy: /shared with exclusive/,
     patches: [
       {
