@@ -25,8 +25,8 @@ interface DedupIdentity {
   /** Log time when the first outcome was produced. */
   recordedAtMs: number;
   key: string;
-  /** The token the request named (renew/release; revoke: 0n = every hold); 0n for acquire. Part of the
-   *  request's identity. */
+  /** What the request named besides its key, part of its identity: the token for renew/release (revoke:
+   *  0n = every hold); for an acquire its terms from cluster level 6 (`acquireTerms`), 0n before. */
   token: bigint;
 }
 
@@ -447,7 +447,33 @@ export class DedupSnapshotReader {
   }
 }
 
-/** Does a new request carry the same identity as the remembered one? Different type/key/token = misuse. */
+/** Does a new request carry the same identity as the remembered one? Different type/key/token = misuse. An
+ *  acquire recorded before level 6 has no terms (0n): any terms match it. */
 export function sameRequest(record: DedupRecord, type: DedupOperation, key: string, token: bigint): boolean {
-  return record.type === type && record.key === key && record.token === token;
+  if (record.type !== type || record.key !== key) return false;
+  return record.token === token || (type === 'acquire' && record.token === 0n);
+}
+
+/** Bits below the session id in `acquireTerms`: the limit (at most WIRE_LIMITS.maxHoldLimit, 1000 < 2^10)
+ *  and the shared flag. A session id is a log index (a safe integer, < 2^53), so the terms fit 64 bits. */
+const TERMS_SESSION_SHIFT = 11n;
+
+/**
+ * An acquire's terms, exactly — the session it asks under (0 = none), the key's limit it names (0 and 1 = a
+ * mutex) and whether it asks for a shared hold — kept in its dedup record's `token` from cluster level 6.
+ * A copy under the same request id with other terms is another request, refused (REQUEST_ID_REUSED), never
+ * answered with the first one's grant: a grant under session 98 replayed to a request under session 143
+ * made its client trust a hold that ended with session 98 (lock simulation seeds 400544, 401337). Never 0n,
+ * so 0n still means "recorded without terms".
+ */
+export function acquireTerms(sessionId: number, limit: number, shared: boolean): bigint {
+  return (BigInt(sessionId) << TERMS_SESSION_SHIFT) | (BigInt(Math.max(limit, 1)) << 1n) | (shared ? 1n : 0n);
+}
+
+/** The terms acquireTerms packed, for an error message. */
+export function describeAcquireTerms(terms: bigint): string {
+  const sessionId = terms >> TERMS_SESSION_SHIFT;
+  const limit = (terms >> 1n) & ((1n << (TERMS_SESSION_SHIFT - 1n)) - 1n);
+  const mode = (terms & 1n) === 1n ? 'shared' : 'exclusive';
+  return `${sessionId === 0n ? 'no session' : `session ${sessionId}`}, limit ${limit}, ${mode}`;
 }

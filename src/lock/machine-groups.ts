@@ -109,7 +109,7 @@ export function acquireOfMany(
   if (own !== undefined) removeHold(s, group, own, false, null); // superseded: its ACQUIRED successor says so
   const hold = grantHold(s, group, command.owner, index, command.ttlMs, command.lockDelayMs ?? 0, command.value ?? null, session, shared);
   const outcome = grantedOutcome(hold);
-  s.remember(command, { type: 'acquire', outcome, token: 0n });
+  s.rememberAcquire(command, outcome);
   markGrantable(s, group);
   const result: AcquireResult = { type: 'acquire', index, replayed: false, ...outcome };
   if (decided.length > 0) result.decided = decided;
@@ -133,7 +133,7 @@ function blockedOfMany(
     queue(s, index, command, session, limit, shared);
     result.waitTicket = index;
   } else {
-    s.remember(command, { type: 'acquire', outcome, token: 0n });
+    s.rememberAcquire(command, outcome);
   }
   const delayLeftMs = s.delays.leftMs(command.key, s.logNowMs);
   if (delayLeftMs > 0) result.delayMsLeft = delayLeftMs;
@@ -268,7 +268,7 @@ export function handOffMany(s: MachineState, group: KeyGroup, index: number, dec
       if (w.deadlineMs <= nowMs || (w.sessionId > 0 && (session === null || !session.isLiveAt(nowMs)))) {
         leaveLine(s, w);
         const outcome = refusalBy(undefined, nowMs);
-        s.remember(w, { type: 'acquire', outcome, token: 0n });
+        s.rememberAcquire(w, outcome);
         decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });
         dequeued(s, w);
         continue;
@@ -281,7 +281,7 @@ export function handOffMany(s: MachineState, group: KeyGroup, index: number, dec
       leaveLine(s, w);
       if (own !== undefined) removeHold(s, group, own, false, null);
       const outcome = grantedOutcome(grantHold(s, group, w.owner, index, w.ttlMs, w.lockDelayMs, w.value, session, w.shared));
-      s.remember(w, { type: 'acquire', outcome, token: 0n });
+      s.rememberAcquire(w, outcome);
       decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });
       break;
     }

@@ -122,7 +122,7 @@ export function endSession(s: MachineState, session: Session, expired: boolean, 
   for (const w of waiters) {
     leaveLine(s, w);
     const outcome = refusalBy(s.leaseOf(w.key), s.logNowMs);
-    s.remember(w, { type: 'acquire', outcome, token: 0n });
+    s.rememberAcquire(w, outcome);
     decided.push({ key: w.key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });
     dequeued(s, w);
   }

@@ -12,7 +12,7 @@
 // `logNowMs`, moved only by machine.ts as entries apply.
 import { DeadlineHeap, EndByHeap } from './deadline-heap.js';
 import type { DedupRecord } from './dedup.js';
-import { DedupTable } from './dedup.js';
+import { DedupTable, acquireTerms } from './dedup.js';
 import { carryLease, endByMs } from './epoch.js';
 import type { LeaseEpoch } from './epoch.js';
 import type { LockEventKind, LockEventSink } from './events.js';
@@ -23,7 +23,7 @@ import { KeyDelays } from './key-delays.js';
 import type { Lease } from './lease.js';
 import { Session } from './session.js';
 import type { SnapshotWriter } from './snapshot-writer.js';
-import type { LockMachineOptions } from './types.js';
+import type { AcquireOutcome, LockMachineOptions } from './types.js';
 import { WaitLines } from './wait-line.js';
 
 /** An owner's lease count, and the copy of its name its leases share. */
@@ -99,6 +99,9 @@ export class MachineState {
   /** From cluster level 6 (versions.ts): an acquire's dedup record outlives the window while its owner
    *  holds the key (machine.ts `keepAcquireRecord`). Set from the machine's cluster level. */
   keepAcquiresWhileHeld = false;
+  /** From cluster level 6: an acquire's dedup record keeps its terms (session, limit, mode), and a copy with
+   *  other terms is refused (dedup.ts `acquireTerms`). Set from the machine's cluster level. */
+  acquireTermsKept = false;
   /** Keys with many holds (holds.ts, machine-groups.ts). A key is in at most one of `leases`, `groups`
    *  and `freeKeyLastTokens`. */
   readonly groups = new Map<string, KeyGroup>();
@@ -214,6 +217,16 @@ export class MachineState {
    * (the leader offering the lock to the head of a wait queue), which may turn a remembered refusal of the
    * same request into a grant; that grant then replaces the refusal.
    */
+  /** An acquire's first outcome, with its terms from level 6 (dedup.ts `acquireTerms`): a copy under the
+   *  same request id asking other terms is refused, not replayed. */
+  rememberAcquire(
+    request: { owner: string; requestId: string; key: string; sessionId?: number; limit?: number; shared?: boolean },
+    outcome: AcquireOutcome,
+  ): void {
+    const token = this.acquireTermsKept ? acquireTerms(request.sessionId ?? 0, request.limit ?? 1, request.shared === true) : 0n;
+    this.remember(request, { type: 'acquire', outcome, token });
+  }
+
   remember(command: { owner: string; requestId: string; key: string }, result: Pick<DedupRecord, 'type' | 'outcome' | 'token'>): void {
     if (command.requestId === '') return;
     this.dedup.remember({

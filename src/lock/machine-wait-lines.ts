@@ -20,6 +20,7 @@ import type { MachineState } from './machine-state.js';
 import type { Session } from './session.js';
 import type { AcquireOutcome, DequeueResult, ErrorResult, UndelayResult, WaiterDecision } from './types.js';
 import { Waiter } from './wait-line.js';
+import { acquireTerms, describeAcquireTerms } from './dedup.js';
 
 /** `w` takes its place in its key's line, and in its session's waiters (whose end takes it out). */
 export function joinLine(s: MachineState, w: Waiter): void {
@@ -84,7 +85,7 @@ export function handOff(s: MachineState, key: string, index: number, decided: Wa
     } else {
       outcome = grantedOutcome(hold(s, key, s.leaseOf(key), w.owner, index, w.ttlMs, w.lockDelayMs, w.value, session));
     }
-    s.remember(w, { type: 'acquire', outcome, token: 0n });
+    s.rememberAcquire(w, outcome);
     decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });
     if (outcome.acquired) return;
     dequeued(s, w);
@@ -102,7 +103,7 @@ export function dequeue(s: MachineState, index: number, command: DequeueCommand)
   dequeued(s, w);
   const outcome = refusalBy(s.leaseOf(command.key), s.logNowMs);
   const cancelled = command.cause === 'cancel';
-  if (!cancelled) s.remember(w, { type: 'acquire', outcome, token: 0n });
+  if (!cancelled) s.rememberAcquire(w, outcome);
   result.dequeued = true;
   result.decided = [{ key: w.key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled }];
   const group = s.groups.get(command.key);
@@ -135,13 +136,20 @@ export function dequeued(s: MachineState, w: Waiter): void {
 }
 
 /** A request id that waits in another key's line, reused for `key`: refused, its place kept. */
-export function reusedInLine(index: number, w: Waiter, key: string): ErrorResult {
+export function reusedInLine(index: number, w: Waiter, key: string, terms: bigint): ErrorResult {
+  const asked =
+    key !== w.key ? `not ${JSON.stringify(key)}` : `with ${describeAcquireTerms(waiterTerms(w))}, not ${describeAcquireTerms(terms)}`;
   return {
     type: 'error',
     index,
     code: 'REQUEST_ID_REUSED',
     message:
       `request_id ${JSON.stringify(w.requestId)} of owner ${JSON.stringify(w.owner)} waits in line for key ` +
-      `${JSON.stringify(w.key)}, not ${JSON.stringify(key)}; use a new request_id for a different request`,
+      `${JSON.stringify(w.key)}, ${asked}; use a new request_id for a different request`,
   };
+}
+
+/** A waiter's acquire terms (dedup.ts `acquireTerms`). */
+export function waiterTerms(w: Waiter): bigint {
+  return acquireTerms(w.sessionId, w.limit, w.shared);
 }

@@ -97,7 +97,7 @@ import type { DueWaiter } from './wait-line.js';
 import type { EndByHeap } from './deadline-heap.js';
 import { carryLease, endByMs } from './epoch.js';
 import type { LeaseCarryOver, LeaseEpoch, LeaseTimes } from './epoch.js';
-import { sameRequest } from './dedup.js';
+import { acquireTerms, describeAcquireTerms, sameRequest } from './dedup.js';
 import type { DedupOperation, DedupRecord } from './dedup.js';
 import { fingerprint64 } from './digest.js';
 import { SmallestKeys, compareUtf8 } from './list-keys.js';
@@ -105,7 +105,7 @@ import type { Lease } from './lease.js';
 import type { LockEventSink } from './events.js';
 import { MachineState } from './machine-state.js';
 import { endsExpired, grantedOutcome, hold, refusalBy, removeLease, supersedes } from './machine-leases.js';
-import { dequeue, handOff, joinLine, queue, reusedInLine, undelay } from './machine-wait-lines.js';
+import { dequeue, handOff, joinLine, queue, reusedInLine, undelay, waiterTerms } from './machine-wait-lines.js';
 import { endSession, openSession, renewSession, requestKeyOf, sessionEnd, sessionError, sessionOf } from './machine-sessions.js';
 import {
   acquireOfMany,
@@ -224,6 +224,7 @@ export class LockMachine {
     this.s.supersedeSameSessionOnly = level >= LEVEL_SUPERSEDE_SAME_SESSION;
     this.s.lateEndExpires = level >= LEVEL_LATE_END_EXPIRES;
     this.s.keepAcquiresWhileHeld = level >= LEVEL_ACQUIRE_KEPT_WHILE_HELD;
+    this.s.acquireTermsKept = level >= LEVEL_ACQUIRE_KEPT_WHILE_HELD;
   }
 
   /**
@@ -337,6 +338,14 @@ export class LockMachine {
   waiterFor(owner: string, requestId: string): { key: string; ticket: number } | undefined {
     const w = this.s.lines.byRequestOf(owner, requestId);
     return w === undefined ? undefined : { key: w.key, ticket: w.ticket };
+  }
+
+  /** Whether (owner, request_id) waits in line asking other terms than `req` (cluster level 6; below it
+   *  terms are not part of a request's identity). */
+  waitsWithOtherTerms(req: { owner: string; requestId: string; sessionId?: number; limit?: number; shared?: boolean }): boolean {
+    if (!this.s.acquireTermsKept) return false;
+    const w = this.s.lines.byRequestOf(req.owner, req.requestId);
+    return w !== undefined && waiterTerms(w) !== acquireTerms(req.sessionId ?? 0, req.limit ?? 1, req.shared === true);
   }
 
   /** Whether the waiter with this ticket is still in `key`'s line. */
@@ -882,14 +891,17 @@ export class LockMachine {
   }
 
   private acquire(index: number, command: AcquireCommand): AcquireResult | ErrorResult {
-    const replay = this.replay(index, 'acquire', command.owner, command.requestId, command.key, 0n);
+    const terms = this.s.acquireTermsKept ? acquireTerms(command.sessionId ?? 0, command.limit ?? 1, command.shared === true) : 0n;
+    const replay = this.replay(index, 'acquire', command.owner, command.requestId, command.key, terms);
     const waitingRefusal = command.queued === true && replay !== null && replay.type === 'acquire' && !replay.acquired;
     if (replay !== null && !waitingRefusal) return replay as AcquireResult | ErrorResult;
     const nowMs = this.s.logNowMs;
     // A retry of a request already in line keeps its place and its wait deadline (SPEC: it re-attaches).
     const inLine = this.s.lines.byRequestOf(command.owner, command.requestId);
     if (inLine !== undefined) {
-      if (inLine.key !== command.key) return reusedInLine(index, inLine, command.key);
+      // From level 6 the same request: its terms too (a place under one session is no place under another).
+      if (inLine.key !== command.key || (terms !== 0n && waiterTerms(inLine) !== terms))
+        return reusedInLine(index, inLine, command.key, terms);
       return { type: 'acquire', index, replayed: true, ...refusalBy(this.s.leaseOf(command.key), nowMs), waitTicket: inLine.ticket };
     }
     let session: Session | null = null;
@@ -981,7 +993,7 @@ export class LockMachine {
       );
       outcome = grantedOutcome(lease);
     }
-    if (waitTicket === undefined) this.s.remember(command, { type: 'acquire', outcome, token: 0n });
+    if (waitTicket === undefined) this.s.rememberAcquire(command, outcome);
     const result: AcquireResult = { type: 'acquire', index, replayed: false, ...outcome };
     if (waitTicket !== undefined) result.waitTicket = waitTicket;
     if (blocked && delayLeftMs > 0) result.delayMsLeft = delayLeftMs;
@@ -1146,7 +1158,7 @@ export class LockMachine {
         code: 'REQUEST_ID_REUSED',
         message:
           `request_id ${JSON.stringify(requestId)} of owner ${JSON.stringify(owner)} was first used for ` +
-          `${record.type} of key ${JSON.stringify(record.key)}${record.type === 'acquire' ? '' : ` token ${record.token}`}; ` +
+          `${record.type} of key ${JSON.stringify(record.key)}${recordedTerms(record, type, key, token)}; ` +
           `use a new request_id for a different request`,
       };
     }
@@ -1161,6 +1173,15 @@ export class LockMachine {
         return { type: 'revoke', index, replayed: true, key, revoked: record.outcome.revoked };
     }
   }
+}
+
+/** What the remembered request named besides its key, and (same type and key: other acquire terms) what
+ *  this one asks, for REQUEST_ID_REUSED's message. */
+function recordedTerms(record: DedupRecord, type: DedupOperation, key: string, token: bigint): string {
+  if (record.type !== 'acquire') return ` token ${record.token}`;
+  if (record.token === 0n) return '';
+  const first = ` (${describeAcquireTerms(record.token)})`;
+  return type === 'acquire' && record.key === key ? `${first}, this one asks ${describeAcquireTerms(token)}` : first;
 }
 
 function malformed(index: number, message: string): ErrorResult {

@@ -41,7 +41,12 @@
 //     outcome, however late and whatever `dedupWindowMs` says. Before it, a copy delayed past the window (a
 //     forward held up on its hop, a retry of an old attempt) was a new request: the owner's re-acquire, which
 //     superseded the very hold it had granted, with a token its client never heard of (lock simulation seed
-//     72772 at 10,000 events: token 47 replaced token 10 while owner-6 still trusted 10; issue 38).
+//     72772 at 10,000 events: token 47 replaced token 10 while owner-6 still trusted 10; issue 38);
+//   - an acquire's record names its terms — session, limit, mode (dedup.ts `acquireTerms`, in the record's
+//     token, 0 before) — and a copy under the same request id asking other terms is refused as a whole
+//     (REQUEST_ID_REUSED), as is a retry of a waiter asked under other terms: a request id names one request.
+//     Kept records made the gap reachable: an exclusive grant under session 98 was replayed to a shared
+//     request under session 143, whose client trusted a hold that ended with session 98 (seed 400544).
 //   - and, not a cluster matter, a build at 6 reads peer messages batched (raft.proto RaftMessage.batch). A
 //     node batches what it has for one peer in one turn only to a peer whose latest message announced 6 or
 //     more, whatever the cluster's level: a build from before refuses the unknown field

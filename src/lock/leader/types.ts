@@ -57,6 +57,9 @@ export interface LockStateView {
   dueDelays(clockMs: number, limit: number): DueDelay[];
   /** Where (owner, request_id) waits in line, if it does. */
   waiterFor(owner: string, requestId: string): { key: string; ticket: number } | undefined;
+  /** Whether (owner, request_id) waits in line asking other terms (session, limit, mode) than `req` — from
+   *  cluster level 6 that is another request: no place of this one (dedup.ts `acquireTerms`). */
+  waitsWithOtherTerms(req: { owner: string; requestId: string; sessionId?: number; limit?: number; shared?: boolean }): boolean;
   isWaiting(key: string, ticket: number): boolean;
   /** The session the waiter (key, ticket) waits under (0: none); undefined when it is not in line. */
   sessionOfWaiter(key: string, ticket: number): number | undefined;

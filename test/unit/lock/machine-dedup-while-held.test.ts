@@ -106,3 +106,84 @@ describe('an acquire is remembered while its owner holds the key (level 6)', () 
     expect(copy.machine.snapshot()).toEqual(feed.machine.snapshot());
   });
 });
+
+// A request id names one request (level 6, dedup.ts `acquireTerms`): a copy asking other terms — another
+// session, limit or mode — is refused as a whole, never answered with the first request's outcome. Kept
+// records made that reachable: lock simulation seed 400544 replayed an exclusive grant under session 98 to a
+// shared request under session 143, whose client then trusted a hold that ended with session 98.
+describe('a replay answers only the same request: key, session, limit and mode (level 6)', () => {
+  it('under another session: REQUEST_ID_REUSED naming both, and nothing changes', () => {
+    const feed = atLevel(BUILD_LEVEL);
+    const s1 = feed.openSession('a', 100_000);
+    const s2 = feed.openSession('a', 100_000);
+    const held = feed.expect('acquire', feed.underSession('k', 'a', s1.sessionId, { requestId: 'r1' }));
+    const copy = feed.at(3000).underSession('k', 'a', s2.sessionId, { requestId: 'r1' });
+    expect(copy).toMatchObject({ type: 'error', code: 'REQUEST_ID_REUSED' });
+    expect((copy as { message: string }).message).toContain(
+      `session ${s1.sessionId}, limit 1, exclusive), this one asks session ${s2.sessionId}`,
+    );
+    expect(feed.machine.get('k')).toMatchObject({ owner: 'a', token: held.token, sessionId: s1.sessionId });
+    // The same request (same session) still replays.
+    expect(feed.underSession('k', 'a', s1.sessionId, { requestId: 'r1' })).toMatchObject({ replayed: true, token: held.token });
+    expect(feed.machine.get('k').token).toBe(held.token);
+  });
+
+  it('in another mode (shared vs exclusive) or naming another limit: refused, the hold untouched', () => {
+    const feed = atLevel(BUILD_LEVEL);
+    const held = feed.expect('acquire', feed.many('r', 'a', { shared: true, ttlMs: 100_000, requestId: 'r1' }));
+    expect(feed.many('r', 'a', { ttlMs: 100_000, requestId: 'r1' })).toMatchObject({ type: 'error', code: 'REQUEST_ID_REUSED' });
+    const slot = feed.expect('acquire', feed.many('sem', 'b', { limit: 2, ttlMs: 100_000, requestId: 'r2' }));
+    expect(feed.many('sem', 'b', { limit: 3, ttlMs: 100_000, requestId: 'r2' })).toMatchObject({
+      type: 'error',
+      code: 'REQUEST_ID_REUSED',
+    });
+    expect(feed.machine.get('r').holders?.map((h) => [h.token, h.shared])).toEqual([[held.token, true]]);
+    expect(feed.machine.get('sem').holders?.map((h) => h.token)).toEqual([slot.token]);
+  });
+
+  it('a refusal replays only to the same terms too (the id of a refused request is not reusable under a new session)', () => {
+    const feed = atLevel(BUILD_LEVEL);
+    feed.acquire('k', 'x', 100_000);
+    const s1 = feed.openSession('a', 100_000);
+    const s2 = feed.openSession('a', 100_000);
+    expect(feed.underSession('k', 'a', s1.sessionId, { requestId: 'r1' })).toMatchObject({ acquired: false });
+    expect(feed.underSession('k', 'a', s2.sessionId, { requestId: 'r1' })).toMatchObject({ type: 'error', code: 'REQUEST_ID_REUSED' });
+  });
+
+  it('a place in line belongs to its terms: a retry under another session is refused, the waiter keeps its place', () => {
+    const feed = atLevel(BUILD_LEVEL);
+    feed.acquire('k', 'x', 100_000);
+    const s1 = feed.openSession('a', 100_000);
+    const s2 = feed.openSession('a', 100_000);
+    const waiting = feed.expect('acquire', feed.underSession('k', 'a', s1.sessionId, { requestId: 'r1', waitMs: 50_000 }));
+    expect(waiting.waitTicket).toBeDefined();
+    expect(feed.machine.waitsWithOtherTerms({ owner: 'a', requestId: 'r1', sessionId: Number(s2.sessionId) })).toBe(true);
+    expect(feed.machine.waitsWithOtherTerms({ owner: 'a', requestId: 'r1', sessionId: Number(s1.sessionId) })).toBe(false);
+    expect(feed.underSession('k', 'a', s2.sessionId, { requestId: 'r1', waitMs: 50_000 })).toMatchObject({
+      type: 'error',
+      code: 'REQUEST_ID_REUSED',
+    });
+    expect(feed.machine.waiterFor('a', 'r1')).toEqual({ key: 'k', ticket: waiting.waitTicket });
+    expect(feed.underSession('k', 'a', s1.sessionId, { requestId: 'r1', waitMs: 50_000 })).toMatchObject({
+      replayed: true,
+      waitTicket: waiting.waitTicket,
+    });
+  });
+
+  it('below level 6 terms are not part of the identity (an older log replays as it did)', () => {
+    const feed = atLevel(5);
+    const s1 = feed.openSession('a', 100_000);
+    const s2 = feed.openSession('a', 100_000);
+    const held = feed.expect('acquire', feed.underSession('k', 'a', s1.sessionId, { requestId: 'r1' }));
+    expect(feed.underSession('k', 'a', s2.sessionId, { requestId: 'r1' })).toMatchObject({ replayed: true, token: held.token });
+    expect(feed.machine.waitsWithOtherTerms({ owner: 'a', requestId: 'r1', sessionId: Number(s2.sessionId) })).toBe(false);
+  });
+
+  it('a record made below level 6 (no terms) still replays to its copy once the cluster is at 6', () => {
+    const feed = atLevel(5);
+    const s1 = feed.openSession('a', 100_000);
+    const held = feed.expect('acquire', feed.underSession('k', 'a', s1.sessionId, { requestId: 'r1' }));
+    feed.raiseLevel(BUILD_LEVEL);
+    expect(feed.underSession('k', 'a', s1.sessionId, { requestId: 'r1' })).toMatchObject({ replayed: true, token: held.token });
+  });
+});
