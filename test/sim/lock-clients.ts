@@ -86,6 +86,10 @@ export interface ClientStats {
   exhaustedAnswers: number;
   /** Holds ended late by a client that woke up LOST: a release of the lease, or a close of its session. */
   lateEndsSent: number;
+  /** Refused acquires whose id it deliberately sent again with other terms (level 6), and how many of those
+   *  came back REQUEST_ID_REUSED. */
+  requestIdsMisused: number;
+  requestIdsRefused: number;
 }
 
 export class SimLockClient {
@@ -105,7 +109,7 @@ export class SimLockClient {
   superseded: { key: string; token: bigint } | null = null;
   /** A refused acquire whose request_id may be reused (a refusal is re-judged on retry), and the client
    *  clock at that request_id's FIRST send: a grant under it may date from then, so trust counts from it. */
-  refused: { key: string; requestId: string; firstSendLocal: number } | null = null;
+  refused: { key: string; requestId: string; firstSendLocal: number; terms: string } | null = null;
   nextDelayMs: number | undefined = undefined;
   /** It chose to wake right at the end of its trust window (it will find itself LOST). */
   lateWake = false;
@@ -153,12 +157,16 @@ export class LockClients {
     revokedWrites: 0,
     exhaustedAnswers: 0,
     lateEndsSent: 0,
+    requestIdsMisused: 0,
+    requestIdsRefused: 0,
   };
   /** `${key}#${token}` of every hold a revoke ended (a grant answered after its revoke is born revoked). */
   private readonly revokedTokens = new Set<string>();
   violation: string | null = null;
   /** Whether semaphores and shared holds can be asked for (the cluster level; set by the workload). */
   groupsReady: () => boolean = () => true;
+  /** Whether the cluster checks an acquire's terms against its request id (level 6; set by the workload). */
+  termsChecked: () => boolean = () => false;
 
   constructor(
     readonly profile: LockProfile,
@@ -378,6 +386,14 @@ export class LockClients {
       c.nextDelayMs = this.rng.exp(c.ttlMs / 3);
       return;
     }
+    if (res.type === 'error' && cmd.type === 'acquire' && res.code === 'REQUEST_ID_REUSED' && c.refused?.requestId === cmd.requestId) {
+      // Its deliberate reuse of a refused request's id with other terms: refused as a whole, nothing held
+      // by it (the oracle judged the entry). That id is spent.
+      this.stats.requestIdsRefused++;
+      c.refused = null;
+      c.nextDelayMs = this.rng.exp(c.ttlMs / 3);
+      return;
+    }
     if (res.type === 'error') return this.fail(`${c.owner}: ${p.command.type} failed as a whole: ${res.code} ${res.message}`);
     if (cmd.type === 'openSession' && res.type === 'openSession') {
       c.session = { id: Number(res.sessionId), trustUntilLocal: this.anchor(c, p, t) + this.trustMs(cmd.ttlMs) };
@@ -441,7 +457,7 @@ export class LockClients {
         }
       } else {
         if (c.held !== null && c.held.key === cmd.key) this.markLost(c, t, `its re-acquire was refused (holder ${res.holderOwner})`);
-        c.refused = { key: cmd.key, requestId: cmd.requestId, firstSendLocal: p.invokeLocal };
+        c.refused = { key: cmd.key, requestId: cmd.requestId, firstSendLocal: p.invokeLocal, terms: termsOf(cmd) };
         c.nextDelayMs = Math.min(this.rng.exp(c.ttlMs / 3), Math.max(1, res.holderTtlMs));
       }
       return;
@@ -504,13 +520,27 @@ export class LockClients {
   }
 
   private acquire(c: SimLockClient, key: string, reuseRefused: boolean): LockCommand {
-    const requestId = reuseRefused && c.refused !== null && c.refused.key === key ? c.refused.requestId : c.newRequestId();
     const command: Extract<LockCommand, { type: 'acquire' }> =
       c.usesSessions && c.session !== null
-        ? { type: 'acquire', timeMs: 0, key, owner: c.owner, ttlMs: 0, requestId, sessionId: c.session.id }
-        : { type: 'acquire', timeMs: 0, key, owner: c.owner, ttlMs: c.ttlMs, requestId };
+        ? { type: 'acquire', timeMs: 0, key, owner: c.owner, ttlMs: 0, requestId: '', sessionId: c.session.id }
+        : { type: 'acquire', timeMs: 0, key, owner: c.owner, ttlMs: c.ttlMs, requestId: '' };
+    this.setTerms(c, command);
+    // A request id names one request: a retry of a refused acquire carries it again only with the same terms
+    // (session, limit, mode), as src/client's retries do. Once the cluster checks terms (level 6), now and
+    // then deliberately with other ones: it must be refused as a whole (REQUEST_ID_REUSED), never answered
+    // with the first request's outcome (a grant under another session or mode).
+    const refused = reuseRefused && c.refused !== null && c.refused.key === key ? c.refused : null;
+    const misuse = refused !== null && refused.terms !== termsOf(command) && this.termsChecked() && this.rng.chance(0.3);
+    if (misuse) this.stats.requestIdsMisused++;
+    command.requestId = refused !== null && (misuse || refused.terms === termsOf(command)) ? refused.requestId : c.newRequestId();
+    return command;
+  }
+
+  /** A group client's limit and mode for `command`'s key (a mutex key: nothing to add). */
+  private setTerms(c: SimLockClient, command: Extract<LockCommand, { type: 'acquire' }>): void {
+    const key = command.key;
     const spec = this.profile.groupKeys.find((g) => g.key === key);
-    if (!c.groupClient || spec === undefined) return command;
+    if (!c.groupClient || spec === undefined) return;
     // A key with many holds: its limit; for limit 1, shared or exclusive (a re-acquire keeps its mode: it
     // supersedes its own hold). Now and then deliberately the wrong limit or the other mode.
     const own = c.held?.key === key ? c.held : null;
@@ -522,7 +552,6 @@ export class LockClients {
     }
     if (limit > 1) command.limit = limit;
     if (shared && limit === 1) command.shared = true;
-    return command;
   }
 
   /** An OpenSession; a third of them give their holds a lock-delay (OpenSession.lock_delay_ms), drawn from
@@ -640,4 +669,9 @@ export class LockClients {
   private fail(message: string): void {
     if (this.violation === null) this.violation = message;
   }
+}
+
+/** An acquire's terms as the client compares them: session, limit, mode. */
+function termsOf(cmd: Extract<LockCommand, { type: 'acquire' }>): string {
+  return `${cmd.sessionId ?? 0}|${Math.max(cmd.limit ?? 1, 1)}|${cmd.shared === true ? 'shared' : 'exclusive'}`;
 }

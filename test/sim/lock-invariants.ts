@@ -156,6 +156,8 @@ export interface OracleStats {
   replays: number;
   /** Acquire records the dedup window would have forgotten, kept because their owner held the key (level 6). */
   dedupKeptWhileHeld: number;
+  /** Acquires refused as REQUEST_ID_REUSED (the clients' deliberate reuse of an id with other terms). */
+  requestIdsReused: number;
   epochStarts: number;
   leasesExtended: number;
   leasesEnded: number;
@@ -261,6 +263,7 @@ export class LockOracle implements GroupHost {
     expired: 0,
     replays: 0,
     dedupKeptWhileHeld: 0,
+    requestIdsReused: 0,
     epochStarts: 0,
     leasesExtended: 0,
     leasesEnded: 0,
@@ -326,6 +329,9 @@ export class LockOracle implements GroupHost {
   private dedupQueue: OracleDedup[] = [];
   /** From cluster level 6: an acquire's record outlives the window while its owner holds the key. */
   private keepAcquiresWhileHeld = false;
+  /** From cluster level 6: an acquire's record names its terms (session, limit, mode); a copy under the same
+   *  request id with other terms is refused as a whole (REQUEST_ID_REUSED). */
+  private acquireTermsKept = false;
   /** The decisions the model expects of the entry being judged (compared with its `decided`). */
   private expectDecided: string[] = [];
   /** Canonical result of every lock entry, by index (for checkAck). */
@@ -410,14 +416,20 @@ export class LockOracle implements GroupHost {
     if (this.clusterLevel >= 2) this.termLastStampMs = progress ? Math.max(this.termLastStampMs, cmd.timeMs) : cmd.timeMs;
     // The dedup rules of the level in force before this entry (a clusterLevel entry raises it after itself).
     this.keepAcquiresWhileHeld = this.clusterLevel >= 6;
+    this.acquireTermsKept = this.clusterLevel >= 6;
     if (cmd.type === 'clusterLevel' && cmd.level > this.clusterLevel) {
       this.clusterLevel = cmd.level;
       this.termLastStampMs = cmd.timeMs;
       this.stats.clusterLevel = cmd.level;
       if (this.stats.levelRaisedAt === 0) this.stats.levelRaisedAt = idx;
     }
+    // The machine forgets what the window lets go at every entry, before anything else (a term start first
+    // ends what it ends: pruned again below, after it); the early returns here must see the same table.
+    if (cmd.type !== 'termStart') this.pruneDedup(post.nowMs);
     if (result.type === 'error' && result.code === 'SESSION_NOT_OPEN' && cmd.type === 'acquire' && (cmd.sessionId ?? 0) > 0)
       return this.judgeSessionNotOpen(at, cmd, pre, post);
+    if (result.type === 'error' && result.code === 'REQUEST_ID_REUSED' && cmd.type === 'acquire')
+      return this.judgeReused(at, cmd, pre, post);
     // Refused as a whole by the rules of many holds: the model says whether it should have been.
     const groupRefusal =
       result.type === 'error' && cmd.type === 'acquire' && (result.code === 'LIMIT_MISMATCH' || result.code === 'HOLD_MODE_MISMATCH');
@@ -599,13 +611,13 @@ export class LockOracle implements GroupHost {
       return this.unchanged(at, cmd.key, pv, qv, pre, post);
     }
     if (result.type === 'acquire' && r.replayed)
-      return this.judgeReplay(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), pre, post, k);
+      return this.judgeReplay(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, this.acquireTerms(cmd), acquireOutcome(r), pre, post, k);
     if (inLine !== undefined)
       return this.fail(
         `wait line: ${at} judged ${cmd.owner}/${cmd.requestId} afresh while it waits at ${inLine.key}#${inLine.w.ticket}: a retry must keep its place`,
       );
     // Only a queued acquire (the leader serving the head waiter) may re-judge a remembered refusal.
-    this.mustBeFresh(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, cmd.queued === true);
+    this.mustBeFresh(at, cmd.owner, cmd.requestId, 'acquire', cmd.key, this.acquireTerms(cmd), cmd.queued === true);
     const sid = cmd.sessionId ?? 0;
     const session = sid > 0 ? this.sessions.get(sid) : undefined;
     if (sid > 0 && (session === undefined || session.deadlineMs <= post.nowMs)) {
@@ -711,7 +723,7 @@ export class LockOracle implements GroupHost {
         session,
       );
       this.lastIssued.set(cmd.key, r.token);
-      this.remember(cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), idx, post.nowMs);
+      this.remember(cmd.owner, cmd.requestId, 'acquire', cmd.key, this.acquireTerms(cmd), acquireOutcome(r), idx, post.nowMs);
       return;
     }
     // Refused: held by another owner's live lease — or by a waiter granted in this very entry (its token is
@@ -777,7 +789,7 @@ export class LockOracle implements GroupHost {
     if (r.waitTicket !== undefined) return this.fail(`wait line: ${at} put a non-blocking acquire in line (ticket ${r.waitTicket})`);
     this.stats.acquireRefused++;
     // Refusals are first outcomes too: a retry or late duplicate must get the refusal back.
-    this.remember(cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, acquireOutcome(r), idx, post.nowMs);
+    this.remember(cmd.owner, cmd.requestId, 'acquire', cmd.key, this.acquireTerms(cmd), acquireOutcome(r), idx, post.nowMs);
   }
 
   /** `key`'s hold ended in entry `idx`: the model's hand-off, recorded in expectDecided. */
@@ -832,7 +844,7 @@ export class LockOracle implements GroupHost {
   decide(key: string, idx: number, w: OracleWaiter, outcome: string, cancelled: boolean, nowMs: number): void {
     this.expectDecided.push(`${key}#${w.ticket} ${w.owner}/${w.requestId} ${outcome}${cancelled ? ' cancelled' : ''}`);
     if (cancelled) return;
-    this.remember(w.owner, w.requestId, 'acquire', key, 0n, outcome, idx, nowMs);
+    this.remember(w.owner, w.requestId, 'acquire', key, this.acquireTerms(w), outcome, idx, nowMs);
     let at = this.decisions.get(idx);
     if (at === undefined) this.decisions.set(idx, (at = new Map()));
     at.set(dedupId(w.owner, w.requestId), `acquire@${idx}|${outcome}`);
@@ -1562,8 +1574,10 @@ export class LockOracle implements GroupHost {
       return this.fail(
         `retries: ${at} replayed a remembered ${type} for ${owner}/${requestId}, but no first outcome of it was recorded inside the dedup window`,
       );
-    if (rec.type !== type || rec.key !== key || rec.token !== token)
-      return this.fail(`retries: ${at} replayed ${rec.type} ${rec.key}#${rec.token} for a ${type} ${key}#${token}`);
+    if (!sameRequest(rec, type, key, token))
+      return this.fail(
+        `retries: ${at} replayed ${rec.type} ${rec.key}#${rec.token} for a ${type} ${key}#${token}${type === 'acquire' ? ' (acquire: its terms — session, limit, mode — differ, from level 6: REQUEST_ID_REUSED)' : ''}`,
+      );
     if (rec.outcome !== outcome)
       return this.fail(
         `retries: ${at} replayed ${owner}/${requestId} as ${outcome}, but its first outcome (entry ${rec.index}) was ${rec.outcome}`,
@@ -1582,12 +1596,42 @@ export class LockOracle implements GroupHost {
   ): void {
     if (requestId === '') return;
     const rec = this.dedup.get(dedupId(owner, requestId));
-    if (rec !== undefined && rec.type === type && rec.key === key && rec.token === token) {
+    if (rec !== undefined && rec.type === 'acquire' && type === 'acquire' && rec.key === key && !sameRequest(rec, type, key, token))
+      return this.fail(
+        `retries: ${at} executed acquire ${owner}/${requestId} afresh, but that request id was first used (entry ${rec.index}) for an acquire of ${key} with other terms (session, limit, mode): from level 6 it must be refused as a whole (REQUEST_ID_REUSED)`,
+      );
+    if (rec !== undefined && sameRequest(rec, type, key, token)) {
       if (queued && type === 'acquire' && rec.outcome.startsWith('false|')) return;
       this.fail(
         `retries: ${at} executed ${type} ${owner}/${requestId} again — its first outcome was recorded at entry ${rec.index} (${rec.outcome}) inside the dedup window (or kept past it while its owner holds the key, from level 6), so the retry must get that outcome back`,
       );
     }
+  }
+
+  /** An acquire's terms as the model records them from level 6 (session, limit, mode, one number); 0n below
+   *  it (nothing recorded: any terms match). */
+  acquireTerms(req: { sessionId?: number; limit?: number; shared?: boolean }): bigint {
+    if (!this.acquireTermsKept) return 0n;
+    return BigInt(req.sessionId ?? 0) * 2048n + BigInt(Math.max(req.limit ?? 1, 1)) * 2n + (req.shared === true ? 1n : 0n);
+  }
+
+  /** REQUEST_ID_REUSED for an acquire: the request id names another request — a remembered one of another
+   *  type, key or (level 6) terms, or a waiter in line for another key or terms. Nothing changes. */
+  private judgeReused(at: string, cmd: Extract<LockCommand, { type: 'acquire' }>, pre: StateCapture, post: StateCapture): void {
+    this.stats.requestIdsReused++;
+    const terms = this.acquireTerms(cmd);
+    const inLine = cmd.requestId === '' ? undefined : this.waiterOf(cmd.owner, cmd.requestId);
+    const rec = this.dedup.get(dedupId(cmd.owner, cmd.requestId));
+    const reused =
+      inLine !== undefined
+        ? inLine.key !== cmd.key || (terms !== 0n && this.acquireTerms(inLine.w) !== terms)
+        : rec !== undefined && !sameRequest(rec, 'acquire', cmd.key, terms);
+    if (!reused)
+      return this.fail(
+        `retries: ${at} refused acquire ${cmd.owner}/${cmd.requestId} as REQUEST_ID_REUSED, but the model has that request id ${inLine !== undefined ? `waiting for ${inLine.key} with the same terms` : rec !== undefined ? `remembered for the same request (entry ${rec.index})` : 'nowhere'}`,
+      );
+    for (let i = 0; i < this.keys.length; i++)
+      this.sameLock(`${at} (acquire refused as REQUEST_ID_REUSED)`, this.keys[i]!, pre.views[i]!, post.views[i]!);
   }
 
   remember(
@@ -1647,6 +1691,13 @@ export class LockOracle implements GroupHost {
   fail(message: string): void {
     if (this.violation === null) this.violation = message;
   }
+}
+
+/** The machine's rule (dedup.ts sameRequest), modelled: the same type and key, and the same token — for an
+ *  acquire its terms, where a record without terms (0n, before level 6) matches any. */
+function sameRequest(rec: OracleDedup, type: OracleDedup['type'], key: string, token: bigint): boolean {
+  if (rec.type !== type || rec.key !== key) return false;
+  return rec.token === token || (type === 'acquire' && rec.token === 0n);
 }
 
 function dedupId(owner: string, requestId: string): string {

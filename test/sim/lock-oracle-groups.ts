@@ -47,6 +47,8 @@ export interface GroupHost {
   /** The key's mutex lease (no group), if any. */
   leaseOf(key: string): OracleLease | undefined;
   decide(key: string, idx: number, w: OracleWaiter, outcome: string, cancelled: boolean, nowMs: number): void;
+  /** An acquire's terms as the model records them (0n below level 6). */
+  acquireTerms(req: { sessionId?: number; limit?: number; shared?: boolean }): bigint;
   remember(
     owner: string,
     requestId: string,
@@ -259,7 +261,7 @@ export class GroupOracle {
     const got = `acquire@${idx}|${outcomeText(r)}`;
     if (got !== want || r.waitTicket !== undefined || r.delayMsLeft !== undefined)
       return h.fail(`${at}: acquire of ${key} by ${cmd.owner} answered ${got}; the model grants ${want}`);
-    h.remember(cmd.owner, cmd.requestId, 'acquire', key, 0n, granted, idx, nowMs);
+    h.remember(cmd.owner, cmd.requestId, 'acquire', key, h.acquireTerms(cmd), granted, idx, nowMs);
   }
 
   judgeRenew(
@@ -608,7 +610,7 @@ export class GroupOracle {
       return;
     }
     this.stats.groupRefusals++;
-    h.remember(cmd.owner, cmd.requestId, 'acquire', cmd.key, 0n, want, idx, nowMs);
+    h.remember(cmd.owner, cmd.requestId, 'acquire', cmd.key, h.acquireTerms(cmd), want, idx, nowMs);
   }
 
   private mismatch(at: string, r: AcquireOrError, code: 'LIMIT_MISMATCH' | 'HOLD_MODE_MISMATCH', why: string): void {

@@ -388,6 +388,16 @@ export class SimLockServers {
           });
           return;
         }
+        if (
+          err instanceof RequestRejectedError &&
+          call.op === 'acquire' &&
+          /^request_id .* (was first used for|waits in line for key) /.test(err.message)
+        ) {
+          // REQUEST_ID_REUSED (a client's deliberate reuse of a refused request's id with other terms, level 6;
+          // the oracle judged the entry): told so, as FAILED_PRECONDITION, and not retried.
+          reply({ outcome: 'ok', index: 0, result: { type: 'error', index: 0, code: 'REQUEST_ID_REUSED', message: err.message } });
+          return;
+        }
         if (err instanceof RequestRejectedError) this.fail(`${label}: the service rejected a ${call.op} as a whole: ${err.message}`);
         else this.fail(`${label}: the service failed a ${call.op} with ${(err as Error)?.stack ?? String(err)}`);
       }),

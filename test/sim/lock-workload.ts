@@ -371,6 +371,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
     // Group clients ask for semaphores and shared holds only once some node's log is at level 3 (before,
     // every leader refuses them).
     this.clients.groupsReady = () => sim.nodes.some((n) => n.up && (n.sm as LockReplica).machine.clusterLevel >= 3);
+    this.clients.termsChecked = () => sim.nodes.some((n) => n.up && (n.sm as LockReplica).machine.clusterLevel >= 6);
     this.served = new ServedTimeline((node) => this.servers.service(node)?.isReadyLeader ?? false);
     this.maxHold = new MaxHoldCheck(this.profile.maxDrift, servedTailMs(this.profile, sim.profile), this.served);
   }
