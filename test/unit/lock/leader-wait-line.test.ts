@@ -4,6 +4,7 @@
 // Nothing is granted or refused from the leader's memory.
 import { describe, expect, it } from 'vitest';
 import type { CallId } from '../../../src/lock/leader/index.js';
+import { BUILD_LEVEL } from '../../../src/lock/versions.js';
 import { LeaderRig } from './leader-rig.js';
 
 /** Releases the holder, then each waiter as it is granted, until every call in `waiters` is answered;
@@ -222,5 +223,49 @@ describe('lock leader: the replicated wait line', () => {
     rig.step({ type: 'close' });
     expect(rig.failures.get(a)).toMatchObject({ kind: 'unavailable' });
     expect(rig.leader.waitingCallCount).toBe(0);
+  });
+});
+
+// A request id names one request (cluster level 6, dedup.ts `acquireTerms`): a call under the same request id
+// asking other terms is no retry of the waiter, so the leader does not re-attach it to that place (it would
+// get the waiter's grant, under the other session); its entry is refused REQUEST_ID_REUSED by the machine.
+describe('lock leader: a place in line re-attaches only the same terms (level 6)', () => {
+  function atLevel6(): LeaderRig {
+    const rig = new LeaderRig().ready();
+    rig.step({ type: 'members', readLevel: BUILD_LEVEL, ran: [] });
+    rig.advance(10).advance(10);
+    rig.commitAll();
+    expect(rig.machine.clusterLevel).toBe(BUILD_LEVEL);
+    return rig;
+  }
+
+  function openSession(rig: LeaderRig, owner: string): number {
+    const call = rig.session({ op: 'openSession', owner, ttlMs: 60_000 });
+    rig.commitAll();
+    const answer = rig.answers.get(call);
+    if (answer === undefined || !('sessionId' in answer) || !('ttlMs' in answer)) throw new Error(`session not opened`);
+    return Number(answer.sessionId);
+  }
+
+  it('a call under another session is proposed and refused as a whole; the waiter keeps its place and gets the grant', () => {
+    const rig = atLevel6();
+    const s1 = openSession(rig, 'a');
+    const s2 = openSession(rig, 'a');
+    const h = rig.hold('k', 'h');
+    const first = rig.acquire('k', 'a', { waitMs: 60_000, requestId: 'r1', sessionId: s1 });
+    rig.commitAll();
+    const other = rig.acquire('k', 'a', { waitMs: 60_000, requestId: 'r1', sessionId: s2 });
+    expect(rig.pending.map((p) => p.command)).toMatchObject([{ type: 'acquire', requestId: 'r1', sessionId: s2 }]);
+    rig.commitAll();
+    expect(rig.failures.get(other)).toMatchObject({
+      kind: 'rejected',
+      message: expect.stringContaining(`waits in line for key "k", with session ${s1}`),
+    });
+    const same = rig.acquire('k', 'a', { waitMs: 60_000, requestId: 'r1', sessionId: s1 });
+    expect(rig.pending).toHaveLength(0); // the same request: re-attached, no entry
+    rig.release('k', 'h', h.token);
+    rig.commitAll();
+    expect(rig.acquired(first)).toMatchObject({ acquired: true });
+    expect(rig.acquired(same)).toMatchObject({ acquired: true });
   });
 });
