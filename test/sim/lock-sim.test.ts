@@ -170,6 +170,12 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
         'revokedWrites',
         // (level 5) revokes retried with their request id, answered with the first outcome
         'revokeReplays',
+        // (level 6, issue 38) acquire records kept past the window while their owner held the key; refused
+        // requests' ids sent again with other terms (session, limit, mode), refused REQUEST_ID_REUSED
+        'dedupKeptWhileHeld',
+        'requestIdsMisused',
+        'requestIdsReused',
+        'requestIdsRefused',
         // admission limits (a quarter of seeds: lock-clock.ts `limits`): calls refused RESOURCE_EXHAUSTED, the
         // clients told so, admissions the `limits` check judged, entries that left a count at its limit
         'exhausted',
