@@ -433,6 +433,24 @@ export const LOCK_MUTANTS: LockMutant[] = [
       },
     ],
   },
+  // Level 6 (issue 38): a request id names one request — a copy asking other terms (session, limit, mode) is
+  // refused, never answered with the first request's outcome. Without it a grant under one session is
+  // replayed to a request under another (lock seeds 400544, 401337 at 10,000 events).
+  {
+    id: 'x5',
+    name: "a replay that does not check the acquire's terms (another session or mode gets the first request's outcome)",
+    maxSeeds: 100,
+    caughtBy: /retries: /,
+    patches: [
+      {
+        file: 'dedup.ts',
+        find: `  return record.token === token || (type === 'acquire' && record.token === 0n);
+`,
+        replace: `  return record.token === token || type === 'acquire';
+`,
+      },
+    ],
+  },
   // Log time (issue 22): at cluster level 2 it follows the term leader's stamps from wherever it stands; the
   // oracle models the rule on its own, and a leader on a slower clock than the last one exposes the revert.
   {
