@@ -3,7 +3,17 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-export const ALL_WORKLOADS = ['idle', 'uncontended', 'blocking', 'one-client', 'hot-key', 'renew', 'held-scale', 'failover'] as const;
+export const ALL_WORKLOADS = [
+  'idle',
+  'uncontended',
+  'blocking',
+  'one-client',
+  'one-client-unary',
+  'hot-key',
+  'renew',
+  'held-scale',
+  'failover',
+] as const;
 export type WorkloadName = (typeof ALL_WORKLOADS)[number];
 
 export interface BenchArgs {

@@ -2,10 +2,20 @@
 // integration harness's TestCluster, at the product's raft timing), and raw Acquire/Renew/Release calls
 // through an EndpointPool of ONE endpoint per session, so a session stays on its member.
 import { appendFileSync } from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
 import { join } from 'node:path';
 import { EndpointPool, newRequestId } from '../../src/client/rpc.js';
 import type { TraceStamp } from '../../src/trace/stages.js';
-import type { AcquireResponse, OpenSessionResponse, ReleaseResponse, RenewResponse, RenewSessionResponse } from '../../src/wire/lock.js';
+import {
+  lockService,
+  type AcquireResponse,
+  type LockMethod,
+  type LockStub,
+  type OpenSessionResponse,
+  type ReleaseResponse,
+  type RenewResponse,
+  type RenewSessionResponse,
+} from '../../src/wire/lock.js';
 import { TestCluster, freePorts, waitFor } from '../../test/integration/harness.js';
 import {
   LeaseLostError,
@@ -26,6 +36,31 @@ const GRACEFUL_STOP_MS = 10_000;
 
 let sessionSeq = 0;
 
+/** One call of a session: the method, its request, its deadline (epoch ms), and how to retry it. */
+type Caller = <Res>(method: LockMethod, request: object, deadlineMs: number, once?: { attemptTimeoutMs: number }) => Promise<Res>;
+
+/** Through the client library's EndpointPool: every call on the endpoint's one Lock/Stream, with retries. */
+function poolCaller(pool: EndpointPool): Caller {
+  return (method, request, deadlineMs, once) =>
+    pool.call(method, request as never, deadlineMs, undefined, once ? { retry: false, attemptTimeoutMs: once.attemptTimeoutMs } : {});
+}
+
+/** As grpcurl or a Python client calls: each call a unary RPC of service Lock (its own HTTP/2 stream), no
+ *  retries (a follower forwards to the leader itself). Issue 37 asks this to reach 0.8x the stream client. */
+function unaryCaller(stub: LockStub): Caller {
+  return (method, request, deadlineMs) =>
+    new Promise((resolve, reject) => {
+      const fn = stub[method] as unknown as (
+        req: object,
+        opts: grpc.CallOptions,
+        cb: (err: grpc.ServiceError | null, res: unknown) => void,
+      ) => void;
+      fn.call(stub, request, { deadline: deadlineMs }, (err, res) =>
+        err ? reject(new Error(`${method}: ${err.details || err.message}`)) : resolve(res as never),
+      );
+    });
+}
+
 class LeaseholdSession implements LockSession {
   private readonly owner = `bench-${process.pid}-${++sessionSeq}`;
 
@@ -33,13 +68,14 @@ class LeaseholdSession implements LockSession {
   private sessionId = '';
 
   constructor(
-    private readonly pool: EndpointPool,
+    private readonly call: Caller,
     private readonly onceTimeoutMs: number,
+    private readonly closeChannel: () => void,
   ) {}
 
   /** Opens the server session the locks of this client will live under (SessionOptions.sessionTtlMs). */
   async openSession(ttlMs: number): Promise<void> {
-    const res = await this.pool.call<OpenSessionResponse>(
+    const res = await this.call<OpenSessionResponse>(
       'OpenSession',
       { owner: this.owner, ttl_ms: String(ttlMs), request_id: newRequestId() },
       Date.now() + CALL_SLACK_MS,
@@ -51,19 +87,18 @@ class LeaseholdSession implements LockSession {
     const lease = this.sessionId === '' ? { ttl_ms: String(opts.ttlMs) } : { ttl_ms: '0', session_id: this.sessionId };
     const request = { key, owner: this.owner, ...lease, wait_ms: String(opts.waitMs), request_id: newRequestId() };
     const deadline = Date.now() + opts.waitMs + (opts.once ? this.onceTimeoutMs : CALL_SLACK_MS);
-    const res = await this.pool.call<AcquireResponse>(
+    const res = await this.call<AcquireResponse>(
       'Acquire',
       request,
       deadline,
-      undefined,
-      opts.once ? { retry: false, attemptTimeoutMs: this.onceTimeoutMs } : {},
+      opts.once ? { attemptTimeoutMs: this.onceTimeoutMs } : undefined,
     );
     return res.acquired ? { key, ref: { token: res.token, ttlMs: opts.ttlMs } } : null;
   }
 
   async release(lock: HeldLock): Promise<void> {
     const { token } = lock.ref as { token: string };
-    const res = await this.pool.call<ReleaseResponse>(
+    const res = await this.call<ReleaseResponse>(
       'Release',
       { key: lock.key, owner: this.owner, token, request_id: newRequestId() },
       Date.now() + CALL_SLACK_MS,
@@ -73,7 +108,7 @@ class LeaseholdSession implements LockSession {
 
   async renew(lock: HeldLock): Promise<void> {
     if (this.sessionId !== '') {
-      const res = await this.pool.call<RenewSessionResponse>(
+      const res = await this.call<RenewSessionResponse>(
         'RenewSession',
         { session_id: this.sessionId, owner: this.owner, request_id: newRequestId() },
         Date.now() + CALL_SLACK_MS,
@@ -82,7 +117,7 @@ class LeaseholdSession implements LockSession {
       return;
     }
     const { token, ttlMs } = lock.ref as { token: string; ttlMs: number };
-    const res = await this.pool.call<RenewResponse>(
+    const res = await this.call<RenewResponse>(
       'Renew',
       { key: lock.key, owner: this.owner, token, ttl_ms: String(ttlMs), request_id: newRequestId() },
       Date.now() + CALL_SLACK_MS,
@@ -91,7 +126,7 @@ class LeaseholdSession implements LockSession {
   }
 
   close(): void {
-    this.pool.close();
+    this.closeChannel();
   }
 }
 
@@ -110,8 +145,15 @@ class LeaseholdCluster implements SystemCluster {
   }
 
   async session(member: number, opts: SessionOptions = {}): Promise<LockSession> {
-    const pool = new EndpointPool({ endpoints: [this.cluster.endpoint(this.members[member]!)], attemptTimeoutMs: 3000 });
-    const session = new LeaseholdSession(pool, opts.onceTimeoutMs ?? 3000);
+    const endpoint = this.cluster.endpoint(this.members[member]!);
+    let session: LeaseholdSession;
+    if (opts.unary) {
+      const stub = lockService.client(endpoint, grpc.credentials.createInsecure());
+      session = new LeaseholdSession(unaryCaller(stub), opts.onceTimeoutMs ?? 3000, () => stub.close());
+    } else {
+      const pool = new EndpointPool({ endpoints: [endpoint], attemptTimeoutMs: 3000 });
+      session = new LeaseholdSession(poolCaller(pool), opts.onceTimeoutMs ?? 3000, () => pool.close());
+    }
     if (opts.sessionTtlMs !== undefined) await session.openSession(opts.sessionTtlMs);
     return session;
   }

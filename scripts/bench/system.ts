@@ -40,6 +40,10 @@ export interface SessionOptions {
    *  (leasehold: OpenSession + Acquire.session_id + RenewSession; etcd: the client's session lease, as
    *  clientv3's concurrency.Session). */
   sessionTtlMs?: number;
+  /** leasehold: every call a unary Lock RPC (Lock/Acquire, Lock/Release), as grpcurl or a client in another
+   *  language makes it, instead of the client library's Lock/Stream. etcd: no difference (its v3lock calls
+   *  are unary). */
+  unary?: boolean;
 }
 
 export interface SystemCluster {

@@ -39,7 +39,13 @@ export function keyPicker(c: number, keys: number): () => number {
 
 const warmCycle = (s: LockSession, c: number) => cycle(s, `warm-${c}-${performance.now()}`, WAIT_MS, CYCLE_TTL_MS).then(() => undefined);
 
-function freshKeys(name: string, description: string, clients: (o: BenchScale) => number[], pins?: Pin[]): LoopWorkload {
+function freshKeys(
+  name: string,
+  description: string,
+  clients: (o: BenchScale) => number[],
+  pins?: Pin[],
+  sessionOptions?: LoopSpec['sessionOptions'],
+): LoopWorkload {
   return {
     name,
     description,
@@ -52,6 +58,7 @@ function freshKeys(name: string, description: string, clients: (o: BenchScale) =
       clients: n,
       seconds: o.seconds,
       round,
+      ...(sessionOptions ? { sessionOptions } : {}),
       warmUp: warmCycle,
       op: (s, c, i) => cycle(s, `${name}-${round}-${c}-${i}`, WAIT_MS, CYCLE_TTL_MS),
     }),
@@ -64,6 +71,14 @@ export const oneClient = freshKeys(
   '1 client, a fresh key per cycle, acquire + release; one row with the client on the leader, one on a follower',
   () => [1],
   ['leader', 'follower'],
+);
+
+export const oneClientUnary = freshKeys(
+  'one-client-unary',
+  '1 client making unary Lock/Acquire and Lock/Release calls (as grpcurl or a Python client), a fresh key per cycle; on the leader, on a follower',
+  () => [1],
+  ['leader', 'follower'],
+  { unary: true },
 );
 
 export const blocking: LoopWorkload = {
@@ -101,4 +116,4 @@ export const hotKey: LoopWorkload = {
   }),
 };
 
-export const LOOP_WORKLOADS: readonly LoopWorkload[] = [uncontended, blocking, oneClient, hotKey];
+export const LOOP_WORKLOADS: readonly LoopWorkload[] = [uncontended, blocking, oneClient, oneClientUnary, hotKey];
