@@ -148,23 +148,14 @@ export class LockCallHandling<P> {
       if (route.action === 'forward') return this.forward(method, request, route.to, ctx);
     }
     const timeoutMs = Math.max(1, Math.min(this.opts.defaultTimeoutMs + waitOf(v.value), ctx.deadlineMs - this.opts.nowMs()));
-    const abort = new AbortController();
-    let settled = false;
-    const onEnd = () => {
-      if (!settled) abort.abort(endReason(ctx.signal.reason));
-    };
-    if (ctx.signal.aborted) onEnd();
-    else ctx.signal.addEventListener('abort', onEnd, { once: true });
-    return prepared.serve(v.value, timeoutMs, abort.signal).then(
+    // The caller's own signal goes to the service: its reason says how the call ended (call-end.ts), and the
+    // service stops listening once the call is answered — no controller of our own per call.
+    return prepared.serve(v.value, timeoutMs, ctx.signal).then(
       (result) => {
-        settled = true;
-        ctx.signal.removeEventListener('abort', onEnd);
         mark('call.answer');
         return { code: status.OK, details: '', response: this.encode(method, result), leader: this.opts.leaderAddress() ?? '' };
       },
       (err: unknown) => {
-        settled = true;
-        ctx.signal.removeEventListener('abort', onEnd);
         const route = err instanceof LeaderUnavailableError ? routeNotLeader(this.opts.service.node.id, err.leaderId, ctx.forwarded) : null;
         if (route?.action === 'forward') return this.forward(method, request, route.to, ctx);
         return this.failure(err);

@@ -35,6 +35,8 @@ export function endReason(reason: unknown): CallCancelled | CallDetached {
   return reason instanceof CallCancelled ? CANCELLED : DETACHED;
 }
 
+/** Whether an aborted call's signal says its connection broke: by endReason's rule, any reason but an
+ *  explicit CallCancelled (a signal may come straight from the transport, its reason unmapped). */
 export function isDetached(signal: AbortSignal): boolean {
-  return signal.aborted && signal.reason instanceof CallDetached;
+  return signal.aborted && endReason(signal.reason) === DETACHED;
 }
