@@ -4,6 +4,7 @@
 // writes one .cpuprofile per node (pids.txt says which node and row).
 //   node scripts/profile-groups.mjs FILE.cpuprofile [topN]
 //   node scripts/profile-groups.mjs --json FILE.cpuprofile   (the groups' shares as JSON, for a table)
+//   node scripts/profile-groups.mjs --skip-ms 8000 FILE.cpuprofile   (leave out the first 8 s: start-up)
 import { readFileSync } from 'node:fs';
 
 /** The group a sampled frame's self time belongs to. */
@@ -26,15 +27,18 @@ export function groupOf(functionName, url) {
   return 'other';
 }
 
-export function summarise(profile) {
+export function summarise(profile, skipMs = 0) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const groups = new Map();
   const fns = new Map();
   let total = 0;
   let idle = 0;
+  let atUs = 0;
   for (let i = 0; i < profile.samples.length; i++) {
     const n = byId.get(profile.samples[i]);
     const dt = profile.timeDeltas[i] ?? 0;
+    atUs += dt;
+    if (atUs < skipMs * 1000) continue;
     const g = groupOf(n.callFrame.functionName, n.callFrame.url);
     if (g === 'idle') {
       idle += dt;
@@ -52,12 +56,17 @@ function main() {
   const args = process.argv.slice(2);
   const json = args[0] === '--json';
   if (json) args.shift();
+  let skipMs = 0;
+  if (args[0] === '--skip-ms') {
+    skipMs = Number(args[1]);
+    args.splice(0, 2);
+  }
   const file = args[0];
   if (!file) {
     console.error('usage: node scripts/profile-groups.mjs [--json] FILE.cpuprofile [topN]');
     process.exit(64);
   }
-  const s = summarise(JSON.parse(readFileSync(file, 'utf8')));
+  const s = summarise(JSON.parse(readFileSync(file, 'utf8')), skipMs);
   const shares = [...s.groups].sort((a, b) => b[1] - a[1]).map(([g, us]) => [g, (100 * us) / (s.busyMs * 1000)]);
   if (json) {
     console.log(
