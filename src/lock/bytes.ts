@@ -314,6 +314,37 @@ export class ByteReader {
     return this.raw(length);
   }
 
+  /** Length-prefixed bytes of at most `maxBytes`, passed over: returns where they start (they end at
+   *  `position`). A restore reading a million records checks fields in place instead of making a view of
+   *  each (a Buffer's subarray is a Buffer, made by its species constructor: slow). */
+  skipLengthPrefixed(maxBytes: number): number {
+    const length = this.uint();
+    if (length > maxBytes) this.fail(`field of ${length} bytes exceeds the limit of ${maxBytes}`);
+    if (length > this.remaining) this.fail(`length ${length} runs past the end of data`);
+    const start = this.offset;
+    this.offset += length;
+    return start;
+  }
+
+  /** Whether bytes [start, end) read so far equal `other`. */
+  rangeEquals(start: number, end: number, other: Uint8Array): boolean {
+    if (end - start !== other.length) return false;
+    for (let i = 0; i < other.length; i++) if (this.bytes[start + i] !== other[i]) return false;
+    return true;
+  }
+
+  /** A view of bytes [start, end) read so far: a plain Uint8Array whatever the input's class. */
+  view(start: number, end: number): Uint8Array {
+    return new Uint8Array(this.bytes.buffer, this.bytes.byteOffset + start, end - start);
+  }
+
+  /** A copy of bytes [start, end) read so far, its own memory. */
+  copy(start: number, end: number): Uint8Array {
+    const out = new Uint8Array(end - start);
+    out.set(this.view(start, end));
+    return out;
+  }
+
   /** Length-prefixed UTF-8 of at most `maxBytes` bytes. */
   string(maxBytes: number): string {
     return this.decodeUtf8(this.lengthPrefixed(maxBytes));

@@ -319,6 +319,12 @@ export function restoreFromRecords(records: StoredRecords, options: Partial<Lock
   return restorer.finish();
 }
 
+/** A session being restored, and its owner's name as UTF-8 (what its holds' records carry). */
+interface SessionOwner {
+  readonly session: Session;
+  readonly ownerBytes: Uint8Array;
+}
+
 /**
  * Rebuilds a machine from the store's records as they are read, one at a time, so a restart never holds a
  * million records as pairs: the rest record first (it says the index, the epochs and the order counter),
@@ -327,13 +333,18 @@ export function restoreFromRecords(records: StoredRecords, options: Partial<Lock
  */
 export class RecordsRestorer {
   private readonly state: DecodedState;
-  /** The rest record's sessions by id: a key record names the session its hold lives under. */
-  private readonly sessions = new Map<number, Session>();
+  /** The sessions by id, with their owner's UTF-8: a key record names the session its hold lives under, and
+   *  a hold whose owner bytes are its session's takes the session's string (no string per hold decoded). */
+  private readonly sessions = new Map<number, SessionOwner>();
   private readonly epochs: LeaseEpoch[] = [];
   private readonly dedupSeq: number;
   private readonly format: number;
-  private readonly remembered: { seq: number; recordedAtMs: number; identity: Uint8Array; body: Uint8Array }[] = [];
-  private rememberedBytes = 0;
+  /** The remembered requests as read (in the store's key order), for finish() to hand over by sequence. */
+  private readonly remembered = new RememberedRecords();
+  /** The key whose record is being read (errors name it; no closure per record). */
+  private keyName = '';
+  private readonly keyError = (message: string, offset: number): Error =>
+    new StoreRecordError(`corrupt applied-store record (key ${JSON.stringify(this.keyName)}) at byte ${offset}: ${message}`);
 
   constructor(
     rest: Uint8Array,
@@ -350,7 +361,7 @@ export class RecordsRestorer {
     const noRecords: DedupRecordSink = { reserve: () => {}, record: () => fail('the rest record holds remembered requests') };
     this.state = decodeState(input.raw(input.remaining), noRecords, options.readLevel ?? BUILD_LEVEL, this.format !== 1);
     if (this.format !== 1 && this.state.sessions.length > 0) input.fail('a format 2 rest record lists sessions');
-    for (const session of this.state.sessions) this.sessions.set(session.id, session);
+    for (const session of this.state.sessions) this.sessions.set(session.id, { session, ownerBytes: encodeUtf8(session.owner) });
   }
 
   /** The records are of an older format: the store must be rewritten whole (what this build writes next
@@ -383,14 +394,72 @@ export class RecordsRestorer {
     const session = new Session(id, owner, ttlMs, expiresAtMs, observedMs, observeFromMs, lockDelayMs, requestId);
     for (let i = seen; i < this.epochs.length; i++) carryLease(session, this.epochs[i]!);
     this.state.sessions.push(session);
-    this.sessions.set(id, session);
+    this.sessions.set(id, { session, ownerBytes: encodeUtf8(owner) });
   }
 
   /** A key record ('k' + key, its value). */
   key(key: Uint8Array, value: Uint8Array): void {
     const name = decodeUtf8(key.subarray(1));
     if (name === null || name.length === 0 || key.length - 1 > WIRE_LIMITS.maxKeyBytes) fail('a key record with a bad key');
-    readKeyRecord(name, value, this.format, this.epochs, this.state, this.sessions);
+    this.keyName = name;
+    this.readKeyRecord(name, new ByteReader(value, this.keyError));
+  }
+
+  private readKeyRecord(key: string, input: ByteReader): void {
+    const state = this.state;
+    const appliedIndex = state.appliedIndex;
+    const epochs = this.epochs;
+    const tag = input.byte();
+    if (tag === (this.format === 1 ? LEASE_TAG : LEASE_IN_SESSION_TAG)) {
+      // The owner is checked in place and made a string only for a hold of no session (or one whose session
+      // is not its owner's, which fails below): a session's holds share the session's string.
+      const ownerStart = input.skipLengthPrefixed(WIRE_LIMITS.maxOwnerBytes);
+      const ownerEnd = input.position;
+      const token = input.uint();
+      if (ownerEnd === ownerStart || token < 1 || token > appliedIndex)
+        input.fail(`lease of ${JSON.stringify(this.ownerAt(input, ownerStart, ownerEnd))} with token ${token}`);
+      const ttlMs = input.uint();
+      const expiresAtMs = input.uint();
+      const observedMs = input.uint();
+      const observeFromMs = input.uint();
+      const seen = input.uint();
+      if (seen > epochs.length) input.fail(`the lease has seen ${seen} term starts of ${epochs.length}`);
+      const lockDelayMs = input.uint();
+      if (lockDelayMs > WIRE_LIMITS.maxLockDelayMs) input.fail(`lockDelayMs ${lockDelayMs}`);
+      const valueStart = input.skipLengthPrefixed(WIRE_LIMITS.maxValueBytes);
+      const valueEnd = input.position;
+      const sessionId = tag === LEASE_IN_SESSION_TAG ? input.uint() : 0;
+      input.end();
+      let owner: string;
+      let session: Session | null = null;
+      if (sessionId > 0) {
+        // Attached here, not listed for load() to look each key up again (a million lookups at a restart).
+        const found = this.sessions.get(sessionId);
+        if (found === undefined || !input.rangeEquals(ownerStart, ownerEnd, found.ownerBytes))
+          return input.fail(`held under session ${sessionId}, which it cannot be`);
+        session = found.session;
+        owner = found.session.owner;
+      } else owner = this.ownerAt(input, ownerStart, ownerEnd);
+      const lease = new Lease(key, owner, token, ttlMs, expiresAtMs, observedMs, observeFromMs);
+      for (let i = seen; i < epochs.length; i++) carryLease(lease, epochs[i]!);
+      if (session !== null) {
+        lease.session = session;
+        session.holds.add(key);
+      }
+      state.leases.push(lease);
+      if (lockDelayMs > 0) state.holdDelays.push([key, lockDelayMs]);
+      if (valueEnd > valueStart) state.holdValues.push([key, input.copy(valueStart, valueEnd)]);
+    } else if (tag === FREE_TAG) {
+      const lastToken = input.uint();
+      const freedAtMs = input.uint();
+      if (lastToken > appliedIndex) input.fail(`last token ${lastToken} is beyond index ${appliedIndex}`);
+      input.end();
+      state.freeKeys.push({ key, lastToken, freedAtMs });
+    } else input.fail(`unknown tag ${tag}`);
+  }
+
+  private ownerAt(input: ByteReader, start: number, end: number): string {
+    return input.decodeUtf8(input.view(start, end));
   }
 
   /** A wait line's record ('w' + key, its waiters). */
@@ -463,15 +532,14 @@ export class RecordsRestorer {
     const seq = input.uint();
     if (seq >= this.dedupSeq) input.fail(`order ${seq} is not below the next, ${this.dedupSeq}`);
     const recordedAtMs = input.uint();
-    const body = value.subarray(input.position);
+    const bodyStart = input.position;
     skipDedupBody(input);
     input.end();
-    const identity = key.subarray(1);
-    const id = reader(identity, 'remembered request identity');
+    const id = reader(key, 'remembered request identity');
+    id.byte(); // the record kind
     skipDedupIdentity(id);
     id.end();
-    this.rememberedBytes += identity.length + body.length;
-    this.remembered.push({ seq, recordedAtMs, identity, body });
+    this.remembered.add(seq, recordedAtMs, key, 1, value, bodyStart);
   }
 
   /** The machine, and its tracker continuing the store's counters. */
@@ -480,73 +548,64 @@ export class RecordsRestorer {
     this.state.waiters.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.ticket - b.ticket));
     this.state.keyDelays.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     const machine = LockMachine.fromDecoded(this.options, (sink: DedupRecordSink) => {
-      feedDedup(this.remembered, this.rememberedBytes, sink);
+      this.remembered.feed(sink);
       return this.state;
     });
     return new StoreRecords(machine, this.dedupSeq, this.epochs);
   }
 }
 
-function readKeyRecord(
-  key: string,
-  value: Uint8Array,
-  format: number,
-  epochs: readonly LeaseEpoch[],
-  state: DecodedState,
-  sessions: ReadonlyMap<number, Session>,
-): void {
-  const { appliedIndex, leases, freeKeys } = state;
-  const input = reader(value, () => `key ${JSON.stringify(key)}`);
-  const tag = input.byte();
-  if (tag === (format === 1 ? LEASE_TAG : LEASE_IN_SESSION_TAG)) {
-    const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
-    const token = input.uint();
-    if (owner.length === 0 || token < 1 || token > appliedIndex) input.fail(`lease of ${JSON.stringify(owner)} with token ${token}`);
-    const lease = new Lease(key, owner, token, input.uint(), input.uint(), input.uint(), input.uint());
-    const seen = input.uint();
-    if (seen > epochs.length) input.fail(`the lease has seen ${seen} term starts of ${epochs.length}`);
-    for (let i = seen; i < epochs.length; i++) carryLease(lease, epochs[i]!);
-    const lockDelayMs = input.uint();
-    if (lockDelayMs > WIRE_LIMITS.maxLockDelayMs) input.fail(`lockDelayMs ${lockDelayMs}`);
-    const value = input.lengthPrefixed(WIRE_LIMITS.maxValueBytes);
-    const sessionId = tag === LEASE_IN_SESSION_TAG ? input.uint() : 0;
-    input.end();
-    if (sessionId > 0) {
-      // Attached here, not listed for load() to look each key up again (a million lookups at a restart).
-      const session = sessions.get(sessionId);
-      if (session === undefined || session.owner !== owner) return input.fail(`held under session ${sessionId}, which it cannot be`);
-      lease.session = session;
-      session.holds.add(key);
-    }
-    leases.push(lease);
-    if (lockDelayMs > 0) state.holdDelays.push([key, lockDelayMs]);
-    if (value.length > 0) state.holdValues.push([key, value.slice()]);
-  } else if (tag === FREE_TAG) {
-    const lastToken = input.uint();
-    const freedAtMs = input.uint();
-    if (lastToken > appliedIndex) input.fail(`last token ${lastToken} is beyond index ${appliedIndex}`);
-    input.end();
-    freeKeys.push({ key, lastToken, freedAtMs });
-  } else input.fail(`unknown tag ${tag}`);
-}
+/**
+ * The remembered requests as a restore reads them (in the store's key order): their identity and body bytes
+ * copied into one arena, their order and time in typed arrays — no object per record, and none of the
+ * records' buffers kept — then handed to the machine's table by their stored order (feed).
+ */
+class RememberedRecords {
+  private readonly arena = new ByteWriter(1024);
+  private count = 0;
+  private seqs = new Float64Array(1024);
+  private recordedAtMs = new Float64Array(1024);
+  /** Where each record's identity starts and its body starts (= where the identity ends) in the arena. */
+  private starts = new Float64Array(1024);
+  private splits = new Float64Array(1024);
 
-/** Hands the remembered requests to the machine's table in their order (by their stored sequence). */
-function feedDedup(
-  found: { seq: number; recordedAtMs: number; identity: Uint8Array; body: Uint8Array }[],
-  bytes: number,
-  sink: DedupRecordSink,
-): void {
-  found.sort((a, b) => a.seq - b.seq);
-  const all = new Uint8Array(bytes);
-  sink.reserve(found.length, bytes);
-  let at = 0;
-  for (const r of found) {
-    const start = at;
-    all.set(r.identity, at);
-    at += r.identity.length;
-    const split = at;
-    all.set(r.body, at);
-    at += r.body.length;
-    sink.record(all, start, split, split, at, r.recordedAtMs);
+  add(seq: number, recordedAtMs: number, identity: Uint8Array, identityStart: number, body: Uint8Array, bodyStart: number): void {
+    if (this.count === this.seqs.length) this.grow();
+    const at = this.count++;
+    this.seqs[at] = seq;
+    this.recordedAtMs[at] = recordedAtMs;
+    this.starts[at] = this.arena.size;
+    this.arena.rawRange(identity, identityStart, identity.length);
+    this.splits[at] = this.arena.size;
+    this.arena.rawRange(body, bodyStart, body.length);
+  }
+
+  /** Hands every record to `sink`, oldest (lowest stored order) first. */
+  feed(sink: DedupRecordSink): void {
+    const count = this.count;
+    const order = new Uint32Array(count);
+    for (let i = 0; i < count; i++) order[i] = i;
+    const seqs = this.seqs;
+    order.sort((a, b) => seqs[a]! - seqs[b]!);
+    const bytes = this.arena.view();
+    sink.reserve(count, bytes.length);
+    for (let i = 0; i < count; i++) {
+      const at = order[i]!;
+      const split = this.splits[at]!;
+      const end = at + 1 < count ? this.starts[at + 1]! : bytes.length;
+      sink.record(bytes, this.starts[at]!, split, split, end, this.recordedAtMs[at]!);
+    }
+  }
+
+  private grow(): void {
+    const grown = (old: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> => {
+      const next = new Float64Array(old.length * 2);
+      next.set(old);
+      return next;
+    };
+    this.seqs = grown(this.seqs);
+    this.recordedAtMs = grown(this.recordedAtMs);
+    this.starts = grown(this.starts);
+    this.splits = grown(this.splits);
   }
 }

@@ -76,6 +76,12 @@ function withPrefix(prefix: Uint8Array, key: Uint8Array): Uint8Array {
   return out;
 }
 
+/** A stored key without its generation: a plain Uint8Array view (LevelDB hands Buffers, whose subarray is
+ *  a Buffer made through its species constructor — a tenth of a restart's CPU at a million records). */
+function recordKey(key: Uint8Array): Uint8Array {
+  return new Uint8Array(key.buffer, key.byteOffset + 4, key.length - 4);
+}
+
 function encodeMeta(generation: number, point: AppliedPoint): Uint8Array {
   const out = new ByteWriter(128);
   out.byte(META_FORMAT);
@@ -192,11 +198,11 @@ export class AppliedStore {
     visit.rest(rest);
     await this.scan(this.generation, (key, value) => {
       const kind = key[4];
-      if (kind === KEY_RECORD) visit.key(key.subarray(4), value);
-      else if (kind === SESSION_RECORD) visit.session(key.subarray(4), value);
-      else if (kind === WAIT_LINE_RECORD) visit.line(key.subarray(4), value);
-      else if (kind === KEY_DELAY_RECORD) visit.keyDelay(key.subarray(4), value);
-      else if (kind === DEDUP_RECORD) visit.dedup(key.subarray(4), value);
+      if (kind === KEY_RECORD) visit.key(recordKey(key), value);
+      else if (kind === SESSION_RECORD) visit.session(recordKey(key), value);
+      else if (kind === WAIT_LINE_RECORD) visit.line(recordKey(key), value);
+      else if (kind === KEY_DELAY_RECORD) visit.keyDelay(recordKey(key), value);
+      else if (kind === DEDUP_RECORD) visit.dedup(recordKey(key), value);
       else if (kind !== REST_RECORD || key.length !== 5) throw new AppliedStoreError(`unknown applied-store record kind ${kind}`);
     });
     return point;

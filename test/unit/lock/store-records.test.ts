@@ -166,6 +166,38 @@ describe('the applied store’s records', () => {
     }
   });
 
+  it("refuses a hold whose owner is not valid UTF-8, or not its session's owner byte for byte", () => {
+    const machine = new LockMachine(OPTIONS);
+    let index = 0;
+    const apply = (command: Parameters<typeof encodeCommand>[0]) => machine.apply(++index, 1, encodeCommand(command));
+    apply({ type: 'openSession', timeMs: 1_000, owner: 'o', ttlMs: 60_000, requestId: 's1', lockDelayMs: 0 });
+    apply({ type: 'acquire', timeMs: 1_000, key: 'in', owner: 'o', ttlMs: 0, sessionId: 1, requestId: '' });
+    apply({ type: 'acquire', timeMs: 1_000, key: 'out', owner: 'o', ttlMs: 5_000, requestId: '' });
+    const store = new RecordMap();
+    store.write(new StoreRecords(machine).all());
+    const restored = store.restore().machine;
+    expect(restored.recordOf('in')?.owner).toBe('o');
+    expect(restored.recordOf('out')?.owner).toBe('o');
+    const recordOf = (name: string) =>
+      [...store.records.entries()].find(([, [k]]) => k[0] === 0x6b && Buffer.from(k.subarray(1)).toString() === name)!;
+    for (const name of ['in', 'out']) {
+      const [id, [key, value]] = recordOf(name);
+      expect([...value.subarray(0, 3)]).toEqual([3, 1, 0x6f]); // tag, owner length, 'o'
+      store.records.set(id, [key, Uint8Array.of(3, 1, 0xff, ...value.subarray(3))]);
+      const expected = name === 'in' ? /\(key "in"\).*held under session 1/ : /\(key "out"\).*invalid UTF-8/;
+      expect(() => store.restore()).toThrow(expected);
+      store.records.set(id, [key, value]);
+    }
+    // One byte more: 'oo' is not the session's 'o' (under a session); alone, it is another owner.
+    const [inId, [inKey, inValue]] = recordOf('in');
+    store.records.set(inId, [inKey, Uint8Array.of(3, 2, 0x6f, 0x6f, ...inValue.subarray(3))]);
+    expect(() => store.restore()).toThrow(/\(key "in"\).*held under session 1/);
+    store.records.set(inId, [inKey, inValue]);
+    const [outId, [outKey, outValue]] = recordOf('out');
+    store.records.set(outId, [outKey, Uint8Array.of(3, 2, 0x6f, 0x6f, ...outValue.subarray(3))]);
+    expect(store.restore().machine.recordOf('out')?.owner).toBe('oo');
+  });
+
   it('reads the records of rest format 1 (build 6261eaa: session holds in the rest record) and says they are outdated', () => {
     const fixture = JSON.parse(readFileSync(new URL('./fixtures/store-records-format1.json', import.meta.url), 'utf8')) as {
       snapshot: string;
