@@ -1,5 +1,6 @@
 // One lease (a held lock), as the state machine keeps it. A class, not an object literal, so every lease
-// shares one hidden class (V8) and costs a fixed ~100 bytes plus its key and owner strings.
+// shares one hidden class (V8) and costs a fixed 128 bytes (13 fields; Node 20, no pointer compression), 32 more
+// for its two boxed times (expiresAtMs, observeFromMs: beyond a small integer), plus its key and owner strings.
 
 export class Lease {
   /** Position in the DeadlineHeap; maintained by the heap only (-1 = not in the heap). */
@@ -15,6 +16,8 @@ export class Lease {
   /** The session this hold lives under (session.ts), or null. A session hold keeps no times of its own
    *  (ttlMs 0, out of the deadline heaps): it lives exactly as long as its session, whose times it reads. */
   session: Lease | null = null;
+  /** Position in its session's holds (session.ts SessionHolds); maintained by them only (-1 = none). */
+  sessionSlot = -1;
 
   constructor(
     readonly key: string,

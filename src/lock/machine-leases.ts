@@ -68,7 +68,7 @@ export function hold(
   }
   if (session !== null) {
     lease.session = session;
-    session.holds.add(key);
+    session.holds.add(lease);
     s.sessionHoldCount++;
     lease.epochsSeen = s.epochs.length;
   } else {
@@ -113,7 +113,7 @@ export function removeLease(s: MachineState, lease: Lease, expired: boolean, kin
 function detachFromSession(s: MachineState, lease: Lease): void {
   const session = lease.session as Session | null;
   if (session === null) return;
-  session.holds.delete(lease.key);
+  session.holds.delete(lease);
   lease.session = null;
   s.sessionHoldCount--;
 }

@@ -132,7 +132,7 @@ export function endSession(s: MachineState, session: Session, expired: boolean, 
     const group = s.groups.get(key);
     if (group !== undefined) handOffMany(s, group, index, decided);
   }
-  const keys = [...session.holds].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const keys = [...session.holds.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   for (const key of keys) {
     const lease = s.leases.get(key)!;
     removeLease(s, lease, expired);

@@ -682,7 +682,7 @@ export class LockMachine {
         throw new SnapshotDecodeError(`key ${JSON.stringify(key)} is held under session ${sessionId}, which it cannot be`, at);
       }
       lease.session = session;
-      session.holds.add(key);
+      session.holds.add(lease);
       this.s.sessionHoldCount++;
     }
     const ownTimes = state.leases.filter((lease) => lease.session === null);

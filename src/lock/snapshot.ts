@@ -334,7 +334,7 @@ export function writeSessions(out: ByteWriter, sessions: Session[], nowMs: numbe
     out.uint(nowMs - t.observeFromMs);
     out.uint(session.lockDelayMs);
     out.string(session.requestId);
-    for (const key of session.holds) holds.push([key, session.id]);
+    for (const key of session.holds.keys()) holds.push([key, session.id]);
   }
   holds.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   out.uint(holds.length);

@@ -444,7 +444,7 @@ export class RecordsRestorer {
       for (let i = seen; i < epochs.length; i++) carryLease(lease, epochs[i]!);
       if (session !== null) {
         lease.session = session;
-        session.holds.add(key);
+        session.holds.add(lease);
       }
       state.leases.push(lease);
       if (lockDelayMs > 0) state.holdDelays.push([key, lockDelayMs]);
