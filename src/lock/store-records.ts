@@ -28,7 +28,7 @@
 // Term starts reach leases lazily (machine-state.ts settle), so a key record holds the lease's times as they
 // are plus how many term starts (epochs) it has seen, counted from the store's first record; the rest record
 // lists every epoch since, and a restore carries each lease through the ones it missed, exactly as settle().
-import { ByteReader, ByteWriter, encodeUtf8, decodeUtf8 } from './bytes.js';
+import { ByteReader, ByteWriter, encodeUtf8, decodeUtf8, utf8ByteLength } from './bytes.js';
 import type { DedupListener } from './dedup.js';
 import { carryLease, type LeaseEpoch } from './epoch.js';
 import { Lease } from './lease.js';
@@ -460,6 +460,15 @@ export class RecordsRestorer {
 
   private ownerAt(input: ByteReader, start: number, end: number): string {
     return input.decodeUtf8(input.view(start, end));
+  }
+
+  /** A key record by its key's name, which the store decoded from the record's key (a restart reads a million
+   *  of them as text: applied-store.ts scanTextKeys). The checks of key(), but the UTF-8: the decoder's. */
+  keyNamed(name: string, value: Uint8Array): void {
+    if (name.length === 0 || (name.length * 3 > WIRE_LIMITS.maxKeyBytes && utf8ByteLength(name) > WIRE_LIMITS.maxKeyBytes))
+      fail('a key record with a bad key');
+    this.keyName = name;
+    this.readKeyRecord(name, new ByteReader(value, this.keyError));
   }
 
   /** A wait line's record ('w' + key, its waiters). */

@@ -28,6 +28,8 @@ export interface RecordsModule<M> {
   ) => {
     session(key: Uint8Array, value: Uint8Array): void;
     key(key: Uint8Array, value: Uint8Array): void;
+    /** A key record by its key's name (the store read it as text). */
+    keyNamed(name: string, value: Uint8Array): void;
     dedup(key: Uint8Array, value: Uint8Array): void;
     line(key: Uint8Array, value: Uint8Array): void;
     keyDelay(key: Uint8Array, value: Uint8Array): void;
@@ -62,6 +64,7 @@ export class LockStateStore<M> {
       rest: (value) => (restorer = new this.records.RecordsRestorer(value, machineOptions)),
       session: (key, value) => restorer!.session(key, value),
       key: (key, value) => restorer!.key(key, value),
+      keyNamed: (name, value) => restorer!.keyNamed(name, value),
       dedup: (key, value) => restorer!.dedup(key, value),
       line: (key, value) => restorer!.line(key, value),
       keyDelay: (key, value) => restorer!.keyDelay(key, value),
