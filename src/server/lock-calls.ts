@@ -64,7 +64,8 @@ export interface CallContext {
   certificateCn: string | undefined;
   /** For the audit trail: who called, when there is no CN. */
   remote: string;
-  /** Aborted when the caller goes away; its reason says how (transport/call-end.ts). */
+  /** Aborted when the caller goes away, with CANCELLED or DETACHED as its reason (transport/call-end.ts;
+   *  every transport maps its own event with endReason): the service reads it as given. */
   signal: AbortSignal;
 }
 

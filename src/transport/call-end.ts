@@ -35,8 +35,8 @@ export function endReason(reason: unknown): CallCancelled | CallDetached {
   return reason instanceof CallCancelled ? CANCELLED : DETACHED;
 }
 
-/** Whether an aborted call's signal says its connection broke: by endReason's rule, any reason but an
- *  explicit CallCancelled (a signal may come straight from the transport, its reason unmapped). */
+/** Whether an aborted call's signal says its connection broke (reason CallDetached). A plain abort() is a
+ *  cancel: the lock simulation's clients cancel that way. */
 export function isDetached(signal: AbortSignal): boolean {
-  return signal.aborted && endReason(signal.reason) === DETACHED;
+  return signal.aborted && signal.reason instanceof CallDetached;
 }
