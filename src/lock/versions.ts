@@ -34,8 +34,8 @@
 //     `closeSession` of a run-out session (its expireSession not applied yet), a `release` of a run-out
 //     lease, or a `revoke` of one ended it with no delay: a holder that came back late skipped the delay
 //     that exists for a holder that went away (machine-leases.ts `endsExpired`; issue 38).
-//   Level 6 adds no entry and no snapshot format, only a rule every replica must apply alike (it decides which
-//   dedup records a replica keeps, so which later copies replay):
+//   Level 6 adds no entry; a snapshot format a follower must read, and a rule every replica must apply alike
+//   (it decides which dedup records a replica keeps, so which later copies replay):
 //   - an acquire's dedup record is kept, past the dedup window, for as long as its owner holds the key (the
 //     hold it granted, or one that superseded it). Any copy of it that arrives meanwhile replays its first
 //     outcome, however late and whatever `dedupWindowMs` says. Before it, a copy delayed past the window (a
@@ -47,6 +47,10 @@
 //     (REQUEST_ID_REUSED), as is a retry of a waiter asked under other terms: a request id names one request.
 //     Kept records made the gap reachable: an exclusive grant under session 98 was replayed to a shared
 //     request under session 143, whose client trusted a hold that ended with session 98 (seed 400544).
+//   - a follower behind the log's start is sent the leader's applied store as a stream of its records, read
+//     from one LevelDB view chunk by chunk and written by the follower into a new generation of its own
+//     store (src/state/snapshot-stream.ts, "LHR"). Below level 6 the leader sends the whole-state encoding
+//     (snapshot.ts, "LHS") that every older build reads; a level-6 build reads both.
 //   - and, not a cluster matter, a build at 6 reads peer messages batched (raft.proto RaftMessage.batch). A
 //     node batches what it has for one peer in one turn only to a peer whose latest message announced 6 or
 //     more, whatever the cluster's level: a build from before refuses the unknown field
@@ -79,6 +83,10 @@ export const LEVEL_ACQUIRE_KEPT_WHILE_HELD = 6;
 
 /** The build level from which a peer reads batched Raft messages (src/transport/peer-link.ts). */
 export const LEVEL_PEER_BATCHES = 6;
+
+/** The level from which a follower behind the log's start is sent a record stream of the leader's applied
+ *  store (src/state/snapshot-stream.ts) instead of the whole-state encoding. */
+export const LEVEL_RECORD_STREAM = 6;
 
 /** The lowest level every member reads, as this node knows it: its own build's and each member's announced
  *  one (unknown = not heard from yet = cannot be counted on, so nothing new is proposed). */

@@ -1,5 +1,5 @@
 // The replicated application as the driver sees it (hashicorp/raft calls it FSM).
-import type { Entry, Snapshot, SnapshotMeta } from './core/types.js';
+import type { Entry, Snapshot, SnapshotChunk, SnapshotMeta } from './core/types.js';
 
 /** A snapshot being written in slices (StateMachine.beginSnapshot). */
 export interface SnapshotJob {
@@ -41,4 +41,24 @@ export interface StoredStateMachine {
   /** Writes what waits and syncs: the store holds durably every applied entry's effects up to the index
    *  this resolves with (at least the applied index when it was called). */
   persist(): Promise<number>;
+  /** Optional: the store's state as a stream of chunks for a follower behind the log's start, read lazily
+   *  from one consistent view of the store (its point is the view's). Resolves null when the followers
+   *  cannot read a stream (the cluster level is below it): the driver then makes a whole snapshot. */
+  openStream?(chunkBytes: number): Promise<SnapshotStream | null>;
+  /** Optional, with installReceived: a follower writes each snapshot chunk as it is accepted (the core hands
+   *  them out: RaftConfig.snapshotChunksToDriver), before the chunk is acknowledged. */
+  receiveChunk?(chunk: SnapshotChunk): Promise<void>;
+  /** The snapshot whose chunks were received (`meta`: the Ready's snapshot, which has no data) becomes the
+   *  machine's and the store's state, durably, before this resolves; it refuses one not received whole. */
+  installReceived?(meta: SnapshotMeta): Promise<void>;
+}
+
+/** A snapshot read chunk by chunk from a state machine's store (StoredStateMachine.openStream). */
+export interface SnapshotStream {
+  /** The point it holds: the store's applied index, term and configuration as of it. */
+  readonly meta: SnapshotMeta;
+  /** The chunk starting at byte `offset`; null when no chunk starts there. */
+  chunkAt(offset: number): Promise<{ data: Uint8Array; last: boolean } | null>;
+  /** Releases the store's view (no follower needs it any more). */
+  close(): Promise<void>;
 }

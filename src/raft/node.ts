@@ -19,6 +19,7 @@ import type {
   ConfChangeResult,
   ConfState,
   Entry,
+  InstallSnapshot,
   Message,
   NodeId,
   ProposeResult,
@@ -27,6 +28,7 @@ import type {
   RestoredState,
   SoftState,
   Snapshot,
+  SnapshotMeta,
   Status,
 } from './core/types.js';
 import { bootstrapSnapshot, emptyHardState } from './core/types.js';
@@ -40,7 +42,7 @@ import {
   ProposalTimeoutError,
   ReadTimeoutError,
 } from './errors.js';
-import type { SnapshotJob, StateMachine, StoredStateMachine } from './fsm.js';
+import type { SnapshotJob, SnapshotStream, StateMachine, StoredStateMachine } from './fsm.js';
 import { StoredStartError, holdsData, startFromStore } from './stored-start.js';
 import { SnapshotPolicy } from './snapshot-policy.js';
 import { silentNodeLogger, type NodeLogger } from './logger.js';
@@ -65,6 +67,8 @@ export interface RaftCore {
   compact(index: number, data: Uint8Array): Snapshot | null;
   takeSnapshotWanted(): boolean;
   offerSnapshot(index: number, data: Uint8Array): boolean;
+  offerStream(meta: SnapshotMeta): boolean;
+  withdrawOffer(): void;
   dropSnapshotData(): void;
   status(): Status;
   progressSnapshot(): Map<NodeId, ProgressView>;
@@ -146,6 +150,11 @@ export class RaftNode<R = unknown> extends EventEmitter {
   private persisting = false;
   private persistStartedAt = 0;
   private persistedForCompaction: number | null = null;
+  /** Stored state machine: the stream offered to followers behind the log's start (openStream), one being
+   *  opened, and the chunks being read for them (follower/index/offset: one read per chunk asked). */
+  private stream: SnapshotStream | null = null;
+  private streamOpening = false;
+  private readonly chunksReading = new Set<string>();
   private soft: SoftState = { role: 'follower', leaderId: null, term: 0 };
   /** The loop is waiting on a write whose Ready changes neither role nor snapshot: entries that commit
    *  meanwhile and are already durable here may be applied from receive(), without waiting for it. */
@@ -159,6 +168,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
   private noticeTimer: TimerHandle | null = null;
   /** When we last received anything from each peer (our clock): what health is judged by. */
   private lastHeardMs = new Map<NodeId, number>();
+  private chunkBytes = 0;
 
   private constructor(opts: RaftNodeOptions<R>) {
     super();
@@ -223,6 +233,9 @@ export class RaftNode<R = unknown> extends EventEmitter {
     this.snapshotPolicy.taken(restored.snapshot.data.length);
     const rng = this.env.rng;
     const cfg: RaftConfig = { ...defaultRaftConfig(this.id, rng), ...this.opts.raft, id: this.id, rng };
+    // A store that takes a snapshot's chunks as they come: the core hands them out instead of collecting them.
+    if (stored?.receiveChunk !== undefined && stored.installReceived !== undefined) cfg.snapshotChunksToDriver = true;
+    this.chunkBytes = cfg.snapshotChunkBytes;
     this.raft = (this.opts.core ?? realCore)(cfg, restored);
     this.soft = { role: 'follower', leaderId: null, term: restored.hardState.term };
     this.logger.info(
@@ -448,6 +461,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
     this.heldNotices.clear();
     this.cancelSnapshotJob();
     await this.loopDone;
+    await this.closeStream();
     const err = new NodeStoppedError();
     for (const p of this.proposals.values()) p.reject(err);
     for (const r of this.reads.values()) r.reject(err);
@@ -519,15 +533,27 @@ export class RaftNode<R = unknown> extends EventEmitter {
         //    already durable here (takeDurableCommitted) — not when this Ready changes our role (the
         //    service must hear of it before anything applies in the new role) or installs a snapshot.
         const stored = this.opts.fsm.stored;
+        if (rd.snapshotChunks.length > 0) {
+          // Snapshot chunks go where the snapshot goes (a new generation of the store) before this Ready's
+          // answers acknowledge them: the leader sends the next chunk only once this one is written.
+          for (const chunk of rd.snapshotChunks) await stored!.receiveChunk!(chunk);
+          if (this.stopped) return;
+        }
         let snapshotToLog = rd.snapshot;
         if (rd.snapshot && stored !== undefined) {
           // The store takes the snapshot first, durably: a crash after this and before the log records it
           // restarts from the store (ahead of the log: stored-start.ts); the other order would leave a log
           // that starts after a state nobody holds. The log then keeps only the snapshot's metadata.
           this.cancelSnapshotJob();
-          const installed = stored.install(rd.snapshot); // the machine is replaced at once, the store after
-          this.appliedIndex = rd.snapshot.meta.index;
-          await installed;
+          if (stored.installReceived !== undefined && stored.receiveChunk !== undefined) {
+            // Its chunks are in the store already: swapped in (once verified whole), the machine restored.
+            await stored.installReceived(rd.snapshot.meta);
+            this.appliedIndex = rd.snapshot.meta.index;
+          } else {
+            const installed = stored.install(rd.snapshot); // the machine is replaced at once, the store after
+            this.appliedIndex = rd.snapshot.meta.index;
+            await installed;
+          }
           if (this.stopped) return;
           snapshotToLog = { meta: rd.snapshot.meta, data: new Uint8Array(0) };
         }
@@ -631,7 +657,41 @@ export class RaftNode<R = unknown> extends EventEmitter {
     if (this.heldNotices.size > 0) {
       for (const m of messages) if (m.type === 'AppendEntries') this.heldNotices.delete(m.to);
     }
+    if (messages.some((m) => m.type === 'InstallSnapshot' && m.streamed === true)) {
+      const rest: Message[] = [];
+      for (const m of messages) {
+        if (m.type === 'InstallSnapshot' && m.streamed === true) this.sendStreamedChunk(m);
+        else rest.push(m);
+      }
+      messages = rest;
+    }
     this.opts.transport.send(messages);
+  }
+
+  /** A chunk of the offered stream the core asked to send (InstallSnapshot.streamed): read from the stream
+   *  at its offset, then sent. A chunk asked again while it is being read (a heartbeat's resend) is read
+   *  once; one of a stream that is gone makes the core ask for a new one. */
+  private sendStreamedChunk(m: InstallSnapshot): void {
+    const stream = this.stream;
+    if (stream === null || stream.meta.index !== m.meta.index || stream.meta.term !== m.meta.term) {
+      if (!this.streamOpening) this.raft.withdrawOffer();
+      return;
+    }
+    const reading = `${m.to}/${m.meta.index}/${m.offset}`;
+    if (this.chunksReading.has(reading)) return;
+    this.chunksReading.add(reading);
+    stream.chunkAt(m.offset).then(
+      (chunk) => {
+        this.chunksReading.delete(reading);
+        if (this.stopped || this.stream !== stream || chunk === null) return;
+        const { streamed: _, ...message } = m;
+        this.opts.transport.send([{ ...message, chunk: chunk.data, done: chunk.last }]);
+      },
+      (err: unknown) => {
+        this.chunksReading.delete(reading);
+        if (this.stream === stream) this.failed(err);
+      },
+    );
   }
 
   private flushNotices(): void {
@@ -686,6 +746,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
       this.emit('softState', ss, prev);
     }
     if (prev.role === 'leader' && ss.role !== 'leader') {
+      void this.closeStream();
       // Reads queued on a deposed leader can no longer be confirmed.
       for (const [ctx, r] of this.reads) {
         if (r.index === null) {
@@ -751,7 +812,11 @@ export class RaftNode<R = unknown> extends EventEmitter {
         this.logger.info({ nodeId: this.id, index: job.index, bytes: data.length }, 'snapshot made for a follower behind the log');
       }
     }
-    if (this.snapshotJob === null && this.raft.takeSnapshotWanted()) this.startSnapshotJob(this.appliedIndex);
+    if (this.stream !== null && ![...this.raft.progressSnapshot().values()].some((pr) => pr.state === 'snapshot')) {
+      // Nobody is being sent it: the store's view is released (it keeps old data on disk while open).
+      await this.closeStream();
+    }
+    if (this.snapshotJob === null && !this.streamOpening && this.raft.takeSnapshotWanted()) this.offerSnapshotFromStore(stored);
     const persisted = this.persistedForCompaction;
     if (persisted !== null) {
       this.persistedForCompaction = null;
@@ -778,6 +843,47 @@ export class RaftNode<R = unknown> extends EventEmitter {
         this.failed(err);
       },
     );
+  }
+
+  /** A follower is behind the log's start: the store's state is offered as a stream (its point is what the
+   *  store holds, after the write-behind flushed), or — when the store cannot stream it to every member
+   *  (the cluster level) or has no stream — a whole snapshot is written in slices. */
+  private offerSnapshotFromStore(stored: StoredStateMachine): void {
+    if (stored.openStream === undefined) {
+      this.startSnapshotJob(this.appliedIndex);
+      return;
+    }
+    this.streamOpening = true;
+    void (async () => {
+      try {
+        const stream = await stored.openStream!(this.chunkBytes);
+        if (stream === null) {
+          if (!this.stopped) this.startSnapshotJob(this.appliedIndex);
+          return;
+        }
+        await this.closeStream();
+        if (this.stopped || this.soft.role !== 'leader' || !this.raft.offerStream(stream.meta)) {
+          await stream.close();
+          return;
+        }
+        this.stream = stream;
+        this.logger.info({ nodeId: this.id, index: stream.meta.index }, 'snapshot stream opened for a follower behind the log');
+      } catch (err) {
+        this.failed(err);
+      } finally {
+        this.streamOpening = false;
+        if (!this.stopped) this.schedule();
+      }
+    })();
+  }
+
+  private async closeStream(): Promise<void> {
+    const stream = this.stream;
+    if (stream === null) return;
+    this.stream = null;
+    this.chunksReading.clear();
+    if (!this.stopped) this.raft.withdrawOffer();
+    await stream.close();
   }
 
   /** Writes a snapshot of the state at `index` (the applied index now) in slices between loop turns; the loop

@@ -3,7 +3,7 @@
 import type { LockResult } from '../lock/types.js';
 import type { Entry } from '../raft/core/types.js';
 import { NotLeaderError, ProposalDroppedError, ProposalTimeoutError } from '../raft/errors.js';
-import type { StateMachine } from '../raft/fsm.js';
+import type { StateMachine, StoredStateMachine } from '../raft/fsm.js';
 import type { Snapshot } from '../raft/core/types.js';
 import { movesOnlyCommit, type WrittenVote } from '../raft/storage/rules.js';
 import type { PersistBatch, RaftStorage } from '../raft/storage/types.js';
@@ -99,8 +99,34 @@ export function instrumentFsm<R>(fsm: StateMachine<R>, m: NodeMetrics): { fsm: S
                 m.snapshots.inc({ kind: 'installed' });
                 m.snapshotBytes.set({ kind: 'installed' }, snapshot.data.length);
               },
+              // The streamed path (a wrapper without it would silently fall back to whole snapshots).
+              ...streamedSnapshots(fsm.stored, m),
             },
           }),
+    },
+  };
+}
+
+/** A stored state machine's streamed snapshots, counted: a stream opened for a follower (taken) and a
+ *  received one installed, with the bytes its chunks carried. */
+function streamedSnapshots(stored: StoredStateMachine, m: NodeMetrics): Partial<StoredStateMachine> {
+  const { openStream, receiveChunk, installReceived } = stored;
+  if (openStream === undefined || receiveChunk === undefined || installReceived === undefined) return {};
+  let receivedBytes = 0;
+  return {
+    openStream: async (chunkBytes) => {
+      const stream = await openStream.call(stored, chunkBytes);
+      if (stream !== null) m.snapshots.inc({ kind: 'taken' });
+      return stream;
+    },
+    receiveChunk: (chunk) => {
+      receivedBytes = chunk.offset === 0 ? chunk.data.length : receivedBytes + chunk.data.length;
+      return receiveChunk.call(stored, chunk);
+    },
+    installReceived: async (meta) => {
+      await installReceived.call(stored, meta);
+      m.snapshots.inc({ kind: 'installed' });
+      m.snapshotBytes.set({ kind: 'installed' }, receivedBytes);
     },
   };
 }

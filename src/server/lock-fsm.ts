@@ -11,6 +11,7 @@ import { decodeConfEntry } from '../raft/core/config.js';
 import type { Entry, Snapshot, SnapshotMeta } from '../raft/core/types.js';
 import type { SnapshotJob, StateMachine, StoredStateMachine } from '../raft/fsm.js';
 import type { LockStateStore } from '../state/lock-store.js';
+import { LEVEL_RECORD_STREAM } from '../lock/versions.js';
 
 /** What the adapter needs of a lock machine (LockMachine's surface). */
 export interface AppliedLockMachine {
@@ -18,6 +19,8 @@ export interface AppliedLockMachine {
   eventSink: LockEventSink | null;
   apply(index: number, term: number, data: Uint8Array): LockResult;
   skip(index: number): void;
+  /** The cluster level (versions.ts): whether followers read a record stream (LEVEL_RECORD_STREAM). */
+  readonly clusterLevel: number;
   snapshot(): Uint8Array;
   beginSnapshot(sizeHint: number, sliceItems?: number): SnapshotJob;
 }
@@ -55,6 +58,15 @@ export class LockFsm<
         open: () => this.open(state),
         install: (snapshot) => this.install(state, snapshot),
         persist: () => state.persist(),
+        openStream: async (chunkBytes) => {
+          // Below the level every member must read, a follower may run a build that reads only the whole
+          // encoding: it gets the sliced writer's snapshot instead.
+          if (this.machine.clusterLevel < LEVEL_RECORD_STREAM) return null;
+          const stream = await state.openStream(chunkBytes);
+          return stream === null ? null : { meta: stream.point, chunkAt: (offset) => stream.chunkAt(offset), close: () => stream.close() };
+        },
+        receiveChunk: (chunk) => state.receiveChunk(chunk),
+        installReceived: (meta) => this.installReceived(state, meta),
       };
     }
   }
@@ -98,6 +110,15 @@ export class LockFsm<
     if (loaded === null) return null;
     this.replaceMachine(loaded.machine);
     return loaded.point;
+  }
+
+  private async installReceived(state: LockStateStore<M>, meta: SnapshotMeta): Promise<void> {
+    const received = await state.installReceived(meta, this.options as Partial<LockMachineOptions>);
+    if ('data' in received) {
+      await this.install(state, { meta, data: received.data });
+      return;
+    }
+    this.replaceMachine(received.machine);
   }
 
   private async install(state: LockStateStore<M>, snapshot: Snapshot): Promise<void> {

@@ -37,6 +37,8 @@ export interface RecordDb {
   ): Promise<void>;
   iterator(options: { gte?: Uint8Array; lt?: Uint8Array }): {
     nextv(size: number): Promise<[Uint8Array, Uint8Array][]>;
+    /** Moves to the first key at or after `target`, in the same view (a snapshot stream reads a chunk again). */
+    seek(target: Uint8Array): void;
     close(): Promise<void>;
   };
   clear(options: { gte?: Uint8Array; lt?: Uint8Array }): Promise<void>;
@@ -63,7 +65,7 @@ const SCAN_BATCH_RECORDS = 10_000;
 /** Records a batch of a new generation writes at most (a bounded amount of work and memory per batch). */
 export const REPLACE_BATCH_RECORDS = 10_000;
 
-function generationPrefix(generation: number): Uint8Array {
+export function generationPrefix(generation: number): Uint8Array {
   const prefix = new Uint8Array(4);
   new DataView(prefix.buffer).setUint32(0, generation);
   return prefix;
@@ -338,24 +340,32 @@ export class AppliedStore {
   /** Makes `records` (a whole state, in any number of pieces) the state in force at `point`: written as a new
    *  generation in bounded batches, then swapped in by one synced batch, then the old one deleted. */
   async replace(records: Iterable<readonly RecordOp[]>, point: AppliedPoint): Promise<void> {
-    const next = this.generation + 1;
-    const prefix = generationPrefix(next);
-    let batch: Parameters<RecordDb['batch']>[0] = [];
+    const incoming = await this.beginIncoming();
     for (const piece of records) {
-      for (const op of piece) {
-        if (op.value === null) continue; // a whole state has nothing to delete
-        batch.push({ type: 'put', key: withPrefix(prefix, op.key), value: op.value });
-        if (batch.length >= this.replaceBatchRecords) {
-          await this.db.batch(batch);
-          batch = [];
-        }
-      }
+      const rows: [Uint8Array, Uint8Array][] = [];
+      for (const op of piece) if (op.value !== null) rows.push([op.key, op.value]); // a whole state deletes nothing
+      await incoming.put(rows);
     }
-    if (batch.length > 0) await this.db.batch(batch);
-    // The swap: only now does the new generation count.
-    await this.db.batch([{ type: 'put', key: META_KEY, value: encodeMeta(next, point) }], { sync: true });
+    await this.swapIn(incoming, point);
+  }
+
+  /** A new generation to write a whole state into while the one in force stays in force. What an earlier
+   *  try left there (a stream that started over) is deleted first. */
+  async beginIncoming(): Promise<IncomingGeneration> {
+    const next = this.generation + 1;
+    await this.db.clear({ gte: generationPrefix(next), lt: generationPrefix(next + 1) });
+    return new IncomingGeneration(this.db, next, this.replaceBatchRecords);
+  }
+
+  /** The swap: one synced batch of the meta record makes `incoming` (written whole) the state in force at
+   *  `point`; only then is the old generation deleted. */
+  async swapIn(incoming: IncomingGeneration, point: AppliedPoint): Promise<void> {
+    if (incoming.generation !== this.generation + 1) {
+      throw new AppliedStoreError(`generation ${incoming.generation} cannot follow generation ${this.generation}`);
+    }
+    await this.db.batch([{ type: 'put', key: META_KEY, value: encodeMeta(incoming.generation, point) }], { sync: true });
     const old = this.generation;
-    this.useGeneration(next);
+    this.useGeneration(incoming.generation);
     this.pointValue = point;
     if (old > 0) await this.db.clear({ gte: generationPrefix(old), lt: generationPrefix(old + 1) });
   }
@@ -377,5 +387,31 @@ export class AppliedStore {
     }
     await this.db.clear({ gte: generationPrefix(0), lt: this.prefix });
     await this.db.clear({ gte: generationPrefix(this.generation + 1), lt: end });
+  }
+}
+
+/** A generation being written (AppliedStore.beginIncoming): it counts for nothing until swapped in. */
+export class IncomingGeneration {
+  private readonly prefix: Uint8Array;
+  /** Records written so far. */
+  written = 0;
+
+  constructor(
+    private readonly db: RecordDb,
+    readonly generation: number,
+    private readonly batchRecords: number,
+  ) {
+    this.prefix = generationPrefix(generation);
+  }
+
+  /** Writes records (keys without the generation prefix) in batches of a bounded size, not synced: the
+   *  swap's synced batch comes after them all. */
+  async put(rows: readonly (readonly [Uint8Array, Uint8Array])[]): Promise<void> {
+    for (let at = 0; at < rows.length; at += this.batchRecords) {
+      const batch: Parameters<RecordDb['batch']>[0] = [];
+      for (const [key, value] of rows.slice(at, at + this.batchRecords)) batch.push({ type: 'put', key: withPrefix(this.prefix, key), value });
+      await this.db.batch(batch);
+      this.written += batch.length;
+    }
   }
 }

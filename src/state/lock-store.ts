@@ -7,7 +7,10 @@ import type { Scheduler } from '../raft/env.js';
 import * as realRecords from '../lock/store-records.js';
 import type { RecordOp } from '../lock/store-records.js';
 import type { LockMachineOptions } from '../lock/types.js';
+import type { SnapshotChunk, SnapshotMeta } from '../raft/core/types.js';
 import type { AppliedPoint, AppliedStore } from './applied-store.js';
+import { SnapshotSink } from './snapshot-sink.js';
+import { StoreStream } from './snapshot-stream.js';
 import { DEFAULT_WRITE_BEHIND, WriteBehind, type WriteBehindOptions } from './write-behind.js';
 
 /** What this file needs of a StoreRecords (store-records.ts); the simulator passes a scratch copy's. */
@@ -46,6 +49,7 @@ export class LockStateStore<M> {
   private tracker: RecordsTracker<M> | null = null;
   private writeBehind: WriteBehind | null = null;
   private point: AppliedPoint = { index: 0, term: 0, conf: { clusterId: '', voters: [], learners: [], addresses: {}, removed: [] } };
+  private readonly sink = new SnapshotSink(() => this.store());
 
   constructor(
     /** Opens the store (on first use: the driver opens the state machine's store when it starts). */
@@ -93,6 +97,40 @@ export class LockStateStore<M> {
     const store = await this.store();
     await store.replace(pieces(ops), point);
     this.follow(store, tracker, point);
+  }
+
+  /** A stream of the store's state for followers behind the log's start (snapshot-stream.ts): what waits is
+   *  written first, so the stream's point — the meta record of its LevelDB view, exactly what the store
+   *  holds — is recent; null when the store holds no state. */
+  async openStream(chunkBytes: number): Promise<StoreStream | null> {
+    if (this.writeBehind !== null) await this.writeBehind.flush(false);
+    return StoreStream.open((await this.store()).db, chunkBytes);
+  }
+
+  /** A chunk of a snapshot from the leader, written as it comes (snapshot-sink.ts). */
+  receiveChunk(chunk: SnapshotChunk): Promise<void> {
+    return this.sink.chunk(chunk);
+  }
+
+  /** The snapshot whose chunks were received is installed: a record stream's generation is swapped in (one
+   *  synced batch) and the machine restored from the store; a whole-state one is returned to be restored
+   *  (and then written by replace). Nothing is swapped in unless every chunk is in and verified. */
+  async installReceived(
+    meta: SnapshotMeta,
+    machineOptions: Partial<LockMachineOptions>,
+  ): Promise<{ machine: M; point: AppliedPoint } | { data: Uint8Array }> {
+    const received = this.sink.take(meta);
+    if (received.kind === 'whole') return { data: received.data };
+    // Batches of the old generation must not follow the swap (they would move the meta record back to it).
+    await this.writeBehind?.stop();
+    this.writeBehind = null;
+    this.tracker?.detach();
+    this.tracker = null;
+    const store = await this.store();
+    await store.swapIn(received.incoming, meta);
+    const loaded = await this.load(machineOptions);
+    if (loaded === null) throw new Error(`the applied store holds no state after the swap to ${meta.index}`);
+    return loaded;
   }
 
   /** An entry was applied: the point moves (a configuration entry brings its configuration). */

@@ -6,7 +6,7 @@
 // and content on every applied entry, snapshot and compaction rules (the log invariants run as the disk
 // makes writes durable: durable-checks.ts). After a crash the incarnation is dead: its timers never fire,
 // its disk operations never complete, its messages and answers go nowhere.
-import type { Entry, Message, RestoredState, Snapshot } from '../../src/raft/core/types.js';
+import type { Entry, Message, RestoredState, Snapshot, SnapshotChunk, SnapshotMeta } from '../../src/raft/core/types.js';
 import type { Scheduler, TimerHandle } from '../../src/raft/env.js';
 import type { SnapshotJob, StateMachine, StoredStateMachine } from '../../src/raft/fsm.js';
 import type { AppliedPoint } from '../../src/state/applied-store.js';
@@ -383,6 +383,67 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
         const index = await inner.persist();
         return this.alive ? index : never<number>();
       },
+      ...(inner.openStream === undefined
+        ? {}
+        : {
+            openStream: async (chunkBytes: number) => {
+              const stream = await inner.openStream!(chunkBytes);
+              if (!this.alive) {
+                await stream?.close();
+                return never();
+              }
+              if (stream !== null) {
+                // The stream holds exactly what the store had landed: a committed point, at or below the
+                // leader's applied index.
+                sim.check(sim.facts.noteSnapshotPoint(node.id, stream.meta.index, stream.meta.term), 'snapshot-restore', node);
+                if (stream.meta.index > node.applied)
+                  sim.fail('snapshot-stream', node, `a stream at ${stream.meta.index}, above the applied index ${node.applied}`);
+                sim.stats.streamsOpened++;
+                sim.trace.add(sim.now, node.id, 'stream-open', `${stream.meta.index}/t${stream.meta.term}`);
+              }
+              return stream;
+            },
+          }),
+      ...(inner.receiveChunk === undefined
+        ? {}
+        : {
+            receiveChunk: async (chunk: SnapshotChunk) => {
+              await inner.receiveChunk!(chunk);
+              if (!this.alive) return never();
+              sim.trace.add(sim.now, node.id, 'stream-chunk', `${chunk.meta.index}/t${chunk.meta.term} @${chunk.offset} ${chunk.data.length}B${chunk.done ? ' last' : ''}`);
+              // Now and then the crash lands mid-stream, after a chunk is written and before it is
+              // acknowledged: the restart must open the old generation whole (the half-written one is garbage).
+              if (sim.phase === 'faults' && this.storeRng.float() < 0.1) {
+                sim.stats.armedCrashes++;
+                sim.crash(node.idx, `armed: mid-stream, after writing the chunk at ${chunk.offset} of snapshot ${chunk.meta.index}`);
+                sim.schedule(1 + this.storeRng.float() * 30, { kind: 'restart', node: node.idx, inc: node.incarnation });
+                return never();
+              }
+            },
+          }),
+      ...(inner.installReceived === undefined
+        ? {}
+        : {
+            installReceived: async (meta: SnapshotMeta) => {
+              if (meta.index < node.applied)
+                sim.fail('applied-monotonic', node, `installing snapshot ${meta.index}/t${meta.term} would move applied back from ${node.applied}`);
+              await inner.installReceived!(meta);
+              if (!this.alive) return never();
+              node.applied = meta.index;
+              if (meta.index > 0 && sim.phase === 'faults' && this.storeRng.float() < 0.25) {
+                sim.stats.armedCrashes++;
+                sim.crash(node.idx, 'armed: after the store swapped in a streamed snapshot, before the log records it');
+                sim.schedule(1 + this.storeRng.float() * 30, { kind: 'restart', node: node.idx, inc: node.incarnation });
+                return never();
+              }
+              if (meta.index > 0) {
+                sim.stats.snapshotsInstalled++;
+                sim.stats.streamsInstalled++;
+                sim.trace.add(sim.now, node.id, 'stream-install', `${meta.index}/t${meta.term}`);
+                atPoint(meta.index, meta.term);
+              }
+            },
+          }),
     };
   }
 

@@ -8,7 +8,7 @@
 // Every command is stamped by the proposing leader's OWN clock (ClockModel: offset + drift), never the
 // simulation time: the service reads it through env.nowMs(), and every reading is recorded (node, value ->
 // true-time window) so the oracle knows the true time of each stamp (lock-invariants.ts).
-import type { Entry } from '../../src/raft/core/types.js';
+import type { Entry, SnapshotChunk, SnapshotMeta } from '../../src/raft/core/types.js';
 import type { SnapshotJob } from '../../src/raft/fsm.js';
 import type { LockCommand, LockResult } from '../../src/lock/index.js';
 import { BASE_LEVEL, BUILD_LEVEL, lowestReadLevel } from '../../src/lock/index.js';
@@ -102,6 +102,11 @@ export class LockReplica implements SimStateMachine {
         open: () => inner.open().finally(() => (this.digestValue = null)),
         install: (snapshot) => inner.install(snapshot).finally(() => (this.digestValue = null)),
         persist: () => inner.persist(),
+        ...(inner.openStream === undefined ? {} : { openStream: (chunkBytes: number) => inner.openStream!(chunkBytes) }),
+        ...(inner.receiveChunk === undefined ? {} : { receiveChunk: (chunk: SnapshotChunk) => inner.receiveChunk!(chunk) }),
+        ...(inner.installReceived === undefined
+          ? {}
+          : { installReceived: (meta: SnapshotMeta) => inner.installReceived!(meta).finally(() => (this.digestValue = null)) }),
       };
     }
   }

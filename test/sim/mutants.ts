@@ -18,6 +18,7 @@ import type {
   ReadState,
   RestoredState,
   Snapshot,
+  SnapshotMeta,
   Status,
 } from '../../src/raft/core/types.js';
 import type { ProgressView } from '../../src/raft/core/progress.js';
@@ -88,6 +89,12 @@ class WrappedCore implements SimCore {
   }
   offerSnapshot(index: number, data: Uint8Array): boolean {
     return this.inner.offerSnapshot(index, data);
+  }
+  offerStream(meta: SnapshotMeta): boolean {
+    return this.inner.offerStream(meta);
+  }
+  withdrawOffer(): void {
+    this.inner.withdrawOffer();
   }
   dropSnapshotData(): void {
     this.inner.dropSnapshotData();

@@ -98,6 +98,9 @@ export interface SimStats {
   partitions: number;
   snapshotsSent: number;
   snapshotsInstalled: number;
+  /** Streams of the applied store opened by a leader, and streamed snapshots a follower swapped in. */
+  streamsOpened: number;
+  streamsInstalled: number;
   compactions: number;
   proposals: number;
   acks: number;
@@ -138,6 +141,8 @@ export function emptyStats(): SimStats {
     partitions: 0,
     snapshotsSent: 0,
     snapshotsInstalled: 0,
+    streamsOpened: 0,
+    streamsInstalled: 0,
     compactions: 0,
     proposals: 0,
     acks: 0,

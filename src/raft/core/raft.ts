@@ -35,6 +35,7 @@ import type {
   RestoredState,
   Role,
   Snapshot,
+  SnapshotMeta,
   SoftState,
   Status,
   UnstampedMessage,
@@ -85,7 +86,7 @@ export class Raft {
   private readonly reads = new ReadOnlyQueue();
   private leadTransferee: NodeId | null = null;
   private transferElapsed = 0;
-  private readonly incomingSnapshot = new SnapshotReceiver();
+  private readonly incomingSnapshot: SnapshotReceiver;
 
   /** What the next Ready carries, and what the driver did with the last ones (ready.ts). */
   private readonly pending: PendingReady;
@@ -93,6 +94,7 @@ export class Raft {
   constructor(cfg: RaftConfig, restored: RestoredState) {
     this.cfg = cfg;
     this.id = cfg.id;
+    this.incomingSnapshot = new SnapshotReceiver(cfg.snapshotChunksToDriver === true);
     this.log = new RaftLog(restored.snapshot, restored.entries, restored.hardState.commitIndex);
     this.term = restored.hardState.term;
     this.votedFor = restored.hardState.votedFor;
@@ -256,6 +258,23 @@ export class Raft {
     if (term === undefined) return false;
     this.log.offered = { meta: { index, term, conf: copyConf(this.confs.at(index)) }, data };
     return true;
+  }
+
+  /** The application's state as its own store holds it at `meta` (the store's point: index, term and the
+   *  configuration as of it), streamed to followers behind the log's start chunk by chunk: the driver reads
+   *  each chunk when the core asks for it (InstallSnapshot.streamed). False when the log has since been
+   *  compacted past it, it is beyond what is applied, or the log disagrees with its term there. */
+  offerStream(meta: SnapshotMeta): boolean {
+    if (meta.index < this.log.snapshot.meta.index || meta.index > this.log.applied) return false;
+    if (this.log.term(meta.index) !== meta.term) return false;
+    this.log.offered = { meta: { index: meta.index, term: meta.term, conf: copyConf(meta.conf) }, data: new Uint8Array(0), streamed: true };
+    return true;
+  }
+
+  /** Forget the offered snapshot (the application closed the stream it was read from): a follower that
+   *  still needs one makes the core ask for a new one (takeSnapshotWanted). */
+  withdrawOffer(): void {
+    this.log.offered = null;
   }
 
   /** Forget the data of the log's snapshot (the application's store holds the state; a follower that needs
@@ -656,6 +675,10 @@ export class Raft {
       return;
     }
     const chunk = this.incomingSnapshot.accept(m);
+    if (chunk.kind !== 'refused' && this.cfg.snapshotChunksToDriver === true) {
+      // The driver writes it before this Ready's answers leave (they wait for the write: ready.ts).
+      this.pending.snapshotChunks.push({ meta: m.meta, offset: m.offset, data: m.chunk, done: chunk.kind === 'whole' });
+    }
     if (chunk.kind !== 'whole') {
       reply(chunk.kind === 'more', chunk.nextOffset, false);
       return;

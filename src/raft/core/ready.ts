@@ -7,7 +7,7 @@
 // is durable). PURE: no I/O, no time.
 import { copyConf, type ConfHistory } from './config.js';
 import type { RaftLog } from './log.js';
-import type { Entry, HardState, Message, NodeId, ReadFailure, ReadState, Ready, SoftState } from './types.js';
+import type { Entry, HardState, Message, NodeId, ReadFailure, ReadState, Ready, SnapshotChunk, SoftState } from './types.js';
 
 /** The most committed entries one Ready (or one takeDurableCommitted) hands out: a large backlog is
  *  applied over several turns of the driver's loop, not in one. */
@@ -25,6 +25,8 @@ export class PendingReady {
   /** Results of this node's own ReadIndex requests, not yet taken. */
   readStates: ReadState[] = [];
   readFailures: ReadFailure[] = [];
+  /** Snapshot chunks accepted for the driver to write (RaftConfig.snapshotChunksToDriver), not yet taken. */
+  snapshotChunks: SnapshotChunk[] = [];
   /** The next Ready reports the configuration (the driver updates peer addresses from it). */
   confChanged = true;
   /** The hard state the driver last persisted (advance()), and the soft state it was last shown. */
@@ -45,6 +47,7 @@ export class PendingReady {
     const log = this.log;
     return (
       this.msgs.length > 0 ||
+      this.snapshotChunks.length > 0 ||
       log.stableIndex < log.lastIndex() ||
       log.pendingSnapshot !== null ||
       log.hasUnhandedCommitted() ||
@@ -70,12 +73,14 @@ export class PendingReady {
       committedEntries: this.log.takeCommitted(MAX_COMMITTED_PER_READY),
       readStates: this.readStates,
       readFailures: this.readFailures,
+      snapshotChunks: this.snapshotChunks,
       conf: this.confChanged ? copyConf(this.confs.current()) : null,
     };
     this.confChanged = false;
     this.msgs = [];
     this.readStates = [];
     this.readFailures = [];
+    this.snapshotChunks = [];
     if (rd.softState) this.lastSoftState = rd.softState;
     return rd;
   }

@@ -148,6 +148,20 @@ export class Replicator {
       pr.snapshotOffset = 0;
     }
     const start = pr.snapshotOffset;
+    if (snap.streamed === true) {
+      // The driver reads this chunk from the application's stream at `start` and fills it in.
+      this.hooks.send({
+        type: 'InstallSnapshot',
+        to: pr.id,
+        meta: snap.meta,
+        offset: start,
+        chunk: new Uint8Array(0),
+        done: false,
+        round: this.round,
+        streamed: true,
+      });
+      return;
+    }
     const end = Math.min(snap.data.length, start + this.cfg.snapshotChunkBytes);
     this.hooks.send({
       type: 'InstallSnapshot',

@@ -1,8 +1,11 @@
 // A follower's side of a chunked snapshot (Raft §7, thesis §5.3's InstallSnapshot in pieces): the chunks
-// of one snapshot, in order, reassembled. The leader streams chunks of at most snapshotChunkBytes and
-// resends from the offset we name, so a lost, duplicated or reordered chunk costs a resend, never a
-// wrong snapshot: a chunk is taken only at exactly the offset we expect, and a chunk of another snapshot
-// (index and term) starts over only at offset 0. Role changes drop a half-received snapshot (Raft.reset).
+// of one snapshot, in order. The leader streams chunks of at most snapshotChunkBytes and resends from the
+// offset we name, so a lost, duplicated or reordered chunk costs a resend, never a wrong snapshot: a chunk
+// is taken only at exactly the offset we expect, and a chunk of another snapshot (index and term) starts
+// over only at offset 0. Role changes drop a half-received snapshot (Raft.reset).
+// Either the chunks are reassembled here (the whole data comes out with the last one), or — when the
+// driver writes them where the snapshot goes (RaftConfig.snapshotChunksToDriver) — each accepted chunk is
+// handed out as it comes and nothing is kept: the receiver only keeps the offsets.
 // PURE: no I/O.
 import type { InstallSnapshot } from './types.js';
 
@@ -11,7 +14,7 @@ export type ChunkOutcome =
   | { kind: 'refused'; nextOffset: number }
   /** Taken; more to come from `nextOffset`. */
   | { kind: 'more'; nextOffset: number }
-  /** The last chunk: the whole snapshot's data. */
+  /** The last chunk: the whole snapshot's data (empty when the chunks were handed out). */
   | { kind: 'whole'; data: Uint8Array };
 
 export class SnapshotReceiver {
@@ -20,6 +23,9 @@ export class SnapshotReceiver {
   private chunks: Uint8Array[] = [];
   private offset = 0;
   private receiving = false;
+
+  /** `handOut`: the chunks leave with the outcome (the caller passes each taken one on), none are kept. */
+  constructor(private readonly handOut = false) {}
 
   accept(m: InstallSnapshot): ChunkOutcome {
     if (!this.receiving || this.index !== m.meta.index || this.term !== m.meta.term) {
@@ -31,10 +37,10 @@ export class SnapshotReceiver {
       this.offset = 0;
     }
     if (m.offset !== this.offset) return { kind: 'refused', nextOffset: this.offset };
-    this.chunks.push(m.chunk);
+    if (!this.handOut) this.chunks.push(m.chunk);
     this.offset += m.chunk.length;
     if (!m.done) return { kind: 'more', nextOffset: this.offset };
-    const data = concat(this.chunks, this.offset);
+    const data = this.handOut ? new Uint8Array(0) : concat(this.chunks, this.offset);
     this.reset();
     return { kind: 'whole', data };
   }

@@ -38,6 +38,19 @@ export interface SnapshotMeta {
 export interface Snapshot {
   meta: SnapshotMeta;
   data: Uint8Array;
+  /** The application streams the data chunk by chunk (Raft.offerStream): `data` is empty and each
+   *  InstallSnapshot the core makes of it is filled by the driver (InstallSnapshot.streamed). */
+  streamed?: true;
+}
+
+/** A chunk of a snapshot a follower accepted, in order, for the driver to write (RaftConfig.snapshotChunksToDriver). */
+export interface SnapshotChunk {
+  meta: SnapshotMeta;
+  /** Byte offset of `data` in the snapshot (0: a new snapshot begins; forget any half-received one). */
+  offset: number;
+  data: Uint8Array;
+  /** The last chunk: the Ready that carries it also carries the snapshot (its metadata) to install. */
+  done: boolean;
 }
 
 /** Deterministic randomness injected into the core (seeded in tests and simulation). */
@@ -109,6 +122,9 @@ export interface InstallSnapshot extends MessageBase {
   chunk: Uint8Array;
   done: boolean;
   round: number;
+  /** Made of an offered stream (Snapshot.streamed): `chunk` and `done` are still to be read from it, at
+   *  `offset`, by the driver before it sends the message (never on the wire). */
+  streamed?: true;
 }
 
 export interface InstallSnapshotResponse extends MessageBase {
@@ -195,6 +211,9 @@ export interface Ready {
   committedEntries: Entry[];
   readStates: ReadState[];
   readFailures: ReadFailure[];
+  /** Snapshot chunks accepted (RaftConfig.snapshotChunksToDriver), in order: the driver writes them before
+   *  it sends this Ready's messages (their answers) and before it installs `snapshot`. */
+  snapshotChunks: SnapshotChunk[];
   /** The configuration this node now acts on, when it changed (a configuration entry was appended or
    *  truncated, or a snapshot installed): the driver updates peer addresses before sending `messages`. */
   conf: ConfState | null;
@@ -217,6 +236,10 @@ export interface RaftConfig {
   maxBytesPerMessage: number;
   /** Snapshot chunk size for InstallSnapshot. */
   snapshotChunkBytes: number;
+  /** A follower hands each snapshot chunk it accepts to the driver (Ready.snapshotChunks) instead of
+   *  collecting them: the driver writes them where the snapshot goes (an application store) as they come,
+   *  and the snapshot a Ready then carries has no data. Default off: the core reassembles the data. */
+  snapshotChunksToDriver?: boolean;
 }
 
 /** What a node restarts from: loaded from storage by the driver. `snapshot` is always present
