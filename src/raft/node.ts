@@ -683,7 +683,12 @@ export class RaftNode<R = unknown> extends EventEmitter {
     stream.chunkAt(m.offset).then(
       (chunk) => {
         this.chunksReading.delete(reading);
-        if (this.stopped || this.stream !== stream || chunk === null) return;
+        if (this.stopped || this.stream !== stream) return;
+        if (chunk === null) {
+          // No chunk of this stream starts there: a new stream is offered and the follower starts over.
+          void this.closeStream();
+          return;
+        }
         const { streamed: _, ...message } = m;
         this.opts.transport.send([{ ...message, chunk: chunk.data, done: chunk.last }]);
       },
@@ -861,12 +866,20 @@ export class RaftNode<R = unknown> extends EventEmitter {
           if (!this.stopped) this.startSnapshotJob(this.appliedIndex);
           return;
         }
+        const current = this.stream;
+        if (current !== null && current.meta.index === stream.meta.index && current.meta.term === stream.meta.term) {
+          // The store has not moved since: the stream being sent goes on (followers keep their offsets).
+          await stream.close();
+          if (!this.stopped && this.soft.role === 'leader' && !this.raft.offerStream(current.meta)) await this.closeStream();
+          return;
+        }
         await this.closeStream();
         if (this.stopped || this.soft.role !== 'leader' || !this.raft.offerStream(stream.meta)) {
           await stream.close();
           return;
         }
         this.stream = stream;
+        this.raft.takeSnapshotWanted(); // asked for while this one was being opened: it answers that too
         this.logger.info({ nodeId: this.id, index: stream.meta.index }, 'snapshot stream opened for a follower behind the log');
       } catch (err) {
         this.failed(err);

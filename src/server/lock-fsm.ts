@@ -115,7 +115,11 @@ export class LockFsm<
   private async installReceived(state: LockStateStore<M>, meta: SnapshotMeta): Promise<void> {
     const received = await state.installReceived(meta, this.options as Partial<LockMachineOptions>);
     if ('data' in received) {
-      await this.install(state, { meta, data: received.data });
+      // The whole-state encoding (a leader below level 6): restored, written as a new generation, and only
+      // then this machine's, as a record stream's is (installReceived resolves with the machine replaced).
+      const machine = received.data.length === 0 ? new this.kind(this.options) : this.kind.restore(received.data, this.options);
+      await state.replace(machine, meta);
+      this.replaceMachine(machine);
       return;
     }
     this.replaceMachine(received.machine);

@@ -160,6 +160,8 @@ export class AppliedStore {
   private generation = 0;
   private prefix = generationPrefix(0);
   private pointValue: AppliedPoint | null = null;
+  /** The last generation begun (beginIncoming), swapped in or not. */
+  private incoming: IncomingGeneration | null = null;
 
   private constructor(
     readonly db: RecordDb,
@@ -353,8 +355,12 @@ export class AppliedStore {
    *  try left there (a stream that started over) is deleted first. */
   async beginIncoming(): Promise<IncomingGeneration> {
     const next = this.generation + 1;
-    await this.db.clear({ gte: generationPrefix(next), lt: generationPrefix(next + 1) });
-    return new IncomingGeneration(this.db, next, this.replaceBatchRecords);
+    // open() deleted every generation but the one in force; only a try since then can have left records.
+    if (this.incoming !== null && this.incoming.generation === next && this.incoming.touched) {
+      await this.db.clear({ gte: generationPrefix(next), lt: generationPrefix(next + 1) });
+    }
+    this.incoming = new IncomingGeneration(this.db, next, this.replaceBatchRecords);
+    return this.incoming;
   }
 
   /** The swap: one synced batch of the meta record makes `incoming` (written whole) the state in force at
@@ -395,6 +401,8 @@ export class IncomingGeneration {
   private readonly prefix: Uint8Array;
   /** Records written so far. */
   written = 0;
+  /** A write was started (it may land even if it has not resolved). */
+  touched = false;
 
   constructor(
     private readonly db: RecordDb,
@@ -409,7 +417,9 @@ export class IncomingGeneration {
   async put(rows: readonly (readonly [Uint8Array, Uint8Array])[]): Promise<void> {
     for (let at = 0; at < rows.length; at += this.batchRecords) {
       const batch: Parameters<RecordDb['batch']>[0] = [];
-      for (const [key, value] of rows.slice(at, at + this.batchRecords)) batch.push({ type: 'put', key: withPrefix(this.prefix, key), value });
+      for (const [key, value] of rows.slice(at, at + this.batchRecords))
+        batch.push({ type: 'put', key: withPrefix(this.prefix, key), value });
+      this.touched = true;
       await this.db.batch(batch);
       this.written += batch.length;
     }

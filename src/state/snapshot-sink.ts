@@ -36,10 +36,17 @@ export class SnapshotSink {
   /** Writes one accepted chunk (records into the new generation, or kept for a whole-state snapshot). */
   async chunk(chunk: SnapshotChunk): Promise<void> {
     if (chunk.offset === 0) await this.begin(chunk);
-    else if (this.meta === null || chunk.meta.index !== this.meta.index || chunk.meta.term !== this.meta.term || chunk.offset !== this.expected) {
+    else if (
+      this.meta === null ||
+      chunk.meta.index !== this.meta.index ||
+      chunk.meta.term !== this.meta.term ||
+      chunk.offset !== this.expected
+    ) {
       throw new SnapshotStreamError(
         `snapshot chunk at offset ${chunk.offset} of ${chunk.meta.index}/t${chunk.meta.term}, but ` +
-          (this.meta === null ? 'no snapshot is being received' : `offset ${this.expected} of ${this.meta.index}/t${this.meta.term} is next`),
+          (this.meta === null
+            ? 'no snapshot is being received'
+            : `offset ${this.expected} of ${this.meta.index}/t${this.meta.term} is next`),
       );
     }
     this.expected += chunk.data.length;
@@ -49,8 +56,10 @@ export class SnapshotSink {
       return;
     }
     const decoded = decodeChunk(chunk.data, MAX_RECORD_BYTES);
-    if (decoded.trailer === null && chunk.done) throw new SnapshotStreamError(`the last chunk of snapshot ${chunk.meta.index} carries no trailer`);
-    if (decoded.trailer !== null && !chunk.done) throw new SnapshotStreamError(`a trailer inside snapshot ${chunk.meta.index}, at offset ${chunk.offset}`);
+    if (decoded.trailer === null && chunk.done)
+      throw new SnapshotStreamError(`the last chunk of snapshot ${chunk.meta.index} carries no trailer`);
+    if (decoded.trailer !== null && !chunk.done)
+      throw new SnapshotStreamError(`a trailer inside snapshot ${chunk.meta.index}, at offset ${chunk.offset}`);
     await this.incoming!.put(decoded.records);
     this.hash!.update(decoded.hashed);
     this.count += decoded.records.length;
@@ -65,7 +74,9 @@ export class SnapshotSink {
       );
     }
     if (trailer.index !== chunk.meta.index || trailer.term !== chunk.meta.term) {
-      throw new SnapshotStreamError(`snapshot ${chunk.meta.index}/t${chunk.meta.term} holds the state at ${trailer.index}/t${trailer.term}`);
+      throw new SnapshotStreamError(
+        `snapshot ${chunk.meta.index}/t${chunk.meta.term} holds the state at ${trailer.index}/t${trailer.term}`,
+      );
     }
     this.complete = { kind: 'records', incoming: this.incoming! };
   }

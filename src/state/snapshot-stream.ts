@@ -56,7 +56,10 @@ export interface DecodedChunk {
 }
 
 export function decodeChunk(bytes: Uint8Array, maxRecordBytes: number): DecodedChunk {
-  const input = new ByteReader(bytes, (message, offset) => new SnapshotStreamError(`corrupt snapshot stream chunk at byte ${offset}: ${message}`));
+  const input = new ByteReader(
+    bytes,
+    (message, offset) => new SnapshotStreamError(`corrupt snapshot stream chunk at byte ${offset}: ${message}`),
+  );
   for (const b of MAGIC) if (input.byte() !== b) input.fail('not a record stream chunk');
   const format = input.byte();
   if (format !== FORMAT) input.fail(`format ${format}; this build reads ${FORMAT}`);
@@ -166,17 +169,27 @@ export class StoreStream {
     if (kept !== undefined) return kept;
     if (offset !== this.position) {
       const start = this.starts.get(offset);
-      if (start === undefined) return null;
-      this.it.seek(start);
-      this.rows = [];
-      this.rowAt = 0;
-      this.ended = false;
-      this.position = offset;
+      if (start !== undefined) this.seekTo(offset, start);
+      else if (offset > this.frontier && !this.ended) {
+        // Past what this stream has made (a follower that had part of an earlier stream of the same view:
+        // the same point makes the same chunks): make the chunks between, without keeping them.
+        if (this.position !== this.frontier) this.seekTo(this.frontier, this.starts.get(this.frontier)!);
+        while (this.position < offset && !(await this.make()).last);
+        if (this.position !== offset) return null;
+      } else return null;
     }
     const chunk = await this.make();
     this.recent.set(offset, chunk);
     if (this.recent.size > 2) this.recent.delete(this.recent.keys().next().value!);
     return chunk;
+  }
+
+  private seekTo(offset: number, start: Uint8Array): void {
+    this.it.seek(start);
+    this.rows = [];
+    this.rowAt = 0;
+    this.ended = false;
+    this.position = offset;
   }
 
   private async nextRow(): Promise<[Uint8Array, Uint8Array] | null> {

@@ -11,6 +11,7 @@ import type { Scheduler, TimerHandle } from '../../src/raft/env.js';
 import type { SnapshotJob, StateMachine, StoredStateMachine } from '../../src/raft/fsm.js';
 import type { AppliedPoint } from '../../src/state/applied-store.js';
 import type { SimStateDb } from './state-db.js';
+import { isRecordStream } from '../../src/state/snapshot-stream.js';
 import { SimRng } from './rng.js';
 import type { PersistBatch, RaftStorage } from '../../src/raft/storage/types.js';
 import type { WalLoadReport } from '../../src/raft/storage/wal-storage.js';
@@ -318,6 +319,9 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
     return { step: () => true, finish: () => data, cancel: () => {} };
   }
 
+  /** The snapshot being received is a record stream (not the whole-state encoding of a lower level). */
+  private receivingRecords = false;
+
   /** The store's own choices (when to crash after an install), apart from the disk's and the network's. */
   private storeRngValue: SimRng | null = null;
   private get storeRng(): SimRng {
@@ -408,13 +412,20 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
         ? {}
         : {
             receiveChunk: async (chunk: SnapshotChunk) => {
+              if (chunk.offset === 0) this.receivingRecords = isRecordStream(chunk.data);
               await inner.receiveChunk!(chunk);
               if (!this.alive) return never();
-              sim.trace.add(sim.now, node.id, 'stream-chunk', `${chunk.meta.index}/t${chunk.meta.term} @${chunk.offset} ${chunk.data.length}B${chunk.done ? ' last' : ''}`);
+              sim.trace.add(
+                sim.now,
+                node.id,
+                'stream-chunk',
+                `${chunk.meta.index}/t${chunk.meta.term} @${chunk.offset} ${chunk.data.length}B${chunk.done ? ' last' : ''}`,
+              );
               // Now and then the crash lands mid-stream, after a chunk is written and before it is
               // acknowledged: the restart must open the old generation whole (the half-written one is garbage).
               if (sim.phase === 'faults' && this.storeRng.float() < 0.1) {
                 sim.stats.armedCrashes++;
+                sim.stats.streamCrashes++;
                 sim.crash(node.idx, `armed: mid-stream, after writing the chunk at ${chunk.offset} of snapshot ${chunk.meta.index}`);
                 sim.schedule(1 + this.storeRng.float() * 30, { kind: 'restart', node: node.idx, inc: node.incarnation });
                 return never();
@@ -426,7 +437,11 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
         : {
             installReceived: async (meta: SnapshotMeta) => {
               if (meta.index < node.applied)
-                sim.fail('applied-monotonic', node, `installing snapshot ${meta.index}/t${meta.term} would move applied back from ${node.applied}`);
+                sim.fail(
+                  'applied-monotonic',
+                  node,
+                  `installing snapshot ${meta.index}/t${meta.term} would move applied back from ${node.applied}`,
+                );
               await inner.installReceived!(meta);
               if (!this.alive) return never();
               node.applied = meta.index;
@@ -438,7 +453,7 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
               }
               if (meta.index > 0) {
                 sim.stats.snapshotsInstalled++;
-                sim.stats.streamsInstalled++;
+                if (this.receivingRecords) sim.stats.streamsInstalled++;
                 sim.trace.add(sim.now, node.id, 'stream-install', `${meta.index}/t${meta.term}`);
                 atPoint(meta.index, meta.term);
               }

@@ -98,6 +98,9 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
         };
         for (const [k, v] of Object.entries(stats)) if (Number.isFinite(v)) total[k] = (total[k] ?? 0) + v;
         total['fiveNodeRuns'] = (total['fiveNodeRuns'] ?? 0) + (r.cluster.nodes.length === 5 ? 1 : 0);
+        // The applied store streamed to followers behind the log (level 6) and swapped in, crashes mid-stream.
+        total['streamsInstalled'] = (total['streamsInstalled'] ?? 0) + r.cluster.stats.streamsInstalled;
+        total['streamCrashes'] = (total['streamCrashes'] ?? 0) + r.cluster.stats.streamCrashes;
       }
       for (const k of [
         'acquired',
@@ -115,6 +118,8 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
         'pauses',
         'supersededUses',
         'fiveNodeRuns',
+        'streamsInstalled',
+        'streamCrashes',
         // the real lock service: blocking acquires queued FIFO and granted, deadlines and cancels, calls
         // forwarded by followers (lost, duplicated; reaching a node that no longer leads: answered, never
         // forwarded again), linearizable Gets

@@ -101,6 +101,8 @@ export interface SimStats {
   /** Streams of the applied store opened by a leader, and streamed snapshots a follower swapped in. */
   streamsOpened: number;
   streamsInstalled: number;
+  /** Armed crashes of a follower mid-stream (after a chunk was written, before its answer). */
+  streamCrashes: number;
   compactions: number;
   proposals: number;
   acks: number;
@@ -143,6 +145,7 @@ export function emptyStats(): SimStats {
     snapshotsInstalled: 0,
     streamsOpened: 0,
     streamsInstalled: 0,
+    streamCrashes: 0,
     compactions: 0,
     proposals: 0,
     acks: 0,
