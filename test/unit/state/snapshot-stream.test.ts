@@ -1,0 +1,178 @@
+// A snapshot streamed from the leader's applied store (snapshot-stream.ts) into a follower's (snapshot-sink.ts):
+// the stream is one LevelDB view (batches written while it runs never leak into it) at exactly the point the
+// store held; the follower writes each chunk into a new generation and swaps it in only once the last chunk
+// is written and verified; a crash anywhere leaves the old state or the whole new one; a chunk out of order,
+// a record lost or changed, is refused.
+import { describe, expect, it } from 'vitest';
+import { LockMachine } from '../../../src/lock/index.js';
+import { AppliedStore } from '../../../src/state/applied-store.js';
+import { LockStateStore } from '../../../src/state/lock-store.js';
+import { StoreStream, SnapshotStreamError, decodeChunk } from '../../../src/state/snapshot-stream.js';
+import type { Scheduler } from '../../../src/raft/env.js';
+import type { SnapshotChunk, SnapshotMeta } from '../../../src/raft/core/types.js';
+import { OPTIONS, RandomLog, type SlicedMachine } from '../lock/random-log.js';
+import { CrashDb } from './crash-db.js';
+
+class ManualScheduler implements Scheduler {
+  private readonly intervals: (() => void)[] = [];
+  soon(fn: () => void): void {
+    queueMicrotask(fn);
+  }
+  after(_delayMs: number, fn: () => void) {
+    queueMicrotask(fn);
+    return { cancel: () => {} };
+  }
+  every(_intervalMs: number, fn: () => void) {
+    this.intervals.push(fn);
+    return { cancel: () => this.intervals.splice(this.intervals.indexOf(fn), 1) };
+  }
+  fire(): void {
+    for (const fn of [...this.intervals]) fn();
+  }
+}
+
+const CONF = { clusterId: 'c', voters: ['n1', 'n2', 'n3'], learners: [], addresses: {}, removed: [] };
+const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b));
+
+async function settle(): Promise<void> {
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+}
+
+/** A leader's machine and store: `entries` applied and written behind. */
+async function leader(seed: number, entries: number) {
+  const db = new CrashDb();
+  const scheduler = new ManualScheduler();
+  const state = new LockStateStore<LockMachine>(() => AppliedStore.open(db), scheduler);
+  const machine = new LockMachine(OPTIONS);
+  await state.replace(machine, { index: 0, term: 0, conf: CONF });
+  const log = new RandomLog(machine as unknown as SlicedMachine, seed);
+  const apply = async (n: number) => {
+    const before = machine.appliedIndex;
+    log.run(n);
+    for (let i = before + 1; i <= machine.appliedIndex; i++) state.applied(i, 3, null);
+    scheduler.fire();
+    await settle();
+  };
+  await apply(entries);
+  return { db, state, machine, apply };
+}
+
+/** A follower's store holding a small state of its own. */
+async function follower(db = new CrashDb()) {
+  const state = new LockStateStore<LockMachine>(() => AppliedStore.open(db, 50), new ManualScheduler());
+  const old = new LockMachine(OPTIONS);
+  new RandomLog(old as unknown as SlicedMachine, 99).run(40);
+  await state.replace(old, { index: old.appliedIndex, term: 1, conf: CONF });
+  return { db, state, old };
+}
+
+/** Every chunk of a stream, in order. */
+async function chunksOf(stream: StoreStream, between?: (offset: number) => Promise<void>): Promise<SnapshotChunk[]> {
+  const meta: SnapshotMeta = { index: stream.point.index, term: stream.point.term, conf: stream.point.conf };
+  const out: SnapshotChunk[] = [];
+  let offset = 0;
+  for (;;) {
+    const chunk = await stream.chunkAt(offset);
+    expect(chunk, `a chunk at ${offset}`).not.toBeNull();
+    out.push({ meta, offset, data: chunk!.data, done: chunk!.last });
+    if (chunk!.last) return out;
+    offset += chunk!.data.length;
+    await between?.(offset);
+  }
+}
+
+describe('a snapshot streamed from the applied store', () => {
+  it('is the state at the point the store held, read from one view: batches written while it runs do not leak into it', async () => {
+    const l = await leader(3, 600);
+    const stream = (await l.state.openStream(512))!;
+    expect(stream.point.index).toBe(l.machine.appliedIndex); // the write-behind flushed before the view
+    const atPoint = l.machine.snapshot();
+    // Entries keep applying and their batches land while the stream is read.
+    const chunks = await chunksOf(stream, () => l.apply(15));
+    await stream.close();
+    expect(chunks.length, 'many chunks').toBeGreaterThan(10);
+    expect(l.machine.appliedIndex).toBeGreaterThan(stream.point.index);
+    expect(same(l.machine.snapshot(), atPoint), 'the leader moved on while streaming').toBe(false);
+
+    const f = await follower();
+    for (const chunk of chunks) await f.state.receiveChunk(chunk);
+    const installed = await f.state.installReceived(chunks[0]!.meta, OPTIONS);
+    expect('machine' in installed).toBe(true);
+    const got = installed as { machine: LockMachine; point: { index: number; term: number } };
+    expect(got.point.index).toBe(stream.point.index);
+    expect(got.point.term).toBe(3);
+    expect(same(got.machine.snapshot(), atPoint), 'the follower holds the leader state at the stream point').toBe(true);
+    // And so does its store, reopened.
+    const reopened = await new LockStateStore<LockMachine>(() => AppliedStore.open(f.db), new ManualScheduler()).load(OPTIONS);
+    expect(same(reopened!.machine.snapshot(), atPoint)).toBe(true);
+  });
+
+  it('reads a chunk again from where it began, and a fresh stream of the same view walks on to a later offset', async () => {
+    const l = await leader(4, 300);
+    const stream = (await l.state.openStream(256))!;
+    const chunks = await chunksOf(stream);
+    expect(chunks.length).toBeGreaterThan(4);
+    for (const i of [0, 2, 1, chunks.length - 1, 3])
+      expect(same((await stream.chunkAt(chunks[i]!.offset))!.data, chunks[i]!.data)).toBe(true);
+    expect(await stream.chunkAt(chunks[1]!.offset + 1), 'no chunk starts inside another').toBeNull();
+    await stream.close();
+    const again = (await l.state.openStream(256))!;
+    expect(same((await again.chunkAt(chunks[3]!.offset))!.data, chunks[3]!.data)).toBe(true);
+    await again.close();
+  });
+
+  it('is swapped in only after its last chunk is written: a crash at any write leaves the old state or the whole new one', async () => {
+    const l = await leader(5, 400);
+    const stream = (await l.state.openStream(300))!;
+    const atPoint = l.machine.snapshot();
+    const chunks = await chunksOf(stream);
+    await stream.close();
+    const f = await follower();
+    const from = f.db.log.length;
+    for (const chunk of chunks) await f.state.receiveChunk(chunk);
+    await f.state.installReceived(chunks[0]!.meta, OPTIONS);
+    const writes = f.db.log.slice(from);
+    const swap = writes.findIndex((w) => w.kind === 'batch' && w.ops.some((op) => op.key[0] === 0xff));
+    const lastRecords = writes.findLastIndex((w) => w.kind === 'batch' && w.ops.some((op) => op.key[0] !== 0xff));
+    expect(swap, 'one swap').toBeGreaterThan(0);
+    expect(lastRecords, 'every record is written before the swap').toBeLessThan(swap);
+    for (let n = from; n <= f.db.log.length; n++) {
+      const loaded = await new LockStateStore<LockMachine>(
+        async () => AppliedStore.open(await f.db.crashedAfter(n)),
+        new ManualScheduler(),
+      ).load(OPTIONS);
+      const expected = loaded!.point.index === stream.point.index ? atPoint : f.old.snapshot();
+      expect(same(loaded!.machine.snapshot(), expected), `crash after ${n} writes (swap at ${from + swap})`).toBe(true);
+    }
+  });
+
+  it('refuses a chunk at the wrong offset, a stream whose records do not verify, and an install before its last chunk', async () => {
+    const l = await leader(6, 300);
+    const stream = (await l.state.openStream(256))!;
+    const chunks = await chunksOf(stream);
+    await stream.close();
+
+    const skip = await follower();
+    await skip.state.receiveChunk(chunks[0]!);
+    await expect(skip.state.receiveChunk(chunks[2]!)).rejects.toThrow(/offset \d+ .* but offset \d+ .* is next/);
+
+    const early = await follower();
+    for (const chunk of chunks.slice(0, -1)) await early.state.receiveChunk(chunk);
+    await expect(early.state.installReceived(chunks[0]!.meta, OPTIONS)).rejects.toThrow(/last chunk was not received/);
+
+    // One byte of one record's value changed: the checksum differs at the last chunk; nothing is swapped in.
+    const bad = await follower();
+    const victim = chunks[1]!;
+    expect(decodeChunk(victim.data, 1 << 20).trailer, 'a chunk inside the stream').toBeNull();
+    const at = victim.data.length - 1; // the last byte of its last record's value
+    const changed = victim.data.slice();
+    changed[at] = changed[at]! ^ 0x01;
+    const refused = (async () => {
+      for (const chunk of chunks) await bad.state.receiveChunk(chunk === victim ? { ...chunk, data: changed } : chunk);
+    })();
+    await expect(refused).rejects.toThrow(SnapshotStreamError);
+    await expect(refused).rejects.toThrow(/does not verify|corrupt/);
+    const reopened = await new LockStateStore<LockMachine>(() => AppliedStore.open(bad.db), new ManualScheduler()).load(OPTIONS);
+    expect(same(reopened!.machine.snapshot(), bad.old.snapshot()), 'the old state stays in force').toBe(true);
+  });
+});
