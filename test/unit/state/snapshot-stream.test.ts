@@ -133,7 +133,10 @@ describe('a snapshot streamed from the applied store', () => {
     await f.state.installReceived(chunks[0]!.meta, OPTIONS);
     const writes = f.db.log.slice(from);
     const swap = writes.findIndex((w) => w.kind === 'batch' && w.ops.some((op) => op.key[0] === 0xff));
-    const lastRecords = writes.findLastIndex((w) => w.kind === 'batch' && w.ops.some((op) => op.key[0] !== 0xff));
+    let lastRecords = -1;
+    writes.forEach((w, i) => {
+      if (w.kind === 'batch' && w.ops.some((op) => op.key[0] !== 0xff)) lastRecords = i;
+    });
     expect(swap, 'one swap').toBeGreaterThan(0);
     expect(lastRecords, 'every record is written before the swap').toBeLessThan(swap);
     for (let n = from; n <= f.db.log.length; n++) {
