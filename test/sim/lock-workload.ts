@@ -390,6 +390,17 @@ export class LockWorkload implements SimWorkload<LockReplica> {
       db = new SimStateDb(SimRng.derive(this.sim.seed, `state-db:${node.id}`));
       // The store holds only committed entries' effects: every point it reaches is a committed entry.
       db.onLanded = (point) => this.sim.check(this.sim.facts.noteSnapshotPoint(node.id, point.index, point.term), 'store-committed', node);
+      // Now and then the node dies the moment a swap lands, before anything its store writes after it: the
+      // new generation must be whole by then (a receiver that swapped in before its last chunk was written
+      // restarts missing records, and the digest where the store opens says so).
+      const swapRng = SimRng.derive(this.sim.seed, `state-db-swap:${node.id}`);
+      db.onSwap = (point) => {
+        const n = this.sim.nodes[node.idx]!;
+        if (this.sim.phase !== 'faults' || !n.up || swapRng.float() >= 0.3) return;
+        this.sim.stats.armedCrashes++;
+        this.sim.crash(node.idx, `armed: the moment the applied store's swap to ${point.index}/t${point.term} landed`);
+        this.sim.schedule(1 + swapRng.float() * 30, { kind: 'restart', node: node.idx, inc: n.incarnation });
+      };
       this.stateDbs.set(node.idx, db);
     }
     return db;

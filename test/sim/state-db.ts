@@ -22,6 +22,9 @@ export class SimStateDb {
   landed: AppliedPoint | null = null;
   /** Told of every landed meta record. */
   onLanded: (point: AppliedPoint) => void = () => {};
+  /** Told when a landed meta record moves the store to another generation (a swap: a whole new state). */
+  onSwap: (point: AppliedPoint) => void = () => {};
+  private landedGeneration: number | null = null;
 
   constructor(
     private readonly rng: SimRng,
@@ -76,8 +79,11 @@ export class SimStateDb {
   }
 
   private noteMeta(bytes: Uint8Array): void {
-    const { point } = decodeMeta(bytes);
+    const { generation, point } = decodeMeta(bytes);
+    const swapped = this.landedGeneration !== null && generation !== this.landedGeneration;
+    this.landedGeneration = generation;
     this.landed = point;
     this.onLanded(point);
+    if (swapped) this.onSwap(point);
   }
 }
