@@ -20,8 +20,10 @@ import { META_KEY, decodeMeta, generationPrefix, type AppliedPoint, type RecordD
 const MAGIC = [0x4c, 0x48, 0x52]; // "LHR"
 const FORMAT = 1;
 export const STREAM_CHECKSUM_BYTES = 32;
-/** Records one nextv reads (a chunk of small records takes a few reads, a big one may end inside one). */
+/** Records one nextv reads at most: about a chunk's worth (a record is rarely under 32 bytes), so what is
+ *  read ahead of a chunk stays near its size. */
 const READ_RECORDS = 512;
+const READ_RECORD_BYTES = 32;
 
 export class SnapshotStreamError extends Error {
   override readonly name = 'SnapshotStreamError';
@@ -115,6 +117,7 @@ export class StoreStream {
   /** The first offset never made yet: chunks from here on extend the checksum and the count. */
   private frontier = 0;
   private readonly hash: Hash = createHash('sha256');
+  private readonly readRecords: number;
   private total = 0;
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
@@ -124,7 +127,9 @@ export class StoreStream {
     private readonly prefix: Uint8Array,
     readonly point: AppliedPoint,
     private readonly chunkBytes: number,
-  ) {}
+  ) {
+    this.readRecords = Math.max(1, Math.min(READ_RECORDS, Math.ceil(chunkBytes / READ_RECORD_BYTES)));
+  }
 
   /** Opens a view of `db` and reads its meta record; null when the store holds no state. */
   static async open(db: RecordDb, chunkBytes: number): Promise<StoreStream | null> {
@@ -195,7 +200,7 @@ export class StoreStream {
   private async nextRow(): Promise<[Uint8Array, Uint8Array] | null> {
     if (this.ended) return null;
     if (this.rowAt >= this.rows.length) {
-      this.rows = await this.it.nextv(READ_RECORDS);
+      this.rows = await this.it.nextv(this.readRecords);
       this.rowAt = 0;
     }
     const row = this.rows[this.rowAt];
