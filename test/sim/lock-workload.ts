@@ -22,6 +22,8 @@ import { LockStateStore } from '../../src/state/lock-store.js';
 import { AppliedStore } from '../../src/state/applied-store.js';
 import type { StoredStateMachine } from '../../src/raft/fsm.js';
 import { SimStateDb } from './state-db.js';
+import { isRecordStream } from '../../src/state/snapshot-stream.js';
+import { LEVEL_RECORD_STREAM } from '../../src/lock/versions.js';
 import { SimFencedResource } from './lock-resource.js';
 import type { SimStateMachine } from './machine.js';
 import type { SimNode } from './node.js';
@@ -103,7 +105,17 @@ export class LockReplica implements SimStateMachine {
         install: (snapshot) => inner.install(snapshot).finally(() => (this.digestValue = null)),
         persist: () => inner.persist(),
         ...(inner.openStream === undefined ? {} : { openStream: (chunkBytes: number) => inner.openStream!(chunkBytes) }),
-        ...(inner.receiveChunk === undefined ? {} : { receiveChunk: (chunk: SnapshotChunk) => inner.receiveChunk!(chunk) }),
+        ...(inner.receiveChunk === undefined
+          ? {}
+          : {
+              receiveChunk: (chunk: SnapshotChunk) => {
+                // The version gate: a member of a build below level 6 reads only the whole-state encoding.
+                if (chunk.offset === 0 && readLevel < LEVEL_RECORD_STREAM && isRecordStream(chunk.data)) {
+                  wl.sim.fail('version-gate', node!, `a record stream sent to a member of a level-${readLevel} build`);
+                }
+                return inner.receiveChunk!(chunk);
+              },
+            }),
         ...(inner.installReceived === undefined
           ? {}
           : { installReceived: (meta: SnapshotMeta) => inner.installReceived!(meta).finally(() => (this.digestValue = null)) }),
