@@ -91,6 +91,9 @@ export interface ClientApiOptions {
   /** Counts a call refused before it reached the lock service: malformed or invalid, or not permitted
    *  (metrics: leasehold_lock_operations_total{outcome="invalid"|"denied"}). */
   countRefused?: (op: string, outcome: 'invalid' | 'denied') => void;
+  /** Counts and times a call forwarded at once because this node does not lead (outcome="not_leader", as
+   *  the lock service counts one it refuses so). */
+  countForwarded?: (op: string, seconds: number) => void;
 }
 
 const LOCK_METHOD = Object.fromEntries(Object.entries(LOCK_CALL_NAME).map(([method, name]) => [name, method])) as Record<
@@ -143,6 +146,7 @@ export class ClientApi {
       ...(opts.isMember !== undefined ? { isMember: opts.isMember } : {}),
       detachedWaiterGraceMs: opts.detachedWaiterGraceMs ?? DEFAULT_LOCK_LEADER_CONFIG.detachedWaiterGraceMs,
       ...(opts.countRefused !== undefined ? { countRefused: opts.countRefused } : {}),
+      ...(opts.countForwarded !== undefined ? { countForwarded: opts.countForwarded } : {}),
     });
   }
 

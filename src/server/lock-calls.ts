@@ -108,6 +108,10 @@ export interface LockCallHandlingOptions<P> {
    *  detachedWaiterGraceMs), for the calls this node forwards. */
   detachedWaiterGraceMs: number;
   countRefused?: (op: string, outcome: 'invalid' | 'denied') => void;
+  /** A call forwarded at once because this node does not lead, once its reply is in, with the seconds it
+   *  took: counted as the lock service counts a call it refuses as not the leader (lock ops, outcome
+   *  not_leader, and its latency), which such a call no longer enters. */
+  countForwarded?: (op: string, seconds: number) => void;
 }
 
 type Serve<V> = (req: V, timeoutMs: number, signal: AbortSignal) => Promise<unknown>;
@@ -146,7 +150,16 @@ export class LockCallHandling<P> {
     const away = this.opts.service.notLeading;
     if (away !== undefined) {
       const route = routeNotLeader(this.opts.service.node.id, away, ctx.forwarded);
-      if (route.action === 'forward') return this.forward(method, request, route.to, ctx);
+      if (route.action === 'forward') {
+        const reply = this.forward(method, request, route.to, ctx);
+        const count = this.opts.countForwarded;
+        if (count === undefined) return reply;
+        const startedMs = this.opts.nowMs();
+        return reply.then((r) => {
+          count(opName(method), (this.opts.nowMs() - startedMs) / 1000);
+          return r;
+        });
+      }
     }
     const timeoutMs = Math.max(1, Math.min(this.opts.defaultTimeoutMs + waitOf(v.value), ctx.deadlineMs - this.opts.nowMs()));
     // The caller's own signal goes to the service: its reason says how the call ended (call-end.ts), and the

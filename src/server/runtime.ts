@@ -321,7 +321,15 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     ...(credentials.tls ? { forwardCredentials: credentials.freshDial() } : {}),
     ownerBinding: config.auth.ownerBinding,
     admins: config.auth.admins,
-    ...(metrics ? { countRefused: (op: string, outcome: 'invalid' | 'denied') => metrics.lockOps.inc({ op, outcome }) } : {}),
+    ...(metrics
+      ? {
+          countRefused: (op: string, outcome: 'invalid' | 'denied') => metrics.lockOps.inc({ op, outcome }),
+          countForwarded: (op: string, seconds: number) => {
+            metrics.lockOps.inc({ op, outcome: 'not_leader' });
+            metrics.lockOpSeconds.observe({ op }, seconds);
+          },
+        }
+      : {}),
     isMember: isKnownMember,
     // Lock calls for the leader ride our peer link to it (raft.proto Forward), not a unary call each.
     forwardVia: (leaderId) => transport.forward(leaderId),

@@ -28,6 +28,7 @@ function follower(opts: { ownerBinding?: boolean } = {}) {
   const forwarded: Forwarded[] = [];
   // A follower's service: every call is refused "not the leader; the leader is L".
   let served = 0;
+  const countedForwarded: string[] = [];
   const notLeader = () => (served++, Promise.reject(new LeaderUnavailableError('not the leader', 'L')));
   const service = {
     node: { id: 'F', leaderId: 'L' },
@@ -54,13 +55,14 @@ function follower(opts: { ownerBinding?: boolean } = {}) {
     leaderAddress: () => 'leader:1',
     forwardVia: () => channel,
     detachedWaiterGraceMs: 2000,
+    countForwarded: (op: string, seconds: number) => countedForwarded.push(`${op} ${seconds}`),
     ...(opts.ownerBinding ? { ownerBinding: true, isMember: (id: string) => id === 'L' || id === 'F' } : {}),
   });
   const advance = (ms: number) => {
     nowMs += ms;
     for (const t of timers.splice(0).filter((t) => (t.at <= nowMs ? (t.fn(), false) : true))) timers.push(t);
   };
-  return { calls, forwarded, advance, now: () => nowMs, served: () => served };
+  return { calls, forwarded, advance, now: () => nowMs, served: () => served, countedForwarded };
 }
 
 const acquire = (sessionId: string, waitMs = '60000') => ({
@@ -98,8 +100,12 @@ describe.each(['known before the call', 'learned from the refusal'] as Knows[])(
       expect(f.forwarded[0]).toMatchObject({ name: 'acquire', timeoutMs: 700 });
       // Known not to lead: forwarded without entering the service (no call, promise and error built for it).
       expect(f.served()).toBe(knows === 'known before the call' ? 0 : 1);
+      f.advance(40);
       f.forwarded[0]!.answer({ code: 0, details: '', response: 'granted' });
       expect(await reply).toEqual({ code: 0, details: '', response: 'granted', leader: 'leader:1' });
+      // ...and counted, with the forwarded round trip's time, as the service counts a not-leader refusal
+      // (which it does itself on the other way).
+      expect(f.countedForwarded).toEqual(knows === 'known before the call' ? ['acquire 0.04'] : []);
     });
 
     it('a call that arrived forwarded is answered UNAVAILABLE, never forwarded again', async () => {
