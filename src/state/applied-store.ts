@@ -312,17 +312,8 @@ export class AppliedStore {
 
   /** Visits every record of the state in force in key order, from one consistent view of the store (a
    *  LevelDB iterator reads a snapshot of the moment it was opened). */
-  async scan(generation: number, visit: (key: Uint8Array, value: Uint8Array) => void): Promise<void> {
-    const it = this.db.iterator({ gte: generationPrefix(generation), lt: generationPrefix(generation + 1) });
-    try {
-      for (;;) {
-        const rows = await it.nextv(SCAN_BATCH_RECORDS);
-        if (rows.length === 0) break;
-        for (const [key, value] of rows) visit(key, value);
-      }
-    } finally {
-      await it.close();
-    }
+  scan(generation: number, visit: (key: Uint8Array, value: Uint8Array) => void): Promise<void> {
+    return this.scanRange(generationPrefix(generation), generationPrefix(generation + 1), visit);
   }
 
   /** One batch: the changed records and the point they reach, atomically; synced only when asked (before the

@@ -8,35 +8,10 @@ import { LockMachine } from '../../../src/lock/index.js';
 import { AppliedStore } from '../../../src/state/applied-store.js';
 import { LockStateStore } from '../../../src/state/lock-store.js';
 import { StoreStream, SnapshotStreamError, decodeChunk } from '../../../src/state/snapshot-stream.js';
-import type { Scheduler } from '../../../src/raft/env.js';
+import { CONF, ManualScheduler, same, settle } from './store-fixtures.js';
 import type { SnapshotChunk, SnapshotMeta } from '../../../src/raft/core/types.js';
 import { OPTIONS, RandomLog, type SlicedMachine } from '../lock/random-log.js';
 import { CrashDb } from './crash-db.js';
-
-class ManualScheduler implements Scheduler {
-  private readonly intervals: (() => void)[] = [];
-  soon(fn: () => void): void {
-    queueMicrotask(fn);
-  }
-  after(_delayMs: number, fn: () => void) {
-    queueMicrotask(fn);
-    return { cancel: () => {} };
-  }
-  every(_intervalMs: number, fn: () => void) {
-    this.intervals.push(fn);
-    return { cancel: () => this.intervals.splice(this.intervals.indexOf(fn), 1) };
-  }
-  fire(): void {
-    for (const fn of [...this.intervals]) fn();
-  }
-}
-
-const CONF = { clusterId: 'c', voters: ['n1', 'n2', 'n3'], learners: [], addresses: {}, removed: [] };
-const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b));
-
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-}
 
 /** A leader's machine and store: `entries` applied and written behind. */
 async function leader(seed: number, entries: number) {
