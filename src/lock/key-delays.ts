@@ -59,6 +59,24 @@ export class KeyDelays {
     if (this.keyDelays.delete(key)) this.changedKeys?.add(key);
   }
 
+  /**
+   * A term start moved log time from P to T > P (machine.ts startLeaseEpoch): every delay still running at P
+   * is carried across by T - P, as live leases are (epoch.ts). The jump is the new leader's clock being
+   * ahead, not time that passed for the holder that went away; counted as time passed, it would let a
+   * leader whose clock runs ahead grant the key inside its delay. A delay that had passed by P only awaits
+   * its undelay entry and is left alone.
+   */
+  carryOver(P: number, T: number): void {
+    const shift = T - P;
+    if (shift <= 0) return;
+    for (const [key, until] of this.keyDelays) {
+      if (until <= P) continue; // passed before the term ended: awaiting its undelay entry
+      this.keyDelays.set(key, until + shift);
+      this.changedKeys?.add(key);
+      this.push({ key, untilMs: until + shift });
+    }
+  }
+
   /** Up to `limit` keys whose delay is <= atMs, earliest first. Stale heap entries are dropped here. */
   due(atMs: number, limit: number): DueDelay[] {
     const out: DueDelay[] = [];

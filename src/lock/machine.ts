@@ -135,6 +135,7 @@ import {
   LEVEL_MANY_HOLDERS,
   LEVEL_REVOKE_ONCE,
   LEVEL_SUPERSEDE_SAME_SESSION,
+  LEVEL_DELAY_CARRIED,
 } from './versions.js';
 import type {
   AcquireOutcome,
@@ -851,6 +852,8 @@ export class LockMachine {
     const previousTermEndMs = this.s.logNowMs;
     const epochStartMs = Math.max(previousTermEndMs, stampedMs);
     const carried = this.startEpoch({ previousTermEndMs, epochStartMs });
+    // Running lock-delays cross the jump as live leases do (key-delays.ts carryOver).
+    if (this.clusterLevelValue >= LEVEL_DELAY_CARRIED) this.s.delays.carryOver(previousTermEndMs, epochStartMs);
     this.epochTermValue = term;
     this.epochStartMsValue = epochStartMs;
     this.s.logNowMs = epochStartMs;

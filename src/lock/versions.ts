@@ -81,6 +81,10 @@ export const LEVEL_LATE_END_EXPIRES = 5;
  *  machine.ts `keepAcquireRecord`). */
 export const LEVEL_ACQUIRE_KEPT_WHILE_HELD = 6;
 
+/** The level from which a lock-delay running at a term start is carried across its log-time jump by T - P,
+ *  as live leases are (key-delays.ts carryOver): a leader whose clock ran ahead ended it at once before. */
+export const LEVEL_DELAY_CARRIED = 6;
+
 /** The build level from which a peer reads batched Raft messages (src/transport/peer-link.ts). */
 export const LEVEL_PEER_BATCHES = 6;
 

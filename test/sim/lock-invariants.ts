@@ -445,6 +445,9 @@ export class LockOracle implements GroupHost {
       }
       if (post.epochStartMs !== post.nowMs) return this.fail(`${at}: epoch start ${post.epochStartMs} differs from log time ${post.nowMs}`);
       this.carryLeases(at, idx, pre, post, stamp);
+      // From level 6 a lock-delay still running at P is carried across the jump to T by T - P, like a live
+      // lease (key-delays.ts carryOver); one that had passed by P is left to its undelay entry.
+      if (this.clusterLevel >= 6) this.carryDelays(pre.nowMs, post.epochStartMs);
     } else if (entry.term > pre.epochTerm) {
       return this.fail(`${at}: first entry of a higher term did not start a lease epoch (epoch term stays ${pre.epochTerm})`);
     }
@@ -1417,6 +1420,12 @@ export class LockOracle implements GroupHost {
   }
 
   /** The first entry of a higher term: every live lease is extended (or provably ran its TTL). */
+  private carryDelays(previousTermEndMs: number, epochStartMs: number): void {
+    const shiftMs = epochStartMs - previousTermEndMs;
+    if (shiftMs <= 0) return;
+    for (const [key, until] of this.delays) if (until > previousTermEndMs) this.delays.set(key, until + shiftMs);
+  }
+
   private carryLeases(at: string, idx: number, pre: StateCapture, post: StateCapture, stamp: StampWindow): void {
     this.stats.epochStarts++;
     if (post.leaseCount !== pre.leaseCount)

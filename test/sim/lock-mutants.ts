@@ -451,6 +451,23 @@ export const LOCK_MUTANTS: LockMutant[] = [
       },
     ],
   },
+  // Level 6: a lock-delay running at a term start is carried across the log-time jump; the oracle carries it
+  // alike, so a machine that lets the jump count as time passed grants a key the model still holds delayed.
+  {
+    id: 'x6',
+    name: 'a running lock-delay is not carried across a term start (a fast-clocked new leader ends it at once)',
+    maxSeeds: 100,
+    caughtBy: /lock-delay/,
+    patches: [
+      {
+        file: 'machine.ts',
+        find: `    if (this.clusterLevelValue >= LEVEL_DELAY_CARRIED) this.s.delays.carryOver(previousTermEndMs, epochStartMs);
+`,
+        replace: `    if (this.clusterLevelValue < 0) this.s.delays.carryOver(previousTermEndMs, epochStartMs);
+`,
+      },
+    ],
+  },
   // Log time (issue 22): at cluster level 2 it follows the term leader's stamps from wherever it stands; the
   // oracle models the rule on its own, and a leader on a slower clock than the last one exposes the revert.
   {
