@@ -5,7 +5,6 @@
 //    the node holds no copy of what it was not sent;
 //  - an after_index older than the history answers OUT_OF_RANGE naming the oldest index it can resume
 //    after, and the client library turns "no node has it" into WatchHistoryLostError.
-import { readFileSync } from 'node:fs';
 import * as http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,11 +13,17 @@ import { lockService, type WatchEvent } from '../../src/wire/lock.js';
 import { TestCluster, waitFor } from './harness.js';
 
 const HISTORY = 400;
+/** Hold values in the stalled-watcher test: large, so what a node would hold for a watcher stands out. */
+const VALUE_BYTES = 8 * 1024;
 
 let c: TestCluster;
 
 beforeAll(async () => {
-  c = await TestCluster.create({ electionTicks: 20, faultFiles: true, extraYaml: `watch:\n  historyEvents: ${HISTORY}\n` });
+  c = await TestCluster.create({
+    electionTicks: 20,
+    faultFiles: true,
+    extraYaml: `watch:\n  historyEvents: ${HISTORY}\nlock:\n  maxValueBytes: ${VALUE_BYTES}\n`,
+  });
   c.startAll();
   await c.waitForLeader();
 }, 30_000);
@@ -26,8 +31,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await c?.stop();
 });
-
-const rssKb = (id: string) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${c.pid(id)}/status`, 'utf8'))![1]);
 
 /** Lock/Watch on one node with no resume: every event until the stream ends, and how it ended. */
 function rawWatch(id: string, request: object, opts: { read: boolean } = { read: true }) {
@@ -152,22 +155,31 @@ describe('watch', () => {
     // paused HTTP/2 stream really stops reading (and its flow-control window stops the node's writes).
     const slow = stalledWatch(node, { prefix: 'slow/', after_index: from });
     const writer = new LockClient({ endpoints: c.endpoints(), timeoutMs: 20_000 });
-    const value = 'x'.repeat(1000);
-    const rssBefore = rssKb(node);
+    const value = 'x'.repeat(VALUE_BYTES);
     try {
-      // 1,500 holds with 1 KB values: ~1.5 MB of events, far past HTTP/2's window and the backlog bound.
+      // 1,500 holds with 8 KiB values: ~12 MB of events, far past HTTP/2's window and the backlog bound.
       for (let batch = 0; batch < 30; batch++) {
         await Promise.all(Array.from({ length: 50 }, (_, j) => writer.acquire(`slow/${batch}-${j}`, { ttlMs: 60_000, value })));
       }
       await waitFor('the reading watcher has them all', () => fast.events.filter((e) => e.kind === 'ACQUIRED').length >= 1500, 20_000);
-      const rssAfter = rssKb(node);
-      const end = await slow.readToEnd(); // now it reads: what was queued for it, then the status
+      // Now it reads. The node ends the stream only after everything it had queued for the watcher, so the
+      // bytes read from here to the status are what the node held for it (plus what sat in the sockets).
+      let deadline: NodeJS.Timeout | undefined;
+      const end = await Promise.race([
+        slow.readToEnd(),
+        new Promise<never>((_, reject) => {
+          deadline = setTimeout(
+            () => reject(new Error('the stalled watch did not end within 10 s of reading again: the node never cut it off')),
+            10_000,
+          );
+        }),
+      ]).finally(() => clearTimeout(deadline));
       expect(end.status).toBe(String(grpc.status.RESOURCE_EXHAUSTED));
       expect(end.message).toMatch(/fell more than watch\.historyEvents \(400\) events behind/);
-      expect(end.bytes).toBeLessThan(1_000_000); // not the 1.5 MB it was owed
-      console.log(`stalled watcher: ${end.bytes} bytes before the cut-off (owed ~1.5 MB); node RSS ${rssBefore} -> ${rssAfter} KiB`);
-      // What the node held for it: grpc-js's few buffered messages and HTTP/2's window, not 1.5 MB of events.
-      expect(rssAfter - rssBefore).toBeLessThan(32 * 1024);
+      const owedBytes = 1500 * VALUE_BYTES;
+      console.log(`stalled watcher: ${end.bytes} bytes queued for it at the cut-off (owed ~${owedBytes} B)`);
+      // grpc-js's few buffered messages and HTTP/2's window — not the ~12 MB of events it was owed.
+      expect(end.bytes).toBeLessThan(1_000_000);
     } finally {
       slow.close();
       fast.close();
