@@ -7,9 +7,8 @@
 // - owners' names are shared and their leases counted (countOwner), for the leader's admission;
 // - every first outcome of a request id is remembered (remember), refusals included;
 // - every change is reported to the event sink, if one listens (emit).
-// The parts that change it are functions of it: machine.ts (the entries, dispatched), machine-leases.ts,
-// machine-wait-lines.ts, machine-sessions.ts, machine-groups.ts. Nothing here reads a clock: log time is
-// `logNowMs`, moved only by machine.ts as entries apply.
+// The parts that change it are functions of it (machine.ts lists them). Nothing here reads a clock: log time
+// is `logNowMs`, moved only by machine-time.ts as entries apply.
 import { DeadlineHeap, EndByHeap } from './deadline-heap.js';
 import type { DedupRecord } from './dedup.js';
 import { DedupTable, acquireTerms } from './dedup.js';
@@ -24,6 +23,7 @@ import type { Lease } from './lease.js';
 import { Session } from './session.js';
 import type { SnapshotWriter } from './snapshot-writer.js';
 import type { AcquireOutcome, LockMachineOptions } from './types.js';
+import { BASE_LEVEL } from './versions.js';
 import { WaitLines } from './wait-line.js';
 
 /** An owner's lease count, and the copy of its name its leases share. */
@@ -37,6 +37,19 @@ export class MachineState {
   appliedIndex = 0;
   /** Log time (ms): see machine.ts `time`. Never decreases. */
   logNowMs = 0;
+  /** Raft term of the current lease epoch, and the log time it started at (machine-time.ts). */
+  epochTerm = 0;
+  epochStartMs = 0;
+  /** The cluster level (versions.ts): what the entries may use. Only a clusterLevel entry raises it. */
+  clusterLevel = BASE_LEVEL;
+  /** From level 2: the highest stamp applied in the current term; log time advances by a stamp's progress
+   *  past it (machine.ts `time`). */
+  termLastStampMs = 0;
+  /** Raft members recorded as having run (machine.ts `ran`). */
+  readonly ranMembers = new Set<string>();
+  /** Bytes per item (machine-digest.ts snapshotItems) of the last sliced snapshot: the next one's buffer is
+   *  sized by it. */
+  snapshotBytesPerItem = 0;
   /** Keys with a lease (live, or past its deadline and awaiting an expire entry). */
   readonly leases = new KeyBuckets<Lease>();
   /**

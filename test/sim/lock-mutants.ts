@@ -46,9 +46,9 @@ export const LOCK_MUTANTS: LockMutant[] = [
     maxSeeds: 100,
     patches: [
       {
-        file: 'machine.ts',
-        find: ` : this.refusal(lease, command, false);\n    const decided: WaiterDecision[] = [];`,
-        replace: ` : lease === undefined ? 'NOT_HELD' : 'UNSPECIFIED';\n    const decided: WaiterDecision[] = [];`,
+        file: 'machine-entries.ts',
+        find: ` : refusal(s, lease, command, false);\n  const decided: WaiterDecision[] = [];`,
+        replace: ` : lease === undefined ? 'NOT_HELD' : 'UNSPECIFIED';\n  const decided: WaiterDecision[] = [];`,
       },
     ],
   },
@@ -58,9 +58,9 @@ export const LOCK_MUTANTS: LockMutant[] = [
     maxSeeds: 150,
     patches: [
       {
-        file: 'machine.ts',
-        find: ` : this.refusal(lease, command, false);\n    const decided: WaiterDecision[] = [];`,
-        replace: ` : this.refusal(lease, { owner: command.owner, token: lease === undefined ? command.token : BigInt(lease.fencingToken) }, false);\n    const decided: WaiterDecision[] = [];`,
+        file: 'machine-entries.ts',
+        find: ` : refusal(s, lease, command, false);\n  const decided: WaiterDecision[] = [];`,
+        replace: ` : refusal(s, lease, { owner: command.owner, token: lease === undefined ? command.token : BigInt(lease.fencingToken) }, false);\n  const decided: WaiterDecision[] = [];`,
       },
     ],
   },
@@ -68,7 +68,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     id: 'b',
     name: 'renew ignores expiry',
     maxSeeds: 100,
-    patches: [{ file: 'machine.ts', find: `    if (mustBeLive && !lease.isLiveAt(this.s.logNowMs)) return 'EXPIRED';\n`, replace: '' }],
+    patches: [{ file: 'machine-entries.ts', find: `  if (mustBeLive && !lease.isLiveAt(s.logNowMs)) return 'EXPIRED';\n`, replace: '' }],
   },
   {
     id: 'c',
@@ -77,9 +77,9 @@ export const LOCK_MUTANTS: LockMutant[] = [
     patches: [
       { file: 'machine-state.ts', find: `  epochShiftMs = 0;\n`, replace: `  epochShiftMs = 0;\n  leaderTokenCounter = 0;\n` },
       {
-        file: 'machine.ts',
-        find: `    this.epochTermValue = term;\n`,
-        replace: `    this.epochTermValue = term;\n    this.s.leaderTokenCounter = 0;\n`,
+        file: 'machine-time.ts',
+        find: `  s.epochTerm = term;\n`,
+        replace: `  s.epochTerm = term;\n  s.leaderTokenCounter = 0;\n`,
       },
       // Every mutex grant (a plain acquire, a hand-off to a waiter) goes through hold(): its token from the counter.
       {
@@ -101,9 +101,9 @@ export const LOCK_MUTANTS: LockMutant[] = [
         replace: `  s.delays.setHoldDelay(key, lockDelayMs);\n  const nowMs = ${nodeClockOf('s')} ?? s.logNowMs;\n`,
       },
       {
-        file: 'machine.ts',
-        find: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, this.s.logNowMs);`,
-        replace: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, ${nodeClockOf('this')} ?? this.s.logNowMs);`,
+        file: 'machine-entries.ts',
+        find: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, s.logNowMs);`,
+        replace: `lease.grant(lease.owner, lease.fencingToken, command.ttlMs, ${nodeClockOf('s')} ?? s.logNowMs);`,
       },
     ],
   },
@@ -141,7 +141,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     id: 'g',
     name: 'a hand-off grants the head waiter even when its wait deadline passed',
     maxSeeds: 100,
-    patches: [{ file: 'machine-wait-lines.ts', find: `    if (w.deadlineMs <= s.logNowMs) {\n`, replace: `    if (w.deadlineMs < 0) {\n` }],
+    patches: [{ file: 'machine-hand-off.ts', find: `    if (w.deadlineMs <= s.logNowMs) {\n`, replace: `    if (w.deadlineMs < 0) {\n` }],
   },
   {
     id: 'h',
@@ -149,9 +149,9 @@ export const LOCK_MUTANTS: LockMutant[] = [
     maxSeeds: 100,
     patches: [
       {
-        file: 'machine.ts',
-        find: `    const inLine = this.s.lines.byRequestOf(command.owner, command.requestId);\n`,
-        replace: `    const inLine = undefined as Waiter | undefined;\n`,
+        file: 'machine-entries.ts',
+        find: `  const inLine = s.lines.byRequestOf(command.owner, command.requestId);\n`,
+        replace: `  const inLine = undefined as Waiter | undefined;\n`,
       },
     ],
   },
@@ -172,7 +172,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     id: 'k',
     name: 'a hand-off grants the line during a lock-delay',
     maxSeeds: 100,
-    patches: [{ file: 'machine-wait-lines.ts', find: `  if (s.delays.leftMs(key, s.logNowMs) > 0) return;\n`, replace: `` }],
+    patches: [{ file: 'machine-hand-off.ts', find: `  if (s.delays.leftMs(key, s.logNowMs) > 0) return;\n`, replace: `` }],
   },
   // Sessions: the oracle models each session's deadline (open, renews, epochs), its holds and its waiters.
   {
@@ -181,7 +181,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     maxSeeds: 300,
     patches: [
       {
-        file: 'machine-sessions.ts',
+        file: 'machine-hand-off.ts',
         find: `  const waiters = [...session.waiters].sort((a, b) => a.ticket - b.ticket);\n`,
         replace: `  const waiters: Waiter[] = [];\n`,
       },
@@ -256,7 +256,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     maxSeeds: 400,
     patches: [
       {
-        file: 'machine-groups.ts',
+        file: 'machine-group-entries.ts',
         find: `  if (own !== undefined) removeHold(s, group, own, false, null); // superseded: its ACQUIRED successor says so\n`,
         replace: ``,
       },
@@ -272,7 +272,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     lockProfile: { groupsOnly: true },
     patches: [
       {
-        file: 'machine-groups.ts',
+        file: 'machine-group-entries.ts',
         find: `    (own !== undefined || s.lines.countFor(key) === 0) && // FIFO`,
         replace: `    (own !== undefined || shared || s.lines.countFor(key) === 0) && // FIFO`,
       },
@@ -284,7 +284,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     maxSeeds: 400,
     patches: [
       {
-        file: 'machine-groups.ts',
+        file: 'machine-hand-off.ts',
         find: `      if (w.deadlineMs <= nowMs || (w.sessionId > 0 && (session === null || !session.isLiveAt(nowMs)))) {\n`,
         replace: `      if (w.deadlineMs < 0 || (w.sessionId > 0 && (session === null || !session.isLiveAt(nowMs)))) {\n`,
       },
@@ -298,9 +298,9 @@ export const LOCK_MUTANTS: LockMutant[] = [
     lockProfile: { groupsOnly: true },
     patches: [
       {
-        file: 'machine.ts',
-        find: `    const inLine = this.s.lines.byRequestOf(command.owner, command.requestId);\n`,
-        replace: `    const inLine = undefined as Waiter | undefined;\n`,
+        file: 'machine-entries.ts',
+        find: `  const inLine = s.lines.byRequestOf(command.owner, command.requestId);\n`,
+        replace: `  const inLine = undefined as Waiter | undefined;\n`,
       },
     ],
   },
@@ -348,12 +348,12 @@ export const LOCK_MUTANTS: LockMutant[] = [
     lockProfile: { groupsOnly: true },
     patches: [
       {
-        file: 'machine-groups.ts',
+        file: 'machine-hand-off.ts',
         find: `      if (group.lastToken === index || !group.fits(w, nowMs, own)) break;\n`,
         replace: `      if (!group.fits(w, nowMs, own)) break;\n`,
       },
       {
-        file: 'machine-groups.ts',
+        file: 'machine-hand-off.ts',
         find: `      decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });\n      break;\n    }\n  }\n  markGrantable(s, group);`,
         replace: `      decided.push({ key, ticket: w.ticket, owner: w.owner, requestId: w.requestId, outcome, cancelled: false });\n    }\n  }\n  markGrantable(s, group);`,
       },
@@ -370,7 +370,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     lockProfile: { groupsOnly: true, lockDelayChance: 0.5 },
     patches: [
       {
-        file: 'machine-groups.ts',
+        file: 'machine-hand-off.ts',
         find: `  if (s.delays.leftMs(key, nowMs) === 0) {\n    for (let w = s.lines.head(key);`,
         replace: `  if (nowMs >= 0) {\n    for (let w = s.lines.head(key);`,
       },
@@ -386,9 +386,9 @@ export const LOCK_MUTANTS: LockMutant[] = [
     caughtBy: /revoke:/,
     patches: [
       {
-        file: 'machine.ts',
-        find: `    result.revoked.push(BigInt(lease.fencingToken));\n    removeLease(this.s, lease, endsExpired(this.s, lease, false), 'REVOKED');\n    const decided: WaiterDecision[] = [];\n    handOff(this.s, command.key, index, decided);\n    if (decided.length > 0) result.decided = decided;\n    return result;\n`,
-        replace: `    result.revoked.push(BigInt(lease.fencingToken));\n    return result;\n`,
+        file: 'machine-entries.ts',
+        find: `  result.revoked.push(BigInt(lease.fencingToken));\n  removeLease(s, lease, endsExpired(s, lease, false), 'REVOKED');\n  const decided: WaiterDecision[] = [];\n  handOff(s, command.key, index, decided);\n  if (decided.length > 0) result.decided = decided;\n  return result;\n`,
+        replace: `  result.revoked.push(BigInt(lease.fencingToken));\n  return result;\n`,
       },
     ],
   },
@@ -401,7 +401,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     caughtBy: /revoke:/,
     patches: [
       {
-        file: 'machine-groups.ts',
+        file: 'machine-group-entries.ts',
         find: `    removeHold(s, group, hold, endsExpired(s, hold, false), 'REVOKED');\n  }\n  const decided: WaiterDecision[] = [];\n  handOffMany(s, group, index, decided);\n  if (decided.length > 0) result.decided = decided;\n  return result;\n`,
         replace: `    removeHold(s, group, hold, endsExpired(s, hold, false), 'REVOKED');\n  }\n  markGrantable(s, group);\n  tidy(s, group);\n  return result;\n`,
       },
@@ -413,7 +413,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     // Caught by 11 of lock seeds 1-100 (first at seed 16).
     maxSeeds: 100,
     caughtBy: /retries: /,
-    patches: [{ file: 'machine.ts', find: `      if (replay !== null) return replay as RevokeResult | ErrorResult;\n`, replace: `` }],
+    patches: [{ file: 'machine-entries.ts', find: `    if (replay !== null) return replay as RevokeResult | ErrorResult;\n`, replace: `` }],
   },
   // Level 6 (issue 38): an acquire's record is kept while its owner holds the key; the oracle keeps it alike,
   // so a late copy executed afresh is a retry executed twice. A short window makes late copies common.
@@ -425,10 +425,10 @@ export const LOCK_MUTANTS: LockMutant[] = [
     caughtBy: /retries: /,
     patches: [
       {
-        file: 'machine.ts',
-        find: `    this.s.dedup.prune(this.s.logNowMs, this.s.keepAcquiresWhileHeld ? this.keepAcquireRecord : undefined);
+        file: 'machine-entries.ts',
+        find: `  s.dedup.prune(s.logNowMs, s.keepAcquiresWhileHeld ? (record) => keepAcquireRecord(s, record) : undefined);
 `,
-        replace: `    this.s.dedup.prune(this.s.logNowMs);
+        replace: `  s.dedup.prune(s.logNowMs);
 `,
       },
     ],
@@ -460,10 +460,10 @@ export const LOCK_MUTANTS: LockMutant[] = [
     caughtBy: /lock-delay/,
     patches: [
       {
-        file: 'machine.ts',
-        find: `    if (this.clusterLevelValue >= LEVEL_DELAY_CARRIED) this.s.delays.carryOver(previousTermEndMs, epochStartMs);
+        file: 'machine-time.ts',
+        find: `  if (s.clusterLevel >= LEVEL_DELAY_CARRIED) s.delays.carryOver(previousTermEndMs, epochStartMs);
 `,
-        replace: `    if (this.clusterLevelValue < 0) this.s.delays.carryOver(previousTermEndMs, epochStartMs);
+        replace: `  if (s.clusterLevel < 0) s.delays.carryOver(previousTermEndMs, epochStartMs);
 `,
       },
     ],
@@ -476,9 +476,9 @@ export const LOCK_MUTANTS: LockMutant[] = [
     maxSeeds: 100,
     patches: [
       {
-        file: 'machine.ts',
-        find: `    if (this.clusterLevelValue < LEVEL_CLOCK_PROGRESS) {\n      this.s.logNowMs = Math.max(this.s.logNowMs, stampMs);\n`,
-        replace: `    if (this.clusterLevelValue >= 0) {\n      this.s.logNowMs = Math.max(this.s.logNowMs, stampMs);\n`,
+        file: 'machine-time.ts',
+        find: `  if (s.clusterLevel < LEVEL_CLOCK_PROGRESS) {\n    s.logNowMs = Math.max(s.logNowMs, stampMs);\n`,
+        replace: `  if (s.clusterLevel >= 0) {\n    s.logNowMs = Math.max(s.logNowMs, stampMs);\n`,
       },
     ],
   },
