@@ -36,15 +36,7 @@
 import { ByteReader, ByteWriter } from './bytes.js';
 import type { AcquireCommand, LockCommand } from './command-types.js';
 import { isGroupAcquire } from './command-types.js';
-import {
-  DEQUEUE_CAUSES,
-  MAX_CLUSTER_LEVEL,
-  MAX_MEMBER_ID_BYTES,
-  WIRE_LIMITS,
-  isIntegerIn,
-  sessionIdViolation,
-  wireLimitViolation,
-} from './command-limits.js';
+import { DEQUEUE_CAUSES, MAX_CLUSTER_LEVEL, MAX_MEMBER_ID_BYTES, WIRE_LIMITS, wireLimitViolation } from './command-limits.js';
 import {
   KNOWN_TAGS,
   TAGS,

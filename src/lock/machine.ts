@@ -92,7 +92,8 @@ import { execute } from './machine-entries.js';
 import { loadState } from './machine-restore.js';
 import type { MachineState } from './machine-state.js';
 import { LockMachineViews } from './machine-views.js';
-import { decodeState, type DecodedState, type DedupRecordSink } from './snapshot.js';
+import { decodeState } from './snapshot-decode.js';
+import type { DecodedState, DedupRecordSink } from './snapshot.js';
 import { SNAPSHOT_SLICE_ITEMS } from './snapshot-writer.js';
 import type { ErrorResult, LockMachineOptions, LockResult } from './types.js';
 
