@@ -1,0 +1,60 @@
+// The remembered requests (dedup.ts) as a restore from the applied store reads them, one record at a time in
+// the store's key order (store-records.ts RecordsRestorer), handed to the machine's dedup table in their
+// stored order: the order is state (it decides which records are forgotten first).
+import { ByteWriter } from './bytes.js';
+import type { DedupRecordSink } from './snapshot.js';
+
+/**
+ * The remembered requests as a restore reads them (in the store's key order): their identity and body bytes
+ * copied into one arena, their order and time in typed arrays — no object per record, and none of the
+ * records' buffers kept — then handed to the machine's table by their stored order (feed).
+ */
+export class RememberedRecords {
+  private readonly arena = new ByteWriter(1024);
+  private count = 0;
+  private seqs = new Float64Array(1024);
+  private recordedAtMs = new Float64Array(1024);
+  /** Where each record's identity starts and its body starts (= where the identity ends) in the arena. */
+  private starts = new Float64Array(1024);
+  private splits = new Float64Array(1024);
+
+  add(seq: number, recordedAtMs: number, identity: Uint8Array, identityStart: number, body: Uint8Array, bodyStart: number): void {
+    if (this.count === this.seqs.length) this.grow();
+    const at = this.count++;
+    this.seqs[at] = seq;
+    this.recordedAtMs[at] = recordedAtMs;
+    this.starts[at] = this.arena.size;
+    this.arena.rawRange(identity, identityStart, identity.length);
+    this.splits[at] = this.arena.size;
+    this.arena.rawRange(body, bodyStart, body.length);
+  }
+
+  /** Hands every record to `sink`, oldest (lowest stored order) first. */
+  feed(sink: DedupRecordSink): void {
+    const count = this.count;
+    const order = new Uint32Array(count);
+    for (let i = 0; i < count; i++) order[i] = i;
+    const seqs = this.seqs;
+    order.sort((a, b) => seqs[a]! - seqs[b]!);
+    const bytes = this.arena.view();
+    sink.reserve(count, bytes.length);
+    for (let i = 0; i < count; i++) {
+      const at = order[i]!;
+      const split = this.splits[at]!;
+      const end = at + 1 < count ? this.starts[at + 1]! : bytes.length;
+      sink.record(bytes, this.starts[at]!, split, split, end, this.recordedAtMs[at]!);
+    }
+  }
+
+  private grow(): void {
+    const grown = (old: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> => {
+      const next = new Float64Array(old.length * 2);
+      next.set(old);
+      return next;
+    };
+    this.seqs = grown(this.seqs);
+    this.recordedAtMs = grown(this.recordedAtMs);
+    this.starts = grown(this.starts);
+    this.splits = grown(this.splits);
+  }
+}
