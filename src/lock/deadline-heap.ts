@@ -4,7 +4,7 @@
 //   deadline?" on every tick; scanning a million leases each time would be O(n). It answers in O(k) for k
 //   due leases, and a renew (deadline moves) or release (lease leaves) is O(log n).
 // - EndByHeap, by (endByKey, fencingToken): which leases a term start ends (lazy epochs: machine-state.ts
-//   `epochs`, machine.ts startEpoch).
+//   `epochs`, machine-time.ts startEpoch).
 // The token tie-break makes each order total, hence deterministic across replicas.
 import type { Lease } from './lease.js';
 

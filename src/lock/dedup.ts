@@ -110,7 +110,7 @@ export class DedupTable {
 
   /**
    * Forget records older than the window at log time `nowMs` — except those `keep` still needs (from cluster
-   * level 6, an acquire whose owner still holds its key: machine.ts `keepAcquireRecord`). A kept record is
+   * level 6, an acquire whose owner still holds its key: machine-entries.ts `keepAcquireRecord`). A kept record is
    * remembered again as it is, at `nowMs` (the queue stays in time order), and asked about again once the
    * window has passed from then.
    */
@@ -482,9 +482,9 @@ const TERMS_SESSION_SHIFT = 11n;
  * An acquire's terms, exactly — the session it asks under (0 = none), the key's limit it names (0 and 1 = a
  * mutex) and whether it asks for a shared hold — kept in its dedup record's `token` from cluster level 6.
  * A copy under the same request id with other terms is another request, refused (REQUEST_ID_REUSED), never
- * answered with the first one's grant: a grant under session 98 replayed to a request under session 143
- * made its client trust a hold that ended with session 98 (lock simulation seeds 400544, 401337). Never 0n,
- * so 0n still means "recorded without terms".
+ * answered with the first one's grant: a grant under one session replayed to a request under another would
+ * make that request's client trust a hold that ends with the first session. Never 0n, so 0n still means
+ * "recorded without terms".
  */
 export function acquireTerms(sessionId: number, limit: number, shared: boolean): bigint {
   return (BigInt(sessionId) << TERMS_SESSION_SHIFT) | (BigInt(Math.max(limit, 1)) << 1n) | (shared ? 1n : 0n);

@@ -2,7 +2,7 @@
 // exclusive (write) lock. A mutex key keeps its one Lease in the machine's `leases` map, untouched; a key
 // becomes a KeyGroup when a request with limit >= 2 or `shared` meets it, and stays one while it has holds
 // or waiters. Rules, judged by the machine at the log time of the entry (machine.ts `many`, applied by
-// machine-groups.ts):
+// machine-group-entries.ts and machine-hand-off.ts):
 //  - limit: every request on a key names the key's limit while it has holds or waiters (1 for a mutex or a
 //    shared/exclusive key); another limit is refused, naming the current one (LIMIT_MISMATCH).
 //  - admission: a request fits when nobody waits ahead of it (FIFO: a newcomer never overtakes the line)

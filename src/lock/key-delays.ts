@@ -60,7 +60,7 @@ export class KeyDelays {
   }
 
   /**
-   * A term start moved log time from P to T > P (machine.ts startLeaseEpoch): every delay still running at P
+   * A term start moved log time from P to T > P (machine-time.ts startLeaseEpoch): every delay still running at P
    * is carried across by T - P, as live leases are (epoch.ts). The jump is the new leader's clock being
    * ahead, not time that passed for the holder that went away; counted as time passed, it would let a
    * leader whose clock runs ahead grant the key inside its delay. A delay that had passed by P only awaits

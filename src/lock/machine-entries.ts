@@ -121,7 +121,7 @@ function acquire(s: MachineState, index: number, command: AcquireCommand): Acqui
   const delayedUntilMs = s.delays.untilMs(command.key);
   if (delayedUntilMs !== undefined && delayedUntilMs <= nowMs) {
     // The key's lock-delay has passed but no undelay entry has ended it yet: this one does, and hands the
-    // key to the line first (a newcomer overtook the line here: lock simulation seeds 5147, 5350, 5883).
+    // key to the line first, so a newcomer never overtakes the line.
     s.delays.undelay(command.key);
     if (lease === undefined) handOff(s, command.key, index, decided);
     lease = s.leaseOf(command.key);

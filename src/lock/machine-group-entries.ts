@@ -77,8 +77,8 @@ export function acquireOfMany(
   }
   sweepRunOut(s, group, index, decided);
   // A run-out session ended by the sweep may have left the key with neither holds nor waiters, and so a
-  // free key again (tidy): the request meets it as one (lock simulation seed 17: the grant went into the
-  // dropped group, so Get showed the key free and its slots were granted again).
+  // free key again (tidy): the request meets it as one (a grant into the dropped group would leave Get
+  // showing the key free, and its slots granted again).
   if (s.groups.get(key) !== group) group = groupFor(s, key, limit);
   const own = group.holdOf(command.owner);
   if (own !== undefined && own.shared !== shared) return withDecided(modeMismatch(index, key, command.owner, own.shared), decided);

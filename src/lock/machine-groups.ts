@@ -172,8 +172,8 @@ export function groupView(s: MachineState, group: KeyGroup): LockView {
 /** Up to `limit` keys with many holds whose line's head fits at log time (the entry that made room could
  *  grant only one head), for the leader to propose `handOff`. A read, but it settles the holds it judges,
  *  as Get does: an unsettled deadline is only a lower bound, so a replica that restored a snapshot (its
- *  holds unsettled) offered heads that one which applied the entries did not (unit test seed 404 of the
- *  many-holds random logs). The handOff entry judges again either way. O(groups in line x their holds). */
+ *  holds unsettled) would offer heads that one which applied the entries does not, and replicas must list
+ *  alike. The handOff entry judges again either way. O(groups in line x their holds). */
 export function grantableKeys(s: MachineState, limit: number): string[] {
   const keys: string[] = [];
   const nowMs = s.logNowMs;

@@ -74,9 +74,9 @@ export class MachineState {
   readonly leasesByOwner = new Map<string, OwnerLeases>();
   readonly deadlines = new DeadlineHeap();
   /**
-   * Term starts are applied to leases lazily (issue 19: walking a million leases at every term start held
-   * every node's event loop 0.6-2.3 s at once, long enough for the next election, whose term start did it
-   * again). `epochs` lists every term start since the state was restored; a lease has seen the first
+   * Term starts are applied to leases lazily: walking a million leases at every term start holds every
+   * node's event loop 0.6-2.3 s at once, long enough for the next election, whose term start does it
+   * again. `epochs` lists every term start since the state was restored; a lease has seen the first
    * `lease.epochsSeen` of them and gets the rest when it is next read or changed (settle). What stays exact
    * without a walk:
    *  - the deadline heap: an epoch only moves a live lease's deadline later unless it ends it, so an unsettled
@@ -112,7 +112,7 @@ export class MachineState {
    *  ends it (machine-leases.ts `endsExpired`). Set from the machine's cluster level. */
   lateEndExpires = false;
   /** From cluster level 6 (versions.ts): an acquire's dedup record outlives the window while its owner
-   *  holds the key (machine.ts `keepAcquireRecord`). Set from the machine's cluster level. */
+   *  holds the key (machine-entries.ts `keepAcquireRecord`). Set from the machine's cluster level. */
   keepAcquiresWhileHeld = false;
   /** From cluster level 6: an acquire's dedup record keeps its terms (session, limit, mode), and a copy with
    *  other terms is refused (dedup.ts `acquireTerms`). Set from the machine's cluster level. */
@@ -225,13 +225,6 @@ export class MachineState {
     return lease;
   }
 
-  /**
-   * Every first outcome is remembered, refusals included (SPEC: a repeated request_id returns the first
-   * outcome unchanged) — so a late duplicate of a refused acquire, delivered after the key freed, cannot
-   * grant a lock to a client that was already told "not acquired". The one exception is a `queued` acquire
-   * (the leader offering the lock to the head of a wait queue), which may turn a remembered refusal of the
-   * same request into a grant; that grant then replaces the refusal.
-   */
   /** An acquire's first outcome, with its terms from level 6 (dedup.ts `acquireTerms`): a copy under the
    *  same request id asking other terms is refused, not replayed. */
   rememberAcquire(
@@ -242,6 +235,13 @@ export class MachineState {
     this.remember(request, { type: 'acquire', outcome, token });
   }
 
+  /**
+   * Every first outcome is remembered, refusals included (SPEC: a repeated request_id returns the first
+   * outcome unchanged) — so a late duplicate of a refused acquire, delivered after the key freed, cannot
+   * grant a lock to a client that was already told "not acquired". The one exception is a `queued` acquire
+   * (the leader offering the lock to the head of a wait queue), which may turn a remembered refusal of the
+   * same request into a grant; that grant then replaces the refusal.
+   */
   remember(command: { owner: string; requestId: string; key: string }, result: Pick<DedupRecord, 'type' | 'outcome' | 'token'>): void {
     if (command.requestId === '') return;
     this.dedup.remember({

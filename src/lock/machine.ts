@@ -29,7 +29,7 @@
 //            level 1 it is max(log time, stamp); from level 2 (versions.ts) it advances by how far the stamp
 //            passed the term's last stamp. The difference: after a leader whose clock ran ahead, a leader on a
 //            true clock stamps below log time, and under max() log time stood still until its clock caught
-//            up — a 1 s lease was still held 4 s later (issue 22). Progress keeps log time moving at the
+//            up — a 1 s lease could still be held 4 s later. Progress keeps log time moving at the
 //            leader's rate from wherever it is. Both keep LEASES.md's premise: within a term, a difference of
 //            log times is at most the difference of one leader's stamps.
 //   level    `clusterLevel` raises the cluster level (never lowers it); an entry of a level this build does

@@ -2,7 +2,7 @@
 // many holds. A session is kept as a Lease (its id in the token field, no key), so the rule that carries a
 // lease across a leader change (epoch.ts, LEASES.md) carries a session the same way, by the same code: a
 // failover never cuts a session short and a chain of elections cannot keep a dead one alive.
-// Rules, judged by the machine at the log time of the entry (machine-sessions.ts):
+// Rules, judged by the machine at the log time of the entry (machine-sessions.ts, machine-hand-off.ts):
 //  - open: the session's id is the index of its entry (never reused); a retry of the same (owner,
 //    request_id) while the session lives answers the same session.
 //  - renew: only while live (by log time); a session that ran out cannot come back, even before the entry

@@ -8,7 +8,7 @@
 //    record); if the key's section is not written yet, it is encoded now, as it still is, and kept aside
 //    until its turn; a section written (or kept) already is never looked at again;
 //  - a term start changes leases lazily: the machine calls beforeKeyWrite(key) before it settles a lease, and
-//    `timesOf` encodes an unsettled lease with its pending epochs applied to a copy (machine.ts);
+//    `timesOf` encodes an unsettled lease with its pending epochs applied to a copy (machine-digest.ts);
 //  - the dedup table hands over any record it is about to forget before the reader reached it, and keeps
 //    the records replaced since the writer opened (DedupTable.openSnapshot).
 // New keys and records created after the opening land in sections already copied or beyond the reader's
@@ -176,7 +176,7 @@ export class SnapshotWriter {
     const section = sectionOf(key, this.sectionBits);
     if (section < this.nextSection || this.early.has(section)) return;
     // One scratch writer for every early copy: a fresh small one per section grew by doubling each time
-    // (issue 19 profiles: resize was a third of the copy-on-write cost during a fill).
+    // (resizing was a third of the copy-on-write cost during a fill).
     const body = this.scratch;
     body.clear();
     this.encodeSection(body, section);

@@ -21,7 +21,7 @@
 // that changed, never a rewrite of the state:
 //   - a key: MachineState.touch, called before any change of its lease or free record — the hook the sliced
 //     snapshot's copy-on-write already depends on, so no change can pass it by;
-//   - a session: MachineState.touchSession, called where a session opens, renews or ends (machine-sessions.ts);
+//   - a session: MachineState.touchSession, called where a session opens, renews or ends (machine-sessions.ts, machine-hand-off.ts);
 //   - a wait line: WaitLines.changed, told by join and leave; a key's lock-delay: KeyDelays.changedKeys;
 //   - a remembered request: DedupTable.listener hears each one remembered and each current one forgotten;
 //   - the rest record: written whole at every batch.

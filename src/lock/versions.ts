@@ -20,8 +20,8 @@
 //     none). Under another, the hold is like another holder's: the request waits its turn or is refused,
 //     and never ends a hold its client may still trust. Before it, a late duplicate of an old request, past
 //     the dedup window and under an old session the elections had kept alive, took the key's token from the
-//     owner's newer hold; that hold's client still trusted it while its room went to another (lock
-//     simulation seed 3516: three holders of a semaphore of two).
+//     owner's newer hold; that hold's client still trusted it while its room went to another (a semaphore
+//     of two with three holders trusting it).
 //   Level 5 adds:
 //   - tag 23: a revoke that carries who revokes and its request id (commands.ts). The machine remembers its
 //     first outcome in the dedup table like every other mutation's, so a retry with the same request id
@@ -33,20 +33,20 @@
 //     entry ends it — its lock-delay begins, from its end, as the expiry's would. Before it, a late
 //     `closeSession` of a run-out session (its expireSession not applied yet), a `release` of a run-out
 //     lease, or a `revoke` of one ended it with no delay: a holder that came back late skipped the delay
-//     that exists for a holder that went away (machine-leases.ts `endsExpired`; issue 38).
+//     that exists for a holder that went away (machine-leases.ts `endsExpired`).
 //   Level 6 adds no entry; a snapshot format a follower must read, and a rule every replica must apply alike
 //   (it decides which dedup records a replica keeps, so which later copies replay):
 //   - an acquire's dedup record is kept, past the dedup window, for as long as its owner holds the key (the
 //     hold it granted, or one that superseded it). Any copy of it that arrives meanwhile replays its first
 //     outcome, however late and whatever `dedupWindowMs` says. Before it, a copy delayed past the window (a
 //     forward held up on its hop, a retry of an old attempt) was a new request: the owner's re-acquire, which
-//     superseded the very hold it had granted, with a token its client never heard of (lock simulation seed
-//     72772 at 10,000 events: token 47 replaced token 10 while owner-6 still trusted 10; issue 38);
+//     superseded the very hold it had granted, with a token its client never heard of, while the client
+//     still trusted the old one;
 //   - an acquire's record names its terms — session, limit, mode (dedup.ts `acquireTerms`, in the record's
 //     token, 0 before) — and a copy under the same request id asking other terms is refused as a whole
 //     (REQUEST_ID_REUSED), as is a retry of a waiter asked under other terms: a request id names one request.
-//     Kept records made the gap reachable: an exclusive grant under session 98 was replayed to a shared
-//     request under session 143, whose client trusted a hold that ended with session 98 (seed 400544).
+//     Kept records made the gap reachable: an exclusive grant under one session replayed to a shared request
+//     under another made that request's client trust a hold that ended with the first session.
 //   - a follower behind the log's start is sent the leader's applied store as a stream of its records, read
 //     from one LevelDB view chunk by chunk and written by the follower into a new generation of its own
 //     store (src/state/snapshot-stream.ts, "LHR"). Below level 6 the leader sends the whole-state encoding
@@ -78,7 +78,7 @@ export const LEVEL_REVOKE_ONCE = 5;
 export const LEVEL_LATE_END_EXPIRES = 5;
 
 /** The level from which an acquire's dedup record is kept while its owner holds the key (dedup.ts `prune`,
- *  machine.ts `keepAcquireRecord`). */
+ *  machine-entries.ts `keepAcquireRecord`). */
 export const LEVEL_ACQUIRE_KEPT_WHILE_HELD = 6;
 
 /** The level from which a lock-delay running at a term start is carried across its log-time jump by T - P,

@@ -5,11 +5,11 @@
 // key's line is in ticket order, and the order is a fact of the log: every replica has the same lines, and
 // a leader change loses nobody's place. A retry of the same (owner, request_id) finds its waiter by request
 // (byRequest) and keeps the ticket it has — it never takes a new place at the back.
-// A waiter leaves the line when the machine grants it (machine-wait-lines.ts, handOff), when its wait deadline (log time)
+// A waiter leaves the line when the machine grants it (machine-hand-off.ts, handOff), when its wait deadline (log time)
 // has passed and a `dequeue` entry says so, when a `dequeue` entry cancels it, or when its key's line is
 // handed off past it because its deadline passed. Invariant kept by the machine: a key has waiters only while
 // it has a lease (live, or past its deadline awaiting the entry that ends it and hands off), many holds
-// (holds.ts), or a lock-delay (key-delays.ts) — what a restore checks (machine.ts).
+// (holds.ts), or a lock-delay (key-delays.ts) — what a restore checks (machine-restore.ts).
 // Memory is bounded by the leader's admission limits (maxWaiters, maxWaitersPerKey): every waiter joined
 // through a proposal the leader admitted.
 

@@ -15,17 +15,16 @@
 // APPLIES. A proposal that timed out is not gone: its entry stays in this leader's log and may still commit,
 // so its claim stays counted (by the index the driver reports) until the log applies that index, or the
 // leadership ends (a later term of ours starts after it). (Released at the timeout, what was admitted
-// meanwhile could commit beside it: issue 22 finding 7, lock mutant l2.)
+// meanwhile could commit beside it; lock mutant l2 plants that.)
 // A claim is judged on the state it meets, and that state moves on before the acquire applies: one judged
 // while its key had a lease or a record counts no lease (or none of its owner, or no record), yet if that
 // lease ends (or that record is forgotten) first, the acquire adds it — while the room the end made counted
 // as free to every admission meanwhile. So such a claim is judged again as each entry applies, and a part
-// once counted stays counted until it settles. (Found by the lock simulation's `limits` check, seeds 271 and
-// 470: with maxHeld 1, an acquire was admitted while an expire or a revoke freed a key that an acquire in
-// flight then took; two leases. And seed 861: two shared acquires admitted while their key had one
-// exclusive hold, both granted once a revoke ended it.)
+// once counted stays counted until it settles. (Judged once: with maxHeld 1, an acquire admitted while an
+// expire or a revoke freed a key that an acquire in flight then took made two leases; two shared acquires
+// admitted while their key had one exclusive hold were both granted once a revoke ended it.)
 // Waiters are counted from the replicated lines, so a leader change does not reset them.
-// A hand-off to a waiter (machine-wait-lines.ts) is decided by the log, not admitted here: the waiter's own
+// A hand-off to a waiter (machine-hand-off.ts) is decided by the log, not admitted here: the waiter's own
 // counts (its owner's, its session's) were judged when it joined the line, and it counts once granted. Most
 // hand-offs replace one hold of the key by another in the same entry, adding no lease and no key record; an
 // undelay grants after the hold ended in an earlier entry, and a key with many holds may hand the room of

@@ -14,7 +14,7 @@
 //   but was not granted by the entry that made room (one grant per key per entry). One per key in flight.
 // - Checkpoint: when leases exist and nothing was proposed for checkpointIdleMs, a checkpoint records
 //   elapsed log time, so a chain of short terms cannot freeze a dead lease (LEASES.md). At most one in
-//   flight: a leader that cannot commit must not pile them up in its log (lock simulation, seed 439).
+//   flight: a leader that cannot commit must not pile them up in its log.
 // - Forget: when the oldest free key was freed more than freeKeyRetentionMs ago (log time), a `forget`
 //   with that cut-off, so the free keys' records stay bounded by the churn of one retention period. At
 //   most one in flight; the cut-off travels in the entry, so replicas with other settings agree.
@@ -66,8 +66,8 @@ export class Housekeeping {
   /** Our proposals that timed out while their entry stayed in our log, by id: still in flight until the log
    *  applies that index or the leadership ends. Settled at a timeout instead, a leader whose log commits
    *  slower than its proposal timeout proposed every due entry again at each tick, and its log outgrew what
-   *  the followers could take (lock simulation seed 240 with 30 ms proposal timeouts: 500 entries ahead,
-   *  never converging after the heal). */
+   *  the followers could take (with 30 ms proposal timeouts: 500 entries ahead, never converging after a
+   *  partition healed). */
   private readonly unknownOutcome = new Map<ProposalId, { purpose: HousekeepingProposal; index: number }>();
 
   constructor(

@@ -16,7 +16,7 @@
 // at once or put in the key's replicated wait line (wait-line.ts); the entry that later grants or refuses
 // it names it in `decided`, and that is the call's answer. No refusal or grant comes from this module's
 // memory, so a leader that was deposed without knowing it cannot tell a client "not acquired" for a
-// request the log granted (a leader answering from memory fails lock simulation seeds 424, 3746, 5348).
+// request the log granted.
 import type { Role } from '../../raft/core/types.js';
 import type { LockCommand } from '../commands.js';
 import type { LockResult, WaiterDecision } from '../types.js';

@@ -1,5 +1,5 @@
 // The read view: what a Get answers after its read barrier, judged at the leader's now (log time projected
-// to its clock, machine.ts `projectedNowMs`) rather than at the log time of the last applied entry. A hold
+// to its clock, machine-views.ts `projectedNowMs`) rather than at the log time of the last applied entry. A hold
 // past its deadline is reported free (its expire entry is on its way); the index is the applied state's, so
 // a watch opened after the read continues from exactly there.
 import type { LockView } from '../types.js';

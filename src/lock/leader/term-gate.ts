@@ -62,8 +62,8 @@ export class TermGate {
 
   /** Holds `call` in arrival order — except that a call of a request already held (a retry or a late
    *  duplicate of the same owner and request_id) is placed with that request's earlier call: one request,
-   *  one place in line, which it keeps if the earlier call is cancelled (as in the wait queues; found by the
-   *  lock simulation, seed 100822: a retry held behind a later arrival was granted after it). */
+   *  one place in line, which it keeps if the earlier call is cancelled (as in the wait queues): a retry
+   *  held behind a later arrival would be granted after it. */
   hold(call: HeldCall): void {
     const same = sameRequestAs(call);
     let at = -1;
