@@ -117,7 +117,7 @@ export function memberRan(s: MachineState, index: number, command: MemberRanComm
   return { type: 'memberRan', index, memberId: command.memberId, recorded };
 }
 
-/** Drops the free keys freed at or before `upToMs` (log time), oldest first; see the header. */
+/** Drops the free keys freed at or before `upToMs` (log time), oldest first; machine.ts `forget`. */
 export function forget(s: MachineState, index: number, command: ForgetCommand): ForgetResult {
   let forgotten = 0;
   s.freeKeyLastTokens.forgetUpTo(command.upToMs, (free) => {

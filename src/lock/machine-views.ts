@@ -53,7 +53,7 @@ export abstract class LockMachineViews {
     return Math.max(clockMs, this.s.logNowMs);
   }
 
-  /** Whether member `id` is recorded as having run (a memberRan entry applied; see the header's `ran`). */
+  /** Whether member `id` is recorded as having run (a memberRan entry applied; machine.ts `ran`). */
   hasRun(id: string): boolean {
     return this.s.ranMembers.has(id);
   }
