@@ -69,9 +69,9 @@ describe('a snapshot written in slices while entries keep applying', () => {
       name: 'a renew does not copy its section before changing the lease',
       patches: [
         {
-          file: 'machine.ts',
-          find: `      this.s.touch(command.key);\n      lease.grant(lease.owner,`,
-          replace: `      lease.grant(lease.owner,`,
+          file: 'machine-entries.ts',
+          find: `    s.touch(command.key);\n    lease.grant(lease.owner,`,
+          replace: `    lease.grant(lease.owner,`,
         },
       ],
     },
