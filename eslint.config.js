@@ -65,6 +65,21 @@ const layers = [
     why: "the applied store keeps the lock machine's records in a LevelDB it is handed: it imports the lock machine's records (src/lock), the core's types and the driver's scheduler type (and Node's crypto for backups), nothing of server, transport, storage, client or cli.",
   },
   {
+    root: 'src/lock-on-raft',
+    only: [
+      'src/lock',
+      'src/raft/core',
+      'src/raft/env.ts',
+      'src/raft/errors.ts',
+      'src/raft/logger.ts',
+      'src/raft/fsm.ts',
+      'src/state/lock-store.ts',
+      'src/transport/call-end.ts',
+    ],
+    packages: false,
+    why: "the lock machine on Raft (the lock service and the state machine adapter) joins the pure lock leader and machine to a Raft node: it imports src/lock, the Raft core's types, the driver's interfaces (env, errors, logger, fsm), the applied store's interface and how a call ended (transport/call-end.ts); no server, client, cli, wire or npm package. Time and timers come from the injected NodeEnv.",
+  },
+  {
     root: 'src/raft/storage',
     never: ['src/server', 'src/client', 'src/cli'],
     packages: true,

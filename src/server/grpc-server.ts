@@ -56,7 +56,7 @@ import { endReason } from '../transport/call-end.js';
 import { DEFAULT_LOCK_LEADER_CONFIG } from '../lock/leader/index.js';
 import { LockCallHandling, type AnswerEncoder, type CallContext, type CallReply, type LockCallMethod } from './lock-calls.js';
 import { mark } from '../trace/stages.js';
-import type { LockService } from './lock-service.js';
+import type { LockService } from '../lock-on-raft/lock-service.js';
 
 export interface ClientApiOptions {
   service: LockService;

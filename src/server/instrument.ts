@@ -8,7 +8,7 @@ import type { Snapshot } from '../raft/core/types.js';
 import { movesOnlyCommit, type WrittenVote } from '../raft/storage/rules.js';
 import type { PersistBatch, RaftStorage } from '../raft/storage/types.js';
 import type { NodeMetrics } from './metrics.js';
-import { LeaderUnavailableError, RequestRejectedError, type LockService } from './lock-service.js';
+import { LeaderUnavailableError, RequestRejectedError, type LockService } from '../lock-on-raft/lock-service.js';
 
 const seconds = (startNs: bigint) => Number(process.hrtime.bigint() - startNs) / 1e9;
 

@@ -39,7 +39,7 @@ import {
   LeaderUnavailableError,
   RequestRejectedError,
   type LockService,
-} from './lock-service.js';
+} from '../lock-on-raft/lock-service.js';
 import { invalidReason } from './strict-decode.js';
 
 /** Every lock call this module handles: the Lock service's unary methods (Stream, Watch and List aside). */

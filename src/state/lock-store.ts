@@ -1,6 +1,6 @@
 // The lock machine kept in the applied store: which machine the store's records restore to, the applied point
 // they reach (index, term, configuration — the machine knows only the index), and the write-behind batches
-// of its changes. The node's state machine adapter (src/server/lock-fsm.ts) owns one when the node keeps its
+// of its changes. The node's state machine adapter (src/lock-on-raft/lock-fsm.ts) owns one when the node keeps its
 // state in LevelDB (always, outside tests of the older layouts).
 import type { ConfState } from '../raft/core/config.js';
 import type { Scheduler } from '../raft/env.js';

@@ -23,7 +23,7 @@ import { NotLeaderError } from '../../src/raft/errors.js';
 import { silentNodeLogger } from '../../src/raft/logger.js';
 import { handleForwarded, serveStreamMessage } from '../../src/server/grpc-server.js';
 import { LockCallHandling, type AnswerEncoder } from '../../src/server/lock-calls.js';
-import { LockService, type LockNode } from '../../src/server/lock-service.js';
+import { LockService, type LockNode } from '../../src/lock-on-raft/lock-service.js';
 import { CallMux } from '../../src/transport/call-mux.js';
 import { serveForwardMessage, type ForwardedCallHandler } from '../../src/transport/forward-server.js';
 import type { ForwardedAnswer, ForwardedCall } from '../../src/wire/raft.js';

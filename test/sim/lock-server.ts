@@ -1,5 +1,5 @@
 // The server side of the lock simulation: every simulated node runs the REAL lock service
-// (src/server/lock-service.ts over the pure lock leader, src/lock/leader) on its real RaftNode, with the
+// (src/lock-on-raft/lock-service.ts over the pure lock leader, src/lock/leader) on its real RaftNode, with the
 // node's clock and virtual-time scheduler. A client call reaches one node; a follower forwards it to the
 // leader it knows by the shipped forward-once rule (src/server/forward-once.ts, as grpc-server.ts does), and
 // that hop is a simulated message with its own delay, loss and duplication (a duplicate is a late second copy of the call at the leader). A client that gives
@@ -18,7 +18,7 @@ import {
   LockService,
   RequestRejectedError,
   type LockNode,
-} from '../../src/server/lock-service.js';
+} from '../../src/lock-on-raft/lock-service.js';
 import type { Attempt } from './clients.js';
 import type { SimCluster } from './cluster.js';
 import { LockCallChecks, type Arrival } from './lock-calls.js';

@@ -1,5 +1,5 @@
 // The lock workload: the real LockMachine (or a SIM_LOCK scratch copy) as the replicated state machine of
-// the simulated cluster, the REAL lock service on every node (lock-server.ts: src/server/lock-service.ts
+// the simulated cluster, the REAL lock service on every node (lock-server.ts: src/lock-on-raft/lock-service.ts
 // over the pure lock leader src/lock/leader, on the node's RaftNode, clock and virtual-time scheduler), the
 // simulated clients and the fenced resource. Nothing of the leader's duties is copied here: term start
 // before stamping, expiry, checkpoints, FIFO wait queues, remembered refusals and dedup fast paths all run
@@ -17,7 +17,7 @@ import { LockClients } from './lock-clients.js';
 import { ClockModel, type LockProfile } from './lock-clock.js';
 import { canonicalResult, captureState, LockOracle, type StampWindow } from './lock-invariants.js';
 import type { LockMachineLike, LockModule, SimLockMachineOptions } from './lock-module.js';
-import { LockFsm } from '../../src/server/lock-fsm.js';
+import { LockFsm } from '../../src/lock-on-raft/lock-fsm.js';
 import { LockStateStore } from '../../src/state/lock-store.js';
 import { AppliedStore } from '../../src/state/applied-store.js';
 import type { StoredStateMachine } from '../../src/raft/fsm.js';
@@ -51,7 +51,7 @@ const SIM_REPLACE_BATCH_RECORDS = 16;
 const SIM_SNAPSHOT_SLICE_ITEMS = 2;
 
 /**
- * One node's lock state: the REAL LockFsm (src/server/lock-fsm.ts, what the runtime hands its RaftNode) over
+ * One node's lock state: the REAL LockFsm (src/lock-on-raft/lock-fsm.ts, what the runtime hands its RaftNode) over
  * the machine under test, so how committed entries reach the machine and how snapshots are written and
  * restored run the shipped code. Around it, test-only: the oracle judges every entry once (pre/post state),
  * and a digest lets replicas be compared.

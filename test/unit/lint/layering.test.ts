@@ -35,7 +35,8 @@ const refused: Array<[file: string, specifier: string]> = [
   ['src/lock/machine.ts', '../cli/main.js'],
   ['src/lock/machine.ts', '../raft/core/../node.js'],
   ['src/lock/leader/term-start.ts', 'node:timers'],
-  ['src/lock/leader/term-start.ts', '../../server/lock-service.js'],
+  ['src/lock/leader/term-start.ts', '../../lock-on-raft/lock-service.js'],
+  ['src/lock/leader/term-start.ts', '../../server/client-api/grpc-server.js'],
   ['src/lock/leader/term-start.ts', '../../raft/node.js'],
   ['src/lock/leader/deep/er/still.ts', '../../../../wire/lock.js'],
   // the client: its own files and the wire contract only
@@ -58,8 +59,17 @@ const refused: Array<[file: string, specifier: string]> = [
   ['src/transport/grpc.ts', '../server/grpc-server.js'],
   ['src/transport/grpc.ts', '../client/rpc.js'],
   ['src/transport/grpc.ts', '../cli/serve.js'],
+  // the lock machine on Raft: the lock, the core's types and the driver's interfaces only
+  ['src/lock-on-raft/lock-service.ts', '../server/client-api/lock-calls.js'],
+  ['src/lock-on-raft/lock-service.ts', '../raft/node.js'],
+  ['src/lock-on-raft/lock-service.ts', '../raft/storage/types.js'],
+  ['src/lock-on-raft/lock-service.ts', '../transport/grpc.js'],
+  ['src/lock-on-raft/lock-service.ts', '../wire/lock.js'],
+  ['src/lock-on-raft/lock-fsm.ts', '@grpc/grpc-js'],
+  ['src/lock-on-raft/lock-fsm.ts', 'node:timers'],
   // the server never imports the client
-  ['src/server/lock-service.ts', '../client/errors.js'],
+  ['src/server/grpc-server.ts', '../client/errors.js'],
+  ['src/lock-on-raft/lock-service.ts', '../client/errors.js'],
 ];
 
 const allowed: Array<[file: string, specifier: string]> = [
@@ -78,6 +88,10 @@ const allowed: Array<[file: string, specifier: string]> = [
   ['src/raft/storage/leveldb.ts', '../core/types.js'],
   ['src/transport/grpc.ts', '../raft/transport.js'],
   ['src/server/runtime.ts', '../wire/load.js'],
+  ['src/lock-on-raft/lock-service.ts', '../lock/leader/index.js'],
+  ['src/lock-on-raft/lock-service.ts', '../raft/env.js'],
+  ['src/lock-on-raft/lock-service.ts', '../transport/call-end.js'],
+  ['src/lock-on-raft/lock-fsm.ts', '../state/lock-store.js'],
   ['src/cli/main.ts', '../client/client.js'],
 ];
 

@@ -16,7 +16,7 @@ import { DEFAULT_LOCK_LIMITS } from '../../../src/lock/validate.js';
 import { silentNodeLogger } from '../../../src/raft/logger.js';
 import type { ClusterApi } from '../../../src/server/cluster-api.js';
 import { ClientApi } from '../../../src/server/grpc-server.js';
-import { LeaderUnavailableError, type LockService } from '../../../src/server/lock-service.js';
+import { LeaderUnavailableError, type LockService } from '../../../src/lock-on-raft/lock-service.js';
 import type { ForwardedReply, ForwardSession } from '../../../src/transport/forward.js';
 import type { WireInput } from '../../../src/wire/scalars.js';
 import { type AcquireRequest, type AcquireResponse, type LockCallName, type LockStub, lockService } from '../../../src/wire/lock.js';

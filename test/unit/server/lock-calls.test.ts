@@ -6,7 +6,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_LOCK_LIMITS } from '../../../src/lock/validate.js';
 import { silentNodeLogger } from '../../../src/raft/logger.js';
 import { LockCallHandling, type AnswerEncoder, type ForwardChannel } from '../../../src/server/lock-calls.js';
-import { LeaderUnavailableError, type LockService } from '../../../src/server/lock-service.js';
+import { LeaderUnavailableError, type LockService } from '../../../src/lock-on-raft/lock-service.js';
 import { CANCELLED, DETACHED } from '../../../src/transport/call-end.js';
 import type { ForwardedReply } from '../../../src/transport/forward-calls.js';
 
