@@ -93,9 +93,15 @@ const layers = [
   },
   {
     root: 'src/server',
-    never: ['src/client'],
+    never: ['src/client', 'src/test-faults'],
     packages: true,
-    why: 'the server shares only the wire contract (src/wire) with the client: it never imports src/client.',
+    why: 'the server shares only the wire contract (src/wire) with the client: it never imports src/client; test faults (src/test-faults) are loaded by the node assembly with a dynamic import only, never a static one.',
+  },
+  {
+    root: 'src/test-faults',
+    only: ['src/raft/env.ts', 'src/raft/core', 'src/raft/storage'],
+    packages: true,
+    why: "test faults wrap the driver's env and storage: they import those (and the core's types), nothing of the server, client or cli.",
   },
 ];
 

@@ -92,7 +92,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   // LEASEHOLD_TRACE=1: record stage stamps for the bench's latency waterfall (served at /debug/trace).
   if (process.env['LEASEHOLD_TRACE'] === '1') enableTrace();
   const faultFile = process.env['LEASEHOLD_TEST_FAULTS'];
-  const testFaults = faultFile ? (await import('./test-faults/switch.js')).startTestFaults(faultFile, logger) : null;
+  const testFaults = faultFile ? (await loadTestFaults()).startTestFaults(faultFile, logger) : null;
   const env = options.env ?? testFaults?.env ?? realEnv();
 
   const dataDir = options.dataDir ?? self.dataDir;
@@ -475,4 +475,17 @@ function followConfiguration(node: RaftNode<LockResult | null>, transport: PeerT
   });
   const current = node.configuration();
   if (current) onConf(current);
+}
+
+/** src/test-faults, loaded only when LEASEHOLD_TEST_FAULTS names a fault file. The package leaves it out
+ *  (package.json `files`): an installed node asked for it says so instead of failing on a module path. */
+async function loadTestFaults(): Promise<typeof import('../test-faults/switch.js')> {
+  try {
+    return await import('../test-faults/switch.js');
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND') throw err;
+    throw new Error("LEASEHOLD_TEST_FAULTS: test faults belong to the repository's tests and the package does not ship them; unset it", {
+      cause: err,
+    });
+  }
 }

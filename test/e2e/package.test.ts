@@ -4,7 +4,7 @@
 // (examples/election, examples/job-pool: scripts that import only 'leasehold/client') from the same install.
 import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -49,7 +49,7 @@ afterAll(async () => {
 });
 
 describe('the npm package', () => {
-  it('ships the built library, its declarations and the protos, and nothing of the tests', () => {
+  it('ships the built library, its declarations and the protos, and nothing of the tests (test faults included)', () => {
     expect(files).toEqual(
       expect.arrayContaining([
         'package.json',
@@ -65,6 +65,9 @@ describe('the npm package', () => {
     );
     expect(files.filter((f) => /^(test|scripts|src|examples|build)\/|^dist\/(test|scripts)\//.test(f))).toEqual([]);
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
+    // Test faults are built into dist/ (the process tests' nodes run from it) and left out of the package.
+    expect(existsSync(join(REPO, 'dist/src/test-faults/switch.js'))).toBe(true);
+    expect(files.filter((f) => f.startsWith('dist/src/test-faults/'))).toEqual([]);
     console.info(`npm pack: ${files.length} files`);
   });
 

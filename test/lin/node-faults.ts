@@ -1,6 +1,6 @@
 // The harness's side of the node test faults: a NodeFaultControl writes one node's fault file, which that
 // node (started with env LEASEHOLD_TEST_FAULTS=<file>) polls every ~20 ms. The file's fields, and what they
-// model and do not, are documented in src/server/test-faults/spec.ts and clock.ts; in short:
+// model and do not, are documented in src/test-faults/spec.ts and clock.ts; in short:
 //
 //   clock.offsetMs   wall clock minus true time; a change is a wall jump. The node stamps leases on a
 //                    monotonic clock anchored once at start (like realEnv), so a jump reaches its stamps only
@@ -15,8 +15,8 @@
 // WAL makes a batch all-or-nothing; a disk that acknowledges an fsync it did not do breaks every Raft).
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { crashMarkerOf, stateFileOf, type TestFaultState } from '../../src/server/test-faults/switch.js';
-import type { ClockFaults, DiskFaults, TestFaults } from '../../src/server/test-faults/spec.js';
+import { crashMarkerOf, stateFileOf, type TestFaultState } from '../../src/test-faults/switch.js';
+import type { ClockFaults, DiskFaults, TestFaults } from '../../src/test-faults/spec.js';
 
 export type { ClockFaults, DiskFaults, TestFaults, TestFaultState };
 

@@ -67,6 +67,10 @@ const refused: Array<[file: string, specifier: string]> = [
   ['src/lock-on-raft/lock-service.ts', '../wire/lock.js'],
   ['src/lock-on-raft/lock-fsm.ts', '@grpc/grpc-js'],
   ['src/lock-on-raft/lock-fsm.ts', 'node:timers'],
+  // test faults: loaded dynamically by the node assembly only, and wrapping only the driver's env and storage
+  ['src/server/health.ts', '../test-faults/spec.js'],
+  ['src/test-faults/switch.ts', '../server/runtime.js'],
+  ['src/test-faults/switch.ts', '../lock/machine.js'],
   // the server never imports the client
   ['src/server/grpc-server.ts', '../client/errors.js'],
   ['src/lock-on-raft/lock-service.ts', '../client/errors.js'],
@@ -92,6 +96,8 @@ const allowed: Array<[file: string, specifier: string]> = [
   ['src/lock-on-raft/lock-service.ts', '../raft/env.js'],
   ['src/lock-on-raft/lock-service.ts', '../transport/call-end.js'],
   ['src/lock-on-raft/lock-fsm.ts', '../state/lock-store.js'],
+  ['src/test-faults/disk.ts', '../raft/storage/rules.js'],
+  ['src/test-faults/switch.ts', 'node:fs'],
   ['src/cli/main.ts', '../client/client.js'],
 ];
 

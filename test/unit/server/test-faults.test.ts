@@ -1,8 +1,8 @@
 // The node's test-fault clock and storage wrapper, on a hand-driven true clock (no timers waited on).
 import { describe, expect, it, vi } from 'vitest';
-import { FaultClock } from '../../../src/server/test-faults/clock.js';
-import { FaultyStorage } from '../../../src/server/test-faults/disk.js';
-import { parseTestFaults, type DiskFaults } from '../../../src/server/test-faults/spec.js';
+import { FaultClock } from '../../../src/test-faults/clock.js';
+import { FaultyStorage } from '../../../src/test-faults/disk.js';
+import { parseTestFaults, type DiskFaults } from '../../../src/test-faults/spec.js';
 import type { PersistBatch, RaftStorage } from '../../../src/raft/storage/types.js';
 import { StorageFailedError } from '../../../src/raft/storage/errors.js';
 import { emptyHardState } from '../../../src/raft/core/types.js';

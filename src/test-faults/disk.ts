@@ -1,10 +1,10 @@
 // A test-only wrapper around the node's real storage (WalStorage) that adds write latency, fails writes,
 // or crashes the process between batches, as the current fault setting says. The real store still does
 // every write it is asked to do, so a restart from the same directory recovers whatever was durable.
-import { StorageFailedError } from '../../raft/storage/errors.js';
-import type { Snapshot } from '../../raft/core/types.js';
-import { movesOnlyCommit, type WrittenVote } from '../../raft/storage/rules.js';
-import type { PersistBatch, RaftStorage } from '../../raft/storage/types.js';
+import { StorageFailedError } from '../raft/storage/errors.js';
+import type { Snapshot } from '../raft/core/types.js';
+import { movesOnlyCommit, type WrittenVote } from '../raft/storage/rules.js';
+import type { PersistBatch, RaftStorage } from '../raft/storage/types.js';
 import type { DiskFaults } from './spec.js';
 
 export interface FaultyStorageHooks {

@@ -6,8 +6,8 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import type { NodeEnv } from '../../raft/env.js';
-import type { RaftStorage } from '../../raft/storage/types.js';
+import type { NodeEnv } from '../raft/env.js';
+import type { RaftStorage } from '../raft/storage/types.js';
 import { FaultClock, trueNowMs } from './clock.js';
 import { FaultyStorage } from './disk.js';
 import { parseTestFaults, type TestFaults } from './spec.js';

@@ -13,7 +13,7 @@
 // rightly flag what follows — a leader clock faster than the client's margin, and a monotonic clock that
 // steps (not offered here: no host's CLOCK_MONOTONIC does that).
 import { performance } from 'node:perf_hooks';
-import { processRng, type NodeEnv, type Scheduler, type TimerHandle } from '../../raft/env.js';
+import { processRng, type NodeEnv, type Scheduler, type TimerHandle } from '../raft/env.js';
 import type { ClockFaults } from './spec.js';
 
 export const trueNowMs = (): number => performance.timeOrigin + performance.now();
