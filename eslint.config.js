@@ -91,11 +91,32 @@ const layers = [
     packages: true,
     why: 'transport sits below the server: it never imports server, client or cli.',
   },
+  // The server's rooms (src/server/README.md). Each block replaces the rule for its files, so each lists
+  // the server's own refusals (src/client; src/test-faults, which the assembly loads with a dynamic import
+  // only) besides its room's.
   {
     root: 'src/server',
     never: ['src/client', 'src/test-faults'],
     packages: true,
     why: 'the server shares only the wire contract (src/wire) with the client: it never imports src/client; test faults (src/test-faults) are loaded by the node assembly with a dynamic import only, never a static one.',
+  },
+  {
+    root: 'src/server/assembly',
+    never: ['src/client', 'src/test-faults'],
+    packages: true,
+    why: 'the node assembly builds a node from every room below it, but never imports src/client (the server shares only the wire contract with it), and loads test faults (src/test-faults) with a dynamic import only, never a static one.',
+  },
+  {
+    root: 'src/server/client-api',
+    never: ['src/client', 'src/test-faults', 'src/cli', 'src/server/assembly', 'src/server/observability'],
+    packages: true,
+    why: 'the client API (the Lock and Cluster services) is built by the node assembly and read by observability: it never imports them (nor the cli, src/client or test faults).',
+  },
+  {
+    root: 'src/server/observability',
+    never: ['src/client', 'src/test-faults', 'src/cli', 'src/server/assembly'],
+    packages: true,
+    why: 'observability (metrics, instrumentation, the dashboard) is built by the node assembly: it never imports it (nor the cli, src/client or test faults); it may read the client API and the lock machine on Raft.',
   },
   {
     root: 'src/test-faults',

@@ -12,7 +12,7 @@ import { CommanderError, InvalidArgumentError } from 'commander';
 import { InvalidRequestError, LeaseholdError, LockLostError, LockNotAcquiredError, UnavailableError } from '../client/errors.js';
 import { RpcError } from '../client/rpc.js';
 import { WatchHistoryLostError } from '../client/watch.js';
-import { causeChain } from '../server/error-causes.js';
+import { causeChain } from '../server/assembly/error-causes.js';
 
 export const EXIT = Object.freeze({ OK: 0, USAGE: 1, UNAVAILABLE: 2, REFUSED: 3, DENIED: 4, NODE_FAILED: 70 } as const);
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
-import { startNode } from '../server/runtime.js';
+import { startNode } from '../server/assembly/runtime.js';
 import { EXIT } from './exit-codes.js';
 
 export function serveCommand(program: Command): void {

@@ -33,7 +33,7 @@ export function serveRaftStream(
   call.on('data', (wire: RaftMessage) => {
     mark('peer.read');
     if (failed) return;
-    // The server registers this service behind the strict decoder (src/server/strict-decode.ts),
+    // The server registers this service behind the strict decoder (src/server/client-api/strict-decode.ts),
     // which turns an undecodable message into this marker instead of a half-decoded object.
     const invalid = (wire as { __invalid?: unknown }).__invalid;
     if (typeof invalid === 'string') return end(grpc.status.INVALID_ARGUMENT, `malformed raft message: ${invalid}`);

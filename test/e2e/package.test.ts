@@ -72,7 +72,7 @@ describe('the npm package', () => {
   });
 
   it('the installed package finds its dashboard files from dist/ (what a node serves at /)', () => {
-    const assets = join(app, 'node_modules/leasehold/dist/src/server/dashboard-assets.js');
+    const assets = join(app, 'node_modules/leasehold/dist/src/server/observability/dashboard-assets.js');
     const found = sh(
       process.execPath,
       ['--input-type=module', '-e', `import { findDashboardDir } from ${JSON.stringify(assets)}; console.log(findDashboardDir());`],

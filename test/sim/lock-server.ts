@@ -1,7 +1,7 @@
 // The server side of the lock simulation: every simulated node runs the REAL lock service
 // (src/lock-on-raft/lock-service.ts over the pure lock leader, src/lock/leader) on its real RaftNode, with the
 // node's clock and virtual-time scheduler. A client call reaches one node; a follower forwards it to the
-// leader it knows by the shipped forward-once rule (src/server/forward-once.ts, as grpc-server.ts does), and
+// leader it knows by the shipped forward-once rule (src/server/client-api/forward-once.ts, as grpc-server.ts does), and
 // that hop is a simulated message with its own delay, loss and duplication (a duplicate is a late second copy of the call at the leader). A client that gives
 // up on an attempt cancels it (the cancel reaches the servers after a client delay), which takes a waiter
 // out of its queue. What the services answer is judged as it is answered (lock-calls.ts). Checked here:
@@ -10,7 +10,7 @@
 import type { AcquireResult, LockCommand, LockResult, LockView } from '../../src/lock/index.js';
 import type { LockMachine } from '../../src/lock/machine.js';
 import { silentNodeLogger } from '../../src/raft/logger.js';
-import { routeNotLeader } from '../../src/server/forward-once.js';
+import { routeNotLeader } from '../../src/server/client-api/forward-once.js';
 import type { LockLimitSettings } from '../../src/lock/leader/index.js';
 import {
   AdmissionLimitError,

@@ -29,7 +29,7 @@ import type { SimStateMachine } from './machine.js';
 import type { SimNode } from './node.js';
 import { SimRng } from './rng.js';
 import { callOf, SimLockServers, type LockCall } from './lock-server.js';
-import { membersThatRan } from '../../src/server/members-ran.js';
+import { membersThatRan } from '../../src/server/assembly/members-ran.js';
 import { LockCallChecks } from './lock-calls.js';
 import { MaxHoldCheck, servedTailMs } from './lock-max-hold.js';
 import { ServedTimeline } from './lock-served.js';

@@ -4,9 +4,9 @@ import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { effectiveFormat, prettyWanted } from '../../../src/server/logging.js';
+import { effectiveFormat, prettyWanted } from '../../../src/server/assembly/logging.js';
 
-const LOGGING_JS = pathToFileURL(resolve('dist/src/server/logging.js')).href;
+const LOGGING_JS = pathToFileURL(resolve('dist/src/server/assembly/logging.js')).href;
 
 function logLine(format: string): string {
   const script = `import(${JSON.stringify(LOGGING_JS)}).then((m) => m.createNodeLogger({ level: 'info', format: ${JSON.stringify(format)} }).warn({ nodeId: 'n1', term: 3 }, 'no leader'))`;

@@ -19,7 +19,7 @@ import {
   stringifyConfig,
 } from '../../../src/config/index.js';
 import { WIRE_LIMITS } from '../../../src/lock/commands.js';
-import { clusterIdFor } from '../../../src/server/identity.js';
+import { clusterIdFor } from '../../../src/server/assembly/identity.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const EXAMPLE = join(REPO, 'cluster.example.yaml');

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../../src/config/index.js';
 import { NODE_ID_MAX_LENGTH } from '../../../src/config/node-id.js';
-import { checkAddress, checkNodeId } from '../../../src/server/membership.js';
+import { checkAddress, checkNodeId } from '../../../src/server/client-api/membership.js';
 
 const configWith = (id: string) => `
 nodes:

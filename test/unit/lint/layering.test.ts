@@ -28,7 +28,7 @@ const refused: Array<[file: string, specifier: string]> = [
   ['src/lock/machine.ts', '../raft/env.js'],
   ['src/lock/machine.ts', '../raft/storage/types.js'],
   ['src/lock/machine.ts', '../wire/lock.js'],
-  ['src/lock/machine.ts', '../server/runtime.js'],
+  ['src/lock/machine.ts', '../server/assembly/runtime.js'],
   ['src/lock/machine.ts', '../client/index.js'],
   ['src/lock/machine.ts', '../config/types.js'],
   ['src/lock/machine.ts', '../fencing/index.js'],
@@ -40,7 +40,7 @@ const refused: Array<[file: string, specifier: string]> = [
   ['src/lock/leader/term-start.ts', '../../raft/node.js'],
   ['src/lock/leader/deep/er/still.ts', '../../../../wire/lock.js'],
   // the client: its own files and the wire contract only
-  ['src/client/client.ts', '../server/runtime.js'],
+  ['src/client/client.ts', '../server/assembly/runtime.js'],
   ['src/client/client.ts', '../lock/validate.js'],
   ['src/client/client.ts', '../raft/core/types.js'],
   ['src/client/client.ts', '../transport/grpc.js'],
@@ -48,15 +48,15 @@ const refused: Array<[file: string, specifier: string]> = [
   ['src/client/client.ts', '../wire/raft-codec.js'],
   ['src/client/client.ts', '../wire/load.js'],
   // the wire contract sits below everything that speaks it
-  ['src/wire/lock.ts', '../server/grpc-server.js'],
+  ['src/wire/lock.ts', '../server/client-api/grpc-server.js'],
   ['src/wire/lock.ts', '../client/index.js'],
   ['src/wire/raft.ts', '../transport/grpc.js'],
   ['src/wire/raft-codec.ts', '../raft/storage/types.js'],
   // storage and transport sit below the server
-  ['src/raft/storage/leveldb.ts', '../../server/runtime.js'],
+  ['src/raft/storage/leveldb.ts', '../../server/assembly/runtime.js'],
   ['src/raft/storage/leveldb.ts', '../../client/index.js'],
   ['src/raft/storage/leveldb.ts', '../../cli/main.js'],
-  ['src/transport/grpc.ts', '../server/grpc-server.js'],
+  ['src/transport/grpc.ts', '../server/client-api/grpc-server.js'],
   ['src/transport/grpc.ts', '../client/rpc.js'],
   ['src/transport/grpc.ts', '../cli/serve.js'],
   // the lock machine on Raft: the lock, the core's types and the driver's interfaces only
@@ -68,11 +68,21 @@ const refused: Array<[file: string, specifier: string]> = [
   ['src/lock-on-raft/lock-fsm.ts', '@grpc/grpc-js'],
   ['src/lock-on-raft/lock-fsm.ts', 'node:timers'],
   // test faults: loaded dynamically by the node assembly only, and wrapping only the driver's env and storage
-  ['src/server/health.ts', '../test-faults/spec.js'],
-  ['src/test-faults/switch.ts', '../server/runtime.js'],
+  ['src/server/client-api/health.ts', '../../test-faults/spec.js'],
+  ['src/server/observability/metrics.ts', '../../test-faults/clock.js'],
+  ['src/server/assembly/runtime.ts', '../../test-faults/switch.js'],
+  ['src/test-faults/switch.ts', '../server/assembly/runtime.js'],
   ['src/test-faults/switch.ts', '../lock/machine.js'],
+  // the server's rooms: the client API and observability never reach up into the node assembly, nor
+  // the client API into observability
+  ['src/server/client-api/grpc-server.ts', '../assembly/runtime.js'],
+  ['src/server/client-api/cluster-api.ts', '../observability/metrics.js'],
+  ['src/server/observability/dashboard-routes.ts', '../assembly/runtime.js'],
+  ['src/server/observability/metrics.ts', '../assembly/node-credentials.js'],
   // the server never imports the client
-  ['src/server/grpc-server.ts', '../client/errors.js'],
+  ['src/server/client-api/grpc-server.ts', '../../client/errors.js'],
+  ['src/server/assembly/runtime.ts', '../../client/index.js'],
+  ['src/server/observability/metrics.ts', '../../client/index.js'],
   ['src/lock-on-raft/lock-service.ts', '../client/errors.js'],
 ];
 
@@ -91,7 +101,12 @@ const allowed: Array<[file: string, specifier: string]> = [
   ['src/client/client.ts', 'node:crypto'],
   ['src/raft/storage/leveldb.ts', '../core/types.js'],
   ['src/transport/grpc.ts', '../raft/transport.js'],
-  ['src/server/runtime.ts', '../wire/load.js'],
+  ['src/server/assembly/runtime.ts', '../../wire/load.js'],
+  ['src/server/assembly/runtime.ts', '../client-api/grpc-server.js'],
+  ['src/server/assembly/runtime.ts', '../observability/metrics.js'],
+  ['src/server/observability/dashboard-api.ts', '../client-api/holders-view.js'],
+  ['src/server/client-api/lock-calls.ts', '../../lock-on-raft/lock-service.js'],
+  ['src/server/observability/instrument.ts', '../../lock-on-raft/lock-service.js'],
   ['src/lock-on-raft/lock-service.ts', '../lock/leader/index.js'],
   ['src/lock-on-raft/lock-service.ts', '../raft/env.js'],
   ['src/lock-on-raft/lock-service.ts', '../transport/call-end.js'],

@@ -6,7 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { NotLeaderError } from '../../../src/raft/errors.js';
 import { silentNodeLogger } from '../../../src/raft/logger.js';
-import { ClusterApi, type ClusterApiOptions } from '../../../src/server/cluster-api.js';
+import { ClusterApi, type ClusterApiOptions } from '../../../src/server/client-api/cluster-api.js';
 
 function api(lookups: string[]): ClusterApi {
   const opts = {

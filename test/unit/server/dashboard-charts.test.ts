@@ -3,8 +3,8 @@
 // histogram buckets into quantiles and gauges into levels. Sample times are passed in: no clock, no timer.
 import { describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
-import { DashboardCharts, quantileBetween, type ChartJson } from '../../../src/server/dashboard-charts.js';
-import { NodeMetrics, type MetricsSources } from '../../../src/server/metrics.js';
+import { DashboardCharts, quantileBetween, type ChartJson } from '../../../src/server/observability/dashboard-charts.js';
+import { NodeMetrics, type MetricsSources } from '../../../src/server/observability/metrics.js';
 import type { Status } from '../../../src/raft/core/types.js';
 import type { ProgressView } from '../../../src/raft/core/progress.js';
 

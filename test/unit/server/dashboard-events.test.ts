@@ -8,10 +8,10 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { LockEvent } from '../../../src/lock/events.js';
 import { LockMachine } from '../../../src/lock/machine.js';
-import type { DashboardSources } from '../../../src/server/dashboard-api.js';
-import type { EventStreamLimits } from '../../../src/server/dashboard-events.js';
-import { DashboardRoutes } from '../../../src/server/dashboard-routes.js';
-import { WatchHub } from '../../../src/server/watch-hub.js';
+import type { DashboardSources } from '../../../src/server/observability/dashboard-api.js';
+import type { EventStreamLimits } from '../../../src/server/observability/dashboard-events.js';
+import { DashboardRoutes } from '../../../src/server/observability/dashboard-routes.js';
+import { WatchHub } from '../../../src/server/client-api/watch-hub.js';
 
 const VALUE = new Uint8Array(1024).fill(0x61); // 1 KiB of text per event
 const ev = (index: number, key = `k/${index}`, value: Uint8Array | null = null): LockEvent => ({

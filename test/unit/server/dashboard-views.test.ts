@@ -15,10 +15,10 @@ import {
   NotCurrentError,
   sessionsView,
   type DashboardSources,
-} from '../../../src/server/dashboard-api.js';
-import { findDashboardDir } from '../../../src/server/dashboard-assets.js';
-import { BadQueryError, readQuery, wholeNumber } from '../../../src/server/dashboard-query.js';
-import { eventJson, valueJson } from '../../../src/server/dashboard-values.js';
+} from '../../../src/server/observability/dashboard-api.js';
+import { findDashboardDir } from '../../../src/server/observability/dashboard-assets.js';
+import { BadQueryError, readQuery, wholeNumber } from '../../../src/server/observability/dashboard-query.js';
+import { eventJson, valueJson } from '../../../src/server/observability/dashboard-values.js';
 
 const T0 = 1_800_000_000_000;
 

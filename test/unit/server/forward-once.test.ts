@@ -1,4 +1,4 @@
-// The forward-once rule (src/server/grpc-server.ts, run()): a follower forwards a client's lock call to the
+// The forward-once rule (src/server/client-api/grpc-server.ts, run()): a follower forwards a client's lock call to the
 // leader it knows, ONCE. A call that arrives already forwarded — on the peer link's Forward stream
 // (serveForwarded) or as a unary call carrying x-leasehold-forwarded — and finds this node not leading is
 // answered UNAVAILABLE naming the leader this node knows; it is never forwarded again. Without the rule, two
@@ -14,8 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { notLeader } from '../../../src/lock/leader/failures.js';
 import { DEFAULT_LOCK_LIMITS } from '../../../src/lock/validate.js';
 import { silentNodeLogger } from '../../../src/raft/logger.js';
-import type { ClusterApi } from '../../../src/server/cluster-api.js';
-import { ClientApi } from '../../../src/server/grpc-server.js';
+import type { ClusterApi } from '../../../src/server/client-api/cluster-api.js';
+import { ClientApi } from '../../../src/server/client-api/grpc-server.js';
 import { LeaderUnavailableError, type LockService } from '../../../src/lock-on-raft/lock-service.js';
 import type { ForwardedReply, ForwardSession } from '../../../src/transport/forward.js';
 import type { WireInput } from '../../../src/wire/scalars.js';

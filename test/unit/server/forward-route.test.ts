@@ -1,9 +1,9 @@
-// The forward-once decision (src/server/forward-once.ts) on its own: after a "not the leader" refusal, a
+// The forward-once decision (src/server/client-api/forward-once.ts) on its own: after a "not the leader" refusal, a
 // call goes on to the leader the refusal names only if it came straight from a client, names a leader, and
 // that leader is another node. forward-once.test.ts and cluster-forward-once.test.ts check the servers
 // follow it; the lock simulation checks no call ever takes two hops (test/sim/lock-server.ts).
 import { describe, expect, it } from 'vitest';
-import { routeNotLeader } from '../../../src/server/forward-once.js';
+import { routeNotLeader } from '../../../src/server/client-api/forward-once.js';
 
 describe('routeNotLeader', () => {
   it('forwards a call straight from a client to the leader the refusal names', () => {

@@ -1,7 +1,7 @@
 // SPEC "Identity": the cluster id is derived from the bootstrap members; a node with an empty data dir
 // refuses to bootstrap when its peers report a running cluster.
 import { describe, expect, it } from 'vitest';
-import { AlreadyBootstrappedError, checkFirstBoot, clusterIdFor, type PeerAnswer } from '../../../src/server/identity.js';
+import { AlreadyBootstrappedError, checkFirstBoot, clusterIdFor, type PeerAnswer } from '../../../src/server/assembly/identity.js';
 import type { StatusResponse } from '../../../src/wire/cluster.js';
 
 function answer(node: string, term: string, members: string[], commit = term === '0' ? '0' : '5', seen = true): PeerAnswer {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PersistBatch, RaftStorage } from '../../../src/raft/storage/types.js';
-import { instrumentStorage } from '../../../src/server/instrument.js';
-import type { NodeMetrics } from '../../../src/server/metrics.js';
+import { instrumentStorage } from '../../../src/server/observability/instrument.js';
+import type { NodeMetrics } from '../../../src/server/observability/metrics.js';
 
 describe('instrumentStorage', () => {
   it('times every synced batch (entries, a new term, a vote) but not one that only moves the commit index', async () => {

@@ -1,11 +1,11 @@
-// One lock call's handling on a follower (src/server/lock-calls.ts): it forwards once to the leader with
+// One lock call's handling on a follower (src/server/client-api/lock-calls.ts): it forwards once to the leader with
 // what is left of its caller's deadline; when its caller's connection breaks, a blocking acquire under a
 // session stays at the leader, one without a session is cancelled after the grace, and an explicit cancel
 // is sent at once; owner binding refuses another owner before anything is forwarded.
 import { beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_LOCK_LIMITS } from '../../../src/lock/validate.js';
 import { silentNodeLogger } from '../../../src/raft/logger.js';
-import { LockCallHandling, type AnswerEncoder, type ForwardChannel } from '../../../src/server/lock-calls.js';
+import { LockCallHandling, type AnswerEncoder, type ForwardChannel } from '../../../src/server/client-api/lock-calls.js';
 import { LeaderUnavailableError, type LockService } from '../../../src/lock-on-raft/lock-service.js';
 import { CANCELLED, DETACHED } from '../../../src/transport/call-end.js';
 import type { ForwardedReply } from '../../../src/transport/forward-calls.js';

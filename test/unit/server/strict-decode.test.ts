@@ -1,7 +1,7 @@
 // The strict decoder every service on the port sits behind: each refusal below is a request the plain
 // protobuf decoder accepted (and silently changed) before — see issue 11.
 import { describe, expect, it } from 'vitest';
-import { descriptorRegistry, strictProblem } from '../../../src/server/strict-decode.js';
+import { descriptorRegistry, strictProblem } from '../../../src/server/client-api/strict-decode.js';
 import { packageDefinition } from '../../../src/wire/load.js';
 
 const registry = descriptorRegistry(packageDefinition());

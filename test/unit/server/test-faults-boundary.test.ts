@@ -6,7 +6,7 @@ import { dirname, join, normalize } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const FAULTS = 'src/test-faults';
-const RUNTIME = 'src/server/runtime.ts';
+const RUNTIME = 'src/server/assembly/runtime.ts';
 
 function walk(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -47,7 +47,7 @@ describe('the test-faults boundary', () => {
 
   it('the only import of it is the node assembly loading the switch, and only when LEASEHOLD_TEST_FAULTS is set', () => {
     const dynamic = files.flatMap((f) => faultImports(f).map((i) => `${f}: ${i.kind} ${i.specifier}`));
-    expect(dynamic).toEqual([`${RUNTIME}: dynamic ../test-faults/switch.js`]);
+    expect(dynamic).toEqual([`${RUNTIME}: dynamic ../../test-faults/switch.js`]);
     const code = readFileSync(RUNTIME, 'utf8');
     expect(code).toMatch(/const testFaults = faultFile \? \(await loadTestFaults\(\)\)/);
     expect(code).toMatch(/const faultFile = process\.env\['LEASEHOLD_TEST_FAULTS'\];/);

@@ -3,7 +3,13 @@
 // watch when the state is replaced.
 import { describe, expect, it } from 'vitest';
 import type { LockEvent } from '../../../src/lock/events.js';
-import { OutOfRangeError, TooManyWatchersError, WatchHub, type WatchEnd, type WatchFilter } from '../../../src/server/watch-hub.js';
+import {
+  OutOfRangeError,
+  TooManyWatchersError,
+  WatchHub,
+  type WatchEnd,
+  type WatchFilter,
+} from '../../../src/server/client-api/watch-hub.js';
 
 const ev = (index: number, key: string, kind: LockEvent['kind'] = 'ACQUIRED'): LockEvent => ({
   index,

@@ -3,7 +3,7 @@
 import { EventEmitter } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
-import { serveWatch, type WatchCall, type WatchServing } from '../../../src/server/watch-server.js';
+import { serveWatch, type WatchCall, type WatchServing } from '../../../src/server/client-api/watch-server.js';
 
 function fakeCall(request: object): WatchCall & { errors: grpc.ServiceError[] } {
   const call = Object.assign(new EventEmitter(), { request, errors: [] as grpc.ServiceError[] });

@@ -4,8 +4,8 @@
 // the cluster's id, and waits for the leader to contact it.
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import type { NodeConfig } from '../config/types.js';
-import type { PeerTransport } from '../transport/grpc.js';
+import type { NodeConfig } from '../../config/types.js';
+import type { PeerTransport } from '../../transport/grpc.js';
 import { askPeers, checkFirstBoot } from './identity.js';
 
 export interface FirstBootOptions {

@@ -2,8 +2,8 @@
 // members with (peer streams, forwarded calls, first-boot and vouching questions). reload() re-reads the
 // files (SIGHUP) and hands the new material to everything that dials.
 import * as grpc from '@grpc/grpc-js';
-import type { ClusterConfig, NodeConfig } from '../config/types.js';
-import { NodeServerCredentials, nodeChannelCredentials, readTlsMaterial, type TlsMaterial } from './tls.js';
+import type { ClusterConfig, NodeConfig } from '../../config/types.js';
+import { NodeServerCredentials, nodeChannelCredentials, readTlsMaterial, type TlsMaterial } from '../../transport/tls.js';
 
 export class NodeCredentials {
   readonly client: grpc.ServerCredentials;

@@ -7,13 +7,13 @@
 //  - a learner is promoted only once it has caught up with the log (it would otherwise count toward a
 //    quorum while still copying it);
 //  - leadership transfer waits until the new leader is in office.
-import { NODE_ID_RULE, isNodeId } from '../config/node-id.js';
-import { parseAddress } from '../config/validate.js';
-import { quorumOf } from '../raft/core/quorum.js';
-import type { ConfState, NodeId } from '../raft/core/types.js';
-import type { NodeEnv } from '../raft/env.js';
-import { ConfChangeRefusedError, NotLeaderError } from '../raft/errors.js';
-import type { RaftNode } from '../raft/node.js';
+import { NODE_ID_RULE, isNodeId } from '../../config/node-id.js';
+import { parseAddress } from '../../config/validate.js';
+import { quorumOf } from '../../raft/core/quorum.js';
+import type { ConfState, NodeId } from '../../raft/core/types.js';
+import type { NodeEnv } from '../../raft/env.js';
+import { ConfChangeRefusedError, NotLeaderError } from '../../raft/errors.js';
+import type { RaftNode } from '../../raft/node.js';
 
 /** A change that cannot be made as asked (FAILED_PRECONDITION on the wire). */
 export class MembershipPreconditionError extends Error {

@@ -10,7 +10,7 @@
 // the client's business, and the node answers OUT_OF_RANGE if that is older than what it keeps.
 // A snapshot installed from the leader replaces the state without events (reset): every open watch ends
 // UNAVAILABLE and the history starts over at the snapshot's index.
-import type { LockEvent } from '../lock/events.js';
+import type { LockEvent } from '../../lock/events.js';
 
 export interface WatchFilter {
   /** One key (exact), or null for a prefix watch. */

@@ -14,11 +14,11 @@
 //   watch slots applications need.
 // Closing the connection closes the cursor.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { validateWatch } from '../lock/validate.js';
+import { validateWatch } from '../../lock/validate.js';
 import { BadQueryError, flag, wholeNumber } from './dashboard-query.js';
 import { eventJson } from './dashboard-values.js';
 import { replyText } from './http-reply.js';
-import { OutOfRangeError, TooManyWatchersError, type WatchEnd, type WatchHub } from './watch-hub.js';
+import { OutOfRangeError, TooManyWatchersError, type WatchEnd, type WatchHub } from '../client-api/watch-hub.js';
 
 export interface EventStreamSources {
   hub: WatchHub;

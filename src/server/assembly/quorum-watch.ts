@@ -1,9 +1,9 @@
 // Says so, at a steady rate, while this node knows no leader: a lone node, or one cut off from the others,
 // would otherwise log `pre-candidate` once and then nothing. The warning names the peers it cannot reach.
-import { quorumOf } from '../raft/core/quorum.js';
-import type { NodeId, Status } from '../raft/core/types.js';
-import type { NodeEnv, TimerHandle } from '../raft/env.js';
-import type { NodeLogger } from '../raft/logger.js';
+import { quorumOf } from '../../raft/core/quorum.js';
+import type { NodeId, Status } from '../../raft/core/types.js';
+import type { NodeEnv, TimerHandle } from '../../raft/env.js';
+import type { NodeLogger } from '../../raft/logger.js';
 
 export interface QuorumWatchOptions {
   env: NodeEnv;

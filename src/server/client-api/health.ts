@@ -3,7 +3,7 @@
 // within one — RaftNode.serving()). A load balancer or readiness probe can then tell a node without
 // quorum from a healthy one. Re-evaluated on a timer; transitions are logged.
 import type { HealthImplementation } from 'grpc-health-check';
-import type { NodeLogger } from '../raft/logger.js';
+import type { NodeLogger } from '../../raft/logger.js';
 
 const SERVICES = ['', 'leasehold.v1.Lock'] as const;
 

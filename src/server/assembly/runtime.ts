@@ -1,47 +1,47 @@
 // Wires one leasehold node together: storage (WAL + LevelDB), the lock machine, the Raft driver, the peer
 // transport and the client API, all on one gRPC port. Also the graceful shutdown: a leader hands
 // leadership to the most caught-up follower before it stops (kill -9 is always safe too).
-import { enableTrace } from '../trace/stages.js';
+import { enableTrace } from '../../trace/stages.js';
 import * as grpc from '@grpc/grpc-js';
 import { getHeapStatistics } from 'node:v8';
 import type { Logger } from 'pino';
-import type { ClusterConfig } from '../config/types.js';
-import { initialMembers } from '../config/initial-members.js';
-import { RaftNode } from '../raft/node.js';
-import { realEnv, type NodeEnv } from '../raft/env.js';
-import type { LockResult } from '../lock/types.js';
-import type { RaftStorage } from '../raft/storage/types.js';
-import { PeerTransport } from '../transport/grpc.js';
-import { PeerAuthenticator } from '../transport/peer-auth.js';
-import { packageDefinition } from '../wire/load.js';
-import { raftService } from '../wire/raft.js';
-import type { ConfState, Message } from '../raft/core/types.js';
-import { isMember } from '../raft/core/config.js';
-import { UnknownCommandError } from '../lock/commands.js';
-import { BUILD_LEVEL, lowestReadLevel } from '../lock/versions.js';
-import { LockMachine } from '../lock/machine.js';
-import { LockFsm } from '../lock-on-raft/lock-fsm.js';
-import { WatchHub } from './watch-hub.js';
-import { LockService } from '../lock-on-raft/lock-service.js';
-import { ClientApi } from './grpc-server.js';
-import { ClusterApi } from './cluster-api.js';
-import { HealthReporter } from './health.js';
+import type { ClusterConfig } from '../../config/types.js';
+import { initialMembers } from '../../config/initial-members.js';
+import { RaftNode } from '../../raft/node.js';
+import { realEnv, type NodeEnv } from '../../raft/env.js';
+import type { LockResult } from '../../lock/types.js';
+import type { RaftStorage } from '../../raft/storage/types.js';
+import { PeerTransport } from '../../transport/grpc.js';
+import { PeerAuthenticator } from '../../transport/peer-auth.js';
+import { packageDefinition } from '../../wire/load.js';
+import { raftService } from '../../wire/raft.js';
+import type { ConfState, Message } from '../../raft/core/types.js';
+import { isMember } from '../../raft/core/config.js';
+import { UnknownCommandError } from '../../lock/commands.js';
+import { BUILD_LEVEL, lowestReadLevel } from '../../lock/versions.js';
+import { LockMachine } from '../../lock/machine.js';
+import { LockFsm } from '../../lock-on-raft/lock-fsm.js';
+import { WatchHub } from '../client-api/watch-hub.js';
+import { LockService } from '../../lock-on-raft/lock-service.js';
+import { ClientApi } from '../client-api/grpc-server.js';
+import { ClusterApi } from '../client-api/cluster-api.js';
+import { HealthReporter } from '../client-api/health.js';
 import { clusterIdFor } from './identity.js';
 import { AddressBook } from './address-book.js';
 import { beforeBootstrap } from './first-boot.js';
 import { NodeCredentials } from './node-credentials.js';
 import { stopNode } from './node-shutdown.js';
 import { openAppliedStore, openStorage } from './node-storage.js';
-import { LockStateStore } from '../state/lock-store.js';
-import { backupChunks } from '../state/backup.js';
+import { LockStateStore } from '../../state/lock-store.js';
+import { backupChunks } from '../../state/backup.js';
 import { askMembersAbout } from './vouching.js';
-import { Membership } from './membership.js';
-import { descriptorRegistry, strictRequestDeserializers } from './strict-decode.js';
-import { instrumentFsm, instrumentLockService, instrumentProposals, instrumentStorage } from './instrument.js';
+import { Membership } from '../client-api/membership.js';
+import { descriptorRegistry, strictRequestDeserializers } from '../client-api/strict-decode.js';
+import { instrumentFsm, instrumentLockService, instrumentProposals, instrumentStorage } from '../observability/instrument.js';
 import { createNodeLogger } from './logging.js';
-import { NodeMetrics, serveMetrics, type MetricsServer } from './metrics.js';
-import { DashboardCharts, startSampling } from './dashboard-charts.js';
-import { DashboardRoutes } from './dashboard-routes.js';
+import { NodeMetrics, serveMetrics, type MetricsServer } from '../observability/metrics.js';
+import { DashboardCharts, startSampling } from '../observability/dashboard-charts.js';
+import { DashboardRoutes } from '../observability/dashboard-routes.js';
 import { membersThatRan } from './members-ran.js';
 import { watchQuorum } from './quorum-watch.js';
 
@@ -479,9 +479,9 @@ function followConfiguration(node: RaftNode<LockResult | null>, transport: PeerT
 
 /** src/test-faults, loaded only when LEASEHOLD_TEST_FAULTS names a fault file. The package leaves it out
  *  (package.json `files`): an installed node asked for it says so instead of failing on a module path. */
-async function loadTestFaults(): Promise<typeof import('../test-faults/switch.js')> {
+async function loadTestFaults(): Promise<typeof import('../../test-faults/switch.js')> {
   try {
-    return await import('../test-faults/switch.js');
+    return await import('../../test-faults/switch.js');
   } catch (err) {
     if ((err as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND') throw err;
     throw new Error("LEASEHOLD_TEST_FAULTS: test faults belong to the repository's tests and the package does not ship them; unset it", {

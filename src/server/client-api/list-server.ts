@@ -2,10 +2,10 @@
 // this node's applied state after a read barrier (ReadIndex through the leader), like a Watch — so any
 // node serves it and a List after a write shows that write. Each lease is judged at log time.
 import * as grpc from '@grpc/grpc-js';
-import type { LockMachine } from '../lock/machine.js';
-import { validateList } from '../lock/validate.js';
-import type { WireInput } from '../wire/scalars.js';
-import type { ListedLock, ListRequest, ListResponse } from '../wire/lock.js';
+import type { LockMachine } from '../../lock/machine.js';
+import { validateList } from '../../lock/validate.js';
+import type { WireInput } from '../../wire/scalars.js';
+import type { ListedLock, ListRequest, ListResponse } from '../../wire/lock.js';
 import { holderToWire, holdersOf } from './holders-view.js';
 import { statusError } from './status-error.js';
 import { invalidReason } from './strict-decode.js';

@@ -9,7 +9,7 @@
 // a 403 that says what is missing rather than a bare TLS alert, and an open /metrics can share the port.
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { TlsMaterial } from './tls.js';
+import type { TlsMaterial } from '../../transport/tls.js';
 
 export interface EndpointSecurity {
   /** The node's certificate, key and CA: serve HTTPS. Null: plain HTTP (the cluster runs without TLS). */

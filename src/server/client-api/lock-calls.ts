@@ -16,7 +16,7 @@ import {
   validateSessionCall,
   type LockLimits,
   type Validated,
-} from '../lock/validate.js';
+} from '../../lock/validate.js';
 import type {
   AcquireResult,
   LockView,
@@ -26,12 +26,12 @@ import type {
   RenewSessionResult,
   RevokeResult,
   SessionEndResult,
-} from '../lock/types.js';
-import type { NodeLogger } from '../raft/logger.js';
-import { CANCELLED, DETACHED, endReason } from '../transport/call-end.js';
-import type { ForwardedReply } from '../transport/forward-calls.js';
-import { LOCK_CALL_NAME, type LockCallName, type LockMethod } from '../wire/lock.js';
-import { mark } from '../trace/stages.js';
+} from '../../lock/types.js';
+import type { NodeLogger } from '../../raft/logger.js';
+import { CANCELLED, DETACHED, endReason } from '../../transport/call-end.js';
+import type { ForwardedReply } from '../../transport/forward-calls.js';
+import { LOCK_CALL_NAME, type LockCallName, type LockMethod } from '../../wire/lock.js';
+import { mark } from '../../trace/stages.js';
 import { routeNotLeader } from './forward-once.js';
 import {
   AdmissionLimitError,
@@ -39,7 +39,7 @@ import {
   LeaderUnavailableError,
   RequestRejectedError,
   type LockService,
-} from '../lock-on-raft/lock-service.js';
+} from '../../lock-on-raft/lock-service.js';
 import { invalidReason } from './strict-decode.js';
 
 /** Every lock call this module handles: the Lock service's unary methods (Stream, Watch and List aside). */

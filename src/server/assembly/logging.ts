@@ -2,7 +2,7 @@
 // pretty on a terminal). Both write synchronously, so a fatal line is out before process.exit().
 import { pino, type Logger } from 'pino';
 import pinoPretty from 'pino-pretty';
-import { LOG_FORMATS, type LogSettings } from '../config/types.js';
+import { LOG_FORMATS, type LogSettings } from '../../config/types.js';
 
 /** log.format, unless LEASEHOLD_LOG_FORMAT (auto | json | pretty) overrides it, as `leasehold dev` does. */
 export function effectiveFormat(format: LogSettings['format'], env: NodeJS.ProcessEnv = process.env): LogSettings['format'] {

@@ -1,14 +1,14 @@
 // Wrappers that feed NodeMetrics without the wrapped code knowing: the storage (fsync and snapshot timing),
 // the state machine (snapshot encoding, commits), the driver's propose(), and the lock service's calls.
-import type { LockResult } from '../lock/types.js';
-import type { Entry } from '../raft/core/types.js';
-import { NotLeaderError, ProposalDroppedError, ProposalTimeoutError } from '../raft/errors.js';
-import type { StateMachine, StoredStateMachine } from '../raft/fsm.js';
-import type { Snapshot } from '../raft/core/types.js';
-import { movesOnlyCommit, type WrittenVote } from '../raft/storage/rules.js';
-import type { PersistBatch, RaftStorage } from '../raft/storage/types.js';
+import type { LockResult } from '../../lock/types.js';
+import type { Entry } from '../../raft/core/types.js';
+import { NotLeaderError, ProposalDroppedError, ProposalTimeoutError } from '../../raft/errors.js';
+import type { StateMachine, StoredStateMachine } from '../../raft/fsm.js';
+import type { Snapshot } from '../../raft/core/types.js';
+import { movesOnlyCommit, type WrittenVote } from '../../raft/storage/rules.js';
+import type { PersistBatch, RaftStorage } from '../../raft/storage/types.js';
 import type { NodeMetrics } from './metrics.js';
-import { LeaderUnavailableError, RequestRejectedError, type LockService } from '../lock-on-raft/lock-service.js';
+import { LeaderUnavailableError, RequestRejectedError, type LockService } from '../../lock-on-raft/lock-service.js';
 
 const seconds = (startNs: bigint) => Number(process.hrtime.bigint() - startNs) / 1e9;
 

@@ -7,7 +7,7 @@ import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
-import type { LockLimits } from '../lock/validate.js';
+import type { LockLimits } from '../../lock/validate.js';
 import type {
   AcquireResult,
   LockView,
@@ -16,12 +16,12 @@ import type {
   RenewResult,
   RenewSessionResult,
   SessionEndResult,
-} from '../lock/types.js';
-import type { NodeLogger } from '../raft/logger.js';
-import { NODE_CHANNEL_BACKOFF } from '../transport/peer-link.js';
-import { certificateCommonName } from '../transport/peer-auth.js';
-import { LOADER_OPTIONS, packageDefinition } from '../wire/load.js';
-import type { WireInput } from '../wire/scalars.js';
+} from '../../lock/types.js';
+import type { NodeLogger } from '../../raft/logger.js';
+import { NODE_CHANNEL_BACKOFF } from '../../transport/peer-link.js';
+import { certificateCommonName } from '../../transport/peer-auth.js';
+import { LOADER_OPTIONS, packageDefinition } from '../../wire/load.js';
+import type { WireInput } from '../../wire/scalars.js';
 import {
   type AcquireResponse,
   type CloseSessionResponse,
@@ -39,10 +39,10 @@ import {
   type ReleaseResponse,
   type RenewResponse,
   type RenewSessionResponse,
-} from '../wire/lock.js';
-import { clusterService } from '../wire/cluster.js';
-import type { ForwardedAnswer, ForwardedCall } from '../wire/raft.js';
-import type { ForwardSession } from '../transport/forward.js';
+} from '../../wire/lock.js';
+import { clusterService } from '../../wire/cluster.js';
+import type { ForwardedAnswer, ForwardedCall } from '../../wire/raft.js';
+import type { ForwardSession } from '../../transport/forward.js';
 import type { PeerCertificate } from 'node:tls';
 import type { ClusterApi } from './cluster-api.js';
 import { statusError } from './status-error.js';
@@ -51,12 +51,12 @@ import { serveList, type ListServing } from './list-server.js';
 import { holderToWire, holdersOf } from './holders-view.js';
 import { addStrictService, descriptorRegistry, invalidReason, strictRequestDeserializers } from './strict-decode.js';
 import { FORWARDED_METADATA } from './forward-once.js';
-import { CallMux } from '../transport/call-mux.js';
-import { endReason } from '../transport/call-end.js';
-import { DEFAULT_LOCK_LEADER_CONFIG } from '../lock/leader/index.js';
+import { CallMux } from '../../transport/call-mux.js';
+import { endReason } from '../../transport/call-end.js';
+import { DEFAULT_LOCK_LEADER_CONFIG } from '../../lock/leader/index.js';
 import { LockCallHandling, type AnswerEncoder, type CallContext, type CallReply, type LockCallMethod } from './lock-calls.js';
-import { mark } from '../trace/stages.js';
-import type { LockService } from '../lock-on-raft/lock-service.js';
+import { mark } from '../../trace/stages.js';
+import type { LockService } from '../../lock-on-raft/lock-service.js';
 
 export interface ClientApiOptions {
   service: LockService;

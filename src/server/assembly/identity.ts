@@ -4,8 +4,8 @@
 // acknowledged (etcd refuses the same case: "member has already been bootstrapped").
 import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import type { NodeConfig } from '../config/types.js';
-import { clusterService, type StatusResponse } from '../wire/cluster.js';
+import type { NodeConfig } from '../../config/types.js';
+import { clusterService, type StatusResponse } from '../../wire/cluster.js';
 
 /** Derived from the initial members, so every node bootstrapped from the same file agrees on it. */
 export function clusterIdFor(nodes: readonly Pick<NodeConfig, 'id' | 'address'>[]): string {

@@ -1,8 +1,8 @@
 // Opening a node's data dir, with LevelDB's bare "Database failed to open" turned into the cause and the place.
 import { join } from 'node:path';
 import { Level } from 'level';
-import { WalStorage } from '../raft/storage/wal-storage.js';
-import { AppliedStore } from '../state/applied-store.js';
+import { WalStorage } from '../../raft/storage/wal-storage.js';
+import { AppliedStore } from '../../state/applied-store.js';
 
 /** The applied store's LevelDB, under the data dir (README "Where the state lives"). */
 export const STATE_DIR = 'state';

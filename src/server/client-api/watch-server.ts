@@ -2,10 +2,10 @@
 // node's WatchHub. Any node serves it from its own applied state; the barrier (ReadIndex, through the
 // leader) is what makes a watch opened after a Get never show older state than that Get.
 import * as grpc from '@grpc/grpc-js';
-import type { LockEvent } from '../lock/events.js';
-import { validateWatch } from '../lock/validate.js';
-import type { WireInput } from '../wire/scalars.js';
-import type { WatchEvent, WatchRequest } from '../wire/lock.js';
+import type { LockEvent } from '../../lock/events.js';
+import { validateWatch } from '../../lock/validate.js';
+import type { WireInput } from '../../wire/scalars.js';
+import type { WatchEvent, WatchRequest } from '../../wire/lock.js';
 import { statusError } from './status-error.js';
 import { invalidReason } from './strict-decode.js';
 import { OutOfRangeError, TooManyWatchersError, type WatchHub } from './watch-hub.js';

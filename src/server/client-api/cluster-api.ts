@@ -1,14 +1,14 @@
 // leasehold.v1.Cluster: Status (served locally, never forwarded: it is this node's own view) and the
 // membership RPCs (served by the leader; a follower forwards them once, like Lock calls).
 import * as grpc from '@grpc/grpc-js';
-import type { ConfState } from '../raft/core/types.js';
-import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ConfChangeRefusedError } from '../raft/errors.js';
-import type { NodeLogger } from '../raft/logger.js';
-import type { RaftNode } from '../raft/node.js';
-import { roleToWire } from '../wire/cluster.js';
-import { NODE_CHANNEL_BACKOFF } from '../transport/peer-link.js';
-import type { WireInput } from '../wire/scalars.js';
-import { type ClusterStub, type ClusterHandlers, type ClusterMethod, clusterService, type Member } from '../wire/cluster.js';
+import type { ConfState } from '../../raft/core/types.js';
+import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ConfChangeRefusedError } from '../../raft/errors.js';
+import type { NodeLogger } from '../../raft/logger.js';
+import type { RaftNode } from '../../raft/node.js';
+import { roleToWire } from '../../wire/cluster.js';
+import { NODE_CHANNEL_BACKOFF } from '../../transport/peer-link.js';
+import type { WireInput } from '../../wire/scalars.js';
+import { type ClusterStub, type ClusterHandlers, type ClusterMethod, clusterService, type Member } from '../../wire/cluster.js';
 import { Membership, MembershipArgumentError, MembershipPreconditionError } from './membership.js';
 import { FORWARDED_METADATA, routeNotLeader } from './forward-once.js';
 import { statusError } from './status-error.js';

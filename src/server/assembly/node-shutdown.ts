@@ -3,8 +3,8 @@
 // storage last so the deferred commit index is written. kill -9 is always safe too.
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import type { RaftNode } from '../raft/node.js';
-import type { LockResult } from '../lock/types.js';
+import type { RaftNode } from '../../raft/node.js';
+import type { LockResult } from '../../lock/types.js';
 
 /** How long in-flight calls on our gRPC servers get before they are cut (peers keep streams to us open). */
 const SERVER_DRAIN_MS = 500;

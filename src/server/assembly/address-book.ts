@@ -2,8 +2,8 @@
 // the Raft log says who the members are and where (onConf), and the members' answers add nodes our log
 // does not list yet (learned). Client addresses serve forwarding and status answers; peer addresses feed
 // the peer transport.
-import type { ConfState } from '../raft/core/types.js';
-import type { NodeConfig } from '../config/types.js';
+import type { ConfState } from '../../raft/core/types.js';
+import type { NodeConfig } from '../../config/types.js';
 
 export class AddressBook {
   /** Client address of each member (a live map: the client API and the quorum watch read it as it changes). */

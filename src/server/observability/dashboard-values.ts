@@ -2,7 +2,7 @@
 // Tokens and session ids are uint64 in the log: they go out as decimal strings, never as JSON numbers,
 // which a browser would round above 2^53. A hold's value is bytes: UTF-8 text when it is valid UTF-8
 // (an address, a job id: what people store), else base64, and `value_encoding` says which.
-import type { LockEvent } from '../lock/events.js';
+import type { LockEvent } from '../../lock/events.js';
 
 export interface JsonValue {
   /** null: no value. */

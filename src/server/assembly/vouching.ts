@@ -3,7 +3,7 @@
 // cluster's configuration vouches, so a removed node or a stranger stays refused (peer-admission.ts).
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import type { ConfState } from '../raft/core/types.js';
+import type { ConfState } from '../../raft/core/types.js';
 import type { AddressBook } from './address-book.js';
 import { askPeers } from './identity.js';
 

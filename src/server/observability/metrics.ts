@@ -6,13 +6,13 @@
 // every series.
 import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { drainTrace, traceEnabled } from '../trace/stages.js';
+import { drainTrace, traceEnabled } from '../../trace/stages.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { replyText } from './http-reply.js';
 import { accessRefusal, PLAIN_HTTP, type EndpointSecurity } from './http-access.js';
-import type { TlsMaterial } from './tls.js';
-import type { NodeId, Role, SoftState, Status } from '../raft/core/types.js';
-import type { ProgressView } from '../raft/core/progress.js';
+import type { TlsMaterial } from '../../transport/tls.js';
+import type { NodeId, Role, SoftState, Status } from '../../raft/core/types.js';
+import type { ProgressView } from '../../raft/core/progress.js';
 
 /** What the scrape-time gauges read. */
 export interface MetricsSources {

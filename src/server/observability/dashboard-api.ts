@@ -3,15 +3,15 @@
 // does (list-server.ts), so a page fetched after a write shows that write whichever node serves it.
 // Every view is bounded: lists are pages of at most MAX_PAGE rows with a `next` to continue from.
 // Nothing here writes, and nothing calls another node: a follower reports what it knows.
-import type { LockMachine } from '../lock/machine.js';
-import type { LockView } from '../lock/types.js';
-import { validateList } from '../lock/validate.js';
-import type { NodeId, Status } from '../raft/core/types.js';
-import type { ProgressView } from '../raft/core/progress.js';
-import { BUILD_LEVEL } from '../lock/versions.js';
+import type { LockMachine } from '../../lock/machine.js';
+import type { LockView } from '../../lock/types.js';
+import { validateList } from '../../lock/validate.js';
+import type { NodeId, Status } from '../../raft/core/types.js';
+import type { ProgressView } from '../../raft/core/progress.js';
+import { BUILD_LEVEL } from '../../lock/versions.js';
 import { BadQueryError, wholeNumber } from './dashboard-query.js';
 import { isoOrNull, valueJson, type JsonValue } from './dashboard-values.js';
-import { holdersOf as holdsOf } from './holders-view.js';
+import { holdersOf as holdsOf } from '../client-api/holders-view.js';
 import type { ChartsJson } from './dashboard-charts.js';
 
 /** What the views read; the runtime wires them to the node (runtime.ts). */

@@ -1,7 +1,7 @@
 // Which members have run, as a leader can tell (machine.ts `ran`, identity.ts): those its Raft progress
 // shows have acknowledged entries of this log, and itself. Shared by the runtime and the simulator, so the
 // simulator drives the rule that ships.
-import type { ConfState, NodeId } from '../raft/core/types.js';
+import type { ConfState, NodeId } from '../../raft/core/types.js';
 
 export function membersThatRan(
   selfId: NodeId,

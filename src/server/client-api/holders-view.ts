@@ -1,9 +1,9 @@
 // Every live hold of a key as Get, List and the dashboard report it (SPEC "Many holders": in token order;
 // one for a mutex). The machine's view lists them for a key with many holds (holds.ts); a mutex key's one
 // hold is made from the single-holder fields.
-import type { HolderView, LockView } from '../lock/types.js';
-import type { WireInput } from '../wire/scalars.js';
-import type { Holder } from '../wire/lock.js';
+import type { HolderView, LockView } from '../../lock/types.js';
+import type { WireInput } from '../../wire/scalars.js';
+import type { Holder } from '../../wire/lock.js';
 
 const EMPTY_VALUE = new Uint8Array(0);
 
