@@ -1,10 +1,10 @@
-// The server's handling of one lock call, with no transport in it: validate, check owner binding, serve it
-// here if this node leads, else forward it to the leader once (forward-once.ts) with what is left of the
-// caller's deadline, and map the outcome to a gRPC status code. grpc-server.ts is the glue that turns unary
-// calls, Lock/Stream messages (transport/call-mux.ts) and a follower's forwarded calls into `handle` and
-// its reply back into gRPC; the lock simulation (test/sim/lock-server.ts) runs this same code over
-// simulated connections. Time comes from `nowMs` and `after` (the node's clock and scheduler), so the
-// simulator runs it on virtual time.
+// The server's handling of one lock call, with no transport in it: validate, check owner binding
+// (call-auth.ts), serve it here if this node leads, else forward it to the leader once (forward-once.ts)
+// with what is left of the caller's deadline, and map the outcome to a gRPC status code (call-errors.ts).
+// grpc-server.ts, lock-stream.ts and forwarded-call.ts turn unary calls, Lock/Stream messages
+// (transport/call-mux.ts) and a follower's forwarded calls into `handle` and its reply back into gRPC;
+// the simulator (test/sim/call-paths.ts) runs this same code over simulated connections. Time comes from
+// `nowMs` and `after` (the node's clock and scheduler), so the simulator runs it on virtual time.
 import { status } from '@grpc/grpc-js';
 import {
   validateAcquire,
@@ -33,17 +33,19 @@ import type { ForwardedReply } from '../../transport/forward-calls.js';
 import { LOCK_CALL_NAME, type LockCallName, type LockMethod } from '../../wire/lock.js';
 import { mark } from '../../trace/stages.js';
 import { routeNotLeader } from './forward-once.js';
-import {
-  AdmissionLimitError,
-  ConflictingRequestError,
-  LeaderUnavailableError,
-  RequestRejectedError,
-  type LockService,
-} from '../../lock-on-raft/lock-service.js';
+import { LeaderUnavailableError, type LockService } from '../../lock-on-raft/lock-service.js';
+import { CallAuth, type CallAuthOptions } from './call-auth.js';
+import { callFailure } from './call-errors.js';
 import { invalidReason } from './strict-decode.js';
 
 /** Every lock call this module handles: the Lock service's unary methods (Stream, Watch and List aside). */
 export type LockCallMethod = LockMethod | 'Revoke';
+
+/** A call's name in a Lock/Stream or Forward message (acquire, open_session) -> its method (Acquire, OpenSession). */
+export const LOCK_METHOD = Object.fromEntries(Object.entries(LOCK_CALL_NAME).map(([method, name]) => [name, method])) as Record<
+  LockCallName,
+  LockMethod
+>;
 
 /** What a call ended with: a gRPC status code, and the response on OK. */
 export interface CallReply<P> {
@@ -86,7 +88,8 @@ export interface AnswerEncoder<P> {
   Revoke(r: RevokeResult): P;
 }
 
-export interface LockCallHandlingOptions<P> {
+/** With the owner-binding settings (call-auth.ts). */
+export interface LockCallHandlingOptions<P> extends CallAuthOptions {
   service: LockService;
   limits: LockLimits;
   defaultTimeoutMs: number;
@@ -101,9 +104,6 @@ export interface LockCallHandlingOptions<P> {
   forwardVia?: (leaderId: string) => ForwardChannel<P> | null;
   /** Forwarding without a Forward stream (a unary call to the leader's client port). */
   forwardUnary?: (method: LockCallMethod, request: unknown, leaderId: string, deadlineMs: number) => Promise<CallReply<P>>;
-  ownerBinding?: boolean;
-  admins?: readonly string[];
-  isMember?: (id: string) => boolean;
   /** How long a waiter without a session keeps its place after its connection broke (lock leader's
    *  detachedWaiterGraceMs), for the calls this node forwards. */
   detachedWaiterGraceMs: number;
@@ -124,7 +124,11 @@ interface Prepared<V> {
 }
 
 export class LockCallHandling<P> {
-  constructor(private readonly opts: LockCallHandlingOptions<P>) {}
+  private readonly auth: CallAuth;
+
+  constructor(private readonly opts: LockCallHandlingOptions<P>) {
+    this.auth = new CallAuth(opts);
+  }
 
   /** Serves one call; resolves with what the caller is answered (never rejects). */
   handle(method: LockCallMethod, request: unknown, ctx: CallContext): Promise<CallReply<P>> {
@@ -134,7 +138,7 @@ export class LockCallHandling<P> {
     const prepared = this.prepare(method, request as Record<string, unknown>, ctx);
     const v = prepared.validated;
     if (!v.ok) return Promise.resolve(this.refused(method, 'invalid', status.INVALID_ARGUMENT, `${v.error.field}: ${v.error.message}`));
-    const denied = prepared.denied ? prepared.denied(v.value) : this.ownerDenied(ctx, v.value);
+    const denied = prepared.denied ? prepared.denied(v.value) : this.auth.ownerDenied(ctx, v.value);
     if (denied !== null) return Promise.resolve(this.refused(method, 'denied', status.PERMISSION_DENIED, denied));
     if (method === 'Revoke' && !ctx.forwarded) {
       // The audit trail names the caller where it entered (a forwarded call reaches the leader as the
@@ -172,7 +176,7 @@ export class LockCallHandling<P> {
       (err: unknown) => {
         const route = err instanceof LeaderUnavailableError ? routeNotLeader(this.opts.service.node.id, err.leaderId, ctx.forwarded) : null;
         if (route?.action === 'forward') return this.forward(method, request, route.to, ctx);
-        return this.failure(err);
+        return { ...callFailure(err, this.opts.logger), response: null, leader: '' };
       },
     );
   }
@@ -235,7 +239,7 @@ export class LockCallHandling<P> {
         };
       case 'RenewSession':
       case 'CloseSession': {
-        this.bindOwner(r, ctx);
+        this.auth.bindOwner(r, ctx);
         const validated = validateSessionCall({ sessionId: r.session_id, requestId: r.request_id, owner: r.owner }, limits);
         return {
           validated,
@@ -246,7 +250,7 @@ export class LockCallHandling<P> {
       case 'Revoke': {
         // Under owner binding the revoker is the caller's certificate CN: the namespace of its request ids,
         // written into the request so a follower forwards it (ownerDenied refuses another one).
-        if (!ctx.forwarded) this.bindOwner(r, ctx);
+        if (!ctx.forwarded) this.auth.bindOwner(r, ctx);
         return {
           validated: validateRevoke({ key: r.key, token: r.token, reason: r.reason, requestId: r.request_id, owner: r.owner }, limits),
           serve: async (req, timeoutMs) => {
@@ -256,52 +260,10 @@ export class LockCallHandling<P> {
               this.opts.logger.warn({ key: v.key, revoked: result.revoked.map(String), reason: v.reason }, 'hold revoked');
             return result;
           },
-          denied: (v) => this.adminDenied(ctx) ?? this.ownerDenied(ctx, v),
+          denied: (v) => this.auth.adminDenied(ctx) ?? this.auth.ownerDenied(ctx, v),
         };
       }
     }
-  }
-
-  /**
-   * A RenewSession / CloseSession / Revoke names no owner unless the caller sets one. Under auth.ownerBinding
-   * the caller's certificate CN becomes the owner (written into the request, so a follower forwards it and
-   * the state machine refuses another owner's session: WRONG_OWNER).
-   */
-  private bindOwner(r: Record<string, unknown>, ctx: CallContext): void {
-    if (this.opts.ownerBinding && ((r.owner as string | undefined) ?? '') === '' && ctx.certificateCn !== undefined)
-      r.owner = ctx.certificateCn;
-  }
-
-  /** A call forwarded by a member node was checked there: the leader trusts it only from a member. */
-  private trustedForward(ctx: CallContext): boolean {
-    return ctx.forwarded && ctx.certificateCn !== undefined && this.opts.isMember?.(ctx.certificateCn) === true;
-  }
-
-  /** Revoke under owner binding: only the CNs in auth.admins (a member forwarding one checked it). */
-  private adminDenied(ctx: CallContext): string | null {
-    if (!this.opts.ownerBinding) return null;
-    const cn = ctx.certificateCn;
-    if (this.trustedForward(ctx)) return null;
-    if (cn === undefined)
-      return 'Revoke under auth.ownerBinding needs a client certificate whose CN is in auth.admins, and this call has none';
-    if (!(this.opts.admins ?? []).includes(cn))
-      return `Revoke is for auth.admins; the client certificate CN ${JSON.stringify(cn)} is not one`;
-    return null;
-  }
-
-  /** auth.ownerBinding: why this caller may not act as the request's owner, or null. */
-  private ownerDenied(ctx: CallContext, request: unknown): string | null {
-    if (!this.opts.ownerBinding) return null;
-    const owner = (request as { owner?: unknown }).owner;
-    if (typeof owner !== 'string') return null; // Get names no owner
-    const cn = ctx.certificateCn;
-    // A follower forwarding a client's call presents its own (member) certificate; it checked the client's
-    // CN before forwarding, so the leader trusts a forwarded call only from a member node.
-    if (this.trustedForward(ctx)) return null;
-    if (cn === undefined) return `owner ${JSON.stringify(owner)}: auth.ownerBinding needs a client certificate, and this call has none`;
-    if (cn !== owner)
-      return `owner ${JSON.stringify(owner)} does not match the client certificate CN ${JSON.stringify(cn)} (auth.ownerBinding)`;
-    return null;
   }
 
   /** How long a forwarded call without a client deadline may take: the longest wait a call may ask for
@@ -351,16 +313,6 @@ export class LockCallHandling<P> {
     if (reason === CANCELLED || !waits) return abort.abort(CANCELLED);
     if (Number(r.session_id ?? 0) > 0) return;
     this.opts.after(this.opts.detachedWaiterGraceMs, () => abort.abort(CANCELLED));
-  }
-
-  private failure(err: unknown): CallReply<P> {
-    const fail = (code: number, details: string): CallReply<P> => ({ code, details, response: null, leader: '' });
-    if (err instanceof LeaderUnavailableError) return fail(status.UNAVAILABLE, err.message);
-    if (err instanceof RequestRejectedError) return fail(status.FAILED_PRECONDITION, err.message);
-    if (err instanceof AdmissionLimitError) return fail(status.RESOURCE_EXHAUSTED, err.message);
-    if (err instanceof ConflictingRequestError) return fail(status.INVALID_ARGUMENT, err.message);
-    this.opts.logger.error({ err: String(err) }, 'unexpected error serving a lock call');
-    return fail(status.INTERNAL, `internal error: ${(err as Error)?.message ?? String(err)}`);
   }
 }
 
