@@ -4,6 +4,7 @@
 // the injected NodeEnv, so the simulator runs this adapter, the real leader module and a real RaftNode on
 // virtual time. Transport-agnostic: the gRPC layer (grpc-server.ts) maps calls and errors onto it.
 import { encodeCommand } from '../lock/commands.js';
+import { notLeader, SHUTTING_DOWN } from '../lock/leader/failures.js';
 import type { LockMachine } from '../lock/machine.js';
 import {
   LockLeader,
@@ -199,6 +200,14 @@ export class LockService {
     return this.closed ? null : this.leader.notLeading;
   }
 
+  /** While `notLeading` is defined: the refusal a call made now would get, in the lock leader's words
+   *  (failures.ts), built without entering it — for the call layer to answer a call it may not forward. */
+  notLeadingError(): LeaderUnavailableError {
+    if (this.closed) return new LeaderUnavailableError(SHUTTING_DOWN);
+    const f = notLeader(this.leader.notLeading ?? null);
+    return new LeaderUnavailableError(f.message, f.leaderId);
+  }
+
   /** Acquires waiting in a wait line (wait_ms): replicated state, so every node reports the same. */
   get waiterCount(): number {
     return this.fsm.machine.waiterCount;
@@ -267,7 +276,7 @@ export class LockService {
   }
 
   private call(request: ClientRequest, timeoutMs: number, signal?: AbortSignal): Promise<ClientAnswer> {
-    if (this.closed) return Promise.reject(new LeaderUnavailableError('the node is shutting down; retry on another node'));
+    if (this.closed) return Promise.reject(new LeaderUnavailableError(SHUTTING_DOWN));
     const callId = this.nextCallId++;
     return new Promise<ClientAnswer>((resolve, reject) => {
       // A signal aborted with CallDetached: the caller's connection broke, not its will (call-end.ts).

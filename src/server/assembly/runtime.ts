@@ -324,8 +324,8 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     ...(metrics
       ? {
           countRefused: (op: string, outcome: 'invalid' | 'denied') => metrics.lockOps.inc({ op, outcome }),
-          countForwarded: (op: string, seconds: number) => {
-            metrics.lockOps.inc({ op, outcome: 'not_leader' });
+          countNotLeading: (op: string, outcome: 'not_leader' | 'unavailable', seconds: number) => {
+            metrics.lockOps.inc({ op, outcome });
             metrics.lockOpSeconds.observe({ op }, seconds);
           },
         }

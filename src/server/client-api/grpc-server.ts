@@ -66,9 +66,9 @@ export interface ClientApiOptions {
   /** Counts a call refused before it reached the lock service: malformed or invalid, or not permitted
    *  (metrics: leasehold_lock_operations_total{outcome="invalid"|"denied"}). */
   countRefused?: (op: string, outcome: 'invalid' | 'denied') => void;
-  /** Counts and times a call forwarded at once because this node does not lead (outcome="not_leader", as
-   *  the lock service counts one it refuses so). */
-  countForwarded?: (op: string, seconds: number) => void;
+  /** Counts and times a call decided at once because this node does not lead (forwarded, or answered the
+   *  lock leader's refusal): outcome not_leader or unavailable, as the lock service counts such a refusal. */
+  countNotLeading?: (op: string, outcome: 'not_leader' | 'unavailable', seconds: number) => void;
 }
 
 type Reply<T> = (err: grpc.ServiceError | null, value?: WireInput<T>) => void;
@@ -102,7 +102,7 @@ export class ClientApi {
       ...(opts.isMember !== undefined ? { isMember: opts.isMember } : {}),
       detachedWaiterGraceMs: opts.detachedWaiterGraceMs ?? DEFAULT_LOCK_LEADER_CONFIG.detachedWaiterGraceMs,
       ...(opts.countRefused !== undefined ? { countRefused: opts.countRefused } : {}),
-      ...(opts.countForwarded !== undefined ? { countForwarded: opts.countForwarded } : {}),
+      ...(opts.countNotLeading !== undefined ? { countNotLeading: opts.countNotLeading } : {}),
     });
   }
 

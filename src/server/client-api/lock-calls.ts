@@ -108,10 +108,11 @@ export interface LockCallHandlingOptions<P> extends CallAuthOptions {
    *  detachedWaiterGraceMs), for the calls this node forwards. */
   detachedWaiterGraceMs: number;
   countRefused?: (op: string, outcome: 'invalid' | 'denied') => void;
-  /** A call forwarded at once because this node does not lead, once its reply is in, with the seconds it
-   *  took: counted as the lock service counts a call it refuses as not the leader (lock ops, outcome
-   *  not_leader, and its latency), which such a call no longer enters. */
-  countForwarded?: (op: string, seconds: number) => void;
+  /** A call decided at the boundary because this node does not lead — forwarded at once, or answered the
+   *  lock leader's refusal without entering it — once its reply is in, with the outcome the lock service
+   *  counts such a refusal by (not_leader when a leader is named, else unavailable) and the seconds it
+   *  took (the forwarded round trip's): lock ops and their latency, which such a call no longer enters. */
+  countNotLeading?: (op: string, outcome: 'not_leader' | 'unavailable', seconds: number) => void;
 }
 
 type Serve<V> = (req: V, timeoutMs: number, signal: AbortSignal) => Promise<unknown>;
@@ -149,21 +150,29 @@ export class LockCallHandling<P> {
         'revoke requested',
       );
     }
-    // A follower forwards at once: serving would only end in the lock leader's not-leader refusal, the same
-    // route taken below from its error (a call that cannot be forwarded goes on to get that answer).
+    // Decided here, at the boundary, before the call enters the lock leader: a node that does not lead
+    // forwards the call at once, or, when it may not (forward-once.ts: it arrived forwarded, no leader is
+    // known, the leader named is this node), answers the lock leader's refusal in its words. Serving it would
+    // only end in that refusal. A leader that loses its office while serving a call refuses it, and the route
+    // is taken from the error below.
     const away = this.opts.service.notLeading;
     if (away !== undefined) {
       const route = routeNotLeader(this.opts.service.node.id, away, ctx.forwarded);
-      if (route.action === 'forward') {
-        const reply = this.forward(method, request, route.to, ctx);
-        const count = this.opts.countForwarded;
-        if (count === undefined) return reply;
-        const startedMs = this.opts.nowMs();
-        return reply.then((r) => {
-          count(opName(method), (this.opts.nowMs() - startedMs) / 1000);
-          return r;
-        });
+      let reply: Promise<CallReply<P>>;
+      let outcome: 'not_leader' | 'unavailable' = 'not_leader';
+      if (route.action === 'forward') reply = this.forward(method, request, route.to, ctx);
+      else {
+        const refusal = this.opts.service.notLeadingError();
+        if (!refusal.leaderId) outcome = 'unavailable';
+        reply = Promise.resolve(this.failure(refusal));
       }
+      const count = this.opts.countNotLeading;
+      if (count === undefined) return reply;
+      const startedMs = this.opts.nowMs();
+      return reply.then((r) => {
+        count(opName(method), outcome, (this.opts.nowMs() - startedMs) / 1000);
+        return r;
+      });
     }
     const timeoutMs = Math.max(1, Math.min(this.opts.defaultTimeoutMs + waitOf(v.value), ctx.deadlineMs - this.opts.nowMs()));
     // The caller's own signal goes to the service: its reason says how the call ended (call-end.ts), and the
@@ -176,9 +185,13 @@ export class LockCallHandling<P> {
       (err: unknown) => {
         const route = err instanceof LeaderUnavailableError ? routeNotLeader(this.opts.service.node.id, err.leaderId, ctx.forwarded) : null;
         if (route?.action === 'forward') return this.forward(method, request, route.to, ctx);
-        return { ...callFailure(err, this.opts.logger), response: null, leader: '' };
+        return this.failure(err);
       },
     );
+  }
+
+  private failure(err: unknown): CallReply<P> {
+    return { ...callFailure(err, this.opts.logger), response: null, leader: '' };
   }
 
   private encode(method: LockCallMethod, result: unknown): P {

@@ -33,6 +33,7 @@ function follower(opts: { ownerBinding?: boolean } = {}) {
   const service = {
     node: { id: 'F', leaderId: 'L' },
     notLeading: knows === 'known before the call' ? 'L' : undefined,
+    notLeadingError: () => new LeaderUnavailableError('not the leader (leader is L); retry there', 'L'),
     acquire: notLeader,
     release: notLeader,
     get: notLeader,
@@ -55,7 +56,7 @@ function follower(opts: { ownerBinding?: boolean } = {}) {
     leaderAddress: () => 'leader:1',
     forwardVia: () => channel,
     detachedWaiterGraceMs: 2000,
-    countForwarded: (op: string, seconds: number) => countedForwarded.push(`${op} ${seconds}`),
+    countNotLeading: (op: string, outcome: string, seconds: number) => countedForwarded.push(`${op} ${outcome} ${seconds}`),
     ...(opts.ownerBinding ? { ownerBinding: true, isMember: (id: string) => id === 'L' || id === 'F' } : {}),
   });
   const advance = (ms: number) => {
@@ -105,7 +106,7 @@ describe.each(['known before the call', 'learned from the refusal'] as Knows[])(
       expect(await reply).toEqual({ code: 0, details: '', response: 'granted', leader: 'leader:1' });
       // ...and counted, with the forwarded round trip's time, as the service counts a not-leader refusal
       // (which it does itself on the other way).
-      expect(f.countedForwarded).toEqual(knows === 'known before the call' ? ['acquire 0.04'] : []);
+      expect(f.countedForwarded).toEqual(knows === 'known before the call' ? ['acquire not_leader 0.04'] : []);
     });
 
     it('a call that arrived forwarded is answered UNAVAILABLE, never forwarded again', async () => {
@@ -119,6 +120,11 @@ describe.each(['known before the call', 'learned from the refusal'] as Knows[])(
       });
       expect(reply.code).toBe(14);
       expect(f.forwarded).toHaveLength(0);
+      // Known not to lead: answered at the boundary with the lock leader's refusal, without entering the
+      // service, and counted as the service counts that refusal.
+      expect(f.served()).toBe(knows === 'known before the call' ? 0 : 1);
+      expect(reply.details).toBe(knows === 'known before the call' ? 'not the leader (leader is L); retry there' : 'not the leader');
+      expect(f.countedForwarded).toEqual(knows === 'known before the call' ? ['acquire not_leader 0'] : []);
     });
 
     it('a broken connection: a session waiter stays at the leader; one without a session is cancelled after the grace', async () => {
