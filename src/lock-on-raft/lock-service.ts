@@ -2,7 +2,8 @@
 // leader (src/lock/leader). It decides nothing itself: node events and client calls become LeaderEvents,
 // LeaderCommands become proposals, read barriers, answers and wake-ups. Time and timers come only from
 // the injected NodeEnv, so the simulator runs this adapter, the real leader module and a real RaftNode on
-// virtual time. Transport-agnostic: the gRPC layer (grpc-server.ts) maps calls and errors onto it.
+// virtual time. Transport-agnostic: the client API (src/server/client-api/lock-calls.ts) maps calls and
+// errors onto it.
 import { encodeCommand } from '../lock/commands.js';
 import { notLeader, SHUTTING_DOWN } from '../lock/leader/failures.js';
 import type { LockMachine } from '../lock/machine.js';

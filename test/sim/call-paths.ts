@@ -1,5 +1,5 @@
 // A seeded simulation of the server's call handling — the code grpc-server.ts wraps, run here without gRPC:
-// Lock/Stream multiplexing (transport/call-mux.ts, grpc-server.ts serveStreamMessage), a follower forwarding
+// Lock/Stream multiplexing (transport/call-mux.ts, lock-stream.ts serveStreamMessage), a follower forwarding
 // over its Forward stream (transport/forward-calls.ts on the follower, call-mux.ts on the leader), the
 // caller's deadline carried across the hop, owner binding (lock-calls.ts), and behind them the real lock
 // service, lock leader and lock machine. Two nodes: a leader L whose "log" applies every proposal after a
@@ -423,7 +423,7 @@ export class CallPathsSim {
       (onAnswer, onBreak) => {
         let open = true;
         // The leader's side of this stream: forward-server.ts's CallMux and message handling, and the
-        // client API's handling of a forwarded call (grpc-server.ts handleForwarded), for member F.
+        // client API's handling of a forwarded call (forwarded-call.ts handleForwarded), for member F.
         const mux = new CallMux<WireInput<ForwardedAnswer>>((answer) =>
           this.later(() => {
             if (!open) return;

@@ -1,5 +1,5 @@
-// The forward-once rule (src/server/client-api/grpc-server.ts, run()): a follower forwards a client's lock call to the
-// leader it knows, ONCE. A call that arrives already forwarded — on the peer link's Forward stream
+// The forward-once rule (src/server/client-api/lock-calls.ts, handle()): a follower forwards a client's
+// lock call to the leader it knows, ONCE. A call that arrives already forwarded — on the peer link's Forward stream
 // (serveForwarded) or as a unary call carrying x-leasehold-forwarded — and finds this node not leading is
 // answered UNAVAILABLE naming the leader this node knows; it is never forwarded again. Without the rule, two
 // nodes that each believe the other leads (both views stale during an election) bounce one call between them
