@@ -1,9 +1,9 @@
 // The lock state machine: the replicated application every node applies Raft entries to (machine.ts and
 // its parts; commands, snapshots, validation, events), and in leader/ the lock-leader logic. PURE: no Node
 // built-in, no npm package, no clock, timer, randomness or I/O; it imports only src/lock and the Raft
-// core's types (`npm run lint`, `npm run purity`). Who may import it: the server (lock-fsm.ts,
-// lock-service.ts, the gRPC and dashboard views), the wire module (RefusalReason, a type), the simulator
-// and tests. The rules it keeps for leases across terms are argued in LEASES.md.
+// core's types (`npm run lint`, `npm run purity`). Who may import it: the lock machine on Raft
+// (src/lock-on-raft), the server (the gRPC and dashboard views), the wire module (RefusalReason, a type),
+// the simulator and tests. The rules it keeps for leases across terms are argued in LEASES.md.
 export { LockMachine, LockApplyOrderError } from './machine.js';
 export {
   encodeCommand,

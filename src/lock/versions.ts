@@ -54,7 +54,7 @@
 //   - and, not a cluster matter, a build at 6 reads peer messages batched (raft.proto RaftMessage.batch). A
 //     node batches what it has for one peer in one turn only to a peer whose latest message announced 6 or
 //     more, whatever the cluster's level: a build from before refuses the unknown field
-//     (src/server/strict-decode.ts) and would drop the stream.
+//     (src/server/client-api/strict-decode.ts) and would drop the stream.
 export const BUILD_LEVEL = 6;
 
 /** Builds from before the gate, which announce nothing. */

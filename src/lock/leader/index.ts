@@ -1,8 +1,8 @@
 // The lock leader: the pure logic a node runs while it leads (see leader.ts for the rules it implements) —
 // a step function, events in (calls, applied results, role changes, ticks of injected time), commands out
 // (proposals, answers, wake-ups). PURE, under src/lock's rules: it imports only src/lock and the Raft
-// core's types. Who may import it: the server's adapter (src/server/lock-service.ts), the simulator and
-// tests.
+// core's types. Who may import it: the lock service (src/lock-on-raft/lock-service.ts), the simulator
+// and tests.
 export { LockLeader } from './leader.js';
 export { NO_LOCK_LIMITS, limitMessage, type LockLimitSettings } from './admission.js';
 export { DEFAULT_LOCK_LEADER_CONFIG } from './types.js';

@@ -1,7 +1,7 @@
 // The lock leader's inputs and outputs. The module (leader.ts) is a pure, deterministic step function:
 // events in, commands out. Time arrives only as `clockMs` on events (the adapter's clock; the machine's
 // time is its `logNowMs`); nothing here owns a timer, a promise or a Raft node. The adapter
-// (src/server/lock-service.ts) turns node events and client calls into events, and carries the commands
+// (src/lock-on-raft/lock-service.ts) turns node events and client calls into events, and carries the commands
 // out: proposals through Raft, answers to callers, wake-ups on its scheduler.
 import type { Role } from '../../raft/core/types.js';
 import type { LockCommand } from '../commands.js';
