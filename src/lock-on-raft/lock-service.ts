@@ -266,12 +266,12 @@ export class LockService {
     return this.call({ op: 'closeSession', req }, timeoutMs) as Promise<SessionEndResult>;
   }
 
-  /** Linearizable: a ReadIndex barrier, then the applied state judged at the leader's now. */
   /** Ends a hold as an operator (SPEC "Revoke"); the caller's right to is checked by the gRPC layer. */
   revoke(req: ValidRevoke, timeoutMs: number): Promise<RevokeResult> {
     return this.call({ op: 'revoke', req }, timeoutMs) as Promise<RevokeResult>;
   }
 
+  /** Linearizable: a ReadIndex barrier, then the applied state judged at the leader's now. */
   get(key: string, timeoutMs: number): Promise<LockView> {
     return this.call({ op: 'get', key }, timeoutMs) as Promise<LockView>;
   }
