@@ -6,6 +6,7 @@
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { restoreFromBackup, sampleHolders, saveUnderLoad, type BackupUnderLoad, type RestoredFromBackup } from './backup-under-load.js';
 import { leaseholdFactory, type LeaseholdCluster } from './leasehold-system.js';
 import { measured, openSessions, runLoop } from './loop.js';
 import { rssMbOf } from './procstat.js';
@@ -56,6 +57,10 @@ export interface HeldScaleResult {
   nodes: NodeScale[];
   throughputNone: RunRow;
   throughputHeld: RunRow;
+  /** The same load as throughputHeld with `snapshot save` of a follower beside it. */
+  backup: BackupUnderLoad;
+  /** A new cluster built from that backup (`snapshot restore` on every node). */
+  restored: RestoredFromBackup;
   /** cycles/s with N held over cycles/s with none (the issue's goal: >= 0.8). */
   heldRatio: number;
 }
@@ -148,6 +153,9 @@ export async function runHeldScale(held: number, scale: BenchScale, round: numbe
     const rssServing = await sampleRss(c, 1000);
     const memServing = await Promise.all(c.members.map((_, i) => memoryOf(c, i)));
     const throughputHeld = { ...(await throughput(`${held} held`)), extra: { held } };
+    const sample = await sampleHolders(c, held);
+    const backupFile = join(c.cluster.dir, 'backup.lhb');
+    const backup = await saveUnderLoad(c, { ...uncontended.spec(scale, 16, round), workload: 'held-scale' }, throughputHeld, backupFile);
     const logs = new Map(c.members.map((id) => [id, compactionsInLog(c.cluster.logOf(id))]));
     const disk = new Map(c.members.map((id) => [id, dirBytes(join(c.cluster.dir, id))]));
     for (let i = 0; i < c.members.length; i++) await c.kill(i);
@@ -164,6 +172,7 @@ export async function runHeldScale(held: number, scale: BenchScale, round: numbe
     } finally {
       probe!.close();
     }
+    const restored = await restoreFromBackup(c, backupFile, held, sample);
     return {
       held,
       fillSeconds: f.seconds,
@@ -188,6 +197,8 @@ export async function runHeldScale(held: number, scale: BenchScale, round: numbe
       })),
       throughputNone,
       throughputHeld,
+      backup,
+      restored,
       heldRatio: throughputHeld.opsPerSec / throughputNone.opsPerSec,
     };
   } finally {

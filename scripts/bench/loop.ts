@@ -24,6 +24,9 @@ export interface LoopSpec {
   op: (session: LockSession, c: number, n: number) => Promise<boolean>;
   /** Ran once per session before the clock starts (channels, leases, the leader's first entry). */
   warmUp?: (session: LockSession, c: number) => Promise<void>;
+  /** Work run beside the loop from the moment the clock starts (e.g. a backup taken under load): the loop
+   *  runs for `seconds` and at least until it settles, so the row covers all of it; its error is thrown. */
+  alongside?: () => Promise<void>;
 }
 
 export type Pin = 'spread' | 'leader' | 'follower';
@@ -142,7 +145,15 @@ export async function runLoop(cluster: SystemCluster, spec: LoopSpec): Promise<R
   const sessions = await openSessions(cluster, spec.clients, spec.sessionOptions, spec.pin);
   try {
     if (spec.warmUp) await Promise.all(sessions.map((s, c) => spec.warmUp!(s, c)));
-    const m = await measured(cluster, () => drive(sessions, performance.now() + spec.seconds * 1000, spec.op));
+    const m = await measured(cluster, async () => {
+      const endMs = performance.now() + spec.seconds * 1000;
+      if (spec.alongside === undefined) return drive(sessions, endMs, spec.op);
+      let settled = false;
+      const beside = spec.alongside().finally(() => (settled = true));
+      const driven = await drive(sessions, () => settled && performance.now() >= endMs, spec.op);
+      await beside;
+      return driven;
+    });
     return {
       workload: spec.pin && spec.pin !== 'spread' ? `${spec.workload} (${spec.pin})` : spec.workload,
       system: cluster.system,

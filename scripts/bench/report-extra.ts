@@ -19,6 +19,12 @@ export function heldScaleTable(results: readonly HeldScaleResult[]): string {
       `held ${n0(r.held)}: fill ${r.fillSeconds.toFixed(1)} s (${n0(r.fillPerSec)}/s, ${r.fillErrors} errors (retried; ${r.fillRetriedHeld} had committed), ${r.fillElections} elections${roles(r.fillRoleChanges)}, cpu s ${r.fillCpuSeconds.map((x) => x.toFixed(0)).join('/')}, loop stall max ms ${r.fillLoopStallMaxMs.map(n0).join('/')}); restart of all 3 to SERVING ${n0(r.restartToServingMs)} ms; ` +
         `cycles/s with none ${n0(r.throughputNone.opsPerSec)} (p99 ${r.throughputNone.latency.p99Ms.toFixed(1)} ms), with N held ${n0(r.throughputHeld.opsPerSec)} (p99 ${r.throughputHeld.latency.p99Ms.toFixed(1)} ms, max ${r.throughputHeld.latency.maxMs.toFixed(1)} ms): ratio ${r.heldRatio.toFixed(2)}x`,
     );
+    const b = r.backup;
+    lines.push(
+      `  snapshot save of ${b.savedFrom} (a follower) under 16 clients: ${n0(b.saveMs)} ms, ${mb(b.facts.size_bytes)} MB, index ${b.facts.index}, ${n0(b.facts.holds)} holds; ` +
+        `load beside it ${n0(b.load.opsPerSec)} cycles/s, p99 ${b.load.latency.p99Ms.toFixed(1)} ms (${b.p99Ratio.toFixed(2)}x the p99 without it), max ${b.load.latency.maxMs.toFixed(1)} ms, ${b.load.elections} elections, ${b.load.errors} errors; ` +
+        `restore of 3 data dirs ${n0(r.restored.restoreMs)} ms, restored cluster to SERVING ${n0(r.restored.startToServingMs)} ms, ${r.restored.sampled} sampled keys with their owner and token`,
+    );
     for (const nd of r.nodes) {
       lines.push(
         `  ${nd.node}: RSS serving ${n0(nd.rssServingMb)} MB (${describeMemory(nd.memoryServing)}), after restart ${n0(nd.rssAfterRestartMb)} MB (${describeMemory(nd.memoryAfterRestart)}); log compactions ${nd.compactions}, snapshots made for a follower ${nd.followerSnapshots}` +
