@@ -4,7 +4,9 @@
 // restart's phases read from the node logs. `--heap` also writes a V8 heap snapshot of every node while
 // serving (SIGUSR2, into the out dir) for a retainer breakdown in DevTools.
 //   node build/scripts/held-memory.js [--held 200000] [--heap] [--keep] [--out DIR]
-// (--keep leaves the data dirs and logs, e.g. to time a restart's phases offline.)
+// (--keep leaves the data dirs and logs, e.g. to time a restart's phases offline.) `--trace-gc` starts the
+// nodes with V8's --trace-gc and prints, per node, the GC pauses of the fill and the restart: whether the
+// event-loop stalls are the collector's.
 import { mkdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { fill, rssNow } from './bench/held-scale.js';
@@ -23,13 +25,36 @@ async function report(c: LeaseholdCluster, label: string): Promise<void> {
   }
 }
 
+/** V8 --trace-gc lines ("…: Mark-Compact 812.3 (901.0) -> 455.1 (910.2) MB, 123.4 / 0.0 ms …"): the
+ *  pauses by kind, and the longest. */
+function gcPauses(log: string): string {
+  const byKind = new Map<string, number[]>();
+  for (const m of log.matchAll(
+    /: (Scavenge|Mark-Compact|Mark-Compact \(reduce\)|Minor Mark-Compact)\b[^\n]*?MB, ([0-9.]+) \/ [0-9.]+ ms/g,
+  )) {
+    const list = byKind.get(m[1]!) ?? [];
+    list.push(Number(m[2]));
+    byKind.set(m[1]!, list);
+  }
+  const parts = [...byKind].map(([kind, ms]) => {
+    ms.sort((a, b) => b - a);
+    const total = ms.reduce((a, b) => a + b, 0);
+    return `${kind}: ${ms.length} pauses, ${total.toFixed(0)} ms in all, longest ${ms
+      .slice(0, 5)
+      .map((x) => x.toFixed(0))
+      .join(' / ')} ms, over 50 ms: ${ms.filter((x) => x > 50).length}`;
+  });
+  return `GC (--trace-gc): ${parts.join('; ') || 'no lines'}`;
+}
+
 async function main(): Promise<void> {
   const held = Number(arg('--held', '200000'));
   const out = arg('--out', `/tmp/held-memory-${process.pid}`);
   mkdirSync(out, { recursive: true });
   const heap = process.argv.includes('--heap');
   const extraYaml = `limits:\n  maxHeld: ${held + 100_000}\n  maxKeys: ${held + 1_000_000}\n`;
-  const nodeArgs = heap ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${out}`] : [];
+  const traceGc = process.argv.includes('--trace-gc');
+  const nodeArgs = [...(heap ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${out}`] : []), ...(traceGc ? ['--trace-gc'] : [])];
   const c = await leaseholdFactory.start({ extraYaml, nodeArgs, keep: process.argv.includes('--keep') });
   try {
     const f = await fill(c, held);
@@ -43,6 +68,7 @@ async function main(): Promise<void> {
       // A heap snapshot collects garbage first: what is used now is live, the rest was garbage not yet collected.
       await report(c, 'after the heap snapshots (a full GC)');
     }
+    const fillLogEnds = c.members.map((_, i) => c.logText(i).length);
     for (let i = 0; i < c.members.length; i++) await c.kill(i);
     const t0 = performance.now();
     for (let i = 0; i < c.members.length; i++) await c.restart(i);
@@ -56,6 +82,10 @@ async function main(): Promise<void> {
         .split('\n')
         .filter((l) => /restored|listening|serving|role\/term|snapshot/i.test(l));
       console.log(`--- ${c.members[i]} log (last lines of interest)\n${lines.slice(-8).join('\n')}`);
+      if (traceGc) {
+        const log = c.logText(i);
+        console.log(`    fill and serving ${gcPauses(log.slice(0, fillLogEnds[i]))}\n    restart ${gcPauses(log.slice(fillLogEnds[i]))}`);
+      }
     }
   } finally {
     await c.stop();
