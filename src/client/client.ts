@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type * as grpc from '@grpc/grpc-js';
-import type { AcquireResponse, GetResponse, ListResponse, OpenSessionResponse, RevokeResponse } from '../wire/lock.js';
+import type { AcquireResponse, GetResponse, Holder, ListResponse, OpenSessionResponse, RevokeResponse } from '../wire/lock.js';
 import { LockSession } from './session.js';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import { InvalidRequestError, LockLostError, LockNotAcquiredError, UnavailableError, fromRpcError } from './errors.js';
@@ -314,14 +314,7 @@ export class LockClient {
       value: res.holders?.[0]?.value ?? new Uint8Array(0),
       sessionId: BigInt(res.holders?.[0]?.session_id ?? 0),
       index: BigInt(res.index ?? 0),
-      holders: (res.holders ?? []).map((h) => ({
-        owner: h.owner,
-        token: BigInt(h.token),
-        ttlMs: Number(h.ttl_ms),
-        sessionId: BigInt(h.session_id),
-        value: h.value,
-        shared: h.shared,
-      })),
+      holders: (res.holders ?? []).map(holderFromWire),
       limit: res.limit || 1,
     };
   }
@@ -381,14 +374,7 @@ export class LockClient {
       key: l.key,
       waiters: l.waiters,
       lastToken: BigInt(l.last_token),
-      holders: l.holders.map((h) => ({
-        owner: h.owner,
-        token: BigInt(h.token),
-        ttlMs: Number(h.ttl_ms),
-        sessionId: BigInt(h.session_id),
-        value: h.value,
-        shared: h.shared,
-      })),
+      holders: l.holders.map(holderFromWire),
     }));
     return { locks, nextPageToken: res.next_page_token, index: BigInt(res.index) };
   }
@@ -456,4 +442,16 @@ export class LockClient {
 /** A request refused before anything was sent: the same error type the server's INVALID_ARGUMENT gives. */
 function invalid(message: string): InvalidRequestError {
   return new InvalidRequestError(message, grpcStatus.INVALID_ARGUMENT);
+}
+
+/** One holder as get() and list() hand it out. */
+function holderFromWire(h: Holder): HolderInfo {
+  return {
+    owner: h.owner,
+    token: BigInt(h.token),
+    ttlMs: Number(h.ttl_ms),
+    sessionId: BigInt(h.session_id),
+    value: h.value,
+    shared: h.shared,
+  };
 }

@@ -3,4 +3,14 @@
 (Symbol as { asyncDispose?: symbol }).asyncDispose ??= Symbol.for('Symbol.asyncDispose');
 (Symbol as { dispose?: symbol }).dispose ??= Symbol.for('Symbol.dispose');
 
-export {};
+import type { ClientLogger } from './logger.js';
+
+/** What `[Symbol.asyncDispose]` of a handle or a session does: end it (release, close) and never throw —
+ *  a failure is logged, and the lease lapses on the server by itself within its ttl. */
+export async function endAtDispose(end: () => Promise<unknown>, logger: ClientLogger, fields: object, failed: string): Promise<void> {
+  try {
+    await end();
+  } catch (err) {
+    logger.warn({ ...fields, err: (err as Error).message }, failed);
+  }
+}

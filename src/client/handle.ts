@@ -15,13 +15,12 @@
 //   - the client sends another acquire of the key under the same owner and session (LockClient.acquire with
 //     this handle's `owner`, or the session's acquire of a key it holds): its outcome may supersede this hold,
 //     and an unknown outcome may have, so the hold ends at the send (SUPERSEDED).
-import './dispose.js';
-import { EventEmitter } from 'node:events';
+import { endAtDispose } from './dispose.js';
 import { performance } from 'node:perf_hooks';
 import type { Reason, ReleaseResponse, RenewResponse } from '../wire/lock.js';
 import { LockLostError, LockReleasedError, UnavailableError, fromRpcError, type LostReason } from './errors.js';
 import type { ClientLogger } from './logger.js';
-import { LocalLease } from './local-lease.js';
+import { LeaseHolderState, LocalLease, type Renewal } from './local-lease.js';
 import { newRequestId, type CallOptions, type PoolMethod, type RequestSource } from './rpc.js';
 
 export type LockState = 'ACTIVE' | 'LOST' | 'RELEASED';
@@ -97,7 +96,7 @@ export interface HandleInit {
   session?: SessionLink;
 }
 
-export class LockHandle extends EventEmitter<LockHandleEvents> {
+export class LockHandle extends LeaseHolderState<'RELEASED', LockLostError, LockHandleEvents> {
   readonly key: string;
   readonly owner: string;
   /** The fencing token: pass it with every write to a protected resource. */
@@ -108,10 +107,6 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
   /** The local lease deadline and the renew/deadline timers (local-lease.ts). */
   private readonly lease: LocalLease;
 
-  private current: LockState = 'ACTIVE';
-  private readonly abort = new AbortController();
-  private lostError: LockLostError | null = null;
-  private renewing: AbortController | null = null;
   /** One request_id for this handle's release, reused by every retry and every release() call. */
   private readonly releaseRequestId = newRequestId();
   private releaseDone: ReleaseResult | null = null;
@@ -146,7 +141,7 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
       let res: RenewResponse;
       try {
         res = await this.ctx.rpc.call<RenewResponse>('Renew', this.renewRequest(), Date.now() + this.ttlMs, undefined, {
-          attemptTimeoutMs: this.attemptTimeoutMs(),
+          attemptTimeoutMs: this.lease.attemptTimeoutMs,
         });
       } catch (err) {
         this.lostError = new LockLostError(this.key, this.token, 'DEADLINE', 'the lock was granted but could not be confirmed');
@@ -166,31 +161,7 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
       }
       this.lease.confirm(sentAt, Number(res.ttl_ms));
     }
-    this.armDeadline();
-    this.scheduleRenew();
-  }
-
-  /** ACTIVE, LOST or RELEASED. Reading it checks the local deadline first. */
-  get state(): LockState {
-    this.checkDeadline();
-    return this.current;
-  }
-
-  /** Aborted the moment the lock is LOST (reason: the LockLostError) or released. Reading it checks the deadline. */
-  get signal(): AbortSignal {
-    this.checkDeadline();
-    return this.abort.signal;
-  }
-
-  /** Why the lock was lost, once it is. */
-  get lostReason(): LockLostError | null {
-    this.checkDeadline();
-    return this.lostError;
-  }
-
-  /** True only while the lock is ACTIVE: the single condition under which a write may be made. */
-  isActive(): boolean {
-    return this.state === 'ACTIVE';
+    this.lease.keep(this.holder(this.renewal()));
   }
 
   /** Returns the token if ACTIVE; throws LockLostError / LockReleasedError otherwise. Call right before each write. */
@@ -267,15 +238,13 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
   }
 
   /** `await using lock = await client.acquire(...)`: releases at the end of the scope; never throws. */
-  async [Symbol.asyncDispose](): Promise<void> {
-    try {
-      await this.release();
-    } catch (err) {
-      this.ctx.logger.warn(
-        { key: this.key, token: String(this.token), err: (err as Error).message },
-        'release at dispose failed; the lease lapses by itself',
-      );
-    }
+  [Symbol.asyncDispose](): Promise<void> {
+    return endAtDispose(
+      () => this.release(),
+      this.ctx.logger,
+      { key: this.key, token: String(this.token) },
+      'release at dispose failed; the lease lapses by itself',
+    );
   }
 
   /** @internal An acquire of this key by this handle's owner (and session) is about to be sent: whatever
@@ -296,64 +265,29 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
     return { key: this.key, owner: this.owner, token: this.token.toString(), ttl_ms: String(this.ttlMs), request_id: newRequestId() };
   }
 
-  private attemptTimeoutMs(): number {
-    // Short enough that a black-holed endpoint leaves time to try another before the lease runs out.
-    return Math.max(100, Math.min(3000, Math.floor(this.ttlMs / 4)));
-  }
-
-  private scheduleRenew(): void {
-    if (this.current === 'ACTIVE') this.lease.scheduleRenew(() => void this.renewOnce());
-  }
-
-  private armDeadline(): void {
-    if (this.current === 'ACTIVE') this.lease.armDeadline(() => this.checkDeadline());
-  }
-
-  private async renewOnce(): Promise<void> {
-    this.checkDeadline();
-    if (this.current !== 'ACTIVE') return;
-    const sentAt = this.ctx.now();
-    // One request_id per renew, reused by its retries: a retry after a lost response is applied once.
-    const request = this.renewRequest();
-    const ctl = new AbortController();
-    this.renewing = ctl;
-    // No point retrying past the local deadline: by then the lock is LOST whatever the server says.
-    const deadline = Date.now() + this.lease.remainingMs();
-    let res: RenewResponse;
-    try {
-      res = await this.ctx.rpc.call<RenewResponse>('Renew', request, deadline, ctl.signal, {
-        attemptTimeoutMs: this.attemptTimeoutMs(),
-        onRetry: (r) =>
-          this.ctx.logger.debug(
-            { key: this.key, token: String(this.token), endpoint: r.endpoint, attempt: r.attempt, code: r.error.code },
-            'renew retried with the same request_id',
-          ),
-      });
-    } catch (err) {
-      if (this.current !== 'ACTIVE') return;
-      const e = fromRpcError(err, `renewing lock "${this.key}"`, this.ctx.rpc.endpoints, Math.round(this.ctx.now() - sentAt));
-      if (e instanceof UnavailableError) this.markLost('DEADLINE', `no renew was confirmed before the local lease deadline (${e.message})`);
-      else this.markLost('RENEW_FAILED', e.message);
-      return;
-    } finally {
-      if (this.renewing === ctl) this.renewing = null;
-    }
-    // A confirmation that arrives after the deadline passed comes too late: the deadline wins.
-    this.checkDeadline();
-    if (this.current !== 'ACTIVE') return;
-    if (!res.renewed) {
-      this.markLost(res.reason as LostReason, `the server refused to renew it (${res.reason})`);
-      return;
-    }
-    this.lease.confirm(sentAt, Number(res.ttl_ms));
-    this.armDeadline();
-    this.emit('renewed', { ttlMs: Number(res.ttl_ms) || this.ttlMs, remainingMs: this.lease.remainingMs() });
-    this.scheduleRenew();
+  /** How this handle renews (local-lease.ts runs the loop). */
+  private renewal(): Renewal {
+    return {
+      // One request_id per renew, reused by its retries: a retry after a lost response is applied once.
+      sendRenew: (deadline, signal, attemptTimeoutMs) =>
+        this.ctx.rpc.call<RenewResponse>('Renew', this.renewRequest(), deadline, signal, {
+          attemptTimeoutMs,
+          onRetry: (r) =>
+            this.ctx.logger.debug(
+              { key: this.key, token: String(this.token), endpoint: r.endpoint, attempt: r.attempt, code: r.error.code },
+              'renew retried with the same request_id',
+            ),
+        }),
+      renewing: `renewing lock "${this.key}"`,
+      endpoints: () => this.ctx.rpc.endpoints,
+      refused: (reason, detail) => this.markLost(reason as LostReason, detail),
+      renewed: (grantedTtlMs, remainingMs) => this.emit('renewed', { ttlMs: grantedTtlMs || this.ttlMs, remainingMs }),
+    };
   }
 
   // ------------------------------------------------------------------ state changes
 
-  private checkDeadline(): void {
+  protected checkDeadline(): void {
     if (this.session !== null) {
       if (this.current === 'ACTIVE') this.session.check();
       return;
@@ -366,7 +300,7 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
     }
   }
 
-  private markLost(reason: LostReason, detail: string): void {
+  protected markLost(reason: LostReason, detail: string): void {
     if (this.current !== 'ACTIVE') return;
     const err = new LockLostError(this.key, this.token, reason, detail);
     this.lostError = err;
@@ -379,7 +313,6 @@ export class LockHandle extends EventEmitter<LockHandleEvents> {
     if (this.current !== 'ACTIVE') return;
     this.current = state;
     this.lease.stop();
-    this.renewing?.abort();
     this.abort.abort(state === 'LOST' ? this.lostError : new LockReleasedError(this.key, this.token));
     this.ctx.onSettled(this);
   }

@@ -5,11 +5,11 @@
 //     synchronous check whenever the session or any of its holds is read), or when the client is closed;
 //   - every hold acquired under the session (`acquire`) is a LockHandle that does not renew itself and turns
 //     LOST with the session (reason SESSION_LOST), or RELEASED when the session is closed.
-import { EventEmitter } from 'node:events';
 import type { AcquireResponse, CloseSessionResponse, RenewSessionResponse } from '../wire/lock.js';
 import { LeaseholdError, LockNotAcquiredError, UnavailableError, fromRpcError } from './errors.js';
 import { LockHandle, type HandleContext } from './handle.js';
-import { LocalLease } from './local-lease.js';
+import { endAtDispose } from './dispose.js';
+import { LeaseHolderState, LocalLease, type Renewal } from './local-lease.js';
 import { newRequestId } from './rpc.js';
 import { manyHoldsFields } from './many-holds.js';
 
@@ -65,18 +65,18 @@ export interface SessionInit {
   onSettled(session: LockSession): void;
 }
 
-export class LockSession extends EventEmitter<{ lost: [SessionLostError]; renewed: [{ remainingMs: number }] }> {
+export class LockSession extends LeaseHolderState<
+  'CLOSED',
+  SessionLostError,
+  { lost: [SessionLostError]; renewed: [{ remainingMs: number }] }
+> {
   readonly id: bigint;
   readonly owner: string;
   readonly ttlMs: number;
   readonly renewIntervalMs: number;
-  private current: SessionState = 'ACTIVE';
-  private lostError: SessionLostError | null = null;
-  private readonly abort = new AbortController();
   private readonly holds = new Set<LockHandle>();
   /** The local deadline and the renew/deadline timers (local-lease.ts). */
   private readonly lease: LocalLease;
-  private renewing: AbortController | null = null;
   private closing: Promise<SessionCloseResult> | null = null;
   private readonly closeRequestId = newRequestId();
   /** What each hold asks to check its (the session's) deadline. */
@@ -93,29 +93,7 @@ export class LockSession extends EventEmitter<{ lost: [SessionLostError]; renewe
     this.ttlMs = init.ttlMs;
     this.lease = new LocalLease(ctx.now, init.sentAtMs, init.ttlMs, ctx.leaseSafetyFraction);
     this.renewIntervalMs = this.lease.renewIntervalMs;
-    this.armDeadline();
-    this.scheduleRenew();
-  }
-
-  /** ACTIVE, LOST or CLOSED. Reading it checks the local deadline first. */
-  get state(): SessionState {
-    this.checkDeadline();
-    return this.current;
-  }
-
-  /** Aborted the moment the session is LOST (reason: the SessionLostError) or closed. */
-  get signal(): AbortSignal {
-    this.checkDeadline();
-    return this.abort.signal;
-  }
-
-  get lostReason(): SessionLostError | null {
-    this.checkDeadline();
-    return this.lostError;
-  }
-
-  isActive(): boolean {
-    return this.state === 'ACTIVE';
+    this.lease.keep(this.holder(this.renewal()));
   }
 
   /** Milliseconds left of the conservative local lease; 0 unless ACTIVE. */
@@ -207,15 +185,13 @@ export class LockSession extends EventEmitter<{ lost: [SessionLostError]; renewe
   }
 
   /** `await using session = await client.session(...)`: closes at the end of the scope; never throws. */
-  async [Symbol.asyncDispose](): Promise<void> {
-    try {
-      await this.close();
-    } catch (err) {
-      this.ctx.logger.warn(
-        { sessionId: String(this.id), err: (err as Error).message },
-        'closing the session at dispose failed; it lapses by itself',
-      );
-    }
+  [Symbol.asyncDispose](): Promise<void> {
+    return endAtDispose(
+      () => this.close(),
+      this.ctx.logger,
+      { sessionId: String(this.id) },
+      'closing the session at dispose failed; it lapses by itself',
+    );
   }
 
   /** @internal LockClient.close(). */
@@ -225,54 +201,28 @@ export class LockSession extends EventEmitter<{ lost: [SessionLostError]; renewe
 
   // ------------------------------------------------------------------ renewing
 
-  private scheduleRenew(): void {
-    if (this.current === 'ACTIVE') this.lease.scheduleRenew(() => void this.renewOnce());
-  }
-
-  private armDeadline(): void {
-    if (this.current === 'ACTIVE') this.lease.armDeadline(() => this.checkDeadline());
-  }
-
-  private async renewOnce(): Promise<void> {
-    this.checkDeadline();
-    if (this.current !== 'ACTIVE') return;
-    const sentAt = this.ctx.now();
-    const request = { session_id: this.id.toString(), request_id: newRequestId(), owner: this.owner };
-    const ctl = new AbortController();
-    this.renewing = ctl;
-    const deadline = Date.now() + this.lease.remainingMs();
-    let res: RenewSessionResponse;
-    try {
-      res = await this.ctx.rpc.call<RenewSessionResponse>('RenewSession', request, deadline, ctl.signal, {
-        attemptTimeoutMs: Math.max(100, Math.min(3000, Math.floor(this.ttlMs / 4))),
-      });
-    } catch (err) {
-      if (this.current !== 'ACTIVE') return;
-      const e = fromRpcError(err, `renewing session ${this.id}`, this.ctx.rpc.endpoints, Math.round(this.ctx.now() - sentAt));
-      if (e instanceof UnavailableError) this.markLost('DEADLINE', `no renew was confirmed before the local deadline (${e.message})`);
-      else this.markLost('RENEW_FAILED', e.message);
-      return;
-    } finally {
-      if (this.renewing === ctl) this.renewing = null;
-    }
-    this.checkDeadline();
-    if (this.current !== 'ACTIVE') return;
-    if (!res.renewed) {
-      this.markLost(
-        res.reason === 'WRONG_OWNER' ? 'WRONG_OWNER' : res.reason === 'NOT_HELD' ? 'NOT_HELD' : 'EXPIRED',
-        `the server refused to renew it (${res.reason})`,
-      );
-      return;
-    }
-    this.lease.confirm(sentAt, Number(res.ttl_ms));
-    this.armDeadline();
-    this.emit('renewed', { remainingMs: this.lease.remainingMs() });
-    this.scheduleRenew();
+  /** How this session renews (local-lease.ts runs the loop). */
+  private renewal(): Renewal {
+    return {
+      sendRenew: (deadline, signal, attemptTimeoutMs) =>
+        this.ctx.rpc.call<RenewSessionResponse>(
+          'RenewSession',
+          { session_id: this.id.toString(), request_id: newRequestId(), owner: this.owner },
+          deadline,
+          signal,
+          { attemptTimeoutMs },
+        ),
+      renewing: `renewing session ${this.id}`,
+      endpoints: () => this.ctx.rpc.endpoints,
+      refused: (reason, detail) =>
+        this.markLost(reason === 'WRONG_OWNER' ? 'WRONG_OWNER' : reason === 'NOT_HELD' ? 'NOT_HELD' : 'EXPIRED', detail),
+      renewed: (_grantedTtlMs, remainingMs) => this.emit('renewed', { remainingMs }),
+    };
   }
 
   // ------------------------------------------------------------------ state changes
 
-  private checkDeadline(): void {
+  protected checkDeadline(): void {
     if (this.current === 'ACTIVE' && this.lease.passed()) {
       this.markLost(
         'DEADLINE',
@@ -287,7 +237,7 @@ export class LockSession extends EventEmitter<{ lost: [SessionLostError]; renewe
     if (s === 'CLOSED') throw new UnavailableError(`session ${this.id} is closed; open a new one`);
   }
 
-  private markLost(reason: SessionLostError['reason'], detail: string): void {
+  protected markLost(reason: SessionLostError['reason'], detail: string): void {
     if (this.current !== 'ACTIVE') return;
     const err = new SessionLostError(this.id, reason, detail);
     this.lostError = err;
@@ -300,7 +250,6 @@ export class LockSession extends EventEmitter<{ lost: [SessionLostError]; renewe
     if (this.current !== 'ACTIVE') return;
     this.current = state;
     this.lease.stop();
-    this.renewing?.abort();
     for (const h of this.holds) h.endBySession(state === 'LOST' ? 'LOST' : 'RELEASED', detail);
     this.holds.clear();
     this.abort.abort(state === 'LOST' ? this.lostError : new UnavailableError(`session ${this.id} was closed`));
