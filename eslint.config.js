@@ -48,9 +48,9 @@ const layers = [
   },
   {
     root: 'src/client',
-    only: ['src/wire/lock.ts', 'src/wire/cluster.ts', 'src/wire/scalars.ts'],
+    only: ['src/wire/lock.ts', 'src/wire/cluster.ts', 'src/wire/scalars.ts', 'src/wire/caller-mux.ts'],
     packages: true,
-    why: 'the client speaks only the wire contract: besides its own files it may import src/wire/lock.ts, cluster.ts and scalars.ts (the message types, services and wire constants of Lock and Cluster), nothing from server, raft, lock or transport, nor the peer service (src/wire/raft*.ts).',
+    why: "the client speaks only the wire contract: besides its own files it may import src/wire/lock.ts, cluster.ts and scalars.ts (the message types, services and wire constants of Lock and Cluster) and caller-mux.ts (the caller's side of a call_id-multiplexed stream, shared with the followers' Forward stream), nothing from server, raft, lock or transport, nor the peer service (src/wire/raft*.ts).",
   },
   {
     root: 'src/wire',

@@ -1,6 +1,7 @@
 // A follower's side of its Forward stream to the leader, with no transport in it: calls multiplexed by
-// call_id on one long-lived stream, answers in any order (forward.ts opens the stream over gRPC; the
-// simulator over a simulated connection that can reset, delay and duplicate).
+// call_id on one long-lived stream, answers in any order (wire/caller-mux.ts, the multiplexer the client's
+// Lock/Stream uses too; forward.ts opens the stream over gRPC; the simulator over a simulated connection
+// that can reset, delay and duplicate).
 //
 // Failure rules: every call is settled exactly once, with the answer under its own call_id. A stream that
 // breaks fails its calls with UNAVAILABLE at once, and the next call opens a new stream; the client
@@ -9,6 +10,7 @@
 // caller gave up, and it outlives neither that deadline here (DEADLINE_EXCEEDED, after a short grace for
 // the answer on its way) nor its caller (a cancel goes to the leader).
 import { mark } from '../trace/stages.js';
+import { CallerMux, type MuxStream, type MuxTimers } from '../wire/caller-mux.js';
 import type { LockCallName } from '../wire/lock.js';
 
 /** gRPC status codes used here (the module has no gRPC in it). */
@@ -40,105 +42,68 @@ export interface ForwardAnswerMessage<P> extends ForwardedReply<P> {
   call_id: string;
 }
 
-/** An open stream: write messages on it, or give up on it. */
-export interface ForwardLink {
-  write(message: ForwardMessage): void;
-  /** Stop using it (reset): no answer of it is delivered any more. */
-  abandon(): void;
-}
+/** An open stream: write messages on it, or give up on it (reset: no answer of it is delivered any more). */
+export type ForwardLink = MuxStream<ForwardMessage>;
 
 /** Opens a new stream; its answers and its end are reported to the callbacks. */
 export type OpenForwardLink<P> = (onAnswer: (answer: ForwardAnswerMessage<P>) => void, onBreak: (why: string) => void) => ForwardLink;
 
-export interface ForwardTimers {
-  after(ms: number, fn: () => void): { cancel(): void };
-}
+export type ForwardTimers = MuxTimers;
 
 /** How long past the client's own deadline the follower waits for the leader's answer to arrive. */
 export const ANSWER_GRACE_MS = 200;
 
-interface PendingCall<P> {
-  settle(reply: ForwardedReply<P>): void;
-}
-
 export class ForwardCalls<P = unknown> {
-  private link: ForwardLink | null = null;
-  private nextCallId = 1;
-  private readonly pending = new Map<string, PendingCall<P>>();
+  private readonly mux: CallerMux<ForwardMessage, ForwardAnswerMessage<P>, string, ForwardedReply<P>>;
   private closed = false;
 
   constructor(
-    private readonly openLink: OpenForwardLink<P>,
+    openLink: OpenForwardLink<P>,
     private readonly leaderId: string,
-    private readonly timers: ForwardTimers,
-  ) {}
+    timers: ForwardTimers,
+  ) {
+    this.mux = new CallerMux(
+      (onAnswer, onBreak) =>
+        openLink((answer) => {
+          mark('fwd.reply');
+          onAnswer(answer.call_id, answer);
+        }, onBreak),
+      timers,
+      (callId) => ({ call_id: callId, cancel: true }),
+      (why) => unavailable(`${why}; retry`),
+    );
+  }
 
   /** Calls waiting for an answer (tests, metrics). */
   get inFlight(): number {
-    return this.pending.size;
+    return this.mux.inFlight;
   }
 
   call(method: LockCallName, request: unknown, timeoutMs: number, signal?: AbortSignal): Promise<ForwardedReply<P>> {
     if (this.closed) return Promise.resolve(unavailable(`the link to leader ${this.leaderId} is closed`));
-    const link = this.open();
-    const callId = String(this.nextCallId++);
-    return new Promise<ForwardedReply<P>>((resolve) => {
-      let done = false;
-      const settle = (reply: ForwardedReply<P>) => {
-        if (done) return;
-        done = true;
-        timer.cancel();
-        signal?.removeEventListener('abort', onAbort);
-        this.pending.delete(callId);
-        resolve(reply);
-      };
-      const timer = this.timers.after(timeoutMs + ANSWER_GRACE_MS, () =>
-        settle({ code: DEADLINE_EXCEEDED, details: `no answer from leader ${this.leaderId} within ${timeoutMs} ms`, response: null }),
-      );
-      const onAbort = () => {
-        if (this.link === link) link.write({ call_id: callId, cancel: true });
-        settle({ code: CANCELLED_CODE, details: 'cancelled by the caller', response: null });
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.pending.set(callId, { settle });
-      const timeout = Math.max(1, Math.min(0xffffffff, Math.floor(timeoutMs)));
-      mark('call.forward');
-      link.write({ call_id: callId, timeout_ms: timeout, method, request });
+    return this.mux.call({
+      message: (callId) => {
+        mark('call.forward');
+        return { call_id: callId, timeout_ms: Math.max(1, Math.min(0xffffffff, Math.floor(timeoutMs))), method, request };
+      },
+      signal,
+      // The leader drops the call when its timeout_ms runs out: no cancel is needed at the limit.
+      limitMs: timeoutMs + ANSWER_GRACE_MS,
+      timedOut: () => ({
+        code: DEADLINE_EXCEEDED,
+        details: `no answer from leader ${this.leaderId} within ${timeoutMs} ms`,
+        response: null,
+      }),
+      cancelAtLimit: false,
+      cancelled: () => ({ code: CANCELLED_CODE, details: 'cancelled by the caller', response: null }),
+      answered: (answer) => ({ code: answer.code, details: answer.details, response: answer.code === OK ? answer.response : null }),
     });
   }
 
   /** Fail what is pending and stop (the link closed or reconnects with new credentials). */
   close(): void {
     this.closed = true;
-    this.reset(`the link to leader ${this.leaderId} closed`);
-  }
-
-  private open(): ForwardLink {
-    if (this.link) return this.link;
-    const link = this.openLink(
-      (answer) => {
-        if (this.link !== link) return;
-        mark('fwd.reply');
-        const p = this.pending.get(answer.call_id);
-        if (!p) return; // timed out or cancelled here already
-        p.settle({ code: answer.code, details: answer.details, response: answer.code === OK ? answer.response : null });
-      },
-      (why) => {
-        if (this.link !== link) return;
-        this.reset(why);
-      },
-    );
-    this.link = link;
-    return link;
-  }
-
-  private reset(why: string): void {
-    const link = this.link;
-    this.link = null;
-    link?.abandon();
-    const pending = [...this.pending.values()];
-    this.pending.clear();
-    for (const p of pending) p.settle(unavailable(`${why}; retry`));
+    this.mux.reset(`the link to leader ${this.leaderId} closed`);
   }
 }
 
