@@ -12,6 +12,7 @@ import { type ClusterStub, type ClusterHandlers, type ClusterMethod, clusterServ
 import { Membership, MembershipArgumentError, MembershipPreconditionError } from './membership.js';
 import { FORWARDED_METADATA, routeNotLeader } from './forward-once.js';
 import { statusError } from './status-error.js';
+import { callForwarded } from './forward-unary.js';
 
 export interface ClusterApiOptions {
   node: RaftNode<unknown>;
@@ -165,16 +166,8 @@ export class ClusterApi {
       client = clusterService.client(address, this.opts.credentials(), { ...NODE_CHANNEL_BACKOFF });
       this.forwardClients.set(address, client);
     }
-    const md = new grpc.Metadata();
-    md.set(FORWARDED_METADATA, '1');
-    const fn = client[method] as unknown as (
-      req: unknown,
-      md: grpc.Metadata,
-      o: Partial<grpc.CallOptions>,
-      cb: (e: grpc.ServiceError | null, v?: unknown) => void,
-    ) => void;
-    fn.call(client, request, md, { deadline: new Date(deadlineMs) }, (err, value) => {
-      if (err) cb(statusError(err.code, `${err.details} (forwarded to leader ${leaderId})`));
+    callForwarded(client, method, request, leaderId, deadlineMs, (err, value) => {
+      if (err) cb(statusError(err.code, err.details));
       else cb(null, value as WireInput<Res>);
     });
   }

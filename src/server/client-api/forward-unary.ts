@@ -1,6 +1,7 @@
 // Forwarding a lock call to the leader as a unary call on its client port: for Revoke, and for every call
 // when there is no Forward stream (no peer link, a test double). One gRPC client per leader address, kept
-// until the credentials change or the node closes.
+// until the credentials change or the node closes. `callForwarded` is the unary call itself, which the
+// Cluster service's forwarding (cluster-api.ts) makes too.
 import * as grpc from '@grpc/grpc-js';
 import { NODE_CHANNEL_BACKOFF } from '../../transport/peer-link.js';
 import { lockService, type LockStub } from '../../wire/lock.js';
@@ -59,20 +60,38 @@ export class UnaryForwarder {
       });
       this.clients.set(address, client);
     }
-    const md = new grpc.Metadata();
-    md.set(FORWARDED_METADATA, '1');
-    const fn = client[method] as unknown as (
-      req: unknown,
-      md: grpc.Metadata,
-      opts: Partial<grpc.CallOptions>,
-      cb: (e: grpc.ServiceError | null, v?: unknown) => void,
-    ) => void;
     return new Promise((resolve) => {
-      fn.call(client, request, md, { deadline: new Date(deadlineMs) }, (err, value) => {
-        // Keep the leader's code and message; say it came through us.
-        if (err) resolve({ code: err.code, details: `${err.details} (forwarded to leader ${leaderId})`, response: null, leader: '' });
+      callForwarded(client, method, request, leaderId, deadlineMs, (err, value) => {
+        if (err) resolve({ code: err.code, details: err.details, response: null, leader: '' });
         else resolve({ code: grpc.status.OK, details: '', response: value as WireAnswer, leader: this.opts.leaderAddress() ?? '' });
       });
     });
   }
+}
+
+/**
+ * Calls `method` of a Lock or Cluster client unary on the leader `leaderId`, marked forwarded (the leader
+ * answers it and never forwards it again: forward-once.ts) and with the caller's deadline. An error keeps
+ * the leader's code and message, and says it came through us.
+ */
+export function callForwarded(
+  client: grpc.Client,
+  method: string,
+  request: unknown,
+  leaderId: string,
+  deadlineMs: number,
+  done: (err: { code: grpc.status; details: string } | null, value?: unknown) => void,
+): void {
+  const md = new grpc.Metadata();
+  md.set(FORWARDED_METADATA, '1');
+  const fn = (client as unknown as Record<string, unknown>)[method] as (
+    req: unknown,
+    md: grpc.Metadata,
+    opts: Partial<grpc.CallOptions>,
+    cb: (e: grpc.ServiceError | null, v?: unknown) => void,
+  ) => void;
+  fn.call(client, request, md, { deadline: new Date(deadlineMs) }, (err, value) => {
+    if (err) done({ code: err.code, details: `${err.details} (forwarded to leader ${leaderId})` });
+    else done(null, value);
+  });
 }
