@@ -6,7 +6,7 @@
 // a record costs about its snapshot size in memory and a snapshot copies records instead of re-encoding.
 import type { ByteReader, ByteWriter } from './bytes.js';
 import { WIRE_LIMITS } from './commands.js';
-import type { DedupOperation, DedupRecord } from './dedup.js';
+import type { DedupOperation, DedupRecord } from './dedup-record.js';
 import { REFUSAL_REASONS, type RefusalReason } from './types.js';
 
 const DEDUP_TYPES: readonly DedupOperation[] = ['acquire', 'renew', 'release', 'revoke'];

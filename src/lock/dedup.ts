@@ -17,28 +17,7 @@
 import { ByteReader, ByteWriter } from './bytes.js';
 import { readDedupBody, readDedupIdentity, writeDedupBody, writeDedupIdentity } from './dedup-codec.js';
 import type { DedupRecordSink } from './snapshot.js';
-import type { AcquireOutcome, ReleaseOutcome, RenewOutcome, RevokeOutcome } from './types.js';
-
-interface DedupIdentity {
-  owner: string;
-  requestId: string;
-  /** Log time when the first outcome was produced. */
-  recordedAtMs: number;
-  key: string;
-  /** What the request named besides its key, part of its identity: the token for renew/release (revoke:
-   *  0n = every hold); for an acquire its terms from cluster level 6 (`acquireTerms`), 0n before. */
-  token: bigint;
-}
-
-export type DedupRecord = DedupIdentity &
-  (
-    | { type: 'acquire'; outcome: AcquireOutcome }
-    | { type: 'renew'; outcome: RenewOutcome }
-    | { type: 'release'; outcome: ReleaseOutcome }
-    | { type: 'revoke'; outcome: RevokeOutcome }
-  );
-
-export type DedupOperation = DedupRecord['type'];
+import type { DedupOperation, DedupRecord } from './dedup-record.js';
 
 const EMPTY = -1;
 /** The smallest record the snapshot decoder accepts: two string lengths, the time, the type, the key's

@@ -7,7 +7,7 @@
 import { isGroupAcquire } from './commands.js';
 import type { AcquireCommand, ExpireCommand, LockCommand, ReleaseCommand, RenewCommand, RevokeCommand } from './commands.js';
 import { acquireTerms, describeAcquireTerms, sameRequest } from './dedup.js';
-import type { DedupOperation, DedupRecord } from './dedup.js';
+import type { DedupOperation, DedupRecord } from './dedup-record.js';
 import { GroupHold } from './holds.js';
 import type { Lease } from './lease.js';
 import { acquireOfMany, expireInGroup, handOffEntry, revokeInGroup } from './machine-group-entries.js';

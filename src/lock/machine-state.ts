@@ -10,7 +10,7 @@
 // The parts that change it are functions of it (machine.ts lists them). Nothing here reads a clock: log time
 // is `logNowMs`, moved only by machine-time.ts as entries apply.
 import { DeadlineHeap, EndByHeap } from './deadline-heap.js';
-import type { DedupRecord } from './dedup.js';
+import type { DedupRecord } from './dedup-record.js';
 import { DedupTable, acquireTerms } from './dedup.js';
 import { carryLease, endByMs } from './epoch.js';
 import type { LeaseEpoch } from './epoch.js';

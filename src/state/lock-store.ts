@@ -2,7 +2,7 @@
 // they reach (index, term, configuration — the machine knows only the index), and the write-behind batches
 // of its changes. The node's state machine adapter (src/lock-on-raft/lock-fsm.ts) owns one when the node keeps its
 // state in LevelDB (always, outside tests of the older layouts).
-import type { ConfState } from '../raft/core/config.js';
+import type { ConfState } from '../raft/core/types.js';
 import type { Scheduler } from '../raft/env.js';
 import * as realRecords from '../lock/store-records.js';
 import type { RecordOp } from '../lock/store-records.js';

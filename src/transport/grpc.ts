@@ -12,37 +12,22 @@ import type { ForwardSession } from './forward.js';
 import { serveForwardStream, type ForwardedCallHandler } from './forward-server.js';
 import { PeerAdmission, type PeerIdentity } from './peer-admission.js';
 import type { PeerAuthenticator } from './peer-auth.js';
-import { PeerLink } from './peer-link.js';
+import { PeerLink, type PeerLinkOptions } from './peer-link.js';
 import type { RaftHandlers } from '../wire/raft.js';
 import { serveRaftStream } from './raft-stream-server.js';
 
-export interface PeerTransportOptions {
-  selfId: NodeId;
+export interface PeerTransportOptions extends PeerLinkOptions {
   peers: Map<NodeId, string>;
-  queueLimit: number;
-  maxMessageBytes: number;
-  logger: NodeLogger;
   /** Per-message traffic logs (debug level); off unless the log level is debug. */
   traceMessages: boolean;
   /** A sender of our cluster that is not in our configuration: our log may be stale (a node added while
    *  we were down, now leading). Called at most once per sender per few seconds; the runtime asks the
    *  members and, when they vouch for it, calls vouch(). */
   onUnknownSender?: (from: NodeId) => void;
-  /** TLS: the channel credentials peers are dialed with (the CA, and this node's certificate to present).
-   *  Each peer's server certificate must then name the peer's id (CN or DNS SAN), not its address. */
-  credentials?: grpc.ChannelCredentials;
   /** TLS: judges every incoming stream by its client certificate, and each message's `from`. */
   authenticator?: PeerAuthenticator;
   /** nodes[].peerDialOverrides: dial these members here instead of the address setPeers() gives. */
   dialOverrides?: ReadonlyMap<NodeId, string>;
-  /** The stream to this peer failed and a fresh connection attempt failed too (PeerLink.confirmGone says
-   *  why that pair): the process is most likely gone. The runtime passes it to RaftNode.peerUnreachable. */
-  onPeerUnreachable?: (peer: NodeId) => void;
-  /** The highest cluster level this build reads (src/lock/versions.ts), announced on every message we send;
-   *  NO_LEVEL_ANNOUNCED (peer-link.ts; the default) = announce nothing, as a build before the gate. */
-  clusterLevel?: number;
-  /** A monotonic clock (ms) for the link's timing rules (PeerLink.markAlive); tests drive it. */
-  nowMs?: () => number;
 }
 
 export class PeerTransport implements PeerSender {

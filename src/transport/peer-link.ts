@@ -16,7 +16,7 @@ import { batchToWire, messageToWire } from '../wire/raft-codec.js';
 import { ForwardSession } from './forward.js';
 import { probeGone } from './peer-probe.js';
 import { type RaftStub, raftService } from '../wire/raft.js';
-import type { PeerTransportOptions } from './grpc.js';
+import type { NodeLogger } from '../raft/logger.js';
 
 /** How long after a broken stream a failed reconnect still counts as "the peer is gone"; later, the
  *  election timeout (500-1000 ms at the defaults) has done the job anyway. */
@@ -64,6 +64,25 @@ export const NODE_CHANNEL_BACKOFF = {
   'grpc.max_reconnect_backoff_ms': BACKOFF_MAX_MS,
 } as const;
 
+/** What a link reads of the transport's options (grpc.ts's PeerTransportOptions extends it). */
+export interface PeerLinkOptions {
+  selfId: NodeId;
+  queueLimit: number;
+  maxMessageBytes: number;
+  logger: NodeLogger;
+  /** TLS: the channel credentials peers are dialed with (the CA, and this node's certificate to present).
+   *  Each peer's server certificate must then name the peer's id (CN or DNS SAN), not its address. */
+  credentials?: grpc.ChannelCredentials;
+  /** The stream to this peer failed and a fresh connection attempt failed too (PeerLink.confirmGone says
+   *  why that pair): the process is most likely gone. The runtime passes it to RaftNode.peerUnreachable. */
+  onPeerUnreachable?: (peer: NodeId) => void;
+  /** The highest cluster level this build reads (src/lock/versions.ts), announced on every message we send;
+   *  NO_LEVEL_ANNOUNCED (peer-link.ts; the default) = announce nothing, as a build before the gate. */
+  clusterLevel?: number;
+  /** A monotonic clock (ms) for the link's timing rules (PeerLink.markAlive); tests drive it. */
+  nowMs?: () => number;
+}
+
 export class PeerLink {
   private client!: RaftStub;
   private stream: grpc.ClientWritableStream<unknown> | null = null;
@@ -92,7 +111,7 @@ export class PeerLink {
   constructor(
     readonly peerId: NodeId,
     readonly address: string,
-    private readonly opts: PeerTransportOptions,
+    private readonly opts: PeerLinkOptions,
     private readonly clusterId: () => string,
     /** How many inbound peer streams the transport has accepted so far. */
     private readonly inboundStreams: () => number,

@@ -5,7 +5,8 @@
 // Most mutants only rewrite messages and Readys at the API boundary. Some reach into the core (its log,
 // its progress tracker, its configuration history, the messages it has not handed out yet); they say so
 // and fail loudly if the fields they need were renamed, rather than silently testing nothing.
-import { changeConf, encodeConfEntry, type ConfState } from '../../src/raft/core/config.js';
+import { changeConf, encodeConfEntry } from '../../src/raft/core/config.js';
+import type { ConfState } from '../../src/raft/core/types.js';
 import type {
   ConfChange,
   ConfChangeResult,

@@ -31,37 +31,11 @@
 // one exclusive hold to several shared ones. That much is soft: the lock simulation's `limits` check
 // (test/sim/lock-limits.ts) allows a count above its limit by exactly what hand-offs granted.
 import type { ValidAcquire } from '../validate.js';
+import { limitMessage, type LockLimitSettings } from './admission-limits.js';
 import type { LockStateView, ProposalId } from './types.js';
 
 /** What admission reads of an acquire. */
 type AcquireShape = Pick<ValidAcquire, 'key' | 'owner' | 'limit' | 'shared'>;
-
-export interface LockLimitSettings {
-  /** Waiters (wait_ms > 0) in one key's line. */
-  maxWaitersPerKey: number;
-  /** Waiters in every line. */
-  maxWaiters: number;
-  /** Leases one owner holds (or is being granted) at a time. */
-  maxHeldPerOwner: number;
-  /** Leases held (or being granted) in all. */
-  maxHeld: number;
-  /** Key records the machine keeps: held keys and free keys with their last token. */
-  maxKeys: number;
-  /** Open sessions in all (session.ts). */
-  maxSessions: number;
-  /** Holds under one session (a hold that waits in line counts once granted, like any hold). */
-  maxHoldsPerSession: number;
-}
-
-export const NO_LOCK_LIMITS: Readonly<LockLimitSettings> = Object.freeze({
-  maxWaitersPerKey: Infinity,
-  maxWaiters: Infinity,
-  maxHeldPerOwner: Infinity,
-  maxHeld: Infinity,
-  maxKeys: Infinity,
-  maxSessions: Infinity,
-  maxHoldsPerSession: Infinity,
-});
 
 /** What one in-flight acquire may add when it applies. */
 interface Claim {
@@ -78,10 +52,6 @@ interface Claim {
   sessionId: number;
   /** An OpenSession: it adds a session. */
   opens: boolean;
-}
-
-export function limitMessage(limit: keyof LockLimitSettings, value: number, what: string): string {
-  return `limit limits.${limit} (${value}) reached: ${what}`;
 }
 
 export class Admission {

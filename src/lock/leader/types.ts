@@ -22,7 +22,7 @@ import type { ValidAcquire, ValidOpenSession, ValidRelease, ValidRenew, ValidRev
 import type { DueSession } from '../session.js';
 import type { DueWaiter } from '../wait-line.js';
 import type { DueDelay } from '../key-delays.js';
-import { NO_LOCK_LIMITS, type LockLimitSettings } from './admission.js';
+import { NO_LOCK_LIMITS, type LockLimitSettings } from './admission-limits.js';
 
 /** The adapter's handle for one client call (opaque to the module, unique while the call is open). */
 export type CallId = number;

@@ -19,23 +19,7 @@
 // Every node uses the latest configuration in its log, committed or not ("applied when appended",
 // thesis §4.1); when a configuration entry is truncated away, the node falls back to the one before.
 import { MalformedConfigError } from './errors.js';
-import type { NodeId } from './types.js';
-
-export interface ConfState {
-  /** Fixed at bootstrap and kept in every node's data; peers of another cluster are refused. '' while a
-   *  joining node has not yet heard from its cluster. */
-  clusterId: string;
-  voters: NodeId[];
-  learners: NodeId[];
-  /** host:port of each member's peer endpoint (voters and learners). */
-  addresses: Record<NodeId, string>;
-  /** Every id ever removed: node ids are never reused (a returning old node must not be mistaken for a
-   *  new one with the same name). */
-  removed: NodeId[];
-}
-
-export type ConfChange =
-  { type: 'add'; id: NodeId; address: string; learner: boolean } | { type: 'promote'; id: NodeId } | { type: 'remove'; id: NodeId };
+import type { ConfChange, ConfState, NodeId } from './types.js';
 
 export function emptyConf(clusterId = ''): ConfState {
   return { clusterId, voters: [], learners: [], addresses: {}, removed: [] };

@@ -6,7 +6,7 @@
 // Raft core"): the Ready bookkeeping (ready.ts), the members with their votes and progress (tracker.ts),
 // what the leader sends each of them (replication.ts), majorities (quorum.ts), ReadIndex (read-only.ts),
 // a snapshot received in chunks (snapshot-receiver.ts), the log (log.ts), membership (config.ts).
-import { ConfHistory, changeConf, copyConf, decodeConfEntry, encodeConfEntry, type ConfChange } from './config.js';
+import { ConfHistory, changeConf, copyConf, decodeConfEntry, encodeConfEntry } from './config.js';
 import { CompactionRangeError } from './errors.js';
 import { SnapshotReceiver } from './snapshot-receiver.js';
 import { RaftInspection } from './inspect.js';
@@ -22,6 +22,7 @@ import type {
   Entry,
   EntryKind,
   HardState,
+  ConfChange,
   InstallSnapshot,
   Message,
   NodeId,

@@ -2,8 +2,6 @@
 // Indexes and terms are plain numbers: they count log entries and elections, and stay far below 2^53.
 // (Fencing tokens derived from indexes are widened to bigint at the lock layer and on the wire.)
 
-import type { ConfState } from './config.js';
-
 export type NodeId = string;
 
 /** 'noop' is the empty entry a new leader appends to commit entries of earlier terms (Raft §5.4.2, §8).
@@ -27,7 +25,21 @@ export interface HardState {
 
 /** Membership is data: it lives in snapshots and configuration entries (config.ts), never only in a
  *  config file. */
-export type { ConfState, ConfChange } from './config.js';
+export interface ConfState {
+  /** Fixed at bootstrap and kept in every node's data; peers of another cluster are refused. '' while a
+   *  joining node has not yet heard from its cluster. */
+  clusterId: string;
+  voters: NodeId[];
+  learners: NodeId[];
+  /** host:port of each member's peer endpoint (voters and learners). */
+  addresses: Record<NodeId, string>;
+  /** Every id ever removed: node ids are never reused (a returning old node must not be mistaken for a
+   *  new one with the same name). */
+  removed: NodeId[];
+}
+
+export type ConfChange =
+  { type: 'add'; id: NodeId; address: string; learner: boolean } | { type: 'promote'; id: NodeId } | { type: 'remove'; id: NodeId };
 
 export interface SnapshotMeta {
   index: number;

@@ -3,7 +3,8 @@
 // the cap, index rebuilds and the queue moving to the front of its arrays.
 import { describe, expect, it } from 'vitest';
 import { ByteReader, ByteWriter } from '../../../src/lock/bytes.js';
-import { DedupTable, type DedupRecord } from '../../../src/lock/dedup.js';
+import { DedupTable } from '../../../src/lock/dedup.js';
+import type { DedupRecord } from '../../../src/lock/dedup-record.js';
 import { readDedupBody, skipDedupBody, skipDedupIdentity, writeDedupBody } from '../../../src/lock/dedup-codec.js';
 import { SimRng } from '../../sim/rng.js';
 import { readOutcome } from './read-outcome.js';
