@@ -249,7 +249,7 @@ export class LockHandle extends LeaseHolderState<'RELEASED', LockLostError, Lock
 
   /** @internal An acquire of this key by this handle's owner (and session) is about to be sent: whatever
    *  comes of it — a grant with a new token, or no answer at all — may supersede this hold on the server
-   *  (SPEC: a re-acquire by the same owner supersedes), so it is LOST from now (issue 38). */
+   *  (SPEC: a re-acquire by the same owner supersedes), so it is LOST from now. */
   supersededBySend(): void {
     this.markLost('SUPERSEDED', 'another acquire of the key by the same owner was sent, which supersedes this hold');
   }

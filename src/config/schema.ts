@@ -47,9 +47,9 @@ type RulesFor<T> = {
 
 export const SETTINGS_SCHEMA = {
   raft: {
-    // 50 ms × 10: elections start 500-1000 ms after the last word from a leader (was 100 ms × 10, 1-2 s).
+    // 50 ms × 10: elections start 500-1000 ms after the last word from a leader.
     // Not shorter: with 300-600 ms a 500k-lock node's event-loop stalls (GC, a new term's lease carry-over)
-    // outlasted the timeout and the cluster fell into an election storm (issue 8's held-scale run).
+    // outlasted the timeout and the cluster fell into an election storm.
     tickMs: int(50, 1, 60_000),
     electionTicks: int(10, 2, 100_000),
     heartbeatTicks: int(2, 1, 100_000),

@@ -472,9 +472,9 @@ class Validator {
       );
     }
     if (!s.raft.preVote && !s.raft.checkQuorum) {
-      // Issue 22 item 3: with neither, nothing stops a node that was removed (or cut off) and comes back
-      // with a higher term from deposing a healthy leader over and over (the Raft simulator livelocked,
-      // seed 639): Pre-Vote makes it ask first, CheckQuorum gives followers the leader lease to ignore it.
+      // With neither, nothing stops a node that was removed (or cut off) and comes back with a higher
+      // term from deposing a healthy leader over and over (a livelock the Raft simulator can reach):
+      // Pre-Vote makes it ask first, CheckQuorum gives followers the leader lease to ignore it.
       const at: [SectionName, string] = given('raft', 'checkQuorum') ? ['raft', 'checkQuorum'] : ['raft', 'preVote'];
       this.report(
         at,

@@ -1,7 +1,7 @@
 // When the driver takes a snapshot. Every `snapshotEvery` applied entries — and, once the state is big,
 // only when the log since the last snapshot is also a fair share of the state's size. Writing a 20-40 MB
 // state every 10,000 entries of ~60 bytes re-wrote the whole state for every ~600 KB of log: at a
-// million held locks that was most of the leader's CPU (issue 8). Tied to the state's size, a snapshot
+// million held locks that was most of the leader's CPU. Tied to the state's size, a snapshot
 // of S bytes comes after at least S/4 bytes of log: at most 4 bytes written per byte logged (amortised
 // O(1)), while the log kept in memory and replayed at restart stays near a quarter of the state.
 

@@ -47,7 +47,7 @@ export class FaultyStorage implements RaftStorage {
   async save(batch: PersistBatch): Promise<void> {
     // The delay models a slow fsync, so it applies only where the store syncs. Delaying commit-only
     // batches too held every follower's heartbeat answer 200 ms behind a write that does no I/O, and under
-    // CPU load node-faults.test.ts met elections (issue 19: 3 of 10 runs with WalStorage, 1 of 4 with LevelStorage).
+    // CPU load node-faults.test.ts met elections (in 3 of 10 runs).
     await this.beforeWrite(!movesOnlyCommit(batch, this.written));
     await this.inner.save(batch);
     if (batch.hardState) this.written = { term: batch.hardState.term, votedFor: batch.hardState.votedFor };

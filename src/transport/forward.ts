@@ -1,7 +1,7 @@
 // Forwarding a follower's client lock calls to the leader on the peer connection (raft.proto Forward):
 // one long-lived bidi stream per leader, calls multiplexed by call_id, answers in any order. A unary
 // call per forwarded request cost the follower a new HTTP/2 stream, headers, the client interceptor
-// chain and a second TLS-checked call on the leader's client port, every time (issue 8); etcd
+// chain and a second TLS-checked call on the leader's client port, every time; etcd
 // forwards proposals the same way, as MsgProp on the peer connection it already has.
 //
 // This file is the gRPC glue; the multiplexing and its failure rules are forward-calls.ts's.

@@ -7,7 +7,7 @@
 // - Batches: to a peer whose build reads them (it announced LEVEL_PEER_BATCHES), what this node has for it
 //   in one turn of the event loop leaves at the turn's end as one gRPC message (RaftMessage.batch). A
 //   leader under load has ~3 messages a turn for each follower, a follower ~3 acknowledgements for the
-//   leader (issue 37's count at 16 clients), and each gRPC message costs a stream write, an HTTP/2 frame and
+//   leader (counted with 16 clients), and each gRPC message costs a stream write, an HTTP/2 frame and
 //   a wake-up on the other side whatever its size.
 import * as grpc from '@grpc/grpc-js';
 import type { Message, NodeId } from '../raft/core/types.js';
@@ -58,7 +58,7 @@ const COMPACT_AFTER_SLOTS = 1024;
 
 /** Reconnect backoff for every channel a node opens to another node — peer streams and the forwarding of
  *  client calls alike. grpc's default (1 s, x1.6, up to 120 s) left a follower unable to forward for
- *  13.5 s after a 45 s cut of the leader had healed (issue 12). */
+ *  13.5 s after a 45 s cut of the leader had healed. */
 export const NODE_CHANNEL_BACKOFF = {
   'grpc.initial_reconnect_backoff_ms': BACKOFF_MIN_MS,
   'grpc.max_reconnect_backoff_ms': BACKOFF_MAX_MS,
@@ -338,7 +338,7 @@ export class PeerLink {
   /** A message arrived from this peer on inbound stream number `stream`: the link works, so reset the
    *  backoff. Not from a stream the peer opened before we reported it gone: a dying peer's last messages
    *  (its stream flushed on the way out) arrived after the report and re-armed it, and the next failed
-   *  reconnect reported the same death twice (issue 22: the peer-unreachable test, 5 of 12 loaded runs). */
+   *  reconnect reported the same death twice (the peer-unreachable test met it under load). */
   markAlive(stream: number): void {
     this.batchesUnconfirmed = false; // its level is the one this message announced (PeerTransport.heard)
     // ...but only for as long as such late flushing can last: messages that still arrive on that old stream a

@@ -131,7 +131,7 @@ export class PendingReady {
    * Why: a node sent nothing while its write was in flight. With a slow disk a leader's heartbeats then
    * waited for its own writes (one after the other under load), followers heard nothing for longer than
    * an election timeout and deposed it; their answers waited for theirs, and CheckQuorum deposed it from
-   * the other side — a 200 ms fsync on every node cost elections again and again (issue 19). And every
+   * the other side — a 200 ms fsync on every node cost elections again and again. And every
    * proposal made during a write reached the followers only after it.
    */
   takeMessagesNotWaitingForDisk(term: number, votedFor: NodeId | null, leading: boolean): Message[] {

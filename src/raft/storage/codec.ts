@@ -9,7 +9,7 @@ import { CorruptRecordError } from './errors.js';
 // ---- CRC32 (IEEE 802.3) ----
 // @node-rs/crc32 (SIMD, native): node:zlib only exports crc32() from Node 22 on, and a hand-written
 // table loop runs at ~400 MB/s — 75-500 ms of blocked event loop for each 30-45 MB snapshot
-// of a million held locks, at every snapshot save, install and restart (issue 19, held-lock scale).
+// of a million held locks, at every snapshot save, install and restart.
 // Measured on 30 MB: table loop 74 ms, crc-32 (pure JS, slicing) 33 ms, @node-rs/crc32 4.5 ms.
 
 export function crc32(bytes: Uint8Array, start = 0, end = bytes.length): number {

@@ -7,7 +7,7 @@
 // from the leader. With an fsync, every commit would cost each node one more synced write; written
 // without one, it would still cost a LevelDB write per commit on every node, and the next entries — the
 // next proposal on the leader, the next append on a follower — would wait behind it in the write queue
-// (issue 8: a commit-only write took 1.3 ms p50, 8 ms p90 on a busy machine, on every commit's path).
+// (a commit-only write took 1.3 ms p50, 8 ms p90 on a busy machine, on every commit's path).
 import { Level } from 'level';
 import { emptyHardState, type Entry, type RestoredState, type Snapshot } from '../core/types.js';
 import {

@@ -1,4 +1,5 @@
-// In-memory RaftStorage for tests and the simulation, with the same rules and errors as LevelStorage.
+// In-memory RaftStorage for tests and the simulation, with the same rules (rules.ts) and errors as the
+// node's WalStorage.
 // It can model a crash: with { manualSync: true } a write stays pending (not durable, promise unresolved)
 // until sync()/syncAll(); crash() then loses every pending write, as a power cut loses unsynced data.
 import { copyConf } from '../core/config.js';
@@ -62,7 +63,7 @@ export class MemoryStorage implements RaftStorage {
 
   save(batch: PersistBatch): Promise<void> {
     try {
-      checkBatchShape(batch); // at call time, as LevelStorage does before encoding
+      checkBatchShape(batch); // at call time, as WalStorage does before encoding
     } catch (err) {
       return Promise.reject(err);
     }
@@ -119,7 +120,7 @@ export class MemoryStorage implements RaftStorage {
     });
   }
 
-  /** A clean shutdown flushes pending writes, as closing LevelDB would. */
+  /** A clean shutdown flushes pending writes, as closing a durable store would. */
   async close(): Promise<void> {
     if (this.state !== 'open') return;
     this.sync();

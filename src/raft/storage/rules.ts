@@ -1,4 +1,5 @@
-// The log rules both stores enforce, so MemoryStorage in tests fails exactly where LevelStorage would.
+// The log rules every store enforces — WalStorage (the node's), LevelStorage (which reads older data dirs)
+// and MemoryStorage (tests, the simulator) — so a test store fails exactly where the node's would.
 // A stored log is always: snapshot at snapshotIndex, then entries snapshotIndex+1 .. lastIndex, no gaps.
 import type { Entry, Snapshot } from '../core/types.js';
 import { InvalidBatchError, SnapshotOutOfDateError } from './errors.js';
