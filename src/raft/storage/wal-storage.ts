@@ -1,8 +1,8 @@
 // The durable store of one Raft node: entries and hard state in an append-only write-ahead log, snapshots in
-// files beside it. Why not LevelDB for everything (leveldb.ts, kept to read older data dirs): every Ready's synced batch went through
-// abstract-level's JS layers and LevelDB's own log, memtable and compactions — the largest package in the
-// nodes' CPU profiles — while a Raft log only ever appends, cuts a suffix or drops a prefix; and
-// putting a 40 MB snapshot into LevelDB copied it on the event loop (350 ms). etcd keeps its log the same way
+// files beside it. Why not LevelDB for everything (leveldb.ts, kept to read older data dirs): every Ready's
+// synced batch went through abstract-level's JS layers and LevelDB's own log, memtable and compactions —
+// the largest package in the nodes' CPU profiles — while a Raft log only ever appends, cuts a suffix or
+// drops a prefix; and putting a 40 MB snapshot into LevelDB copied it on the event loop (350 ms). etcd keeps its log the same way
 // (wal/ + snap/). The root LevelDB of the data dir stays for the directory's lock and to read data dirs of the
 // older layouts; the lock state lives in its own LevelDB under state/ (src/state), so the snapshot a node with
 // a stored state machine hands here carries no data — only where the log starts (index, term, configuration).
