@@ -14,9 +14,11 @@ WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY proto ./proto
 COPY src ./src
-# npm ci runs `prepare` (tsc -p tsconfig.build.json: src/ only, into dist/src); then drop dev dependencies.
+# npm ci runs `prepare` (tsc -p tsconfig.build.json: src/ only, into dist/src); then drop dev dependencies,
+# and the test faults (dist/src/test-faults: test-only code, left out as the package's `files` leave it out).
 RUN npm ci --no-audit --no-fund \
- && npm prune --omit=dev --no-audit --no-fund
+ && npm prune --omit=dev --no-audit --no-fund \
+ && rm -rf dist/src/test-faults
 
 # ---- runtime: the built package and production dependencies only, as an unprivileged user ----
 FROM node:20-bookworm-slim

@@ -1,6 +1,7 @@
 // A small Dockerfile checker (no container engine or hadolint on these machines): parses instructions and
 // applies the rules the image must keep — hadolint's usual ones plus ours (non-root, HEALTHCHECK, /data,
-// nothing of the tests or the dev dependencies in the runtime stage). Used by test/integration/image.test.ts.
+// nothing of the tests, the test faults or the dev dependencies in the runtime stage). Used by
+// test/integration/image.test.ts and test/unit/server/test-faults-boundary.test.ts.
 
 export interface Instruction {
   op: string;
@@ -86,6 +87,10 @@ export function lintDockerfile(text: string, exists: (path: string) => boolean =
     if (!/npm ci\b/.test(buildRuns)) bad(null, 'build stage: install with npm ci (the lock file)');
     if (!/npm prune --omit=dev/.test(buildRuns))
       bad(null, 'build stage: npm prune --omit=dev before node_modules is copied to the runtime stage');
+    // The test faults are test-only code that tsc builds with the rest of src/; the package's `files` leave
+    // them out, and the image, which copies dist/ whole, must too.
+    if (!/(^|&&|;)\s*rm -rf (\/app\/)?dist\/src\/test-faults(\s|$)/m.test(buildRuns))
+      bad(null, 'build stage: rm -rf dist/src/test-faults before dist is copied to the runtime stage (test-only code)');
     const ins = runtime.instructions;
     const user = ins.filter((i) => i.op === 'USER').pop();
     if (!user || /^(root|0)(:|$)/.test(user.args)) bad(user ?? null, 'runtime stage: run as a non-root USER');

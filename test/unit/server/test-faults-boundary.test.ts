@@ -1,9 +1,11 @@
 // Test faults (src/test-faults) are test-only code in src/: nothing of the node imports them, except the
 // node assembly's one dynamic import behind LEASEHOLD_TEST_FAULTS; the package leaves them out
-// (package.json `files`; test/e2e/package.test.ts checks the packed file list).
+// (package.json `files`; test/e2e/package.test.ts checks the packed file list), and so does the image (its
+// build stage removes them before the runtime stage copies dist/; test/integration/image.test.ts builds it).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { lintDockerfile } from '../../../scripts/dockerfile-lint.js';
 
 const FAULTS = 'src/test-faults';
 const RUNTIME = 'src/server/assembly/runtime.ts';
@@ -57,5 +59,13 @@ describe('the test-faults boundary', () => {
     const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { files: string[] };
     expect(pkg.files).toContain('dist/src');
     expect(pkg.files).toContain(`!dist/${FAULTS}`);
+  });
+
+  it('the image leaves it out: the Dockerfile removes it before the runtime stage copies dist/', () => {
+    const problems = lintDockerfile(readFileSync('Dockerfile', 'utf8'));
+    expect(problems.filter((p) => p.includes('test-faults'))).toEqual([]);
+    // The rule is the lint's: the same Dockerfile without the removal breaks it.
+    const without = readFileSync('Dockerfile', 'utf8').replace(/\s*\\\n\s*&& rm -rf dist\/src\/test-faults/, '');
+    expect(lintDockerfile(without).filter((p) => p.includes('test-faults'))).toHaveLength(1);
   });
 });
