@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { EndpointPool, newRequestId } from '../../src/client/rpc.js';
 import type { TraceStamp } from '../../src/trace/stages.js';
 import {
-  lockService,
+  lockGrpcService,
   type AcquireResponse,
   type LockMethod,
   type LockStub,
@@ -148,7 +148,7 @@ class LeaseholdCluster implements SystemCluster {
     const endpoint = this.cluster.endpoint(this.members[member]!);
     let session: LeaseholdSession;
     if (opts.unary) {
-      const stub = lockService.client(endpoint, grpc.credentials.createInsecure());
+      const stub = lockGrpcService.client(endpoint, grpc.credentials.createInsecure());
       session = new LeaseholdSession(unaryCaller(stub), opts.onceTimeoutMs ?? 3000, () => stub.close());
     } else {
       const pool = new EndpointPool({ endpoints: [endpoint], attemptTimeoutMs: 3000 });

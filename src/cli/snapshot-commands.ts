@@ -17,7 +17,7 @@ import { clusterIdFor } from '../server/assembly/identity.js';
 import { initialMembers } from '../config/initial-members.js';
 import { openAppliedStore } from '../server/assembly/node-storage.js';
 import { backupRecords, readBackup, type Backup } from '../state/backup.js';
-import { clusterService, type SnapshotChunk } from '../wire/cluster.js';
+import { clusterGrpcService, type SnapshotChunk } from '../wire/cluster.js';
 import { checkEndpoints } from './args.js';
 import { DEFAULT_ENDPOINTS, tlsFromFlags, withTlsFlags, type TlsFlags } from './client-commands.js';
 import { parseDuration } from './duration.js';
@@ -71,7 +71,7 @@ async function readChecked(file: string): Promise<Backup> {
 
 /** Streams the backup of one endpoint into `part`; resolves with its size. */
 function saveFrom(endpoint: string, creds: grpc.ChannelCredentials, deadline: number, part: string): Promise<number> {
-  const client = clusterService.client(endpoint, creds);
+  const client = clusterGrpcService.client(endpoint, creds);
   return new Promise<number>((done, failed) => {
     const chunks: Uint8Array[] = [];
     let size = 0;

@@ -4,8 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { WireInput } from '../wire/scalars.js';
-import { LEADER_METADATA, type LockStub, type LockMethod, lockService, type WatchEvent, type WatchRequest } from '../wire/lock.js';
-import { type ClusterStub, type ClusterMethod, clusterService, type StatusResponse } from '../wire/cluster.js';
+import { LEADER_METADATA, type LockStub, type LockMethod, lockGrpcService, type WatchEvent, type WatchRequest } from '../wire/lock.js';
+import { type ClusterStub, type ClusterMethod, clusterGrpcService, type StatusResponse } from '../wire/cluster.js';
 import { LockStream } from './lock-stream.js';
 import { RpcError } from './rpc-error.js';
 
@@ -54,7 +54,7 @@ export interface EndpointPoolOptions {
   attemptTimeoutMs?: number;
   /** 'stream' (default): lock calls ride one Lock/Stream per endpoint (lock-stream.ts), falling back to
    *  unary calls on a server without it; 'unary': one unary RPC per call. */
-  transport?: 'stream' | 'unary';
+  lockCalls?: 'stream' | 'unary';
 }
 
 /** Channels to every endpoint, kept warm; remembers which endpoint answered last (likely the leader). */
@@ -75,7 +75,7 @@ export class EndpointPool {
     this.endpoints = opts.endpoints;
     this.creds = opts.credentials ?? grpc.credentials.createInsecure();
     this.attemptTimeoutMs = opts.attemptTimeoutMs ?? 3000;
-    this.useStreams = (opts.transport ?? 'stream') === 'stream';
+    this.useStreams = (opts.lockCalls ?? 'stream') === 'stream';
   }
 
   /** The endpoint's Lock/Stream, or null: unary calls configured, or the server has no Stream. */
@@ -109,7 +109,7 @@ export class EndpointPool {
   private lockClient(ep: string): LockStub {
     let c = this.lock.get(ep);
     if (!c) {
-      c = lockService.client(ep, this.creds);
+      c = lockGrpcService.client(ep, this.creds);
       this.lock.set(ep, c);
     }
     return c;
@@ -118,7 +118,7 @@ export class EndpointPool {
   private clusterClient(ep: string): ClusterStub {
     let c = this.cluster.get(ep);
     if (!c) {
-      c = clusterService.client(ep, this.creds);
+      c = clusterGrpcService.client(ep, this.creds);
       this.cluster.set(ep, c);
     }
     return c;

@@ -7,7 +7,7 @@
 import type { LockMachine } from '../lock/machine.js';
 import type { LockEventSink } from '../lock/events.js';
 import type { LockMachineOptions, LockResult } from '../lock/types.js';
-import { decodeConfEntry } from '../raft/core/config.js';
+import { decodeConfEntry } from '../raft/core/conf.js';
 import type { Entry, Snapshot, SnapshotMeta } from '../raft/core/types.js';
 import type { SnapshotJob, StateMachine, StoredStateMachine } from '../raft/fsm.js';
 import type { LockStateStore } from '../state/lock-store.js';

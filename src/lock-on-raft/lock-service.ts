@@ -9,7 +9,7 @@ import { notLeader, SHUTTING_DOWN } from '../lock/leader/failures.js';
 import type { LockMachine } from '../lock/machine.js';
 import {
   LockLeader,
-  type LockLimitSettings,
+  type AdmissionLimits,
   type CallFailure,
   type CallId,
   type ClientAnswer,
@@ -112,7 +112,7 @@ export interface LockServiceOptions {
   proposalTimeoutMs: number;
   logger: NodeLogger;
   /** Admission limits of this node while it leads (default: none). */
-  limits?: Readonly<LockLimitSettings>;
+  limits?: Readonly<AdmissionLimits>;
   /** Free keys freed longer ago than this (log time) are forgotten (default: never). */
   freeKeyRetentionMs?: number;
   /** The lowest cluster level every member reads, as this node knows it (versions.ts), or undefined while

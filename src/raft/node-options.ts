@@ -19,7 +19,7 @@ import type { NodeEnv } from './env.js';
 import type { StateMachine } from './fsm.js';
 import type { NodeLogger } from './logger.js';
 import type { RaftStorage } from './storage/types.js';
-import type { PeerSender } from './transport.js';
+import type { PeerSender } from './peer-sender.js';
 
 /** The slice of the core's API the driver uses: a scratch copy with a planted bug plugs in here. */
 export interface RaftCore {

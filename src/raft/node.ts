@@ -235,7 +235,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
     return this.calls.awaitApplied(index, term, timeoutMs);
   }
 
-  /** Propose one membership change (core/config.ts); resolves once the configuration entry is applied
+  /** Propose one membership change (core/conf.ts); resolves once the configuration entry is applied
    *  here, i.e. committed. Refusals: NotLeaderError, ConfChangeRefusedError. */
   proposeConfChange(change: ConfChange, timeoutMs: number): Promise<{ index: number }> {
     if (this.stopped) return Promise.reject(new NodeStoppedError());

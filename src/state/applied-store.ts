@@ -14,7 +14,7 @@
 // generation in bounded batches while the old one stays in force; one small synced batch then moves the meta
 // record to it — the swap — and the old generation is deleted. A crash before the swap leaves the old state in
 // force and the half-written generation is garbage, deleted at the next open; after it, the new one is whole.
-import { decodeConf, encodeConf } from '../raft/core/config.js';
+import { decodeConf, encodeConf } from '../raft/core/conf.js';
 import type { ConfState } from '../raft/core/types.js';
 import { ByteReader, ByteWriter, encodeUtf8 } from '../lock/bytes.js';
 import {

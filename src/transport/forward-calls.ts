@@ -42,11 +42,11 @@ export interface ForwardAnswerMessage<P> extends ForwardedReply<P> {
   call_id: string;
 }
 
-/** An open stream: write messages on it, or give up on it (reset: no answer of it is delivered any more). */
-export type ForwardLink = MuxStream<ForwardMessage>;
-
 /** Opens a new stream; its answers and its end are reported to the callbacks. */
-export type OpenForwardLink<P> = (onAnswer: (answer: ForwardAnswerMessage<P>) => void, onBreak: (why: string) => void) => ForwardLink;
+export type OpenForwardStream<P> = (
+  onAnswer: (answer: ForwardAnswerMessage<P>) => void,
+  onBreak: (why: string) => void,
+) => MuxStream<ForwardMessage>;
 
 export type ForwardTimers = MuxTimers;
 
@@ -58,13 +58,13 @@ export class ForwardCalls<P = unknown> {
   private closed = false;
 
   constructor(
-    openLink: OpenForwardLink<P>,
+    openStream: OpenForwardStream<P>,
     private readonly leaderId: string,
     timers: ForwardTimers,
   ) {
     this.mux = new CallerMux(
       (onAnswer, onBreak) =>
-        openLink((answer) => {
+        openStream((answer) => {
           mark('fwd.reply');
           onAnswer(answer.call_id, answer);
         }, onBreak),

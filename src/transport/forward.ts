@@ -9,11 +9,12 @@ import * as grpc from '@grpc/grpc-js';
 import type { WireInput } from '../wire/scalars.js';
 import type { LockCallName } from '../wire/lock.js';
 import type { ForwardedAnswer, ForwardedCall, RaftStub } from '../wire/raft.js';
-import { ForwardCalls, type ForwardedReply, type ForwardLink, type ForwardMessage } from './forward-calls.js';
+import type { MuxStream } from '../wire/caller-mux.js';
+import { ForwardCalls, type ForwardedReply, type ForwardMessage } from './forward-calls.js';
 
 export type { ForwardedReply } from './forward-calls.js';
 
-export class ForwardSession {
+export class ForwardStream {
   private readonly calls: ForwardCalls;
 
   constructor(
@@ -23,7 +24,7 @@ export class ForwardSession {
     leaderId: string,
   ) {
     this.calls = new ForwardCalls(
-      (onAnswer, onBreak): ForwardLink => {
+      (onAnswer, onBreak): MuxStream<ForwardMessage> => {
         const stream: grpc.ClientDuplexStream<WireInput<ForwardedCall>, ForwardedAnswer> = client.Forward();
         stream.on('data', (answer: ForwardedAnswer) =>
           onAnswer({

@@ -6,9 +6,9 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Message, NodeId } from '../raft/core/types.js';
 import type { NodeLogger } from '../raft/logger.js';
-import type { PeerSender } from '../raft/transport.js';
+import type { PeerSender } from '../raft/peer-sender.js';
 import { BASE_LEVEL, LEVEL_PEER_BATCHES } from '../lock/versions.js';
-import type { ForwardSession } from './forward.js';
+import type { ForwardStream } from './forward.js';
 import { serveForwardStream, type ForwardedCallHandler } from './forward-server.js';
 import { PeerAdmission, type PeerIdentity } from './peer-admission.js';
 import type { PeerAuthenticator } from './peer-auth.js';
@@ -138,8 +138,8 @@ export class PeerTransport implements PeerSender {
   }
 
   /** Where lock calls for the leader `to` go (null: not a peer we have a link to). */
-  forward(to: NodeId): ForwardSession | null {
-    return this.links.get(to)?.forwardSession() ?? null;
+  forward(to: NodeId): ForwardStream | null {
+    return this.links.get(to)?.forwardStream() ?? null;
   }
 
   /** Who serves the lock calls followers forward to us (the runtime sets it once the client API exists). */

@@ -3,7 +3,7 @@
 // runs the drivers on virtual time (test/unit/node) runs the hub on it too.
 import type { Message, NodeId } from '../raft/core/types.js';
 import { realScheduler, type Scheduler } from '../raft/env.js';
-import type { PeerSender } from '../raft/transport.js';
+import type { PeerSender } from '../raft/peer-sender.js';
 
 export class MemoryHub {
   private receivers = new Map<NodeId, (m: Message) => void>();

@@ -1,6 +1,6 @@
 // One peer link (etcd's rafthttp peer): the long-lived client stream that carries this node's one-way Raft
 // messages to one peer, its bounded outbound queue, reconnect with backoff, the probe that tells a killed
-// peer from a broken stream (peer-probe.ts), and the forwarding session for lock calls to it while it leads.
+// peer from a broken stream (peer-probe.ts), and the Forward stream (forward.ts) for lock calls to it while it leads.
 // - A bounded outbound queue: a dead peer costs at most `queueLimit` messages; when full, the oldest are
 //   dropped (Raft retransmits whatever matters).
 // - Reconnect with exponential backoff and jitter; HTTP/2 flow control pushes back through write().
@@ -13,9 +13,9 @@ import * as grpc from '@grpc/grpc-js';
 import type { Message, NodeId } from '../raft/core/types.js';
 import { mark } from '../trace/stages.js';
 import { batchToWire, messageToWire } from '../wire/raft-codec.js';
-import { ForwardSession } from './forward.js';
+import { ForwardStream } from './forward.js';
 import { probeGone } from './peer-probe.js';
-import { type RaftStub, raftService } from '../wire/raft.js';
+import { type RaftStub, raftGrpcService } from '../wire/raft.js';
 import type { NodeLogger } from '../raft/logger.js';
 
 /** How long after a broken stream a failed reconnect still counts as "the peer is gone"; later, the
@@ -98,7 +98,7 @@ export class PeerLink {
   /** A confirmGone() probe is watching the channel (one at a time). */
   private probingGone = false;
   /** Lock calls we forward to this peer while it leads, on the same channel as our Raft stream. */
-  private forwarding: ForwardSession | null = null;
+  private forward: ForwardStream | null = null;
   /** The newest inbound stream (PeerTransport's count) when we last reported this peer gone: messages on
    *  streams up to it are what the peer said before it went, flushed late, and prove nothing (markAlive). */
   private reportedGoneAtStream = 0;
@@ -131,11 +131,11 @@ export class PeerLink {
     if (this.client) {
       this.stream?.cancel();
       this.stream = null;
-      this.forwarding?.close();
-      this.forwarding = null;
+      this.forward?.close();
+      this.forward = null;
       this.client.close();
     }
-    this.client = raftService.client(this.address, credentials ?? grpc.credentials.createInsecure(), {
+    this.client = raftGrpcService.client(this.address, credentials ?? grpc.credentials.createInsecure(), {
       // With TLS the peer proves it is `peerId`: its certificate must name the id, whatever address it has.
       ...(credentials ? { 'grpc.ssl_target_name_override': this.peerId, 'grpc.default_authority': this.peerId } : {}),
       'grpc.max_send_message_length': opts.maxMessageBytes,
@@ -148,9 +148,9 @@ export class PeerLink {
   }
 
   /** The stream our forwarded lock calls to this peer ride on (opened on first use). */
-  forwardSession(): ForwardSession {
-    this.forwarding ??= new ForwardSession(this.client, () => ({ from: this.opts.selfId, clusterId: this.clusterId() }), this.peerId);
-    return this.forwarding;
+  forwardStream(): ForwardStream {
+    this.forward ??= new ForwardStream(this.client, () => ({ from: this.opts.selfId, clusterId: this.clusterId() }), this.peerId);
+    return this.forward;
   }
 
   enqueue(m: Message): void {
@@ -374,7 +374,7 @@ export class PeerLink {
   close(): void {
     this.closed = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    this.forwarding?.close();
+    this.forward?.close();
     this.stream?.end();
     this.stream = null;
     this.client.close();

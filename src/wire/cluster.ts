@@ -109,6 +109,6 @@ export interface ClusterHandlers extends grpc.UntypedServiceImplementation {
   Snapshot: grpc.handleServerStreamingCall<SnapshotRequest, WireInput<SnapshotChunk>>;
 }
 
-/** leasehold.v1.Cluster for grpc-js: `clusterService.client(address, credentials)`,
- *  `clusterService.definition()` (the proto files are read on the first call of either). */
-export const clusterService = protoService<ClusterStub, ClusterHandlers>('leasehold.v1.Cluster');
+/** leasehold.v1.Cluster for grpc-js: `clusterGrpcService.client(address, credentials)`,
+ *  `clusterGrpcService.definition()` (the proto files are read on the first call of either). */
+export const clusterGrpcService = protoService<ClusterStub, ClusterHandlers>('leasehold.v1.Cluster');

@@ -254,9 +254,9 @@ export interface LockHandlers extends grpc.UntypedServiceImplementation {
   Revoke: grpc.handleUnaryCall<RevokeRequest, WireInput<RevokeResponse>>;
 }
 
-/** leasehold.v1.Lock for grpc-js: `lockService.client(address, credentials)`, `lockService.definition()`
+/** leasehold.v1.Lock for grpc-js: `lockGrpcService.client(address, credentials)`, `lockGrpcService.definition()`
  *  (the proto files are read on the first call of either). */
-export const lockService = protoService<LockStub, LockHandlers>('leasehold.v1.Lock');
+export const lockGrpcService = protoService<LockStub, LockHandlers>('leasehold.v1.Lock');
 
 /** The unary methods of service Lock. */
 export type LockMethod = 'Acquire' | 'Renew' | 'Release' | 'Get' | 'OpenSession' | 'RenewSession' | 'CloseSession';

@@ -187,6 +187,6 @@ export interface RaftHandlers extends grpc.UntypedServiceImplementation {
   Forward: grpc.handleBidiStreamingCall<ForwardedCall, WireInput<ForwardedAnswer>>;
 }
 
-/** leasehold.v1.Raft for grpc-js: `raftService.client(address, credentials)`, `raftService.definition()`
+/** leasehold.v1.Raft for grpc-js: `raftGrpcService.client(address, credentials)`, `raftGrpcService.definition()`
  *  (the proto files are read on the first call of either). */
-export const raftService = protoService<RaftStub, RaftHandlers>('leasehold.v1.Raft');
+export const raftGrpcService = protoService<RaftStub, RaftHandlers>('leasehold.v1.Raft');

@@ -4,7 +4,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WireInput } from '../../src/wire/scalars.js';
-import { type LockAnswer, type LockCall, lockService } from '../../src/wire/lock.js';
+import { type LockAnswer, type LockCall, lockGrpcService } from '../../src/wire/lock.js';
 import { TestCluster } from './harness.js';
 
 type Stream = grpc.ClientDuplexStream<WireInput<LockCall>, LockAnswer>;
@@ -17,7 +17,7 @@ function openStream(address: string): {
   ended: Promise<grpc.ServiceError | null>;
   close(): void;
 } {
-  const client = lockService.client(address, grpc.credentials.createInsecure());
+  const client = lockGrpcService.client(address, grpc.credentials.createInsecure());
   const stream = client.Stream();
   const answers = new Map<string, LockAnswer>();
   const waiters = new Map<string, (a: LockAnswer) => void>();
@@ -167,7 +167,7 @@ describe('Lock/Stream', () => {
   }, 30_000);
 
   it('a malformed message (an unknown field) ends the stream with INVALID_ARGUMENT', async () => {
-    const client = lockService.client(c.endpoint(leader), grpc.credentials.createInsecure());
+    const client = lockGrpcService.client(c.endpoint(leader), grpc.credentials.createInsecure());
     // A raw stream with a pass-through serializer, so we can send bytes no well-behaved client would.
     const raw = client.makeBidiStreamRequest(
       '/leasehold.v1.Lock/Stream',

@@ -3,7 +3,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeerTransport } from '../../src/transport/grpc.js';
-import { raftService } from '../../src/wire/raft.js';
+import { raftGrpcService } from '../../src/wire/raft.js';
 import type { Message } from '../../src/raft/core/types.js';
 import type { NodeLogger } from '../../src/raft/logger.js';
 import { freePorts, waitFor } from './harness.js';
@@ -44,7 +44,7 @@ async function receiver(port: number, logger: NodeLogger) {
   transport.setIdentity({ clusterId: 'cluster-1', members: new Set(['a', 'b', 'c']) });
   const server = new grpc.Server();
   server.addService(
-    raftService.definition(),
+    raftGrpcService.definition(),
     transport.handlers((m) => received.push({ from: m.from, seq: m.type === 'AppendEntries' ? m.prevLogIndex : -1 })),
   );
   await new Promise<void>((resolve, reject) =>
@@ -119,7 +119,7 @@ describe('PeerTransport: a sender our stale configuration does not list', () => 
     transport.setIdentity({ clusterId: 'cluster-1', members: new Set(['a', 'b', 'c']) });
     const server = new grpc.Server();
     server.addService(
-      raftService.definition(),
+      raftGrpcService.definition(),
       transport.handlers((m) => received.push(`${m.from}:${m.type === 'AppendEntries' ? m.prevLogIndex : -1}`)),
     );
     await new Promise<void>((resolve, reject) =>

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BUILD_LEVEL, LEVEL_PEER_BATCHES } from '../../src/lock/versions.js';
 import { PeerTransport } from '../../src/transport/grpc.js';
 import { BATCH_MAX_MESSAGES, BATCH_MAX_BYTES } from '../../src/transport/peer-link.js';
-import { raftService } from '../../src/wire/raft.js';
+import { raftGrpcService } from '../../src/wire/raft.js';
 import type { Message } from '../../src/raft/core/types.js';
 import type { NodeLogger } from '../../src/raft/logger.js';
 import { freePorts, waitFor } from './harness.js';
@@ -69,7 +69,7 @@ async function startPeer(port: number): Promise<number[]> {
   });
   const server = new grpc.Server();
   server.addService(
-    raftService.definition(),
+    raftGrpcService.definition(),
     transport.handlers((m) => received.push(m.type === 'AppendEntries' ? m.prevLogIndex : -1)),
   );
   await new Promise<void>((resolve, reject) =>
@@ -207,7 +207,7 @@ async function pair(
       clusterLevel: level,
     });
     const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 << 20 });
-    server.addService(raftService.definition(), transport.handlers(deliver));
+    server.addService(raftGrpcService.definition(), transport.handlers(deliver));
     closers.push(() => {
       server.forceShutdown();
       transport.close();

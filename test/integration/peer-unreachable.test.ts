@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeerTransport } from '../../src/transport/grpc.js';
 import { messageToWire } from '../../src/wire/raft-codec.js';
-import { type RaftHandlers, raftService } from '../../src/wire/raft.js';
+import { type RaftHandlers, raftGrpcService } from '../../src/wire/raft.js';
 import type { Message, NodeId } from '../../src/raft/core/types.js';
 import type { NodeLogger } from '../../src/raft/logger.js';
 import { freePorts, waitFor } from './harness.js';
@@ -43,7 +43,7 @@ async function listen(port: number): Promise<{ server: grpc.Server; serve(transp
     Stream: (call, cb) => handlers!.Stream(call, cb),
     Forward: (call) => handlers!.Forward(call),
   };
-  server.addService(raftService.definition(), lazy);
+  server.addService(raftGrpcService.definition(), lazy);
   await new Promise<void>((resolve, reject) =>
     server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
   );

@@ -13,7 +13,7 @@ import { EndpointPool, RpcError } from '../../src/client/rpc.js';
 import { LockClient as LeaseholdClient, PermissionDeniedError } from '../../src/client/index.js';
 import type { AcquireResponse } from '../../src/wire/lock.js';
 import type { StatusResponse } from '../../src/wire/cluster.js';
-import { raftService } from '../../src/wire/raft.js';
+import { raftGrpcService } from '../../src/wire/raft.js';
 import { makePki, type TestPki } from './certs.js';
 import { MAIN_JS, TestCluster, freePorts, waitFor } from './harness.js';
 import { get } from './http-get.js';
@@ -139,7 +139,7 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
     const peerEndpoint = `127.0.0.1:${c.peerPorts[c.ids.indexOf(target)]}`;
     const inject = (endpoint: string) =>
       new Promise<string>((resolve) => {
-        const client = raftService.client(endpoint, creds(pki, 'alice'));
+        const client = raftGrpcService.client(endpoint, creds(pki, 'alice'));
         const stream = client.Stream((err) => {
           client.close();
           resolve(err ? grpc.status[err.code]! : 'OK');

@@ -1,7 +1,7 @@
 // Reads a node's persisted lock state over the wire (Cluster/Snapshot, as `leasehold snapshot save` does) and
 // reduces it to what replicas must agree on: the applied point and the digest of the state its records restore
 // to (LockMachine.digest: the canonical snapshot's fingerprint). Used by the process tests that kill nodes.
-import { clusterService, type SnapshotChunk } from '../../src/wire/cluster.js';
+import { clusterGrpcService, type SnapshotChunk } from '../../src/wire/cluster.js';
 import { backupRecords, readBackup } from '../../src/state/backup.js';
 import { restoreFromRecords } from '../../src/lock/store-records.js';
 import type { LockMachine } from '../../src/lock/machine.js';
@@ -17,7 +17,7 @@ export interface StoreView {
 }
 
 export async function storeView(endpoint: string, timeoutMs = 10_000): Promise<StoreView> {
-  const client = clusterService.client(endpoint, grpc.credentials.createInsecure());
+  const client = clusterGrpcService.client(endpoint, grpc.credentials.createInsecure());
   try {
     const bytes = await new Promise<Buffer>((resolve, reject) => {
       const parts: Uint8Array[] = [];

@@ -9,7 +9,7 @@ import * as http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient, WatchHistoryLostError, type LockEventInfo } from '../../src/client/index.js';
-import { lockService, type WatchEvent } from '../../src/wire/lock.js';
+import { lockGrpcService, type WatchEvent } from '../../src/wire/lock.js';
 import { TestCluster, waitFor } from './harness.js';
 
 const HISTORY = 400;
@@ -34,7 +34,7 @@ afterAll(async () => {
 
 /** Lock/Watch on one node with no resume: every event until the stream ends, and how it ended. */
 function rawWatch(id: string, request: object, opts: { read: boolean } = { read: true }) {
-  const client = lockService.client(c.endpoint(id), grpc.credentials.createInsecure());
+  const client = lockGrpcService.client(c.endpoint(id), grpc.credentials.createInsecure());
   const stream = client.Watch(request);
   const events: WatchEvent[] = [];
   const ended = new Promise<{ code: grpc.status; details: string }>((resolve) => {
@@ -56,7 +56,7 @@ function stalledWatch(id: string, request: object) {
     'content-type': 'application/grpc',
     te: 'trailers',
   });
-  const body = lockService.definition().Watch.requestSerialize(request);
+  const body = lockGrpcService.definition().Watch.requestSerialize(request);
   const frame = Buffer.alloc(5 + body.length);
   frame.writeUInt32BE(body.length, 1);
   body.copy(frame, 5);

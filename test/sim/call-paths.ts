@@ -308,7 +308,7 @@ export class CallPathsSim {
   private readonly log: FakeLog;
   private readonly services = new Map<'L' | 'F', LockService>();
   private readonly handlings = new Map<'L' | 'F', LockCallHandling<Tagged>>();
-  private forwardLinkOpen: { reset(): void } | null = null;
+  private forwardStreamOpen: { reset(): void } | null = null;
   private readonly streams = new Map<string, SimStream>();
   readonly violations: string[] = [];
   readonly stats: Record<string, number> = {
@@ -446,7 +446,7 @@ export class CallPathsSim {
             onBreak('the forward stream reset');
           },
         };
-        this.forwardLinkOpen = link;
+        this.forwardStreamOpen = link;
         const peer = { certificate: { subject: { CN: 'F' } } as unknown as PeerCertificate, remote: 'F' };
         const handler: ForwardedCallHandler = (wire, p, signal) => {
           this.stats.forwardedCalls++;
@@ -659,10 +659,10 @@ export class CallPathsSim {
       this.clock.after(this.rng.exp(this.profile.resetMeanMs), () => {
         if (this.clock.nowMs > this.profile.durationMs) return;
         const open = [...this.streams.values()].filter((s) => s.open);
-        if (this.rng.chance(0.25) && this.forwardLinkOpen !== null) {
+        if (this.rng.chance(0.25) && this.forwardStreamOpen !== null) {
           this.stats.forwardResets++;
-          this.forwardLinkOpen.reset();
-          this.forwardLinkOpen = null;
+          this.forwardStreamOpen.reset();
+          this.forwardStreamOpen = null;
         } else if (open.length > 0) {
           const s = this.rng.pick(open);
           this.stats.resets++;

@@ -15,7 +15,7 @@ import { isRecordStream } from '../../src/state/snapshot-stream.js';
 import { SimRng } from './rng.js';
 import type { PersistBatch, RaftStorage } from '../../src/raft/storage/types.js';
 import type { WalLoadReport } from '../../src/raft/storage/wal-storage.js';
-import type { PeerSender } from '../../src/raft/transport.js';
+import type { PeerSender } from '../../src/raft/peer-sender.js';
 import type { SimCluster } from './cluster.js';
 import { recoveryMismatch } from './durable-checks.js';
 import { entryHash } from './machine.js';

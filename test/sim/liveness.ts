@@ -6,7 +6,7 @@
 // learners, all with that same configuration): removed nodes — restarted from their old storage like
 // everyone else — and orphans (added by an entry that was later truncated) must simply not get in the
 // way. Unborn spare slots take no part.
-import { sameConf } from '../../src/raft/core/config.js';
+import { sameConf } from '../../src/raft/core/conf.js';
 import type { Status } from '../../src/raft/core/types.js';
 import type { SimCluster } from './cluster.js';
 import { entryHash } from './machine.js';

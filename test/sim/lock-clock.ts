@@ -14,7 +14,7 @@
 //    it was carried through (each term's integer stamps can overstate the time it measured by < 1 ms);
 //  - client: it trusts its lease for (ttl - 1 - slack) * (1 - maxDrift) / (1 + maxDrift) of its OWN clock
 //    from the moment it sent the request, which in true time is at most (ttl - 1 - slack) / (1 + maxDrift).
-import type { LockLimitSettings } from '../../src/lock/leader/index.js';
+import type { AdmissionLimits } from '../../src/lock/leader/index.js';
 import { SimRng } from './rng.js';
 
 export interface LinearClock {
@@ -92,9 +92,9 @@ export interface LockProfile {
   /** Share of seeds whose leaders admit under small limits (`limits`), decided by a stream of its own. */
   limitsShare: number;
   /** The admission limits every node's lock leader enforces (src/lock/leader/admission.ts), small enough for
-   *  the workload to meet them (RESOURCE_EXHAUSTED), or null: none (NO_LOCK_LIMITS). Drawn for a share of the
+   *  the workload to meet them (RESOURCE_EXHAUSTED), or null: none (NO_ADMISSION_LIMITS). Drawn for a share of the
    *  seeds (`limitsShare`) unless given. */
-  limits: Readonly<LockLimitSettings> | null;
+  limits: Readonly<AdmissionLimits> | null;
 }
 
 /** A key with many holds in the workload: a semaphore (`limit` >= 2) or a shared/exclusive key (limit 1). */
@@ -170,7 +170,7 @@ export function lockProfileFor(seed: number, overrides: Partial<LockProfile> = {
 /** Small admission limits for a share of seeds (`limitsShare`), from a stream of their own (every other pick
  *  of the seed stays what it was). Each limit is tight on its own draw, else unlimited, so a run meets some
  *  of them and not others: one reached first hides the ones behind it (admission refuses by the first). */
-function limitsFor(seed: number, p: LockProfile): Readonly<LockLimitSettings> | null {
+function limitsFor(seed: number, p: LockProfile): Readonly<AdmissionLimits> | null {
   const r = SimRng.derive(seed, 'lock-limits');
   if (!r.chance(p.limitsShare)) return null;
   const tight = (chance: number, values: number[]) => (r.chance(chance) ? r.pick(values) : Infinity);

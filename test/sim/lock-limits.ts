@@ -31,10 +31,10 @@
 //    and applied + claimed rises past max(limit, its value then) only by soft growth.
 import type { Entry } from '../../src/raft/core/types.js';
 import type { LockCommand, LockResult } from '../../src/lock/index.js';
-import type { LockLimitSettings } from '../../src/lock/leader/index.js';
+import type { AdmissionLimits } from '../../src/lock/leader/index.js';
 import type { LockMachineLike } from './lock-module.js';
 
-type Limit = keyof LockLimitSettings;
+type Limit = keyof AdmissionLimits;
 
 /** Every count a finite limit bounds, by counter id: `maxHeld`, or `maxHeldPerOwner|owner-3` for a limit per
  *  owner, key (`maxWaitersPerKey|k0`) or session (`maxHoldsPerSession|7`). Absent = 0. */
@@ -114,7 +114,7 @@ export class LimitCheck {
   private readonly termSoft = new Map<string, number>();
 
   constructor(
-    readonly limits: Readonly<LockLimitSettings>,
+    readonly limits: Readonly<AdmissionLimits>,
     readonly seed: number,
     /** The owners and keys of the run (every client's owner, the profile's keys). */
     private readonly owners: readonly string[],

@@ -8,7 +8,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NO_LOCK_LIMITS } from '../../src/lock/leader/index.js';
+import { NO_ADMISSION_LIMITS } from '../../src/lock/leader/index.js';
 import type { LockProfile } from './lock-clock.js';
 
 interface Patch {
@@ -525,7 +525,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     // It needs an entry that commits after its proposal timed out, and another admitted meanwhile at a limit:
     // with the seed's own proposal timeouts (300 ms and up) and limits, 1 of seeds 1-200 (seed 121). Proposals
     // time out after 20 ms here, under three limits of 1 that nothing masks: 32 of seeds 1-200 (first at 14).
-    lockProfile: { leaderProposalTimeoutMs: 20, limits: { ...NO_LOCK_LIMITS, maxHeld: 1, maxWaiters: 1, maxSessions: 1 } },
+    lockProfile: { leaderProposalTimeoutMs: 20, limits: { ...NO_ADMISSION_LIMITS, maxHeld: 1, maxWaiters: 1, maxSessions: 1 } },
     patches: [
       {
         file: 'leader/admission.ts',
@@ -541,7 +541,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     caughtBy: /limits: /,
     // Only the per-owner limit, at 1: maxHeld (judged after it) would refuse much of what the bug lets through.
     // With the seed's own limits, 2 of seeds 1-100 (first at 53); so, 26 of seeds 1-200 (first at 17).
-    lockProfile: { limits: { ...NO_LOCK_LIMITS, maxHeldPerOwner: 1 } },
+    lockProfile: { limits: { ...NO_ADMISSION_LIMITS, maxHeldPerOwner: 1 } },
     patches: [
       {
         file: 'leader/admission.ts',

@@ -11,7 +11,7 @@ import type { AcquireResult, LockCommand, LockResult, LockView } from '../../src
 import type { LockMachine } from '../../src/lock/machine.js';
 import { silentNodeLogger } from '../../src/raft/logger.js';
 import { routeNotLeader } from '../../src/server/client-api/forward-once.js';
-import type { LockLimitSettings } from '../../src/lock/leader/index.js';
+import type { AdmissionLimits } from '../../src/lock/leader/index.js';
 import {
   AdmissionLimitError,
   LeaderUnavailableError,
@@ -30,7 +30,7 @@ import type { ServeOutcome } from './workload.js';
  *  without an entry, as a result of its own kind (no lock result: the log decided nothing). */
 export interface ExhaustedAnswer {
   type: 'exhausted';
-  limit: keyof LockLimitSettings;
+  limit: keyof AdmissionLimits;
   message: string;
 }
 
@@ -99,7 +99,7 @@ export interface LockServerOptions {
   /** The lock leader every service runs (the module's: a scratch copy's may carry a planted bug). */
   leader: LockLeaderClass;
   /** Admission limits of every node's leader (null: none). */
-  limits: Readonly<LockLimitSettings> | null;
+  limits: Readonly<AdmissionLimits> | null;
   /** Told of every entry a service appends to its node's log, as it appends it (while the leader's state is
    *  still the one it judged the proposal on). */
   proposed?: (node: SimNode, index: number, term: number, data: Uint8Array) => void;
@@ -130,7 +130,7 @@ export class SimLockServers {
     exhausted: 0,
   };
   /** Calls refused RESOURCE_EXHAUSTED, by the limit the refusal names. */
-  readonly exhaustedBy: Record<keyof LockLimitSettings, number> = {
+  readonly exhaustedBy: Record<keyof AdmissionLimits, number> = {
     maxWaitersPerKey: 0,
     maxWaiters: 0,
     maxHeldPerOwner: 0,
@@ -351,7 +351,7 @@ export class SimLockServers {
         if (err instanceof AdmissionLimitError) {
           // RESOURCE_EXHAUSTED: the leader's admission refused it before proposing anything. The client is told
           // so and moves on (a retry would meet the same limit until something is released).
-          const limit = /^limit limits\.(\w+) /.exec(err.message)?.[1] as keyof LockLimitSettings | undefined;
+          const limit = /^limit limits\.(\w+) /.exec(err.message)?.[1] as keyof AdmissionLimits | undefined;
           if (limit === undefined || !(limit in this.exhaustedBy))
             return this.fail(`${label}: RESOURCE_EXHAUSTED names no limit: ${err.message}`);
           this.stats.exhausted++;

@@ -9,7 +9,7 @@
 //  - now and then re-add an id removed earlier, which must be refused (ids are never reused);
 //  - bursts (a second change right after the first, while it is pending) and eager attempts right after
 //    an election (before the new leader committed an entry of its term): the moments where the two
-//    rules of single-server changes (src/raft/core/config.ts) are what keeps the cluster safe.
+//    rules of single-server changes (src/raft/core/conf.ts) are what keeps the cluster safe.
 // Refusals (not leader, a change pending, leader not ready, invalid) are expected and counted. A
 // removed node is left running, or crashed — and the nemesis's ordinary restarts bring it back from its
 // old storage, where it must not disturb the cluster. Bounds: 3..5 voters, at most 2 learners (by the
@@ -64,7 +64,7 @@ export class MembershipNemesis {
     this.attempt(this.sim.currentLeader(), 'timer');
   }
 
-  /** A node just became leader: an eager operator may ask it for a change at once (rule 2 of config.ts
+  /** A node just became leader: an eager operator may ask it for a change at once (rule 2 of conf.ts
    *  must make it wait for an entry of its term to commit). */
   onElected(node: SimNode): void {
     if (this.sim.phase !== 'faults' || !this.rng.chance(0.3)) return;

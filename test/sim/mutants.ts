@@ -5,7 +5,7 @@
 // Most mutants only rewrite messages and Readys at the API boundary. Some reach into the core (its log,
 // its progress tracker, its configuration history, the messages it has not handed out yet); they say so
 // and fail loudly if the fields they need were renamed, rather than silently testing nothing.
-import { changeConf, encodeConfEntry } from '../../src/raft/core/config.js';
+import { changeConf, encodeConfEntry } from '../../src/raft/core/conf.js';
 import type { ConfState } from '../../src/raft/core/types.js';
 import type {
   ConfChange,
@@ -551,7 +551,7 @@ export const MUTANTS: Mutant[] = [
     maxSeeds: 100,
     core: (base) => module(base, (cfg, restored) => countingLeader(base, cfg, restored, (c) => c.tracker.voters, false)),
   },
-  // ---- runtime membership (src/raft/core/config.ts; the nemesis is membership.ts)
+  // ---- runtime membership (src/raft/core/conf.ts; the nemesis is membership.ts)
   {
     // (a) A learner's copy counted toward a commit: the leader takes the quorum-th highest match over
     // voters AND learners (still only for an entry of its own term, so §5.4.2 holds and only the

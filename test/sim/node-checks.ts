@@ -15,7 +15,7 @@
 // (learners count toward nothing), and the configuration is the node's own (latest in its log,
 // "applied when appended"). Membership adds:
 //  - conf-one-pending: a leader's log never holds two uncommitted configuration entries (rule 1 of
-//    single-server changes, src/raft/core/config.ts);
+//    single-server changes, src/raft/core/conf.ts);
 //  - conf-after-term-commit: a leader appends a configuration entry only once an entry of its own term
 //    is committed (rule 2, the 2015 single-server bug);
 //  - non-voter-campaign: a node that is not a voter of its own configuration (a learner, a joining

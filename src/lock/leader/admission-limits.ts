@@ -2,7 +2,7 @@
 // "Limits"): node-local settings, read from the YAML's `limits` (config keys unchanged), never replicated.
 // Apart from admission.ts so the leader's types (types.ts) can name them without importing admission.
 
-export interface LockLimitSettings {
+export interface AdmissionLimits {
   /** Waiters (wait_ms > 0) in one key's line. */
   maxWaitersPerKey: number;
   /** Waiters in every line. */
@@ -19,7 +19,7 @@ export interface LockLimitSettings {
   maxHoldsPerSession: number;
 }
 
-export const NO_LOCK_LIMITS: Readonly<LockLimitSettings> = Object.freeze({
+export const NO_ADMISSION_LIMITS: Readonly<AdmissionLimits> = Object.freeze({
   maxWaitersPerKey: Infinity,
   maxWaiters: Infinity,
   maxHeldPerOwner: Infinity,
@@ -29,6 +29,6 @@ export const NO_LOCK_LIMITS: Readonly<LockLimitSettings> = Object.freeze({
   maxHoldsPerSession: Infinity,
 });
 
-export function limitMessage(limit: keyof LockLimitSettings, value: number, what: string): string {
+export function limitMessage(limit: keyof AdmissionLimits, value: number, what: string): string {
   return `limit limits.${limit} (${value}) reached: ${what}`;
 }

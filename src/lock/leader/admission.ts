@@ -31,7 +31,7 @@
 // one exclusive hold to several shared ones. That much is soft: the lock simulation's `limits` check
 // (test/sim/lock-limits.ts) allows a count above its limit by exactly what hand-offs granted.
 import type { ValidAcquire } from '../validate.js';
-import { limitMessage, type LockLimitSettings } from './admission-limits.js';
+import { limitMessage, type AdmissionLimits } from './admission-limits.js';
 import type { LockStateView, ProposalId } from './types.js';
 
 /** What admission reads of an acquire. */
@@ -69,7 +69,7 @@ export class Admission {
    *  counted): judged again as entries apply. */
   private readonly partial = new Set<ProposalId>();
 
-  constructor(readonly limits: Readonly<LockLimitSettings>) {}
+  constructor(readonly limits: Readonly<AdmissionLimits>) {}
 
   /** Why an acquire of `req` must be refused now, or null. */
   refuseAcquire(state: LockStateView, req: AcquireShape): string | null {

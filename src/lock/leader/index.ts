@@ -4,7 +4,7 @@
 // core's types. Who may import it: the lock service (src/lock-on-raft/lock-service.ts), the simulator
 // and tests.
 export { LockLeader } from './leader.js';
-export { NO_LOCK_LIMITS, limitMessage, type LockLimitSettings } from './admission-limits.js';
+export { NO_ADMISSION_LIMITS, limitMessage, type AdmissionLimits } from './admission-limits.js';
 export { DEFAULT_LOCK_LEADER_CONFIG } from './types.js';
 export type {
   CallId,

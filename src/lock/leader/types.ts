@@ -22,7 +22,7 @@ import type { ValidAcquire, ValidOpenSession, ValidRelease, ValidRenew, ValidRev
 import type { DueSession } from '../session.js';
 import type { DueWaiter } from '../wait-line.js';
 import type { DueDelay } from '../key-delays.js';
-import { NO_LOCK_LIMITS, type LockLimitSettings } from './admission-limits.js';
+import { NO_ADMISSION_LIMITS, type AdmissionLimits } from './admission-limits.js';
 
 /** The adapter's handle for one client call (opaque to the module, unique while the call is open). */
 export type CallId = number;
@@ -191,7 +191,7 @@ export interface LockLeaderConfig {
   /** Expired leases (and waiters past their wait deadline) proposed for removal per tick at most. */
   expireBatch: number;
   /** Admission limits (admission.ts); node-local, so never consulted at apply time. */
-  limits: Readonly<LockLimitSettings>;
+  limits: Readonly<AdmissionLimits>;
   /** Free keys freed longer ago than this (log time) are forgotten by a `forget` entry (see machine.ts). */
   freeKeyRetentionMs: number;
   /** How long a waiter without a session keeps its place after its connection broke and no call waits
@@ -206,7 +206,7 @@ export const DEFAULT_LOCK_LEADER_CONFIG: Readonly<LockLeaderConfig> = Object.fre
   termStartTimeoutMs: 5000,
   termStartWaitMs: 2000,
   expireBatch: 256,
-  limits: NO_LOCK_LIMITS,
+  limits: NO_ADMISSION_LIMITS,
   freeKeyRetentionMs: Infinity,
   detachedWaiterGraceMs: 5000,
 });

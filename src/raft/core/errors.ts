@@ -3,8 +3,8 @@
 
 /** A configuration (a configuration entry, or snapshot metadata) that does not decode: with it unread this
  *  node would not know its membership. */
-export class MalformedConfigError extends Error {
-  override readonly name = 'MalformedConfigError';
+export class MalformedConfError extends Error {
+  override readonly name = 'MalformedConfError';
 }
 
 /** A Raft safety rule found broken in this node's own state (e.g. a committed entry about to be replaced):

@@ -5,7 +5,7 @@
 // It cannot change the core: what it returns are values or copies, and it holds the core's parts in
 // #private fields no caller can reach. It is live: every read answers for the core as it is at that moment.
 // PURE like the rest of the core.
-import { copyConf, type ConfHistory } from './config.js';
+import { copyConf, type ConfHistory } from './conf.js';
 import type { RaftLog } from './log.js';
 import type { ConfState, Entry, NodeId, Role } from './types.js';
 

@@ -5,8 +5,8 @@
 // the commit rule, and the API the driver calls. Its parts have files of their own (ARCHITECTURE.md, "The
 // Raft core"): the Ready bookkeeping (ready.ts), the members with their votes and progress (tracker.ts),
 // what the leader sends each of them (replication.ts), majorities (quorum.ts), ReadIndex (read-only.ts),
-// a snapshot received in chunks (snapshot-receiver.ts), the log (log.ts), membership (config.ts).
-import { ConfHistory, changeConf, copyConf, decodeConfEntry, encodeConfEntry } from './config.js';
+// a snapshot received in chunks (snapshot-receiver.ts), the log (log.ts), membership (conf.ts).
+import { ConfHistory, changeConf, copyConf, decodeConfEntry, encodeConfEntry } from './conf.js';
 import { CompactionRangeError } from './errors.js';
 import { SnapshotReceiver } from './snapshot-receiver.js';
 import { RaftInspection } from './inspect.js';
@@ -71,7 +71,7 @@ export class Raft {
   private votedFor: NodeId | null;
   role: Role = 'follower';
   leaderId: NodeId | null = null;
-  /** Every configuration the log holds (config.ts); the one in use is confs.current(). */
+  /** Every configuration the log holds (conf.ts); the one in use is confs.current(). */
   private readonly confs: ConfHistory;
   /** The configuration in use (mirroring confs.current()), an election's votes and, while leading, one
    *  Progress per member (tracker.ts). */
@@ -138,7 +138,7 @@ export class Raft {
   }
 
   /**
-   * Propose one membership change (config.ts says why single-server changes, and the two rules that make
+   * Propose one membership change (conf.ts says why single-server changes, and the two rules that make
    * them safe). Refused, without touching the log, when:
    *  - this leader has not yet committed an entry of its own term (the 2015 single-server bug);
    *  - the latest configuration entry is not yet committed (one change at a time);

@@ -5,7 +5,7 @@
 // persist, the applied and handed-out indexes); this file decides what a Ready carries and what may leave
 // before the write that the Ready asks for (src/raft/node.ts: send early what needs no disk, apply what
 // is durable). PURE: no I/O, no time.
-import { copyConf, type ConfHistory } from './config.js';
+import { copyConf, type ConfHistory } from './conf.js';
 import type { RaftLog } from './log.js';
 import type { Entry, HardState, Message, NodeId, ReadFailure, ReadState, Ready, SnapshotChunk, SoftState } from './types.js';
 

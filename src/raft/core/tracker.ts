@@ -10,7 +10,7 @@ import { committedIndex, isMajority, voteResult, type VoteResult } from './quoru
 import type { NodeId } from './types.js';
 
 export class ProgressTracker {
-  /** The configuration in use (the latest in the log, committed or not: config.ts). */
+  /** The configuration in use (the latest in the log, committed or not: conf.ts). */
   voters: NodeId[] = [];
   learners: NodeId[] = [];
   /** Leading: one Progress per member, and one for the leader itself even when it is no member (it is

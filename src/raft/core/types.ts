@@ -5,7 +5,7 @@
 export type NodeId = string;
 
 /** 'noop' is the empty entry a new leader appends to commit entries of earlier terms (Raft §5.4.2, §8).
- *  'config' carries a membership change: the change and the configuration it makes (config.ts ConfEntry,
+ *  'config' carries a membership change: the change and the configuration it makes (conf.ts ConfEntry,
  *  encoded by the core). */
 export type EntryKind = 'normal' | 'noop' | 'config';
 
@@ -23,7 +23,7 @@ export interface HardState {
   commitIndex: number;
 }
 
-/** Membership is data: it lives in snapshots and configuration entries (config.ts), never only in a
+/** Membership is data: it lives in snapshots and configuration entries (conf.ts), never only in a
  *  config file. */
 export interface ConfState {
   /** Fixed at bootstrap and kept in every node's data; peers of another cluster are refused. '' while a
@@ -266,7 +266,7 @@ export interface RestoredState {
 export type ProposeResult =
   { ok: true; index: number; term: number } | { ok: false; reason: 'not-leader' | 'transferring'; leaderId: NodeId | null };
 
-/** A membership change can also be refused for what it is or for when it comes (config.ts). */
+/** A membership change can also be refused for what it is or for when it comes (conf.ts). */
 export type ConfChangeResult =
   ProposeResult | { ok: false; reason: 'conf-pending' | 'conf-not-ready' | 'conf-invalid'; leaderId: NodeId | null; message: string };
 

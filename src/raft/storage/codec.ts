@@ -2,7 +2,7 @@
 // so a flipped bit or a truncated value is detected at load time instead of silently feeding the core a
 // wrong term, vote or command. Uint8Array/DataView records (a Buffer view only to hand bytes to the CRC), no JSON per entry.
 import { crc32 as nativeCrc32 } from '@node-rs/crc32';
-import { decodeConf, emptyConf, encodeConf } from '../core/config.js';
+import { decodeConf, emptyConf, encodeConf } from '../core/conf.js';
 import type { Entry, EntryKind, HardState, SnapshotMeta } from '../core/types.js';
 import { CorruptRecordError } from './errors.js';
 

@@ -2,7 +2,7 @@
 // node's WalStorage.
 // It can model a crash: with { manualSync: true } a write stays pending (not durable, promise unresolved)
 // until sync()/syncAll(); crash() then loses every pending write, as a power cut loses unsynced data.
-import { copyConf } from '../core/config.js';
+import { copyConf } from '../core/conf.js';
 import { emptyHardState, type Entry, type HardState, type RestoredState, type Snapshot } from '../core/types.js';
 import { StorageClosedError, StorageCorruptionError, StorageCrashedError } from './errors.js';
 import { boundsAfterCompact, boundsAfterSave, checkBatchShape, type LogBounds } from './rules.js';

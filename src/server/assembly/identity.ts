@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { NodeConfig } from '../../config/types.js';
-import { clusterService, type StatusResponse } from '../../wire/cluster.js';
+import { clusterGrpcService, type StatusResponse } from '../../wire/cluster.js';
 
 /** Derived from the initial members, so every node bootstrapped from the same file agrees on it. */
 export function clusterIdFor(nodes: readonly Pick<NodeConfig, 'id' | 'address'>[]): string {
@@ -27,7 +27,7 @@ export async function askPeers(addresses: string[], credentials: grpc.ChannelCre
     addresses.map(
       (address) =>
         new Promise<PeerAnswer | null>((resolve) => {
-          const client = clusterService.client(address, credentials);
+          const client = clusterGrpcService.client(address, credentials);
           client.Status({}, { deadline: new Date(Date.now() + timeoutMs) }, (err, status) => {
             client.close();
             resolve(err || !status ? null : { address, status });

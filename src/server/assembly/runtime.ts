@@ -14,9 +14,9 @@ import type { RaftStorage } from '../../raft/storage/types.js';
 import { PeerTransport } from '../../transport/grpc.js';
 import { PeerAuthenticator } from '../../transport/peer-auth.js';
 import { packageDefinition } from '../../wire/load.js';
-import { raftService } from '../../wire/raft.js';
+import { raftGrpcService } from '../../wire/raft.js';
 import type { ConfState, Message } from '../../raft/core/types.js';
-import { isMember } from '../../raft/core/config.js';
+import { isMember } from '../../raft/core/conf.js';
 import { UnknownCommandError } from '../../lock/commands.js';
 import { BUILD_LEVEL, lowestReadLevel } from '../../lock/versions.js';
 import { LockMachine } from '../../lock/machine.js';
@@ -186,7 +186,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   // The peer stream sits behind the same strict decoder as the client services (no silently wrapped
   // varints or replaced UTF-8 in a Raft message either).
   peerServer.addService(
-    strictRequestDeserializers(raftService.definition(), descriptorRegistry(packageDefinition())),
+    strictRequestDeserializers(raftGrpcService.definition(), descriptorRegistry(packageDefinition())),
     transport.handlers((m: Message) => node?.receive(m)),
   );
 

@@ -8,7 +8,7 @@ import type { RaftNode } from '../../raft/node.js';
 import { roleToWire } from '../../wire/cluster.js';
 import { NODE_CHANNEL_BACKOFF } from '../../transport/peer-link.js';
 import type { WireInput } from '../../wire/scalars.js';
-import { type ClusterStub, type ClusterHandlers, type ClusterMethod, clusterService, type Member } from '../../wire/cluster.js';
+import { type ClusterStub, type ClusterHandlers, type ClusterMethod, clusterGrpcService, type Member } from '../../wire/cluster.js';
 import { Membership, MembershipArgumentError, MembershipPreconditionError } from './membership.js';
 import { FORWARDED_METADATA, routeNotLeader } from './forward-once.js';
 import { statusError } from './status-error.js';
@@ -163,7 +163,7 @@ export class ClusterApi {
     }
     let client = this.forwardClients.get(address);
     if (!client) {
-      client = clusterService.client(address, this.opts.credentials(), { ...NODE_CHANNEL_BACKOFF });
+      client = clusterGrpcService.client(address, this.opts.credentials(), { ...NODE_CHANNEL_BACKOFF });
       this.forwardClients.set(address, client);
     }
     callForwarded(client, method, request, leaderId, deadlineMs, (err, value) => {

@@ -4,7 +4,7 @@
 // Cluster service's forwarding (cluster-api.ts) makes too.
 import * as grpc from '@grpc/grpc-js';
 import { NODE_CHANNEL_BACKOFF } from '../../transport/peer-link.js';
-import { lockService, type LockStub } from '../../wire/lock.js';
+import { lockGrpcService, type LockStub } from '../../wire/lock.js';
 import type { WireAnswer } from './answers-to-wire.js';
 import { FORWARDED_METADATA } from './forward-once.js';
 import type { CallReply, LockCallMethod } from './lock-calls.js';
@@ -54,7 +54,7 @@ export class UnaryForwarder {
     let client = this.clients.get(address);
     if (!client) {
       // With TLS the leader's certificate names its id, not necessarily its address.
-      client = lockService.client(address, this.credentials, {
+      client = lockGrpcService.client(address, this.credentials, {
         ...NODE_CHANNEL_BACKOFF,
         ...(this.tls ? { 'grpc.ssl_target_name_override': leaderId, 'grpc.default_authority': leaderId } : {}),
       });

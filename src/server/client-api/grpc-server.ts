@@ -13,11 +13,11 @@ import type { LockLimits } from '../../lock/validate.js';
 import type { NodeLogger } from '../../raft/logger.js';
 import { certificateCommonName } from '../../transport/peer-auth.js';
 import { endReason } from '../../transport/call-end.js';
-import type { ForwardSession } from '../../transport/forward.js';
+import type { ForwardStream } from '../../transport/forward.js';
 import { LOADER_OPTIONS, packageDefinition } from '../../wire/load.js';
 import type { WireInput } from '../../wire/scalars.js';
-import { LEADER_METADATA, type LockHandlers, lockService } from '../../wire/lock.js';
-import { clusterService } from '../../wire/cluster.js';
+import { LEADER_METADATA, type LockHandlers, lockGrpcService } from '../../wire/lock.js';
+import { clusterGrpcService } from '../../wire/cluster.js';
 import type { ForwardedAnswer, ForwardedCall } from '../../wire/raft.js';
 import { DEFAULT_LOCK_LEADER_CONFIG } from '../../lock/leader/index.js';
 import type { LockService } from '../../lock-on-raft/lock-service.js';
@@ -55,7 +55,7 @@ export interface ClientApiOptions {
   isMember?: (id: string) => boolean;
   /** The Forward stream on our peer link to `leaderId` (transport/forward.ts); without one (no link, or
    *  a test double), calls are forwarded as unary calls to the leader's client port. */
-  forwardVia?: (leaderId: string) => ForwardSession | null;
+  forwardVia?: (leaderId: string) => ForwardStream | null;
   /** Lock/Watch (watch-server.ts); without it the node answers UNIMPLEMENTED. */
   watch?: WatchServing;
   /** Lock/List (list-server.ts); without it the node answers UNIMPLEMENTED. */
@@ -116,10 +116,10 @@ export class ClientApi {
     const healthDefinition = protoLoader.loadSync(healthProtoPath, { ...LOADER_OPTIONS });
     const registry = descriptorRegistry(packageDefinition(), healthDefinition);
     // Every service behind the same strict decoder: garbage is INVALID_ARGUMENT, never INTERNAL.
-    server.addService(strictRequestDeserializers(lockService.definition(), registry), this.handlers);
+    server.addService(strictRequestDeserializers(lockGrpcService.definition(), registry), this.handlers);
     addStrictService(
       server,
-      clusterService.definition(),
+      clusterGrpcService.definition(),
       this.opts.cluster.handlers() as unknown as grpc.UntypedServiceImplementation,
       registry,
     );

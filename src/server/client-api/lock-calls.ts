@@ -71,8 +71,9 @@ export interface CallContext {
   signal: AbortSignal;
 }
 
-/** The follower's Forward stream to one leader (transport/forward-calls.ts). */
-export interface ForwardChannel<P> {
+/** What serving needs of the follower's Forward stream to one leader: its call() (transport/forward.ts
+ *  ForwardStream, or forward-calls.ts ForwardCalls in the simulator). */
+export interface ForwardCaller<P> {
   call(name: LockCallName, request: unknown, timeoutMs: number, signal: AbortSignal): Promise<ForwardedReply<P>>;
 }
 
@@ -101,7 +102,7 @@ export interface LockCallHandlingOptions<P> extends CallAuthOptions {
   /** The leader's client address as this node knows it. */
   leaderAddress: () => string | undefined;
   /** The Forward stream to `leaderId`, or null (no link: then `forwardUnary`). Revoke never uses it. */
-  forwardVia?: (leaderId: string) => ForwardChannel<P> | null;
+  forwardVia?: (leaderId: string) => ForwardCaller<P> | null;
   /** Forwarding without a Forward stream (a unary call to the leader's client port). */
   forwardUnary?: (method: LockCallMethod, request: unknown, leaderId: string, deadlineMs: number) => Promise<CallReply<P>>;
   /** How long a waiter without a session keeps its place after its connection broke (lock leader's
@@ -288,8 +289,8 @@ export class LockCallHandling<P> {
   /** Once to the leader, on the Forward stream (Revoke, rare and an operator's, goes unary), with what is
    *  left of the caller's deadline. */
   private async forward(method: LockCallMethod, request: unknown, leaderId: string, ctx: CallContext): Promise<CallReply<P>> {
-    const channel = method === 'Revoke' ? null : (this.opts.forwardVia?.(leaderId) ?? null);
-    if (channel === null) {
+    const stream = method === 'Revoke' ? null : (this.opts.forwardVia?.(leaderId) ?? null);
+    if (stream === null) {
       if (this.opts.forwardUnary === undefined)
         return { code: status.UNAVAILABLE, details: `no link to the leader ${leaderId}; retry`, response: null, leader: '' };
       const deadlineMs = Number.isFinite(ctx.deadlineMs) ? ctx.deadlineMs : this.opts.nowMs() + this.noDeadlineForwardMs();
@@ -300,7 +301,7 @@ export class LockCallHandling<P> {
     if (ctx.signal.aborted) onEnd();
     else ctx.signal.addEventListener('abort', onEnd, { once: true });
     const timeoutMs = Number.isFinite(ctx.deadlineMs) ? ctx.deadlineMs - this.opts.nowMs() : this.noDeadlineForwardMs();
-    const reply = await channel.call(LOCK_CALL_NAME[method as LockMethod], request, timeoutMs, abort.signal);
+    const reply = await stream.call(LOCK_CALL_NAME[method as LockMethod], request, timeoutMs, abort.signal);
     ctx.signal.removeEventListener('abort', onEnd);
     if (reply.code !== status.OK)
       return { code: reply.code, details: `${reply.details} (forwarded to leader ${leaderId})`, response: null, leader: '' };

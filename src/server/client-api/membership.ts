@@ -1,5 +1,5 @@
 // The operator's membership operations on the leader, over the driver's proposeConfChange (the core
-// enforces one change at a time and the new-leader rule; see src/raft/core/config.ts). What is added
+// enforces one change at a time and the new-leader rule; see src/raft/core/conf.ts). What is added
 // here is the judgement a careful operator would otherwise have to make by hand:
 //  - a voter is added or removed only if the cluster keeps a quorum of voters it has heard from
 //    recently (etcd's strict-reconfig-check): adding a voter that is not running to a 3-node cluster

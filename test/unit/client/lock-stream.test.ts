@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LockStream } from '../../../src/client/lock-stream.js';
 import { EndpointPool, RpcError } from '../../../src/client/rpc.js';
-import { type LockCall, type LockHandlers, lockService } from '../../../src/wire/lock.js';
+import { type LockCall, type LockHandlers, lockGrpcService } from '../../../src/wire/lock.js';
 
 type StreamHandler = LockHandlers['Stream'];
 
@@ -25,7 +25,7 @@ async function serve(stream: StreamHandler | null): Promise<string> {
   const server = new grpc.Server();
   // Without a Stream handler grpc-js answers the method UNIMPLEMENTED, as a server from before it would.
   const handlers = { ...unaryHandlers(), ...(stream ? { Stream: stream } : {}) } as LockHandlers;
-  server.addService(lockService.definition(), handlers);
+  server.addService(lockGrpcService.definition(), handlers);
   const port = await new Promise<number>((res, rej) =>
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))),
   );
@@ -46,7 +46,7 @@ describe('LockStream (client side of Lock/Stream)', () => {
         }
       });
     });
-    const s = new LockStream(lockService.client(address, grpc.credentials.createInsecure()));
+    const s = new LockStream(lockGrpcService.client(address, grpc.credentials.createInsecure()));
     try {
       const keys = ['a', 'b', 'c'];
       const answers = await Promise.all(keys.map((key) => s.call<{ owner: string }>('Get', { key }, Date.now() + 5000)));
@@ -66,7 +66,7 @@ describe('LockStream (client side of Lock/Stream)', () => {
         call.write({ call_id: m.call_id, code: grpc.status.INVALID_ARGUMENT, details: 'key: must not be empty' }),
       ),
     );
-    const s = new LockStream(lockService.client(address, grpc.credentials.createInsecure()));
+    const s = new LockStream(lockGrpcService.client(address, grpc.credentials.createInsecure()));
     try {
       const err = await s.call('Acquire', { key: '' }, Date.now() + 5000).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(RpcError);
@@ -80,7 +80,7 @@ describe('LockStream (client side of Lock/Stream)', () => {
   it('a deadline rejects DEADLINE_EXCEEDED and tells the server to drop the call; an abort rejects CANCELLED the same way', async () => {
     const cancels: string[] = [];
     const address = await serve((call) => call.on('data', (m: LockCall) => m.cancel && cancels.push(m.call_id))); // never answers
-    const s = new LockStream(lockService.client(address, grpc.credentials.createInsecure()));
+    const s = new LockStream(lockGrpcService.client(address, grpc.credentials.createInsecure()));
     try {
       const late = await s.call('Get', { key: 'k' }, Date.now() + 100).catch((e: unknown) => e);
       expect((late as RpcError).code).toBe(grpc.status.DEADLINE_EXCEEDED);
@@ -105,7 +105,7 @@ describe('LockStream (client side of Lock/Stream)', () => {
         else call.write({ call_id: m.call_id, code: 0, get: { held: false } });
       });
     });
-    const s = new LockStream(lockService.client(address, grpc.credentials.createInsecure()));
+    const s = new LockStream(lockGrpcService.client(address, grpc.credentials.createInsecure()));
     try {
       const err = await s.call('Get', { key: 'k' }, Date.now() + 5000).catch((e: unknown) => e);
       expect((err as RpcError).code).toBe(grpc.status.UNAVAILABLE);
@@ -141,7 +141,7 @@ describe('LockStream (client side of Lock/Stream)', () => {
       }),
     );
     const pool = new EndpointPool({ endpoints: [address] });
-    const unary = new EndpointPool({ endpoints: [address], transport: 'unary' });
+    const unary = new EndpointPool({ endpoints: [address], lockCalls: 'unary' });
     try {
       expect(
         (await pool.call<{ token: string }>('Acquire', { key: 'k', owner: 'me', ttl_ms: '1000', request_id: 'r' }, Date.now() + 5000))

@@ -100,7 +100,7 @@ const allowed: Array<[file: string, specifier: string]> = [
   ['src/client/client.ts', '@grpc/grpc-js'],
   ['src/client/client.ts', 'node:crypto'],
   ['src/raft/storage/leveldb.ts', '../core/types.js'],
-  ['src/transport/grpc.ts', '../raft/transport.js'],
+  ['src/transport/grpc.ts', '../raft/peer-sender.js'],
   ['src/server/assembly/runtime.ts', '../../wire/load.js'],
   ['src/server/assembly/runtime.ts', '../client-api/grpc-server.js'],
   ['src/server/assembly/runtime.ts', '../observability/metrics.js'],

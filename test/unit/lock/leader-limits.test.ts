@@ -1,12 +1,12 @@
 // Admission limits at the lock leader (SPEC "Limits"): each limit refuses with RESOURCE_EXHAUSTED naming
 // itself and its value, counting what is held plus what is in flight, and the leader keeps serving.
 import { describe, expect, it } from 'vitest';
-import { NO_LOCK_LIMITS, type LockLimitSettings } from '../../../src/lock/leader/index.js';
+import { NO_ADMISSION_LIMITS, type AdmissionLimits } from '../../../src/lock/leader/index.js';
 import { LEVEL_MANY_HOLDERS } from '../../../src/lock/versions.js';
 import { LeaderRig } from './leader-rig.js';
 
-const rigWith = (limits: Partial<LockLimitSettings>, extra = {}) =>
-  new LeaderRig({ limits: { ...NO_LOCK_LIMITS, ...limits }, ...extra }).ready();
+const rigWith = (limits: Partial<AdmissionLimits>, extra = {}) =>
+  new LeaderRig({ limits: { ...NO_ADMISSION_LIMITS, ...limits }, ...extra }).ready();
 
 function exhausted(rig: LeaderRig, callId: number): string {
   const f = rig.failures.get(callId);
@@ -141,7 +141,7 @@ describe('lock leader: limits', () => {
 
     it('the same for the other limits: per owner, key records, waiters, sessions', () => {
       const cases: {
-        limits: Partial<LockLimitSettings>;
+        limits: Partial<AdmissionLimits>;
         first: (rig: LeaderRig) => void;
         next: (rig: LeaderRig) => number;
         limit: RegExp;
@@ -261,7 +261,7 @@ describe('lock leader: limits', () => {
     it("a new leader inherits the deposed one's acquires in its log: it admits nothing before its term start applied, so they are counted (the term gate)", () => {
       // Leader B never proposed the two acquires: deposed leader A did (they were in flight there, up to
       // the limit), and they sit in B's log, uncommitted, when B is elected. B's termStart goes after them.
-      const b = new LeaderRig({ limits: { ...NO_LOCK_LIMITS, maxHeld: 2 } });
+      const b = new LeaderRig({ limits: { ...NO_ADMISSION_LIMITS, maxHeld: 2 } });
       for (const [key, owner] of [
         ['a', 'o1'],
         ['b', 'o2'],

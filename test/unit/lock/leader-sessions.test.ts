@@ -2,7 +2,7 @@
 // not the session's (INVALID_ARGUMENT) and what the limits forbid (maxSessions, maxHoldsPerSession), and
 // proposes expireSession once a session's deadline has passed by its clock.
 import { describe, expect, it } from 'vitest';
-import { NO_LOCK_LIMITS } from '../../../src/lock/leader/index.js';
+import { NO_ADMISSION_LIMITS } from '../../../src/lock/leader/index.js';
 import type { OpenSessionResult } from '../../../src/lock/types.js';
 import { LeaderRig } from './leader-rig.js';
 
@@ -57,7 +57,7 @@ describe('lock leader: sessions', () => {
   });
 
   it('limits: maxSessions counts open sessions and opens in flight; maxHoldsPerSession counts holds and acquires in flight', () => {
-    const rig = new LeaderRig({ limits: { ...NO_LOCK_LIMITS, maxSessions: 2, maxHoldsPerSession: 2 } }).ready();
+    const rig = new LeaderRig({ limits: { ...NO_ADMISSION_LIMITS, maxSessions: 2, maxHoldsPerSession: 2 } }).ready();
     const sid = open(rig, 'a');
     rig.session({ op: 'openSession', owner: 'b', ttlMs: 1000 }); // in flight
     const third = rig.session({ op: 'openSession', owner: 'c', ttlMs: 1000 });

@@ -1,7 +1,7 @@
 // Raft thesis chapter 4 (cluster membership changes): single-server changes with learners, as
-// src/raft/core/config.ts argues them. Each test names the rule it checks.
+// src/raft/core/conf.ts argues them. Each test names the rule it checks.
 import { describe, expect, it } from 'vitest';
-import { decodeConfEntry } from '../../../src/raft/core/config.js';
+import { decodeConfEntry } from '../../../src/raft/core/conf.js';
 import type { ConfChange } from '../../../src/raft/core/types.js';
 import { Network, TestNode, enc } from './harness.js';
 

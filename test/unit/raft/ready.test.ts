@@ -1,7 +1,7 @@
 // The Ready API's bookkeeping alone (src/raft/core/ready.ts), over a real RaftLog: what a Ready carries and
 // hands out once, what advance() records, and what may leave or be applied while a write is in flight.
 import { describe, expect, it } from 'vitest';
-import { ConfHistory } from '../../../src/raft/core/config.js';
+import { ConfHistory } from '../../../src/raft/core/conf.js';
 import { RaftLog } from '../../../src/raft/core/log.js';
 import { PendingReady } from '../../../src/raft/core/ready.js';
 import {

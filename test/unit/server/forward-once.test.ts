@@ -6,7 +6,7 @@
 // until its deadline. Issue 22, planted bug 1: with the check removed nothing else in the suite failed.
 //
 // Two ClientApi instances in one process; their lock service is a stand-in that always refuses "not the
-// leader (leader is <the other>)" with the lock leader's own message, and a node's forwarding session to the
+// leader (leader is <the other>)" with the lock leader's own message, and a node's Forward stream to the
 // other calls the other's serveForwarded directly (what the peer link's Forward stream does), counting hops.
 // Client calls enter node A through a real gRPC server on a loopback port. No sleeps: every step is awaited.
 import * as grpc from '@grpc/grpc-js';
@@ -17,9 +17,9 @@ import { silentNodeLogger } from '../../../src/raft/logger.js';
 import type { ClusterApi } from '../../../src/server/client-api/cluster-api.js';
 import { ClientApi } from '../../../src/server/client-api/grpc-server.js';
 import { LeaderUnavailableError, type LockService } from '../../../src/lock-on-raft/lock-service.js';
-import type { ForwardedReply, ForwardSession } from '../../../src/transport/forward.js';
+import type { ForwardedReply, ForwardStream } from '../../../src/transport/forward.js';
 import type { WireInput } from '../../../src/wire/scalars.js';
-import { type AcquireRequest, type AcquireResponse, type LockCallName, type LockStub, lockService } from '../../../src/wire/lock.js';
+import { type AcquireRequest, type AcquireResponse, type LockCallName, type LockStub, lockGrpcService } from '../../../src/wire/lock.js';
 
 const FORWARDED = 'x-leasehold-forwarded';
 /** Far more hops than the rule allows: the stand-in link stops a bouncing call here instead of looping. */
@@ -42,7 +42,7 @@ function follower(id: string, believedLeader: string, hops: Hop[], peers: Map<st
     get: refuse,
   } as unknown as LockService;
   const cluster = { handlers: () => ({}), close: () => {} } as unknown as ClusterApi;
-  const session = (to: string) =>
+  const forwardStream = (to: string) =>
     ({
       call: async (method: LockCallName, request: unknown, timeoutMs: number, signal?: AbortSignal): Promise<ForwardedReply> => {
         hops.push({ from: id, to, method });
@@ -64,7 +64,7 @@ function follower(id: string, believedLeader: string, hops: Hop[], peers: Map<st
         );
         return { code: answer.code ?? grpc.status.UNKNOWN, details: answer.details ?? '', response: null };
       },
-    }) as unknown as ForwardSession;
+    }) as unknown as ForwardStream;
   return new ClientApi({
     service,
     limits: DEFAULT_LOCK_LIMITS,
@@ -75,7 +75,7 @@ function follower(id: string, believedLeader: string, hops: Hop[], peers: Map<st
     cluster,
     defaultTimeoutMs: 2000,
     logger: silentNodeLogger,
-    forwardVia: session,
+    forwardVia: forwardStream,
   });
 }
 
@@ -96,7 +96,7 @@ describe('forward once: a call that was forwarded already is never forwarded aga
     const port = await new Promise<number>((resolve, reject) =>
       server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
     );
-    client = lockService.client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    client = lockGrpcService.client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   });
   afterAll(async () => {
     client?.close();

@@ -5,7 +5,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_LOCK_LIMITS } from '../../../src/lock/validate.js';
 import { silentNodeLogger } from '../../../src/raft/logger.js';
-import { LockCallHandling, type AnswerEncoder, type ForwardChannel } from '../../../src/server/client-api/lock-calls.js';
+import { LockCallHandling, type AnswerEncoder, type ForwardCaller } from '../../../src/server/client-api/lock-calls.js';
 import { LeaderUnavailableError, type LockService } from '../../../src/lock-on-raft/lock-service.js';
 import { CANCELLED, DETACHED } from '../../../src/transport/call-end.js';
 import type { ForwardedReply } from '../../../src/transport/forward-calls.js';
@@ -38,7 +38,7 @@ function follower(opts: { ownerBinding?: boolean } = {}) {
     release: notLeader,
     get: notLeader,
   } as unknown as LockService;
-  const channel: ForwardChannel<string> = {
+  const channel: ForwardCaller<string> = {
     call: (name, _request, timeoutMs, signal) =>
       new Promise((answer) => {
         forwarded.push({ name, timeoutMs, signal, answer });

@@ -5,9 +5,9 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findProtoRoot, packageDefinition, protoRoot } from '../../../src/wire/load.js';
-import { lockService, type LockHandlers, WATCH_KINDS } from '../../../src/wire/lock.js';
-import { clusterService, ROLES } from '../../../src/wire/cluster.js';
-import { ENTRY_KINDS, raftService, type RaftHandlers, type RaftMessage } from '../../../src/wire/raft.js';
+import { lockGrpcService, type LockHandlers, WATCH_KINDS } from '../../../src/wire/lock.js';
+import { clusterGrpcService, ROLES } from '../../../src/wire/cluster.js';
+import { ENTRY_KINDS, raftGrpcService, type RaftHandlers, type RaftMessage } from '../../../src/wire/raft.js';
 import { messageFromWire, messageToWire } from '../../../src/wire/raft-codec.js';
 import { REFUSAL_REASONS } from '../../../src/lock/types.js';
 import type { Message } from '../../../src/raft/core/types.js';
@@ -178,7 +178,7 @@ describe('proto files and loader', () => {
       Object.fromEntries(
         Object.entries(service).map(([name, m]) => [name, `${m.requestStream ? 'stream ' : ''}->${m.responseStream ? ' stream' : ''}`]),
       );
-    expect(shape(lockService.definition())).toEqual({
+    expect(shape(lockGrpcService.definition())).toEqual({
       Acquire: '->',
       Renew: '->',
       Release: '->',
@@ -191,7 +191,7 @@ describe('proto files and loader', () => {
       List: '->',
       Revoke: '->',
     });
-    expect(shape(clusterService.definition())).toEqual({
+    expect(shape(clusterGrpcService.definition())).toEqual({
       Status: '->',
       AddMember: '->',
       PromoteMember: '->',
@@ -199,10 +199,10 @@ describe('proto files and loader', () => {
       TransferLeader: '->',
       Snapshot: '-> stream',
     });
-    expect(shape(raftService.definition())).toEqual({ Stream: 'stream ->', Forward: 'stream -> stream' });
-    expect(lockService.definition().Acquire.path).toBe('/leasehold.v1.Lock/Acquire');
-    expect(clusterService.definition().Status.path).toBe('/leasehold.v1.Cluster/Status');
-    expect(raftService.definition().Stream.path).toBe('/leasehold.v1.Raft/Stream');
+    expect(shape(raftGrpcService.definition())).toEqual({ Stream: 'stream ->', Forward: 'stream -> stream' });
+    expect(lockGrpcService.definition().Acquire.path).toBe('/leasehold.v1.Lock/Acquire');
+    expect(clusterGrpcService.definition().Status.path).toBe('/leasehold.v1.Cluster/Status');
+    expect(raftGrpcService.definition().Stream.path).toBe('/leasehold.v1.Raft/Stream');
   });
 
   it('keeps the field names, numbers and types of the public messages', () => {
@@ -485,8 +485,8 @@ describe('generated clients and service definitions over a real gRPC connection'
       },
       Forward: (call) => call.end(),
     };
-    server.addService(lockService.definition(), lock);
-    server.addService(raftService.definition(), raft);
+    server.addService(lockGrpcService.definition(), lock);
+    server.addService(raftGrpcService.definition(), raft);
     const port = await new Promise<number>((res, rej) =>
       server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? rej(err) : res(p))),
     );
@@ -498,7 +498,7 @@ describe('generated clients and service definitions over a real gRPC connection'
   });
 
   it('Lock: typed unary calls carry uint64 tokens and enums exactly; errors keep their status code', async () => {
-    const client = lockService.client(address, grpc.credentials.createInsecure());
+    const client = lockGrpcService.client(address, grpc.credentials.createInsecure());
     try {
       const acquired = await new Promise((res, rej) =>
         client.acquire({ key: 'k', owner: 'o', ttl_ms: '5000' }, (err, value) => (err ? rej(err) : res(value))),
@@ -524,7 +524,7 @@ describe('generated clients and service definitions over a real gRPC connection'
   });
 
   it('Raft: a client stream delivers core messages in order through the codec', async () => {
-    const client = raftService.client(address, grpc.credentials.createInsecure());
+    const client = raftGrpcService.client(address, grpc.credentials.createInsecure());
     const sent: Message[] = [
       { type: 'RequestVote', from: 'n1', to: 'n2', term: 3, preVote: false, lastLogIndex: 9, lastLogTerm: 2, transfer: false },
       {

@@ -18,7 +18,7 @@
 // membership, the peer addresses and the cluster id from the latest configuration entry alone.
 // Every node uses the latest configuration in its log, committed or not ("applied when appended",
 // thesis §4.1); when a configuration entry is truncated away, the node falls back to the one before.
-import { MalformedConfigError } from './errors.js';
+import { MalformedConfError } from './errors.js';
 import type { ConfChange, ConfState, NodeId } from './types.js';
 
 export function emptyConf(clusterId = ''): ConfState {
@@ -100,14 +100,13 @@ export function encodeConfEntry(e: ConfEntry): Uint8Array {
 /** Throws on a malformed entry: a configuration entry we cannot read would leave us with no membership. */
 export function decodeConfEntry(data: Uint8Array): ConfEntry {
   const v = JSON.parse(new TextDecoder().decode(data)) as unknown;
-  if (typeof v !== 'object' || v === null) throw new MalformedConfigError('malformed configuration entry: not an object');
+  if (typeof v !== 'object' || v === null) throw new MalformedConfError('malformed configuration entry: not an object');
   const o = v as Record<string, unknown>;
   const change = o['change'] as Record<string, unknown> | undefined;
-  if (typeof change !== 'object' || change === null) throw new MalformedConfigError('malformed configuration entry: no change');
+  if (typeof change !== 'object' || change === null) throw new MalformedConfError('malformed configuration entry: no change');
   const type = change['type'];
-  if (type !== 'add' && type !== 'promote' && type !== 'remove')
-    throw new MalformedConfigError('malformed configuration entry: change type');
-  if (typeof change['id'] !== 'string') throw new MalformedConfigError('malformed configuration entry: change id');
+  if (type !== 'add' && type !== 'promote' && type !== 'remove') throw new MalformedConfError('malformed configuration entry: change type');
+  if (typeof change['id'] !== 'string') throw new MalformedConfError('malformed configuration entry: change id');
   return { conf: confFromJson(o['conf']), change: change as unknown as ConfChange };
 }
 
@@ -122,7 +121,7 @@ export function decodeConf(data: Uint8Array): ConfState {
 
 function confFromJson(v: unknown): ConfState {
   const bad = (what: string): never => {
-    throw new MalformedConfigError(`malformed configuration: ${what}`);
+    throw new MalformedConfError(`malformed configuration: ${what}`);
   };
   if (typeof v !== 'object' || v === null) bad('not an object');
   const conf = v as Record<string, unknown>;
