@@ -7,9 +7,10 @@ export class StorageCorruptionError extends Error {
 }
 
 /** One record (a value or a WAL frame) fails its CRC or does not parse: what the codec finds, not yet a
- *  verdict. The store that read it decides: LevelStorage ends the log at a bad entry (the leader resends
- *  the rest); a record Raft cannot do without becomes a StorageCorruptionError that says where and what an
- *  operator can do. */
+ *  verdict. The store that read it decides: WalStorage (the node's) turns a bad frame with a whole frame
+ *  after it into a StorageCorruptionError that says where and what an operator can do (dropping it would
+ *  forget a vote or an acknowledged entry), while a torn last write is no error (wal-frame.ts); LevelStorage,
+ *  reading an older data dir, ends the log at a bad entry (the leader resends the rest). */
 export class CorruptRecordError extends Error {
   override readonly name = 'CorruptRecordError';
 }
