@@ -6,6 +6,7 @@
 //
 //   npm run build:test && node --expose-gc build/scripts/store-scale.js [--locks 1000000] [--dedup 250000]
 //        [--sessions 32] [--dir PATH] [--keep] [--read-only]
+// (--sessions 0: every lock a lease of its own, ttl 1 h, as the held-scale bench's fill takes them.)
 // `--keep` leaves the store in --dir; `--read-only` only reads a store --keep left (profile the restart with
 // `node --cpu-prof --expose-gc build/scripts/store-scale.js --dir D --read-only`).
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -63,6 +64,9 @@ async function timed<T>(f: () => Promise<T> | T): Promise<{ value: T; ms: number
   return { value, ms: Math.round(performance.now() - t), cpuMs: Math.round((u.user + u.system) / 1000) };
 }
 
+/** Owners of --sessions 0's leases (the bench's fill runs 32 clients). */
+const OWN_LEASE_OWNERS = 32;
+
 function fillMachine(args: Args): LockMachine {
   const machine = new LockMachine({ dedupMaxEntries: args.dedup });
   let index = 0;
@@ -73,16 +77,15 @@ function fillMachine(args: Args): LockMachine {
     sessions.push(index); // a session's id is its entry's index
   }
   for (let i = 0; i < args.locks; i++) {
+    const timeMs = T0 + Math.floor(i / 5); // about the fill's rate: 5,000 a second of log time
+    const key = `held-${i}`;
+    if (args.sessions === 0) {
+      // --sessions 0: each lock a lease of its own (ttl 1 h), as the held-scale bench's fill takes them.
+      apply({ type: 'acquire', timeMs, key, owner: `bench-${i % OWN_LEASE_OWNERS}`, ttlMs: HOUR_MS, requestId: `r-${i}` });
+      continue;
+    }
     const s = i % args.sessions;
-    apply({
-      type: 'acquire',
-      timeMs: T0 + Math.floor(i / 5), // about the fill's rate: 5,000 a second of log time
-      key: `held-${i}`,
-      owner: `bench-${s}`,
-      ttlMs: 0,
-      sessionId: sessions[s]!,
-      requestId: `r-${i}`,
-    });
+    apply({ type: 'acquire', timeMs, key, owner: `bench-${s}`, ttlMs: 0, sessionId: sessions[s]!, requestId: `r-${i}` });
   }
   if (machine.leaseCount !== args.locks) throw new Error(`expected ${args.locks} leases, have ${machine.leaseCount}`);
   return machine;
