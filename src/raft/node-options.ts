@@ -40,6 +40,8 @@ export interface RaftCore {
   offerSnapshot(index: number, data: Uint8Array): boolean;
   offerStream(meta: SnapshotMeta): boolean;
   withdrawOffer(): void;
+  snapshotVerified(meta: SnapshotMeta): boolean;
+  snapshotRefused(meta: SnapshotMeta): void;
   dropSnapshotData(): void;
   status(): Status;
   progressSnapshot(): Map<NodeId, ProgressView>;

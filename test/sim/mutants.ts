@@ -97,6 +97,12 @@ class WrappedCore implements SimCore {
   withdrawOffer(): void {
     this.inner.withdrawOffer();
   }
+  snapshotVerified(meta: SnapshotMeta): boolean {
+    return this.inner.snapshotVerified(meta);
+  }
+  snapshotRefused(meta: SnapshotMeta): void {
+    this.inner.snapshotRefused(meta);
+  }
   dropSnapshotData(): void {
     this.inner.dropSnapshotData();
   }

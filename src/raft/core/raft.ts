@@ -284,6 +284,62 @@ export class Raft {
     if (this.log.snapshot.data.length > 0) this.log.snapshot = { meta: this.log.snapshot.meta, data: new Uint8Array(0) };
   }
 
+  /**
+   * The driver wrote every chunk of snapshot `meta` (handed out: RaftConfig.snapshotChunksToDriver) and what
+   * it wrote verified (its record count and checksum): only now does the snapshot become the log's — the
+   * next Ready carries it to install — and the leader hears that it is done. Until this call the log is
+   * untouched, so a snapshot that does not verify (snapshotRefused) leaves nothing to undo (hashicorp/raft
+   * likewise moves its log only once the state machine took the snapshot). Returns false when there is
+   * nothing to install: a role change dropped the snapshot meanwhile, or the log already holds its last
+   * entry (it only commits up to there) — the driver then throws away what it wrote.
+   */
+  snapshotVerified(meta: SnapshotMeta): boolean {
+    const checked = this.incomingSnapshot.takeChecked(meta.index, meta.term);
+    if (checked === null) return false;
+    const answer = (): void =>
+      this.send({
+        type: 'InstallSnapshotResponse',
+        to: checked.leader,
+        snapshotIndex: meta.index,
+        nextOffset: 0,
+        done: true,
+        success: true,
+        round: checked.round,
+      });
+    if (meta.index <= this.log.committed) {
+      answer();
+      return false;
+    }
+    const installing = this.installReceived({
+      meta: { index: meta.index, term: meta.term, conf: checked.meta.conf },
+      data: new Uint8Array(0),
+    });
+    answer();
+    return installing;
+  }
+
+  /**
+   * The driver could not take snapshot `meta` as received (handed out): a chunk did not decode, or the last
+   * one's record count or checksum disagreed with what was written. The snapshot is forgotten — the log,
+   * the commit index and the configuration were never touched — and the leader is told it is done with,
+   * not taken (success false, done true): it sends the snapshot again from offset 0 at its next heartbeat,
+   * not at once (etcd-io/raft's leader likewise waits a heartbeat after a failed snapshot), so a stream that
+   * keeps failing is resent at the pace of replication, never in a tight loop.
+   */
+  snapshotRefused(meta: SnapshotMeta): void {
+    const to = this.incomingSnapshot.drop(meta.index, meta.term);
+    if (to === null) return;
+    this.send({
+      type: 'InstallSnapshotResponse',
+      to: to.leader,
+      snapshotIndex: meta.index,
+      nextOffset: 0,
+      done: true,
+      success: false,
+      round: to.round,
+    });
+  }
+
   status(): Status {
     return {
       id: this.id,
@@ -676,25 +732,31 @@ export class Raft {
       return;
     }
     const chunk = this.incomingSnapshot.accept(m);
+    if (chunk.kind === 'ignored') return; // the driver checks the one received; its word is the answer
     if (chunk.kind !== 'refused' && this.cfg.snapshotChunksToDriver === true) {
       // The driver writes it before this Ready's answers leave (they wait for the write: ready.ts).
-      this.pending.snapshotChunks.push({ meta: m.meta, offset: m.offset, data: m.chunk, done: chunk.kind === 'whole' });
+      this.pending.snapshotChunks.push({ meta: m.meta, offset: m.offset, data: m.chunk, done: chunk.kind === 'checking' });
     }
+    if (chunk.kind === 'checking') return; // answered by snapshotVerified() or snapshotRefused()
     if (chunk.kind !== 'whole') {
       reply(chunk.kind === 'more', chunk.nextOffset, false);
       return;
     }
-    const data = chunk.data;
-    const snapshot: Snapshot = { meta: { index: m.meta.index, term: m.meta.term, conf: m.meta.conf }, data };
+    this.installReceived({ meta: { index: m.meta.index, term: m.meta.term, conf: m.meta.conf }, data: chunk.data });
+    reply(true, 0, true);
+  }
+
+  /** A snapshot received whole (and, handed out, verified by the driver) becomes the log's. */
+  private installReceived(snapshot: Snapshot): boolean {
     if (this.log.matchTerm(snapshot.meta.index, snapshot.meta.term)) {
       // We hold the snapshot's last entry: our log already contains it; just commit up to there.
       this.log.committed = Math.max(this.log.committed, snapshot.meta.index);
-    } else {
-      this.log.restore(snapshot);
-      this.confs.rebase(snapshot.meta.index, copyConf(snapshot.meta.conf), false);
-      this.useCurrentConf();
+      return false;
     }
-    reply(true, 0, true);
+    this.log.restore(snapshot);
+    this.confs.rebase(snapshot.meta.index, copyConf(snapshot.meta.conf), false);
+    this.useCurrentConf();
+    return true;
   }
 
   // ------------------------------------------------------------------ leader: answers, commits, new entries

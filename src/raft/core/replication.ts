@@ -88,6 +88,10 @@ export class Replicator {
       return;
     }
     pr.snapshotOffset = m.nextOffset;
+    // Done but not taken (Raft.snapshotRefused): what the member wrote did not verify. It starts again from
+    // offset 0 at the next heartbeat (broadcastHeartbeat resends the chunk at snapshotOffset), not at once:
+    // a stream that keeps failing is resent at the heartbeat's pace, never back to back.
+    if (m.done) return;
     this.sendSnapshotChunk(pr);
   }
 

@@ -61,7 +61,8 @@ export interface SnapshotChunk {
   /** Byte offset of `data` in the snapshot (0: a new snapshot begins; forget any half-received one). */
   offset: number;
   data: Uint8Array;
-  /** The last chunk: the Ready that carries it also carries the snapshot (its metadata) to install. */
+  /** The last chunk: the driver checks what it wrote and says so (Raft.snapshotVerified, which makes the
+   *  snapshot the log's — the next Ready carries it to install — or Raft.snapshotRefused). */
   done: boolean;
 }
 
@@ -144,6 +145,8 @@ export interface InstallSnapshotResponse extends MessageBase {
   /** Snapshot index this answers for; `nextOffset` tells the leader which chunk to send next. */
   snapshotIndex: number;
   nextOffset: number;
+  /** With `success`: the snapshot is installed (or the follower already had it). Without: the follower
+   *  received it whole but it did not verify and was thrown away — send it again from offset 0. */
   done: boolean;
   success: boolean;
   round: number;
@@ -224,7 +227,8 @@ export interface Ready {
   readStates: ReadState[];
   readFailures: ReadFailure[];
   /** Snapshot chunks accepted (RaftConfig.snapshotChunksToDriver), in order: the driver writes them before
-   *  it sends this Ready's messages (their answers) and before it installs `snapshot`. */
+   *  it sends this Ready's messages (their answers), after it installs `snapshot` (an earlier one: a Ready
+   *  carries a received snapshot only once the driver verified it, so chunks beside it are of a later one). */
   snapshotChunks: SnapshotChunk[];
   /** The configuration this node now acts on, when it changed (a configuration entry was appended or
    *  truncated, or a snapshot installed): the driver updates peer addresses before sending `messages`. */
@@ -250,7 +254,9 @@ export interface RaftConfig {
   snapshotChunkBytes: number;
   /** A follower hands each snapshot chunk it accepts to the driver (Ready.snapshotChunks) instead of
    *  collecting them: the driver writes them where the snapshot goes (an application store) as they come,
-   *  and the snapshot a Ready then carries has no data. Default off: the core reassembles the data. */
+   *  and the snapshot a Ready then carries has no data; the log takes a snapshot only once the driver says
+   *  what it wrote verified (Raft.snapshotVerified / snapshotRefused). Default off: the core reassembles the
+   *  data and takes it at its last chunk. */
   snapshotChunksToDriver?: boolean;
 }
 

@@ -142,6 +142,26 @@ describe('snapshots', () => {
     expect([pr('b').state, pr('b').match, pr('b').next]).toEqual(['probe', 2, 3]);
     expect(appends(take()).map((m) => [m.prevLogIndex, m.entries.map((e) => e.index)])).toEqual([[2, [3]]]);
   });
+
+  it('a member that refused the snapshot it received whole (it did not verify) is sent it again from offset 0 at the next heartbeat, not at once', () => {
+    const { log, replicator, pr, take } = setup([1, 1, 1]);
+    log.compact({ meta: { index: 2, term: 1, conf: log.snapshot.meta.conf }, data: new Uint8Array([1, 2, 3, 4, 5, 6]) });
+    pr('b').next = 1;
+    replicator.sendAppend('b', true);
+    const answer = { type: 'InstallSnapshotResponse' as const, from: 'b', to: 'a', term: 1, snapshotIndex: 2, round: 0 };
+    replicator.onSnapshotResponse({ ...answer, nextOffset: 4, done: false, success: true }, pr('b'));
+    take();
+    // A refusal of a chunk out of order is answered at once, from the offset the member names.
+    replicator.onSnapshotResponse({ ...answer, nextOffset: 4, done: false, success: false }, pr('b'));
+    expect((take() as InstallSnapshot[]).map((m) => m.offset)).toEqual([4]);
+    // Done, not taken: nothing now; the heartbeat starts the stream again from 0; the member stays in snapshot.
+    replicator.onSnapshotResponse({ ...answer, nextOffset: 0, done: true, success: false }, pr('b'));
+    expect(take()).toEqual([]);
+    expect([pr('b').state, pr('b').match, pr('b').snapshotOffset]).toEqual(['snapshot', 0, 0]);
+    replicator.broadcastHeartbeat();
+    const again = (take() as InstallSnapshot[]).filter((m) => m.to === 'b');
+    expect(again.map((m) => [m.type, m.offset, m.chunk.length, m.done])).toEqual([['InstallSnapshot', 0, 4, false]]);
+  });
 });
 
 describe('heartbeats', () => {
