@@ -67,6 +67,7 @@ export class LockFsm<
         },
         receiveChunk: (chunk) => state.receiveChunk(chunk),
         installReceived: (meta) => this.installReceived(state, meta),
+        discardReceived: () => state.discardReceived(),
       };
     }
   }

@@ -45,13 +45,25 @@ export interface StoredStateMachine {
    *  from one consistent view of the store (its point is the view's). Resolves null when the followers
    *  cannot read a stream (the cluster level is below it): the driver then makes a whole snapshot. */
   openStream?(chunkBytes: number): Promise<SnapshotStream | null>;
-  /** Optional, with installReceived: a follower writes each snapshot chunk as it is accepted (the core hands
-   *  them out: RaftConfig.snapshotChunksToDriver), before the chunk is acknowledged. */
-  receiveChunk?(chunk: SnapshotChunk): Promise<void>;
-  /** The snapshot whose chunks were received (`meta`: the Ready's snapshot, which has no data) becomes the
-   *  machine's and the store's state, durably, before this resolves; it refuses one not received whole. */
+  /** Optional, with installReceived and discardReceived: a follower writes each snapshot chunk as it is
+   *  accepted (the core hands them out: RaftConfig.snapshotChunksToDriver), before the chunk is acknowledged.
+   *  The last chunk resolves only once the whole snapshot as written is verified. A chunk that does not
+   *  decode, or a snapshot that does not verify, resolves refused: the store threw it away with what was
+   *  written of it and kept its state; the driver tells the core (Raft.snapshotRefused) and the leader sends
+   *  it again. Rejects only when the store cannot write (the node cannot go on). */
+  receiveChunk?(chunk: SnapshotChunk): Promise<ChunkVerdict>;
+  /** The snapshot whose chunks were received and verified (`meta`: the Ready's snapshot, which has no data)
+   *  becomes the machine's and the store's state, durably, before this resolves; it refuses one not received
+   *  whole. */
   installReceived?(meta: SnapshotMeta): Promise<void>;
+  /** The snapshot being received, or received and verified but not to be installed (the core no longer
+   *  wants it: Raft.snapshotVerified said so), is thrown away with what was written of it. */
+  discardReceived?(): Promise<void>;
 }
+
+/** What became of a snapshot chunk (StoredStateMachine.receiveChunk): written (the last: the snapshot
+ *  verified), or refused with why (the snapshot was thrown away). */
+export type ChunkVerdict = { ok: true } | { ok: false; reason: string };
 
 /** A snapshot read chunk by chunk from a state machine's store (StoredStateMachine.openStream). */
 export interface SnapshotStream {

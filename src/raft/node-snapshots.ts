@@ -5,7 +5,7 @@
 // a save. With a stored state machine (the applied store) the log keeps no snapshot data: the store is
 // synced and the log compacted below it, and a follower behind is offered the store's state as a stream
 // (read chunk by chunk as the core asks) or, failing that, a whole snapshot written in slices.
-import type { InstallSnapshot, NodeId } from './core/types.js';
+import type { InstallSnapshot, Message, NodeId, SnapshotChunk, SnapshotMeta } from './core/types.js';
 import type { Scheduler } from './env.js';
 import type { SnapshotJob, SnapshotStream, StoredStateMachine } from './fsm.js';
 import type { NodeLogger } from './logger.js';
@@ -90,6 +90,40 @@ export class NodeSnapshots<R> {
         if (this.stream === stream) this.host.failed(err);
       },
     );
+  }
+
+  /**
+   * A follower's side: writes the snapshot chunks the core accepted (one Ready's, in order) where the
+   * snapshot goes, and gives the core the store's word on each snapshot whose last chunk is among them —
+   * verified (the core takes it: the next Ready carries it to install) or not. A chunk the store refuses
+   * (it does not decode, or the stream does not verify at its last chunk) leaves the store's state and the
+   * log as they were: the store deleted what it had written, the core forgets the snapshot and tells the
+   * leader to send it again (Raft.snapshotRefused). Returns `later` (the Ready's messages that wait for its
+   * write) without the acknowledgements of a refused snapshot's chunks: the leader must not go on with a
+   * stream this node dropped.
+   */
+  async receiveChunks(chunks: SnapshotChunk[], later: Message[]): Promise<Message[]> {
+    const stored = this.opts.fsm.stored!;
+    const refused: SnapshotMeta[] = [];
+    const isRefused = (index: number, term?: number) => refused.some((r) => r.index === index && (term === undefined || r.term === term));
+    for (const chunk of chunks) {
+      if (isRefused(chunk.meta.index, chunk.meta.term)) continue;
+      const verdict = await stored.receiveChunk!(chunk);
+      if (this.host.stopped) return later;
+      if (!verdict.ok) {
+        this.logger.warn(
+          { nodeId: this.host.id, index: chunk.meta.index, term: chunk.meta.term, offset: chunk.offset, reason: verdict.reason },
+          'a snapshot from the leader did not verify: thrown away, the state in force kept; the leader sends it again',
+        );
+        this.host.raft.snapshotRefused(chunk.meta);
+        refused.push(chunk.meta);
+        continue;
+      }
+      // Verified, but the core no longer wants it (a role change dropped it, or its log holds it already).
+      if (chunk.done && !this.host.raft.snapshotVerified(chunk.meta)) await stored.discardReceived!();
+    }
+    if (refused.length === 0) return later;
+    return later.filter((m) => !(m.type === 'InstallSnapshotResponse' && m.success && !m.done && isRefused(m.snapshotIndex)));
   }
 
   /**

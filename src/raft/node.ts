@@ -130,7 +130,8 @@ export class RaftNode<R = unknown> extends EventEmitter {
     const rng = this.env.rng;
     const cfg: RaftConfig = { ...defaultRaftConfig(this.id, rng), ...this.opts.raft, id: this.id, rng };
     // A store that takes a snapshot's chunks as they come: the core hands them out instead of collecting them.
-    if (stored?.receiveChunk !== undefined && stored.installReceived !== undefined) cfg.snapshotChunksToDriver = true;
+    if (stored?.receiveChunk !== undefined && stored.installReceived !== undefined && stored.discardReceived !== undefined)
+      cfg.snapshotChunksToDriver = true;
     this.snapshots = new NodeSnapshots<R>(
       this.snapshotHost(),
       this.opts,
@@ -389,12 +390,6 @@ export class RaftNode<R = unknown> extends EventEmitter {
         //    already durable here (takeDurableCommitted) — not when this Ready changes our role (the
         //    service must hear of it before anything applies in the new role) or installs a snapshot.
         const stored = this.opts.fsm.stored;
-        if (rd.snapshotChunks.length > 0) {
-          // Snapshot chunks go where the snapshot goes (a new generation of the store) before this Ready's
-          // answers acknowledge them: the leader sends the next chunk only once this one is written.
-          for (const chunk of rd.snapshotChunks) await stored!.receiveChunk!(chunk);
-          if (this.stopped) return;
-        }
         let snapshotToLog = rd.snapshot;
         if (rd.snapshot && stored !== undefined) {
           // The store takes the snapshot first, durably: a crash after this and before the log records it
@@ -402,7 +397,8 @@ export class RaftNode<R = unknown> extends EventEmitter {
           // that starts after a state nobody holds. The log then keeps only the snapshot's metadata.
           this.snapshots.cancelJob();
           if (stored.installReceived !== undefined && stored.receiveChunk !== undefined) {
-            // Its chunks are in the store already: swapped in (once verified whole), the machine restored.
+            // Its chunks are in the store already, verified whole (an earlier Ready's): swapped in, the
+            // machine restored.
             await stored.installReceived(rd.snapshot.meta);
             this.appliedIndex = rd.snapshot.meta.index;
           } else {
@@ -412,6 +408,13 @@ export class RaftNode<R = unknown> extends EventEmitter {
           }
           if (this.stopped) return;
           snapshotToLog = { meta: rd.snapshot.meta, data: new Uint8Array(0) };
+        }
+        if (rd.snapshotChunks.length > 0) {
+          // Snapshot chunks go where the snapshot goes (a new generation of the store) before this Ready's
+          // answers acknowledge them: the leader sends the next chunk only once this one is written. After
+          // the snapshot above: chunks beside a snapshot to install are of a later one.
+          later = await this.snapshots.receiveChunks(rd.snapshotChunks, later);
+          if (this.stopped) return;
         }
         if (rd.hardState || rd.snapshot || rd.entries.length > 0) {
           this.applyWhileWriting = !rd.softState && !rd.snapshot;

@@ -355,6 +355,17 @@ export class AppliedStore {
     return this.incoming;
   }
 
+  /** `incoming` is not to be swapped in (a stream refused, or not wanted): what was written of it is deleted
+   *  now, so refused streams never pile up on disk. A crash before the delete lands leaves garbage the next
+   *  open deletes. */
+  async dropIncoming(incoming: IncomingGeneration): Promise<void> {
+    if (this.incoming !== incoming) return;
+    this.incoming = null;
+    if (incoming.touched) {
+      await this.db.clear({ gte: generationPrefix(incoming.generation), lt: generationPrefix(incoming.generation + 1) });
+    }
+  }
+
   /** The swap: one synced batch of the meta record makes `incoming` (written whole) the state in force at
    *  `point`; only then is the old generation deleted. */
   async swapIn(incoming: IncomingGeneration, point: AppliedPoint): Promise<void> {

@@ -9,7 +9,7 @@ import type { RecordOp } from '../lock/store-records.js';
 import type { LockMachineOptions } from '../lock/types.js';
 import type { SnapshotChunk, SnapshotMeta } from '../raft/core/types.js';
 import type { AppliedPoint, AppliedStore } from './applied-store.js';
-import { SnapshotSink } from './snapshot-sink.js';
+import { SnapshotSink, type ChunkVerdict } from './snapshot-sink.js';
 import { StoreStream } from './snapshot-stream.js';
 import { DEFAULT_WRITE_BEHIND, WriteBehind, type WriteBehindOptions } from './write-behind.js';
 
@@ -107,9 +107,15 @@ export class LockStateStore<M> {
     return StoreStream.open((await this.store()).db, chunkBytes);
   }
 
-  /** A chunk of a snapshot from the leader, written as it comes (snapshot-sink.ts). */
-  receiveChunk(chunk: SnapshotChunk): Promise<void> {
+  /** A chunk of a snapshot from the leader, written as it comes (snapshot-sink.ts); refused — the snapshot
+   *  discarded, the state in force untouched — when it does not decode or its stream does not verify. */
+  receiveChunk(chunk: SnapshotChunk): Promise<ChunkVerdict> {
     return this.sink.chunk(chunk);
+  }
+
+  /** The snapshot being received, or received and not installed, is thrown away with what was written of it. */
+  discardReceived(): Promise<void> {
+    return this.sink.discard();
   }
 
   /** The snapshot whose chunks were received is installed: a record stream's generation is swapped in (one

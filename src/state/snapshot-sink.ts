@@ -1,10 +1,14 @@
 // A follower's side of a snapshot from the leader, chunk by chunk as the Raft core accepts them (in order,
 // each at the offset the last one ended: snapshot-receiver.ts). A record stream (snapshot-stream.ts, from a
 // leader at cluster level 6) is written into a fresh generation of the applied store as it comes — never
-// held whole — and checked against the last chunk's count and checksum; only then may it be swapped in
-// (LockStateStore.installReceived). The whole-state encoding a leader below level 6 sends is collected and
-// restored as before. A crash anywhere before the swap leaves the old generation in force; the half-written
-// one is deleted at the next open (applied-store.ts), or when a new snapshot starts over at offset 0.
+// held whole — with a running SHA-256 and record count over the chunks in order, checked against the last
+// chunk's trailer as soon as that chunk is written; only a stream that verifies may be swapped in
+// (LockStateStore.installReceived). One that does not (a chunk that does not decode, a count or checksum
+// that disagrees) is refused, not thrown: its generation is deleted at once and the driver tells the core,
+// which never took it and asks the leader for it again (Raft.snapshotRefused) — a corrupt stream costs a
+// resend, never the node. The whole-state encoding a leader below level 6 sends is collected and restored
+// as before. A crash anywhere before the swap leaves the old generation in force; the half-written one is
+// deleted at the next open (applied-store.ts), when a new snapshot starts over at offset 0, or when refused.
 import { createHash, type Hash } from 'node:crypto';
 import type { SnapshotChunk, SnapshotMeta } from '../raft/core/types.js';
 import type { AppliedStore, IncomingGeneration } from './applied-store.js';
@@ -21,6 +25,10 @@ export type ReceivedSnapshot =
   /** The whole-state encoding (an older leader's): restore it and write it as a new generation. */
   | { kind: 'whole'; data: Uint8Array };
 
+/** What became of a chunk: written (and, the last of a record stream, verified), or refused — the snapshot
+ *  it belongs to was thrown away. */
+export type ChunkVerdict = { ok: true } | { ok: false; reason: string };
+
 export class SnapshotSink {
   private meta: SnapshotMeta | null = null;
   private expected = 0;
@@ -33,8 +41,29 @@ export class SnapshotSink {
 
   constructor(private readonly store: () => Promise<AppliedStore>) {}
 
-  /** Writes one accepted chunk (records into the new generation, or kept for a whole-state snapshot). */
-  async chunk(chunk: SnapshotChunk): Promise<void> {
+  /** Writes one accepted chunk (records into the new generation, or kept for a whole-state snapshot). A
+   *  chunk that does not decode, or a last chunk whose stream does not verify, is refused and the snapshot
+   *  discarded; a failing write (the disk) still throws. */
+  async chunk(chunk: SnapshotChunk): Promise<ChunkVerdict> {
+    try {
+      await this.write(chunk);
+      return { ok: true };
+    } catch (err) {
+      if (!(err instanceof SnapshotStreamError)) throw err;
+      await this.discard();
+      return { ok: false, reason: err.message };
+    }
+  }
+
+  /** Forgets the snapshot being received or received whole and not taken, and deletes what was written of
+   *  it: refused, or no longer wanted (the core had it already, or a role change dropped it). */
+  async discard(): Promise<void> {
+    const incoming = this.incoming;
+    this.reset();
+    if (incoming !== null) await (await this.store()).dropIncoming(incoming);
+  }
+
+  private async write(chunk: SnapshotChunk): Promise<void> {
     if (chunk.offset === 0) await this.begin(chunk);
     else if (
       this.meta === null ||

@@ -322,6 +322,53 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
   /** The snapshot being received is a record stream (not the whole-state encoding of a lower level). */
   private receivingRecords = false;
 
+  /** The stream being received was corrupted here (how), or null: it must be refused, never installed. */
+  private corruptedStream: string | null = null;
+  /** A stream was refused since this incarnation last installed one. */
+  private refusedSinceInstall = false;
+  private corruptRngValue: SimRng | null = null;
+  private get corruptRng(): SimRng {
+    this.corruptRngValue ??= SimRng.derive(this.sim.seed, `stream-corrupt:${this.node.id}:${this.inc}`);
+    return this.corruptRngValue;
+  }
+
+  /**
+   * The fault arm of a corrupt record stream (faults phase only): a chunk as it reaches the store with one
+   * byte flipped — as a bad link or a bad buffer would hand it over after the core took it. A quarter of
+   * the streams get one; which chunk and which byte are seeded: the last byte of a chunk (a record value's,
+   * or the last chunk's checksum: refused at the last chunk, the whole stream written) or any byte past the
+   * magic (a length or the trailer: often refused mid-stream, as it does not decode). The store must refuse
+   * the stream — the follower keeps its state and log, the leader sends it again — and never install it.
+   */
+  private maybeCorrupt(chunk: SnapshotChunk): SnapshotChunk {
+    const sim = this.sim;
+    if (sim.phase !== 'faults' || !this.receivingRecords || chunk.data.length < 5) return chunk;
+    const rng = this.corruptRng;
+    if (chunk.offset === 0) this.corruptArmed = rng.float() < 0.25;
+    if (!this.corruptArmed || this.corruptedStream !== null) return chunk;
+    if (!chunk.done && rng.float() >= 0.3) return chunk;
+    const at = rng.float() < 0.5 ? chunk.data.length - 1 : 3 + rng.int(chunk.data.length - 3);
+    const data = chunk.data.slice();
+    data[at] = data[at]! ^ (1 << rng.int(8));
+    this.corruptedStream = `byte ${at} of the chunk at ${chunk.offset}${chunk.done ? ', the last' : ''}`;
+    sim.stats.streamsCorrupted++;
+    return { ...chunk, data };
+  }
+  private corruptArmed = false;
+
+  /** After a refused stream: the node's applied store holds no record of a generation but the one in force. */
+  private async checkNoIncoming(chunk: SnapshotChunk): Promise<void> {
+    const wl = this.sim.workload as { stateDbOf?: (node: SimNode) => SimStateDb };
+    if (wl.stateDbOf === undefined) return;
+    const stray = await wl.stateDbOf(this.node).strayGenerations();
+    if (stray.length > 0)
+      this.sim.fail(
+        'snapshot-stream',
+        this.node,
+        `snapshot ${chunk.meta.index} refused, but records of generation(s) ${stray.join(', ')} are left in the store`,
+      );
+  }
+
   /** The store's own choices (when to crash after an install), apart from the disk's and the network's. */
   private storeRngValue: SimRng | null = null;
   private get storeRng(): SimRng {
@@ -412,15 +459,32 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
         ? {}
         : {
             receiveChunk: async (chunk: SnapshotChunk) => {
-              if (chunk.offset === 0) this.receivingRecords = isRecordStream(chunk.data);
-              await inner.receiveChunk!(chunk);
+              if (chunk.offset === 0) {
+                this.receivingRecords = isRecordStream(chunk.data);
+                this.corruptedStream = null;
+              }
+              const written = this.maybeCorrupt(chunk);
+              const verdict = await inner.receiveChunk!(written);
               if (!this.alive) return never();
               sim.trace.add(
                 sim.now,
                 node.id,
                 'stream-chunk',
-                `${chunk.meta.index}/t${chunk.meta.term} @${chunk.offset} ${chunk.data.length}B${chunk.done ? ' last' : ''}`,
+                `${chunk.meta.index}/t${chunk.meta.term} @${chunk.offset} ${chunk.data.length}B${chunk.done ? ' last' : ''}` +
+                  (written !== chunk ? ' CORRUPTED' : '') +
+                  (verdict.ok ? '' : ` refused: ${verdict.reason}`),
               );
+              if (!verdict.ok) {
+                sim.stats.streamsRefused++;
+                if (this.corruptedStream === null) sim.fail('snapshot-stream', node, `an intact stream chunk refused: ${verdict.reason}`);
+                this.corruptedStream = null;
+                this.refusedSinceInstall = true;
+                // Refused: the store deleted what it had written of it (no disk growth from bad streams).
+                await this.checkNoIncoming(chunk);
+                if (!this.alive) return never();
+              } else if (chunk.done && this.corruptedStream !== null) {
+                sim.fail('snapshot-stream', node, `a corrupted stream (${this.corruptedStream}) verified at its last chunk`);
+              }
               // Now and then the crash lands mid-stream, after a chunk is written and before it is
               // acknowledged: the restart must open the old generation whole (the half-written one is garbage).
               if (sim.phase === 'faults' && this.storeRng.float() < 0.1) {
@@ -430,8 +494,10 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
                 sim.schedule(1 + this.storeRng.float() * 30, { kind: 'restart', node: node.idx, inc: node.incarnation });
                 return never();
               }
+              return verdict;
             },
           }),
+      ...(inner.discardReceived === undefined ? {} : { discardReceived: () => inner.discardReceived!() }),
       ...(inner.installReceived === undefined
         ? {}
         : {
@@ -454,6 +520,8 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
               if (meta.index > 0) {
                 sim.stats.snapshotsInstalled++;
                 if (this.receivingRecords) sim.stats.streamsInstalled++;
+                if (this.receivingRecords && this.refusedSinceInstall) sim.stats.streamsInstalledAfterRefusal++;
+                this.refusedSinceInstall = false;
                 sim.trace.add(sim.now, node.id, 'stream-install', `${meta.index}/t${meta.term}`);
                 atPoint(meta.index, meta.term);
               }

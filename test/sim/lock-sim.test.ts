@@ -101,6 +101,10 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
         // The applied store streamed to followers behind the log (level 6) and swapped in, crashes mid-stream.
         total['streamsInstalled'] = (total['streamsInstalled'] ?? 0) + r.cluster.stats.streamsInstalled;
         total['streamCrashes'] = (total['streamCrashes'] ?? 0) + r.cluster.stats.streamCrashes;
+        // Streams corrupted on their way into a follower's store (the fault arm): refused, and a good one
+        // installed after.
+        total['streamsRefused'] = (total['streamsRefused'] ?? 0) + r.cluster.stats.streamsRefused;
+        total['streamsInstalledAfterRefusal'] = (total['streamsInstalledAfterRefusal'] ?? 0) + r.cluster.stats.streamsInstalledAfterRefusal;
       }
       for (const k of [
         'acquired',
@@ -120,6 +124,8 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
         'fiveNodeRuns',
         'streamsInstalled',
         'streamCrashes',
+        'streamsRefused',
+        'streamsInstalledAfterRefusal',
         // the real lock service: blocking acquires queued FIFO and granted, deadlines and cancels, calls
         // forwarded by followers (lost, duplicated; reaching a node that no longer leads: answered, never
         // forwarded again), linearizable Gets

@@ -119,6 +119,7 @@ export class LockReplica implements SimStateMachine {
         ...(inner.installReceived === undefined
           ? {}
           : { installReceived: (meta: SnapshotMeta) => inner.installReceived!(meta).finally(() => (this.digestValue = null)) }),
+        ...(inner.discardReceived === undefined ? {} : { discardReceived: () => inner.discardReceived!() }),
       };
     }
   }

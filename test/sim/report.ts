@@ -54,7 +54,7 @@ export function runSummary(sim: SimCluster): string {
     `seed ${sim.seed}: ${sim.nodes.length} nodes, ${s.events} events (${s.faultPhaseEvents} with faults), ${sim.now.toFixed(0)} virtual ms, converged ${s.convergeMs.toFixed(0)}ms after healing`,
     `  profile: ${JSON.stringify(sim.profile)}`,
     `  leaders by term: ${terms.map(([t, id]) => `${t}:${id}`).join(' ')}`,
-    `  messages: ${s.messagesSent} sent, ${s.messagesDropped} dropped, ${s.messagesDuplicated} duplicated, ${s.messagesReplayed} replayed; snapshots ${s.snapshotsSent} chunks sent, ${s.snapshotsInstalled} installed (${s.streamsInstalled} streamed, ${s.streamsOpened} streams opened), ${s.compactions} compactions`,
+    `  messages: ${s.messagesSent} sent, ${s.messagesDropped} dropped, ${s.messagesDuplicated} duplicated, ${s.messagesReplayed} replayed; snapshots ${s.snapshotsSent} chunks sent, ${s.snapshotsInstalled} installed (${s.streamsInstalled} streamed, ${s.streamsOpened} streams opened, ${s.streamsRefused} refused of ${s.streamsCorrupted} corrupted), ${s.compactions} compactions`,
     `  disk: ${s.persists} persists, ${s.lostBatches} unsynced batches lost, ${s.tornWrites} writes torn, ${s.recoveries} recoveries checked; ${s.crashes} crashes (${s.armedCrashes} at armed pipeline points, ${s.powerLosses} power losses), ${s.restarts} restarts, ${s.partitions} partitions, ${s.transfers} transfers, ${s.reportsTrue}+${s.reportsFalse} true+false unreachable reports`,
     `  clients: ${s.proposals} proposals, ${s.acks} acks, ${s.readsOk} reads ok, ${s.readsFailed} reads failed; final commit index ${s.finalCommit}, max term ${s.maxTerm}`,
     ...(sim.membership !== null ? ['  ' + sim.membership.summary()] : []),

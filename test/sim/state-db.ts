@@ -6,7 +6,7 @@
 // simulator can check that the store only ever holds committed entries' effects, and that the log is never
 // compacted past what the store holds.
 import { MemoryLevel } from 'memory-level';
-import { META_KEY, decodeMeta, type AppliedPoint, type RecordDb } from '../../src/state/applied-store.js';
+import { META_KEY, decodeMeta, generationPrefix, type AppliedPoint, type RecordDb } from '../../src/state/applied-store.js';
 import type { Scheduler } from '../../src/raft/env.js';
 import type { SimRng } from './rng.js';
 
@@ -61,6 +61,23 @@ export class SimStateDb {
 
   private clear(options: { gte?: Uint8Array; lt?: Uint8Array }, timers: () => Scheduler | null): Promise<void> {
     return this.land(timers, () => this.db.clear(options));
+  }
+
+  /** Generations with records in the store (landed) other than the one the meta record says is in force:
+   *  what a swap or a refused stream left behind. */
+  async strayGenerations(): Promise<number[]> {
+    const stray: number[] = [];
+    const meta = await this.db.get(META_KEY);
+    const inForce = meta === undefined ? null : decodeMeta(meta).generation;
+    // Hop from generation to generation: one key read per generation present.
+    let from = generationPrefix(0);
+    for (;;) {
+      const [row] = await this.db.iterator({ gte: from, lt: META_KEY, limit: 1 }).all();
+      if (row === undefined) return stray;
+      const generation = ((row[0][0]! << 24) | (row[0][1]! << 16) | (row[0][2]! << 8) | row[0][3]!) >>> 0;
+      if (generation !== inForce) stray.push(generation);
+      from = generationPrefix(generation + 1);
+    }
   }
 
   /** The process closes its handle; the "disk" stays. */

@@ -103,6 +103,11 @@ export interface SimStats {
   streamsInstalled: number;
   /** Armed crashes of a follower mid-stream (after a chunk was written, before its answer). */
   streamCrashes: number;
+  /** Streams a follower's store was handed a corrupted chunk of (the fault arm), streams it refused, and
+   *  streams it installed after it had refused one. */
+  streamsCorrupted: number;
+  streamsRefused: number;
+  streamsInstalledAfterRefusal: number;
   compactions: number;
   proposals: number;
   acks: number;
@@ -146,6 +151,9 @@ export function emptyStats(): SimStats {
     streamsOpened: 0,
     streamsInstalled: 0,
     streamCrashes: 0,
+    streamsCorrupted: 0,
+    streamsRefused: 0,
+    streamsInstalledAfterRefusal: 0,
     compactions: 0,
     proposals: 0,
     acks: 0,

@@ -107,11 +107,11 @@ export function instrumentFsm<R>(fsm: StateMachine<R>, m: NodeMetrics): { fsm: S
   };
 }
 
-/** A stored state machine's streamed snapshots, counted: a stream opened for a follower (taken) and a
- *  received one installed, with the bytes its chunks carried. */
+/** A stored state machine's streamed snapshots, counted: a stream opened for a follower (taken), a
+ *  received one installed, with the bytes its chunks carried, and one refused (it did not verify). */
 function streamedSnapshots(stored: StoredStateMachine, m: NodeMetrics): Partial<StoredStateMachine> {
-  const { openStream, receiveChunk, installReceived } = stored;
-  if (openStream === undefined || receiveChunk === undefined || installReceived === undefined) return {};
+  const { openStream, receiveChunk, installReceived, discardReceived } = stored;
+  if (openStream === undefined || receiveChunk === undefined || installReceived === undefined || discardReceived === undefined) return {};
   let receivedBytes = 0;
   return {
     openStream: async (chunkBytes) => {
@@ -119,15 +119,18 @@ function streamedSnapshots(stored: StoredStateMachine, m: NodeMetrics): Partial<
       if (stream !== null) m.snapshots.inc({ kind: 'taken' });
       return stream;
     },
-    receiveChunk: (chunk) => {
+    receiveChunk: async (chunk) => {
       receivedBytes = chunk.offset === 0 ? chunk.data.length : receivedBytes + chunk.data.length;
-      return receiveChunk.call(stored, chunk);
+      const verdict = await receiveChunk.call(stored, chunk);
+      if (!verdict.ok) m.snapshots.inc({ kind: 'refused' });
+      return verdict;
     },
     installReceived: async (meta) => {
       await installReceived.call(stored, meta);
       m.snapshots.inc({ kind: 'installed' });
       m.snapshotBytes.set({ kind: 'installed' }, receivedBytes);
     },
+    discardReceived: () => discardReceived.call(stored),
   };
 }
 

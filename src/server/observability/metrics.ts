@@ -153,7 +153,7 @@ export class NodeMetrics {
     });
     this.snapshots = new Counter({
       name: 'leasehold_snapshots_total',
-      help: 'Snapshots made here for a follower behind the log (taken) or received from the leader (installed)',
+      help: 'Snapshots made here for a follower behind the log (taken), received from the leader (installed), or received and thrown away because they did not verify (refused; the leader sends them again)',
       labelNames: ['kind'],
       registers: [r],
     });
