@@ -120,9 +120,9 @@ const layers = [
   },
   {
     root: 'src/test-faults',
-    only: ['src/raft/env.ts', 'src/raft/core', 'src/raft/storage'],
+    only: ['src/raft/env.ts', 'src/raft/core', 'src/raft/storage', 'src/raft/fsm.ts'],
     packages: true,
-    why: "test faults wrap the driver's env and storage: they import those (and the core's types), nothing of the server, client or cli.",
+    why: "test faults wrap the driver's env, storage and state machine: they import those interfaces (and the core's types), nothing of the server, client or cli.",
   },
 ];
 

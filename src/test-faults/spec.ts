@@ -16,6 +16,10 @@
 //                           after that many more durable batches land, before the driver acts on the last one.
 //                           One-shot: the node records the setting it crashed on and does not re-arm it after
 //                           a restart from the same file.
+//   snapshot.corruptStreams the next that many snapshots this node receives from a leader have the last byte of
+//                           their last chunk (a record stream's checksum) flipped before its store writes it:
+//                           the store must refuse each such stream and the leader send it again. Counted afresh
+//                           whenever the file changes.
 export interface ClockFaults {
   offsetMs?: number;
   driftPpm?: number;
@@ -27,9 +31,14 @@ export interface DiskFaults {
   crashAfterBatches?: number | null;
 }
 
+export interface SnapshotFaults {
+  corruptStreams?: number;
+}
+
 export interface TestFaults {
   clock?: ClockFaults;
   disk?: DiskFaults;
+  snapshot?: SnapshotFaults;
 }
 
 /** A fast clock beyond this is refused outright: it would make timers spin (and is no clock a host has). */
@@ -69,6 +78,16 @@ export function parseTestFaults(text: string): TestFaults {
       if (!Number.isInteger(n) || n < 0) throw new Error('disk.crashAfterBatches must be a whole number >= 0');
       out.disk.crashAfterBatches = n;
     } else if (d['crashAfterBatches'] === null) out.disk.crashAfterBatches = null;
+  }
+  if (raw['snapshot'] !== undefined) {
+    const sn = raw['snapshot'];
+    if (!isObject(sn)) throw new Error('snapshot must be an object');
+    out.snapshot = {};
+    if (sn['corruptStreams'] !== undefined) {
+      const n = finite(sn['corruptStreams'], 'snapshot.corruptStreams');
+      if (!Number.isInteger(n) || n < 0) throw new Error('snapshot.corruptStreams must be a whole number >= 0');
+      out.snapshot.corruptStreams = n;
+    }
   }
   return out;
 }

@@ -1,7 +1,7 @@
 // The node-side switch of the test faults: started only when the node runs with env
 // LEASEHOLD_TEST_FAULTS=<path> (runtime.ts imports this module lazily, so without the variable none of it
 // is even loaded). It polls the file every POLL_MS (absent file = no faults), applies each new setting to
-// the node's FaultClock and FaultyStorage, and reports what it applied and what the node's clock reads in
+// the node's FaultClock, FaultyStorage and snapshot chunk corruption, and reports what it applied and what the node's clock reads in
 // <path>.state.json, so a test can see the skew it asked for.
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -11,6 +11,8 @@ import type { RaftStorage } from '../raft/storage/types.js';
 import { FaultClock, trueNowMs } from './clock.js';
 import { FaultyStorage } from './disk.js';
 import { parseTestFaults, type TestFaults } from './spec.js';
+import type { StateMachine } from '../raft/fsm.js';
+import { corruptingFsm, corruptionOf, type ChunkCorruption } from './snapshot.js';
 
 const POLL_MS = 20;
 /** How often the state file is refreshed even without a change (the clock readings move). */
@@ -19,6 +21,8 @@ const REPORT_MS = 250;
 export interface TestFaultSwitch {
   env: NodeEnv;
   wrapStorage(storage: RaftStorage): RaftStorage;
+  /** The state machine with snapshot chunks corrupted on their way into its store (snapshot.corruptStreams). */
+  wrapFsm<R>(fsm: StateMachine<R>): StateMachine<R>;
   stop(): void;
 }
 
@@ -80,9 +84,11 @@ export function startTestFaults(path: string, logger: Logger): TestFaultSwitch {
       // The harness removed the directory (the run ended): nothing to report to.
     }
   };
+  const corruption: ChunkCorruption = { left: 0 };
   const apply = (next: TestFaults) => {
     applied = next;
     clock.set(next.clock ?? {});
+    corruption.left = corruptionOf(next.snapshot);
     if (storage && crashArmable) storage.arm(next.disk?.crashAfterBatches);
     logger.warn({ faults: next }, 'TEST FAULTS applied');
     report();
@@ -92,6 +98,7 @@ export function startTestFaults(path: string, logger: Logger): TestFaultSwitch {
     'TEST FAULTS ENABLED (LEASEHOLD_TEST_FAULTS): this node takes its clock and disk faults from a file. Never run production like this',
   );
   clock.set(applied.clock ?? {});
+  corruption.left = corruptionOf(applied.snapshot);
   report();
 
   let stopped = false;
@@ -141,6 +148,9 @@ export function startTestFaults(path: string, logger: Logger): TestFaultSwitch {
       });
       if (crashArmable) storage.arm(applied.disk?.crashAfterBatches);
       return storage;
+    },
+    wrapFsm(fsm) {
+      return corruptingFsm(fsm, corruption);
     },
     stop() {
       stopped = true;

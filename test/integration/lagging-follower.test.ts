@@ -1,7 +1,9 @@
 // Issue 36: a follower kept down while 50,000 entries commit and the log is compacted past it comes back,
 // is sent the state (streamed from a LevelDB view of the leader's applied store, written chunk by chunk into a
 // new generation of the follower's and swapped in), and serves; its persisted state then equals the leader's
-// at the same index.
+// at the same index. Its first two streams reach its store corrupted (test faults: snapshot.corruptStreams):
+// each is refused — the node keeps running (no exit 70), its old state and log in force — and the leader
+// sends the stream again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AcquireResponse, GetResponse, ReleaseResponse } from '../../src/wire/lock.js';
 import { BUILD_LEVEL } from '../../src/lock/versions.js';
@@ -11,7 +13,7 @@ import { storeView } from './store-digest.js';
 describe('a follower behind the compacted log', () => {
   let c: TestCluster;
   beforeAll(async () => {
-    c = await TestCluster.create({ extraYaml: '  snapshotEvery: 5000\n' });
+    c = await TestCluster.create({ extraYaml: '  snapshotEvery: 5000\n', faultFiles: true });
     c.startAll();
   });
   afterAll(async () => {
@@ -69,8 +71,13 @@ describe('a follower behind the compacted log', () => {
     );
     expect(compactedTo, 'the leader compacted its log past the follower').toBeGreaterThan(downAt + 40_000);
 
+    // The first two streams it receives have a byte flipped: both refused, the third installs.
+    c.faults(lagging).setSnapshot({ corruptStreams: 2 });
     c.start(lagging);
     await waitFor('the follower installs the state', async () => /installed snapshot from leader/.test(c.logText(lagging)), 60_000);
+    const refusals = c.logText(lagging).match(/a snapshot from the leader did not verify/g) ?? [];
+    expect(refusals, 'two corrupted streams refused').toHaveLength(2);
+    expect(c.logText(lagging)).not.toMatch(/raft loop failed; stopping the node/);
     // Every node runs this build, so the cluster is at level 6: the state is streamed from the leader's
     // store (never made whole in its memory), not written by the sliced writer.
     expect(c.logText(leader)).toMatch(/snapshot stream opened for a follower behind the log/);

@@ -10,15 +10,17 @@
 //                    that is OUTSIDE the model: the checker's lease-cut-short rule is expected to catch it.
 //   disk.fsyncDelayMs / failWrites / crashAfterBatches   see spec.ts (failWrites: the node exits 70;
 //                    crashAfterBatches: SIGKILL self after N more durable batches, one-shot).
+//   snapshot.corruptStreams   the next N snapshots the node receives reach its store with their checksum
+//                    flipped: each must be refused (the node keeps running) and sent again.
 //
 // Outside the model altogether (not offered): a monotonic clock that steps, torn or lying writes (LevelDB's
 // WAL makes a batch all-or-nothing; a disk that acknowledges an fsync it did not do breaks every Raft).
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { crashMarkerOf, stateFileOf, type TestFaultState } from '../../src/test-faults/switch.js';
-import type { ClockFaults, DiskFaults, TestFaults } from '../../src/test-faults/spec.js';
+import type { ClockFaults, DiskFaults, SnapshotFaults, TestFaults } from '../../src/test-faults/spec.js';
 
-export type { ClockFaults, DiskFaults, TestFaults, TestFaultState };
+export type { ClockFaults, DiskFaults, SnapshotFaults, TestFaults, TestFaultState };
 
 /** The fault file of a node whose data (or node) directory is `dir`: next to it, not inside LevelDB's dir. */
 export function faultFileFor(dataDirOrNodeDir: string): string {
@@ -40,6 +42,12 @@ export class NodeFaultControl {
 
   setDisk(d: DiskFaults): void {
     this.faults = { ...this.faults, disk: { ...d } };
+    this.write();
+  }
+
+  /** Snapshot chunks corrupted on their way into the node's store (spec.ts snapshot.corruptStreams). */
+  setSnapshot(s: SnapshotFaults): void {
+    this.faults = { ...this.faults, snapshot: { ...s } };
     this.write();
   }
 

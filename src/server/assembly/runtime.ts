@@ -87,7 +87,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   const logger = options.logger ?? createNodeLogger(config.log);
   // One env for the driver and the lock service: realEnv()'s clock is monotonic (see env.ts), so an NTP
   // step while we lead cannot make leases look older or younger than they are.
-  // Test faults (clock and disk) only when the env var names a fault file; the module is not even loaded
+  // Test faults (clock, disk, snapshot chunks) only when the env var names a fault file; the module is not even loaded
   // otherwise. Its clock replaces realEnv() unless the caller passed its own env.
   // LEASEHOLD_TRACE=1: record stage stamps for the bench's latency waterfall (served at /debug/trace).
   if (process.env['LEASEHOLD_TRACE'] === '1') enableTrace();
@@ -214,7 +214,7 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
       }),
     storage: metrics && observedFsm ? instrumentStorage(storage, metrics, observedFsm.snapshotStartedAt) : storage,
     transport,
-    fsm: observedFsm?.fsm ?? fsm,
+    fsm: testFaults ? testFaults.wrapFsm(observedFsm?.fsm ?? fsm) : (observedFsm?.fsm ?? fsm),
     tickMs: config.raft.tickMs,
     snapshotEvery: config.raft.snapshotEvery,
     raft: {

@@ -3,6 +3,9 @@ import { describe, expect, it, vi } from 'vitest';
 import { FaultClock } from '../../../src/test-faults/clock.js';
 import { FaultyStorage } from '../../../src/test-faults/disk.js';
 import { parseTestFaults, type DiskFaults } from '../../../src/test-faults/spec.js';
+import { corruptingFsm } from '../../../src/test-faults/snapshot.js';
+import type { SnapshotChunk } from '../../../src/raft/core/types.js';
+import type { StateMachine, StoredStateMachine } from '../../../src/raft/fsm.js';
 import type { PersistBatch, RaftStorage } from '../../../src/raft/storage/types.js';
 import { StorageFailedError } from '../../../src/raft/storage/errors.js';
 import { emptyHardState } from '../../../src/raft/core/types.js';
@@ -51,6 +54,46 @@ describe('FaultClock', () => {
     expect(() => parseTestFaults('{"disk":{"failWrites":"yes"}}')).toThrow(/boolean/);
     expect(() => parseTestFaults('{"disk":{"crashAfterBatches":1.5}}')).toThrow(/whole number/);
     expect(() => parseTestFaults('[]')).toThrow(/object/);
+    expect(parseTestFaults('{"snapshot":{"corruptStreams":2}}')).toEqual({ snapshot: { corruptStreams: 2 } });
+    expect(() => parseTestFaults('{"snapshot":{"corruptStreams":-1}}')).toThrow(/snapshot.corruptStreams must be a whole number/);
+  });
+});
+
+describe('corruptingFsm (snapshot.corruptStreams)', () => {
+  it('flips the last byte of the first chunk of the next N snapshots only; everything else passes through', async () => {
+    const seen: SnapshotChunk[] = [];
+    const stored: StoredStateMachine = {
+      open: () => Promise.resolve(null),
+      install: () => Promise.resolve(),
+      persist: () => Promise.resolve(0),
+      receiveChunk: (chunk) => {
+        seen.push(chunk);
+        return Promise.resolve({ ok: true });
+      },
+    };
+    const fsm: StateMachine<number> = { apply: () => 7, snapshot: () => new Uint8Array(0), restore: () => {}, stored };
+    const corruption = { left: 2 };
+    const wrapped = corruptingFsm(fsm, corruption);
+    const meta = { index: 5, term: 1, conf: { clusterId: '', voters: [], learners: [], addresses: {}, removed: [] } };
+    const chunk = (offset: number, done: boolean) => ({ meta, offset, data: Uint8Array.of(1, 2, 3), done });
+    for (const [offset, done] of [
+      [0, false],
+      [3, true],
+      [0, true],
+      [0, false],
+      [3, true],
+    ] as const)
+      await wrapped.stored!.receiveChunk!(chunk(offset, done));
+    expect(seen.map((c) => [c.offset, [...c.data]])).toEqual([
+      [0, [1, 2, 3]],
+      [3, [1, 2, 2]],
+      [0, [1, 2, 2]],
+      [0, [1, 2, 3]],
+      [3, [1, 2, 3]],
+    ]);
+    expect(corruption.left).toBe(0);
+    expect(wrapped.apply({ index: 1, term: 1, kind: 'normal', data: new Uint8Array(0) })).toBe(7);
+    expect(await wrapped.stored!.persist()).toBe(0);
   });
 });
 
