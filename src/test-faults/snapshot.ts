@@ -33,7 +33,7 @@ function corruptingStore(stored: StoredStateMachine, corruption: ChunkCorruption
     receiveChunk: (chunk: SnapshotChunk) => {
       if (corruption.left <= 0 || !chunk.done || chunk.data.length === 0) return receiveChunk.call(stored, chunk);
       corruption.left--;
-      const data = chunk.data.slice();
+      const data = new Uint8Array(chunk.data); // a copy (a Buffer's slice is a view of the message)
       data[data.length - 1] = data[data.length - 1]! ^ 0x01;
       return receiveChunk.call(stored, { ...chunk, data });
     },
