@@ -99,8 +99,8 @@ export class NodeSnapshots<R> {
    * (it does not decode, or the stream does not verify at its last chunk) leaves the store's state and the
    * log as they were: the store deleted what it had written, the core forgets the snapshot and tells the
    * leader to send it again (Raft.snapshotRefused). Returns `later` (the Ready's messages that wait for its
-   * write) without the acknowledgements of a refused snapshot's chunks: the leader must not go on with a
-   * stream this node dropped.
+   * write) without the answers to a refused snapshot's chunks (acknowledgements, or refusals naming the
+   * offset then expected): the leader must not go on with a stream this node dropped.
    */
   async receiveChunks(chunks: SnapshotChunk[], later: Message[]): Promise<Message[]> {
     const stored = this.opts.fsm.stored!;
@@ -123,7 +123,7 @@ export class NodeSnapshots<R> {
       if (chunk.done && !this.host.raft.snapshotVerified(chunk.meta)) await stored.discardReceived!();
     }
     if (refused.length === 0) return later;
-    return later.filter((m) => !(m.type === 'InstallSnapshotResponse' && m.success && !m.done && isRefused(m.snapshotIndex)));
+    return later.filter((m) => !(m.type === 'InstallSnapshotResponse' && isRefused(m.snapshotIndex)));
   }
 
   /**

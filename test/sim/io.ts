@@ -207,6 +207,7 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
     if (!this.alive) return;
     for (const m of messages) {
       this.checkSpeech(m);
+      this.checkRestartAsked(m);
       this.sim.send(node.idx, m);
     }
     const last = node.lastPersisted;
@@ -214,6 +215,23 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
       this.sim.stats.armedCrashes++;
       this.sim.crash(node.idx, `armed: after sending (${node.arm.filter}), before apply`);
     }
+  }
+
+  /**
+   * After its store refused snapshot S, the follower has forgotten S: until it takes S (or any snapshot)
+   * from offset 0 again, every refusal it answers a chunk of S with asks for offset 0. One asking for a
+   * later offset waits for a chunk the leader will not send (it restarts S from 0), and the follower stays
+   * behind — a stall the sim's churn (a newer snapshot offered at the next compaction) would otherwise hide.
+   */
+  private checkRestartAsked(m: Message): void {
+    const refused = this.refusedSnapshot;
+    if (refused === null || m.type !== 'InstallSnapshotResponse' || m.snapshotIndex !== refused) return;
+    if (!m.success && !m.done && m.nextOffset !== 0)
+      this.sim.fail(
+        'snapshot-stream',
+        this.node,
+        `refused snapshot ${refused}, then asks the leader for it from offset ${m.nextOffset}, not from 0`,
+      );
   }
 
   /** Persist before you speak (Raft Figure 2): every message must be backed by durable state — checked
@@ -322,6 +340,8 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
   /** The snapshot being received is a record stream (not the whole-state encoding of a lower level). */
   private receivingRecords = false;
 
+  /** The index of the snapshot this node's store last refused, until it takes a chunk at offset 0 again. */
+  private refusedSnapshot: number | null = null;
   /** The stream being received was corrupted here (how), or null: it must be refused, never installed. */
   private corruptedStream: string | null = null;
   /** A stream was refused since this incarnation last installed one. */
@@ -462,6 +482,7 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
               if (chunk.offset === 0) {
                 this.receivingRecords = isRecordStream(chunk.data);
                 this.corruptedStream = null;
+                this.refusedSnapshot = null;
               }
               const written = this.maybeCorrupt(chunk);
               const verdict = await inner.receiveChunk!(written);
@@ -479,6 +500,7 @@ export class NodeIO implements Scheduler, RaftStorage, PeerSender, StateMachine<
                 if (this.corruptedStream === null) sim.fail('snapshot-stream', node, `an intact stream chunk refused: ${verdict.reason}`);
                 this.corruptedStream = null;
                 this.refusedSinceInstall = true;
+                this.refusedSnapshot = chunk.meta.index;
                 // Refused: the store deleted what it had written of it (no disk growth from bad streams).
                 await this.checkNoIncoming(chunk);
                 if (!this.alive) return never();

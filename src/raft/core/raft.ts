@@ -329,6 +329,9 @@ export class Raft {
   snapshotRefused(meta: SnapshotMeta): void {
     const to = this.incomingSnapshot.drop(meta.index, meta.term);
     if (to === null) return;
+    // What we answered of it and have not sent (a duplicate chunk refused with the offset we then expected)
+    // is void: the leader must hear only "from offset 0", or it chases an offset that no longer exists.
+    this.pending.msgs = this.pending.msgs.filter((m) => !(m.type === 'InstallSnapshotResponse' && m.snapshotIndex === meta.index));
     this.send({
       type: 'InstallSnapshotResponse',
       to: to.leader,

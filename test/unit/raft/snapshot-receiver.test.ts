@@ -193,6 +193,16 @@ describe('a follower that hands snapshot chunks to the driver (RaftConfig.snapsh
     expect(f.hasReady()).toBe(false);
   });
 
+  it('refused, what it had answered of the snapshot and not yet sent is void: the leader hears only "from offset 0"', () => {
+    const f = follower();
+    f.advance(f.ready());
+    send(f, 0, [1, 2, 3], false);
+    f.advance(f.ready()); // the driver writes chunk 0 ...
+    send(f, 0, [1, 2, 3], false); // ... while a duplicate of it is refused "from 3"
+    f.snapshotRefused(meta); // and then the store refuses the stream
+    expect(answers(f.ready())).toEqual([[33, false, 0, true]]);
+  });
+
   it('a role change while the driver checks drops the snapshot: its word finds nothing to install', () => {
     const f = follower();
     f.advance(f.ready());
