@@ -28,14 +28,26 @@ import {
   type StoredRecords,
 } from '../lock/store-records.js';
 
+/** One op of an array-form LevelDB batch. */
+export type DbOp = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
+
+/** A LevelDB batch built op by op (abstract-level's chained batch): nothing of it is written, or visible,
+ *  until write(), which commits it whole — atomically, as the array form does. classic-level copies each
+ *  key and value into its native batch at put/del, so the caller's bytes are not kept. */
+export interface RecordBatch {
+  put(key: Uint8Array, value: Uint8Array): unknown;
+  del(key: Uint8Array): unknown;
+  write(options?: { sync?: boolean }): Promise<void>;
+  /** Drops a batch that will not be written. */
+  close(): Promise<void>;
+}
+
 /** What the store needs of a LevelDB (`level`'s Level, memory-level's MemoryLevel, both opened with
  *  keyEncoding and valueEncoding 'view'). */
 export interface RecordDb {
   get(key: Uint8Array): Promise<Uint8Array | undefined>;
-  batch(
-    ops: ({ type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array })[],
-    options?: { sync?: boolean },
-  ): Promise<void>;
+  batch(ops: DbOp[], options?: { sync?: boolean }): Promise<void>;
+  batch(): RecordBatch;
   iterator(options: { gte?: Uint8Array; lt?: Uint8Array }): {
     nextv(size: number): Promise<[Uint8Array, Uint8Array][]>;
     /** Moves to the first key at or after `target`, in the same view (a snapshot stream reads a chunk again). */
@@ -65,6 +77,14 @@ const META_FORMAT = 1;
 const SCAN_BATCH_RECORDS = 10_000;
 /** Records a batch of a new generation writes at most (a bounded amount of work and memory per batch). */
 export const REPLACE_BATCH_RECORDS = 10_000;
+/** Ops a write-behind batch hands LevelDB between two yields to the event loop: classic-level's array form
+ *  reads and copies every op on the main thread in one go (a follower's burst of tens of thousands of
+ *  changes held the loop for half a second); fed in slices, the batch stays one and the loop is held for
+ *  one slice's copies at most (~1 ms). */
+export const WRITE_SLICE_OPS = 2_000;
+
+/** Waits for the event loop to run what queued meanwhile (the write-behind's scheduler.soon). */
+export type Pause = () => Promise<void>;
 
 export function generationPrefix(generation: number): Uint8Array {
   const prefix = new Uint8Array(4);
@@ -105,6 +125,8 @@ function nameOf(stored: string): string {
   for (let i = 0; i < length; i++) nameUnits[i] = stored.charCodeAt(5 + i);
   return String.fromCharCode.apply(null, nameUnits.subarray(0, length) as unknown as number[]);
 }
+
+const noPause: Pause = () => Promise.resolve();
 
 function compareBytes(a: Uint8Array, b: Uint8Array): number {
   const n = Math.min(a.length, b.length);
@@ -167,11 +189,13 @@ export class AppliedStore {
   private constructor(
     readonly db: RecordDb,
     private readonly replaceBatchRecords: number,
+    private readonly writeSliceOps: number,
   ) {}
 
   /** Opens the store and deletes what an interrupted swap or an old generation left behind. */
-  static async open(db: RecordDb, replaceBatchRecords = REPLACE_BATCH_RECORDS): Promise<AppliedStore> {
-    const store = new AppliedStore(db, replaceBatchRecords);
+  static async open(db: RecordDb, replaceBatchRecords = REPLACE_BATCH_RECORDS, writeSliceOps = WRITE_SLICE_OPS): Promise<AppliedStore> {
+    if (!(writeSliceOps >= 1)) throw new AppliedStoreError(`writeSliceOps ${writeSliceOps}: at least 1`);
+    const store = new AppliedStore(db, replaceBatchRecords, writeSliceOps);
     const meta = await db.get(META_KEY);
     if (meta !== undefined) {
       const { generation, point } = decodeMeta(meta);
@@ -317,17 +341,32 @@ export class AppliedStore {
     return this.scanRange(generationPrefix(generation), generationPrefix(generation + 1), visit);
   }
 
-  /** One batch: the changed records and the point they reach, atomically; synced only when asked (before the
-   *  WAL is compacted past entries whose effects it holds). */
-  async write(ops: readonly RecordOp[], point: AppliedPoint, sync = false): Promise<void> {
+  /**
+   * One batch: the changed records and the point they reach, atomically; synced only when asked (before the
+   * WAL is compacted past entries whose effects it holds). The ops are fed to one chained batch
+   * `writeSliceOps` at a time with `pause()` between slices, and only then is it written: one commit, so a
+   * crash while it is fed loses it whole and the meta record never covers records that are not there. The
+   * caller writes one batch at a time (write-behind.ts): a replace or swap never runs while one is fed.
+   */
+  async write(ops: readonly RecordOp[], point: AppliedPoint, sync = false, pause: Pause = noPause): Promise<void> {
     if (this.pointValue === null) throw new AppliedStoreError('write() before the store holds a state: replace() first');
-    const batch: Parameters<RecordDb['batch']>[0] = [];
-    for (const op of ops) {
-      const key = withPrefix(this.prefix, op.key);
-      batch.push(op.value === null ? { type: 'del', key } : { type: 'put', key, value: op.value });
+    const prefix = this.prefix;
+    const generation = this.generation;
+    const batch = this.db.batch();
+    try {
+      for (let at = 0; at < ops.length; at++) {
+        if (at > 0 && at % this.writeSliceOps === 0) await pause();
+        const op = ops[at]!;
+        const key = withPrefix(prefix, op.key);
+        if (op.value === null) batch.del(key);
+        else batch.put(key, op.value);
+      }
+      batch.put(META_KEY, encodeMeta(generation, point));
+    } catch (err) {
+      await batch.close().catch(() => {}); // nothing of it was written
+      throw err;
     }
-    batch.push({ type: 'put', key: META_KEY, value: encodeMeta(this.generation, point) });
-    await this.db.batch(batch, { sync });
+    await batch.write({ sync });
     this.pointValue = point;
   }
 
@@ -419,7 +458,7 @@ export class IncomingGeneration {
    *  swap's synced batch comes after them all. */
   async put(rows: readonly (readonly [Uint8Array, Uint8Array])[]): Promise<void> {
     for (let at = 0; at < rows.length; at += this.batchRecords) {
-      const batch: Parameters<RecordDb['batch']>[0] = [];
+      const batch: DbOp[] = [];
       for (const [key, value] of rows.slice(at, at + this.batchRecords))
         batch.push({ type: 'put', key: withPrefix(this.prefix, key), value });
       this.touched = true;

@@ -36,6 +36,10 @@ export class WriteBehind {
   /** The index the last batch taken reaches. */
   private takenIndex: number;
 
+  /** Between two slices of a batch being fed to LevelDB: the loop runs what queued meanwhile (applies,
+   *  messages, timers), so a batch of tens of thousands of changes never holds it for long. */
+  private readonly pause = (): Promise<void> => new Promise((resolve) => this.scheduler.soon(resolve));
+
   constructor(
     private readonly store: AppliedStore,
     private readonly source: ChangeSource,
@@ -70,7 +74,7 @@ export class WriteBehind {
     // The changes are taken now, at the current applied index, whatever applies while earlier writes finish.
     const { ops, point } = this.source.take();
     this.takenIndex = point.index;
-    const write = this.tail.then(() => this.store.write(ops, point, sync));
+    const write = this.tail.then(() => this.store.write(ops, point, sync, this.pause));
     this.tail = write.then(
       () => {},
       (err: unknown) => {

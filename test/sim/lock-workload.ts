@@ -44,6 +44,9 @@ const SIM_WRITE_BEHIND_MS = 40;
 const SIM_WRITE_BEHIND_CHANGES = 64;
 /** Records per batch of a new generation (a snapshot installed): few, so a swap takes several batches. */
 const SIM_REPLACE_BATCH_RECORDS = 16;
+/** Ops a write-behind batch feeds between yields: few, so a batch is often fed over several events and a
+ *  crash lands while it is fed (it must lose it whole). */
+const SIM_WRITE_SLICE_OPS = 8;
 
 /** Keys or dedup records per snapshot slice in the simulator (production: SNAPSHOT_SLICE_ITEMS): the
  *  simulator's few keys then take several slices, with entries applied in between, so the copy-on-write
@@ -85,7 +88,7 @@ export class LockReplica implements SimStateMachine {
       db === null || wl.module.records === undefined
         ? null
         : new LockStateStore<LockMachineLike>(
-            () => AppliedStore.open(db.forIncarnation(incarnationTimers), SIM_REPLACE_BATCH_RECORDS),
+            () => AppliedStore.open(db.forIncarnation(incarnationTimers), SIM_REPLACE_BATCH_RECORDS, SIM_WRITE_SLICE_OPS),
             {
               soon: (fn) => incarnationTimers()?.soon(fn),
               after: (ms, fn) => incarnationTimers()?.after(ms, fn) ?? { cancel: () => {} },

@@ -1,12 +1,20 @@
 // One simulated server's applied-store LevelDB (src/state runs on it as it runs on classic-level in
 // production): memory-level underneath — it survives the node's crashes, like a disk — with a crash model on
 // top. A batch takes a seeded disk latency on the node's own timers and then lands whole (LevelDB's batch is
-// atomic); a crash before it lands loses it whole (the timers of a dead incarnation never fire). Reads see
-// what has landed. Every landed batch that moves the meta record reports the point it reaches, so the
+// atomic); a crash before it lands loses it whole (the timers of a dead incarnation never fire). A chained
+// batch (fed op by op, the store yielding between slices) is nothing until its write(), which lands the same
+// way: a crash while it is fed loses it whole. Reads see what has landed. Every landed batch that moves the meta record reports the point it reaches, so the
 // simulator can check that the store only ever holds committed entries' effects, and that the log is never
 // compacted past what the store holds.
 import { MemoryLevel } from 'memory-level';
-import { META_KEY, decodeMeta, generationPrefix, type AppliedPoint, type RecordDb } from '../../src/state/applied-store.js';
+import {
+  META_KEY,
+  decodeMeta,
+  generationPrefix,
+  type AppliedPoint,
+  type RecordBatch,
+  type RecordDb,
+} from '../../src/state/applied-store.js';
 import type { Scheduler } from '../../src/raft/env.js';
 import type { SimRng } from './rng.js';
 
@@ -36,7 +44,7 @@ export class SimStateDb {
   forIncarnation(timers: () => Scheduler | null): RecordDb {
     return {
       get: (key) => this.get(key),
-      batch: (ops) => this.batch(ops, timers),
+      batch: ((ops?: Op[]) => (ops === undefined ? this.chained(timers) : this.batch(ops, timers))) as RecordDb['batch'],
       iterator: (options) => this.iterator(options),
       clear: (options) => this.clear(options, timers),
       close: () => this.close(),
@@ -53,6 +61,36 @@ export class SimStateDb {
       await this.db.batch(copy);
       for (const op of copy) if (op.type === 'put' && isMeta(op.key)) this.noteMeta(op.value);
     });
+  }
+
+  /** Ops kept (copied, as classic-level copies them into its native batch) until write() lands them as one
+   *  batch; a batch written or closed takes no more. */
+  private chained(timers: () => Scheduler | null): RecordBatch {
+    const ops: Op[] = [];
+    let open = true;
+    const assertOpen = () => {
+      if (!open) throw new Error('the chained batch was written or closed');
+    };
+    return {
+      put: (key, value) => {
+        assertOpen();
+        ops.push({ type: 'put', key: key.slice(), value: value.slice() });
+      },
+      del: (key) => {
+        assertOpen();
+        ops.push({ type: 'del', key: key.slice() });
+      },
+      write: () => {
+        assertOpen();
+        open = false;
+        return this.batch(ops, timers);
+      },
+      close: () => {
+        open = false;
+        ops.length = 0;
+        return Promise.resolve();
+      },
+    };
   }
 
   private iterator(options: { gte?: Uint8Array; lt?: Uint8Array }) {

@@ -1,8 +1,9 @@
 // A LevelDB for tests with a crash model: memory-level underneath, and every batch recorded, so a test can
 // "crash" after any number of batches and reopen a store that has exactly the batches before that point —
-// a batch is all or nothing (LevelDB's own guarantee), and nothing after a crash survives.
+// a batch is all or nothing (LevelDB's own guarantee), and nothing after a crash survives. A chained batch is
+// recorded (and visible) only when written, whole: a crash while it is fed leaves nothing of it.
 import { MemoryLevel } from 'memory-level';
-import type { RecordDb } from '../../../src/state/applied-store.js';
+import type { RecordBatch, RecordDb } from '../../../src/state/applied-store.js';
 
 type Op = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
 type Logged = { kind: 'batch'; ops: Op[] } | { kind: 'clear'; gte?: Uint8Array; lt?: Uint8Array };
@@ -18,10 +19,44 @@ export class CrashDb implements RecordDb {
   get(key: Uint8Array): Promise<Uint8Array | undefined> {
     return this.db.get(key);
   }
-  async batch(ops: Op[], options?: { sync?: boolean }): Promise<void> {
-    this.log.push({ kind: 'batch', ops: ops.map((op) => ({ ...op })) });
+  batch(ops: Op[], options?: { sync?: boolean }): Promise<void>;
+  batch(): RecordBatch;
+  batch(ops?: Op[], options?: { sync?: boolean }): Promise<void> | RecordBatch {
+    if (ops === undefined) return this.chained();
     void options; // memory-level has no sync: every batch it finished survives this model's crash
+    return this.arrayBatch(ops);
+  }
+  private async arrayBatch(ops: Op[]): Promise<void> {
+    this.log.push({ kind: 'batch', ops: ops.map((op) => ({ ...op })) });
     await this.db.batch(ops);
+  }
+  /** Ops copied as they come (classic-level copies them into its native batch), written as one batch. */
+  protected chained(): RecordBatch {
+    const ops: Op[] = [];
+    let open = true;
+    const assertOpen = () => {
+      if (!open) throw new Error('the chained batch was written or closed');
+    };
+    return {
+      put: (key, value) => {
+        assertOpen();
+        ops.push({ type: 'put', key: key.slice(), value: value.slice() });
+      },
+      del: (key) => {
+        assertOpen();
+        ops.push({ type: 'del', key: key.slice() });
+      },
+      write: () => {
+        assertOpen();
+        open = false;
+        return this.arrayBatch(ops);
+      },
+      close: () => {
+        open = false;
+        ops.length = 0;
+        return Promise.resolve();
+      },
+    };
   }
   iterator(options: { gte?: Uint8Array; lt?: Uint8Array }) {
     return this.db.iterator(options);
