@@ -24,6 +24,7 @@ import type * as raftpb from './raft.js';
 import {
   bytesFromWire,
   bytesToWire,
+  requireBytes,
   CodecError,
   countFromWire,
   countToWire,
@@ -70,7 +71,30 @@ function entryFromWire(value: unknown, path: string): Entry {
   // Index 0 and term 0 belong to the bootstrap snapshot only; no real entry has them.
   if (index === 0) throw new CodecError(`${path}.index`, 'log entries start at index 1');
   if (term === 0) throw new CodecError(`${path}.term`, 'log entries have a term of at least 1');
-  return { index, term, kind, data: bytesFromWire(w['data'], `${path}.data`) };
+  // The data is still a view into the received message here: ownEntryData copies it out.
+  return { index, term, kind, data: requireBytes(w['data'], `${path}.data`) };
+}
+
+/**
+ * Copies the entries' data of one received message into ONE new ArrayBuffer and hands each entry a view of
+ * its bytes. The decoded Buffers are views into the whole received gRPC message, and the core may keep an
+ * entry for a long time (the unstable log, a follower's catch-up tail), which must not pin the message; one
+ * ArrayBuffer per entry instead was a backing store outside the heap per entry above 64 bytes — a follower's
+ * burst of thousands of entries spent 300 ms allocating them, and each is more work for the GC. The slab
+ * holds only the entries' bytes and lives as long as its longest-kept entry. Entry data is a view from here
+ * on (as WAL replay's is): no reader may assume it starts at byte 0 of its buffer.
+ */
+function ownEntryData(entries: Entry[]): void {
+  let total = 0;
+  for (const e of entries) total += e.data.length;
+  const slab = new Uint8Array(total);
+  let at = 0;
+  for (const e of entries) {
+    const length = e.data.length;
+    slab.set(e.data, at);
+    e.data = slab.subarray(at, at + length);
+    at += length;
+  }
 }
 
 function snapshotMetaToWire(meta: SnapshotMeta, path: string): raftpb.SnapshotMeta {
@@ -183,6 +207,7 @@ const CODECS = {
       const rawEntries = w['entries'];
       if (!Array.isArray(rawEntries)) throw new CodecError(`${p}.entries`, `expected a list, got ${describe(rawEntries)}`);
       const entries = rawEntries.map((e, i) => entryFromWire(e, `${p}.entries[${i}]`));
+      ownEntryData(entries);
       // The core appends these as one contiguous run after prevLogIndex; a gap or a term going backwards
       // would break the Log Matching Property (Raft §5.3), so such a message is refused whole.
       let expectedIndex = prevLogIndex + 1;

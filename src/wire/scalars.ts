@@ -117,10 +117,16 @@ export function requireBool(value: unknown, path: string): boolean {
 }
 
 /** Bytes from the wire, copied into a plain Uint8Array: the decoded Buffer is a view into the whole
- *  received message, and the core may keep an entry for a long time (unstable log, snapshots). */
+ *  received message, and what it is kept in may live long (a snapshot chunk being written). Many values of
+ *  one message are copied together instead (raft-codec.ts ownEntryData). */
 export function bytesFromWire(value: unknown, path: string): Uint8Array {
+  return new Uint8Array(requireBytes(value, path));
+}
+
+/** Bytes from the wire, not copied: still a view into the received message, for a caller that copies it. */
+export function requireBytes(value: unknown, path: string): Uint8Array {
   if (!(value instanceof Uint8Array)) throw new CodecError(path, `expected bytes, got ${describe(value)}`);
-  return new Uint8Array(value);
+  return value;
 }
 
 /** Bytes to the wire: a Buffer view over the same memory (no copy; the serializer copies once). */
