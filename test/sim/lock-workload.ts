@@ -417,6 +417,18 @@ export class LockWorkload implements SimWorkload<LockReplica> {
         this.sim.crash(node.idx, `armed: the moment the applied store's swap to ${point.index}/t${point.term} landed`);
         this.sim.schedule(1 + swapRng.float() * 30, { kind: 'restart', node: node.idx, inc: n.incarnation });
       };
+      // Now and then the node dies while a write-behind batch is being fed, between two slices (the store
+      // yields to the loop between them): the batch must be lost whole. One committed per slice leaves the
+      // store's records ahead of its meta record, and the digest where the store opens says so.
+      const feedRng = SimRng.derive(this.sim.seed, `state-db-feed:${node.id}`);
+      db.onFeed = (opsBefore) => {
+        if (opsBefore === 0 || opsBefore % SIM_WRITE_SLICE_OPS !== 0) return; // the first op after a pause
+        const n = this.sim.nodes[node.idx]!;
+        if (this.sim.phase !== 'faults' || !n.up || feedRng.float() >= 0.01) return;
+        this.sim.stats.armedCrashes++;
+        this.sim.crash(node.idx, `armed: an applied-store batch being fed, ${opsBefore} ops in`);
+        this.sim.schedule(1 + feedRng.float() * 30, { kind: 'restart', node: node.idx, inc: n.incarnation });
+      };
       this.stateDbs.set(node.idx, db);
     }
     return db;

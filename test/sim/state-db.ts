@@ -32,6 +32,10 @@ export class SimStateDb {
   onLanded: (point: AppliedPoint) => void = () => {};
   /** Told when a landed meta record moves the store to another generation (a swap: a whole new state). */
   onSwap: (point: AppliedPoint) => void = () => {};
+  /** Told of every op fed to a chained batch, with the ops fed since the last meta record was (the store
+   *  feeds a batch in slices over several events, the meta record last: a crash may come between them). */
+  onFeed: (opsBefore: number) => void = () => {};
+  private fedSinceMeta = 0;
   private landedGeneration: number | null = null;
 
   constructor(
@@ -42,6 +46,7 @@ export class SimStateDb {
   /** The store as one incarnation of the node sees it: its writes land on that incarnation's timers, so a
    *  crash (which kills them) loses the batches in flight. */
   forIncarnation(timers: () => Scheduler | null): RecordDb {
+    this.fedSinceMeta = 0; // a batch the last incarnation was feeding died with it
     return {
       get: (key) => this.get(key),
       batch: ((ops?: Op[]) => (ops === undefined ? this.chained(timers) : this.batch(ops, timers))) as RecordDb['batch'],
@@ -74,10 +79,13 @@ export class SimStateDb {
     return {
       put: (key, value) => {
         assertOpen();
+        this.onFeed(this.fedSinceMeta);
+        this.fedSinceMeta = isMeta(key) ? 0 : this.fedSinceMeta + 1;
         ops.push({ type: 'put', key: key.slice(), value: value.slice() });
       },
       del: (key) => {
         assertOpen();
+        this.onFeed(this.fedSinceMeta++);
         ops.push({ type: 'del', key: key.slice() });
       },
       write: () => {
@@ -88,6 +96,7 @@ export class SimStateDb {
       close: () => {
         open = false;
         ops.length = 0;
+        this.fedSinceMeta = 0;
         return Promise.resolve();
       },
     };
