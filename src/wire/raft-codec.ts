@@ -78,9 +78,9 @@ function entryFromWire(value: unknown, path: string): Entry {
 /**
  * Copies the entries' data of one received message into ONE new ArrayBuffer and hands each entry a view of
  * its bytes. The decoded Buffers are views into the whole received gRPC message, and the core may keep an
- * entry for a long time (the unstable log, a follower's catch-up tail), which must not pin the message; one
- * ArrayBuffer per entry instead was a backing store outside the heap per entry above 64 bytes — a follower's
- * burst of thousands of entries spent 300 ms allocating them, and each is more work for the GC. The slab
+ * entry for a long time (the unstable log, a follower's catch-up tail), which must not pin the message. One
+ * ArrayBuffer per entry would be a backing store outside the heap per entry above 64 bytes: a follower's
+ * burst of thousands of entries spends 300 ms allocating them, and each is more work for the GC. The slab
  * holds only the entries' bytes and lives as long as its longest-kept entry. Entry data is a view from here
  * on (as WAL replay's is): no reader may assume it starts at byte 0 of its buffer.
  */
