@@ -7,6 +7,7 @@
 // simulator can check that the store only ever holds committed entries' effects, and that the log is never
 // compacted past what the store holds.
 import { MemoryLevel } from 'memory-level';
+import { collectingBatch, type BatchOp } from './collecting-batch.js';
 import {
   META_KEY,
   decodeMeta,
@@ -18,7 +19,7 @@ import {
 import type { Scheduler } from '../../src/raft/env.js';
 import type { SimRng } from './rng.js';
 
-type Op = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
+type Op = BatchOp;
 
 function isMeta(key: Uint8Array): boolean {
   return key.length === META_KEY.length && key[0] === META_KEY[0] && key[1] === META_KEY[1];
@@ -68,38 +69,15 @@ export class SimStateDb {
     });
   }
 
-  /** Ops kept (copied, as classic-level copies them into its native batch) until write() lands them as one
-   *  batch; a batch written or closed takes no more. */
+  /** A chained batch landing as one batch at write(); each op taken counts toward the crash-while-fed arm. */
   private chained(timers: () => Scheduler | null): RecordBatch {
-    const ops: Op[] = [];
-    let open = true;
-    const assertOpen = () => {
-      if (!open) throw new Error('the chained batch was written or closed');
-    };
-    return {
-      put: (key, value) => {
-        assertOpen();
+    return collectingBatch((ops) => this.batch(ops, timers), {
+      onOp: (op) => {
         this.onFeed(this.fedSinceMeta);
-        this.fedSinceMeta = isMeta(key) ? 0 : this.fedSinceMeta + 1;
-        ops.push({ type: 'put', key: key.slice(), value: value.slice() });
+        this.fedSinceMeta = op.type === 'put' && isMeta(op.key) ? 0 : this.fedSinceMeta + 1;
       },
-      del: (key) => {
-        assertOpen();
-        this.onFeed(this.fedSinceMeta++);
-        ops.push({ type: 'del', key: key.slice() });
-      },
-      write: () => {
-        assertOpen();
-        open = false;
-        return this.batch(ops, timers);
-      },
-      close: () => {
-        open = false;
-        ops.length = 0;
-        this.fedSinceMeta = 0;
-        return Promise.resolve();
-      },
-    };
+      onClose: () => (this.fedSinceMeta = 0),
+    });
   }
 
   private iterator(options: { gte?: Uint8Array; lt?: Uint8Array }) {

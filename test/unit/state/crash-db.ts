@@ -4,8 +4,9 @@
 // recorded (and visible) only when written, whole: a crash while it is fed leaves nothing of it.
 import { MemoryLevel } from 'memory-level';
 import type { RecordBatch, RecordDb } from '../../../src/state/applied-store.js';
+import { collectingBatch, type BatchOp } from '../../sim/collecting-batch.js';
 
-type Op = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
+type Op = BatchOp;
 type Logged = { kind: 'batch'; ops: Op[] } | { kind: 'clear'; gte?: Uint8Array; lt?: Uint8Array };
 
 function memory(): MemoryLevel<Uint8Array, Uint8Array> {
@@ -30,33 +31,9 @@ export class CrashDb implements RecordDb {
     this.log.push({ kind: 'batch', ops: ops.map((op) => ({ ...op })) });
     await this.db.batch(ops);
   }
-  /** Ops copied as they come (classic-level copies them into its native batch), written as one batch. */
+  /** A chained batch written as one array batch (collecting-batch.ts). */
   protected chained(): RecordBatch {
-    const ops: Op[] = [];
-    let open = true;
-    const assertOpen = () => {
-      if (!open) throw new Error('the chained batch was written or closed');
-    };
-    return {
-      put: (key, value) => {
-        assertOpen();
-        ops.push({ type: 'put', key: key.slice(), value: value.slice() });
-      },
-      del: (key) => {
-        assertOpen();
-        ops.push({ type: 'del', key: key.slice() });
-      },
-      write: () => {
-        assertOpen();
-        open = false;
-        return this.arrayBatch(ops);
-      },
-      close: () => {
-        open = false;
-        ops.length = 0;
-        return Promise.resolve();
-      },
-    };
+    return collectingBatch((ops) => this.arrayBatch(ops));
   }
   iterator(options: { gte?: Uint8Array; lt?: Uint8Array }) {
     return this.db.iterator(options);
