@@ -3,12 +3,11 @@
 // compared with the same load without the save (its p99, elections). Later, once the cluster is done with, every
 // data dir is rebuilt from the file with `snapshot restore` and the restored cluster must serve a sample of the
 // held keys with the owner and token they had.
-import { spawn } from 'node:child_process';
 import { renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { GetResponse } from '../../src/wire/lock.js';
-import { MAIN_JS } from '../../test/integration/harness.js';
+import { runCli } from '../../test/integration/harness.js';
 import type { LeaseholdCluster } from './leasehold-system.js';
 import { runLoop, type LoopSpec } from './loop.js';
 import type { RunRow } from './types.js';
@@ -51,21 +50,9 @@ interface CliRun {
   stderr: string;
 }
 
-/** The CLI run to its end (async: the cluster's processes keep their share of the cores meanwhile). */
-function cli(args: string[], cwd: string): Promise<CliRun> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN_JS, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10 * 60_000);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+/** A `snapshot` command may take minutes at a million locks. */
+const CLI_TIMEOUT_MS = 10 * 60_000;
+const cli = (args: string[], cwd: string): Promise<CliRun> => runCli(args, cwd, CLI_TIMEOUT_MS);
 
 function ok(what: string, r: CliRun): CliRun {
   if (r.code !== 0) throw new Error(`held-scale: ${what} exited ${String(r.code)}: ${r.stderr.trim()}`);

@@ -2,28 +2,13 @@
 // node while it serves, `snapshot status` reads the file, and `snapshot restore` builds each node's data dir of
 // a new cluster with the same ids and addresses, which then serves every lock with its token. A damaged file
 // and a non-empty data dir are refused, changing nothing.
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AcquireResponse, GetResponse } from '../../src/wire/lock.js';
-import { MAIN_JS, TestCluster, waitFor } from './harness.js';
+import { TestCluster, runCli, waitFor } from './harness.js';
 
-/** Runs the CLI to its end (async, so the cluster's processes keep their share of the cores). */
-function cli(args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN_JS, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const cli = (args: string[], cwd: string) => runCli(args, cwd);
 
 describe('leasehold snapshot save | status | restore', () => {
   let c: TestCluster;

@@ -294,6 +294,23 @@ export class TestCluster {
   }
 }
 
+/** Runs the CLI to its end (async, so a cluster's processes keep their share of the cores meanwhile); killed
+ *  after `timeoutMs`. */
+export function runCli(args: string[], cwd: string, timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [MAIN_JS, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      done({ code, stdout, stderr });
+    });
+  });
+}
+
 export function isCode(err: unknown, code: grpc.status): boolean {
   return err instanceof RpcError && err.code === code;
 }
