@@ -37,7 +37,7 @@ import type { ProgressView } from '../raft/core/progress.js';
 import type { NodeEnv, TimerHandle } from '../raft/env.js';
 import { NodeStoppedError, NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from '../raft/errors.js';
 import type { NodeLogger } from '../raft/logger.js';
-import { isDetached } from '../transport/call-end.js';
+import { isDetached, type CallSignal } from '../transport/call-end.js';
 
 /** The call found no leader here to serve it: this node is not the leader (`leaderId` names the one it
  *  knows), is still starting its term or shutting down, lost the leadership, or no quorum confirmed the
@@ -242,7 +242,7 @@ export class LockService {
 
   // ------------------------------------------------------------------ client operations (leader only)
 
-  acquire(req: ValidAcquire, timeoutMs: number, signal?: AbortSignal): Promise<AcquireResult> {
+  acquire(req: ValidAcquire, timeoutMs: number, signal?: CallSignal): Promise<AcquireResult> {
     return this.call({ op: 'acquire', req }, timeoutMs, signal) as Promise<AcquireResult>;
   }
 
@@ -276,7 +276,7 @@ export class LockService {
     return this.call({ op: 'get', key }, timeoutMs) as Promise<LockView>;
   }
 
-  private call(request: ClientRequest, timeoutMs: number, signal?: AbortSignal): Promise<ClientAnswer> {
+  private call(request: ClientRequest, timeoutMs: number, signal?: CallSignal): Promise<ClientAnswer> {
     if (this.closed) return Promise.reject(new LeaderUnavailableError(SHUTTING_DOWN));
     const callId = this.nextCallId++;
     return new Promise<ClientAnswer>((resolve, reject) => {

@@ -9,6 +9,12 @@
 //   a lost connection, so it counts as the latter). The waiter keeps its place: under a session while the
 //   session lives, without one for a grace.
 
+import type { CallSignal } from '../wire/call-signal.js';
+
+// The signal a lock call is served with (src/wire/call-signal.ts), named here for the lock service, which
+// may import how a call ended but not the wire module.
+export type { CallSignal };
+
 export class CallCancelled extends Error {
   constructor() {
     super('cancelled by the caller');
@@ -37,6 +43,6 @@ export function endReason(reason: unknown): CallCancelled | CallDetached {
 
 /** Whether an aborted call's signal says its connection broke (reason CallDetached). A plain abort() is a
  *  cancel: the lock simulation's clients cancel that way. */
-export function isDetached(signal: AbortSignal): boolean {
+export function isDetached(signal: CallSignal): boolean {
   return signal.aborted && signal.reason instanceof CallDetached;
 }

@@ -7,12 +7,13 @@
 //   connection broke, which is no cancel (a waiter keeps its place for the client's retry);
 // - a call_id already in flight, or one call too many, is refused without touching the one in flight.
 
+import { CallAbort, type CallSignal } from '../wire/call-signal.js';
 import { CANCELLED, DETACHED } from './call-end.js';
 
-export type MuxStart = { signal: AbortSignal } | { refused: 'duplicate' | 'full' | 'closed' };
+export type MuxStart = { signal: CallSignal } | { refused: 'duplicate' | 'full' | 'closed' };
 
 export class CallMux<A> {
-  private readonly inFlight = new Map<string, AbortController>();
+  private readonly inFlight = new Map<string, CallAbort>();
   private open = true;
 
   constructor(
@@ -34,14 +35,14 @@ export class CallMux<A> {
     if (!this.open) return { refused: 'closed' };
     if (this.inFlight.has(id)) return { refused: 'duplicate' };
     if (this.inFlight.size >= this.maxInFlight) return { refused: 'full' };
-    const abort = new AbortController();
+    const abort = new CallAbort();
     this.inFlight.set(id, abort);
-    return { signal: abort.signal };
+    return { signal: abort };
   }
 
   /** Call `id` (served with `signal`) is answered: written if it is still in flight; true if it was. */
-  finish(id: string, signal: AbortSignal, answer: A): boolean {
-    if (this.inFlight.get(id)?.signal !== signal) return false; // cancelled, or the stream went away
+  finish(id: string, signal: CallSignal, answer: A): boolean {
+    if (this.inFlight.get(id) !== signal) return false; // cancelled, or the stream went away
     this.inFlight.delete(id);
     if (this.open) this.write(answer);
     return true;

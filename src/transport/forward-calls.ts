@@ -12,6 +12,7 @@
 import { mark } from '../trace/stages.js';
 import { CallerMux, type MuxStream, type MuxTimers } from '../wire/caller-mux.js';
 import type { LockCallName } from '../wire/lock.js';
+import type { CallSignal } from '../wire/call-signal.js';
 
 /** gRPC status codes used here (the module has no gRPC in it). */
 const OK = 0;
@@ -79,7 +80,7 @@ export class ForwardCalls<P = unknown> {
     return this.mux.inFlight;
   }
 
-  call(method: LockCallName, request: unknown, timeoutMs: number, signal?: AbortSignal): Promise<ForwardedReply<P>> {
+  call(method: LockCallName, request: unknown, timeoutMs: number, signal?: CallSignal): Promise<ForwardedReply<P>> {
     if (this.closed) return Promise.resolve(unavailable(`the link to leader ${this.leaderId} is closed`));
     return this.mux.call({
       message: (callId) => {

@@ -8,13 +8,14 @@ import { mark } from '../trace/stages.js';
 import { CallMux } from './call-mux.js';
 import type { PeerAdmission } from './peer-admission.js';
 import type { WireInput } from '../wire/scalars.js';
+import type { CallSignal } from '../wire/call-signal.js';
 import type { ForwardedAnswer, ForwardedCall } from '../wire/raft.js';
 
 /** Serves one lock call a follower forwarded to us (the client API behind it); resolves with the answer. */
 export type ForwardedCallHandler = (
   call: ForwardedCall,
   peer: { certificate: PeerCertificate | undefined; remote: string },
-  signal: AbortSignal,
+  signal: CallSignal,
 ) => Promise<WireInput<ForwardedAnswer>>;
 
 export interface ForwardStreamContext {

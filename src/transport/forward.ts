@@ -7,6 +7,7 @@
 // This file is the gRPC glue; the multiplexing and its failure rules are forward-calls.ts's.
 import * as grpc from '@grpc/grpc-js';
 import type { WireInput } from '../wire/scalars.js';
+import type { CallSignal } from '../wire/call-signal.js';
 import type { LockCallName } from '../wire/lock.js';
 import type { ForwardedAnswer, ForwardedCall, RaftStub } from '../wire/raft.js';
 import type { MuxStream } from '../wire/caller-mux.js';
@@ -65,7 +66,7 @@ export class ForwardStream {
     return this.calls.inFlight;
   }
 
-  call(method: LockCallName, request: unknown, timeoutMs: number, signal?: AbortSignal): Promise<ForwardedReply> {
+  call(method: LockCallName, request: unknown, timeoutMs: number, signal?: CallSignal): Promise<ForwardedReply> {
     return this.calls.call(method, request, timeoutMs, signal);
   }
 

@@ -12,6 +12,8 @@
 // - a stream that breaks fails every call in flight at once (their outcome is unknown: the caller retries
 //   with the same request_id, and dedup answers the first outcome), and the next call opens a new stream.
 
+import type { CallSignal } from './call-signal.js';
+
 /** An open stream: write messages on it, or give up on it (no answer of it is delivered any more). */
 export interface MuxStream<M> {
   write(message: M): void;
@@ -30,7 +32,7 @@ export interface MuxCall<M, A, R> {
   /** The message that carries the call under `callId`. */
   message(callId: string): M;
   /** The caller's signal: its abort ends the call with `cancelled` and sends a cancel. */
-  signal?: AbortSignal | undefined;
+  signal?: CallSignal | undefined;
   /** After this long the call ends with `timedOut()`. */
   limitMs: number;
   timedOut(): R;

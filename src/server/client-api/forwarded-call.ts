@@ -6,6 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { PeerCertificate } from 'node:tls';
 import { certificateCommonName } from '../../transport/peer-auth.js';
 import type { WireInput } from '../../wire/scalars.js';
+import type { CallSignal } from '../../wire/call-signal.js';
 import type { ForwardedAnswer, ForwardedCall } from '../../wire/raft.js';
 import { LOCK_METHOD, type LockCallHandling } from './lock-calls.js';
 
@@ -16,7 +17,7 @@ export async function handleForwarded<P>(
   calls: LockCallHandling<P>,
   wire: ForwardedCall,
   peer: { certificate: PeerCertificate | undefined; remote: string },
-  signal: AbortSignal,
+  signal: CallSignal,
   nowMs: number,
 ): Promise<WireInput<ForwardedAnswer>> {
   const name = wire.request;

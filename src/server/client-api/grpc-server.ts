@@ -16,6 +16,7 @@ import { endReason } from '../../transport/call-end.js';
 import type { ForwardStream } from '../../transport/forward.js';
 import { LOADER_OPTIONS, packageDefinition } from '../../wire/load.js';
 import type { WireInput } from '../../wire/scalars.js';
+import { CallAbort, type CallSignal } from '../../wire/call-signal.js';
 import { LEADER_METADATA, type LockHandlers, lockGrpcService } from '../../wire/lock.js';
 import { clusterGrpcService } from '../../wire/cluster.js';
 import type { ForwardedAnswer, ForwardedCall } from '../../wire/raft.js';
@@ -161,7 +162,7 @@ export class ClientApi {
   private unary(method: LockCallMethod, call: grpc.ServerUnaryCall<unknown, unknown>, cb: Reply<unknown>): void {
     const deadline = call.getDeadline();
     const deadlineMs = deadline instanceof Date ? deadline.getTime() : Number.isFinite(deadline) ? Number(deadline) : Infinity;
-    const ended = new AbortController();
+    const ended = new CallAbort();
     // grpc-js reports 'cancelled' also after a unary call has been answered (harmless: nothing listens then).
     call.on('cancelled', (reason: unknown) => ended.abort(endReason(reason)));
     const ctx: CallContext = {
@@ -169,7 +170,7 @@ export class ClientApi {
       deadlineMs,
       certificateCn: certificateCommonName(call.getAuthContext()?.sslPeerCertificate),
       remote: call.getPeer(),
-      signal: ended.signal,
+      signal: ended,
     };
     void this.calls.handle(method, call.request, ctx).then((reply) => {
       if (reply.code !== grpc.status.OK) return cb(statusError(reply.code, reply.details));
@@ -191,7 +192,7 @@ export class ClientApi {
   async serveForwarded(
     wire: ForwardedCall,
     peer: { certificate: PeerCertificate | undefined; remote: string },
-    signal: AbortSignal,
+    signal: CallSignal,
   ): Promise<WireInput<ForwardedAnswer>> {
     return handleForwarded(this.calls, wire, peer, signal, Date.now());
   }

@@ -31,6 +31,7 @@ import type { NodeLogger } from '../../raft/logger.js';
 import { CANCELLED, DETACHED, endReason } from '../../transport/call-end.js';
 import type { ForwardedReply } from '../../transport/forward-calls.js';
 import { LOCK_CALL_NAME, type LockCallName, type LockMethod } from '../../wire/lock.js';
+import { CallAbort, type CallSignal } from '../../wire/call-signal.js';
 import { mark } from '../../trace/stages.js';
 import { routeNotLeader } from './forward-once.js';
 import { LeaderUnavailableError, type LockService } from '../../lock-on-raft/lock-service.js';
@@ -68,13 +69,13 @@ export interface CallContext {
   remote: string;
   /** Aborted when the caller goes away, with CANCELLED or DETACHED as its reason (transport/call-end.ts;
    *  every transport maps its own event with endReason): the service reads it as given. */
-  signal: AbortSignal;
+  signal: CallSignal;
 }
 
 /** What serving needs of the follower's Forward stream to one leader: its call() (transport/forward.ts
  *  ForwardStream, or forward-calls.ts ForwardCalls in the simulator). */
 export interface ForwardCaller<P> {
-  call(name: LockCallName, request: unknown, timeoutMs: number, signal: AbortSignal): Promise<ForwardedReply<P>>;
+  call(name: LockCallName, request: unknown, timeoutMs: number, signal: CallSignal): Promise<ForwardedReply<P>>;
 }
 
 /** Domain results of each method, as the payload the transport sends (grpc-server.ts: the wire message). */
@@ -116,7 +117,7 @@ export interface LockCallHandlingOptions<P> extends CallAuthOptions {
   countNotLeading?: (op: string, outcome: 'not_leader' | 'unavailable', seconds: number) => void;
 }
 
-type Serve<V> = (req: V, timeoutMs: number, signal: AbortSignal) => Promise<unknown>;
+type Serve<V> = (req: V, timeoutMs: number, signal: CallSignal) => Promise<unknown>;
 
 interface Prepared<V> {
   validated: Validated<V>;
@@ -296,12 +297,12 @@ export class LockCallHandling<P> {
       const deadlineMs = Number.isFinite(ctx.deadlineMs) ? ctx.deadlineMs : this.opts.nowMs() + this.noDeadlineForwardMs();
       return this.opts.forwardUnary(method, request, leaderId, deadlineMs);
     }
-    const abort = new AbortController();
+    const abort = new CallAbort();
     const onEnd = () => this.forwardedCallEnded(endReason(ctx.signal.reason), method, request, abort);
     if (ctx.signal.aborted) onEnd();
     else ctx.signal.addEventListener('abort', onEnd, { once: true });
     const timeoutMs = Number.isFinite(ctx.deadlineMs) ? ctx.deadlineMs - this.opts.nowMs() : this.noDeadlineForwardMs();
-    const reply = await stream.call(LOCK_CALL_NAME[method as LockMethod], request, timeoutMs, abort.signal);
+    const reply = await stream.call(LOCK_CALL_NAME[method as LockMethod], request, timeoutMs, abort);
     ctx.signal.removeEventListener('abort', onEnd);
     if (reply.code !== status.OK)
       return { code: reply.code, details: `${reply.details} (forwarded to leader ${leaderId})`, response: null, leader: '' };
@@ -316,12 +317,7 @@ export class LockCallHandling<P> {
    * to the same place); one without a session is cancelled after the grace, so a retry within it finds its
    * place. The forward stream carries only `cancel`, so the rule is applied here, where the break is seen.
    */
-  private forwardedCallEnded(
-    reason: typeof CANCELLED | typeof DETACHED,
-    method: LockCallMethod,
-    request: unknown,
-    abort: AbortController,
-  ): void {
+  private forwardedCallEnded(reason: typeof CANCELLED | typeof DETACHED, method: LockCallMethod, request: unknown, abort: CallAbort): void {
     const r = request as { wait_ms?: unknown; session_id?: unknown };
     const waits = method === 'Acquire' && Number(r.wait_ms ?? 0) > 0;
     if (reason === CANCELLED || !waits) return abort.abort(CANCELLED);

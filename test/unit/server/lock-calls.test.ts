@@ -9,11 +9,12 @@ import { LockCallHandling, type AnswerEncoder, type ForwardCaller } from '../../
 import { LeaderUnavailableError, type LockService } from '../../../src/lock-on-raft/lock-service.js';
 import { CANCELLED, DETACHED } from '../../../src/transport/call-end.js';
 import type { ForwardedReply } from '../../../src/transport/forward-calls.js';
+import type { CallSignal } from '../../../src/wire/call-signal.js';
 
 interface Forwarded {
   name: string;
   timeoutMs: number;
-  signal: AbortSignal;
+  signal: CallSignal;
   answer(reply: ForwardedReply<string>): void;
 }
 
