@@ -12,7 +12,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Message, NodeId } from '../raft/core/types.js';
 import { mark } from '../trace/stages.js';
-import { batchToWire, messageToWire } from '../wire/raft-codec.js';
+import { encodeRaftFrame } from '../wire/raft-encode.js';
 import { ForwardStream } from './forward.js';
 import { probeGone } from './peer-probe.js';
 import { type RaftStub, raftGrpcService } from '../wire/raft.js';
@@ -276,18 +276,12 @@ export class PeerLink {
     const level = this.opts.clusterLevel ?? NO_LEVEL_ANNOUNCED;
     const batches = this.batching();
     while (this.writable && this.head < this.queue.length) {
-      let wire;
-      if (batches && this.head + 1 < this.queue.length) {
-        const batch = this.takeBatch();
-        wire = batchToWire(batch, this.clusterId(), level);
-        this.messagesWritten += batch.length;
-      } else {
-        wire = messageToWire(this.queue[this.head++]!, this.clusterId(), level);
-        this.messagesWritten++;
-      }
+      const batch = batches && this.head + 1 < this.queue.length ? this.takeBatch() : [this.queue[this.head++]!];
+      const bytes = encodeRaftFrame(batch, this.clusterId(), level);
+      this.messagesWritten += batch.length;
       this.framesWritten++;
       mark('peer.write');
-      this.writable = stream.write(wire);
+      this.writable = stream.write(bytes);
     }
     this.compact();
   }

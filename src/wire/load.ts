@@ -122,14 +122,35 @@ export interface Service<C extends grpc.Client, H extends grpc.UntypedServiceImp
   definition(): grpc.ServiceDefinition<H>;
 }
 
-export function protoService<C extends grpc.Client, H extends grpc.UntypedServiceImplementation>(fullName: string): Service<C, H> {
+/** A method's own serializer and deserializer in place of protobufjs's (raft.ts: the Raft stream's
+ *  hand-written codec). `ownStrictDecoder` tells the strict request decoder (server/client-api/strict-decode.ts)
+ *  that the deserializer already refuses what it would: it is not walked twice. */
+export interface MethodCodec<Req> {
+  requestSerialize(value: Req): Buffer;
+  requestDeserialize(bytes: Buffer): unknown;
+  ownStrictDecoder: true;
+}
+
+export function protoService<C extends grpc.Client, H extends grpc.UntypedServiceImplementation>(
+  fullName: string,
+  codecs: Readonly<Record<string, MethodCodec<never>>> = {},
+): Service<C, H> {
   let made: ClientConstructor<C, H> | undefined;
   const constructor = (): ClientConstructor<C, H> => {
     if (made === undefined) {
       const def = packageDefinition()[fullName];
       if (def === undefined || 'format' in def) throw new Error(`leasehold: ${fullName} is not a service in proto/`);
+      const methods: Record<string, object> = { ...(def as Record<string, object>) };
+      for (const [name, codec] of Object.entries(codecs)) {
+        const method = methods[name];
+        if (method === undefined) throw new Error(`leasehold: ${fullName} has no method ${name}`);
+        methods[name] = { ...method, ...codec };
+      }
       const shortName = fullName.slice(fullName.lastIndexOf('.') + 1);
-      made = grpc.makeGenericClientConstructor(def as unknown as grpc.ServiceDefinition, shortName) as unknown as ClientConstructor<C, H>;
+      made = grpc.makeGenericClientConstructor(methods as unknown as grpc.ServiceDefinition, shortName) as unknown as ClientConstructor<
+        C,
+        H
+      >;
     }
     return made;
   };

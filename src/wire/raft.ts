@@ -2,7 +2,10 @@
 // named as in the .proto, and the service's client and handler types. Many of these names are the core's
 // too (src/raft/core/types.ts: Entry, AppendEntries, ...): a file that needs both imports this one as a
 // namespace, `import type * as raftpb from '../wire/raft.js'`, as etcd writes raftpb.Message.
-// raft-codec.ts converts between the two.
+// The Stream method's RaftMessages never take the shapes below in a node: they travel as bytes that the
+// hand-written codec writes (raft-encode.ts) and reads (raft-decode.ts) straight from and to the core's
+// messages. The shapes are what protobufjs makes of them: the tests check them against the .proto and
+// cross-check the codec with them.
 import type * as grpc from '@grpc/grpc-js';
 import type {
   AcquireRequest,
@@ -21,8 +24,9 @@ import type {
   RenewSessionRequest,
   RenewSessionResponse,
 } from './lock.js';
-import { protoService, type ClientStreamingMethod } from './load.js';
-import type { WireInput, WireLong } from './scalars.js';
+import { protoService, type ClientStreamingMethod, type MethodCodec } from './load.js';
+import { decodeRaftFrame, type RaftFrame } from './raft-decode.js';
+import { CodecError, type WireInput, type WireLong } from './scalars.js';
 
 export const ENTRY_KINDS = ['ENTRY_KIND_UNSPECIFIED', 'ENTRY_KIND_NORMAL', 'ENTRY_KIND_NOOP', 'ENTRY_KIND_CONFIG'] as const;
 export type EntryKind = (typeof ENTRY_KINDS)[number];
@@ -131,7 +135,7 @@ export interface RaftMessageHeader {
   cluster_id: string;
   /** The highest cluster level the sender's build reads; 0 (absent) from a build before the gate. */
   cluster_level?: number;
-  /** Further messages to the same peer, in order (raft-codec.ts batchToWire); absent or empty for one. */
+  /** Further messages to the same peer, in order; absent or empty for one. */
   batch?: RaftMessage[];
 }
 
@@ -175,18 +179,41 @@ export interface ForwardedAnswer {
   close_session?: CloseSessionResponse;
 }
 
+/** What the Raft stream's deserializer hands the handler for bytes it refuses (the strict decoder's marker
+ *  shape, server/client-api/strict-decode.ts InvalidRequest): the reason, naming the field. */
+export interface InvalidRaftFrame {
+  __invalid: string;
+}
+
+/** Raft/Stream's codec: the client writes the bytes encodeRaftFrame made; the server's handler gets each
+ *  gRPC message decoded (raft-decode.ts), or the reason it was refused. */
+export const RAFT_STREAM_CODEC: MethodCodec<Uint8Array> = {
+  requestSerialize: (bytes) => (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)),
+  requestDeserialize: (bytes): RaftFrame | InvalidRaftFrame => {
+    try {
+      return decodeRaftFrame(bytes);
+    } catch (err) {
+      // gRPC would answer a throwing deserializer INTERNAL; a bad peer message is INVALID_ARGUMENT, with its field.
+      if (err instanceof CodecError) return { __invalid: err.message };
+      return { __invalid: `cannot decode (${(err as Error).message})` };
+    }
+  },
+  ownStrictDecoder: true,
+};
+
 /** The grpc-js client stub of the peer service Raft. */
 export interface RaftStub extends grpc.Client {
-  Stream: ClientStreamingMethod<RaftMessage, StreamSummary>;
-  stream: ClientStreamingMethod<RaftMessage, StreamSummary>;
+  /** Writes the bytes of one RaftMessage (raft-encode.ts encodeRaftFrame). */
+  Stream: ClientStreamingMethod<Buffer, StreamSummary>;
+  stream: ClientStreamingMethod<Buffer, StreamSummary>;
   Forward(options?: Partial<grpc.CallOptions>): grpc.ClientDuplexStream<WireInput<ForwardedCall>, ForwardedAnswer>;
 }
 
 export interface RaftHandlers extends grpc.UntypedServiceImplementation {
-  Stream: grpc.handleClientStreamingCall<RaftMessage, WireInput<StreamSummary>>;
+  Stream: grpc.handleClientStreamingCall<RaftFrame | InvalidRaftFrame, WireInput<StreamSummary>>;
   Forward: grpc.handleBidiStreamingCall<ForwardedCall, WireInput<ForwardedAnswer>>;
 }
 
 /** leasehold.v1.Raft for grpc-js: `raftGrpcService.client(address, credentials)`, `raftGrpcService.definition()`
- *  (the proto files are read on the first call of either). */
-export const raftGrpcService = protoService<RaftStub, RaftHandlers>('leasehold.v1.Raft');
+ *  (the proto files are read on the first call of either), with Stream on the hand-written codec. */
+export const raftGrpcService = protoService<RaftStub, RaftHandlers>('leasehold.v1.Raft', { Stream: RAFT_STREAM_CODEC });

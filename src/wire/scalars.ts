@@ -118,7 +118,7 @@ export function requireBool(value: unknown, path: string): boolean {
 
 /** Bytes from the wire, copied into a plain Uint8Array: the decoded Buffer is a view into the whole
  *  received message, and what it is kept in may live long (a snapshot chunk being written). Many values of
- *  one message are copied together instead (raft-codec.ts ownEntryData). */
+ *  one message are copied together instead (raft-decode.ts ownEntryData). */
 export function bytesFromWire(value: unknown, path: string): Uint8Array {
   return new Uint8Array(requireBytes(value, path));
 }

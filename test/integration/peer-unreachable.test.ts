@@ -4,7 +4,8 @@ import { EventEmitter } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeerTransport } from '../../src/transport/grpc.js';
-import { messageToWire } from '../../src/wire/raft-codec.js';
+import { encodeRaftFrame } from '../../src/wire/raft-encode.js';
+import { decodeRaftFrame } from '../../src/wire/raft-decode.js';
 import { type RaftHandlers, raftGrpcService } from '../../src/wire/raft.js';
 import type { Message, NodeId } from '../../src/raft/core/types.js';
 import type { NodeLogger } from '../../src/raft/logger.js';
@@ -22,6 +23,9 @@ const hb = (from: string, to: string, seq: number): Message => ({
   leaderCommit: 0,
   round: seq,
 });
+
+/** `m` as the Raft stream's handler gets it from the wire: encoded by the sender, decoded by the service. */
+const asReceived = (m: Message) => decodeRaftFrame(encodeRaftFrame([m], 'c1', 0));
 
 const closers: Array<() => void> = [];
 afterEach(() => {
@@ -151,12 +155,12 @@ describe('PeerTransport: what a report of a gone peer takes back', () => {
     await waitFor('a to report b unreachable', () => a.reports.length > 0, 5_000, 5);
     expect(a.transport.peerStates().get('b')).toBe(false);
     // b's last heartbeat, flushed late on the old stream: no sign of life.
-    before.emit('data', messageToWire(hb('b', 'a', 7), 'c1'));
+    before.emit('data', asReceived(hb('b', 'a', 7)));
     expect(a.transport.peerStates().get('b')).toBe(false);
     // A stream opened after the report (b restarted and dialled us): b is back.
     const after = inboundStream();
     serve(after, () => {});
-    after.emit('data', messageToWire(hb('b', 'a', 8), 'c1'));
+    after.emit('data', asReceived(hb('b', 'a', 8)));
     expect(a.transport.peerStates().get('b')).toBe(true);
     expect(a.reports).toEqual(['b']);
   });
@@ -169,10 +173,10 @@ describe('PeerTransport: what a report of a gone peer takes back', () => {
     b.server.forceShutdown(); // our stream to b breaks and a reconnect fails: reported gone
     await waitFor('a to report b unreachable', () => a.reports.length > 0, 5_000, 5);
     clock.ms += 999;
-    old.emit('data', messageToWire(hb('b', 'a', 7), 'c1'));
+    old.emit('data', asReceived(hb('b', 'a', 7)));
     expect(a.transport.peerStates().get('b')).toBe(false); // could still be a dying peer's late flush
     clock.ms += 1;
-    old.emit('data', messageToWire(hb('b', 'a', 8), 'c1'));
+    old.emit('data', asReceived(hb('b', 'a', 8)));
     expect(a.transport.peerStates().get('b')).toBe(true); // a second after the report: it is alive
     b.transport.close();
   });

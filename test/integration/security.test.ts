@@ -14,6 +14,7 @@ import { LockClient as LeaseholdClient, PermissionDeniedError } from '../../src/
 import type { AcquireResponse } from '../../src/wire/lock.js';
 import type { StatusResponse } from '../../src/wire/cluster.js';
 import { raftGrpcService } from '../../src/wire/raft.js';
+import { encodeRaftFrame } from '../../src/wire/raft-encode.js';
 import { makePki, type TestPki } from './certs.js';
 import { MAIN_JS, TestCluster, freePorts, waitFor } from './harness.js';
 import { get } from './http-get.js';
@@ -146,12 +147,25 @@ describe('TLS, mTLS, peers and owner binding (real processes)', () => {
         });
         stream.on('error', () => {});
         // "I am the leader, at term 999999": accepted, this would depose every leader at will.
-        stream.write({
-          from: leader,
-          to: target,
-          term: '999999',
-          append_entries_response: { success: false, match_index: '0', conflict_index: '0', conflict_term: '0', round: '0' },
-        });
+        stream.write(
+          encodeRaftFrame(
+            [
+              {
+                type: 'AppendEntriesResponse',
+                from: leader,
+                to: target,
+                term: 999999,
+                success: false,
+                matchIndex: 0,
+                conflictIndex: 0,
+                conflictTerm: 0,
+                round: 0,
+              },
+            ],
+            '',
+            0,
+          ),
+        );
         stream.end();
       });
     expect(await inject(peerEndpoint)).toBe('PERMISSION_DENIED');

@@ -183,8 +183,9 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   const server = new grpc.Server(serverOptions);
   // With peerAddress the Raft service is served only there, and `address` serves clients only.
   const peerServer = self.peerAddress ? new grpc.Server(serverOptions) : server;
-  // The peer stream sits behind the same strict decoder as the client services (no silently wrapped
-  // varints or replaced UTF-8 in a Raft message either).
+  // The peer service decodes as strictly as the client services (no silently wrapped varints or replaced
+  // UTF-8 in a Raft message either): Forward behind the strict decoder, Stream by its own hand-written
+  // decoder (wire/raft-decode.ts), which refuses the same and is not walked twice.
   peerServer.addService(
     strictRequestDeserializers(raftGrpcService.definition(), descriptorRegistry(packageDefinition())),
     transport.handlers((m: Message) => node?.receive(m)),

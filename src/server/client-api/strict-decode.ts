@@ -258,11 +258,16 @@ export function invalidReason(request: unknown): string | undefined {
 }
 
 /** A copy of `service` whose request deserializers refuse unknown fields, wrong wire types, overflowing
- *  varints and invalid UTF-8, at every nesting level. */
+ *  varints and invalid UTF-8, at every nesting level (methods with their own strict decoder as they are). */
 export function strictRequestDeserializers<S extends grpc.ServiceDefinition>(service: S, registry: DescriptorRegistry): S {
   const out: Record<string, unknown> = {};
   for (const [name, method] of Object.entries(service)) {
-    const def = method as grpc.MethodDefinition<unknown, unknown> & { requestType?: { type?: MessageDescriptor } };
+    const def = method as grpc.MethodDefinition<unknown, unknown> & { requestType?: { type?: MessageDescriptor }; ownStrictDecoder?: true };
+    // A method with its own strict decoder (wire/load.ts MethodCodec: the Raft stream) is not walked twice.
+    if (def.ownStrictDecoder === true) {
+      out[name] = def;
+      continue;
+    }
     const message: MessageDescriptor = def.requestType?.type ?? { name: 'request', field: [] };
     const original = def.requestDeserialize;
     out[name] = {

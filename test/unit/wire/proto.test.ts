@@ -7,8 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findProtoRoot, packageDefinition, protoRoot } from '../../../src/wire/load.js';
 import { lockGrpcService, type LockHandlers, WATCH_KINDS } from '../../../src/wire/lock.js';
 import { clusterGrpcService, ROLES } from '../../../src/wire/cluster.js';
-import { ENTRY_KINDS, raftGrpcService, type RaftHandlers, type RaftMessage } from '../../../src/wire/raft.js';
-import { messageFromWire, messageToWire } from '../../../src/wire/raft-codec.js';
+import { ENTRY_KINDS, raftGrpcService, type RaftHandlers } from '../../../src/wire/raft.js';
+import { encodeRaftFrame } from '../../../src/wire/raft-encode.js';
+import { ENTRY_KIND_NUMBER, RAFT_FIELD_TABLES } from '../../../src/wire/raft-fields.js';
 import { REFUSAL_REASONS } from '../../../src/lock/types.js';
 import type { Message } from '../../../src/raft/core/types.js';
 import { WIRE_SAMPLES } from './wire-samples.js';
@@ -367,6 +368,39 @@ describe('proto files and loader', () => {
     expect(fields('leasehold.v1.SnapshotChunk')).toEqual(['data=1:bytes']);
   });
 
+  it("the hand-written Raft codec's field numbers and entry kinds match raft.proto (raft-fields.ts)", () => {
+    for (const [message, table] of Object.entries(RAFT_FIELD_TABLES)) {
+      const fields = Object.fromEntries(
+        messageDescriptor(`leasehold.v1.${message}`).field.map((f) => [f.name, (f as unknown as { number: number }).number]),
+      );
+      expect(table, message).toStrictEqual(fields);
+    }
+    // Every message raft.proto's RaftMessage reaches has its table.
+    expect(Object.keys(RAFT_FIELD_TABLES).sort()).toEqual(
+      [
+        'RaftMessage',
+        'Entry',
+        'ConfState',
+        'PeerAddress',
+        'SnapshotMeta',
+        'RequestVote',
+        'RequestVoteResponse',
+        'AppendEntries',
+        'AppendEntriesResponse',
+        'InstallSnapshot',
+        'InstallSnapshotResponse',
+        'TimeoutNow',
+        'ReadIndexRequest',
+        'ReadIndexResponse',
+      ].sort(),
+    );
+    expect(Object.entries(ENTRY_KIND_NUMBER).map(([kind, n]) => [ENTRY_KINDS[n], kind])).toEqual([
+      ['ENTRY_KIND_NORMAL', 'normal'],
+      ['ENTRY_KIND_NOOP', 'noop'],
+      ['ENTRY_KIND_CONFIG', 'config'],
+    ]);
+  });
+
   it('the TypeScript enum value lists match the .proto enums, name and number', () => {
     const values = (fullName: string) => {
       const def = defs[fullName];
@@ -477,9 +511,10 @@ describe('generated clients and service definitions over a real gRPC connection'
     const raft: RaftHandlers = {
       Stream: (call, cb) => {
         let count = 0;
-        call.on('data', (w: RaftMessage) => {
-          received.push(messageFromWire(w));
-          count += 1;
+        call.on('data', (frame) => {
+          if ('__invalid' in frame) throw new Error(frame.__invalid);
+          received.push(...frame.messages);
+          count += frame.messages.length;
         });
         call.on('end', () => cb(null, { received: String(count) }));
       },
@@ -523,7 +558,7 @@ describe('generated clients and service definitions over a real gRPC connection'
     }
   });
 
-  it('Raft: a client stream delivers core messages in order through the codec', async () => {
+  it('Raft: a client stream delivers core messages in order through the hand-written codec', async () => {
     const client = raftGrpcService.client(address, grpc.credentials.createInsecure());
     const sent: Message[] = [
       { type: 'RequestVote', from: 'n1', to: 'n2', term: 3, preVote: false, lastLogIndex: 9, lastLogTerm: 2, transfer: false },
@@ -543,7 +578,8 @@ describe('generated clients and service definitions over a real gRPC connection'
     try {
       const summary = await new Promise((res, rej) => {
         const stream = client.stream((err, value) => (err ? rej(err) : res(value)));
-        for (const m of sent) stream.write(messageToWire(m));
+        stream.write(encodeRaftFrame(sent.slice(0, 1), 'c-1', 0));
+        stream.write(encodeRaftFrame(sent.slice(1), 'c-1', 6)); // a batch
         stream.end();
       });
       expect(summary).toStrictEqual({ received: '3' });

@@ -1,10 +1,12 @@
-// Conversion between the Raft core's messages (numbers, Uint8Array; src/raft/core/types.ts) and the
-// proto-loader object shape of leasehold.v1.RaftMessage (raft.ts: longs as decimal strings, bytes as Buffer).
+// The object codec the Raft stream used before the hand-written one (src/wire/raft-encode.ts,
+// raft-decode.ts), kept verbatim as the tests' and the codec bench's reference: the core's messages to and
+// from the proto-loader object shape of leasehold.v1.RaftMessage (longs as decimal strings, enums as
+// names, bytes as Buffer), which protobufjs serializes by reflection. Together with proto-loader's
+// serializer and the strict decoder it is exactly what a build from before the hand-written codec writes
+// and reads, so the cross-checks in raft-frame.test.ts prove both directions wire-compatible with it.
 //
-// Everything arriving from a peer is untrusted: a buggy or newer peer, or a stray client on the peer
-// port, must never make the core see a NaN index, a negative term, an entry of unknown kind or a gap in
-// the log. So messageFromWire validates every field and throws a CodecError that names it; the transport
-// drops the message (or the stream) and the core never notices. Raft tolerates lost messages.
+// Everything arriving from a peer is untrusted: messageFromWire validates every field and throws a
+// CodecError that names it.
 import type {
   AppendEntries,
   AppendEntriesResponse,
@@ -19,8 +21,8 @@ import type {
   RequestVoteResponse,
   SnapshotMeta,
   TimeoutNow,
-} from '../raft/core/types.js';
-import type * as raftpb from './raft.js';
+} from '../../../src/raft/core/types.js';
+import type * as raftpb from '../../../src/wire/raft.js';
 import {
   bytesFromWire,
   bytesToWire,
@@ -33,7 +35,7 @@ import {
   requireNodeId,
   requireObject,
   requireString,
-} from './scalars.js';
+} from '../../../src/wire/scalars.js';
 
 const ENTRY_KIND_TO_WIRE: Record<EntryKind, raftpb.EntryKind> = {
   normal: 'ENTRY_KIND_NORMAL',
