@@ -1,8 +1,9 @@
 // The strict decoder every service on the port sits behind: each refusal below is a request the plain
 // protobuf decoder accepted (and silently changed) before — see issue 11.
 import { describe, expect, it } from 'vitest';
-import { descriptorRegistry, strictProblem } from '../../../src/server/client-api/strict-decode.js';
+import { descriptorRegistry, strictProblem, strictRequestDeserializers } from '../../../src/server/client-api/strict-decode.js';
 import { packageDefinition } from '../../../src/wire/load.js';
+import { raftGrpcService } from '../../../src/wire/raft.js';
 
 const registry = descriptorRegistry(packageDefinition());
 const message = (name: string) => registry.get(`leasehold.v1.${name}`)!;
@@ -81,5 +82,17 @@ describe('strict request decoding', () => {
   it('refuses a length that runs past the end', () => {
     const buf = Buffer.from([...tag(1, 2), ...varint(100n), 0x61]);
     expect(strictProblem(buf, message('GetRequest'), registry)).toBe('key: truncated value');
+  });
+
+  it('leaves a method with its own strict decoder as it is (the Raft stream), and walks the others (Forward)', () => {
+    const service = raftGrpcService.definition();
+    const strict = strictRequestDeserializers(service, registry);
+    expect(strict.Stream.requestDeserialize).toBe(service.Stream.requestDeserialize);
+    expect(strict.Forward.requestDeserialize).not.toBe(service.Forward.requestDeserialize);
+    // The Raft stream's own decoder refuses what the walk would, naming the field.
+    expect(strict.Stream.requestDeserialize(Buffer.from([...num(19, 1n)]))).toStrictEqual({ __invalid: 'unknown field number 19' });
+    expect(strict.Forward.requestDeserialize(Buffer.from([...num(19, 1n)]))).toStrictEqual({
+      __invalid: 'ForwardedCall: unknown field number 19',
+    });
   });
 });
