@@ -1,11 +1,20 @@
 // The reference object codec (protobufjs-raft-codec.ts: what builds before the hand-written Raft codec
-// ran, and what raft-frame.test.ts cross-checks against) through real protobuf serialization, and the
-// shared scalar helpers (scalars.ts) the client API still uses.
+// ran, and what raft-frame.test.ts cross-checks against) and its scalar conversions, through real
+// protobuf serialization.
 import { describe, expect, it } from 'vitest';
 import type { Entry, EntryKind, Message } from '../../../src/raft/core/types.js';
-import { CodecError, countFromWire, uint64FromWire, uint64ToWire } from '../../../src/wire/scalars.js';
+import { CodecError } from '../../../src/wire/scalars.js';
 import { roleToWire } from '../../../src/wire/cluster.js';
-import { batchToWire, messageFromWire, messagesFromWire, messageToWire, RAFT_BODY_NAMES } from './protobufjs-raft-codec.js';
+import {
+  batchToWire,
+  countFromWire,
+  messageFromWire,
+  messagesFromWire,
+  messageToWire,
+  RAFT_BODY_NAMES,
+  uint64FromWire,
+  uint64ToWire,
+} from './protobufjs-raft-codec.js';
 import { packageDefinition } from '../../../src/wire/load.js';
 import { SimRng } from '../../sim/rng.js';
 import { encodeEntry } from '../../../src/raft/storage/codec.js';
