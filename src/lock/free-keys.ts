@@ -34,7 +34,7 @@ export class FreeKeys {
   /** Record `key` as freed at `freedAtMs` (>= every earlier freeing time). */
   free(key: string, lastToken: number, freedAtMs: number): void {
     const record: FreeKey = { key, lastToken, freedAtMs };
-    this.byKey.set(key, record);
+    this.byKey.set(record);
     this.order.push(record);
     if (this.order.length - this.head > 2 * this.byKey.size + 1024) this.dropStale();
   }
@@ -72,7 +72,7 @@ export class FreeKeys {
   }
 
   /** Bucket `b` of the by-key view (the snapshot writer's unit). */
-  bucket(b: number): ReadonlyMap<string, FreeKey> | undefined {
+  bucket(b: number): Iterable<FreeKey> | undefined {
     return this.byKey.bucket(b);
   }
 

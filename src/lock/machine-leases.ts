@@ -47,7 +47,7 @@ export function hold(
     s.freeKeyLastTokens.delete(key);
     const owner = s.countOwner(ownerName, 1);
     lease = new Lease(key, owner, index, ttlMs, nowMs + ttlMs, 0, nowMs);
-    s.leases.set(key, lease);
+    s.leases.set(lease);
     if (session === null) s.deadlines.push(lease);
   } else {
     let owner = lease.owner;

@@ -28,8 +28,9 @@ export function loadState(s: MachineState, state: DecodedState, at: number): voi
   }
   s.sessionDeadlines.pushAll(state.sessions);
   s.sessionEndBy.pushAll(state.sessions);
+  s.leases.reserve(state.leases.length);
   for (const lease of state.leases) {
-    s.leases.set(lease.key, lease);
+    s.leases.set(lease);
     lease.owner = s.countOwner(lease.owner, 1);
     // A hold the decoder attached to its session already (the applied store's key records name it;
     // store-records.ts checked the session and its owner): one lookup less per hold of a million.

@@ -259,11 +259,11 @@ export class SnapshotWriter {
   }
 
   /** The entries of one section (encoded at once, before anything can change them). */
-  private collect<V extends Lease | DecodedFreeKey>(map: { bucket(b: number): ReadonlyMap<string, V> | undefined }, section: number): V[] {
+  private collect<V extends Lease | DecodedFreeKey>(map: { bucket(b: number): Iterable<V> | undefined }, section: number): V[] {
     const items: V[] = [];
     for (let b = section; b < KEY_BUCKETS; b += this.sectionCount) {
       const bucket = map.bucket(b);
-      if (bucket !== undefined) for (const value of bucket.values()) items.push(value);
+      if (bucket !== undefined) for (const value of bucket) items.push(value);
     }
     return items;
   }
