@@ -3,17 +3,26 @@
 // - DeadlineHeap, by (expiresAtMs, fencingToken): the leader asks "which leases are past their
 //   deadline?" on every tick; scanning a million leases each time would be O(n). It answers in O(k) for k
 //   due leases, and a renew (deadline moves) or release (lease leaves) is O(log n).
-// - EndByHeap, by (endByKey, fencingToken): which leases a term start ends (lazy epochs: machine-state.ts
-//   `epochs`, machine-time.ts startEpoch).
+// - EndByHeap, by (end-by key, fencingToken): which leases a term start ends (lazy epochs: machine-state.ts
+//   `epochs`, machine-time.ts startEpoch). The key is derived from the lease (endByKeyOf), not stored in it.
 // The token tie-break makes each order total, hence deterministic across replicas.
+import { endByMs } from './epoch.js';
 import type { Lease } from './lease.js';
 
 function before(a: Lease, b: Lease): boolean {
   return a.expiresAtMs < b.expiresAtMs || (a.expiresAtMs === b.expiresAtMs && a.fencingToken < b.fencingToken);
 }
 
-function endsBefore(a: Lease, b: Lease): boolean {
-  return a.endByKey < b.endByKey || (a.endByKey === b.endByKey && a.fencingToken < b.fencingToken);
+/**
+ * A lease's EndByHeap key: when the current term will have observed it for its whole TTL (epoch.ts endByMs),
+ * minus the shift of the term starts it has seen (`shiftsMs[i]`: the sum of T - P over the first i). Every
+ * term start a lease in the heap has not seen yet extends it (one that ends it, or finds it expired, pops it
+ * first: machine-time.ts endingAt), and an extension moves endByMs by exactly that epoch's T - P, so settling
+ * a lease never changes its key and an unsettled lease's key is exact. Derived, not a field: a field of log
+ * time is a double, boxed by V8 — 24 of a lease's bytes (the slot and its box).
+ */
+export function endByKeyOf(lease: Lease, shiftsMs: readonly number[]): number {
+  return endByMs(lease) - shiftsMs[lease.epochsSeen]!;
 }
 
 /** Which of a lease's two position fields a heap owns. */
@@ -145,8 +154,18 @@ export class DeadlineHeap extends LeaseHeap {
 }
 
 export class EndByHeap extends LeaseHeap {
-  constructor() {
-    super(endsBefore, 'endByIndex');
+  /** `shiftsMs`: the machine's (MachineState.epochShiftsMs), read at every comparison. */
+  constructor(private readonly shiftsMs: readonly number[]) {
+    super((a, b) => {
+      const aKey = endByKeyOf(a, shiftsMs);
+      const bKey = endByKeyOf(b, shiftsMs);
+      return aKey < bKey || (aKey === bKey && a.fencingToken < b.fencingToken);
+    }, 'endByIndex');
+  }
+
+  /** The end-by key of `lease` (endByKeyOf). */
+  keyOf(lease: Lease): number {
+    return endByKeyOf(lease, this.shiftsMs);
   }
 }
 

@@ -10,13 +10,6 @@ export class Lease {
   /** How many of the machine's lease epochs (term starts) have been applied to this lease's times; the
    *  rest are applied when it is next read or changed (LockMachine.settle). */
   epochsSeen = 0;
-  /** When the current term would have observed this lease for its whole TTL (observeFromMs + ttlMs -
-   *  observedMs), minus the machine's epoch offset when it was stored: the EndByHeap's order. Set whenever
-   *  the lease enters that heap (granted, restore); NaN before. Why not 0: a field first given a small
-   *  integer is stored as one, and the first log time (a double) written to it changes its representation —
-   *  V8 then migrates every lease made before that on its next touch (a restore of a million leases spent
-   *  ~1 s doing so). A double from the start is never migrated. */
-  endByKey = Number.NaN;
   /** The session this hold lives under (session.ts), or null. A session hold keeps no times of its own
    *  (ttlMs 0, out of the deadline heaps): it lives exactly as long as its session, whose times it reads. */
   session: Lease | null = null;

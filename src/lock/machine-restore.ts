@@ -3,7 +3,6 @@
 // groups in line) rebuilt, and every cross-reference the snapshot could get wrong checked — a hold under a
 // session that cannot own it, a key both held and free, waiters for a key nothing holds or delays, a request
 // waiting twice — refused with SnapshotDecodeError rather than loaded.
-import { endByMs } from './epoch.js';
 import { markGrantable } from './machine-groups.js';
 import { requestKeyOf } from './machine-sessions.js';
 import type { MachineState } from './machine-state.js';
@@ -24,7 +23,6 @@ export function loadState(s: MachineState, state: DecodedState, at: number): voi
   for (const session of state.sessions) {
     s.sessions.set(session.id, session);
     if (session.requestId !== '') s.sessionsByRequest.set(requestKeyOf(session.owner, session.requestId), session);
-    session.endByKey = endByMs(session);
   }
   s.sessionDeadlines.pushAll(state.sessions);
   s.sessionEndBy.pushAll(state.sessions);
@@ -48,7 +46,6 @@ export function loadState(s: MachineState, state: DecodedState, at: number): voi
   }
   const ownTimes = state.leases.filter((lease) => lease.session === null);
   s.deadlines.pushAll(ownTimes);
-  for (const lease of ownTimes) lease.endByKey = endByMs(lease);
   s.endBy.pushAll(ownTimes);
   // In freeing-time order (ties by key), the order forget() walks; see freeKeyLastTokens.
   const free = state.freeKeys.sort((a, b) => a.freedAtMs - b.freedAtMs || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
@@ -85,7 +82,6 @@ export function loadState(s: MachineState, state: DecodedState, at: number): voi
         s.groupSessionHoldCount++;
       } else {
         s.deadlines.push(hold);
-        hold.endByKey = endByMs(hold);
         s.endBy.push(hold);
       }
     }

@@ -12,7 +12,7 @@
 import { DeadlineHeap, EndByHeap } from './deadline-heap.js';
 import type { DedupRecord } from './dedup-record.js';
 import { DedupTable, acquireTerms } from './dedup.js';
-import { carryLease, endByMs } from './epoch.js';
+import { carryLease } from './epoch.js';
 import type { LeaseEpoch } from './epoch.js';
 import type { LockEventKind, LockEventSink } from './events.js';
 import { FreeKeys } from './free-keys.js';
@@ -82,12 +82,16 @@ export class MachineState {
    *  - the deadline heap: an epoch only moves a live lease's deadline later unless it ends it, so an unsettled
    *    lease's stored deadline is a lower bound and expiredLeases() settles what it finds due before answering;
    *  - the leases an epoch ENDS: those live at P whose endBy (epoch.ts endByMs) is <= P. Every epoch shifts the
-   *    endBy of every lease it does not end by the same T - P, so the EndByHeap keeps endBy minus the sum of
-   *    those shifts (epochShiftMs) and a term start pops exactly the leases it ends, and settles them at once.
+   *    endBy of every lease it does not end by the same T - P, so the EndByHeap orders by endBy minus the sum
+   *    of the shifts the lease has seen (deadline-heap.ts endByKeyOf) and a term start pops exactly the leases
+   *    it ends — those whose key plus the shift of every epoch (epochShiftMs) is <= P —, and settles them.
    */
   readonly epochs: LeaseEpoch[] = [];
+  /** The sum of T - P over every epoch. */
   epochShiftMs = 0;
-  readonly endBy = new EndByHeap();
+  /** The sum of T - P over the first i epochs, for every i (so [0] = 0; the last = epochShiftMs). */
+  readonly epochShiftsMs: number[] = [0];
+  readonly endBy = new EndByHeap(this.epochShiftsMs);
   /** Every request's first outcome, by (owner, request_id) (dedup.ts; remember below). */
   readonly dedup: DedupTable;
   /** Who waits for which key, in log order (machine.ts `wait`; machine-wait-lines.ts). */
@@ -102,7 +106,7 @@ export class MachineState {
   readonly sessions = new Map<number, Session>(); // machine-sessions.ts
   readonly sessionsByRequest = new Map<string, Session>();
   readonly sessionDeadlines = new DeadlineHeap();
-  readonly sessionEndBy = new EndByHeap();
+  readonly sessionEndBy = new EndByHeap(this.epochShiftsMs);
   /** Leases that live under a session (not in the lease heaps). */
   sessionHoldCount = 0;
   /** From cluster level 4 (versions.ts): an owner's acquire supersedes its own hold only under the same
@@ -193,7 +197,6 @@ export class MachineState {
   /** `lease` was just granted or renewed at log time now: it has seen every epoch, and its endBy starts over. */
   granted(lease: Lease): void {
     lease.epochsSeen = this.epochs.length;
-    lease.endByKey = endByMs(lease) - this.epochShiftMs;
     const endBy = lease instanceof Session ? this.sessionEndBy : this.endBy;
     if (lease.endByIndex >= 0) endBy.update(lease);
     else endBy.push(lease);

@@ -76,6 +76,7 @@ function startEpoch(s: MachineState, epoch: LeaseEpoch): LeaseCarryOver {
   const endingSessions = endingAt(s, P, s.sessionEndBy);
   s.epochs.push(epoch);
   s.epochShiftMs += epoch.epochStartMs - P;
+  s.epochShiftsMs.push(s.epochShiftMs);
   for (const lease of ending) s.settle(lease); // ends it: deadline min(deadline, T)
   for (const session of endingSessions) s.settle(session);
   const ownLeases = s.leases.size - s.sessionHoldCount + s.groupHoldCount - s.groupSessionHoldCount;
@@ -85,7 +86,7 @@ function startEpoch(s: MachineState, epoch: LeaseEpoch): LeaseCarryOver {
 /** The leases (or sessions) of `heap` that an epoch whose previous term ended at P ends: popped from it. */
 function endingAt(s: MachineState, P: number, heap: EndByHeap): Lease[] {
   const ending: Lease[] = [];
-  for (let top = heap.peek(); top !== undefined && top.endByKey + s.epochShiftMs <= P; top = heap.peek()) {
+  for (let top = heap.peek(); top !== undefined && heap.keyOf(top) + s.epochShiftMs <= P; top = heap.peek()) {
     heap.remove(top);
     s.settle(top); // the epochs before this one
     if (!top.isLiveAt(P)) continue; // already expired: no epoch touches it until a grant or renew re-adds it
