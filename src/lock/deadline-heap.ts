@@ -32,7 +32,10 @@ class LeaseHeap {
   protected readonly items: Lease[] = [];
 
   constructor(
+    /** The order: by key(), then by token. */
     protected readonly before: (a: Lease, b: Lease) => boolean,
+    /** The key `before` compares first (rebuild reads each once). */
+    private readonly key: (lease: Lease) => number,
     private readonly slot: Slot,
   ) {}
 
@@ -75,9 +78,35 @@ class LeaseHeap {
     this.rebuild();
   }
 
-  /** Re-establish heap order after many keys changed at once: O(n). */
+  /** Re-establish heap order after many keys changed at once: O(n). The sift-down of every parent, as
+   *  siftDown does it, on keys read once into an array beside the items: a restore of a million leases
+   *  spent ~0.4 s deriving the end-by key (endByKeyOf) two at a time, four times a lease. */
   rebuild(): void {
-    for (let i = (this.items.length >> 1) - 1; i >= 0; i--) this.siftDown(i);
+    const items = this.items;
+    const count = items.length;
+    const keys = new Float64Array(count);
+    for (let i = 0; i < count; i++) keys[i] = this.key(items[i]!);
+    const earlier = (i: number, j: number) =>
+      keys[i]! < keys[j]! || (keys[i] === keys[j] && items[i]!.fencingToken < items[j]!.fencingToken);
+    for (let start = (count >> 1) - 1; start >= 0; start--) {
+      const lease = items[start]!;
+      const key = keys[start]!;
+      let at = start;
+      for (;;) {
+        const left = 2 * at + 1;
+        if (left >= count) break;
+        const right = left + 1;
+        const child = right < count && earlier(right, left) ? right : left;
+        const childKey = keys[child]!;
+        if (!(childKey < key || (childKey === key && items[child]!.fencingToken < lease.fencingToken))) break;
+        items[at] = items[child]!;
+        keys[at] = childKey;
+        at = child;
+      }
+      items[at] = lease;
+      keys[at] = key;
+    }
+    for (let i = 0; i < count; i++) items[i]![this.slot] = i;
   }
 
   /** Test hook: the heap invariant and the back-pointers hold. */
@@ -128,7 +157,7 @@ class LeaseHeap {
 
 export class DeadlineHeap extends LeaseHeap {
   constructor() {
-    super(before, 'heapIndex');
+    super(before, (lease) => lease.expiresAtMs, 'heapIndex');
   }
 
   /**
@@ -156,11 +185,15 @@ export class DeadlineHeap extends LeaseHeap {
 export class EndByHeap extends LeaseHeap {
   /** `shiftsMs`: the machine's (MachineState.epochShiftsMs), read at every comparison. */
   constructor(private readonly shiftsMs: readonly number[]) {
-    super((a, b) => {
-      const aKey = endByKeyOf(a, shiftsMs);
-      const bKey = endByKeyOf(b, shiftsMs);
-      return aKey < bKey || (aKey === bKey && a.fencingToken < b.fencingToken);
-    }, 'endByIndex');
+    super(
+      (a, b) => {
+        const aKey = endByKeyOf(a, shiftsMs);
+        const bKey = endByKeyOf(b, shiftsMs);
+        return aKey < bKey || (aKey === bKey && a.fencingToken < b.fencingToken);
+      },
+      (lease) => endByKeyOf(lease, shiftsMs),
+      'endByIndex',
+    );
   }
 
   /** The end-by key of `lease` (endByKeyOf). */
