@@ -1,6 +1,9 @@
 // One lease (a held lock), as the state machine keeps it. A class, not an object literal, so every lease
-// shares one hidden class (V8) and costs a fixed 128 bytes (13 fields; Node 20, no pointer compression), 32 more
-// for its two boxed times (expiresAtMs, observeFromMs: beyond a small integer), plus its key and owner strings.
+// shares one hidden class (V8) and costs a fixed 120 bytes (12 fields; Node 20, no pointer compression), 16 more
+// for its one boxed time (expiresAtMs: a log time is beyond a small integer; observeFromMs is kept as a small
+// integer beside it), plus its key string (shared with its KeyBuckets slot) and its owner's shared name.
+// Measured (heap snapshot of a restored machine, 100k leases of 11-character keys): Lease 120, its boxed time
+// 16, its key 32, its slot in the KeyBuckets table ~17-21 and in the two heaps 16 — ~200 bytes a lease.
 
 export class Lease {
   /** Position in the DeadlineHeap; maintained by the heap only (-1 = not in the heap). */

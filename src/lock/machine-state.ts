@@ -55,11 +55,11 @@ export class MachineState {
   /**
    * Keys that had a lease once and have none now, with the highest token ever issued for them (GetResponse
    * .last_token survives release). A key is in exactly one of `leases` / `freeKeyLastTokens`, so a held
-   * key keeps its last token in the lease itself. Memory, measured with 16-character keys on Node 20: a held
-   * lease ~225 bytes (Lease object, key and owner strings, Map entry, heap slot); a free key ~72 bytes (Map
-   * entry + key string, + ~32 for the record). A hold under a session, 11-character keys, restored (heap
-   * snapshot, 100k holds): ~250 bytes — its Lease 128, its two boxed times 32, its key 32-44, its share of
-   * the bucket maps and of its session's holds array ~44; the owner's name is its session's. Kept until a `forget` entry drops them (machine.ts `forget`).
+   * key keeps its last token in the lease itself. Memory: a held lease ~200 bytes
+   * with its key (lease.ts' header); a hold under a session adds its slot in its session's holds array; a
+   * free key costs its record (FreeKey: three fields, its time boxed), its key string and its slots in the
+   * KeyBuckets table and the freeing-order FIFO (free-keys.ts). Kept until a `forget` entry drops them
+   * (machine.ts `forget`).
    * Insertion order is freeing order, so freedAtMs never decreases along it (log time is monotone, and a key
    * is re-inserted, at the end, each time it is freed); forget() relies on that to stop at the first newer
    * key. After a restore the order is (freedAtMs, key): equal times may sit in another order than on a
