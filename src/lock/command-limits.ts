@@ -25,6 +25,9 @@ export const WIRE_LIMITS = Object.freeze({
   maxValueBytes: 64 * 1024,
   /** A semaphore's limit (AcquireRequest.limit): every op on the key walks its holds, so they stay few. */
   maxHoldLimit: 1000,
+  /** Renews in one `renews` entry (tag 24): at the key and owner bounds ~800 KB, within a Raft entry; the
+   *  leader puts at most LockLeaderConfig.renewsPerEntry (fewer) in one. */
+  maxRenewsPerEntry: 1024,
 });
 
 /** A node id (src/config/node-id.ts: a DNS label of 1-63 characters; the codec checks the length only). */
@@ -125,11 +128,25 @@ export function wireLimitViolation(command: LockCommand): string | null {
         ttlViolation(command.ttlMs) ??
         requestIdViolation(command.requestId)
       );
+    case 'renews':
+      return renewsViolation(command.renews);
     case 'release':
       return lockIdentityViolation(command) ?? tokenViolation(command.token) ?? requestIdViolation(command.requestId);
     default:
       return `unknown command type ${String((command as { type: unknown }).type)}`;
   }
+}
+
+function renewsViolation(renews: unknown): string | null {
+  if (!Array.isArray(renews)) return 'renews must be an array';
+  if (renews.length < 1 || renews.length > WIRE_LIMITS.maxRenewsPerEntry)
+    return `renews must hold 1..${WIRE_LIMITS.maxRenewsPerEntry} renews, got ${renews.length}`;
+  for (let i = 0; i < renews.length; i++) {
+    const r = renews[i] as { key: unknown; owner: unknown; token: unknown; ttlMs: unknown };
+    const violation = lockIdentityViolation(r) ?? tokenViolation(r.token) ?? ttlViolation(r.ttlMs);
+    if (violation !== null) return `renews[${i}]: ${violation}`;
+  }
+  return null;
 }
 
 export function sessionIdViolation(sessionId: unknown): string | null {

@@ -4,7 +4,7 @@
 // (commands.ts lists the layouts).
 import type { AcquireCommand, LockCommand, LockCommandType } from './command-types.js';
 import { isGroupAcquire } from './command-types.js';
-import { BASE_LEVEL, BUILD_LEVEL, LEVEL_CLOCK_PROGRESS, LEVEL_MANY_HOLDERS, LEVEL_REVOKE_ONCE } from './versions.js';
+import { BASE_LEVEL, BUILD_LEVEL, LEVEL_CLOCK_PROGRESS, LEVEL_MANY_HOLDERS, LEVEL_RENEWS_ENTRY, LEVEL_REVOKE_ONCE } from './versions.js';
 
 export const TAGS: Record<LockCommandType, number> = {
   acquire: 1,
@@ -24,6 +24,7 @@ export const TAGS: Record<LockCommandType, number> = {
   clusterLevel: 19,
   memberRan: 20,
   handOff: 22,
+  renews: 24,
 };
 
 /** The level (versions.ts) a build must read to read each tag; tags not listed are level 1. */
@@ -33,6 +34,7 @@ export const TAG_LEVELS: ReadonlyMap<number, number> = new Map([
   [21, LEVEL_MANY_HOLDERS],
   [22, LEVEL_MANY_HOLDERS],
   [23, LEVEL_REVOKE_ONCE],
+  [24, LEVEL_RENEWS_ENTRY],
 ]);
 
 /** An acquire proposed for the head of a wait queue (same layout as tag 1; see AcquireCommand.queued). */

@@ -81,6 +81,23 @@ export interface RenewCommand {
   requestId: string;
 }
 
+/** One renew of a `renews` entry: what a lone renew carries but its request id (none is remembered). */
+export interface RenewItem {
+  key: string;
+  owner: string;
+  token: bigint;
+  ttlMs: number;
+}
+
+/** The lock renews a leader admitted in one turn, in one entry (tag 24, cluster level 7): each applied in
+ *  order as a lone renew without a request id would be at the entry's log time, each with its own answer,
+ *  none remembered in the dedup table (a renew is idempotent by token; LEASES.md). */
+export interface RenewsCommand {
+  type: 'renews';
+  timeMs: number;
+  renews: RenewItem[];
+}
+
 export interface ReleaseCommand {
   type: 'release';
   timeMs: number;
@@ -192,6 +209,7 @@ export interface ForgetCommand {
 export type LockCommand =
   | AcquireCommand
   | RenewCommand
+  | RenewsCommand
   | ReleaseCommand
   | ExpireCommand
   | TermStartCommand

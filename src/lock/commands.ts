@@ -31,10 +31,12 @@
 //  23 revoke that is deduplicated (level 5): key:str token:uvarint64 (0 = every hold) owner:str (who revokes:
 //     its request ids' namespace, '' = the one every caller without an identity shares) requestId:str
 //     ('' = none: not deduplicated)
+//  24 renews     count:uvarint (1..1024), then count times key:str owner:str token:uvarint64 ttlMs:uvarint
+//     (level 7): the renews of one leader turn, each applied as a lone renew without a request id
 // str = uvarint byte length + UTF-8. The tag doubles as the format version: a changed layout gets a new
 // tag, so old entries in the log keep decoding exactly as they did when they were first applied.
 import { ByteReader, ByteWriter } from './bytes.js';
-import type { AcquireCommand, LockCommand } from './command-types.js';
+import type { AcquireCommand, LockCommand, RenewItem } from './command-types.js';
 import { isGroupAcquire } from './command-types.js';
 import { DEQUEUE_CAUSES, MAX_CLUSTER_LEVEL, MAX_MEMBER_ID_BYTES, WIRE_LIMITS, wireLimitViolation } from './command-limits.js';
 import {
@@ -78,7 +80,7 @@ export class CommandEncodeError extends Error {
 export function encodeCommand(command: LockCommand): Uint8Array {
   const violation = wireLimitViolation(command);
   if (violation !== null) throw new CommandEncodeError(`cannot encode ${command.type}: ${violation}`);
-  const out = new ByteWriter(32 + ('key' in command ? command.key.length * 3 : 0));
+  const out = new ByteWriter(32 + ('key' in command ? command.key.length * 3 : command.type === 'renews' ? command.renews.length * 48 : 0));
   out.byte(tagOf(command));
   out.uint(command.timeMs);
   switch (command.type) {
@@ -143,6 +145,15 @@ export function encodeCommand(command: LockCommand): Uint8Array {
       out.bigUint(command.token);
       out.uint(command.ttlMs);
       out.string(command.requestId);
+      break;
+    case 'renews':
+      out.uint(command.renews.length);
+      for (const r of command.renews) {
+        out.string(r.key);
+        out.string(r.owner);
+        out.bigUint(r.token);
+        out.uint(r.ttlMs);
+      }
       break;
     case 'release':
       out.string(command.key);
@@ -275,6 +286,20 @@ export function decodeCommand(bytes: Uint8Array, readLevel = BUILD_LEVEL): LockC
       const token = readToken(input);
       const ttlMs = readTtl(input);
       command = { type: 'renew', timeMs, key, owner, token, ttlMs, requestId: readRequestId(input) };
+      break;
+    }
+    case TAGS.renews: {
+      const count = input.uint();
+      if (count < 1 || count > WIRE_LIMITS.maxRenewsPerEntry)
+        input.fail(`renews count ${count} is outside [1, ${WIRE_LIMITS.maxRenewsPerEntry}]`);
+      const renews: RenewItem[] = [];
+      for (let i = 0; i < count; i++) {
+        const key = readKey(input);
+        const owner = readOwner(input);
+        const token = readToken(input);
+        renews.push({ key, owner, token, ttlMs: readTtl(input) });
+      }
+      command = { type: 'renews', timeMs, renews };
       break;
     }
     case TAGS.release: {

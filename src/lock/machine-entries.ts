@@ -5,7 +5,7 @@
 // Every mutation's first outcome is remembered by (owner, request_id) and replayed to a retry; a request id
 // used for another request is refused REQUEST_ID_REUSED.
 import { isGroupAcquire } from './commands.js';
-import type { AcquireCommand, ExpireCommand, LockCommand, ReleaseCommand, RenewCommand, RevokeCommand } from './commands.js';
+import type { AcquireCommand, ExpireCommand, LockCommand, ReleaseCommand, RenewCommand, RenewsCommand, RevokeCommand } from './commands.js';
 import { acquireTerms, describeAcquireTerms, sameRequest } from './dedup.js';
 import type { DedupOperation, DedupRecord } from './dedup-record.js';
 import { GroupHold } from './holds.js';
@@ -29,10 +29,11 @@ import type {
   ReleaseResult,
   RenewOutcome,
   RenewResult,
+  RenewsResult,
   RevokeResult,
   WaiterDecision,
 } from './types.js';
-import { LEVEL_MANY_HOLDERS, LEVEL_REVOKE_ONCE } from './versions.js';
+import { LEVEL_MANY_HOLDERS, LEVEL_RENEWS_ENTRY, LEVEL_REVOKE_ONCE } from './versions.js';
 export function execute(s: MachineState, index: number, term: number, command: LockCommand): LockResult {
   s.appliedIndex = index;
   const epoch = term > s.epochTerm ? startLeaseEpoch(s, term, command.timeMs) : null;
@@ -43,6 +44,8 @@ export function execute(s: MachineState, index: number, term: number, command: L
       return acquire(s, index, command);
     case 'renew':
       return renew(s, index, command);
+    case 'renews':
+      return renews(s, index, command);
     case 'release':
       return release(s, index, command);
     case 'expire':
@@ -202,6 +205,29 @@ function renew(s: MachineState, index: number, command: RenewCommand): RenewResu
   }
   s.remember(command, { type: 'renew', outcome, token: command.token });
   return { type: 'renew', index, replayed: false, ...outcome };
+}
+
+/** The renews of one leader turn (tag 24, level 7): each exactly as a lone renew without a request id at
+ *  this entry's log time — owner, current token, not run out, a hold under a session refused — in the
+ *  entry's order, so a second renew of a key sees the first's effect. None is remembered: a renew is
+ *  idempotent by token (LEASES.md "Renews without a dedup record"). */
+function renews(s: MachineState, index: number, command: RenewsCommand): RenewsResult | ErrorResult {
+  if (s.clusterLevel < LEVEL_RENEWS_ENTRY) {
+    // Below level 7 a member may not read the tag; one that does must apply it alike with those that
+    // refused it, so every replica refuses it as a whole.
+    return {
+      type: 'error',
+      index,
+      code: 'CLUSTER_LEVEL',
+      message: `a renews entry needs cluster level ${LEVEL_RENEWS_ENTRY} (every member upgraded); the cluster is at ${s.clusterLevel}`,
+    };
+  }
+  const answers: (RenewResult | ErrorResult)[] = [];
+  for (const r of command.renews)
+    answers.push(
+      renew(s, index, { type: 'renew', timeMs: command.timeMs, key: r.key, owner: r.owner, token: r.token, ttlMs: r.ttlMs, requestId: '' }),
+    );
+  return { type: 'renews', index, renews: answers };
 }
 
 function release(s: MachineState, index: number, command: ReleaseCommand): ReleaseResult | ErrorResult {

@@ -14,6 +14,10 @@
 //            (machine-leases.ts `supersedes`).
 //   renew    needs a lease with the same owner and token, not yet expired. Refusal reasons are checked in
 //            this order: NOT_HELD (no lease at all) > WRONG_OWNER > WRONG_TOKEN > EXPIRED.
+//   renews   (level 7, tag 24) the renews of one leader turn in one entry: each applied in order as a lone
+//            renew without a request id at the entry's log time, each with its own answer; none is
+//            remembered (a renew is idempotent by token: LEASES.md). Below level 7 it is refused as a whole
+//            (CLUSTER_LEVEL).
 //   release  needs the same owner and token. An expired lease that no `expire` entry has removed yet can
 //            still be released by its owner+token: it lets a slow client clean up, and from cluster level 5
 //            it ends the lease exactly as expire would — into its lock-delay (see `delay`). Reasons:

@@ -84,6 +84,14 @@ export interface RenewResult extends ReplayableResult, RenewOutcome {
   type: 'renew';
 }
 
+/** A `renews` entry's answers, one per renew in the entry's order: what a lone renew without a request id
+ *  would have answered at that point (a renew of a hold under a session: RENEW_THE_SESSION), each with
+ *  the entry's index. */
+export interface RenewsResult extends ResultBase {
+  type: 'renews';
+  renews: (RenewResult | ErrorResult)[];
+}
+
 export interface ReleaseResult extends ReplayableResult, ReleaseOutcome {
   type: 'release';
   /** The key the release named (so the leader can wake that key's waiters without decoding the entry). */
@@ -210,7 +218,8 @@ export interface ForgetResult extends ResultBase {
  * hold that lives under a session (renew the session instead). LIMIT_MISMATCH: an acquire named another limit
  * than the key has while it has holds or waiters (holds.ts). HOLD_MODE_MISMATCH: an owner that holds the key
  * shared asked for it exclusive, or the other way (release first). CLUSTER_LEVEL: a semaphore or shared
- * acquire before the cluster is at level 3 (versions.ts). None of them changed anything.
+ * acquire before the cluster is at level 3, or a `renews` entry before level 7 (versions.ts). None of them
+ * changed anything.
  */
 export type LockErrorCode =
   | 'MALFORMED_COMMAND'
@@ -231,6 +240,7 @@ export interface ErrorResult extends ResultBase {
 export type LockResult =
   | AcquireResult
   | RenewResult
+  | RenewsResult
   | ReleaseResult
   | ExpireResult
   | RevokeResult

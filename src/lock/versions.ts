@@ -55,7 +55,14 @@
 //     node batches what it has for one peer in one turn only to a peer whose latest message announced 6 or
 //     more, whatever the cluster's level: a build from before refuses the unknown field
 //     (src/server/client-api/strict-decode.ts) and would drop the stream.
-export const BUILD_LEVEL = 6;
+//   Level 7 adds no snapshot format and no dedup record:
+//   - tag 24 `renews`: the lock renews a leader admits in one turn, in one entry (key, owner, token and ttl
+//     each, one stamp). The machine applies each as a lone renew at that log time — the same checks, in
+//     order, each its own answer — and remembers none of them: a renew is idempotent by token, so a retry
+//     renews again from its own log time instead of replaying the first outcome (LEASES.md "Renews without
+//     a dedup record" says why that keeps every rule). The leader proposes it once the cluster is at 7 (the
+//     lone tag 2 below); the machine refuses a tag-24 entry below level 7, as it does tag 23 below 5.
+export const BUILD_LEVEL = 7;
 
 /** Builds from before the gate, which announce nothing. */
 export const BASE_LEVEL = 1;
@@ -91,6 +98,9 @@ export const LEVEL_PEER_BATCHES = 6;
 /** The level from which a follower behind the log's start is sent a record stream of the leader's applied
  *  store (src/state/snapshot-stream.ts) instead of the whole-state encoding. */
 export const LEVEL_RECORD_STREAM = 6;
+
+/** The level that introduced the renews of one turn in one entry, with no dedup record (tag 24). */
+export const LEVEL_RENEWS_ENTRY = 7;
 
 /** The lowest level every member reads, as this node knows it: its own build's and each member's announced
  *  one (unknown = not heard from yet = cannot be counted on, so nothing new is proposed). */

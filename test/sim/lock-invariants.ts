@@ -198,6 +198,8 @@ export function canonicalResult(r: LockResult): string {
       return `acquire@${r.index}${r.replayed ? 'R' : ''}|${acquireOutcome(r)}`;
     case 'renew':
       return `renew@${r.index}${r.replayed ? 'R' : ''}|${renewOutcome(r)}`;
+    case 'renews':
+      return `renews@${r.index}|${r.renews.map(canonicalResult).join(';')}`;
     case 'release':
       return `release@${r.index}${r.replayed ? 'R' : ''}|${releaseOutcome(r)}`;
     case 'expire':

@@ -30,6 +30,16 @@ const samples: LockCommand[] = [
   { type: 'revoke', timeMs: NOW, key: 'k', token: 0n },
   { type: 'revoke', timeMs: NOW, key: 'k', token: 7n, owner: 'admin-cn', requestId: 'rv-1' },
   { type: 'revoke', timeMs: NOW, key: 'k', token: 0n, owner: '', requestId: '' },
+  { type: 'renews', timeMs: NOW, renews: [{ key: 'k', owner: 'o', token: 1n, ttlMs: 1 }] },
+  {
+    type: 'renews',
+    timeMs: NOW,
+    renews: [
+      { key: 'ключ/🔒', owner: 'воркер', token: MAX_UINT64, ttlMs: WIRE_LIMITS.maxTtlMs },
+      { key: 'ключ/🔒', owner: 'воркер', token: 41n, ttlMs: 30_000 },
+      { key: 'k'.repeat(512), owner: 'o'.repeat(256), token: 2n ** 53n + 1n, ttlMs: 5 },
+    ],
+  },
 ];
 
 function decodeFailure(bytes: Uint8Array): CommandDecodeError {
@@ -62,7 +72,7 @@ describe('command codec', () => {
     expect(() => decodeCommand(Uint8Array.of(NEWEST_COMMAND_TAG + 1))).toThrow(
       `lock command tag ${NEWEST_COMMAND_TAG + 1} is newer than this build reads (cluster level ${BUILD_LEVEL}, command tags up to ${NEWEST_COMMAND_TAG})`,
     );
-    expect(NEWEST_COMMAND_TAG).toBe(23);
+    expect(NEWEST_COMMAND_TAG).toBe(24);
     // A build of level 1 (versions.ts) reads neither tag 19 (clusterLevel) nor tag 20 (memberRan).
     const raise = encodeCommand({ type: 'clusterLevel', timeMs: NOW, level: 2 });
     expect(() => decodeCommand(raise, 1)).toThrow(
@@ -88,6 +98,14 @@ describe('command codec', () => {
       /requestId/,
     );
     expect(() => encodeCommand({ type: 'memberRan', timeMs: NOW, memberId: 'x'.repeat(64) })).toThrow(/memberId must be 1..63 bytes/);
+    // The renews of one turn are tag 24 (level 7): a build of level 6 does not read it.
+    const renews = encodeCommand({ type: 'renews', timeMs: NOW, renews: [{ key: 'k', owner: 'o', token: 3n, ttlMs: 100 }] });
+    expect(renews[0]).toBe(24);
+    expect(() => decodeCommand(renews, 6)).toThrow(
+      'lock command tag 24 is newer than this build reads (cluster level 6, command tags up to 23)',
+    );
+    for (let cut = 1; cut < renews.length; cut++) decodeFailure(renews.subarray(0, cut));
+    expect(decodeFailure(Uint8Array.of(...renews, 0)).message).toMatch(/trailing/);
     const acquire = encodeCommand(samples[0]!);
     for (let cut = 1; cut < acquire.length; cut++) decodeFailure(acquire.subarray(0, cut));
     expect(decodeFailure(Uint8Array.of(...acquire, 0)).message).toMatch(/trailing/);
@@ -101,6 +119,33 @@ describe('command codec', () => {
     expect(decodeFailure(expireOf([0])).message).toMatch(/token is 0/);
     // 2^64 as LEB128: nine 0x80 bytes then 0x02.
     expect(decodeFailure(expireOf([0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02])).message).toMatch(/2\^64/);
+  });
+
+  it('decodes a renews entry only with 1..1024 well-formed renews, and refuses to encode one without', () => {
+    const one = [0x01, 0x6b, 0x01, 0x6f, 0x03, 0x64]; // key 'k', owner 'o', token 3, ttlMs 100
+    expect(decodeCommand(Uint8Array.of(24, 0, 1, ...one))).toEqual({
+      type: 'renews',
+      timeMs: 0,
+      renews: [{ key: 'k', owner: 'o', token: 3n, ttlMs: 100 }],
+    });
+    expect(decodeFailure(Uint8Array.of(24, 0, 0)).message).toMatch(/renews count 0 is outside \[1, 1024\]/);
+    // 1025 as LEB128: a count past the bound is refused before any renew is read.
+    expect(decodeFailure(Uint8Array.of(24, 0, 0x81, 0x08, ...one)).message).toMatch(/renews count 1025/);
+    // A count that promises more renews than the bytes hold.
+    expect(decodeFailure(Uint8Array.of(24, 0, 2, ...one)).message).toMatch(/unexpected end/);
+    expect(decodeFailure(Uint8Array.of(24, 0, 1, 0x01, 0x6b, 0x01, 0x6f, 0x00, 0x64)).message).toMatch(/token is 0/);
+    expect(decodeFailure(Uint8Array.of(24, 0, 1, 0x01, 0x6b, 0x01, 0x6f, 0x03, 0x00)).message).toMatch(/ttlMs 0/);
+    expect(decodeFailure(Uint8Array.of(24, 0, 1, 0x00, 0x01, 0x6f, 0x03, 0x64)).message).toMatch(/key is empty/);
+    const item = { key: 'k', owner: 'o', token: 3n, ttlMs: 100 };
+    expect(() => encodeCommand({ type: 'renews', timeMs: NOW, renews: [] })).toThrow(/renews must hold 1..1024 renews, got 0/);
+    expect(() =>
+      encodeCommand({ type: 'renews', timeMs: NOW, renews: Array.from({ length: WIRE_LIMITS.maxRenewsPerEntry + 1 }, () => item) }),
+    ).toThrow(/got 1025/);
+    expect(() => encodeCommand({ type: 'renews', timeMs: NOW, renews: [item, { ...item, token: 0n }] })).toThrow(/renews\[1\]: token/);
+    expect(() => encodeCommand({ type: 'renews', timeMs: NOW, renews: [{ ...item, owner: '' }] })).toThrow(/renews\[0\]: owner/);
+    expect(decodeCommand(encodeCommand({ type: 'renews', timeMs: NOW, renews: Array.from({ length: 1024 }, () => item) }))).toMatchObject({
+      type: 'renews',
+    });
   });
 
   it('rejects invalid UTF-8, empty key/owner and fields over their byte limits', () => {
