@@ -356,6 +356,11 @@ export class LockService {
       case 'wakeAt':
         this.wakeAt(cmd.atMs);
         return;
+      case 'collecting':
+        // The turn's end: setImmediate runs after the I/O callbacks of this pass of the event loop, so the
+        // renews that arrived together (one stream's batch, many streams' frames) leave in one entry.
+        this.opts.env.scheduler.soon(() => this.step({ type: 'turnEnd', clockMs: this.now() }));
+        return;
       case 'termStarted':
         this.opts.logger.info(
           { nodeId: this.node.id, term: cmd.term, extended: cmd.leasesExtended, ended: cmd.leasesEnded },

@@ -18,10 +18,26 @@ export function proposalAnswer(
   result: LockResult | null,
   waitKey: string | undefined,
 ): CallAnswer | { kind: 'inLine'; key: string; ticket: number } {
+  if (result?.type === 'acquire' && result.waitTicket !== undefined && waitKey !== undefined)
+    return { kind: 'inLine', key: waitKey, ticket: result.waitTicket };
+  return resultAnswer(result);
+}
+
+/** What the callers of a `renews` entry are told: the i-th renew's answer the i-th caller's. An entry
+ *  refused as a whole (or without a result) answers every caller with that. */
+export function renewsAnswers(result: LockResult | null, callers: number): CallAnswer[] {
+  if (result?.type !== 'renews') return Array.from({ length: callers }, () => resultAnswer(result));
+  if (result.renews.length !== callers)
+    return Array.from({ length: callers }, () => ({
+      kind: 'fail' as const,
+      failure: internal(`a renews entry of ${callers} renews answered ${result.renews.length}`),
+    }));
+  return result.renews.map(resultAnswer);
+}
+
+function resultAnswer(result: LockResult | null): CallAnswer {
   if (result === null) return { kind: 'fail', failure: internal('a lock command applied without a result') };
   if (result.type === 'error') return { kind: 'fail', failure: { kind: 'rejected', message: result.message, leaderId: null } };
-  if (result.type === 'acquire' && result.waitTicket !== undefined && waitKey !== undefined)
-    return { kind: 'inLine', key: waitKey, ticket: result.waitTicket };
   return { kind: 'answer', result: result as ClientAnswer };
 }
 

@@ -8,7 +8,8 @@
 // - proactive expiry of leases and of waiters past their wait deadline, idle checkpoints (housekeeping.ts);
 // - which open calls wait for which waiter (waiting-calls.ts), and how long a waiter whose connection broke
 //   keeps its place with nobody waiting for it (detached-waiters.ts);
-// - what each proposal in flight is for (proposals.ts), and what is known of a request id (request-ids.ts).
+// - what each proposal in flight is for (proposals.ts), and what is known of a request id (request-ids.ts);
+// - the renews of one turn, proposed as one entry at the driver's turnEnd (renew-turn.ts, cluster level 7).
 // Beside them, pure functions of the applied state: the acquire decision (acquire.ts), the entry each call
 // proposes (call-commands.ts), the answer a call reads off an applied result (answers.ts), and the view a
 // read answers (read-view.ts). This file is the step function that wires them.
@@ -20,10 +21,11 @@
 import type { Role } from '../../raft/core/types.js';
 import type { LockCommand } from '../commands.js';
 import type { LockResult, WaiterDecision } from '../types.js';
-import type { ValidAcquire } from '../validate.js';
+import type { ValidAcquire, ValidRenew } from '../validate.js';
+import { LEVEL_RENEWS_ENTRY } from '../versions.js';
 import { acquireStep } from './acquire.js';
 import { Admission } from './admission.js';
-import { decisionAnswer, proposalAnswer, type CallAnswer } from './answers.js';
+import { decisionAnswer, proposalAnswer, renewsAnswers, type CallAnswer } from './answers.js';
 import { commandOf } from './call-commands.js';
 import {
   CALLER_WENT_AWAY,
@@ -40,6 +42,7 @@ import { Housekeeping } from './housekeeping.js';
 import { ProposalTable, isHousekeeping, type Purpose } from './proposals.js';
 import { viewAt } from './read-view.js';
 import { hasPlaceInLine } from './request-ids.js';
+import { RenewTurn } from './renew-turn.js';
 import { TermGate, type HeldCall } from './term-gate.js';
 import {
   DEFAULT_LOCK_LEADER_CONFIG,
@@ -68,6 +71,8 @@ export class LockLeader {
   private readonly proposals = new ProposalTable();
   /** Calls waiting on their read barrier, with the key they read. */
   private readonly reads = new Map<CallId, string>();
+  /** The renews admitted this turn, not yet proposed (cluster level 7). */
+  private readonly renewTurn = new RenewTurn();
   private clockMs = 0;
   private out: LeaderCommand[] = [];
 
@@ -111,6 +116,9 @@ export class LockLeader {
         break;
       case 'readDone':
         this.onReadDone(ev.callId);
+        break;
+      case 'turnEnd':
+        this.proposeRenews();
         break;
       case 'readFailed':
         if (this.reads.delete(ev.callId)) this.fail(ev.callId, proposalFailure(ev.error));
@@ -163,6 +171,8 @@ export class LockLeader {
       // The waiters keep their places in the replicated line; only their calls here end. They fail
       // UNAVAILABLE so the client retries with the same request_id at the new leader, which re-attaches it.
       for (const id of this.waiting.takeAll()) this.fail(id, { ...unavailable(LEADERSHIP_CHANGED), leaderId });
+      // Not proposed yet: nothing of them is in the log, so a retry (at the new leader) is a first try.
+      for (const id of this.renewTurn.takeCalls()) this.fail(id, { ...unavailable(LEADERSHIP_CHANGED), leaderId });
       this.housekeeping.leadershipLost();
       this.admission.leadershipLost();
       this.detached.clear();
@@ -264,6 +274,10 @@ export class LockLeader {
         this.reads.set(callId, request.key);
         this.out.push({ type: 'readBarrier', callId, timeoutMs });
         break;
+      case 'renew':
+        if (this.state().clusterLevel >= LEVEL_RENEWS_ENTRY) this.collectRenew(callId, request.req, timeoutMs);
+        else this.proposeFor(callId, commandOf(request, this.state().clusterLevel), timeoutMs);
+        break;
       case 'openSession': {
         const exhausted = this.admission.refuseOpenSession(this.state());
         if (exhausted !== null) {
@@ -317,7 +331,7 @@ export class LockLeader {
 
   /** `detached`: the call's connection broke (LeaderEvent 'cancel'); else its caller cancelled it. */
   private onCancel(callId: CallId, detached: boolean): void {
-    if (this.gate.drop(callId)) {
+    if (this.gate.drop(callId) || this.renewTurn.drop(callId)) {
       this.fail(callId, unavailable(CALLER_WENT_AWAY));
       return;
     }
@@ -373,7 +387,28 @@ export class LockLeader {
 
   private onClose(): void {
     for (const id of this.waiting.takeAll()) this.fail(id, unavailable(SHUTTING_DOWN));
+    for (const id of this.renewTurn.takeCalls()) this.fail(id, unavailable(SHUTTING_DOWN));
     for (const held of this.gate.takeAll()) this.fail(held.callId, unavailable(SHUTTING_DOWN));
+  }
+
+  // ------------------------------------------------------------------ renews of one turn
+
+  /** From cluster level 7 a renew waits for the turn's end and travels in one entry with the turn's others.
+   *  Every renew takes this path, a turn's only one too: one way a renew reaches the log at level 7. */
+  private collectRenew(callId: CallId, req: ValidRenew, timeoutMs: number): void {
+    if (this.renewTurn.add({ callId, req, timeoutMs })) this.out.push({ type: 'collecting' });
+  }
+
+  /** The turn ended: its renews go into the log, in arrival order, `renewsPerEntry` to an entry. */
+  private proposeRenews(): void {
+    for (const batch of this.renewTurn.takeBatches(this.cfg.renewsPerEntry))
+      this.propose({ type: 'renews', timeMs: 0, renews: batch.renews }, { kind: 'renews', callIds: batch.callIds }, batch.timeoutMs);
+  }
+
+  /** Each caller its own renew's answer: the i-th renew of the entry is the i-th caller's. */
+  private renewsApplied(callIds: readonly CallId[], result: LockResult | null): void {
+    const answers = renewsAnswers(result, callIds.length);
+    for (let i = 0; i < callIds.length; i++) this.send(callIds[i]!, answers[i]!);
   }
 
   // ------------------------------------------------------------------ proposals
@@ -384,6 +419,9 @@ export class LockLeader {
 
   /** Stamp `command` with the leader's now and ask the adapter to propose it. */
   private propose(command: LockCommand, purpose: Purpose, timeoutMs: number): ProposalId {
+    // A call on a key with a renew waiting for the turn's end goes into the log after it, as it arrived
+    // after it: a renew and a release (or re-acquire) of one key keep their arrival order.
+    if (purpose.kind === 'client' && 'key' in command && this.renewTurn.hasKey(command.key)) this.proposeRenews();
     const proposalId = this.proposals.add(purpose);
     const stamped = { ...command, timeMs: this.clockMs } as LockCommand;
     this.housekeeping.lastProposalAtMs = stamped.timeMs;
@@ -409,6 +447,9 @@ export class LockLeader {
         break;
       case 'client':
         this.clientApplied(purpose.callId, purpose.acquire?.key, result);
+        break;
+      case 'renews':
+        this.renewsApplied(purpose.callIds, result);
         break;
       case 'cancelWait':
         break;
@@ -453,6 +494,9 @@ export class LockLeader {
       case 'client':
         this.proposals.takeCancelled(purpose.callId);
         this.fail(purpose.callId, proposalFailure(error));
+        break;
+      case 'renews':
+        for (const callId of purpose.callIds) this.fail(callId, proposalFailure(error));
         break;
       case 'cancelWait':
         break;

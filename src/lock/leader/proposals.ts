@@ -19,6 +19,8 @@ export type Purpose =
       /** An acquire's request: where its ticket is if the log puts it (or finds it) in line. */
       acquire?: ValidAcquire;
     }
+  /** A `renews` entry (renew-turn.ts): its i-th renew answers callIds[i]. */
+  | { kind: 'renews'; callIds: CallId[] }
   | { kind: 'cancelWait' }
   | HousekeepingProposal;
 
@@ -74,5 +76,5 @@ export class ProposalTable {
 
 /** Whether `purpose` is one of housekeeping's (its outcome goes back to housekeeping.ts). */
 export function isHousekeeping(purpose: Purpose): purpose is HousekeepingProposal {
-  return purpose.kind !== 'termStart' && purpose.kind !== 'client' && purpose.kind !== 'cancelWait';
+  return purpose.kind !== 'termStart' && purpose.kind !== 'client' && purpose.kind !== 'renews' && purpose.kind !== 'cancelWait';
 }

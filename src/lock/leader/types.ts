@@ -161,6 +161,8 @@ export type LeaderEvent =
    *  build included; undefined while some member has not announced one: versions.ts), and the members known
    *  to have run — acknowledged entries of this log, as the Raft leader's progress shows (machine.ts `ran`). */
   | ({ type: 'members'; readLevel: number | undefined; ran: readonly string[] } & At)
+  /** The turn the leader asked about (`collecting`) is over: every event of it has been stepped. */
+  | ({ type: 'turnEnd' } & At)
   /** The node is shutting down: every open call fails. */
   | ({ type: 'close' } & At);
 
@@ -174,6 +176,9 @@ export type LeaderCommand =
   | { type: 'fail'; callId: CallId; error: CallFailure }
   /** Send a tick no later than `atMs` (a wait deadline or term-start wait ends then). */
   | { type: 'wakeAt'; atMs: number }
+  /** The leader holds renews for one entry (renew-turn.ts): send a `turnEnd` once the events that are ready
+   *  now have been stepped — after the current pass of the event loop (the scheduler's `soon`). */
+  | { type: 'collecting' }
   /** Our termStart entry applied: this leader now stamps client commands (for the adapter's log). */
   | { type: 'termStarted'; term: number; leasesExtended: number; leasesEnded: number };
 
@@ -198,6 +203,8 @@ export interface LockLeaderConfig {
    *  for it any more (ms): the client's automatic retry re-attaches within it; after it the leader proposes
    *  the waiter's `dequeue` (cause cancel). Its wait deadline ends it sooner if it comes first. */
   detachedWaiterGraceMs: number;
+  /** Renews in one `renews` entry at most (cluster level 7); a turn with more proposes several. */
+  renewsPerEntry: number;
 }
 
 export const DEFAULT_LOCK_LEADER_CONFIG: Readonly<LockLeaderConfig> = Object.freeze({
@@ -209,4 +216,5 @@ export const DEFAULT_LOCK_LEADER_CONFIG: Readonly<LockLeaderConfig> = Object.fre
   limits: NO_ADMISSION_LIMITS,
   freeKeyRetentionMs: Infinity,
   detachedWaiterGraceMs: 5000,
+  renewsPerEntry: 256,
 });

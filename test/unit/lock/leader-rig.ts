@@ -38,6 +38,8 @@ export class LeaderRig {
   readonly settled: CallId[] = [];
   readonly reads: CallId[] = [];
   readonly wakeups: number[] = [];
+  /** How many times the leader asked for a turnEnd (`collecting`). */
+  collecting = 0;
   private nextCallId = 1;
 
   constructor(config: Partial<LockLeaderConfig> = {}) {
@@ -62,6 +64,8 @@ export class LeaderRig {
         this.reads.push(c.callId);
       } else if (c.type === 'wakeAt') {
         this.wakeups.push(c.atMs);
+      } else if (c.type === 'collecting') {
+        this.collecting++;
       }
     }
     return cmds;
@@ -178,6 +182,22 @@ export class LeaderRig {
     };
     this.step({ type: 'request', callId, request: { op: 'acquire', req }, timeoutMs: opts.timeoutMs ?? 5000 + req.waitMs });
     return callId;
+  }
+
+  renew(key: string, owner: string, token: bigint, opts: { ttlMs?: number; requestId?: string; timeoutMs?: number } = {}): CallId {
+    const callId = this.nextCallId++;
+    this.step({
+      type: 'request',
+      callId,
+      request: { op: 'renew', req: { key, owner, token, ttlMs: opts.ttlMs ?? 10_000, requestId: opts.requestId ?? `ren-${callId}` } },
+      timeoutMs: opts.timeoutMs ?? 5000,
+    });
+    return callId;
+  }
+
+  /** The driver's turn ended (the `soon` the leader asked for with `collecting`). */
+  turnEnd(): LeaderCommand[] {
+    return this.step({ type: 'turnEnd' });
   }
 
   release(key: string, owner: string, token: bigint): CallId {
