@@ -95,6 +95,9 @@ export interface LockProfile {
    *  the workload to meet them (RESOURCE_EXHAUSTED), or null: none (NO_ADMISSION_LIMITS). Drawn for a share of the
    *  seeds (`limitsShare`) unless given. */
   limits: Readonly<AdmissionLimits> | null;
+  /** The longest turn of a node's event loop (ms): a lock service's turnEnd comes up to this long after it
+   *  asked (uniform), so the renews reaching a leader meanwhile travel in one `renews` entry (level 7). */
+  turnMs: number;
 }
 
 /** A key with many holds in the workload: a semaphore (`limit` >= 2) or a shared/exclusive key (limit 1). */
@@ -139,6 +142,8 @@ export function lockProfileFor(seed: number, overrides: Partial<LockProfile> = {
     revokeChance: 0.1,
     limitsShare: 0.25,
     limits: null,
+    // Drawn from a stream of its own below.
+    turnMs: 0,
   };
   // Drawn from a stream of their own, so the picks above stay what they were for every seed.
   const g = SimRng.derive(seed, 'lock-groups');
@@ -153,6 +158,7 @@ export function lockProfileFor(seed: number, overrides: Partial<LockProfile> = {
       p.clients += p.groupClients;
     }
   }
+  p.turnMs = SimRng.derive(seed, 'lock-turn').pick([1, 5, 10, 20]);
   const merged = { ...p, ...overrides };
   if (merged.groupsOnly && merged.groupKeys.length === 0)
     merged.groupKeys = [

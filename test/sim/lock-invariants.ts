@@ -148,6 +148,10 @@ export interface OracleStats {
   takeovers: number;
   renewed: number;
   renewRefused: number;
+  /** `renews` entries (level 7), the renews they carried, and the renews that shared one with another. */
+  renewsEntries: number;
+  renewsInEntries: number;
+  renewsShared: number;
   /** Renews refused EXPIRED: the lease ran out but no expire entry had removed it yet. */
   renewExpired: number;
   released: number;
@@ -259,6 +263,9 @@ export class LockOracle implements GroupHost {
     takeovers: 0,
     renewed: 0,
     renewRefused: 0,
+    renewsEntries: 0,
+    renewsInEntries: 0,
+    renewsShared: 0,
     renewExpired: 0,
     released: 0,
     releaseRefused: 0,
@@ -474,6 +481,10 @@ export class LockOracle implements GroupHost {
           this.mustBeFresh(at, cmd.owner, cmd.requestId, 'renew', cmd.key, cmd.token);
           this.groups.judgeRenew(at, idx, cmd, result, post.nowMs, stamp);
         } else this.judgeRenew(at, idx, cmd, result, pre, post, stamp);
+        break;
+      case 'renews':
+        if (result.type !== 'renews') return this.fail(`${at}: renews produced a ${result.type} result`);
+        this.judgeRenews(at, idx, cmd, result, pre, post, stamp);
         break;
       case 'release':
         if (result.type !== 'release') return this.fail(`${at}: release produced a ${result.type} result`);
@@ -1220,6 +1231,56 @@ export class LockOracle implements GroupHost {
     }
     this.unchanged(at, cmd.key, pv, qv, pre, post);
     this.remember(cmd.owner, cmd.requestId, 'renew', cmd.key, cmd.token, renewOutcome(r), idx, post.nowMs);
+  }
+
+  /** A `renews` entry (level 7): each renew judged as a lone renew without a request id at the entry's log
+   *  time, in the entry's order — the state between them is the entry's state before it with the renews
+   *  before applied (a key renewed twice) — and none remembered: a retry of one renews again. */
+  private judgeRenews(
+    at: string,
+    idx: number,
+    cmd: Extract<LockCommand, { type: 'renews' }>,
+    r: Extract<LockResult, { type: 'renews' }>,
+    pre: StateCapture,
+    post: StateCapture,
+    stamp: StampWindow,
+  ): void {
+    const n = cmd.renews.length;
+    if (r.renews.length !== n) return this.fail(`${at}: a renews entry of ${n} renews answered ${r.renews.length}`);
+    this.stats.renewsEntries++;
+    this.stats.renewsInEntries += n;
+    if (n > 1) this.stats.renewsShared += n;
+    const lastOfKey = new Map<string, number>();
+    cmd.renews.forEach((x, i) => lastOfKey.set(x.key, i));
+    let views = pre.views;
+    for (let i = 0; i < n; i++) {
+      const item = cmd.renews[i]!;
+      const answer = r.renews[i]!;
+      const itemAt = `${at} renew ${i + 1}/${n}`;
+      this.touched.add(item.key);
+      if (answer.type !== 'renew') return this.fail(`${itemAt} of ${item.key} failed as a whole: ${canonicalResult(answer)}`);
+      if (answer.index !== idx || answer.replayed)
+        return this.fail(`${itemAt} answered ${canonicalResult(answer)}: not this entry's own outcome`);
+      const lone: Extract<LockCommand, { type: 'renew' }> = { type: 'renew', timeMs: cmd.timeMs, ...item, requestId: '' };
+      this.checkRevokedToken(itemAt, lone, answer);
+      if (this.groups.has(item.key)) {
+        this.groups.judgeRenew(itemAt, idx, lone, answer, post.nowMs, stamp);
+      } else {
+        const k = this.slot(itemAt, item.key);
+        if (k < 0) return;
+        const next = [...views];
+        const pv = views[k]!;
+        next[k] =
+          lastOfKey.get(item.key) === i
+            ? post.views[k]!
+            : answer.renewed
+              ? { ...pv, ttlMs: answer.ttlMs, expiresAtMs: answer.expiresAtMs }
+              : pv;
+        this.judgeRenew(itemAt, idx, lone, answer, { ...pre, views }, { ...post, views: next }, stamp);
+        views = next;
+      }
+      if (this.violation !== null) return;
+    }
   }
 
   private judgeRelease(

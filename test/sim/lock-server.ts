@@ -9,6 +9,7 @@
 // believe the other leads would never end).
 import type { AcquireResult, LockCommand, LockResult, LockView } from '../../src/lock/index.js';
 import type { LockMachine } from '../../src/lock/machine.js';
+import type { Scheduler } from '../../src/raft/env.js';
 import { silentNodeLogger } from '../../src/raft/logger.js';
 import { routeNotLeader } from '../../src/server/client-api/forward-once.js';
 import type { AdmissionLimits } from '../../src/lock/leader/index.js';
@@ -103,6 +104,9 @@ export interface LockServerOptions {
   /** Told of every entry a service appends to its node's log, as it appends it (while the leader's state is
    *  still the one it judged the proposal on). */
   proposed?: (node: SimNode, index: number, term: number, data: Uint8Array) => void;
+  /** How long after its `soon` a service's turnEnd comes (lock-clock.ts `turnMs`): a pass of a busy event
+   *  loop, in which the renews that arrived meanwhile are collected for one entry. */
+  turnDelayMs: () => number;
 }
 
 interface Running {
@@ -164,7 +168,7 @@ export class SimLockServers {
       proposed ? watchProposals(raftNode, (index, term, data) => proposed(node, index, term, data)) : raftNode,
       this.machineOf(node) as { readonly machine: LockMachine },
       {
-        env: { nowMs: () => sim.nodeNow(node), scheduler: node.io!, rng: node.coreRng },
+        env: { nowMs: () => sim.nodeNow(node), scheduler: this.schedulerOf(node), rng: node.coreRng },
         createLeader: (state, config) => new Leader(state, config),
         ...(this.opts.limits !== null ? { limits: this.opts.limits } : {}),
         housekeepingMs: this.opts.housekeepingMs,
@@ -176,6 +180,17 @@ export class SimLockServers {
       },
     );
     this.running[node.idx] = { service, inc: node.incarnation };
+  }
+
+  /** The node's virtual-time scheduler, whose `soon` (the service's only use of it: the end of a turn) comes
+   *  as a busy event loop's would: after what arrives within the turn. */
+  private schedulerOf(node: SimNode): Scheduler {
+    const io = node.io!;
+    return {
+      soon: (fn) => void io.after(this.opts.turnDelayMs(), fn),
+      after: (delayMs, fn) => io.after(delayMs, fn),
+      every: (intervalMs, fn) => io.every(intervalMs, fn),
+    };
   }
 
   nodeCrashed(node: SimNode): void {

@@ -181,6 +181,9 @@ if (env['SEED'] !== undefined && env['SEED'] !== '') {
         'revokedWrites',
         // (level 5) revokes retried with their request id, answered with the first outcome
         'revokeReplays',
+        // (level 7) renews entries, and renews that shared one with another renew of the same turn
+        'renewsEntries',
+        'renewsShared',
         // (level 6, issue 38) acquire records kept past the window while their owner held the key; refused
         // requests' ids sent again with other terms (session, limit, mode), refused REQUEST_ID_REUSED
         'dedupKeptWhileHeld',

@@ -10,7 +10,7 @@
 // true-time window) so the oracle knows the true time of each stamp (lock-invariants.ts).
 import type { Entry, SnapshotChunk, SnapshotMeta } from '../../src/raft/core/types.js';
 import type { SnapshotJob } from '../../src/raft/fsm.js';
-import type { LockCommand, LockResult } from '../../src/lock/index.js';
+import type { LockCommand, LockResult, RenewItem } from '../../src/lock/index.js';
 import { BASE_LEVEL, BUILD_LEVEL, lowestReadLevel } from '../../src/lock/index.js';
 import type { SimCluster } from './cluster.js';
 import { LockClients } from './lock-clients.js';
@@ -198,6 +198,8 @@ export class LockReplica implements SimStateMachine {
       }
       const rk = cmd === null ? undefined : requestKeyOf(cmd);
       if (rk !== undefined) this.wl.requestAt.set(entry.index, rk);
+      if (cmd?.type === 'renews' && result.type === 'renews')
+        this.wl.renewsAt.set(entry.index, { renews: cmd.renews, answers: result.renews.map(canonicalResult) });
       // A revoke ends holds behind their holders' backs: from here their trust and writes are not a holder's.
       if (cmd?.type === 'revoke' && result.type === 'revoke' && !result.replayed && result.revoked.length > 0)
         this.wl.clients.revoked(cmd.key, result.revoked, this.wl.sim.now);
@@ -335,6 +337,9 @@ export class LockWorkload implements SimWorkload<LockReplica> {
   /** (owner, request_id) of the client command judged at each index: an acknowledged answer must be that of
    *  its own request's entry. */
   readonly requestAt = new Map<number, string>();
+  /** Per `renews` entry (level 7): its renews and each one's canonical answer (checkAck: a renew call is
+   *  answered with the one of its own request, never another's). */
+  readonly renewsAt = new Map<number, { renews: readonly RenewItem[]; answers: string[] }>();
   /** The build level each node ran in its latest incarnation that started. */
   private readonly runningLevels = new Map<string, number>();
 
@@ -371,6 +376,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
     this.clock =
       clock ?? new ClockModel(this.seed, sim.nodes.length, this.profile.clients, this.profile.maxDrift, this.profile.nodeOffsetSpreadMs);
     this.stamps = sim.nodes.map(() => new Map());
+    const turnRng = SimRng.derive(this.seed, 'lock-turn-delays');
     this.servers = new SimLockServers(
       sim,
       {
@@ -382,6 +388,7 @@ export class LockWorkload implements SimWorkload<LockReplica> {
         membersRan: (node) => this.membersRan(node),
         leader: this.module.LockLeader,
         limits: this.profile.limits,
+        turnDelayMs: () => turnRng.float() * this.profile.turnMs,
         ...(this.limits !== null
           ? { proposed: (node: SimNode, index: number, term: number, data: Uint8Array) => this.proposed(node, index, term, data) }
           : {}),
@@ -625,6 +632,22 @@ export class LockWorkload implements SimWorkload<LockReplica> {
     if (ack.index === 0) return null; // answered without a new entry (a replay, a leader's decision): lock-calls.ts judges those
     const cmd = this.commandOf(ack);
     const mine = cmd === null ? undefined : requestKeyOf(cmd);
+    const entry = this.renewsAt.get(ack.index);
+    if (entry !== undefined) {
+      // A renew answered by a `renews` entry: one of the entry's renews is this request's (same key, owner,
+      // token and ttl; copies of one request answer alike), and its answer is the one the call got.
+      if (cmd?.type !== 'renew')
+        return `[lock] ${cmd?.type ?? 'an unknown'} op${ack.opId} (client ${ack.clientId}) was answered with renews entry ${ack.index}`;
+      const got = canonicalResult(r);
+      const own = entry.renews.flatMap((x, i) =>
+        x.key === cmd.key && x.owner === cmd.owner && x.token === cmd.token && x.ttlMs === cmd.ttlMs ? [entry.answers[i]!] : [],
+      );
+      if (own.length === 0)
+        return `[lock] renew op${ack.opId} (client ${ack.clientId}) was answered with renews entry ${ack.index}, which does not carry it`;
+      return own.includes(got)
+        ? null
+        : `[lock] renew op${ack.opId} (client ${ack.clientId}) was answered ${got}, but its renew in entry ${ack.index} answered ${own.join(' / ')}`;
+    }
     // A waiting call is answered by the entry that decided its place in line (a release, an expire, a
     // dequeue, another acquire): compare with the model's decision there.
     if (mine !== undefined && cmd?.type === 'acquire' && this.requestAt.get(ack.index) !== mine) {
