@@ -200,6 +200,27 @@ describe(`lock leader: renews below level ${LEVEL_RENEWS_ENTRY}`, () => {
     expect(renewAnswer(rig, call)).toBe(`true|UNSPECIFIED|${rig.nowMs + 400}@${rig.machine.appliedIndex}`);
   });
 
+  it('a rolling upgrade: lone renews while a member reads 6, renews entries once the log is at 7', () => {
+    const rig = atLevel(LEVEL_RENEWS_ENTRY - 1);
+    const a = rig.hold('a', 'alice');
+    rig.renew('a', 'alice', a.token);
+    expect(rig.pending.map((p) => p.command.type)).toEqual(['renew']);
+    rig.commitAll();
+    // The last member announces 7: the leader raises the level; only the applied level counts.
+    rig.step({ type: 'members', readLevel: LEVEL_RENEWS_ENTRY, ran: [] });
+    rig.advance(10);
+    expect(rig.pending.map((p) => p.command)).toEqual([{ type: 'clusterLevel', timeMs: rig.nowMs, level: LEVEL_RENEWS_ENTRY }]);
+    rig.renew('a', 'alice', a.token);
+    expect(rig.pending.map((p) => p.command.type)).toEqual(['clusterLevel', 'renew']);
+    rig.commitAll();
+    expect(rig.machine.clusterLevel).toBe(LEVEL_RENEWS_ENTRY);
+    const call = rig.renew('a', 'alice', a.token);
+    rig.turnEnd();
+    expect(rig.pending.map((p) => p.command.type)).toEqual(['renews']);
+    rig.commitAll();
+    expect(renewAnswer(rig, call)).toMatch(/^true\|UNSPECIFIED/);
+  });
+
   it('at level 1 too (a cluster of builds from before the gate)', () => {
     const rig = new LeaderRig().ready();
     const a = rig.hold('a', 'alice');

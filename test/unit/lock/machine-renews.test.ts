@@ -2,7 +2,7 @@
 // applied in order as a lone renew without a request id would be at the entry's log time — owner, current
 // token, not run out, a hold under a session refused — each with its own answer, none remembered.
 import { describe, expect, it } from 'vitest';
-import { LockMachine } from '../../../src/lock/index.js';
+import { LockMachine, UnknownCommandError } from '../../../src/lock/index.js';
 import type { LockResult, RenewItem } from '../../../src/lock/index.js';
 import { BUILD_LEVEL, LEVEL_RENEWS_ENTRY } from '../../../src/lock/versions.js';
 import { Feed } from './feed.js';
@@ -88,6 +88,18 @@ describe('renews of one turn in one entry (level 7)', () => {
     expect(feed.machine.get('k').held).toBe(false);
   });
 
+  it("renews from the entry's log time, not its stamp: a leader whose clock is behind the log's after a fast one", () => {
+    const feed = atLevel(BUILD_LEVEL);
+    feed.at(9000).termStart(); // a leader whose clock runs 8 s ahead
+    const a = feed.acquire('k', 'alice', 1000);
+    feed.at(2000).termStart(); // the next one's clock is true: log time stays 9000 and moves on at its rate
+    expect(feed.machine.get('k')).toMatchObject({ held: true, expiresAtMs: 10_000 });
+    const entry = renews(feed.at(2100), [{ key: 'k', owner: 'alice', token: a.token, ttlMs: 500 }]);
+    expect(feed.machine.logNowMs).toBe(9100);
+    expect(outcomes(entry)).toEqual(['true|500|9600|UNSPECIFIED']);
+    expect(feed.machine.get('k').expiresAtMs).toBe(9600);
+  });
+
   it('keeps no dedup record: the same renew again renews again from its own log time', () => {
     const feed = atLevel(BUILD_LEVEL);
     const a = feed.acquire('k', 'alice', 1000);
@@ -133,6 +145,17 @@ describe('renews of one turn in one entry (level 7)', () => {
       expect(feed.machine.get('k')).toMatchObject({ held: true, token: a.token, expiresAtMs: 2000 });
       expect(feed.machine.leaseCount).toBe(1);
     }
+  });
+
+  it('a build of level 6 stops at a renews entry, naming what it reads (it never applies it)', () => {
+    const old = Feed.withOptions({ readLevel: LEVEL_RENEWS_ENTRY - 1 });
+    old.at(1000).termStart();
+    const a = old.acquire('k', 'alice', 1000);
+    expect(() => renews(old, [{ key: 'k', owner: 'alice', token: a.token, ttlMs: 5000 }])).toThrow(UnknownCommandError);
+    expect(() => renews(old, [{ key: 'k', owner: 'alice', token: a.token, ttlMs: 5000 }])).toThrow(
+      /tag 24 is newer than this build reads \(cluster level 6, command tags up to 23\)/,
+    );
+    expect(old.machine.get('k').expiresAtMs).toBe(2000);
   });
 
   it('below level 7 a lone renew keeps its dedup record: a retry replays its first outcome', () => {
