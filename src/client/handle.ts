@@ -268,7 +268,9 @@ export class LockHandle extends LeaseHolderState<'RELEASED', LockLostError, Lock
   /** How this handle renews (local-lease.ts runs the loop). */
   private renewal(): Renewal {
     return {
-      // One request_id per renew, reused by its retries: a retry after a lost response is applied once.
+      // One request_id per renew, reused by its retries: below cluster level 7 a retry after a lost response
+      // is applied once; from 7 it renews again from its own time (no renew is remembered), which only moves
+      // the server's deadline past the one this handle keeps from the first send.
       sendRenew: (deadline, signal, attemptTimeoutMs) =>
         this.ctx.rpc.call<RenewResponse>('Renew', this.renewRequest(), deadline, signal, {
           attemptTimeoutMs,
