@@ -550,6 +550,70 @@ export const LOCK_MUTANTS: LockMutant[] = [
       },
     ],
   },
+  // The renews of one turn in one entry (cluster level 7; machine-entries.ts `renews`, leader/renew-turn.ts).
+  {
+    id: 'r1',
+    name: 'a renews entry checks the owner but not the token: it renews the hold that superseded the token it names',
+    // Issue 37's planted bug 3. Caught by 4 of lock seeds 1-100 (first at 17: a revoked token renewed; at 30
+    // and 99 "controlled release": a superseded token renewed the owner's newer hold).
+    maxSeeds: 100,
+    patches: [
+      {
+        file: 'machine-entries.ts',
+        find: `token: r.token, ttlMs: r.ttlMs, requestId: '' }),`,
+        replace: `token: s.leaseOf(r.key)?.owner === r.owner ? BigInt(s.leaseOf(r.key)!.fencingToken) : r.token, ttlMs: r.ttlMs, requestId: '' }),`,
+      },
+    ],
+  },
+  {
+    id: 'r2',
+    name: "the leader resolves a collected renew's token from the state (its owner's current hold), not the request's",
+    // Caught by 4 of lock seeds 1-100 (first at 17, checkAck: the entry does not carry the call's renew).
+    maxSeeds: 100,
+    patches: [
+      {
+        file: 'leader/leader.ts',
+        find: `    if (this.renewTurn.add({ callId, req, timeoutMs })) this.out.push({ type: 'collecting' });
+`,
+        replace:
+          `    const held = this.state().get(req.key); // planted bug: the token the state has now\n` +
+          `    if (held.held && held.owner === req.owner) req = { ...req, token: held.token };\n` +
+          `    if (this.renewTurn.add({ callId, req, timeoutMs })) this.out.push({ type: 'collecting' });\n`,
+      },
+    ],
+  },
+  {
+    id: 'r3',
+    name: "a renews entry applied at its stamp instead of the log time (the leader's clock, not the log's)",
+    // Caught by 6 of lock seeds 1-100 (first at 4: renewed until stamp + ttl, not log time + ttl).
+    maxSeeds: 100,
+    patches: [
+      {
+        file: 'machine-entries.ts',
+        find: `  const answers: (RenewResult | ErrorResult)[] = [];\n`,
+        replace: `  const answers: (RenewResult | ErrorResult)[] = [];\n  const logNowMs = s.logNowMs;\n  s.logNowMs = command.timeMs; // planted bug\n`,
+      },
+      {
+        file: 'machine-entries.ts',
+        find: `  return { type: 'renews', index, renews: answers };\n`,
+        replace: `  s.logNowMs = logNowMs;\n  return { type: 'renews', index, renews: answers };\n`,
+      },
+    ],
+  },
+  {
+    id: 'r4',
+    name: "the callers of a renews entry answered in reverse: one caller gets another's renew's outcome",
+    // Caught by 4 of lock seeds 1-100 (first at 29, checkAck): it needs two renews of different outcomes in one
+    // entry, which the seeded turns of 1-20 ms make rare.
+    maxSeeds: 100,
+    patches: [
+      {
+        file: 'leader/leader.ts',
+        find: `this.send(callIds[i]!, answers[i]!);`,
+        replace: `this.send(callIds[i]!, answers[callIds.length - 1 - i]!);`,
+      },
+    ],
+  },
 ];
 
 const SRC_LOCK = resolve(dirname(fileURLToPath(import.meta.url)), '../../src/lock');
