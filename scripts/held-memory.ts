@@ -13,6 +13,33 @@ import { fill, rssNow } from './bench/held-scale.js';
 import { leaseholdFactory, type LeaseholdCluster } from './bench/leasehold-system.js';
 import { describeMemory, memoryOf } from './bench/node-memory.js';
 
+const USAGE = 'usage: node build/scripts/held-memory.js [--held N] [--heap] [--trace-gc] [--keep] [--out DIR]';
+const VALUE_FLAGS = new Set(['--held', '--out']);
+const SWITCHES = new Set(['--heap', '--trace-gc', '--keep']);
+
+/** The command line checked before anything starts: a run starts a 3-node cluster and fills it for
+ *  minutes, so `--help`, a mistyped flag or a bad count must not start one. */
+function checkArgs(argv: readonly string[]): void {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--help' || a === '-h') {
+      console.log(USAGE);
+      process.exit(0);
+    }
+    if (VALUE_FLAGS.has(a)) {
+      if (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--')) usageError(`${a} needs a value`);
+      i++;
+    } else if (!SWITCHES.has(a)) usageError(`unknown argument ${a}`);
+  }
+  const held = arg('--held', '200000');
+  if (!/^[1-9][0-9]*$/.test(held)) usageError(`--held: give a positive whole number of locks (got ${held})`);
+}
+
+function usageError(message: string): never {
+  console.error(`held-memory: ${message}\n${USAGE}`);
+  process.exit(64);
+}
+
 function arg(name: string, fallback: string): string {
   const at = process.argv.indexOf(name);
   return at >= 0 ? (process.argv[at + 1] ?? fallback) : fallback;
@@ -48,6 +75,7 @@ function gcPauses(log: string): string {
 }
 
 async function main(): Promise<void> {
+  checkArgs(process.argv.slice(2));
   const held = Number(arg('--held', '200000'));
   const out = arg('--out', `/tmp/held-memory-${process.pid}`);
   mkdirSync(out, { recursive: true });
