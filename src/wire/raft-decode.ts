@@ -109,7 +109,7 @@ function readEntry(r: ProtoReader): Entry {
  * the entries' bytes and lives as long as its longest-kept entry. Entry data is a view from here on (as WAL
  * replay's is): no reader may assume it starts at byte 0 of its buffer.
  */
-function ownEntryData(entries: Entry[]): void {
+export function ownEntryData(entries: Entry[]): void {
   let total = 0;
   for (const e of entries) total += e.data.length;
   const slab = new Uint8Array(total);

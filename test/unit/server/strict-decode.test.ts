@@ -4,21 +4,11 @@ import { describe, expect, it } from 'vitest';
 import { descriptorRegistry, strictProblem, strictRequestDeserializers } from '../../../src/server/client-api/strict-decode.js';
 import { packageDefinition } from '../../../src/wire/load.js';
 import { raftGrpcService } from '../../../src/wire/raft.js';
+import { tag, varint } from '../wire/proto-bytes.js';
 
 const registry = descriptorRegistry(packageDefinition());
 const message = (name: string) => registry.get(`leasehold.v1.${name}`)!;
 
-function varint(v: bigint): number[] {
-  const out: number[] = [];
-  do {
-    let b = Number(v & 0x7fn);
-    v >>= 7n;
-    if (v > 0n) b |= 0x80;
-    out.push(b);
-  } while (v > 0n);
-  return out;
-}
-const tag = (field: number, wire: number) => varint(BigInt((field << 3) | wire));
 const str = (field: number, bytes: number[]) => [...tag(field, 2), ...varint(BigInt(bytes.length)), ...bytes];
 const text = (field: number, s: string) => str(field, [...Buffer.from(s, 'utf8')]);
 const num = (field: number, v: bigint) => [...tag(field, 0), ...varint(v)];

@@ -24,6 +24,7 @@ import type {
 } from '../../../src/raft/core/types.js';
 import type * as raftpb from '../../../src/wire/raft.js';
 import { CodecError, describe, type WireLong } from '../../../src/wire/scalars.js';
+import { ownEntryData } from '../../../src/wire/raft-decode.js';
 
 // ---------------------------------------------------------------------------------------------------
 // The checked scalar conversions of the object codec (they lived in src/wire/scalars.ts while it ran)
@@ -159,28 +160,6 @@ function entryFromWire(value: unknown, path: string): Entry {
   if (term === 0) throw new CodecError(`${path}.term`, 'log entries have a term of at least 1');
   // The data is still a view into the received message here: ownEntryData copies it out.
   return { index, term, kind, data: requireBytes(w['data'], `${path}.data`) };
-}
-
-/**
- * Copies the entries' data of one received message into ONE new ArrayBuffer and hands each entry a view of
- * its bytes. The decoded Buffers are views into the whole received gRPC message, and the core may keep an
- * entry for a long time (the unstable log, a follower's catch-up tail), which must not pin the message. One
- * ArrayBuffer per entry would be a backing store outside the heap per entry above 64 bytes: a follower's
- * burst of thousands of entries spends 300 ms allocating them, and each is more work for the GC. The slab
- * holds only the entries' bytes and lives as long as its longest-kept entry. Entry data is a view from here
- * on (as WAL replay's is): no reader may assume it starts at byte 0 of its buffer.
- */
-function ownEntryData(entries: Entry[]): void {
-  let total = 0;
-  for (const e of entries) total += e.data.length;
-  const slab = new Uint8Array(total);
-  let at = 0;
-  for (const e of entries) {
-    const length = e.data.length;
-    slab.set(e.data, at);
-    e.data = slab.subarray(at, at + length);
-    at += length;
-  }
 }
 
 function snapshotMetaToWire(meta: SnapshotMeta, path: string): raftpb.SnapshotMeta {

@@ -14,6 +14,7 @@ import { RAFT_STREAM_CODEC } from '../../../src/wire/raft.js';
 import { CodecError } from '../../../src/wire/scalars.js';
 import { SimRng } from '../../sim/rng.js';
 import { batchToWire, messagesFromWire } from './protobufjs-raft-codec.js';
+import { tag, varint } from './proto-bytes.js';
 
 // ---- the old path: proto-loader's serializer for Raft.Stream, the strict decoder, the object codec ----
 
@@ -192,17 +193,6 @@ function sampleFrames(seed: number): { msgs: Message[]; clusterId: string; level
 
 // ---- bytes by hand, for encodings protobufjs never writes ----
 
-function varint(v: bigint): number[] {
-  const out: number[] = [];
-  do {
-    let b = Number(v & 0x7fn);
-    v >>= 7n;
-    if (v > 0n) b |= 0x80;
-    out.push(b);
-  } while (v > 0n);
-  return out;
-}
-const tag = (field: number, wire: number) => varint(BigInt(field * 8 + wire));
 const sub = (field: number, bytes: number[]) => [...tag(field, 2), ...varint(BigInt(bytes.length)), ...bytes];
 const text = (field: number, s: string) => sub(field, [...Buffer.from(s, 'utf8')]);
 const num = (field: number, v: bigint | number) => [...tag(field, 0), ...varint(BigInt(v))];
