@@ -136,7 +136,8 @@ export class LockService {
   private readonly leader: LockLeader;
   private readonly calls = new Map<CallId, OpenCall>();
   private nextCallId = 1;
-  private readonly housekeeping: TimerHandle;
+  /** The housekeeping tick, armed only while this node leads. */
+  private housekeeping: TimerHandle | null = null;
   /** One timer per distinct wake-up time the leader asked for. */
   private readonly wakeups = new Map<number, TimerHandle>();
   /** Events raised while a step runs (a command's synchronous side effect) wait for it to finish. */
@@ -160,27 +161,15 @@ export class LockService {
     };
     const state = () => this.fsm.machine;
     this.leader = opts.createLeader ? opts.createLeader(state, config) : new LockLeader(state, config);
-    node.on('softState', (ss: SoftState) =>
-      this.step({ type: 'role', role: ss.role, term: ss.term, leaderId: ss.leaderId, clockMs: this.now() }),
-    );
+    node.on('softState', (ss: SoftState) => {
+      this.armHousekeeping(ss.role === 'leader');
+      this.step({ type: 'role', role: ss.role, term: ss.term, leaderId: ss.leaderId, clockMs: this.now() });
+    });
     node.on('applied', (entry: Entry, result: LockResult | null | undefined) => {
       this.step({ type: 'applied', index: entry.index, term: entry.term, result: result ?? null, clockMs: this.now() });
     });
-    // Only a leader has deadlines to watch (held calls, waiters, leases to expire): a follower's tick would
-    // step the module for nothing, 40 times a second (a share of the idle cluster's CPU).
-    this.housekeeping = opts.env.scheduler.every(opts.housekeepingMs, () => {
-      if (!this.node.isLeader()) return;
-      const readLevel = opts.membersReadLevel?.();
-      const ran = opts.membersRan?.() ?? [];
-      const ranKey = ran.join(',');
-      if (readLevel !== this.membersReadLevel || ranKey !== this.membersRanKey) {
-        this.membersReadLevel = readLevel;
-        this.membersRanKey = ranKey;
-        this.step({ type: 'members', readLevel, ran, clockMs: this.now() });
-      }
-      this.step({ type: 'tick', clockMs: this.now() });
-    });
     const st = node.status();
+    this.armHousekeeping(st.role === 'leader');
     this.step({ type: 'role', role: st.role, term: st.term, leaderId: st.leaderId, clockMs: this.now() });
   }
 
@@ -235,7 +224,7 @@ export class LockService {
     if (this.closed) return;
     this.step({ type: 'close', clockMs: this.now() });
     this.closed = true;
-    this.housekeeping.cancel();
+    this.armHousekeeping(false);
     for (const t of this.wakeups.values()) t.cancel();
     this.wakeups.clear();
   }
@@ -368,6 +357,31 @@ export class LockService {
         );
         return;
     }
+  }
+
+  /** Only a leader has deadlines to watch (held calls, waiters, leases to expire). A follower's timer would
+   *  wake its event loop 40 times a second for nothing: at idle, timer wake-ups were a quarter of a
+   *  follower's CPU (issue 37's idle goal). */
+  private armHousekeeping(leading: boolean): void {
+    if (leading && !this.closed) {
+      this.housekeeping ??= this.opts.env.scheduler.every(this.opts.housekeepingMs, () => this.housekeepingTick());
+    } else if (this.housekeeping !== null) {
+      this.housekeeping.cancel();
+      this.housekeeping = null;
+    }
+  }
+
+  private housekeepingTick(): void {
+    if (!this.node.isLeader()) return;
+    const readLevel = this.opts.membersReadLevel?.();
+    const ran = this.opts.membersRan?.() ?? [];
+    const ranKey = ran.join(',');
+    if (readLevel !== this.membersReadLevel || ranKey !== this.membersRanKey) {
+      this.membersReadLevel = readLevel;
+      this.membersRanKey = ranKey;
+      this.step({ type: 'members', readLevel, ran, clockMs: this.now() });
+    }
+    this.step({ type: 'tick', clockMs: this.now() });
   }
 
   private wakeAt(atMs: number): void {

@@ -27,7 +27,9 @@ export interface ChangeSource {
 }
 
 export class WriteBehind {
+  /** The batch due while changes wait; null when nothing waits. */
   private timer: TimerHandle | null = null;
+  private started = false;
   private soonQueued = false;
   /** The write in flight (and every write before it): the next waits for it. */
   private tail: Promise<void> = Promise.resolve();
@@ -51,20 +53,32 @@ export class WriteBehind {
     this.takenIndex = store.point?.index ?? 0;
   }
 
+  /** Begins batching (what is already pending is written within `intervalMs`). */
   start(): void {
-    if (this.timer !== null || this.stopped) return;
-    this.timer = this.scheduler.every(this.options.intervalMs, () => {
-      if (this.source.pending > 0 || this.source.appliedIndex > this.takenIndex) void this.flush(false);
-    });
+    this.started = true;
+    this.armIfWaiting();
   }
 
-  /** Called after every applied entry: a full batch goes at once (after the current event). */
+  /** Called after every applied entry: a full batch goes at once (after the current event), else one is
+   *  due `intervalMs` after the first change that waits. The timer is armed only while something waits
+   *  (not a fixed 10 Hz grid): an idle node's event loop is not woken for nothing (issue 37's idle goal). */
   noteApplied(): void {
-    if (this.source.pending < this.options.maxChanges || this.soonQueued || this.stopped) return;
+    if (this.stopped) return;
+    this.armIfWaiting();
+    if (this.source.pending < this.options.maxChanges || this.soonQueued) return;
     this.soonQueued = true;
     this.scheduler.soon(() => {
       this.soonQueued = false;
       void this.flush(false);
+    });
+  }
+
+  private armIfWaiting(): void {
+    if (!this.started || this.stopped || this.timer !== null) return;
+    if (this.source.pending === 0 && this.source.appliedIndex <= this.takenIndex) return;
+    this.timer = this.scheduler.after(this.options.intervalMs, () => {
+      this.timer = null;
+      if (this.source.pending > 0 || this.source.appliedIndex > this.takenIndex) void this.flush(false);
     });
   }
 

@@ -1,14 +1,17 @@
 // grpc.health.v1 as SPEC "Health" defines it: SERVING only while this node can serve lock calls (a
 // leader that heard from a quorum within an election timeout, or a follower that heard from its leader
 // within one — RaftNode.serving()). A load balancer or readiness probe can then tell a node without
-// quorum from a healthy one. Re-evaluated on a timer; transitions are logged.
+// quorum from a healthy one. Re-evaluated when the node's role or leader changes (refresh(): how a node
+// becomes SERVING) and on a timer (how it stops: no word within the window is a matter of time); transitions
+// are logged.
 import type { HealthImplementation } from 'grpc-health-check';
 import type { NodeLogger } from '../../raft/logger.js';
+import { realScheduler, type Scheduler, type TimerHandle } from '../../raft/env.js';
 
 const SERVICES = ['', 'leasehold.v1.Lock'] as const;
 
 export class HealthReporter {
-  private timer: NodeJS.Timeout | null = null;
+  private timer: TimerHandle | null = null;
   private last: boolean | null = null;
 
   constructor(
@@ -20,16 +23,21 @@ export class HealthReporter {
     this.set(false, 'starting');
   }
 
-  start(everyMs: number): void {
+  /** Looks every `everyMs` on `scheduler` (the node's: its timers of one interval share one wake-up). */
+  start(everyMs: number, scheduler: Pick<Scheduler, 'every'> = realScheduler): void {
     this.update();
-    this.timer = setInterval(() => this.update(), everyMs);
-    this.timer.unref();
+    this.timer = scheduler.every(everyMs, () => this.update());
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.cancel();
     this.timer = null;
     this.set(false, 'shutting down');
+  }
+
+  /** Re-evaluate now (the node's role or leader changed); nothing before start() or after stop(). */
+  refresh(): void {
+    if (this.timer !== null) this.update();
   }
 
   private update(): void {
