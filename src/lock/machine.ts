@@ -89,6 +89,8 @@
 //   machine-digest.ts        the state as snapshot bytes (whole, sliced, rest record) and its digest
 //   machine-restore.ts       the state loaded from a decoded snapshot or the store's records
 import { CommandDecodeError, decodeCommand, wireLimitViolation } from './commands.js';
+import { TAG_LEVELS, UnknownCommandError, tagOf } from './command-tags.js';
+import { BASE_LEVEL } from './versions.js';
 import type { LockCommand } from './commands.js';
 import type { LockEventSink } from './events.js';
 import { beginSnapshot, digestOf, snapshotOf, type LockSnapshotJob } from './machine-digest.js';
@@ -132,9 +134,13 @@ export class LockMachine extends LockMachineViews {
     return execute(this.s, index, term, command);
   }
 
-  /** Apply an already-decoded command (simulator, tests). Checked against the same wire limits as decode. */
+  /** Apply an already-decoded command (simulator, tests). Checked as decode checks bytes: the same wire
+   *  limits, and a command whose tag is above the level this machine reads stops it (UnknownCommandError)
+   *  instead of applying — an older build given it would stop, not apply it. */
   applyCommand(index: number, term: number, command: LockCommand): LockResult {
     this.checkNextIndex(index);
+    const tag = tagOf(command);
+    if ((TAG_LEVELS.get(tag) ?? BASE_LEVEL) > this.options.readLevel) throw new UnknownCommandError(tag, this.options.readLevel);
     const violation = wireLimitViolation(command);
     if (violation !== null) {
       this.s.appliedIndex = index;

@@ -3,7 +3,14 @@
 // once (issue 22: under max(log time, stamp) a 1 s lease was still held 4 s later). And the gate's machine
 // side: the level only rises, and a build that reads a lower level stops at the entry or snapshot.
 import { describe, expect, it } from 'vitest';
-import { BUILD_LEVEL, encodeCommand, LockMachine, SnapshotDecodeError, UnknownCommandError } from '../../../src/lock/index.js';
+import {
+  BUILD_LEVEL,
+  encodeCommand,
+  LockMachine,
+  SnapshotDecodeError,
+  UnknownCommandError,
+  type LockCommand,
+} from '../../../src/lock/index.js';
 import { Feed } from './feed.js';
 
 const AHEAD_MS = 5_000;
@@ -151,9 +158,9 @@ describe('the gate, in the machine', () => {
     const raise = encodeCommand({ type: 'clusterLevel', timeMs: 1000, level: 2 });
     expect(() => old.apply(2, 1, raise)).toThrow(UnknownCommandError);
     expect(() => old.apply(2, 1, raise)).toThrow(/tag 19 is newer than this build reads \(cluster level 1, command tags up to 18\)/);
-    // and applyCommand (the simulator's path) judges the level the same way
+    // and applyCommand (the tests' decoded path) refuses the tag exactly as the decoder does
     expect(() => old.applyCommand(2, 1, { type: 'clusterLevel', timeMs: 1000, level: 2 })).toThrow(
-      /cluster level 2 \(entry 2\) is newer than this build reads/,
+      /tag 19 is newer than this build reads \(cluster level 1, command tags up to 18\)/,
     );
   });
 
@@ -177,5 +184,20 @@ describe('the gate, in the machine', () => {
     expect(() => LockMachine.restore(bytes, { readLevel: 1 })).toThrow(
       /unsupported snapshot version 7: this build reads versions 1-6; a newer leasehold wrote it/,
     );
+  });
+});
+
+describe('applyCommand and the level a machine reads', () => {
+  it('refuses a tag above its level as the decoder does (renews, tag 24, on a level-6 machine)', () => {
+    const at6 = new LockMachine({ readLevel: 6 });
+    at6.apply(1, 1, encodeCommand({ type: 'termStart', timeMs: 1000 }));
+    const renews: LockCommand = { type: 'renews', timeMs: 1000, renews: [{ key: 'k', owner: 'o', token: 1n, ttlMs: 1000 }] };
+    expect(() => at6.applyCommand(2, 1, renews)).toThrow(/tag 24 is newer than this build reads \(cluster level 6/);
+    expect(() => at6.apply(2, 1, encodeCommand(renews))).toThrow(/tag 24 is newer than this build reads \(cluster level 6/);
+    expect(at6.appliedIndex).toBe(1);
+    const at7 = new LockMachine({ readLevel: 7 });
+    at7.apply(1, 1, encodeCommand({ type: 'termStart', timeMs: 1000 }));
+    expect(() => at7.applyCommand(2, 1, renews)).not.toThrow();
+    expect(at7.appliedIndex).toBe(2);
   });
 });
