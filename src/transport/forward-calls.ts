@@ -11,6 +11,7 @@
 // the answer on its way) nor its caller (a cancel goes to the leader).
 import { mark } from '../trace/stages.js';
 import { CallerMux, type MuxStream, type MuxTimers } from '../wire/caller-mux.js';
+import type { AnswerEnvelope } from '../wire/call-envelope.js';
 import type { LockCallName } from '../wire/lock.js';
 import type { CallSignal } from '../wire/call-signal.js';
 
@@ -28,24 +29,24 @@ export interface ForwardedReply<P = unknown> {
   response: P | null;
 }
 
-/** One message on the stream, follower to leader: a call, or the cancel of one. */
+/** One message on the stream, follower to leader: a call, or the cancel of one (a ForwardedCall without
+ *  the sender's header, which the stream adds). */
 export interface ForwardMessage {
-  call_id: string;
+  callId: string;
   cancel?: boolean;
   /** What is left of the caller's deadline (ms, at most a uint32). */
-  timeout_ms?: number;
-  method?: LockCallName;
-  request?: unknown;
+  timeoutMs?: number;
+  name?: LockCallName;
+  /** The request's bytes, as the client sent them (or as a unary call's request encodes). */
+  body?: Uint8Array;
 }
 
-/** One message on the stream, leader to follower. */
-export interface ForwardAnswerMessage<P> extends ForwardedReply<P> {
-  call_id: string;
-}
+/** One message on the stream, leader to follower: a ForwardedAnswer, its response left as bytes. */
+export type ForwardAnswerMessage = Pick<AnswerEnvelope, 'callId' | 'code' | 'details' | 'body'>;
 
 /** Opens a new stream; its answers and its end are reported to the callbacks. */
-export type OpenForwardStream<P> = (
-  onAnswer: (answer: ForwardAnswerMessage<P>) => void,
+export type OpenForwardStream = (
+  onAnswer: (answer: ForwardAnswerMessage) => void,
   onBreak: (why: string) => void,
 ) => MuxStream<ForwardMessage>;
 
@@ -54,12 +55,12 @@ export type ForwardTimers = MuxTimers;
 /** How long past the client's own deadline the follower waits for the leader's answer to arrive. */
 export const ANSWER_GRACE_MS = 200;
 
-export class ForwardCalls<P = unknown> {
-  private readonly mux: CallerMux<ForwardMessage, ForwardAnswerMessage<P>, string, ForwardedReply<P>>;
+export class ForwardCalls {
+  private readonly mux: CallerMux<ForwardMessage, ForwardAnswerMessage, string, ForwardedReply<Uint8Array>>;
   private closed = false;
 
   constructor(
-    openStream: OpenForwardStream<P>,
+    openStream: OpenForwardStream,
     private readonly leaderId: string,
     timers: ForwardTimers,
   ) {
@@ -67,10 +68,10 @@ export class ForwardCalls<P = unknown> {
       (onAnswer, onBreak) =>
         openStream((answer) => {
           mark('fwd.reply');
-          onAnswer(answer.call_id, answer);
+          onAnswer(answer.callId, answer);
         }, onBreak),
       timers,
-      (callId) => ({ call_id: callId, cancel: true }),
+      (callId) => ({ callId, cancel: true }),
       (why) => unavailable(`${why}; retry`),
     );
   }
@@ -80,12 +81,12 @@ export class ForwardCalls<P = unknown> {
     return this.mux.inFlight;
   }
 
-  call(method: LockCallName, request: unknown, timeoutMs: number, signal?: CallSignal): Promise<ForwardedReply<P>> {
+  call(name: LockCallName, body: Uint8Array, timeoutMs: number, signal?: CallSignal): Promise<ForwardedReply<Uint8Array>> {
     if (this.closed) return Promise.resolve(unavailable(`the link to leader ${this.leaderId} is closed`));
     return this.mux.call({
       message: (callId) => {
         mark('call.forward');
-        return { call_id: callId, timeout_ms: Math.max(1, Math.min(0xffffffff, Math.floor(timeoutMs))), method, request };
+        return { callId, timeoutMs: Math.max(1, Math.min(0xffffffff, Math.floor(timeoutMs))), name, body };
       },
       signal,
       // The leader drops the call when its timeout_ms runs out: no cancel is needed at the limit.
@@ -97,7 +98,7 @@ export class ForwardCalls<P = unknown> {
       }),
       cancelAtLimit: false,
       cancelled: () => ({ code: CANCELLED_CODE, details: 'cancelled by the caller', response: null }),
-      answered: (answer) => ({ code: answer.code, details: answer.details, response: answer.code === OK ? answer.response : null }),
+      answered: (answer) => ({ code: answer.code, details: answer.details, response: answer.code === OK ? (answer.body ?? EMPTY) : null }),
     });
   }
 
@@ -107,6 +108,8 @@ export class ForwardCalls<P = unknown> {
     this.mux.reset(`the link to leader ${this.leaderId} closed`);
   }
 }
+
+const EMPTY = new Uint8Array(0);
 
 function unavailable<P>(details: string): ForwardedReply<P> {
   return { code: UNAVAILABLE, details, response: null };

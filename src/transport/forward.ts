@@ -6,10 +6,11 @@
 //
 // This file is the gRPC glue; the multiplexing and its failure rules are forward-calls.ts's.
 import * as grpc from '@grpc/grpc-js';
-import type { WireInput } from '../wire/scalars.js';
 import type { CallSignal } from '../wire/call-signal.js';
+import type { AnswerEnvelope } from '../wire/call-envelope.js';
+import { encodeCallEnvelope } from '../wire/call-envelope-encode.js';
 import type { LockCallName } from '../wire/lock.js';
-import type { ForwardedAnswer, ForwardedCall, RaftStub } from '../wire/raft.js';
+import type { InvalidForwardedAnswer, RaftStub } from '../wire/raft.js';
 import type { MuxStream } from '../wire/caller-mux.js';
 import { ForwardCalls, type ForwardedReply, type ForwardMessage } from './forward-calls.js';
 
@@ -26,23 +27,22 @@ export class ForwardStream {
   ) {
     this.calls = new ForwardCalls(
       (onAnswer, onBreak): MuxStream<ForwardMessage> => {
-        const stream: grpc.ClientDuplexStream<WireInput<ForwardedCall>, ForwardedAnswer> = client.Forward();
-        stream.on('data', (answer: ForwardedAnswer) =>
-          onAnswer({
-            call_id: answer.call_id,
-            code: answer.code,
-            details: answer.details,
-            response: answer.code === grpc.status.OK && answer.response ? answer[answer.response] : null,
-          }),
-        );
+        const stream = client.Forward();
+        stream.on('data', (answer: AnswerEnvelope | InvalidForwardedAnswer) => {
+          // An answer this node cannot read: its call_id cannot be trusted, so the stream is given up (its
+          // calls fail UNAVAILABLE and the clients retry).
+          if ('__invalid' in answer) {
+            stream.cancel();
+            return onBreak(`leader ${leaderId} sent a malformed answer (${answer.__invalid})`);
+          }
+          onAnswer(answer);
+        });
         stream.on('error', (err: grpc.ServiceError) => onBreak(`the stream to leader ${leaderId} failed: ${err.details || err.message}`));
         stream.on('end', () => onBreak(`the stream to leader ${leaderId} ended`));
         return {
           write: (m: ForwardMessage) => {
             const s = self();
-            const header = { call_id: m.call_id, from: s.from, cluster_id: s.clusterId };
-            if (m.cancel) stream.write({ ...header, cancel: true });
-            else stream.write({ ...header, timeout_ms: m.timeout_ms, [m.method!]: m.request } as WireInput<ForwardedCall>);
+            stream.write(encodeCallEnvelope({ ...m, from: s.from, clusterId: s.clusterId }, 'forward'));
           },
           abandon: () => {
             stream.removeAllListeners('data');
@@ -66,8 +66,9 @@ export class ForwardStream {
     return this.calls.inFlight;
   }
 
-  call(method: LockCallName, request: unknown, timeoutMs: number, signal?: CallSignal): Promise<ForwardedReply> {
-    return this.calls.call(method, request, timeoutMs, signal);
+  /** `body`: the request's bytes; the reply's response is the leader's response bytes. */
+  call(name: LockCallName, body: Uint8Array, timeoutMs: number, signal?: CallSignal): Promise<ForwardedReply<Uint8Array>> {
+    return this.calls.call(name, body, timeoutMs, signal);
   }
 
   /** Fail what is pending and stop (the link closed or reconnects with new credentials). */

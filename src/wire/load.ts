@@ -128,6 +128,9 @@ export interface Service<C extends grpc.Client, H extends grpc.UntypedServiceImp
 export interface MethodCodec<Req> {
   requestSerialize(value: Req): Buffer;
   requestDeserialize(bytes: Buffer): unknown;
+  /** A bidi method's answers too (Forward: the answers are encoded and decoded by hand as well). */
+  responseSerialize?(value: Buffer): Buffer;
+  responseDeserialize?(bytes: Buffer): unknown;
   ownStrictDecoder: true;
 }
 

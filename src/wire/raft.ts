@@ -26,6 +26,8 @@ import type {
 } from './lock.js';
 import { protoService, type ClientStreamingMethod, type MethodCodec } from './load.js';
 import { decodeRaftFrame, type RaftFrame } from './raft-decode.js';
+import type { AnswerEnvelope, CallEnvelope } from './call-envelope.js';
+import { decodeAnswerEnvelope, decodeCallEnvelope } from './call-envelope-decode.js';
 import { CodecError, type WireInput, type WireLong } from './scalars.js';
 
 export const ENTRY_KINDS = ['ENTRY_KIND_UNSPECIFIED', 'ENTRY_KIND_NORMAL', 'ENTRY_KIND_NOOP', 'ENTRY_KIND_CONFIG'] as const;
@@ -185,17 +187,54 @@ export interface InvalidRaftFrame {
   __invalid: string;
 }
 
+/** The bytes of a gRPC message as they are: what a hand-written encoder made. */
+const asBuffer = (bytes: Uint8Array): Buffer =>
+  Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+
+/** A decoder's CodecError as the marker a handler refuses (gRPC would answer a throwing deserializer INTERNAL). */
+function refusal(err: unknown): { __invalid: string } {
+  if (err instanceof CodecError) return { __invalid: err.message };
+  return { __invalid: `cannot decode (${(err as Error).message})` };
+}
+
 /** Raft/Stream's codec: the client writes the bytes encodeRaftFrame made; the server's handler gets each
  *  gRPC message decoded (raft-decode.ts), or the reason it was refused. */
 export const RAFT_STREAM_CODEC: MethodCodec<Uint8Array> = {
-  requestSerialize: (bytes) => (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)),
+  requestSerialize: asBuffer,
   requestDeserialize: (bytes): RaftFrame | InvalidRaftFrame => {
     try {
       return decodeRaftFrame(bytes);
     } catch (err) {
       // gRPC would answer a throwing deserializer INTERNAL; a bad peer message is INVALID_ARGUMENT, with its field.
-      if (err instanceof CodecError) return { __invalid: err.message };
-      return { __invalid: `cannot decode (${(err as Error).message})` };
+      return refusal(err);
+    }
+  },
+  ownStrictDecoder: true,
+};
+
+/** A ForwardedAnswer the follower could not read (a leader's bug or a stranger): the stream is given up. */
+export interface InvalidForwardedAnswer {
+  __invalid: string;
+}
+
+/** Raft/Forward's codec: envelopes by hand both ways (call-envelope-*.ts), the request and response inside
+ *  left as bytes — the follower passes a client's request bytes on and the leader's response bytes back.
+ *  Each side writes the bytes encodeCallEnvelope / encodeAnswerEnvelope made. */
+export const FORWARD_CODEC: MethodCodec<Uint8Array> = {
+  requestSerialize: asBuffer,
+  requestDeserialize: (bytes): CallEnvelope | InvalidRaftFrame => {
+    try {
+      return decodeCallEnvelope(bytes, 'forward');
+    } catch (err) {
+      return refusal(err);
+    }
+  },
+  responseSerialize: asBuffer,
+  responseDeserialize: (bytes): AnswerEnvelope | InvalidForwardedAnswer => {
+    try {
+      return decodeAnswerEnvelope(bytes, 'forward');
+    } catch (err) {
+      return refusal(err);
     }
   },
   ownStrictDecoder: true,
@@ -206,14 +245,19 @@ export interface RaftStub extends grpc.Client {
   /** Writes the bytes of one RaftMessage (raft-encode.ts encodeRaftFrame). */
   Stream: ClientStreamingMethod<Buffer, StreamSummary>;
   stream: ClientStreamingMethod<Buffer, StreamSummary>;
-  Forward(options?: Partial<grpc.CallOptions>): grpc.ClientDuplexStream<WireInput<ForwardedCall>, ForwardedAnswer>;
+  /** Writes the bytes of ForwardedCalls (encodeCallEnvelope); reads ForwardedAnswers' envelopes. */
+  Forward(options?: Partial<grpc.CallOptions>): grpc.ClientDuplexStream<Uint8Array, AnswerEnvelope | InvalidForwardedAnswer>;
 }
 
 export interface RaftHandlers extends grpc.UntypedServiceImplementation {
   Stream: grpc.handleClientStreamingCall<RaftFrame | InvalidRaftFrame, WireInput<StreamSummary>>;
-  Forward: grpc.handleBidiStreamingCall<ForwardedCall, WireInput<ForwardedAnswer>>;
+  /** Reads ForwardedCalls' envelopes; writes the bytes of ForwardedAnswers (encodeAnswerEnvelope). */
+  Forward: grpc.handleBidiStreamingCall<CallEnvelope | InvalidRaftFrame, Uint8Array>;
 }
 
 /** leasehold.v1.Raft for grpc-js: `raftGrpcService.client(address, credentials)`, `raftGrpcService.definition()`
  *  (the proto files are read on the first call of either), with Stream on the hand-written codec. */
-export const raftGrpcService = protoService<RaftStub, RaftHandlers>('leasehold.v1.Raft', { Stream: RAFT_STREAM_CODEC });
+export const raftGrpcService = protoService<RaftStub, RaftHandlers>('leasehold.v1.Raft', {
+  Stream: RAFT_STREAM_CODEC,
+  Forward: FORWARD_CODEC,
+});

@@ -5,7 +5,11 @@
 // service, lock leader and lock machine. Two nodes: a leader L whose "log" applies every proposal after a
 // random delay, and a follower F that knows L leads. Every connection — each client's Lock/Stream to a node,
 // and F's Forward stream to L — delays its messages and can reset; calls are duplicated as late second
-// copies (same request_id, a call of their own). Virtual time, one seed decides everything.
+// copies (same request_id, a call of their own). Every message crosses a connection as its bytes, encoded
+// and decoded with the node's own codecs (wire/call-envelope-*.ts, lock-stream-codec.ts, call-bodies.ts):
+// F passes a client's request bytes to L and L's response bytes back as they came. The responses inside
+// are the simulation's own (JSON of a tagged result), which the envelopes carry like any bytes. Virtual
+// time, one seed decides everything.
 //
 // Invariants, checked as the run goes:
 // - each call is answered at most once, and with the answer of its own request (every result the service
@@ -27,12 +31,14 @@ import { LockCallHandling, type AnswerEncoder } from '../../src/server/client-ap
 import { LockService, type LockNode } from '../../src/lock-on-raft/lock-service.js';
 import { CallMux } from '../../src/transport/call-mux.js';
 import { serveForwardMessage, type ForwardedCallHandler } from '../../src/transport/forward-server.js';
-import type { ForwardedAnswer, ForwardedCall } from '../../src/wire/raft.js';
 import type { PeerCertificate } from 'node:tls';
 import { ForwardCalls, type ForwardMessage } from '../../src/transport/forward-calls.js';
 import { DEFAULT_LOCK_LIMITS } from '../../src/lock/validate.js';
-import { LOCK_CALL_NAME, type LockAnswer, type LockCall } from '../../src/wire/lock.js';
-import type { WireInput } from '../../src/wire/scalars.js';
+import { decodeAnswerEnvelope, decodeCallEnvelope } from '../../src/wire/call-envelope-decode.js';
+import { encodeAnswerEnvelope, encodeCallEnvelope } from '../../src/wire/call-envelope-encode.js';
+import { decodeRequestBody, encodeRequestBody } from '../../src/server/client-api/call-bodies.js';
+import { decodeLockCall } from '../../src/server/client-api/lock-stream-codec.js';
+import type { LockCallName } from '../../src/wire/lock.js';
 import { SimRng } from './rng.js';
 
 export interface CallPathsProfile {
@@ -75,7 +81,20 @@ export interface CallPathsReport {
   stats: Record<string, number>;
 }
 
-const LOCK_CALL_NAMES = Object.values(LOCK_CALL_NAME);
+/** Bytes as they cross a simulated connection: a copy in an ArrayBuffer of their own, so what the other
+ *  side reads (views into it included) is known by that buffer (the caller-deadline check keys on it). */
+function onTheWire(bytes: Uint8Array): Buffer {
+  return Buffer.from(new Uint8Array(bytes).buffer);
+}
+
+/** The simulation's response bytes: its tagged result as JSON (tokens are bigints). */
+function taggedBytes(_name: LockCallName, t: Tagged): Uint8Array {
+  return Buffer.from(JSON.stringify(t, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v)));
+}
+
+function taggedOf(body: Uint8Array | undefined): Tagged | null {
+  return body === undefined ? null : (JSON.parse(Buffer.from(body).toString()) as Tagged);
+}
 
 // ---------------------------------------------------------------- virtual time
 
@@ -239,57 +258,65 @@ class SimStream {
   readonly pending = new Map<string, ClientCall>();
   readonly settled = new Set<string>();
   private nextId = 1;
-  readonly mux: CallMux<WireInput<LockAnswer>>;
+  readonly mux: CallMux<Uint8Array>;
   open = true;
   constructor(
     private readonly sim: CallPathsSim,
     readonly node: 'L' | 'F',
     readonly cn: string,
   ) {
-    this.mux = new CallMux<WireInput<LockAnswer>>((answer) => this.sim.later(() => this.deliver(answer)), 10_000);
+    this.mux = new CallMux<Uint8Array>((answer) => {
+      const bytes = onTheWire(answer);
+      this.sim.later(() => this.deliver(bytes));
+    }, 10_000);
   }
   send(method: 'Acquire' | 'Release', request: Record<string, unknown>, timeoutMs: number, call: ClientCall): string {
     const id = String(this.nextId++);
     this.pending.set(id, call);
     const name = method === 'Acquire' ? 'acquire' : 'release';
-    const wire = { call_id: id, timeout_ms: Math.max(1, Math.floor(timeoutMs)), request: name, [name]: request } as unknown as LockCall;
-    this.sim.later(() => {
-      if (!this.open) return;
-      serveStreamMessage(this.sim.handlingOf(this.node), this.mux, wire, {
-        certificateCn: this.cn,
-        remote: this.cn,
-        nowMs: this.sim.clock.nowMs,
-      });
-    });
+    const body = encodeRequestBody(name, request);
+    const frame = onTheWire(encodeCallEnvelope({ callId: id, timeoutMs: Math.max(1, Math.floor(timeoutMs)), name, body }, 'lock'));
+    this.sim.noteCallerDeadline(frame, call.deadlineMs);
+    this.sim.later(() => this.receive(frame));
     return id;
   }
   cancel(id: string): void {
     this.pending.delete(id);
-    this.sim.later(() => {
-      if (this.open)
-        serveStreamMessage(this.sim.handlingOf(this.node), this.mux, { call_id: id, timeout_ms: 0, cancel: true } as LockCall, {
-          certificateCn: this.cn,
-          remote: this.cn,
-          nowMs: this.sim.clock.nowMs,
-        });
+    const frame = onTheWire(encodeCallEnvelope({ callId: id, cancel: true }, 'lock'));
+    this.sim.later(() => this.receive(frame));
+  }
+  /** The node reads one LockCall's bytes off the stream, as the server's Lock/Stream codec does. */
+  private receive(frame: Buffer): void {
+    if (!this.open) return;
+    const wire = decodeLockCall(frame);
+    if ('__invalid' in wire) return this.sim.violation(`a LockCall the simulation encoded was refused: ${wire.__invalid}`);
+    serveStreamMessage(this.sim.handlingOf(this.node), this.mux, wire, {
+      certificateCn: this.cn,
+      remote: this.cn,
+      nowMs: this.sim.clock.nowMs,
     });
   }
-  private deliver(answer: WireInput<LockAnswer>): void {
+  private deliver(bytes: Buffer): void {
     if (!this.open) return;
-    const callId = answer.call_id!;
+    const answer = decodeAnswerEnvelope(bytes, 'lock');
+    const callId = answer.callId;
     const call = this.pending.get(callId);
     if (call === undefined) {
-      if (this.settled.has(callId)) this.sim.violation(`call ${this.cn}#${answer.call_id} on ${this.node} was answered twice`);
+      if (this.settled.has(callId)) this.sim.violation(`call ${this.cn}#${callId} on ${this.node} was answered twice`);
       return;
     }
     this.pending.delete(callId);
     this.settled.add(callId);
-    const response = (answer.code === status.OK ? (answer as Record<string, unknown>)[call.name] : null) as Tagged | null;
+    if (answer.code === status.OK && answer.name !== call.name)
+      this.sim.violation(
+        `call ${this.cn}#${callId} on ${this.node} (${call.identity}) was answered with a ${answer.name ?? 'missing'} response`,
+      );
+    const response = answer.code === status.OK ? taggedOf(answer.body) : null;
     if (response !== null && response.forRequest !== call.identity)
       this.sim.violation(
-        `call ${this.cn}#${answer.call_id} on ${this.node} (${call.identity}) was answered with the answer of ${response.forRequest}`,
+        `call ${this.cn}#${callId} on ${this.node} (${call.identity}) was answered with the answer of ${response.forRequest}`,
       );
-    call.settle({ code: answer.code ?? status.OK, details: answer.details ?? '', response });
+    call.settle({ code: answer.code, details: answer.details, response });
   }
   /** The connection resets: the node sees the stream go away, the client fails what is pending. */
   reset(): void {
@@ -323,8 +350,13 @@ export class CallPathsSim {
   };
   /** Requests whose client cancelled them, or one of whose calls' deadline passed (their place may go). */
   private readonly ended = new Set<string>();
-  /** The caller's deadline of every request object sent (forwarded as the same object). */
-  private readonly callerDeadline = new WeakMap<object, number>();
+  /** The caller's deadline of every call sent, by the buffer its bytes crossed a connection in: the
+   *  client's LockCall, then F's ForwardedCall carrying its request bytes (onTheWire). */
+  private readonly callerDeadline = new WeakMap<ArrayBufferLike, number>();
+
+  noteCallerDeadline(frame: Uint8Array, deadlineMs: number): void {
+    this.callerDeadline.set(frame.buffer, deadlineMs);
+  }
 
   constructor(
     readonly seed: number,
@@ -402,6 +434,7 @@ export class CallPathsSim {
       limits: DEFAULT_LOCK_LIMITS,
       defaultTimeoutMs: 1000,
       encode,
+      bodies: { request: encodeRequestBody, response: taggedBytes },
       logger: silentNodeLogger,
       nowMs: () => this.clock.nowMs,
       after: (ms, fn) => void this.clock.after(ms, fn),
@@ -415,29 +448,22 @@ export class CallPathsSim {
 
   // ---------------------------------------------------------------- F's Forward stream to L
 
-  private forward: ForwardCalls<Tagged> | null = null;
+  private forward: ForwardCalls | null = null;
 
-  private forwardCalls(): ForwardCalls<Tagged> {
+  private forwardCalls(): ForwardCalls {
     if (this.forward !== null) return this.forward;
-    this.forward = new ForwardCalls<Tagged>(
+    this.forward = new ForwardCalls(
       (onAnswer, onBreak) => {
         let open = true;
         // The leader's side of this stream: forward-server.ts's CallMux and message handling, and the
         // client API's handling of a forwarded call (forwarded-call.ts handleForwarded), for member F.
-        const mux = new CallMux<WireInput<ForwardedAnswer>>((answer) =>
+        const mux = new CallMux<Uint8Array>((answer) => {
+          const bytes = onTheWire(answer);
           this.later(() => {
-            if (!open) return;
-            // As forward.ts reads a ForwardedAnswer (the response is the one lock call field set).
-            const name = LOCK_CALL_NAMES.find((n) => (answer as Record<string, unknown>)[n] !== undefined);
-            const code = answer.code ?? status.OK;
-            onAnswer({
-              call_id: answer.call_id!,
-              code,
-              details: answer.details ?? '',
-              response: code === status.OK && name ? ((answer as Record<string, unknown>)[name] as Tagged) : null,
-            });
-          }),
-        );
+            // As forward.ts reads a ForwardedAnswer: its envelope, the response left as bytes.
+            if (open) onAnswer(decodeAnswerEnvelope(bytes, 'forward'));
+          });
+        });
         const link = {
           reset: () => {
             if (!open) return;
@@ -450,28 +476,29 @@ export class CallPathsSim {
         const peer = { certificate: { subject: { CN: 'F' } } as unknown as PeerCertificate, remote: 'F' };
         const handler: ForwardedCallHandler = (wire, p, signal) => {
           this.stats.forwardedCalls++;
-          const request = wire.request ? (wire as unknown as Record<string, unknown>)[wire.request] : undefined;
-          const callerDeadlineMs = this.callerDeadline.get(request as object) ?? Infinity;
+          const callerDeadlineMs = (wire.body && this.callerDeadline.get(wire.body.buffer)) ?? Infinity;
           return handleForwarded(this.handlingOf('L'), wire, p, signal, this.clock.nowMs).then((answer) => {
             const overMs = this.clock.nowMs - callerDeadlineMs;
-            if (overMs > this.profile.proposalTimeoutMs)
+            if (overMs > this.profile.proposalTimeoutMs) {
+              const decoded = wire.name && wire.body ? decodeRequestBody(wire.name, wire.body) : null;
+              const request = decoded !== null && 'request' in decoded ? decoded.request : {};
               this.violation(
-                `a forwarded ${wire.request} (${requestIdentity(String(wire.request), request as Record<string, unknown>)}) ended at the leader ${overMs.toFixed(0)} ms after its caller's deadline (bound: the proposal timeout, ${this.profile.proposalTimeoutMs} ms)`,
+                `a forwarded ${wire.name} (${requestIdentity(String(wire.name), request)}) ended at the leader ${overMs.toFixed(0)} ms after its caller's deadline (bound: the proposal timeout, ${this.profile.proposalTimeoutMs} ms)`,
               );
+            }
             return answer;
           });
         };
         return {
-          // As forward.ts writes a ForwardMessage on the wire.
-          write: (m: ForwardMessage) =>
+          // As forward.ts writes a ForwardMessage on the wire, and the leader's Forward codec reads it.
+          write: (m: ForwardMessage) => {
+            const frame = onTheWire(encodeCallEnvelope({ ...m, from: 'F', clusterId: 'sim' }, 'forward'));
+            const deadlineMs = m.body !== undefined ? this.callerDeadline.get(m.body.buffer) : undefined;
+            if (deadlineMs !== undefined) this.callerDeadline.set(frame.buffer, deadlineMs);
             this.later(() => {
-              if (!open) return;
-              const header = { call_id: m.call_id, from: 'F', cluster_id: 'sim' };
-              const wire = (m.cancel
-                ? { ...header, cancel: true }
-                : { ...header, timeout_ms: m.timeout_ms, request: m.method, [m.method!]: m.request }) as unknown as ForwardedCall;
-              serveForwardMessage(mux, wire, handler, 'L', peer);
-            }),
+              if (open) serveForwardMessage(mux, decodeCallEnvelope(frame, 'forward'), handler, 'L', peer);
+            });
+          },
           abandon: () => {
             open = false;
             mux.close();
@@ -582,9 +609,8 @@ export class CallPathsSim {
     const stream = this.stream(owner, node);
     const giveUp = method === 'Acquire' && this.rng.chance(this.profile.giveUp);
     const timeoutMs = Math.max(1, Math.min(opDeadline - this.clock.nowMs, giveUp ? 1 + this.rng.float() * waitMs * 0.3 : waitMs + 1000));
-    // Each attempt sends its own copy: the forwarded copy is this object, whose caller's deadline is known.
+    // Each attempt sends its own call; its caller's deadline goes with its bytes (SimStream.send).
     const copy = { ...request, wait_ms: request.wait_ms };
-    this.callerDeadline.set(copy, this.clock.nowMs + timeoutMs);
     this.stats.calls++;
     return new Promise((resolve) => {
       let done = false;
@@ -635,7 +661,6 @@ export class CallPathsSim {
           this.stats.duplicates++;
           this.clock.after(this.rng.float() * 300, () => {
             const dup = { ...request };
-            this.callerDeadline.set(dup, this.clock.nowMs + timeoutMs);
             this.clock.after(timeoutMs, () => this.ended.add(identity));
             this.stream(owner, this.rng.chance(0.5) ? 'F' : 'L').send(method, dup, timeoutMs, {
               identity,

@@ -25,11 +25,13 @@ export class CallAuth {
   /**
    * A RenewSession / CloseSession / Revoke names no owner unless the caller sets one. Under auth.ownerBinding
    * the caller's certificate CN becomes the owner (written into the request, so a follower forwards it and
-   * the state machine refuses another owner's session: WRONG_OWNER).
+   * the state machine refuses another owner's session: WRONG_OWNER). True when it wrote the owner: the
+   * request's bytes as the caller sent them no longer say what is to be done, and are not forwarded.
    */
-  bindOwner(r: Record<string, unknown>, ctx: Caller): void {
-    if (this.opts.ownerBinding && ((r.owner as string | undefined) ?? '') === '' && ctx.certificateCn !== undefined)
-      r.owner = ctx.certificateCn;
+  bindOwner(r: Record<string, unknown>, ctx: Caller): boolean {
+    if (!this.opts.ownerBinding || ((r.owner as string | undefined) ?? '') !== '' || ctx.certificateCn === undefined) return false;
+    r.owner = ctx.certificateCn;
+    return true;
   }
 
   /** A call forwarded by a member node was checked there: the leader trusts it only from a member. */

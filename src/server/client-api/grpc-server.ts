@@ -17,9 +17,10 @@ import type { ForwardStream } from '../../transport/forward.js';
 import { LOADER_OPTIONS, packageDefinition } from '../../wire/load.js';
 import type { WireInput } from '../../wire/scalars.js';
 import { CallAbort, type CallSignal } from '../../wire/call-signal.js';
-import { LEADER_METADATA, type LockHandlers, lockGrpcService } from '../../wire/lock.js';
+import { LEADER_METADATA, LOCK_CALL_NAME, type LockHandlers, type LockMethod, lockGrpcService } from '../../wire/lock.js';
 import { clusterGrpcService } from '../../wire/cluster.js';
-import type { ForwardedAnswer, ForwardedCall } from '../../wire/raft.js';
+import type { CallEnvelope } from '../../wire/call-envelope.js';
+import type { ForwardedCallAnswer } from '../../transport/forward-server.js';
 import { DEFAULT_LOCK_LEADER_CONFIG } from '../../lock/leader/index.js';
 import type { LockService } from '../../lock-on-raft/lock-service.js';
 import type { ClusterApi } from './cluster-api.js';
@@ -31,6 +32,9 @@ import { FORWARDED_METADATA } from './forward-once.js';
 import { LockCallHandling, type CallContext, type LockCallMethod } from './lock-calls.js';
 import { WIRE_ANSWERS, type WireAnswer } from './answers-to-wire.js';
 import { serveLockStream } from './lock-stream.js';
+import { withLockStreamCodec, type StreamCall } from './lock-stream-codec.js';
+import { decodeResponseBody, encodeRequestBody, encodeResponseBody } from './call-bodies.js';
+import type { InvalidRequest } from './strict-decode.js';
 import { handleForwarded } from './forwarded-call.js';
 import { UnaryForwarder } from './forward-unary.js';
 
@@ -92,6 +96,7 @@ export class ClientApi {
       limits: opts.limits,
       defaultTimeoutMs: opts.defaultTimeoutMs,
       encode: WIRE_ANSWERS,
+      bodies: { request: encodeRequestBody, response: encodeResponseBody },
       logger: opts.logger,
       nowMs: () => Date.now(),
       after: (ms, fn) => setTimeout(fn, ms).unref(),
@@ -117,7 +122,10 @@ export class ClientApi {
     const healthDefinition = protoLoader.loadSync(healthProtoPath, { ...LOADER_OPTIONS });
     const registry = descriptorRegistry(packageDefinition(), healthDefinition);
     // Every service behind the same strict decoder: garbage is INVALID_ARGUMENT, never INTERNAL.
-    server.addService(strictRequestDeserializers(lockGrpcService.definition(), registry), this.handlers);
+    // Lock/Stream on its own codec (lock-stream-codec.ts), which refuses what the walk would.
+    const lock = lockGrpcService.definition();
+    const definition = { ...lock, Stream: withLockStreamCodec(lock.Stream as grpc.MethodDefinition<unknown, unknown>) };
+    server.addService(strictRequestDeserializers(definition as typeof lock, registry), this.handlers);
     addStrictService(
       server,
       clusterGrpcService.definition(),
@@ -152,7 +160,9 @@ export class ClientApi {
     RenewSession: (call, cb) => this.unary('RenewSession', call, cb as Reply<unknown>),
     CloseSession: (call, cb) => this.unary('CloseSession', call, cb as Reply<unknown>),
     Revoke: (call, cb) => this.unary('Revoke', call, cb as Reply<unknown>),
-    Stream: (call) => serveLockStream(this.calls, call),
+    // Registered with lock-stream-codec.ts's codec (register): envelopes in, answer bytes out.
+    Stream: ((call: grpc.ServerDuplexStream<StreamCall | InvalidRequest, Uint8Array>) =>
+      serveLockStream(this.calls, call)) as unknown as LockHandlers['Stream'],
     Watch: (call) => serveWatch(call, this.opts.watch, () => this.opts.countRefused?.('watch', 'invalid')),
     List: (call, cb) => serveList(call, cb, this.opts.list, () => this.opts.countRefused?.('list', 'invalid')),
   };
@@ -179,7 +189,13 @@ export class ClientApi {
         md.set(LEADER_METADATA, reply.leader);
         call.sendMetadata(md);
       }
-      cb(null, reply.response as WireInput<unknown>);
+      // A reply forwarded on the Forward stream came as the leader's bytes: a unary reply is an object.
+      const bytes = reply.responseBytes;
+      const response =
+        bytes !== undefined
+          ? decodeResponseBody(LOCK_CALL_NAME[method as LockMethod], Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+          : reply.response;
+      cb(null, response as WireInput<unknown>);
     });
   }
 
@@ -190,10 +206,10 @@ export class ClientApi {
    * was left of its caller's deadline.
    */
   async serveForwarded(
-    wire: ForwardedCall,
+    wire: CallEnvelope,
     peer: { certificate: PeerCertificate | undefined; remote: string },
     signal: CallSignal,
-  ): Promise<WireInput<ForwardedAnswer>> {
+  ): Promise<ForwardedCallAnswer> {
     return handleForwarded(this.calls, wire, peer, signal, Date.now());
   }
 

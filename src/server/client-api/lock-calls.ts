@@ -55,6 +55,9 @@ export interface CallReply<P> {
   response: P | null;
   /** On OK: the leader's client address as this node knows it ('' unknown): the client's next hop. */
   leader: string;
+  /** On OK of a call forwarded on the Forward stream: the leader's response as its bytes (`response` is
+   *  null then), passed on to a Lock/Stream client as they came (responseBody). */
+  responseBytes?: Uint8Array;
 }
 
 /** Where a call came from, as the transport saw it. */
@@ -70,12 +73,25 @@ export interface CallContext {
   /** Aborted when the caller goes away, with CANCELLED or DETACHED as its reason (transport/call-end.ts;
    *  every transport maps its own event with endReason): the service reads it as given. */
   signal: CallSignal;
+  /** The request's bytes as the caller sent them (a Lock/Stream call): forwarded to the leader as they
+   *  are, never re-encoded. */
+  requestBytes?: Uint8Array;
 }
 
 /** What serving needs of the follower's Forward stream to one leader: its call() (transport/forward.ts
  *  ForwardStream, or forward-calls.ts ForwardCalls in the simulator). */
-export interface ForwardCaller<P> {
-  call(name: LockCallName, request: unknown, timeoutMs: number, signal: CallSignal): Promise<ForwardedReply<P>>;
+export interface ForwardCaller {
+  /** `body`: the request's bytes; the reply's response is the leader's response bytes. */
+  call(name: LockCallName, body: Uint8Array, timeoutMs: number, signal: CallSignal): Promise<ForwardedReply<Uint8Array>>;
+}
+
+/** A call's request and response as the bytes inside a Lock/Stream or Forward envelope
+ *  (call-bodies.ts; the simulator's own). */
+export interface CallBodies<P> {
+  /** A request object as its bytes: a unary call forwarded on the Forward stream. */
+  request(name: LockCallName, request: unknown): Uint8Array;
+  /** A response (the encoder's payload) as its bytes. */
+  response(name: LockCallName, response: P): Uint8Array;
 }
 
 /** Domain results of each method, as the payload the transport sends (grpc-server.ts: the wire message). */
@@ -96,6 +112,7 @@ export interface LockCallHandlingOptions<P> extends CallAuthOptions {
   limits: LockLimits;
   defaultTimeoutMs: number;
   encode: AnswerEncoder<P>;
+  bodies: CallBodies<P>;
   logger: NodeLogger;
   /** This node's clock (ms) and a timer on it. */
   nowMs: () => number;
@@ -103,7 +120,7 @@ export interface LockCallHandlingOptions<P> extends CallAuthOptions {
   /** The leader's client address as this node knows it. */
   leaderAddress: () => string | undefined;
   /** The Forward stream to `leaderId`, or null (no link: then `forwardUnary`). Revoke never uses it. */
-  forwardVia?: (leaderId: string) => ForwardCaller<P> | null;
+  forwardVia?: (leaderId: string) => ForwardCaller | null;
   /** Forwarding without a Forward stream (a unary call to the leader's client port). */
   forwardUnary?: (method: LockCallMethod, request: unknown, leaderId: string, deadlineMs: number) => Promise<CallReply<P>>;
   /** How long a waiter without a session keeps its place after its connection broke (lock leader's
@@ -124,6 +141,8 @@ interface Prepared<V> {
   serve: Serve<V>;
   /** Revoke: its own permission rule (admins) instead of the owner's. */
   denied?: (v: V) => string | null;
+  /** The owner was bound here (call-auth.ts bindOwner): the caller's bytes are not what is forwarded. */
+  rewritten?: boolean;
 }
 
 export class LockCallHandling<P> {
@@ -162,7 +181,7 @@ export class LockCallHandling<P> {
       const route = routeNotLeader(this.opts.service.node.id, away, ctx.forwarded);
       let reply: Promise<CallReply<P>>;
       let outcome: 'not_leader' | 'unavailable' = 'not_leader';
-      if (route.action === 'forward') reply = this.forward(method, request, route.to, ctx);
+      if (route.action === 'forward') reply = this.forward(method, request, route.to, ctx, prepared.rewritten === true);
       else {
         const refusal = this.opts.service.notLeadingError();
         if (!refusal.leaderId) outcome = 'unavailable';
@@ -186,10 +205,16 @@ export class LockCallHandling<P> {
       },
       (err: unknown) => {
         const route = err instanceof LeaderUnavailableError ? routeNotLeader(this.opts.service.node.id, err.leaderId, ctx.forwarded) : null;
-        if (route?.action === 'forward') return this.forward(method, request, route.to, ctx);
+        if (route?.action === 'forward') return this.forward(method, request, route.to, ctx, prepared.rewritten === true);
         return this.failure(err);
       },
     );
+  }
+
+  /** An OK reply's response as the bytes a Lock/Stream or Forward answer carries: the leader's bytes as
+   *  they came when it was forwarded, else this node's result encoded. */
+  responseBody(name: LockCallName, reply: CallReply<P>): Uint8Array {
+    return reply.responseBytes ?? this.opts.bodies.response(name, reply.response as P);
   }
 
   private failure(err: unknown): CallReply<P> {
@@ -254,10 +279,11 @@ export class LockCallHandling<P> {
         };
       case 'RenewSession':
       case 'CloseSession': {
-        this.auth.bindOwner(r, ctx);
+        const rewritten = this.auth.bindOwner(r, ctx);
         const validated = validateSessionCall({ sessionId: r.session_id, requestId: r.request_id, owner: r.owner }, limits);
         return {
           validated,
+          rewritten,
           serve: (req, timeoutMs) =>
             method === 'RenewSession' ? s.renewSession(req as never, timeoutMs) : s.closeSession(req as never, timeoutMs),
         };
@@ -289,7 +315,13 @@ export class LockCallHandling<P> {
 
   /** Once to the leader, on the Forward stream (Revoke, rare and an operator's, goes unary), with what is
    *  left of the caller's deadline. */
-  private async forward(method: LockCallMethod, request: unknown, leaderId: string, ctx: CallContext): Promise<CallReply<P>> {
+  private async forward(
+    method: LockCallMethod,
+    request: unknown,
+    leaderId: string,
+    ctx: CallContext,
+    rewritten: boolean,
+  ): Promise<CallReply<P>> {
     const stream = method === 'Revoke' ? null : (this.opts.forwardVia?.(leaderId) ?? null);
     if (stream === null) {
       if (this.opts.forwardUnary === undefined)
@@ -302,12 +334,22 @@ export class LockCallHandling<P> {
     if (ctx.signal.aborted) onEnd();
     else ctx.signal.addEventListener('abort', onEnd, { once: true });
     const timeoutMs = Number.isFinite(ctx.deadlineMs) ? ctx.deadlineMs - this.opts.nowMs() : this.noDeadlineForwardMs();
-    const reply = await stream.call(LOCK_CALL_NAME[method as LockMethod], request, timeoutMs, abort);
+    const name = LOCK_CALL_NAME[method as LockMethod];
+    // The caller's bytes go on as they came (validated and checked above from their decoding); a unary
+    // call has none, and one whose owner was bound here says something else now: encoded from the object.
+    const body = (rewritten ? undefined : ctx.requestBytes) ?? this.opts.bodies.request(name, request);
+    const reply = await stream.call(name, body, timeoutMs, abort);
     ctx.signal.removeEventListener('abort', onEnd);
     if (reply.code !== status.OK)
       return { code: reply.code, details: `${reply.details} (forwarded to leader ${leaderId})`, response: null, leader: '' };
     mark('call.answer');
-    return { code: status.OK, details: '', response: reply.response, leader: this.opts.leaderAddress() ?? '' };
+    return {
+      code: status.OK,
+      details: '',
+      response: null,
+      responseBytes: reply.response ?? EMPTY,
+      leader: this.opts.leaderAddress() ?? '',
+    };
   }
 
   /**
@@ -325,6 +367,8 @@ export class LockCallHandling<P> {
     this.opts.after(this.opts.detachedWaiterGraceMs, () => abort.abort(CANCELLED));
   }
 }
+
+const EMPTY = new Uint8Array(0);
 
 /** The op label of a method in leasehold_lock_operations_total (Acquire -> acquire, OpenSession -> open_session). */
 function opName(method: LockCallMethod): string {

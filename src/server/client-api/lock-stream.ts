@@ -3,12 +3,12 @@
 import * as grpc from '@grpc/grpc-js';
 import { certificateCommonName } from '../../transport/peer-auth.js';
 import { CallMux } from '../../transport/call-mux.js';
-import type { WireInput } from '../../wire/scalars.js';
-import type { LockAnswer, LockCall } from '../../wire/lock.js';
+import { encodeAnswerEnvelope } from '../../wire/call-envelope-encode.js';
 import { mark } from '../../trace/stages.js';
 import { LOCK_METHOD, type LockCallHandling } from './lock-calls.js';
+import type { StreamCall } from './lock-stream-codec.js';
 import { statusError } from './status-error.js';
-import { invalidReason } from './strict-decode.js';
+import { invalidReason, type InvalidRequest } from './strict-decode.js';
 
 /** Calls of one Lock/Stream served at once; more are refused RESOURCE_EXHAUSTED (a bound on what one
  *  client can make a node hold; the lock leader's own limits still apply to each call). */
@@ -21,17 +21,20 @@ const MAX_STREAM_CALLS_IN_FLIGHT = 10_000;
  * calls (pause until drain), so a client that never reads cannot grow our memory; and at most
  * MAX_STREAM_CALLS_IN_FLIGHT calls of one stream are served at once.
  */
-export function serveLockStream<P>(calls: LockCallHandling<P>, call: grpc.ServerDuplexStream<LockCall, WireInput<LockAnswer>>): void {
+export function serveLockStream<P>(
+  calls: LockCallHandling<P>,
+  call: grpc.ServerDuplexStream<StreamCall | InvalidRequest, Uint8Array>,
+): void {
   const certificateCn = certificateCommonName(call.getAuthContext()?.sslPeerCertificate);
   const remote = call.getPeer();
-  const mux = new CallMux<WireInput<LockAnswer>>((a) => {
+  const mux = new CallMux<Uint8Array>((a) => {
     mark('call.sent');
     if (!call.write(a)) {
       call.pause();
       call.once('drain', () => call.resume());
     }
   }, MAX_STREAM_CALLS_IN_FLIGHT);
-  call.on('data', (wire: LockCall) => {
+  call.on('data', (wire: StreamCall | InvalidRequest) => {
     if (!mux.isOpen) return;
     const invalid = invalidReason(wire);
     if (invalid !== undefined) {
@@ -39,7 +42,7 @@ export function serveLockStream<P>(calls: LockCallHandling<P>, call: grpc.Server
       call.emit('error', statusError(grpc.status.INVALID_ARGUMENT, `malformed lock call: ${invalid}`));
       return;
     }
-    serveStreamMessage(calls, mux, wire, { certificateCn, remote, nowMs: Date.now() });
+    serveStreamMessage(calls, mux, wire as StreamCall, { certificateCn, remote, nowMs: Date.now() });
   });
   // The stream going away (ended, reset, failed) is no cancel: its calls end detached (call-mux.ts).
   call.on('end', () => {
@@ -54,43 +57,44 @@ export function serveLockStream<P>(calls: LockCallHandling<P>, call: grpc.Server
  *  Shared with the lock simulation, which runs Lock/Stream over simulated connections. */
 export function serveStreamMessage<P>(
   calls: LockCallHandling<P>,
-  mux: CallMux<WireInput<LockAnswer>>,
-  wire: LockCall,
+  mux: CallMux<Uint8Array>,
+  wire: StreamCall,
   peer: { certificateCn: string | undefined; remote: string; nowMs: number },
 ): void {
-  const id = wire.call_id;
+  const id = wire.callId;
   if (wire.cancel) return mux.cancel(id);
-  const name = wire.request;
-  const request: unknown = name ? wire[name] : undefined;
-  if (!name || request === undefined)
-    return mux.reply({ call_id: id, code: grpc.status.INVALID_ARGUMENT, details: 'request: no lock call in it' });
+  const name = wire.name;
+  const request = wire.request;
+  const refuse = (code: number, details: string) => mux.reply(encodeAnswerEnvelope({ callId: id, code, details }, 'lock'));
+  if (name === undefined || request === undefined) return refuse(grpc.status.INVALID_ARGUMENT, 'request: no lock call in it');
   const started = mux.start(id);
   if ('refused' in started) {
-    if (started.refused === 'duplicate')
-      return mux.reply({ call_id: id, code: grpc.status.INVALID_ARGUMENT, details: `call_id: ${id} is already in flight on this stream` });
+    if (started.refused === 'duplicate') return refuse(grpc.status.INVALID_ARGUMENT, `call_id: ${id} is already in flight on this stream`);
     if (started.refused === 'full')
-      return mux.reply({
-        call_id: id,
-        code: grpc.status.RESOURCE_EXHAUSTED,
-        details: `more than ${MAX_STREAM_CALLS_IN_FLIGHT} calls in flight on one stream; wait for answers or open another stream`,
-      });
+      return refuse(
+        grpc.status.RESOURCE_EXHAUSTED,
+        `more than ${MAX_STREAM_CALLS_IN_FLIGHT} calls in flight on one stream; wait for answers or open another stream`,
+      );
     return;
   }
   void calls
     .handle(LOCK_METHOD[name], request, {
       forwarded: false,
-      deadlineMs: wire.timeout_ms > 0 ? peer.nowMs + wire.timeout_ms : Infinity,
+      deadlineMs: wire.timeoutMs > 0 ? peer.nowMs + wire.timeoutMs : Infinity,
       certificateCn: peer.certificateCn,
       remote: peer.remote,
       signal: started.signal,
+      // Forwarded as they came if this node does not lead (lock-calls.ts).
+      ...(wire.body !== undefined ? { requestBytes: wire.body } : {}),
     })
-    .then((a) =>
-      mux.finish(id, started.signal, {
-        call_id: id,
-        code: a.code,
-        details: a.details,
-        leader: a.leader,
-        ...(a.code === grpc.status.OK ? { [name]: a.response } : {}),
-      } as WireInput<LockAnswer>),
-    );
+    .then((a) => {
+      const ok = a.code === grpc.status.OK;
+      // The answer under this call's own id; on OK its response's bytes — the leader's as they came when
+      // the call was forwarded.
+      const answer = encodeAnswerEnvelope(
+        { callId: id, code: a.code, details: a.details, leader: a.leader, ...(ok ? { name, body: calls.responseBody(name, a) } : {}) },
+        'lock',
+      );
+      mux.finish(id, started.signal, answer);
+    });
 }

@@ -247,6 +247,19 @@ export function strictProblem(buf: Buffer, message: MessageDescriptor, registry:
   }
 }
 
+/** The reason `buf` is not a strictly valid `message` held in field `path` of an outer message (the
+ *  request inside a Lock/Stream or Forward envelope, call-bodies.ts), with the paths the walk of the whole
+ *  outer message gives (`acquire.ttl_ms: ...`, `acquire: unknown field number 9`), or null. */
+export function strictProblemWithin(buf: Buffer, message: MessageDescriptor, registry: DescriptorRegistry, path: string): string | null {
+  let walker = walkers.get(registry);
+  if (walker === undefined) walkers.set(registry, (walker = new Walker(registry)));
+  try {
+    return walker.check(buf, 0, buf.length, message, path, 1);
+  } catch (err) {
+    return `${path}: malformed message (${(err as Error).message})`;
+  }
+}
+
 /** The marker a strict deserializer returns for a refused request; handlers answer it INVALID_ARGUMENT. */
 export interface InvalidRequest {
   __invalid: string;

@@ -19,6 +19,7 @@ import { ClientApi } from '../../../src/server/client-api/grpc-server.js';
 import { LeaderUnavailableError, type LockService } from '../../../src/lock-on-raft/lock-service.js';
 import type { ForwardedReply, ForwardStream } from '../../../src/transport/forward.js';
 import type { WireInput } from '../../../src/wire/scalars.js';
+import { encodeRequestBody } from '../../../src/server/client-api/call-bodies.js';
 import { type AcquireRequest, type AcquireResponse, type LockCallName, type LockStub, lockGrpcService } from '../../../src/wire/lock.js';
 
 const FORWARDED = 'x-leasehold-forwarded';
@@ -44,20 +45,20 @@ function follower(id: string, believedLeader: string, hops: Hop[], peers: Map<st
   const cluster = { handlers: () => ({}), close: () => {} } as unknown as ClusterApi;
   const forwardStream = (to: string) =>
     ({
-      call: async (method: LockCallName, request: unknown, timeoutMs: number, signal?: AbortSignal): Promise<ForwardedReply> => {
+      call: async (method: LockCallName, body: Uint8Array, timeoutMs: number, signal?: AbortSignal): Promise<ForwardedReply> => {
         hops.push({ from: id, to, method });
         if (hops.length >= HOP_CAP)
           return { code: grpc.status.ABORTED, details: `stand-in link: ${hops.length} hops, the call is bouncing`, response: null };
         const target = peers.get(to)!;
         const answer = await target.serveForwarded(
           {
-            call_id: String(hops.length),
+            callId: String(hops.length),
             from: id,
-            cluster_id: 'c',
-            timeout_ms: timeoutMs,
+            clusterId: 'c',
+            timeoutMs,
             cancel: false,
-            request: method,
-            [method]: request,
+            name: method,
+            body: Buffer.from(body),
           },
           { certificate: undefined, remote: id },
           signal ?? new AbortController().signal,
@@ -113,13 +114,13 @@ describe('forward once: a call that was forwarded already is never forwarded aga
     hops.length = 0;
     const answer = await peers.get('b')!.serveForwarded(
       {
-        call_id: '1',
+        callId: '1',
         from: 'a',
-        cluster_id: 'c',
-        timeout_ms: 5000,
+        clusterId: 'c',
+        timeoutMs: 5000,
         cancel: false,
-        request: 'acquire',
-        acquire: acquireRequest as AcquireRequest,
+        name: 'acquire',
+        body: encodeRequestBody('acquire', acquireRequest),
       },
       { certificate: undefined, remote: 'a' },
       new AbortController().signal,

@@ -10,12 +10,15 @@ import { LeaderUnavailableError, type LockService } from '../../../src/lock-on-r
 import { CANCELLED, DETACHED } from '../../../src/transport/call-end.js';
 import type { ForwardedReply } from '../../../src/transport/forward-calls.js';
 import type { CallSignal } from '../../../src/wire/call-signal.js';
+import { encodeRequestBody } from '../../../src/server/client-api/call-bodies.js';
 
 interface Forwarded {
   name: string;
   timeoutMs: number;
   signal: CallSignal;
-  answer(reply: ForwardedReply<string>): void;
+  /** The request's bytes as forwarded. */
+  body: Uint8Array;
+  answer(reply: ForwardedReply<Uint8Array>): void;
 }
 
 /** How the follower's service tells it does not lead: before the call (`notLeading` names the leader, the
@@ -39,10 +42,10 @@ function follower(opts: { ownerBinding?: boolean } = {}) {
     release: notLeader,
     get: notLeader,
   } as unknown as LockService;
-  const channel: ForwardCaller<string> = {
-    call: (name, _request, timeoutMs, signal) =>
+  const channel: ForwardCaller = {
+    call: (name, body, timeoutMs, signal) =>
       new Promise((answer) => {
-        forwarded.push({ name, timeoutMs, signal, answer });
+        forwarded.push({ name, body, timeoutMs, signal, answer });
       }),
   };
   const encode = new Proxy({}, { get: () => () => 'ok' }) as AnswerEncoder<string>;
@@ -51,6 +54,7 @@ function follower(opts: { ownerBinding?: boolean } = {}) {
     limits: DEFAULT_LOCK_LIMITS,
     defaultTimeoutMs: 5000,
     encode,
+    bodies: { request: encodeRequestBody, response: (_name, r) => Buffer.from(r) },
     logger: silentNodeLogger,
     nowMs: () => nowMs,
     after: (ms, fn) => void timers.push({ at: nowMs + ms, fn }),
@@ -103,8 +107,9 @@ describe.each(['known before the call', 'learned from the refusal'] as Knows[])(
       // Known not to lead: forwarded without entering the service (no call, promise and error built for it).
       expect(f.served()).toBe(knows === 'known before the call' ? 0 : 1);
       f.advance(40);
-      f.forwarded[0]!.answer({ code: 0, details: '', response: 'granted' });
-      expect(await reply).toEqual({ code: 0, details: '', response: 'granted', leader: 'leader:1' });
+      f.forwarded[0]!.answer({ code: 0, details: '', response: Buffer.from('granted') });
+      // The leader's response bytes as they came, not decoded here.
+      expect(await reply).toEqual({ code: 0, details: '', response: null, responseBytes: Buffer.from('granted'), leader: 'leader:1' });
       // ...and counted, with the forwarded round trip's time, as the service counts a not-leader refusal
       // (which it does itself on the other way).
       expect(f.countedForwarded).toEqual(knows === 'known before the call' ? ['acquire not_leader 0.04'] : []);

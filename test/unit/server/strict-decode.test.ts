@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { descriptorRegistry, strictProblem, strictRequestDeserializers } from '../../../src/server/client-api/strict-decode.js';
 import { packageDefinition } from '../../../src/wire/load.js';
 import { raftGrpcService } from '../../../src/wire/raft.js';
+import { lockGrpcService } from '../../../src/wire/lock.js';
 import { tag, varint } from '../wire/proto-bytes.js';
 
 const registry = descriptorRegistry(packageDefinition());
@@ -74,11 +75,13 @@ describe('strict request decoding', () => {
     expect(strictProblem(buf, message('GetRequest'), registry)).toBe('key: truncated value');
   });
 
-  it('leaves a method with its own strict decoder as it is (the Raft stream), and walks the others (Forward)', () => {
+  it('leaves a method with its own strict decoder as it is (the Raft stream, Forward), and walks the others (Lock)', () => {
     const service = raftGrpcService.definition();
     const strict = strictRequestDeserializers(service, registry);
     expect(strict.Stream.requestDeserialize).toBe(service.Stream.requestDeserialize);
-    expect(strict.Forward.requestDeserialize).not.toBe(service.Forward.requestDeserialize);
+    expect(strict.Forward.requestDeserialize).toBe(service.Forward.requestDeserialize);
+    const lock = lockGrpcService.definition();
+    expect(strictRequestDeserializers(lock, registry).Acquire.requestDeserialize).not.toBe(lock.Acquire.requestDeserialize);
     // The Raft stream's own decoder refuses what the walk would, naming the field.
     expect(strict.Stream.requestDeserialize(Buffer.from([...num(19, 1n)]))).toStrictEqual({ __invalid: 'unknown field number 19' });
     expect(strict.Forward.requestDeserialize(Buffer.from([...num(19, 1n)]))).toStrictEqual({
