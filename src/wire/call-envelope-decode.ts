@@ -58,8 +58,8 @@ function int32(r: ProtoReader, field: string): number {
   throw new CodecError(field, `varint ${v} overflows a int32 field`);
 }
 
-/** The oneof member in field `n` (its tag already read), merged with an earlier one of the same member. */
-function member(r: ProtoReader, n: number, name: string, prior: { name: string | undefined; body: Buffer | undefined }): Buffer {
+/** A oneof member's bytes (its tag already read), merged with an earlier one of the same member. */
+function member(r: ProtoReader, name: string, prior: { name: string | undefined; body: Buffer | undefined }): Buffer {
   const body = r.bytesView(name);
   return prior.name === name && prior.body !== undefined ? Buffer.concat([prior.body, body]) : body;
 }
@@ -90,7 +90,7 @@ export function decodeCallEnvelope(bytes: Buffer, kind: EnvelopeKind): CallEnvel
       const n = Math.floor(tag / 8);
       const name = (tag & 7) === WIRE_LEN ? CALL_NAME_BY_FIELD[n] : undefined;
       if (name === undefined) throw refused(tag, fields, message);
-      out.body = member(r, n, name, out);
+      out.body = member(r, name, out);
       out.name = name;
     }
   }
@@ -120,7 +120,7 @@ export function decodeAnswerEnvelope(bytes: Buffer, kind: EnvelopeKind): AnswerE
       const n = Math.floor(tag / 8);
       const name = (tag & 7) === WIRE_LEN ? CALL_NAME_BY_FIELD[n] : undefined;
       if (name === undefined) throw refused(tag, fields, message);
-      out.body = member(r, n, name, out);
+      out.body = member(r, name, out);
       out.name = name;
     }
   }
