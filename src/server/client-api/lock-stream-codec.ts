@@ -25,10 +25,14 @@ export function decodeLockCall(bytes: Buffer): StreamCall | InvalidRequest {
     if (err instanceof CodecError) return { __invalid: err.message };
     return { __invalid: `LockCall: cannot decode (${(err as Error).message})` };
   }
-  if (envelope.name === undefined || envelope.body === undefined) return { ...envelope, request: undefined };
+  // The envelope becomes the StreamCall (no second object per call).
+  const call = envelope as StreamCall;
+  call.request = undefined;
+  if (envelope.name === undefined || envelope.body === undefined) return call;
   const decoded = decodeRequestBody(envelope.name, envelope.body);
   if ('invalid' in decoded) return { __invalid: decoded.invalid };
-  return { ...envelope, request: decoded.request };
+  call.request = decoded.request;
+  return call;
 }
 
 /** Lock/Stream's method definition with this codec on the server's side. */
