@@ -1,10 +1,12 @@
 // The request and response inside a Lock/Stream or Forward envelope (wire/call-envelope.ts), in and out
 // of bytes with the Lock service's own unary codecs (protobufjs, the loader options of wire/load.ts): the
 // oneof members are exactly the unary methods' request and response messages. A request's bytes are
-// walked by the strict decoder first (strict-decode.ts), as the whole LockCall was before, so a bad field
+// decoded by hand for the hot calls (wire/lock-request-decode.ts), else walked by the strict decoder
+// first (strict-decode.ts), as the whole LockCall was before, so a bad field
 // inside a call is refused naming it (`acquire.ttl_ms: ...`) and nothing reaches validation.
 import type * as grpc from '@grpc/grpc-js';
 import { packageDefinition } from '../../wire/load.js';
+import { decodeLockRequest, decodesByHand } from '../../wire/lock-request-decode.js';
 import { LOCK_CALL_NAME, lockGrpcService, type LockCallName, type LockMethod } from '../../wire/lock.js';
 import { descriptorRegistry, strictProblemWithin, type DescriptorRegistry, type strictProblem } from './strict-decode.js';
 
@@ -32,6 +34,17 @@ function codecOf(name: LockCallName): BodyCodec {
 
 /** A call's request from its bytes, or the reason it is refused (naming the field below `name`). */
 export function decodeRequestBody(name: LockCallName, body: Buffer): { request: Record<string, unknown> } | { invalid: string } {
+  // The hot calls (acquire, renew, release, get) by hand, as strictly and to the same object.
+  if (decodesByHand(name)) return decodeLockRequest(name, body);
+  return decodeRequestBodyWithProtobufjs(name, body);
+}
+
+/** decodeRequestBody through the strict walk and protobufjs, for every call (the reference of the
+ *  hand-written decoder's tests). */
+export function decodeRequestBodyWithProtobufjs(
+  name: LockCallName,
+  body: Buffer,
+): { request: Record<string, unknown> } | { invalid: string } {
   const c = codecOf(name);
   const problem = strictProblemWithin(body, c.descriptor, registry!, name);
   if (problem !== null) return { invalid: problem };

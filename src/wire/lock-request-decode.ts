@@ -1,0 +1,130 @@
+// The hot lock calls' requests (AcquireRequest, RenewRequest, ReleaseRequest, GetRequest) from the bytes
+// inside a Lock/Stream or Forward envelope straight to the object the rest of the server reads — the shape
+// proto-loader's protobufjs decode gives with the loader options of load.ts (every field present, 64-bit
+// integers as decimal strings, bytes as a Buffer view) — with no Long and no reflection: the profile of a
+// forwarded call showed protobufjs's Long conversions and the strict decoder's walk as its largest parts.
+//
+// As strict as that walk (server/client-api/strict-decode.ts, at the depth of the oneof member) and in its
+// words, so a refusal reads the same whichever decoder made it: an unknown field, a wrong wire type, a
+// varint wider than its field, invalid UTF-8, a length past the end — a reason naming the field
+// (`acquire.ttl_ms: varint ... overflows a int64 field`). test/unit/wire/lock-request-decode.test.ts checks
+// both, reason and object, against the walk and protobufjs on seeded random and corrupted requests.
+import { isUtf8 } from 'node:buffer';
+import type { LockCallName } from './lock.js';
+
+type FieldType = 'string' | 'int64' | 'uint64' | 'uint32' | 'bool' | 'bytes';
+
+/** Each hot request's fields by number: its name and type (lock.proto). */
+const FIELDS: Readonly<Partial<Record<LockCallName, readonly (readonly [string, FieldType] | undefined)[]>>> = {
+  acquire: [
+    undefined,
+    ['key', 'string'],
+    ['owner', 'string'],
+    ['ttl_ms', 'int64'],
+    ['wait_ms', 'int64'],
+    ['request_id', 'string'],
+    ['lock_delay_ms', 'int64'],
+    ['value', 'bytes'],
+    ['session_id', 'uint64'],
+    ['limit', 'uint32'],
+    ['shared', 'bool'],
+  ],
+  renew: [undefined, ['key', 'string'], ['owner', 'string'], ['token', 'uint64'], ['ttl_ms', 'int64'], ['request_id', 'string']],
+  release: [undefined, ['key', 'string'], ['owner', 'string'], ['token', 'uint64'], ['request_id', 'string']],
+  get: [undefined, ['key', 'string']],
+};
+
+const DEFAULT: Readonly<Record<FieldType, unknown>> = { string: '', int64: '0', uint64: '0', uint32: 0, bool: false, bytes: undefined };
+const TWO_64 = 2n ** 64n;
+const INT64_MAX = 2n ** 63n - 1n;
+const UINT32_MAX = 0xffffffff;
+
+/** Whether `name`'s request is decoded here (the others go through protobufjs). */
+export function decodesByHand(name: LockCallName): boolean {
+  return FIELDS[name] !== undefined;
+}
+
+class Refused extends Error {}
+
+/**
+ * A varint as the walk reads it: a number below 2^49 (at most seven bytes, exact) or a bigint; up to ten
+ * bytes, the last of them any value below 0x80 (a value past 2^64 is refused by the caller's range check,
+ * as the walk refuses it).
+ */
+function varint(buf: Buffer, at: { pos: number }, end: number): number | bigint {
+  const start = at.pos;
+  let pos = start;
+  for (;;) {
+    if (pos - start === 10) throw new Refused('varint longer than 10 bytes');
+    if (pos >= end) throw new Refused('truncated varint');
+    if (buf[pos++]! < 0x80) break;
+  }
+  at.pos = pos;
+  if (pos - start <= 7) {
+    let v = 0;
+    for (let i = pos - 1; i >= start; i--) v = v * 128 + (buf[i]! & 0x7f);
+    return v;
+  }
+  let v = 0n;
+  for (let i = pos - 1; i >= start; i--) v = (v << 7n) | BigInt(buf[i]! & 0x7f);
+  return v;
+}
+
+/** The request of call `name` (decodesByHand) from its bytes, or the walk's reason for refusing them. */
+export function decodeLockRequest(name: LockCallName, body: Buffer): { request: Record<string, unknown> } | { invalid: string } {
+  const fields = FIELDS[name]!;
+  const out: Record<string, unknown> = {};
+  for (const f of fields) if (f !== undefined) out[f[0]] = f[1] === 'bytes' ? EMPTY : DEFAULT[f[1]];
+  const at = { pos: 0 };
+  const end = body.length;
+  try {
+    while (at.pos < end) {
+      const tag = varint(body, at, end);
+      if (tag > 0xffffffff) return { invalid: `${name}: malformed field tag` };
+      const t = Number(tag);
+      const number = Math.floor(t / 8);
+      const wireType = t % 8;
+      const field = fields[number];
+      if (field === undefined) return { invalid: `${name}: unknown field number ${number}` };
+      const [fieldName, type] = field;
+      const path = `${name}.${fieldName}`;
+      const lengthDelimited = type === 'string' || type === 'bytes';
+      if (wireType !== (lengthDelimited ? 2 : 0)) return { invalid: `${path}: wrong wire type ${wireType} for a ${type} field` };
+      const v = varint(body, at, end);
+      if (lengthDelimited) {
+        if (v > end - at.pos) return { invalid: `${path}: truncated value` };
+        const from = at.pos;
+        const to = from + Number(v);
+        at.pos = to;
+        if (type === 'bytes') out[fieldName] = body.subarray(from, to);
+        else {
+          const view = body.subarray(from, to);
+          if (!isUtf8(view)) return { invalid: `${path}: not valid UTF-8` };
+          out[fieldName] = view.toString('utf8');
+        }
+        continue;
+      }
+      switch (type) {
+        case 'uint32':
+          if (v > UINT32_MAX) return { invalid: `${path}: varint ${v} overflows a uint32 field` };
+          out[fieldName] = Number(v);
+          break;
+        case 'bool':
+          if (v > 1) return { invalid: `${path}: varint ${v} overflows a bool field` };
+          out[fieldName] = Number(v) === 1;
+          break;
+        default: {
+          // int64 and uint64: any 64-bit value; an int64 at or past 2^63 is a negative one.
+          if (typeof v === 'bigint' && v >= TWO_64) return { invalid: `${path}: varint ${v} overflows a ${type} field` };
+          out[fieldName] = type === 'int64' && typeof v === 'bigint' && v > INT64_MAX ? String(v - TWO_64) : String(v);
+        }
+      }
+    }
+  } catch (err) {
+    if (err instanceof Refused) return { invalid: `${name}: malformed message (${err.message})` };
+    throw err;
+  }
+  return { request: out };
+}
+
+const EMPTY = Buffer.alloc(0);
