@@ -7,7 +7,10 @@
 //   [generation: 4 bytes, big-endian] + record key      the records of one generation of the state
 //   0xff 'm'                                             the meta record: the generation in force and the
 //                                                        applied point (index, term, configuration) its
-//                                                        records are the state of
+//                                                        records are the state of; its format says how the
+//                                                        generation's values are kept: as they are (1), or
+//                                                        in text form (2, text-form.ts: a restart reads
+//                                                        them as strings, far cheaper than Buffers)
 // A batch (write) puts and deletes records of the generation in force and puts the meta record in the same
 // LevelDB batch: a crash keeps all of it or none, so the records are always the state at the meta's index.
 // A whole new state (a snapshot from the leader, a restore, a migrated data dir) is written as the next
@@ -17,11 +20,13 @@
 import { decodeConf, encodeConf } from '../raft/core/conf.js';
 import type { ConfState } from '../raft/core/types.js';
 import { ByteReader, ByteWriter, encodeUtf8 } from '../lock/bytes.js';
+import { fromTextForm, textToScratch, toTextForm } from './text-form.js';
 import {
   DEDUP_RECORD,
   KEY_DELAY_RECORD,
   KEY_RECORD,
   REST_RECORD,
+  REST_RECORD_KEY,
   SESSION_RECORD,
   WAIT_LINE_RECORD,
   type RecordOp,
@@ -72,7 +77,11 @@ export class AppliedStoreError extends Error {
 
 /** The meta record's key (after every generation's records). */
 export const META_KEY = Uint8Array.of(0xff, 0x6d);
-const META_FORMAT = 1;
+/** A generation whose values are kept as they are: what builds before text form wrote (still read; a node
+ *  rewrites such a store whole at its start, lock-store.ts), and what a backup file says (backup.ts). */
+export const META_FORMAT_BYTES = 1;
+/** A generation whose values are kept in text form (text-form.ts): every generation this build writes. */
+export const META_FORMAT_TEXT = 2;
 /** Records one read of a scan returns (fewer round trips to LevelDB's thread at a restart). */
 const SCAN_BATCH_RECORDS = 10_000;
 /** Records a batch of a new generation writes at most (a bounded amount of work and memory per batch). */
@@ -100,8 +109,14 @@ function withPrefix(prefix: Uint8Array, key: Uint8Array): Uint8Array {
 }
 
 /** An iterator whose keys LevelDB decodes as UTF-8 (abstract-level's per-iterator keyEncoding). */
-type TextKeyIterator = (options: { gte: Uint8Array; lt: Uint8Array; keyEncoding: 'utf8' }) => {
-  nextv(size: number): Promise<[string | Uint8Array, Uint8Array][]>;
+type TextKeyIterator = (options: { gte: Uint8Array; lt: Uint8Array; keyEncoding: 'utf8'; valueEncoding: 'utf8' | 'view' }) => {
+  nextv(size: number): Promise<[string | Uint8Array, string | Uint8Array][]>;
+  close(): Promise<void>;
+};
+
+/** An iterator whose values LevelDB decodes as UTF-8 (a generation of values in text form). */
+type TextValueIterator = (options: { gte: Uint8Array; lt: Uint8Array; valueEncoding: 'utf8' }) => {
+  nextv(size: number): Promise<[Uint8Array, string | Uint8Array][]>;
   close(): Promise<void>;
 };
 
@@ -140,9 +155,10 @@ function recordKey(key: Uint8Array): Uint8Array {
   return new Uint8Array(key.buffer, key.byteOffset + 4, key.length - 4);
 }
 
-function encodeMeta(generation: number, point: AppliedPoint): Uint8Array {
+/** The meta record of `generation` at `point`, of `format` (how the generation's values are kept). */
+export function encodeMeta(generation: number, point: AppliedPoint, format: number): Uint8Array {
   const out = new ByteWriter(128);
-  out.byte(META_FORMAT);
+  out.byte(format);
   out.uint(generation);
   out.uint(point.index);
   out.uint(point.term);
@@ -150,14 +166,16 @@ function encodeMeta(generation: number, point: AppliedPoint): Uint8Array {
   return out.finish();
 }
 
-/** The meta record: the generation in force and the applied point (exported for the simulator's checks). */
-export function decodeMeta(bytes: Uint8Array): { generation: number; point: AppliedPoint } {
+/** The meta record: the generation in force, the applied point, and whether the generation's values are in
+ *  text form (exported for the simulator's checks). */
+export function decodeMeta(bytes: Uint8Array): { generation: number; point: AppliedPoint; textValues: boolean } {
   const input = new ByteReader(
     bytes,
     (message, offset) => new AppliedStoreError(`corrupt applied-store meta record at byte ${offset}: ${message}`),
   );
   const format = input.byte();
-  if (format !== META_FORMAT) input.fail(`format ${format}; this build reads ${META_FORMAT}`);
+  if (format !== META_FORMAT_BYTES && format !== META_FORMAT_TEXT)
+    input.fail(`format ${format}; this build reads ${META_FORMAT_BYTES} and ${META_FORMAT_TEXT}`);
   const generation = input.uint();
   if (generation < 1 || generation >= 0xff000000) input.fail(`generation ${generation}`);
   const index = input.uint();
@@ -169,7 +187,7 @@ export function decodeMeta(bytes: Uint8Array): { generation: number; point: Appl
     throw new AppliedStoreError(`corrupt applied-store meta record: configuration: ${(err as Error).message}`);
   }
   input.end();
-  return { generation, point: { index, term, conf } };
+  return { generation, point: { index, term, conf }, textValues: format === META_FORMAT_TEXT };
 }
 
 /** The records of the generation in force, read back whole (a restart, a backup). */
@@ -183,6 +201,8 @@ export class AppliedStore {
   private generation = 0;
   private prefix = generationPrefix(0);
   private pointValue: AppliedPoint | null = null;
+  /** The generation in force keeps its values in text form (meta format 2). */
+  private textValues = true;
   /** The last generation begun (beginIncoming), swapped in or not. */
   private incoming: IncomingGeneration | null = null;
 
@@ -198,12 +218,19 @@ export class AppliedStore {
     const store = new AppliedStore(db, replaceBatchRecords, writeSliceOps);
     const meta = await db.get(META_KEY);
     if (meta !== undefined) {
-      const { generation, point } = decodeMeta(meta);
+      const { generation, point, textValues } = decodeMeta(meta);
       store.useGeneration(generation);
       store.pointValue = point;
+      store.textValues = textValues;
     }
     await store.dropOtherGenerations();
     return store;
+  }
+
+  /** The state in force keeps its values as they are (a store of a build before text form): it is read as
+   *  such, and its owner rewrites it whole (replace) so that later restarts read it as text. */
+  get valuesAsBytes(): boolean {
+    return this.pointValue !== null && !this.textValues;
   }
 
   /** The applied point the store holds; null when it holds no state yet. */
@@ -222,8 +249,10 @@ export class AppliedStore {
     const dedup: [Uint8Array, Uint8Array][] = [];
     let rest: Uint8Array | null = null;
     let count = 0;
-    await this.scan(this.generation, (key, value) => {
+    const textValues = this.textValues;
+    await this.scan(this.generation, (key, stored) => {
       count++;
+      const value = textValues ? bytesOfTextForm(stored, key.subarray(4)) : stored;
       const kind = key[4];
       const record = key.subarray(4);
       if (kind === SESSION_RECORD) sessions.push([record, value]);
@@ -258,16 +287,18 @@ export class AppliedStore {
   }): Promise<AppliedPoint | null> {
     const point = this.pointValue;
     if (point === null) return null;
-    const rest = await this.db.get(withPrefix(this.prefix, Uint8Array.of(REST_RECORD)));
-    if (rest === undefined) throw new AppliedStoreError(`the applied store holds index ${point.index} but no rest record`);
-    visit.rest(rest);
+    const stored = await this.db.get(withPrefix(this.prefix, Uint8Array.of(REST_RECORD)));
+    if (stored === undefined) throw new AppliedStoreError(`the applied store holds index ${point.index} but no rest record`);
+    visit.rest(this.textValues ? bytesOfTextForm(stored, REST_RECORD_KEY) : stored);
     const prefix = this.prefix;
     const keysFrom = withPrefix(prefix, Uint8Array.of(KEY_RECORD));
     const keysTo = withPrefix(prefix, Uint8Array.of(KEY_RECORD + 1));
     /** Key records up to this stored key (inclusive) were read as text already; null = none were. */
     let keysReadTo: Uint8Array | null = null;
-    const visitRecord = (key: Uint8Array, value: Uint8Array): void => {
+    const textValues = this.textValues;
+    const visitRecord = (key: Uint8Array, stored: string | Uint8Array): void => {
       const kind = key[4];
+      const value = textValues ? valueOfText(stored, key) : (stored as Uint8Array);
       if (kind === KEY_RECORD && keysReadTo !== null && compareBytes(key, keysReadTo) <= 0) return;
       if (kind === KEY_RECORD) visit.key(recordKey(key), value);
       else if (kind === SESSION_RECORD) visit.session(recordKey(key), value);
@@ -279,7 +310,10 @@ export class AppliedStore {
     // The records before the key records first, in the store's order (the sessions: key records name them).
     await this.scanRange(prefix, keysFrom, visitRecord);
     if (visit.keyNamed !== undefined && keyRecordsAsText(prefix)) {
-      const readTo = await this.scanTextKeys(keysFrom, keysTo, visit.keyNamed.bind(visit));
+      const keyNamed = visit.keyNamed.bind(visit);
+      const readTo = await this.scanTextKeys(keysFrom, keysTo, (name, stored) =>
+        keyNamed(name, textValues ? valueOfText(stored, KEY_RECORD, name) : (stored as Uint8Array)),
+      );
       // Stopped early: the rest of the key records as bytes.
       if (readTo !== null) {
         keysReadTo = readTo;
@@ -290,16 +324,23 @@ export class AppliedStore {
     return point;
   }
 
-  /** Visits the records in [gte, lt) in key order. */
-  private async scanRange(gte: Uint8Array, lt: Uint8Array, visit: (key: Uint8Array, value: Uint8Array) => void): Promise<void> {
-    const it = this.db.iterator({ gte, lt });
+  /** Visits the records in [gte, lt) in key order: their values as stored, read as text (a string) when the
+   *  generation in force keeps them in text form — a store double that ignores the encoding hands bytes. */
+  private async scanRange(gte: Uint8Array, lt: Uint8Array, visit: (key: Uint8Array, value: string | Uint8Array) => void): Promise<void> {
+    const it = this.textValues
+      ? (this.db.iterator as unknown as TextValueIterator).call(this.db, { gte, lt, valueEncoding: 'utf8' })
+      : this.db.iterator({ gte, lt });
+    // The next read is asked for before this one's rows are visited: LevelDB's thread reads it meanwhile.
+    let next = it.nextv(SCAN_BATCH_RECORDS);
     try {
       for (;;) {
-        const rows = await it.nextv(SCAN_BATCH_RECORDS);
+        const rows = await next;
         if (rows.length === 0) break;
+        next = it.nextv(SCAN_BATCH_RECORDS);
         for (const [key, value] of rows) visit(key, value);
       }
     } finally {
+      await next.catch(() => {}); // a read in flight ends before the iterator closes
       await it.close();
     }
   }
@@ -314,14 +355,17 @@ export class AppliedStore {
   private async scanTextKeys(
     gte: Uint8Array,
     lt: Uint8Array,
-    visit: (name: string, value: Uint8Array) => void,
+    visit: (name: string, value: string | Uint8Array) => void,
   ): Promise<Uint8Array | null> {
-    const it = (this.db.iterator as unknown as TextKeyIterator).call(this.db, { gte, lt, keyEncoding: 'utf8' });
+    const valueEncoding = this.textValues ? 'utf8' : 'view';
+    const it = (this.db.iterator as unknown as TextKeyIterator).call(this.db, { gte, lt, keyEncoding: 'utf8', valueEncoding });
     let last: string | null = null; // the stored key of the last record visited
+    let next = it.nextv(SCAN_BATCH_RECORDS); // asked for ahead, as scanRange does
     try {
       for (;;) {
-        const rows = await it.nextv(SCAN_BATCH_RECORDS);
+        const rows = await next;
         if (rows.length === 0) return null;
+        next = it.nextv(SCAN_BATCH_RECORDS);
         for (const [key, value] of rows) {
           // (A store double that ignores the encoding hands bytes: they are all read as bytes.)
           if (typeof key !== 'string' || key.includes('\uFFFD'))
@@ -331,14 +375,24 @@ export class AppliedStore {
         }
       }
     } finally {
+      await next.catch(() => {});
       await it.close();
     }
   }
 
   /** Visits every record of the state in force in key order, from one consistent view of the store (a
-   *  LevelDB iterator reads a snapshot of the moment it was opened). */
-  scan(generation: number, visit: (key: Uint8Array, value: Uint8Array) => void): Promise<void> {
-    return this.scanRange(generationPrefix(generation), generationPrefix(generation + 1), visit);
+   *  LevelDB iterator reads a snapshot of the moment it was opened), each value as stored (bytes). */
+  private async scan(generation: number, visit: (key: Uint8Array, value: Uint8Array) => void): Promise<void> {
+    const it = this.db.iterator({ gte: generationPrefix(generation), lt: generationPrefix(generation + 1) });
+    try {
+      for (;;) {
+        const rows = await it.nextv(SCAN_BATCH_RECORDS);
+        if (rows.length === 0) break;
+        for (const [key, value] of rows) visit(key, value);
+      }
+    } finally {
+      await it.close();
+    }
   }
 
   /**
@@ -352,6 +406,7 @@ export class AppliedStore {
     if (this.pointValue === null) throw new AppliedStoreError('write() before the store holds a state: replace() first');
     const prefix = this.prefix;
     const generation = this.generation;
+    const textValues = this.textValues;
     const batch = this.db.batch();
     try {
       for (let at = 0; at < ops.length; at++) {
@@ -359,9 +414,9 @@ export class AppliedStore {
         const op = ops[at]!;
         const key = withPrefix(prefix, op.key);
         if (op.value === null) batch.del(key);
-        else batch.put(key, op.value);
+        else batch.put(key, textValues ? toTextForm(op.value) : op.value);
       }
-      batch.put(META_KEY, encodeMeta(generation, point));
+      batch.put(META_KEY, encodeMeta(generation, point, textValues ? META_FORMAT_TEXT : META_FORMAT_BYTES));
     } catch (err) {
       await batch.close().catch(() => {}); // nothing of it was written
       throw err;
@@ -411,10 +466,13 @@ export class AppliedStore {
     if (incoming.generation !== this.generation + 1) {
       throw new AppliedStoreError(`generation ${incoming.generation} cannot follow generation ${this.generation}`);
     }
-    await this.db.batch([{ type: 'put', key: META_KEY, value: encodeMeta(incoming.generation, point) }], { sync: true });
+    await this.db.batch([{ type: 'put', key: META_KEY, value: encodeMeta(incoming.generation, point, META_FORMAT_TEXT) }], {
+      sync: true,
+    });
     const old = this.generation;
     this.useGeneration(incoming.generation);
     this.pointValue = point;
+    this.textValues = true;
     if (old > 0) await this.db.clear({ gte: generationPrefix(old), lt: generationPrefix(old + 1) });
   }
 
@@ -455,15 +513,40 @@ export class IncomingGeneration {
   }
 
   /** Writes records (keys without the generation prefix) in batches of a bounded size, not synced: the
-   *  swap's synced batch comes after them all. */
+   *  swap's synced batch comes after them all. A new generation keeps its values in text form. */
   async put(rows: readonly (readonly [Uint8Array, Uint8Array])[]): Promise<void> {
     for (let at = 0; at < rows.length; at += this.batchRecords) {
       const batch: DbOp[] = [];
       for (const [key, value] of rows.slice(at, at + this.batchRecords))
-        batch.push({ type: 'put', key: withPrefix(this.prefix, key), value });
+        batch.push({ type: 'put', key: withPrefix(this.prefix, key), value: toTextForm(value) });
       this.touched = true;
       await this.db.batch(batch);
       this.written += batch.length;
     }
   }
+}
+
+/** A record's kind and key for an error (the record key without the generation). */
+function describeRecord(recordKey: Uint8Array): string {
+  return `kind ${recordKey[0]}, key of ${recordKey.length - 1} bytes`;
+}
+
+function notTextForm(what: string): AppliedStoreError {
+  return new AppliedStoreError(`corrupt applied-store record (${what}): its value is not in text form`);
+}
+
+/** The bytes a text-form value stands for: `stored` read as a string (in the scratch array: the visitor
+ *  copies what it keeps), or as bytes by a store double that ignores the encoding. `key` names the record in
+ *  an error: its stored key, or (a key record read as text) its kind, with `name`. */
+function valueOfText(stored: string | Uint8Array, key: Uint8Array | number, name?: string): Uint8Array {
+  const value = typeof stored === 'string' ? textToScratch(stored) : fromTextForm(stored);
+  if (value !== null) return value;
+  throw notTextForm(typeof key === 'number' ? `kind ${key}, key ${JSON.stringify(name)}` : describeRecord(key.subarray(4)));
+}
+
+/** The bytes of a value read as bytes from a generation in text form (a read for a backup, a stream). */
+export function bytesOfTextForm(stored: Uint8Array, recordKey: Uint8Array): Uint8Array {
+  const value = fromTextForm(stored);
+  if (value === null) throw notTextForm(describeRecord(recordKey));
+  return value;
 }

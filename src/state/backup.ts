@@ -8,10 +8,21 @@
 //                                        applied point (index, term, configuration) its records reach
 //   sha256:32 bytes                      of everything before it
 // Records of another generation than the meta names (a swap was in progress) are in the file but not in
-// the state; readBackup keeps only those in force.
+// the state; readBackup keeps only those in force. The values of those in force are their bytes and the meta
+// record says so (format 1), whether or not the store keeps them in text form (applied-store.ts): a file is
+// the same from every build.
 import { createHash } from 'node:crypto';
 import { ByteReader, ByteWriter } from '../lock/bytes.js';
-import { META_KEY, decodeMeta, type AppliedPoint, type RecordDb } from './applied-store.js';
+import {
+  META_FORMAT_BYTES,
+  META_KEY,
+  bytesOfTextForm,
+  decodeMeta,
+  encodeMeta,
+  generationPrefix,
+  type AppliedPoint,
+  type RecordDb,
+} from './applied-store.js';
 import {
   DEDUP_RECORD,
   KEY_DELAY_RECORD,
@@ -47,23 +58,29 @@ export async function* backupChunks(db: RecordDb, clusterId: string): AsyncGener
   for (const b of MAGIC) out.byte(b);
   out.byte(FORMAT);
   out.string(clusterId);
-  // One iterator over everything: the records of every generation, then the meta record (0xff 0x6d sorts
-  // after every generation prefix), all from the same view.
+  // One iterator over everything, so all is from the same view: the meta record first (0xff 0x6d sorts after
+  // every generation prefix: a seek), then the records of every generation.
   const it = db.iterator({ gte: new Uint8Array(4) });
   let meta: Uint8Array | null = null;
   let count = 0;
   try {
+    it.seek(META_KEY);
+    const [row] = await it.nextv(1);
+    if (row === undefined || !isMetaKey(row[0])) throw new BackupError('the node holds no applied state yet (its store is empty)');
+    const { generation, point, textValues } = decodeMeta(row[1]);
+    meta = encodeMeta(generation, point, META_FORMAT_BYTES);
+    const inForce = generationPrefix(generation);
+    it.seek(new Uint8Array(4));
     for (;;) {
       const rows = await it.nextv(1000);
       if (rows.length === 0) break;
       for (const [key, value] of rows) {
-        if (key.length === META_KEY.length && key[0] === META_KEY[0] && key[1] === META_KEY[1]) {
-          meta = value;
-          continue;
-        }
+        if (isMetaKey(key)) continue;
         out.byte(RECORD);
         out.lengthPrefixed(key);
-        out.lengthPrefixed(value);
+        const mine =
+          textValues && key.length > 4 && key[0] === inForce[0] && key[1] === inForce[1] && key[2] === inForce[2] && key[3] === inForce[3];
+        out.lengthPrefixed(mine ? bytesOfTextForm(value, key.subarray(4)) : value);
         count++;
         if (out.size >= BACKUP_CHUNK_BYTES) yield flush();
       }
@@ -71,12 +88,15 @@ export async function* backupChunks(db: RecordDb, clusterId: string): AsyncGener
   } finally {
     await it.close();
   }
-  if (meta === null) throw new BackupError('the node holds no applied state yet (its store is empty)');
   out.byte(END);
   out.uint(count);
   out.lengthPrefixed(meta);
   const last = flush();
   yield concat(last, new Uint8Array(hash.digest()));
+}
+
+function isMetaKey(key: Uint8Array): boolean {
+  return key.length === META_KEY.length && key[0] === META_KEY[0] && key[1] === META_KEY[1];
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
@@ -122,7 +142,9 @@ export function readBackup(bytes: Uint8Array): Backup {
   }
   const count = input.uint();
   if (count !== all.length) input.fail(`${all.length} records, the trailer says ${count}`);
-  const { generation, point } = decodeMeta(input.lengthPrefixed(1 << 20));
+  const { generation, point, textValues } = decodeMeta(input.lengthPrefixed(1 << 20));
+  // A file holds values as they are (backupChunks); one that says otherwise was not written by a node.
+  if (textValues) input.fail('the meta record says the values are in text form');
   input.end();
   const prefix = new Uint8Array(4);
   new DataView(prefix.buffer).setUint32(0, generation);

@@ -76,9 +76,11 @@ export class LockStateStore<M> {
     if (point === null || restorer === null) return null;
     const read = restorer as InstanceType<RecordsModule<M>['RecordsRestorer']>;
     const tracker = read.finish();
-    if (read.outdated === true) {
+    if (read.outdated === true || store.valuesAsBytes) {
       // Records of an older format: the batches this build writes would not agree with the records they do
       // not touch, so the state is written again whole (a new generation, swapped in) before anything else.
+      // A store whose values are kept as they are (a build before text form) is rewritten alike, once, so
+      // that every later restart reads its values as text (applied-store.ts).
       tracker.detach();
       await this.replace(tracker.machine, point);
       return { machine: tracker.machine, point };

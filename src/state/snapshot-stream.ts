@@ -7,7 +7,8 @@
 // A chunk (InstallSnapshot.chunk; the offsets the Raft core counts are byte offsets in the concatenation):
 //   "LHR" format:u8 last:u8 count:uvarint (key:bytes value:bytes)*count
 //   and after the last chunk's records: total:uvarint index:uvarint term:uvarint sha256:32 bytes
-// Keys are record keys (store-records.ts) without the generation prefix. The checksum covers every chunk's
+// Keys are record keys (store-records.ts) without the generation prefix, values their bytes (a store that keeps
+// them in text form, applied-store.ts, sends what they stand for: the stream is the same from every build). The checksum covers every chunk's
 // record bytes (from after `count` to the end of its records) in order, and `total` counts them: the
 // receiver (snapshot-sink.ts) swaps the new generation in only when both agree with what it wrote.
 // A chunk is cut once its records reach the chunk size, so where chunks start depends only on the view:
@@ -15,7 +16,7 @@
 // same iterator to the key it started at.
 import { createHash, type Hash } from 'node:crypto';
 import { ByteReader, ByteWriter } from '../lock/bytes.js';
-import { META_KEY, decodeMeta, generationPrefix, type AppliedPoint, type RecordDb } from './applied-store.js';
+import { META_KEY, bytesOfTextForm, decodeMeta, generationPrefix, type AppliedPoint, type RecordDb } from './applied-store.js';
 
 const MAGIC = [0x4c, 0x48, 0x52]; // "LHR"
 const FORMAT = 1;
@@ -127,6 +128,8 @@ export class StoreStream {
     private readonly prefix: Uint8Array,
     readonly point: AppliedPoint,
     private readonly chunkBytes: number,
+    /** The view's values are in text form (its meta record says so). */
+    private readonly textValues: boolean,
   ) {
     this.readRecords = Math.max(1, Math.min(READ_RECORDS, Math.ceil(chunkBytes / READ_RECORD_BYTES)));
   }
@@ -142,10 +145,10 @@ export class StoreStream {
         await it.close();
         return null;
       }
-      const { generation, point } = decodeMeta(row[1]);
+      const { generation, point, textValues } = decodeMeta(row[1]);
       const prefix = generationPrefix(generation);
       it.seek(prefix);
-      const stream = new StoreStream(it, prefix, point, Math.max(1, chunkBytes));
+      const stream = new StoreStream(it, prefix, point, Math.max(1, chunkBytes), textValues);
       stream.starts.set(0, prefix);
       return stream;
     } catch (err) {
@@ -223,8 +226,9 @@ export class StoreStream {
       const row = await this.nextRow();
       if (row === null) break;
       this.rowAt++;
-      records.lengthPrefixed(row[0].subarray(this.prefix.length));
-      records.lengthPrefixed(row[1]);
+      const key = row[0].subarray(this.prefix.length);
+      records.lengthPrefixed(key);
+      records.lengthPrefixed(this.textValues ? bytesOfTextForm(row[1], key) : row[1]);
       count++;
     }
     const last = (await this.nextRow()) === null;

@@ -1,0 +1,67 @@
+// A record value in text form: its bytes as the UTF-8 of the Latin-1 characters they are (a byte below 0x80
+// is itself, one from 0x80 on is two bytes, 0xC2 or 0xC3 then 0x80-0xBF). The applied store keeps the values
+// of a generation of meta format 2 in this form (applied-store.ts) for one reason: LevelDB hands a value it
+// may read as UTF-8 as a string, which costs a fraction of the Buffer it hands otherwise — a restart reads a
+// million records, and their Buffers (an ArrayBuffer and its backing store each, made and freed) were about
+// half a second of its CPU and much of its GC. Every character of such a string is below 0x100 and is the
+// byte it stands for. Nothing leaves the node in this form: a snapshot stream and a backup carry the bytes.
+
+/** `bytes` in text form (the same array when every byte is below 0x80). */
+export function toTextForm(bytes: Uint8Array): Uint8Array {
+  let high = 0;
+  for (let i = 0; i < bytes.length; i++) if (bytes[i]! >= 0x80) high++;
+  if (high === 0) return bytes;
+  const out = new Uint8Array(bytes.length + high);
+  let at = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (b < 0x80) out[at++] = b;
+    else {
+      out[at++] = 0xc0 | (b >> 6);
+      out[at++] = 0x80 | (b & 0x3f);
+    }
+  }
+  return out;
+}
+
+/** The bytes a text-form value stored as `stored` stands for (the same array when every byte is below 0x80);
+ *  null when it is not text form (a corrupt record). */
+export function fromTextForm(stored: Uint8Array): Uint8Array | null {
+  let high = 0;
+  for (let i = 0; i < stored.length; i++) if (stored[i]! >= 0x80) high++;
+  if (high === 0) return stored;
+  if (high % 2 !== 0) return null;
+  const out = new Uint8Array(stored.length - high / 2);
+  let at = 0;
+  for (let i = 0; i < stored.length; i++) {
+    const b = stored[i]!;
+    if (b < 0x80) out[at++] = b;
+    else {
+      const next = stored[i + 1];
+      if ((b !== 0xc2 && b !== 0xc3) || next === undefined || (next & 0xc0) !== 0x80) return null;
+      out[at++] = ((b & 0x03) << 6) | (next & 0x3f);
+      i++;
+    }
+  }
+  return out;
+}
+
+let scratch = new Uint8Array(256);
+
+/**
+ * The bytes a text-form value LevelDB handed as a string stands for, in a scratch array that the next call
+ * overwrites: the caller reads it before it asks for another and keeps nothing of it (the lock machine's
+ * restorer copies what it keeps). Null at a character above 0xFF: bytes that were not text form, which
+ * LevelDB's lax decoding makes U+FFFD or a character of their own (a corrupt record).
+ */
+export function textToScratch(text: string): Uint8Array | null {
+  const length = text.length;
+  if (scratch.length < length) scratch = new Uint8Array(Math.max(length, scratch.length * 2));
+  const out = scratch;
+  for (let i = 0; i < length; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 0xff) return null;
+    out[i] = c;
+  }
+  return out.subarray(0, length);
+}
