@@ -83,7 +83,7 @@ export const META_FORMAT_BYTES = 1;
 /** A generation whose values are kept in text form (text-form.ts): every generation this build writes. */
 export const META_FORMAT_TEXT = 2;
 /** Records one read of a scan returns (fewer round trips to LevelDB's thread at a restart). */
-const SCAN_BATCH_RECORDS = 10_000;
+export const SCAN_BATCH_RECORDS = 10_000;
 /** Records a batch of a new generation writes at most (a bounded amount of work and memory per batch). */
 export const REPLACE_BATCH_RECORDS = 10_000;
 /** Ops a write-behind batch hands LevelDB between two yields to the event loop: classic-level's array form
@@ -210,12 +210,20 @@ export class AppliedStore {
     readonly db: RecordDb,
     private readonly replaceBatchRecords: number,
     private readonly writeSliceOps: number,
+    private readonly scanBatchRecords: number,
   ) {}
 
   /** Opens the store and deletes what an interrupted swap or an old generation left behind. */
-  static async open(db: RecordDb, replaceBatchRecords = REPLACE_BATCH_RECORDS, writeSliceOps = WRITE_SLICE_OPS): Promise<AppliedStore> {
+  static async open(
+    db: RecordDb,
+    replaceBatchRecords = REPLACE_BATCH_RECORDS,
+    writeSliceOps = WRITE_SLICE_OPS,
+    /** Records one read of a restart's scans returns (tests read in small reads, to cross their edges). */
+    scanBatchRecords = SCAN_BATCH_RECORDS,
+  ): Promise<AppliedStore> {
     if (!(writeSliceOps >= 1)) throw new AppliedStoreError(`writeSliceOps ${writeSliceOps}: at least 1`);
-    const store = new AppliedStore(db, replaceBatchRecords, writeSliceOps);
+    if (!(scanBatchRecords >= 1)) throw new AppliedStoreError(`scanBatchRecords ${scanBatchRecords}: at least 1`);
+    const store = new AppliedStore(db, replaceBatchRecords, writeSliceOps, scanBatchRecords);
     const meta = await db.get(META_KEY);
     if (meta !== undefined) {
       const { generation, point, textValues } = decodeMeta(meta);
@@ -331,12 +339,12 @@ export class AppliedStore {
       ? (this.db.iterator as unknown as TextValueIterator).call(this.db, { gte, lt, valueEncoding: 'utf8' })
       : this.db.iterator({ gte, lt });
     // The next read is asked for before this one's rows are visited: LevelDB's thread reads it meanwhile.
-    let next = it.nextv(SCAN_BATCH_RECORDS);
+    let next = it.nextv(this.scanBatchRecords);
     try {
       for (;;) {
         const rows = await next;
         if (rows.length === 0) break;
-        next = it.nextv(SCAN_BATCH_RECORDS);
+        next = it.nextv(this.scanBatchRecords);
         for (const [key, value] of rows) visit(key, value);
       }
     } finally {
@@ -360,12 +368,12 @@ export class AppliedStore {
     const valueEncoding = this.textValues ? 'utf8' : 'view';
     const it = (this.db.iterator as unknown as TextKeyIterator).call(this.db, { gte, lt, keyEncoding: 'utf8', valueEncoding });
     let last: string | null = null; // the stored key of the last record visited
-    let next = it.nextv(SCAN_BATCH_RECORDS); // asked for ahead, as scanRange does
+    let next = it.nextv(this.scanBatchRecords); // asked for ahead, as scanRange does
     try {
       for (;;) {
         const rows = await next;
         if (rows.length === 0) return null;
-        next = it.nextv(SCAN_BATCH_RECORDS);
+        next = it.nextv(this.scanBatchRecords);
         for (const [key, value] of rows) {
           // (A store double that ignores the encoding hands bytes: they are all read as bytes.)
           if (typeof key !== 'string' || key.includes('\uFFFD'))
@@ -386,7 +394,7 @@ export class AppliedStore {
     const it = this.db.iterator({ gte: generationPrefix(generation), lt: generationPrefix(generation + 1) });
     try {
       for (;;) {
-        const rows = await it.nextv(SCAN_BATCH_RECORDS);
+        const rows = await it.nextv(this.scanBatchRecords);
         if (rows.length === 0) break;
         for (const [key, value] of rows) visit(key, value);
       }
