@@ -3,18 +3,19 @@
 // (from each node's /metrics) serving, and again after a kill -9 + restart of all three, with the
 // restart's phases read from the node logs. `--heap` also writes a V8 heap snapshot of every node while
 // serving (SIGUSR2, into the out dir) for a retainer breakdown in DevTools.
-//   node build/scripts/held-memory.js [--held 200000] [--heap] [--keep] [--out DIR]
+//   node build/scripts/held-memory.js [--held 200000] [--heap] [--keep] [--out DIR] [--node-flag FLAG]...
 // (--keep leaves the data dirs and logs, e.g. to time a restart's phases offline.) `--trace-gc` starts the
 // nodes with V8's --trace-gc and prints, per node, the GC pauses of the fill and the restart: whether the
-// event-loop stalls are the collector's.
+// event-loop stalls are the collector's. `--node-flag` passes a flag to node itself on every node (repeat it), e.g.
+// `--node-flag --heap-growing-percent=50`: V8 flags NODE_OPTIONS refuses, to see what one does to the memory.
 import { mkdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { fill, rssNow } from './bench/held-scale.js';
 import { leaseholdFactory, type LeaseholdCluster } from './bench/leasehold-system.js';
 import { describeMemory, memoryOf } from './bench/node-memory.js';
 
-const USAGE = 'usage: node build/scripts/held-memory.js [--held N] [--heap] [--trace-gc] [--keep] [--out DIR]';
-const VALUE_FLAGS = new Set(['--held', '--out']);
+const USAGE = 'usage: node build/scripts/held-memory.js [--held N] [--heap] [--trace-gc] [--keep] [--out DIR] [--node-flag FLAG]...';
+const VALUE_FLAGS = new Set(['--held', '--out', '--node-flag']);
 const SWITCHES = new Set(['--heap', '--trace-gc', '--keep']);
 
 /** The command line checked before anything starts: a run starts a 3-node cluster and fills it for
@@ -27,7 +28,7 @@ function checkArgs(argv: readonly string[]): void {
       process.exit(0);
     }
     if (VALUE_FLAGS.has(a)) {
-      if (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--')) usageError(`${a} needs a value`);
+      if (argv[i + 1] === undefined || (a !== '--node-flag' && argv[i + 1]!.startsWith('--'))) usageError(`${a} needs a value`);
       i++;
     } else if (!SWITCHES.has(a)) usageError(`unknown argument ${a}`);
   }
@@ -82,7 +83,13 @@ async function main(): Promise<void> {
   const heap = process.argv.includes('--heap');
   const extraYaml = `limits:\n  maxHeld: ${held + 100_000}\n  maxKeys: ${held + 1_000_000}\n`;
   const traceGc = process.argv.includes('--trace-gc');
-  const nodeArgs = [...(heap ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${out}`] : []), ...(traceGc ? ['--trace-gc'] : [])];
+  const nodeFlags = process.argv.flatMap((a, i) => (a === '--node-flag' ? [process.argv[i + 1]!] : []));
+  const nodeArgs = [
+    ...(heap ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${out}`] : []),
+    ...(traceGc ? ['--trace-gc'] : []),
+    ...nodeFlags,
+  ];
+  if (nodeFlags.length > 0) console.log(`node flags: ${nodeFlags.join(' ')}`);
   const c = await leaseholdFactory.start({ extraYaml, nodeArgs, keep: process.argv.includes('--keep') });
   try {
     const f = await fill(c, held);
