@@ -68,7 +68,11 @@ async function attempt(
 }
 
 async function runWorkload(name: WorkloadName, args: BenchArgs, scale: BenchScale, results: BenchResults): Promise<string> {
-  const base = { keep: args.keep, ...(args.profileDir ? { profileDir: args.profileDir } : {}) };
+  const base = {
+    keep: args.keep,
+    ...(args.profileDir ? { profileDir: args.profileDir } : {}),
+    ...(args.nodeFlags.length > 0 ? { nodeArgs: args.nodeFlags } : {}),
+  };
   const start = (round: number) => ({ ...base, label: `${name} round ${round}` });
   if (name === 'held-scale') {
     for (const held of heldSizes(scale, args.held)) {

@@ -29,6 +29,9 @@ export interface BenchArgs {
   keep: boolean;
   held?: number[];
   kills: number;
+  /** --node-flag FLAG (repeatable): passed to node on every leasehold member, e.g. a V8 flag NODE_OPTIONS
+   *  refuses (`--heap-growing-percent=50`), to measure what it does beside the same run's other rows. */
+  nodeFlags: string[];
   /** --profile DIR: leasehold members write `node --cpu-prof` profiles there (pids.txt maps them). */
   profileDir?: string;
   /** One niced busy-loop process beside the clusters for the whole run (a shared machine). */
@@ -44,7 +47,7 @@ export interface BenchArgs {
 export const USAGE = `usage: npm run bench -- [--compare etcd] [--workloads ${ALL_WORKLOADS.join(',')}]
        [--seconds S] [--clients 1,4,16,64] [--rounds 2] [--out DIR] [--quick] [--keep]
        [--held 100000,1000000] [--kills 10] [--no-txn] [--max-minutes 150] [--profile DIR]
-       [--background-job] [--trace [--trace-calls 300]]`;
+       [--background-job] [--trace [--trace-calls 300]] [--node-flag FLAG]...`;
 
 function list(v: string | undefined, flag: string): number[] {
   const xs = (v ?? '').split(',').map((x) => Number(x.trim()));
@@ -76,6 +79,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     maxMinutes: 150,
     trace: false,
     traceCalls: 300,
+    nodeFlags: [],
   };
   let workloadsGiven = false;
   for (let i = 0; i < argv.length; i++) {
@@ -106,7 +110,12 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     else if (k === '--max-minutes') a.maxMinutes = positive(v(), k);
     else if (k === '--trace') a.trace = true;
     else if (k === '--trace-calls') a.traceCalls = list(v(), k)[0]!;
-    else if (k === '--help' || k === '-h') throw new Error(USAGE);
+    else if (k === '--node-flag') {
+      const flag = v();
+      if (flag === undefined || !flag.startsWith('--'))
+        throw new Error(`--node-flag: give a node flag such as --heap-growing-percent=50 (got ${flag ?? 'nothing'})`);
+      a.nodeFlags.push(flag);
+    } else if (k === '--help' || k === '-h') throw new Error(USAGE);
     else throw new Error(`unknown argument ${k}\n${USAGE}`);
   }
   if (a.trace && !workloadsGiven) a.workloads = [];
