@@ -7,8 +7,10 @@
 //   npm run build:test && node --expose-gc build/scripts/store-scale.js [--locks 1000000] [--dedup 250000]
 //        [--sessions 32] [--dir PATH] [--keep] [--read-only]
 // (--sessions 0: every lock a lease of its own, ttl 1 h, as the held-scale bench's fill takes them.)
-// `--keep` leaves the store in --dir; `--read-only` only reads a store --keep left (profile the restart with
-// `node --cpu-prof --expose-gc build/scripts/store-scale.js --dir D --read-only`).
+// `--keep` leaves the store in --dir; `--read-only` only reads the store a `--keep` run left in --dir, and
+// never deletes it (profile the restart with `node --cpu-prof --expose-gc build/scripts/store-scale.js --dir D
+// --read-only`). A store an earlier build wrote (applied-store format 1) is rewritten once by that first load,
+// as a node's first start on this build does: time a second --read-only run for the restart itself.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,6 +43,7 @@ function parseArgs(argv: string[]): Args {
     else if (flag === '--sessions') args.sessions = Number(argv[++i]);
     else throw new Error(`unknown argument ${flag}`);
   }
+  if (args.readOnly && args.dir === null) throw new Error('--read-only: give --dir, the store a --keep run left');
   return args;
 }
 
@@ -136,7 +139,8 @@ async function main(): Promise<void> {
   out.heapRestoredMb = heapMb() - before;
   out.rssMb = Math.round(process.memoryUsage().rss / 2 ** 20);
   await store.close();
-  if (!args.keep) rmSync(dir, { recursive: true, force: true });
+  // A store this run did not write is never deleted (--read-only reads one a --keep run left).
+  if (!args.keep && !args.readOnly) rmSync(dir, { recursive: true, force: true });
   console.log(JSON.stringify(out, null, 1));
 }
 
