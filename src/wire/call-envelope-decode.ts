@@ -12,7 +12,7 @@
 // sub-message: its bytes concatenated).
 import type { AnswerEnvelope, CallEnvelope, EnvelopeKind } from './call-envelope.js';
 import { CALL_NAME_BY_FIELD, FORWARDED_ANSWER, FORWARDED_CALL, LOCK_ANSWER, LOCK_CALL } from './call-envelope.js';
-import { ProtoReader, refuseTag, WIRE_LEN } from './proto-reader.js';
+import { ProtoReader, refuseTag, VARINT_TOO_LONG, VARINT_TRUNCATED, varint64End, varint64Value, WIRE_LEN } from './proto-reader.js';
 import { CodecError } from './scalars.js';
 
 const TWO_64 = 2n ** 64n;
@@ -24,25 +24,13 @@ const INT32_NEG_MIN = TWO_64 - 2n ** 31n;
  * Refuses a truncated one, one longer than ten bytes and one wider than 64 bits, naming `field`.
  */
 function varint64(r: ProtoReader, field: string): number | bigint {
-  const buf = r.buf;
-  const end = r.end;
   const start = r.pos;
-  let pos = start;
-  for (;;) {
-    if (pos >= end) throw new CodecError(field, 'truncated varint');
-    const b = buf[pos++]!;
-    if (pos - start === 10 && b > 1) throw new CodecError(field, b >= 0x80 ? 'varint longer than 10 bytes' : 'varint wider than 64 bits');
-    if (b < 0x80) break;
-  }
-  r.pos = pos;
-  if (pos - start <= 7) {
-    let v = 0;
-    for (let i = pos - 1; i >= start; i--) v = v * 128 + (buf[i]! & 0x7f);
-    return v;
-  }
-  let v = 0n;
-  for (let i = pos - 1; i >= start; i--) v = (v << 7n) | BigInt(buf[i]! & 0x7f);
-  return v;
+  const stop = varint64End(r.buf, start, r.end);
+  if (stop === VARINT_TRUNCATED) throw new CodecError(field, 'truncated varint');
+  if (stop === VARINT_TOO_LONG) throw new CodecError(field, 'varint longer than 10 bytes');
+  if (stop - start === 10 && r.buf[stop - 1]! > 1) throw new CodecError(field, 'varint wider than 64 bits');
+  r.pos = stop;
+  return varint64Value(r.buf, start, stop);
 }
 
 /** A uint64 as the decimal string the rest of the code keys calls by. */
@@ -58,10 +46,23 @@ function int32(r: ProtoReader, field: string): number {
   throw new CodecError(field, `varint ${v} overflows a int32 field`);
 }
 
-/** A oneof member's bytes (its tag already read), merged with an earlier one of the same member. */
-function member(r: ProtoReader, name: string, prior: { name: string | undefined; body: Buffer | undefined }): Buffer {
+/**
+ * The oneof member a tag outside the envelope's own fields starts (the request or response), into `out`:
+ * its bytes merged with an earlier one of the same member (protobuf merges a repeated sub-message), the last
+ * member set winning. Any other tag is refused under the envelope's message name.
+ */
+function readMember(
+  r: ProtoReader,
+  tag: number,
+  fields: Readonly<Record<string, number>>,
+  message: string,
+  out: { name: string | undefined; body: Buffer | undefined },
+): void {
+  const name = (tag & 7) === WIRE_LEN ? CALL_NAME_BY_FIELD[Math.floor(tag / 8)] : undefined;
+  if (name === undefined) throw refused(tag, fields, message);
   const body = r.bytesView(name);
-  return prior.name === name && prior.body !== undefined ? Buffer.concat([prior.body, body]) : body;
+  out.body = out.name === name && out.body !== undefined ? Buffer.concat([out.body, body]) : body;
+  out.name = name;
 }
 
 /** The message name an unknown field is reported under (as the strict decoder named it). */
@@ -86,13 +87,7 @@ export function decodeCallEnvelope(bytes: Buffer, kind: EnvelopeKind): CallEnvel
     else if (tag === cancelTag) out.cancel = r.bool('cancel');
     else if (tag === fromTag) out.from = r.string('from');
     else if (tag === clusterTag) out.clusterId = r.string('cluster_id');
-    else {
-      const n = Math.floor(tag / 8);
-      const name = (tag & 7) === WIRE_LEN ? CALL_NAME_BY_FIELD[n] : undefined;
-      if (name === undefined) throw refused(tag, fields, message);
-      out.body = member(r, name, out);
-      out.name = name;
-    }
+    else readMember(r, tag, fields, message, out);
   }
   return out;
 }
@@ -116,13 +111,7 @@ export function decodeAnswerEnvelope(bytes: Buffer, kind: EnvelopeKind): AnswerE
     else if (tag === 16) out.code = int32(r, 'code');
     else if (tag === 26) out.details = r.string('details');
     else if (tag === leaderTag) out.leader = r.string('leader');
-    else {
-      const n = Math.floor(tag / 8);
-      const name = (tag & 7) === WIRE_LEN ? CALL_NAME_BY_FIELD[n] : undefined;
-      if (name === undefined) throw refused(tag, fields, message);
-      out.body = member(r, name, out);
-      out.name = name;
-    }
+    else readMember(r, tag, fields, message, out);
   }
   return out as AnswerEnvelope;
 }

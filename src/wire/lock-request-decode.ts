@@ -11,6 +11,7 @@
 // both, reason and object, against the walk and protobufjs on seeded random and corrupted requests.
 import { isUtf8 } from 'node:buffer';
 import type { LockCallName } from './lock.js';
+import { VARINT_TOO_LONG, VARINT_TRUNCATED, varint64End, varint64Value } from './proto-reader.js';
 
 type FieldType = 'string' | 'int64' | 'uint64' | 'uint32' | 'bool' | 'bytes';
 
@@ -53,21 +54,11 @@ class Refused extends Error {}
  */
 function varint(buf: Buffer, at: { pos: number }, end: number): number | bigint {
   const start = at.pos;
-  let pos = start;
-  for (;;) {
-    if (pos - start === 10) throw new Refused('varint longer than 10 bytes');
-    if (pos >= end) throw new Refused('truncated varint');
-    if (buf[pos++]! < 0x80) break;
-  }
-  at.pos = pos;
-  if (pos - start <= 7) {
-    let v = 0;
-    for (let i = pos - 1; i >= start; i--) v = v * 128 + (buf[i]! & 0x7f);
-    return v;
-  }
-  let v = 0n;
-  for (let i = pos - 1; i >= start; i--) v = (v << 7n) | BigInt(buf[i]! & 0x7f);
-  return v;
+  const stop = varint64End(buf, start, end);
+  if (stop === VARINT_TOO_LONG) throw new Refused('varint longer than 10 bytes');
+  if (stop === VARINT_TRUNCATED) throw new Refused('truncated varint');
+  at.pos = stop;
+  return varint64Value(buf, start, stop);
 }
 
 /** The request of call `name` (decodesByHand) from its bytes, or the walk's reason for refusing them. */

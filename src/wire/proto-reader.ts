@@ -17,6 +17,39 @@ export const WIRE_LEN = 2;
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 const UINT32_MAX = 0xffffffff;
 
+/** varint64End's answers for a varint that cannot be read. */
+export const VARINT_TRUNCATED = -1;
+export const VARINT_TOO_LONG = -2;
+
+/**
+ * Where the varint at `start` ends (the position after its last byte), or VARINT_TRUNCATED (the buffer ends
+ * first) or VARINT_TOO_LONG (ten bytes and more to come). The tenth byte may be any value below 0x80: whether
+ * it is wider than 64 bits is the caller's rule, as the two strict readers word it differently (the envelope
+ * refuses it as such; a request's field by its range, as the strict walk does).
+ */
+export function varint64End(buf: Uint8Array, start: number, end: number): number {
+  for (let pos = start; ;) {
+    if (pos - start === 10) return VARINT_TOO_LONG;
+    if (pos >= end) return VARINT_TRUNCATED;
+    if (buf[pos++]! < 0x80) return pos;
+  }
+}
+
+/**
+ * The value of the varint in buf[start, stop) (stop from varint64End): a number when it has at most seven
+ * bytes (below 2^49, exact), else a bigint — a 64-bit id or token must not be rounded through a double.
+ */
+export function varint64Value(buf: Uint8Array, start: number, stop: number): number | bigint {
+  if (stop - start <= 7) {
+    let v = 0;
+    for (let i = stop - 1; i >= start; i--) v = v * 128 + (buf[i]! & 0x7f);
+    return v;
+  }
+  let v = 0n;
+  for (let i = stop - 1; i >= start; i--) v = (v << 7n) | BigInt(buf[i]! & 0x7f);
+  return v;
+}
+
 export class ProtoReader {
   /** Next byte to read. */
   pos: number;
