@@ -7,8 +7,11 @@
 // (--keep leaves the data dirs and logs, e.g. to time a restart's phases offline.) `--trace-gc` starts the
 // nodes with V8's --trace-gc and prints, per node, the GC pauses of the fill and the restart: whether the
 // event-loop stalls are the collector's. `--node-flag` passes a flag to node itself on every node (repeat it), e.g.
-// `--node-flag --heap-growing-percent=50`: V8 flags NODE_OPTIONS refuses, to see what one does to the memory.
-import { mkdirSync } from 'node:fs';
+// `--node-flag --heap-growing-percent=50`: V8 flags NODE_OPTIONS refuses, to see what one does to the memory;
+// with `--trace-gc --node-flag --trace-gc-nvp` the summary adds the bytes each kind of GC promoted. Every
+// node's log (its GC lines with them) is written into the out dir as <member>.log.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fill, rssNow } from './bench/held-scale.js';
 import { leaseholdFactory, type LeaseholdCluster } from './bench/leasehold-system.js';
@@ -72,7 +75,31 @@ function gcPauses(log: string): string {
       .map((x) => x.toFixed(0))
       .join(' / ')} ms, over 50 ms: ${ms.filter((x) => x > 50).length}`;
   });
-  return `GC (--trace-gc): ${parts.join('; ') || 'no lines'}`;
+  return `GC (--trace-gc): ${parts.join('; ') || 'no lines'}${nvpSummary(log)}`;
+}
+
+/** V8 --trace-gc-nvp lines ("… pause=1.2 … gc=s … allocated=… promoted=123 …"): per kind (s scavenge, ms
+ *  mark-compact, mmc minor mark-compact), the pauses and the bytes promoted to old space — what the run
+ *  makes that lives through two scavenges, the old-space growth V8 then has to collect. */
+function nvpSummary(log: string): string {
+  const byKind = new Map<string, { n: number; pauseMs: number; maxMs: number; promoted: number; allocated: number }>();
+  for (const m of log.matchAll(/ pause=([0-9.]+) [^\n]*? gc=(\w+) [^\n]*?allocated=(\d+) promoted=(\d+)/g)) {
+    const k = byKind.get(m[2]!) ?? { n: 0, pauseMs: 0, maxMs: 0, promoted: 0, allocated: 0 };
+    const ms = Number(m[1]);
+    k.n++;
+    k.pauseMs += ms;
+    k.maxMs = Math.max(k.maxMs, ms);
+    k.allocated += Number(m[3]);
+    k.promoted += Number(m[4]);
+    byKind.set(m[2]!, k);
+  }
+  if (byKind.size === 0) return '';
+  const mb = (b: number) => (b / 1048576).toFixed(1);
+  const parts = [...byKind].map(
+    ([kind, k]) =>
+      `gc=${kind}: ${k.n} pauses, ${k.pauseMs.toFixed(0)} ms in all, longest ${k.maxMs.toFixed(0)} ms, allocated ${mb(k.allocated)} MB, promoted ${mb(k.promoted)} MB`,
+  );
+  return `; (--trace-gc-nvp) ${parts.join('; ')}`;
 }
 
 async function main(): Promise<void> {
@@ -117,6 +144,7 @@ async function main(): Promise<void> {
         .split('\n')
         .filter((l) => /restored|listening|serving|role\/term|snapshot/i.test(l));
       console.log(`--- ${c.members[i]} log (last lines of interest)\n${lines.slice(-8).join('\n')}`);
+      writeFileSync(join(out, `${c.members[i]}.log`), c.logText(i));
       if (traceGc) {
         const log = c.logText(i);
         console.log(`    fill and serving ${gcPauses(log.slice(0, fillLogEnds[i]))}\n    restart ${gcPauses(log.slice(fillLogEnds[i]))}`);
