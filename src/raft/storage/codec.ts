@@ -72,12 +72,32 @@ const CRC_BYTES = 4;
 const NULL_STRING = 0xffff; // u16 length marking votedFor = null
 const KINDS: readonly EntryKind[] = ['normal', 'noop', 'config'];
 
+/** An entry record's bytes before its data: tag, index, term, kind. */
+const ENTRY_HEAD_BYTES = 1 + 8 + 8 + 1;
+
 export function encodeEntry(entry: Entry): Uint8Array {
+  const out = new Uint8Array(encodedEntryLength(entry));
+  encodeEntryAt(entry, out, new DataView(out.buffer, out.byteOffset, out.byteLength), 0);
+  return out;
+}
+
+/** How many bytes encodeEntry makes of `entry`. */
+export function encodedEntryLength(entry: Entry): number {
+  return ENTRY_HEAD_BYTES + entry.data.length + CRC_BYTES;
+}
+
+/** encodeEntry's bytes written into `out` at `at` (`view`: a DataView of exactly `out`), with no buffer of
+ *  their own: the WAL writes a save's entries straight into the one block it keeps (wal-frame.ts). */
+export function encodeEntryAt(entry: Entry, out: Uint8Array, view: DataView, at: number): void {
   const kind = KINDS.indexOf(entry.kind);
   if (kind < 0) throw new RangeError(`unknown entry kind ${String(entry.kind)}`);
-  const w = new Writer(1 + 8 + 8 + 1 + entry.data.length);
-  w.u8(TAG_ENTRY).u64(entry.index).u64(entry.term).u8(kind).bytes(entry.data);
-  return w.finish();
+  view.setUint8(at, TAG_ENTRY);
+  writeU64(view, at + 1, entry.index);
+  writeU64(view, at + 9, entry.term);
+  view.setUint8(at + 17, kind);
+  out.set(entry.data, at + ENTRY_HEAD_BYTES);
+  const dataEnd = at + ENTRY_HEAD_BYTES + entry.data.length;
+  view.setUint32(dataEnd, crc32(out, at, dataEnd));
 }
 
 /** The index is stored in the value too, so a value under the wrong key is caught, not trusted. */

@@ -5,7 +5,7 @@
 // entries (codec.ts encodeEntry) and a hard state (encodeHardState). A frame is the unit of atomicity: a
 // crash leaves it whole or torn, and a torn frame fails its length or CRC check, so a save() is never
 // half-read. Every segment's first frame carries a base, so the newest segment alone holds the whole log.
-import { crc32, decodeEntry, decodeHardState, readU64, writeU64 } from './codec.js';
+import { crc32, decodeEntry, decodeHardState, encodeEntryAt, encodedEntryLength, readU64, writeU64 } from './codec.js';
 import { CorruptRecordError } from './errors.js';
 import type { Entry, HardState } from '../core/types.js';
 
@@ -24,19 +24,56 @@ export interface WalBase {
   term: number;
 }
 
-/** What one frame says, already encoded records (so a rotation can copy entries without re-encoding). */
+/** What one frame says, already encoded (so a rotation can copy entries without re-encoding). */
 export interface FrameParts {
   base: WalBase | null;
-  /** encodeEntry() bytes, contiguous indexes. */
-  entries: readonly Uint8Array[];
+  /** Entry records back to back (encodeEntryRecords, or LiveEntries.recordsFrom), contiguous indexes. */
+  records: Uint8Array;
   /** encodeHardState() bytes. */
   hardState: Uint8Array | null;
+}
+
+const NO_RECORDS = new Uint8Array(0);
+
+/** The entry records of `entries` back to back in one buffer ([kind][u32 length][encodeEntry bytes] each):
+ *  a frame's entries, and what the WAL keeps of them until its next rotation (live-entries.ts). */
+export function encodeEntryRecords(entries: readonly Entry[]): Uint8Array {
+  if (entries.length === 0) return NO_RECORDS;
+  let bytes = 0;
+  for (const e of entries) bytes += RECORD_HEADER_BYTES + encodedEntryLength(e);
+  const out = new Uint8Array(bytes);
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  let at = 0;
+  for (const e of entries) {
+    const length = encodedEntryLength(e);
+    out[at] = KIND_ENTRY;
+    view.setUint32(at + 1, length);
+    encodeEntryAt(e, out, view, at + RECORD_HEADER_BYTES);
+    at += RECORD_HEADER_BYTES + length;
+  }
+  return out;
+}
+
+/** Entry records of entries encoded one by one (encodeEntry: a replayed segment, a migrated store). */
+export function recordsOfEncoded(encoded: readonly Uint8Array[]): Uint8Array {
+  let bytes = 0;
+  for (const e of encoded) bytes += RECORD_HEADER_BYTES + e.length;
+  const out = new Uint8Array(bytes);
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  let at = 0;
+  for (const e of encoded) {
+    out[at] = KIND_ENTRY;
+    view.setUint32(at + 1, e.length);
+    out.set(e, at + RECORD_HEADER_BYTES);
+    at += RECORD_HEADER_BYTES + e.length;
+  }
+  return out;
 }
 
 export function encodeFrame(parts: FrameParts): Uint8Array {
   let payloadBytes = 0;
   if (parts.base) payloadBytes += RECORD_HEADER_BYTES + BASE_BYTES;
-  for (const e of parts.entries) payloadBytes += RECORD_HEADER_BYTES + e.length;
+  payloadBytes += parts.records.length;
   if (parts.hardState) payloadBytes += RECORD_HEADER_BYTES + parts.hardState.length;
   const frame = new Uint8Array(FRAME_HEADER_BYTES + payloadBytes);
   const view = new DataView(frame.buffer);
@@ -52,11 +89,8 @@ export function encodeFrame(parts: FrameParts): Uint8Array {
     writeU64(view, at + 8, parts.base.term);
     at += BASE_BYTES;
   }
-  for (const e of parts.entries) {
-    record(KIND_ENTRY, e.length);
-    frame.set(e, at);
-    at += e.length;
-  }
+  frame.set(parts.records, at);
+  at += parts.records.length;
   if (parts.hardState) {
     record(KIND_HARD_STATE, parts.hardState.length);
     frame.set(parts.hardState, at);

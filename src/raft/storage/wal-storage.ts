@@ -35,7 +35,6 @@ import {
   SNAPSHOT_RANGE,
   crc32,
   decodeSnapshotHeader,
-  encodeEntry,
   encodeHardState,
   encodeSnapshotHeader,
   snapshotKey,
@@ -46,7 +45,8 @@ import { CorruptRecordError, StorageCorruptionError, StorageFailedError } from '
 import { LevelStorage } from './leveldb.js';
 import { boundsAfterCompact, boundsAfterSave, checkBatchShape, movesOnlyCommit, type LogBounds, type WrittenVote } from './rules.js';
 import type { PersistBatch, RaftStorage } from './types.js';
-import { encodeFrame, replaySegment, type WalBase } from './wal-frame.js';
+import { encodeEntryRecords, encodeFrame, recordsOfEncoded, replaySegment, type WalBase } from './wal-frame.js';
+import { LiveEntries } from './live-entries.js';
 import { nodeWalFs, type WalFileSystem } from './wal-fs.js';
 import { mark } from '../../trace/stages.js';
 
@@ -92,8 +92,8 @@ export class WalStorage implements RaftStorage {
   private hardState: Uint8Array | null = null;
   /** True when `hardState` is a commit-only one not written yet. */
   private hardStateDeferred = false;
-  /** Encoded entries snapshotIndex+1 .. lastIndex: a rotation copies them into the new segment. */
-  private live: Uint8Array[] = [];
+  /** Entries snapshotIndex+1 .. lastIndex as written: a rotation copies them into the new segment. */
+  private readonly live = new LiveEntries();
   private segment: { seq: number; fd: number; size: number } | null = null;
 
   private constructor(
@@ -175,12 +175,12 @@ export class WalStorage implements RaftStorage {
   }
 
   save(batch: PersistBatch): Promise<void> {
-    let encoded: Uint8Array[];
+    let records: Uint8Array;
     let hardState: Uint8Array | null;
     let snapshotOps: SnapshotFile | null;
     try {
       checkBatchShape(batch);
-      encoded = batch.entries.map(encodeEntry);
+      records = encodeEntryRecords(batch.entries);
       hardState = batch.hardState ? encodeHardState(batch.hardState) : null;
       snapshotOps = batch.snapshot ? snapshotFile(batch.snapshot) : null;
     } catch (err) {
@@ -194,7 +194,7 @@ export class WalStorage implements RaftStorage {
         // Raft §7: the leader's snapshot replaces the whole log; the new segment starts from it.
         await this.putSnapshot(batch.snapshot.meta.index, snapshotOps);
         if (hardState) this.hardState = hardState;
-        await this.rotate({ index: batch.snapshot.meta.index, term: batch.snapshot.meta.term }, encoded);
+        await this.rotate({ index: batch.snapshot.meta.index, term: batch.snapshot.meta.term }, records);
         this.bounds = next;
         if (vote) this.writtenVote = vote;
         await this.dropSnapshotsOtherThan(batch.snapshot.meta.index);
@@ -207,10 +207,10 @@ export class WalStorage implements RaftStorage {
       }
       // Raft §5.3: entries replace the stored suffix from their first index on (replay does the same).
       const own = hardState ?? (this.hardStateDeferred ? this.hardState : null);
-      await this.append(encodeFrame({ base: null, entries: encoded, hardState: own }), true);
-      if (encoded.length > 0) {
-        this.live.length = batch.entries[0]!.index - this.bounds.snapshotIndex - 1;
-        for (const e of encoded) this.live.push(e);
+      await this.append(encodeFrame({ base: null, records, hardState: own }), true);
+      if (batch.entries.length > 0) {
+        this.live.truncate(batch.entries[0]!.index - this.bounds.snapshotIndex - 1);
+        this.live.append(records);
       }
       if (hardState) this.hardState = hardState;
       this.hardStateDeferred = false;
@@ -231,7 +231,7 @@ export class WalStorage implements RaftStorage {
       const next = boundsAfterCompact(this.bounds, snapshot);
       this.opened = undefined;
       await this.putSnapshot(snapshot.meta.index, file);
-      const kept = this.live.slice(snapshot.meta.index - this.bounds.snapshotIndex);
+      const kept = this.live.recordsFrom(snapshot.meta.index - this.bounds.snapshotIndex);
       await this.rotate({ index: snapshot.meta.index, term: snapshot.meta.term }, kept);
       this.bounds = next;
       await this.dropSnapshotsOtherThan(snapshot.meta.index);
@@ -249,7 +249,7 @@ export class WalStorage implements RaftStorage {
 
   private async writeDeferred(): Promise<void> {
     if (!this.hardStateDeferred || !this.hardState || !this.segment) return;
-    await this.append(encodeFrame({ base: null, entries: [], hardState: this.hardState }), false);
+    await this.append(encodeFrame({ base: null, records: new Uint8Array(0), hardState: this.hardState }), false);
     this.hardStateDeferred = false;
   }
 
@@ -268,9 +268,9 @@ export class WalStorage implements RaftStorage {
   }
 
   /** Starts a new segment from `base` with `entries` after it, and makes it the log (see the top of this file). */
-  private async rotate(base: WalBase, entries: Uint8Array[]): Promise<void> {
+  private async rotate(base: WalBase, records: Uint8Array): Promise<void> {
     const seq = (this.segment?.seq ?? 0) + 1;
-    const frame = encodeFrame({ base, entries, hardState: this.hardState });
+    const frame = encodeFrame({ base, records, hardState: this.hardState });
     const path = segmentPath(this.walDir, seq);
     try {
       const file = new Uint8Array(Math.max(this.segmentBytes, frame.length)); // zeros after the frame
@@ -287,7 +287,7 @@ export class WalStorage implements RaftStorage {
     } catch (err) {
       this.fail(err);
     }
-    this.live = entries;
+    this.live.reset(records);
     this.hardStateDeferred = false;
   }
 
@@ -400,7 +400,7 @@ export class WalStorage implements RaftStorage {
     report.removedSnapshots = await this.dropSnapshotsOtherThan(replayed.base.index);
     const fd = await openForAppend(this.files, path, replayed.tornTail !== null);
     this.segment = { seq, fd, size: replayed.validBytes };
-    this.live = replayed.entries;
+    this.live.reset(recordsOfEncoded(replayed.entries));
     this.hardState = replayed.hardState ? encodeHardState(replayed.hardState) : null;
     this.hardStateDeferred = false;
     this.writtenVote = replayed.hardState ? { term: replayed.hardState.term, votedFor: replayed.hardState.votedFor } : null;
@@ -413,7 +413,7 @@ export class WalStorage implements RaftStorage {
   private async migrate(state: RestoredState): Promise<void> {
     await this.putSnapshot(state.snapshot.meta.index, snapshotFile(state.snapshot));
     this.hardState = encodeHardState(state.hardState);
-    await this.rotate({ index: state.snapshot.meta.index, term: state.snapshot.meta.term }, state.entries.map(encodeEntry));
+    await this.rotate({ index: state.snapshot.meta.index, term: state.snapshot.meta.term }, encodeEntryRecords(state.entries));
     this.writtenVote = { term: state.hardState.term, votedFor: state.hardState.votedFor };
     this.bounds = {
       hasSnapshot: true,

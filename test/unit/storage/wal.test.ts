@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ENTRY_RANGE, HARD_STATE_KEY, encodeEntry, encodeSnapshotHeader, snapshotKey } from '../../../src/raft/storage/codec.js';
 import { StorageCorruptionError } from '../../../src/raft/storage/errors.js';
 import { LevelStorage } from '../../../src/raft/storage/leveldb.js';
-import { encodeFrame, replaySegment } from '../../../src/raft/storage/wal-frame.js';
+import { encodeFrame, recordsOfEncoded, replaySegment } from '../../../src/raft/storage/wal-frame.js';
 import { DEFAULT_SEGMENT_BYTES, SNAP_DIR, WAL_DIR, WalStorage } from '../../../src/raft/storage/wal-storage.js';
 import { BOOT, HS, entries, entry, snapshotAt, storageContract } from './storage-contract.js';
 
@@ -79,7 +79,10 @@ describe('WalStorage on disk', () => {
     const size = (await stat(path)).size;
     expect(size).toBe(DEFAULT_SEGMENT_BYTES); // preallocated
     // The first 25 bytes of the frame a save of entry 6 would write: the crash came mid-write.
-    await writeAtEnd(path, encodeFrame({ base: null, entries: [encodeEntry(entry(6, 1))], hardState: null }).subarray(0, 25));
+    await writeAtEnd(
+      path,
+      encodeFrame({ base: null, records: recordsOfEncoded([encodeEntry(entry(6, 1))]), hardState: null }).subarray(0, 25),
+    );
     let s = await openStore(dir);
     expect(indexesOf(await s.load())).toEqual(entries(1, 5, 1).map((e) => [e.index, e.term]));
     expect(s.loadReport.truncatedBecause).toMatch(/torn write at byte \d+: CRC mismatch/);
@@ -109,7 +112,7 @@ describe('WalStorage on disk', () => {
   it('a torn write whose header never reached the disk (zeros, then its later bytes) is cut too', async () => {
     const dir = await seeded();
     const path = await onlySegment(dir);
-    const frame = encodeFrame({ base: null, entries: [encodeEntry(entry(6, 1))], hardState: null });
+    const frame = encodeFrame({ base: null, records: recordsOfEncoded([encodeEntry(entry(6, 1))]), hardState: null });
     frame.fill(0, 0, 8);
     await writeAtEnd(path, frame);
     const s = await openStore(dir);
@@ -157,6 +160,35 @@ describe('WalStorage on disk', () => {
     expect(await readdir(join(dir, SNAP_DIR))).toEqual(['0000000000000003.snap']);
   });
 
+  it('a compaction after a replaced suffix and saves of many entries keeps exactly the log after it, data and all', async () => {
+    const dir = await tempDir();
+    let s = await openStore(dir);
+    await s.save({ hardState: HS, snapshot: BOOT, entries: entries(1, 6, 1) });
+    await s.save({ hardState: null, snapshot: null, entries: [entry(7, 1, 'seven'), entry(8, 1, 'eight')] });
+    // A new leader replaces 5.. (inside the first save's entries), then more arrive one by one.
+    await s.save({ hardState: { ...HS, term: 2 }, snapshot: null, entries: [entry(5, 2, 'five at term 2'), entry(6, 2)] });
+    await s.save({ hardState: null, snapshot: null, entries: [entry(7, 2, 'a longer seventh entry at term 2')] });
+    await s.save({ hardState: null, snapshot: null, entries: entries(8, 9, 2) });
+    await s.compact(snapshotAt(3, 1));
+    const expected = [
+      entry(4, 1),
+      entry(5, 2, 'five at term 2'),
+      entry(6, 2),
+      entry(7, 2, 'a longer seventh entry at term 2'),
+      ...entries(8, 9, 2),
+    ];
+    const replayed = replaySegment(new Uint8Array(await readFile(await onlySegment(dir))));
+    expect(replayed.decoded).toEqual(expected);
+    // Saved after the rotation, then rotated again: the kept entries and the new ones.
+    await s.save({ hardState: null, snapshot: null, entries: [entry(10, 2, 'ten')] });
+    await s.compact(snapshotAt(6, 2));
+    await s.close();
+    s = await openStore(dir);
+    const loaded = await s.load();
+    expect(loaded?.snapshot.meta.index).toBe(6);
+    expect(loaded?.entries).toEqual([...expected.slice(3), entry(10, 2, 'ten')]);
+  });
+
   it('a crash after a snapshot was stored but before its segment was renamed in leaves the old state in force', async () => {
     const dir = await seeded();
     // What compact(snapshotAt(4, 1)) leaves when killed between its two steps: the snapshot's file, a
@@ -169,7 +201,7 @@ describe('WalStorage on disk', () => {
     );
     await writeFile(
       join(dir, WAL_DIR, '0000000000000009.wal.tmp'),
-      encodeFrame({ base: { index: 4, term: 1 }, entries: [], hardState: null }).subarray(0, 10),
+      encodeFrame({ base: { index: 4, term: 1 }, records: new Uint8Array(0), hardState: null }).subarray(0, 10),
     );
     const s = await openStore(dir);
     const loaded = await s.load();
@@ -188,7 +220,7 @@ describe('WalStorage on disk', () => {
     await s.close();
     // As if the crash came after the rename, before the old segment was unlinked.
     const current = await segments(dir);
-    await writeFile(join(dir, WAL_DIR, old[0]!), encodeFrame({ base: { index: 0, term: 0 }, entries: [], hardState: null }));
+    await writeFile(join(dir, WAL_DIR, old[0]!), encodeFrame({ base: { index: 0, term: 0 }, records: new Uint8Array(0), hardState: null }));
     s = await openStore(dir);
     const loaded = await s.load();
     expect(loaded?.snapshot.meta).toMatchObject({ index: 20, term: 3 });
@@ -228,7 +260,7 @@ describe('WalStorage on disk', () => {
   it('a segment that names a snapshot LevelDB does not hold is refused', async () => {
     const dir = await seeded();
     const path = await onlySegment(dir);
-    await writeFile(path, encodeFrame({ base: { index: 7, term: 1 }, entries: [], hardState: null }));
+    await writeFile(path, encodeFrame({ base: { index: 7, term: 1 }, records: new Uint8Array(0), hardState: null }));
     const s = await openStore(dir);
     await expect(s.load()).rejects.toThrow(/starts after the snapshot at index 7, but no such snapshot is stored/);
   });

@@ -18,7 +18,7 @@ import {
 import { packageDefinition } from '../../../src/wire/load.js';
 import { SimRng } from '../../sim/rng.js';
 import { encodeEntry } from '../../../src/raft/storage/codec.js';
-import { encodeFrame, replaySegment } from '../../../src/raft/storage/wal-frame.js';
+import { encodeFrame, recordsOfEncoded, replaySegment } from '../../../src/raft/storage/wal-frame.js';
 
 // The real serializer grpc-js uses for Raft.Stream requests: fromObject -> encode, decode -> toObject.
 const streamMethod = (
@@ -219,7 +219,7 @@ describe('codec round trip through real protobuf serialization', () => {
     expect(got).toStrictEqual(entries);
     // Views at a non-zero offset of a shared buffer go through the WAL as any entry does: encoded into a
     // frame, replayed, equal.
-    const frame = encodeFrame({ base: { index: 40, term: 4 }, entries: got.map(encodeEntry), hardState: null });
+    const frame = encodeFrame({ base: { index: 40, term: 4 }, records: recordsOfEncoded(got.map(encodeEntry)), hardState: null });
     const replayed = replaySegment(frame);
     expect(replayed.decoded.map((e) => ({ ...e, data: Array.from(e.data) }))).toEqual(
       entries.map((e) => ({ ...e, data: Array.from(e.data) })),
