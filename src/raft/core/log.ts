@@ -2,12 +2,13 @@
 // `stableIndex` splits it into what is already durable and what the next Ready must persist.
 // PURE: no I/O. The driver loads the durable copy at start and persists each Ready's tail.
 import { RaftInvariantError } from './errors.js';
+import { LogEntries } from './log-entries.js';
 import type { Entry, Snapshot } from './types.js';
 
 export class RaftLog {
   snapshot: Snapshot;
-  /** Entries with index > snapshot.meta.index, contiguous. */
-  private entries: Entry[];
+  /** Entries with index > snapshot.meta.index, contiguous (kept compact: log-entries.ts says why). */
+  private entries: LogEntries;
   /** Highest index known to be durable (entries <= stableIndex were persisted, with these terms). */
   stableIndex: number;
   committed: number;
@@ -29,7 +30,7 @@ export class RaftLog {
 
   constructor(snapshot: Snapshot, entries: Entry[], committed: number) {
     this.snapshot = snapshot;
-    this.entries = [];
+    this.entries = new LogEntries();
     let expected = snapshot.meta.index + 1;
     for (const e of entries) {
       if (e.index !== expected) break; // a gap means the rest is unusable; storage should never give one
@@ -60,7 +61,7 @@ export class RaftLog {
     const snapIndex = this.snapshot.meta.index;
     if (index === snapIndex) return this.snapshot.meta.term;
     if (index < snapIndex || index > this.lastIndex()) return undefined;
-    return this.entries[index - snapIndex - 1]!.term;
+    return this.entries.term(index - snapIndex - 1);
   }
 
   /** Entries in [lo, hi] (inclusive), at most maxCount of them and roughly maxBytes of data
@@ -70,11 +71,11 @@ export class RaftLog {
     const out: Entry[] = [];
     let bytes = 0;
     for (let i = lo; i <= hi && out.length < maxCount; i++) {
-      const e = this.entries[i - snapIndex - 1];
-      if (e === undefined) break;
-      bytes += e.data.length;
+      const k = i - snapIndex - 1;
+      if (k < 0 || k >= this.entries.length) break;
+      bytes += this.entries.dataLength(k);
       if (out.length > 0 && bytes > maxBytes) break;
-      out.push(e);
+      out.push(this.entries.at(k, i));
     }
     return out;
   }
@@ -120,7 +121,7 @@ export class RaftLog {
   }
 
   private truncateFrom(index: number): void {
-    this.entries.length = index - this.snapshot.meta.index - 1;
+    this.entries.truncate(index - this.snapshot.meta.index - 1);
     if (this.stableIndex >= index) this.stableIndex = index - 1;
   }
 
@@ -166,7 +167,7 @@ export class RaftLog {
   /** Replace the whole log with a snapshot from the leader. */
   restore(snapshot: Snapshot): void {
     this.snapshot = snapshot;
-    this.entries = [];
+    this.entries = new LogEntries();
     this.stableIndex = snapshot.meta.index;
     this.committed = snapshot.meta.index;
     this.applied = snapshot.meta.index;
@@ -178,7 +179,7 @@ export class RaftLog {
   compact(snapshot: Snapshot): void {
     const drop = snapshot.meta.index - this.snapshot.meta.index;
     if (drop <= 0) return;
-    this.entries = this.entries.slice(drop);
+    this.entries.dropFirst(Math.min(drop, this.entries.length));
     this.snapshot = snapshot;
   }
 
