@@ -127,9 +127,33 @@ export interface LockServiceOptions {
   createLeader?: (state: () => LockStateView, config: Partial<LockLeaderConfig>) => LockLeader;
 }
 
-interface OpenCall {
-  resolve(answer: ClientAnswer): void;
-  reject(err: Error): void;
+/** A client call waiting for the leader's answer: one object holding its promise's callbacks and its
+ *  signal's listener, not a closure per step — it lives as long as the call, which under load is long
+ *  enough for V8 to promote what it holds to old space, where it then dies. */
+class OpenCall {
+  onAbort: (() => void) | null = null;
+  constructor(
+    private readonly calls: Map<CallId, OpenCall>,
+    private readonly callId: CallId,
+    private readonly signal: CallSignal | undefined,
+    private readonly settleOk: (answer: ClientAnswer) => void,
+    private readonly settleFailed: (err: Error) => void,
+  ) {}
+
+  resolve(answer: ClientAnswer): void {
+    this.done();
+    this.settleOk(answer);
+  }
+
+  reject(err: Error): void {
+    this.done();
+    this.settleFailed(err);
+  }
+
+  private done(): void {
+    if (this.onAbort !== null) this.signal?.removeEventListener('abort', this.onAbort);
+    this.calls.delete(this.callId);
+  }
 }
 
 export class LockService {
@@ -269,23 +293,13 @@ export class LockService {
     if (this.closed) return Promise.reject(new LeaderUnavailableError(SHUTTING_DOWN));
     const callId = this.nextCallId++;
     return new Promise<ClientAnswer>((resolve, reject) => {
-      // A signal aborted with CallDetached: the caller's connection broke, not its will (call-end.ts).
-      const onAbort = (): void => this.step({ type: 'cancel', callId, detached: isDetached(signal!), clockMs: this.now() });
-      signal?.addEventListener('abort', onAbort, { once: true });
-      const done = (): void => {
-        signal?.removeEventListener('abort', onAbort);
-        this.calls.delete(callId);
-      };
-      this.calls.set(callId, {
-        resolve: (a) => {
-          done();
-          resolve(a);
-        },
-        reject: (e) => {
-          done();
-          reject(e);
-        },
-      });
+      const open = new OpenCall(this.calls, callId, signal, resolve, reject);
+      if (signal !== undefined) {
+        // A signal aborted with CallDetached: the caller's connection broke, not its will (call-end.ts).
+        open.onAbort = (): void => this.step({ type: 'cancel', callId, detached: isDetached(signal), clockMs: this.now() });
+        signal.addEventListener('abort', open.onAbort, { once: true });
+      }
+      this.calls.set(callId, open);
       this.step({ type: 'request', callId, request, timeoutMs, clockMs: this.now() });
     });
   }

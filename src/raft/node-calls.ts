@@ -4,14 +4,29 @@
 // dedup. An entry applied at a proposal's index with another term means the proposal was overwritten
 // (ProposalDroppedError).
 import type { Entry, NodeId } from './core/types.js';
-import type { Scheduler } from './env.js';
+import type { Scheduler, TimerHandle } from './env.js';
 import { NotLeaderError, ProposalDroppedError, ProposalTimeoutError, ReadTimeoutError } from './errors.js';
 import { mark } from '../trace/stages.js';
 
-interface PendingProposal<R> {
-  term: number;
-  resolve(v: { index: number; result: R }): void;
-  reject(e: Error): void;
+/** A proposal waiting for its entry: one object with its promise's callbacks and its timer, not closures
+ *  around them — it lives as long as the proposal, long enough under load for V8 to promote what it holds. */
+class PendingProposal<R> {
+  timer: TimerHandle | null = null;
+  constructor(
+    readonly term: number,
+    private readonly settleOk: (v: { index: number; result: R }) => void,
+    private readonly settleFailed: (e: Error) => void,
+  ) {}
+
+  resolve(v: { index: number; result: R }): void {
+    this.timer?.cancel();
+    this.settleOk(v);
+  }
+
+  reject(e: Error): void {
+    this.timer?.cancel();
+    this.settleFailed(e);
+  }
 }
 
 interface PendingRead {
@@ -28,21 +43,20 @@ export class NodeCalls<R> {
 
   /** The entry proposed at (index, term) applied here, or ProposalTimeoutError after `timeoutMs`. */
   awaitApplied(index: number, term: number, timeoutMs: number): Promise<{ index: number; result: R }> {
-    return this.withDeadline<{ index: number; result: R }>(
-      timeoutMs,
-      () => {
+    // The same steps as withDeadline (the timer armed first, then the proposal registered), kept inline.
+    return new Promise<{ index: number; result: R }>((resolve, reject) => {
+      const pending = new PendingProposal<R>(term, resolve, reject);
+      pending.timer = this.scheduler.after(timeoutMs, () => {
         const p = this.proposals.get(index);
-        if (!p || p.term !== term) return null;
+        if (!p || p.term !== term) return;
         this.proposals.delete(index);
-        return new ProposalTimeoutError(timeoutMs, index);
-      },
-      (settle) => {
-        // An older proposal still waiting at this index (made in an earlier term, then overwritten by
-        // another leader) can never apply: fail it now instead of leaving it to hang.
-        this.proposals.get(index)?.reject(new ProposalDroppedError(index));
-        this.proposals.set(index, { term, ...settle });
-      },
-    );
+        reject(new ProposalTimeoutError(timeoutMs, index));
+      });
+      // An older proposal still waiting at this index (made in an earlier term, then overwritten by
+      // another leader) can never apply: fail it now instead of leaving it to hang.
+      this.proposals.get(index)?.reject(new ProposalDroppedError(index));
+      this.proposals.set(index, pending);
+    });
   }
 
   /** The read `ctx` (a ReadIndex asked of the core) released once its index applied, or ReadTimeoutError
