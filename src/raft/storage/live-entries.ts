@@ -5,10 +5,10 @@
 //
 // Why not one Uint8Array per entry (what this replaced): an entry stays here for a whole compaction period
 // (5,000-15,000 entries: seconds under load), long enough for V8 to promote it to old space, where it then
-// dies. Measured at 200,000 held locks (held-memory.js --trace-gc, heap sampling with the objects GC
-// collected), those copies were ~16 MB of old-space garbage per 100,000 acquires on every node, about a
-// fifth of what a follower promotes: old space V8 then grows its heap limit for. A block per save is one
-// object per Ready instead of one per entry, and its bytes sit outside the JS heap.
+// dies: old space V8 then grows its heap for. Measured over a 200,000-lock fill (held-memory.js with V8's
+// --trace-gc-nvp; heap sampling that keeps what a full GC collected named them: ~16 MB per 100,000
+// acquires on every node), a follower promoted 140-270 MB before and 107-109 MB after. A block per save is
+// one object per Ready instead of one per entry, and its bytes sit outside the JS heap.
 import { CorruptRecordError } from './errors.js';
 
 /** A record's header: kind byte and u32 length (wal-frame.ts). */
