@@ -30,10 +30,10 @@ export const STORAGE_MUTANTS: StorageMutant[] = [
     patches: [
       {
         file: 'wal-storage.ts',
-        find: `      await this.append(encodeFrame({ base: null, entries: encoded, hardState: own }), true);\n`,
+        find: `      await this.append(encodeFrame({ base: null, records, hardState: own }), true);\n`,
         replace:
-          `      if (own && encoded.length > 0) await this.append(encodeFrame({ base: null, entries: [], hardState: own }), true);\n` +
-          `      await this.append(encodeFrame({ base: null, entries: encoded, hardState: encoded.length > 0 ? null : own }), true);\n`,
+          `      if (own && records.length > 0) await this.append(encodeFrame({ base: null, records: new Uint8Array(0), hardState: own }), true);\n` +
+          `      await this.append(encodeFrame({ base: null, records, hardState: records.length > 0 ? null : own }), true);\n`,
       },
     ],
     expect: ['commit-in-log', 'committed-truncated'],
