@@ -3,10 +3,12 @@
 // oneof members are exactly the unary methods' request and response messages. A request's bytes are
 // decoded by hand for the hot calls (wire/lock-request-decode.ts), else walked by the strict decoder
 // first (strict-decode.ts), as the whole LockCall was before, so a bad field
-// inside a call is refused naming it (`acquire.ttl_ms: ...`) and nothing reaches validation.
+// inside a call is refused naming it (`acquire.ttl_ms: ...`) and nothing reaches validation. The hot
+// calls' responses are encoded by hand too (wire/lock-response-encode.ts), the others by protobufjs.
 import type * as grpc from '@grpc/grpc-js';
 import { packageDefinition } from '../../wire/load.js';
 import { decodeLockRequest, decodesByHand } from '../../wire/lock-request-decode.js';
+import { encodeLockResponse, encodesByHand } from '../../wire/lock-response-encode.js';
 import { LOCK_CALL_NAME, lockGrpcService, type LockCallName, type LockMethod } from '../../wire/lock.js';
 import { descriptorRegistry, strictProblemWithin, type DescriptorRegistry, type strictProblem } from './strict-decode.js';
 
@@ -60,8 +62,15 @@ export function encodeRequestBody(name: LockCallName, request: unknown): Buffer 
   return codecOf(name).method.requestSerialize(request);
 }
 
-/** A response object (the wire form of a result, answers-to-wire.ts) as its bytes. */
+/** A response object (the wire form of a result, answers-to-wire.ts, or a response decoded from the
+ *  leader's unary reply) as its bytes. */
 export function encodeResponseBody(name: LockCallName, response: unknown): Buffer {
+  if (encodesByHand(name)) return encodeLockResponse(name, response);
+  return encodeResponseBodyWithProtobufjs(name, response);
+}
+
+/** encodeResponseBody through protobufjs, for every call (the reference of the hand-written encoder's tests). */
+export function encodeResponseBodyWithProtobufjs(name: LockCallName, response: unknown): Buffer {
   return codecOf(name).method.responseSerialize(response);
 }
 
