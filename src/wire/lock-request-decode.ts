@@ -1,14 +1,16 @@
 // The hot lock calls' requests (AcquireRequest, RenewRequest, ReleaseRequest, GetRequest) from the bytes
-// inside a Lock/Stream or Forward envelope straight to the object the rest of the server reads — the shape
+// inside a Lock/Stream or Forward envelope, or from a unary call's body, straight to the object the rest of the server reads — the shape
 // proto-loader's protobufjs decode gives with the loader options of load.ts (every field present, 64-bit
 // integers as decimal strings, bytes as a Buffer view) — with no Long and no reflection: the profile of a
 // forwarded call showed protobufjs's Long conversions and the strict decoder's walk as its largest parts.
 //
-// As strict as that walk (server/client-api/strict-decode.ts, at the depth of the oneof member) and in its
-// words, so a refusal reads the same whichever decoder made it: an unknown field, a wrong wire type, a
+// As strict as that walk (server/client-api/strict-decode.ts: at the depth of the oneof member inside an
+// envelope, at the top for a unary call) and in its words, so a refusal reads the same whichever decoder
+// made it: an unknown field, a wrong wire type, a
 // varint wider than its field, invalid UTF-8, a length past the end — a reason naming the field
-// (`acquire.ttl_ms: varint ... overflows a int64 field`). test/unit/wire/lock-request-decode.test.ts checks
-// both, reason and object, against the walk and protobufjs on seeded random and corrupted requests.
+// (`acquire.ttl_ms: varint ... overflows a int64 field` in an envelope, `ttl_ms: ...` in a unary call).
+// test/unit/wire/lock-request-decode.test.ts checks both, reason and object, against the walk and
+// protobufjs on seeded random and corrupted requests, in both places.
 import { isUtf8 } from 'node:buffer';
 import type { LockCallName } from './lock.js';
 import { VARINT_TOO_LONG, VARINT_TRUNCATED, varint64End, varint64Value } from './proto-reader.js';
@@ -34,6 +36,18 @@ const FIELDS: Readonly<Partial<Record<LockCallName, readonly (readonly [string, 
   release: [undefined, ['key', 'string'], ['owner', 'string'], ['token', 'uint64'], ['request_id', 'string']],
   get: [undefined, ['key', 'string']],
 };
+
+/** Each hot request's message name: what the walk names a unary request by (`AcquireRequest: unknown field
+ *  number 11`). */
+const MESSAGE: Readonly<Partial<Record<LockCallName, string>>> = {
+  acquire: 'AcquireRequest',
+  renew: 'RenewRequest',
+  release: 'ReleaseRequest',
+  get: 'GetRequest',
+};
+
+/** Where the request was: the oneof member of a LockCall / ForwardedCall, or a unary call's whole body. */
+export type RequestPlace = 'envelope' | 'unary';
 
 const DEFAULT: Readonly<Record<FieldType, unknown>> = { string: '', int64: '0', uint64: '0', uint32: 0, bool: false, bytes: undefined };
 const TWO_64 = 2n ** 64n;
@@ -61,9 +75,23 @@ function varint(buf: Buffer, at: { pos: number }, end: number): number | bigint 
   return varint64Value(buf, start, stop);
 }
 
-/** The request of call `name` (decodesByHand) from its bytes, or the walk's reason for refusing them. */
-export function decodeLockRequest(name: LockCallName, body: Buffer): { request: Record<string, unknown> } | { invalid: string } {
+/** A field as the walk names it in a refusal (only on the way out: no string is made for a good field). */
+function fieldPath(name: LockCallName, inEnvelope: boolean, fieldName: string): string {
+  return inEnvelope ? `${name}.${fieldName}` : fieldName;
+}
+
+/** The request of call `name` (decodesByHand) from its bytes, or the walk's reason for refusing them,
+ *  worded for where the bytes were (`place`). */
+export function decodeLockRequest(
+  name: LockCallName,
+  body: Buffer,
+  place: RequestPlace = 'envelope',
+): { request: Record<string, unknown> } | { invalid: string } {
   const fields = FIELDS[name]!;
+  // The walk's words: below the oneof member `acquire.ttl_ms`, `acquire: ...`; at the top of a unary call
+  // the field alone, the message by its type name, and a malformed tag with its empty path (': ...').
+  const inEnvelope = place === 'envelope';
+  const message = inEnvelope ? name : MESSAGE[name]!;
   const out: Record<string, unknown> = {};
   for (const f of fields) if (f !== undefined) out[f[0]] = f[1] === 'bytes' ? EMPTY : DEFAULT[f[1]];
   const at = { pos: 0 };
@@ -71,48 +99,49 @@ export function decodeLockRequest(name: LockCallName, body: Buffer): { request: 
   try {
     while (at.pos < end) {
       const tag = varint(body, at, end);
-      if (tag > 0xffffffff) return { invalid: `${name}: malformed field tag` };
+      if (tag > 0xffffffff) return { invalid: `${inEnvelope ? name : ''}: malformed field tag` };
       const t = Number(tag);
       const number = Math.floor(t / 8);
       const wireType = t % 8;
       const field = fields[number];
-      if (field === undefined) return { invalid: `${name}: unknown field number ${number}` };
+      if (field === undefined) return { invalid: `${message}: unknown field number ${number}` };
       const [fieldName, type] = field;
-      const path = `${name}.${fieldName}`;
       const lengthDelimited = type === 'string' || type === 'bytes';
-      if (wireType !== (lengthDelimited ? 2 : 0)) return { invalid: `${path}: wrong wire type ${wireType} for a ${type} field` };
+      if (wireType !== (lengthDelimited ? 2 : 0))
+        return { invalid: `${fieldPath(name, inEnvelope, fieldName)}: wrong wire type ${wireType} for a ${type} field` };
       const v = varint(body, at, end);
       if (lengthDelimited) {
-        if (v > end - at.pos) return { invalid: `${path}: truncated value` };
+        if (v > end - at.pos) return { invalid: `${fieldPath(name, inEnvelope, fieldName)}: truncated value` };
         const from = at.pos;
         const to = from + Number(v);
         at.pos = to;
         if (type === 'bytes') out[fieldName] = body.subarray(from, to);
         else {
           const view = body.subarray(from, to);
-          if (!isUtf8(view)) return { invalid: `${path}: not valid UTF-8` };
+          if (!isUtf8(view)) return { invalid: `${fieldPath(name, inEnvelope, fieldName)}: not valid UTF-8` };
           out[fieldName] = view.toString('utf8');
         }
         continue;
       }
       switch (type) {
         case 'uint32':
-          if (v > UINT32_MAX) return { invalid: `${path}: varint ${v} overflows a uint32 field` };
+          if (v > UINT32_MAX) return { invalid: `${fieldPath(name, inEnvelope, fieldName)}: varint ${v} overflows a uint32 field` };
           out[fieldName] = Number(v);
           break;
         case 'bool':
-          if (v > 1) return { invalid: `${path}: varint ${v} overflows a bool field` };
+          if (v > 1) return { invalid: `${fieldPath(name, inEnvelope, fieldName)}: varint ${v} overflows a bool field` };
           out[fieldName] = Number(v) === 1;
           break;
         default: {
           // int64 and uint64: any 64-bit value; an int64 at or past 2^63 is a negative one.
-          if (typeof v === 'bigint' && v >= TWO_64) return { invalid: `${path}: varint ${v} overflows a ${type} field` };
+          if (typeof v === 'bigint' && v >= TWO_64)
+            return { invalid: `${fieldPath(name, inEnvelope, fieldName)}: varint ${v} overflows a ${type} field` };
           out[fieldName] = type === 'int64' && typeof v === 'bigint' && v > INT64_MAX ? String(v - TWO_64) : String(v);
         }
       }
     }
   } catch (err) {
-    if (err instanceof Refused) return { invalid: `${name}: malformed message (${err.message})` };
+    if (err instanceof Refused) return { invalid: `${message}: malformed message (${err.message})` };
     throw err;
   }
   return { request: out };

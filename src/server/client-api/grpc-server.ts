@@ -1,7 +1,7 @@
 // The client-facing gRPC services of one node: Lock and Cluster, plus grpc.health.v1 and server
 // reflection, on the same port as the peer Raft service. The glue only: how a lock call is handled —
 // validation, owner binding, serving or forwarding it once to the leader with the caller's deadline — is
-// lock-calls.ts's; Lock/Stream is lock-stream.ts's (over transport/call-mux.ts), a follower's forwarded
+// lock-calls.ts's; a unary call lock-unary.ts's, Lock/Stream lock-stream.ts's (over transport/call-mux.ts), a follower's forwarded
 // call forwarded-call.ts's, forwarding as a unary call forward-unary.ts's and the wire form of results
 // answers-to-wire.ts's. Here: registration, the unary handlers, and the options that wire them.
 import * as grpc from '@grpc/grpc-js';
@@ -11,29 +11,27 @@ import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-
 import type { PeerCertificate } from 'node:tls';
 import type { LockLimits } from '../../lock/validate.js';
 import type { NodeLogger } from '../../raft/logger.js';
-import { certificateCommonName } from '../../transport/peer-auth.js';
-import { endReason } from '../../transport/call-end.js';
 import type { ForwardStream } from '../../transport/forward.js';
 import { LOADER_OPTIONS, packageDefinition } from '../../wire/load.js';
 import type { WireInput } from '../../wire/scalars.js';
-import { CallAbort, type CallSignal } from '../../wire/call-signal.js';
-import { LEADER_METADATA, LOCK_CALL_NAME, type LockHandlers, type LockMethod, lockGrpcService } from '../../wire/lock.js';
+import type { CallSignal } from '../../wire/call-signal.js';
+import { type LockHandlers, lockGrpcService } from '../../wire/lock.js';
 import { clusterGrpcService } from '../../wire/cluster.js';
 import type { CallEnvelope } from '../../wire/call-envelope.js';
 import type { ForwardedCallAnswer } from '../../transport/forward-server.js';
 import { DEFAULT_LOCK_LEADER_CONFIG } from '../../lock/leader/index.js';
 import type { LockService } from '../../lock-on-raft/lock-service.js';
 import type { ClusterApi } from './cluster-api.js';
-import { statusError } from './status-error.js';
 import { serveWatch, type WatchServing } from './watch-server.js';
 import { serveList, type ListServing } from './list-server.js';
 import { addStrictService, descriptorRegistry, strictRequestDeserializers } from './strict-decode.js';
-import { FORWARDED_METADATA } from './forward-once.js';
-import { LockCallHandling, type CallContext, type LockCallMethod } from './lock-calls.js';
+import { LockCallHandling } from './lock-calls.js';
 import { WIRE_ANSWERS, type WireAnswer } from './answers-to-wire.js';
 import { serveLockStream } from './lock-stream.js';
 import { withLockStreamCodec, type StreamCall } from './lock-stream-codec.js';
-import { decodeResponseBody, encodeRequestBody, encodeResponseBody } from './call-bodies.js';
+import { encodeRequestBody, encodeResponseBody } from './call-bodies.js';
+import { withLockUnaryCodecs } from './lock-unary-codec.js';
+import { UnaryLockCalls } from './lock-unary.js';
 import type { InvalidRequest } from './strict-decode.js';
 import { handleForwarded } from './forwarded-call.js';
 import { UnaryForwarder } from './forward-unary.js';
@@ -83,6 +81,7 @@ export class ClientApi {
 
   private readonly forwarder: UnaryForwarder;
   private readonly calls: LockCallHandling<WireAnswer>;
+  private readonly unaryCalls: UnaryLockCalls<WireAnswer>;
 
   constructor(private readonly opts: ClientApiOptions) {
     this.forwarder = new UnaryForwarder({
@@ -110,6 +109,7 @@ export class ClientApi {
       ...(opts.countRefused !== undefined ? { countRefused: opts.countRefused } : {}),
       ...(opts.countNotLeading !== undefined ? { countNotLeading: opts.countNotLeading } : {}),
     });
+    this.unaryCalls = new UnaryLockCalls(this.calls);
   }
 
   /** Reloaded certificates: forwarding channels are rebuilt with them on next use. */
@@ -122,9 +122,13 @@ export class ClientApi {
     const healthDefinition = protoLoader.loadSync(healthProtoPath, { ...LOADER_OPTIONS });
     const registry = descriptorRegistry(packageDefinition(), healthDefinition);
     // Every service behind the same strict decoder: garbage is INVALID_ARGUMENT, never INTERNAL.
-    // Lock/Stream on its own codec (lock-stream-codec.ts), which refuses what the walk would.
+    // Lock/Stream on its own codec (lock-stream-codec.ts), and the unary lock calls on theirs
+    // (lock-unary-codec.ts), which refuse what the walk would.
     const lock = lockGrpcService.definition();
-    const definition = { ...lock, Stream: withLockStreamCodec(lock.Stream as grpc.MethodDefinition<unknown, unknown>) };
+    const definition = withLockUnaryCodecs({
+      ...lock,
+      Stream: withLockStreamCodec(lock.Stream as grpc.MethodDefinition<unknown, unknown>),
+    });
     server.addService(strictRequestDeserializers(definition as typeof lock, registry), this.handlers);
     addStrictService(
       server,
@@ -152,52 +156,20 @@ export class ClientApi {
   // ------------------------------------------------------------------ Lock
 
   private readonly handlers: LockHandlers = {
-    Acquire: (call, cb) => this.unary('Acquire', call, cb as Reply<unknown>),
-    Renew: (call, cb) => this.unary('Renew', call, cb as Reply<unknown>),
-    Release: (call, cb) => this.unary('Release', call, cb as Reply<unknown>),
-    Get: (call, cb) => this.unary('Get', call, cb as Reply<unknown>),
-    OpenSession: (call, cb) => this.unary('OpenSession', call, cb as Reply<unknown>),
-    RenewSession: (call, cb) => this.unary('RenewSession', call, cb as Reply<unknown>),
-    CloseSession: (call, cb) => this.unary('CloseSession', call, cb as Reply<unknown>),
-    Revoke: (call, cb) => this.unary('Revoke', call, cb as Reply<unknown>),
+    Acquire: (call, cb) => this.unaryCalls.serve('Acquire', call, cb as Reply<unknown>),
+    Renew: (call, cb) => this.unaryCalls.serve('Renew', call, cb as Reply<unknown>),
+    Release: (call, cb) => this.unaryCalls.serve('Release', call, cb as Reply<unknown>),
+    Get: (call, cb) => this.unaryCalls.serve('Get', call, cb as Reply<unknown>),
+    OpenSession: (call, cb) => this.unaryCalls.serve('OpenSession', call, cb as Reply<unknown>),
+    RenewSession: (call, cb) => this.unaryCalls.serve('RenewSession', call, cb as Reply<unknown>),
+    CloseSession: (call, cb) => this.unaryCalls.serve('CloseSession', call, cb as Reply<unknown>),
+    Revoke: (call, cb) => this.unaryCalls.serve('Revoke', call, cb as Reply<unknown>),
     // Registered with lock-stream-codec.ts's codec (register): envelopes in, answer bytes out.
     Stream: ((call: grpc.ServerDuplexStream<StreamCall | InvalidRequest, Uint8Array>) =>
       serveLockStream(this.calls, call)) as unknown as LockHandlers['Stream'],
     Watch: (call) => serveWatch(call, this.opts.watch, () => this.opts.countRefused?.('watch', 'invalid')),
     List: (call, cb) => serveList(call, cb, this.opts.list, () => this.opts.countRefused?.('list', 'invalid')),
   };
-
-  /** A unary lock call: its deadline, certificate and cancellation as a CallContext; the leader hint as
-   *  response metadata on success. */
-  private unary(method: LockCallMethod, call: grpc.ServerUnaryCall<unknown, unknown>, cb: Reply<unknown>): void {
-    const deadline = call.getDeadline();
-    const deadlineMs = deadline instanceof Date ? deadline.getTime() : Number.isFinite(deadline) ? Number(deadline) : Infinity;
-    const ended = new CallAbort();
-    // grpc-js reports 'cancelled' also after a unary call has been answered (harmless: nothing listens then).
-    call.on('cancelled', (reason: unknown) => ended.abort(endReason(reason)));
-    const ctx: CallContext = {
-      forwarded: call.metadata.get(FORWARDED_METADATA).length > 0,
-      deadlineMs,
-      certificateCn: certificateCommonName(call.getAuthContext()?.sslPeerCertificate),
-      remote: call.getPeer(),
-      signal: ended,
-    };
-    void this.calls.handle(method, call.request, ctx).then((reply) => {
-      if (reply.code !== grpc.status.OK) return cb(statusError(reply.code, reply.details));
-      if (reply.leader !== '') {
-        const md = new grpc.Metadata();
-        md.set(LEADER_METADATA, reply.leader);
-        call.sendMetadata(md);
-      }
-      // A reply forwarded on the Forward stream came as the leader's bytes: a unary reply is an object.
-      const bytes = reply.responseBytes;
-      const response =
-        bytes !== undefined
-          ? decodeResponseBody(LOCK_CALL_NAME[method as LockMethod], Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
-          : reply.response;
-      cb(null, response as WireInput<unknown>);
-    });
-  }
 
   /**
    * A lock call a follower forwarded on its Forward stream (transport/grpc.ts admitted the stream and

@@ -2,9 +2,15 @@
 // replaced — the strict decoder's walk at the oneof member's depth, then protobufjs with the loader's
 // options (server/client-api/call-bodies.ts decodeRequestBodyWithProtobufjs): the same object for every
 // valid request (seeded random ones, non-minimal varints, fields repeated and out of order), and the same
-// refusal, word for word, for every corrupted one (every prefix, 20,000 seeded byte flips, and by hand).
+// refusal, word for word, for every corrupted one (every prefix, 20,000 seeded byte flips, and by hand);
+// inside an envelope (Lock/Stream, Forward) and as a unary call's body.
+import type * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { decodeRequestBodyWithProtobufjs, encodeRequestBody } from '../../../src/server/client-api/call-bodies.js';
+import { withLockUnaryCodecs } from '../../../src/server/client-api/lock-unary-codec.js';
+import { descriptorRegistry, strictRequestDeserializers } from '../../../src/server/client-api/strict-decode.js';
+import { packageDefinition } from '../../../src/wire/load.js';
+import { lockGrpcService } from '../../../src/wire/lock.js';
 import { decodeLockRequest, decodesByHand } from '../../../src/wire/lock-request-decode.js';
 import type { LockCallName } from '../../../src/wire/lock.js';
 import { SimRng } from '../../sim/rng.js';
@@ -129,6 +135,70 @@ describe('the hot lock requests by hand, against the strict walk and protobufjs'
       if (JSON.stringify(got) !== JSON.stringify(want))
         expect({ bytes: bytes.toString('hex'), got }).toStrictEqual({ bytes: bytes.toString('hex'), got: want });
       if ('invalid' in want) refused++;
+    }
+    expect(refused).toBeGreaterThan(1000);
+    expect(cases.length - refused).toBeGreaterThan(1000);
+  });
+});
+
+// A unary call's body (Lock/Acquire, ...): the method's own deserializer (lock-unary-codec.ts) against the
+// one it replaced — the strict walk at the top of the message, then protobufjs — word for word.
+describe('the hot unary requests by hand, against the strict walk and protobufjs', () => {
+  const definition = lockGrpcService.definition() as unknown as grpc.ServiceDefinition;
+  const registry = descriptorRegistry(packageDefinition());
+  const before = strictRequestDeserializers(definition, registry) as unknown as Record<string, grpc.MethodDefinition<unknown, unknown>>;
+  const now = strictRequestDeserializers(withLockUnaryCodecs(definition), registry) as unknown as Record<
+    string,
+    grpc.MethodDefinition<unknown, unknown>
+  >;
+  const METHOD: Record<string, string> = { acquire: 'Acquire', renew: 'Renew', release: 'Release', get: 'Get' };
+  const unaryHand = (name: LockCallName, b: Buffer) => now[METHOD[name]!]!.requestDeserialize(b);
+  const unaryReference = (name: LockCallName, b: Buffer) => before[METHOD[name]!]!.requestDeserialize(b);
+  const valid = samples(0x381, 2000);
+
+  it('every seeded valid request: the same object', () => {
+    for (const { name, bytes } of valid) expect(unaryHand(name, bytes)).toStrictEqual(unaryReference(name, bytes));
+  });
+
+  it('refuses what the walk refuses at the top of a unary call, in its words (the field alone, the message by its type)', () => {
+    const cases: [LockCallName, number[], string][] = [
+      ['acquire', [...tag(11, 0), 1], 'AcquireRequest: unknown field number 11'],
+      ['get', [...tag(1, 0), 1], 'key: wrong wire type 0 for a string field'],
+      ['renew', [...tag(3, 0), ...varint(2n ** 64n)], `token: varint ${2n ** 64n} overflows a uint64 field`],
+      ['acquire', [...tag(10, 0), 2], 'shared: varint 2 overflows a bool field'],
+      ['release', [...tag(1, 2), 2, 0x6b, 0xff], 'key: not valid UTF-8'],
+      ['release', [...tag(2, 2), 5, 0x6b], 'owner: truncated value'],
+      ['acquire', [...tag(1, 2), 0x7f, 0x61], 'key: truncated value'],
+      ['get', [...tag(1, 2)], 'GetRequest: malformed message (truncated varint)'],
+      ['get', [0xff, 0xff, 0xff, 0xff, 0x7f], ': malformed field tag'],
+    ];
+    for (const [name, bytes, reason] of cases) {
+      const b = Buffer.from(bytes);
+      expect(unaryReference(name, b)).toStrictEqual({ __invalid: reason });
+      expect(unaryHand(name, b)).toStrictEqual({ __invalid: reason });
+    }
+  });
+
+  it('every prefix and 20,000 seeded byte flips: the same object or the same refusal, and nothing thrown', () => {
+    const rng = new SimRng(0x382);
+    const cases: { name: LockCallName; bytes: Buffer }[] = [];
+    for (const s of valid.slice(0, 100))
+      for (let n = 0; n < s.bytes.length; n++) cases.push({ name: s.name, bytes: s.bytes.subarray(0, n) });
+    for (let i = 0; i < 20_000; i++) {
+      const s = rng.pick(valid);
+      if (s.bytes.length === 0) continue;
+      const b = Buffer.from(s.bytes);
+      b[rng.int(b.length)] = rng.int(256);
+      if (rng.chance(0.3)) b[rng.int(b.length)] = rng.int(256);
+      cases.push({ name: s.name, bytes: b });
+    }
+    let refused = 0;
+    for (const { name, bytes } of cases) {
+      const want = unaryReference(name, bytes) as Record<string, unknown>;
+      const got = unaryHand(name, bytes);
+      if (JSON.stringify(got) !== JSON.stringify(want))
+        expect({ bytes: bytes.toString('hex'), got }).toStrictEqual({ bytes: bytes.toString('hex'), got: want });
+      if ('__invalid' in want) refused++;
     }
     expect(refused).toBeGreaterThan(1000);
     expect(cases.length - refused).toBeGreaterThan(1000);
