@@ -75,6 +75,9 @@ describe('the hot lock requests by hand, against the strict walk and protobufjs'
       ['renew', [...tag(3, 0), 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01]], // token 2^63 in ten bytes
       ['get', [...tag(1, 2), 0, ...tag(1, 2), 2, 0x6b, 0x31]],
       ['release', []],
+      ['acquire', []],
+      ['renew', []],
+      ['get', []],
     ];
     for (const [name, bytes] of cases) {
       const b = Buffer.from(bytes);
