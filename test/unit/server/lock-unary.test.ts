@@ -35,23 +35,25 @@ const registered = strictRequestDeserializers(
   descriptorRegistry(packageDefinition()),
 ) as unknown as Methods;
 
-/** A unary call as grpc-js hands it to a handler, recording the metadata sent. */
-function unaryCall(request: unknown, deadlineMs: number) {
+/** A unary call as grpc-js hands it to a handler (from a client whose certificate CN is `cn`), recording the
+ *  metadata sent and how often the caller's certificate and address were read. */
+function unaryCall(request: unknown, deadlineMs: number, cn?: string) {
   const call = new EventEmitter() as EventEmitter & Record<string, unknown>;
   const sent: grpc.Metadata[] = [];
+  const reads = { authContext: 0, peer: 0 };
   Object.assign(call, {
     request,
     metadata: new grpc.Metadata(),
     getDeadline: () => new Date(deadlineMs),
-    getAuthContext: () => ({}),
-    getPeer: () => 'ipv4:127.0.0.1:5555',
+    getAuthContext: () => (reads.authContext++, cn === undefined ? {} : { sslPeerCertificate: { subject: { CN: cn } } }),
+    getPeer: () => (reads.peer++, 'ipv4:127.0.0.1:5555'),
     sendMetadata: (md: grpc.Metadata) => sent.push(md),
   });
-  return { call: call as unknown as grpc.ServerUnaryCall<unknown, unknown>, sent };
+  return { call: call as unknown as grpc.ServerUnaryCall<unknown, unknown>, sent, reads };
 }
 
 /** The follower F (not leading, names L) with its Forward stream to L: `written` is what F sent, `answer` the leader's reply. */
-function follower() {
+function follower(opts: { ownerBinding?: boolean } = {}) {
   const nowMs = Date.now();
   const service = {
     node: { id: 'F', leaderId: 'L' },
@@ -77,15 +79,16 @@ function follower() {
     leaderAddress: () => leader,
     forwardVia: () => link,
     detachedWaiterGraceMs: 2000,
+    ...(opts.ownerBinding ? { ownerBinding: true, isMember: (id: string) => id === 'L' || id === 'F' } : {}),
   });
   const unary = new UnaryLockCalls(calls);
   /** A unary call to F; resolves with what the handler's callback got. */
-  const send = (method: LockCallMethod, request: unknown) => {
-    const { call, sent } = unaryCall(request, nowMs + 9000);
+  const send = (method: LockCallMethod, request: unknown, cn?: string) => {
+    const { call, sent, reads } = unaryCall(request, nowMs + 9000, cn);
     const reply = new Promise<{ err: grpc.ServiceError | null; value: unknown }>((resolve) =>
       unary.serve(method, call, (err, value) => resolve({ err, value })),
     );
-    return { reply, sent };
+    return { reply, sent, reads, call };
   };
   const answer = (callId: string, name: LockCallName, body: Uint8Array) =>
     grpcStream.emit('data', decodeAnswerEnvelope(encodeAnswerEnvelope({ callId, code: 0, name, body }, 'forward'), 'forward'));
@@ -137,6 +140,37 @@ describe('unary lock calls on a follower that forwards them on its Forward strea
     f.answer(f.written[2]!.callId, 'get', encodeResponseBody('get', {}));
     await third.reply;
     expect(third.sent.map((md) => md.get(LEADER_METADATA))).toEqual([['leader:7002']]);
+  });
+
+  it("the caller's certificate is read when owner binding asks for it, and not otherwise", async () => {
+    const bound = follower({ ownerBinding: true });
+    const bob = bound.send('Release', { key: 'k', owner: 'bob', token: '7', request_id: 'r' }, 'alice');
+    const { err } = await bob.reply;
+    expect([err?.code, err?.details]).toEqual([
+      grpc.status.PERMISSION_DENIED,
+      'owner "bob" does not match the client certificate CN "alice" (auth.ownerBinding)',
+    ]);
+    expect(bob.reads.authContext).toBe(1);
+    const alice = bound.send('Release', { key: 'k', owner: 'alice', token: '7', request_id: 'r' }, 'alice');
+    await flush();
+    expect(bound.written).toHaveLength(1);
+    bound.answer(bound.written[0]!.callId, 'release', encodeResponseBody('release', { released: true }));
+    expect((await alice.reply).err).toBeNull();
+    const open = follower();
+    const plain = open.send('Release', { key: 'k', owner: 'bob', token: '7', request_id: 'r' }, 'alice');
+    await flush();
+    open.answer(open.written[0]!.callId, 'release', encodeResponseBody('release', { released: true }));
+    expect((await plain.reply).err).toBeNull();
+    expect(plain.reads).toEqual({ authContext: 0, peer: 0 });
+  });
+
+  it("the caller going away (grpc-js 'cancelled') cancels the forwarded call at the leader", async () => {
+    const f = follower();
+    const a = f.send('Acquire', acquire('a', 'ra'));
+    await flush();
+    a.call.emit('cancelled', 'client cancelled');
+    expect(f.written).toHaveLength(2);
+    expect(f.written[1]).toMatchObject({ callId: f.written[0]!.callId, cancel: true, name: undefined });
   });
 
   it('a request the decoder refused is INVALID_ARGUMENT with its reason, and nothing is forwarded', async () => {
