@@ -163,6 +163,12 @@ describe('the hot unary requests by hand, against the strict walk and protobufjs
     for (const { name, bytes } of valid) expect(unaryHand(name, bytes)).toStrictEqual(unaryReference(name, bytes));
   });
 
+  it('the one difference, as inside an envelope: a bool in a valid non-minimal varint of more than five bytes is read (protobufjs threw)', () => {
+    const b = Buffer.from([...tag(10, 0), 0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00]); // shared = 1 in 9 bytes
+    expect(unaryReference('acquire', b)).toStrictEqual({ __invalid: 'AcquireRequest: cannot decode (index out of range: 10 + 10 > 10)' });
+    expect(unaryHand('acquire', b)).toHaveProperty('shared', true);
+  });
+
   it('refuses what the walk refuses at the top of a unary call, in its words (the field alone, the message by its type)', () => {
     const cases: [LockCallName, number[], string][] = [
       ['acquire', [...tag(11, 0), 1], 'AcquireRequest: unknown field number 11'],
