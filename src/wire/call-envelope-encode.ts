@@ -6,8 +6,7 @@
 import type { EnvelopeKind } from './call-envelope.js';
 import type { LockCallName } from './lock.js';
 import { CALL_FIELD, FORWARDED_CALL, LOCK_CALL } from './call-envelope.js';
-import { WIRE_VARINT } from './proto-reader.js';
-import { ProtoWriter, tagSize, utf8Size, varintFieldSize, varintSize } from './proto-writer.js';
+import { ProtoWriter, tagSize, utf8Size, varintFieldSize, varintSize, wideVarintFieldSize } from './proto-writer.js';
 import { CodecError, describe } from './scalars.js';
 
 const TWO_64 = 2n ** 64n;
@@ -19,34 +18,6 @@ function uint64Of(callId: string): number | bigint {
   if (!/^\d+$/.test(callId) || BigInt(callId) >= TWO_64) throw new CodecError('call_id', `${describe(callId)} is not a uint64`);
   const v = BigInt(callId);
   return v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
-}
-
-function bigVarintSize(v: bigint): number {
-  let n = 1;
-  while (v >= 0x80n) {
-    v >>= 7n;
-    n++;
-  }
-  return n;
-}
-
-function writeBigVarint(w: ProtoWriter, v: bigint): void {
-  while (v >= 0x80n) {
-    w.buf[w.pos++] = Number(v & 0x7fn) | 0x80;
-    v >>= 7n;
-  }
-  w.buf[w.pos++] = Number(v);
-}
-
-function uint64FieldSize(v: number | bigint): number {
-  if (typeof v === 'number') return v === 0 ? 0 : varintFieldSize(v);
-  return 1 + bigVarintSize(v);
-}
-
-function writeUint64Field(w: ProtoWriter, field: number, v: number | bigint): void {
-  if (typeof v === 'number') return w.varintField(field, v);
-  w.buf[w.pos++] = (field << 3) | WIRE_VARINT;
-  writeBigVarint(w, v);
 }
 
 function stringFieldSize(size: number): number {
@@ -88,14 +59,14 @@ export function encodeCallEnvelope(c: CallToEncode, kind: EnvelopeKind): Buffer 
   const fromSize = utf8Size(from);
   const clusterSize = utf8Size(clusterId);
   const size =
-    uint64FieldSize(callId) +
+    wideVarintFieldSize(callId) +
     stringFieldSize(fromSize) +
     stringFieldSize(clusterSize) +
     (timeoutMs === 0 ? 0 : varintFieldSize(timeoutMs)) +
     (c.cancel === true ? 2 : 0) +
     bodySize(c.name, c.body);
   const w = new ProtoWriter(size);
-  writeUint64Field(w, fields.call_id, callId);
+  w.wideVarintField(fields.call_id, callId);
   if (kind === 'lock') {
     w.varintField(LOCK_CALL.timeout_ms, timeoutMs);
     w.boolField(LOCK_CALL.cancel, c.cancel === true);
@@ -130,10 +101,14 @@ export function encodeAnswerEnvelope(a: AnswerToEncode, kind: EnvelopeKind): Buf
   const detailsSize = utf8Size(details);
   const leaderSize = utf8Size(leader);
   const size =
-    uint64FieldSize(callId) + uint64FieldSize(code) + stringFieldSize(detailsSize) + stringFieldSize(leaderSize) + bodySize(a.name, a.body);
+    wideVarintFieldSize(callId) +
+    wideVarintFieldSize(code) +
+    stringFieldSize(detailsSize) +
+    stringFieldSize(leaderSize) +
+    bodySize(a.name, a.body);
   const w = new ProtoWriter(size);
-  writeUint64Field(w, 1, callId);
-  writeUint64Field(w, 2, code);
+  w.wideVarintField(1, callId);
+  w.wideVarintField(2, code);
   w.stringField(3, details, detailsSize);
   if (kind === 'lock') w.stringField(4, leader, leaderSize);
   writeBody(w, a.name, a.body);

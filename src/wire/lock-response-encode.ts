@@ -15,8 +15,8 @@
 // A value that cannot be written (a fractional or unsafe number, a string that is no integer, a value out
 // of its field's range, an unknown reason) throws a CodecError naming the field: a bug on our side, refused
 // rather than written wrong.
-import { ProtoWriter, utf8Size, varintSize } from './proto-writer.js';
-import { WIRE_LEN, WIRE_VARINT, within } from './proto-reader.js';
+import { ProtoWriter, utf8Size, varintSize, wideVarintFieldSize } from './proto-writer.js';
+import { WIRE_LEN, within } from './proto-reader.js';
 import { CodecError, describe } from './scalars.js';
 import type { LockCallName } from './lock.js';
 
@@ -136,31 +136,6 @@ function reason(v: ReasonInput | undefined, field: string): number {
   return n;
 }
 
-function bigVarintSize(v: bigint): number {
-  let n = 1;
-  while (v >= 0x80n) {
-    v >>= 7n;
-    n++;
-  }
-  return n;
-}
-
-/** Bytes of a varint field (numbered below 16) holding `v`; 0 when it is left off (v = 0). */
-function varintFieldSize(v: number | bigint): number {
-  if (typeof v === 'number') return v === 0 ? 0 : 1 + varintSize(v);
-  return 1 + bigVarintSize(v);
-}
-
-function writeVarintField(w: ProtoWriter, field: number, v: number | bigint): void {
-  if (typeof v === 'number') return w.varintField(field, v);
-  w.buf[w.pos++] = (field << 3) | WIRE_VARINT;
-  while (v >= 0x80n) {
-    w.buf[w.pos++] = Number(v & 0x7fn) | 0x80;
-    v >>= 7n;
-  }
-  w.buf[w.pos++] = Number(v);
-}
-
 const boolSize = (v: boolean | undefined): number => (v === true ? 2 : 0);
 const stringSize = (size: number): number => (size === 0 ? 0 : 1 + varintSize(size) + size);
 const bytesSize = (b: Uint8Array | null | undefined): number => (b == null || b.length === 0 ? 0 : 1 + varintSize(b.length) + b.length);
@@ -175,20 +150,20 @@ export function encodeAcquireResponse(r: AcquireResponseInput): Buffer {
   const delay = i64(r.delay_ms_left, 'delay_ms_left');
   const w = new ProtoWriter(
     boolSize(r.acquired) +
-      varintFieldSize(token) +
-      varintFieldSize(ttl) +
-      varintFieldSize(expires) +
+      wideVarintFieldSize(token) +
+      wideVarintFieldSize(ttl) +
+      wideVarintFieldSize(expires) +
       stringSize(holderOwnerSize) +
-      varintFieldSize(holderTtl) +
-      varintFieldSize(delay),
+      wideVarintFieldSize(holderTtl) +
+      wideVarintFieldSize(delay),
   );
   w.boolField(1, r.acquired === true);
-  writeVarintField(w, 2, token);
-  writeVarintField(w, 3, ttl);
-  writeVarintField(w, 4, expires);
+  w.wideVarintField(2, token);
+  w.wideVarintField(3, ttl);
+  w.wideVarintField(4, expires);
   w.stringField(5, holderOwner, holderOwnerSize);
-  writeVarintField(w, 6, holderTtl);
-  writeVarintField(w, 7, delay);
+  w.wideVarintField(6, holderTtl);
+  w.wideVarintField(7, delay);
   return w.buf;
 }
 
@@ -196,17 +171,17 @@ export function encodeRenewResponse(r: RenewResponseInput): Buffer {
   const ttl = i64(r.ttl_ms, 'ttl_ms');
   const expires = i64(r.expires_at_ms, 'expires_at_ms');
   const why = reason(r.reason, 'reason');
-  const w = new ProtoWriter(boolSize(r.renewed) + varintFieldSize(ttl) + varintFieldSize(expires) + varintFieldSize(why));
+  const w = new ProtoWriter(boolSize(r.renewed) + wideVarintFieldSize(ttl) + wideVarintFieldSize(expires) + wideVarintFieldSize(why));
   w.boolField(1, r.renewed === true);
-  writeVarintField(w, 2, ttl);
-  writeVarintField(w, 3, expires);
+  w.wideVarintField(2, ttl);
+  w.wideVarintField(3, expires);
   w.varintField(4, why);
   return w.buf;
 }
 
 export function encodeReleaseResponse(r: ReleaseResponseInput): Buffer {
   const why = reason(r.reason, 'reason');
-  const w = new ProtoWriter(boolSize(r.released) + varintFieldSize(why));
+  const w = new ProtoWriter(boolSize(r.released) + wideVarintFieldSize(why));
   w.boolField(1, r.released === true);
   w.varintField(2, why);
   return w.buf;
@@ -231,20 +206,20 @@ function holderFields(h: HolderInput, w: ProtoWriter | null): number {
   const session = u64(h.session_id, 'session_id');
   if (w !== null) {
     w.stringField(1, owner, ownerSize);
-    writeVarintField(w, 2, token);
-    writeVarintField(w, 3, ttl);
-    writeVarintField(w, 4, expires);
+    w.wideVarintField(2, token);
+    w.wideVarintField(3, ttl);
+    w.wideVarintField(4, expires);
     w.boolField(5, h.shared === true);
-    writeVarintField(w, 6, session);
+    w.wideVarintField(6, session);
     if (h.value != null) w.bytesField(7, h.value);
   }
   return (
     stringSize(ownerSize) +
-    varintFieldSize(token) +
-    varintFieldSize(ttl) +
-    varintFieldSize(expires) +
+    wideVarintFieldSize(token) +
+    wideVarintFieldSize(ttl) +
+    wideVarintFieldSize(expires) +
     boolSize(h.shared) +
-    varintFieldSize(session) +
+    wideVarintFieldSize(session) +
     bytesSize(h.value)
   );
 }
@@ -274,28 +249,28 @@ export function encodeGetResponse(r: GetResponseInput): Buffer {
   const w = new ProtoWriter(
     boolSize(r.held) +
       stringSize(ownerSize) +
-      varintFieldSize(token) +
-      varintFieldSize(ttl) +
-      varintFieldSize(expires) +
-      varintFieldSize(lastToken) +
-      varintFieldSize(waiters) +
+      wideVarintFieldSize(token) +
+      wideVarintFieldSize(ttl) +
+      wideVarintFieldSize(expires) +
+      wideVarintFieldSize(lastToken) +
+      wideVarintFieldSize(waiters) +
       holdersSize +
-      varintFieldSize(index) +
-      varintFieldSize(limit),
+      wideVarintFieldSize(index) +
+      wideVarintFieldSize(limit),
   );
   w.boolField(1, r.held === true);
   w.stringField(2, owner, ownerSize);
-  writeVarintField(w, 3, token);
-  writeVarintField(w, 4, ttl);
-  writeVarintField(w, 5, expires);
-  writeVarintField(w, 6, lastToken);
+  w.wideVarintField(3, token);
+  w.wideVarintField(4, ttl);
+  w.wideVarintField(5, expires);
+  w.wideVarintField(6, lastToken);
   w.varintField(7, waiters);
   for (let i = 0; i < holders.length; i++) {
     w.buf[w.pos++] = (8 << 3) | WIRE_LEN;
     w.varint(holderSizes![i]!);
     holder(holders[i]!, i, w);
   }
-  writeVarintField(w, 9, index);
+  w.wideVarintField(9, index);
   w.varintField(10, limit);
   return w.buf;
 }

@@ -41,6 +41,26 @@ export function lenFieldSize(length: number): number {
   return 1 + varintSize(length) + length;
 }
 
+/** Bytes a varint of the bigint `v` (0 <= v < 2^64) takes. */
+export function bigVarintSize(v: bigint): number {
+  let n = 1;
+  while (v >= 0x80n) {
+    v >>= 7n;
+    n++;
+  }
+  return n;
+}
+
+/**
+ * Bytes of a 64-bit varint field numbered below 16 holding `v`: a number (a safe integer; 0 is left off the
+ * wire, proto3's default) or a bigint (a value past 2^53-1, so never 0). The form the hand encoders keep a
+ * uint64/int64 in so that no id or token goes through a double.
+ */
+export function wideVarintFieldSize(v: number | bigint): number {
+  if (typeof v === 'number') return v === 0 ? 0 : varintFieldSize(v);
+  return 1 + bigVarintSize(v);
+}
+
 export class ProtoWriter {
   readonly buf: Buffer;
   pos = 0;
@@ -69,6 +89,17 @@ export class ProtoWriter {
     if (v === 0) return;
     this.buf[this.pos++] = (field << 3) | WIRE_VARINT;
     this.varint(v);
+  }
+
+  /** A 64-bit varint field (see wideVarintFieldSize); a number 0 is left off. */
+  wideVarintField(field: number, v: number | bigint): void {
+    if (typeof v === 'number') return this.varintField(field, v);
+    this.buf[this.pos++] = (field << 3) | WIRE_VARINT;
+    while (v >= 0x80n) {
+      this.buf[this.pos++] = Number(v & 0x7fn) | 0x80;
+      v >>= 7n;
+    }
+    this.buf[this.pos++] = Number(v);
   }
 
   boolField(field: number, v: boolean): void {
