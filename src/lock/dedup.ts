@@ -20,10 +20,14 @@ import type { DedupRecordSink } from './snapshot.js';
 import type { DedupOperation, DedupRecord } from './dedup-record.js';
 
 const EMPTY = -1;
+/** The index keeps a record's sequence number, low 31 bits: unlike its queue position, it does not move when
+ *  the forgotten prefix is dropped, so dropping it never rehashes the table (a 250,000-record index rebuilt
+ *  every ~100,000 requests held every replica's loop for 30-55 ms). Positions are < 2^31, so the low bits
+ *  name one record of the queue. */
+const SEQ_MASK = 0x7fffffff;
 /** The smallest record the snapshot decoder accepts: two string lengths, the time, the type, the key's
  *  length, the token, a flag and a reason, a byte each (only a capacity hint: more records still fit). */
 const MIN_RECORD_BYTES = 8;
-const DELETED = -2;
 
 class ArenaError extends Error {
   override readonly name = 'DedupArenaError';
@@ -50,6 +54,9 @@ export class DedupTable {
   // Per queue position (records [head, tail) are in the queue; earlier positions are forgotten):
   private offsets = new Float64Array(64);
   private identityBytes = new Uint16Array(64);
+  /** The identity's hash (hashBytes), kept so that moving an index entry back (unindex) or rebuilding the
+   *  index never hashes a record's bytes again. */
+  private hashes = new Uint32Array(64);
   private recordedAt = new Float64Array(64);
   /** 1 when a newer record for the same pair replaced this one (a queued acquire turning a refusal into a
    *  grant): its slot stays in the queue, skipped, until the front passes it. */
@@ -59,9 +66,13 @@ export class DedupTable {
   /** Sequence number of queue position 0: every remembered record takes the next one, so position i has
    *  baseSeq + i, also after the forgotten prefix is dropped. */
   private baseSeq = 0;
-  /** Current (not replaced) records: hash of identity -> queue position; EMPTY / DELETED slots. */
+  /** Current (not replaced) records: hash of identity -> sequence number (SEQ_MASK bits), or EMPTY. Linear
+   *  probing with deletion by backward shift: no tombstones, so a table turning over at its cap never fills
+   *  up with them and is rebuilt only to grow. */
   private index = new Int32Array(64).fill(EMPTY);
   private indexUsed = 0;
+  /** How many times the index was built anew (tests: a table turning over at its cap does not rebuild). */
+  indexBuilds = 0;
   private live = 0;
   /** Records replaced by a newer one, by sequence number, and the sequence number of their successor.
    *  Only an open snapshot needs this (a record replaced after it started is still part of it). */
@@ -170,10 +181,11 @@ export class DedupTable {
   }
 
   private endRecord(at: number): void {
+    const start = this.offsets[at]!;
+    this.hashes[at] = hashBytes(this.arena.backing, start, start + this.identityBytes[at]!);
     this.live++;
     this.insertIndex(at);
     if (this.listener !== null) {
-      const start = this.offsets[at]!;
       this.listener.remembered(this.arena.view(), start, start + this.identityBytes[at]!, this.arena.size, this.recordedAt[at]!);
     }
     while (this.live > this.maxEntries) this.forgetOldest();
@@ -275,9 +287,10 @@ export class DedupTable {
   private lookupRange(id: Uint8Array, start: number, end: number): number {
     const mask = this.index.length - 1;
     for (let slot = hashBytes(id, start, end) & mask; ; slot = (slot + 1) & mask) {
-      const at = this.index[slot]!;
-      if (at === EMPTY) return -1;
-      if (at !== DELETED && this.identityBytes[at] === end - start && this.identityEquals(at, id, start)) return at;
+      const stored = this.index[slot]!;
+      if (stored === EMPTY) return -1;
+      const at = this.positionOf(stored);
+      if (this.identityBytes[at] === end - start && this.identityEquals(at, id, start)) return at;
     }
   }
 
@@ -290,39 +303,63 @@ export class DedupTable {
   }
 
   private hashOf(at: number): number {
-    const start = this.offsets[at]!;
-    return hashBytes(this.arena.backing, start, start + this.identityBytes[at]!);
+    return this.hashes[at]!;
   }
 
   private insertIndex(at: number): void {
-    // Linear probing stays short below 3/4 full (DELETED slots count: they lengthen probes too).
+    // Linear probing stays short below 3/4 full.
     if ((this.indexUsed + 1) * 4 > this.index.length * 3) {
       this.rebuildIndex(); // `at` is in the queue already, so this indexes it too
       return;
     }
-    const slot = this.slotFor(at);
-    if (this.index[slot] === EMPTY) this.indexUsed++;
-    this.index[slot] = at;
+    this.index[this.slotFor(at)] = this.seqOf(at);
+    this.indexUsed++;
   }
 
-  /** The first free (EMPTY or DELETED) slot on `at`'s probe path. */
+  /** What the index keeps for queue position `at`. */
+  private seqOf(at: number): number {
+    return (this.baseSeq + at) & SEQ_MASK;
+  }
+
+  /** The queue position of an index entry (the queue holds it: the index has only current records). */
+  private positionOf(stored: number): number {
+    return (stored - (this.baseSeq & SEQ_MASK)) & SEQ_MASK;
+  }
+
+  /** The first empty slot on `at`'s probe path. */
   private slotFor(at: number): number {
     const mask = this.index.length - 1;
     let slot = this.hashOf(at) & mask;
-    while (this.index[slot]! >= 0) slot = (slot + 1) & mask;
+    while (this.index[slot] !== EMPTY) slot = (slot + 1) & mask;
     return slot;
   }
 
+  /** Takes `at` out of the index, moving back each later entry of its probe run that may move into the gap
+   *  (its home is not between the gap and where it sits), so no lookup's run is cut short by the gap. */
   private unindex(at: number): void {
-    const mask = this.index.length - 1;
-    for (let slot = this.hashOf(at) & mask; ; slot = (slot + 1) & mask) {
-      const found = this.index[slot]!;
+    const index = this.index;
+    const mask = index.length - 1;
+    const wanted = this.seqOf(at);
+    let gap = this.hashOf(at) & mask;
+    for (;;) {
+      const found = index[gap]!;
       if (found === EMPTY) throw new ArenaError(`record ${at} is not in the index`);
-      if (found === at) {
-        this.index[slot] = DELETED;
-        return;
+      if (found === wanted) break;
+      gap = (gap + 1) & mask;
+    }
+    for (let slot = (gap + 1) & mask; ; slot = (slot + 1) & mask) {
+      const stored = index[slot]!;
+      if (stored === EMPTY) break;
+      const home = this.hashOf(this.positionOf(stored)) & mask;
+      // Probe distance from its home to where it sits, against from the gap: at least as far means its home
+      // is at or before the gap on the run.
+      if (((slot - home) & mask) >= ((slot - gap) & mask)) {
+        index[gap] = stored;
+        gap = slot;
       }
     }
+    index[gap] = EMPTY;
+    this.indexUsed--;
   }
 
   /** An empty table about to take `count` records: an index big enough for them, so it is never rebuilt
@@ -331,15 +368,16 @@ export class DedupTable {
     if (this.live === 0 && count * 2 > this.index.length) this.rebuildIndex(count);
   }
 
-  /** A fresh index of the current records (room for `capacity`): no DELETED slots, at most half full. */
+  /** A fresh index of the current records (room for `capacity`), at most half full. */
   private rebuildIndex(capacity = this.live): void {
     let size = 64;
     while (size < capacity * 2) size *= 2;
     this.index = new Int32Array(size).fill(EMPTY);
     this.indexUsed = 0;
+    this.indexBuilds++;
     for (let at = this.head; at < this.tail; at++) {
       if (this.replaced[at] !== 0) continue;
-      this.index[this.slotFor(at)] = at;
+      this.index[this.slotFor(at)] = this.seqOf(at);
       this.indexUsed++;
     }
   }
@@ -371,12 +409,13 @@ export class DedupTable {
     this.offsets.copyWithin(0, head, this.tail);
     for (let i = 0; i < count; i++) this.offsets[i]! -= bytesGone;
     this.identityBytes.copyWithin(0, head, this.tail);
+    this.hashes.copyWithin(0, head, this.tail);
     this.recordedAt.copyWithin(0, head, this.tail);
     this.replaced.copyWithin(0, head, this.tail);
+    // The index keeps sequence numbers, which do not move: it stays as it is.
     this.baseSeq += head;
     this.head = 0;
     this.tail = count;
-    this.rebuildIndex();
   }
 
   /** The queue arrays are full: drop the forgotten prefix if it is half of them, else double them. */
@@ -389,13 +428,14 @@ export class DedupTable {
   }
 
   private growQueue(capacity: number): void {
-    const grow = <A extends Float64Array | Uint16Array | Uint8Array>(old: A, make: (n: number) => A): A => {
+    const grow = <A extends Float64Array | Uint32Array | Uint16Array | Uint8Array>(old: A, make: (n: number) => A): A => {
       const next = make(capacity);
       next.set(old);
       return next;
     };
     this.offsets = grow(this.offsets, (n) => new Float64Array(n));
     this.identityBytes = grow(this.identityBytes, (n) => new Uint16Array(n));
+    this.hashes = grow(this.hashes, (n) => new Uint32Array(n));
     this.recordedAt = grow(this.recordedAt, (n) => new Float64Array(n));
     this.replaced = grow(this.replaced, (n) => new Uint8Array(n));
   }
