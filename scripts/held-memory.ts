@@ -4,6 +4,9 @@
 // restart's phases read from the node logs. `--heap` also writes a V8 heap snapshot of every node while
 // serving (SIGUSR2, into the out dir) for a retainer breakdown in DevTools.
 //   node build/scripts/held-memory.js [--held 200000] [--heap] [--keep] [--out DIR] [--node-flag FLAG]...
+// The fill line gives each node's longest event-loop stall during the fill (as held-scale does). `--profile DIR`:
+// every node writes a CPU profile there (node --cpu-prof; the kill before the restart is a SIGTERM first, so the
+// fill's profiles are written too), to find what held a loop.
 // (--keep leaves the data dirs and logs, e.g. to time a restart's phases offline.) `--trace-gc` starts the
 // nodes with V8's --trace-gc and prints, per node, the GC pauses of the fill and the restart: whether the
 // event-loop stalls are the collector's. `--node-flag` passes a flag to node itself on every node (repeat it), e.g.
@@ -11,14 +14,15 @@
 // with `--trace-gc --node-flag --trace-gc-nvp` the summary adds the bytes each kind of GC promoted. Every
 // node's log (its GC lines with them) is written into the out dir as <member>.log.
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fill, rssNow } from './bench/held-scale.js';
 import { leaseholdFactory, type LeaseholdCluster } from './bench/leasehold-system.js';
 import { describeMemory, memoryOf } from './bench/node-memory.js';
 
-const USAGE = 'usage: node build/scripts/held-memory.js [--held N] [--heap] [--trace-gc] [--keep] [--out DIR] [--node-flag FLAG]...';
-const VALUE_FLAGS = new Set(['--held', '--out', '--node-flag']);
+const USAGE =
+  'usage: node build/scripts/held-memory.js [--held N] [--heap] [--trace-gc] [--keep] [--out DIR] [--profile DIR] [--node-flag FLAG]...';
+const VALUE_FLAGS = new Set(['--held', '--out', '--node-flag', '--profile']);
 const SWITCHES = new Set(['--heap', '--trace-gc', '--keep']);
 
 /** The command line checked before anything starts: a run starts a 3-node cluster and fills it for
@@ -117,10 +121,23 @@ async function main(): Promise<void> {
     ...nodeFlags,
   ];
   if (nodeFlags.length > 0) console.log(`node flags: ${nodeFlags.join(' ')}`);
-  const c = await leaseholdFactory.start({ extraYaml, nodeArgs, keep: process.argv.includes('--keep') });
+  const profile = process.argv.indexOf('--profile');
+  const profileDir = profile >= 0 ? resolve(process.argv[profile + 1]!) : undefined;
+  if (profileDir !== undefined) mkdirSync(profileDir, { recursive: true });
+  const c = await leaseholdFactory.start({
+    extraYaml,
+    nodeArgs,
+    keep: process.argv.includes('--keep'),
+    ...(profileDir ? { profileDir } : {}),
+  });
   try {
+    await c.loopLagMaxMs(); // resets each node's event-loop stall maximum: what follows is the fill's
     const f = await fill(c, held);
-    console.log(`filled ${held} in ${f.seconds.toFixed(1)} s (${Math.round(held / f.seconds)}/s), ${f.errors} errors`);
+    const stallMs = await c.loopLagMaxMs();
+    console.log(
+      `filled ${held} in ${f.seconds.toFixed(1)} s (${Math.round(held / f.seconds)}/s), ${f.errors} errors; ` +
+        `event-loop stall max (leader ${c.members[await c.leader()]}) ${c.members.map((id) => `${id} ${Math.round(stallMs.get(id) ?? NaN)}`).join(' / ')} ms`,
+    );
     await new Promise((r) => setTimeout(r, 2000));
     await report(c, 'serving');
     if (heap) {
