@@ -27,6 +27,15 @@ interface SaveOpts extends TlsFlags {
   endpoints: string;
   json?: boolean;
   timeout: number;
+  pace?: number;
+}
+
+/** --pace: a whole percent of the node's time, 1..100 (SnapshotRequest.pace_percent). */
+function parsePace(value: string): number {
+  const percent = Number(value);
+  if (!/^[0-9]+$/.test(value) || percent < 1 || percent > 100)
+    throw new UsageError(`--pace: give a whole percent from 1 to 100 (got ${JSON.stringify(value)})`);
+  return percent;
 }
 
 /** What `status` prints, and `save` and `restore` after their work. */
@@ -70,12 +79,12 @@ async function readChecked(file: string): Promise<Backup> {
 }
 
 /** Streams the backup of one endpoint into `part`; resolves with its size. */
-function saveFrom(endpoint: string, creds: grpc.ChannelCredentials, deadline: number, part: string): Promise<number> {
+function saveFrom(endpoint: string, creds: grpc.ChannelCredentials, deadline: number, part: string, pacePercent: number): Promise<number> {
   const client = clusterGrpcService.client(endpoint, creds);
   return new Promise<number>((done, failed) => {
     const chunks: Uint8Array[] = [];
     let size = 0;
-    const stream = client.Snapshot({}, { deadline: new Date(deadline) });
+    const stream = client.Snapshot({ pace_percent: pacePercent }, { deadline: new Date(deadline) });
     stream.on('data', (chunk: SnapshotChunk) => {
       chunks.push(chunk.data);
       size += chunk.data.length;
@@ -95,6 +104,11 @@ export function snapshotCommands(program: Command): void {
     .option('--endpoints <list>', 'comma-separated host:port of cluster nodes (env LEASEHOLD_ENDPOINTS)', DEFAULT_ENDPOINTS)
     .option('--json', 'print what was saved as JSON')
     .option('--timeout <duration>', 'overall deadline (e.g. 5m)', (v) => parseDuration(v, '--timeout'), 600_000)
+    .option(
+      '--pace <percent>',
+      "share of the node's time the backup may take, 1-100 (default: the node's, 25; 100 = as fast as it can)",
+      parsePace,
+    )
     .action(async (file: string, o: SaveOpts) => {
       const endpoints = checkEndpoints(o.endpoints);
       const tls = tlsFromFlags(o);
@@ -105,7 +119,7 @@ export function snapshotCommands(program: Command): void {
       let lastError: grpc.ServiceError | null = null;
       for (const endpoint of endpoints) {
         try {
-          await saveFrom(endpoint, creds, deadline, part);
+          await saveFrom(endpoint, creds, deadline, part, o.pace ?? 0);
         } catch (err) {
           await rm(part, { force: true });
           lastError = err as grpc.ServiceError;

@@ -80,7 +80,10 @@ export interface TransferLeaderResponse {
   term: WireLong;
 }
 
-export interface SnapshotRequest {}
+export interface SnapshotRequest {
+  /** Percent of the node's time the stream may take (1..100); 0 = the node's default (backup-pace.ts). */
+  pace_percent?: number;
+}
 
 export interface SnapshotChunk {
   /** Decoded as a Buffer. */

@@ -6,6 +6,8 @@ import { existsSync, readFileSync, readdirSync, renameSync, writeFileSync } from
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AcquireResponse, GetResponse } from '../../src/wire/lock.js';
+import * as grpc from '@grpc/grpc-js';
+import { clusterGrpcService } from '../../src/wire/cluster.js';
 import { TestCluster, runCli, waitFor } from './harness.js';
 
 const cli = (args: string[], cwd: string) => runCli(args, cwd);
@@ -44,10 +46,27 @@ describe('leasehold snapshot save | status | restore', () => {
     expect(JSON.parse(status.stdout)).toMatchObject({ index: facts.index, keys: facts.keys, sha256: facts.sha256 });
 
     // Take it again once the follower's store has every grant (its write-behind runs every 100 ms).
+    // (Unpaced: --pace 100 reaches the node, which then never pauses.)
     await waitFor('a backup with all 120 holds', async () => {
-      const again = await cli(['snapshot', 'save', 'backup.lhb', '--endpoints', c.endpoint(follower), '--json'], c.dir);
+      const again = await cli(['snapshot', 'save', 'backup.lhb', '--endpoints', c.endpoint(follower), '--json', '--pace', '100'], c.dir);
       return again.code === 0 && (JSON.parse(again.stdout) as { holds: number }).holds === 120;
     });
+
+    // A pace over 100 % is refused, naming the field, before anything is streamed.
+    const client = clusterGrpcService.client(c.endpoint(follower), grpc.credentials.createInsecure());
+    try {
+      const refused = await new Promise<grpc.ServiceError | null>((done) => {
+        const stream = client.Snapshot({ pace_percent: 101 });
+        let chunks = 0;
+        stream.on('data', () => chunks++);
+        stream.on('error', (err: grpc.ServiceError) => done(chunks === 0 ? err : null));
+        stream.on('end', () => done(null));
+      });
+      expect(refused?.code).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(refused?.details).toMatch(/^pace_percent: 101 is over 100/);
+    } finally {
+      client.close();
+    }
 
     // A damaged copy: one byte flipped. Refused before anything is written.
     const bytes = readFileSync(join(c.dir, 'backup.lhb'));

@@ -8,11 +8,25 @@ import type { RaftNode } from '../../raft/node.js';
 import { roleToWire } from '../../wire/cluster.js';
 import { NODE_CHANNEL_BACKOFF } from '../../transport/peer-link.js';
 import type { WireInput } from '../../wire/scalars.js';
-import { type ClusterStub, type ClusterHandlers, type ClusterMethod, clusterGrpcService, type Member } from '../../wire/cluster.js';
+import {
+  type ClusterStub,
+  type ClusterHandlers,
+  type ClusterMethod,
+  clusterGrpcService,
+  type Member,
+  type SnapshotRequest,
+} from '../../wire/cluster.js';
 import { Membership, MembershipArgumentError, MembershipPreconditionError } from './membership.js';
 import { FORWARDED_METADATA, routeNotLeader } from './forward-once.js';
 import { statusError } from './status-error.js';
 import { callForwarded } from './forward-unary.js';
+import { paceShare, paced, type PaceClock } from './backup-pace.js';
+
+/** The backup stream's pauses: real time (the pacing's tests run on a fake clock). */
+const REAL_PACE_CLOCK: PaceClock = {
+  nowMs: () => performance.now(),
+  sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+};
 
 export interface ClusterApiOptions {
   node: RaftNode<unknown>;
@@ -102,6 +116,12 @@ export class ClusterApi {
 
   /** Streams a backup, waiting for the client when grpc-js's buffer is full (a big state never piles up). */
   private streamBackup(call: grpc.ServerWritableStream<unknown, unknown>): void {
+    const request = call.request as (SnapshotRequest & { __invalid?: string }) | null;
+    const share = request?.__invalid !== undefined ? { invalid: request.__invalid } : paceShare(request?.pace_percent);
+    if (typeof share !== 'number') {
+      call.emit('error', statusError(grpc.status.INVALID_ARGUMENT, share.invalid));
+      return;
+    }
     const chunks = this.opts.backup();
     if (chunks === null) {
       call.emit('error', statusError(grpc.status.FAILED_PRECONDITION, 'this node holds no applied state yet'));
@@ -110,7 +130,7 @@ export class ClusterApi {
     void (async () => {
       let bytes = 0;
       try {
-        for await (const data of chunks) {
+        for await (const data of paced(chunks, share, REAL_PACE_CLOCK)) {
           if (call.cancelled) return;
           bytes += data.length;
           if (!call.write({ data })) await new Promise((resolve) => call.once('drain', resolve));

@@ -364,7 +364,7 @@ describe('proto files and loader', () => {
     expect(fields('leasehold.v1.MembersResponse')).toEqual(['members=1:message']);
     expect(fields('leasehold.v1.TransferLeaderRequest')).toEqual(['to_id=1:string']);
     expect(fields('leasehold.v1.TransferLeaderResponse')).toEqual(['leader_id=1:string', 'term=2:uint64']);
-    expect(fields('leasehold.v1.SnapshotRequest')).toEqual([]);
+    expect(fields('leasehold.v1.SnapshotRequest')).toEqual(['pace_percent=1:uint32']);
     expect(fields('leasehold.v1.SnapshotChunk')).toEqual(['data=1:bytes']);
   });
 

@@ -298,7 +298,7 @@ const removeMemberRequest: RemoveMemberRequest = { id: 'n2' };
 const membersResponse: MembersResponse = { members };
 const transferLeaderRequest: TransferLeaderRequest = { to_id: 'n3' };
 const transferLeaderResponse: TransferLeaderResponse = { leader_id: 'n3', term: '8' };
-const snapshotRequest: SnapshotRequest = {};
+const snapshotRequest: SnapshotRequest = { pace_percent: 40 };
 const snapshotChunk: SnapshotChunk = { data: Buffer.from('LHBK\x01', 'latin1') };
 
 export const WIRE_SAMPLES: readonly WireSample[] = [
