@@ -331,10 +331,12 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
     admins: config.auth.admins,
     ...(metrics
       ? {
-          countRefused: (op: string, outcome: 'invalid' | 'denied') => metrics.lockOps.inc({ op, outcome }),
+          countRefused: (op: string, outcome: 'invalid' | 'denied') => metrics.lockOp(op).count(outcome).inc(),
+          // A forwarding follower counts every call it forwards here: tallies, not prom-client per call.
           countNotLeading: (op: string, outcome: 'not_leader' | 'unavailable', seconds: number) => {
-            metrics.lockOps.inc({ op, outcome });
-            metrics.lockOpSeconds.observe({ op }, seconds);
+            const tallies = metrics.lockOp(op);
+            tallies.count(outcome).inc();
+            tallies.time.observe(seconds);
           },
         }
       : {}),

@@ -56,7 +56,7 @@ export function instrumentFsm<R>(fsm: StateMachine<R>, m: NodeMetrics): { fsm: S
     snapshotStartedAt: () => startedAt,
     fsm: {
       apply(entry: Entry) {
-        m.commits.inc();
+        m.commitCount.inc();
         return fsm.apply(entry);
       },
       snapshot() {
@@ -136,8 +136,6 @@ function streamedSnapshots(stored: StoredStateMachine, m: NodeMetrics): Partial<
 
 type Proposer = { propose(data: Uint8Array, timeoutMs: number): Promise<{ index: number; result: LockResult | null }> };
 
-const COMMITTED = { outcome: 'committed' } as const;
-
 function proposalOutcome(err: unknown): string {
   return err instanceof ProposalTimeoutError
     ? 'timeout'
@@ -148,11 +146,31 @@ function proposalOutcome(err: unknown): string {
         : 'error';
 }
 
+/** A Proxy handler that serves `own` properties from the wrapper and everything else from the target, a
+ *  method bound to the target once (not a bind — a new function — on every read: the lock service and the
+ *  node are read per call). A method the target replaces is bound again. */
+function passThrough<T extends object>(own: Record<string, unknown>): ProxyHandler<T> {
+  const bound = new Map<PropertyKey, { fn: unknown; bound: unknown }>();
+  return {
+    get(target, prop) {
+      if (typeof prop === 'string' && Object.hasOwn(own, prop)) return own[prop];
+      const v: unknown = Reflect.get(target, prop, target);
+      if (typeof v !== 'function') return v;
+      const known = bound.get(prop);
+      if (known !== undefined && known.fn === v) return known.bound;
+      const b = (v as (...a: unknown[]) => unknown).bind(target);
+      bound.set(prop, { fn: v, bound: b });
+      return b;
+    },
+  };
+}
+
 /** The node with propose() counted and timed; everything else passes through to the node itself. Not an
  *  async function: its state (a generator, its promise, the await's reactions) lives as long as the
  *  proposal, which under load is long enough for V8 to promote it to old space; two callbacks on the
  *  proposal's own promise carry the start time instead. */
 export function instrumentProposals<N extends Proposer>(node: N, m: NodeMetrics): N {
+  const committed = m.proposalCount('committed');
   const propose = (data: Uint8Array, timeoutMs: number): Promise<{ index: number; result: LockResult | null }> => {
     const t = process.hrtime.bigint();
     let proposed: Promise<{ index: number; result: LockResult | null }>;
@@ -163,23 +181,17 @@ export function instrumentProposals<N extends Proposer>(node: N, m: NodeMetrics)
     }
     return proposed.then(
       (r) => {
-        m.proposals.inc(COMMITTED);
-        m.proposalSeconds.observe(seconds(t));
+        committed.inc();
+        m.proposalTime.observe(seconds(t));
         return r;
       },
       (err: unknown) => {
-        m.proposals.inc({ outcome: proposalOutcome(err) });
+        m.proposalCount(proposalOutcome(err)).inc();
         throw err;
       },
     );
   };
-  return new Proxy(node, {
-    get(target, prop) {
-      if (prop === 'propose') return propose;
-      const v: unknown = Reflect.get(target, prop, target);
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
+  return new Proxy(node, passThrough<N>({ propose }));
 }
 
 function outcomeOf(op: string, value: unknown): string {
@@ -195,50 +207,58 @@ function outcomeOf(op: string, value: unknown): string {
   return (v.reason ?? 'unspecified').toLowerCase();
 }
 
+function failureOutcome(err: unknown): string {
+  return err instanceof LeaderUnavailableError
+    ? err.leaderId
+      ? 'not_leader'
+      : 'unavailable'
+    : err instanceof RequestRejectedError
+      ? 'rejected'
+      : 'error';
+}
+
 /** The lock service with every client operation (the lock calls and the session calls) counted by outcome
- *  and timed. */
+ *  and timed. Not an async function per call, for the reason instrumentProposals gives: two callbacks on
+ *  the call's own promise count it (first its outcome, then its time, as the try/finally it replaced). */
 export function instrumentLockService(service: LockService, m: NodeMetrics): LockService {
-  const wrap =
-    (
-      op: 'acquire' | 'renew' | 'release' | 'get' | 'open_session' | 'renew_session' | 'close_session' | 'revoke',
-      method: keyof LockService = op as keyof LockService,
-    ) =>
-    async (...args: unknown[]) => {
+  const wrap = (
+    op: 'acquire' | 'renew' | 'release' | 'get' | 'open_session' | 'renew_session' | 'close_session' | 'revoke',
+    method: keyof LockService = op as keyof LockService,
+  ) => {
+    const tallies = m.lockOp(op);
+    return (...args: unknown[]): Promise<unknown> => {
       const t = process.hrtime.bigint();
+      let called: Promise<unknown>;
       try {
-        const result: unknown = await (service[method] as (...a: unknown[]) => Promise<unknown>).apply(service, args);
-        m.lockOps.inc({ op, outcome: outcomeOf(op, result) });
-        return result;
+        called = (service[method] as (...a: unknown[]) => Promise<unknown>).apply(service, args);
       } catch (err) {
-        const outcome =
-          err instanceof LeaderUnavailableError
-            ? err.leaderId
-              ? 'not_leader'
-              : 'unavailable'
-            : err instanceof RequestRejectedError
-              ? 'rejected'
-              : 'error';
-        m.lockOps.inc({ op, outcome });
-        throw err;
-      } finally {
-        m.lockOpSeconds.observe({ op }, seconds(t));
+        called = Promise.reject(err as Error); // as the async function it replaced: a throw is a rejection
       }
+      return called.then(
+        (result: unknown) => {
+          tallies.count(outcomeOf(op, result)).inc();
+          tallies.time.observe(seconds(t));
+          return result;
+        },
+        (err: unknown) => {
+          tallies.count(failureOutcome(err)).inc();
+          tallies.time.observe(seconds(t));
+          throw err;
+        },
+      );
     };
-  const wrapped = {
-    acquire: wrap('acquire'),
-    renew: wrap('renew'),
-    release: wrap('release'),
-    get: wrap('get'),
-    openSession: wrap('open_session', 'openSession'),
-    renewSession: wrap('renew_session', 'renewSession'),
-    closeSession: wrap('close_session', 'closeSession'),
-    revoke: wrap('revoke'),
-  } as Record<string, unknown>;
-  return new Proxy(service, {
-    get(target, prop) {
-      if (typeof prop === 'string' && prop in wrapped) return wrapped[prop];
-      const v: unknown = Reflect.get(target, prop, target);
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
+  };
+  return new Proxy(
+    service,
+    passThrough<LockService>({
+      acquire: wrap('acquire'),
+      renew: wrap('renew'),
+      release: wrap('release'),
+      get: wrap('get'),
+      openSession: wrap('open_session', 'openSession'),
+      renewSession: wrap('renew_session', 'renewSession'),
+      closeSession: wrap('close_session', 'closeSession'),
+      revoke: wrap('revoke'),
+    }),
+  );
 }

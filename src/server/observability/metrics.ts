@@ -10,6 +10,7 @@ import { drainTrace, traceEnabled } from '../../trace/stages.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { replyText } from './http-reply.js';
 import { accessRefusal, PLAIN_HTTP, type EndpointSecurity } from './http-access.js';
+import { CounterTally, HistogramTally, TallyGroup } from './metric-tallies.js';
 import type { TlsMaterial } from '../../transport/tls.js';
 import type { NodeId, Role, SoftState, Status } from '../../raft/core/types.js';
 import type { ProgressView } from '../../raft/core/progress.js';
@@ -41,6 +42,46 @@ export class NodeMetrics {
   readonly lockOps: Counter<'op' | 'outcome'>;
   readonly lockOpSeconds: Histogram<'op'>;
   readonly leaderChanges: Counter;
+
+  // The hot path's counts and timings as tallies (metric-tallies.ts), flushed by their metric's collect():
+  // each read of the registry sees them all.
+  private readonly proposalTallies = new TallyGroup();
+  private readonly proposalSecondsTallies = new TallyGroup();
+  private readonly commitTallies = new TallyGroup();
+  private readonly lockOpTallies = new TallyGroup();
+  private readonly lockOpSecondsTallies = new TallyGroup();
+  private readonly proposalsBy = new Map<string, CounterTally<'outcome'>>();
+  private readonly lockOpsBy = new Map<string, LockOpTallies>();
+  /** leasehold_raft_commits_total, as a tally. */
+  readonly commitCount: CounterTally<never>;
+  /** leasehold_raft_proposal_duration_seconds, as a tally. */
+  readonly proposalTime: HistogramTally<never>;
+
+  /** leasehold_raft_proposals_total{outcome}, as a tally made once per outcome. */
+  proposalCount(outcome: string): CounterTally<'outcome'> {
+    let t = this.proposalsBy.get(outcome);
+    if (t === undefined) {
+      t = this.proposalTallies.add(new CounterTally(this.proposals, { outcome }));
+      this.proposalsBy.set(outcome, t);
+    }
+    return t;
+  }
+
+  /** leasehold_lock_operations_total{op,outcome} and leasehold_lock_operation_duration_seconds{op} of one
+   *  op, as tallies made once per op (and outcome): a caller keeps the result. */
+  lockOp(op: string): LockOpTallies {
+    let t = this.lockOpsBy.get(op);
+    if (t === undefined) {
+      t = new LockOpTallies(
+        op,
+        this.lockOps,
+        this.lockOpTallies,
+        this.lockOpSecondsTallies.add(new HistogramTally(this.lockOpSeconds, { op })),
+      );
+      this.lockOpsBy.set(op, t);
+    }
+    return t;
+  }
 
   /** Feed the driver's softState events (leader changes). */
   onSoftState(ss: SoftState, prev: SoftState): void {
@@ -116,18 +157,23 @@ export class NodeMetrics {
       help: 'Entries proposed by this node (as leader), by outcome: committed, timeout, not_leader, dropped, error',
       labelNames: ['outcome'],
       registers: [r],
+      collect: () => this.proposalTallies.flush(),
     });
     this.proposalSeconds = new Histogram({
       name: 'leasehold_raft_proposal_duration_seconds',
       help: 'From propose to applied here, for committed proposals',
       buckets: FAST_BUCKETS,
       registers: [r],
+      collect: () => this.proposalSecondsTallies.flush(),
     });
     this.commits = new Counter({
       name: 'leasehold_raft_commits_total',
       help: 'Committed entries applied to the state machine on this node',
       registers: [r],
+      collect: () => this.commitTallies.flush(),
     });
+    this.commitCount = this.commitTallies.add(new CounterTally(this.commits, {}));
+    this.proposalTime = this.proposalSecondsTallies.add(new HistogramTally(this.proposalSeconds, {}));
     this.fsyncSeconds = new Histogram({
       name: 'leasehold_storage_fsync_duration_seconds',
       help: 'One synced write of a Ready (hard state and entries: one WAL frame)',
@@ -162,6 +208,7 @@ export class NodeMetrics {
       help: 'Lock calls served by this node by op (acquire, renew, release, get, open_session, renew_session, close_session, revoke) and outcome (acquired, not_acquired, renewed, released, opened, closed, revoked, not_held, wrong_owner, wrong_token, expired, held, free, not_leader, unavailable, rejected, error; and invalid or denied for a call refused before it was served: malformed, out of bounds, or not permitted)',
       labelNames: ['op', 'outcome'],
       registers: [r],
+      collect: () => this.lockOpTallies.flush(),
     });
     this.lockOpSeconds = new Histogram({
       name: 'leasehold_lock_operation_duration_seconds',
@@ -169,7 +216,29 @@ export class NodeMetrics {
       labelNames: ['op'],
       buckets: [...FAST_BUCKETS, 5, 10, 30, 60],
       registers: [r],
+      collect: () => this.lockOpSecondsTallies.flush(),
     });
+  }
+}
+
+/** One lock op's tallies: its count by outcome (one tally per outcome, made when first met) and its time. */
+export class LockOpTallies {
+  private readonly byOutcome = new Map<string, CounterTally<'op' | 'outcome'>>();
+
+  constructor(
+    private readonly op: string,
+    private readonly counter: Counter<'op' | 'outcome'>,
+    private readonly group: TallyGroup,
+    readonly time: HistogramTally<'op'>,
+  ) {}
+
+  count(outcome: string): CounterTally<'op' | 'outcome'> {
+    let t = this.byOutcome.get(outcome);
+    if (t === undefined) {
+      t = this.group.add(new CounterTally(this.counter, { op: this.op, outcome }));
+      this.byOutcome.set(outcome, t);
+    }
+    return t;
   }
 }
 
