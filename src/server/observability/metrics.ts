@@ -34,7 +34,8 @@ export class NodeMetrics {
   readonly proposals: Counter<'outcome'>;
   readonly proposalSeconds: Histogram;
   readonly commits: Counter;
-  readonly fsyncSeconds: Histogram;
+  /** leasehold_storage_fsync_duration_seconds, as a tally: observed once per synced Ready. */
+  readonly fsyncSeconds: HistogramTally<never>;
   readonly snapshotBytes: Gauge<'kind'>;
   readonly snapshotSeconds: Histogram;
   readonly snapshots: Counter<'kind'>;
@@ -174,12 +175,15 @@ export class NodeMetrics {
     });
     this.commitCount = this.commitTallies.add(new CounterTally(this.commits, {}));
     this.proposalTime = this.proposalSecondsTallies.add(new HistogramTally(this.proposalSeconds, {}));
-    this.fsyncSeconds = new Histogram({
+    const fsyncTallies = new TallyGroup();
+    const fsyncHistogram = new Histogram({
       name: 'leasehold_storage_fsync_duration_seconds',
       help: 'One synced write of a Ready (hard state and entries: one WAL frame)',
       buckets: FAST_BUCKETS,
       registers: [r],
+      collect: () => fsyncTallies.flush(),
     });
+    this.fsyncSeconds = fsyncTallies.add(new HistogramTally(fsyncHistogram, {}));
     this.snapshotBytes = new Gauge({
       name: 'leasehold_snapshot_bytes',
       help: 'Size of the last snapshot taken here or installed from the leader',
