@@ -84,10 +84,14 @@ export class RaftNode<R = unknown> extends EventEmitter {
   }
 
   private async init(): Promise<void> {
+    // How long the log's load and the store's restore took (the restart's phases, in the log line below).
+    const startedMs = this.env.nowMs();
     let restored = await this.opts.storage.load();
+    const logLoadedMs = this.env.nowMs();
     const stored = this.opts.fsm.stored;
     // A stored state machine restores itself from its store; its point is where the log is replayed from.
     const point = stored === undefined ? null : await stored.open();
+    const storeLoadedMs = this.env.nowMs();
     if (point !== null) {
       const start = startFromStore(restored, point);
       restored = start.restored;
@@ -143,7 +147,14 @@ export class RaftNode<R = unknown> extends EventEmitter {
     this.raft = (this.opts.core ?? realCore)(cfg, restored);
     this.soft = { role: 'follower', leaderId: null, term: restored.hardState.term };
     this.logger.info(
-      { nodeId: this.id, term: restored.hardState.term, snapshotIndex: restored.snapshot.meta.index, entries: restored.entries.length },
+      {
+        nodeId: this.id,
+        term: restored.hardState.term,
+        snapshotIndex: restored.snapshot.meta.index,
+        entries: restored.entries.length,
+        logLoadMs: Math.round(logLoadedMs - startedMs),
+        storeLoadMs: Math.round(storeLoadedMs - logLoadedMs),
+      },
       'raft node restored from storage',
     );
     this.ticker = this.env.scheduler.every(this.opts.tickMs, () => {
