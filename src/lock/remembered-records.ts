@@ -32,10 +32,7 @@ export class RememberedRecords {
   /** Hands every record to `sink`, oldest (lowest stored order) first. */
   feed(sink: DedupRecordSink): void {
     const count = this.count;
-    const order = new Uint32Array(count);
-    for (let i = 0; i < count; i++) order[i] = i;
-    const seqs = this.seqs;
-    order.sort((a, b) => seqs[a]! - seqs[b]!);
+    const order = placedBySeq(this.seqs, count) ?? sortedBySeq(this.seqs, count);
     const bytes = this.arena.view();
     sink.reserve(count, bytes.length);
     for (let i = 0; i < count; i++) {
@@ -57,4 +54,45 @@ export class RememberedRecords {
     this.starts = grown(this.starts);
     this.splits = grown(this.splits);
   }
+}
+
+/** Orders read per record slot beyond the records' count that placedBySeq may spend on gaps between their
+ *  orders (a table that forgot records out of order: replaced ones) before it sorts instead. */
+const PLACE_SLOTS_PER_RECORD = 4;
+
+/**
+ * The records' indexes in order of their stored order (`seqs`, distinct in any store this build wrote), by
+ * placing each at its order's offset from the lowest: the orders of the remembered requests a table holds are
+ * nearly consecutive (it forgets the oldest first), so this is one pass where a sort with a comparator cost
+ * ~0.2 s of a restart's CPU at 250,000 records. Null when they are spread too thin for it, or when two share an
+ * order (a corrupt store): the sort then decides, as it always did.
+ */
+function placedBySeq(seqs: Float64Array, count: number): Uint32Array | null {
+  if (count === 0) return new Uint32Array(0);
+  let lowest = seqs[0]!;
+  let highest = lowest;
+  for (let i = 1; i < count; i++) {
+    const seq = seqs[i]!;
+    if (seq < lowest) lowest = seq;
+    else if (seq > highest) highest = seq;
+  }
+  const span = highest - lowest + 1;
+  if (span > count * PLACE_SLOTS_PER_RECORD) return null;
+  const slots = new Int32Array(span).fill(-1);
+  for (let i = 0; i < count; i++) {
+    const at = seqs[i]! - lowest;
+    if (slots[at] !== -1) return null;
+    slots[at] = i;
+  }
+  const order = new Uint32Array(count);
+  let next = 0;
+  for (let at = 0; at < span; at++) if (slots[at] !== -1) order[next++] = slots[at]!;
+  return order;
+}
+
+/** The records' indexes sorted by their stored order (ties, only in a corrupt store, by index). */
+function sortedBySeq(seqs: Float64Array, count: number): Uint32Array {
+  const order = new Uint32Array(count);
+  for (let i = 0; i < count; i++) order[i] = i;
+  return order.sort((a, b) => seqs[a]! - seqs[b]!);
 }
