@@ -42,6 +42,7 @@ import { WIRE_LIMITS } from './commands.js';
 import { skipDedupBody, skipDedupIdentity } from './dedup-codec.js';
 import type { LockMachineOptions } from './types.js';
 import { RememberedRecords } from './remembered-records.js';
+import { OwnerNames } from './owner-names.js';
 
 export const KEY_RECORD = 0x6b; // 'k'
 export const DEDUP_RECORD = 0x64; // 'd'
@@ -343,6 +344,8 @@ export class RecordsRestorer {
   private readonly format: number;
   /** The remembered requests as read (in the store's key order), for finish() to hand over by sequence. */
   private readonly remembered = new RememberedRecords();
+  /** The owners of holds of no session, each decoded once (owner-names.ts). */
+  private readonly ownerNames = new OwnerNames();
   /** The key whose record is being read (errors name it; no closure per record). */
   private keyName = '';
   private readonly keyError = (message: string, offset: number): Error =>
@@ -404,10 +407,11 @@ export class RecordsRestorer {
     const name = decodeUtf8(key.subarray(1));
     if (name === null || name.length === 0 || key.length - 1 > WIRE_LIMITS.maxKeyBytes) fail('a key record with a bad key');
     this.keyName = name;
-    this.readKeyRecord(name, new ByteReader(value, this.keyError));
+    this.readKeyRecord(name, value);
   }
 
-  private readKeyRecord(key: string, input: ByteReader): void {
+  private readKeyRecord(key: string, value: Uint8Array): void {
+    const input = new ByteReader(value, this.keyError);
     const state = this.state;
     const appliedIndex = state.appliedIndex;
     const epochs = this.epochs;
@@ -441,7 +445,7 @@ export class RecordsRestorer {
           return input.fail(`held under session ${sessionId}, which it cannot be`);
         session = found.session;
         owner = found.session.owner;
-      } else owner = this.ownerAt(input, ownerStart, ownerEnd);
+      } else owner = this.ownerNames.nameOf(value, ownerStart, ownerEnd) ?? input.fail('invalid UTF-8');
       const lease = new Lease(key, owner, token, ttlMs, expiresAtMs, observedMs, observeFromMs);
       for (let i = seen; i < epochs.length; i++) carryLease(lease, epochs[i]!);
       if (session !== null) {
@@ -470,7 +474,7 @@ export class RecordsRestorer {
     if (name.length === 0 || (name.length * 3 > WIRE_LIMITS.maxKeyBytes && utf8ByteLength(name) > WIRE_LIMITS.maxKeyBytes))
       fail('a key record with a bad key');
     this.keyName = name;
-    this.readKeyRecord(name, new ByteReader(value, this.keyError));
+    this.readKeyRecord(name, value);
   }
 
   /** A wait line's record ('w' + key, its waiters). */
