@@ -71,8 +71,7 @@ export class DedupTable {
    *  up with them and is rebuilt only to grow. */
   private index = new Int32Array(64).fill(EMPTY);
   private indexUsed = 0;
-  /** How many times the index was built anew (tests: a table turning over at its cap does not rebuild). */
-  indexBuilds = 0;
+  private builds = 0;
   private live = 0;
   /** Records replaced by a newer one, by sequence number, and the sequence number of their successor.
    *  Only an open snapshot needs this (a record replaced after it started is still part of it). */
@@ -91,6 +90,11 @@ export class DedupTable {
 
   get size(): number {
     return this.live;
+  }
+
+  /** How many times the index was built anew (tests: a table turning over at its cap does not rebuild). */
+  get indexBuilds(): number {
+    return this.builds;
   }
 
   /** Bytes the record arena has room for (its memory; tests of its bound). */
@@ -374,7 +378,7 @@ export class DedupTable {
     while (size < capacity * 2) size *= 2;
     this.index = new Int32Array(size).fill(EMPTY);
     this.indexUsed = 0;
-    this.indexBuilds++;
+    this.builds++;
     for (let at = this.head; at < this.tail; at++) {
       if (this.replaced[at] !== 0) continue;
       this.index[this.slotFor(at)] = this.seqOf(at);
