@@ -12,7 +12,9 @@
 // event-loop stalls are the collector's. `--node-flag` passes a flag to node itself on every node (repeat it), e.g.
 // `--node-flag --heap-growing-percent=50`: V8 flags NODE_OPTIONS refuses, to see what one does to the memory;
 // with `--trace-gc --node-flag --trace-gc-nvp` the summary adds the bytes each kind of GC promoted. Every
-// node's log (its GC lines with them) is written into the out dir as <member>.log.
+// node's log (its GC lines with them) is written into the out dir as <member>.log. `--settle S` reads the
+// memory again after S more seconds of serving with no load: how much of the reading right after the fill
+// was garbage the collector had not given back yet (V8 shrinks a heap once allocation slows).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -21,8 +23,8 @@ import { leaseholdFactory, type LeaseholdCluster } from './bench/leasehold-syste
 import { describeMemory, memoryOf } from './bench/node-memory.js';
 
 const USAGE =
-  'usage: node build/scripts/held-memory.js [--held N] [--heap] [--trace-gc] [--keep] [--out DIR] [--profile DIR] [--node-flag FLAG]...';
-const VALUE_FLAGS = new Set(['--held', '--out', '--node-flag', '--profile']);
+  'usage: node build/scripts/held-memory.js [--held N] [--heap] [--trace-gc] [--keep] [--out DIR] [--profile DIR] [--settle S] [--node-flag FLAG]...';
+const VALUE_FLAGS = new Set(['--held', '--out', '--node-flag', '--profile', '--settle']);
 const SWITCHES = new Set(['--heap', '--trace-gc', '--keep']);
 
 /** The command line checked before anything starts: a run starts a 3-node cluster and fills it for
@@ -41,6 +43,8 @@ function checkArgs(argv: readonly string[]): void {
   }
   const held = arg('--held', '200000');
   if (!/^[1-9][0-9]*$/.test(held)) usageError(`--held: give a positive whole number of locks (got ${held})`);
+  const settle = arg('--settle', '0');
+  if (!/^[0-9]+$/.test(settle)) usageError(`--settle: give a whole number of seconds (got ${settle})`);
 }
 
 function usageError(message: string): never {
@@ -140,6 +144,11 @@ async function main(): Promise<void> {
     );
     await new Promise((r) => setTimeout(r, 2000));
     await report(c, 'serving');
+    const settleS = Number(arg('--settle', '0'));
+    if (settleS > 0) {
+      await new Promise((r) => setTimeout(r, settleS * 1000));
+      await report(c, `serving, ${settleS} s later`);
+    }
     if (heap) {
       for (const pid of c.pids().values()) process.kill(pid, 'SIGUSR2');
       await new Promise((r) => setTimeout(r, 20_000));
