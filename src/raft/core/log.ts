@@ -33,7 +33,14 @@ export class RaftLog {
     this.entries = new LogEntries();
     let expected = snapshot.meta.index + 1;
     for (const e of entries) {
-      if (e.index !== expected) break; // a gap means the rest is unusable; storage should never give one
+      // Storage hands the log from just after its snapshot, without a gap. Anything else is a storage bug or
+      // damage, and dropping the rest quietly (as this once did) loses entries this node may have acknowledged:
+      // its commit index went backwards and a quorum's entry could be lost with it. Refuse to start instead.
+      if (e.index !== expected) {
+        throw new RaftInvariantError(
+          `the restored log is not contiguous: entry ${e.index} where ${expected} was due (snapshot at ${snapshot.meta.index}, ${entries.length} entries)`,
+        );
+      }
       this.entries.push(e);
       expected++;
     }

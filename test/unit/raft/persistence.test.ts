@@ -2,6 +2,8 @@
 // a server restarts from exactly what it made durable, and never answers in a way that depends on state
 // it had not made durable (DESIGN.md "persist before you speak").
 import { describe, expect, it } from 'vitest';
+import { RaftInvariantError } from '../../../src/raft/core/errors.js';
+import { RaftLog } from '../../../src/raft/core/log.js';
 import type { Message, RaftConfig, RequestVote } from '../../../src/raft/core/types.js';
 import { bootstrapSnapshot } from '../../../src/raft/core/types.js';
 import { Network, TestNode, entriesOfTerms, ofType, persistBeforeSendViolations, tickUntil } from './harness.js';
@@ -198,5 +200,17 @@ describe('persistence and crash recovery', () => {
       { type: 'RequestVoteResponse', from: 'b', to: 'c', term: 0, preVote: false, granted: true },
     ];
     expect(persistBeforeSendViolations('b', d, good)).toEqual([]);
+  });
+
+  it('a restored log with a gap or an overlap is refused, not cut short: the entries after it may be ones this node acknowledged', () => {
+    const snapshot = bootstrapSnapshot(ids);
+    const whole = entriesOfTerms([1, 1, 2, 2]);
+    expect(new RaftLog(snapshot, whole, 4).lastIndex()).toBe(4);
+    // Entry 3 missing: before, the log ended at 2 and the commit index (4, durable) went back to 2.
+    expect(() => new RaftLog(snapshot, [whole[0]!, whole[1]!, whole[3]!], 4)).toThrow(RaftInvariantError);
+    // Starting at the snapshot's own index (a replay from the store's point inclusive).
+    const atTwo = { meta: { ...snapshot.meta, index: 2, term: 1 }, data: snapshot.data };
+    expect(() => new RaftLog(atTwo, whole.slice(1), 4)).toThrow(/entry 2 where 3 was due/);
+    expect(new RaftLog(atTwo, whole.slice(2), 4).lastIndex()).toBe(4);
   });
 });
