@@ -8,7 +8,8 @@
 //        [--level 7] [--gap-min 11]
 // --mode released: acquire + release pairs, none of them kept past the window (the records are forgotten);
 // --mode held: acquires whose holds live on (ttl 1 h, carried over the stop), which cluster level 6 keeps
-// (each is remembered again at the new log time). `--profile FILE` writes a CPU profile of the entry's apply,
+// (each is remembered again at the new log time). It also applies an entry one window after that one
+// (laterApplyMs, laterOps): what a kept table costs again every window while its holds live. `--profile FILE` writes a CPU profile of the entry's apply,
 // take and write (not the fill): `node scripts/profile-groups.mjs FILE`.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,6 +48,8 @@ function parseArgs(argv: string[]): Args {
 
 const T0 = 1_764_000_000_000;
 const HOUR_MS = 3_600_000;
+/** The machine's default dedup window (types.ts). */
+const DEDUP_WINDOW_MS = 600_000;
 const CONF = { clusterId: 'c', voters: ['a'], learners: [], addresses: {}, removed: [] };
 
 function timed<T>(f: () => T): { value: T; ms: number; cpuMs: number } {
@@ -134,6 +137,11 @@ async function main(): Promise<void> {
     writeFileSync(args.profile!, JSON.stringify(profile));
     session.disconnect();
   }
+  // One window of log time later: the records kept at that entry are all asked about again, at one entry.
+  const later = encodeCommand({ type: 'checkpoint', timeMs: fill.value.lastMs + args.gapMin * 60_000 + DEDUP_WINDOW_MS });
+  const laterApply = timed(() => machine.apply(++index, 2, later));
+  out.laterApplyMs = laterApply.ms;
+  out.laterOps = tracker.take().length;
   const compact = await timedAsync(async () => {
     await (db as unknown as { compactRange?: (a: Uint8Array, b: Uint8Array) => Promise<void> }).compactRange?.(
       Uint8Array.of(0),

@@ -15,7 +15,7 @@
 // `maxEntries` is a last-resort cap (oldest forgotten first) so a flood of unique request ids cannot grow
 // memory without bound inside the window. The whole table is replicated state and goes into snapshots.
 import { ByteReader, ByteWriter } from './bytes.js';
-import { readDedupBody, readDedupIdentity, writeDedupBody, writeDedupIdentity } from './dedup-codec.js';
+import { readAcquireOwnerKey, readDedupBody, readDedupIdentity, writeDedupBody, writeDedupIdentity } from './dedup-codec.js';
 import type { DedupRecordSink } from './snapshot.js';
 import type { DedupOperation, DedupRecord } from './dedup-record.js';
 
@@ -33,12 +33,19 @@ class ArenaError extends Error {
   override readonly name = 'DedupArenaError';
 }
 
+/** A record prune asks its keep rule about does not read (one function, not a closure a record asked). */
+const keptRecordError = (message: string): ArenaError => new ArenaError(`dedup record asked about keeping: ${message}`);
+
 /** FNV-1a over bytes: where an identity goes in the hash index. */
 function hashBytes(bytes: Uint8Array, start: number, end: number): number {
   let hash = 0x811c9dc5;
   for (let i = start; i < end; i++) hash = Math.imul(hash ^ bytes[i]!, 0x01000193);
   return hash >>> 0;
 }
+
+/** Asked by prune about an expired acquire's record (the only kind cluster level 6 keeps), by its owner and
+ *  key: true keeps it, remembered again at the current log time. */
+export type KeepAcquire = (owner: string, key: string) => boolean;
 
 /** What DedupTable.listener hears: record bytes as ranges of `bytes`, valid only during the call — the
  *  identity (owner, request_id) in [start, split), the body in [split, end). A replaced record is not
@@ -71,7 +78,11 @@ export class DedupTable {
    *  up with them and is rebuilt only to grow. */
   private index = new Int32Array(64).fill(EMPTY);
   private indexUsed = 0;
+  /** Records of a lower sequence number are not in the index (prune cleared it whole, every record being past
+   *  the window): they go without a deletion each. Prune forgets them all before it returns. */
+  private clearedBelowSeq = 0;
   private builds = 0;
+  private removals = 0;
   private live = 0;
   /** Records replaced by a newer one, by sequence number, and the sequence number of their successor.
    *  Only an open snapshot needs this (a record replaced after it started is still part of it). */
@@ -97,6 +108,12 @@ export class DedupTable {
     return this.builds;
   }
 
+  /** How many records were taken out of the index one by one (a backward-shift deletion each; tests: an
+   *  expiry of the whole table clears the index at once instead). */
+  get indexRemovals(): number {
+    return this.removals;
+  }
+
   /** Bytes the record arena has room for (its memory; tests of its bound). */
   get arenaCapacity(): number {
     return this.arena.backing.length;
@@ -107,12 +124,30 @@ export class DedupTable {
    * level 6, an acquire whose owner still holds its key: machine-entries.ts `keepAcquireRecord`). A kept record is
    * remembered again as it is, at `nowMs` (the queue stays in time order), and asked about again once the
    * window has passed from then.
+   *
+   * When even the newest record is past the window (the first entry after a cluster stopped for longer than
+   * it, or after as long an idle spell), every record goes or is kept: the index is then cleared whole, once,
+   * instead of by a backward-shift deletion a record (kept copies are indexed as they are made). The records
+   * kept, their order and sequence numbers, and what the listener hears, in order, are the same either way;
+   * only the index's layout differs, which no lookup can tell.
    */
-  prune(nowMs: number, keep?: (record: DedupRecord) => boolean): void {
+  prune(nowMs: number, keep?: KeepAcquire): void {
+    if (this.head === this.tail || this.recordedAt[this.head]! + this.windowMs > nowMs) return;
+    // (Not for a few records in a big index: filling it would cost more than their deletions.)
+    const whole = this.recordedAt[this.tail - 1]! + this.windowMs <= nowMs;
+    if (whole && (this.tail - this.head) * 8 >= this.index.length) this.clearIndex();
     while (this.head < this.tail && this.recordedAt[this.head]! + this.windowMs <= nowMs) {
-      if (keep !== undefined && this.replaced[this.head] === 0 && keep(this.decode(this.head))) this.keepAt(this.head, nowMs);
+      if (keep !== undefined && this.replaced[this.head] === 0 && this.keeps(this.head, keep)) this.keepAt(this.head, nowMs);
       this.forgetOldest();
     }
+  }
+
+  /** Whether `keep` keeps record `at`: asked only of an acquire's, which is decoded only as far as its owner
+   *  and key. */
+  private keeps(at: number, keep: KeepAcquire): boolean {
+    const start = this.offsets[at]!;
+    const acquire = readAcquireOwnerKey(this.arena.backing, start, start + this.identityBytes[at]!, this.endOf(at), keptRecordError);
+    return acquire !== null && keep(acquire.owner, acquire.key);
   }
 
   find(owner: string, requestId: string): DedupRecord | undefined {
@@ -133,11 +168,12 @@ export class DedupTable {
 
   /** Remember record `at` again, byte for byte, at `nowMs`: the copy replaces it (its slot is skipped). */
   private keepAt(at: number, nowMs: number): void {
-    const start = this.offsets[at]!;
-    const record = this.arena.view().slice(start, this.endOf(at)); // the queue may move under beginRecord
-    const identityLength = this.identityBytes[at]!;
-    const next = this.beginRecord(at, nowMs, identityLength);
-    this.arena.raw(record);
+    const seq = this.baseSeq + at;
+    const next = this.beginRecord(at, nowMs, this.identityBytes[at]!);
+    // The queue may have moved to the front under beginRecord: the record is found again by its sequence
+    // number, and copied from the arena's own bytes (rawRange reads the array it is given, kept if it grows).
+    const now = seq - this.baseSeq;
+    this.arena.rawRange(this.arena.backing, this.offsets[now]!, this.offsets[now + 1]!);
     this.endRecord(next);
   }
 
@@ -341,6 +377,7 @@ export class DedupTable {
   /** Takes `at` out of the index, moving back each later entry of its probe run that may move into the gap
    *  (its home is not between the gap and where it sits), so no lookup's run is cut short by the gap. */
   private unindex(at: number): void {
+    if (this.baseSeq + at < this.clearedBelowSeq) return;
     const index = this.index;
     const mask = index.length - 1;
     const wanted = this.seqOf(at);
@@ -364,6 +401,14 @@ export class DedupTable {
     }
     index[gap] = EMPTY;
     this.indexUsed--;
+    this.removals++;
+  }
+
+  /** Every record in the queue out of the index at once (prune is about to forget, or replace, each). */
+  private clearIndex(): void {
+    this.index.fill(EMPTY);
+    this.indexUsed = 0;
+    this.clearedBelowSeq = this.nextSeq;
   }
 
   /** An empty table about to take `count` records: an index big enough for them, so it is never rebuilt
@@ -379,7 +424,8 @@ export class DedupTable {
     this.index = new Int32Array(size).fill(EMPTY);
     this.indexUsed = 0;
     this.builds++;
-    for (let at = this.head; at < this.tail; at++) {
+    // Not the records a whole-table prune cleared from the index and is forgetting: unindex skips them.
+    for (let at = Math.max(this.head, this.clearedBelowSeq - this.baseSeq); at < this.tail; at++) {
       if (this.replaced[at] !== 0) continue;
       this.index[this.slotFor(at)] = this.seqOf(at);
       this.indexUsed++;

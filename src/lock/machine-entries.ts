@@ -38,7 +38,7 @@ export function execute(s: MachineState, index: number, term: number, command: L
   s.appliedIndex = index;
   const epoch = term > s.epochTerm ? startLeaseEpoch(s, term, command.timeMs) : null;
   if (epoch === null) advanceLogTime(s, command.timeMs);
-  s.dedup.prune(s.logNowMs, s.keepAcquiresWhileHeld ? (record) => keepAcquireRecord(s, record) : undefined);
+  s.dedup.prune(s.logNowMs, s.keepAcquiresWhileHeld ? (owner, key) => keepAcquireRecord(s, owner, key) : undefined);
   switch (command.type) {
     case 'acquire':
       return acquire(s, index, command);
@@ -326,11 +326,10 @@ function refusal(s: MachineState, lease: Lease | undefined, request: { owner: st
  * superseding a hold its client trusts (versions.ts, level 6). A record stays only while its hold does:
  * the records kept are bounded by the holds and by the requests each owner made while holding.
  */
-function keepAcquireRecord(s: MachineState, record: DedupRecord): boolean {
-  if (record.type !== 'acquire') return false;
-  const group = s.groups.get(record.key);
-  if (group !== undefined) return group.holdOf(record.owner) !== undefined;
-  return s.leases.get(record.key)?.owner === record.owner;
+function keepAcquireRecord(s: MachineState, owner: string, key: string): boolean {
+  const group = s.groups.get(key);
+  if (group !== undefined) return group.holdOf(owner) !== undefined;
+  return s.leases.get(key)?.owner === owner;
 }
 
 /** The remembered outcome for a retried request, an error if the request id was used for something else,

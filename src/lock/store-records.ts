@@ -144,11 +144,11 @@ export class StoreRecords implements DedupListener {
     value.uint(this.dedupSeq++);
     value.uint(recordedAtMs);
     value.rawRange(bytes, split, end);
-    this.dedupOps.push({ key: prefixed(DEDUP_RECORD, bytes.slice(start, split)), value: value.finish() });
+    this.dedupOps.push({ key: dedupRecordKey(bytes, start, split), value: value.finish() });
   }
 
   forgotten(bytes: Uint8Array, start: number, split: number): void {
-    this.dedupOps.push({ key: prefixed(DEDUP_RECORD, bytes.slice(start, split)), value: null });
+    this.dedupOps.push({ key: dedupRecordKey(bytes, start, split), value: null });
   }
 
   /** The records changed since the last take(), with the rest record: one batch, the state at the machine's
@@ -291,6 +291,15 @@ export class StoreRecords implements DedupListener {
     out.raw(this.machine.restSnapshot());
     return out.finish();
   }
+}
+
+/** A remembered request's record key from its identity, bytes[start, split): one array made, no slice of
+ *  the identity first (an entry that forgets a whole table makes one a record). */
+function dedupRecordKey(bytes: Uint8Array, start: number, split: number): Uint8Array {
+  const key = new Uint8Array(split - start + 1);
+  key[0] = DEDUP_RECORD;
+  for (let i = start; i < split; i++) key[i - start + 1] = bytes[i]!;
+  return key;
 }
 
 function sessionRecordKey(id: number): Uint8Array {

@@ -426,7 +426,7 @@ export const LOCK_MUTANTS: LockMutant[] = [
     patches: [
       {
         file: 'machine-entries.ts',
-        find: `  s.dedup.prune(s.logNowMs, s.keepAcquiresWhileHeld ? (record) => keepAcquireRecord(s, record) : undefined);
+        find: `  s.dedup.prune(s.logNowMs, s.keepAcquiresWhileHeld ? (owner, key) => keepAcquireRecord(s, owner, key) : undefined);
 `,
         replace: `  s.dedup.prune(s.logNowMs);
 `,
@@ -447,6 +447,25 @@ export const LOCK_MUTANTS: LockMutant[] = [
         find: `  return record.token === token || (type === 'acquire' && record.token === 0n);
 `,
         replace: `  return record.token === token || type === 'acquire';
+`,
+      },
+    ],
+  },
+  // Issue 36: an entry past the whole dedup window (a restart after a long stop) clears the table's index at
+  // once; it must still ask the keep rule of every record, as the one-by-one path does.
+  {
+    id: 'x7',
+    name: "an expiry of the whole dedup table forgets an acquire's record while its hold lives (keep not asked)",
+    // Caught at lock seed 4 (with the window of x4).
+    maxSeeds: 100,
+    lockProfile: { dedupWindowMs: 50 },
+    caughtBy: /retries: /,
+    patches: [
+      {
+        file: 'dedup.ts',
+        find: `      if (keep !== undefined && this.replaced[this.head] === 0 && this.keeps(this.head, keep)) this.keepAt(this.head, nowMs);
+`,
+        replace: `      if (keep !== undefined && !whole && this.replaced[this.head] === 0 && this.keeps(this.head, keep)) this.keepAt(this.head, nowMs);
 `,
       },
     ],

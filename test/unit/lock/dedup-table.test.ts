@@ -7,88 +7,8 @@ import { DedupTable } from '../../../src/lock/dedup.js';
 import type { DedupRecord } from '../../../src/lock/dedup-record.js';
 import { readDedupBody, skipDedupBody, skipDedupIdentity, writeDedupBody } from '../../../src/lock/dedup-codec.js';
 import { SimRng } from '../../sim/rng.js';
+import { ModelTable, record } from './dedup-model.js';
 import { readOutcome } from './read-outcome.js';
-
-class ModelTable {
-  readonly byPair = new Map<string, DedupRecord>();
-  queue: DedupRecord[] = [];
-  constructor(
-    readonly windowMs: number,
-    readonly maxEntries: number,
-  ) {}
-  private current(r: DedupRecord): boolean {
-    return this.byPair.get(`${r.owner}\u0000${r.requestId}`) === r;
-  }
-  private forgetOldest(): void {
-    const r = this.queue.shift()!;
-    if (this.current(r)) this.byPair.delete(`${r.owner}\u0000${r.requestId}`);
-  }
-  prune(nowMs: number): void {
-    while (this.queue.length > 0 && this.queue[0]!.recordedAtMs + this.windowMs <= nowMs) this.forgetOldest();
-  }
-  remember(r: DedupRecord): void {
-    this.byPair.set(`${r.owner}\u0000${r.requestId}`, r);
-    this.queue.push(r);
-    while (this.byPair.size > this.maxEntries) this.forgetOldest();
-  }
-  inOrder(): DedupRecord[] {
-    return this.queue.filter((r) => this.current(r));
-  }
-}
-
-function record(rng: SimRng, owner: string, requestId: string, recordedAtMs: number): DedupRecord {
-  const key = `key-${rng.int(50)}`;
-  switch (rng.int(4)) {
-    case 3:
-      // A revoke's (cluster level 5): the tokens it ended, none to a few (token 0 = every hold).
-      return {
-        owner,
-        requestId,
-        recordedAtMs,
-        key,
-        token: BigInt(rng.int(3)),
-        type: 'revoke',
-        outcome: { revoked: Array.from({ length: rng.int(4) }, () => BigInt(1 + rng.int(1e9))) },
-      };
-    case 0:
-      return {
-        owner,
-        requestId,
-        recordedAtMs,
-        key,
-        token: 0n,
-        type: 'acquire',
-        outcome: {
-          acquired: rng.int(2) === 0,
-          token: BigInt(rng.int(1e9)),
-          ttlMs: rng.int(1e6),
-          expiresAtMs: recordedAtMs + 5,
-          holderOwner: rng.int(2) === 0 ? '' : `h${rng.int(9)}`,
-          holderTtlMs: rng.int(999),
-        },
-      };
-    case 1:
-      return {
-        owner,
-        requestId,
-        recordedAtMs,
-        key,
-        token: (1n << 63n) + BigInt(rng.int(99)),
-        type: 'renew',
-        outcome: { renewed: true, ttlMs: 7, expiresAtMs: recordedAtMs + 7, reason: 'UNSPECIFIED' },
-      };
-    default:
-      return {
-        owner,
-        requestId,
-        recordedAtMs,
-        key,
-        token: BigInt(1 + rng.int(99)),
-        type: 'release',
-        outcome: { released: false, reason: 'WRONG_TOKEN' },
-      };
-  }
-}
 
 /** Every current record, oldest first, through a snapshot reader: the table's bytes of each. */
 function snapshotBytes(table: DedupTable, nowMs: number): Uint8Array {

@@ -269,7 +269,7 @@ describe('the applied store’s records', () => {
       patches: [
         {
           file: 'store-records.ts',
-          find: `    this.dedupOps.push({ key: prefixed(DEDUP_RECORD, bytes.slice(start, split)), value: null });`,
+          find: `    this.dedupOps.push({ key: dedupRecordKey(bytes, start, split), value: null });`,
           replace: ``,
         },
       ],
