@@ -76,10 +76,11 @@ export function readAcquireOwnerKey(
   error: (message: string, offset: number) => Error,
 ): { owner: string; key: string } | null {
   if (bytes[split] !== ACQUIRE_TYPE) return null;
-  const owner = new ByteReader(bytes.subarray(start, split), error).string(WIRE_LIMITS.maxOwnerBytes);
-  const body = new ByteReader(bytes.subarray(split, end), error);
-  body.byte();
-  return { owner, key: body.string(WIRE_LIMITS.maxKeyBytes) };
+  const input = new ByteReader(bytes.subarray(start, end), error);
+  const owner = input.string(WIRE_LIMITS.maxOwnerBytes);
+  input.skipLengthPrefixed(WIRE_LIMITS.maxRequestIdBytes);
+  input.byte();
+  return { owner, key: input.string(WIRE_LIMITS.maxKeyBytes) };
 }
 
 /** Strict: a bad type, flag or reason throws the reader's error. */

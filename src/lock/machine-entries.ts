@@ -327,7 +327,7 @@ function refusal(s: MachineState, lease: Lease | undefined, request: { owner: st
  * the records kept are bounded by the holds and by the requests each owner made while holding.
  */
 function keepAcquireRecord(s: MachineState, owner: string, key: string): boolean {
-  const group = s.groups.get(key);
+  const group = s.groups.size === 0 ? undefined : s.groups.get(key);
   if (group !== undefined) return group.holdOf(owner) !== undefined;
   return s.leases.get(key)?.owner === owner;
 }
