@@ -84,6 +84,48 @@ export class KeyBuckets<V extends { readonly key: string }> {
     this.count++;
   }
 
+  /**
+   * Adds `values` — of distinct keys, none in the set: the caller knows it (a restore, whose decoders refuse a
+   * key read twice) — bucket by bucket, each bucket's in their given order, so every table ends as adding them
+   * one by one with set() leaves it. Added in their own order, each was a random slot of a 16 MB table (a
+   * cache miss, ~0.17 s a million) and set() read the key of every record it probed past (as many again);
+   * here a bucket's table is written while it is in cache and no key is read twice.
+   */
+  addAllAbsent(values: readonly V[]): void {
+    const count = values.length;
+    const hashes = new Uint32Array(count);
+    /** Where each bucket's values start in `byBucket` (a counting sort by bucket, stable). */
+    const starts = new Int32Array(KEY_BUCKETS + 1);
+    for (let i = 0; i < count; i++) {
+      const hash = hashOfKey(values[i]!.key);
+      hashes[i] = hash;
+      starts[(hash & (KEY_BUCKETS - 1)) + 1]!++;
+    }
+    for (let b = 0; b < KEY_BUCKETS; b++) starts[b + 1]! += starts[b]!;
+    const byBucket = new Array<V>(count);
+    const bucketHashes = new Uint32Array(count);
+    const next = starts.slice(0, KEY_BUCKETS);
+    for (let i = 0; i < count; i++) {
+      const at = next[hashes[i]! & (KEY_BUCKETS - 1)]!++;
+      byBucket[at] = values[i]!;
+      bucketHashes[at] = hashes[i]!;
+    }
+    for (let b = 0; b < KEY_BUCKETS; b++) {
+      const end = starts[b + 1]!;
+      if (starts[b] === end) continue;
+      let slots = this.buckets[b] ?? (this.buckets[b] = newSlots<V>(MIN_SLOTS));
+      for (let i = starts[b]!; i < end; i++) {
+        if ((this.counts[b]! + 1) * 4 > slots.length * 3) slots = this.resize(b, slots.length * 2);
+        const mask = slots.length - 1;
+        let at = homeOf(bucketHashes[i]!, mask);
+        while (slots[at] !== undefined) at = (at + 1) & mask;
+        slots[at] = byBucket[i]!;
+        this.counts[b]!++;
+      }
+    }
+    this.count += count;
+  }
+
   delete(key: string): boolean {
     const hash = hashOfKey(key);
     const b = hash & (KEY_BUCKETS - 1);

@@ -48,6 +48,22 @@ describe('DeadlineHeap', () => {
     }
   });
 
+  it('adopt (a restore) orders its items as pushes would, ties by token, and the heap works on from there', () => {
+    const rng = new SimRng(9);
+    const leases = Array.from({ length: 3000 }, (_, i) => lease(`k${i}`, i + 1, Math.floor(rng.float() * 200)));
+    const adopted = new DeadlineHeap();
+    adopted.adopt(leases.slice());
+    expect(adopted.size).toBe(leases.length);
+    expect(adopted.checkInvariant()).toBe(true);
+    const sorted = leases.slice().sort((a, b) => a.expiresAtMs - b.expiresAtMs || a.fencingToken - b.fencingToken);
+    expect(adopted.due(150, 500)).toEqual(sorted.filter((l) => l.expiresAtMs <= 150).slice(0, 500));
+    for (const l of leases.slice(0, 1000)) adopted.remove(l);
+    adopted.push(lease('late', 5000, -1)); // earlier than any
+    expect(adopted.checkInvariant()).toBe(true);
+    expect(adopted.peek()?.key).toBe('late');
+    expect(() => adopted.adopt([lease('x', 1, 1)])).toThrow(/not empty/);
+  });
+
   it('peek is the earliest deadline, ties broken by token', () => {
     const heap = new DeadlineHeap();
     heap.push(lease('b', 2, 10));

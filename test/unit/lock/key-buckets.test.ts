@@ -73,4 +73,34 @@ describe('KeyBuckets', () => {
     expect(reserved.get('held-x')).toBeUndefined();
     expect([...reserved.keys()].sort()).toEqual([...grown.keys()].sort());
   });
+
+  it('addAllAbsent (a restore: keys known distinct) leaves the tables set() would, and later sets and deletes find its records', () => {
+    const keys = [...keysOfBucket(0, 200), ...keysOfBucket(KEY_BUCKETS - 1, 200), ...Array.from({ length: 300 }, (_, i) => `held-${i}`)];
+    for (const reserve of [false, true]) {
+      const added = new KeyBuckets<Rec>();
+      const setOneByOne = new KeyBuckets<Rec>();
+      const model = new Map<string, Rec>();
+      if (reserve) added.reserve(keys.length);
+      if (reserve) setOneByOne.reserve(keys.length);
+      const recs = keys.map((key, n) => ({ key, n }));
+      added.addAllAbsent(recs);
+      for (const rec of recs) {
+        setOneByOne.set(rec);
+        model.set(rec.key, rec);
+      }
+      expectSame(added, model, keys);
+      // The same slots, not only the same records: a table's layout is as if each were set in turn.
+      for (let b = 0; b < KEY_BUCKETS; b++) expect([...(added.bucket(b) ?? [])]).toEqual([...(setOneByOne.bucket(b) ?? [])]);
+      const rng = new SimRng(7);
+      for (let step = 0; step < 2000; step++) {
+        const key = keys[Math.floor(rng.float() * keys.length)]!;
+        if (rng.float() < 0.5) {
+          const rec = { key, n: -step };
+          added.set(rec);
+          model.set(key, rec);
+        } else expect(added.delete(key)).toBe(model.delete(key));
+      }
+      expectSame(added, model, keys);
+    }
+  });
 });
