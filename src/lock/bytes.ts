@@ -244,9 +244,15 @@ export class ByteReader {
   private offset = 0;
 
   constructor(
-    private readonly bytes: Uint8Array,
+    private bytes: Uint8Array,
     private readonly makeError: (message: string, offset: number) => Error,
   ) {}
+
+  /** Reads `bytes` from their start: a restore reads a million records with one reader, not a reader each. */
+  restart(bytes: Uint8Array): void {
+    this.bytes = bytes;
+    this.offset = 0;
+  }
 
   get position(): number {
     return this.offset;
@@ -352,10 +358,13 @@ export class ByteReader {
 
   /** Checks what string() would read, without making the string (a restore copies the bytes as they are). */
   skipString(maxBytes: number): void {
-    const bytes = this.lengthPrefixed(maxBytes);
-    for (let i = 0; i < bytes.length; i++) {
+    // Checked in place: a view of each (~90 bytes) was most of the garbage a restore's remembered requests made.
+    const start = this.skipLengthPrefixed(maxBytes);
+    const end = this.offset;
+    const bytes = this.bytes;
+    for (let i = start; i < end; i++) {
       if (bytes[i]! >= 0x80) {
-        this.decodeUtf8(bytes); // the rare non-ASCII string: the decoder is the validator
+        this.decodeUtf8(this.view(start, end)); // the rare non-ASCII string: the decoder is the validator
         return;
       }
     }

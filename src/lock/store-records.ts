@@ -359,6 +359,11 @@ export class RecordsRestorer {
   private keyName = '';
   private readonly keyError = (message: string, offset: number): Error =>
     new StoreRecordError(`corrupt applied-store record (key ${JSON.stringify(this.keyName)}) at byte ${offset}: ${message}`);
+  /** The readers of the key and remembered-request records, each restarted on every record: a million
+   *  records made a reader each (and a remembered request's two an error closure each). */
+  private readonly keyInput = new ByteReader(NO_VALUE, this.keyError);
+  private readonly dedupInput = reader(NO_VALUE, 'remembered request');
+  private readonly dedupIdentity = reader(NO_VALUE, 'remembered request identity');
 
   constructor(
     rest: Uint8Array,
@@ -420,7 +425,8 @@ export class RecordsRestorer {
   }
 
   private readKeyRecord(key: string, value: Uint8Array): void {
-    const input = new ByteReader(value, this.keyError);
+    const input = this.keyInput;
+    input.restart(value);
     const state = this.state;
     const appliedIndex = state.appliedIndex;
     const epochs = this.epochs;
@@ -552,14 +558,16 @@ export class RecordsRestorer {
 
   /** A remembered-request record ('d' + identity, its value). */
   dedup(key: Uint8Array, value: Uint8Array): void {
-    const input = reader(value, 'remembered request');
+    const input = this.dedupInput;
+    input.restart(value);
     const seq = input.uint();
     if (seq >= this.dedupSeq) input.fail(`order ${seq} is not below the next, ${this.dedupSeq}`);
     const recordedAtMs = input.uint();
     const bodyStart = input.position;
     skipDedupBody(input);
     input.end();
-    const id = reader(key, 'remembered request identity');
+    const id = this.dedupIdentity;
+    id.restart(key);
     id.byte(); // the record kind
     skipDedupIdentity(id);
     id.end();
