@@ -83,3 +83,32 @@ describe('lease heaps rebuilt at a restore', () => {
     });
   }
 });
+
+describe('a restore of holds under sessions beside holds of their own', () => {
+  it('puts only the holds of no session in the lease heaps, from the store and from a snapshot', async () => {
+    const machine = new LockMachine();
+    const apply = (command: LockCommand) => machine.apply(machine.appliedIndex + 1, 1, encodeCommand(command));
+    const sessions: number[] = [];
+    for (let s = 0; s < 3; s++) {
+      apply({ type: 'openSession', timeMs: 1_000, owner: `o${s}`, ttlMs: 60_000, requestId: `open-${s}`, lockDelayMs: 0 });
+      sessions.push(machine.appliedIndex); // a session's id is its entry's index
+    }
+    for (let i = 0; i < 300; i++) {
+      const owner = `o${i % 3}`;
+      const timeMs = 1_000 + i;
+      if (i % 2 === 0) apply({ type: 'acquire', timeMs, key: `k${i}`, owner, ttlMs: 0, sessionId: sessions[i % 3]!, requestId: `r${i}` });
+      else apply({ type: 'acquire', timeMs, key: `k${i}`, owner, ttlMs: 500 + i, requestId: `r${i}` });
+    }
+    const own = [...machine.parts.leases.values()].filter((lease) => lease.session === null).length;
+    expect(own).toBe(150);
+    for (const copy of [await restored(machine), LockMachine.restore(machine.snapshot())]) {
+      expect(hex(copy.snapshot())).toBe(hex(machine.snapshot()));
+      for (const heap of [copy.parts.deadlines, copy.parts.endBy]) {
+        expect(heap.size).toBe(own);
+        expect(heap.checkInvariant()).toBe(true);
+      }
+      // Every hold of its own is due by then; a session's holds are not (they end with their session).
+      expect(copy.expiredLeases(50_000, 1_000)).toEqual(machine.expiredLeases(50_000, 1_000));
+    }
+  });
+});
