@@ -20,7 +20,7 @@
 import { decodeConf, encodeConf } from '../raft/core/conf.js';
 import type { ConfState } from '../raft/core/types.js';
 import { ByteReader, ByteWriter, encodeUtf8 } from '../lock/bytes.js';
-import { fromTextForm, textToScratch, toTextForm } from './text-form.js';
+import { asciiToScratch, fromTextForm, textToScratch, toTextForm } from './text-form.js';
 import {
   DEDUP_RECORD,
   KEY_DELAY_RECORD,
@@ -139,6 +139,13 @@ function nameOf(stored: string): string {
   if (nameUnits.length < length) nameUnits = new Uint16Array(length * 2);
   for (let i = 0; i < length; i++) nameUnits[i] = stored.charCodeAt(5 + i);
   return String.fromCharCode.apply(null, nameUnits.subarray(0, length) as unknown as number[]);
+}
+
+/** A record's key without its generation from its stored key read as text (scanTextKeys): in a scratch array
+ *  the next call overwrites (the visitor copies what it keeps) when it is ASCII, as a store's remembered
+ *  requests' identities are; else its UTF-8 (exact: the string held no U+FFFD). */
+function recordKeyOfText(stored: string): Uint8Array {
+  return asciiToScratch(stored, 4) ?? encodeUtf8(stored.slice(4));
 }
 
 const noPause: Pause = () => Promise.resolve();
@@ -301,13 +308,10 @@ export class AppliedStore {
     const prefix = this.prefix;
     const keysFrom = withPrefix(prefix, Uint8Array.of(KEY_RECORD));
     const keysTo = withPrefix(prefix, Uint8Array.of(KEY_RECORD + 1));
-    /** Key records up to this stored key (inclusive) were read as text already; null = none were. */
-    let keysReadTo: Uint8Array | null = null;
     const textValues = this.textValues;
     const visitRecord = (key: Uint8Array, stored: string | Uint8Array): void => {
       const kind = key[4];
       const value = textValues ? valueOfText(stored, key) : (stored as Uint8Array);
-      if (kind === KEY_RECORD && keysReadTo !== null && compareBytes(key, keysReadTo) <= 0) return;
       if (kind === KEY_RECORD) visit.key(recordKey(key), value);
       else if (kind === SESSION_RECORD) visit.session(recordKey(key), value);
       else if (kind === WAIT_LINE_RECORD) visit.line(recordKey(key), value);
@@ -315,18 +319,26 @@ export class AppliedStore {
       else if (kind === DEDUP_RECORD) visit.dedup(recordKey(key), value);
       else if (kind !== REST_RECORD || key.length !== 5) throw new AppliedStoreError(`unknown applied-store record kind ${kind}`);
     };
+    const asText = keyRecordsAsText(prefix);
+    const dedupFrom = withPrefix(prefix, Uint8Array.of(DEDUP_RECORD));
+    const dedupTo = withPrefix(prefix, Uint8Array.of(DEDUP_RECORD + 1));
     // The records before the key records first, in the store's order (the sessions: key records name them).
-    await this.scanRange(prefix, keysFrom, visitRecord);
-    if (visit.keyNamed !== undefined && keyRecordsAsText(prefix)) {
+    await this.scanRange(prefix, dedupFrom, visitRecord);
+    if (asText) {
+      // The remembered requests' keys as text too: a Buffer each was most of the native time of their read.
+      const dedup = visit.dedup.bind(visit);
+      await this.scanAsText(dedupFrom, dedupTo, visitRecord, (stored, value) => {
+        const key = recordKeyOfText(stored);
+        dedup(key, textValues ? valueOfText(value, key, true) : (value as Uint8Array));
+      });
+    } else await this.scanRange(dedupFrom, dedupTo, visitRecord);
+    await this.scanRange(dedupTo, keysFrom, visitRecord);
+    if (visit.keyNamed !== undefined && asText) {
       const keyNamed = visit.keyNamed.bind(visit);
-      const readTo = await this.scanTextKeys(keysFrom, keysTo, (name, stored) =>
-        keyNamed(name, textValues ? valueOfText(stored, KEY_RECORD, name) : (stored as Uint8Array)),
-      );
-      // Stopped early: the rest of the key records as bytes.
-      if (readTo !== null) {
-        keysReadTo = readTo;
-        await this.scanRange(keysFrom, keysTo, visitRecord);
-      }
+      await this.scanAsText(keysFrom, keysTo, visitRecord, (stored, value) => {
+        const name = nameOf(stored);
+        keyNamed(name, textValues ? valueOfText(value, KEY_RECORD, name) : (value as Uint8Array));
+      });
     } else await this.scanRange(keysFrom, keysTo, visitRecord);
     await this.scanRange(keysTo, generationPrefix(this.generation + 1), visitRecord);
     return point;
@@ -353,18 +365,36 @@ export class AppliedStore {
     }
   }
 
+  /** Visits the records in [gte, lt) with their keys read as text (scanTextKeys), and from where that stops,
+   *  the rest as bytes (visitRecord), strictly. */
+  private async scanAsText(
+    gte: Uint8Array,
+    lt: Uint8Array,
+    visitRecord: (key: Uint8Array, value: string | Uint8Array) => void,
+    visitText: (stored: string, value: string | Uint8Array) => void,
+  ): Promise<void> {
+    const stopped = await this.scanTextKeys(gte, lt, visitText);
+    if (stopped === undefined) return;
+    if (stopped === null) return this.scanRange(gte, lt, visitRecord);
+    // From the last record visited as text, which is not visited again.
+    await this.scanRange(stopped, lt, (key, value) => {
+      if (compareBytes(key, stopped) > 0) visitRecord(key, value);
+    });
+  }
+
   /**
-   * Visits the key records in [gte, lt) with their keys read as text: LevelDB makes a string of a key for a
-   * fraction of what a Buffer costs (a million Buffers were ~0.6 s of a restart's CPU). Its decoding is lax
-   * (bad UTF-8 becomes U+FFFD), so at the first key holding a U+FFFD — a key that has one, or a corrupt one —
-   * it stops and returns the stored key of the last record it visited (`gte` when none), for the caller to
-   * read the ones after it as bytes, strictly; null when it read them all.
+   * Visits the records in [gte, lt) with their keys read as text (generation, kind, rest): LevelDB makes a
+   * string of a key for a fraction of what a Buffer costs (a million Buffers were ~0.6 s of a restart's CPU).
+   * Its decoding is lax (bad UTF-8 becomes U+FFFD), so at the first key holding a U+FFFD — a key that has one,
+   * or a corrupt one — it stops and returns the stored key of the last record it visited (null when none),
+   * for the caller to read the ones after it as bytes, strictly; undefined when it read them all. A key with no
+   * U+FFFD was valid UTF-8, so its string encodes back to exactly its bytes.
    */
   private async scanTextKeys(
     gte: Uint8Array,
     lt: Uint8Array,
-    visit: (name: string, value: string | Uint8Array) => void,
-  ): Promise<Uint8Array | null> {
+    visit: (stored: string, value: string | Uint8Array) => void,
+  ): Promise<Uint8Array | null | undefined> {
     const valueEncoding = this.textValues ? 'utf8' : 'view';
     const it = (this.db.iterator as unknown as TextKeyIterator).call(this.db, { gte, lt, keyEncoding: 'utf8', valueEncoding });
     let last: string | null = null; // the stored key of the last record visited
@@ -372,13 +402,13 @@ export class AppliedStore {
     try {
       for (;;) {
         const rows = await next;
-        if (rows.length === 0) return null;
+        if (rows.length === 0) return undefined;
         next = it.nextv(this.scanBatchRecords);
         for (const [key, value] of rows) {
           // (A store double that ignores the encoding hands bytes: they are all read as bytes.)
           if (typeof key !== 'string' || key.includes('\uFFFD'))
-            return last === null ? gte : withPrefix(gte.subarray(0, 4), encodeUtf8(last.slice(4)));
-          visit(nameOf(key), value);
+            return last === null ? null : withPrefix(gte.subarray(0, 4), encodeUtf8(last.slice(4)));
+          visit(key, value);
           last = key;
         }
       }
@@ -545,11 +575,13 @@ function notTextForm(what: string): AppliedStoreError {
 
 /** The bytes a text-form value stands for: `stored` read as a string (in the scratch array: the visitor
  *  copies what it keeps), or as bytes by a store double that ignores the encoding. `key` names the record in
- *  an error: its stored key, or (a key record read as text) its kind, with `name`. */
-function valueOfText(stored: string | Uint8Array, key: Uint8Array | number, name?: string): Uint8Array {
+ *  an error: its stored key (`name` true: without the generation), or (a key record read as text) its kind,
+ *  with `name`. */
+function valueOfText(stored: string | Uint8Array, key: Uint8Array | number, name?: string | true): Uint8Array {
   const value = typeof stored === 'string' ? textToScratch(stored) : fromTextForm(stored);
   if (value !== null) return value;
-  throw notTextForm(typeof key === 'number' ? `kind ${key}, key ${JSON.stringify(name)}` : describeRecord(key.subarray(4)));
+  if (typeof key === 'number') throw notTextForm(`kind ${key}, key ${JSON.stringify(name)}`);
+  throw notTextForm(describeRecord(name === true ? key : key.subarray(4)));
 }
 
 /** The bytes of a value read as bytes from a generation in text form (a read for a backup, a stream). */

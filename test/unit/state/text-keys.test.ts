@@ -126,3 +126,43 @@ describe('a restart read in small reads', () => {
     });
   }
 });
+
+describe('remembered requests read with their keys as text', () => {
+  // Their keys are identities (owner, request id): ASCII ones reach the restorer from a scratch array, others
+  // as their UTF-8, and from one holding U+FFFD on they are read as bytes, as the key records are.
+  function remembering(requests: [owner: string, requestId: string][]): LockMachine {
+    const machine = new LockMachine({});
+    let index = 0;
+    const apply = (command: LockCommand) => machine.apply(++index, 1, encodeCommand(command));
+    requests.forEach(([owner, requestId], i) => apply({ type: 'acquire', timeMs: 1_000, key: `k${i}`, owner, ttlMs: 5_000, requestId }));
+    return machine;
+  }
+  const requests: [string, string][] = [
+    ['o', 'r-1'],
+    ['ключ', 'r-2'],
+    ['o', 'ü-3'],
+    ['p', 'x-\uFFFD-4'],
+    ['o', 'r-5'],
+    ['\uFFFD', 'r-6'],
+    ['q', 'r-7'],
+  ];
+
+  for (const reads of [1, 2, 3, 64]) {
+    it(`in reads of ${reads} records: the state byte for byte`, async () => {
+      const machine = remembering(requests);
+      const restored = await reload(await written(machine), { text: 0, bytes: 0 }, reads);
+      expect(hex(restored.snapshot())).toBe(hex(machine.snapshot()));
+      expect(restored.parts.dedup.size).toBe(requests.length);
+    });
+  }
+
+  it('refuses one whose identity is not UTF-8 (read laxly as text, it holds U+FFFD)', async () => {
+    const db = await written(remembering(requests.slice(0, 2)));
+    const rows = await db.iterator().all();
+    const [storedKey, value] = rows.find(([k]) => k[4] === 0x64)!;
+    const bad = Uint8Array.of(...storedKey.subarray(0, 5), 2, 0x61, 0xff, 1, 0x62);
+    await db.del(storedKey);
+    await db.put(bad, value);
+    await expect(reload(db, { text: 0, bytes: 0 })).rejects.toThrow(/invalid UTF-8/);
+  });
+});
