@@ -192,14 +192,29 @@ export class DedupTable {
         if (expected > this.offsets.length) this.growQueue(expected);
         this.presizeIndex(expected);
       },
-      record: (bytes, start, split, bodyStart, end, recordedAtMs) => {
-        const previous = this.lookupRange(bytes, start, split);
-        const at = this.beginRecord(previous, recordedAtMs, split - start);
-        this.arena.rawRange(bytes, start, split);
-        this.arena.rawRange(bytes, bodyStart, end);
-        this.endRecord(at);
-      },
+      record: (bytes, start, split, bodyStart, end, recordedAtMs) =>
+        this.copyIn(this.lookupRange(bytes, start, split), bytes, start, split, bodyStart, end, recordedAtMs),
+      // A quarter-million lookups of a restore from the store (each a probe of the index and a compare of the
+      // bytes it finds there) found nothing: its records are by distinct identities.
+      recordDistinct: (bytes, start, split, bodyStart, end, recordedAtMs) =>
+        this.copyIn(-1, bytes, start, split, bodyStart, end, recordedAtMs),
     };
+  }
+
+  /** A restored record, its bytes as they are, in place of the current one of its identity at `previous` (-1 = none). */
+  private copyIn(
+    previous: number,
+    bytes: Uint8Array,
+    start: number,
+    split: number,
+    bodyStart: number,
+    end: number,
+    recordedAtMs: number,
+  ): void {
+    const at = this.beginRecord(previous, recordedAtMs, split - start);
+    this.arena.rawRange(bytes, start, split);
+    this.arena.rawRange(bytes, bodyStart, end);
+    this.endRecord(at);
   }
 
   /** Opens queue slot for a new record of the pair whose current record (if any) is at `previous`; the

@@ -39,7 +39,9 @@ export class RememberedRecords {
       const at = order[i]!;
       const split = this.splits[at]!;
       const end = at + 1 < count ? this.starts[at + 1]! : bytes.length;
-      sink.record(bytes, this.starts[at]!, split, split, end, this.recordedAtMs[at]!);
+      // Distinct identities: they were the keys of the store's records.
+      if (sink.recordDistinct !== undefined) sink.recordDistinct(bytes, this.starts[at]!, split, split, end, this.recordedAtMs[at]!);
+      else sink.record(bytes, this.starts[at]!, split, split, end, this.recordedAtMs[at]!);
     }
   }
 

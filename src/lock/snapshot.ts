@@ -162,6 +162,9 @@ export interface DecodedState extends SnapshotHeader {
 export interface DedupRecordSink {
   reserve(count: number, bytesLeft: number): void;
   record(bytes: Uint8Array, start: number, split: number, bodyStart: number, end: number, recordedAtMs: number): void;
+  /** record() of one whose identity no record handed before has, when the caller knows it (the applied store
+   *  keeps one record an identity): nothing is looked up. */
+  recordDistinct?(bytes: Uint8Array, start: number, split: number, bodyStart: number, end: number, recordedAtMs: number): void;
 }
 
 export const MAX_SECTION_BITS = Math.log2(KEY_BUCKETS);
