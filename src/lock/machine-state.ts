@@ -184,12 +184,15 @@ export class MachineState {
   }
 
   /** Settles every lease whose stored deadline is <= `atMs`: then the deadline heap's due part is exact
-   *  (a settled deadline only moves later, so what is still due afterwards is truly due). */
-  settleDue(atMs: number, heap: DeadlineHeap): void {
+   *  (a settled deadline only moves later, so what is still due afterwards is truly due). With a `budget`, at
+   *  most that many are settled: false when it ran out first (the due part may still hold stale deadlines). */
+  settleDue(atMs: number, heap: DeadlineHeap, budget = Number.MAX_SAFE_INTEGER): boolean {
     const unsettled = (lease: Lease) => lease.epochsSeen !== this.epochs.length;
     for (;;) {
-      const stale = heap.due(atMs, Number.MAX_SAFE_INTEGER, unsettled);
-      if (stale.length === 0) return;
+      if (budget <= 0) return false;
+      const stale = heap.due(atMs, budget, unsettled);
+      if (stale.length === 0) return true;
+      budget -= stale.length;
       for (const lease of stale) this.settle(lease);
     }
   }

@@ -16,6 +16,9 @@ import type { AcquireOutcome, DueLease, LockMachineOptions, LockView } from './t
 import type { DueWaiter } from './wait-line.js';
 import { LEVEL_CLOCK_PROGRESS } from './versions.js';
 
+/** How many leases expiredLeases() settles at most per call (see there). */
+export const SETTLE_PER_CALL = 4096;
+
 export abstract class LockMachineViews {
   readonly options: Readonly<LockMachineOptions>;
   /** Every lease, line, session and group, and the bookkeeping every change goes through (machine-state.ts). */
@@ -286,7 +289,11 @@ export abstract class LockMachineViews {
    */
   expiredLeases(clockMs: number, limit: number): DueLease[] {
     const atMs = this.projectedNowMs(clockMs);
-    this.s.settleDue(atMs, this.s.deadlines);
+    // At most SETTLE_PER_CALL leases settled a call (the leader asks every housekeeping tick): after a stop longer
+    // than the leases had left, every lease's stored deadline is past and all of them were settled, touched and
+    // rewritten in one tick — 1M leases held a new leader's loop for seconds and cost it its term. Until the due
+    // part is settled nothing is answered: an expiry may come a few ticks late, never early.
+    if (!this.s.settleDue(atMs, this.s.deadlines, SETTLE_PER_CALL)) return [];
     return this.s.deadlines.due(atMs, limit).map((lease) => ({
       key: lease.key,
       token: BigInt(lease.fencingToken),
