@@ -80,7 +80,8 @@ export class MachineState {
    * `lease.epochsSeen` of them and gets the rest when it is next read or changed (settle). What stays exact
    * without a walk:
    *  - the deadline heap: an epoch only moves a live lease's deadline later unless it ends it, so an unsettled
-   *    lease's stored deadline is a lower bound and expiredLeases() settles what it finds due before answering;
+   *    lease's stored deadline is a lower bound and expiredLeases() settles what it finds due before answering
+   *    (a bounded number a call: machine-views.ts SETTLE_PER_CALL);
    *  - the leases an epoch ENDS: those live at P whose endBy (epoch.ts endByMs) is <= P. Every epoch shifts the
    *    endBy of every lease it does not end by the same T - P, so the EndByHeap orders by endBy minus the sum
    *    of the shifts the lease has seen (deadline-heap.ts endByKeyOf) and a term start pops exactly the leases
