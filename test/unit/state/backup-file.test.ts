@@ -5,20 +5,16 @@ import { MemoryLevel } from 'memory-level';
 import { describe, expect, it } from 'vitest';
 import { encodeCommand, type LockCommand } from '../../../src/lock/commands.js';
 import { LockMachine } from '../../../src/lock/index.js';
-import { StoreRecords } from '../../../src/lock/store-records.js';
-import { META_FORMAT_BYTES, META_KEY, encodeMeta, generationPrefix, type RecordDb } from '../../../src/state/applied-store.js';
+import type { RecordDb } from '../../../src/state/applied-store.js';
 import { BackupError, backupChunks, readBackup } from '../../../src/state/backup.js';
+import { writeFormat1 } from './store-fixtures.js';
 
 const CONF = { clusterId: 'c1', voters: ['n1'], learners: [], addresses: {}, removed: [] };
 
 async function backupOf(machine: LockMachine): Promise<Uint8Array> {
   const db = new MemoryLevel<Uint8Array, Uint8Array>({ keyEncoding: 'view', valueEncoding: 'view' });
   await db.open();
-  const tracker = new StoreRecords(machine);
-  const prefix = generationPrefix(1);
-  for (const op of tracker.all()) await db.put(Uint8Array.of(...prefix, ...op.key), op.value!);
-  tracker.detach();
-  await db.put(META_KEY, encodeMeta(1, { index: machine.appliedIndex, term: 3, conf: CONF }, META_FORMAT_BYTES));
+  await writeFormat1(db, machine, { index: machine.appliedIndex, term: 3, conf: CONF });
   const parts: Uint8Array[] = [];
   for await (const chunk of backupChunks(db as unknown as RecordDb, 'c1')) parts.push(chunk);
   await db.close();

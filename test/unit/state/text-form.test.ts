@@ -12,21 +12,12 @@ import { MemoryLevel } from 'memory-level';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeCommand, type LockCommand } from '../../../src/lock/commands.js';
 import { LockMachine } from '../../../src/lock/index.js';
-import { StoreRecords } from '../../../src/lock/store-records.js';
-import {
-  AppliedStore,
-  META_FORMAT_BYTES,
-  META_KEY,
-  decodeMeta,
-  encodeMeta,
-  generationPrefix,
-  type AppliedPoint,
-  type RecordDb,
-} from '../../../src/state/applied-store.js';
+import { AppliedStore, META_KEY, decodeMeta, type AppliedPoint, type RecordDb } from '../../../src/state/applied-store.js';
 import { backupChunks } from '../../../src/state/backup.js';
 import { LockStateStore } from '../../../src/state/lock-store.js';
 import { StoreStream } from '../../../src/state/snapshot-stream.js';
 import { fromTextForm, textToScratch, toTextForm } from '../../../src/state/text-form.js';
+import { writeFormat1 } from './store-fixtures.js';
 import { SimRng } from '../../sim/rng.js';
 
 const CONF = { clusterId: 'c', voters: ['n1'], learners: [], addresses: {}, removed: [] };
@@ -79,11 +70,7 @@ const pointOf = (machine: LockMachine): AppliedPoint => ({ index: machine.applie
 
 /** The store the previous build wrote: generation 1, every value as it is, meta format 1. */
 async function writeAsPreviousBuild(db: Db, machine: LockMachine): Promise<void> {
-  const tracker = new StoreRecords(machine);
-  const prefix = generationPrefix(1);
-  for (const op of tracker.all()) await db.put(Uint8Array.of(...prefix, ...op.key), op.value!);
-  tracker.detach();
-  await db.put(META_KEY, encodeMeta(1, pointOf(machine), META_FORMAT_BYTES));
+  await writeFormat1(db, machine, pointOf(machine));
 }
 
 async function load(db: Db) {
