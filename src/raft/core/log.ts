@@ -28,7 +28,8 @@ export class RaftLog {
   /** A follower needed a snapshot and none with data was at hand (Raft.snapshotWanted). */
   snapshotWanted = false;
 
-  constructor(snapshot: Snapshot, entries: Entry[], committed: number) {
+  /** `applied`: what the state machine already holds (RestoredState.appliedIndex), at or after the snapshot. */
+  constructor(snapshot: Snapshot, entries: Entry[], committed: number, applied = snapshot.meta.index) {
     this.snapshot = snapshot;
     this.entries = new LogEntries();
     let expected = snapshot.meta.index + 1;
@@ -47,8 +48,17 @@ export class RaftLog {
     this.stableIndex = this.lastIndex();
     // Commit is persisted in the hard state; it can never exceed what we hold.
     this.committed = Math.max(snapshot.meta.index, Math.min(committed, this.lastIndex()));
-    this.applied = snapshot.meta.index;
-    this.handedOut = snapshot.meta.index;
+    // A state machine ahead of the snapshot (a store of its own) holds entries the log still has: they are
+    // handed out never again. Its point must be in the log, and committed: an applied entry the log does not
+    // hold, or does not know committed, means the store and the log are not of one history.
+    if (applied < snapshot.meta.index || applied > this.lastIndex() || applied > this.committed) {
+      throw new RaftInvariantError(
+        `the restored applied index ${applied} is outside the log's committed entries: snapshot at ${snapshot.meta.index}, ` +
+          `committed ${this.committed}, last ${this.lastIndex()}`,
+      );
+    }
+    this.applied = applied;
+    this.handedOut = applied;
   }
 
   firstIndex(): number {

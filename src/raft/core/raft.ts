@@ -96,9 +96,11 @@ export class Raft {
     this.cfg = cfg;
     this.id = cfg.id;
     this.incomingSnapshot = new SnapshotReceiver(cfg.snapshotChunksToDriver === true);
-    this.log = new RaftLog(restored.snapshot, restored.entries, restored.hardState.commitIndex);
+    this.log = new RaftLog(restored.snapshot, restored.entries, restored.hardState.commitIndex, restored.appliedIndex);
     this.term = restored.hardState.term;
     this.votedFor = restored.hardState.votedFor;
+    // The snapshot's configuration, then each configuration entry after it, once: those of a catch-up tail
+    // below the applied index (RestoredState.appliedIndex) too, as the history held them before the restart.
     this.confs = new ConfHistory(restored.snapshot.meta.index, restored.snapshot.meta.conf);
     for (const e of restored.entries) if (e.kind === 'config') this.confs.appended(e.index, decodeConfEntry(e.data).conf);
     this.pending = new PendingReady(this.log, this.confs, { hardState: () => this.hardState(), softState: () => this.softState() });

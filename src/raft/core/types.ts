@@ -267,6 +267,11 @@ export interface RestoredState {
   snapshot: Snapshot;
   /** Entries after snapshot.meta.index, contiguous. */
   entries: Entry[];
+  /** The state machine already holds the effects of every entry up to here (a store of its own, restarted
+   *  at its point: src/raft/stored-start.ts). The core hands out only entries after it; those between the
+   *  snapshot and it stay in the log as a catch-up tail for followers a little behind, never applied again.
+   *  Absent: the snapshot's index (the state machine is restored from the snapshot). */
+  appliedIndex?: number;
 }
 
 export type ProposeResult =

@@ -91,19 +91,27 @@ export class TestNode {
     this.durable = { hardState: emptyHardState(), snapshot: bootstrapSnapshot(voters), entries: [] };
     this.raft = this.make(seed);
   }
-  make(seed: number): Raft {
+  /** `appliedIndex`: the state machine holds the entries up to it already (a store of its own). */
+  make(seed: number, appliedIndex?: number): Raft {
     const cfg = defaultRaftConfig(this.id, new SimRng(seed * 7919 + this.id.charCodeAt(this.id.length - 1)));
     this.tweak?.(cfg);
     return new Raft(cfg, {
       hardState: { ...this.durable.hardState },
       snapshot: this.durable.snapshot,
       entries: [...this.durable.entries],
+      ...(appliedIndex === undefined ? {} : { appliedIndex }),
     });
   }
   /** Crash and restart from durable state. */
   restart(seed = 2): void {
     this.raft = this.make(seed);
     this.applied = this.applied.filter((e) => e.index <= this.durable.snapshot.meta.index);
+  }
+  /** Crash and restart as a node whose state machine keeps its own store, holding the entries up to
+   *  `appliedIndex` (src/raft/stored-start.ts): the log whole from its snapshot, applied from there. */
+  restartFromStore(appliedIndex: number, seed = 2): void {
+    this.raft = this.make(seed, appliedIndex);
+    this.applied = this.applied.filter((e) => e.index <= appliedIndex);
   }
   /** Replace the durable state (e.g. a crafted log) and restart from it. */
   load(d: Partial<Durable>, seed = 3): void {
