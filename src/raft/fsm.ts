@@ -24,7 +24,8 @@ export interface StateMachine<R = unknown> {
   beginSnapshot?(sizeHint: number): SnapshotJob;
   restore(data: Uint8Array): void;
   /** Present when the state machine keeps its state in a store of its own beside the log (etcd's backend):
-   *  the driver then restarts from the store and the log above it (stored-start.ts), compacts the log only
+   *  the driver then restarts applied at the store's point, replaying the log above it and keeping the
+   *  log's entries below it to send followers (stored-start.ts), compacts the log only
    *  below what the store holds durably, and makes a snapshot only when a follower needs one. */
   stored?: StoredStateMachine;
 }

@@ -102,6 +102,12 @@ export class RaftNode<R = unknown> extends EventEmitter {
         );
         await this.opts.storage.save({ hardState: restored.hardState, snapshot: restored.snapshot, entries: [] });
       }
+      if (start.confDisagrees === true) {
+        this.logger.warn(
+          { nodeId: this.id, index: point.index, term: point.term },
+          'the log holds another configuration than the applied store at the store point: no entries below the point are kept',
+        );
+      }
     }
     if (restored === null) {
       await this.opts.beforeBootstrap?.();
@@ -130,7 +136,9 @@ export class RaftNode<R = unknown> extends EventEmitter {
       }
       restored = { ...restored, snapshot: { meta: restored.snapshot.meta, data: new Uint8Array(0) } };
     }
-    this.appliedIndex = restored.snapshot.meta.index;
+    // A stored state machine restarted with the log's catch-up tail: applied at the store's point, above the
+    // log's snapshot (stored-start.ts).
+    this.appliedIndex = restored.appliedIndex ?? restored.snapshot.meta.index;
     const rng = this.env.rng;
     const cfg: RaftConfig = { ...defaultRaftConfig(this.id, rng), ...this.opts.raft, id: this.id, rng };
     // A store that takes a snapshot's chunks as they come: the core hands them out instead of collecting them.
@@ -151,6 +159,7 @@ export class RaftNode<R = unknown> extends EventEmitter {
         nodeId: this.id,
         term: restored.hardState.term,
         snapshotIndex: restored.snapshot.meta.index,
+        appliedIndex: this.appliedIndex,
         entries: restored.entries.length,
         logLoadMs: Math.round(logLoadedMs - startedMs),
         storeLoadMs: Math.round(storeLoadedMs - logLoadedMs),

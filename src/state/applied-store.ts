@@ -1,7 +1,8 @@
 // The applied store: the lock machine's records in LevelDB, beside the write-ahead log (etcd keeps its applied
 // state in bbolt beside its WAL the same way). The WAL makes an entry durable; this store holds the effects of
 // applied entries, written behind (write-behind.ts) with the index they reach, so a restart opens the store at
-// that index and replays the log above it.
+// that index and replays the log above it (the log's entries below it stay only as a catch-up tail for
+// followers: src/raft/stored-start.ts).
 //
 // Layout (every key a byte string; the records themselves are src/lock/store-records.ts's):
 //   [generation: 4 bytes, big-endian] + record key      the records of one generation of the state

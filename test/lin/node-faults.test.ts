@@ -133,7 +133,7 @@ describe('node test faults (LEASEHOLD_TEST_FAULTS) on a 3-node cluster', () => {
     await stateOf(l, () => true);
     await c.waitForLeader(c.ids);
     // The restarted node read its state back from disk (not only from the leader): its applied store (the
-    // snapshot index the driver logs is the store's point) and the log above it …
+    // driver logs its point as appliedIndex) and its log, from the log's own snapshot index …
     const restored = c
       .logText(l)
       .split('\n')

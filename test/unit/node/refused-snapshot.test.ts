@@ -1,107 +1,19 @@
 // The real driver with a state machine that keeps its own store and streams it (fsm.ts StoredStateMachine),
 // on virtual time: a follower behind the log's start is sent the store as chunks; when what it wrote does not
 // verify, the follower keeps running — its state and log as they were, the bad copy thrown away — and the
-// leader sends the snapshot again, which installs. The store here is a small stand-in (JSON values and a
-// byte sum as the checksum); the applied store's own stream and checks are test/unit/state's and the sim's.
+// leader sends the snapshot again, which installs. The store here is a small stand-in (stored-list.ts).
 import { describe, expect, it } from 'vitest';
-import { decodeConfEntry } from '../../../src/raft/core/conf.js';
-import type { ConfState, Entry, Message, Snapshot, SnapshotChunk, SnapshotMeta } from '../../../src/raft/core/types.js';
-import type { ChunkVerdict, SnapshotStream, StateMachine, StoredStateMachine } from '../../../src/raft/fsm.js';
+import type { Message } from '../../../src/raft/core/types.js';
 import { RaftNode } from '../../../src/raft/node.js';
 import { MemoryStorage } from '../../../src/raft/storage/memory.js';
 import { MemoryHub } from '../../../src/transport/memory.js';
+import { StoredList, enc } from './stored-list.js';
 import { VirtualEnv } from './virtual-env.js';
-
-const enc = (s: string) => new TextEncoder().encode(s);
-const sum = (bytes: Uint8Array) => bytes.reduce((a, b) => (a + b) >>> 0, 0);
-
-/** A list of values kept in a "store" of its own: a stream is the JSON of the values with a 4-byte sum. */
-class StoredList implements StateMachine<number> {
-  values: string[] = [];
-  private point: SnapshotMeta | null = null;
-  private incoming: number[] | null = null;
-  /** What the store went through: streams refused, received ones thrown away, installed. */
-  readonly seen = { refused: 0, discarded: 0, installed: 0 };
-  readonly stored: StoredStateMachine;
-
-  constructor() {
-    this.stored = {
-      open: () => Promise.resolve(this.point),
-      install: (snapshot: Snapshot) => {
-        this.values = snapshot.data.length === 0 ? [] : (JSON.parse(new TextDecoder().decode(snapshot.data)) as string[]);
-        this.point = snapshot.meta;
-        return Promise.resolve();
-      },
-      persist: () => Promise.resolve(this.point?.index ?? 0),
-      openStream: (chunkBytes: number) => Promise.resolve(this.stream(chunkBytes)),
-      receiveChunk: (chunk: SnapshotChunk) => Promise.resolve(this.receive(chunk)),
-      installReceived: (meta: SnapshotMeta) => {
-        const bytes = Uint8Array.from(this.incoming!);
-        this.incoming = null;
-        this.values = JSON.parse(new TextDecoder().decode(bytes.subarray(0, bytes.length - 4))) as string[];
-        this.point = meta;
-        this.seen.installed++;
-        return Promise.resolve();
-      },
-      discardReceived: () => {
-        this.incoming = null;
-        this.seen.discarded++;
-        return Promise.resolve();
-      },
-    };
-  }
-
-  apply(e: Entry): number {
-    if (e.kind === 'normal') this.values.push(new TextDecoder().decode(e.data));
-    const conf: ConfState = e.kind === 'config' ? decodeConfEntry(e.data).conf : this.point!.conf;
-    this.point = { index: e.index, term: e.term, conf };
-    return this.values.length;
-  }
-  snapshot(): Uint8Array {
-    return enc(JSON.stringify(this.values));
-  }
-  restore(): void {
-    throw new Error('a stored machine is restored from its store');
-  }
-
-  private stream(chunkBytes: number): SnapshotStream {
-    const body = enc(JSON.stringify(this.values));
-    const data = new Uint8Array(body.length + 4);
-    data.set(body);
-    new DataView(data.buffer).setUint32(body.length, sum(body));
-    return {
-      meta: this.point!,
-      chunkAt: (offset: number) =>
-        Promise.resolve(
-          offset >= data.length ? null : { data: data.slice(offset, offset + chunkBytes), last: offset + chunkBytes >= data.length },
-        ),
-      close: () => Promise.resolve(),
-    };
-  }
-
-  private receive(chunk: SnapshotChunk): ChunkVerdict {
-    if (chunk.offset === 0) this.incoming = [];
-    this.incoming!.push(...chunk.data);
-    if (!chunk.done) return { ok: true };
-    const bytes = Uint8Array.from(this.incoming!);
-    const body = bytes.subarray(0, bytes.length - 4);
-    if (new DataView(bytes.buffer).getUint32(body.length) === sum(body)) return { ok: true };
-    this.incoming = null;
-    this.seen.refused++;
-    return { ok: false, reason: 'the sum differs' };
-  }
-}
 
 describe('a follower whose streamed snapshot does not verify', () => {
   it('keeps running with its state and log, throws the copy away, and installs the snapshot the leader sends again', async () => {
     const time = new VirtualEnv(11);
-    /** Runs virtual time until `p` settles. */
-    const settle = async <T>(p: Promise<T>): Promise<T> => {
-      let done = false;
-      const watched = p.finally(() => (done = true));
-      await time.runUntil('a call to settle', () => done);
-      return watched;
-    };
+    const settle = <T>(p: Promise<T>): Promise<T> => time.until(p);
     const hub = new MemoryHub(time);
     const ids = ['n1', 'n2', 'n3'];
     const fsms = new Map<string, StoredList>();

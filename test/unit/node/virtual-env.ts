@@ -70,6 +70,14 @@ export class VirtualEnv implements Scheduler {
     }
   }
 
+  /** Runs virtual time until `p` settles; its outcome. */
+  async until<T>(p: Promise<T>, withinMs = 10_000): Promise<T> {
+    let done = false;
+    const watched = p.finally(() => (done = true));
+    await this.runUntil('a call to settle', () => done, withinMs);
+    return watched;
+  }
+
   /** Let `ms` of virtual time pass. */
   async advance(ms: number): Promise<void> {
     const target = this.nowMs + ms;
