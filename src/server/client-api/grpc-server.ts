@@ -5,7 +5,6 @@
 // call forwarded-call.ts's, forwarding as a unary call forward-unary.ts's and the wire form of results
 // answers-to-wire.ts's. Here: registration, the unary handlers, and the options that wire them.
 import * as grpc from '@grpc/grpc-js';
-import { ReflectionService } from '@grpc/reflection';
 import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
 import type { PeerCertificate } from 'node:tls';
@@ -16,6 +15,7 @@ import { LOADER_OPTIONS, packageDefinition } from '../../wire/load.js';
 import type { WireInput } from '../../wire/scalars.js';
 import type { CallSignal } from '../../wire/call-signal.js';
 import { type LockHandlers, lockGrpcService } from '../../wire/lock.js';
+import { addLazyReflection } from './lazy-reflection.js';
 import { clusterGrpcService } from '../../wire/cluster.js';
 import type { CallEnvelope } from '../../wire/call-envelope.js';
 import type { ForwardedCallAnswer } from '../../transport/forward-server.js';
@@ -141,11 +141,11 @@ export class ClientApi {
         addStrictService(server, service, impl, registry),
     } as unknown as grpc.Server);
     // Reflection describes our services and the standard health service (grpcurl list / describe). Its
-    // bidi stream keeps the library's own decoder: it only reads descriptors and changes nothing.
-    new ReflectionService(
-      { ...packageDefinition(), ...healthDefinition },
-      { services: ['leasehold.v1.Lock', 'leasehold.v1.Cluster', 'grpc.health.v1.Health'] },
-    ).addToServer(server);
+    // bidi stream keeps the library's own decoder: it only reads descriptors and changes nothing. Built on
+    // its first call, not here: indexing the package was ~0.1 s of a node's start (lazy-reflection.ts).
+    addLazyReflection(server, () => ({ ...packageDefinition(), ...healthDefinition }), {
+      services: ['leasehold.v1.Lock', 'leasehold.v1.Cluster', 'grpc.health.v1.Health'],
+    });
   }
 
   close(): void {
