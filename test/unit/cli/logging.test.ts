@@ -35,4 +35,18 @@ describe('log.format', () => {
     expect(() => JSON.parse(pretty)).toThrow();
     expect(pretty).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] WARN: no leader\n\s+nodeId: "n1"\n\s+term: 3/);
   });
+
+  it('a JSON logger never loads pino-pretty (~20 ms of a node start); a pretty one does', () => {
+    const loaded = (format: string): string => {
+      const script = `import(${JSON.stringify(LOGGING_JS)}).then((m) => { m.createNodeLogger({ level: 'info', format: ${JSON.stringify(format)} }); process.stdout.write(String(Object.keys(require('node:module')._cache).some((f) => f.includes('/pino-pretty/')))); })`;
+      const r = spawnSync(process.execPath, ['-e', script], {
+        encoding: 'utf8',
+        env: { ...process.env, LEASEHOLD_LOG_FORMAT: '', FORCE_COLOR: '0' },
+      });
+      expect(r.status, r.stderr).toBe(0);
+      return r.stdout;
+    };
+    expect(loaded('json')).toBe('false');
+    expect(loaded('pretty')).toBe('true');
+  });
 });
