@@ -3,8 +3,8 @@
 // `held-memory --keep` run left, as often as asked, each run on a fresh copy (a restart writes to its data
 // dir: a new term, the store's batches), all three nodes started at once as held-memory does. Per node it
 // prints, in ms from its spawn: the log loaded and the store restored (the node's own figures), listening,
-// its first campaign, leader known, SERVING; and the CPU it had used when the cluster was SERVING and when it
-// was first seen SERVING itself.
+// its first campaign, leader known, SERVING; and the CPU it had used when the cluster was SERVING, when it
+// was first seen SERVING itself, and when it logged SERVING (its own figure: no poll's lag in it).
 //   node build/scripts/restart-timing.js --dir KEPT [--runs 3] [--node-flag FLAG]... [--keep-runs]
 // KEPT is the directory held-memory printed ("kept leasehold data and logs in ..."). `--node-flag` passes a
 // flag to node on every node (e.g. --cpu-prof --cpu-prof-dir=DIR: the nodes then stop with SIGTERM, so
@@ -130,7 +130,7 @@ async function runOnce(kept: string, nodeFlags: string[], keep: boolean, run: nu
   );
   console.log(`  (all SERVING by their logs ${lastLogged} ms after the first spawn)`);
   console.log(
-    '  node  restored(log+store ms)    listening  campaign  leader-known  SERVING(log)  SERVING(polled)  cpu-ms  cpu-ms(own SERVING)',
+    '  node  restored(log+store ms)    listening  campaign  leader-known  SERVING(log)  SERVING(polled)  cpu-ms  cpu-ms(own SERVING)  cpu-ms(SERVING log)',
   );
   for (const r of runs) {
     const lines = readFileSync(join(dir, `${r.id}.log`), 'utf8').split('\n');
@@ -143,7 +143,7 @@ async function runOnce(kept: string, nodeFlags: string[], keep: boolean, run: nu
     const leaderKnown = lines.find((l) => l.includes('"raft role/term changed"') && /"leaderId":"[^"]+"/.test(l));
     const leaderMs = leaderKnown === undefined ? '-' : String((JSON.parse(leaderKnown) as { time: number }).time - r.spawnedAtMs);
     console.log(
-      `  ${r.id.padEnd(4)}  ${(String(restored === null ? '-' : restored.timeMs - r.spawnedAtMs) + phases).padEnd(24)}  ${at('"leasehold node serving"').padStart(9)}  ${at('"pre-candidate"').padStart(8)}  ${leaderMs.padStart(12)}  ${at('"health: SERVING"').padStart(12)}  ${String(r.servingAtMs! - r.spawnedAtMs).padStart(15)}  ${String(r.cpuMsAtServing ?? '-').padStart(6)}  ${String(r.cpuMsAtOwnServing ?? '-').padStart(19)}`,
+      `  ${r.id.padEnd(4)}  ${(String(restored === null ? '-' : restored.timeMs - r.spawnedAtMs) + phases).padEnd(24)}  ${at('"leasehold node serving"').padStart(9)}  ${at('"pre-candidate"').padStart(8)}  ${leaderMs.padStart(12)}  ${at('"health: SERVING"').padStart(12)}  ${String(r.servingAtMs! - r.spawnedAtMs).padStart(15)}  ${String(r.cpuMsAtServing ?? '-').padStart(6)}  ${String(r.cpuMsAtOwnServing ?? '-').padStart(19)}  ${String(firstAt(lines, '"health: SERVING"')?.line['processCpuMs'] ?? '-').padStart(18)}`,
     );
   }
   if (keep) console.log(`  kept in ${dir}`);
