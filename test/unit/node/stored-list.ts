@@ -18,8 +18,12 @@ export class StoredList implements StateMachine<number> {
   /** What the store went through: streams opened for followers, received ones refused, thrown away, installed. */
   readonly seen = { refused: 0, discarded: 0, installed: 0, streamsOpened: 0 };
   readonly stored: StoredStateMachine;
+  /** Every point persist() reported durable, in order. */
+  readonly persisted: number[] = [];
 
-  constructor() {
+  /** `persistLagEntries`: persist() reports a point that many entries below what is applied, as the applied
+   *  store's write-behind does while its newest batch is still in flight (0: exactly what is applied). */
+  constructor(private readonly persistLagEntries = 0) {
     this.stored = {
       open: () => Promise.resolve(this.point),
       install: (snapshot: Snapshot) => {
@@ -27,7 +31,11 @@ export class StoredList implements StateMachine<number> {
         this.point = snapshot.meta;
         return Promise.resolve();
       },
-      persist: () => Promise.resolve(this.point?.index ?? 0),
+      persist: () => {
+        const index = Math.max(0, (this.point?.index ?? 0) - this.persistLagEntries);
+        this.persisted.push(index);
+        return Promise.resolve(index);
+      },
       openStream: (chunkBytes: number) => {
         this.seen.streamsOpened++;
         return Promise.resolve(this.stream(chunkBytes));
