@@ -8,55 +8,12 @@ import { describe, expect, it } from 'vitest';
 import { LockMachine } from '../../../src/lock/index.js';
 import { AppliedStore } from '../../../src/state/applied-store.js';
 import { LockStateStore } from '../../../src/state/lock-store.js';
-import { StoreStream, decodeChunk } from '../../../src/state/snapshot-stream.js';
+import { decodeChunk } from '../../../src/state/snapshot-stream.js';
 import { ByteWriter } from '../../../src/lock/bytes.js';
-import { CONF, ManualScheduler, same, settle } from './store-fixtures.js';
-import type { SnapshotChunk, SnapshotMeta } from '../../../src/raft/core/types.js';
-import { OPTIONS, RandomLog, type SlicedMachine } from '../lock/random-log.js';
+import { ManualScheduler, same } from './store-fixtures.js';
+import { OPTIONS } from '../lock/random-log.js';
 import { CrashDb } from './crash-db.js';
-
-/** A leader's machine and store: `entries` applied and written behind. */
-async function leader(seed: number, entries: number) {
-  const db = new CrashDb();
-  const scheduler = new ManualScheduler();
-  const state = new LockStateStore<LockMachine>(() => AppliedStore.open(db), scheduler);
-  const machine = new LockMachine(OPTIONS);
-  await state.replace(machine, { index: 0, term: 0, conf: CONF });
-  const log = new RandomLog(machine as unknown as SlicedMachine, seed);
-  const apply = async (n: number) => {
-    const before = machine.appliedIndex;
-    log.run(n);
-    for (let i = before + 1; i <= machine.appliedIndex; i++) state.applied(i, 3, null);
-    scheduler.fire();
-    await settle();
-  };
-  await apply(entries);
-  return { db, state, machine, apply };
-}
-
-/** A follower's store holding a small state of its own. */
-async function follower(db = new CrashDb()) {
-  const state = new LockStateStore<LockMachine>(() => AppliedStore.open(db, 50), new ManualScheduler());
-  const old = new LockMachine(OPTIONS);
-  new RandomLog(old as unknown as SlicedMachine, 99).run(40);
-  await state.replace(old, { index: old.appliedIndex, term: 1, conf: CONF });
-  return { db, state, old };
-}
-
-/** Every chunk of a stream, in order. */
-async function chunksOf(stream: StoreStream, between?: (offset: number) => Promise<void>): Promise<SnapshotChunk[]> {
-  const meta: SnapshotMeta = { index: stream.point.index, term: stream.point.term, conf: stream.point.conf };
-  const out: SnapshotChunk[] = [];
-  let offset = 0;
-  for (;;) {
-    const chunk = await stream.chunkAt(offset);
-    expect(chunk, `a chunk at ${offset}`).not.toBeNull();
-    out.push({ meta, offset, data: chunk!.data, done: chunk!.last });
-    if (chunk!.last) return out;
-    offset += chunk!.data.length;
-    await between?.(offset);
-  }
-}
+import { chunksOf, follower, leader } from './stream-fixtures.js';
 
 describe('a snapshot streamed from the applied store', () => {
   it('is the state at the point the store held, read from one view: batches written while it runs do not leak into it', async () => {
@@ -71,7 +28,7 @@ describe('a snapshot streamed from the applied store', () => {
     expect(l.machine.appliedIndex).toBeGreaterThan(stream.point.index);
     expect(same(l.machine.snapshot(), atPoint), 'the leader moved on while streaming').toBe(false);
 
-    const f = await follower();
+    const f = await follower(new CrashDb());
     for (const chunk of chunks) await f.state.receiveChunk(chunk);
     const installed = await f.state.installReceived(chunks[0]!.meta, OPTIONS);
     expect('machine' in installed).toBe(true);
@@ -104,7 +61,7 @@ describe('a snapshot streamed from the applied store', () => {
     const atPoint = l.machine.snapshot();
     const chunks = await chunksOf(stream);
     await stream.close();
-    const f = await follower();
+    const f = await follower(new CrashDb());
     const from = f.db.log.length;
     for (const chunk of chunks) await f.state.receiveChunk(chunk);
     await f.state.installReceived(chunks[0]!.meta, OPTIONS);
@@ -132,19 +89,19 @@ describe('a snapshot streamed from the applied store', () => {
     const chunks = await chunksOf(stream);
     await stream.close();
 
-    const skip = await follower();
+    const skip = await follower(new CrashDb());
     expect(await skip.state.receiveChunk(chunks[0]!)).toEqual({ ok: true });
     const skipped = await skip.state.receiveChunk(chunks[2]!);
     expect(skipped.ok).toBe(false);
     expect(!skipped.ok && skipped.reason).toMatch(/offset \d+ .* but offset \d+ .* is next/);
     expect(await generationsIn(skip.db), 'what was written of it is deleted').toEqual([1]);
 
-    const early = await follower();
+    const early = await follower(new CrashDb());
     for (const chunk of chunks.slice(0, -1)) await early.state.receiveChunk(chunk);
     await expect(early.state.installReceived(chunks[0]!.meta, OPTIONS)).rejects.toThrow(/last chunk was not received/);
 
     // One byte of one record's value changed: the checksum differs at the last chunk; nothing is swapped in.
-    const bad = await follower();
+    const bad = await follower(new CrashDb());
     const victim = chunks[1]!;
     expect(decodeChunk(victim.data, 1 << 20).trailer, 'a chunk inside the stream').toBeNull();
     const at = victim.data.length - 1; // the last byte of its last record's value
@@ -170,7 +127,7 @@ describe('a snapshot streamed from the applied store', () => {
     const atPoint = l.machine.snapshot();
     const chunks = await chunksOf(stream);
     await stream.close();
-    const f = await follower();
+    const f = await follower(new CrashDb());
     expect(await generationsIn(f.db)).toEqual([1]);
     const lastChunk = chunks[chunks.length - 1]!;
     // The last chunk's trailer counting one record more than were sent (the checksum still right), and its
@@ -204,7 +161,7 @@ describe('a snapshot streamed from the applied store', () => {
     const stream = (await l.state.openStream(256))!;
     const chunks = await chunksOf(stream);
     await stream.close();
-    const f = await follower();
+    const f = await follower(new CrashDb());
     for (const chunk of chunks) expect(await f.state.receiveChunk(chunk)).toEqual({ ok: true });
     expect(await generationsIn(f.db)).toEqual([1, 2]);
     await f.state.discardReceived();
