@@ -6,7 +6,16 @@
 import { describe, expect, it } from 'vitest';
 import { LockMachine } from '../../../src/lock/index.js';
 import { readFileSync } from 'node:fs';
-import { RecordsRestorer, REST_RECORD_KEY, StoreRecords, restoreFromRecords, type RecordOp } from '../../../src/lock/store-records.js';
+import {
+  RecordsRestorer,
+  REST_RECORD_KEY,
+  StoreRecords,
+  restoreFromRecords,
+  tallyRecords,
+  type RecordOp,
+  type StoredRecords,
+} from '../../../src/lock/store-records.js';
+import { Feed } from './feed.js';
 import { encodeCommand } from '../../../src/lock/commands.js';
 import { OPTIONS, RandomLog, type SlicedMachine } from './random-log.js';
 import { OPTIONS as SESSION_OPTIONS, SessionLog } from './session-log.js';
@@ -28,21 +37,22 @@ class RecordMap {
     }
   }
 
-  restore(options = OPTIONS): StoreRecords {
+  stored(): StoredRecords {
     const sorted = [...this.records.values()].sort((a, b) => Buffer.compare(a[0], b[0]));
     const rest = this.records.get(Buffer.from(REST_RECORD_KEY).toString('hex'));
     if (rest === undefined) throw new Error('no rest record');
-    return (this.records_?.restoreFromRecords ?? restoreFromRecords)(
-      {
-        rest: rest[1],
-        sessions: sorted.filter(([k]) => k[0] === 0x53),
-        keys: sorted.filter(([k]) => k[0] === 0x6b),
-        dedup: sorted.filter(([k]) => k[0] === 0x64),
-        lines: sorted.filter(([k]) => k[0] === 0x77),
-        keyDelays: sorted.filter(([k]) => k[0] === 0x78),
-      },
-      options,
-    );
+    return {
+      rest: rest[1],
+      sessions: sorted.filter(([k]) => k[0] === 0x53),
+      keys: sorted.filter(([k]) => k[0] === 0x6b),
+      dedup: sorted.filter(([k]) => k[0] === 0x64),
+      lines: sorted.filter(([k]) => k[0] === 0x77),
+      keyDelays: sorted.filter(([k]) => k[0] === 0x78),
+    };
+  }
+
+  restore(options = OPTIONS): StoreRecords {
+    return (this.records_?.restoreFromRecords ?? restoreFromRecords)(this.stored(), options);
   }
 }
 
@@ -198,6 +208,69 @@ describe('the applied store’s records', () => {
     expect(store.restore().machine.recordOf('out')?.owner).toBe('oo');
   });
 
+  it('tallyRecords counts the keys, holds and sessions a restore finds, without restoring (what `snapshot save` prints)', () => {
+    const tallyOfRestore = (store: RecordMap, options: typeof OPTIONS) => {
+      const machine = store.restore(options).machine;
+      return { keys: [...store.stored().keys].length, holds: machine.leaseCount, sessions: machine.sessionCount };
+    };
+    const seen = { freeKeys: 0, leases: 0, sessions: 0, sessionHolds: 0, groupHolds: 0 };
+    const look = (machine: LockMachine) => {
+      const parts = machine.parts;
+      seen.freeKeys = Math.max(seen.freeKeys, parts.freeKeyLastTokens.size);
+      seen.leases = Math.max(seen.leases, parts.leases.size);
+      seen.sessions = Math.max(seen.sessions, parts.sessions.size);
+      seen.sessionHolds = Math.max(seen.sessionHolds, parts.sessionHoldCount);
+      seen.groupHolds = Math.max(seen.groupHolds, parts.groupHoldCount);
+    };
+    // Leases, free keys, remembered requests (random logs at levels 1 and 6).
+    for (const [seed, level] of [
+      [21, 1],
+      [22, 6],
+    ] as const) {
+      const machine = new LockMachine(OPTIONS);
+      const tracker = new StoreRecords(machine);
+      const store = new RecordMap();
+      store.write(tracker.all());
+      const log = new RandomLog(machine as unknown as SlicedMachine, seed, level);
+      for (let round = 0; round < 12; round++) {
+        log.run(60 + round * 20);
+        store.write(tracker.take());
+        look(machine);
+        expect(tallyRecords(store.stored()), `seed ${seed}, round ${round}`).toEqual(tallyOfRestore(store, OPTIONS));
+      }
+    }
+    // Sessions and holds under them.
+    for (const seed of [23, 24]) {
+      const machine = new LockMachine(SESSION_OPTIONS);
+      const tracker = new StoreRecords(machine);
+      const store = new RecordMap();
+      store.write(tracker.all());
+      const log = new SessionLog(machine, seed);
+      for (let round = 0; round < 12; round++) {
+        for (let i = 0; i < 80; i++) log.apply(log.next());
+        store.write(tracker.take());
+        look(machine);
+        expect(tallyRecords(store.stored()), `seed ${seed}, round ${round}`).toEqual(tallyOfRestore(store, SESSION_OPTIONS));
+      }
+    }
+    // Keys with many holds (a semaphore and a shared lock: their holds live in the rest record) beside plain ones.
+    const feed = new Feed(new LockMachine(OPTIONS));
+    feed.at(1_000).termStart();
+    feed.raiseLevel(3);
+    const tracker = new StoreRecords(feed.machine);
+    const store = new RecordMap();
+    store.write(tracker.all());
+    for (const owner of ['a', 'b', 'c']) feed.many('pool', owner, { limit: 3 });
+    for (const owner of ['r1', 'r2']) feed.many('doc', owner, { shared: true });
+    feed.acquire('plain', 'p', 60_000);
+    store.write(tracker.take());
+    look(feed.machine);
+    expect(tallyRecords(store.stored())).toEqual({ keys: 1, holds: 6, sessions: 0 });
+    expect(tallyRecords(store.stored())).toEqual(tallyOfRestore(store, OPTIONS));
+    // Not vacuous: every kind the counts depend on occurred.
+    for (const [kind, most] of Object.entries(seen)) expect(most, `the logs had ${kind}`).toBeGreaterThan(0);
+  });
+
   it('reads the records of rest format 1 (build 6261eaa: session holds in the rest record) and says they are outdated', () => {
     const fixture = JSON.parse(readFileSync(new URL('./fixtures/store-records-format1.json', import.meta.url), 'utf8')) as {
       snapshot: string;
@@ -213,6 +286,17 @@ describe('the applied store’s records', () => {
     const restored = restorer.finish().machine;
     expect(Buffer.from(restored.snapshot()).toString('hex')).toBe(fixture.snapshot);
     expect(restored.parts.sessionHoldCount).toBe(12);
+    // Counted without the restore, a format 1 store's sessions come from its rest record.
+    const stored: StoredRecords = {
+      rest: records.find(([k]) => k[0] === REST_RECORD_KEY[0])![1],
+      sessions: [],
+      keys: records.filter(([k]) => k[0] === 0x6b).map(([k, v]) => [k, v]),
+      dedup: [],
+      lines: [],
+      keyDelays: [],
+    };
+    expect(tallyRecords(stored)).toEqual({ keys: [...stored.keys].length, holds: restored.leaseCount, sessions: restored.sessionCount });
+    expect(restored.sessionCount).toBeGreaterThan(0);
     // Written again by this build (what the store does at open), the records are current and restore alike.
     const again = new RecordMap();
     again.write(new StoreRecords(restored).all());
