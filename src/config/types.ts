@@ -126,6 +126,8 @@ export interface MetricsSettings {
   /** With tls.clientAuth: require, serve GET /metrics without a client certificate (scrapers); the
    *  dashboard and its JSON views still require one. */
   readonly openScrape: boolean;
+  /** Sampling period of the event-loop lag histogram (leasehold_nodejs_eventloop_lag_*), ms. */
+  readonly loopLagResolutionMs: number;
 }
 
 export interface ClusterSettings {

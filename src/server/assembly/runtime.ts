@@ -166,14 +166,18 @@ export async function startNode(config: ClusterConfig, id: string, options: Star
   // Metrics (off unless metrics.address is set): gauges read status at scrape time; wrappers feed the rest.
   const metricsAddress = options.metricsAddress ?? self.metricsAddress ?? config.metrics.address;
   const metrics = metricsAddress
-    ? new NodeMetrics(id, {
-        status: () => node!.status(),
-        progress: () => node!.progress(),
-        peers: () => transport.peerStates(),
-        leasesHeld: () => fsm.machine.leaseCount,
-        waiters: () => service?.waiterCount ?? 0,
-        dedupEntries: () => fsm.machine.dedupSize,
-      })
+    ? new NodeMetrics(
+        id,
+        {
+          status: () => node!.status(),
+          progress: () => node!.progress(),
+          peers: () => transport.peerStates(),
+          leasesHeld: () => fsm.machine.leaseCount,
+          waiters: () => service?.waiterCount ?? 0,
+          dedupEntries: () => fsm.machine.dedupSize,
+        },
+        config.metrics.loopLagResolutionMs,
+      )
     : null;
   const observedFsm = metrics ? instrumentFsm(fsm, metrics) : null;
   const serverOptions = {

@@ -14,6 +14,7 @@ import { CounterTally, HistogramTally, TallyGroup } from './metric-tallies.js';
 import type { TlsMaterial } from '../../transport/tls.js';
 import type { NodeId, Role, SoftState, Status } from '../../raft/core/types.js';
 import type { ProgressView } from '../../raft/core/progress.js';
+import { DEFAULT_SETTINGS } from '../../config/schema.js';
 
 /** What the scrape-time gauges read. */
 export interface MetricsSources {
@@ -89,10 +90,13 @@ export class NodeMetrics {
     if (ss.leaderId !== prev.leaderId) this.leaderChanges.inc();
   }
 
-  constructor(nodeId: string, src: MetricsSources) {
+  /** loopLagResolutionMs: metrics.loopLagResolutionMs, the event-loop lag histogram's sampling period. */
+  constructor(nodeId: string, src: MetricsSources, loopLagResolutionMs = DEFAULT_SETTINGS.metrics.loopLagResolutionMs) {
     const r = this.registry;
     r.setDefaultLabels({ node: nodeId });
-    collectDefaultMetrics({ register: r, prefix: 'leasehold_' });
+    // The lag histogram's timer wakes the loop every period whether or not anything else would: at
+    // prom-client's 10 ms that was 100 wake-ups a second, most of an idle node's (issue 37).
+    collectDefaultMetrics({ register: r, prefix: 'leasehold_', eventLoopMonitoringPrecision: loopLagResolutionMs });
 
     new Gauge({
       name: 'leasehold_raft_role',

@@ -111,7 +111,7 @@ describe('parseConfig: the smallest valid file and the defaults', () => {
       },
       watch: { historyEvents: 10000, maxWatchers: 10000 },
       log: { level: 'info', format: 'auto' },
-      metrics: { address: null, openScrape: false },
+      metrics: { address: null, openScrape: false, loopLagResolutionMs: 50 },
     });
   });
 
