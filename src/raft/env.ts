@@ -28,23 +28,48 @@ export interface NodeEnv {
  *  the Raft tick, the lock leader's housekeeping and the node's health and quorum looks then wake the
  *  event loop once per period instead of once each (on two shared cores a wake-up costs ~50 µs; at idle
  *  they were a quarter of a node's CPU, issue 37). A callback added later runs at the group's next beat,
- *  within one interval, which is all a periodic look needs. */
-const everyGroups = new Map<number, { timer: NodeJS.Timeout; entries: { fn: () => void; live: boolean }[] }>();
+ *  within one interval, which is all a periodic look needs. A period that is a whole multiple of a running
+ *  group's rides that group, on every k-th beat (the quorum watch's 250 ms on the 50 ms tick): its own timer
+ *  would be a wake-up of its own, out of phase with the tick's. */
+const everyGroups = new Map<number, { timer: NodeJS.Timeout; entries: EveryEntry[] }>();
+
+interface EveryEntry {
+  fn: () => void;
+  live: boolean;
+  /** Runs on every `beats`-th beat of its group (1: every beat)... */
+  beats: number;
+  /** ...counting its group's beats since it was added. */
+  beaten: number;
+}
 
 function everyShared(intervalMs: number, fn: () => void): TimerHandle {
+  let groupMs = intervalMs;
   let group = everyGroups.get(intervalMs);
   if (group === undefined) {
-    const entries: { fn: () => void; live: boolean }[] = [];
+    for (const [ms, g] of everyGroups) {
+      if (intervalMs % ms === 0 && (group === undefined || ms > groupMs)) {
+        group = g;
+        groupMs = ms;
+      }
+    }
+  }
+  if (group === undefined) {
+    const entries: EveryEntry[] = [];
     // A copy per beat, and a cancelled entry skipped: a callback that cancels another (a role change in
     // the Raft tick stops the housekeeping) or adds one behaves as with a timer each.
     const timer = setInterval(() => {
-      for (const e of entries.slice()) if (e.live) e.fn();
+      for (const e of entries.slice()) {
+        if (!e.live) continue;
+        if (++e.beaten < e.beats) continue;
+        e.beaten = 0;
+        e.fn();
+      }
     }, intervalMs);
     timer.unref?.();
     group = { timer, entries };
     everyGroups.set(intervalMs, group);
   }
-  const entry = { fn, live: true };
+  const entry: EveryEntry = { fn, live: true, beats: intervalMs / groupMs, beaten: 0 };
   group.entries.push(entry);
   const g = group;
   return {
@@ -52,9 +77,9 @@ function everyShared(intervalMs: number, fn: () => void): TimerHandle {
       if (!entry.live) return;
       entry.live = false;
       g.entries.splice(g.entries.indexOf(entry), 1);
-      if (g.entries.length === 0 && everyGroups.get(intervalMs) === g) {
+      if (g.entries.length === 0 && everyGroups.get(groupMs) === g) {
         clearInterval(g.timer);
-        everyGroups.delete(intervalMs);
+        everyGroups.delete(groupMs);
       }
     },
   };

@@ -1,5 +1,6 @@
 // realScheduler.every: periodic callbacks of one interval share one Node interval timer (one wake-up per
-// beat for the Raft tick, the housekeeping and the health look), behave as a timer each otherwise.
+// beat for the Raft tick, the housekeeping and the health look), a whole multiple of a running interval
+// rides its timer on every k-th beat (the quorum watch), and each behaves as a timer of its own otherwise.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { realScheduler } from '../../../src/raft/env.js';
 
@@ -48,5 +49,27 @@ describe('realScheduler.every', () => {
     vi.advanceTimersByTime(40);
     expect(runs).toEqual(['first', 'again']);
     again.cancel();
+  });
+
+  it('a whole multiple of a running interval rides its timer on every k-th beat, counted from when it joined', () => {
+    const runs: string[] = [];
+    const tick = realScheduler.every(50, () => runs.push('tick'));
+    vi.advanceTimersByTime(20);
+    const watch = realScheduler.every(150, () => runs.push('watch'));
+    const other = realScheduler.every(70, () => runs.push('other')); // not a multiple: a timer of its own
+    expect(vi.getTimerCount()).toBe(2);
+    vi.advanceTimersByTime(130); // t = 150: beats at 50, 100, 150; the watch's first beat is the third after it joined
+    expect(runs.filter((r) => r !== 'other')).toEqual(['tick', 'tick', 'tick', 'watch']);
+    runs.length = 0;
+    vi.advanceTimersByTime(150); // t = 300: three more beats, the watch on the last
+    expect(runs.filter((r) => r !== 'other')).toEqual(['tick', 'tick', 'tick', 'watch']);
+    // The watch keeps its period when the tick stops: the group beats on for it alone.
+    tick.cancel();
+    runs.length = 0;
+    vi.advanceTimersByTime(300);
+    expect(runs.filter((r) => r !== 'other')).toEqual(['watch', 'watch']);
+    watch.cancel();
+    other.cancel();
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
