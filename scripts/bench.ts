@@ -88,7 +88,7 @@ async function runWorkload(name: WorkloadName, args: BenchArgs, scale: BenchScal
       for (const f of systemsFor(args, { tryLockOk: false, etcd: true })) {
         console.log(`-- idle round ${round}: ${f.system}`);
         await attempt(results, { workload: name, system: f.system, round }, async () => {
-          results.idle.push(await withCluster(f, start(round), (c) => runIdle(c, args.seconds, round)));
+          results.idle.push(await withCluster(f, { ...start(round), defaultLoopLag: true }, (c) => runIdle(c, args.seconds, round)));
         });
       }
     }

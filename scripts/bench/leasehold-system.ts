@@ -258,7 +258,8 @@ export const leaseholdFactory = {
     // A metrics endpoint per node: the event-loop stall maxima come from there.
     const metricsPorts = await freePorts(3);
     const nodeYaml = (_id: string, i: number) => `metricsAddress: 127.0.0.1:${metricsPorts[i]}`;
-    const cluster = await TestCluster.create({ productRaftTiming: true, extraYaml: opts.extraYaml ?? '', nodeArgs, nodeYaml });
+    const lagYaml = opts.defaultLoopLag ? '' : 'metrics:\n  loopLagResolutionMs: 10\n';
+    const cluster = await TestCluster.create({ productRaftTiming: true, extraYaml: lagYaml + (opts.extraYaml ?? ''), nodeArgs, nodeYaml });
     const c = new LeaseholdCluster(cluster, opts, metricsPorts);
     try {
       cluster.startAll();
