@@ -38,7 +38,12 @@ describe('metrics', () => {
   it('every node serves GET /metrics; the series move under load', async () => {
     const mports = await freePorts(3);
     const maddr = (i: number) => `127.0.0.1:${mports[i]}`;
-    c = await TestCluster.create({ nodeYaml: (_id, i) => `metricsAddress: ${maddr(i)}`, extraYaml: '  snapshotEvery: 40\n' });
+    // A lag sampling period of 20 ms, unlike the default (50) and prom-client's own (10): the histogram's
+    // shortest interval below shows the setting reached it through the node's start.
+    c = await TestCluster.create({
+      nodeYaml: (_id, i) => `metricsAddress: ${maddr(i)}`,
+      extraYaml: '  snapshotEvery: 40\nmetrics:\n  loopLagResolutionMs: 20\n',
+    });
     c.startAll();
     const { leader } = await c.waitForLeader();
     const li = c.ids.indexOf(leader);
@@ -115,6 +120,22 @@ describe('metrics', () => {
     });
     expect(val(follower, 'leasehold_raft_commits_total')).toBeGreaterThan(val(follower0, 'leasehold_raft_commits_total') + 100);
     expect(val(follower, 'leasehold_raft_applied_index')).toBeGreaterThan(val(follower0, 'leasehold_raft_applied_index'));
+
+    // The event-loop lag histogram samples every metrics.loopLagResolutionMs: its shortest interval is about
+    // one period (a timer never fires early; the clock it is measured by may be a little stale). Each scrape
+    // empties the histogram, so scrapes 200 ms apart (several periods) until one holds a sample (an empty
+    // histogram reads a min of ~9.2e9 s).
+    const lagMinS = await waitFor(
+      'an event-loop lag sample',
+      async () => {
+        const v = val(await scrape(maddr(li)), 'leasehold_nodejs_eventloop_lag_min_seconds');
+        return v > 0 && v < 1 ? v : null;
+      },
+      15_000,
+      200,
+    );
+    expect(lagMinS, 'the shortest event-loop lag interval, 20 ms configured').toBeGreaterThanOrEqual(0.015);
+    expect(lagMinS, 'the shortest event-loop lag interval, 20 ms configured').toBeLessThan(0.045);
 
     // Only /metrics is served.
     expect((await fetch(`http://${maddr(li)}/other`)).status).toBe(404);
