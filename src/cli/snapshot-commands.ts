@@ -5,13 +5,14 @@
 //   restore FILE   builds a node's data dir from a backup for a new cluster with the same ids and addresses
 // Exit codes as every client command (exit-codes.ts): 0 done; 1 usage, a damaged file, a data dir that is not
 // empty, a backup of another cluster; 2 no node could answer; 3 the node holds no state yet.
-import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { mkdir, readFile, readdir, rename, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { clientTlsCredentials } from '../client/tls.js';
-import { KEY_RECORD, restoreFromRecords, tallyRecords, type RecordTally } from '../lock/store-records.js';
+import { restoreFromRecords, tallyRecords, type RecordTally } from '../lock/store-records.js';
 import type { LockMachine } from '../lock/machine.js';
 import { clusterIdFor } from '../server/assembly/identity.js';
 import { initialMembers } from '../config/initial-members.js';
@@ -40,12 +41,11 @@ function parsePace(value: string): number {
 
 /** What `status` and `restore` print: the backup restored whole, so a file that does not restore fails here. */
 function describe(backup: Backup): Record<string, unknown> {
-  const { machine } = restoreFromRecords(backupRecords(backup), {}) as { machine: LockMachine };
-  return factsOf(backup, {
-    keys: backup.records.filter(([k]) => k[0] === KEY_RECORD).length,
-    holds: machine.leaseCount,
-    sessions: machine.sessionCount,
-  });
+  const records = backupRecords(backup);
+  const { machine } = restoreFromRecords(records, {}) as { machine: LockMachine };
+  let keys = 0;
+  for (const _ of records.keys) keys++;
+  return factsOf(backup, { keys, holds: machine.leaseCount, sessions: machine.sessionCount });
 }
 
 /** What `save` prints: the same facts counted from the records (tallyRecords), with the checksum and the file's
@@ -94,20 +94,38 @@ async function readChecked(file: string): Promise<Backup> {
   }
 }
 
-/** Streams the backup of one endpoint into `part`; resolves with its size. */
+/** Streams the backup of one endpoint into `part`, each chunk written as it comes (the file is never one
+ *  buffer in memory: 80 MB at a million locks, and its copy was half a second of the CLI's CPU); resolves
+ *  with its size once the file is flushed. */
 function saveFrom(endpoint: string, creds: grpc.ChannelCredentials, deadline: number, part: string, pacePercent: number): Promise<number> {
   const client = clusterGrpcService.client(endpoint, creds);
   return new Promise<number>((done, failed) => {
-    const chunks: Uint8Array[] = [];
+    const out = createWriteStream(part);
     let size = 0;
+    let failure: Error | null = null;
+    const fail = (err: Error) => {
+      failure ??= err;
+      out.destroy();
+      failed(failure);
+    };
+    out.on('error', (err) => {
+      stream.cancel();
+      fail(err);
+    });
     const stream = client.Snapshot({ pace_percent: pacePercent }, { deadline: new Date(deadline) });
     stream.on('data', (chunk: SnapshotChunk) => {
-      chunks.push(chunk.data);
       size += chunk.data.length;
+      // The disk is slower than the node's stream: the stream waits for it rather than the CLI buffering.
+      if (!out.write(chunk.data)) {
+        stream.pause();
+        out.once('drain', () => stream.resume());
+      }
     });
-    stream.on('error', (err: grpc.ServiceError) => failed(err));
+    stream.on('error', (err: grpc.ServiceError) => fail(err));
     stream.on('end', () => {
-      writeFile(part, Buffer.concat(chunks)).then(() => done(size), failed);
+      if (failure !== null) return;
+      out.once('finish', () => done(size));
+      out.end();
     });
   }).finally(() => client.close());
 }

@@ -48,13 +48,20 @@ export interface RecordBatch {
   close(): Promise<void>;
 }
 
+/** A consistent view of the store (LevelDB's explicit snapshot): a read given it sees every write finished
+ *  before it was taken and none after, so several iterators, each with its own encodings, read one state. */
+export interface StoreView {
+  close(): Promise<void>;
+}
+
 /** What the store needs of a LevelDB (`level`'s Level, memory-level's MemoryLevel, both opened with
  *  keyEncoding and valueEncoding 'view'). */
 export interface RecordDb {
-  get(key: Uint8Array): Promise<Uint8Array | undefined>;
+  get(key: Uint8Array, options?: { snapshot?: StoreView }): Promise<Uint8Array | undefined>;
   batch(ops: DbOp[], options?: { sync?: boolean }): Promise<void>;
   batch(): RecordBatch;
-  iterator(options: { gte?: Uint8Array; lt?: Uint8Array }): {
+  snapshot(): StoreView;
+  iterator(options: { gte?: Uint8Array; lt?: Uint8Array; snapshot?: StoreView }): {
     nextv(size: number): Promise<[Uint8Array, Uint8Array][]>;
     /** Moves to the first key at or after `target`, in the same view (a snapshot stream reads a chunk again). */
     seek(target: Uint8Array): void;
@@ -124,7 +131,7 @@ type TextValueIterator = (options: { gte: Uint8Array; lt: Uint8Array; valueEncod
 /** Whether the key records of the generation with `prefix` can be read as text: the range's bounds reach
  *  LevelDB as UTF-8, which holds them byte for byte only when the generation's bytes are ASCII (else they
  *  are read as bytes: slower, the same records). */
-function keyRecordsAsText(prefix: Uint8Array): boolean {
+export function keyRecordsAsText(prefix: Uint8Array): boolean {
   for (const b of prefix) if (b >= 0x80) return false;
   return true;
 }

@@ -15,6 +15,7 @@ import {
   type AppliedPoint,
   type RecordBatch,
   type RecordDb,
+  type StoreView,
 } from '../../src/state/applied-store.js';
 import type { Scheduler } from '../../src/raft/env.js';
 import type { SimRng } from './rng.js';
@@ -49,7 +50,8 @@ export class SimStateDb {
   forIncarnation(timers: () => Scheduler | null): RecordDb {
     this.fedSinceMeta = 0; // a batch the last incarnation was feeding died with it
     return {
-      get: (key) => this.get(key),
+      get: (key, options) => this.get(key, options),
+      snapshot: () => this.db.snapshot(),
       batch: ((ops?: Op[]) => (ops === undefined ? this.chained(timers) : this.batch(ops, timers))) as RecordDb['batch'],
       iterator: (options) => this.iterator(options),
       clear: (options) => this.clear(options, timers),
@@ -57,8 +59,8 @@ export class SimStateDb {
     };
   }
 
-  private get(key: Uint8Array): Promise<Uint8Array | undefined> {
-    return this.db.get(key);
+  private get(key: Uint8Array, options?: { snapshot?: StoreView }): Promise<Uint8Array | undefined> {
+    return this.db.get(key, options as never) as Promise<Uint8Array | undefined>;
   }
 
   private batch(ops: Op[], timers: () => Scheduler | null): Promise<void> {
@@ -80,8 +82,8 @@ export class SimStateDb {
     });
   }
 
-  private iterator(options: { gte?: Uint8Array; lt?: Uint8Array }) {
-    return this.db.iterator(options);
+  private iterator(options: { gte?: Uint8Array; lt?: Uint8Array; snapshot?: StoreView }) {
+    return this.db.iterator(options as { gte?: Uint8Array; lt?: Uint8Array }); // its snapshot, if any, goes through
   }
 
   private clear(options: { gte?: Uint8Array; lt?: Uint8Array }, timers: () => Scheduler | null): Promise<void> {

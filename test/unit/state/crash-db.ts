@@ -3,7 +3,7 @@
 // a batch is all or nothing (LevelDB's own guarantee), and nothing after a crash survives. A chained batch is
 // recorded (and visible) only when written, whole: a crash while it is fed leaves nothing of it.
 import { MemoryLevel } from 'memory-level';
-import type { RecordBatch, RecordDb } from '../../../src/state/applied-store.js';
+import type { RecordBatch, RecordDb, StoreView } from '../../../src/state/applied-store.js';
 import { collectingBatch, type BatchOp } from '../../sim/collecting-batch.js';
 
 type Op = BatchOp;
@@ -17,8 +17,11 @@ export class CrashDb implements RecordDb {
   readonly log: Logged[] = [];
   constructor(readonly db = memory()) {}
 
-  get(key: Uint8Array): Promise<Uint8Array | undefined> {
-    return this.db.get(key);
+  get(key: Uint8Array, options?: { snapshot?: StoreView }): Promise<Uint8Array | undefined> {
+    return this.db.get(key, options as never) as Promise<Uint8Array | undefined>;
+  }
+  snapshot(): StoreView {
+    return this.db.snapshot();
   }
   batch(ops: Op[], options?: { sync?: boolean }): Promise<void>;
   batch(): RecordBatch;
@@ -35,8 +38,8 @@ export class CrashDb implements RecordDb {
   protected chained(): RecordBatch {
     return collectingBatch((ops) => this.arrayBatch(ops));
   }
-  iterator(options: { gte?: Uint8Array; lt?: Uint8Array }) {
-    return this.db.iterator(options);
+  iterator(options: { gte?: Uint8Array; lt?: Uint8Array; snapshot?: StoreView }) {
+    return this.db.iterator(options as { gte?: Uint8Array; lt?: Uint8Array }); // its snapshot, if any, goes through
   }
   async clear(options: { gte?: Uint8Array; lt?: Uint8Array }): Promise<void> {
     this.log.push({ kind: 'clear', ...options });

@@ -4,7 +4,7 @@
 // libuv's pool, so two writes in flight at once may land in either order: a caller that needs one before
 // the other must await the first. Reads see only what has landed. Underneath, a CrashDb logs the writes in
 // the order they LANDED, so a test can reopen the store as a crash right after any landing leaves it.
-import type { RecordBatch, RecordDb } from '../../../src/state/applied-store.js';
+import type { RecordBatch, RecordDb, StoreView } from '../../../src/state/applied-store.js';
 import { collectingBatch, type BatchOp } from '../../sim/collecting-batch.js';
 import { CrashDb } from './crash-db.js';
 
@@ -17,8 +17,11 @@ export class LateDb implements RecordDb {
   /** Told after each write lands, with how many writes have landed so far. */
   constructor(private readonly onLanded: (ops: readonly BatchOp[] | null, landedWrites: number) => void = () => {}) {}
 
-  get(key: Uint8Array): Promise<Uint8Array | undefined> {
-    return this.landed.get(key);
+  get(key: Uint8Array, options?: { snapshot?: StoreView }): Promise<Uint8Array | undefined> {
+    return this.landed.get(key, options);
+  }
+  snapshot(): StoreView {
+    return this.landed.snapshot();
   }
   batch(ops: BatchOp[], options?: { sync?: boolean }): Promise<void>;
   batch(): RecordBatch;
@@ -27,7 +30,7 @@ export class LateDb implements RecordDb {
     if (ops === undefined) return collectingBatch((collected) => this.arrayBatch(collected));
     return this.arrayBatch(ops);
   }
-  iterator(options: { gte?: Uint8Array; lt?: Uint8Array }) {
+  iterator(options: { gte?: Uint8Array; lt?: Uint8Array; snapshot?: StoreView }) {
     return this.landed.iterator(options);
   }
   clear(options: { gte?: Uint8Array; lt?: Uint8Array }): Promise<void> {
