@@ -55,6 +55,33 @@ export type ForwardTimers = MuxTimers;
 /** How long past the client's own deadline the follower waits for the leader's answer to arrive. */
 export const ANSWER_GRACE_MS = 200;
 
+/**
+ * Whether a call with `timeLeftMs` left of its caller's deadline is past it: not forwarded at all, but
+ * answered DEADLINE_EXCEEDED at once (`expiredBeforeForwarding`). Every forwarding path asks this one rule
+ * (server/client-api lock-calls.ts and cluster-api.ts before they pick a way to the leader, `call` below).
+ *
+ * At or before 0 ms: the caller is being answered DEADLINE_EXCEEDED anyway (its deadline timers, its
+ * client's and grpc-js's on this server, are due), so no answer of the leader's can reach it in time,
+ * while whatever the leader starts for it (an acquire granted, a release committed) still takes effect
+ * behind its back. Nor can such a call be sent as it is: the wire has no 0 ms (timeout_ms 0 is "none" on
+ * a Lock/Stream, 1 ms at a leader reading a Forward stream), so it would go as 1 ms the caller does not
+ * have. 1 ms left is still forwarded: the caller is still waiting, and a quick answer (a read, a retry
+ * the leader's dedup table answers) can make it.
+ */
+export function pastDeadline(timeLeftMs: number): boolean {
+  return timeLeftMs <= 0;
+}
+
+/** The detail of the DEADLINE_EXCEEDED a call past its caller's deadline is answered (`pastDeadline`). */
+export function expiredBeforeForwardingDetails(leaderId: string): string {
+  return `deadline expired before the call could be forwarded to leader ${leaderId}`;
+}
+
+/** The reply to a call past its caller's deadline, which was not forwarded (`pastDeadline`). */
+export function expiredBeforeForwarding<P>(leaderId: string): ForwardedReply<P> {
+  return { code: DEADLINE_EXCEEDED, details: expiredBeforeForwardingDetails(leaderId), response: null };
+}
+
 export class ForwardCalls {
   private readonly mux: CallerMux<ForwardMessage, ForwardAnswerMessage, string, ForwardedReply<Uint8Array>>;
   private closed = false;
@@ -82,6 +109,9 @@ export class ForwardCalls {
   }
 
   call(name: LockCallName, body: Uint8Array, timeoutMs: number, signal?: CallSignal): Promise<ForwardedReply<Uint8Array>> {
+    // lock-calls.ts answers such a call before it gets here; this keeps any other caller from sending a
+    // call with no time left as 1 ms, under a local limit shorter than the grace (or negative).
+    if (pastDeadline(timeoutMs)) return Promise.resolve(expiredBeforeForwarding(this.leaderId));
     if (this.closed) return Promise.resolve(unavailable(`the link to leader ${this.leaderId} is closed`));
     return this.mux.call({
       message: (callId) => {

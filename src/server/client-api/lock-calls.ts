@@ -29,7 +29,7 @@ import type {
 } from '../../lock/types.js';
 import type { NodeLogger } from '../../raft/logger.js';
 import { CANCELLED, DETACHED, endReason } from '../../transport/call-end.js';
-import type { ForwardedReply } from '../../transport/forward-calls.js';
+import { expiredBeforeForwardingDetails, pastDeadline, type ForwardedReply } from '../../transport/forward-calls.js';
 import { LOCK_CALL_NAME, type LockCallName, type LockMethod } from '../../wire/lock.js';
 import { CallAbort, type CallSignal } from '../../wire/call-signal.js';
 import { mark } from '../../trace/stages.js';
@@ -322,6 +322,12 @@ export class LockCallHandling<P> {
     ctx: CallContext,
     rewritten: boolean,
   ): Promise<CallReply<P>> {
+    const timeoutMs = Number.isFinite(ctx.deadlineMs) ? ctx.deadlineMs - this.opts.nowMs() : this.noDeadlineForwardMs();
+    // The caller's deadline can be past by now (grpc-js's own deadline timer has not run yet, or the call
+    // spent its time before it got here: in this node's service until its refusal, say): such a call is
+    // answered here and nothing goes to the leader, on either way (forward-calls.ts pastDeadline: why 0 ms).
+    if (pastDeadline(timeoutMs))
+      return { code: status.DEADLINE_EXCEEDED, details: expiredBeforeForwardingDetails(leaderId), response: null, leader: '' };
     const stream = method === 'Revoke' ? null : (this.opts.forwardVia?.(leaderId) ?? null);
     if (stream === null) {
       if (this.opts.forwardUnary === undefined)
@@ -333,7 +339,6 @@ export class LockCallHandling<P> {
     const onEnd = () => this.forwardedCallEnded(endReason(ctx.signal.reason), method, request, abort);
     if (ctx.signal.aborted) onEnd();
     else ctx.signal.addEventListener('abort', onEnd, { once: true });
-    const timeoutMs = Number.isFinite(ctx.deadlineMs) ? ctx.deadlineMs - this.opts.nowMs() : this.noDeadlineForwardMs();
     const name = LOCK_CALL_NAME[method as LockMethod];
     // The caller's bytes go on as they came (validated and checked above from their decoding); a unary
     // call has none, and one whose owner was bound here says something else now: encoded from the object.

@@ -5,6 +5,8 @@
 // Issue 37, planted bug 4 (raw bytes sent with another caller's deadline), and answers passed through
 // under another call's id. The ForwardStream runs over a stand-in gRPC stream that records what is written
 // and lets the test answer; the clock does not move, so each call's timeout is exactly its caller's.
+// A call with no time left of its caller's deadline writes nothing on the stream, from lock-calls.ts or
+// given to forward-calls.ts ForwardCalls itself (which a recording stream opener and timers run here).
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LOCK_LIMITS } from '../../../src/lock/validate.js';
@@ -15,6 +17,7 @@ import { LockCallHandling, type AnswerEncoder } from '../../../src/server/client
 import { serveStreamMessage } from '../../../src/server/client-api/lock-stream.js';
 import { decodeLockCall, type StreamCall } from '../../../src/server/client-api/lock-stream-codec.js';
 import { CallMux } from '../../../src/transport/call-mux.js';
+import { ANSWER_GRACE_MS, ForwardCalls, type ForwardMessage } from '../../../src/transport/forward-calls.js';
 import { ForwardStream } from '../../../src/transport/forward.js';
 import type { CallEnvelope } from '../../../src/wire/call-envelope.js';
 import { decodeAnswerEnvelope, decodeCallEnvelope } from '../../../src/wire/call-envelope-decode.js';
@@ -156,5 +159,82 @@ describe('a follower forwards Lock/Stream calls as the bytes they came in', () =
     const r = await reply;
     expect(r.code).toBe(0);
     expect(Buffer.compare(Buffer.from(r.responseBytes!), resp)).toBe(0);
+  });
+});
+
+describe("a call with no time left of its caller's deadline is not forwarded", () => {
+  const ctx = (deadlineMs: number) => ({
+    forwarded: false,
+    deadlineMs,
+    certificateCn: undefined,
+    remote: 'x',
+    signal: new AbortController().signal,
+  });
+
+  it.each([0, -50])('%i ms left: DEADLINE_EXCEEDED from the follower, and no frame on its Forward stream', async (leftMs) => {
+    const f = follower();
+    // Not awaited: a call that was sent would wait for the leader's answer (or its time limit).
+    let reply: { code: number; details: string } | undefined;
+    void f.calls.handle('Acquire', acquire('a', 'ra'), ctx(50_000 + leftMs)).then((r) => (reply = r));
+    await flush();
+    expect(f.written, 'no frame on the Forward stream').toEqual([]);
+    expect(reply, 'answered at once').toMatchObject({
+      code: 4,
+      details: 'deadline expired before the call could be forwarded to leader L',
+      response: null,
+    });
+  });
+
+  it('1 ms left: forwarded, with timeout_ms 1', async () => {
+    const f = follower();
+    void f.calls.handle('Acquire', acquire('a', 'ra'), ctx(50_000 + 1));
+    await flush();
+    expect(f.written.map((w) => [w.name, w.timeoutMs])).toEqual([['acquire', 1]]);
+  });
+
+  /** ForwardCalls on its own, as any caller may use it: what it opened, wrote and set a timer for. */
+  function forwardCalls() {
+    let opened = 0;
+    const written: ForwardMessage[] = [];
+    const limitsMs: number[] = [];
+    const calls = new ForwardCalls(
+      () => {
+        opened++;
+        return { write: (m) => void written.push(m), abandon: () => {} };
+      },
+      'L',
+      { after: (ms) => (limitsMs.push(ms), { cancel: () => {} }) },
+    );
+    return { calls, opened: () => opened, written, limitsMs };
+  }
+
+  it.each([0, -50])(
+    'ForwardCalls.call given %i ms: DEADLINE_EXCEEDED at once, no stream opened, no frame, no negative limit',
+    async (timeoutMs) => {
+      const fc = forwardCalls();
+      // Not awaited: a call that was sent would wait for an answer or a timer the test never gives.
+      let reply: { code: number; details: string } | undefined;
+      void fc.calls.call('acquire', new Uint8Array([1]), timeoutMs).then((r) => (reply = r));
+      await flush();
+      expect({ opened: fc.opened(), written: fc.written, limitsMs: fc.limitsMs, inFlight: fc.calls.inFlight }).toEqual({
+        opened: 0,
+        written: [],
+        limitsMs: [],
+        inFlight: 0,
+      });
+      expect(reply, 'answered at once').toEqual({
+        code: 4,
+        details: 'deadline expired before the call could be forwarded to leader L',
+        response: null,
+      });
+    },
+  );
+
+  it('ForwardCalls.call given 1 ms: sent with timeout_ms 1, its local limit the grace past it', () => {
+    const fc = forwardCalls();
+    void fc.calls.call('acquire', new Uint8Array([1]), 1);
+    expect(fc.written.map((m) => [m.name, m.timeoutMs])).toEqual([['acquire', 1]]);
+    expect(fc.limitsMs).toEqual([1 + ANSWER_GRACE_MS]);
+    expect(fc.calls.inFlight).toBe(1);
   });
 });

@@ -1,11 +1,18 @@
 // One lock call's handling on a follower (src/server/client-api/lock-calls.ts): it forwards once to the leader with
 // what is left of its caller's deadline; when its caller's connection breaks, a blocking acquire under a
 // session stays at the leader, one without a session is cancelled after the grace, and an explicit cancel
-// is sent at once; owner binding refuses another owner before anything is forwarded.
+// is sent at once; owner binding refuses another owner before anything is forwarded; a call whose caller's
+// deadline is now or past is answered DEADLINE_EXCEEDED and sent to the leader neither way.
 import { beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_LOCK_LIMITS } from '../../../src/lock/validate.js';
 import { silentNodeLogger } from '../../../src/raft/logger.js';
-import { LockCallHandling, type AnswerEncoder, type ForwardCaller } from '../../../src/server/client-api/lock-calls.js';
+import {
+  LockCallHandling,
+  type AnswerEncoder,
+  type CallReply,
+  type ForwardCaller,
+  type LockCallMethod,
+} from '../../../src/server/client-api/lock-calls.js';
 import { LeaderUnavailableError, type LockService } from '../../../src/lock-on-raft/lock-service.js';
 import { CANCELLED, DETACHED } from '../../../src/transport/call-end.js';
 import type { ForwardedReply } from '../../../src/transport/forward-calls.js';
@@ -26,10 +33,19 @@ interface Forwarded {
 type Knows = 'known before the call' | 'learned from the refusal';
 let knows: Knows = 'known before the call';
 
-function follower(opts: { ownerBinding?: boolean } = {}) {
+/** A call forwarded unary (Revoke; any call when there is no Forward stream). */
+interface ForwardedUnary {
+  method: LockCallMethod;
+  leaderId: string;
+  deadlineMs: number;
+}
+
+/** `stream: false`: no Forward stream to the leader (forwardVia gives null), so every call goes unary. */
+function follower(opts: { ownerBinding?: boolean; stream?: boolean } = {}) {
   let nowMs = 10_000;
   const timers: { at: number; fn: () => void }[] = [];
   const forwarded: Forwarded[] = [];
+  const unary: ForwardedUnary[] = [];
   // A follower's service: every call is refused "not the leader; the leader is L".
   let served = 0;
   const countedForwarded: string[] = [];
@@ -41,6 +57,7 @@ function follower(opts: { ownerBinding?: boolean } = {}) {
     acquire: notLeader,
     release: notLeader,
     get: notLeader,
+    revoke: notLeader,
   } as unknown as LockService;
   const channel: ForwardCaller = {
     call: (name, body, timeoutMs, signal) =>
@@ -59,7 +76,10 @@ function follower(opts: { ownerBinding?: boolean } = {}) {
     nowMs: () => nowMs,
     after: (ms, fn) => void timers.push({ at: nowMs + ms, fn }),
     leaderAddress: () => 'leader:1',
-    forwardVia: () => channel,
+    forwardVia: () => (opts.stream === false ? null : channel),
+    // Never answers: what was sent is what the tests read.
+    forwardUnary: (method, _request, leaderId, deadlineMs) =>
+      new Promise<CallReply<string>>(() => void unary.push({ method, leaderId, deadlineMs })),
     detachedWaiterGraceMs: 2000,
     countNotLeading: (op: string, outcome: string, seconds: number) => countedForwarded.push(`${op} ${outcome} ${seconds}`),
     ...(opts.ownerBinding ? { ownerBinding: true, isMember: (id: string) => id === 'L' || id === 'F' } : {}),
@@ -68,7 +88,7 @@ function follower(opts: { ownerBinding?: boolean } = {}) {
     nowMs += ms;
     for (const t of timers.splice(0).filter((t) => (t.at <= nowMs ? (t.fn(), false) : true))) timers.push(t);
   };
-  return { calls, forwarded, advance, now: () => nowMs, served: () => served, countedForwarded };
+  return { calls, forwarded, unary, advance, now: () => nowMs, served: () => served, countedForwarded };
 }
 
 const acquire = (sessionId: string, waitMs = '60000') => ({
@@ -188,6 +208,68 @@ describe.each(['known before the call', 'learned from the refusal'] as Knows[])(
       expect(f.forwarded).toHaveLength(0);
       const trusted = await f.calls.handle('Acquire', acquire('0'), ctx('L', true));
       expect(trusted.code).toBe(14); // served (here: refused not-leader, as forwarded), not denied
+    });
+
+    // The three ways a call leaves a follower: an Acquire on the Forward stream, a Revoke (always unary), and
+    // an Acquire when there is no Forward stream to the leader (unary too).
+    const ways = [
+      { way: 'Acquire on the Forward stream', method: 'Acquire', request: acquire('7'), stream: true },
+      { way: 'Revoke, unary', method: 'Revoke', request: { key: 'k', token: '0', reason: 'op', request_id: 'r9' }, stream: true },
+      { way: 'Acquire, unary (no Forward stream)', method: 'Acquire', request: acquire('7'), stream: false },
+    ] as const;
+
+    describe.each(ways)('$way', ({ method, request, stream }) => {
+      it.each([0, -50])(
+        "with %i ms left of the caller's deadline: DEADLINE_EXCEEDED at once, and nothing sent to the leader",
+        async (leftMs) => {
+          const f = follower({ stream });
+          // Not awaited: a call that was sent would wait for an answer the stand-ins never give.
+          let reply: CallReply<string> | undefined;
+          void f.calls
+            .handle(
+              method,
+              { ...request },
+              {
+                forwarded: false,
+                deadlineMs: f.now() + leftMs,
+                certificateCn: undefined,
+                remote: 'c',
+                signal: new AbortController().signal,
+              },
+            )
+            .then((r) => (reply = r));
+          await flush();
+          expect(f.forwarded, 'no Forward frame').toEqual([]);
+          expect(f.unary, 'no unary call').toEqual([]);
+          expect(reply, 'answered at once').toEqual({
+            code: 4,
+            details: 'deadline expired before the call could be forwarded to leader L',
+            response: null,
+            leader: '',
+          });
+        },
+      );
+
+      it("with 1 ms left of the caller's deadline it is still forwarded, with that 1 ms", async () => {
+        const f = follower({ stream });
+        void f.calls.handle(
+          method,
+          { ...request },
+          {
+            forwarded: false,
+            deadlineMs: f.now() + 1,
+            certificateCn: undefined,
+            remote: 'c',
+            signal: new AbortController().signal,
+          },
+        );
+        await flush();
+        const sent = [
+          ...f.forwarded.map((c) => `stream ${c.name} ${c.timeoutMs} ms`),
+          ...f.unary.map((c) => `unary ${c.method} to ${c.leaderId} deadline now+${c.deadlineMs - f.now()} ms`),
+        ];
+        expect(sent).toEqual([method === 'Revoke' || !stream ? `unary ${method} to L deadline now+1 ms` : 'stream acquire 1 ms']);
+      });
     });
   },
 );
