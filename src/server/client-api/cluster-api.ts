@@ -21,6 +21,7 @@ import { FORWARDED_METADATA, routeNotLeader } from './forward-once.js';
 import { statusError } from './status-error.js';
 import { callForwarded } from './forward-unary.js';
 import { paceShare, paced, type PaceClock } from './backup-pace.js';
+import { expiredBeforeForwardingDetails, pastDeadline } from '../../transport/forward-calls.js';
 
 /** The backup stream's pauses: real time (the pacing's tests run on a fake clock). */
 const REAL_PACE_CLOCK: PaceClock = {
@@ -176,6 +177,14 @@ export class ClusterApi {
   }
 
   private forward<Res>(method: ClusterMethod, request: unknown, leaderId: string, deadlineMs: number, cb: Reply<Res>): void {
+    // Served here first, until the refusal: the caller's deadline may have passed by now. Such a call is
+    // answered here and not sent on, nor a client to the leader made for it (forward-calls.ts pastDeadline:
+    // why 0 ms); grpc-js would fail it at once too, but only after a client to the leader was made and the
+    // call started on it.
+    if (pastDeadline(deadlineMs - Date.now())) {
+      cb(statusError(grpc.status.DEADLINE_EXCEEDED, expiredBeforeForwardingDetails(leaderId)));
+      return;
+    }
     const address = this.opts.clientAddressOf(leaderId);
     if (!address) {
       cb(statusError(grpc.status.UNAVAILABLE, `the leader ${leaderId} has no known address; retry`));
