@@ -57,7 +57,8 @@ export interface AuthSettings {
 export interface RaftSettings {
   /** Wall-clock length of one logical tick. */
   readonly tickMs: number;
-  /** Election timeout in ticks, randomized in [electionTicks, 2*electionTicks). */
+  /** Election timeout in ticks, randomized in [electionTicks, 2*electionTicks); a node's first after it
+   *  starts, with preVote and checkQuorum on, in [1, electionTicks] (Raft.fastForwardFirstElectionTimeout). */
   readonly electionTicks: number;
   /** Leader heartbeat interval in ticks; must be less than electionTicks. */
   readonly heartbeatTicks: number;

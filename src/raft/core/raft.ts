@@ -107,6 +107,7 @@ export class Raft {
     this.replicator = new Replicator(cfg, this.log, this.tracker, { send: (m) => this.send(m), matched: (pr) => this.matched(pr) });
     this.useCurrentConf();
     this.resetElectionTimeout();
+    this.fastForwardFirstElectionTimeout();
   }
 
   // ------------------------------------------------------------------ public API
@@ -506,6 +507,32 @@ export class Raft {
   private resetElectionTimeout(): void {
     // §5.2: randomized timeouts make split votes rare.
     this.randomizedElectionTimeout = this.cfg.electionTicks + this.cfg.rng.int(this.cfg.electionTicks);
+  }
+
+  /**
+   * Called once, by the constructor: a node that has just started (a restart, or a first boot) counts its
+   * first election timeout as if electionTicks-1 ticks of it had already gone by, so it campaigns after
+   * 1..electionTicks ticks instead of electionTicks..2*electionTicks (etcd fast-forwards its first timeout
+   * at boot the same way: --initial-election-tick-advance). Why: it has no leader to wait for yet, and when
+   * the whole cluster restarts nobody has one, so the full wait only delays the first election by
+   * 500-1000 ms at the defaults. Still randomized: randomizedElectionTimeout keeps its whole spread, only
+   * shifted, so nodes that start together rarely campaign on the same tick and split the vote. Only at the
+   * start: reset() and becomePreCandidate() start every later timeout from 0, the full one.
+   *
+   * Why a node restarted into a cluster that has a leader does not disrupt it: its early campaign is a
+   * pre-vote (campaign(false) with Pre-Vote on), which changes no term, and every voter that hears the
+   * leader, the leader included, drops it unanswered: the leader-stickiness check in step() (`inLease`:
+   * CheckQuorum on, a known leader, electionElapsed < electionTicks). The leader's next append makes the
+   * node its follower. Both are needed, so the fast-forward is on only with both (the defaults): without
+   * Pre-Vote the early campaign is a real one and raises the node's term, and its answer to the leader's
+   * next append deposes the leader (the stale-leader reply in step()); without CheckQuorum there is no
+   * inLease, and a voter whose log is not ahead of the node's grants its pre-vote. That disruption (a
+   * restarted follower that campaigns before the leader's first heartbeat reaches it: etcd-io/etcd#9333,
+   * when etcd ran without Pre-Vote by default) is why etcd made its fast-forward a flag. Here there is
+   * nothing to trade off while both are on, and it is off when either is: so no knob of its own.
+   */
+  private fastForwardFirstElectionTimeout(): void {
+    if (this.cfg.preVote && this.cfg.checkQuorum) this.electionElapsed = this.cfg.electionTicks - 1;
   }
 
   private promotable(): boolean {

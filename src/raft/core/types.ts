@@ -237,7 +237,8 @@ export interface Ready {
 
 export interface RaftConfig {
   id: NodeId;
-  /** Election timeout is randomized in [electionTicks, 2*electionTicks). */
+  /** Election timeout is randomized in [electionTicks, 2*electionTicks); the first one after the core is
+   *  made, with preVote and checkQuorum on, in [1, electionTicks] (Raft.fastForwardFirstElectionTimeout). */
   electionTicks: number;
   heartbeatTicks: number;
   rng: Rng;
