@@ -6,10 +6,6 @@
 // not), values as text or as bytes; and a write that lands while the save runs is not in it: the records and
 // the meta record are one state. Over a real LevelDB and over memory-level.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Level } from 'level';
 import { MemoryLevel } from 'memory-level';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ByteWriter } from '../../../src/lock/bytes.js';
@@ -28,36 +24,14 @@ import {
 import { BACKUP_CHUNK_BYTES, backupChunks, backupRecords, readBackup } from '../../../src/state/backup.js';
 import { toTextForm } from '../../../src/state/text-form.js';
 import { viewRows } from '../../../src/state/view-rows.js';
+import { dbKinds, type TestDb } from './store-fixtures.js';
 
 const CONF = { clusterId: 'c', voters: ['n1'], learners: [], addresses: {}, removed: [] };
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
+const { kinds: KINDS, cleanUp } = dbKinds('backup-view-');
+afterAll(cleanUp);
 
-type Db = RecordDb & { open(): Promise<void>; put(key: Uint8Array, value: Uint8Array): Promise<void> };
-
-const KINDS: [string, () => Promise<Db>][] = [
-  [
-    'LevelDB',
-    async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'backup-view-'));
-      dirs.push(dir);
-      const db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
-      await db.open();
-      return db as unknown as Db;
-    },
-  ],
-  [
-    'memory-level',
-    async () => {
-      const db = new MemoryLevel<Uint8Array, Uint8Array>({ keyEncoding: 'view', valueEncoding: 'view' });
-      await db.open();
-      return db as unknown as Db;
-    },
-  ],
-];
+type Db = TestDb;
 
 /**
  * A machine whose record keys read as text stop being text part-way: remembered requests of an owner of 200

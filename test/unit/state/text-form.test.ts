@@ -4,10 +4,7 @@
 // once; what leaves the node — a snapshot stream, a backup file — is the same as from a store of format 1;
 // and a value that is not text form is refused, naming the record. Over a real LevelDB (classic-level hands
 // the values as strings) and over memory-level (it transcodes them).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Level } from 'level';
 import { MemoryLevel } from 'memory-level';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeCommand, type LockCommand } from '../../../src/lock/commands.js';
@@ -17,32 +14,16 @@ import { backupChunks } from '../../../src/state/backup.js';
 import { LockStateStore } from '../../../src/state/lock-store.js';
 import { StoreStream } from '../../../src/state/snapshot-stream.js';
 import { fromTextForm, textToScratch, toTextForm } from '../../../src/state/text-form.js';
-import { writeFormat1 } from './store-fixtures.js';
+import { dbKinds, writeFormat1, type TestDb } from './store-fixtures.js';
 import { SimRng } from '../../sim/rng.js';
 
 const CONF = { clusterId: 'c', voters: ['n1'], learners: [], addresses: {}, removed: [] };
 const inline = { soon: (f: () => void) => queueMicrotask(f), after: () => ({ cancel: () => {} }), every: () => ({ cancel: () => {} }) };
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
+const { kinds: KINDS, cleanUp } = dbKinds('text-form-');
+afterAll(cleanUp);
 
-type Db = RecordDb & { open(): Promise<void>; put(key: Uint8Array, value: Uint8Array): Promise<void> };
-
-const KINDS: [string, () => Promise<Db>][] = [
-  [
-    'LevelDB',
-    async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'text-form-'));
-      dirs.push(dir);
-      const db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
-      await db.open();
-      return db as unknown as Db;
-    },
-  ],
-  ['memory-level', async () => new MemoryLevel<Uint8Array, Uint8Array>({ keyEncoding: 'view', valueEncoding: 'view' }) as unknown as Db],
-];
+type Db = TestDb;
 
 /** A machine whose records hold bytes of every kind: long times (varints of many bytes), a value with every
  *  byte 0-255, non-ASCII keys and owners, a session, a free key, remembered requests, a wait line. */
