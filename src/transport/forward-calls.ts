@@ -58,7 +58,8 @@ export const ANSWER_GRACE_MS = 200;
 /**
  * Whether a call with `timeLeftMs` left of its caller's deadline is past it: not forwarded at all, but
  * answered DEADLINE_EXCEEDED at once (`expiredBeforeForwarding`). Every forwarding path asks this one rule
- * (server/client-api lock-calls.ts and cluster-api.ts before they pick a way to the leader, `call` below).
+ * (server/client-api lock-calls.ts and cluster-api.ts before they pick a way to the leader, `call` below),
+ * and the node that would serve a lock call asks it before anything is proposed (lock-calls.ts handle).
  *
  * At or before 0 ms: the caller is being answered DEADLINE_EXCEEDED anyway (its deadline timers, its
  * client's and grpc-js's on this server, are due), so no answer of the leader's can reach it in time,

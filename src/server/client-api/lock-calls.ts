@@ -48,6 +48,10 @@ export const LOCK_METHOD = Object.fromEntries(Object.entries(LOCK_CALL_NAME).map
   LockMethod
 >;
 
+/** The detail of the DEADLINE_EXCEEDED a call past its caller's deadline is answered when it reaches the
+ *  leader: nothing was proposed for it. */
+export const EXPIRED_BEFORE_SERVED = 'deadline expired before the call could be served; nothing was done';
+
 /** What a call ended with: a gRPC status code, and the response on OK. */
 export interface CallReply<P> {
   code: number;
@@ -195,7 +199,14 @@ export class LockCallHandling<P> {
         return r;
       });
     }
-    const timeoutMs = Math.max(1, Math.min(this.opts.defaultTimeoutMs + waitOf(v.value), ctx.deadlineMs - this.opts.nowMs()));
+    // A caller whose deadline is now or past is answered DEADLINE_EXCEEDED and nothing is proposed: served
+    // with the 1 ms the clamp below would give it, an acquire would still be granted (a release committed)
+    // behind the back of a caller that can no longer learn of it — a hold nobody knows it has, until its
+    // lease runs out. The rule of a forwarded call's (forward-calls.ts pastDeadline).
+    const timeLeftMs = ctx.deadlineMs - this.opts.nowMs();
+    if (pastDeadline(timeLeftMs))
+      return Promise.resolve({ code: status.DEADLINE_EXCEEDED, details: EXPIRED_BEFORE_SERVED, response: null, leader: '' });
+    const timeoutMs = Math.max(1, Math.min(this.opts.defaultTimeoutMs + waitOf(v.value), timeLeftMs));
     // The caller's own signal goes to the service: its reason says how the call ended (call-end.ts), and the
     // service stops listening once the call is answered — no controller of our own per call.
     return prepared.serve(v.value, timeoutMs, ctx.signal).then(

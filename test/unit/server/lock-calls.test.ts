@@ -7,6 +7,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_LOCK_LIMITS } from '../../../src/lock/validate.js';
 import { silentNodeLogger } from '../../../src/raft/logger.js';
 import {
+  EXPIRED_BEFORE_SERVED,
   LockCallHandling,
   type AnswerEncoder,
   type CallReply,
@@ -241,12 +242,17 @@ describe.each(['known before the call', 'learned from the refusal'] as Knows[])(
           await flush();
           expect(f.forwarded, 'no Forward frame').toEqual([]);
           expect(f.unary, 'no unary call').toEqual([]);
+          // Known not to lead: refused where the call would be forwarded. Not known (this node takes itself
+          // for the leader until its service refuses): refused before the service is entered, as a leader
+          // refuses a call past its deadline (lock-calls-past-deadline.test.ts) — nothing proposed either.
           expect(reply, 'answered at once').toEqual({
             code: 4,
-            details: 'deadline expired before the call could be forwarded to leader L',
+            details:
+              knows === 'known before the call' ? 'deadline expired before the call could be forwarded to leader L' : EXPIRED_BEFORE_SERVED,
             response: null,
             leader: '',
           });
+          expect(f.served(), 'the service not entered').toBe(0);
         },
       );
 
