@@ -17,7 +17,7 @@ import type { LockMachine } from '../lock/machine.js';
 import { clusterIdFor } from '../server/assembly/identity.js';
 import { initialMembers } from '../config/initial-members.js';
 import { openAppliedStore } from '../server/assembly/node-storage.js';
-import { backupRecords, readBackup, type Backup } from '../state/backup.js';
+import { backupPieces, backupRecords, readBackup, type Backup } from '../state/backup.js';
 import { clusterGrpcService, type SnapshotChunk } from '../wire/cluster.js';
 import { checkEndpoints } from './args.js';
 import { DEFAULT_ENDPOINTS, tlsFromFlags, withTlsFlags, type TlsFlags } from './client-commands.js';
@@ -206,7 +206,7 @@ export function snapshotCommands(program: Command): void {
       await mkdir(dataDir, { recursive: true });
       const store = await openAppliedStore(dataDir, o.id);
       try {
-        await store.replace([backup.records.map(([key, value]) => ({ key, value }))], backup.point);
+        await store.replace(backupPieces(backup), backup.point);
       } finally {
         await store.close();
       }

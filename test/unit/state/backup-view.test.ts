@@ -21,7 +21,7 @@ import {
   type AppliedPoint,
   type RecordDb,
 } from '../../../src/state/applied-store.js';
-import { BACKUP_CHUNK_BYTES, backupChunks, backupRecords, readBackup } from '../../../src/state/backup.js';
+import { BACKUP_CHUNK_BYTES, backupChunks, backupPieces, backupRecords, readBackup, type Backup } from '../../../src/state/backup.js';
 import { toTextForm } from '../../../src/state/text-form.js';
 import { viewRows } from '../../../src/state/view-rows.js';
 import { dbKinds, type TestDb } from './store-fixtures.js';
@@ -79,6 +79,17 @@ async function fileOf(db: RecordDb): Promise<Uint8Array> {
   return Uint8Array.from(Buffer.concat(parts));
 }
 
+/** `snapshot restore`'s pieces (backupPieces) at several sizes: every piece full but the last, and together
+ *  the records in force in file order, as hex pairs. */
+function piecesOf(backup: Backup): string[][][] {
+  return [1, 7, 10_000].map((perPiece) => {
+    const pieces = [...backupPieces(backup, perPiece)];
+    pieces.forEach((piece, i) => expect(piece.length, `piece ${i} of ${perPiece}`).toBe(i < pieces.length - 1 ? perPiece : piece.length));
+    expect(pieces.at(-1)?.length ?? 1).toBeGreaterThan(0);
+    return pieces.flat().map(({ key, value }) => [hex(key), hex(value!)]);
+  });
+}
+
 describe('a backup file of an earlier build', () => {
   it('holding the records of a generation being swapped in beside those in force, reads as those in force', async () => {
     // Earlier builds saved every generation of the view: the file is laid out here by hand, as they wrote it.
@@ -108,6 +119,7 @@ describe('a backup file of an earlier build', () => {
     const backup = readBackup(file);
     expect(backup.fileRecords).toBe(rows.length);
     expect(backup.records.map(([k, v]) => [hex(k), hex(v)])).toEqual(expected);
+    expect(piecesOf(backup)).toEqual([expected, expected, expected]);
     const stored = backupRecords(backup);
     expect([...stored.keys].length).toBe(13);
     expect(hex(stored.rest)).toBe(expected.find(([k]) => k === hex(Uint8Array.of(REST_RECORD)))![1]);
@@ -132,6 +144,7 @@ describe.each(KINDS)('a backup read through one view (%s)', (_name, openDb) => {
         expect(backup.point.index).toBe(machine.appliedIndex);
         expect(backup.fileRecords).toBe(expected.length);
         expect(backup.records.map(([k, v]) => [hex(k), hex(v)])).toEqual(expected);
+        expect(piecesOf(backup)).toEqual([expected, expected, expected]);
         // backupRecords walks the file by kind, as often as asked, without the list: the same records.
         const stored = backupRecords(backup);
         const ofKind = (kind: number) => expected.filter(([k]) => k.startsWith(kind.toString(16)));
