@@ -6,7 +6,7 @@
 //   LOCK_MUTANT_SWEEP=1000 npx vitest run test/sim/lock-mutants.test.ts  catch RATE over 1000 seeds each
 import { afterAll, describe, expect, it } from 'vitest';
 import { SimViolation } from './cluster.js';
-import { loadLockModule } from './lock-module.js';
+import { bundleLockModule } from './lock-bundle.js';
 import { LOCK_MUTANTS, materializeMutant, removeMutant } from './lock-mutants.js';
 import { runLockSimulation } from './lock-sim.js';
 
@@ -39,7 +39,7 @@ describe.skipIf(!!env['SIM_LOCK'] || !!env['SEED'])('the lock simulation catches
       async () => {
         const dir = materializeMutant(mutant);
         try {
-          const broken = await loadLockModule(dir);
+          const broken = await bundleLockModule(dir);
           const seeds = SWEEP > 0 ? SWEEP : mutant.maxSeeds;
           const caught: { seed: number; invariant: string; detail: string }[] = [];
           const otherCatches: string[] = [];
