@@ -59,7 +59,9 @@ export class ServedTimeline {
         this.appended.delete(node.idx);
         continue;
       }
-      const st = node.raft.status();
+      // The core's scalars (basic()), not status(): this runs for every node after every event, and status()
+      // copies the configuration (6 % of a lock seed's time); only a leader that may serve needs its voters.
+      const st = node.raft.inspect().basic();
       if (st.role !== 'leader') {
         this.appended.delete(node.idx);
         continue;
@@ -68,17 +70,19 @@ export class ServedTimeline {
       let log = this.appended.get(node.idx);
       if (log === undefined) this.appended.set(node.idx, (log = []));
       if (log.length === 0 || log[log.length - 1]!.index < st.lastIndex) log.push({ at: sim.now, index: st.lastIndex });
-      if (served || !this.isReadyLeader(node) || transferring(node)) continue;
+      // A leader handing its leadership over (leadTransferee) refuses every proposal until the transfer ends.
+      if (served || !this.isReadyLeader(node) || st.leadTransferee !== null) continue;
+      const voters = node.raft.status().conf.voters;
       const slow = node.tickMs / node.baseTickMs;
       const heartbeatMs = (p.raft.heartbeatTicks ?? 1) * node.baseTickMs * Math.max(1, slow);
       const roundTripMs = heartbeatMs + 2 * p.netDelayMaxMs;
       const commitRoundMs = roundTripMs + p.diskMaxMs;
       let heard = 0;
-      for (const id of st.conf.voters) {
+      for (const id of voters) {
         const j = sim.indexOf(id);
         if (j >= 0 && j !== node.idx && node.heardInTermAt[j]! >= sim.now - roundTripMs) heard++;
       }
-      const need = Math.floor(st.conf.voters.length / 2) + 1 - (st.conf.voters.includes(node.id) ? 1 : 0);
+      const need = Math.floor(voters.length / 2) + 1 - (voters.includes(node.id) ? 1 : 0);
       if (heard < need) continue;
       // The newest index appended at least one commit round ago must be committed.
       while (log.length > 1 && log[1]!.at <= sim.now - commitRoundMs) log.shift();
@@ -87,9 +91,4 @@ export class ServedTimeline {
     }
     return served;
   }
-}
-
-/** Is the node's core handing its leadership over (its leadTransferee, read through the core's inspection)? */
-function transferring(node: SimNode): boolean {
-  return node.raft.inspect().basic().leadTransferee !== null;
 }
