@@ -16,6 +16,7 @@ import { ByteReader, ByteWriter, encodeUtf8 } from '../lock/bytes.js';
 import {
   META_FORMAT_BYTES,
   META_KEY,
+  REPLACE_BATCH_RECORDS,
   bytesOfTextForm,
   decodeMeta,
   encodeMeta,
@@ -114,9 +115,6 @@ export interface Backup {
   clusterId: string;
   point: AppliedPoint;
   generation: number;
-  /** The records of the generation in force, without their generation prefix (store-records.ts keys), as
-   *  views into the file, made when first asked for (backupRecords reads them without making this list). */
-  readonly records: [Uint8Array, Uint8Array][];
   /** Records in the file (those of other generations included). */
   fileRecords: number;
   sizeBytes: number;
@@ -198,14 +196,10 @@ export function readBackup(file: Uint8Array): Backup {
   if (textValues) input.fail('the meta record says the values are in text form');
   input.end();
   const records = new RecordSpans(body, spans, count, generationPrefix(generation));
-  let listed: [Uint8Array, Uint8Array][] | null = null;
   const backup: Backup = {
     clusterId,
     point,
     generation,
-    get records() {
-      return (listed ??= [...records.inForce()]);
-    },
     fileRecords: count,
     sizeBytes: bytes.length,
     sha256: expected,
@@ -233,14 +227,11 @@ export function backupRecords(backup: Backup): StoredRecords {
   };
 }
 
-/** How many records a piece of `backupPieces` holds: the applied store writes each piece as a batch of this
- *  size (its replace batches are 10,000 records too). */
-const RESTORE_PIECE_RECORDS = 10_000;
-
-/** A backup's records in force as pieces for the applied store's replace, walked from the file as the store
- *  writes them: `snapshot restore` of a million locks listed them all first (1.25M pairs of views, then as
- *  many write ops), and the process peaked at 1.4 GB. */
-export function* backupPieces(backup: Backup, perPiece = RESTORE_PIECE_RECORDS): Generator<RecordOp[]> {
+/** A backup's records in force (without their generation prefix: store-records.ts keys, as views into the
+ *  file) in pieces for the applied store's replace, walked from the file as the store writes them: a restore
+ *  holds one piece, not a list of every record (1.25M at a million locks). A piece is one of the store's
+ *  replace batches. */
+export function* backupPieces(backup: Backup, perPiece = REPLACE_BATCH_RECORDS): Generator<RecordOp[]> {
   const spans = spansOf.get(backup);
   if (spans === undefined) throw new BackupError('not a backup read by readBackup');
   let piece: RecordOp[] = [];
