@@ -12,16 +12,59 @@ import { NodeFaultControl, clusterFaultFile } from '../lin/node-faults.js';
 
 export const MAIN_JS = resolve('dist/src/cli/main.js');
 
-export async function freePorts(n: number): Promise<number[]> {
-  const ports: number[] = [];
-  const servers = [];
-  for (let i = 0; i < n; i++) {
-    const s = createServer();
-    await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-    ports.push((s.address() as { port: number }).port);
-    servers.push(s);
+/** The kernel's range for the local ports of outgoing connections (Linux: ip_local_port_range), if known. */
+export function ephemeralRange(): [number, number] | null {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    return Number.isInteger(low) && Number.isInteger(high) ? [low!, high!] : null;
+  } catch {
+    return null;
   }
-  for (const s of servers) await new Promise<void>((r) => s.close(() => r()));
+}
+
+/** Ports below the ephemeral range this harness picks from (10000 up to the range's start). */
+const LOW_PORTS_FROM = 10_000;
+
+/** A server listening on 127.0.0.1:`port`, or null when the port is taken. */
+function bindable(port: number): Promise<ReturnType<typeof createServer> | null> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(null));
+    s.listen(port, '127.0.0.1', () => resolve(s));
+  });
+}
+
+/**
+ * `n` distinct ports free on 127.0.0.1 now, for nodes that bind them later. Not from port 0: the kernel hands
+ * those out of the range it also takes outgoing connections' local ports from, and between this probe and the
+ * node's bind every connection the test, its clients and its other nodes open may take one — the node then
+ * cannot listen (EADDRINUSE) and its cluster never forms (a bench's idle run waited 20 s for a node refusing
+ * connections). So ports are drawn at random below that range, where no connection's local port lands, and
+ * each is checked by binding it; only where the range is unknown or leaves no room is port 0 used. `random`
+ * (in [0, 1)) draws them: a test can make it draw a port it holds.
+ */
+export async function freePorts(n: number, random: () => number = Math.random): Promise<number[]> {
+  const range = ephemeralRange();
+  const below = range === null ? 0 : range[0] - LOW_PORTS_FROM;
+  const ports: number[] = [];
+  const servers: ReturnType<typeof createServer>[] = []; // held until all are chosen: no port twice
+  try {
+    for (let tries = 0; ports.length < n && below >= 1000 && tries < 50 * n; tries++) {
+      const port = LOW_PORTS_FROM + Math.floor(random() * below);
+      const s = await bindable(port);
+      if (s === null) continue;
+      ports.push(port);
+      servers.push(s);
+    }
+    while (ports.length < n) {
+      const s = createServer();
+      await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+      ports.push((s.address() as { port: number }).port);
+      servers.push(s);
+    }
+  } finally {
+    for (const s of servers) await new Promise<void>((r) => s.close(() => r()));
+  }
   return ports;
 }
 
