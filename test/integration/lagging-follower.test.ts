@@ -33,13 +33,18 @@ describe('a follower behind the compacted log', () => {
     // have committed since the follower went down.
     let stop = false;
     const holds = new Map<string, string>();
+    // One pool (one connection and Lock/Stream) to the leader for the whole load, which never kills it: c.raw
+    // opens a connection per call, and 50,000 entries' worth of connections took most of this test's minute.
+    const load = c.pool([leader]);
+    const call = <Res>(method: 'Acquire' | 'Release', request: object): Promise<Res> =>
+      load.call<Res>(method, request, Date.now() + 3000, undefined, false);
     const worker = async (w: number) => {
       for (let i = 0; !stop; i++) {
         const key = `cycle/${w}/${i % 4}`;
-        const a = await c.raw<AcquireResponse>(leader, 'Acquire', { key, owner: `w${w}`, ttl_ms: '60000', request_id: `${w}-${i}-a` });
+        const a = await call<AcquireResponse>('Acquire', { key, owner: `w${w}`, ttl_ms: '60000', request_id: `${w}-${i}-a` });
         if (!a.acquired) continue;
         if (i % 100 === 0 && holds.size < 500) {
-          const k = await c.raw<AcquireResponse>(leader, 'Acquire', {
+          const k = await call<AcquireResponse>('Acquire', {
             key: `kept/${w}/${i}`,
             owner: `w${w}`,
             ttl_ms: '600000',
@@ -48,7 +53,7 @@ describe('a follower behind the compacted log', () => {
           expect(k.acquired).toBe(true);
           holds.set(`kept/${w}/${i}`, String(k.token));
         }
-        await c.raw<ReleaseResponse>(leader, 'Release', {
+        await call<ReleaseResponse>('Release', {
           key,
           owner: `w${w}`,
           token: String(a.token),
@@ -65,6 +70,7 @@ describe('a follower behind the compacted log', () => {
     );
     stop = true;
     await Promise.all(workers);
+    load.close();
     const leaderLog = c.logText(leader);
     const compactedTo = Math.max(
       ...[...leaderLog.matchAll(/"index":(\d+),"storeIndex":\d+,"msg":"log compacted below the applied store"/g)].map((m) => Number(m[1])),
