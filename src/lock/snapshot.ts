@@ -354,16 +354,15 @@ export function writeSessions(out: ByteWriter, sessions: Session[], nowMs: numbe
   }
 }
 
-// Scratch size for one key's UTF-8: a key is at most 512 bytes, and a JS string of n units encodes to at
-// most 3n bytes, so 3 * 512 covers any key the codec accepted.
-export const KEY_SCRATCH_BYTES = WIRE_LIMITS.maxKeyBytes * 3;
-
 /** Writes sorted keys as (shared prefix length with the previous key's UTF-8, remaining bytes). Two scratch
  *  buffers swap roles, so a million keys cost no allocation; restart() begins a new list (a snapshot
  *  writer keeps one for all its sections). */
 export class PrefixKeyWriter {
-  private current = new Uint8Array(KEY_SCRATCH_BYTES);
-  private previous = new Uint8Array(KEY_SCRATCH_BYTES);
+  // The buffers grow to fit the longest key written (a string of n UTF-16 units is at most 3n bytes of UTF-8)
+  // instead of starting at the size of the longest key the codec accepts: every snapshot writer opens several
+  // of these (one per keyed list), and two 1,536-byte arrays each were most of the cost of opening one.
+  private current = new Uint8Array(0);
+  private previous = new Uint8Array(0);
   private previousLength = 0;
   private out!: ByteWriter;
 
@@ -374,6 +373,7 @@ export class PrefixKeyWriter {
   }
 
   write(key: string): void {
+    if (3 * key.length > this.current.length) this.grow(3 * key.length);
     const length = writeUtf8(this.current, 0, key);
     const limit = Math.min(length, this.previousLength);
     let shared = 0;
@@ -382,5 +382,14 @@ export class PrefixKeyWriter {
     this.out.lengthPrefixed(this.current.subarray(shared, length));
     [this.current, this.previous] = [this.previous, this.current];
     this.previousLength = length;
+  }
+
+  /** Both arrays to at least `bytes`; the previous key's bytes are kept. */
+  private grow(bytes: number): void {
+    const size = Math.max(bytes, 2 * this.current.length, 64);
+    const previous = new Uint8Array(size);
+    previous.set(this.previous.subarray(0, this.previousLength));
+    this.previous = previous;
+    this.current = new Uint8Array(size);
   }
 }
