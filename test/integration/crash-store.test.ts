@@ -104,8 +104,8 @@ describe('SIGKILL at random moments: the applied store restarts into the replica
     await Promise.all(workers);
     const { leader } = await c.waitForLeader();
     expect(acked.size, 'acquires acknowledged under the kills').toBeGreaterThan(100);
-    // Read back on one pool (one connection) to the leader, 16 at a time: c.raw's connection per call made
-    // these ~9,000 reads 30 s of the test.
+    // Read back on one pool (one connection) to the leader, 16 at a time: c.raw sets up a connection per call,
+    // which for thousands of reads costs more than the reads.
     const reads = c.pool([leader]);
     const toRead = [...acked];
     const reader = async () => {

@@ -2,7 +2,7 @@
 // Waits on conditions with deadlines, never fixed sleeps; every process is killed by PID in stop().
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream, type WriteStream } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -26,7 +26,7 @@ export function ephemeralRange(): [number, number] | null {
 const LOW_PORTS_FROM = 10_000;
 
 /** A server listening on 127.0.0.1:`port`, or null when the port is taken. */
-function bindable(port: number): Promise<ReturnType<typeof createServer> | null> {
+function bindable(port: number): Promise<Server | null> {
   return new Promise((resolve) => {
     const s = createServer();
     s.once('error', () => resolve(null));
@@ -38,8 +38,7 @@ function bindable(port: number): Promise<ReturnType<typeof createServer> | null>
  * `n` distinct ports free on 127.0.0.1 now, for nodes that bind them later. Not from port 0: the kernel hands
  * those out of the range it also takes outgoing connections' local ports from, and between this probe and the
  * node's bind every connection the test, its clients and its other nodes open may take one — the node then
- * cannot listen (EADDRINUSE) and its cluster never forms (a bench's idle run waited 20 s for a node refusing
- * connections). So ports are drawn at random below that range, where no connection's local port lands, and
+ * cannot listen (EADDRINUSE) and its cluster never forms. So ports are drawn at random below that range, where no connection's local port lands, and
  * each is checked by binding it; only where the range is unknown or leaves no room is port 0 used. `random`
  * (in [0, 1)) draws them: a test can make it draw a port it holds.
  */
@@ -47,7 +46,7 @@ export async function freePorts(n: number, random: () => number = Math.random): 
   const range = ephemeralRange();
   const below = range === null ? 0 : range[0] - LOW_PORTS_FROM;
   const ports: number[] = [];
-  const servers: ReturnType<typeof createServer>[] = []; // held until all are chosen: no port twice
+  const servers: Server[] = []; // held until all are chosen: no port twice
   try {
     for (let tries = 0; ports.length < n && below >= 1000 && tries < 50 * n; tries++) {
       const port = LOW_PORTS_FROM + Math.floor(random() * below);

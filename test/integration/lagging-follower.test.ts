@@ -34,7 +34,7 @@ describe('a follower behind the compacted log', () => {
     let stop = false;
     const holds = new Map<string, string>();
     // One pool (one connection and Lock/Stream) to the leader for the whole load, which never kills it: c.raw
-    // opens a connection per call, and 50,000 entries' worth of connections took most of this test's minute.
+    // opens a connection per call, and a connection set-up per entry would cost more than the entry.
     const load = c.pool([leader]);
     const call = <Res>(method: 'Acquire' | 'Release', request: object): Promise<Res> =>
       load.call<Res>(method, request, Date.now() + 3000, undefined, false);
